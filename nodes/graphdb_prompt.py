@@ -1,0 +1,84 @@
+"""Prompt pieces shared by the PlanRAG-family nodes, and the store a run uses.
+
+The papers' prompts (PlanRAG Appendix C) all carry the same frame: the agent's role, the tool
+descriptions with the graph schema, the question, and the trace so far. Each node adds its own
+instruction (plan, act on the current step, re-plan, answer) beside it in its own module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragplan.state.planrag import RetrievalStep
+from ragplan.tools.graphdb import GraphStore, StoreSpec, open_store
+
+__all__ = ["store_for", "system_frame", "plan_block", "trace_block"]
+
+ROLE = (
+    "You are a decision-making agent. You answer a decision question by analysing data that is stored "
+    "in a property graph. You cannot see the data directly: you obtain it by sending Cypher queries to "
+    "the Graph DB tool. The question may need the database several times."
+)
+
+TOOLS = """Tools you can use:
+- Graph DB: runs one read-only Cypher query (Neo4j dialect) and returns the result rows (at most {row_cap}
+  rows are shown; aggregate or sort on the server instead of listing everything). The graph follows this schema:
+{schema}
+- Self-thinking: no database access; use it to reason or compute from values you have already observed.
+  Its input is your reasoning, which is recorded as the observation."""
+
+
+def store_for(ctx: Any) -> GraphStore:
+    """The run's graph store: the context's ``graph_store`` object, or the cached store its settings name."""
+    if getattr(ctx, "graph_store", None) is not None:
+        return ctx.graph_store
+    return open_store(
+        StoreSpec.from_env(
+            graph_path=ctx.graph_path, neo4j_uri=ctx.neo4j_uri, neo4j_user=ctx.neo4j_user,
+            neo4j_database=ctx.neo4j_database,
+        )
+    )
+
+
+def system_frame(schema_text: str, row_cap: int) -> str:
+    """The role and tool descriptions every PlanRAG-family prompt starts with."""
+    schema = "\n".join("    " + line for line in schema_text.splitlines())
+    return ROLE + "\n\n" + TOOLS.format(row_cap=row_cap, schema=schema)
+
+
+def plan_block(plan: list[str], current: int | None = None) -> str:
+    """The plan as numbered lines, marking done steps and the current one."""
+    if not plan:
+        return "Plan: (none)"
+    lines = ["Plan:"]
+    for i, step in enumerate(plan):
+        mark = ""
+        if current is not None:
+            mark = "  [done]" if i < current else ("  <- current step" if i == current else "")
+        lines.append(f"  Step {i + 1}: {step}{mark}")
+    return "\n".join(lines)
+
+
+def trace_block(steps: list[RetrievalStep], max_chars: int = 24_000) -> str:
+    """The retrieval trace so far (thought, action, input, observation), oldest first.
+
+    Observations of old steps are shortened first when the trace would exceed ``max_chars``, so a
+    long run keeps its most recent evidence whole.
+    """
+    if not steps:
+        return "Retrieval so far: nothing yet."
+    blocks = []
+    for s in steps:
+        head = f"[{s.index}]" + (f" (plan step {s.plan_step})" if s.plan_step else "")
+        action = "Graph DB" if s.action == "graph_db" else "Self-thinking" if s.action == "self_thinking" else s.action
+        blocks.append(
+            f"{head}\nThought: {s.thought}\nAction: {action}\nAction input: {s.query}\nObservation: {s.observation}"
+        )
+    total = sum(len(b) for b in blocks)
+    i = 0
+    while total > max_chars and i < len(blocks) - 1:
+        cut = blocks[i][:600] + "\n…(observation shortened)"
+        total -= len(blocks[i]) - len(cut)
+        blocks[i] = cut
+        i += 1
+    return "Retrieval so far:\n" + "\n\n".join(blocks)

@@ -1,0 +1,241 @@
+"""Chat models by name, and typed LLM decisions with a bounded repair.
+
+* :func:`load_chat_model` turns ``provider:name`` (+ an optional OpenAI-compatible base URL) into a
+  LangChain chat model, once per process. Graphs never build a model at import time; nodes get it
+  from the run's context through :func:`chat_model_for`.
+* :func:`decide` asks the model for one pydantic object (a plan, a verdict, an action) with
+  structured output, shows a parse error back to the model for a bounded number of repairs, and never
+  raises: a failure comes back as a :class:`Decision` with ``error`` set, which nodes record in state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Generic, Sequence, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel, ValidationError
+
+from ragplan.state.usage import Usage
+
+__all__ = ["load_chat_model", "endpoint_problem", "chat_model_for", "Decision", "decide", "LLMConfigError"]
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class LLMConfigError(RuntimeError):
+    """No usable LLM endpoint is configured; the message says how to configure one."""
+
+
+HOW_TO_CONFIGURE = (
+    "No LLM endpoint is configured. ragplan needs a chat model:\n"
+    "  * OpenAI: export OPENAI_API_KEY=sk-…   (model e.g. --model openai:gpt-4o-mini)\n"
+    "  * an OpenAI-compatible server: --base-url URL --model openai:<served model name>, or export RAGPLAN_BASE_URL=URL\n"
+    "      vLLM       http://localhost:8000/v1\n"
+    "      Ollama     http://localhost:11434/v1\n"
+    "      llama.cpp  http://localhost:8080/v1\n"
+    "      LM Studio  http://localhost:1234/v1\n"
+    "  * another LangChain provider: --model anthropic:…, google_genai:… with its package installed and its key set."
+)
+
+
+def split_model_spec(spec: str) -> tuple[str, str]:
+    """``"openai:gpt-4o-mini"`` -> ``("openai", "gpt-4o-mini")``; no provider means ``openai``."""
+    spec = spec.strip()
+    if ":" in spec:
+        provider, name = spec.split(":", 1)
+        if provider and "/" not in provider:
+            return provider.strip().lower(), name.strip()
+    return "openai", spec
+
+
+_PROVIDER_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "google_genai": "GOOGLE_API_KEY",
+                  "mistralai": "MISTRAL_API_KEY", "groq": "GROQ_API_KEY", "together": "TOGETHER_API_KEY"}
+
+
+def endpoint_problem(spec: str, base_url: str = "") -> str | None:
+    """Why the model named ``spec`` cannot be reached as configured, or None when it looks usable."""
+    provider, name = split_model_spec(spec)
+    if not name:
+        return "The model name is empty.\n" + HOW_TO_CONFIGURE
+    if base_url:
+        return None
+    key = _PROVIDER_KEYS.get(provider)
+    if key and not os.environ.get(key):
+        return f"{key} is not set and no --base-url was given.\n" + HOW_TO_CONFIGURE
+    return None
+
+
+_models: dict[tuple, BaseChatModel] = {}
+_models_lock = threading.Lock()
+
+
+def load_chat_model(
+    spec: str, *, base_url: str = "", temperature: float = 0.0, timeout_s: float = 120.0, max_retries: int = 3
+) -> BaseChatModel:
+    """The chat model for ``spec``, built once per process per setting.
+
+    With ``base_url`` (or provider ``openai``) it is a ``ChatOpenAI`` pointed at that endpoint, which
+    covers OpenAI, vLLM, Ollama, llama.cpp server and LM Studio; other providers go through LangChain's
+    ``init_chat_model``. Raises :class:`LLMConfigError` when no endpoint is configured.
+    """
+    problem = endpoint_problem(spec, base_url)
+    if problem:
+        raise LLMConfigError(problem)
+    key = (spec, base_url, float(temperature), float(timeout_s), int(max_retries))
+    with _models_lock:
+        if key in _models:
+            return _models[key]
+        provider, name = split_model_spec(spec)
+        if base_url or provider == "openai":
+            from langchain_openai import ChatOpenAI
+
+            api_key = os.environ.get("OPENAI_API_KEY") or ("not-needed" if base_url else None)
+            model: BaseChatModel = ChatOpenAI(
+                model=name, base_url=base_url or None, api_key=api_key, temperature=temperature,
+                timeout=timeout_s, max_retries=max_retries, stream_usage=True,
+            )
+        else:
+            from langchain.chat_models import init_chat_model
+
+            model = init_chat_model(name, model_provider=provider, temperature=temperature,
+                                    timeout=timeout_s, max_retries=max_retries)
+        _models[key] = model
+        return model
+
+
+def chat_model_for(ctx: Any, role: str = "model") -> BaseChatModel:
+    """The chat model a node should use: ``ctx.chat_model`` if a Python caller gave one, else by name.
+
+    ``role`` names the context field holding the model name (``model``, later ``planner_model`` …);
+    an empty role field falls back to ``ctx.model``.
+    """
+    obj = getattr(ctx, f"{role}_chat_model", None) if role != "model" else None
+    obj = obj or getattr(ctx, "chat_model", None)
+    if obj is not None:
+        return obj
+    spec = getattr(ctx, role, "") or ctx.model
+    return load_chat_model(spec, base_url=ctx.base_url, temperature=ctx.temperature,
+                           timeout_s=ctx.llm_timeout_s, max_retries=ctx.llm_max_retries)
+
+
+@dataclass
+class Decision(Generic[T]):
+    """The outcome of :func:`decide`: the parsed object, or the reason there is none."""
+
+    value: T | None
+    usage: Usage = field(default_factory=Usage)
+    error: str = ""
+    attempts: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """Whether a valid object was obtained."""
+        return self.value is not None
+
+
+def _usage_of(msg: Any, seconds: float) -> Usage:
+    meta = getattr(msg, "usage_metadata", None) or {}
+    return Usage(llm_calls=1, input_tokens=int(meta.get("input_tokens", 0) or 0),
+                 output_tokens=int(meta.get("output_tokens", 0) or 0), llm_seconds=round(seconds, 4))
+
+
+_JSON_BLOCK = re.compile(r"\{.*\}", re.S)
+
+
+def parse_json_object(text: str, schema: type[T]) -> T:
+    """Parse the first JSON object in ``text`` (fenced or bare) into ``schema``; raises ValueError."""
+    m = _JSON_BLOCK.search(text or "")
+    if not m:
+        raise ValueError("the reply holds no JSON object")
+    try:
+        data = json.loads(m.group(0))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the JSON object does not parse: {exc}") from exc
+    if isinstance(data, dict) and set(data) == {"name", "arguments"} and isinstance(data["arguments"], dict):
+        data = data["arguments"]
+    try:
+        return schema.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(_short_validation(exc)) from exc
+
+
+def _short_validation(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()[:6])
+
+
+def _text_instruction(schema: type[T]) -> str:
+    return (
+        "Reply with one JSON object only (no prose around it) that matches this JSON schema:\n"
+        + json.dumps(schema.model_json_schema(), separators=(",", ":"))
+    )
+
+
+def decide(
+    model: BaseChatModel, messages: Sequence[BaseMessage], schema: type[T], *, method: str = "function_calling",
+    max_repairs: int = 2,
+) -> Decision[T]:
+    """Ask ``model`` for one ``schema`` object; repair up to ``max_repairs`` times; never raise.
+
+    ``method`` is ``function_calling`` (tool calling), ``json_schema`` (the endpoint's JSON mode) or
+    ``text`` (a JSON object in the reply). A model without tool calling falls back to ``text``. A
+    reply that does not parse is shown back to the model with the error; an endpoint failure (after
+    the client's own retries) ends the decision with the error recorded.
+    """
+    convo: list[BaseMessage] = list(messages)
+    usage = Usage()
+    runnable: Any = None
+    if method != "text":
+        try:
+            runnable = model.with_structured_output(schema, method=method, include_raw=True)
+        except (NotImplementedError, ValueError, TypeError):
+            method, runnable = "text", None
+    if method == "text":
+        convo = [*convo[:-1], SystemMessage(_text_instruction(schema)), convo[-1]] if convo else convo
+    last_error = ""
+    for attempt in range(1, max_repairs + 2):
+        t0 = time.perf_counter()
+        try:
+            out = runnable.invoke(convo) if runnable is not None else model.invoke(convo)
+        except Exception as exc:  # endpoint down, auth, timeout after retries: recorded, never raised
+            usage = usage + Usage(llm_calls=1, llm_seconds=round(time.perf_counter() - t0, 4))
+            return Decision(None, usage, f"LLM request failed: {type(exc).__name__}: {str(exc)[:500]}", attempt)
+        raw = out["raw"] if isinstance(out, dict) else out
+        usage = usage + _usage_of(raw, time.perf_counter() - t0)
+        parsed = out.get("parsed") if isinstance(out, dict) else None
+        if parsed is not None and not isinstance(parsed, schema):
+            try:
+                parsed = schema.model_validate(parsed)
+            except ValidationError as exc:
+                parsed, last_error = None, _short_validation(exc)
+        if parsed is None:
+            content = raw.content if isinstance(raw.content, str) else str(raw.content)
+            try:
+                parsed = parse_json_object(content, schema)
+            except ValueError as exc:
+                err = out.get("parsing_error") if isinstance(out, dict) else None
+                if isinstance(err, ValidationError):
+                    last_error = _short_validation(err)
+                else:
+                    last_error = str(err or exc)
+        if parsed is not None:
+            return Decision(parsed, usage, "", attempt)
+        convo = [*convo, AIMessage(content=_visible(raw)),
+                 HumanMessage(f"That reply could not be used: {last_error}. Answer again with a valid "
+                              f"{schema.__name__} object and nothing else.")]
+    return Decision(None, usage, f"no valid {schema.__name__} after {max_repairs + 1} attempts: {last_error}", max_repairs + 1)
+
+
+def _visible(msg: Any) -> str:
+    """The assistant reply as text (tool-call arguments included) to show it back during a repair."""
+    content = msg.content if isinstance(msg.content, str) else json.dumps(msg.content)
+    calls = getattr(msg, "tool_calls", None) or []
+    if calls:
+        content += "\n" + "\n".join(json.dumps({"name": c.get("name"), "arguments": c.get("args")}) for c in calls)
+    return content or "(empty reply)"

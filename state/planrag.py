@@ -1,0 +1,124 @@
+"""State of PlanRAG and its baselines: the plan, the retrieval steps, the re-plan verdicts.
+
+The input is the question; the output is the answer plus everything a user needs to trust it (the
+plan and its revisions, every query with its observation, every re-plan verdict, usage). Fields the
+graph only needs while running (the step pointer, the repair counter) stay internal.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+from langgraph.managed import RemainingSteps
+from typing_extensions import TypedDict
+
+from ragplan.state.usage import Usage, add_usage
+
+__all__ = [
+    "RetrievalStep", "PlanVersion", "ReplanVerdict", "PlanRAGInput", "PlanRAGOutput", "PlanRAGState", "PlanRAGResult",
+]
+
+
+class RetrievalStep(BaseModel):
+    """One retrieval action: the thought, the tool used, the query and what came back."""
+
+    index: int = Field(description="1-based position among all retrieval steps of the run.")
+    plan_step: int | None = Field(default=None, description="1-based number of the plan step served (None without a plan).")
+    plan_step_text: str = Field(default="", description="Text of the plan step served, if any.")
+    thought: str = Field(default="", description="The LLM's reasoning for this action.")
+    action: Literal["graph_db", "self_thinking", "finish"] = Field(description="Which tool the LLM chose.")
+    query: str = Field(default="", description="The Cypher query (graph_db) or the reasoning input (self_thinking).")
+    observation: str = Field(default="", description="What the tool returned (rows, or the error message).")
+    ok: bool = Field(default=True, description="False when the query was refused, failed or timed out.")
+    error_kind: str | None = Field(default=None, description="refused | timeout | error | llm, when not ok.")
+    row_count: int = Field(default=0, description="Rows shown to the LLM.")
+    total_rows: int = Field(default=0, description="Rows the query produced before the row cap.")
+    query_ms: float = Field(default=0.0, description="Query wall time in milliseconds.")
+
+
+class PlanVersion(BaseModel):
+    """One version of the plan: the initial one, or a revision made by the replan step."""
+
+    version: int = Field(description="0 for the initial plan, then 1, 2, … for each revision.")
+    steps: list[str] = Field(description="The whole plan of this version, in order.")
+    reason: str = Field(default="", description="Why the plan was made or revised.")
+    after_step: int = Field(default=0, description="Retrieval steps done when this version was made.")
+
+
+class ReplanVerdict(BaseModel):
+    """The replan step's decision after an observation."""
+
+    after_step: int = Field(description="The retrieval step (1-based) just observed.")
+    replan: bool = Field(description="True = the remaining plan was revised; False = the plan is kept.")
+    reason: str = Field(default="", description="The LLM's reason for its verdict.")
+    new_steps: list[str] = Field(default_factory=list, description="The revised remaining steps, when replan is True.")
+    applied: bool = Field(default=True, description="False when a revision was refused because max_replans was reached.")
+
+
+class PlanRAGInput(TypedDict):
+    """What a PlanRAG-family graph takes."""
+
+    question: str
+    """The decision question (for DQA: business rules + question + goal)."""
+
+
+class PlanRAGOutput(TypedDict, total=False):
+    """What a PlanRAG-family graph returns."""
+
+    question: str
+    """The question asked."""
+    answer: str
+    """The final decision / answer ('' if the run failed before answering)."""
+    rationale: str
+    """The LLM's short justification of the answer from the observations."""
+    plan: list[str]
+    """The plan in force at the end (empty for methods without a plan)."""
+    plan_history: Annotated[list[PlanVersion], operator.add]
+    """Every plan version, initial first (appended by plan and replan)."""
+    steps: Annotated[list[RetrievalStep], operator.add]
+    """Every retrieval step in order: thought, query, observation (appended by retrieve)."""
+    replans: Annotated[list[ReplanVerdict], operator.add]
+    """Every re-plan verdict in order (appended by replan)."""
+    usage: Annotated[Usage, add_usage]
+    """LLM calls, tokens and LLM time of the whole run, summed over nodes."""
+    stop_reason: str
+    """Why retrieval ended: plan_done, answered, single_retrieval, max_steps, max_repairs, llm_error, …"""
+    error: str
+    """A recorded failure (endpoint down, unparseable output after repairs), empty when none."""
+
+
+class PlanRAGState(PlanRAGInput, PlanRAGOutput, total=False):
+    """Full internal state of the PlanRAG-family graphs."""
+
+    schema_text: str
+    """The graph schema as shown to the LLM, read once from the store."""
+    current_step: int
+    """0-based index into ``plan`` of the step being executed."""
+    repairs: int
+    """Failed attempts at the current step so far (reset when the step advances)."""
+    next: Literal["repair", "continue", "answer"]
+    """Where the retrieve node sends the run: the same step again, on (replan / next step), or to answer."""
+    remaining_steps: RemainingSteps
+    """Graph steps left before LangGraph's recursion limit (managed), so a run can stop gracefully."""
+
+
+class PlanRAGResult(BaseModel):
+    """A typed view of a finished run, for Python callers: ``PlanRAGResult.from_state(graph.invoke(...))``."""
+
+    question: str = ""
+    answer: str = ""
+    rationale: str = ""
+    plan: list[str] = Field(default_factory=list)
+    plan_history: list[PlanVersion] = Field(default_factory=list)
+    steps: list[RetrievalStep] = Field(default_factory=list)
+    replans: list[ReplanVerdict] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    stop_reason: str = ""
+    error: str = ""
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "PlanRAGResult":
+        """Build from a graph's output dict (objects or plain dicts from a server)."""
+        return cls.model_validate({k: v for k, v in state.items() if k in cls.model_fields and v is not None})

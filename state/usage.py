@@ -1,0 +1,44 @@
+"""LLM usage accounting carried in graph state (calls, tokens, LLM time), merged by a reducer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+__all__ = ["Usage", "add_usage"]
+
+
+class Usage(BaseModel):
+    """How much LLM work a run (or one node) cost."""
+
+    llm_calls: int = Field(default=0, description="Requests sent to the chat model (repairs included).")
+    input_tokens: int = Field(default=0, description="Prompt tokens reported by the endpoint.")
+    output_tokens: int = Field(default=0, description="Completion tokens reported by the endpoint.")
+    llm_seconds: float = Field(default=0.0, description="Wall time spent waiting for the chat model.")
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            llm_calls=self.llm_calls + other.llm_calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            llm_seconds=round(self.llm_seconds + other.llm_seconds, 4),
+        )
+
+
+def _as_usage(value: Any) -> Usage:
+    if value is None:
+        return Usage()
+    if isinstance(value, Usage):
+        return value
+    return Usage.model_validate(value)
+
+
+def add_usage(left: Any, right: Any) -> Usage:
+    """Reducer: sum two usage records (either may be a dict after a checkpoint round-trip)."""
+    return _as_usage(left) + _as_usage(right)

@@ -1,0 +1,33 @@
+"""Shared fixtures: the toy trade network on disk and in the embedded store, scripted contexts."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from ragplan.tools.graphdb import EmbeddedGraphStore  # noqa: E402
+from tests.data import QUESTION, TRADE_NETWORK  # noqa: E402
+
+
+@pytest.fixture
+def trade_cql(tmp_path: Path) -> Path:
+    """The toy trade network written as a .cql script."""
+    p = tmp_path / "trade.cql"
+    p.write_text(TRADE_NETWORK)
+    return p
+
+
+@pytest.fixture
+def trade_store() -> EmbeddedGraphStore:
+    """The toy trade network in the embedded engine."""
+    return EmbeddedGraphStore.from_text(TRADE_NETWORK, source="trade.cql")
+
+
+@pytest.fixture
+def question() -> str:
+    """The toy locating question."""
+    return QUESTION

@@ -1,0 +1,126 @@
+"""The graph-store interface every backend implements, and the results it returns.
+
+A :class:`GraphStore` answers read-only Cypher queries with a row cap and a timeout, and describes
+its schema. Every query goes through :func:`check_read_only` first (the statement check), then
+through the backend's own read-only path (kglite's frozen snapshot, Neo4j's read transaction).
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragplan.tools.graphdb.readonly import QueryRefused, check_read_only
+from ragplan.tools.graphdb.schema import GraphSchema, LabelInfo, RelInfo, merge_examples
+
+__all__ = ["GraphStore", "QueryResult", "QueryError", "QueryTimeout", "QueryRefused"]
+
+
+class QueryError(RuntimeError):
+    """The store rejected or failed a query (syntax error, unknown function, type error, …)."""
+
+
+class QueryTimeout(QueryError):
+    """The query ran past its time budget and was stopped."""
+
+
+@dataclass
+class QueryResult:
+    """Rows of one read query, capped."""
+
+    columns: list[str]
+    """Column names in RETURN order."""
+    rows: list[dict[str, Any]]
+    """At most ``row_cap`` rows, each a mapping column -> plain Python value."""
+    total_rows: int
+    """Rows the query produced before the cap (a lower bound ``row_cap + 1`` where the backend stops early)."""
+    elapsed_ms: float
+    """Wall time of the query in milliseconds."""
+    warnings: list[str] = field(default_factory=list)
+    """Advisories from the engine (unknown label, truncation, …), useful to the LLM."""
+
+    @property
+    def truncated(self) -> bool:
+        """Whether rows were dropped by the cap."""
+        return self.total_rows > len(self.rows)
+
+
+class GraphStore(ABC):
+    """A read-only Cypher store with schema introspection."""
+
+    backend: str = "abstract"
+    #: How many nodes / relationships per label or type are sampled for example values.
+    schema_sample: int = 50
+
+    def __init__(self) -> None:
+        self._schema: GraphSchema | None = None
+
+    def query(self, cypher: str, *, row_cap: int = 100, timeout_s: float = 10.0) -> QueryResult:
+        """Run one untrusted read-only statement: checked, capped to ``row_cap`` rows, time-boxed.
+
+        Raises :class:`QueryRefused` for anything that could write, :class:`QueryTimeout` past
+        ``timeout_s`` and :class:`QueryError` for any other failure.
+        """
+        text = check_read_only(cypher)
+        t0 = time.perf_counter()
+        result = self._run_read(text, row_cap=max(0, int(row_cap)), timeout_s=max(0.001, float(timeout_s)))
+        result.elapsed_ms = (time.perf_counter() - t0) * 1000
+        return result
+
+    @abstractmethod
+    def _run_read(self, cypher: str, *, row_cap: int, timeout_s: float) -> QueryResult:
+        """Run a checked statement in the backend's read-only mode."""
+
+    def schema(self) -> GraphSchema:
+        """The labels, relationship types and property keys (with example values), computed once."""
+        if self._schema is None:
+            self._schema = self._introspect()
+        return self._schema
+
+    def _introspect(self) -> GraphSchema:
+        """Sample the store with read queries; backends may clean the property maps."""
+        q = lambda c: self.query(c, row_cap=100_000, timeout_s=60).rows  # noqa: E731 - trusted, bounded
+        labels: list[LabelInfo] = []
+        for row in q("CALL db.labels() YIELD label RETURN label"):
+            label = row["label"]
+            esc = label.replace("`", "``")
+            count = q(f"MATCH (n:`{esc}`) RETURN count(n) AS c")[0]["c"]
+            props = [
+                self._clean_props(label, r["p"])
+                for r in q(f"MATCH (n:`{esc}`) RETURN properties(n) AS p LIMIT {self.schema_sample}")
+            ]
+            labels.append(LabelInfo(label, int(count), merge_examples(props)))
+        rels: list[RelInfo] = []
+        for row in q("CALL db.relationshipTypes() YIELD relationshipType RETURN relationshipType AS t"):
+            rtype = row["t"]
+            esc = rtype.replace("`", "``")
+            count = q(f"MATCH ()-[r:`{esc}`]->() RETURN count(r) AS c")[0]["c"]
+            sample = q(
+                f"MATCH (a)-[r:`{esc}`]->(b) RETURN labels(a) AS la, labels(b) AS lb, properties(r) AS p "
+                f"LIMIT {self.schema_sample}"
+            )
+            ends = sorted({(tuple(r["la"])[:1] or ("?",))[0] + "\x00" + (tuple(r["lb"])[:1] or ("?",))[0] for r in sample})
+            props = merge_examples([self._clean_rel_props(r["p"]) for r in sample])
+            for pair in ends or ["?\x00?"]:
+                src, dst = pair.split("\x00")
+                rels.append(RelInfo(rtype, src, dst, int(count), props))
+        return GraphSchema(labels=labels, relationships=rels)
+
+    def _clean_props(self, label: str, props: dict[str, Any]) -> dict[str, Any]:
+        """Drop backend-internal keys from a node's property map (none by default)."""
+        return dict(props or {})
+
+    def _clean_rel_props(self, props: dict[str, Any]) -> dict[str, Any]:
+        """Drop backend-internal keys from a relationship's property map (none by default)."""
+        return dict(props or {})
+
+    def close(self) -> None:
+        """Release connections or memory held by the store."""
+
+    def __enter__(self) -> "GraphStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

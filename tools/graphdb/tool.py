@@ -1,0 +1,157 @@
+"""Opening stores (cached per process) and the ``graph_db`` LangChain tool over a store.
+
+The tool's settings (store handle, row cap, timeout) are injected when the tool is made from the
+run's context; the LLM fills only the query text. A refused, failed or timed-out query is not an
+exception for the caller: it comes back as an observation that says what went wrong, so the LLM can
+repair its query on the next step.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.tools import StructuredTool
+from pydantic import BaseModel, Field
+
+from ragplan.tools.graphdb.embedded import EmbeddedGraphStore
+from ragplan.tools.graphdb.readonly import QueryRefused
+from ragplan.tools.graphdb.schema import format_rows
+from ragplan.tools.graphdb.script import ScriptError, read_script
+from ragplan.tools.graphdb.store import GraphStore, QueryError, QueryTimeout
+
+__all__ = ["StoreSpec", "QueryOutcome", "open_store", "run_graph_query", "make_graph_db_tool", "GRAPH_DB_DESCRIPTION"]
+
+#: How many embedded stores stay loaded at once (DQA has one script per question).
+STORE_CACHE_SIZE = 8
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """Where a run's graph lives: a script for the embedded engine, or a Neo4j server."""
+
+    graph_path: str = ""
+    """A Neo4j-dialect ``.cql`` script; loaded into the embedded engine (or into Neo4j with a URI)."""
+    neo4j_uri: str = ""
+    """``bolt://host:7687`` / ``neo4j://…``: use a Neo4j server instead of the embedded engine."""
+    neo4j_user: str = ""
+    """Neo4j user (default ``NEO4J_USER`` or ``neo4j``); the password comes from ``NEO4J_PASSWORD``."""
+    neo4j_database: str = ""
+    """Neo4j database name (default: the server's default database)."""
+    neo4j_replace: bool = False
+    """When loading ``graph_path`` into Neo4j, clear a non-empty database first."""
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> "StoreSpec":
+        """A spec from ``NEO4J_URI`` / ``NEO4J_USER`` / ``NEO4J_DATABASE`` with explicit overrides winning."""
+        base = {
+            "neo4j_uri": os.environ.get("NEO4J_URI", ""),
+            "neo4j_user": os.environ.get("NEO4J_USER", ""),
+            "neo4j_database": os.environ.get("NEO4J_DATABASE", ""),
+        }
+        base.update({k: v for k, v in overrides.items() if v not in (None, "")})
+        return cls(**base)
+
+
+_cache: "OrderedDict[tuple, GraphStore]" = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def open_store(spec: StoreSpec) -> GraphStore:
+    """The store for ``spec``, loaded once per process and kept in a small LRU cache.
+
+    An embedded store is keyed by the script's path, size and modification time, so an edited file
+    is reloaded. Raises :class:`ScriptError` for a bad script and ``ValueError`` for an empty spec.
+    """
+    if spec.neo4j_uri:
+        key: tuple = ("neo4j", spec.neo4j_uri, spec.neo4j_user, spec.neo4j_database, spec.graph_path)
+    elif spec.graph_path:
+        p = Path(spec.graph_path).expanduser().resolve()
+        try:
+            st = p.stat()
+        except OSError as exc:
+            raise ScriptError(str(p), 0, f"cannot read the file: {exc.strerror or exc}") from exc
+        key = ("embedded", str(p), st.st_size, st.st_mtime_ns)
+    else:
+        raise ValueError("no graph store configured: give a .cql script (graph_path / --graph) or a Neo4j URI")
+    with _cache_lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+        store = _build(spec)
+        _cache[key] = store
+        while len(_cache) > STORE_CACHE_SIZE:
+            _, old = _cache.popitem(last=False)
+            old.close()
+        return store
+
+
+def _build(spec: StoreSpec) -> GraphStore:
+    if spec.neo4j_uri:
+        from ragplan.tools.graphdb.neo4j_store import Neo4jGraphStore
+
+        store = Neo4jGraphStore(spec.neo4j_uri, spec.neo4j_user or None, None, spec.neo4j_database or None)
+        if spec.graph_path:
+            store.load_statements(read_script(spec.graph_path), source=spec.graph_path, replace=spec.neo4j_replace)
+        return store
+    return EmbeddedGraphStore.from_script(Path(spec.graph_path).expanduser())
+
+
+class QueryOutcome(BaseModel):
+    """What one graph-DB call returned, as the LLM sees it and as the trace records it."""
+
+    ok: bool = Field(description="Whether the query ran.")
+    observation: str = Field(description="Rows as compact text, or the error message.")
+    error_kind: str | None = Field(default=None, description="refused | timeout | error, when not ok.")
+    row_count: int = Field(default=0, description="Rows returned after the cap.")
+    total_rows: int = Field(default=0, description="Rows the query produced before the cap.")
+    elapsed_ms: float = Field(default=0.0, description="Query wall time in milliseconds.")
+
+
+def run_graph_query(store: GraphStore, query: str, *, row_cap: int, timeout_s: float) -> QueryOutcome:
+    """Run an untrusted query and turn every outcome (rows, refusal, timeout, error) into a :class:`QueryOutcome`."""
+    try:
+        res = store.query(query, row_cap=row_cap, timeout_s=timeout_s)
+    except QueryRefused as exc:
+        return QueryOutcome(ok=False, observation=f"Query refused: {exc}", error_kind="refused")
+    except QueryTimeout as exc:
+        return QueryOutcome(ok=False, observation=f"Query timed out: {exc}", error_kind="timeout")
+    except QueryError as exc:
+        return QueryOutcome(ok=False, observation=f"Query error: {exc}", error_kind="error")
+    text = format_rows(res.columns, res.rows, res.total_rows)
+    if res.warnings:
+        text += "\n" + "\n".join(f"(warning: {w})" for w in res.warnings)
+    return QueryOutcome(
+        ok=True, observation=text, row_count=len(res.rows), total_rows=res.total_rows, elapsed_ms=round(res.elapsed_ms, 2)
+    )
+
+
+GRAPH_DB_DESCRIPTION = (
+    "Graph DB: runs one read-only Cypher query (Neo4j dialect) against the property graph described "
+    "by the schema and returns the result rows. Use it whenever you need data from the graph. Write "
+    "clauses are refused; results are capped, so aggregate, filter or ORDER BY … LIMIT on the server."
+)
+
+
+class _GraphDBArgs(BaseModel):
+    query: str = Field(description="One syntactically correct, read-only Cypher statement.")
+
+
+def make_graph_db_tool(store: GraphStore, *, row_cap: int = 100, timeout_s: float = 10.0) -> StructuredTool:
+    """The ``graph_db`` LangChain tool over ``store``; returns text content and a :class:`QueryOutcome` artifact."""
+
+    def graph_db(query: str) -> tuple[str, QueryOutcome]:
+        outcome = run_graph_query(store, query, row_cap=row_cap, timeout_s=timeout_s)
+        return outcome.observation, outcome
+
+    return StructuredTool.from_function(
+        graph_db,
+        name="graph_db",
+        description=GRAPH_DB_DESCRIPTION,
+        args_schema=_GraphDBArgs,
+        response_format="content_and_artifact",
+    )
