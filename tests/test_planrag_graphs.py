@@ -47,7 +47,7 @@ def test_planrag_plans_retrieves_replans_and_answers(trade_store, question):
     assert [s.plan_step for s in res.steps] == [1, 2, 3]
     assert [v.replan for v in res.replans] == [True, False, False]
     # the observation holds the real rows from the store
-    assert "lubeck | 12 | 200" in res.steps[0].observation
+    assert "lubeck | 12.0 | 200.0" in res.steps[0].observation
     assert "novgorod | baltic_sea | 0.9" in res.steps[2].observation
     assert res.usage.llm_calls == 8 and res.usage.input_tokens == 800 and res.usage.output_tokens == 160
     assert model.remaining == 0

@@ -89,7 +89,8 @@ def format_value(value: Any, *, quote: bool = False) -> str:
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             return str(value)
-        return f"{value:.6g}"
+        text = f"{value:.6g}"
+        return text if any(ch in text for ch in ".en") else text + ".0"  # keep floats visibly floats
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str):

@@ -1,0 +1,109 @@
+"""The ``ragplan`` command line.
+
+    ragplan graphs                               list every method graph
+    ragplan cypher --graph FILE.cql "QUERY"      run a read-only Cypher query on a script's graph
+    ragplan ask --method planrag --graph FILE.cql --question "…"   answer a question with a method
+
+Exit codes: 0 success; 1 the run or query failed (the reason is printed); 2 bad input or
+configuration (a refused write query, a script line that does not load, no LLM endpoint, …).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ragplan import __version__
+
+__all__ = ["main", "build_parser"]
+
+
+def _add_store_args(p: argparse.ArgumentParser, *, graph_required: bool = False) -> None:
+    p.add_argument("--graph", metavar="FILE.cql", required=graph_required,
+                   help="Neo4j-dialect Cypher script (e.g. a DQA .cql file) loaded into the embedded engine "
+                        "(or into Neo4j with --neo4j-uri)")
+    p.add_argument("--neo4j-uri", metavar="URI", default=None,
+                   help="use a Neo4j server (bolt://host:7687) instead of the embedded engine [env NEO4J_URI]")
+    p.add_argument("--neo4j-user", metavar="USER", default=None, help="Neo4j user [env NEO4J_USER, default neo4j]")
+    p.add_argument("--neo4j-database", metavar="DB", default=None, help="Neo4j database [env NEO4J_DATABASE]")
+    p.add_argument("--neo4j-replace", action="store_true",
+                   help="with --graph and Neo4j: clear a non-empty database before loading the script")
+    p.add_argument("--row-cap", type=int, default=None, metavar="N", help="most result rows shown")
+    p.add_argument("--query-timeout", type=float, default=None, metavar="SEC", help="time budget of one query")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every ``ragplan`` command."""
+    parser = argparse.ArgumentParser(
+        prog="ragplan",
+        description="Planning-based retrieval-augmented generation methods as LangGraph graphs.",
+    )
+    parser.add_argument("--version", action="version", version=f"ragplan {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    sub.add_parser("graphs", help="list every method graph with a one-line summary")
+
+    cy = sub.add_parser("cypher", help="run one read-only Cypher query against a script's graph (or Neo4j)",
+                        description="Load a Neo4j-dialect script into the embedded store and print the rows of a "
+                                    "read-only query. Write queries are refused (exit 2) and change nothing.")
+    _add_store_args(cy)
+    cy.add_argument("--json", action="store_true", help="print one JSON object per row instead of a table")
+    cy.add_argument("--schema", action="store_true", help="print the graph schema (labels, relationships, example values)")
+    cy.add_argument("query", nargs="?", help="the Cypher query")
+
+    ask = sub.add_parser("ask", help="answer a question with a method graph and print its trace",
+                         description="Run a method over a graph and print the plan, every query and observation, "
+                                     "every re-plan verdict, the answer, LLM calls, tokens and wall time.")
+    ask.add_argument("--method", default="planrag", help="graph name (see `ragplan graphs`), default planrag")
+    q = ask.add_mutually_exclusive_group(required=True)
+    q.add_argument("--question", help="the question text")
+    q.add_argument("--question-file", metavar="FILE", help="read the question from a text file")
+    _add_store_args(ask)
+    ask.add_argument("--model", default=None,
+                     help="chat model provider:name, e.g. openai:gpt-4o-mini [env RAGPLAN_MODEL]")
+    ask.add_argument("--base-url", default=None,
+                     help="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, LM Studio) [env RAGPLAN_BASE_URL]")
+    ask.add_argument("--temperature", type=float, default=None)
+    ask.add_argument("--max-steps", type=int, default=None, help="most retrieval steps")
+    ask.add_argument("--max-replans", type=int, default=None, help="most plan revisions (planrag)")
+    ask.add_argument("--max-query-repairs", type=int, default=None, help="most re-tries of a failed query")
+    ask.add_argument("--structured-output", choices=["function_calling", "json_schema", "text"], default=None,
+                     help="how LLM decisions are parsed (text for endpoints without tool calling)")
+    ask.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
+    ask.add_argument("--quiet", action="store_true", help="print only the answer and the totals")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``ragplan`` command."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        if args.command == "graphs":
+            from ragplan.registry import graph_registry
+
+            reg = graph_registry()
+            width = max(len(n) for n in reg)
+            for name, (_, summary) in reg.items():
+                print(f"{name:<{width}}  {summary}")
+            return 0
+        if args.command == "cypher":
+            from ragplan.cli.cypher import run_cypher
+
+            return run_cypher(args)
+        if args.command == "ask":
+            from ragplan.cli.ask import run_ask
+
+            return run_ask(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    parser.error(f"unknown command {args.command}")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""``ragplan ask``: answer one question with a method graph, printing its trace as it runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from ragplan.api import ask
+from ragplan.cli.cypher import open_store_or_exit, store_spec_from_args
+from ragplan.llm import endpoint_problem
+from ragplan.registry import graph_registry
+from ragplan.state.context import PlanRAGContext
+
+__all__ = ["run_ask", "TracePrinter"]
+
+OBS_LINES = 12
+
+
+class TracePrinter:
+    """Prints each node's update as a readable trace line block."""
+
+    def __init__(self, out: TextIO = sys.stdout) -> None:
+        self.out = out
+
+    def __call__(self, node: str, update: dict[str, Any]) -> None:
+        p = lambda s="": print(s, file=self.out, flush=True)  # noqa: E731
+        if node == "read_schema" and update.get("schema_text"):
+            p(f"Schema read ({update['schema_text'].count(chr(10)) - 1} lines).")
+        if node == "plan" and update.get("plan"):
+            p("Plan:")
+            for i, s in enumerate(update["plan"], 1):
+                p(f"  Step {i}: {s}")
+        for step in update.get("steps") or []:
+            where = f" (plan step {step.plan_step}: {step.plan_step_text})" if step.plan_step else ""
+            p(f"\n[{step.index}]{where}")
+            if step.thought:
+                p(f"  Thought: {step.thought}")
+            if step.action == "finish":
+                p("  Action: finish (enough data to answer)")
+                continue
+            p(f"  Action: {'Graph DB' if step.action == 'graph_db' else 'Self-thinking'}")
+            p(f"  {'Query' if step.action == 'graph_db' else 'Input'}: {step.query}")
+            lines = step.observation.splitlines() or [""]
+            shown = lines[:OBS_LINES] + ([f"… ({len(lines) - OBS_LINES} more lines)"] if len(lines) > OBS_LINES else [])
+            status = "" if step.ok else f" [{step.error_kind}]"
+            p(f"  Observation{status}:" + ("" if len(shown) > 1 else f" {shown[0]}"))
+            if len(shown) > 1:
+                for ln in shown:
+                    p(f"    {ln}")
+        for v in update.get("replans") or []:
+            p(f"  Re-plan: {'Y' if v.replan else 'N'} — {v.reason}")
+            if v.replan and v.new_steps:
+                p("  New remaining steps:")
+                for s in v.new_steps:
+                    p(f"    - {s}")
+        if update.get("error"):
+            p(f"\nerror: {update['error']}")
+
+
+def _context_from_args(args: argparse.Namespace) -> PlanRAGContext:
+    kw: dict[str, Any] = {}
+    for flag, field in [("model", "model"), ("base_url", "base_url"), ("temperature", "temperature"),
+                        ("max_steps", "max_steps"), ("max_replans", "max_replans"),
+                        ("max_query_repairs", "max_query_repairs"), ("structured_output", "structured_output"),
+                        ("row_cap", "row_cap"), ("query_timeout", "query_timeout_s")]:
+        value = getattr(args, flag, None)
+        if value is not None:
+            kw[field] = value
+    return PlanRAGContext(**kw)
+
+
+def run_ask(args: argparse.Namespace) -> int:
+    """Run ``ragplan ask``: check the LLM configuration at once, open the store, run and print."""
+    if args.method not in graph_registry():
+        print(f"error: unknown method {args.method!r}; see `ragplan graphs`", file=sys.stderr)
+        return 2
+    if args.question_file:
+        try:
+            question = Path(args.question_file).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"error: cannot read the question file: {exc}", file=sys.stderr)
+            return 2
+    else:
+        question = (args.question or "").strip()
+    if not question:
+        print("error: the question is empty", file=sys.stderr)
+        return 2
+    ctx = _context_from_args(args)
+    problem = endpoint_problem(ctx.model, ctx.base_url)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    store = open_store_or_exit(store_spec_from_args(args))
+    if store is None:
+        return 2
+    ctx.graph_store = store
+    out = sys.stderr if args.json else sys.stdout
+    printer = None if args.quiet else TracePrinter(out)
+    if printer:
+        print(f"Method: {args.method}   Model: {ctx.model}{'  @ ' + ctx.base_url if ctx.base_url else ''}   "
+              f"Graph: {getattr(store, 'source', '?')}", file=out)
+        print(f"Question: {question}", file=out)
+    res = ask(question, args.method, context=ctx, on_update=printer)
+    if args.json:
+        print(json.dumps(res.model_dump(mode="json"), ensure_ascii=False))
+    else:
+        u = res.usage
+        print(f"\nAnswer: {res.answer or '(none)'}")
+        if res.rationale:
+            print(f"Rationale: {res.rationale}")
+        print(f"Stopped: {res.stop_reason or '-'}   Retrieval steps: {len(res.steps)}   "
+              f"Re-plans: {sum(1 for v in res.replans if v.replan and v.applied)}")
+        print(f"LLM calls: {u.llm_calls}   Tokens: {u.input_tokens} in / {u.output_tokens} out   "
+              f"Wall time: {res.wall_time_s:.2f} s (LLM {u.llm_seconds:.2f} s)")
+        if res.error:
+            print(f"error: {res.error}", file=sys.stderr)
+    return 0 if res.answer and not res.error else 1
+
