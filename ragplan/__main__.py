@@ -1,0 +1,7 @@
+"""``python -m ragplan`` runs the ``ragplan`` command."""
+
+import sys
+
+from ragplan.cli import main
+
+sys.exit(main())

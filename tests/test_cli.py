@@ -1,0 +1,91 @@
+"""The ``ragplan`` command line: graphs, cypher (table, JSON, refusals, bad scripts), ask."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ragplan.cli import main
+from ragplan.registry import graph_registry
+
+
+def test_graphs_lists_every_graph(capsys):
+    assert main(["graphs"]) == 0
+    out = capsys.readouterr().out
+    for name in graph_registry():
+        assert name in out
+    assert len(out.strip().splitlines()) == len(graph_registry())
+
+
+def test_help_lists_commands(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "graphs" in out and "cypher" in out and "ask" in out
+
+
+def test_cypher_table_and_json(trade_cql, capsys):
+    q = "MATCH (c:Country) RETURN c.name AS name, c.development AS dev ORDER BY name"
+    assert main(["cypher", "--graph", str(trade_cql), q]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["name", "|", "dev"]
+    assert out[2].startswith("DAN") and "90.0" in out[2]
+    assert out[-1].startswith("(3 rows")
+    assert main(["cypher", "--graph", str(trade_cql), "--json", q]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows[0] == {"name": "DAN", "dev": 90.0} and len(rows) == 3
+
+
+@pytest.mark.parametrize("query", [
+    'CREATE (x:Country {name:"EVIL"})',
+    "MATCH (n) DETACH DELETE n",
+    'MATCH (c:Country) SET c.name = "X"',
+    'LOAD CSV FROM "file:///etc/passwd" AS row RETURN row',
+    "MATCH (c:Country) RETURN c; CREATE (n:X)",
+])
+def test_cypher_refuses_writes_and_store_is_unchanged(trade_cql, capsys, query):
+    assert main(["cypher", "--graph", str(trade_cql), query]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("refused:") and "not changed" in err
+    assert main(["cypher", "--graph", str(trade_cql), "--json", "MATCH (c:Country) RETURN c.name AS n ORDER BY n"]) == 0
+    assert [json.loads(x)["n"] for x in capsys.readouterr().out.splitlines()] == ["DAN", "NOV", "SWE"]
+
+
+def test_cypher_query_error_and_bad_script(tmp_path, trade_cql, capsys):
+    assert main(["cypher", "--graph", str(trade_cql), "MATCH (c:Country RETURN c"]) == 1
+    assert "query error" in capsys.readouterr().err
+    bad = tmp_path / "bad.cql"
+    bad.write_text('CREATE (a:X {name:"a"});\n\nCREATE (b:X {name: });\n')
+    assert main(["cypher", "--graph", str(bad), "MATCH (n) RETURN n"]) == 2
+    assert f"{bad}:3" in capsys.readouterr().err
+    assert main(["cypher", "--graph", str(tmp_path / "missing.cql"), "RETURN 1"]) == 2
+
+
+def test_cypher_schema(trade_cql, capsys):
+    assert main(["cypher", "--graph", str(trade_cql), "--schema"]) == 0
+    assert "(:Trade_node {" in capsys.readouterr().out
+
+
+def test_ask_without_endpoint_stops_at_once(trade_cql):
+    env = {k: v for k, v in __import__("os").environ.items()
+           if k not in ("OPENAI_API_KEY", "RAGPLAN_BASE_URL", "OPENAI_BASE_URL", "RAGPLAN_MODEL")}
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "ragplan.cli", "ask", "--method", "planrag", "--graph", str(trade_cql),
+                        "--question", "Which node?"], capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 2
+    assert "OPENAI_API_KEY" in p.stderr and "--base-url" in p.stderr and "Ollama" in p.stderr
+    assert time.perf_counter() - t0 < 60
+
+
+def test_ask_rejects_unknown_method_and_empty_question(trade_cql, tmp_path, capsys):
+    assert main(["ask", "--method", "nope", "--graph", str(trade_cql), "--question", "q"]) == 2
+    assert "unknown method" in capsys.readouterr().err
+    empty = tmp_path / "q.txt"
+    empty.write_text("  \n")
+    assert main(["ask", "--graph", str(trade_cql), "--question-file", str(empty), "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    assert "empty" in capsys.readouterr().err

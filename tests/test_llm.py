@@ -1,0 +1,77 @@
+"""Typed LLM decisions (repair, fallbacks, failures) and model configuration."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from pydantic import BaseModel
+
+from ragplan.llm import LLMConfigError, decide, endpoint_problem, load_chat_model, parse_json_object, split_model_spec
+from tests.scripted import ScriptedChatModel
+
+
+class Verdict(BaseModel):
+    replan: bool
+    reason: str
+
+
+MSG = [HumanMessage("decide")]
+
+
+def test_tool_call_parsed_first_time():
+    d = decide(ScriptedChatModel(replies=[Verdict(replan=True, reason="r")]), MSG, Verdict)
+    assert d.ok and d.value.replan and d.attempts == 1 and d.usage.llm_calls == 1 and d.usage.input_tokens == 100
+
+
+def test_invalid_arguments_are_repaired_with_the_error_shown():
+    bad = AIMessage(content="", tool_calls=[{"name": "Verdict", "args": {"replan": "maybe"}, "id": "1"}])
+    model = ScriptedChatModel(replies=[bad, Verdict(replan=False, reason="ok")])
+    d = decide(model, MSG, Verdict, max_repairs=1)
+    assert d.ok and d.attempts == 2
+    repair = model.prompts[1][-1].content
+    assert "could not be used" in repair and "replan" in repair
+
+
+def test_repairs_are_bounded():
+    model = ScriptedChatModel(replies=["x", "y", "z", "never used"])
+    d = decide(model, MSG, Verdict, max_repairs=2)
+    assert not d.ok and d.attempts == 3 and model.remaining == 1 and "Verdict" in d.error
+
+
+def test_json_in_text_accepted_without_tool_call():
+    d = decide(ScriptedChatModel(replies=['{"replan": false, "reason": "fine"}']), MSG, Verdict)
+    assert d.ok and d.value.reason == "fine"
+
+
+def test_model_without_tool_calling_falls_back_to_text():
+    model = FakeListChatModel(responses=['{"name": "Verdict", "arguments": {"replan": true, "reason": "t"}}'])
+    d = decide(model, MSG, Verdict)
+    assert d.ok and d.value.replan
+
+
+def test_endpoint_exception_is_returned_not_raised():
+    d = decide(ScriptedChatModel(replies=[TimeoutError("read timed out")]), MSG, Verdict)
+    assert not d.ok and "TimeoutError" in d.error and d.usage.llm_calls == 1
+
+
+def test_parse_json_object_errors():
+    with pytest.raises(ValueError, match="no JSON"):
+        parse_json_object("nothing", Verdict)
+    with pytest.raises(ValueError, match="reason"):
+        parse_json_object('{"replan": true}', Verdict)
+
+
+def test_model_spec_and_endpoint_checks(monkeypatch):
+    assert split_model_spec("openai:gpt-4o-mini") == ("openai", "gpt-4o-mini")
+    assert split_model_spec("llama3") == ("openai", "llama3")
+    assert split_model_spec("openai:qwen2.5:14b") == ("openai", "qwen2.5:14b")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert "OPENAI_API_KEY" in endpoint_problem("openai:gpt-4o-mini")
+    assert "Ollama" in endpoint_problem("openai:gpt-4o-mini")
+    assert endpoint_problem("openai:llama3", "http://127.0.0.1:9/v1") is None
+    with pytest.raises(LLMConfigError):
+        load_chat_model("openai:gpt-4o-mini")
+    m = load_chat_model("openai:llama3", base_url="http://127.0.0.1:9/v1", timeout_s=5, max_retries=1)
+    assert m is load_chat_model("openai:llama3", base_url="http://127.0.0.1:9/v1", timeout_s=5, max_retries=1)
+    assert m.model_name == "llama3" and m.max_retries == 1
