@@ -189,3 +189,20 @@ def test_graph_shape_snapshot(name):
         snap.parent.mkdir(exist_ok=True)
         snap.write_text(mermaid)
     assert mermaid == snap.read_text(), f"graph shape of {name} changed; update tests/snapshots/{name}.mmd if intended"
+
+
+def test_python_api_returns_typed_result(trade_cql, question):
+    from ragplan.api import RunResult, ask
+
+    model = ScriptedChatModel(replies=[
+        RetrievalAction(thought="t", action="graph_db", action_input=Q_FLOW),
+        FinalAnswer(answer="novgorod", rationale="upstream"),
+    ])
+    seen = []
+    res = ask(question, method="single_rag", model=model, store=trade_cql, row_cap=5,
+              on_update=lambda node, upd: seen.append(node))
+    assert isinstance(res, RunResult) and res.method == "single_rag"
+    assert res.answer == "novgorod" and res.wall_time_s > 0 and res.usage.llm_calls == 2
+    assert seen == ["read_schema", "retrieve", "answer"]
+    with pytest.raises(TypeError, match="unknown setting"):
+        ask(question, model=model, store=trade_cql, max_stepz=3)
