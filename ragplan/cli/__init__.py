@@ -3,6 +3,7 @@
     ragplan graphs                               list every method graph
     ragplan cypher --graph FILE.cql "QUERY"      run a read-only Cypher query on a script's graph
     ragplan ask --method planrag --graph FILE.cql --question "…"   answer a question with a method
+    ragplan dqa verify|solve|generate …        the DQA benchmark's simulators (no LLM)
 
 Exit codes: 0 success; 1 the run or query failed (the reason is printed); 2 bad input or
 configuration (a refused write query, a script line that does not load, no LLM endpoint, …).
@@ -71,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="how LLM decisions are parsed (text for endpoints without tool calling)")
     ask.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
     ask.add_argument("--quiet", action="store_true", help="print only the answer and the totals")
+    from ragplan.cli.dqa import add_dqa_parser
+
+    add_dqa_parser(sub)
     return parser
 
 
@@ -94,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
             from ragplan.cli.cypher import run_cypher
 
             return run_cypher(args)
+        if args.command == "dqa":
+            from ragplan.cli.dqa import run_dqa
+
+            return run_dqa(args)
         if args.command == "ask":
             from ragplan.cli.ask import run_ask
 
@@ -101,6 +109,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and closed: not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     parser.error(f"unknown command {args.command}")
     return 2
 

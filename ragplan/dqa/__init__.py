@@ -1,0 +1,1 @@
+"""DQA (Decision QA, PlanRAG paper): clone loader, exact simulators, generator and grader."""

@@ -1,0 +1,193 @@
+"""The building scenario: which building, raised by 5 levels, lowers the price of goods G the most?
+
+Implements the annotator's rules of shared/DQA.md ("Building: how the gold answer is decided")
+exactly, including its quirks (the demand and supply accumulators are *added to* the script's
+values before the 10 rounds, a building without inputs keeps its script output, ties go to the
+earlier building in file order, and an answer needs a price strictly below the script's price).
+
+Speed: every option of a script (one per building) is simulated at once as one row of NumPy arrays
+(options × edges), and the prices of *all* goods come out of the same pass, so the questions that
+share a script (one per goods) cost one simulation. ``ragplan.dqa.reference`` holds the
+straightforward dict-and-deepcopy version of the same rules that the benchmark compares against.
+
+Guards for values the rules leave undefined (never seen in DQA's data): a building at level 0 is
+raised with factor (0 + 5) / 1; an input with ``max_demand`` 0 counts as satisfied; goods with
+no demand at all get no input (``current_input`` 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ragplan.dqa.cql import GraphData
+from ragplan.tools.graphdb.script import ScriptError
+
+__all__ = ["BuildingScenario", "BuildingOption", "BuildingSolution", "scenario_from_data", "simulate_prices",
+           "solve_building", "RAISE_LEVELS", "ROUNDS"]
+
+RAISE_LEVELS = 5
+ROUNDS = 10
+
+
+@dataclass
+class BuildingScenario:
+    """One building script in index form (goods and buildings in file order)."""
+
+    source: str
+    goods_names: list[str]
+    goods_codes: list[int]
+    base_price: np.ndarray
+    current_price: np.ndarray
+    pop_demand: np.ndarray
+    building_ids: list[int]
+    building_names: list[str]
+    level: np.ndarray
+    d_goods: np.ndarray
+    d_building: np.ndarray
+    max_demand: np.ndarray
+    s_building: np.ndarray
+    s_goods: np.ndarray
+    max_supply: np.ndarray
+    current_output: np.ndarray
+    _prices: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def all_prices(self) -> np.ndarray:
+        """Prices of every goods for every building raised (rows in file order), computed once."""
+        if self._prices is None:
+            self._prices = simulate_prices(self)
+        return self._prices
+
+    def goods_index(self, goods: str | int) -> int:
+        """Index of goods given by name or code; ValueError if absent."""
+        for i, (name, code) in enumerate(zip(self.goods_names, self.goods_codes)):
+            if goods == name or (isinstance(goods, int) and goods == code) or str(goods).strip().lower() == name.lower():
+                return i
+        raise ValueError(f"goods {goods!r} is not in {self.source}")
+
+
+def scenario_from_data(data: GraphData) -> BuildingScenario:
+    """Build a scenario from a parsed script; an edge to unknown goods or building names its line."""
+    g_names, g_codes, base, cur, pop = [], [], [], [], []
+    b_ids, b_names, levels = [], [], []
+    for n in data.nodes:
+        if n.label == "Goods":
+            g_names.append(str(n.props.get("name")))
+            g_codes.append(int(n.props.get("code")))
+            base.append(float(n.props.get("base_price", 0) or 0))
+            cur.append(float(n.props.get("current_price", 0) or 0))
+            pop.append(float(n.props.get("pop_demand", 0) or 0))
+        elif n.label == "Building":
+            b_ids.append(int(n.props.get("id")))
+            b_names.append(str(n.props.get("name", "")))
+            levels.append(float(n.props.get("level", 0) or 0))
+    g_idx = {c: i for i, c in enumerate(g_codes)}
+    b_idx = {b: i for i, b in enumerate(b_ids)}
+    dg, db, md, sb, sg, ms, co = [], [], [], [], [], [], []
+    for r in data.rels:
+        try:
+            if r.type == "Demand":
+                dg.append(g_idx[int(r.src_key["code"])])
+                db.append(b_idx[int(r.dst_key["id"])])
+                md.append(float(r.props.get("max_demand", 0) or 0))
+            elif r.type == "Supply":
+                sb.append(b_idx[int(r.src_key["id"])])
+                sg.append(g_idx[int(r.dst_key["code"])])
+                ms.append(float(r.props.get("max_supply", 0) or 0))
+                co.append(float(r.props.get("current_output", 0) or 0))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ScriptError(data.source, r.line, f"relationship refers to unknown goods or building ({exc})") from exc
+    arr = lambda x, t=float: np.asarray(x, dtype=t)  # noqa: E731
+    return BuildingScenario(
+        data.source, g_names, g_codes, arr(base), arr(cur), arr(pop), b_ids, b_names, arr(levels),
+        arr(dg, np.int64), arr(db, np.int64), arr(md), arr(sb, np.int64), arr(sg, np.int64), arr(ms), arr(co),
+    )
+
+
+def simulate_prices(sc: BuildingScenario, raised: np.ndarray | None = None) -> np.ndarray:
+    """Prices of every goods (columns) for each option (rows).
+
+    ``raised`` lists building indices, one per row (-1 = raise nothing); default: every building in
+    file order. Implements DQA.md's rules 1–3 on all rows at once.
+    """
+    nb, ng = len(sc.building_ids), len(sc.goods_names)
+    if raised is None:
+        raised = np.arange(nb)
+    raised = np.asarray(raised, dtype=np.int64)
+    rows = len(raised)
+    lv = np.maximum(sc.level, 1.0)
+    factor = np.ones((rows, nb))
+    valid = raised >= 0
+    factor[np.nonzero(valid)[0], raised[valid]] = (sc.level[raised[valid]] + RAISE_LEVELS) / lv[raised[valid]]
+    md = sc.max_demand[None, :] * factor[:, sc.d_building]            # rows × demand edges
+    ms = sc.max_supply[None, :] * factor[:, sc.s_building]            # rows × supply edges
+    row_off_g = (np.arange(rows) * ng)[:, None]
+    row_off_b = (np.arange(rows) * nb)[:, None]
+    gsum = lambda idx, w: np.bincount((row_off_g + idx[None, :]).ravel(), w.ravel(), rows * ng).reshape(rows, ng)  # noqa: E731
+    bsum = lambda idx, w: np.bincount((row_off_b + idx[None, :]).ravel(), w.ravel(), rows * nb).reshape(rows, nb)  # noqa: E731
+    # state from the script, then rule 1: the accumulators are added to, not reset
+    bdem0 = np.bincount(sc.d_goods, sc.max_demand, ng)
+    sup0 = np.bincount(sc.s_goods, sc.current_output, ng)
+    building_demand = bdem0[None, :] + gsum(sc.d_goods, md)
+    supply = sup0[None, :] + gsum(sc.s_goods, ms)
+    n_inputs = np.bincount(sc.d_building, minlength=nb)
+    has_inputs = n_inputs > 0
+    out = np.broadcast_to(sc.current_output, ms.shape).copy()
+    denom = sc.pop_demand[None, :] + building_demand
+    safe = np.where(denom > 0, denom, 1.0)
+    keep = ~has_inputs[sc.s_building]                                   # outputs of input-less buildings
+    for _ in range(ROUNDS):
+        ci = np.where(denom[:, sc.d_goods] > 0, md * supply[:, sc.d_goods] / safe[:, sc.d_goods], 0.0)
+        term = np.where(md > 0, np.minimum(ci, md) / np.where(md > 0, md, 1.0), 1.0)
+        ratio = bsum(sc.d_building, term) / np.maximum(n_inputs, 1)[None, :]
+        out = np.where(keep[None, :], out, ms * ratio[:, sc.s_building])
+        supply = gsum(sc.s_goods, out)
+    demand = sc.pop_demand[None, :] + building_demand
+    both_zero = (demand == 0) & (supply == 0)
+    top = np.maximum(demand, supply)
+    price = sc.base_price[None, :] * (1 + 0.75 * (demand - supply) / np.where(top > 0, top, 1.0))
+    return np.where(both_zero, sc.base_price[None, :], price)
+
+
+@dataclass
+class BuildingOption:
+    """The market price of the goods after raising one building."""
+
+    building_id: int
+    building_name: str
+    price: float
+    change_pct: float
+
+
+@dataclass
+class BuildingSolution:
+    """Every building ranked by the price it leads to, and the annotator's best decision."""
+
+    goods: str
+    script_price: float
+    options: list[BuildingOption]
+    best: int | None
+
+    def option(self, building_id: int) -> BuildingOption | None:
+        """The option for ``building_id``, if it is one."""
+        return next((o for o in self.options if o.building_id == building_id), None)
+
+    def ranked(self) -> list[BuildingOption]:
+        """Options from lowest to highest price (file order among equals)."""
+        return sorted(self.options, key=lambda o: o.price)
+
+
+def solve_building(sc: BuildingScenario, goods: str | int, prices: np.ndarray | None = None) -> BuildingSolution:
+    """Rank every building for ``goods``; ``prices`` from :func:`simulate_prices` may be reused."""
+    g = sc.goods_index(goods)
+    prices = sc.all_prices() if prices is None else prices
+    script_price = float(sc.current_price[g])
+    options, best, best_price = [], None, script_price
+    for b, bid in enumerate(sc.building_ids):
+        p = float(prices[b, g])
+        change = (p - script_price) / script_price * 100 if script_price else 0.0
+        options.append(BuildingOption(bid, sc.building_names[b], p, change))
+        if p < best_price:
+            best, best_price = bid, p
+    return BuildingSolution(sc.goods_names[g], script_price, options, best)

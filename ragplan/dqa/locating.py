@@ -1,0 +1,254 @@
+"""The locating scenario: where should country C place its merchant to maximise its profit at home?
+
+Implements the annotator's rules of shared/DQA.md ("Locating: how the gold answer is decided")
+exactly, including its quirks (the merchant bonus uses ``max(50, development)``, a node's total power
+is half the script's ``total_power`` plus its records' powers, accumulated flows are multiplied by
+1.05, nodes on a cycle are never processed, ties go to the earlier node in file order).
+
+Speed: one scenario is compiled once into index arrays — the topological order, downstream lists in
+edge order, each country's steering target per node — and each option then changes a single record,
+so a simulation is one pass over nodes and edges with no copying. ``ragplan.dqa.reference`` holds the
+straightforward dict-and-deepcopy version of the same rules that the benchmark compares against.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragplan.dqa.cql import GraphData
+from ragplan.tools.graphdb.script import ScriptError
+
+__all__ = ["LocatingScenario", "Record", "LocatingOption", "LocatingSolution", "scenario_from_data", "solve_locating",
+           "merchant_power", "truthy"]
+
+
+def truthy(value: Any) -> bool:
+    """DQA's merchant flags are the strings "True"/"False" (sometimes booleans)."""
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true") or value == 1
+
+
+def merchant_power(base: float, development: float, inland: bool) -> float:
+    """Power of a record that has a merchant (the annotator's formula)."""
+    return 1.05 * (base + 2 + max(50.0, development)) if inland else 1.05 * (base + 2)
+
+
+@dataclass
+class Record:
+    """A NodeCountry relationship: a country's presence in a trade node."""
+
+    country: str
+    node: int
+    is_home: bool
+    has_merchant: bool
+    base: float
+
+
+@dataclass
+class LocatingScenario:
+    """One locating script, compiled to index form (nodes in file order)."""
+
+    source: str
+    names: list[str]
+    local_value: list[float]
+    inland: list[bool]
+    script_total: list[float]
+    development: dict[str, float]
+    home_of: dict[str, str]
+    edges: list[tuple[int, int]]
+    records: list[Record]
+    index: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.index = {n: i for i, n in enumerate(self.names)}
+
+
+def scenario_from_data(data: GraphData) -> LocatingScenario:
+    """Build a scenario from a parsed script; a relationship to an unknown node names its line."""
+    names, lv, inland, tp = [], [], [], []
+    dev: dict[str, float] = {}
+    home_of: dict[str, str] = {}
+    for n in data.nodes:
+        if n.label == "Trade_node":
+            names.append(str(n.props.get("name")))
+            lv.append(float(n.props.get("local_value", 0) or 0))
+            inland.append(truthy(n.props.get("is_inland", False)))
+            tp.append(float(n.props.get("total_power", 0) or 0))
+        elif n.label == "Country":
+            dev[str(n.props.get("name"))] = float(n.props.get("development", 0) or 0)
+            if n.props.get("home_node") is not None:
+                home_of[str(n.props["name"])] = str(n.props["home_node"])
+    index = {n: i for i, n in enumerate(names)}
+    edges: list[tuple[int, int]] = []
+    records: list[Record] = []
+    for r in data.rels:
+        try:
+            if r.type == "source":
+                edges.append((index[str(r.src_key["name"])], index[str(r.dst_key["name"])]))
+            elif r.type == "NodeCountry":
+                country, node = (r.src_key, r.dst_key) if r.src_label == "Country" else (r.dst_key, r.src_key)
+                flag = r.props.get("has_merchant", r.props.get("has_has_merchant", False))
+                records.append(Record(str(country["name"]), index[str(node["name"])], truthy(r.props.get("is_home", False)),
+                                      truthy(flag), float(r.props.get("base_trading_power", 0) or 0)))
+        except KeyError as exc:
+            raise ScriptError(data.source, r.line, f"relationship refers to an unknown trade node or key {exc}") from exc
+    for rec in records:  # countries without home_node: the is_home record says it
+        if rec.is_home:
+            home_of.setdefault(rec.country, names[rec.node])
+    return LocatingScenario(data.source, names, lv, inland, tp, dev, home_of, edges, records)
+
+
+@dataclass
+class LocatingOption:
+    """The effect of placing the merchant at one node."""
+
+    node: str
+    profit: float
+    change_pct: float
+    has_presence: bool
+
+
+@dataclass
+class LocatingSolution:
+    """Every option ranked, the annotator's best decision, and the profit without a merchant."""
+
+    country: str
+    home: str
+    baseline_profit: float
+    options: list[LocatingOption]
+    best: str | None
+
+    def option(self, node: str) -> LocatingOption | None:
+        """The option for ``node`` (exact name), if it is one."""
+        return next((o for o in self.options if o.node == node), None)
+
+    def ranked(self) -> list[LocatingOption]:
+        """Options from best to worst profit (file order among equals)."""
+        return sorted(self.options, key=lambda o: -o.profit)
+
+
+class _Compiled:
+    """Per-scenario precomputation shared by all simulations of it."""
+
+    def __init__(self, sc: LocatingScenario) -> None:
+        n = len(sc.names)
+        self.sc = sc
+        self.down: list[list[int]] = [[] for _ in range(n)]
+        up: list[list[int]] = [[] for _ in range(n)]
+        indeg = [0] * n
+        for a, b in sc.edges:
+            self.down[a].append(b)
+            up[b].append(a)
+            indeg[b] += 1
+        queue = deque(i for i in range(n) if indeg[i] == 0)
+        self.order: list[int] = []
+        while queue:  # Kahn: nodes on a cycle never become ready, so they are never processed
+            s = queue.popleft()
+            self.order.append(s)
+            for d in self.down[s]:
+                indeg[d] -= 1
+                if indeg[d] == 0:
+                    queue.append(d)
+        self._reach: dict[int, list[bool]] = {}
+        self._up = up
+        self.at_node: list[list[int]] = [[] for _ in range(n)]
+        for k, rec in enumerate(sc.records):
+            self.at_node[rec.node].append(k)
+        self.powers = [self.power(rec, rec.has_merchant) for rec in sc.records]
+        self.targets = [self.steer_target(rec) if rec.has_merchant and not rec.is_home else None for rec in sc.records]
+
+    def power(self, rec: Record, merchant: bool) -> float:
+        if not merchant:
+            return rec.base
+        return merchant_power(rec.base, self.sc.development.get(rec.country, 0.0), self.sc.inland[rec.node])
+
+    def reaches(self, home: int) -> list[bool]:
+        """reach[i] = whether ``home`` can be reached from node i along source edges."""
+        if home not in self._reach:
+            reach = [False] * len(self.sc.names)
+            reach[home] = True
+            stack = [home]
+            while stack:
+                x = stack.pop()
+                for u in self._up[x]:
+                    if not reach[u]:
+                        reach[u] = True
+                        stack.append(u)
+            self._reach[home] = reach
+        return self._reach[home]
+
+    def steer_target(self, rec: Record) -> int | None:
+        """The downstream neighbour a merchant of ``rec`` steers toward (None: it cannot steer home)."""
+        home = self.sc.index.get(self.sc.home_of.get(rec.country, ""))
+        if home is None:
+            return None
+        down = self.down[rec.node]
+        if home in down:
+            return home
+        reach = self.reaches(home)
+        return next((d for d in down if reach[d]), None)
+
+    def profit(self, country: str, home: int, placed: int | None) -> float:
+        """C's profit at ``home`` with C's merchant on record ``placed`` (None = no merchant)."""
+        sc, recs = self.sc, self.sc.records
+        powers = self.powers
+        targets = self.targets
+        if placed is not None:
+            powers = list(powers)
+            targets = list(targets)
+            powers[placed] = self.power(recs[placed], True)
+            targets[placed] = None if recs[placed].is_home else self.steer_target(recs[placed])
+        n = len(sc.names)
+        ingoing = [0.0] * n
+        outgoing = [0.0] * n
+        total = [0.0] * n
+        for s in range(n):
+            total[s] = sc.script_total[s] / 2 + sum(powers[k] for k in self.at_node[s])
+        for s in self.order:
+            ks = self.at_node[s]
+            p_out = sum(powers[k] for k in ks if not recs[k].is_home)
+            out = (sc.local_value[s] + ingoing[s]) * p_out / total[s] if total[s] else 0.0
+            outgoing[s] = out
+            down = self.down[s]
+            if not down:
+                continue
+            steer: dict[int, float] = {}
+            for k in ks:
+                t = targets[k]
+                if t is not None:
+                    steer[t] = steer.get(t, 0.0) + powers[k]
+            weight = sum(steer.values())
+            if weight > 0:
+                for d in down:
+                    ingoing[d] += 1.05 * out * steer.get(d, 0.0) / weight
+            else:
+                share = out / len(down)
+                for d in down:
+                    ingoing[d] += 1.05 * share
+        mine = next((k for k in self.at_node[home] if recs[k].country == country), None)
+        if mine is None or not total[home]:
+            return 0.0
+        return (sc.local_value[home] - outgoing[home] + ingoing[home]) * powers[mine] / total[home]
+
+
+def solve_locating(sc: LocatingScenario, country: str, home: str) -> LocatingSolution:
+    """Try the merchant at every node except ``home`` (file order) and pick the annotator's best."""
+    if home not in sc.index:
+        raise ValueError(f"home node {home!r} is not a trade node of {sc.source}")
+    comp = _Compiled(sc)
+    h = sc.index[home]
+    base = comp.profit(country, h, None)
+    mine = {rec.node: k for k, rec in enumerate(sc.records) if rec.country == country}
+    options: list[LocatingOption] = []
+    best, best_profit = None, 0.0
+    for o, name in enumerate(sc.names):
+        if o == h:
+            continue
+        k = mine.get(o)
+        p = comp.profit(country, h, k) if k is not None else base
+        change = (p - base) / base * 100 if base else 0.0
+        options.append(LocatingOption(name, p, change, k is not None))
+        if p > best_profit:
+            best, best_profit = name, p
+    return LocatingSolution(country, home, base, options, best)
