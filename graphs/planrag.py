@@ -44,13 +44,15 @@ def route_after_plan(state: PlanRAGState) -> Literal["retrieve", "answer", "__en
     return "retrieve" if state.get("plan") else "answer"
 
 
-def route_after_retrieve(state: PlanRAGState) -> Literal["repair", "continue", "answer"]:
-    """Follow the retrieve node's ``next``: the same step again, on, or answer."""
+def route_after_retrieve(state: PlanRAGState) -> Literal["repair", "continue", "answer", "stop"]:
+    """Follow the retrieve node's ``next``: the same step again, on, answer, or stop (endpoint failed)."""
     return state.get("next", "answer")
 
 
-def route_after_step(state: PlanRAGState) -> Literal["retrieve", "answer"]:
-    """After replan / advance: answer when the plan is done or a bound ended it, else retrieve."""
+def route_after_step(state: PlanRAGState) -> Literal["retrieve", "answer", "__end__"]:
+    """After replan / advance: answer when the plan is done or a bound ended it, else retrieve; end on an LLM failure."""
+    if state.get("stop_reason") == "llm_error":
+        return END
     return "answer" if state.get("stop_reason") else "retrieve"
 
 
@@ -72,8 +74,8 @@ def build_planrag(*, with_replan: bool = True) -> StateGraph:
     g.add_node(step, replan if with_replan else advance_plan)
     g.add_conditional_edges("read_schema", route_after_schema, {"start": "plan", END: END})
     g.add_conditional_edges("plan", route_after_plan, {"retrieve": "retrieve", "answer": "answer", END: END})
-    g.add_conditional_edges("retrieve", route_after_retrieve, {"repair": "retrieve", "continue": step, "answer": "answer"})
-    g.add_conditional_edges(step, route_after_step, {"retrieve": "retrieve", "answer": "answer"})
+    g.add_conditional_edges("retrieve", route_after_retrieve, {"repair": "retrieve", "continue": step, "answer": "answer", "stop": END})
+    g.add_conditional_edges(step, route_after_step, {"retrieve": "retrieve", "answer": "answer", END: END})
     return g
 
 
@@ -87,7 +89,7 @@ def build_iter_rag() -> StateGraph:
     g = _base("iter_rag")
     g.add_node("retrieve", make_retrieve("react"))
     g.add_conditional_edges("read_schema", route_after_schema, {"start": "retrieve", END: END})
-    g.add_conditional_edges("retrieve", route_after_retrieve, {"repair": "retrieve", "continue": "retrieve", "answer": "answer"})
+    g.add_conditional_edges("retrieve", route_after_retrieve, {"repair": "retrieve", "continue": "retrieve", "answer": "answer", "stop": END})
     return g
 
 
@@ -96,7 +98,7 @@ def build_single_rag() -> StateGraph:
     g = _base("single_rag")
     g.add_node("retrieve", make_retrieve("single"))
     g.add_conditional_edges("read_schema", route_after_schema, {"start": "retrieve", END: END})
-    g.add_conditional_edges("retrieve", route_after_retrieve, {"repair": "retrieve", "continue": "answer", "answer": "answer"})
+    g.add_conditional_edges("retrieve", route_after_retrieve, {"repair": "retrieve", "continue": "answer", "answer": "answer", "stop": END})
     return g
 
 

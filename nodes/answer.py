@@ -1,8 +1,8 @@
 """answer: the final decision from the observed data (PlanRAG's "answer generating" step).
 
-Shared by all four graphs. When retrieval ended on a bound (max steps, repairs, an LLM failure) the
-prompt says so and asks for the best decision the observations support, so every run ends with an
-answer and the reason it ended.
+Shared by all four graphs. When retrieval ended on a bound (max steps, repairs, an unparseable LLM
+reply) the prompt says so and asks for the best decision the observations support. A run whose LLM
+endpoint failed does not come here: it ends at once with the failure recorded (``llm_error``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from ragplan.llm import chat_model_for, decide
+from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.graphdb_prompt import plan_block, system_frame, trace_block
 from ragplan.state.context import PlanRAGContext
 
@@ -27,7 +27,7 @@ ANSWER_INSTRUCTION = """The data collection is over: give your final answer now,
 EARLY_STOP = {
     "max_steps": "Retrieval stopped because the step limit was reached.",
     "max_repairs": "Retrieval stopped because the query kept failing.",
-    "llm_error": "Retrieval stopped because of an LLM failure.",
+    "llm_unparseable": "Retrieval stopped because an LLM reply could not be parsed.",
     "recursion_limit": "Retrieval stopped because the run's step budget was nearly used up.",
 }
 
@@ -51,8 +51,9 @@ def answer(state: dict[str, Any], runtime: Runtime[PlanRAGContext]) -> dict[str,
         parts.append(note + " Answer with the best decision the observations support.")
     parts.append(ANSWER_INSTRUCTION)
     messages = [SystemMessage(system_frame(state.get("schema_text", ""), ctx.row_cap)), HumanMessage("\n\n".join(parts))]
-    d = decide(chat_model_for(ctx), messages, FinalAnswer, method=ctx.structured_output, max_repairs=ctx.max_repairs)
+    d = decide_for(ctx, messages, FinalAnswer)
     if not d.ok:
         prev = state.get("error", "")
-        return {"usage": d.usage, "answer": "", "error": "; ".join(e for e in (prev, f"answer: {d.error}") if e)}
+        return {"usage": d.usage, "answer": "", "error": "; ".join(e for e in (prev, f"answer: {d.error}") if e),
+                **({} if state.get("stop_reason") else {"stop_reason": failure_update(d, "answer")["stop_reason"]})}
     return {"answer": d.value.answer.strip(), "rationale": d.value.rationale.strip(), "usage": d.usage}

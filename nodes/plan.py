@@ -12,7 +12,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from ragplan.llm import chat_model_for, decide
+from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.graphdb_prompt import system_frame
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.planrag import PlanVersion
@@ -41,9 +41,9 @@ def plan(state: dict[str, Any], runtime: Runtime[PlanRAGContext]) -> dict[str, A
         SystemMessage(system_frame(state.get("schema_text", ""), ctx.row_cap)),
         HumanMessage(f"Question: {state['question']}\n\n{PLAN_INSTRUCTION}"),
     ]
-    d = decide(chat_model_for(ctx), messages, Plan, method=ctx.structured_output, max_repairs=ctx.max_repairs)
+    d = decide_for(ctx, messages, Plan)
     if not d.ok:
-        return {"usage": d.usage, "error": f"plan: {d.error}", "stop_reason": "llm_error", "plan": []}
+        return {**failure_update(d, "plan"), "plan": []}
     steps = [s.strip() for s in d.value.steps if s.strip()]
     return {
         "plan": steps,

@@ -17,7 +17,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from ragplan.llm import chat_model_for, decide
+from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.graphdb_prompt import plan_block, system_frame, trace_block
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.planrag import PlanVersion, ReplanVerdict, RetrievalStep
@@ -71,9 +71,9 @@ def replan(state: dict[str, Any], runtime: Runtime[PlanRAGContext]) -> dict[str,
         SystemMessage(system_frame(state.get("schema_text", ""), ctx.row_cap)),
         HumanMessage("\n\n".join([f"Question: {state['question']}", plan_block(plan, cur), trace_block(steps), REPLAN_INSTRUCTION])),
     ]
-    d = decide(chat_model_for(ctx), messages, ReplanDecision, method=ctx.structured_output, max_repairs=ctx.max_repairs)
+    d = decide_for(ctx, messages, ReplanDecision)
     if not d.ok:
-        return {"usage": d.usage, "error": f"replan: {d.error}", "stop_reason": "llm_error"}
+        return failure_update(d, "replan")
     v = d.value
     new_steps = [s.strip() for s in v.new_steps if s.strip()]
     verdict = ReplanVerdict(after_step=after, replan=v.replan, reason=v.reason, new_steps=new_steps if v.replan else [])

@@ -9,7 +9,8 @@ One node serves all four graphs; its ``mode`` is the variant the papers describe
 A query that is refused, fails or times out comes back as the observation, and the next attempt at
 the same step sees it, so the LLM can repair its query (at most ``max_query_repairs`` times).
 The node also sets ``next`` — ``repair`` (same step again), ``continue`` (on to replan / the next
-step) or ``answer`` — and ``stop_reason`` when a bound ends retrieval.
+step), ``answer``, or ``stop`` (the LLM endpoint failed: end the run) — and ``stop_reason`` when a
+bound ends retrieval.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from ragplan.llm import chat_model_for, decide
+from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.graphdb_prompt import plan_block, store_for, system_frame, trace_block
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.planrag import RetrievalStep
@@ -99,10 +100,10 @@ def make_retrieve(mode: RetrieveMode):
         plan_step = cur + 1 if mode == "plan" and cur < len(plan) else None
         base = {"index": index, "plan_step": plan_step, "plan_step_text": plan[cur] if plan_step else ""}
 
-        d = decide(chat_model_for(ctx), _prompt(state, mode, ctx), RetrievalAction,
-                   method=ctx.structured_output, max_repairs=ctx.max_repairs)
+        d = decide_for(ctx, _prompt(state, mode, ctx), RetrievalAction)
         if not d.ok:
-            return {"usage": d.usage, "error": f"retrieve: {d.error}", "stop_reason": "llm_error", "next": "answer"}
+            update = failure_update(d, "retrieve")
+            return {**update, "next": "answer" if update["stop_reason"] == "llm_unparseable" else "stop"}
         act = d.value
         if act.action == "finish" and mode != "react":
             # Outside ReAct the LLM may still say it knows enough: take it as the end of retrieval.

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from ragplan.state.usage import Usage
 
-__all__ = ["load_chat_model", "endpoint_problem", "chat_model_for", "Decision", "decide", "LLMConfigError"]
+__all__ = ["load_chat_model", "endpoint_problem", "chat_model_for", "Decision", "decide", "decide_for", "LLMConfigError"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -119,6 +119,9 @@ def chat_model_for(ctx: Any, role: str = "model") -> BaseChatModel:
     obj = getattr(ctx, f"{role}_chat_model", None) if role != "model" else None
     obj = obj or getattr(ctx, "chat_model", None)
     if obj is not None:
+        if not isinstance(obj, BaseChatModel):
+            raise LLMConfigError(f"chat_model must be a LangChain chat model object, not {type(obj).__name__}; "
+                                 "to name a model use the `model` setting (e.g. openai:gpt-4o-mini)")
         return obj
     spec = getattr(ctx, role, "") or ctx.model
     return load_chat_model(spec, base_url=ctx.base_url, temperature=ctx.temperature,
@@ -133,6 +136,8 @@ class Decision(Generic[T]):
     usage: Usage = field(default_factory=Usage)
     error: str = ""
     attempts: int = 0
+    kind: str = ""
+    """Why there is no value: ``endpoint`` (request failed), ``config`` (no usable model), ``parse`` (no valid reply)."""
 
     @property
     def ok(self) -> bool:
@@ -205,7 +210,7 @@ def decide(
             out = runnable.invoke(convo) if runnable is not None else model.invoke(convo)
         except Exception as exc:  # endpoint down, auth, timeout after retries: recorded, never raised
             usage = usage + Usage(llm_calls=1, llm_seconds=round(time.perf_counter() - t0, 4))
-            return Decision(None, usage, f"LLM request failed: {type(exc).__name__}: {str(exc)[:500]}", attempt)
+            return Decision(None, usage, f"LLM request failed: {type(exc).__name__}: {str(exc)[:500]}", attempt, "endpoint")
         raw = out["raw"] if isinstance(out, dict) else out
         usage = usage + _usage_of(raw, time.perf_counter() - t0)
         parsed = out.get("parsed") if isinstance(out, dict) else None
@@ -229,7 +234,31 @@ def decide(
         convo = [*convo, AIMessage(content=_visible(raw)),
                  HumanMessage(f"That reply could not be used: {last_error}. Answer again with a valid "
                               f"{schema.__name__} object and nothing else.")]
-    return Decision(None, usage, f"no valid {schema.__name__} after {max_repairs + 1} attempts: {last_error}", max_repairs + 1)
+    return Decision(None, usage, f"no valid {schema.__name__} after {max_repairs + 1} attempts: {last_error}", max_repairs + 1,
+                    "parse")
+
+
+def decide_for(ctx: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: str = "model") -> Decision[T]:
+    """:func:`decide` with the model, method and repair bound of a run's context; never raises.
+
+    A context whose model cannot be built (no endpoint configured, a wrong object) gives a
+    ``config`` failure with the reason, recorded like any other.
+    """
+    try:
+        model = chat_model_for(ctx, role)
+    except Exception as exc:  # LLMConfigError, provider import errors, bad arguments
+        return Decision(None, Usage(), f"no usable chat model: {exc}", 0, "config")
+    return decide(model, messages, schema, method=ctx.structured_output, max_repairs=ctx.max_repairs)
+
+
+def failure_update(d: Decision[Any], node: str) -> dict[str, Any]:
+    """The state update a node returns for a failed decision: the error, its usage, and why the run stops.
+
+    An endpoint or configuration failure ends the run (``llm_error``); output that could not be parsed
+    after the repairs ends retrieval (``llm_unparseable``) but still lets the answer step try.
+    """
+    reason = "llm_unparseable" if d.kind == "parse" else "llm_error"
+    return {"usage": d.usage, "error": f"{node}: {d.error}", "stop_reason": reason}
 
 
 def _visible(msg: Any) -> str:

@@ -84,7 +84,9 @@ class PlanRAGOutput(TypedDict, total=False):
     usage: Annotated[Usage, add_usage]
     """LLM calls, tokens and LLM time of the whole run, summed over nodes."""
     stop_reason: str
-    """Why retrieval ended: plan_done, answered, single_retrieval, max_steps, max_repairs, llm_error, …"""
+    """Why retrieval ended: plan_done, answered, answered_early, single_retrieval, max_steps, max_repairs,
+    recursion_limit, llm_unparseable (reply not parseable after repairs), llm_error (endpoint or model
+    configuration failed), store_error."""
     error: str
     """A recorded failure (endpoint down, unparseable output after repairs), empty when none."""
 
@@ -98,8 +100,8 @@ class PlanRAGState(PlanRAGInput, PlanRAGOutput, total=False):
     """0-based index into ``plan`` of the step being executed."""
     repairs: int
     """Failed attempts at the current step so far (reset when the step advances)."""
-    next: Literal["repair", "continue", "answer"]
-    """Where the retrieve node sends the run: the same step again, on (replan / next step), or to answer."""
+    next: Literal["repair", "continue", "answer", "stop"]
+    """Where the retrieve node sends the run: the same step again, on (replan / next step), to answer, or to the end."""
     remaining_steps: RemainingSteps
     """Graph steps left before LangGraph's recursion limit (managed), so a run can stop gracefully."""
 

@@ -44,7 +44,7 @@ def test_plan_records_version_zero(trade_store, question):
 def test_plan_failure_is_recorded(trade_store, question):
     runtime, _ = rt(trade_store, "no json here", "still none", "nope")
     out = plan(state(question), runtime)
-    assert out["stop_reason"] == "llm_error" and "no valid Plan after 3 attempts" in out["error"]
+    assert out["stop_reason"] == "llm_unparseable" and "no valid Plan after 3 attempts" in out["error"]
     assert out["usage"].llm_calls == 3
 
 

@@ -9,6 +9,7 @@ structured-output mode and SSE streaming are exercised end to end.
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -39,8 +40,10 @@ TOOLS = ["Plan", "RetrievalAction", "ReplanDecision", "RetrievalAction", "Replan
 
 @pytest.fixture(autouse=True)
 def _local_only(monkeypatch):
-    """No proxy for 127.0.0.1 and no real key: base_url alone must be enough."""
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    """Bypass any configured proxy for 127.0.0.1, and no real key: base_url alone must be enough."""
+    if any(k.lower().endswith("_proxy") for k in os.environ):
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+        monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
@@ -118,6 +121,15 @@ def test_text_structured_output_parses_plain_json_replies(trade_store, question)
     assert "Reply with one JSON object only" in stub.requests[0].prompt_text
     assert '"title":"Plan"' in stub.requests[0].prompt_text
     assert res.usage.input_tokens == sum(r.usage["prompt_tokens"] for r in stub.requests)
+
+
+def test_json_schema_structured_output_sends_response_format(trade_store, question):
+    with OpenAIStub(replies=SCRIPT) as stub:
+        res = run(stub, trade_store, question, structured_output="json_schema")
+    assert res.error == "" and res.answer == "novgorod"
+    formats = [r.body.get("response_format") or {} for r in stub.requests]
+    assert [f.get("json_schema", {}).get("name") for f in formats] == TOOLS
+    assert all("tools" not in r.body and r.answered == "text" for r in stub.requests)
 
 
 def test_text_mode_repairs_a_reply_without_json(trade_store, question):

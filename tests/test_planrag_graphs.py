@@ -206,3 +206,23 @@ def test_python_api_returns_typed_result(trade_cql, question):
     assert seen == ["read_schema", "retrieve", "answer"]
     with pytest.raises(TypeError, match="unknown setting"):
         ask(question, model=model, store=trade_cql, max_stepz=3)
+
+
+def test_endpoint_failure_mid_run_ends_without_calling_again(trade_store, question):
+    replies = [Plan(steps=["a"]), ConnectionError("gone")]
+    res, model = run(build_planrag, replies, trade_store, question)
+    assert res.stop_reason == "llm_error" and res.answer == "" and res.error.startswith("retrieve: LLM request failed")
+    assert len(model.prompts) == 2  # the answer step did not hit the dead endpoint again
+
+
+def test_unparseable_retrieval_still_answers(trade_store, question):
+    replies = [Plan(steps=["a"]), "junk", "junk", "junk", FinalAnswer(answer="lubeck")]
+    res, model = run(build_planrag, replies, trade_store, question)
+    assert res.stop_reason == "llm_unparseable" and res.answer == "lubeck"
+    assert "could not be parsed" in model.prompts[-1][1].content
+
+
+def test_wrong_chat_model_object_is_a_recorded_config_failure(trade_store, question):
+    out = build_single_rag().compile().invoke(
+        {"question": question}, context=PlanRAGContext(model="-", chat_model="gpt-4o", graph_store=trade_store))
+    assert out["stop_reason"] == "llm_error" and "chat_model must be a LangChain chat model" in out["error"]
