@@ -258,7 +258,7 @@ def failure_update(d: Decision[Any], node: str) -> dict[str, Any]:
     after the repairs ends retrieval (``llm_unparseable``) but still lets the answer step try.
     """
     reason = "llm_unparseable" if d.kind == "parse" else "llm_error"
-    return {"usage": d.usage, "error": f"{node}: {d.error}", "stop_reason": reason}
+    return {"usage": d.usage, "error": f"{node}: {d.error}", "stop_reason": reason, "answer": ""}
 
 
 def _visible(msg: Any) -> str:
