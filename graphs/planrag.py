@@ -1,7 +1,7 @@
 """PlanRAG and its baselines (Lee et al., NAACL 2024, §5 and Appendix C), as four LangGraph graphs.
 
-All four share the same nodes — ``read_schema``, ``retrieve``, ``answer`` and the graph-DB tool —
-and differ only in wiring:
+All four share the same nodes — ``read_schema``, ``retrieve``, ``answer``, ``check_decision`` (the
+simulator's verdict on DQA data) and the graph-DB tool — and differ only in wiring:
 
 * ``planrag``: read_schema → plan → retrieve ⇄ (repair) → replan → … → answer
 * ``planrag_no_replan``: the same with ``advance`` (no LLM) instead of ``replan`` (the paper's "w/o RP")
@@ -19,6 +19,7 @@ from typing import Any, Literal
 from langgraph.graph import END, START, StateGraph
 
 from ragplan.nodes.answer import answer
+from ragplan.nodes.check_decision import check_decision
 from ragplan.nodes.plan import plan
 from ragplan.nodes.read_schema import read_schema
 from ragplan.nodes.replan import advance_plan, replan
@@ -60,8 +61,10 @@ def _base(name: str) -> StateGraph:
     g = StateGraph(PlanRAGState, context_schema=PlanRAGContext, input_schema=PlanRAGInput, output_schema=PlanRAGOutput)
     g.add_node("read_schema", read_schema)
     g.add_node("answer", answer)
+    g.add_node("check_decision", check_decision)
     g.add_edge(START, "read_schema")
-    g.add_edge("answer", END)
+    g.add_edge("answer", "check_decision")
+    g.add_edge("check_decision", END)
     return g
 
 

@@ -94,6 +94,14 @@ class GraphDBContext(LLMContext):
         default=None,
         metadata={"description": "Python only: a GraphStore object used instead of graph_path / neo4j_uri."},
     )
+    dqa_scenario: str = field(
+        default="",
+        metadata={"description": "When graph_path is a DQA script: locating or building, so the answer is checked by "
+                  "simulation (the verdict goes to decision_check). Empty = no check."},
+    )
+    dqa_country: str = field(default="", metadata={"description": "DQA locating: the deciding country (e.g. SWE)."})
+    dqa_home: str = field(default="", metadata={"description": "DQA locating: the country's home trade node."})
+    dqa_goods: str = field(default="", metadata={"description": "DQA building: the goods whose price should fall."})
 
 
 @dataclass(kw_only=True)

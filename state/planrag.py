@@ -89,6 +89,8 @@ class PlanRAGOutput(TypedDict, total=False):
     configuration failed), store_error."""
     error: str
     """A recorded failure (endpoint down, unparseable output after repairs), empty when none."""
+    decision_check: dict[str, Any]
+    """On DQA data: the simulator's verdict on the chosen option (chosen, best, correct, effects, text)."""
 
 
 class PlanRAGState(PlanRAGInput, PlanRAGOutput, total=False):
@@ -119,6 +121,7 @@ class PlanRAGResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     stop_reason: str = ""
     error: str = ""
+    decision_check: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> "PlanRAGResult":

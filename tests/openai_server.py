@@ -132,8 +132,11 @@ def load_script(path: str) -> list[Any]:
 class OpenAIStub:
     """The scripted server; use as a context manager or call ``start()`` / ``stop()``."""
 
-    def __init__(self, replies: list[Any] | None = None, *, port: int = 0, model: str = "stub-model") -> None:
+    def __init__(self, replies: list[Any] | None = None, *, port: int = 0, model: str = "stub-model",
+                 responder: Any = None) -> None:
+        """``responder(request) -> reply``, when given, answers every request instead of the queue."""
         self.replies: list[Any] = [_as_reply(r) for r in replies or []]
+        self.responder = responder
         self.requests: list[RecordedRequest] = []
         self.model = model
         self._port = port
@@ -194,6 +197,8 @@ class OpenAIStub:
     def _next(self, rec: RecordedRequest) -> Any:
         with self._lock:
             self.requests.append(rec)
+            if self.responder is not None:
+                return _as_reply(self.responder(rec))
             return self.replies.pop(0) if self.replies else None
 
     def _completion(self, body: dict[str, Any], reply: Any) -> tuple[dict[str, Any], dict[str, int]]:

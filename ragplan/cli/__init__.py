@@ -4,6 +4,8 @@
     ragplan cypher --graph FILE.cql "QUERY"      run a read-only Cypher query on a script's graph
     ragplan ask --method planrag --graph FILE.cql --question "…"   answer a question with a method
     ragplan dqa verify|solve|generate …        the DQA benchmark's simulators (no LLM)
+    ragplan eval --method M --benchmark B --data PATH   run a method over a benchmark (resumable)
+    ragplan eval report RUN_DIR…                compare runs in one table
 
 Exit codes: 0 success; 1 the run or query failed (the reason is printed); 2 bad input or
 configuration (a refused write query, a script line that does not load, no LLM endpoint, …).
@@ -73,8 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
     ask.add_argument("--quiet", action="store_true", help="print only the answer and the totals")
     from ragplan.cli.dqa import add_dqa_parser
+    from ragplan.cli.eval import add_eval_parser
 
     add_dqa_parser(sub)
+    add_eval_parser(sub)
     return parser
 
 
@@ -98,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
             from ragplan.cli.cypher import run_cypher
 
             return run_cypher(args)
+        if args.command == "eval":
+            from ragplan.cli.eval import run_eval
+
+            return run_eval(args)
         if args.command == "dqa":
             from ragplan.cli.dqa import run_dqa
 

@@ -1,0 +1,38 @@
+"""check_decision: grade the final decision by simulation when the run is on DQA data.
+
+DQA's decisions can be checked exactly (shared/DQA.md): when the context names a DQA scenario
+(``dqa_scenario`` with the country and home node, or the goods) and the graph is a DQA script, the
+answer is normalised to an option and simulated against the best one. The verdict —
+"node_03: +1.3 % vs best node_05 +16.6 %" — goes into ``decision_check``. On other data the node does
+nothing. A failed check is recorded in the verdict, never raised.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from ragplan.state.context import PlanRAGContext
+
+__all__ = ["check_decision"]
+
+
+def check_decision(state: dict[str, Any], runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
+    """Simulate the answer's decision on the DQA script and record the verdict (no LLM call)."""
+    ctx = runtime.context
+    scenario = (ctx.dqa_scenario or "").strip().lower()
+    if not scenario or not state.get("answer"):
+        return {}
+    if scenario not in ("locating", "building") or not ctx.graph_path:
+        return {"decision_check": {"error": "a decision check needs dqa_scenario locating|building and graph_path"}}
+    from ragplan.dqa.data import DQAQuestion
+    from ragplan.dqa.grade import grade
+
+    q = DQAQuestion(scenario=scenario, num=0, country=ctx.dqa_country, year=None, question=state.get("question", ""),
+                    business_rules="", goal="", answer="", script=Path(ctx.graph_path), home=ctx.dqa_home, goods=ctx.dqa_goods)
+    try:
+        return {"decision_check": grade(q, state["answer"]).to_dict()}
+    except Exception as exc:  # a bad script or unknown goods: say so in the verdict
+        return {"decision_check": {"error": f"{type(exc).__name__}: {exc}"}}

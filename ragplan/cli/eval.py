@@ -1,0 +1,117 @@
+"""``ragplan eval``: run a method over a benchmark into a run folder; ``ragplan eval report`` compares runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_eval_parser", "run_eval"]
+
+
+def add_eval_parser(sub: Any) -> None:
+    """Register ``ragplan eval …`` on the top-level subparsers."""
+    ev = sub.add_parser(
+        "eval", help="run a method over a benchmark (resumable run folder); `eval report RUN…` compares runs",
+        description="Run a method graph over a benchmark with bounded concurrency, grade every question, and write a "
+                    "run folder (settings.json, results.jsonl, summary.md/json, plot.png). `ragplan eval report RUN_DIR…` "
+                    "prints one table comparing several runs.")
+    ev.add_argument("report", nargs="*", metavar="report RUN_DIR", help="`report` followed by run folders to compare")
+    ev.add_argument("--method", help="graph name (see `ragplan graphs`)")
+    ev.add_argument("--benchmark", help="dqa-locating | dqa-building")
+    ev.add_argument("--data", metavar="PATH", help="the benchmark's data (for DQA: a clone of the repository)")
+    ev.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N questions")
+    ev.add_argument("--year", type=int, default=None, help="only questions of this year (DQA)")
+    ev.add_argument("--model", default=None, help="chat model provider:name [env RAGPLAN_MODEL]")
+    ev.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint [env RAGPLAN_BASE_URL]")
+    ev.add_argument("--concurrency", type=int, default=4, metavar="C", help="questions in flight at once")
+    ev.add_argument("--out", metavar="RUN_DIR", default=None, help="run folder (default runs/<method>-<benchmark>-<time>)")
+    ev.add_argument("--resume", metavar="RUN_DIR", default=None, help="finish an interrupted run folder")
+    ev.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a context setting for every question, e.g. --set max_steps=8 (repeatable)")
+    ev.add_argument("--item-timeout", type=float, default=None, metavar="SEC", help="wall-time budget of one question")
+    ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _parse_set(pairs: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for p in pairs:
+        if "=" not in p:
+            raise ValueError(f"--set expects KEY=VALUE, got {p!r}")
+        k, v = p.split("=", 1)
+        try:
+            out[k.strip()] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k.strip()] = v
+    return out
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """Run ``ragplan eval`` or ``ragplan eval report``."""
+    from ragplan.eval.report import compare_runs
+    from ragplan.eval.runner import RunSettings, run_evaluation
+    from ragplan.llm import endpoint_problem
+    from ragplan.registry import graph_registry
+
+    if args.report:
+        if args.report[0] != "report" or len(args.report) < 2:
+            print("error: use `ragplan eval report RUN_DIR [RUN_DIR …]`", file=sys.stderr)
+            return 2
+        try:
+            print(compare_runs(args.report[1:]))
+        except (FileNotFoundError, json.JSONDecodeError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return 0
+    if args.resume:
+        run_dir = Path(args.resume)
+        try:
+            settings = RunSettings.load(run_dir / "settings.json")
+        except (OSError, json.JSONDecodeError, TypeError) as exc:
+            print(f"error: {run_dir} is not a run folder: {exc}", file=sys.stderr)
+            return 2
+        if args.concurrency:
+            settings.concurrency = args.concurrency
+    else:
+        missing = [f"--{n}" for n in ("method", "benchmark", "data") if not getattr(args, n)]
+        if missing:
+            print(f"error: missing {', '.join(missing)} (or give --resume RUN_DIR)", file=sys.stderr)
+            return 2
+        try:
+            extra = _parse_set(args.set)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        from ragplan.state.context import PlanRAGContext
+
+        default = PlanRAGContext()
+        settings = RunSettings(method=args.method, benchmark=args.benchmark, data=str(Path(args.data).resolve()),
+                               model=args.model or default.model, base_url=args.base_url or default.base_url,
+                               limit=args.limit, year=args.year, concurrency=args.concurrency, context=extra)
+        if args.item_timeout:
+            settings.item_timeout_s = args.item_timeout
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        run_dir = Path(args.out or f"runs/{settings.method}-{settings.benchmark}-{stamp}")
+    if settings.method not in graph_registry():
+        print(f"error: unknown method {settings.method!r}; see `ragplan graphs`", file=sys.stderr)
+        return 2
+    problem = endpoint_problem(settings.model, settings.base_url)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    try:
+        summary = run_evaluation(settings, run_dir, progress=not args.no_progress)
+    except KeyError as exc:  # unknown benchmark
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # e.g. a DQA clone that cannot be read: nothing ran
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    from ragplan.eval.report import summary_markdown
+
+    print(summary_markdown(summary))
+    print(f"run folder: {run_dir}")
+    return 0

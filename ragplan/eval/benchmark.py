@@ -1,0 +1,69 @@
+"""What a benchmark gives the runner: items to run, a grader, and the columns of its tables.
+
+A benchmark is registered by name (``dqa-locating``, ``dqa-building``, later ``hotpotqa`` …) with a
+factory ``(data_path, options) -> Benchmark``. Items carry the question text, the per-item context
+(which graph or corpus to use) and metadata the summary groups by (scenario, year, …).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+__all__ = ["Item", "Benchmark", "register", "get_benchmark", "benchmark_names"]
+
+
+@dataclass
+class Item:
+    """One question of a benchmark."""
+
+    id: str
+    """Stable id, unique within the benchmark (the resume key)."""
+    question: str
+    """The text given to the method."""
+    gold: str
+    """The gold answer as the dataset states it."""
+    context: dict[str, Any] = field(default_factory=dict)
+    """Context settings for this item (e.g. graph_path of its script)."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Values the summary groups by (e.g. scenario, year) and anything worth keeping in the record."""
+
+
+class Benchmark(Protocol):
+    """The interface the runner needs."""
+
+    name: str
+    group_by: list[str]
+    """Meta keys that get an accuracy table each, in order (e.g. ["scenario", "year"])."""
+
+    def items(self) -> list[Item]:
+        """Every item to run, in order, after the benchmark's own filters (limit, year …)."""
+
+    def grade(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
+        """Fields for the record: at least ``correct`` (bool) and ``chosen`` (the normalised answer)."""
+
+
+_REGISTRY: dict[str, Callable[..., Benchmark]] = {}
+
+
+def register(name: str, factory: Callable[..., Benchmark]) -> None:
+    """Make a benchmark available to ``ragplan eval --benchmark name``."""
+    _REGISTRY[name] = factory
+
+
+def _load_builtin() -> None:
+    from ragplan.eval import dqa_bench  # noqa: F401  (registers dqa-locating, dqa-building)
+
+
+def get_benchmark(name: str, data: str, **options: Any) -> Benchmark:
+    """Build the benchmark ``name`` over ``data`` with its options (limit, year, …)."""
+    _load_builtin()
+    if name not in _REGISTRY:
+        raise KeyError(f"unknown benchmark {name!r}; known: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name](data, **options)
+
+
+def benchmark_names() -> list[str]:
+    """Every registered benchmark name."""
+    _load_builtin()
+    return sorted(_REGISTRY)

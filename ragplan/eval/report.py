@@ -1,0 +1,141 @@
+"""Summaries of a run and comparison tables across runs.
+
+The retrieval split follows PlanRAG's Figure 5: a question is *SR* (single retrieval) when IterRAG
+answered it after one retrieval and *MR* when after several. In one run's summary the split uses that
+run's own retrieval count; ``ragplan eval report`` uses the ``iter_rag`` run's counts for every
+method when one of the compared runs is ``iter_rag`` (as the paper does), and each run's own
+otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["summarise", "write_summary", "compare_runs", "retrieval_class"]
+
+
+def retrieval_class(n: int) -> str:
+    """``SR`` for one retrieval, ``MR`` for several, ``none`` for zero."""
+    return "none" if n <= 0 else "SR" if n == 1 else "MR"
+
+
+def _acc(records: list[dict[str, Any]]) -> dict[str, Any]:
+    n = len(records)
+    c = sum(1 for r in records if r.get("correct"))
+    return {"n": n, "correct": c, "accuracy": round(c / n, 4) if n else 0.0}
+
+
+def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any = None) -> dict[str, Any]:
+    """Accuracy overall, per group key and per retrieval class, plus LLM cost and latency."""
+    groups: dict[str, dict[str, Any]] = {}
+    for key in group_by:
+        values: dict[str, list[dict[str, Any]]] = {}
+        for r in records:
+            values.setdefault(str(r.get(key)), []).append(r)
+        groups[key] = {v: _acc(rs) for v, rs in sorted(values.items())}
+    by_class: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        by_class.setdefault(retrieval_class(int(r.get("retrievals", 0))), []).append(r)
+    n = len(records) or 1
+    total = {k: sum(r.get(k, 0) or 0 for r in records) for k in ("llm_calls", "input_tokens", "output_tokens")}
+    return {
+        "method": getattr(settings, "method", records[0].get("method") if records else ""),
+        "benchmark": getattr(settings, "benchmark", ""),
+        "model": getattr(settings, "model", ""),
+        "overall": {**_acc(records), "errors": sum(1 for r in records if r.get("error"))},
+        "groups": groups,
+        "retrieval": {k: _acc(v) for k, v in sorted(by_class.items())},
+        "cost": {**total, "per_question_llm_calls": round(total["llm_calls"] / n, 2),
+                 "per_question_tokens": round((total["input_tokens"] + total["output_tokens"]) / n, 1),
+                 "mean_latency_s": round(sum(r.get("latency_s", 0) for r in records) / n, 3),
+                 "total_latency_s": round(sum(r.get("latency_s", 0) for r in records), 3)},
+    }
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    fmt = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+    return "\n".join([fmt(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [fmt(r) for r in cells])
+
+
+def summary_markdown(s: dict[str, Any]) -> str:
+    """The summary as Markdown tables."""
+    o, c = s["overall"], s["cost"]
+    parts = [f"# {s['method']} on {s['benchmark']} ({s['model'] or 'model from context'})", "",
+             _table(["questions", "correct", "accuracy", "errors", "LLM calls/q", "tokens/q", "latency/q (s)"],
+                    [[o["n"], o["correct"], f"{o['accuracy']:.1%}", o["errors"], c["per_question_llm_calls"],
+                      c["per_question_tokens"], c["mean_latency_s"]]])]
+    for key, vals in s["groups"].items():
+        parts += ["", f"## accuracy by {key}", "",
+                  _table([key, "questions", "correct", "accuracy"],
+                         [[v, a["n"], a["correct"], f"{a['accuracy']:.1%}"] for v, a in vals.items()])]
+    parts += ["", "## accuracy by retrieval count (SR = one retrieval, MR = several)", "",
+              _table(["class", "questions", "correct", "accuracy"],
+                     [[k, a["n"], a["correct"], f"{a['accuracy']:.1%}"] for k, a in s["retrieval"].items()])]
+    return "\n".join(parts) + "\n"
+
+
+def write_summary(run_dir: Path, s: dict[str, Any]) -> None:
+    """Write ``summary.json``, ``summary.md`` and ``plot.png`` into the run folder."""
+    (run_dir / "summary.json").write_text(json.dumps(s, indent=2))
+    (run_dir / "summary.md").write_text(summary_markdown(s))
+    plot(s, run_dir / "plot.png")
+
+
+def plot(s: dict[str, Any], path: Path) -> None:
+    """Bar charts of accuracy per group and per retrieval class."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [(k, v) for k, v in s["groups"].items()] + [("retrieval", s["retrieval"])]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.4), squeeze=False)
+    for ax, (title, vals) in zip(axes[0], panels):
+        labels = list(vals)
+        accs = [vals[k]["accuracy"] * 100 for k in labels]
+        bars = ax.bar(labels, accs, color="#6a5acd")
+        for b, k in zip(bars, labels):
+            ax.text(b.get_x() + b.get_width() / 2, b.get_height() + 1, f"n={vals[k]['n']}", ha="center", fontsize=8)
+        ax.set_ylim(0, 110)
+        ax.set_title(f"accuracy by {title}")
+        ax.set_ylabel("%")
+    fig.suptitle(f"{s['method']} on {s['benchmark']}: {s['overall']['accuracy']:.1%} of {s['overall']['n']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def compare_runs(run_dirs: list[str | Path]) -> str:
+    """One table comparing several runs (same benchmark expected), questions aligned by id."""
+    from ragplan.eval.runner import RunFolder, RunSettings
+
+    runs = []
+    for d in run_dirs:
+        folder = RunFolder(d)
+        if not folder.settings_file.exists():
+            raise FileNotFoundError(f"{d} is not a run folder (no settings.json)")
+        runs.append((RunSettings.load(folder.settings_file), folder.load_records()))
+    ref = next((recs for st, recs in runs if st.method == "iter_rag"), None)
+    split_note = "SR/MR by iter_rag's retrieval count" if ref else "SR/MR by each run's own retrieval count"
+    group_keys = ["year"] if any("year" in r for _, recs in runs for r in recs.values()) else []
+    years = sorted({str(r.get("year")) for _, recs in runs for r in recs.values()}) if group_keys else []
+    headers = ["method", "model", "benchmark", "questions", "accuracy", *[f"y{y}" for y in years], "SR", "MR",
+               "calls/q", "tokens/q", "latency/q (s)", "errors"]
+    rows = []
+    for st, recs in runs:
+        rs = list(recs.values())
+        s = summarise(rs, group_keys, st)
+        cls = lambda r: retrieval_class(int((ref or recs).get(r["id"], r).get("retrievals", 0)))  # noqa: E731
+        sr = _acc([r for r in rs if cls(r) == "SR"])
+        mr = _acc([r for r in rs if cls(r) == "MR"])
+        ys = [s["groups"].get("year", {}).get(y, {"accuracy": 0, "n": 0}) for y in years]
+        rows.append([st.method, st.model or "-", st.benchmark, s["overall"]["n"], f"{s['overall']['accuracy']:.1%}",
+                     *[f"{y['accuracy']:.1%} ({y['n']})" if y["n"] else "-" for y in ys],
+                     f"{sr['accuracy']:.1%} ({sr['n']})", f"{mr['accuracy']:.1%} ({mr['n']})",
+                     s["cost"]["per_question_llm_calls"], s["cost"]["per_question_tokens"], s["cost"]["mean_latency_s"],
+                     s["overall"]["errors"]])
+    return _table(headers, rows) + f"\n({split_note})"

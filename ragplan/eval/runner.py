@@ -1,0 +1,234 @@
+"""Run a method graph over a benchmark: bounded async concurrency, rate-limit backoff, resumable.
+
+A run folder holds:
+
+* ``settings.json`` — what was run (method, benchmark, data, model, context settings, filters);
+* ``results.jsonl`` — one JSON line per finished question, appended and fsynced one at a time, so a
+  killed run loses at most the questions in flight; a torn last line is cut off on resume;
+* ``summary.json`` / ``summary.md`` — accuracy overall, per group (scenario, year …), split into
+  single- vs multi-retrieval questions (PlanRAG's Figure 5), LLM calls, tokens and latency;
+* ``plot.png`` — accuracy per group and per retrieval class.
+
+``--resume RUN_DIR`` reads the folder's settings, skips every question already in ``results.jsonl``
+and runs the rest. Errors of one question (endpoint down, a bad script, a timeout) are recorded in its
+line; they never stop the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import time
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from ragplan import __version__
+from ragplan.eval.benchmark import Benchmark, Item, get_benchmark
+from ragplan.registry import graph_registry
+
+__all__ = ["RunSettings", "RunFolder", "evaluate", "run_evaluation", "is_rate_limited"]
+
+
+@dataclass
+class RunSettings:
+    """Everything needed to (re)start a run; saved as ``settings.json``."""
+
+    method: str
+    benchmark: str
+    data: str
+    model: str = ""
+    base_url: str = ""
+    limit: int | None = None
+    year: int | None = None
+    concurrency: int = 4
+    context: dict[str, Any] = field(default_factory=dict)
+    """Extra context settings for every item (max_steps, row_cap, temperature …)."""
+    item_timeout_s: float = 900.0
+    """Wall-time budget of one question; past it the question is recorded as timed out."""
+    rate_limit_retries: int = 4
+    """Re-runs of a question whose LLM calls were rate limited (429), with exponential backoff."""
+    backoff_s: float = 5.0
+    """First backoff after a rate limit; doubles each retry, with jitter."""
+    created: str = ""
+    ragplan_version: str = __version__
+
+    @classmethod
+    def load(cls, path: Path) -> "RunSettings":
+        """Read ``settings.json``."""
+        data = json.loads(path.read_text())
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+class RunFolder:
+    """The files of one run (see the module docstring)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.settings_file = self.path / "settings.json"
+        self.results_file = self.path / "results.jsonl"
+
+    def save_settings(self, settings: RunSettings) -> None:
+        """Write ``settings.json`` atomically."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        _atomic_write(self.settings_file, json.dumps(asdict(settings), indent=2, default=str))
+
+    def load_records(self, repair: bool = False) -> dict[str, dict[str, Any]]:
+        """Finished records by id; with ``repair`` a torn last line (a kill mid-write) is cut off the file."""
+        if not self.results_file.exists():
+            return {}
+        raw = self.results_file.read_bytes()
+        records: dict[str, dict[str, Any]] = {}
+        good_end = 0
+        pos = 0
+        for line in raw.splitlines(keepends=True):
+            pos += len(line)
+            if not line.endswith(b"\n"):
+                break
+            try:
+                rec = json.loads(line)
+                records[rec["id"]] = rec
+                good_end = pos
+            except (json.JSONDecodeError, KeyError, TypeError):
+                break
+        if repair and good_end < len(raw):
+            with open(self.results_file, "r+b") as fh:
+                fh.truncate(good_end)
+        return records
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Append one record as a line, flushed to disk before returning."""
+        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        with open(self.results_file, "a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def is_rate_limited(error: str | None) -> bool:
+    """Whether a recorded LLM error is a rate limit (worth waiting for) rather than a real failure."""
+    e = (error or "").lower()
+    return "429" in e or "ratelimit" in e or "rate limit" in e or "rate_limit" in e
+
+
+def _record(item: Item, out: dict[str, Any], graded: dict[str, Any], settings: RunSettings, latency: float, attempts: int) -> dict[str, Any]:
+    usage = out.get("usage") or {}
+    usage = usage if isinstance(usage, dict) else usage.model_dump()
+    steps = [s if isinstance(s, dict) else s.model_dump() for s in out.get("steps") or []]
+    dump = lambda xs: [x if isinstance(x, dict) else x.model_dump() for x in xs or []]  # noqa: E731
+    return {
+        "id": item.id, "method": settings.method, "model": settings.model,
+        **{k: v for k, v in item.meta.items() if not k.startswith("_")},
+        "question": item.question, "answer": out.get("answer", ""), "gold": item.gold, **graded,
+        "retrievals": sum(1 for s in steps if s.get("action") == "graph_db"),
+        "plan": out.get("plan") or [], "plan_history": dump(out.get("plan_history")), "steps": steps,
+        "replans": dump(out.get("replans")), "decision_check": out.get("decision_check") or {},
+        "llm_calls": usage.get("llm_calls", 0), "input_tokens": usage.get("input_tokens", 0),
+        "output_tokens": usage.get("output_tokens", 0), "llm_seconds": usage.get("llm_seconds", 0.0),
+        "latency_s": round(latency, 3), "stop_reason": out.get("stop_reason", ""), "error": out.get("error", ""),
+        "attempts": attempts,
+    }
+
+
+async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: Any = None,
+                   on_progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Run (or resume) ``settings`` into ``run_dir``; returns the summary. ``chat_model`` is for Python callers."""
+    from ragplan.eval.report import summarise, write_summary
+
+    folder = RunFolder(run_dir)
+    bench: Benchmark = get_benchmark(settings.benchmark, settings.data, limit=settings.limit, year=settings.year)
+    items = bench.items()
+    if not settings.created:
+        settings.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    folder.save_settings(settings)
+    done = folder.load_records(repair=True)
+    pending = [it for it in items if it.id not in done]
+    builder = graph_registry()[settings.method][0]
+    sg = builder()
+    ctx_cls = sg.context_schema
+    graph = sg.compile(name=settings.method)
+    ctx_fields = {f.name for f in fields(ctx_cls)}
+    base = {k: v for k, v in settings.context.items() if k in ctx_fields}
+    if settings.model:
+        base["model"] = settings.model
+    if settings.base_url:
+        base["base_url"] = settings.base_url
+    if chat_model is not None:
+        base["chat_model"] = chat_model
+    sem = asyncio.Semaphore(max(1, settings.concurrency))
+    finished = len(items) - len(pending)
+    if on_progress:
+        on_progress(finished, len(items))
+
+    async def one(item: Item) -> None:
+        nonlocal finished
+        async with sem:
+            ctx = ctx_cls(**{**base, **{k: v for k, v in item.context.items() if k in ctx_fields}})
+            limit = getattr(ctx, "max_steps", 20) * 2 + 10
+            out: dict[str, Any] = {}
+            attempts = 0
+            t0 = time.perf_counter()
+            while True:
+                attempts += 1
+                t0 = time.perf_counter()
+                try:
+                    out = await asyncio.wait_for(
+                        graph.ainvoke({"question": item.question}, context=ctx, config={"recursion_limit": limit}),
+                        timeout=settings.item_timeout_s)
+                except asyncio.TimeoutError:
+                    out = {"answer": "", "error": f"the question ran past item_timeout_s={settings.item_timeout_s:g}",
+                           "stop_reason": "item_timeout"}
+                except Exception as exc:  # a crash of one question is that question's recorded failure
+                    out = {"answer": "", "error": f"{type(exc).__name__}: {exc}", "stop_reason": "crash"}
+                if is_rate_limited(out.get("error")) and attempts <= settings.rate_limit_retries:
+                    delay = settings.backoff_s * 2 ** (attempts - 1) * (1 + random.random() / 2)
+                    await asyncio.sleep(delay)
+                    continue
+                break
+            latency = time.perf_counter() - t0
+            try:
+                graded = bench.grade(item, out)
+            except Exception as exc:
+                graded = {"correct": False, "grade_error": f"{type(exc).__name__}: {exc}"}
+            folder.append(_record(item, out, graded, settings, latency, attempts))
+            finished += 1
+            if on_progress:
+                on_progress(finished, len(items))
+
+    await asyncio.gather(*(one(it) for it in pending))
+    records = folder.load_records()
+    ordered = [records[it.id] for it in items if it.id in records]
+    summary = summarise(ordered, list(bench.group_by), settings)
+    write_summary(folder.path, summary)
+    return summary
+
+
+def run_evaluation(settings: RunSettings, run_dir: str | Path, *, chat_model: Any = None, progress: bool = True) -> dict[str, Any]:
+    """Synchronous wrapper with a progress bar (tqdm) for the CLI."""
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=0, unit="q", desc=f"{settings.method} on {settings.benchmark}", dynamic_ncols=True)
+
+    def on_progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+    try:
+        return asyncio.run(evaluate(settings, run_dir, chat_model=chat_model, on_progress=on_progress))
+    finally:
+        if bar is not None:
+            bar.close()

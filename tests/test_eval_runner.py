@@ -1,0 +1,188 @@
+"""The evaluation runner over generated DQA clones, through langchain-openai and the local stub.
+
+The stub plays a deterministic agent: it answers each request by the schema the client forces
+(Plan, RetrievalAction, ReplanDecision, FinalAnswer) and gets every odd-numbered question right and
+every even-numbered one wrong, so accuracy, near-miss effects and tables are known in advance.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ragplan.cli import main
+from ragplan.dqa.data import load_questions
+from ragplan.dqa.generate import generate
+from ragplan.dqa.grade import solve_question
+from ragplan.eval.runner import RunFolder, RunSettings, evaluate
+from ragplan.nodes.answer import FinalAnswer
+from ragplan.nodes.plan import Plan
+from ragplan.nodes.replan import ReplanDecision
+from ragplan.nodes.retrieve import RetrievalAction
+from tests.openai_server import Fault, OpenAIStub
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def agent(clone: Path, scenario: str, *, delay: float = 0.0, retrievals: int = 1):
+    """A responder that plays PlanRAG / IterRAG on DQA questions; right on odd numbers, wrong on even."""
+    questions = load_questions(clone, scenario)
+    query = "MATCH (t:Trade_node) RETURN t.name AS n" if scenario == "locating" else "MATCH (b:Building) RETURN b.id AS id"
+    seen: dict[str, int] = {}
+
+    def respond(req):
+        text = req.prompt_text
+        q = next(q for q in questions if q.question in text)
+        tool = req.forced_tool
+        if tool == "Plan":
+            reply = Plan(steps=[f"step {i + 1}" for i in range(retrievals)])
+        elif tool == "RetrievalAction":
+            n = seen[q.id] = seen.get(q.id, 0) + 1
+            reply = (RetrievalAction(thought="enough", action="finish") if n > retrievals
+                     else RetrievalAction(thought="look", action="graph_db", action_input=query))
+        elif tool == "ReplanDecision":
+            reply = ReplanDecision(replan=False, reason="fine")
+        else:
+            ranked = solve_question(q).ranked()
+            worst = ranked[-1].node if scenario == "locating" else ranked[-1].building_id
+            reply = FinalAnswer(answer=q.answer if q.num % 2 else f"I would pick {worst}.", rationale="r")
+        return Fault(delay_s=delay, reply=reply) if delay else reply
+
+    return respond
+
+
+@pytest.fixture(autouse=True)
+def _no_key(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+def settings_for(stub, clone, method="planrag", benchmark="dqa-locating", **kw):
+    return RunSettings(method=method, benchmark=benchmark, data=str(clone), model="openai:stub-model",
+                       base_url=stub.base_url, **kw)
+
+
+def test_eval_locating_grades_by_simulation_and_writes_run_folder(tmp_path):
+    clone = tmp_path / "clone"
+    generate(clone, "locating", 6, seed=5)
+    with OpenAIStub(responder=agent(clone, "locating")) as stub:
+        import asyncio
+
+        summary = asyncio.run(evaluate(settings_for(stub, clone, concurrency=3), tmp_path / "run"))
+    recs = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert len(recs) == 6 and len({r["id"] for r in recs}) == 6
+    by_num = {r["question_num"]: r for r in recs}
+    for num, r in by_num.items():
+        assert r["correct"] is bool(num % 2)
+        assert r["retrievals"] == 1 and r["llm_calls"] == 4 and r["input_tokens"] > 0
+        assert r["plan"] == ["step 1"] and r["steps"][0]["observation"].startswith("n\n")
+        assert r["decision_check"]["correct"] is r["correct"]  # the graph's own simulator verdict
+    wrong = by_num[2]
+    assert "vs best" in wrong["verdict"] and wrong["effect"] < wrong["best_effect"]
+    assert summary["overall"] == {"n": 6, "correct": 3, "accuracy": 0.5, "errors": 0}
+    assert set(summary["groups"]) == {"scenario", "year"} and summary["retrieval"]["SR"]["n"] == 6
+    assert (tmp_path / "run" / "plot.png").stat().st_size > 1000
+    assert "accuracy by year" in (tmp_path / "run" / "summary.md").read_text()
+    assert json.loads((tmp_path / "run" / "settings.json").read_text())["method"] == "planrag"
+
+
+def test_eval_cli_building_with_limit(tmp_path, capsys):
+    clone = tmp_path / "clone"
+    generate(clone, "building", 4, seed=2)
+    with OpenAIStub(responder=agent(clone, "building")) as stub:
+        code = main(["eval", "--method", "single_rag", "--benchmark", "dqa-building", "--data", str(clone),
+                     "--limit", "3", "--model", "openai:stub-model", "--base-url", stub.base_url,
+                     "--out", str(tmp_path / "run"), "--no-progress"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "single_rag on dqa-building" in out and "66.7%" in out
+    assert len((tmp_path / "run" / "results.jsonl").read_text().splitlines()) == 3
+
+
+def test_rate_limited_question_is_retried_with_backoff(tmp_path):
+    clone = tmp_path / "clone"
+    generate(clone, "locating", 1, seed=3)
+    inner = agent(clone, "locating")
+    calls = {"n": 0}
+
+    def respond(req):
+        calls["n"] += 1
+        return Fault(status=429, message="Rate limit reached") if calls["n"] == 1 else inner(req)
+
+    with OpenAIStub(responder=respond) as stub:
+        import asyncio
+
+        st = settings_for(stub, clone, backoff_s=0.01, context={"llm_max_retries": 0})
+        summary = asyncio.run(evaluate(st, tmp_path / "run"))
+    rec = json.loads((tmp_path / "run" / "results.jsonl").read_text())
+    assert rec["attempts"] == 2 and rec["error"] == "" and rec["correct"]
+    assert summary["overall"]["correct"] == 1
+
+
+def test_endpoint_down_is_recorded_per_question(tmp_path):
+    clone = tmp_path / "clone"
+    generate(clone, "locating", 2, seed=4)
+    st = RunSettings(method="iter_rag", benchmark="dqa-locating", data=str(clone), model="openai:x",
+                     base_url="http://127.0.0.1:9/v1", context={"llm_max_retries": 0, "llm_timeout_s": 2})
+    import asyncio
+
+    summary = asyncio.run(evaluate(st, tmp_path / "run"))
+    recs = RunFolder(tmp_path / "run").load_records()
+    assert len(recs) == 2 and all(r["stop_reason"] == "llm_error" and r["error"] for r in recs.values())
+    assert summary["overall"]["errors"] == 2 and summary["overall"]["correct"] == 0
+
+
+def test_kill_and_resume_finishes_without_redoing_or_losing(tmp_path):
+    clone = tmp_path / "clone"
+    generate(clone, "locating", 6, seed=9)
+    run = tmp_path / "run"
+    with OpenAIStub(responder=agent(clone, "locating", delay=0.15)) as stub:
+        cmd = [sys.executable, "-m", "ragplan", "eval", "--method", "planrag", "--benchmark", "dqa-locating",
+               "--data", str(clone), "--model", "openai:stub-model", "--base-url", stub.base_url,
+               "--concurrency", "1", "--out", str(run), "--no-progress"]
+        env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                start_new_session=True)
+        results = run / "results.jsonl"
+        deadline = time.time() + 90
+        while time.time() < deadline and (not results.exists() or len(results.read_text().splitlines()) < 2):
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        before = results.read_text()
+        done_before = len(before.splitlines())
+        assert 2 <= done_before < 6
+        with open(results, "a") as fh:  # a kill in the middle of a write leaves a torn line
+            fh.write('{"id": "locating-9", "answ')
+        assert main(["eval", "--resume", str(run), "--no-progress"]) == 0
+    lines = results.read_text().splitlines()
+    recs = [json.loads(x) for x in lines]
+    assert len(recs) == 6 and len({r["id"] for r in recs}) == 6
+    assert "\n".join(lines[:done_before]) + "\n" == before  # earlier answers untouched, not redone
+    asked = [r for r in stub.requests if r.forced_tool == "Plan"]
+    assert len(asked) <= 6 + 1  # at most the one question in flight at the kill was asked twice
+
+
+def test_report_compares_runs_with_iter_rag_split(tmp_path, capsys):
+    clone = tmp_path / "clone"
+    generate(clone, "locating", 4, seed=6)
+    import asyncio
+
+    with OpenAIStub(responder=agent(clone, "locating", retrievals=2)) as stub:
+        asyncio.run(evaluate(settings_for(stub, clone, method="iter_rag"), tmp_path / "iter"))
+    with OpenAIStub(responder=agent(clone, "locating")) as stub:
+        asyncio.run(evaluate(settings_for(stub, clone, method="planrag"), tmp_path / "plan"))
+    assert main(["eval", "report", str(tmp_path / "iter"), str(tmp_path / "plan")]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| iter_rag") or line.startswith("| planrag")]
+    assert len(rows) == 2
+    assert "SR/MR by iter_rag's retrieval count" in out
+    # iter_rag retrieved twice for every question: both runs' questions are all MR
+    assert all("0.0% (0)" in r for r in rows)
+    assert main(["eval", "report", str(tmp_path / "nope")]) == 2
