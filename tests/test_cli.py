@@ -89,3 +89,29 @@ def test_ask_rejects_unknown_method_and_empty_question(trade_cql, tmp_path, caps
     empty.write_text("  \n")
     assert main(["ask", "--graph", str(trade_cql), "--question-file", str(empty), "--base-url", "http://127.0.0.1:9/v1"]) == 2
     assert "empty" in capsys.readouterr().err
+
+
+def test_ask_prints_trace_verdict_and_totals_through_local_endpoint(tmp_path, capsys, monkeypatch):
+    from ragplan.dqa.generate import generate
+    from tests.openai_server import OpenAIStub
+    from tests.test_eval_runner import agent
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    clone = tmp_path / "clone"
+    generate(clone, "locating", 2, seed=1)
+    with OpenAIStub(responder=agent(clone, "locating")) as stub:
+        code = main(["ask", "--method", "planrag", "--dqa", str(clone), "--scenario", "locating", "--question-num", "2",
+                     "--model", "openai:stub-model", "--base-url", stub.base_url])
+        assert code == 0
+        out = capsys.readouterr().out
+        assert "Plan:\n  Step 1: step 1" in out
+        assert "Query: MATCH (t:Trade_node) RETURN t.name AS n" in out and "Observation:" in out
+        assert "Re-plan: N — fine" in out
+        assert "Decision check (simulator):" in out and "vs best" in out  # question 2 is answered wrong
+        assert "LLM calls: 4" in out and "Tokens:" in out and "Wall time:" in out
+        assert main(["ask", "--method", "single_rag", "--dqa", str(clone), "--scenario", "locating", "--question-num", "1",
+                     "--model", "openai:stub-model", "--base-url", stub.base_url, "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["decision_check"]["correct"] is True and res["method"] == "single_rag"
+    assert main(["ask", "--dqa", str(clone), "--scenario", "locating", "--question-num", "99",
+                 "--base-url", "http://127.0.0.1:9/v1"]) == 2

@@ -203,7 +203,7 @@ def test_python_api_returns_typed_result(trade_cql, question):
               on_update=lambda node, upd: seen.append(node))
     assert isinstance(res, RunResult) and res.method == "single_rag"
     assert res.answer == "novgorod" and res.wall_time_s > 0 and res.usage.llm_calls == 2
-    assert seen == ["read_schema", "retrieve", "answer"]
+    assert seen == ["read_schema", "retrieve", "answer", "check_decision"]
     with pytest.raises(TypeError, match="unknown setting"):
         ask(question, model=model, store=trade_cql, max_stepz=3)
 

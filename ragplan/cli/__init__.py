@@ -61,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
     q = ask.add_mutually_exclusive_group(required=True)
     q.add_argument("--question", help="the question text")
     q.add_argument("--question-file", metavar="FILE", help="read the question from a text file")
+    q.add_argument("--dqa", metavar="CLONE", help="ask a DQA question of a clone (with --scenario and --question-num): "
+                   "its prompt and script are used and the answer is checked by simulation")
+    ask.add_argument("--scenario", choices=["locating", "building"], help="with --dqa")
+    ask.add_argument("--question-num", type=int, metavar="N", help="with --dqa")
     _add_store_args(ask)
     ask.add_argument("--model", default=None,
                      help="chat model provider:name, e.g. openai:gpt-4o-mini [env RAGPLAN_MODEL]")

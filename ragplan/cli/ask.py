@@ -56,8 +56,29 @@ class TracePrinter:
                 p("  New remaining steps:")
                 for s in v.new_steps:
                     p(f"    - {s}")
+        check = update.get("decision_check")
+        if check:
+            p(f"\nDecision check (simulator): {check.get('text') or check.get('error')}")
         if update.get("error"):
             p(f"\nerror: {update['error']}")
+
+
+def _dqa_question(args: argparse.Namespace) -> Any:
+    """The DQA question named by --dqa/--scenario/--question-num, or an exit code after a message."""
+    from ragplan.dqa.data import DQAError, load_questions
+
+    if not args.scenario or args.question_num is None:
+        print("error: --dqa needs --scenario locating|building and --question-num N", file=sys.stderr)
+        return 2
+    try:
+        found = [q for q in load_questions(args.dqa, args.scenario) if q.num == args.question_num]
+    except DQAError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not found:
+        print(f"error: no {args.scenario} question number {args.question_num} in {args.dqa}", file=sys.stderr)
+        return 2
+    return found[0]
 
 
 def _context_from_args(args: argparse.Namespace) -> PlanRAGContext:
@@ -77,7 +98,13 @@ def run_ask(args: argparse.Namespace) -> int:
     if args.method not in graph_registry():
         print(f"error: unknown method {args.method!r}; see `ragplan graphs`", file=sys.stderr)
         return 2
-    if args.question_file:
+    dqa = None
+    if args.dqa:
+        dqa = _dqa_question(args)
+        if isinstance(dqa, int):
+            return dqa
+        question, args.graph = dqa.prompt, str(dqa.script)
+    elif args.question_file:
         try:
             question = Path(args.question_file).read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
@@ -89,6 +116,9 @@ def run_ask(args: argparse.Namespace) -> int:
         print("error: the question is empty", file=sys.stderr)
         return 2
     ctx = _context_from_args(args)
+    if dqa is not None:  # the answer gets the simulator's verdict (check_decision)
+        ctx.graph_path = str(dqa.script)
+        ctx.dqa_scenario, ctx.dqa_country, ctx.dqa_home, ctx.dqa_goods = dqa.scenario, dqa.country, dqa.home, dqa.goods
     problem = endpoint_problem(ctx.model, ctx.base_url)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
