@@ -86,6 +86,8 @@ class EmbeddedGraphStore(GraphStore):
             raise QueryRefused(f"the store is read-only: {_first_line(exc)}") from exc
         except Exception as exc:
             raise QueryError(str(exc).strip()) from exc
+        if isinstance(rv, str):  # `… FORMAT CSV` makes kglite return text instead of rows
+            raise QueryError("FORMAT CSV is not supported here: return columns (RETURN a, b …) instead")
         columns = list(getattr(rv, "columns", []) or [])
         rows = [{k: self._clean_value(v) for k, v in row.items()} for row in rv]
         if not columns and rows:

@@ -77,7 +77,7 @@ class Neo4jGraphStore(GraphStore):
         except neo4j.exceptions.DriverError as exc:
             raise QueryError(f"the Neo4j server could not be reached or failed: {exc}") from exc
         rows = [{k: _plain(rec[k]) for k in keys} for rec in records[:row_cap]]
-        return QueryResult(keys, rows, len(records), 0.0)
+        return QueryResult(keys, rows, len(records), 0.0, total_exact=len(records) <= row_cap)
 
     def is_empty(self) -> bool:
         """Whether the database holds no node."""

@@ -106,7 +106,8 @@ def format_value(value: Any, *, quote: bool = False) -> str:
     return str(value)
 
 
-def format_rows(columns: list[str], rows: list[dict[str, Any]], total_rows: int | None = None) -> str:
+def format_rows(columns: list[str], rows: list[dict[str, Any]], total_rows: int | None = None,
+                total_exact: bool = True) -> str:
     """Render result rows as a compact ``a | b`` table with a note when rows were cut by the cap."""
     if not rows:
         return f"columns: {' | '.join(columns)}\n(no rows)" if columns else "(no rows)"
@@ -114,7 +115,7 @@ def format_rows(columns: list[str], rows: list[dict[str, Any]], total_rows: int 
     lines += [" | ".join(format_value(r.get(c)) for c in columns) for r in rows]
     if total_rows is not None and total_rows > len(rows):
         lines.append(
-            f"({len(rows)} of {total_rows} rows shown: the row cap was reached; aggregate, filter or "
+            f"({len(rows)} of {'' if total_exact else 'at least '}{total_rows} rows shown: the row cap was reached; aggregate, filter or "
             f"ORDER BY … LIMIT to see what matters)"
         )
     return "\n".join(lines)

@@ -40,6 +40,8 @@ class QueryResult:
     """Wall time of the query in milliseconds."""
     warnings: list[str] = field(default_factory=list)
     """Advisories from the engine (unknown label, truncation, …), useful to the LLM."""
+    total_exact: bool = True
+    """False when the backend stopped counting at ``row_cap + 1`` (then ``total_rows`` is a lower bound)."""
 
     @property
     def truncated(self) -> bool:

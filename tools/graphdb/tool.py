@@ -85,8 +85,8 @@ def open_store(spec: StoreSpec) -> GraphStore:
         store = _build(spec)
         _cache[key] = store
         while len(_cache) > STORE_CACHE_SIZE:
-            _, old = _cache.popitem(last=False)
-            old.close()
+            # not closed here: a run on another thread may still hold it; it is freed when unused
+            _cache.popitem(last=False)
         return store
 
 
@@ -122,7 +122,7 @@ def run_graph_query(store: GraphStore, query: str, *, row_cap: int, timeout_s: f
         return QueryOutcome(ok=False, observation=f"Query timed out: {exc}", error_kind="timeout")
     except QueryError as exc:
         return QueryOutcome(ok=False, observation=f"Query error: {exc}", error_kind="error")
-    text = format_rows(res.columns, res.rows, res.total_rows)
+    text = format_rows(res.columns, res.rows, res.total_rows, res.total_exact)
     if res.warnings:
         text += "\n" + "\n".join(f"(warning: {w})" for w in res.warnings)
     return QueryOutcome(

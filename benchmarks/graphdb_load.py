@@ -1,0 +1,208 @@
+"""Benchmark the embedded graph store on a synthetic DQA-locating-size script.
+
+Writes a messy Neo4j-dialect script (≈80 trade nodes, ≈665 countries, ≈1,600 relationships, with
+missing ``;``, odd spacing, ``has_has_merchant``, blank lines and comments, like DQA's ``q<N>.cql``)
+to a temporary directory, then times, over ``--repeat`` rounds:
+
+* ``read_script`` (reading and splitting the file),
+* ``from_script`` (reading, splitting and loading into kglite, then freezing),
+* schema introspection (what the prompt shows the LLM),
+* a few typical PlanRAG queries through ``GraphStore.query`` (statement check included).
+
+It prints p50 / p95 per step and, with ``--baseline FILE.json`` (written earlier with ``--save``),
+the ratio of each p50 to the saved one. It is a measurement, not a test: nothing is asserted.
+
+    python benchmarks/graphdb_load.py [--nodes 80 --countries 665 --relationships 1600]
+                                      [--repeat 3] [--baseline FILE.json] [--save FILE.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import kglite
+
+from ragplan.tools.graphdb import EmbeddedGraphStore, read_script
+
+QUERIES = {
+    "q: countries at a node": (
+        "MATCH (c:Country)-[r:NodeCountry]->(t:Trade_node {name: 'node_0'}) "
+        "RETURN c.name AS country, r.base_trading_power AS power ORDER BY power DESC LIMIT 10"
+    ),
+    "q: downstream nodes": "MATCH (a:Trade_node {name: 'node_0'})-[r:source]->(b) RETURN b.name AS node, r.flow AS flow",
+    "q: power per node (agg)": (
+        "MATCH (:Country)-[r:NodeCountry]->(t:Trade_node) "
+        "RETURN t.name AS node, sum(r.calculated_trading_power) AS power ORDER BY power DESC LIMIT 5"
+    ),
+    "q: paths up to 3 hops": "MATCH p = (:Trade_node {name: 'node_0'})-[:source*1..3]->(b) RETURN count(p) AS paths",
+    "q: all countries (capped)": "MATCH (c:Country) RETURN c.name AS name, c.development AS dev",
+}
+
+
+def synthetic_script(nodes: int, countries: int, relationships: int, seed: int = 1445) -> str:
+    """A DQA-locating-style script with the messiness real files have."""
+    rnd = random.Random(seed)
+    out: list[str] = ["// synthetic DQA locating script", ""]
+
+    def emit(stmt: str) -> None:
+        r = rnd.random()
+        if r < 0.03:
+            out.append(stmt)  # missing ';'
+        elif r < 0.05:
+            out.extend(["", stmt + ";"])  # a blank line first
+        elif r < 0.06:
+            out.extend(["// comment line", stmt + ";"])
+        else:
+            out.append(stmt + ";")
+
+    names = [f"node_{i}" for i in range(nodes)]
+    for i, name in enumerate(names):
+        spacing = "(n: Trade_node {" if i % 7 == 0 else f"({name}:Trade_node {{"
+        emit(
+            f'CREATE {spacing}name:"{name}", local_value:{rnd.uniform(0.5, 12):.3f}, '
+            f"is_inland:{str(rnd.random() < 0.3).lower()}, total_power:{rnd.uniform(10, 900):.2f}, "
+            f"outgoing:{rnd.uniform(0, 3):.3f}, ingoing:{rnd.uniform(0, 3):.3f}}})"
+        )
+    tags = [f"C{i:03d}" for i in range(countries)]
+    homes = {tag: rnd.choice(names) for tag in tags}
+    for tag in tags:
+        emit(f'CREATE ({tag}:Country {{name:"{tag}", home_node:"{homes[tag]}", development:{rnd.uniform(1, 400):.3f}}})')
+    edges = set()
+    n_source = min(relationships // 10, nodes * 3, nodes * (nodes - 1) // 2)
+    while len(edges) < n_source:
+        a, b = rnd.sample(range(nodes), 2)
+        edges.add((min(a, b), max(a, b)))  # a DAG: upstream has the lower index
+    for a, b in sorted(edges):
+        emit(
+            f'MATCH (a:Trade_node {{name:"{names[a]}"}}), (b:Trade_node {{name:"{names[b]}"}}) '
+            f"CREATE (a)-[r:source{{flow:{rnd.uniform(0, 2):.3f}}}]->(b)"
+        )
+    links = {(tag, homes[tag]) for tag in tags}
+    while len(links) < min(relationships - n_source, countries * nodes):
+        links.add((rnd.choice(tags), rnd.choice(names)))
+    for tag, node in sorted(links):
+        power = rnd.uniform(0, 60)
+        merchant = "has_has_merchant" if rnd.random() < 0.01 else "has_merchant"
+        emit(
+            f'MATCH (t:Trade_node {{name:"{node}"}}), ({tag}:Country {{name:"{tag}"}}) '
+            f"CREATE ({tag})-[r:NodeCountry{{is_home: {str(homes[tag] == node).lower()}, "
+            f'{merchant}: "{rnd.choice(["True", "False"])}",base_trading_power: {power:.2f},'
+            f"calculated_trading_power: {power * 1.05:.2f}}}]->(t)"
+        )
+    return "\n".join(out) + "\n"
+
+
+def percentile(samples: list[float], q: float) -> float:
+    """Linear-interpolated percentile (q in 0..100) of the samples."""
+    s = sorted(samples)
+    if len(s) == 1:
+        return s[0]
+    pos = (len(s) - 1) * q / 100
+    lo = int(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, object]:
+    t0 = time.perf_counter()
+    value = fn()
+    return (time.perf_counter() - t0) * 1000, value
+
+
+def run(args: argparse.Namespace) -> dict:
+    samples: dict[str, list[float]] = {}
+    info: dict[str, object] = {}
+    with tempfile.TemporaryDirectory(prefix="graphdb-bench-") as tmp:
+        path = Path(tmp) / "q1.cql"
+        path.write_text(synthetic_script(args.nodes, args.countries, args.relationships))
+        info["script_kb"] = round(path.stat().st_size / 1024, 1)
+        for _ in range(args.repeat):
+            ms, stmts = timed(lambda: read_script(path))
+            samples.setdefault("read_script", []).append(ms)
+            ms, store = timed(lambda: EmbeddedGraphStore.from_script(path))
+            samples.setdefault("from_script (read+load+freeze)", []).append(ms)
+            ms, schema = timed(store.schema)
+            samples.setdefault("schema introspection", []).append(ms)
+            for name, cypher in QUERIES.items():
+                for _ in range(args.query_runs):
+                    res = store.query(cypher, row_cap=100)
+                    samples.setdefault(name, []).append(res.elapsed_ms)
+            info.update(
+                statements=len(stmts),
+                nodes=store.node_count(),
+                relationships=store.query("MATCH ()-[r]->() RETURN count(r) AS c").rows[0]["c"],
+                schema_chars=len(schema.to_prompt()),
+            )
+            store.close()
+    results = {
+        step: {"n": len(v), "p50_ms": round(percentile(v, 50), 3), "p95_ms": round(percentile(v, 95), 3),
+               "mean_ms": round(statistics.fmean(v), 3)}
+        for step, v in samples.items()
+    }
+    return {
+        "config": {k: getattr(args, k) for k in ("nodes", "countries", "relationships", "repeat", "query_runs")},
+        "info": info,
+        "environment": {"python": platform.python_version(), "kglite": getattr(kglite, "__version__", "?"),
+                        "machine": platform.machine()},
+        "results": results,
+    }
+
+
+def print_table(report: dict, baseline: dict | None) -> None:
+    info = report["info"]
+    print(
+        f"script {info['script_kb']} KB, {info['statements']} statements -> {info['nodes']} nodes, "
+        f"{info['relationships']} relationships; schema prompt {info['schema_chars']} chars; "
+        f"kglite {report['environment']['kglite']}, Python {report['environment']['python']}"
+    )
+    base = (baseline or {}).get("results", {})
+    header = f"{'step':34} {'n':>4} {'p50 ms':>10} {'p95 ms':>10}"
+    if baseline is not None:
+        header += f" {'base p50':>10} {'ratio':>7}"
+    print(header)
+    print("-" * len(header))
+    for step, r in report["results"].items():
+        line = f"{step:34} {r['n']:>4} {r['p50_ms']:>10.3f} {r['p95_ms']:>10.3f}"
+        if baseline is not None:
+            b = base.get(step)
+            if b and b.get("p50_ms"):
+                line += f" {b['p50_ms']:>10.3f} {r['p50_ms'] / b['p50_ms']:>6.2f}x"
+            else:
+                line += f" {'-':>10} {'-':>7}"
+        print(line)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", type=int, default=80, help="trade nodes (default 80)")
+    ap.add_argument("--countries", type=int, default=665, help="countries (default 665)")
+    ap.add_argument("--relationships", type=int, default=1600, help="relationships in all (default 1600)")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds of load + schema + queries (default 3)")
+    ap.add_argument("--query-runs", type=int, default=10, help="runs of each query per round (default 10)")
+    ap.add_argument("--baseline", type=Path, help="a JSON report saved earlier with --save: print ratios against it")
+    ap.add_argument("--save", type=Path, help="write this run's report as JSON")
+    args = ap.parse_args(argv)
+    if min(args.nodes, args.countries, args.repeat, args.query_runs) < 1 or args.nodes < 2:
+        ap.error("--nodes must be at least 2; --countries, --repeat and --query-runs at least 1")
+    if args.relationships < args.countries + args.relationships // 10:
+        ap.error("--relationships must cover one home link per country plus the source edges")
+    baseline = json.loads(args.baseline.read_text()) if args.baseline else None
+    report = run(args)
+    print_table(report, baseline)
+    if args.save:
+        args.save.write_text(json.dumps(report, indent=2) + "\n")
+        print(f"saved {args.save}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
