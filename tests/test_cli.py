@@ -115,3 +115,13 @@ def test_ask_prints_trace_verdict_and_totals_through_local_endpoint(tmp_path, ca
     assert res["decision_check"]["correct"] is True and res["method"] == "single_rag"
     assert main(["ask", "--dqa", str(clone), "--scenario", "locating", "--question-num", "99",
                  "--base-url", "http://127.0.0.1:9/v1"]) == 2
+
+
+def test_langgraph_json_serves_every_registered_graph():
+    from pathlib import Path
+
+    spec = json.loads((Path(__file__).resolve().parents[1] / "langgraph.json").read_text())
+    assert set(spec["graphs"]) == set(graph_registry())
+    for name, target in spec["graphs"].items():
+        path, attr = target.split(":")
+        assert path.startswith("./graphs/") and attr == name

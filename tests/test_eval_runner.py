@@ -87,6 +87,7 @@ def test_eval_locating_grades_by_simulation_and_writes_run_folder(tmp_path):
     assert "vs best" in wrong["verdict"] and wrong["effect"] < wrong["best_effect"]
     assert summary["overall"] == {"n": 6, "correct": 3, "accuracy": 0.5, "errors": 0}
     assert set(summary["groups"]) == {"scenario", "year"} and summary["retrieval"]["SR"]["n"] == 6
+    assert summary["cost"]["llm_calls"] == 24 and summary["cost"]["wall_time_s"] > 0
     assert (tmp_path / "run" / "plot.png").stat().st_size > 1000
     assert "accuracy by year" in (tmp_path / "run" / "summary.md").read_text()
     assert json.loads((tmp_path / "run" / "settings.json").read_text())["method"] == "planrag"

@@ -65,9 +65,11 @@ def summary_markdown(s: dict[str, Any]) -> str:
     """The summary as Markdown tables."""
     o, c = s["overall"], s["cost"]
     parts = [f"# {s['method']} on {s['benchmark']} ({s['model'] or 'model from context'})", "",
-             _table(["questions", "correct", "accuracy", "errors", "LLM calls/q", "tokens/q", "latency/q (s)"],
-                    [[o["n"], o["correct"], f"{o['accuracy']:.1%}", o["errors"], c["per_question_llm_calls"],
-                      c["per_question_tokens"], c["mean_latency_s"]]])]
+             _table(["questions", "correct", "accuracy", "errors", "LLM calls", "prompt tokens", "completion tokens",
+                     "LLM calls/q", "tokens/q", "latency/q (s)", "wall time (s)"],
+                    [[o["n"], o["correct"], f"{o['accuracy']:.1%}", o["errors"], c["llm_calls"], c["input_tokens"],
+                      c["output_tokens"], c["per_question_llm_calls"], c["per_question_tokens"], c["mean_latency_s"],
+                      c.get("wall_time_s", "-")]])]
     for key, vals in s["groups"].items():
         parts += ["", f"## accuracy by {key}", "",
                   _table([key, "questions", "correct", "accuracy"],

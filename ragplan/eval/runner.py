@@ -152,7 +152,10 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
         settings.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     folder.save_settings(settings)
     done = folder.load_records(repair=True)
-    pending = [it for it in items if it.id not in done]
+    # items that share a graph run next to each other, so each script is loaded once per run
+    pending = sorted((it for it in items if it.id not in done), key=lambda it: str(it.context.get("graph_path", "")))
+    started = time.perf_counter()
+    previous_wall = _previous_wall_time(folder.path)
     builder = graph_registry()[settings.method][0]
     sg = builder()
     ctx_cls = sg.context_schema
@@ -209,8 +212,17 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     records = folder.load_records()
     ordered = [records[it.id] for it in items if it.id in records]
     summary = summarise(ordered, list(bench.group_by), settings)
+    summary["cost"]["wall_time_s"] = round(previous_wall + time.perf_counter() - started, 3)
     write_summary(folder.path, summary)
     return summary
+
+
+def _previous_wall_time(run_dir: Path) -> float:
+    """Wall time already spent on this run folder by earlier (interrupted or finished) invocations."""
+    try:
+        return float(json.loads((run_dir / "summary.json").read_text())["cost"].get("wall_time_s", 0.0))
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0
 
 
 def run_evaluation(settings: RunSettings, run_dir: str | Path, *, chat_model: Any = None, progress: bool = True) -> dict[str, Any]:
