@@ -39,8 +39,11 @@ def agent(clone: Path, scenario: str, *, delay: float = 0.0, retrievals: int = 1
 
     def respond(req):
         text = req.prompt_text
-        q = next(q for q in questions if q.question in text)
+        cands = [q for q in questions if q.question in text]
         tool = req.forced_tool
+        if len(cands) > 1 and tool == "FinalAnswer":  # same question text on several scripts (as in DQA):
+            cands = [q for q in cands if all(str(o.building_id) in text for o in solve_question(q).options)] or cands
+        q = cands[0]
         if tool == "Plan":
             reply = Plan(steps=[f"step {i + 1}" for i in range(retrievals)])
         elif tool == "RetrievalAction":

@@ -46,14 +46,18 @@ def _same(gold: str, best: str | None) -> bool:
 def run_dqa(args: argparse.Namespace) -> int:
     """Dispatch a ``ragplan dqa`` subcommand."""
     from ragplan.dqa.data import DQAError
+    from ragplan.tools.graphdb.script import ScriptError
 
+    if getattr(args, "limit", None) is not None and args.limit < 0:
+        print("error: --limit must be 0 or more", file=sys.stderr)
+        return 2
     try:
         if args.dqa_command == "verify":
             return _verify(args)
         if args.dqa_command == "solve":
             return _solve(args)
         return _generate(args)
-    except DQAError as exc:
+    except (DQAError, ScriptError, ValueError) as exc:  # a clone, script or question that cannot be used
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
@@ -83,9 +87,8 @@ def _verify(args: argparse.Namespace) -> int:
             print(f"q{q.num}: gold {q.answer!r}, simulator {row['simulated']!r}"
                   + (f"  ({row['error']})" if "error" in row else ""), file=sys.stderr)
     if not args.json:
-        label = "year" if args.scenario == "locating" else "year"
         print(f"{args.scenario} — agreement of the simulator with the gold answers")
-        print(f"{label:<8} {'questions':>9} {'agree':>6} {'errors':>6} {'rate':>7}")
+        print(f"{'year':<8} {'questions':>9} {'agree':>6} {'errors':>6} {'rate':>7}")
         for key in sorted(stats):
             n, a, e = stats[key]
             print(f"{key:<8} {n:>9} {a:>6} {e:>6} {a / n:>7.1%}")
@@ -113,7 +116,8 @@ def _solve(args: argparse.Namespace) -> int:
     else:
         ranked = [{"building_id": o.building_id, "name": o.building_name, "price": round(o.price, 6),
                    "change_pct": round(o.change_pct, 4)} for o in sol.ranked()]
-        head = {"question_num": q.num, "country": q.country, "goods": sol.goods, "best": sol.best, "gold": q.answer,
+        head = {"question_num": q.num, "country": q.country, "goods": sol.goods,
+                "best": None if sol.best is None else str(sol.best), "gold": q.answer,
                 "price_in_script": round(sol.script_price, 6)}
     if args.json:
         print(json.dumps({**head, "options": ranked}, ensure_ascii=False))

@@ -68,6 +68,8 @@ _KEY = re.compile(r"\s*(`[^`]+`|[A-Za-z_][\w]*)\s*:")
 
 
 def _unescape(s: str) -> str:
+    if "\\" not in s:
+        return s
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), s)
 
 

@@ -68,8 +68,8 @@ def data_root(clone: str | Path) -> Path:
     p = Path(clone).expanduser()
     if (p / "data" / "locating").is_dir() or (p / "data" / "building").is_dir():
         return p
-    if (p / "locating").is_dir() or (p / "building").is_dir():
-        return p.parent if p.name == "data" else p
+    if p.name == "data" and ((p / "locating").is_dir() or (p / "building").is_dir()):
+        return p.parent
     raise DQAError(f"{p} is not a clone of the DQA repository (no data/locating or data/building folder)")
 
 
@@ -99,6 +99,8 @@ def load_questions(clone: str | Path, scenario: Scenario) -> list[DQAQuestion]:
         raise DQAError(f"{path} is not valid JSON: {exc}") from exc
     if isinstance(raw, dict):
         raw = raw.get("questions") or list(raw.values())
+    if not isinstance(raw, list):
+        raise DQAError(f"{path} should hold a JSON list of questions, not {type(raw).__name__}")
     out = []
     scripts = root / (LOCATING_SCRIPTS if scenario == "locating" else BUILDING_SCRIPTS)
     for i, q in enumerate(raw):
@@ -118,7 +120,7 @@ def load_questions(clone: str | Path, scenario: Scenario) -> list[DQAQuestion]:
 
 
 @lru_cache(maxsize=64)
-def _scenario(path: str, mtime_ns: int, scenario: str) -> Any:
+def _scenario(path: str, stamp: tuple[int, int, int], scenario: str) -> Any:
     data = read_graph_data(path)
     if scenario == "locating":
         from ragplan.dqa.locating import scenario_from_data
@@ -131,7 +133,7 @@ def load_scenario(path: str | Path, scenario: Scenario) -> Any:
     """The compiled :class:`LocatingScenario` / :class:`BuildingScenario` of a script, parsed once per process."""
     p = Path(path).resolve()
     try:
-        mtime = p.stat().st_mtime_ns
+        st = p.stat()
     except OSError as exc:
         raise DQAError(f"missing script {p}") from exc
-    return _scenario(str(p), mtime, scenario)
+    return _scenario(str(p), (st.st_mtime_ns, st.st_size, st.st_ino), scenario)

@@ -38,7 +38,7 @@ class Size:
 
 SIZES = {
     "small": Size(trade_nodes=7, countries=6, records_per_country=2.0, goods=6, buildings=8),
-    "official": Size(trade_nodes=80, countries=665, records_per_country=2.2, goods=50, buildings=250),
+    "official": Size(trade_nodes=80, countries=665, records_per_country=1.0, goods=50, buildings=250),
 }
 
 LOCATING_RULES = (
@@ -61,8 +61,11 @@ GOODS = ["grain", "fish", "wood", "iron", "coal", "tools", "furniture", "clothes
 
 
 def _messy(stmt: str, rng: random.Random) -> str:
-    """End a statement with ';' most of the time, as DQA's files do."""
-    return stmt if rng.random() < 0.08 else stmt + ";"
+    """Make a statement as untidy as DQA's lines: usually ';'-terminated, spacing varying, a blank line now and then."""
+    if rng.random() < 0.1:
+        stmt = stmt.replace(":Trade_node {", ":Trade_node{", 1).replace("(n: ", "(n:", 1)
+    stmt = stmt if rng.random() < 0.08 else stmt + ";"
+    return stmt + "\n" if rng.random() < 0.02 else stmt
 
 
 def locating_script(rng: random.Random, size: Size) -> tuple[str, list[dict[str, Any]]]:
@@ -168,6 +171,10 @@ def generate(out_dir: str | Path, scenario: str, n: int, seed: int = 0, size: st
         sdir.mkdir(parents=True, exist_ok=True)
         while len(questions) < n:
             text, cands = locating_script(rng, sz)
+            if not cands:
+                continue
+            asked = {(q["country"], q["home"]) for q in questions}
+            cands = [c for c in cands if (c["country"], c["home"]) not in asked]  # every question reads differently
             if not cands:
                 continue
             pick = rng.choice(cands)

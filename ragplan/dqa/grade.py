@@ -35,11 +35,16 @@ class Verdict:
     """The same for the best decision."""
     unit: str
     """``%`` (locating profit change) or ``price`` (building)."""
+    note: str = ""
+    """Why no option was recognised, when known (e.g. the answer names the home node)."""
 
     def describe(self) -> str:
         """One line for a person: ``node_03: +1.3 % vs best node_05 +16.6 %``."""
         if self.chosen is None:
-            return f"no option recognised in the answer; best {self.best} ({self._fmt(self.best_effect)})"
+            best = f"best {self.best} ({self._fmt(self.best_effect)})" if self.best else "no option improves on the script"
+            return f"no option recognised in the answer{self.note and ' (' + self.note + ')'}; {best}"
+        if self.best is None:
+            return f"{self.chosen}: {self._fmt(self.chosen_effect)}; no option improves on the script"
         verdict = "best" if self.correct else f"vs best {self.best} {self._fmt(self.best_effect)}"
         return f"{self.chosen}: {self._fmt(self.chosen_effect)} {verdict}"
 
@@ -51,7 +56,7 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {"chosen": self.chosen, "best": self.best, "correct": self.correct, "chosen_effect": self.chosen_effect,
-                "best_effect": self.best_effect, "unit": self.unit, "text": self.describe()}
+                "best_effect": self.best_effect, "unit": self.unit, "note": self.note, "text": self.describe()}
 
 
 def _squash(s: str) -> str:
@@ -59,7 +64,7 @@ def _squash(s: str) -> str:
 
 
 def normalise_node(answer: str, names: list[str]) -> str | None:
-    """The trade node an answer names: exact, then loose (case/spacing), then the longest name mentioned."""
+    """The trade node an answer names: exact, then loose (case/spacing), then the first name mentioned."""
     a = (answer or "").strip().strip("'\"`. ")
     if a in names:
         return a
@@ -67,8 +72,15 @@ def normalise_node(answer: str, names: list[str]) -> str | None:
     if _squash(a) in loose:
         return loose[_squash(a)]
     text = " " + re.sub(r"[^a-z0-9_]+", " ", (answer or "").lower()) + " "
-    hits = [n for n in names if f" {n.lower()} " in text or f" {n.lower().replace('_', ' ')} " in text]
-    return max(hits, key=len) if hits else None
+    found: dict[str, int] = {}
+    for n in names:
+        for form in {n.lower(), n.lower().replace("_", " ")}:
+            pos = text.find(f" {form} ")
+            if pos >= 0:
+                found[n] = min(found.get(n, pos), pos)
+    # a name inside a longer mentioned name ("java" in "java sea") is not a mention of its own
+    kept = [n for n in found if not any(n != m and n.lower() in m.lower() for m in found)]
+    return min(kept, key=lambda n: found[n]) if kept else None  # the option the answer names first
 
 
 def normalise_building(answer: str, ids: list[int]) -> int | None:
@@ -104,7 +116,10 @@ def grade(q: DQAQuestion, answer: str) -> Verdict:
         eff = opt.change_pct if opt else None
         best_eff = best.change_pct if best else 0.0
         correct = chosen is not None and (chosen == sol.best or (eff is not None and best is not None and abs(opt.profit - best.profit) < 1e-12))
-        return Verdict(chosen, sol.best, correct, eff, best_eff, "%")
+        note = ""
+        if chosen is None and normalise_node(answer, sc.names) == q.home:
+            note = f"{q.home} is the home node, not an option"
+        return Verdict(chosen, sol.best, correct, eff, best_eff, "%", note)
     bsc: BuildingScenario = load_scenario(q.script, q.scenario)
     chosen_id = normalise_building(answer, bsc.building_ids)
     best_b = sol.option(sol.best) if sol.best is not None else None
