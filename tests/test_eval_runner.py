@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -35,19 +36,19 @@ def agent(clone: Path, scenario: str, *, delay: float = 0.0, retrievals: int = 1
     """A responder that plays PlanRAG / IterRAG on DQA questions; right on odd numbers, wrong on even."""
     questions = load_questions(clone, scenario)
     query = "MATCH (t:Trade_node) RETURN t.name AS n" if scenario == "locating" else "MATCH (b:Building) RETURN b.id AS id"
-    seen: dict[str, int] = {}
 
     def respond(req):
         text = req.prompt_text
         cands = [q for q in questions if q.question in text]
         tool = req.forced_tool
         if len(cands) > 1 and tool == "FinalAnswer":  # same question text on several scripts (as in DQA):
-            cands = [q for q in cands if all(str(o.building_id) in text for o in solve_question(q).options)] or cands
+            words = set(re.findall(r"(?<![\d.])\d+(?![\d.])", text))
+            cands = [q for q in cands if all(str(o.building_id) in words for o in solve_question(q).options)] or cands
         q = cands[0]
         if tool == "Plan":
             reply = Plan(steps=[f"step {i + 1}" for i in range(retrievals)])
         elif tool == "RetrievalAction":
-            n = seen[q.id] = seen.get(q.id, 0) + 1
+            n = text.count("\nObservation:") + 1  # this question's retrievals so far, read from its own trace
             reply = (RetrievalAction(thought="enough", action="finish") if n > retrievals
                      else RetrievalAction(thought="look", action="graph_db", action_input=query))
         elif tool == "ReplanDecision":
