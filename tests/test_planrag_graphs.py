@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage
 
-from ragplan.graphs.planrag import GRAPHS, build_iter_rag, build_planrag, build_planrag_no_replan, build_single_rag
+from ragplan.registry import graph_registry
+from ragplan.graphs.planrag import build_iter_rag, build_planrag, build_planrag_no_replan, build_single_rag
 from ragplan.nodes.answer import FinalAnswer
 from ragplan.nodes.plan import Plan
 from ragplan.nodes.replan import ReplanDecision
@@ -180,10 +181,10 @@ def test_bad_store_ends_with_reason(tmp_path: Path, question):
     assert model.prompts == []
 
 
-@pytest.mark.parametrize("name", sorted(GRAPHS))
+@pytest.mark.parametrize("name", sorted(graph_registry()))
 def test_graph_shape_snapshot(name):
-    builder, _ = GRAPHS[name]
-    mermaid = builder().compile().get_graph().draw_mermaid()
+    builder, _ = graph_registry()[name]
+    mermaid = builder().compile().get_graph(xray=1).draw_mermaid()
     snap = Path(__file__).parent / "snapshots" / f"{name}.mmd"
     if not snap.exists():  # first run writes the snapshot; commit it
         snap.parent.mkdir(exist_ok=True)

@@ -76,6 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--max-query-repairs", type=int, default=None, help="most re-tries of a failed query")
     ask.add_argument("--structured-output", choices=["function_calling", "json_schema", "text"], default=None,
                      help="how LLM decisions are parsed (text for endpoints without tool calling)")
+    ask.add_argument("--retriever", choices=["wiki", "local"], default=None,
+                     help="text methods: live Wikipedia (cached) or a local FAISS index [env RAGPLAN_RETRIEVER, default wiki]")
+    ask.add_argument("--index", metavar="DIR", default=None, help="text methods: the local index (ragplan index build)")
+    ask.add_argument("--beta", type=float, default=None, metavar="B", help="think_then_act: β′, retrieve when confidence < B")
+    ask.add_argument("--gate-mode", choices=["confidence", "direct"], default=None, help="think_then_act: how the gate decides")
+    ask.add_argument("--top-sentences", type=int, default=None, metavar="N", help="text methods: evidence sentences per query")
+    ask.add_argument("--wiki-cache", metavar="DIR", default=None, help="text methods: Wikipedia cache folder")
     ask.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
     ask.add_argument("--quiet", action="store_true", help="print only the answer and the totals")
     from ragplan.cli.dqa import add_dqa_parser

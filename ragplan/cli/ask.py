@@ -8,11 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from ragplan.api import ask
+from dataclasses import fields
+
+from ragplan.api import RunResult, ask, context_class
 from ragplan.cli.cypher import open_store_or_exit, store_spec_from_args
 from ragplan.llm import endpoint_problem
 from ragplan.registry import graph_registry
-from ragplan.state.context import PlanRAGContext
+from ragplan.state.context import GraphDBContext
 
 __all__ = ["run_ask", "TracePrinter"]
 
@@ -56,6 +58,23 @@ class TracePrinter:
                 p("  New remaining steps:")
                 for s in v.new_steps:
                     p(f"    - {s}")
+        if update.get("assessment"):
+            p(f"Assessment: {update['assessment']}" + (f" — {update['assessment_reason']}" if update.get("assessment_reason") else ""))
+            for q in update.get("queries") or []:
+                p(f"  ({q.index}) {q.text}")
+        if node in ("solve_subquery", "answer_subquery", "direct_answer", "cot_answer", "flare_draft"):
+            for q in update.get("queries") or []:
+                if not q.done and node != "flare_draft":
+                    continue
+                p(f"\n[{q.index}] {q.resolved or q.text}")
+                if q.decision:
+                    p(f"  Gate: {q.decision}")
+                for e in q.evidence:
+                    p(f"  Evidence ({e.get('score', 0):.2f}, {e.get('title', '')}): {e.get('sentence', '')}")
+                if q.retrieval_error:
+                    p(f"  Retrieval failed: {q.retrieval_error}")
+                if q.answer:
+                    p(f"  Answer: {q.answer}")
         check = update.get("decision_check")
         if check:
             p(f"\nDecision check (simulator): {check.get('text') or check.get('error')}")
@@ -81,16 +100,19 @@ def _dqa_question(args: argparse.Namespace) -> Any:
     return found[0]
 
 
-def _context_from_args(args: argparse.Namespace) -> PlanRAGContext:
-    kw: dict[str, Any] = {}
-    for flag, field in [("model", "model"), ("base_url", "base_url"), ("temperature", "temperature"),
-                        ("max_steps", "max_steps"), ("max_replans", "max_replans"),
-                        ("max_query_repairs", "max_query_repairs"), ("structured_output", "structured_output"),
-                        ("row_cap", "row_cap"), ("query_timeout", "query_timeout_s")]:
-        value = getattr(args, flag, None)
-        if value is not None:
-            kw[field] = value
-    return PlanRAGContext(**kw)
+#: ``ask`` flags and the context fields they set (a method only takes the fields its context has).
+FLAG_FIELDS = [("model", "model"), ("base_url", "base_url"), ("temperature", "temperature"),
+               ("max_steps", "max_steps"), ("max_replans", "max_replans"), ("max_query_repairs", "max_query_repairs"),
+               ("structured_output", "structured_output"), ("row_cap", "row_cap"), ("query_timeout", "query_timeout_s"),
+               ("retriever", "retriever"), ("index", "index_dir"), ("beta", "beta_threshold"), ("gate_mode", "gate_mode"),
+               ("top_sentences", "top_sentences"), ("wiki_cache", "wiki_cache_dir")]
+
+
+def _context_from_args(args: argparse.Namespace) -> Any:
+    cls = context_class(args.method)
+    names = {f.name for f in fields(cls)}
+    kw = {fld: getattr(args, flag) for flag, fld in FLAG_FIELDS if getattr(args, flag, None) is not None and fld in names}
+    return cls(**kw)
 
 
 def run_ask(args: argparse.Namespace) -> int:
@@ -123,15 +145,21 @@ def run_ask(args: argparse.Namespace) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    store = open_store_or_exit(store_spec_from_args(args))
-    if store is None:
-        return 2
-    ctx.graph_store = store
+    if isinstance(ctx, GraphDBContext):
+        store = open_store_or_exit(store_spec_from_args(args))
+        if store is None:
+            return 2
+        ctx.graph_store = store
+        where = f"Graph: {getattr(store, 'source', '?')}"
+    else:
+        if ctx.retriever == "local" and not ctx.index_dir and getattr(ctx, "beta_threshold", 0.5) > 0 and args.method not in ("standard", "cot"):
+            print("error: --retriever local needs --index DIR (build one with `ragplan index build`)", file=sys.stderr)
+            return 2
+        where = f"Retriever: {ctx.retriever}{' ' + ctx.index_dir if ctx.retriever == 'local' else ''}"
     out = sys.stderr if args.json else sys.stdout
     printer = None if args.quiet else TracePrinter(out)
     if printer:
-        print(f"Method: {args.method}   Model: {ctx.model}{'  @ ' + ctx.base_url if ctx.base_url else ''}   "
-              f"Graph: {getattr(store, 'source', '?')}", file=out)
+        print(f"Method: {args.method}   Model: {ctx.model}{'  @ ' + ctx.base_url if ctx.base_url else ''}   {where}", file=out)
         print(f"Question: {question}", file=out)
     res = ask(question, args.method, context=ctx, on_update=printer)
     if args.json:
@@ -139,10 +167,17 @@ def run_ask(args: argparse.Namespace) -> int:
     else:
         u = res.usage
         print(f"\nAnswer: {res.answer or '(none)'}")
-        if res.rationale:
-            print(f"Rationale: {res.rationale}")
-        print(f"Stopped: {res.stop_reason or '-'}   Retrieval steps: {len(res.steps)}   "
-              f"Re-plans: {sum(1 for v in res.replans if v.replan and v.applied)}")
+        if isinstance(res, RunResult):
+            if res.rationale:
+                print(f"Rationale: {res.rationale}")
+            print(f"Stopped: {res.stop_reason or '-'}   Retrieval steps: {len(res.steps)}   "
+                  f"Re-plans: {sum(1 for v in res.replans if v.replan and v.applied)}")
+        else:
+            if res.reasoning:
+                print(f"Reasoning: {res.reasoning}")
+            print(f"Stopped: {res.stop_reason or '-'}   Queries: {len(res.queries)}   "
+                  f"Retrieval ratio: {res.retrieval_ratio:.2f} ({res.retrieval_count} retrieved)"
+                  + (f"   Confidence source: {res.confidence_source}" if res.confidence_source else ""))
         print(f"LLM calls: {u.llm_calls}   Tokens: {u.input_tokens} in / {u.output_tokens} out   "
               f"Wall time: {res.wall_time_s:.2f} s (LLM {u.llm_seconds:.2f} s)")
         if res.error:

@@ -32,6 +32,9 @@ def add_eval_parser(sub: Any) -> None:
     ev.add_argument("--resume", metavar="RUN_DIR", default=None, help="finish an interrupted run folder")
     ev.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a context setting for every question, e.g. --set max_steps=8 (repeatable)")
+    ev.add_argument("--context-only", action="store_true",
+                    help="HotpotQA-style data: build a local index from the questions' own context paragraphs "
+                         "and retrieve from it (fully offline)")
     ev.add_argument("--item-timeout", type=float, default=None, metavar="SEC", help="wall-time budget of one question")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -90,7 +93,8 @@ def run_eval(args: argparse.Namespace) -> int:
         default = PlanRAGContext()
         settings = RunSettings(method=args.method, benchmark=args.benchmark, data=str(Path(args.data).resolve()),
                                model=args.model or default.model, base_url=args.base_url or default.base_url,
-                               limit=args.limit, year=args.year, concurrency=args.concurrency, context=extra)
+                               limit=args.limit, year=args.year, concurrency=args.concurrency, context=extra,
+                               benchmark_options={"context_only": True} if args.context_only else {})
         if args.item_timeout:
             settings.item_timeout_s = args.item_timeout
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")

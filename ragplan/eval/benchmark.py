@@ -42,6 +42,12 @@ class Benchmark(Protocol):
     def grade(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
         """Fields for the record: at least ``correct`` (bool) and ``chosen`` (the normalised answer)."""
 
+    # Optional:
+    #   metrics: tuple[str, ...] — numeric record fields (from grade) averaged in every summary table
+    #       (e.g. ("em", "f1", "retrieval_ratio")); accuracy of ``correct`` is always reported.
+    #   prepare(run_dir) -> dict — context settings for every item, computed once per run (e.g. a
+    #       local index built from the dataset's own context paragraphs).
+
 
 _REGISTRY: dict[str, Callable[..., Benchmark]] = {}
 

@@ -21,20 +21,26 @@ def retrieval_class(n: int) -> str:
     return "none" if n <= 0 else "SR" if n == 1 else "MR"
 
 
-def _acc(records: list[dict[str, Any]]) -> dict[str, Any]:
+def _acc(records: list[dict[str, Any]], metrics: list[str] = ()) -> dict[str, Any]:
     n = len(records)
     c = sum(1 for r in records if r.get("correct"))
-    return {"n": n, "correct": c, "accuracy": round(c / n, 4) if n else 0.0}
+    out: dict[str, Any] = {"n": n, "correct": c, "accuracy": round(c / n, 4) if n else 0.0}
+    for m in metrics:
+        vals = [float(r[m]) for r in records if isinstance(r.get(m), (int, float))]
+        out[m] = round(sum(vals) / len(vals), 4) if vals else None
+    return out
 
 
-def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any = None) -> dict[str, Any]:
-    """Accuracy overall, per group key and per retrieval class, plus LLM cost and latency."""
+def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any = None,
+              metrics: list[str] | None = None) -> dict[str, Any]:
+    """Accuracy (and the benchmark's own metrics) overall, per group key and per retrieval class, plus cost."""
+    metrics = list(metrics or [])
     groups: dict[str, dict[str, Any]] = {}
     for key in group_by:
         values: dict[str, list[dict[str, Any]]] = {}
         for r in records:
             values.setdefault(str(r.get(key)), []).append(r)
-        groups[key] = {v: _acc(rs) for v, rs in sorted(values.items())}
+        groups[key] = {v: _acc(rs, metrics) for v, rs in sorted(values.items())}
     by_class: dict[str, list[dict[str, Any]]] = {}
     for r in records:
         by_class.setdefault(retrieval_class(int(r.get("retrievals", 0))), []).append(r)
@@ -44,9 +50,10 @@ def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any 
         "method": getattr(settings, "method", records[0].get("method") if records else ""),
         "benchmark": getattr(settings, "benchmark", ""),
         "model": getattr(settings, "model", ""),
-        "overall": {**_acc(records), "errors": sum(1 for r in records if r.get("error"))},
+        "metrics": metrics,
+        "overall": {**_acc(records, metrics), "errors": sum(1 for r in records if r.get("error"))},
         "groups": groups,
-        "retrieval": {k: _acc(v) for k, v in sorted(by_class.items())},
+        "retrieval": {k: _acc(v, metrics) for k, v in sorted(by_class.items())},
         "cost": {**total, "per_question_llm_calls": round(total["llm_calls"] / n, 2),
                  "per_question_tokens": round((total["input_tokens"] + total["output_tokens"]) / n, 1),
                  "mean_latency_s": round(sum(r.get("latency_s", 0) for r in records) / n, 3),
@@ -64,19 +71,21 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
 def summary_markdown(s: dict[str, Any]) -> str:
     """The summary as Markdown tables."""
     o, c = s["overall"], s["cost"]
+    ms = s.get("metrics") or []
+    mfmt = lambda a: [("-" if a.get(m) is None else f"{a[m]:.3f}") for m in ms]  # noqa: E731
     parts = [f"# {s['method']} on {s['benchmark']} ({s['model'] or 'model from context'})", "",
-             _table(["questions", "correct", "accuracy", "errors", "LLM calls", "prompt tokens", "completion tokens",
+             _table(["questions", "correct", "accuracy", *ms, "errors", "LLM calls", "prompt tokens", "completion tokens",
                      "LLM calls/q", "tokens/q", "latency/q (s)", "wall time (s)"],
-                    [[o["n"], o["correct"], f"{o['accuracy']:.1%}", o["errors"], c["llm_calls"], c["input_tokens"],
+                    [[o["n"], o["correct"], f"{o['accuracy']:.1%}", *mfmt(o), o["errors"], c["llm_calls"], c["input_tokens"],
                       c["output_tokens"], c["per_question_llm_calls"], c["per_question_tokens"], c["mean_latency_s"],
                       c.get("wall_time_s", "-")]])]
     for key, vals in s["groups"].items():
         parts += ["", f"## accuracy by {key}", "",
-                  _table([key, "questions", "correct", "accuracy"],
-                         [[v, a["n"], a["correct"], f"{a['accuracy']:.1%}"] for v, a in vals.items()])]
+                  _table([key, "questions", "correct", "accuracy", *ms],
+                         [[v, a["n"], a["correct"], f"{a['accuracy']:.1%}", *mfmt(a)] for v, a in vals.items()])]
     parts += ["", "## accuracy by retrieval count (SR = one retrieval, MR = several)", "",
-              _table(["class", "questions", "correct", "accuracy"],
-                     [[k, a["n"], a["correct"], f"{a['accuracy']:.1%}"] for k, a in s["retrieval"].items()])]
+              _table(["class", "questions", "correct", "accuracy", *ms],
+                     [[k, a["n"], a["correct"], f"{a['accuracy']:.1%}", *mfmt(a)] for k, a in s["retrieval"].items()])]
     return "\n".join(parts) + "\n"
 
 

@@ -29,6 +29,7 @@ from typing import Any, Callable
 from ragplan import __version__
 from ragplan.eval.benchmark import Benchmark, Item, get_benchmark
 from ragplan.registry import graph_registry
+from ragplan.state.context import recursion_limit_for
 
 __all__ = ["RunSettings", "RunFolder", "evaluate", "run_evaluation", "is_rate_limited"]
 
@@ -47,6 +48,8 @@ class RunSettings:
     concurrency: int = 4
     context: dict[str, Any] = field(default_factory=dict)
     """Extra context settings for every item (max_steps, row_cap, temperature …)."""
+    benchmark_options: dict[str, Any] = field(default_factory=dict)
+    """Options of the benchmark itself (e.g. ``context_only`` for HotpotQA-style data)."""
     item_timeout_s: float = 900.0
     """Wall-time budget of one question; past it the question is recorded as timed out."""
     rate_limit_retries: int = 4
@@ -146,7 +149,8 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     from ragplan.eval.report import summarise, write_summary
 
     folder = RunFolder(run_dir)
-    bench: Benchmark = get_benchmark(settings.benchmark, settings.data, limit=settings.limit, year=settings.year)
+    bench: Benchmark = get_benchmark(settings.benchmark, settings.data, limit=settings.limit, year=settings.year,
+                                     **settings.benchmark_options)
     items = bench.items()
     if not settings.created:
         settings.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -168,6 +172,8 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
         base["base_url"] = settings.base_url
     if chat_model is not None:
         base["chat_model"] = chat_model
+    if hasattr(bench, "prepare"):  # e.g. build a local index from the dataset's own contexts
+        base.update({k: v for k, v in bench.prepare(folder.path).items() if k in ctx_fields})
     sem = asyncio.Semaphore(max(1, settings.concurrency))
     finished = len(items) - len(pending)
     if on_progress:
@@ -177,7 +183,7 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
         nonlocal finished
         async with sem:
             ctx = ctx_cls(**{**base, **{k: v for k, v in item.context.items() if k in ctx_fields}})
-            limit = getattr(ctx, "max_steps", 20) * 2 + 10
+            limit = recursion_limit_for(ctx)
             out: dict[str, Any] = {}
             attempts = 0
             t0 = time.perf_counter()
@@ -211,7 +217,7 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     await asyncio.gather(*(one(it) for it in pending))
     records = folder.load_records()
     ordered = [records[it.id] for it in items if it.id in records]
-    summary = summarise(ordered, list(bench.group_by), settings)
+    summary = summarise(ordered, list(bench.group_by), settings, list(getattr(bench, "metrics", ())))
     summary["cost"]["wall_time_s"] = round(previous_wall + time.perf_counter() - started, 3)
     write_summary(folder.path, summary)
     return summary

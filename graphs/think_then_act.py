@@ -1,0 +1,169 @@
+"""Think-then-Act (Shen et al. 2024) and its baselines, as five LangGraph graphs.
+
+* ``think_then_act``: assess_query → schedule → solve_subquery ×N in parallel (confidence_gate →
+  [retrieve_text] → answer_subquery) → schedule → … → final_answer. Sub-queries that do not depend on
+  each other (no ``#k`` reference to an unanswered one) are solved in the same wave, fanned out with
+  ``Send``; a sub-query that refers to ``#k`` waits for k's answer.
+* ``standard``: direct_answer (no retrieval).
+* ``cot``: cot_answer (chain of thought, no retrieval).
+* ``retrieve_then_read``: as_single_query → retrieve_text → answer_subquery → final_answer (always retrieves).
+* ``flare``: flare_draft → [retrieve_text → answer_subquery] → final_answer (retrieves only when the
+  draft's confidence is low).
+
+The sub-query branch (``solve_subquery``) is one compiled subgraph reused by every wave; the retrieve
+and answer nodes are the same objects in every graph that retrieves.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Send
+
+from ragplan.nodes.answer_subquery import answer_subquery, final_answer
+from ragplan.nodes.assess_query import assess_query
+from ragplan.nodes.confidence_gate import confidence_gate
+from ragplan.nodes.direct_answer import make_direct_answer
+from ragplan.nodes.flare import flare_draft
+from ragplan.nodes.retrieve_text import retrieve_text
+from ragplan.state.context import TextRAGContext, ThinkThenActContext
+from ragplan.state.think_then_act import SingleQueryState, SubQuery, SubQueryState, TextQAInput, TextQAOutput, TextQAState
+
+__all__ = ["build_subquery_graph", "build_think_then_act", "build_standard", "build_cot", "build_retrieve_then_read",
+           "build_flare", "GRAPHS", "think_then_act", "standard", "cot", "retrieve_then_read", "flare"]
+
+
+def route_after_gate(state: SubQueryState) -> Literal["retrieve_text", "answer_subquery"]:
+    """Retrieve when the gate said so, else answer unaided."""
+    return "retrieve_text" if state["query"].retrieve else "answer_subquery"
+
+
+def build_subquery_graph() -> StateGraph:
+    """One (sub-)query: confidence_gate → [retrieve_text] → answer_subquery."""
+    g = StateGraph(SubQueryState, context_schema=ThinkThenActContext, output_schema=_SubQueryOut)
+    g.add_node("confidence_gate", confidence_gate)
+    g.add_node("retrieve_text", retrieve_text)
+    g.add_node("answer_subquery", answer_subquery)
+    g.add_edge(START, "confidence_gate")
+    g.add_conditional_edges("confidence_gate", route_after_gate, ["retrieve_text", "answer_subquery"])
+    g.add_edge("retrieve_text", "answer_subquery")
+    g.add_edge("answer_subquery", END)
+    return g
+
+
+class _SubQueryOut(TextQAOutput, total=False):
+    """What a sub-query branch hands back to the parent (queries, usage, error)."""
+
+
+def schedule(state: TextQAState) -> dict[str, Any]:
+    """Count a wave of sub-query solving (the dispatch router decides what runs next)."""
+    return {"waves": 1}
+
+
+def dispatch(state: TextQAState) -> list[Send] | Literal["final_answer"]:
+    """Send every sub-query whose references are answered to ``solve_subquery``, in parallel; else finish.
+
+    Bounded: at most one wave per sub-query (+1); when nothing is ready but queries remain (a reference
+    to a later or missing sub-query), they are all sent with the reference left as written.
+    """
+    queries: list[SubQuery] = state.get("queries") or []
+    done = {q.index for q in queries if q.done}
+    pending = [q for q in queries if not q.done]
+    if not pending or state.get("stop_reason") == "llm_error" or state.get("waves", 0) > len(queries) + 1:
+        return "final_answer"
+    ready = [q for q in pending if all(d in done or d >= q.index for d in q.depends_on)] or pending
+    prior = [q for q in queries if q.done]
+    return [Send("solve_subquery", {"question": state["question"], "query": q, "prior": prior}) for q in ready]
+
+
+def build_think_then_act() -> StateGraph:
+    """Think-then-Act: assess and rewrite the query, gate each (sub-)query by confidence, retrieve if needed, answer."""
+    g = StateGraph(TextQAState, context_schema=ThinkThenActContext, input_schema=TextQAInput, output_schema=TextQAOutput)
+    g.add_node("assess_query", assess_query)
+    g.add_node("schedule", schedule)
+    g.add_node("solve_subquery", build_subquery_graph().compile())
+    g.add_node("final_answer", final_answer)
+    g.add_edge(START, "assess_query")
+    g.add_edge("assess_query", "schedule")
+    g.add_conditional_edges("schedule", dispatch, ["solve_subquery", "final_answer"])
+    g.add_edge("solve_subquery", "schedule")
+    g.add_edge("final_answer", END)
+    return g
+
+
+def _direct(cot: bool) -> StateGraph:
+    g = StateGraph(TextQAState, context_schema=ThinkThenActContext, input_schema=TextQAInput, output_schema=TextQAOutput)
+    node = make_direct_answer(cot)
+    g.add_node(node.__name__, node)
+    g.add_edge(START, node.__name__)
+    g.add_edge(node.__name__, END)
+    return g
+
+
+def build_standard() -> StateGraph:
+    """Standard prediction: answer directly, no retrieval."""
+    return _direct(cot=False)
+
+
+def build_cot() -> StateGraph:
+    """Chain of thought: reason step by step, then answer; no retrieval."""
+    return _direct(cot=True)
+
+
+def as_single_query(state: SingleQueryState) -> dict[str, Any]:
+    """The question itself as the one query to retrieve for (Retrieve-then-Read always retrieves)."""
+    q = SubQuery(index=1, text=state["question"], resolved=state["question"], retrieve=True, decision="RETRIEVAL (always)")
+    return {"query": q, "queries": [q]}
+
+
+def build_retrieve_then_read() -> StateGraph:
+    """Retrieve-then-Read: always retrieve for the question, then answer with the evidence."""
+    g = StateGraph(SingleQueryState, context_schema=TextRAGContext, input_schema=TextQAInput, output_schema=TextQAOutput)
+    g.add_node("as_single_query", as_single_query)
+    g.add_node("retrieve_text", retrieve_text)
+    g.add_node("answer_subquery", answer_subquery)
+    g.add_node("final_answer", final_answer)
+    g.add_edge(START, "as_single_query")
+    g.add_edge("as_single_query", "retrieve_text")
+    g.add_edge("retrieve_text", "answer_subquery")
+    g.add_edge("answer_subquery", "final_answer")
+    g.add_edge("final_answer", END)
+    return g
+
+
+def route_after_draft(state: SingleQueryState) -> Literal["retrieve_text", "final_answer"]:
+    """Retrieve when the draft was not trusted; otherwise the draft is the answer."""
+    q = state.get("query")
+    return "retrieve_text" if q is not None and q.retrieve and state.get("stop_reason") != "llm_error" else "final_answer"
+
+
+def build_flare() -> StateGraph:
+    """FLARE-style: draft, check token confidence (or stated confidence), retrieve and regenerate when low."""
+    g = StateGraph(SingleQueryState, context_schema=ThinkThenActContext, input_schema=TextQAInput, output_schema=TextQAOutput)
+    g.add_node("flare_draft", flare_draft)
+    g.add_node("retrieve_text", retrieve_text)
+    g.add_node("answer_subquery", answer_subquery)
+    g.add_node("final_answer", final_answer)
+    g.add_edge(START, "flare_draft")
+    g.add_conditional_edges("flare_draft", route_after_draft, ["retrieve_text", "final_answer"])
+    g.add_edge("retrieve_text", "answer_subquery")
+    g.add_edge("answer_subquery", "final_answer")
+    g.add_edge("final_answer", END)
+    return g
+
+
+think_then_act = build_think_then_act().compile(name="think_then_act")
+standard = build_standard().compile(name="standard")
+cot = build_cot().compile(name="cot")
+retrieve_then_read = build_retrieve_then_read().compile(name="retrieve_then_read")
+flare = build_flare().compile(name="flare")
+
+#: Graph name -> (builder, one-line summary), for the CLI and the evaluation runner.
+GRAPHS: dict[str, tuple[Any, str]] = {
+    "think_then_act": (build_think_then_act, "Think-then-Act: assess/rewrite the query, retrieve only below confidence β′, answer sub-queries in parallel"),
+    "standard": (build_standard, "Standard prediction: answer directly, no retrieval"),
+    "cot": (build_cot, "Chain of thought: reason step by step, then answer; no retrieval"),
+    "retrieve_then_read": (build_retrieve_then_read, "Retrieve-then-Read: always retrieve top sentences, then answer"),
+    "flare": (build_flare, "FLARE-style: draft, retrieve and regenerate when token (or stated) confidence is low"),
+}

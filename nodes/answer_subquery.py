@@ -1,0 +1,89 @@
+"""answer_subquery and final_answer: answer each (sub-)query, then the question.
+
+``answer_subquery`` answers one (sub-)query, with its evidence sentences when it retrieved (the paper's
+``LM([D, q])``) and from the model's own knowledge otherwise (``LM(q)``). ``final_answer`` composes the
+sub-answers into the final answer ("So the final answer is: …"); a single query's answer is already
+final and costs no extra call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from ragplan.llm import decide_for, failure_update
+from ragplan.state.context import LLMContext
+from ragplan.state.think_then_act import SubQuery, references
+
+__all__ = ["ShortAnswer", "answer_subquery", "final_answer", "resolve_text", "ANSWER_STYLE"]
+
+ANSWER_STYLE = """Answer as briefly as possible: a name, date, number or short phrase; "yes" or "no" for a yes/no
+question; for a claim to verify, exactly one of SUPPORTS, REFUTES, NOT ENOUGH INFO. No full sentence."""
+
+
+class ShortAnswer(BaseModel):
+    """A short answer."""
+
+    answer: str = Field(description="The short answer only.")
+    reasoning: str = Field(default="", description="One or two sentences of reasoning (optional).")
+
+
+def resolve_text(q: SubQuery, prior: list[SubQuery]) -> str:
+    """The sub-query with #k replaced by the answer of sub-query k (unknown references kept)."""
+    answers = {p.index: p.answer for p in prior if p.answer}
+    text = q.text
+    for k in sorted(references(text), reverse=True):  # #12 before #1
+        if k in answers:
+            text = text.replace(f"#{k}", answers[k])
+    return text
+
+
+def _evidence_block(q: SubQuery) -> str:
+    if not q.retrieve:
+        return ""
+    if not q.evidence:
+        return f"Context: (retrieval found nothing{': ' + q.retrieval_error if q.retrieval_error else ''})\n"
+    lines = [f"- {e['sentence']} ({e.get('title', '')})" for e in q.evidence]
+    return "Context:\n" + "\n".join(lines) + "\n"
+
+
+def answer_subquery(state: dict[str, Any], runtime: Runtime[LLMContext]) -> dict[str, Any]:
+    """Answer the branch's (sub-)query and hand it back to the parent graph as done."""
+    q: SubQuery = state["query"]
+    prior = [p for p in state.get("prior") or [] if p.answer]
+    known = "".join(f"- {p.resolved or p.text} -> {p.answer}\n" for p in prior)
+    known = f"Answers found so far:\n{known}\n" if known else ""
+    use = "Use the context if it helps; otherwise rely on what you know." if q.retrieve else "Answer from what you know."
+    text = q.resolved or resolve_text(q, prior)
+    messages = [SystemMessage("You are a careful question-answering assistant."),
+                HumanMessage(f"{_evidence_block(q)}{known}(Overall question: {state['question']})\n"
+                             f"Question: {text}\n\n{use}\n{ANSWER_STYLE}")]
+    d = decide_for(runtime.context, messages, ShortAnswer)
+    done = q.model_copy(update={"resolved": text, "done": True, "answer": d.value.answer.strip() if d.ok else ""})
+    out: dict[str, Any] = {"queries": [done], "usage": d.usage}
+    if not d.ok:
+        out["error"] = failure_update(d, "answer_subquery")["error"]
+    return out
+
+
+def final_answer(state: dict[str, Any], runtime: Runtime[LLMContext]) -> dict[str, Any]:
+    """The final answer: the single query's answer, or the sub-answers composed by the LLM."""
+    queries: list[SubQuery] = state.get("queries") or []
+    n_ret = sum(1 for q in queries if q.retrieve)
+    stats = {"retrieval_count": n_ret, "retrieval_ratio": round(n_ret / len(queries), 4) if queries else 0.0}
+    if state.get("stop_reason") == "llm_error":
+        return {**stats, "answer": state.get("answer", "")}
+    if len(queries) == 1:
+        return {**stats, "answer": queries[0].answer, "stop_reason": "answered" if queries[0].answer else "no_answer"}
+    steps = "\n".join(f"Sub-question {q.index}: {q.resolved or q.text}\nSub-answer: {q.answer or '(none)'}" for q in queries)
+    messages = [SystemMessage("You are a careful question-answering assistant."),
+                HumanMessage(f"Question: {state['question']}\n\n{steps}\n\nUsing the sub-answers, give the final answer to "
+                             f"the question.\n{ANSWER_STYLE}")]
+    d = decide_for(runtime.context, messages, ShortAnswer)
+    if not d.ok:
+        return {**stats, **failure_update(d, "final_answer")}
+    return {**stats, "answer": d.value.answer.strip(), "reasoning": d.value.reasoning.strip(), "usage": d.usage,
+            "stop_reason": "answered"}

@@ -1,0 +1,69 @@
+"""assess_query: Think-then-Act's initial query assessment and rewriting (paper §3.1).
+
+The LLM classifies the input as CLEAR AND COMPLETE, INCOMPLETE or AMBIGUOUS. An incomplete query is
+completed into one clear query; an ambiguous one is decomposed into simple sub-queries, which may
+refer to earlier sub-queries' answers as ``#1``, ``#2`` … (as in the paper's StrategyQA examples).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from ragplan.llm import decide_for, failure_update
+from ragplan.state.context import ThinkThenActContext
+from ragplan.state.think_then_act import SubQuery, references
+
+__all__ = ["QueryAssessment", "assess_query", "ASSESS_INSTRUCTION"]
+
+ASSESS_INSTRUCTION = """Before answering, judge the question itself.
+- CLEAR AND COMPLETE: it asks one precise thing and has everything needed to answer it.
+- INCOMPLETE: it leaves out something needed (a missing subject, time or object that can be inferred); write
+  one complete, self-contained version of it as `rewritten`.
+- AMBIGUOUS: answering it takes several facts, or it can be read several ways; break it into simple
+  sub-questions in `sub_queries`, in the order they should be answered. A sub-question may use the answer of an
+  earlier one by writing #1, #2, … for it.
+
+Examples (for the style only):
+Question: Could Ada Lovelace have sent an email?
+Category: AMBIGUOUS
+Sub-questions: ["When did Ada Lovelace die?", "When was email invented?", "Is #2 earlier than #1?"]
+
+Question: Who directed it, the 1982 film about a replicant hunter?
+Category: INCOMPLETE
+Rewritten: Who directed the 1982 film Blade Runner?
+
+Question: What is the capital of Australia?
+Category: CLEAR AND COMPLETE"""
+
+
+class QueryAssessment(BaseModel):
+    """The assessment of the input query."""
+
+    category: Literal["CLEAR AND COMPLETE", "INCOMPLETE", "AMBIGUOUS"] = Field(description="How clear and complete the question is.")
+    reason: str = Field(default="", description="One sentence on why.")
+    rewritten: str = Field(default="", description="INCOMPLETE: the completed question.")
+    sub_queries: list[str] = Field(default_factory=list, description="AMBIGUOUS: the simple sub-questions, in order (#k refers to the k-th).")
+
+
+def assess_query(state: dict[str, Any], runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
+    """Classify the question and produce the query (or sub-queries) to answer."""
+    ctx = runtime.context
+    question = state["question"]
+    messages = [SystemMessage("You are a careful question-answering assistant."),
+                HumanMessage(f"{ASSESS_INSTRUCTION}\n\nQuestion: {question}")]
+    d = decide_for(ctx, messages, QueryAssessment)
+    if not d.ok:
+        return failure_update(d, "assess_query")
+    a = d.value
+    texts = [question]
+    if a.category == "INCOMPLETE" and a.rewritten.strip():
+        texts = [a.rewritten.strip()]
+    elif a.category == "AMBIGUOUS":
+        subs = [s.strip() for s in a.sub_queries if s.strip()][: max(1, ctx.max_subqueries)]
+        texts = subs or [question]
+    queries = [SubQuery(index=i, text=t, depends_on=[r for r in references(t) if r < i]) for i, t in enumerate(texts, 1)]
+    return {"assessment": a.category, "assessment_reason": a.reason, "queries": queries, "usage": d.usage}

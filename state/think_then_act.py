@@ -1,0 +1,145 @@
+"""State of Think-then-Act and its baselines: the assessment, the (sub-)queries, their gates and evidence.
+
+The input is the question; the output is the answer plus what a user needs to trust it: how the query
+was assessed (and rewritten), every (sub-)query with its confidence β, whether it retrieved, the
+evidence sentences used and its own answer, the retrieval ratio, and usage.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
+
+from ragplan.state.usage import Usage, add_usage
+
+__all__ = ["SubQuery", "merge_queries", "TextQAInput", "TextQAOutput", "TextQAState", "SubQueryState", "SingleQueryState",
+           "TextQAResult",
+           "references"]
+
+_REF = re.compile(r"#(\d+)")
+
+
+def references(text: str) -> list[int]:
+    """The earlier sub-queries a sub-query refers to (``When was #1 invented?`` -> [1])."""
+    return sorted({int(m) for m in _REF.findall(text or "")})
+
+
+class SubQuery(BaseModel):
+    """One (sub-)query: its text, the gate's verdict, the evidence and the answer."""
+
+    index: int = Field(description="1-based position; sub-queries refer to earlier ones as #index.")
+    text: str = Field(description="The query as written (may contain #k references).")
+    resolved: str = Field(default="", description="The text with #k replaced by the answers of earlier sub-queries.")
+    depends_on: list[int] = Field(default_factory=list, description="Indices of the sub-queries it refers to.")
+    search_query: str = Field(default="", description="What retrieval searches for, when it differs from the resolved text (FLARE).")
+    beta: float | None = Field(default=None, description="The LLM's stated confidence β in [0,1] (confidence mode).")
+    decision: str = Field(default="", description="RETRIEVAL / NO RETRIEVAL, and why (the gate's verdict).")
+    retrieve: bool = Field(default=False, description="Whether retrieval was done for this query.")
+    evidence: list[dict[str, Any]] = Field(default_factory=list, description="Sentences used as context (sentence, title, score).")
+    retrieval_error: str = Field(default="", description="Why retrieval failed, if it did (the query is answered without).")
+    answer: str = Field(default="", description="The answer to this (sub-)query.")
+    done: bool = Field(default=False, description="Answered.")
+
+
+def merge_queries(left: list[Any] | None, right: list[Any] | None) -> list[SubQuery]:
+    """Reducer: sub-queries by index, a later version replacing an earlier one; kept in index order."""
+    out: dict[int, SubQuery] = {}
+    for q in (left or []) + (right or []):
+        q = q if isinstance(q, SubQuery) else SubQuery.model_validate(q)
+        out[q.index] = q
+    return [out[i] for i in sorted(out)]
+
+
+class TextQAInput(TypedDict):
+    """What a text-QA graph takes."""
+
+    question: str
+    """The question (or claim) to answer."""
+
+
+class TextQAOutput(TypedDict, total=False):
+    """What Think-then-Act and its baselines return."""
+
+    question: str
+    """The question asked."""
+    answer: str
+    """The final answer (short: an entity, yes/no, a label)."""
+    reasoning: str
+    """Chain of thought or the composition of sub-answers, when the method produces one."""
+    assessment: Literal["CLEAR AND COMPLETE", "INCOMPLETE", "AMBIGUOUS", ""]
+    """Think-then-Act's query assessment ('' for baselines that do not assess)."""
+    assessment_reason: str
+    """Why the query was assessed so."""
+    queries: Annotated[list[SubQuery], merge_queries]
+    """Every (sub-)query with its gate, evidence and answer."""
+    retrieval_count: int
+    """How many (sub-)queries retrieved."""
+    retrieval_ratio: float
+    """Share of (sub-)queries that retrieved (the paper's retrieval ratio)."""
+    confidence_source: str
+    """FLARE: ``logprobs`` (token probabilities from the endpoint) or ``stated`` (the model's stated confidence)."""
+    usage: Annotated[Usage, add_usage]
+    """LLM calls, tokens and LLM time of the whole run."""
+    stop_reason: str
+    """answered, llm_error, llm_unparseable, …"""
+    error: str
+    """A recorded failure, empty when none."""
+
+
+class TextQAState(TextQAInput, TextQAOutput, total=False):
+    """Internal state of the text-QA graphs."""
+
+    waves: Annotated[int, operator.add]
+    """Rounds of sub-query solving so far (each round solves every ready sub-query in parallel)."""
+
+
+class SubQueryState(TypedDict, total=False):
+    """The state of one sub-query's branch (gate → retrieve → answer), sent in parallel per sub-query."""
+
+    question: str
+    """The original question (context for the sub-query)."""
+    query: SubQuery
+    """The sub-query being solved."""
+    prior: list[SubQuery]
+    """Sub-queries answered before (for #k references and as context)."""
+    queries: Annotated[list[SubQuery], merge_queries]
+    """Output to the parent: the solved sub-query."""
+    usage: Annotated[Usage, add_usage]
+    """Output to the parent: usage of this branch."""
+    error: str
+    """Output to the parent: a recorded failure."""
+
+
+class SingleQueryState(TextQAState, total=False):
+    """State of the one-query graphs (retrieve_then_read, flare): the query being solved lives here."""
+
+    query: SubQuery
+    """The query being solved."""
+    prior: list[SubQuery]
+    """Unused by one-query graphs (always empty); shared with the sub-query nodes."""
+
+
+class TextQAResult(BaseModel):
+    """A typed view of a finished text-QA run."""
+
+    question: str = ""
+    answer: str = ""
+    reasoning: str = ""
+    assessment: str = ""
+    assessment_reason: str = ""
+    queries: list[SubQuery] = Field(default_factory=list)
+    retrieval_count: int = 0
+    retrieval_ratio: float = 0.0
+    confidence_source: str = ""
+    usage: Usage = Field(default_factory=Usage)
+    stop_reason: str = ""
+    error: str = ""
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "TextQAResult":
+        """Build from a graph's output dict."""
+        return cls.model_validate({k: v for k, v in state.items() if k in cls.model_fields and v is not None})

@@ -1,0 +1,160 @@
+"""One retriever interface over live Wikipedia and a local FAISS index, and the sentence ranker.
+
+* :class:`Passage` — a retrieved page or passage; :class:`Retriever` — ``search(query, k)``.
+* :class:`SentenceRanker` — splits passages into sentences and keeps the top-n by Sentence-BERT
+  similarity to the query (Think-then-Act §4.2 uses the top 3 sentences of the Wikipedia pages).
+* :func:`make_retriever` — the retriever a run's context selects (``retriever = "wiki" | "local"``),
+  built once per process per setting.
+
+The two concrete retrievers live with their stores: :mod:`ragplan.tools.wikipedia` and
+:mod:`ragplan.tools.textindex`.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["Passage", "Evidence", "Retriever", "SentenceRanker", "split_sentences", "make_retriever", "ranker_for"]
+
+
+@dataclass
+class Passage:
+    """A retrieved document: a Wikipedia page or a corpus passage."""
+
+    id: str
+    title: str
+    text: str
+    score: float = 0.0
+    source: str = ""
+    """``wiki`` or ``local``."""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Evidence:
+    """One sentence kept as context, with where it came from and its similarity to the query."""
+
+    sentence: str
+    title: str
+    passage_id: str
+    score: float
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"sentence": self.sentence, "title": self.title, "passage_id": self.passage_id,
+                "score": round(float(self.score), 4), "source": self.source}
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Anything that returns passages for a query."""
+
+    name: str
+
+    def search(self, query: str, k: int = 5) -> list[Passage]:
+        """The ``k`` best passages for ``query`` (fewer when fewer exist); raises only on misconfiguration."""
+        ...
+
+
+_SENT = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_ABBREV = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|Inc|Ltd|Co|vs|etc|e\.g|i\.e|U\.S|No|Vol|Fig|approx|ca)\.$", re.I)
+
+
+def split_sentences(text: str, *, min_chars: int = 12, max_chars: int = 600) -> list[str]:
+    """Split text into sentences (paragraph breaks and sentence ends; common abbreviations kept whole).
+
+    Very short fragments (headings) are dropped and very long sentences cut, so a ranked sentence
+    stays a useful, bounded piece of context.
+    """
+    out: list[str] = []
+    for para in re.split(r"\n\s*\n|\n(?=[=#])|\n", text or ""):
+        para = para.strip()
+        if not para or para.startswith(("==", "#")):
+            continue
+        pieces = _SENT.split(para)
+        merged: list[str] = []
+        for piece in pieces:
+            if merged and _ABBREV.search(merged[-1]):
+                merged[-1] = merged[-1] + " " + piece
+            else:
+                merged.append(piece)
+        for s in merged:
+            s = " ".join(s.split())
+            if len(s) >= min_chars:
+                out.append(s if len(s) <= max_chars else s[:max_chars].rsplit(" ", 1)[0] + " …")
+    return out
+
+
+class SentenceRanker:
+    """Top-n sentences of passages by cosine similarity to the query (Sentence-BERT embeddings)."""
+
+    def __init__(self, embedder: Any) -> None:
+        """``embedder`` has ``encode(list[str]) -> np.ndarray`` of L2-normalised rows (see tools.embeddings)."""
+        self.embedder = embedder
+
+    def rank(self, query: str, passages: list[Passage], n: int = 3) -> list[Evidence]:
+        """The ``n`` most similar sentences across ``passages`` (ties keep passage order)."""
+        import numpy as np
+
+        cands: list[tuple[str, Passage]] = []
+        seen: set[str] = set()
+        for p in passages:
+            for s in split_sentences(p.text):
+                if s not in seen:
+                    seen.add(s)
+                    cands.append((s, p))
+        if not cands or n <= 0:
+            return []
+        vecs = self.embedder.encode([query] + [s for s, _ in cands])
+        scores = vecs[1:] @ vecs[0]
+        order = np.argsort(-scores, kind="stable")[:n]
+        return [Evidence(cands[i][0], cands[i][1].title, cands[i][1].id, float(scores[i]), cands[i][1].source) for i in order]
+
+
+_lock = threading.Lock()
+_retrievers: dict[tuple, Retriever] = {}
+
+
+def make_retriever(ctx: Any) -> Retriever:
+    """The retriever named by the context (``retriever``: wiki | local), or its ``retriever_object``.
+
+    Built once per process per setting. Raises ``ValueError`` with a clear message for a missing or
+    unknown configuration.
+    """
+    obj = getattr(ctx, "retriever_object", None)
+    if obj is not None:
+        return obj
+    kind = (getattr(ctx, "retriever", "") or "").strip().lower()
+    if kind == "local":
+        if not getattr(ctx, "index_dir", ""):
+            raise ValueError("retriever 'local' needs index_dir (build one with `ragplan index build`)")
+        key: tuple = ("local", ctx.index_dir, getattr(ctx, "embedding_model", ""))
+    elif kind == "wiki":
+        key = ("wiki", getattr(ctx, "wiki_language", "en"), getattr(ctx, "wiki_cache_dir", ""),
+               getattr(ctx, "wiki_api_url", ""), getattr(ctx, "wiki_pages", 3))
+    else:
+        raise ValueError(f"unknown retriever {kind!r}: use 'wiki' (live Wikipedia) or 'local' (a FAISS index)")
+    with _lock:
+        if key not in _retrievers:
+            if kind == "local":
+                from ragplan.tools.textindex import LocalIndexRetriever, TextIndex
+
+                _retrievers[key] = LocalIndexRetriever(TextIndex.open(ctx.index_dir, model_path=ctx.embedding_model))
+            else:
+                from ragplan.tools.wikipedia import WikipediaClient, WikipediaRetriever
+
+                client = WikipediaClient(language=ctx.wiki_language, cache_dir=ctx.wiki_cache_dir or None,
+                                         api_url=ctx.wiki_api_url or None)
+                _retrievers[key] = WikipediaRetriever(client, pages=ctx.wiki_pages)
+        return _retrievers[key]
+
+
+def ranker_for(ctx: Any) -> SentenceRanker:
+    """The sentence ranker over the context's embedding model (the model is loaded once per process)."""
+    from ragplan.tools.embeddings import get_embedder
+
+    return SentenceRanker(get_embedder(getattr(ctx, "embedding_model", "") or ""))
