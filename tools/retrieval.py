@@ -56,7 +56,10 @@ class Retriever(Protocol):
     name: str
 
     def search(self, query: str, k: int = 5) -> list[Passage]:
-        """The ``k`` best passages for ``query`` (fewer when fewer exist); raises only on misconfiguration."""
+        """The ``k`` best passages for ``query`` (fewer when fewer exist).
+
+        May raise on misconfiguration or when the backing service fails after its retries
+        (``WikipediaError``); callers record the failure (see ``nodes.retrieve_text``)."""
         ...
 
 
