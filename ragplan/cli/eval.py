@@ -21,7 +21,7 @@ def add_eval_parser(sub: Any) -> None:
                     "prints one table comparing several runs.")
     ev.add_argument("report", nargs="*", metavar="report RUN_DIR", help="`report` followed by run folders to compare")
     ev.add_argument("--method", help="graph name (see `ragplan graphs`)")
-    ev.add_argument("--benchmark", help="dqa-locating | dqa-building")
+    ev.add_argument("--benchmark", help="dqa-locating | dqa-building | hotpotqa | 2wikimultihopqa | strategyqa | fever | flashrag")
     ev.add_argument("--data", metavar="PATH", help="the benchmark's data (for DQA: a clone of the repository)")
     ev.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N questions")
     ev.add_argument("--year", type=int, default=None, help="only questions of this year (DQA)")
@@ -32,6 +32,8 @@ def add_eval_parser(sub: Any) -> None:
     ev.add_argument("--resume", metavar="RUN_DIR", default=None, help="finish an interrupted run folder")
     ev.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a context setting for every question, e.g. --set max_steps=8 (repeatable)")
+    ev.add_argument("--benchmark-option", action="append", default=[], metavar="KEY=VALUE",
+                    help="an option of the benchmark itself, e.g. fmt=kilt or embedding_model=DIR (repeatable)")
     ev.add_argument("--context-only", action="store_true",
                     help="HotpotQA-style data: build a local index from the questions' own context paragraphs "
                          "and retrieve from it (fully offline)")
@@ -43,7 +45,7 @@ def _parse_set(pairs: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for p in pairs:
         if "=" not in p:
-            raise ValueError(f"--set expects KEY=VALUE, got {p!r}")
+            raise ValueError(f"expected KEY=VALUE, got {p!r}")
         k, v = p.split("=", 1)
         try:
             out[k.strip()] = json.loads(v)
@@ -85,6 +87,7 @@ def run_eval(args: argparse.Namespace) -> int:
             return 2
         try:
             extra = _parse_set(args.set)
+            bench_opts = _parse_set(args.benchmark_option)
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -94,7 +97,7 @@ def run_eval(args: argparse.Namespace) -> int:
         settings = RunSettings(method=args.method, benchmark=args.benchmark, data=str(Path(args.data).resolve()),
                                model=args.model or default.model, base_url=args.base_url or default.base_url,
                                limit=args.limit, year=args.year, concurrency=args.concurrency, context=extra,
-                               benchmark_options={"context_only": True} if args.context_only else {})
+                               benchmark_options={**bench_opts, **({"context_only": True} if args.context_only else {})})
         if args.item_timeout:
             settings.item_timeout_s = args.item_timeout
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")

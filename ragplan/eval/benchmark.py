@@ -59,6 +59,7 @@ def register(name: str, factory: Callable[..., Benchmark]) -> None:
 
 def _load_builtin() -> None:
     from ragplan.eval import dqa_bench  # noqa: F401  (registers dqa-locating, dqa-building)
+    from ragplan.eval import textqa  # noqa: F401  (registers hotpotqa, 2wikimultihopqa, strategyqa, fever, flashrag)
 
 
 def get_benchmark(name: str, data: str, **options: Any) -> Benchmark:

@@ -57,5 +57,13 @@ class DQABenchmark:
         return {"correct": correct, "simulator_correct": v.correct, "chosen": v.chosen, "simulated_best": v.best,
                 "effect": v.chosen_effect, "best_effect": v.best_effect, "effect_unit": v.unit, "verdict": v.describe()}
 
-register("dqa-locating", lambda data, **o: DQABenchmark("locating", data, **o))
-register("dqa-building", lambda data, **o: DQABenchmark("building", data, **o))
+def _factory(scenario: str):
+    def make(data: str, limit: int | None = None, year: int | None = None, **unknown: Any) -> DQABenchmark:
+        if unknown:
+            raise ValueError(f"dqa-{scenario} takes no option {', '.join(sorted(unknown))} (only --limit and --year)")
+        return DQABenchmark(scenario, data, limit=limit, year=year)
+    return make
+
+
+register("dqa-locating", _factory("locating"))
+register("dqa-building", _factory("building"))

@@ -130,21 +130,28 @@ def compare_runs(run_dirs: list[str | Path]) -> str:
         if not folder.settings_file.exists():
             raise FileNotFoundError(f"{d} is not a run folder (no settings.json)")
         runs.append((RunSettings.load(folder.settings_file), folder.load_records()))
+    metrics: list[str] = []
+    for d in run_dirs:  # the benchmarks' own metrics (EM, F1, retrieval ratio …), from each run's summary
+        try:
+            metrics += [m for m in json.loads((Path(d) / "summary.json").read_text()).get("metrics", []) if m not in metrics]
+        except (OSError, ValueError):
+            pass
     ref = next((recs for st, recs in runs if st.method == "iter_rag"), None)
     split_note = "SR/MR by iter_rag's retrieval count" if ref else "SR/MR by each run's own retrieval count"
     group_keys = ["year"] if any("year" in r for _, recs in runs for r in recs.values()) else []
     years = sorted({str(r.get("year")) for _, recs in runs for r in recs.values()}) if group_keys else []
-    headers = ["method", "model", "benchmark", "questions", "accuracy", *[f"y{y}" for y in years], "SR", "MR",
+    headers = ["method", "model", "benchmark", "questions", "accuracy", *metrics, *[f"y{y}" for y in years], "SR", "MR",
                "calls/q", "tokens/q", "latency/q (s)", "errors"]
     rows = []
     for st, recs in runs:
         rs = list(recs.values())
-        s = summarise(rs, group_keys, st)
+        s = summarise(rs, group_keys, st, metrics)
         cls = lambda r: retrieval_class(int((ref or recs).get(r["id"], r).get("retrievals", 0)))  # noqa: E731
         sr = _acc([r for r in rs if cls(r) == "SR"])
         mr = _acc([r for r in rs if cls(r) == "MR"])
         ys = [s["groups"].get("year", {}).get(y, {"accuracy": 0, "n": 0}) for y in years]
         rows.append([st.method, st.model or "-", st.benchmark, s["overall"]["n"], f"{s['overall']['accuracy']:.1%}",
+                     *["-" if s["overall"].get(m) is None else f"{s['overall'][m]:.3f}" for m in metrics],
                      *[f"{y['accuracy']:.1%} ({y['n']})" if y["n"] else "-" for y in ys],
                      f"{sr['accuracy']:.1%} ({sr['n']})", f"{mr['accuracy']:.1%} ({mr['n']})",
                      s["cost"]["per_question_llm_calls"], s["cost"]["per_question_tokens"], s["cost"]["mean_latency_s"],

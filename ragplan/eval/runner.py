@@ -133,9 +133,11 @@ def _record(item: Item, out: dict[str, Any], graded: dict[str, Any], settings: R
         "id": item.id, "method": settings.method, "model": settings.model,
         **{k: v for k, v in item.meta.items() if not k.startswith("_")},
         "question": item.question, "answer": out.get("answer", ""), "gold": item.gold, **graded,
-        "retrievals": sum(1 for s in steps if s.get("action") == "graph_db"),
+        "retrievals": (int(out["retrieval_count"]) if isinstance(out.get("retrieval_count"), int)
+                       else sum(1 for s in steps if s.get("action") == "graph_db")),
         "plan": out.get("plan") or [], "plan_history": dump(out.get("plan_history")), "steps": steps,
         "replans": dump(out.get("replans")), "decision_check": out.get("decision_check") or {},
+        "assessment": out.get("assessment", ""), "queries": dump(out.get("queries")),
         "llm_calls": usage.get("llm_calls", 0), "input_tokens": usage.get("input_tokens", 0),
         "output_tokens": usage.get("output_tokens", 0), "llm_seconds": usage.get("llm_seconds", 0.0),
         "latency_s": round(latency, 3), "stop_reason": out.get("stop_reason", ""), "error": out.get("error", ""),
@@ -173,7 +175,7 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     if chat_model is not None:
         base["chat_model"] = chat_model
     if hasattr(bench, "prepare"):  # e.g. build a local index from the dataset's own contexts
-        base.update({k: v for k, v in bench.prepare(folder.path).items() if k in ctx_fields})
+        base.update({k: v for k, v in bench.prepare(folder.path, settings.context).items() if k in ctx_fields})
     sem = asyncio.Semaphore(max(1, settings.concurrency))
     finished = len(items) - len(pending)
     if on_progress:
@@ -207,8 +209,9 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
             latency = time.perf_counter() - t0
             try:
                 graded = bench.grade(item, out)
-            except Exception as exc:
-                graded = {"correct": False, "grade_error": f"{type(exc).__name__}: {exc}"}
+            except Exception as exc:  # counted as wrong (0 on every metric), with the reason
+                graded = {"correct": False, "grade_error": f"{type(exc).__name__}: {exc}",
+                          **{m: 0.0 for m in getattr(bench, "metrics", ())}}
             folder.append(_record(item, out, graded, settings, latency, attempts))
             finished += 1
             if on_progress:

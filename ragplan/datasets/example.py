@@ -1,0 +1,165 @@
+"""The one shape every QA dataset is read into, and a checked view of one raw record.
+
+:class:`Record` wraps one raw JSON object with where it came from (file, record index, line), so
+every format parser reports a malformed record the same way: ``FILE: record N (line L): problem``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, NoReturn
+
+__all__ = ["QAExample", "DatasetError", "Record", "Kind", "infer_kind"]
+
+Kind = Literal["span", "yesno", "fever"]
+
+_YESNO = {"yes", "no"}
+_FEVER = {"SUPPORTS", "REFUTES", "NOT ENOUGH INFO"}
+
+
+class DatasetError(ValueError):
+    """A dataset file that cannot be read: says which file, which record and what is wrong."""
+
+
+@dataclass
+class QAExample:
+    """One question with its gold answers and whatever evidence the dataset ships."""
+
+    id: str
+    """The dataset's id (``_id``, ``qid``, ``id``) as a string; unique within a file."""
+    question: str
+    """The question, or for FEVER the claim."""
+    answers: list[str]
+    """Gold answers, the dataset's own first (aliases after it); FEVER: ``[label]``."""
+    kind: Kind
+    """``span`` (free text, EM/F1), ``yesno`` (answers are "yes"/"no") or ``fever`` (a FEVER label)."""
+    contexts: list[tuple[str, list[str]]] = field(default_factory=list)
+    """Paragraphs shipped with the question: ``(title, sentences)`` (HotpotQA/2Wiki ``context``)."""
+    supporting_facts: list[tuple[str, int]] = field(default_factory=list)
+    """Gold evidence sentences as ``(title, sentence index)``."""
+    decomposition: list[str] = field(default_factory=list)
+    """Annotated sub-questions (StrategyQA)."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """``dataset`` always; ``type``/``level``/``label`` and other dataset fields where present."""
+
+    @property
+    def gold(self) -> str:
+        """The dataset's own answer (the first of :attr:`answers`)."""
+        return self.answers[0]
+
+    @property
+    def dataset(self) -> str:
+        """The dataset's name (``hotpotqa``, ``fever`` …)."""
+        return str(self.meta.get("dataset", ""))
+
+
+def infer_kind(answers: list[str]) -> Kind:
+    """``yesno`` when every answer is yes/no, ``fever`` when every answer is a FEVER label, else ``span``."""
+    if answers and all(a.strip().lower() in _YESNO for a in answers):
+        return "yesno"
+    if answers and all(a.strip().upper().replace("_", " ") in _FEVER for a in answers):
+        return "fever"
+    return "span"
+
+
+class Record:
+    """A raw record of a dataset file with typed, located accessors."""
+
+    def __init__(self, data: Any, path: Path, index: int, line: int | None = None) -> None:
+        self.path, self.index, self.line = path, index, line
+        where = f"{path}: record {index}" + (f" (line {line})" if line is not None else "")
+        self.where = where
+        if not isinstance(data, dict):
+            self.fail(f"expected a JSON object, got {type(data).__name__}")
+        self.data: dict[str, Any] = data
+
+    def fail(self, problem: str) -> NoReturn:
+        """Raise :class:`DatasetError` naming this record."""
+        raise DatasetError(f"{self.where}: {problem}")
+
+    def has(self, key: str) -> bool:
+        """Whether the record has ``key`` with a non-null value."""
+        return self.data.get(key) is not None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The raw value of ``key`` (``default`` when absent or null)."""
+        value = self.data.get(key)
+        return default if value is None else value
+
+    def ident(self, *keys: str, fallback: bool = False) -> str:
+        """The record's id from the first present key; with ``fallback`` the record index when none is."""
+        for k in keys:
+            v = self.data.get(k)
+            if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v).strip():
+                return str(v).strip()
+        if fallback:
+            return str(self.index)
+        self.fail(f"no id (expected {' or '.join(repr(k) for k in keys)})")
+
+    def text(self, key: str, *, what: str = "") -> str:
+        """A required non-empty string (numbers are accepted and turned into text)."""
+        if key not in self.data or self.data[key] is None:
+            self.fail(f"missing {key!r}{what}")
+        v = self.data[key]
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            self.fail(f"{key!r} should be a string, got {type(v).__name__}")
+        s = str(v).strip()
+        if not s:
+            self.fail(f"{key!r} is empty")
+        return s
+
+    def str_list(self, key: str, *, required: bool = False) -> list[str]:
+        """A list of strings (a single string counts as a list of one); ``[]`` when absent."""
+        v = self.data.get(key)
+        if v is None:
+            if required:
+                self.fail(f"missing {key!r}")
+            return []
+        if isinstance(v, str):
+            v = [v]
+        if not isinstance(v, list) or not all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in v):
+            self.fail(f"{key!r} should be a list of strings")
+        return [str(x) for x in v]
+
+    def contexts(self, value: Any, key: str = "context") -> list[tuple[str, list[str]]]:
+        """``[[title, [sentence, …]], …]`` (HotpotQA) or ``{"title": [...], "sentences": [[...]]}`` (HF columns)."""
+        if value is None:
+            return []
+        if isinstance(value, dict):  # column form, as FlashRAG / HF datasets store it
+            titles, sents = value.get("title"), value.get("sentences")
+            if not isinstance(titles, list) or not isinstance(sents, list) or len(titles) != len(sents):
+                self.fail(f"{key!r} in column form needs lists 'title' and 'sentences' of equal length")
+            value = [list(p) for p in zip(titles, sents)]
+        if not isinstance(value, list):
+            self.fail(f"{key!r} should be a list of [title, sentences] pairs")
+        out: list[tuple[str, list[str]]] = []
+        for j, para in enumerate(value):
+            if not isinstance(para, (list, tuple)) or len(para) != 2 or not isinstance(para[0], str):
+                self.fail(f"{key!r}[{j}] should be [title, [sentences]]")
+            title, sentences = para
+            if isinstance(sentences, str):
+                sentences = [sentences]
+            if not isinstance(sentences, list) or not all(isinstance(s, str) for s in sentences):
+                self.fail(f"{key!r}[{j}] ({title!r}) should hold a list of sentences")
+            out.append((title, list(sentences)))
+        return out
+
+    def facts(self, value: Any, key: str = "supporting_facts") -> list[tuple[str, int]]:
+        """``[[title, sentence index], …]`` or ``{"title": [...], "sent_id": [...]}``."""
+        if value is None:
+            return []
+        if isinstance(value, dict):
+            titles, ids = value.get("title"), value.get("sent_id")
+            if not isinstance(titles, list) or not isinstance(ids, list) or len(titles) != len(ids):
+                self.fail(f"{key!r} in column form needs lists 'title' and 'sent_id' of equal length")
+            value = [list(p) for p in zip(titles, ids)]
+        if not isinstance(value, list):
+            self.fail(f"{key!r} should be a list of [title, sentence index] pairs")
+        out: list[tuple[str, int]] = []
+        for j, fact in enumerate(value):
+            ok = isinstance(fact, (list, tuple)) and len(fact) == 2 and isinstance(fact[0], str)
+            if not ok or isinstance(fact[1], bool) or not isinstance(fact[1], int):
+                self.fail(f"{key!r}[{j}] should be [title, sentence index], got {fact!r}")
+            out.append((fact[0], int(fact[1])))
+        return out

@@ -1,0 +1,214 @@
+"""One parser per dataset format: a raw :class:`Record` in, a :class:`QAExample` out.
+
+Formats (the files as their authors release them):
+
+* ``hotpotqa`` — ``hotpot_dev_distractor_v1.json`` / ``hotpot_dev_fullwiki_v1.json``: a JSON list of
+  ``{_id, question, answer, type, level, supporting_facts, context}``;
+* ``2wikimultihopqa`` — ``dev.json``: the same shape with ``evidences`` (triples) and 2Wiki types;
+  the ID-enhanced release adds ``answer_id``, whose aliases (and demonyms) from ``id_aliases.json``
+  become extra gold answers, as the official 2Wiki evaluation does;
+* ``strategyqa`` — ``strategyqa_train.json``: ``{qid, term, description, question, answer: bool,
+  facts, decomposition, evidence}``; the annotators' ``facts`` become one context paragraph titled
+  by ``term`` (so ``context_only`` runs can retrieve them);
+* ``fever`` — ``shared_task_dev.jsonl`` / ``paper_dev.jsonl``: ``{id, claim, label, evidence}``; the
+  evidence sentences ``[annotation, evidence id, page, sentence]`` become supporting facts with the
+  page title unescaped (``Nikolaj_Coster-Waldau`` → ``Nikolaj Coster-Waldau``, ``-LRB-`` → ``(``);
+* ``flashrag`` — FlashRAG's ``{id, question, golden_answers, metadata}`` JSONL (any dataset it
+  packages; ``metadata`` may carry HotpotQA's type/level/context in column form);
+* ``kilt`` — KILT's ``{id, input, output: [{answer, provenance}], meta}`` JSONL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ragplan.datasets.example import QAExample, Record, infer_kind
+
+__all__ = ["ParseOptions", "PARSERS", "fever_title"]
+
+_TWOWIKI_TYPES = ("comparison", "inference", "compositional", "bridge_comparison")
+_FEVER_LABELS = {"SUPPORTS": "SUPPORTS", "REFUTES": "REFUTES", "NOT ENOUGH INFO": "NOT ENOUGH INFO",
+                 "NOT_ENOUGH_INFO": "NOT ENOUGH INFO", "NEI": "NOT ENOUGH INFO"}
+_PTB = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}", "-COLON-": ":"}
+
+
+@dataclass
+class ParseOptions:
+    """What a parser needs beyond the record."""
+
+    dataset: str = ""
+    """The dataset name to put in ``meta`` (FlashRAG/KILT files say it through their file name)."""
+    aliases: dict[str, list[str]] = field(default_factory=dict)
+    """2Wiki ``answer_id`` → alias answers (from ``id_aliases.json``)."""
+
+
+def _dedupe(xs: list[str]) -> list[str]:
+    seen: set[str] = set()
+    return [x for x in xs if x and not (x in seen or seen.add(x))]
+
+
+def _yes_no(answer: str) -> bool:
+    return answer.strip().lower() in ("yes", "no")
+
+
+def fever_title(page: str) -> str:
+    """A FEVER page id as a title: underscores to spaces, PTB bracket escapes undone."""
+    for k, v in _PTB.items():
+        page = page.replace(k, v)
+    return page.replace("_", " ")
+
+
+def parse_multihop(rec: Record, opts: ParseOptions) -> QAExample:
+    """HotpotQA and 2WikiMultihopQA records (the same shape; 2Wiki adds ``evidences`` and aliases)."""
+    qid = rec.ident("_id", "id")
+    question = rec.text("question")
+    answer = rec.text("answer", what=" (a test split without gold answers cannot be graded)")
+    answers = [answer]
+    meta: dict = {"dataset": opts.dataset}
+    for key in ("type", "level"):
+        if rec.has(key):
+            meta[key] = str(rec.get(key))
+    if rec.has("evidences"):
+        meta["evidences"] = rec.get("evidences")
+    if rec.has("answer_id"):
+        meta["answer_id"] = str(rec.get("answer_id"))
+        answers += opts.aliases.get(meta["answer_id"], [])
+    answers = _dedupe(answers)
+    return QAExample(qid, question, answers, "yesno" if _yes_no(answer) else "span",
+                     contexts=rec.contexts(rec.get("context")), supporting_facts=rec.facts(rec.get("supporting_facts")),
+                     meta=meta)
+
+
+def parse_strategyqa(rec: Record, opts: ParseOptions) -> QAExample:
+    """StrategyQA records: the boolean answer becomes ``"yes"``/``"no"``."""
+    qid = rec.ident("qid", "id")
+    question = rec.text("question")
+    if "answer" not in rec.data or rec.data["answer"] is None:
+        rec.fail("missing 'answer' (strategyqa_test.json has no gold answers and cannot be graded)")
+    raw = rec.data["answer"]
+    if isinstance(raw, bool):
+        answer = "yes" if raw else "no"
+    elif isinstance(raw, str) and raw.strip().lower() in ("yes", "no", "true", "false"):
+        answer = "yes" if raw.strip().lower() in ("yes", "true") else "no"
+    else:
+        rec.fail(f"'answer' should be true or false, got {raw!r}")
+    facts = rec.str_list("facts")
+    term = str(rec.get("term", "")).strip()
+    meta = {"dataset": opts.dataset, "label": answer, "term": term, "description": str(rec.get("description", ""))}
+    if rec.has("evidence"):
+        meta["evidence"] = rec.get("evidence")
+    return QAExample(qid, question, [answer], "yesno", contexts=[(term or "facts", facts)] if facts else [],
+                     decomposition=rec.str_list("decomposition"), meta=meta)
+
+
+def parse_fever(rec: Record, opts: ParseOptions) -> QAExample:
+    """FEVER records: the claim is the question and the label the one answer."""
+    qid = rec.ident("id")
+    claim = rec.text("claim")
+    raw = rec.text("label", what=" (the FEVER test split has no labels and cannot be graded)")
+    label = _FEVER_LABELS.get(raw.upper())
+    if label is None:
+        rec.fail(f"'label' should be SUPPORTS, REFUTES or NOT ENOUGH INFO, got {raw!r}")
+    facts: list[tuple[str, int]] = []
+    evidence = rec.get("evidence", [])
+    if not isinstance(evidence, list):
+        rec.fail("'evidence' should be a list of evidence sets")
+    for j, ev_set in enumerate(evidence):
+        if not isinstance(ev_set, list):
+            rec.fail(f"'evidence'[{j}] should be a list of [annotation, evidence, page, sentence]")
+        for ev in ev_set:
+            if not isinstance(ev, list) or len(ev) != 4:
+                rec.fail(f"'evidence'[{j}] holds {ev!r}, not [annotation, evidence, page, sentence]")
+            page, sent = ev[2], ev[3]
+            if isinstance(page, str) and isinstance(sent, int) and not isinstance(sent, bool):
+                fact = (fever_title(page), sent)
+                if fact not in facts:
+                    facts.append(fact)
+    meta = {"dataset": opts.dataset, "label": label}
+    if rec.has("verifiable"):
+        meta["verifiable"] = str(rec.get("verifiable"))
+    return QAExample(qid, claim, [label], "fever", supporting_facts=facts, meta=meta)
+
+
+def parse_flashrag(rec: Record, opts: ParseOptions) -> QAExample:
+    """FlashRAG records; the kind follows from the gold answers, metadata fills type/level/context."""
+    qid = rec.ident("id", "_id", fallback=True)
+    question = rec.text("question")
+    answers = _dedupe([a.strip() for a in rec.str_list("golden_answers", required=True)])
+    if not answers:
+        rec.fail("'golden_answers' is empty")
+    md = rec.get("metadata", {})
+    if not isinstance(md, dict):
+        rec.fail("'metadata' should be an object")
+    meta: dict = {"dataset": str(md.get("dataset") or opts.dataset)}
+    for key in ("type", "level"):
+        if md.get(key) is not None:
+            meta[key] = str(md[key])
+    kind = infer_kind(answers)
+    if kind == "fever":
+        answers = [_FEVER_LABELS.get(a.upper().replace("_", " "), a) for a in answers]
+    if kind != "span":
+        meta["label"] = answers[0].lower() if kind == "yesno" else answers[0]
+    decomposition = md.get("decomposition") if isinstance(md.get("decomposition"), list) else []
+    return QAExample(qid, question, answers, kind, contexts=rec.contexts(md.get("context"), "metadata.context"),
+                     supporting_facts=rec.facts(md.get("supporting_facts"), "metadata.supporting_facts"),
+                     decomposition=[str(d) for d in decomposition], meta=meta)
+
+
+def parse_kilt(rec: Record, opts: ParseOptions) -> QAExample:
+    """KILT records: answers are the outputs' ``answer`` fields; provenance titles go to ``meta``."""
+    qid = rec.ident("id", fallback=True)
+    question = rec.text("input")
+    outputs = rec.get("output", [])
+    if not isinstance(outputs, list):
+        rec.fail("'output' should be a list of {answer, provenance}")
+    answers: list[str] = []
+    titles: list[str] = []
+    for j, out in enumerate(outputs):
+        if not isinstance(out, dict):
+            rec.fail(f"'output'[{j}] should be an object")
+        if isinstance(out.get("answer"), str):
+            answers.append(out["answer"].strip())
+        for prov in out.get("provenance") or []:
+            if isinstance(prov, dict) and isinstance(prov.get("title"), str):
+                titles.append(prov["title"])
+    answers = _dedupe(answers)
+    if not answers:
+        rec.fail("no 'output' with an 'answer' (a test split without gold answers cannot be graded)")
+    kind = infer_kind(answers)
+    meta: dict = {"dataset": opts.dataset, "provenance_titles": _dedupe(titles)}
+    if kind == "fever":
+        answers = [_FEVER_LABELS.get(a.upper().replace("_", " "), a) for a in answers]
+    if kind != "span":
+        meta["label"] = answers[0].lower() if kind == "yesno" else answers[0]
+    return QAExample(qid, question, answers, kind, meta=meta)
+
+
+PARSERS: dict[str, Callable[[Record, ParseOptions], QAExample]] = {
+    "hotpotqa": parse_multihop,
+    "2wikimultihopqa": parse_multihop,
+    "strategyqa": parse_strategyqa,
+    "fever": parse_fever,
+    "flashrag": parse_flashrag,
+    "kilt": parse_kilt,
+}
+"""Format name → parser."""
+
+
+def looks_like(data: dict) -> str | None:
+    """The format a raw record's keys point to, or ``None`` when they fit none."""
+    keys = set(data)
+    if "golden_answers" in keys:
+        return "flashrag"
+    if {"input", "output"} <= keys:
+        return "kilt"
+    if "claim" in keys:
+        return "fever"
+    if "qid" in keys or "decomposition" in keys or "facts" in keys or isinstance(data.get("answer"), bool):
+        return "strategyqa"
+    if "evidences" in keys or data.get("type") in _TWOWIKI_TYPES[1:]:
+        return "2wikimultihopqa"
+    if "question" in keys and ("context" in keys or "supporting_facts" in keys or "answer" in keys):
+        return "hotpotqa"
+    return None

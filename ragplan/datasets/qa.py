@@ -1,0 +1,231 @@
+"""Loaders for the QA datasets of the Think-then-Act evaluation, from the files users download.
+
+:func:`load_qa` reads HotpotQA, 2WikiMultihopQA, StrategyQA, FEVER, FlashRAG-style and KILT files
+into :class:`QAExample` objects. JSON (a list of records, or an object whose ``data`` is one) and
+JSON Lines are both read, gzip-compressed too (``.gz``). The format is detected from the first
+record's keys unless ``fmt=`` names it (see :mod:`ragplan.datasets.formats` for each format).
+
+A file that cannot be read raises :class:`DatasetError` naming the file, the record (its 0-based
+index, and for JSON Lines its line number) and the problem; ids must be unique within a file, since
+an evaluation run resumes by id.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from ragplan.datasets.example import DatasetError, QAExample, Record, infer_kind
+from ragplan.datasets.formats import PARSERS, ParseOptions, looks_like
+
+__all__ = ["FORMATS", "QAExample", "DatasetError", "infer_kind", "load_qa", "detect_format", "read_records",
+           "resolve_data_file", "normalize_format"]
+
+FORMATS = tuple(PARSERS)
+"""Format names ``fmt=`` accepts."""
+
+_FORMAT_ALIASES = {"hotpot": "hotpotqa", "2wiki": "2wikimultihopqa", "2wikimqa": "2wikimultihopqa",
+                   "2wikimultihop": "2wikimultihopqa", "twowiki": "2wikimultihopqa", "strategy": "strategyqa"}
+
+# the files each dataset's release holds, in the order a folder is searched for one
+_DEFAULT_FILES = {
+    "hotpotqa": ["hotpot_dev_distractor_v1.json", "hotpot_dev_fullwiki_v1.json", "dev.jsonl", "dev.json"],
+    "2wikimultihopqa": ["dev.json", "dev.jsonl"],
+    "strategyqa": ["strategyqa_train.json", "dev.jsonl", "dev.json", "train.json"],
+    "fever": ["shared_task_dev.jsonl", "paper_dev.jsonl", "fever-dev-kilt.jsonl", "dev.jsonl"],
+    "flashrag": ["dev.jsonl", "test.jsonl", "val.jsonl", "train.jsonl"],
+    "kilt": [],
+}
+_SPLIT = re.compile(r"[-_.]?(dev|test|train|val|validation)$")
+
+
+def normalize_format(fmt: str | None) -> str | None:
+    """A format name in its canonical spelling (``2wiki`` → ``2wikimultihopqa``); ``None`` stays ``None``."""
+    if fmt is None or not str(fmt).strip():
+        return None
+    f = str(fmt).strip().lower()
+    f = _FORMAT_ALIASES.get(f, f)
+    if f not in PARSERS:
+        raise ValueError(f"unknown dataset format {fmt!r}; known: {', '.join(FORMATS)}")
+    return f
+
+
+def resolve_data_file(path: str | Path, dataset: str | None = None) -> Path:
+    """``path`` itself when it is a file; in a folder, the dataset's usual file (e.g. ``dev.json``)."""
+    p = Path(path).expanduser()
+    if p.is_file():
+        return p
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such file or folder")
+    names = _DEFAULT_FILES.get(dataset or "", []) if dataset else [n for ns in _DEFAULT_FILES.values() for n in ns]
+    for name in names:
+        for cand in (p / name, p / (name + ".gz")):
+            if cand.is_file():
+                return cand
+    present = sorted(x.name for x in p.iterdir() if x.suffix in (".json", ".jsonl", ".gz"))
+    raise FileNotFoundError(f"{p} is a folder without a {dataset or 'dataset'} file "
+                            f"(looked for {', '.join(names) or 'any known name'}; found {', '.join(present) or 'none'}); "
+                            "give the file's path")
+
+
+def _open(path: Path) -> IO[str]:
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def _first_char(path: Path) -> str:
+    with _open(path) as fh:
+        while True:
+            chunk = fh.read(4096)
+            if not chunk:
+                return ""
+            stripped = chunk.lstrip("\ufeff \t\r\n")
+            if stripped:
+                return stripped[0]
+
+
+def _json_error(path: Path, exc: json.JSONDecodeError, line: int | None = None) -> DatasetError:
+    where = f"line {line}" if line is not None else f"line {exc.lineno} column {exc.colno}"
+    return DatasetError(f"{path}: {where}: not valid JSON ({exc.msg})")
+
+
+def _whole_json(path: Path) -> list[Any]:
+    with _open(path) as fh:
+        try:
+            data = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise _json_error(path, exc) from None
+    if isinstance(data, dict):
+        for key in ("data", "examples", "questions"):
+            if isinstance(data.get(key), list):
+                return data[key]
+        return [data]
+    if not isinstance(data, list):
+        raise DatasetError(f"{path}: expected a list of records, got {type(data).__name__}")
+    return data
+
+
+def read_records(path: str | Path) -> Iterator[Record]:
+    """The raw records of a JSON or JSON Lines file, each wrapped with its location.
+
+    JSON Lines files are streamed (a limit stops reading early); blank lines are skipped.
+    """
+    p = Path(path)
+    first = _first_char(p)
+    if not first:
+        raise DatasetError(f"{p}: the file is empty")
+    if first == "[":
+        for i, data in enumerate(_whole_json(p)):
+            yield Record(data, p, i)
+        return
+    if first != "{":
+        raise DatasetError(f"{p}: neither JSON nor JSON Lines (starts with {first!r})")
+    index = 0
+    first_error: DatasetError | None = None
+    with _open(p) as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                if index > 0:
+                    raise _json_error(p, exc, lineno) from None
+                first_error = _json_error(p, exc, lineno)  # maybe one pretty-printed object ({"data": [...]})
+                break
+            yield Record(data, p, index, lineno)
+            index += 1
+    if first_error is None:
+        return
+    try:
+        whole = _whole_json(p)
+    except DatasetError:
+        raise first_error from None
+    for i, data in enumerate(whole):
+        yield Record(data, p, i)
+
+
+def detect_format(path: str | Path) -> str:
+    """The format of a dataset file, read from its first record's keys."""
+    p = resolve_data_file(path)
+    rec = next(read_records(p), None)
+    if rec is None:
+        raise DatasetError(f"{p}: no records")
+    return _detect(rec)
+
+
+def _detect(rec: Record) -> str:
+    fmt = looks_like(rec.data)
+    if fmt is None:
+        keys = ", ".join(sorted(map(str, rec.data))[:12])
+        raise DatasetError(f"{rec.where}: cannot tell the dataset format from its keys ({keys}); "
+                           f"pass fmt= one of {', '.join(FORMATS)}")
+    return fmt
+
+
+def _dataset_name(path: Path, fmt: str) -> str:
+    """What a FlashRAG/KILT file is: ``hotpotqa/dev.jsonl`` → hotpotqa, ``fever-dev-kilt.jsonl`` → fever."""
+    stem = path.name.split(".")[0].lower()
+    if fmt == "kilt":
+        return stem.split("-")[0] or "kilt"
+    if stem in ("dev", "test", "train", "val", "validation") and path.parent.name:
+        return path.parent.name.lower()
+    return _SPLIT.sub("", stem) or fmt
+
+
+def _load_aliases(path: Path) -> dict[str, list[str]]:
+    """2Wiki's ``id_aliases.json`` (JSON Lines of ``{Q_id, aliases, demonyms}``) → id → aliases."""
+    out: dict[str, list[str]] = {}
+    for rec in read_records(path):
+        qid = rec.ident("Q_id")
+        out[qid] = rec.str_list("aliases") + rec.str_list("demonyms")
+    return out
+
+
+def load_qa(path: str | Path, fmt: str | None = None, *, limit: int | None = None,
+            aliases_path: str | Path | None = None) -> list[QAExample]:
+    """Read a QA dataset file (or a release folder) into examples, in file order.
+
+    ``fmt`` names the format (one of :data:`FORMATS`; detected when ``None``); ``limit`` keeps the
+    first N records (JSON Lines are not read past them); ``aliases_path`` is 2Wiki's
+    ``id_aliases.json`` (by default the one next to the data file, when present).
+    Raises :class:`DatasetError` for a malformed file or record, ``FileNotFoundError`` for a
+    missing one and ``ValueError`` for an unknown ``fmt``.
+    """
+    fmt = normalize_format(fmt)
+    p = resolve_data_file(path, fmt)
+    records = read_records(p)
+    first = next(records, None)
+    if first is None:
+        raise DatasetError(f"{p}: no records")
+    fmt = fmt or _detect(first)
+    opts = ParseOptions(dataset=_dataset_name(p, fmt) if fmt in ("flashrag", "kilt") else fmt)
+    if fmt == "2wikimultihopqa":
+        alias_file = Path(aliases_path) if aliases_path else p.parent / "id_aliases.json"
+        if aliases_path or alias_file.is_file():
+            opts.aliases = _load_aliases(alias_file)
+    parse = PARSERS[fmt]
+    out: list[QAExample] = []
+    seen: dict[str, int] = {}
+    if limit is not None and limit <= 0:
+        return out
+    for rec in _chain(first, records):
+        ex = parse(rec, opts)
+        if ex.id in seen:
+            rec.fail(f"id {ex.id!r} already used by record {seen[ex.id]} (ids must be unique)")
+        seen[ex.id] = rec.index
+        out.append(ex)
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+def _chain(first: Record, rest: Iterator[Record]) -> Iterator[Record]:
+    yield first
+    yield from rest

@@ -1,0 +1,312 @@
+"""QA dataset loaders on tiny files written in each release's real format; detection; errors."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from ragplan.datasets import DatasetError, QAExample, detect_format, infer_kind, load_qa, resolve_data_file
+
+# ----------------------------------------------------------------------------- files as released
+
+HOTPOT = [
+    {"_id": "5a8b57f25542995d1e6f1371", "answer": "yes",
+     "question": "Were Scott Derrickson and Ed Wood of the same nationality?",
+     "supporting_facts": [["Scott Derrickson", 0], ["Ed Wood", 0]],
+     "context": [
+         ["Ed Wood (film)", ["Ed Wood is a 1994 American biographical period comedy-drama film directed by Tim Burton.",
+                             " The film concerns the period in Wood's life when he made his best-known films."]],
+         ["Scott Derrickson", ["Scott Derrickson (born July 16, 1966) is an American director, screenwriter and producer.",
+                               " He lives in Los Angeles, California."]],
+         ["Ed Wood", ["Edward Davis Wood Jr. (October 10, 1924 – December 10, 1978) was an American filmmaker."]]],
+     "type": "comparison", "level": "hard"},
+    {"_id": "5a8c7595554299585d9e36b6", "answer": "Chief of Protocol",
+     "question": "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?",
+     "supporting_facts": [["Kiss and Tell (1945 film)", 0], ["Shirley Temple", 0], ["Shirley Temple", 1]],
+     "context": [
+         ["Kiss and Tell (1945 film)", ["Kiss and Tell is a 1945 American comedy film starring then 17-year-old Shirley "
+                                        "Temple as Corliss Archer."]],
+         ["Shirley Temple", ["Shirley Temple Black (April 23, 1928 – February 10, 2014) was an American actress.",
+                             " As an adult, she was named United States ambassador to Ghana and to Czechoslovakia and "
+                             "also served as Chief of Protocol of the United States."]],
+         ["Scott Derrickson", ["Scott Derrickson (born July 16, 1966) is an American director, screenwriter and producer.",
+                               " He lives in Los Angeles, California."]]],
+     "type": "bridge", "level": "medium"},
+]
+
+TWOWIKI = [
+    {"_id": "8813f87c0bdd11eba7f7acde48001122", "type": "compositional",
+     "question": "Who is the mother of the director of film Polish-Russian War (Film)?",
+     "context": [["Polish-Russian War (film)", ["Polish-Russian War is a 2009 Polish film directed by Xawery Żuławski.",
+                                                "The film is based on the novel by Dorota Masłowska."]],
+                 ["Xawery Żuławski", ["Xawery Żuławski (born 22 December 1971 in Warsaw) is a Polish film director.",
+                                      "He is the son of actress Małgorzata Braunek and director Andrzej Żuławski."]]],
+     "supporting_facts": [["Polish-Russian War (film)", 0], ["Xawery Żuławski", 1]],
+     "evidences": [["Polish-Russian War", "director", "Xawery Żuławski"],
+                   ["Xawery Żuławski", "mother", "Małgorzata Braunek"]],
+     "answer": "Małgorzata Braunek", "answer_id": "Q274420"},
+    {"_id": "028eaef60bdb11eba7f7acde48001122", "type": "comparison",
+     "question": "Are both Hanger 18 and Death Valley Days American?",
+     "context": [["Hangar 18 (film)", ["Hangar 18 is a 1980 American science fiction film."]]],
+     "supporting_facts": [["Hangar 18 (film)", 0]], "evidences": [["Hangar 18", "country", "United States"]],
+     "answer": "yes", "answer_id": "Q_yes"},
+]
+TWOWIKI_ALIASES = [{"Q_id": "Q274420", "aliases": ["Malgorzata Braunek"], "demonyms": []},
+                   {"Q_id": "Q30", "aliases": ["USA", "United States of America"], "demonyms": ["American"]}]
+
+STRATEGY = [
+    {"qid": "4fd64bb6ce5b78ab20b6", "term": "Mixed martial arts", "description": "full-contact combat sport",
+     "question": "Is Mixed martial arts totally original from Roman Colosseum games?", "answer": False,
+     "facts": ["Mixed Martial arts in the UFC takes place in an enclosed structure called The Octagon.",
+               "The Roman Colosseum games were fought in enclosed arenas where combatants would fight until the death."],
+     "decomposition": ["What are the rules of MMA?", "What were the rules of the Roman Colosseum games?",
+                       "Are #1 and #2 exactly the same?"],
+     "evidence": [[[["Mixed martial arts-1"]], ["no_evidence"], ["operation"]]]},
+    {"qid": "e0044a7b4d146d611e73", "term": "Pear", "description": "genus of plants",
+     "question": "Would a pear sink in water?", "answer": True, "facts": [], "decomposition": []},
+]
+
+FEVER = [
+    {"id": 75397, "verifiable": "VERIFIABLE", "label": "SUPPORTS",
+     "claim": "Nikolaj Coster-Waldau worked with the Fox Broadcasting Company.",
+     "evidence": [[[92206, 104971, "Nikolaj_Coster-Waldau", 7], [92206, 104971, "Fox_Broadcasting_Company", 0]]]},
+    {"id": 150448, "verifiable": "VERIFIABLE", "label": "REFUTES", "claim": "Roman Atwood is a content creator.",
+     "evidence": [[[174271, 187498, "Roman_Atwood", 1]], [[174271, 187499, "Roman_Atwood", 1]]]},
+    {"id": 91198, "verifiable": "NOT VERIFIABLE", "label": "NOT ENOUGH INFO",
+     "claim": "Colin Kaepernick became a starting quarterback during the 49ers 63rd season in the National Football League.",
+     "evidence": [[[108548, None, None, None]]]},
+    {"id": 2, "verifiable": "VERIFIABLE", "label": "SUPPORTS", "claim": "Saw (franchise) is a horror franchise.",
+     "evidence": [[[1, 2, "Saw_-LRB-franchise-RRB-", 0]]]},
+]
+
+FLASHRAG = [
+    {"id": "dev_0", "question": "Were Scott Derrickson and Ed Wood of the same nationality?", "golden_answers": ["yes"],
+     "metadata": {"type": "comparison", "level": "hard",
+                  "supporting_facts": {"title": ["Scott Derrickson", "Ed Wood"], "sent_id": [0, 0]},
+                  "context": {"title": ["Ed Wood", "Scott Derrickson"],
+                              "sentences": [["Ed Wood was an American filmmaker."],
+                                            ["Scott Derrickson is an American director."]]}}},
+    {"id": "dev_1", "question": "Which city is the capital of France?", "golden_answers": ["Paris", "City of Paris"],
+     "metadata": {"type": "bridge", "level": "easy"}},
+]
+
+KILT_FEVER = [
+    {"id": "137334", "input": "Fox 2000 Pictures released the film Soul Food.",
+     "output": [{"answer": "SUPPORTS", "provenance": [{"wikipedia_id": "1073955", "title": "Soul Food (film)",
+                                                       "start_paragraph_id": 1}]},
+                {"answer": "SUPPORTS"}]},
+]
+
+
+def write_json(path: Path, records: list) -> Path:
+    """Write records as one JSON list (the HotpotQA / 2Wiki / StrategyQA releases)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def write_jsonl(path: Path, records: list) -> Path:
+    """Write records as JSON Lines (FEVER, FlashRAG, KILT)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+# ------------------------------------------------------------------------------------- loaders
+
+def test_hotpotqa(tmp_path):
+    exs = load_qa(write_json(tmp_path / "hotpot_dev_distractor_v1.json", HOTPOT))
+    assert [e.id for e in exs] == ["5a8b57f25542995d1e6f1371", "5a8c7595554299585d9e36b6"]
+    yes, span = exs
+    assert isinstance(yes, QAExample)
+    assert (yes.answers, yes.kind, yes.gold) == (["yes"], "yesno", "yes")
+    assert (span.answers, span.kind) == (["Chief of Protocol"], "span")
+    assert yes.meta == {"dataset": "hotpotqa", "type": "comparison", "level": "hard"}
+    assert yes.dataset == "hotpotqa"
+    assert yes.supporting_facts == [("Scott Derrickson", 0), ("Ed Wood", 0)]
+    assert yes.contexts[1] == ("Scott Derrickson", ["Scott Derrickson (born July 16, 1966) is an American director, "
+                                                    "screenwriter and producer.", " He lives in Los Angeles, California."])
+    assert len(yes.contexts) == 3 and yes.decomposition == []
+
+
+def test_2wikimultihopqa_with_sibling_aliases(tmp_path):
+    data = write_json(tmp_path / "dev.json", TWOWIKI)
+    (tmp_path / "id_aliases.json").write_text("".join(json.dumps(a) + "\n" for a in TWOWIKI_ALIASES))
+    first, second = load_qa(data)
+    assert first.meta["dataset"] == "2wikimultihopqa" and first.meta["type"] == "compositional"
+    assert first.answers == ["Małgorzata Braunek", "Malgorzata Braunek"]
+    assert first.meta["evidences"][1] == ["Xawery Żuławski", "mother", "Małgorzata Braunek"]
+    assert first.supporting_facts == [("Polish-Russian War (film)", 0), ("Xawery Żuławski", 1)]
+    assert (second.kind, second.answers) == ("yesno", ["yes"])
+
+
+def test_2wiki_explicit_aliases_path_and_demonyms(tmp_path):
+    rec = {**TWOWIKI[0], "answer": "United States", "answer_id": "Q30"}
+    data = write_json(tmp_path / "d" / "dev.json", [rec])
+    aliases = write_jsonl(tmp_path / "aliases.jsonl", TWOWIKI_ALIASES)
+    (ex,) = load_qa(data, aliases_path=aliases)
+    assert ex.answers == ["United States", "USA", "United States of America", "American"]
+    (plain,) = load_qa(data)  # no id_aliases.json beside it: the answer alone
+    assert plain.answers == ["United States"]
+
+
+def test_strategyqa(tmp_path):
+    no, yes = load_qa(write_json(tmp_path / "strategyqa_train.json", STRATEGY))
+    assert (no.id, no.answers, no.kind, no.meta["label"]) == ("4fd64bb6ce5b78ab20b6", ["no"], "yesno", "no")
+    assert no.decomposition[2] == "Are #1 and #2 exactly the same?"
+    assert no.contexts == [("Mixed martial arts", STRATEGY[0]["facts"])]
+    assert no.meta["term"] == "Mixed martial arts" and no.meta["dataset"] == "strategyqa"
+    assert (yes.answers, yes.contexts, yes.decomposition) == (["yes"], [], [])
+
+
+def test_fever(tmp_path):
+    exs = load_qa(write_jsonl(tmp_path / "shared_task_dev.jsonl", FEVER))
+    sup, ref, nei, saw = exs
+    assert (sup.id, sup.question, sup.answers, sup.kind) == (
+        "75397", "Nikolaj Coster-Waldau worked with the Fox Broadcasting Company.", ["SUPPORTS"], "fever")
+    assert sup.supporting_facts == [("Nikolaj Coster-Waldau", 7), ("Fox Broadcasting Company", 0)]
+    assert ref.supporting_facts == [("Roman Atwood", 1)]  # the same sentence in two evidence sets, kept once
+    assert (nei.answers, nei.supporting_facts, nei.meta["verifiable"]) == (["NOT ENOUGH INFO"], [], "NOT VERIFIABLE")
+    assert saw.supporting_facts == [("Saw (franchise)", 0)]
+    assert {e.meta["label"] for e in exs} == {"SUPPORTS", "REFUTES", "NOT ENOUGH INFO"}
+
+
+def test_flashrag_dataset_from_folder_and_metadata(tmp_path):
+    yes, paris = load_qa(write_jsonl(tmp_path / "hotpotqa" / "dev.jsonl", FLASHRAG))
+    assert (yes.kind, yes.meta) == ("yesno", {"dataset": "hotpotqa", "type": "comparison", "level": "hard", "label": "yes"})
+    assert yes.contexts == [("Ed Wood", ["Ed Wood was an American filmmaker."]),
+                            ("Scott Derrickson", ["Scott Derrickson is an American director."])]
+    assert yes.supporting_facts == [("Scott Derrickson", 0), ("Ed Wood", 0)]
+    assert (paris.answers, paris.kind) == (["Paris", "City of Paris"], "span")
+    (fev,) = load_qa(write_jsonl(tmp_path / "fever_dev.jsonl", [
+        {"id": "1", "question": "Soul Food is a film.", "golden_answers": ["supports"]}]))
+    assert (fev.kind, fev.answers, fev.dataset) == ("fever", ["SUPPORTS"], "fever")
+
+
+def test_kilt(tmp_path):
+    (ex,) = load_qa(write_jsonl(tmp_path / "fever-dev-kilt.jsonl", KILT_FEVER))
+    assert (ex.id, ex.answers, ex.kind, ex.dataset) == ("137334", ["SUPPORTS"], "fever", "fever")
+    assert ex.meta["provenance_titles"] == ["Soul Food (film)"]
+
+
+@pytest.mark.parametrize(("name", "records", "writer", "fmt"), [
+    ("hotpot.json", HOTPOT, write_json, "hotpotqa"),
+    ("2wiki.json", TWOWIKI, write_json, "2wikimultihopqa"),
+    ("sqa.json", STRATEGY, write_json, "strategyqa"),
+    ("fever.jsonl", FEVER, write_jsonl, "fever"),
+    ("flash.jsonl", FLASHRAG, write_jsonl, "flashrag"),
+    ("kilt.jsonl", KILT_FEVER, write_jsonl, "kilt"),
+    # the other container: every dataset may come as JSON or as JSON Lines
+    ("hotpot.jsonl", HOTPOT, write_jsonl, "hotpotqa"),
+    ("fever.json", FEVER, write_json, "fever"),
+    ("sqa.jsonl", STRATEGY, write_jsonl, "strategyqa"),
+])
+def test_format_detection(tmp_path, name, records, writer, fmt):
+    path = writer(tmp_path / name, records)
+    assert detect_format(path) == fmt
+    assert len(load_qa(path)) == len(records)
+
+
+def test_fmt_override_and_aliases(tmp_path):
+    # a HotpotQA-shaped record without HotpotQA's level: detection says hotpotqa, fmt= says 2Wiki
+    rec = {k: v for k, v in HOTPOT[1].items() if k != "level"}
+    path = write_json(tmp_path / "x.json", [rec])
+    assert load_qa(path)[0].meta["dataset"] == "hotpotqa"
+    assert load_qa(path, fmt="2wiki")[0].meta["dataset"] == "2wikimultihopqa"
+    with pytest.raises(ValueError, match="unknown dataset format 'squad'"):
+        load_qa(path, fmt="squad")
+
+
+def test_gzip_wrapped_object_and_pretty_jsonl(tmp_path):
+    gz = tmp_path / "shared_task_dev.jsonl.gz"
+    with gzip.open(gz, "wt", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in FEVER)
+    assert [e.id for e in load_qa(gz)] == ["75397", "150448", "91198", "2"]
+    wrapped = tmp_path / "wrapped.json"
+    wrapped.write_text(json.dumps({"version": 1, "data": STRATEGY}, indent=2))
+    assert len(load_qa(wrapped)) == 2
+    blank_lines = tmp_path / "blank.jsonl"
+    blank_lines.write_text("\n" + json.dumps(FEVER[0]) + "\n\n" + json.dumps(FEVER[1]) + "\n")
+    assert len(load_qa(blank_lines)) == 2
+
+
+def test_limit_stops_reading_jsonl(tmp_path):
+    path = tmp_path / "fever.jsonl"
+    path.write_text(json.dumps(FEVER[0]) + "\n" + json.dumps(FEVER[1]) + "\n{not json\n")
+    assert [e.id for e in load_qa(path, limit=2)] == ["75397", "150448"]
+    with pytest.raises(DatasetError, match="line 3"):
+        load_qa(path)
+
+
+def test_resolve_release_folder(tmp_path):
+    write_json(tmp_path / "hotpot" / "hotpot_dev_distractor_v1.json", HOTPOT)
+    assert resolve_data_file(tmp_path / "hotpot", "hotpotqa").name == "hotpot_dev_distractor_v1.json"
+    assert len(load_qa(tmp_path / "hotpot")) == 2
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="without a fever file"):
+        resolve_data_file(tmp_path / "empty", "fever")
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        load_qa(tmp_path / "missing.json")
+
+
+def test_infer_kind():
+    assert infer_kind(["Yes"]) == "yesno"
+    assert infer_kind(["NOT_ENOUGH_INFO"]) == "fever"
+    assert infer_kind(["yes", "Paris"]) == "span"
+    assert infer_kind([]) == "span"
+
+
+# -------------------------------------------------------------------------------------- errors
+
+def _bad(tmp_path: Path, records: list, writer=write_json, name: str = "bad.json", **kw) -> str:
+    path = writer(tmp_path / name, records)
+    with pytest.raises(DatasetError) as info:
+        load_qa(path, **kw)
+    msg = str(info.value)
+    assert str(path) in msg
+    return msg
+
+
+def test_malformed_records_name_file_and_record(tmp_path):
+    no_question = {k: v for k, v in HOTPOT[1].items() if k != "question"}
+    assert "record 1: missing 'question'" in _bad(tmp_path, [HOTPOT[0], no_question])
+    test_split = {k: v for k, v in HOTPOT[0].items() if k != "answer"}
+    assert "test split without gold answers" in _bad(tmp_path, [test_split], fmt="hotpotqa")
+    bad_ctx = {**HOTPOT[0], "context": [["Ed Wood", "x", "y"]]}
+    assert "record 0: 'context'[0] should be [title, [sentences]]" in _bad(tmp_path, [bad_ctx])
+    bad_fact = {**HOTPOT[0], "supporting_facts": [["Ed Wood", "zero"]]}
+    assert "'supporting_facts'[0] should be [title, sentence index]" in _bad(tmp_path, [bad_fact])
+    maybe = {**STRATEGY[0], "answer": "maybe"}
+    assert "'answer' should be true or false" in _bad(tmp_path, [maybe])
+    no_label = {k: v for k, v in FEVER[0].items() if k != "label"}
+    msg = _bad(tmp_path, [FEVER[0], no_label], write_jsonl, "f.jsonl")
+    assert "record 1 (line 2): missing 'label'" in msg
+    assert "should be SUPPORTS, REFUTES or NOT ENOUGH INFO" in _bad(
+        tmp_path, [{**FEVER[0], "label": "MAYBE"}], write_jsonl, "f.jsonl")
+    assert "'golden_answers' should be a list of strings" in _bad(
+        tmp_path, [{"id": "a", "question": "q?", "golden_answers": {"x": 1}}], write_jsonl, "g.jsonl")
+    assert "record 2: expected a JSON object, got list" in _bad(tmp_path, [HOTPOT[0], HOTPOT[1], [1, 2]])
+
+
+def test_duplicate_ids_and_unknown_shapes(tmp_path):
+    assert "id '75397' already used by record 0" in _bad(tmp_path, [FEVER[0], FEVER[0]], write_jsonl, "d.jsonl")
+    assert "cannot tell the dataset format" in _bad(tmp_path, [{"foo": 1, "bar": 2}])
+    path = tmp_path / "torn.jsonl"
+    path.write_text(json.dumps(FEVER[0]) + "\n" + json.dumps(FEVER[1])[:-5] + "\n")
+    with pytest.raises(DatasetError, match=r"torn.jsonl: line 2: not valid JSON"):
+        load_qa(path)
+    broken = tmp_path / "broken.json"
+    broken.write_text('[{"_id": "a", "question": "q"')
+    with pytest.raises(DatasetError, match=r"broken.json: line 1 column \d+: not valid JSON"):
+        load_qa(broken)
+    empty = tmp_path / "empty.json"
+    empty.write_text("  \n")
+    with pytest.raises(DatasetError, match="empty"):
+        load_qa(empty)
+    csv = tmp_path / "data.json"
+    csv.write_text("id,question\n1,q\n")
+    with pytest.raises(DatasetError, match="neither JSON nor JSON Lines"):
+        load_qa(csv)

@@ -1,0 +1,275 @@
+"""The open-domain QA benchmarks: items and grading per dataset, the context-only index, a runner pass."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ragplan.eval.textqa  # noqa: F401  (registers the benchmarks until benchmark._load_builtin imports it)
+from ragplan.datasets import DatasetError
+from ragplan.eval.benchmark import benchmark_names, get_benchmark
+from tests.test_datasets import (
+    FEVER, FLASHRAG, HOTPOT, KILT_FEVER, STRATEGY, TWOWIKI, TWOWIKI_ALIASES, write_json, write_jsonl,
+)
+
+TTA_OUTPUT = {  # what the Think-then-Act graph returns
+    "answer": "Chief of Protocol",
+    "queries": [{"index": 0, "text": "Who portrayed Corliss Archer?", "beta": 0.3, "retrieve": True,
+                 "evidence": [{"sentence": "…", "title": "Kiss and Tell (1945 film)"}], "answer": "Shirley Temple"},
+                {"index": 1, "text": "What position did Shirley Temple hold?", "beta": 0.8, "retrieve": False,
+                 "evidence": [], "answer": "Chief of Protocol"}],
+    "retrieval_ratio": 0.5, "retrieval_count": 1,
+}
+
+
+@pytest.fixture
+def hotpot_file(tmp_path: Path) -> Path:
+    return write_json(tmp_path / "hotpot_dev_distractor_v1.json", HOTPOT)
+
+
+def test_registered_names():
+    assert {"hotpotqa", "2wikimultihopqa", "strategyqa", "fever", "flashrag"} <= set(benchmark_names())
+
+
+def test_hotpotqa_items_and_grade(hotpot_file):
+    bench = get_benchmark("hotpotqa", str(hotpot_file), limit=None, year=2020)  # year is ignored
+    items = bench.items()
+    assert [it.id for it in items] == [r["_id"] for r in HOTPOT]
+    comp, bridge = items
+    assert comp.question == HOTPOT[0]["question"] and comp.gold == "yes" and comp.context == {}
+    assert {k: v for k, v in comp.meta.items() if not k.startswith("_")} == {
+        "dataset": "hotpotqa", "type": "comparison", "level": "hard", "kind": "yesno"}
+    assert bench.group_by == ("type", "level")
+    assert bench.metrics == ("em", "f1", "retrieval_ratio")
+
+    g = bench.grade(bridge, TTA_OUTPUT)
+    assert g == {"correct": True, "chosen": "chief of protocol", "em": 1.0, "f1": 1.0, "raw_em": 1.0, "raw_f1": 1.0,
+                 "retrieval_ratio": 0.5, "retrieval_count": 1}
+    # "chief of protocol of united states" (6 tokens) vs "chief of protocol" (3): 3 shared, P 1/2, R 1 -> 2/3
+    g = bench.grade(bridge, {"answer": "the Chief of Protocol of the United States", "retrieval_ratio": 0.0})
+    assert (g["correct"], g["em"], g["f1"]) == (False, 0.0, pytest.approx(0.6667, abs=1e-4))
+    g = bench.grade(comp, {"answer": "Yes, both are American."})
+    assert (g["correct"], g["chosen"], g["em"], g["f1"], g["raw_em"], g["raw_f1"]) == (True, "yes", 1.0, 1.0, 0.0, 0.0)
+    assert (g["retrieval_ratio"], g["retrieval_count"]) == (0.0, 0)   # keys missing: zero
+    g = bench.grade(comp, {"answer": "", "error": "boom"})
+    assert (g["correct"], g["em"], g["f1"], g["chosen"]) == (False, 0.0, 0.0, "")
+    assert get_benchmark("hotpotqa", str(hotpot_file), limit=1).items()[0].id == HOTPOT[0]["_id"]
+
+
+def test_2wiki_aliases_count_as_gold(tmp_path):
+    data = write_json(tmp_path / "2wiki" / "dev.json", TWOWIKI)
+    write_jsonl(tmp_path / "2wiki" / "id_aliases.json", TWOWIKI_ALIASES)
+    bench = get_benchmark("2wikimultihopqa", str(tmp_path / "2wiki"))   # a release folder works too
+    first, second = bench.items()
+    assert first.gold == "Małgorzata Braunek" and first.meta["type"] == "compositional"
+    assert bench.grade(first, {"answer": "Malgorzata Braunek"})["em"] == 1.0
+    assert bench.grade(second, {"answer": "No."})["correct"] is False
+    assert bench.group_by == ("type",)
+    assert data.exists()
+
+
+def test_strategyqa_items_and_grade(tmp_path):
+    bench = get_benchmark("strategyqa", str(write_json(tmp_path / "strategyqa_train.json", STRATEGY)))
+    no, yes = bench.items()
+    assert no.question == STRATEGY[0]["question"] and (no.gold, yes.gold) == ("no", "yes")
+    assert no.meta["label"] == "no" and no.meta["term"] == "Mixed martial arts"
+    assert bench.group_by == ("label",)
+    assert bench.grade(no, {"answer": "No, MMA draws on many traditions."})["correct"] is True
+    assert bench.grade(yes, {"answer": "Pears are less dense than water, so no."})["correct"] is False
+    g = bench.grade(yes, {"answer": "I cannot tell."})
+    assert (g["correct"], g["em"], g["chosen"]) == (False, 0.0, "i cannot tell")
+
+
+def test_fever_items_and_grade(tmp_path):
+    bench = get_benchmark("fever", str(write_jsonl(tmp_path / "paper_dev.jsonl", FEVER)))
+    sup, ref, nei, _ = bench.items()
+    assert sup.question == ("Claim: Nikolaj Coster-Waldau worked with the Fox Broadcasting Company. "
+                            "Is it SUPPORTS, REFUTES or NOT ENOUGH INFO?")
+    assert (sup.gold, ref.gold, nei.gold) == ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+    assert bench.group_by == ("label",)
+    g = bench.grade(ref, {"answer": "The claim is refuted by his page.", "retrieval_ratio": 1.0})
+    assert (g["correct"], g["chosen"], g["em"], g["f1"], g["retrieval_ratio"]) == (True, "REFUTES", 1.0, 1.0, 1.0)
+    assert bench.grade(nei, {"answer": "Not enough information."})["correct"] is True
+    assert bench.grade(nei, {"answer": "SUPPORTS"})["correct"] is False
+    g = bench.grade(sup, {"answer": "He did work with Fox."})                  # no label: 0
+    assert (g["correct"], g["em"], g["f1"]) == (False, 0.0, 0.0)
+    # FEVER as packaged by KILT reads the same way
+    kilt = get_benchmark("fever", str(write_jsonl(tmp_path / "fever-dev-kilt.jsonl", KILT_FEVER)))
+    assert kilt.items()[0].question.startswith("Claim: Fox 2000 Pictures released the film Soul Food.")
+
+
+def test_flashrag_items_and_grade(tmp_path):
+    bench = get_benchmark("flashrag", str(write_jsonl(tmp_path / "hotpotqa" / "dev.jsonl", FLASHRAG)))
+    yes, paris = bench.items()
+    assert yes.meta["dataset"] == "hotpotqa" and yes.meta["kind"] == "yesno"
+    assert bench.group_by == ("dataset", "type", "level", "label")
+    assert bench.grade(paris, {"answer": "the city of Paris"})["em"] == 1.0   # the second gold answer
+    assert bench.grade(yes, {"answer": "yes"})["correct"] is True
+    # a FlashRAG file is also accepted by its dataset's own benchmark
+    assert len(get_benchmark("hotpotqa", str(tmp_path / "hotpotqa" / "dev.jsonl")).items()) == 2
+
+
+def test_wrong_files_and_options(tmp_path, hotpot_file):
+    fever = write_jsonl(tmp_path / "fever.jsonl", FEVER)
+    with pytest.raises(DatasetError, match="looks like fever data, not hotpotqa"):
+        get_benchmark("hotpotqa", str(fever)).items()
+    with pytest.raises(DatasetError, match="expects yesno answers"):
+        get_benchmark("strategyqa", str(write_jsonl(tmp_path / "nq" / "dev.jsonl", FLASHRAG))).items()
+    with pytest.raises(ValueError, match="no option shuffle"):
+        get_benchmark("fever", str(fever), shuffle=True)
+    with pytest.raises(ValueError, match="unknown dataset format"):
+        get_benchmark("fever", str(fever), fmt="csv")
+    # fmt= overrides detection
+    assert get_benchmark("2wikimultihopqa", str(hotpot_file), fmt="2wiki").items()[0].meta["dataset"] == "2wikimultihopqa"
+
+
+# --------------------------------------------------------------------------------- context_only
+
+@pytest.fixture
+def fake_build(monkeypatch):
+    """Replace ``ragplan.tools.textindex.build_index`` with a recorder (no embedding model needed)."""
+    try:
+        mod = importlib.import_module("ragplan.tools.textindex")
+    except ImportError:  # the index module is not there yet: stand in for it
+        mod = types.ModuleType("ragplan.tools.textindex")
+        monkeypatch.setitem(sys.modules, "ragplan.tools.textindex", mod)
+    calls: list[dict[str, Any]] = []
+
+    def build_index(passages_path, out_dir, *, model_path="", batch_size=128, flat_threshold=50_000, progress=True):
+        rows = [json.loads(line) for line in Path(passages_path).read_text().splitlines()]
+        calls.append({"passages_path": Path(passages_path), "out_dir": Path(out_dir), "model_path": model_path,
+                      "rows": rows})
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        if getattr(build_index, "fail", False):
+            (Path(out_dir) / "shard_00000.npy").write_text("half done")
+            raise RuntimeError("killed mid-build")
+        (Path(out_dir) / "index.faiss").write_text("fake")
+
+    monkeypatch.setattr(mod, "build_index", build_index, raising=False)
+    return build_index, calls
+
+
+def test_prepare_without_context_only_is_empty(tmp_path, hotpot_file, fake_build):
+    assert get_benchmark("hotpotqa", str(hotpot_file)).prepare(tmp_path / "run") == {}
+    assert fake_build[1] == []
+
+
+def test_prepare_builds_index_of_own_paragraphs(tmp_path, hotpot_file, fake_build):
+    build, calls = fake_build
+    run = tmp_path / "run"
+    bench = get_benchmark("hotpotqa", str(hotpot_file), context_only=True)
+    ctx = bench.prepare(run)
+    index_dir = run / "context_index" / "index"
+    assert ctx == {"retriever": "local", "index_dir": str(index_dir)}
+    (call,) = calls
+    assert call["passages_path"] == run / "context_index" / "passages.jsonl"
+    assert call["out_dir"] == index_dir and call["model_path"] == ""
+    rows = [json.loads(line) for line in (run / "context_index" / "passages.jsonl").read_text().splitlines()]
+    assert rows == call["rows"]
+    # 3 + 3 paragraphs, "Scott Derrickson" shared by both questions: 5 passages, in first-seen order
+    assert [r["title"] for r in rows] == ["Ed Wood (film)", "Scott Derrickson", "Ed Wood", "Kiss and Tell (1945 film)",
+                                          "Shirley Temple"]
+    assert rows[1] == {"id": rows[1]["id"], "title": "Scott Derrickson",
+                       "contents": "Scott Derrickson (born July 16, 1966) is an American director, screenwriter and "
+                                   "producer. He lives in Los Angeles, California."}
+    assert len({r["id"] for r in rows}) == 5 and all(set(r) == {"id", "title", "contents"} for r in rows)
+
+    # resume: a complete index of the same passages is reused, not rebuilt
+    again = get_benchmark("hotpotqa", str(hotpot_file), context_only=True).prepare(run)
+    assert again == ctx and len(calls) == 1
+    # other questions (a different limit): rebuilt
+    get_benchmark("hotpotqa", str(hotpot_file), context_only=True, limit=1).prepare(run)
+    assert len(calls) == 2 and [r["title"] for r in calls[1]["rows"]] == ["Ed Wood (film)", "Scott Derrickson", "Ed Wood"]
+
+
+def test_prepare_hands_an_interrupted_index_back_to_build(tmp_path, hotpot_file, fake_build):
+    build, calls = fake_build
+    run = tmp_path / "run"
+    build.fail = True
+    with pytest.raises(RuntimeError, match="killed"):
+        get_benchmark("hotpotqa", str(hotpot_file), context_only=True).prepare(run)
+    assert not (run / "context_index" / "manifest.json").exists()
+    build.fail = False
+    get_benchmark("hotpotqa", str(hotpot_file), context_only=True).prepare(run)
+    assert len(calls) == 2 and calls[1]["rows"] == calls[0]["rows"]
+    index = run / "context_index" / "index"
+    assert (index / "shard_00000.npy").exists() and (index / "index.faiss").exists()  # the work is left to resume
+    # another embedding model: built again (build_index sees the new model), and the context names it
+    ctx = get_benchmark("hotpotqa", str(hotpot_file), context_only=True, embedding_model="/models/minilm").prepare(run)
+    assert len(calls) == 3 and calls[2]["model_path"] == "/models/minilm"
+    assert ctx == {"retriever": "local", "index_dir": str(index), "embedding_model": "/models/minilm"}
+    # the run's own context setting names the model when the option does not
+    get_benchmark("hotpotqa", str(hotpot_file), context_only=True).prepare(run, {"embedding_model": "/models/mpnet"})
+    assert len(calls) == 4 and calls[3]["model_path"] == "/models/mpnet"
+
+
+def test_prepare_strategyqa_facts_and_fever_without_contexts(tmp_path, fake_build):
+    _, calls = fake_build
+    sqa = write_json(tmp_path / "strategyqa_train.json", STRATEGY)
+    get_benchmark("strategyqa", str(sqa), context_only=True).prepare(tmp_path / "run1")
+    assert [r["title"] for r in calls[0]["rows"]] == ["Mixed martial arts"]
+    fever = write_jsonl(tmp_path / "fever.jsonl", FEVER)
+    with pytest.raises(DatasetError, match="context_only needs the questions' own context paragraphs"):
+        get_benchmark("fever", str(fever), context_only=True).prepare(tmp_path / "run2")
+
+
+# ----------------------------------------------------------------------------- through the runner
+
+def test_runner_records_and_summary(tmp_path, hotpot_file, fake_build, monkeypatch):
+    """A stand-in method graph run by the evaluation runner: graded fields, metrics in the summary."""
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    from ragplan.eval import runner
+    from ragplan.eval.runner import RunSettings, evaluate
+
+    @dataclass
+    class Ctx:
+        retriever: str = "wiki"
+        index_dir: str = ""
+
+    class State(TypedDict, total=False):
+        question: str
+        answer: str
+        retrieval_ratio: float
+        retrieval_count: int
+
+    seen: list[tuple[str, str]] = []
+
+    def answer(state: State, runtime) -> dict:
+        seen.append((runtime.context.retriever, runtime.context.index_dir))
+        if "nationality" in state["question"]:
+            return {"answer": "Yes, both were American.", "retrieval_ratio": 0.0, "retrieval_count": 0}
+        return {"answer": "Ambassador to Ghana", "retrieval_ratio": 1.0, "retrieval_count": 2}
+
+    def builder():
+        sg = StateGraph(State, context_schema=Ctx)
+        sg.add_node("answer", answer)
+        sg.add_edge(START, "answer")
+        sg.add_edge("answer", END)
+        return sg
+
+    monkeypatch.setattr(runner, "graph_registry", lambda: {"fake_tta": (builder, "stand-in")})
+    settings = RunSettings(method="fake_tta", benchmark="hotpotqa", data=str(hotpot_file),
+                           benchmark_options={"context_only": True})
+    summary = asyncio.run(evaluate(settings, tmp_path / "run"))
+    index_dir = str(tmp_path / "run" / "context_index" / "index")
+    assert seen == [("local", index_dir)] * 2
+    o = summary["overall"]
+    assert (o["n"], o["correct"], o["em"], o["retrieval_ratio"]) == (2, 1, 0.5, 0.5)
+    assert summary["metrics"] == ["em", "f1", "retrieval_ratio"]
+    assert set(summary["groups"]) == {"type", "level"}
+    assert summary["groups"]["type"]["comparison"]["em"] == 1.0
+    recs = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    by_id = {r["id"]: r for r in recs}
+    bridge = by_id[HOTPOT[1]["_id"]]
+    assert (bridge["kind"], bridge["chosen"], bridge["retrieval_count"]) == ("span", "ambassador to ghana", 2)
+    assert "_answers" not in bridge
