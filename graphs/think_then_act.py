@@ -16,10 +16,11 @@ and answer nodes are the same objects in every graph that retrieves.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
+from typing_extensions import TypedDict
 
 from ragplan.nodes.answer_subquery import answer_subquery, final_answer
 from ragplan.nodes.assess_query import assess_query
@@ -28,7 +29,10 @@ from ragplan.nodes.direct_answer import make_direct_answer
 from ragplan.nodes.flare import flare_draft
 from ragplan.nodes.retrieve_text import retrieve_text
 from ragplan.state.context import TextRAGContext, ThinkThenActContext
-from ragplan.state.think_then_act import SingleQueryState, SubQuery, SubQueryState, TextQAInput, TextQAOutput, TextQAState
+from ragplan.state.think_then_act import (
+    SingleQueryState, SubQuery, SubQueryState, TextQAInput, TextQAOutput, TextQAState, merge_queries,
+)
+from ragplan.state.usage import Usage, add_usage
 
 __all__ = ["build_subquery_graph", "build_think_then_act", "build_standard", "build_cot", "build_retrieve_then_read",
            "build_flare", "GRAPHS", "think_then_act", "standard", "cot", "retrieve_then_read", "flare"]
@@ -52,8 +56,11 @@ def build_subquery_graph() -> StateGraph:
     return g
 
 
-class _SubQueryOut(TextQAOutput, total=False):
-    """What a sub-query branch hands back to the parent (queries, usage, error)."""
+class _SubQueryOut(TypedDict, total=False):
+    """What a sub-query branch hands back to the parent: only keys that merge across parallel branches."""
+
+    queries: Annotated[list[SubQuery], merge_queries]
+    usage: Annotated[Usage, add_usage]
 
 
 def schedule(state: TextQAState) -> dict[str, Any]:

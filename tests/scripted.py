@@ -34,9 +34,11 @@ def as_message(reply: Any) -> AIMessage:
 
 
 class ScriptedChatModel(BaseChatModel):
-    """Replies with ``replies`` in order; ``prompts`` keeps the messages of every call."""
+    """Replies with ``replies`` in order, or with ``responder(messages, schema_name)`` when given
+    (for parallel branches, whose call order is not fixed); ``prompts`` keeps every call's messages."""
 
-    replies: list[Any]
+    replies: list[Any] = []
+    responder: Any = None
     _prompts: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
     _pos: int = PrivateAttr(default=0)
 
@@ -55,10 +57,17 @@ class ScriptedChatModel(BaseChatModel):
         return len(self.replies) - self._pos
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
-        return self.bind(**kwargs)
+        names = [getattr(t, "__name__", None) or (t.get("name") if isinstance(t, dict) else str(t)) for t in tools]
+        return self.bind(scripted_tools=names, **kwargs)
 
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
         self._prompts.append(list(messages))
+        if self.responder is not None:
+            tools = kwargs.get("scripted_tools") or [None]
+            reply = self.responder(messages, tools[0])
+            if isinstance(reply, BaseException):
+                raise reply
+            return ChatResult(generations=[ChatGeneration(message=as_message(reply))])
         if self._pos >= len(self.replies):
             raise AssertionError(f"scripted model ran out of replies after {self._pos} calls")
         reply = self.replies[self._pos]

@@ -6,6 +6,7 @@
     ragplan dqa verify|solve|generate …        the DQA benchmark's simulators (no LLM)
     ragplan eval --method M --benchmark B --data PATH   run a method over a benchmark (resumable)
     ragplan eval report RUN_DIR…                compare runs in one table
+    ragplan index build|search …                a local FAISS passage index (Sentence-BERT embeddings)
 
 Exit codes: 0 success; 1 the run or query failed (the reason is printed); 2 bad input or
 configuration (a refused write query, a script line that does not load, no LLM endpoint, …).
@@ -87,14 +88,20 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--quiet", action="store_true", help="print only the answer and the totals")
     from ragplan.cli.dqa import add_dqa_parser
     from ragplan.cli.eval import add_eval_parser
+    from ragplan.cli.index import add_index_parser
 
     add_dqa_parser(sub)
     add_eval_parser(sub)
+    add_index_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ragplan`` command."""
+    if argv is None:  # a real command line: make sure kglite, torch and faiss can share the process
+        from ragplan.tools.embeddings import reexec_with_static_tls
+
+        reexec_with_static_tls()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -117,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
             from ragplan.cli.eval import run_eval
 
             return run_eval(args)
+        if args.command == "index":
+            from ragplan.cli.index import run_index
+
+            return run_index(args)
         if args.command == "dqa":
             from ragplan.cli.dqa import run_dqa
 

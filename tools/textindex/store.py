@@ -1,0 +1,94 @@
+"""The passage store of a text index: passages in SQLite, addressed by row (= the FAISS label).
+
+SQLite keeps memory flat for any corpus size (a search reads only the rows it returns), is one
+file that can be renamed into place atomically, and needs nothing beyond the standard library.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Iterable
+
+from ragplan.tools.retrieval import Passage
+
+__all__ = ["PassageStore", "write_store"]
+
+_SCHEMA = "CREATE TABLE passages (row INTEGER PRIMARY KEY, id TEXT NOT NULL, title TEXT NOT NULL, text TEXT NOT NULL)"
+
+
+def write_store(passages: Iterable[Passage], path: str | Path, *, on_row: object = None) -> int:
+    """Write ``passages`` (rows 0, 1, …) to a new SQLite file at ``path``; returns the count.
+
+    Any existing file at ``path`` is replaced. The file is complete only when this returns: callers
+    write to a temporary name and rename it. ``on_row`` (a callable) is called once per passage.
+    """
+    p = Path(path)
+    for extra in ("", "-journal", "-wal"):
+        Path(str(p) + extra).unlink(missing_ok=True)
+    con = sqlite3.connect(p)
+    try:
+        con.execute("PRAGMA journal_mode=OFF")
+        con.execute("PRAGMA synchronous=OFF")
+        con.execute(_SCHEMA)
+        n = 0
+        batch: list[tuple[int, str, str, str]] = []
+        for psg in passages:
+            batch.append((n, psg.id, psg.title, psg.text))
+            n += 1
+            if on_row is not None:
+                on_row()  # type: ignore[operator]
+            if len(batch) >= 10_000:
+                con.executemany("INSERT INTO passages VALUES (?, ?, ?, ?)", batch)
+                batch.clear()
+        if batch:
+            con.executemany("INSERT INTO passages VALUES (?, ?, ?, ?)", batch)
+        con.commit()
+    finally:
+        con.close()
+    with open(p, "rb") as fh:
+        os.fsync(fh.fileno())
+    return n
+
+
+class PassageStore:
+    """Read-only access to a passage store written by :func:`write_store` (thread-safe)."""
+
+    def __init__(self, path: str | Path) -> None:
+        """Open ``path`` read-only; raises ``sqlite3.DatabaseError`` for a file that is not a store."""
+        self.path = Path(path)
+        uri = self.path.resolve().as_uri() + "?mode=ro&immutable=1"
+        self._con = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        self._lock = threading.Lock()
+        with self._lock:
+            self._count = int(self._con.execute("SELECT COUNT(*) FROM passages").fetchone()[0])
+
+    def __len__(self) -> int:
+        return self._count
+
+    def get(self, rows: Iterable[int]) -> dict[int, Passage]:
+        """The passages at ``rows`` (missing rows are left out), keyed by row."""
+        want = sorted({int(r) for r in rows if r >= 0})
+        out: dict[int, Passage] = {}
+        with self._lock:
+            for i in range(0, len(want), 500):
+                chunk = want[i:i + 500]
+                q = f"SELECT row, id, title, text FROM passages WHERE row IN ({','.join('?' * len(chunk))})"
+                for row, pid, title, text in self._con.execute(q, chunk):
+                    out[row] = Passage(id=pid, title=title, text=text, source="local", meta={"row": row})
+        return out
+
+    def range(self, start: int, stop: int) -> list[Passage]:
+        """The passages at rows ``start`` ≤ row < ``stop``, in row order."""
+        with self._lock:
+            cur = self._con.execute("SELECT row, id, title, text FROM passages WHERE row >= ? AND row < ? ORDER BY row",
+                                    (start, stop))
+            return [Passage(id=pid, title=title, text=text, source="local", meta={"row": row})
+                    for row, pid, title, text in cur]
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._con.close()
