@@ -1,0 +1,55 @@
+"""`ragplan eval --method think_then_act --benchmark hotpotqa --context-only` end to end, fully offline.
+
+The local OpenAI-compatible stub plays the LLM (by the schema each request forces); the index is built
+for real from the questions' own context paragraphs (Sentence-BERT + FAISS); grading is EM/F1.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ragplan.cli import main
+from ragplan.nodes.answer_subquery import ShortAnswer
+from ragplan.nodes.assess_query import QueryAssessment
+from ragplan.nodes.confidence_gate import Confidence
+from tests.openai_server import OpenAIStub
+from tests.test_datasets import HOTPOT, write_json
+
+
+def hotpot_agent(records):
+    golds = {r["question"]: r["answer"] for r in records}
+
+    def respond(req):
+        text = req.prompt_text
+        tool = req.forced_tool
+        if tool == "QueryAssessment":
+            return QueryAssessment(category="CLEAR AND COMPLETE", reason="one fact")
+        if tool == "Confidence":
+            return Confidence(probability=0.1, reason="obscure")
+        question = next(q for q in golds if q in text)
+        return ShortAnswer(answer=golds[question] if "Context:" in text else "no idea")
+
+    return respond
+
+
+def test_think_then_act_on_hotpotqa_context_only(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    data = write_json(tmp_path / "hotpot_dev_distractor_v1.json", HOTPOT)
+    run = tmp_path / "run"
+    with OpenAIStub(responder=hotpot_agent(HOTPOT)) as stub:
+        code = main(["eval", "--method", "think_then_act", "--benchmark", "hotpotqa", "--data", str(data),
+                     "--context-only", "--model", "openai:stub-model", "--base-url", stub.base_url,
+                     "--out", str(run), "--no-progress"])
+    assert code == 0
+    recs = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
+    assert len(recs) == len(HOTPOT)
+    for r in recs:
+        assert r["correct"] and r["em"] == 1.0 and r["f1"] == 1.0
+        assert r["retrieval_ratio"] == 1.0 and r["retrievals"] == 1 and r["assessment"] == "CLEAR AND COMPLETE"
+        evidence = r["queries"][0]["evidence"]
+        assert len(evidence) == 3 and all(e["source"] == "local" for e in evidence)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["overall"]["em"] == 1.0 and summary["overall"]["retrieval_ratio"] == 1.0
+    assert (run / "context_index").is_dir()
+    out = capsys.readouterr().out
+    assert "think_then_act on hotpotqa" in out and "| em" in out
