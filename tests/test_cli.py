@@ -125,3 +125,9 @@ def test_langgraph_json_serves_every_registered_graph():
     for name, target in spec["graphs"].items():
         path, attr = target.split(":")
         assert path.startswith("./graphs/") and attr == name
+
+
+def test_studio_outside_the_project_folder_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["studio", "--no-browser"]) == 2
+    assert "langgraph.json" in capsys.readouterr().err

@@ -53,3 +53,22 @@ def test_think_then_act_on_hotpotqa_context_only(tmp_path, capsys, monkeypatch):
     assert (run / "context_index").is_dir()
     out = capsys.readouterr().out
     assert "think_then_act on hotpotqa" in out and "| em" in out
+
+
+def test_ask_think_then_act_prints_gate_evidence_and_ratio(tmp_path, capsys, monkeypatch):
+    from ragplan.tools.textindex import build_index
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    src = tmp_path / "p.jsonl"
+    src.write_text(json.dumps({"id": "1", "title": "Canberra", "contents": "Canberra is the capital city of Australia."}) + "\n"
+                   + json.dumps({"id": "2", "title": "Everest", "contents": "Mount Everest is the highest mountain."}) + "\n")
+    build_index(src, tmp_path / "idx", progress=False)
+    q = "What is the capital of Australia?"
+    with OpenAIStub(responder=hotpot_agent([{"question": q, "answer": "Canberra"}])) as stub:
+        code = main(["ask", "--method", "think_then_act", "--question", q, "--retriever", "local", "--index",
+                     str(tmp_path / "idx"), "--model", "openai:stub-model", "--base-url", stub.base_url])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "Assessment: CLEAR AND COMPLETE" in out and "Gate: RETRIEVAL: β = 0.10 < β′ = 0.5" in out
+    assert "Evidence (" in out and "Canberra is the capital city of Australia." in out
+    assert "Answer: Canberra" in out and "Retrieval ratio: 1.00" in out

@@ -1,6 +1,7 @@
 """The ``ragplan`` command line.
 
     ragplan graphs                               list every method graph
+    ragplan studio [--port P --no-browser]       serve the graphs for LangGraph Studio (langgraph dev)
     ragplan cypher --graph FILE.cql "QUERY"      run a read-only Cypher query on a script's graph
     ragplan ask --method planrag --graph FILE.cql --question "…"   answer a question with a method
     ragplan dqa verify|solve|generate …        the DQA benchmark's simulators (no LLM)
@@ -46,6 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     sub.add_parser("graphs", help="list every method graph with a one-line summary")
+    studio = sub.add_parser("studio", help="serve every graph for LangGraph Studio / the SDK (`langgraph dev`, set up for ragplan)",
+                            description="Runs `langgraph dev` with the environment ragplan's graphs need (a larger glibc "
+                                        "static-TLS reserve so kglite, torch and faiss can share the server process). "
+                                        "Extra arguments go to `langgraph dev`, e.g. --port 2024 --no-browser.")
+    studio.add_argument("langgraph_args", nargs=argparse.REMAINDER, help="arguments for `langgraph dev`")
 
     cy = sub.add_parser("cypher", help="run one read-only Cypher query against a script's graph (or Neo4j)",
                         description="Load a Neo4j-dialect script into the embedded store and print the rows of a "
@@ -103,7 +109,11 @@ def main(argv: list[str] | None = None) -> int:
 
         reexec_with_static_tls()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    raw = list(sys.argv[1:] if argv is None else argv)
+    if raw[:1] == ["studio"] and not ({"-h", "--help"} & set(raw[1:2])):
+        args = argparse.Namespace(command="studio", langgraph_args=raw[1:])  # everything after goes to langgraph dev
+    else:
+        args = parser.parse_args(raw)
     if args.command is None:
         parser.print_help()
         return 0
@@ -116,6 +126,18 @@ def main(argv: list[str] | None = None) -> int:
             for name, (_, summary) in reg.items():
                 print(f"{name:<{width}}  {summary}")
             return 0
+        if args.command == "studio":
+            import os
+            import shutil
+
+            exe = shutil.which("langgraph") or os.path.join(os.path.dirname(sys.executable), "langgraph")
+            if not os.path.exists(exe):
+                print("error: `langgraph` is not installed (pip install 'langgraph-cli[inmem]')", file=sys.stderr)
+                return 2
+            if not os.path.exists("langgraph.json"):
+                print("error: run this in the ragplan project folder (where langgraph.json is)", file=sys.stderr)
+                return 2
+            os.execv(exe, [exe, "dev", *args.langgraph_args])
         if args.command == "cypher":
             from ragplan.cli.cypher import run_cypher
 
