@@ -71,8 +71,10 @@ def make_context(method: str = "planrag", *, model: Any = None, store: Any = Non
     if store is not None:
         if not issubclass(cls, GraphDBContext):
             raise TypeError(f"{method} does not query a graph store; pass retriever settings instead")
-        kw["graph_path" if isinstance(store, str) or hasattr(store, "__fspath__") else "graph_store"] = (
-            str(store) if isinstance(store, str) or hasattr(store, "__fspath__") else store)
+        if isinstance(store, str) or hasattr(store, "__fspath__"):
+            kw["graph_path"] = str(store)
+        else:
+            kw["graph_store"] = store
     return cls(**kw)
 
 

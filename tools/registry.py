@@ -1,0 +1,139 @@
+"""Tool registries: what a planner may call — names, signatures, descriptions, one example each.
+
+REAPER's planner prompt lists every tool with its name, signature, natural-language description and
+one example use (paper §4.1); its validator checks a plan against the same list (no invented tools,
+no unknown or missing arguments). A :class:`ToolSpec` holds exactly that, plus the LangChain tool
+that executes it once bound to its store. Specs can exist without a bound tool, so plans can be
+validated (``ragplan reaper validate``) without opening any store.
+
+Adding a tool is data, not code: ``registry.add(my_langchain_tool, example='#E1 = my_tool("x")')``
+derives the signature from the tool's typed arguments and the description from the tool, and a
+planner prompt built from the registry then offers it (the paper's "novel tool" experiment).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+__all__ = ["ArgSpec", "ToolSpec", "ToolRegistry", "register_suite", "get_suite", "suite_names"]
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One argument of a tool."""
+
+    name: str
+    type: str = "str"
+    """A short type name for prompts and checks: str, int, float, bool, date_range, any."""
+    required: bool = True
+    description: str = ""
+
+
+@dataclass
+class ToolSpec:
+    """A tool as a planner sees it, and (when bound) the LangChain tool that runs it."""
+
+    name: str
+    description: str
+    args: list[ArgSpec]
+    """Arguments in positional order (a plan may pass them by position or by name)."""
+    example: str
+    """One example use in the plan format, e.g. ``#E1 = prod_search("nut free chocolate coins")``."""
+    tool: Any = None
+    """The bound LangChain ``BaseTool`` (None: the spec is for planning and validation only)."""
+    aliases: list[str] = field(default_factory=list)
+    """Other names of the same tool (TEvo's name variants), accepted by nothing but data generation."""
+
+    @property
+    def signature(self) -> str:
+        """``prod_qna(product_id, question)``; optional arguments shown as ``name=…``."""
+        parts = [a.name if a.required else f"{a.name}=…" for a in self.args]
+        return f"{self.name}({', '.join(parts)})"
+
+    def arg(self, name: str) -> ArgSpec | None:
+        """The argument called ``name``, if any."""
+        return next((a for a in self.args if a.name == name), None)
+
+    @classmethod
+    def from_tool(cls, tool: Any, example: str, *, description: str = "", arg_types: dict[str, str] | None = None) -> "ToolSpec":
+        """A spec from a LangChain tool: arguments (order, required) from its ``args_schema``."""
+        schema = getattr(tool, "args_schema", None)
+        fields_ = getattr(schema, "model_fields", {}) if schema is not None else {}
+        args = []
+        for name, f in fields_.items():
+            ann = getattr(f, "annotation", None)
+            t = (arg_types or {}).get(name) or getattr(ann, "__name__", "any")
+            args.append(ArgSpec(name, t if t in ("str", "int", "float", "bool") else (arg_types or {}).get(name, "any"),
+                                f.is_required(), f.description or ""))
+        return cls(tool.name, description or tool.description, args, example, tool)
+
+
+class ToolRegistry:
+    """An ordered set of tool specs with the prompt block that lists them."""
+
+    def __init__(self, specs: list[ToolSpec] | None = None, name: str = "") -> None:
+        self.name = name
+        self._specs: dict[str, ToolSpec] = {}
+        for s in specs or []:
+            self.register(s)
+
+    def register(self, spec: ToolSpec) -> ToolSpec:
+        """Add (or replace) a spec."""
+        self._specs[spec.name] = spec
+        return spec
+
+    def add(self, tool: Any, example: str, **kw: Any) -> ToolSpec:
+        """Add a LangChain tool with one example use (signature and description derived from the tool)."""
+        return self.register(ToolSpec.from_tool(tool, example, **kw))
+
+    def get(self, name: str) -> ToolSpec | None:
+        """The spec called ``name``."""
+        return self._specs.get(name)
+
+    def names(self) -> list[str]:
+        """Tool names in registration order."""
+        return list(self._specs)
+
+    def __iter__(self) -> Iterator[ToolSpec]:
+        return iter(self._specs.values())
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def subset(self, names: list[str]) -> "ToolRegistry":
+        """A registry with only ``names`` (in the given order)."""
+        return ToolRegistry([self._specs[n] for n in names if n in self._specs], name=self.name)
+
+    def prompt_block(self) -> str:
+        """The numbered tool list for a planner prompt: signature, description, example."""
+        lines = []
+        for i, s in enumerate(self, 1):
+            lines.append(f"{i}. {s.signature} - {s.description}")
+            lines.append(f"   Example: {s.example}")
+        return "\n".join(lines)
+
+
+_SUITES: dict[str, Callable[..., ToolRegistry]] = {}
+
+
+def register_suite(name: str, factory: Callable[..., ToolRegistry]) -> None:
+    """Make a tool suite available by name (``--tools retail``); ``factory(**options) -> ToolRegistry``."""
+    _SUITES[name] = factory
+
+
+def get_suite(name: str, **options: Any) -> ToolRegistry:
+    """The registry of the suite ``name`` (specs only unless options bind it to a store)."""
+    if name == "retail" and name not in _SUITES:
+        import ragplan.tools.retail  # noqa: F401  (registers the retail suite)
+    if name not in _SUITES:
+        raise KeyError(f"unknown tool suite {name!r}; known: {', '.join(sorted(_SUITES)) or '(none)'}")
+    return _SUITES[name](**options)
+
+
+def suite_names() -> list[str]:
+    """Registered suite names."""
+    return sorted(_SUITES)
