@@ -110,20 +110,20 @@ def load_chat_model(
         return model
 
 
-def chat_model_for(ctx: Any, role: str = "model") -> BaseChatModel:
-    """The chat model a node should use: ``ctx.chat_model`` if a Python caller gave one, else by name.
+def chat_model_for(ctx: Any, role: str = "") -> BaseChatModel:
+    """The chat model a node should use: an object a Python caller gave, else one built by name.
 
-    ``role`` names the context field holding the model name (``model``, later ``planner_model`` …);
-    an empty role field falls back to ``ctx.model``.
+    ``role`` names a model role of the context (``planner``, ``responder`` …): its ``<role>_chat_model``
+    object or ``<role>_model`` name wins when set; otherwise ``chat_model`` / ``model`` are used.
     """
-    obj = getattr(ctx, f"{role}_chat_model", None) if role != "model" else None
+    obj = getattr(ctx, f"{role}_chat_model", None) if role else None
     obj = obj or getattr(ctx, "chat_model", None)
     if obj is not None:
         if not isinstance(obj, BaseChatModel):
             raise LLMConfigError(f"chat_model must be a LangChain chat model object, not {type(obj).__name__}; "
                                  "to name a model use the `model` setting (e.g. openai:gpt-4o-mini)")
         return obj
-    spec = getattr(ctx, role, "") or ctx.model
+    spec = (getattr(ctx, f"{role}_model", "") if role else "") or ctx.model
     return load_chat_model(spec, base_url=ctx.base_url, temperature=ctx.temperature,
                            timeout_s=ctx.llm_timeout_s, max_retries=ctx.llm_max_retries)
 
@@ -238,7 +238,7 @@ def decide(
                     "parse")
 
 
-def decide_for(ctx: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: str = "model") -> Decision[T]:
+def decide_for(ctx: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: str = "") -> Decision[T]:
     """:func:`decide` with the model, method and repair bound of a run's context; never raises.
 
     A context whose model cannot be built (no endpoint configured, a wrong object) gives a

@@ -16,7 +16,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["LLMContext", "GraphDBContext", "PlanRAGContext", "TextRAGContext", "ThinkThenActContext", "recursion_limit_for"]
+__all__ = ["LLMContext", "GraphDBContext", "PlanRAGContext", "TextRAGContext", "ThinkThenActContext", "ReaperContext",
+           "recursion_limit_for"]
 
 
 def _env(name: str, default: str = "") -> str:
@@ -172,6 +173,44 @@ class ThinkThenActContext(TextRAGContext):
     flare_threshold: float = field(
         default=0.4,
         metadata={"description": "FLARE: retrieve when a draft token's probability (or the stated confidence) is below this."},
+    )
+
+
+@dataclass(kw_only=True)
+class ReaperContext(LLMContext):
+    """Settings of REAPER and its baselines (agent_planner, classifier_planner).
+
+    REAPER separates a small, fast planner model from a large responder model; ``model`` is the
+    fallback for both.
+    """
+
+    planner_model: str = field(
+        default_factory=lambda: _env("RAGPLAN_PLANNER_MODEL"),
+        metadata={"description": "The planner's chat model (a small, fast one); empty = `model`."},
+    )
+    responder_model: str = field(
+        default_factory=lambda: _env("RAGPLAN_RESPONDER_MODEL"),
+        metadata={"description": "The responder's chat model (a large one); empty = `model`."},
+    )
+    tool_suite: str = field(default="retail", metadata={"description": "The tool registry the planner plans over."})
+    shop_dir: str = field(
+        default_factory=lambda: _env("RAGPLAN_SHOP_DIR"),
+        metadata={"description": "The retail shop's folder (`ragplan reaper make-shop`), which the tools read."},
+    )
+    include_new_tool: bool = field(
+        default=True, metadata={"description": "Offer compatible_products (the paper's novel-tool experiment)."}
+    )
+    max_plan_repairs: int = field(
+        default=1, metadata={"description": "Re-plans after a plan fails validation, with the errors shown to the planner."}
+    )
+    max_steps: int = field(default=6, metadata={"description": "Most plan steps (or agent steps) executed."})
+    step_timeout_s: float = field(default=30.0, metadata={"description": "Time budget of one tool call."})
+    max_parallel: int = field(default=4, metadata={"description": "Independent plan steps run at once."})
+    planner_chat_model: Any = field(
+        default=None, metadata={"description": "Python only: a chat model object for the planner."}
+    )
+    responder_chat_model: Any = field(
+        default=None, metadata={"description": "Python only: a chat model object for the responder."}
     )
 
 

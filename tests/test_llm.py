@@ -75,3 +75,16 @@ def test_model_spec_and_endpoint_checks(monkeypatch):
     m = load_chat_model("openai:llama3", base_url="http://127.0.0.1:9/v1", timeout_s=5, max_retries=1)
     assert m is load_chat_model("openai:llama3", base_url="http://127.0.0.1:9/v1", timeout_s=5, max_retries=1)
     assert m.model_name == "llama3" and m.max_retries == 1
+
+
+def test_model_roles_pick_their_own_model_or_fall_back():
+    from ragplan.llm import chat_model_for
+    from ragplan.state.context import ReaperContext
+
+    planner, general = ScriptedChatModel(replies=[]), ScriptedChatModel(replies=[])
+    ctx = ReaperContext(model="-", chat_model=general, planner_chat_model=planner)
+    assert chat_model_for(ctx, "planner") is planner
+    assert chat_model_for(ctx, "responder") is general and chat_model_for(ctx) is general
+    named = ReaperContext(model="openai:big", planner_model="openai:small", base_url="http://127.0.0.1:9/v1")
+    assert chat_model_for(named, "planner").model_name == "small"
+    assert chat_model_for(named, "responder").model_name == "big"
