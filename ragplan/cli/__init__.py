@@ -8,6 +8,8 @@
     ragplan eval --method M --benchmark B --data PATH   run a method over a benchmark (resumable)
     ragplan eval report RUN_DIR…                compare runs in one table
     ragplan index build|search …                a local FAISS passage index (Sentence-BERT embeddings)
+    ragplan reaper validate PLAN_FILE --tools retail   parse and validate a REAPER plan
+    ragplan reaper make-shop --out DIR          generate the retail shop the REAPER tools read
 
 Exit codes: 0 success; 1 the run or query failed (the reason is printed); 2 bad input or
 configuration (a refused write query, a script line that does not load, no LLM endpoint, …).
@@ -99,6 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_dqa_parser(sub)
     add_eval_parser(sub)
     add_index_parser(sub)
+    reaper = sub.add_parser("reaper", help="REAPER: validate retrieval plans, make the retail shop",
+                            description="REAPER (one-call retrieval plans over a tool registry): tools and data.")
+    rsub = reaper.add_subparsers(dest="reaper_command", metavar="SUBCOMMAND", required=True)
+    from ragplan.cli.reaper_shop import add_shop_parser
+    from ragplan.cli.reaper_validate import add_validate_parser
+
+    add_validate_parser(rsub)
+    add_shop_parser(rsub)
     return parser
 
 
@@ -146,6 +156,14 @@ def main(argv: list[str] | None = None) -> int:
             from ragplan.cli.eval import run_eval
 
             return run_eval(args)
+        if args.command == "reaper":
+            if args.reaper_command == "validate":
+                from ragplan.cli.reaper_validate import run_validate
+
+                return run_validate(args)
+            from ragplan.cli.reaper_shop import run_shop
+
+            return run_shop(args)
         if args.command == "index":
             from ragplan.cli.index import run_index
 

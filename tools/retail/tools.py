@@ -1,0 +1,326 @@
+"""REAPER's retail tools as LangChain tools over a generated shop, and the ``retail`` tool registry.
+
+Seven tools (paper §3–4; ``compatible_products`` is the paper's "novel tool" case):
+
+========================  ============================================================================
+``prod_search(query)``    top products by FAISS over titles + descriptions (id, title, price, rating)
+``prod_qna(id, q)``       the product's attributes and the attribute lines / Q&A / description
+                          sentences most similar to the question (Sentence-BERT)
+``review_summary(id)``    average rating, star counts, pros and cons phrases counted in the reviews
+``shipment_status(…)``    orders from SQLite by keywords and an estimated-delivery date range
+``customer_support(q)``   the help-centre articles most similar to the question (FAISS)
+``date_math(expr, …)``    date ranges for expressions relative to the shop's today; formatting
+``compatible_products``   products of a type that fit a base product (attributes: models, sizes, pods)
+========================  ============================================================================
+
+Every tool returns JSON-ready dicts or lists of dicts and raises :class:`ToolError` with a clear
+message when a call cannot be answered. The planner fills only the arguments a plan shows; the
+shop, its ``today`` and the result sizes are settings of :func:`build_retail_registry` (STYLE 8).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Any, Callable
+
+from pydantic import Field, create_model
+
+from ragplan.tools.registry import ArgSpec, ToolRegistry, ToolSpec
+from ragplan.tools.retail.catalog import PRODUCT_TYPES
+from ragplan.tools.retail.compat import compatibility, resolve_product_type, singular
+from ragplan.tools.retail.dates import date_range as range_dict
+from ragplan.tools.retail.dates import format_values, parse_datetime, parse_range_arg, resolve_range
+from ragplan.tools.retail.errors import ToolError
+from ragplan.tools.retail.reviews import summarise_reviews
+from ragplan.tools.retail.shop import Shop, load_shop
+
+__all__ = ["RetailTools", "build_retail_registry", "retail_specs", "TOOL_NAMES", "NEW_TOOLS"]
+
+# name -> (description, args, example, aliases)
+_SPECS: dict[str, tuple[str, list[ArgSpec], str, list[str]]] = {
+    "prod_search": (
+        "Looks up the shop's catalogue for products matching a shopping need and returns the best matches with their "
+        "ids, titles, prices and star ratings. Use it when the customer wants options or recommendations.",
+        [ArgSpec("query", "str", True, "the kind of product wanted, in a few words")],
+        '#E1 = prod_search("nut free chocolate coins")',
+        ["product_search", "search_catalog", "find_products"]),
+    "prod_qna": (
+        "Answers a question about one specific product: returns its attributes and the facts, seller Q&A and "
+        "description sentences closest to the question. Needs the product id and the question.",
+        [ArgSpec("product_id", "str", True, "the 10-character product id"),
+         ArgSpec("question", "str", True, "the customer's question about that product")],
+        '#E1 = prod_qna("J6FLBNBQ31", "What is the tread depth of the MICHELIN Defender LTX M/S tire?")',
+        ["product_information", "product_facts", "product_qa"]),
+    "review_summary": (
+        "Summarises what customers say about one product: average star rating, how many reviews gave each star, and "
+        "the praise and complaints that come up repeatedly. Needs the product id.",
+        [ArgSpec("product_id", "str", True, "the 10-character product id")],
+        '#E1 = review_summary("J6FLBNBQ31")',
+        ["summarize_reviews", "review_insights", "customer_reviews"]),
+    "shipment_status": (
+        "Finds the customer's orders and their delivery status (carrier, estimated and actual delivery time). Filter "
+        "by keywords from the product name and/or by a date range the estimated delivery falls in (from date_math).",
+        [ArgSpec("keywords", "str", False, "words from the ordered product's name, e.g. 'sheet pan'"),
+         ArgSpec("date_range", "date_range", False, "estimated-delivery window, usually the output of date_math")],
+        '#E2 = shipment_status(keywords="sheet pan", date_range=#E1)',
+        ["order_status", "track_package", "delivery_status"]),
+    "customer_support": (
+        "Searches the help centre for policies and how-to answers: returns, refunds, cancelling orders or Subscribe & "
+        "Save, payments, warranties, shipping options and account questions.",
+        [ArgSpec("question", "str", True, "the customer's support question")],
+        '#E1 = customer_support("how do i cancel all subscribe and save items")',
+        ["help_center", "support_faq", "customer_service"]),
+    "date_math": (
+        "Turns a relative date such as 'tomorrow', 'last week' or 'in 3 days' into a date range for other tools, or "
+        "with operation 'format_date_time' and a strftime format (e.g. '%I:%M %p') formats a datetime or an order's "
+        "delivery time from an earlier step.",
+        [ArgSpec("expr", "any", True, "a date expression, or a datetime / range / order from an earlier step"),
+         ArgSpec("operation", "str", False, "omit for a date range; 'format_date_time' or 'days_from_today'"),
+         ArgSpec("fmt", "str", False, "strftime format for format_date_time")],
+        '#E1 = date_math("tomorrow")',
+        ["date_calculator", "resolve_date", "time_math"]),
+    "compatible_products": (
+        "Lists products of a given type that work with a base product, e.g. cases for a phone, ink for a printer, "
+        "batteries for a camera, pods for a coffee maker or bags for a laptop. Needs the base product id and the type.",
+        [ArgSpec("base_product_id", "str", True, "id of the product the accessory must fit"),
+         ArgSpec("product_type", "str", True, "the kind of product wanted, e.g. 'phone case' or 'ink cartridge'")],
+        '#E1 = compatible_products(base_product_id="B0135KI4X8", product_type="ink cartridge")',
+        ["find_compatible", "accessory_finder", "compatibility_search"]),
+}
+TOOL_NAMES = list(_SPECS)
+NEW_TOOLS = ["compatible_products"]
+"""Tools left out by ``include_new_tool=False`` (the novel-tool experiment)."""
+_TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "any": Any,
+                          "date_range": dict[str, Any] | str}
+_QUESTION_WORDS = set("what which how does did the this that these are is can will for with and has have product item "
+                      "they them its".split())
+_NOISE = set("my the a an of for order orders package packages item items delivery shipment shipments new".split())
+
+
+def _words(text: str) -> list[str]:
+    return [singular(w) for w in re.findall(r"[a-z0-9][a-z0-9/\-]*", str(text).lower())]
+
+
+def _without_product_name(question: str, p: dict[str, Any]) -> str:
+    """``question`` minus the product's id and any run of 3+ words (2+ of them alphabetic) copied from its title.
+
+    Every candidate sentence is about this product, so a question that restates the title ("… of the
+    Kestrel TrailGuard LTX All-Season Radial Tire …") would otherwise rank the sentences that repeat
+    the name above the ones that answer it.
+    """
+    q = re.sub(re.escape(p["product_id"]), " ", question, flags=re.I)
+    toks = [(m.group().lower(), m.start(), m.end()) for m in re.finditer(r"[A-Za-z0-9]+", q)]
+    title = re.findall(r"[a-z0-9]+", p["title"].lower())
+    cuts, i = [], 0
+    while i < len(toks):
+        best = 0
+        for s in (k for k, t in enumerate(title) if t == toks[i][0]):
+            n = 0
+            while i + n < len(toks) and s + n < len(title) and toks[i + n][0] == title[s + n]:
+                n += 1
+            best = max(best, n)
+        if best >= 3 and sum(t.isalpha() for t, _, _ in toks[i:i + best]) >= 2:  # a name, not just "235/65R18 106T"
+            cuts.append((toks[i][1], toks[i + best - 1][2]))
+            i += best
+        else:
+            i += 1
+    for a, b in reversed(cuts):
+        q = q[:a] + q[b:]
+    q = " ".join(q.split())
+    content = [w for w in re.findall(r"[a-z]{3,}", q.lower()) if w not in _QUESTION_WORDS]
+    return q if content else question  # nothing left but "is it an …?": the name was the question
+
+
+def _brief(p: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"product_id": p["product_id"], "title": p["title"], "brand": p["brand"], "product_type": p["product_type"],
+            "price": p["price"], "rating": p.get("rating"), "review_count": p.get("review_count", 0), **extra}
+
+
+class RetailTools:
+    """The tool functions over one shop (plain methods; :func:`build_retail_registry` wraps them)."""
+
+    def __init__(self, shop: Shop, *, today: str | dt.date | None = None, search_k: int = 5, qna_k: int = 4,
+                 faq_k: int = 3, max_orders: int = 10, max_compatible: int = 10) -> None:
+        """``today`` overrides the shop's; the ``*_k``/``max_*`` settings bound each tool's result size."""
+        self.shop = shop
+        if today is None or isinstance(today, dt.date):
+            self.today = today or shop.today
+        else:
+            try:
+                self.today = dt.date.fromisoformat(str(today))
+            except ValueError as exc:
+                raise ValueError(f"today must be a date YYYY-MM-DD, got {today!r}") from exc
+        self.search_k, self.qna_k, self.faq_k = search_k, qna_k, faq_k
+        self.max_orders, self.max_compatible = max_orders, max_compatible
+
+    def prod_search(self, query: str) -> list[dict[str, Any]]:
+        """Top catalogue products for ``query`` (FAISS, cosine score)."""
+        if not str(query or "").strip():
+            raise ToolError("prod_search needs a non-empty query", tool="prod_search")
+        hits = self.shop.index("catalog").search(str(query), self.search_k)
+        return [_brief(self.shop.products[h.id], score=round(h.score, 4)) for h in hits if h.id in self.shop.products]
+
+    def prod_qna(self, product_id: str, question: str) -> dict[str, Any]:
+        """The product's attributes and the attribute lines, Q&A pairs and description sentences closest to ``question``."""
+        from ragplan.tools.retrieval import split_sentences
+
+        p = self.shop.product(product_id, tool="prod_qna")
+        if not str(question or "").strip():
+            raise ToolError("prod_qna needs a question about the product", tool="prod_qna")
+        cands: list[dict[str, Any]] = []
+        for k, v in p["attributes"].items():
+            cands.append({"source": "attribute", "attribute": k,
+                          "text": f"{k.replace('_', ' ')}: {', '.join(map(str, v)) if isinstance(v, list) else v}"})
+        cands += [{"source": "qna", "question": q["question"], "answer": q["answer"],
+                   "text": f"Q: {q['question']} A: {q['answer']}"} for q in p["qna"]]
+        cands += [{"source": "description", "text": s} for s in split_sentences(p["description"], min_chars=8)]
+        vecs = self.shop.embedder.encode([_without_product_name(str(question), p)] + [c["text"] for c in cands])
+        scores = vecs[1:] @ vecs[0]
+        order = sorted(range(len(cands)), key=lambda i: (-float(scores[i]), i))[: self.qna_k]
+        evidence = [{**cands[i], "score": round(float(scores[i]), 4)} for i in order]
+        return {"product_id": p["product_id"], "title": p["title"], "brand": p["brand"], "product_type": p["product_type"],
+                "price": p["price"], "attributes": p["attributes"], "evidence": evidence}
+
+    def review_summary(self, product_id: str) -> dict[str, Any]:
+        """Rating statistics and recurring pros/cons phrases computed from the product's reviews."""
+        p = self.shop.product(product_id, tool="review_summary")
+        return {"product_id": p["product_id"], "title": p["title"], **summarise_reviews(p.get("reviews") or [])}
+
+    def shipment_status(self, keywords: str | None = None, date_range: Any = None) -> list[dict[str, Any]]:
+        """Orders whose product matches every keyword and whose estimated delivery lies in ``date_range``.
+
+        Keyword matches whose product type ends in the last keyword come first ("camera": cameras
+        before camera batteries), then newest first; with a date range, by estimated delivery.
+        """
+        orders = self.shop.orders()
+        words = [w for w in _words(keywords or "") if w not in _NOISE]
+        first: dict[str, bool] = {}
+        if words:
+            orders = [o for o in orders if set(words) <= set(_words(f"{o['title']} {o['keywords']}"))]
+            if not orders:
+                raise ToolError(f"no order matches the keywords {keywords!r}; check the product name or search "
+                                "without keywords", tool="shipment_status")
+            # "camera" means the camera before the camera battery: product types named by the last keyword first
+            for o in orders:
+                ptype = self.shop.products.get(o["product_id"], {}).get("product_type", "")
+                first[o["order_id"]] = _words(ptype)[-1:] == words[-1:]
+            orders.sort(key=lambda o: not first[o["order_id"]])
+        if date_range not in (None, "", {}):
+            start, end = parse_range_arg(date_range, self.today)
+            inside = [o for o in orders if start <= dt.date.fromisoformat(o["estimated_delivery"][:10]) <= end]
+            if not inside:
+                what = f"{len(orders)} order(s) match {keywords!r}" if words else "there are orders"
+                etas = ", ".join(sorted({o["estimated_delivery"][:10] for o in orders})[-5:])
+                raise ToolError(f"{what} but none is estimated to arrive between {start} and {end} (latest estimated "
+                                f"deliveries: {etas})", tool="shipment_status")
+            orders = sorted(inside, key=lambda o: (not first.get(o["order_id"], True), o["estimated_delivery"],
+                                                   o["order_id"]))
+        keys = ("order_id", "product_id", "title", "quantity", "total_price", "order_date", "status", "carrier",
+                "tracking_number", "estimated_delivery", "delivered_at")
+        return [{k: o[k] for k in keys} for o in orders[: self.max_orders]]
+
+    def customer_support(self, question: str) -> list[dict[str, Any]]:
+        """The help-centre articles closest to ``question`` (FAISS)."""
+        if not str(question or "").strip():
+            raise ToolError("customer_support needs a question", tool="customer_support")
+        hits = self.shop.index("faq").search(str(question), self.faq_k)
+        return [{**self.shop.faq[h.id], "score": round(h.score, 4)} for h in hits if h.id in self.shop.faq]
+
+    def date_math(self, expr: Any, operation: str | None = None, fmt: str | None = None) -> Any:
+        """A date range for ``expr`` (default), or ``format_date_time`` / ``days_from_today`` of a date in it."""
+        op = (operation or "").strip().lower().replace(" ", "_")
+        if op in ("", "date_range", "range", "resolve"):
+            if isinstance(expr, dict) and ("start" in expr or "end" in expr):
+                start, end = parse_range_arg(expr, self.today)
+            elif isinstance(expr, str):
+                start, end = resolve_range(expr, self.today)
+            else:
+                raise ToolError(f"date_math needs a date expression such as 'tomorrow', got {type(expr).__name__}",
+                                tool="date_math")
+            return {**range_dict(start, end), "expression": expr if isinstance(expr, str) else "range",
+                    "today": self.today.isoformat()}
+        if op in ("format_date_time", "format", "format_date", "format_time"):
+            if isinstance(expr, str) and parse_datetime(expr) is None:
+                start, _ = resolve_range(expr, self.today)  # "tomorrow" → its date, formatted
+                expr = start.isoformat()
+            return format_values(expr, fmt or "%Y-%m-%d %I:%M %p")
+        if op in ("days_from_today", "days_until", "days_between"):
+            found = format_values(expr, "%Y-%m-%d")
+            items = found if isinstance(found, list) else [found]
+            out = [{**i, "days_from_today": (dt.date.fromisoformat(i["value"][:10]) - self.today).days}
+                   for i in items if "value" in i]
+            if not out:
+                raise ToolError("days_from_today needs a single date, datetime or order", tool="date_math")
+            return out if isinstance(found, list) else out[0]
+        raise ToolError(f"unknown date_math operation {operation!r}; use none (date range), 'format_date_time' or "
+                        "'days_from_today'", tool="date_math")
+
+    def compatible_products(self, base_product_id: str, product_type: str) -> dict[str, Any]:
+        """Products of ``product_type`` that fit the base product, each with the reason (from attributes)."""
+        base = self.shop.product(base_product_id, tool="compatible_products")
+        ptype = resolve_product_type(product_type or "")
+        if ptype is None:
+            raise ToolError(f"unknown product type {product_type!r}; the shop sells: {', '.join(PRODUCT_TYPES)}",
+                            tool="compatible_products")
+        found = []
+        for p in self.shop.products.values():
+            if p["product_type"] == ptype and p["product_id"] != base["product_id"]:
+                reason = compatibility(base, p)
+                if reason:
+                    found.append(_brief(p, reason=reason))
+        found.sort(key=lambda r: (-(r["rating"] or 0), r["price"], r["product_id"]))
+        out = {"base_product": {"product_id": base["product_id"], "title": base["title"],
+                                "product_type": base["product_type"]},
+               "product_type": ptype, "compatible": found[: self.max_compatible]}
+        if not found:
+            out["note"] = f"the catalogue has no {ptype} that fit this {base['product_type'].rstrip('s')}"
+        return out
+
+
+def _schema(name: str, args: list[ArgSpec]) -> Any:
+    fields: dict[str, Any] = {}
+    for a in args:
+        typ = _TYPES.get(a.type, Any)
+        fields[a.name] = (typ, Field(..., description=a.description)) if a.required else \
+            (typ | None if typ is not Any else Any, Field(None, description=a.description))
+    return create_model("".join(w.title() for w in name.split("_")) + "Args", **fields)
+
+
+def _bind(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def run(**kwargs: Any) -> Any:
+        try:
+            return fn(**kwargs)
+        except ToolError as exc:
+            exc.tool = exc.tool or name
+            raise
+    run.__name__ = name
+    run.__doc__ = fn.__doc__
+    return run
+
+
+def retail_specs(include_new_tool: bool = True) -> list[ToolSpec]:
+    """The unbound specs (names, descriptions, typed arguments, one example, aliases) in prompt order."""
+    return [ToolSpec(name, desc, list(args), example, None, list(aliases))
+            for name, (desc, args, example, aliases) in _SPECS.items() if include_new_tool or name not in NEW_TOOLS]
+
+
+def build_retail_registry(shop_dir: str | None = None, today: str | None = None, *, include_new_tool: bool = True,
+                          model_path: str = "", **settings: Any) -> ToolRegistry:
+    """The ``retail`` suite: specs bound to tools over the shop at ``shop_dir``, or specs only without it.
+
+    Without ``shop_dir`` nothing is opened (plan validation). ``today`` (YYYY-MM-DD) overrides the
+    shop's; ``model_path`` picks the embedding model; ``settings`` go to :class:`RetailTools`
+    (``search_k``, ``qna_k``, ``faq_k``, ``max_orders``, ``max_compatible``). With
+    ``include_new_tool=False`` ``compatible_products`` is left out. Raises
+    :class:`~ragplan.tools.retail.errors.ShopError` when ``shop_dir`` is not a shop.
+    """
+    from langchain_core.tools import StructuredTool
+
+    specs = retail_specs(include_new_tool)
+    if shop_dir:
+        tools = RetailTools(load_shop(shop_dir, model_path=model_path), today=today, **settings)
+        for s in specs:
+            s.tool = StructuredTool.from_function(func=_bind(getattr(tools, s.name), s.name), name=s.name,
+                                                  description=s.description, args_schema=_schema(s.name, s.args))
+    return ToolRegistry(specs, name="retail")
