@@ -229,3 +229,19 @@ def test_execute_plan_is_async_and_run_plan_works_inside_a_loop():
 
     a, b = asyncio.run(main())
     assert a.outputs() == b.outputs() == {"E1": ["result for x"]}
+
+def test_object_reference_fits_a_text_parameter_by_its_name():
+    from langchain_core.tools import StructuredTool
+
+    from ragplan.reaper import parse_plan, run_plan
+    from ragplan.tools.registry import ArgSpec, ToolRegistry, ToolSpec
+
+    orders = StructuredTool.from_function(lambda keywords: [{"order_id": "O1", "product_id": "ABC123"}],
+                                          name="shipment_status", description="orders")
+    qna = StructuredTool.from_function(lambda product_id, question: {"asked": product_id, "q": question},
+                                       name="prod_qna", description="product answers")
+    reg = ToolRegistry([ToolSpec("shipment_status", "orders", [ArgSpec("keywords")], "", orders),
+                        ToolSpec("prod_qna", "answers", [ArgSpec("product_id"), ArgSpec("question")], "", qna)])
+    plan = parse_plan('#E1 = shipment_status(keywords="desk")\n#E2 = prod_qna(#E1, "How tall is it?")').plan
+    res = run_plan(plan, reg)
+    assert res.evidence[1].output == {"asked": "ABC123", "q": "How tall is it?"}

@@ -172,6 +172,24 @@ def _resolve(arg: PlanArg, outputs: dict[int, Any], limit: int | None) -> Any:
     return arg.value
 
 
+def _coerce(name: str, type_: str, value: Any, limit: int | None) -> Any:
+    """Fit an earlier step's output to a text parameter.
+
+    A whole ``#Ej`` reference passes the step's object. Where the parameter takes text, the field
+    named like the parameter is taken from it (``product_id`` from an order or a search hit, the first
+    one of a list), else the object is rendered as text, so ``prod_qna(#E1, …)`` after
+    ``shipment_status`` asks about the order's product as the paper's plans intend.
+    """
+    if type_ != "str" or isinstance(value, str):
+        return value
+    first = value[0] if isinstance(value, list) and value else value
+    if isinstance(first, dict):
+        for key in (name, name.removeprefix("base_")):
+            if isinstance(first.get(key), (str, int)):
+                return str(first[key])
+    return render_for_text(value, limit)
+
+
 def _static_skips(plan: Plan) -> tuple[dict[int, int], dict[int, list[int]], dict[int, str]]:
     """var -> defining position, position -> dependency positions, position -> reason it cannot run."""
     steps = plan.steps
@@ -273,7 +291,9 @@ async def execute_plan(plan: Plan, registry: Any, *, timeout_s: float | None = 3
                                        f"{len(s.args)} given by position")
             return
         try:
-            kwargs = {k: _resolve(a, outputs, ref_text_limit) for k, a in bound.items()}
+            types = {a.name: a.type for a in spec.args}
+            kwargs = {k: _coerce(k, types.get(k, "any"), _resolve(a, outputs, ref_text_limit), ref_text_limit)
+                      for k, a in bound.items()}
             shown = to_jsonable(kwargs)
         except Exception as exc:  # noqa: BLE001
             record(pos, "error", error=f"could not resolve the arguments: {type(exc).__name__}: {exc}")
