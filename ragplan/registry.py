@@ -15,6 +15,6 @@ GraphEntry = tuple[Callable[[], Any], str]
 
 def graph_registry() -> dict[str, GraphEntry]:
     """Graph name -> (builder of the uncompiled StateGraph, one-line summary)."""
-    from ragplan.graphs import planrag, think_then_act
+    from ragplan.graphs import planrag, reaper, think_then_act
 
-    return {**planrag.GRAPHS, **think_then_act.GRAPHS}
+    return {**planrag.GRAPHS, **think_then_act.GRAPHS, **reaper.GRAPHS}

@@ -212,6 +212,9 @@ class ReaperContext(LLMContext):
     responder_chat_model: Any = field(
         default=None, metadata={"description": "Python only: a chat model object for the responder."}
     )
+    tool_registry: Any = field(
+        default=None, metadata={"description": "Python only: a ToolRegistry used instead of tool_suite / shop_dir."}
+    )
 
 
 def recursion_limit_for(ctx: Any) -> int:

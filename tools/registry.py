@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-__all__ = ["ArgSpec", "ToolSpec", "ToolRegistry", "register_suite", "get_suite", "suite_names"]
+__all__ = ["ArgSpec", "ToolSpec", "ToolRegistry", "register_suite", "get_suite", "suite_names", "suite_for"]
 
 
 @dataclass(frozen=True)
@@ -137,3 +137,23 @@ def get_suite(name: str, **options: Any) -> ToolRegistry:
 def suite_names() -> list[str]:
     """Registered suite names."""
     return sorted(_SUITES)
+
+
+_bound: dict[tuple, ToolRegistry] = {}
+
+
+def suite_for(ctx: Any) -> ToolRegistry:
+    """The run's tool registry, bound to its store (``tool_suite``, ``shop_dir``, ``include_new_tool``), built once.
+
+    A Python caller may put a ready registry in the context as ``tool_registry``.
+    """
+    given = getattr(ctx, "tool_registry", None)
+    if given is not None:
+        return given
+    key = (ctx.tool_suite, getattr(ctx, "shop_dir", ""), getattr(ctx, "include_new_tool", True))
+    if key not in _bound:
+        options: dict[str, Any] = {"include_new_tool": key[2]}
+        if key[1]:
+            options["shop_dir"] = key[1]
+        _bound[key] = get_suite(key[0], **options)
+    return _bound[key]

@@ -10,6 +10,7 @@
     ragplan index build|search …                a local FAISS passage index (Sentence-BERT embeddings)
     ragplan reaper validate PLAN_FILE --tools retail   parse and validate a REAPER plan
     ragplan reaper make-shop --out DIR          generate the retail shop the REAPER tools read
+    ragplan reaper datagen --seed-plans F --out DIR   instruction-tuning data for a planner (TEvo, TTG, DQS)
 
 Exit codes: 0 success; 1 the run or query failed (the reason is printed); 2 bad input or
 configuration (a refused write query, a script line that does not load, no LLM endpoint, …).
@@ -104,11 +105,13 @@ def build_parser() -> argparse.ArgumentParser:
     reaper = sub.add_parser("reaper", help="REAPER: validate retrieval plans, make the retail shop",
                             description="REAPER (one-call retrieval plans over a tool registry): tools and data.")
     rsub = reaper.add_subparsers(dest="reaper_command", metavar="SUBCOMMAND", required=True)
+    from ragplan.cli.reaper_datagen import add_datagen_parser
     from ragplan.cli.reaper_shop import add_shop_parser
     from ragplan.cli.reaper_validate import add_validate_parser
 
     add_validate_parser(rsub)
     add_shop_parser(rsub)
+    add_datagen_parser(rsub)
     return parser
 
 
@@ -161,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
                 from ragplan.cli.reaper_validate import run_validate
 
                 return run_validate(args)
+            if args.reaper_command == "datagen":
+                from ragplan.cli.reaper_datagen import run_datagen
+
+                return run_datagen(args)
             from ragplan.cli.reaper_shop import run_shop
 
             return run_shop(args)

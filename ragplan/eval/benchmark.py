@@ -27,6 +27,8 @@ class Item:
     """Context settings for this item (e.g. graph_path of its script)."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Values the summary groups by (e.g. scenario, year) and anything worth keeping in the record."""
+    inputs: dict[str, Any] = field(default_factory=dict)
+    """Extra graph inputs beside ``question`` (e.g. REAPER's ``page_context``)."""
 
 
 class Benchmark(Protocol):
@@ -45,8 +47,9 @@ class Benchmark(Protocol):
     # Optional:
     #   metrics: tuple[str, ...] — numeric record fields (from grade) averaged in every summary table
     #       (e.g. ("em", "f1", "retrieval_ratio")); accuracy of ``correct`` is always reported.
-    #   prepare(run_dir) -> dict — context settings for every item, computed once per run (e.g. a
-    #       local index built from the dataset's own context paragraphs).
+    #   prepare(run_dir, context) -> dict — context settings for every item, computed once per run
+    #       (e.g. a local index built from the dataset's own context paragraphs).
+    #   report(records) -> str — extra Markdown tables for the summary (e.g. per-class P/R/F1).
 
 
 _REGISTRY: dict[str, Callable[..., Benchmark]] = {}
@@ -60,6 +63,7 @@ def register(name: str, factory: Callable[..., Benchmark]) -> None:
 def _load_builtin() -> None:
     from ragplan.eval import dqa_bench  # noqa: F401  (registers dqa-locating, dqa-building)
     from ragplan.eval import textqa  # noqa: F401  (registers hotpotqa, 2wikimultihopqa, strategyqa, fever, flashrag)
+    from ragplan.eval import reaper_bench  # noqa: F401  (registers reaper-retail)
 
 
 def get_benchmark(name: str, data: str, **options: Any) -> Benchmark:

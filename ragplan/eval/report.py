@@ -86,6 +86,8 @@ def summary_markdown(s: dict[str, Any]) -> str:
     parts += ["", "## accuracy by retrieval count (SR = one retrieval, MR = several)", "",
               _table(["class", "questions", "correct", "accuracy", *ms],
                      [[k, a["n"], a["correct"], f"{a['accuracy']:.1%}", *mfmt(a)] for k, a in s["retrieval"].items()])]
+    if s.get("benchmark_report"):
+        parts += ["", s["benchmark_report"]]
     return "\n".join(parts) + "\n"
 
 

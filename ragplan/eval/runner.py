@@ -136,6 +136,8 @@ def _record(item: Item, out: dict[str, Any], graded: dict[str, Any], settings: R
         "retrievals": (int(out["retrieval_count"]) if isinstance(out.get("retrieval_count"), int)
                        else sum(1 for s in steps if s.get("action") == "graph_db")),
         "plan": out.get("plan") or [], "plan_history": dump(out.get("plan_history")), "steps": steps,
+        "plan_text": out.get("plan_text", ""), "evidence": out.get("evidence") or [],
+        "planner_latency_s": out.get("planner_latency_s"),
         "replans": dump(out.get("replans")), "decision_check": out.get("decision_check") or {},
         "assessment": out.get("assessment", ""), "queries": dump(out.get("queries")),
         "llm_calls": usage.get("llm_calls", 0), "input_tokens": usage.get("input_tokens", 0),
@@ -194,7 +196,8 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
                 t0 = time.perf_counter()
                 try:
                     out = await asyncio.wait_for(
-                        graph.ainvoke({"question": item.question}, context=ctx, config={"recursion_limit": limit}),
+                        graph.ainvoke({"question": item.question, **item.inputs}, context=ctx,
+                                      config={"recursion_limit": limit}),
                         timeout=settings.item_timeout_s)
                 except asyncio.TimeoutError:
                     out = {"answer": "", "error": f"the question ran past item_timeout_s={settings.item_timeout_s:g}",
@@ -222,6 +225,8 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     ordered = [records[it.id] for it in items if it.id in records]
     summary = summarise(ordered, list(bench.group_by), settings, list(getattr(bench, "metrics", ())))
     summary["cost"]["wall_time_s"] = round(previous_wall + time.perf_counter() - started, 3)
+    if hasattr(bench, "report"):  # a benchmark's own tables (e.g. REAPER's per-tool precision/recall/F1)
+        summary["benchmark_report"] = bench.report(ordered)
     write_summary(folder.path, summary)
     return summary
 

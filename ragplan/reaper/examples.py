@@ -1,0 +1,26 @@
+"""The planner's default in-context examples: a small pool of hand-written (question, context, plan) triples.
+
+They follow the shapes of the paper's Figure 2 — no retrieval, a single tool, a product-page question
+that uses the page context, a two-step plan that feeds one step's output into the next — written for
+ragplan's retail tools, with made-up product ids (the planner copies the form, not the values).
+"""
+
+from __future__ import annotations
+
+__all__ = ["DEFAULT_EXAMPLES"]
+
+DEFAULT_EXAMPLES: list[dict] = [
+    {"query": "hi there, how are you today?", "context": {"product_id": "", "product_title": ""},
+     "plan": "No retrieval needed."},
+    {"query": "how do I stop my subscribe and save deliveries", "context": {"product_id": "", "product_title": ""},
+     "plan": 'Step 1: Ask the help centre - #E1 = customer_support("how do I stop my subscribe and save deliveries")'},
+    {"query": "does it work with a 12 cup carafe?",
+     "context": {"product_id": "Q7R2KD81MX", "product_title": "Brewline Classic 12-Cup Programmable Coffee Maker"},
+     "plan": 'Step 1: Look up that attribute of the product on the page - #E1 = prod_qna("Q7R2KD81MX", '
+             '"Does the Brewline Classic 12-Cup Programmable Coffee Maker work with a 12 cup carafe?")'},
+    {"query": "show me some waterproof hiking backpacks", "context": {"product_id": "", "product_title": ""},
+     "plan": 'Step 1: Search the catalogue - #E1 = prod_search("waterproof hiking backpacks")'},
+    {"query": "when will the charger I ordered last week get here?", "context": {"product_id": "", "product_title": ""},
+     "plan": 'Step 1: Work out the date range - #E1 = date_math("last week")\n'
+             'Step 2: Find the order and its delivery estimate - #E2 = shipment_status(date_range=#E1, keywords="charger")'},
+]

@@ -1,0 +1,85 @@
+"""State of REAPER and its baselines: the plan (as printed and as parsed), its validation, the evidence.
+
+The input is the customer question and its page context; the output is the answer plus what a user
+needs to trust it: the plan the planner wrote (canonical text and typed steps), any validation errors
+and repairs, every tool call with its arguments, output and timing, the planner's latency and usage.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
+
+from ragplan.state.usage import Usage, add_usage
+
+__all__ = ["ReaperInput", "ReaperOutput", "ReaperState", "ReaperResult"]
+
+
+class ReaperInput(TypedDict, total=False):
+    """What a REAPER-family graph takes."""
+
+    question: str
+    """The customer's question (may also carry a `Context: {...}` line, the paper's input format)."""
+    page_context: dict[str, Any]
+    """Page context: product_id, product_title, history, date (empty on non-product pages)."""
+
+
+class ReaperOutput(TypedDict, total=False):
+    """What a REAPER-family graph returns."""
+
+    question: str
+    """The question asked."""
+    answer: str
+    """The responder's answer from the evidence."""
+    plan_text: str
+    """The executed plan in the canonical paper format ('' for a zero-step plan)."""
+    plan: list[dict[str, Any]]
+    """The executed plan's steps: index, evidence variable, tool, arguments."""
+    plan_raw: str
+    """The planner's last output as printed."""
+    plan_errors: list[str]
+    """Validation errors of the last plan ('' list when valid)."""
+    plan_attempts: int
+    """Planner calls made (1 + repairs)."""
+    evidence: list[dict[str, Any]]
+    """Every tool call: step, tool, resolved arguments, output or error, timing."""
+    planner_latency_s: Annotated[float, operator.add]
+    """Wall time of the planner's LLM calls (the paper's planner latency)."""
+    usage: Annotated[Usage, add_usage]
+    """LLM calls, tokens and LLM time of the whole run."""
+    stop_reason: str
+    """answered, invalid_plan (no valid plan after the repair), max_steps, llm_error, …"""
+    error: str
+    """A recorded failure, empty when none."""
+
+
+class ReaperState(ReaperInput, ReaperOutput, total=False):
+    """Internal state of the REAPER-family graphs."""
+
+    agent_done: bool
+    """agent_planner: the agent chose to stop retrieving."""
+
+
+class ReaperResult(BaseModel):
+    """A typed view of a finished REAPER-family run."""
+
+    question: str = ""
+    answer: str = ""
+    plan_text: str = ""
+    plan: list[dict[str, Any]] = Field(default_factory=list)
+    plan_raw: str = ""
+    plan_errors: list[str] = Field(default_factory=list)
+    plan_attempts: int = 0
+    evidence: list[dict[str, Any]] = Field(default_factory=list)
+    planner_latency_s: float = 0.0
+    usage: Usage = Field(default_factory=Usage)
+    stop_reason: str = ""
+    error: str = ""
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "ReaperResult":
+        """Build from a graph's output dict."""
+        return cls.model_validate({k: v for k, v in state.items() if k in cls.model_fields and v is not None})

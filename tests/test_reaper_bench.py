@@ -1,0 +1,88 @@
+"""The reaper-retail benchmark: items from a tiny shop's gold set, grading hand-written planner outputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragplan.eval.benchmark import _REGISTRY
+from ragplan.eval.reaper_bench import GOLDSET_FILE, ReaperBenchmark, _factory, plan_from_output
+from ragplan.reaper.metrics import aggregate
+from ragplan.reaper.plan import parse_plan
+from ragplan.tools.retail import generate_shop
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return generate_shop(tmp_path_factory.mktemp("shop"), seed=0, n_products=80, n_orders=40)
+
+
+def test_factory_options(shop: Path) -> None:
+    assert _REGISTRY["reaper-retail"] is _factory
+    with pytest.raises(ValueError, match="no option"):
+        _factory(str(shop), bogus=1)
+    with pytest.raises(ValueError, match="split"):
+        _factory(str(shop), split="dev")
+    b = _factory(str(shop), limit=5, year=None)
+    assert b.metrics == ("tool_accuracy", "argument_accuracy", "plan_valid") and b.group_by == ("category",)
+
+
+def test_items_generate_goldset_and_carry_context(shop: Path) -> None:
+    b = ReaperBenchmark(str(shop))
+    items = b.items()
+    assert (shop / GOLDSET_FILE).is_file()
+    assert items and all(i.meta["split"] == "test" for i in items)
+    assert len(items) + len(ReaperBenchmark(str(shop), split="train").items()) == len(
+        ReaperBenchmark(str(shop), split="all").items())
+    it = next(i for i in items if i.meta["category"] == "context_qna")
+    ctx = it.inputs["page_context"]  # the page context is a graph input beside the question
+    assert ctx == it.meta["page_context"] and ctx["product_id"] and ctx["product_title"]
+    assert it.question == it.meta["raw_question"]
+    assert it.context == {"shop_dir": str(shop.resolve())}
+    assert it.gold == it.meta["_gold_plan"]
+    assert len(ReaperBenchmark(str(shop), limit=3).items()) == 3
+    # a gold-set file path works too (its folder is the shop)
+    assert [i.id for i in ReaperBenchmark(str(shop / GOLDSET_FILE)).items()] == [i.id for i in items]
+
+
+def test_grade_hand_written_outputs(shop: Path) -> None:
+    b = ReaperBenchmark(str(shop), split="all")
+    it = next(i for i in b.items() if i.meta["category"] == "date_shipment" and "keywords=" in i.gold)
+    g = b.grade(it, {"plan_text": it.gold, "answer": ""})
+    assert g["correct"] and g["tool_accuracy"] == 1.0 and g["argument_accuracy"] == 1.0 and g["plan_valid"] == 1.0
+    assert g["chosen"] == "date_math > shipment_status"
+    # the same plan given only as step dicts (positional args, other case) still scores right
+    steps = [{"tool": s.tool, "args": [a.value for a in [*s.args, *s.kwargs.values()]]}
+             for s in parse_plan(it.gold).plan.steps]
+    steps[1]["args"] = [steps[1]["args"][0].upper(), "#E1"]
+    g2 = b.grade(it, {"plan": steps})
+    assert g2["correct"], g2
+    # wrong keyword: tools right, arguments wrong
+    bad = it.gold.replace("keywords=\"", "keywords=\"blue ")
+    g3 = b.grade(it, {"plan_text": bad})
+    assert g3["tool_accuracy"] == 1.0 and g3["argument_accuracy"] == 0.0 and not g3["correct"]
+    # one step only, and an invalid call
+    g4 = b.grade(it, {"plan_text": '#E1 = shipment_status(date_range="tomorrow")'})
+    assert g4["tool_accuracy"] == 0.0 and g4["plan_valid"] == 0.0 and g4["plan_errors"]
+    assert g4["pred_tools"] == ["shipment_status"] and g4["gold_tools"] == ["date_math", "shipment_status"]
+    # no retrieval
+    nr = next(i for i in b.items() if i.meta["category"] == "no_retrieval")
+    assert b.grade(nr, {"plan_text": "No retrieval needed."})["correct"]
+    assert not b.grade(nr, {"plan_text": it.gold})["correct"]
+    assert b.grade(nr, {})["correct"] is True  # missing output = empty plan = right for no retrieval
+    m = aggregate([g, g2, g3, g4])
+    assert m.tool_accuracy == 0.75 and m.argument_accuracy == 0.5
+
+
+def test_plan_from_output_fallbacks() -> None:
+    assert plan_from_output({}) == ""
+    assert plan_from_output({"plan": [{"no_tool": 1}]}) == ""
+    assert plan_from_output({"plan": [{"tool": "date_math", "args": ["tomorrow"]}]}) == \
+        'Step 1: #E1 = date_math("tomorrow")'
+
+
+def test_missing_goldset_file(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        ReaperBenchmark(str(tmp_path / "nope.jsonl")).items()
