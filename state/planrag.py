@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from langgraph.managed import RemainingSteps
 from typing_extensions import TypedDict
 
+from ragplan.state.result import GraphResult
 from ragplan.state.usage import Usage, add_usage
 
 __all__ = [
@@ -108,7 +109,7 @@ class PlanRAGState(PlanRAGInput, PlanRAGOutput, total=False):
     """Graph steps left before LangGraph's recursion limit (managed), so a run can stop gracefully."""
 
 
-class PlanRAGResult(BaseModel):
+class PlanRAGResult(GraphResult):
     """A typed view of a finished run, for Python callers: ``PlanRAGResult.from_state(graph.invoke(...))``."""
 
     question: str = ""
@@ -122,8 +123,3 @@ class PlanRAGResult(BaseModel):
     stop_reason: str = ""
     error: str = ""
     decision_check: dict[str, Any] = Field(default_factory=dict)
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> "PlanRAGResult":
-        """Build from a graph's output dict (objects or plain dicts from a server)."""
-        return cls.model_validate({k: v for k, v in state.items() if k in cls.model_fields and v is not None})

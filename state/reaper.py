@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
+from ragplan.state.result import GraphResult
 from ragplan.state.usage import Usage, add_usage
 
 __all__ = ["ReaperInput", "ReaperOutput", "ReaperState", "ReaperResult"]
@@ -63,7 +64,7 @@ class ReaperState(ReaperInput, ReaperOutput, total=False):
     """agent_planner: the agent chose to stop retrieving."""
 
 
-class ReaperResult(BaseModel):
+class ReaperResult(GraphResult):
     """A typed view of a finished REAPER-family run."""
 
     question: str = ""
@@ -78,8 +79,3 @@ class ReaperResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     stop_reason: str = ""
     error: str = ""
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> "ReaperResult":
-        """Build from a graph's output dict."""
-        return cls.model_validate({k: v for k, v in state.items() if k in cls.model_fields and v is not None})

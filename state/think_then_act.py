@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
+from ragplan.state.result import GraphResult
 from ragplan.state.usage import Usage, add_usage
 
 __all__ = ["SubQuery", "merge_queries", "TextQAInput", "TextQAOutput", "TextQAState", "SubQueryState", "SingleQueryState",
@@ -123,7 +124,7 @@ class SingleQueryState(TextQAState, total=False):
     """Unused by one-query graphs (always empty); shared with the sub-query nodes."""
 
 
-class TextQAResult(BaseModel):
+class TextQAResult(GraphResult):
     """A typed view of a finished text-QA run."""
 
     question: str = ""
@@ -138,8 +139,3 @@ class TextQAResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     stop_reason: str = ""
     error: str = ""
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> "TextQAResult":
-        """Build from a graph's output dict."""
-        return cls.model_validate({k: v for k, v in state.items() if k in cls.model_fields and v is not None})
