@@ -6,8 +6,9 @@
 * ``agent_planner``: agent_step ⇄ (one LLM call per retrieval step, ReAct-style) → respond. The same
   tools, executor and responder: the difference is the number of planning calls and their latency.
 
-The paper's third system, a trained classifier that routes the question to a retrieval class, is the
-``classifier_planner`` graph (not built yet: see the README's status).
+* ``classifier_planner``: classify_question (a trained classifier routes the question to one retrieval
+  class: a tool, no retrieval, or a fixed multi-step workflow) → fill_arguments (an LLM fills that
+  class's arguments) → execute_plan → respond — the paper's question-pairing baseline.
 """
 
 from __future__ import annotations
@@ -17,14 +18,17 @@ from typing import Any, Literal
 from langgraph.graph import END, START, StateGraph
 
 from ragplan.nodes.agent_step import agent_step
+from ragplan.nodes.classify_question import classify_question
 from ragplan.nodes.execute_plan import execute_plan
+from ragplan.nodes.fill_arguments import fill_arguments
 from ragplan.nodes.plan_retrieval import plan_retrieval
 from ragplan.nodes.respond import respond
 from ragplan.nodes.validate_plan import validate_plan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperInput, ReaperOutput, ReaperState
 
-__all__ = ["build_reaper", "build_agent_planner", "reaper", "agent_planner", "GRAPHS"]
+__all__ = ["build_reaper", "build_agent_planner", "build_classifier_planner", "reaper", "agent_planner",
+           "classifier_planner", "GRAPHS"]
 
 
 def route_after_planner(state: ReaperState) -> Literal["validate_plan", "__end__"]:
@@ -72,11 +76,42 @@ def build_agent_planner() -> StateGraph:
     return g
 
 
+def route_after_classify(state: ReaperState) -> Literal["fill_arguments", "__end__"]:
+    """Fill the routed class's arguments; a classifier that cannot be loaded ends the run."""
+    return END if state.get("stop_reason") == "classifier_error" else "fill_arguments"
+
+
+def route_after_fill(state: ReaperState) -> Literal["execute_plan", "respond", "__end__"]:
+    """Execute a valid non-empty plan; respond at once for no retrieval or an invalid plan; end on an LLM failure."""
+    if state.get("stop_reason") == "llm_error":
+        return END
+    if state.get("plan_errors") or state.get("stop_reason") == "invalid_plan" or not state.get("plan_text"):
+        return "respond"
+    return "execute_plan"
+
+
+def build_classifier_planner() -> StateGraph:
+    """Classifier baseline: route to a retrieval class, fill its arguments with an LLM, execute, respond."""
+    g = StateGraph(ReaperState, context_schema=ReaperContext, input_schema=ReaperInput, output_schema=ReaperOutput)
+    g.add_node("classify_question", classify_question)
+    g.add_node("fill_arguments", fill_arguments)
+    g.add_node("execute_plan", execute_plan)
+    g.add_node("respond", respond)
+    g.add_edge(START, "classify_question")
+    g.add_conditional_edges("classify_question", route_after_classify, ["fill_arguments", END])
+    g.add_conditional_edges("fill_arguments", route_after_fill, ["execute_plan", "respond", END])
+    g.add_edge("execute_plan", "respond")
+    g.add_edge("respond", END)
+    return g
+
+
 reaper = build_reaper().compile(name="reaper")
 agent_planner = build_agent_planner().compile(name="agent_planner")
+classifier_planner = build_classifier_planner().compile(name="classifier_planner")
 
 #: Graph name -> (builder, one-line summary), for the CLI and the evaluation runner.
 GRAPHS: dict[str, tuple[Any, str]] = {
     "reaper": (build_reaper, "REAPER: a small planner writes the whole retrieval plan in one call; validated, executed in parallel, answered by a large responder"),
     "agent_planner": (build_agent_planner, "Agent baseline for REAPER: one LLM call per retrieval step over the same tools"),
+    "classifier_planner": (build_classifier_planner, "Classifier baseline for REAPER: a trained classifier routes to a retrieval class, an LLM fills its arguments"),
 }

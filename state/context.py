@@ -215,6 +215,10 @@ class ReaperContext(LLMContext):
     tool_registry: Any = field(
         default=None, metadata={"description": "Python only: a ToolRegistry used instead of tool_suite / shop_dir."}
     )
+    classifier_dir: str = field(
+        default_factory=lambda: _env("RAGPLAN_CLASSIFIER_DIR"),
+        metadata={"description": "classifier_planner: the route classifier trained with `ragplan reaper train-classifier`."},
+    )
 
 
 def recursion_limit_for(ctx: Any) -> int:

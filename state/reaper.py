@@ -52,9 +52,11 @@ class ReaperOutput(TypedDict, total=False):
     usage: Annotated[Usage, add_usage]
     """LLM calls, tokens and LLM time of the whole run."""
     stop_reason: str
-    """answered, invalid_plan (no valid plan after the repair), max_steps, llm_error, …"""
+    """answered, invalid_plan (no valid plan after the repair), max_steps, classifier_error, llm_error, …"""
     error: str
     """A recorded failure, empty when none."""
+    route: dict[str, Any]
+    """classifier_planner: the routed class, its probability, its tools and the routing time."""
 
 
 class ReaperState(ReaperInput, ReaperOutput, total=False):
@@ -79,3 +81,4 @@ class ReaperResult(GraphResult):
     usage: Usage = Field(default_factory=Usage)
     stop_reason: str = ""
     error: str = ""
+    route: dict[str, Any] = Field(default_factory=dict)

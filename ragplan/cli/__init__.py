@@ -11,6 +11,7 @@
     ragplan reaper validate PLAN_FILE --tools retail   parse and validate a REAPER plan
     ragplan reaper make-shop --out DIR          generate the retail shop the REAPER tools read
     ragplan reaper datagen --seed-plans F --out DIR   instruction-tuning data for a planner (TEvo, TTG, DQS)
+    ragplan reaper train-classifier --shop DIR --out DIR   the classifier_planner baseline's route classifier
 
 Exit codes: 0 success; 1 the run or query failed (the reason is printed); 2 bad input or
 configuration (a refused write query, a script line that does not load, no LLM endpoint, …).
@@ -105,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     reaper = sub.add_parser("reaper", help="REAPER: validate retrieval plans, make the retail shop",
                             description="REAPER (one-call retrieval plans over a tool registry): tools and data.")
     rsub = reaper.add_subparsers(dest="reaper_command", metavar="SUBCOMMAND", required=True)
+    from ragplan.cli.reaper_classifier import add_classifier_parser
     from ragplan.cli.reaper_datagen import add_datagen_parser
     from ragplan.cli.reaper_shop import add_shop_parser
     from ragplan.cli.reaper_validate import add_validate_parser
@@ -112,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_validate_parser(rsub)
     add_shop_parser(rsub)
     add_datagen_parser(rsub)
+    add_classifier_parser(rsub)
     return parser
 
 
@@ -164,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
                 from ragplan.cli.reaper_validate import run_validate
 
                 return run_validate(args)
+            if args.reaper_command == "train-classifier":
+                from ragplan.cli.reaper_classifier import run_classifier
+
+                return run_classifier(args)
             if args.reaper_command == "datagen":
                 from ragplan.cli.reaper_datagen import run_datagen
 
