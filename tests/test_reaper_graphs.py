@@ -134,3 +134,21 @@ def test_eval_reaper_retail_through_the_runner(shop, tmp_path, capsys, monkeypat
     md = (run / "summary.md").read_text()
     assert "REAPER plan metrics" in md and "| tool class | precision | recall | F1 | support |" in md
     capsys.readouterr()
+
+
+def test_a_new_tool_is_planned_with_from_its_description_and_example(shop):
+    """The paper's novel-tool case: a LangChain tool added to the registry with one example, no code change."""
+    from langchain_core.tools import StructuredTool
+
+    from ragplan.tools.retail import build_retail_registry
+
+    registry = build_retail_registry(shop_dir=shop, include_new_tool=False)
+    gift = StructuredTool.from_function(lambda product_id: {"product_id": product_id, "gift_wrap": True},
+                                        name="gift_options", description="Gift wrapping and message options of a product.")
+    registry.add(gift, example='#E1 = gift_options("J6FLBNBQ31")')
+    plan = 'Step 1: Gift options of the product - #E1 = gift_options("AB12CD34EF")'
+    res, planner, _ = run(build_reaper, shop, [plan], [Response(answer="Yes, it can be gift wrapped.")],
+                          "can I get it gift wrapped?", tool_registry=registry)
+    assert "gift_options(product_id)" in planner.prompts[0][1].content
+    assert "compatible_products" not in planner.prompts[0][1].content
+    assert res.evidence[0]["status"] == "ok" and res.evidence[0]["output"]["gift_wrap"] is True
