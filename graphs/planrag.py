@@ -57,7 +57,7 @@ def route_after_step(state: PlanRAGState) -> Literal["retrieve", "answer", "__en
     return "answer" if state.get("stop_reason") else "retrieve"
 
 
-def _base(name: str) -> StateGraph:
+def _base() -> StateGraph:
     g = StateGraph(PlanRAGState, context_schema=PlanRAGContext, input_schema=PlanRAGInput, output_schema=PlanRAGOutput)
     g.add_node("read_schema", read_schema)
     g.add_node("answer", answer)
@@ -70,7 +70,7 @@ def _base(name: str) -> StateGraph:
 
 def build_planrag(*, with_replan: bool = True) -> StateGraph:
     """PlanRAG: plan, then retrieve step by step with a re-plan verdict after each observation."""
-    g = _base("planrag")
+    g = _base()
     g.add_node("plan", plan)
     g.add_node("retrieve", make_retrieve("plan"))
     step = "replan" if with_replan else "advance"
@@ -89,7 +89,7 @@ def build_planrag_no_replan() -> StateGraph:
 
 def build_iter_rag() -> StateGraph:
     """IterRAG: ReAct-style iterative retrieval without a plan; the LLM decides when it knows enough."""
-    g = _base("iter_rag")
+    g = _base()
     g.add_node("retrieve", make_retrieve("react"))
     g.add_conditional_edges("read_schema", route_after_schema, {"start": "retrieve", END: END})
     g.add_conditional_edges("retrieve", route_after_retrieve, {"repair": "retrieve", "continue": "retrieve", "answer": "answer", "stop": END})
@@ -98,7 +98,7 @@ def build_iter_rag() -> StateGraph:
 
 def build_single_rag() -> StateGraph:
     """SingleRAG: one retrieval (a failed query may be repaired), then the answer."""
-    g = _base("single_rag")
+    g = _base()
     g.add_node("retrieve", make_retrieve("single"))
     g.add_conditional_edges("read_schema", route_after_schema, {"start": "retrieve", END: END})
     g.add_conditional_edges("retrieve", route_after_retrieve, {"repair": "retrieve", "continue": "answer", "answer": "answer", "stop": END})

@@ -10,18 +10,16 @@ model's stated confidence in its draft is used instead. ``confidence_source`` sa
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from ragplan.llm import chat_model_for, decide_for, failure_update
+from ragplan.llm import chat_model_for, decide_for, failure_update, generate, message_text
 from ragplan.nodes.answer_subquery import ANSWER_STYLE
 from ragplan.nodes.confidence_gate import Confidence
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import SubQuery
-from ragplan.state.usage import Usage
 
 __all__ = ["flare_draft", "token_probabilities"]
 
@@ -49,20 +47,10 @@ def flare_draft(state: dict[str, Any], runtime: Runtime[ThinkThenActContext]) ->
         model = chat_model_for(ctx)
     except Exception as exc:
         return {"error": f"flare_draft: no usable chat model: {exc}", "stop_reason": "llm_error", "answer": ""}
-    t0 = time.perf_counter()
-    try:
-        try:
-            msg = model.bind(logprobs=True).invoke(messages)
-        except (TypeError, ValueError, NotImplementedError):
-            msg = model.invoke(messages)
-    except Exception as exc:
-        usage = Usage(llm_calls=1, llm_seconds=round(time.perf_counter() - t0, 4))
-        return {"usage": usage, "error": f"flare_draft: LLM request failed: {type(exc).__name__}: {exc}",
-                "stop_reason": "llm_error", "answer": ""}
-    meta = getattr(msg, "usage_metadata", None) or {}
-    usage = Usage(llm_calls=1, input_tokens=int(meta.get("input_tokens", 0) or 0),
-                  output_tokens=int(meta.get("output_tokens", 0) or 0), llm_seconds=round(time.perf_counter() - t0, 4))
-    draft = (msg.content if isinstance(msg.content, str) else str(msg.content)).strip()
+    msg, usage, err = generate(model, messages, options={"logprobs": True})  # token probabilities where given
+    if msg is None:
+        return {"usage": usage, "error": f"flare_draft: {err}", "stop_reason": "llm_error", "answer": ""}
+    draft = message_text(msg)
     probs = token_probabilities(msg)
     if probs:
         source, confidence = "logprobs", min(p for _, p in probs)

@@ -9,18 +9,16 @@ given back. The planner is its own model role (a small, fast model); its latency
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from ragplan.llm import chat_model_for
+from ragplan.llm import chat_model_for, generate, message_text
 from ragplan.reaper import parse_plan, repair_prompt, validate_plan as check_plan
 from ragplan.reaper.datagen import build_planner_messages
 from ragplan.reaper.examples import DEFAULT_EXAMPLES
 from ragplan.state.context import ReaperContext
-from ragplan.state.usage import Usage
 from ragplan.tools.registry import suite_for
 
 __all__ = ["plan_retrieval"]
@@ -43,18 +41,8 @@ def plan_retrieval(state: dict[str, Any], runtime: Runtime[ReaperContext]) -> di
         text = repair_prompt(errors, registry=registry, plan_text=state["plan_raw"]) if errors else (
             "The plan is invalid:\n" + "\n".join(state["plan_errors"]) + "\nWrite a corrected plan.")
         messages += [AIMessage(state["plan_raw"]), HumanMessage(text)]
-    t0 = time.perf_counter()
-    try:
-        msg = model.invoke(messages)
-    except Exception as exc:
-        took = time.perf_counter() - t0
-        return {"plan_attempts": attempts, "planner_latency_s": round(took, 4),
-                "usage": Usage(llm_calls=1, llm_seconds=round(took, 4)),
-                "error": f"plan_retrieval: LLM request failed: {type(exc).__name__}: {str(exc)[:300]}",
-                "stop_reason": "llm_error", "answer": ""}
-    took = time.perf_counter() - t0
-    meta = getattr(msg, "usage_metadata", None) or {}
-    usage = Usage(llm_calls=1, input_tokens=int(meta.get("input_tokens", 0) or 0),
-                  output_tokens=int(meta.get("output_tokens", 0) or 0), llm_seconds=round(took, 4))
-    text = msg.content if isinstance(msg.content, str) else str(msg.content)
-    return {"plan_raw": text.strip(), "plan_attempts": attempts, "planner_latency_s": round(took, 4), "usage": usage}
+    msg, usage, err = generate(model, messages)
+    latency = {"plan_attempts": attempts, "planner_latency_s": usage.llm_seconds, "usage": usage}
+    if msg is None:
+        return {**latency, "error": f"plan_retrieval: {err}", "stop_reason": "llm_error", "answer": ""}
+    return {**latency, "plan_raw": message_text(msg)}

@@ -24,7 +24,8 @@ from pydantic import BaseModel, ValidationError
 
 from ragplan.state.usage import Usage
 
-__all__ = ["load_chat_model", "endpoint_problem", "chat_model_for", "Decision", "decide", "decide_for", "LLMConfigError"]
+__all__ = ["load_chat_model", "endpoint_problem", "chat_model_for", "Decision", "decide", "decide_for", "LLMConfigError",
+           "generate"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -149,6 +150,31 @@ def _usage_of(msg: Any, seconds: float) -> Usage:
     meta = getattr(msg, "usage_metadata", None) or {}
     return Usage(llm_calls=1, input_tokens=int(meta.get("input_tokens", 0) or 0),
                  output_tokens=int(meta.get("output_tokens", 0) or 0), llm_seconds=round(seconds, 4))
+
+
+def generate(model: Any, messages: Sequence[BaseMessage], *, options: dict[str, Any] | None = None) -> tuple[Any, Usage, str]:
+    """One free-text call (a draft, a plan in a text format): ``(message or None, usage, error)``; never raises.
+
+    ``options`` are extra request parameters (e.g. ``logprobs=True``); a model that rejects them is
+    called without. For outputs that are text by nature; every *decision* goes through :func:`decide`.
+    """
+    t0 = time.perf_counter()
+    try:
+        try:
+            msg = (model.bind(**options) if options else model).invoke(list(messages))
+        except (TypeError, ValueError, NotImplementedError):
+            if not options:
+                raise
+            msg = model.invoke(list(messages))
+    except Exception as exc:  # endpoint down, auth, timeout after the client's retries
+        took = round(time.perf_counter() - t0, 4)
+        return None, Usage(llm_calls=1, llm_seconds=took), f"LLM request failed: {type(exc).__name__}: {str(exc)[:300]}"
+    return msg, _usage_of(msg, time.perf_counter() - t0), ""
+
+
+def message_text(msg: Any) -> str:
+    """The text content of a chat message, stripped."""
+    return (msg.content if isinstance(msg.content, str) else str(msg.content)).strip()
 
 
 _JSON_BLOCK = re.compile(r"\{.*\}", re.S)

@@ -88,3 +88,16 @@ def test_model_roles_pick_their_own_model_or_fall_back():
     named = ReaperContext(model="openai:big", planner_model="openai:small", base_url="http://127.0.0.1:9/v1")
     assert chat_model_for(named, "planner").model_name == "small"
     assert chat_model_for(named, "responder").model_name == "big"
+
+
+def test_generate_text_call_usage_fallback_and_failure():
+    from ragplan.llm import generate, message_text
+
+    class NoOptions(ScriptedChatModel):
+        def bind(self, **kwargs):
+            raise TypeError("no such parameter")
+
+    msg, usage, err = generate(NoOptions(replies=["draft"]), MSG, options={"logprobs": True})
+    assert message_text(msg) == "draft" and err == "" and usage.llm_calls == 1 and usage.input_tokens == 100
+    msg, usage, err = generate(ScriptedChatModel(replies=[ConnectionError("down")]), MSG)
+    assert msg is None and err.startswith("LLM request failed: ConnectionError") and usage.llm_calls == 1
