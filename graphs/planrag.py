@@ -18,12 +18,12 @@ from typing import Any, Literal
 
 from langgraph.graph import END, START, StateGraph
 
-from ragplan.nodes.answer import answer
-from ragplan.nodes.check_decision import check_decision
-from ragplan.nodes.plan import plan
-from ragplan.nodes.read_schema import read_schema
-from ragplan.nodes.replan import advance_plan, replan
-from ragplan.nodes.retrieve import make_retrieve
+from ragplan.nodes.planrag.answer import answer
+from ragplan.nodes.planrag.check_decision import check_decision
+from ragplan.nodes.planrag.plan import plan
+from ragplan.nodes.planrag.read_schema import read_schema
+from ragplan.nodes.planrag.replan import advance_plan, replan
+from ragplan.nodes.planrag.retrieve import make_retrieve
 from ragplan.state.context import PlanRAGContext, recursion_limit_for
 from ragplan.state.planrag import PlanRAGInput, PlanRAGOutput, PlanRAGState
 

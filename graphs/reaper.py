@@ -17,13 +17,13 @@ from typing import Any, Literal
 
 from langgraph.graph import END, START, StateGraph
 
-from ragplan.nodes.agent_step import agent_step
-from ragplan.nodes.classify_question import classify_question
-from ragplan.nodes.execute_plan import execute_plan
-from ragplan.nodes.fill_arguments import fill_arguments
-from ragplan.nodes.plan_retrieval import plan_retrieval
-from ragplan.nodes.respond import respond
-from ragplan.nodes.validate_plan import validate_plan
+from ragplan.nodes.reaper.agent_step import agent_step
+from ragplan.nodes.reaper.classify_question import classify_question
+from ragplan.nodes.reaper.execute_plan import execute_plan
+from ragplan.nodes.reaper.fill_arguments import fill_arguments
+from ragplan.nodes.reaper.plan_retrieval import plan_retrieval
+from ragplan.nodes.reaper.respond import respond
+from ragplan.nodes.reaper.validate_plan import validate_plan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperInput, ReaperOutput, ReaperState
 

@@ -22,12 +22,12 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 from typing_extensions import TypedDict
 
-from ragplan.nodes.answer_subquery import answer_subquery, final_answer
-from ragplan.nodes.assess_query import assess_query
-from ragplan.nodes.confidence_gate import confidence_gate
-from ragplan.nodes.direct_answer import make_direct_answer
-from ragplan.nodes.flare import flare_draft
-from ragplan.nodes.retrieve_text import retrieve_text
+from ragplan.nodes.think_then_act.answer_subquery import answer_subquery, final_answer
+from ragplan.nodes.think_then_act.assess_query import assess_query
+from ragplan.nodes.think_then_act.confidence_gate import confidence_gate
+from ragplan.nodes.think_then_act.direct_answer import make_direct_answer
+from ragplan.nodes.think_then_act.flare import flare_draft
+from ragplan.nodes.common.retrieve_text import retrieve_text
 from ragplan.state.context import TextRAGContext, ThinkThenActContext
 from ragplan.state.think_then_act import (
     SingleQueryState, SubQuery, SubQueryState, TextQAInput, TextQAOutput, TextQAState, merge_queries,

@@ -23,10 +23,10 @@ from ragplan.dqa.data import load_questions
 from ragplan.dqa.generate import generate
 from ragplan.dqa.grade import solve_question
 from ragplan.eval.runner import RunFolder, RunSettings, evaluate
-from ragplan.nodes.answer import FinalAnswer
-from ragplan.nodes.plan import Plan
-from ragplan.nodes.replan import ReplanDecision
-from ragplan.nodes.retrieve import RetrievalAction
+from ragplan.nodes.planrag.answer import FinalAnswer
+from ragplan.nodes.planrag.plan import Plan
+from ragplan.nodes.planrag.replan import ReplanDecision
+from ragplan.nodes.planrag.retrieve import RetrievalAction
 from tests.openai_server import Fault, OpenAIStub
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 
 from ragplan.cli import main
-from ragplan.nodes.answer_subquery import ShortAnswer
-from ragplan.nodes.assess_query import QueryAssessment
-from ragplan.nodes.confidence_gate import Confidence
+from ragplan.nodes.think_then_act.answer_subquery import ShortAnswer
+from ragplan.nodes.think_then_act.assess_query import QueryAssessment
+from ragplan.nodes.think_then_act.confidence_gate import Confidence
 from tests.openai_server import OpenAIStub
 from tests.test_datasets import HOTPOT, write_json
 

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from ragplan.nodes.answer import FinalAnswer
-from ragplan.nodes.plan import Plan
-from ragplan.nodes.replan import ReplanDecision
-from ragplan.nodes.retrieve import RetrievalAction
+from ragplan.nodes.planrag.answer import FinalAnswer
+from ragplan.nodes.planrag.plan import Plan
+from ragplan.nodes.planrag.replan import ReplanDecision
+from ragplan.nodes.planrag.retrieve import RetrievalAction
 from tests.data import QUESTION, TRADE_NETWORK
 
 pytestmark = pytest.mark.server

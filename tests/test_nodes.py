@@ -5,11 +5,11 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
-from ragplan.nodes.answer import FinalAnswer, answer
-from ragplan.nodes.plan import Plan, plan
-from ragplan.nodes.read_schema import read_schema
-from ragplan.nodes.replan import ReplanDecision, advance_plan, replan
-from ragplan.nodes.retrieve import RetrievalAction, make_retrieve
+from ragplan.nodes.planrag.answer import FinalAnswer, answer
+from ragplan.nodes.planrag.plan import Plan, plan
+from ragplan.nodes.planrag.read_schema import read_schema
+from ragplan.nodes.planrag.replan import ReplanDecision, advance_plan, replan
+from ragplan.nodes.planrag.retrieve import RetrievalAction, make_retrieve
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.planrag import ReplanVerdict, RetrievalStep
 from tests.scripted import ScriptedChatModel

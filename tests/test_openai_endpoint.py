@@ -15,10 +15,10 @@ import time
 import pytest
 
 from ragplan.graphs.planrag import build_planrag
-from ragplan.nodes.answer import FinalAnswer
-from ragplan.nodes.plan import Plan
-from ragplan.nodes.replan import ReplanDecision
-from ragplan.nodes.retrieve import RetrievalAction
+from ragplan.nodes.planrag.answer import FinalAnswer
+from ragplan.nodes.planrag.plan import Plan
+from ragplan.nodes.planrag.replan import ReplanDecision
+from ragplan.nodes.planrag.retrieve import RetrievalAction
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.planrag import PlanRAGResult
 from tests.openai_server import Fault, OpenAIStub

@@ -9,10 +9,10 @@ from langchain_core.messages import AIMessage
 
 from ragplan.registry import graph_registry
 from ragplan.graphs.planrag import build_iter_rag, build_planrag, build_planrag_no_replan, build_single_rag
-from ragplan.nodes.answer import FinalAnswer
-from ragplan.nodes.plan import Plan
-from ragplan.nodes.replan import ReplanDecision
-from ragplan.nodes.retrieve import RetrievalAction
+from ragplan.nodes.planrag.answer import FinalAnswer
+from ragplan.nodes.planrag.plan import Plan
+from ragplan.nodes.planrag.replan import ReplanDecision
+from ragplan.nodes.planrag.retrieve import RetrievalAction
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.planrag import PlanRAGResult
 from tests.scripted import ScriptedChatModel

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from ragplan.eval.benchmark import _REGISTRY
-from ragplan.eval.reaper_bench import GOLDSET_FILE, ReaperBenchmark, _factory, plan_from_output
-from ragplan.reaper.metrics import aggregate
+from ragplan.eval.benchmarks.reaper_retail import BENCHMARKS
+from ragplan.eval.benchmarks.reaper_retail import GOLDSET_FILE, ReaperBenchmark, _factory, plan_from_output
+from ragplan.eval.plan_metrics import aggregate
 from ragplan.reaper.plan import parse_plan
 from ragplan.tools.retail import generate_shop
 
@@ -20,7 +19,7 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_factory_options(shop: Path) -> None:
-    assert _REGISTRY["reaper-retail"] is _factory
+    assert BENCHMARKS["reaper-retail"] is _factory
     with pytest.raises(ValueError, match="no option"):
         _factory(str(shop), bogus=1)
     with pytest.raises(ValueError, match="split"):

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from ragplan.cli.reaper_classifier import add_classifier_parser, run_classifier
-from ragplan.nodes.fill_arguments import FilledArguments, build_skeleton
-from ragplan.nodes.respond import Response
-from ragplan.reaper import parse_plan, validate_plan
-from ragplan.reaper.classifier import class_tools, load_classifier, route_class, train_classifier
-from ragplan.reaper.goldset import generate_goldset, write_goldset
+from ragplan.nodes.reaper.fill_arguments import FilledArguments, build_skeleton
+from ragplan.nodes.reaper.respond import Response
+from ragplan.reaper import parse_plan, check_plan
+from ragplan.training.reaper.classifier import class_tools, load_classifier, route_class, train_classifier
+from ragplan.eval.benchmarks.reaper_goldset import generate_goldset, write_goldset
 from ragplan.reaper.validate import bind_args
 from ragplan.state.context import ReaperContext
 from ragplan.tools.retail import build_retail_registry, generate_shop
@@ -127,7 +127,7 @@ def test_workflow_route_fills_arguments_into_a_valid_canonical_plan(data):
     out, planner, _ = _run(data, ex, [_gold_args(ex)])
     assert out["route"]["class"] == "workflow:date_math>shipment_status" and 0 < out["route"]["probability"] <= 1
     assert out["plan_text"] == ex.gold_plan and out["plan_errors"] == []
-    assert validate_plan(parse_plan(out["plan_text"]).plan, build_retail_registry()) == []
+    assert check_plan(parse_plan(out["plan_text"]).plan, build_retail_registry()) == []
     assert [e["tool"] for e in out["evidence"]] == ["date_math", "shipment_status"]
     assert out["evidence"][1]["args"]["date_range"] == out["evidence"][0]["output"]
     prompt = planner.prompts[0][-1].content
@@ -163,7 +163,7 @@ def test_missing_classifier_stops_with_an_error(data, tmp_path):
 def test_train_classifier_then_eval_classifier_planner(data, tmp_path, capsys, monkeypatch):
     """`ragplan eval --method classifier_planner --benchmark reaper-retail` with a trained classifier and the stub LLM."""
     from ragplan.cli import main
-    from ragplan.eval.reaper_bench import ReaperBenchmark
+    from ragplan.eval.benchmarks.reaper_retail import ReaperBenchmark
     from tests.openai_server import OpenAIStub
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

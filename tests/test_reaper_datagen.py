@@ -11,10 +11,10 @@ import pytest
 
 from ragplan.cli import reaper_datagen
 from ragplan.cli.reaper_datagen import add_datagen_parser, run_datagen
-from ragplan.reaper import datagen as dg
+from ragplan.training.reaper import datagen as dg, sft
 from ragplan.reaper.plan import parse_plan
-from ragplan.reaper.ttg import NO_PLAN_POSSIBLE, TASKS
-from ragplan.reaper.validate import validate_plan
+from ragplan.training.reaper.ttg import NO_PLAN_POSSIBLE, TASKS
+from ragplan.reaper.validate import check_plan
 from ragplan.tools.retail import build_retail_registry
 
 EMPTY = {"product_id": "", "product_title": ""}
@@ -120,13 +120,13 @@ def test_evolve_tools_view(registry):
     assert out.steps[0].tool == view.mapping["prod_qna"] and view.mapping["prod_qna"] in out.steps[0].purpose
     # the renamed plan is valid against a registry of the shown specs
     from ragplan.tools.registry import ToolRegistry
-    assert validate_plan(out, ToolRegistry(view.specs)) == []
+    assert check_plan(out, ToolRegistry(view.specs)) == []
 
 
 # ---------------------------------------------------------------------------------------------- TTG
 
 def test_every_ttg_task_present(registry, seeds):
-    records = dg.generate_dataset(seeds, registry, seed=1, per_example=1)
+    records = sft.generate_dataset(seeds, registry, seed=1, per_example=1)
     tasks = {r["task"] for r in records}
     assert tasks == set(TASKS) and len(TASKS) == 8
     for r in records:
@@ -195,13 +195,13 @@ def test_dqs_keeps_pool_size_and_drops_extremes():
 # ---------------------------------------------------------------------------------------------- output / CLI
 
 def test_generation_is_deterministic(tmp_path, registry, seeds):
-    a = dg.write_dataset(dg.generate_dataset(seeds, registry, seed=5), tmp_path / "a", seed=5)
-    b = dg.write_dataset(dg.generate_dataset(seeds, registry, seed=5), tmp_path / "b", seed=5)
+    a = sft.write_dataset(sft.generate_dataset(seeds, registry, seed=5), tmp_path / "a", seed=5)
+    b = sft.write_dataset(sft.generate_dataset(seeds, registry, seed=5), tmp_path / "b", seed=5)
     assert a == b
     for f in sorted(p.name for p in (tmp_path / "a").iterdir()):
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
-    c = dg.generate_dataset(seeds, registry, seed=6)
-    assert [json.dumps(r) for r in c] != [json.dumps(r) for r in dg.generate_dataset(seeds, registry, seed=5)]
+    c = sft.generate_dataset(seeds, registry, seed=6)
+    assert [json.dumps(r) for r in c] != [json.dumps(r) for r in sft.generate_dataset(seeds, registry, seed=5)]
 
 
 def parser():

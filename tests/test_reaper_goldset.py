@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ragplan.reaper.goldset import CATEGORIES, generate_goldset, load_goldset, write_goldset
+from ragplan.eval.benchmarks.reaper_goldset import CATEGORIES, generate_goldset, load_goldset, write_goldset
 from ragplan.reaper.plan import format_plan, parse_plan
-from ragplan.reaper.validate import validate_plan
+from ragplan.reaper.validate import check_plan
 from ragplan.tools.retail import build_retail_registry, generate_shop, load_shop
 
 
@@ -45,7 +45,7 @@ def test_every_gold_plan_parses_validates_and_is_canonical(gold) -> None:
     for e in gold:
         res = parse_plan(e.gold_plan)
         assert res.ok, (e.id, res.errors)
-        assert not validate_plan(res.plan, reg), (e.id, e.gold_plan)
+        assert not check_plan(res.plan, reg), (e.id, e.gold_plan)
         assert format_plan(res.plan) == e.gold_plan
         assert res.plan.tools() == e.tool_sequence
         assert set(e.context) == {"product_id", "product_title", "history", "date"}

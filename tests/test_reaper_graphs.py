@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ragplan.graphs.reaper import build_agent_planner, build_reaper
-from ragplan.nodes.agent_step import AgentAction
-from ragplan.nodes.respond import Response
+from ragplan.nodes.reaper.agent_step import AgentAction
+from ragplan.nodes.reaper.respond import Response
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperResult
 from tests.scripted import ScriptedChatModel
@@ -103,7 +103,7 @@ def test_eval_reaper_retail_through_the_runner(shop, tmp_path, capsys, monkeypat
     import json
 
     from ragplan.cli import main
-    from ragplan.eval.reaper_bench import ReaperBenchmark
+    from ragplan.eval.benchmarks.reaper_retail import ReaperBenchmark
     from tests.openai_server import OpenAIStub
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

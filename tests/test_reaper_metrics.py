@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragplan.reaper.metrics import (
+from ragplan.eval.plan_metrics import (
     NO_RETRIEVAL, aggregate, class_prf, normalize_text, render_table, score_plan, tool_classes,
 )
 from ragplan.tools.retail import build_retail_registry

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from ragplan.reaper import Plan, PlanArg, PlanStep, format_plan, parse_plan
+from ragplan.reaper import RetrievalPlan, PlanArg, PlanStep, format_plan, parse_plan
 
 # ------------------------------------------------------------------------------------ the paper's figures
 
@@ -175,14 +175,14 @@ def ref(n):
     return PlanArg(kind="ref", value=f"#E{n}", refs=[n])
 
 
-def calls(plan: Plan) -> list[tuple]:
+def calls(plan: RetrievalPlan) -> list[tuple]:
     """(index, var, tool, positional values, keyword values) per step."""
     val = lambda a: a.value  # noqa: E731
     return [(s.index, s.evidence_var, s.tool, [val(a) for a in s.args], {k: val(a) for k, a in s.kwargs.items()})
             for s in plan.steps]
 
 
-def strip_source(plan: Plan) -> list[dict]:
+def strip_source(plan: RetrievalPlan) -> list[dict]:
     return [s.model_dump(exclude={"raw", "line"}) for s in plan.steps]
 
 
@@ -391,11 +391,11 @@ def test_parser_never_raises_on_junk():
                  "\x00\x01 #E1 = f('\\u12')", "#E1 = f(" + "[" * 2000, "Step 1:\n" * 50, "#E1 = f(-)",
                  "#E1 = f(1.2.3)", "#E1 = f(1e)", "# Input:\n# Answer:\n# Output:\n"]:
         r = parse_plan(junk)
-        assert isinstance(r.plan, Plan)
+        assert isinstance(r.plan, RetrievalPlan)
 
 
 def test_round_trip_of_a_built_plan_with_awkward_strings():
-    plan = Plan(steps=[
+    plan = RetrievalPlan(steps=[
         PlanStep(index=1, purpose="Odd  text", evidence_var="E1", tool="prod_search",
                  args=[lit('say "hi" \\ back\nslash ünïcode – #Equal')]),
         PlanStep(index=2, purpose="Use it - carefully", evidence_var="E2", tool="prod_qna",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragplan.reaper import parse_plan, repair_prompt, validate_plan
+from ragplan.reaper import parse_plan, repair_prompt, check_plan
 from ragplan.reaper.validate import is_date_range_literal
 from ragplan.tools.registry import ArgSpec, ToolRegistry, ToolSpec
 
@@ -41,7 +41,7 @@ def reg() -> ToolRegistry:
 def check(text: str, reg: ToolRegistry):
     r = parse_plan(text)
     assert r.ok, r.errors
-    return validate_plan(r.plan, reg)
+    return check_plan(r.plan, reg)
 
 
 def kinds(errors) -> list[str]:
@@ -71,7 +71,7 @@ def test_invented_tool_suggests_the_closest_name(reg):
 def test_unknown_keyword_argument_paper_figure6(reg):
     from tests.test_reaper_plan import FIGURE_6
 
-    errs = validate_plan(parse_plan(FIGURE_6).plan, reg)
+    errs = check_plan(parse_plan(FIGURE_6).plan, reg)
     assert kinds(errs) == ["unknown_arg", "missing_arg"]
     assert 'no argument "compatible_product_type" (did you mean product_type?)' in errs[0].message
     assert 'needs the argument "product_type"' in errs[1].message
@@ -139,7 +139,7 @@ def test_other_typed_literals_are_checked_where_possible():
 def test_errors_are_sorted_by_line_and_a_zero_step_plan_is_valid(reg):
     errs = check('Step 1: a - #E1 = prod_serch("a")\nStep 2: b - #E2 = prod_qna(#E9)', reg)
     assert [e.line for e in errs] == sorted(e.line for e in errs)
-    assert validate_plan(parse_plan("No retrieval needed").plan, reg) == []
+    assert check_plan(parse_plan("No retrieval needed").plan, reg) == []
 
 
 def test_repair_prompt_lists_problems_tools_and_format(reg):

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ragplan.tools.registry import get_suite
+from ragplan.tools.suites import get_suite
 from ragplan.tools.retail import (
     NEW_TOOLS, TOOL_NAMES, ShopError, ToolError, build_retail_registry, generate_shop, load_shop,
 )

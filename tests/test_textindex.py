@@ -27,7 +27,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from ragplan.tools.embeddings import TLS_RESERVE, TLS_TUNABLE, static_tls_ready  # noqa: E402
-from ragplan.tools.retrieval import Passage, Retriever, make_retriever  # noqa: E402
+from ragplan.tools.retrieval import Passage, Retriever  # noqa: E402
+from ragplan.tools.retrievers import make_retriever  # noqa: E402
 from ragplan.tools.textindex import (  # noqa: E402
     LocalIndexRetriever, PassageFormatError, ReadStats, TextIndex, TextIndexError, build_index, read_passages,
 )

@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-import ragplan.eval.textqa  # noqa: F401  (registers the benchmarks until benchmark._load_builtin imports it)
 from ragplan.datasets import DatasetError
-from ragplan.eval.benchmark import benchmark_names, get_benchmark
+from ragplan.eval.registry import benchmark_names, get_benchmark
 from tests.test_datasets import (
     FEVER, FLASHRAG, HOTPOT, KILT_FEVER, STRATEGY, TWOWIKI, TWOWIKI_ALIASES, write_json, write_jsonl,
 )

@@ -7,7 +7,6 @@ sub-query branches get the right replies whatever order they run in.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage
@@ -15,10 +14,10 @@ from langchain_core.messages import AIMessage
 from ragplan.graphs.think_then_act import (
     build_cot, build_flare, build_retrieve_then_read, build_standard, build_think_then_act,
 )
-from ragplan.nodes.answer_subquery import ShortAnswer
-from ragplan.nodes.assess_query import QueryAssessment
-from ragplan.nodes.confidence_gate import Confidence, DirectDecision, needs_retrieval
-from ragplan.nodes.direct_answer import ChainOfThought
+from ragplan.nodes.think_then_act.answer_subquery import ShortAnswer
+from ragplan.nodes.think_then_act.assess_query import QueryAssessment
+from ragplan.nodes.think_then_act.confidence_gate import Confidence, DirectDecision, needs_retrieval
+from ragplan.nodes.think_then_act.direct_answer import ChainOfThought
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import TextQAResult
 from tests.scripted import ScriptedChatModel

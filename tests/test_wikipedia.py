@@ -14,7 +14,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from ragplan.tools.retrieval import Retriever, make_retriever, split_sentences
+from ragplan.tools.retrieval import Retriever, split_sentences
+from ragplan.tools.retrievers import make_retriever
 from ragplan.tools.wikipedia import WikiPage, WikipediaClient, WikipediaError, WikipediaRetriever
 from ragplan.tools.wikipedia.cache import request_key
 from ragplan.tools.wikipedia.client import _retry_after

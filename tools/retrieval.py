@@ -3,21 +3,18 @@
 * :class:`Passage` — a retrieved page or passage; :class:`Retriever` — ``search(query, k)``.
 * :class:`SentenceRanker` — splits passages into sentences and keeps the top-n by Sentence-BERT
   similarity to the query (Think-then-Act §4.2 uses the top 3 sentences of the Wikipedia pages).
-* :func:`make_retriever` — the retriever a run's context selects (``retriever = "wiki" | "local"``),
-  built once per process per setting.
 
 The two concrete retrievers live with their stores: :mod:`ragplan.tools.wikipedia` and
-:mod:`ragplan.tools.textindex`.
+:mod:`ragplan.tools.textindex`; :mod:`ragplan.tools.retrievers` builds the one a run's context selects.
 """
 
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Passage", "Evidence", "Retriever", "SentenceRanker", "split_sentences", "make_retriever", "ranker_for"]
+__all__ = ["Passage", "Evidence", "Retriever", "SentenceRanker", "split_sentences"]
 
 
 @dataclass
@@ -116,48 +113,3 @@ class SentenceRanker:
         scores = vecs[1:] @ vecs[0]
         order = np.argsort(-scores, kind="stable")[:n]
         return [Evidence(cands[i][0], cands[i][1].title, cands[i][1].id, float(scores[i]), cands[i][1].source) for i in order]
-
-
-_lock = threading.Lock()
-_retrievers: dict[tuple, Retriever] = {}
-
-
-def make_retriever(ctx: Any) -> Retriever:
-    """The retriever named by the context (``retriever``: wiki | local), or its ``retriever_object``.
-
-    Built once per process per setting. Raises ``ValueError`` with a clear message for a missing or
-    unknown configuration.
-    """
-    obj = getattr(ctx, "retriever_object", None)
-    if obj is not None:
-        return obj
-    kind = (getattr(ctx, "retriever", "") or "").strip().lower()
-    if kind == "local":
-        if not getattr(ctx, "index_dir", ""):
-            raise ValueError("retriever 'local' needs index_dir (build one with `ragplan index build`)")
-        key: tuple = ("local", ctx.index_dir, getattr(ctx, "embedding_model", ""))
-    elif kind == "wiki":
-        key = ("wiki", getattr(ctx, "wiki_language", "en"), getattr(ctx, "wiki_cache_dir", ""),
-               getattr(ctx, "wiki_api_url", ""), getattr(ctx, "wiki_pages", 3))
-    else:
-        raise ValueError(f"unknown retriever {kind!r}: use 'wiki' (live Wikipedia) or 'local' (a FAISS index)")
-    with _lock:
-        if key not in _retrievers:
-            if kind == "local":
-                from ragplan.tools.textindex import LocalIndexRetriever, TextIndex
-
-                _retrievers[key] = LocalIndexRetriever(TextIndex.open(ctx.index_dir, model_path=ctx.embedding_model))
-            else:
-                from ragplan.tools.wikipedia import WikipediaClient, WikipediaRetriever
-
-                client = WikipediaClient(language=ctx.wiki_language, cache_dir=ctx.wiki_cache_dir or None,
-                                         api_url=ctx.wiki_api_url or None)
-                _retrievers[key] = WikipediaRetriever(client, pages=ctx.wiki_pages)
-        return _retrievers[key]
-
-
-def ranker_for(ctx: Any) -> SentenceRanker:
-    """The sentence ranker over the context's embedding model (the model is loaded once per process)."""
-    from ragplan.tools.embeddings import get_embedder
-
-    return SentenceRanker(get_embedder(getattr(ctx, "embedding_model", "") or ""))

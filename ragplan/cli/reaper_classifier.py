@@ -1,6 +1,6 @@
 """``ragplan reaper train-classifier --shop DIR [--goldset FILE] --out DIR [--seed S] [--model-path DIR] [--json]``.
 
-Trains the classification baseline's route classifier (:mod:`ragplan.reaper.classifier`) on the gold
+Trains the classification baseline's route classifier (:mod:`ragplan.training.reaper.classifier`) on the gold
 set's ``train`` split and prints, for the held-out ``test`` split, per-class precision / recall / F1
 with the accuracy next to the majority-class rate (the floor a classifier must beat). Without
 ``--goldset`` the shop's ``goldset.jsonl`` is read, or the default gold set of the shop is generated
@@ -41,7 +41,7 @@ def add_classifier_parser(rsub: Any) -> argparse.ArgumentParser:
 
 
 def format_report(report: Any) -> str:
-    """The per-class table and the summary lines of a :class:`~ragplan.reaper.classifier.ClassifierReport`."""
+    """The per-class table and the summary lines of a :class:`~ragplan.training.reaper.classifier.ClassifierReport`."""
     rows = [["class", "precision", "recall", "f1", "support"]]
     for cls, m in report.per_class.items():
         rows.append([cls, f"{m['precision']:.3f}", f"{m['recall']:.3f}", f"{m['f1']:.3f}", str(m["support"])])
@@ -57,7 +57,7 @@ def format_report(report: Any) -> str:
 
 
 def _examples(args: argparse.Namespace) -> list[Any]:
-    from ragplan.reaper.goldset import generate_goldset, load_goldset
+    from ragplan.eval.benchmarks.reaper_goldset import generate_goldset, load_goldset
 
     shop = Path(args.shop)
     if not shop.is_dir():
@@ -76,7 +76,7 @@ def _examples(args: argparse.Namespace) -> list[Any]:
 
 def run_classifier(args: argparse.Namespace) -> int:
     """Run ``ragplan reaper train-classifier``; returns the exit code (0 saved, 2 bad input)."""
-    from ragplan.reaper.classifier import train_classifier
+    from ragplan.training.reaper.classifier import train_classifier
     from ragplan.tools.embeddings import EmbeddingModelError
 
     try:

@@ -56,8 +56,8 @@ def _embedder(model_path: str) -> Any:
 
 def run_datagen(args: argparse.Namespace) -> int:
     """Run ``ragplan reaper datagen``; returns the exit code."""
-    from ragplan.reaper import datagen as dg
-    from ragplan.tools import registry as tool_registry
+    from ragplan.training.reaper import datagen as dg, sft
+    from ragplan.tools import suites as tool_registry
 
     if args.per_example < 1:
         print("error: --per-example must be at least 1", file=sys.stderr)
@@ -104,12 +104,12 @@ def run_datagen(args: argparse.Namespace) -> int:
         dqs_stats.update({"pool": report["large"], "dropped_similar": len(report["dropped_similar"]),
                           "dropped_dissimilar": len(report["dropped_dissimilar"]), "sampled": len(kept),
                           "annotated": len(extra), "unannotated": len(unannotated)})
-    records = dg.generate_dataset(seeds, registry, seed=args.seed, per_example=args.per_example, extra=extra)
+    records = sft.generate_dataset(seeds, registry, seed=args.seed, per_example=args.per_example, extra=extra)
     out.mkdir(parents=True, exist_ok=True)
     if unannotated:
         (out / "dqs_queries.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in unannotated),
                                                encoding="utf-8")
-    stats = dg.write_dataset(records, out, seed=args.seed,
+    stats = sft.write_dataset(records, out, seed=args.seed,
                              extra_stats={"seed_examples": len(seeds), "per_example": args.per_example,
                                           "tools": args.tools, "dqs": dqs_stats})
     tasks = ", ".join(f"{k} {v}" for k, v in stats["tasks"].items())

@@ -62,8 +62,8 @@ def _table(rows: list[list[str]]) -> str:
 def run_validate(args: argparse.Namespace) -> int:
     """Run ``ragplan reaper validate``; returns the exit code (0 valid, 1 invalid, 2 bad input)."""
     from ragplan.reaper.plan import format_arg, parse_plan
-    from ragplan.reaper.validate import bind_args, validate_plan
-    from ragplan.tools import registry as tool_registry
+    from ragplan.reaper.validate import bind_args, check_plan
+    from ragplan.tools import suites as tool_registry
 
     try:
         text = _read(args.plan_file)
@@ -79,7 +79,7 @@ def run_validate(args: argparse.Namespace) -> int:
         print(f"error: the tool suite {args.tools!r} cannot be loaded: {exc}", file=sys.stderr)
         return 2
     parsed = parse_plan(text)
-    errors = sorted([*parsed.errors, *validate_plan(parsed.plan, registry)], key=lambda e: (e.line, e.step or 0))
+    errors = sorted([*parsed.errors, *check_plan(parsed.plan, registry)], key=lambda e: (e.line, e.step or 0))
     valid = not errors
     if args.json:
         print(json.dumps({

@@ -8,9 +8,9 @@ factory ``(data_path, options) -> Benchmark``. Items carry the question text, th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
-__all__ = ["Item", "Benchmark", "register", "get_benchmark", "benchmark_names"]
+__all__ = ["Item", "Benchmark"]
 
 
 @dataclass
@@ -50,31 +50,3 @@ class Benchmark(Protocol):
     #   prepare(run_dir, context) -> dict — context settings for every item, computed once per run
     #       (e.g. a local index built from the dataset's own context paragraphs).
     #   report(records) -> str — extra Markdown tables for the summary (e.g. per-class P/R/F1).
-
-
-_REGISTRY: dict[str, Callable[..., Benchmark]] = {}
-
-
-def register(name: str, factory: Callable[..., Benchmark]) -> None:
-    """Make a benchmark available to ``ragplan eval --benchmark name``."""
-    _REGISTRY[name] = factory
-
-
-def _load_builtin() -> None:
-    from ragplan.eval import dqa_bench  # noqa: F401  (registers dqa-locating, dqa-building)
-    from ragplan.eval import textqa  # noqa: F401  (registers hotpotqa, 2wikimultihopqa, strategyqa, fever, flashrag)
-    from ragplan.eval import reaper_bench  # noqa: F401  (registers reaper-retail)
-
-
-def get_benchmark(name: str, data: str, **options: Any) -> Benchmark:
-    """Build the benchmark ``name`` over ``data`` with its options (limit, year, …)."""
-    _load_builtin()
-    if name not in _REGISTRY:
-        raise KeyError(f"unknown benchmark {name!r}; known: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name](data, **options)
-
-
-def benchmark_names() -> list[str]:
-    """Every registered benchmark name."""
-    _load_builtin()
-    return sorted(_REGISTRY)

@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ragplan.eval.runfolder import RunFolder, RunSettings
+
 __all__ = ["summarise", "write_summary", "compare_runs", "retrieval_class"]
 
 
@@ -124,8 +126,6 @@ def plot(s: dict[str, Any], path: Path) -> None:
 
 def compare_runs(run_dirs: list[str | Path]) -> str:
     """One table comparing several runs (same benchmark expected), questions aligned by id."""
-    from ragplan.eval.runner import RunFolder, RunSettings
-
     runs = []
     for d in run_dirs:
         folder = RunFolder(d)

@@ -17,105 +17,21 @@ line; they never stop the run.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import random
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from ragplan import __version__
-from ragplan.eval.benchmark import Benchmark, Item, get_benchmark
+from ragplan.eval.benchmark import Benchmark, Item
+from ragplan.eval.registry import get_benchmark
+from ragplan.eval.report import summarise, write_summary
+from ragplan.eval.runfolder import RunFolder, RunSettings, previous_wall_time
 from ragplan.registry import graph_registry
 from ragplan.state.context import recursion_limit_for
 
 __all__ = ["RunSettings", "RunFolder", "evaluate", "run_evaluation", "is_rate_limited"]
-
-
-@dataclass
-class RunSettings:
-    """Everything needed to (re)start a run; saved as ``settings.json``."""
-
-    method: str
-    benchmark: str
-    data: str
-    model: str = ""
-    base_url: str = ""
-    limit: int | None = None
-    year: int | None = None
-    concurrency: int = 4
-    context: dict[str, Any] = field(default_factory=dict)
-    """Extra context settings for every item (max_steps, row_cap, temperature …)."""
-    benchmark_options: dict[str, Any] = field(default_factory=dict)
-    """Options of the benchmark itself (e.g. ``context_only`` for HotpotQA-style data)."""
-    item_timeout_s: float = 900.0
-    """Wall-time budget of one question; past it the question is recorded as timed out."""
-    rate_limit_retries: int = 4
-    """Re-runs of a question whose LLM calls were rate limited (429), with exponential backoff."""
-    backoff_s: float = 5.0
-    """First backoff after a rate limit; doubles each retry, with jitter."""
-    created: str = ""
-    ragplan_version: str = __version__
-
-    @classmethod
-    def load(cls, path: Path) -> "RunSettings":
-        """Read ``settings.json``."""
-        data = json.loads(path.read_text())
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-
-class RunFolder:
-    """The files of one run (see the module docstring)."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.settings_file = self.path / "settings.json"
-        self.results_file = self.path / "results.jsonl"
-
-    def save_settings(self, settings: RunSettings) -> None:
-        """Write ``settings.json`` atomically."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.settings_file, json.dumps(asdict(settings), indent=2, default=str))
-
-    def load_records(self, repair: bool = False) -> dict[str, dict[str, Any]]:
-        """Finished records by id; with ``repair`` a torn last line (a kill mid-write) is cut off the file."""
-        if not self.results_file.exists():
-            return {}
-        raw = self.results_file.read_bytes()
-        records: dict[str, dict[str, Any]] = {}
-        good_end = 0
-        pos = 0
-        for line in raw.splitlines(keepends=True):
-            pos += len(line)
-            if not line.endswith(b"\n"):
-                break
-            try:
-                rec = json.loads(line)
-                records[rec["id"]] = rec
-                good_end = pos
-            except (json.JSONDecodeError, KeyError, TypeError):
-                break
-        if repair and good_end < len(raw):
-            with open(self.results_file, "r+b") as fh:
-                fh.truncate(good_end)
-        return records
-
-    def append(self, record: dict[str, Any]) -> None:
-        """Append one record as a line, flushed to disk before returning."""
-        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
-        with open(self.results_file, "a", encoding="utf-8") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def is_rate_limited(error: str | None) -> bool:
@@ -150,8 +66,6 @@ def _record(item: Item, out: dict[str, Any], graded: dict[str, Any], settings: R
 async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: Any = None,
                    on_progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Run (or resume) ``settings`` into ``run_dir``; returns the summary. ``chat_model`` is for Python callers."""
-    from ragplan.eval.report import summarise, write_summary
-
     folder = RunFolder(run_dir)
     bench: Benchmark = get_benchmark(settings.benchmark, settings.data, limit=settings.limit, year=settings.year,
                                      **settings.benchmark_options)
@@ -163,7 +77,7 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     # items that share a graph run next to each other, so each script is loaded once per run
     pending = sorted((it for it in items if it.id not in done), key=lambda it: str(it.context.get("graph_path", "")))
     started = time.perf_counter()
-    previous_wall = _previous_wall_time(folder.path)
+    previous_wall = previous_wall_time(folder.path)
     builder = graph_registry()[settings.method][0]
     sg = builder()
     ctx_cls = sg.context_schema
@@ -229,14 +143,6 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
         summary["benchmark_report"] = bench.report(ordered)
     write_summary(folder.path, summary)
     return summary
-
-
-def _previous_wall_time(run_dir: Path) -> float:
-    """Wall time already spent on this run folder by earlier (interrupted or finished) invocations."""
-    try:
-        return float(json.loads((run_dir / "summary.json").read_text())["cost"].get("wall_time_s", 0.0))
-    except (OSError, ValueError, KeyError, TypeError):
-        return 0.0
 
 
 def run_evaluation(settings: RunSettings, run_dir: str | Path, *, chat_model: Any = None, progress: bool = True) -> dict[str, Any]:

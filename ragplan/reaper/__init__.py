@@ -1,19 +1,19 @@
 """REAPER (Joshi et al., CIKM 2024): retrieval plans made in one LLM call, checked, then executed.
 
-* :mod:`ragplan.reaper.plan` — the typed plan (:class:`Plan`, :class:`PlanStep`, :class:`PlanArg`),
+* :mod:`ragplan.reaper.plan` — the typed plan (:class:`RetrievalPlan`, :class:`PlanStep`, :class:`PlanArg`),
   :func:`parse_plan` for what planners print and :func:`format_plan` for the canonical form;
-* :mod:`ragplan.reaper.validate` — :func:`validate_plan` against a tool registry and the
+* :mod:`ragplan.reaper.validate` — :func:`check_plan` against a tool registry and the
   :func:`repair_prompt` for one repair round;
 * :mod:`ragplan.reaper.execute` — :func:`execute_plan` / :func:`run_plan`: steps in dependency order,
   independent ones in parallel, ``#Ej`` replaced by earlier outputs.
 """
 
 from ragplan.reaper.execute import ExecutionResult, StepEvidence, execute_plan, run_plan
-from ragplan.reaper.plan import ParseResult, Plan, PlanArg, PlanError, PlanStep, format_plan, parse_plan
-from ragplan.reaper.validate import repair_prompt, validate_plan
+from ragplan.reaper.plan import ParseResult, RetrievalPlan, PlanArg, PlanError, PlanStep, format_plan, parse_plan
+from ragplan.reaper.validate import repair_prompt, check_plan
 
 __all__ = [
-    "Plan", "PlanStep", "PlanArg", "PlanError", "ParseResult", "parse_plan", "format_plan",
-    "validate_plan", "repair_prompt",
+    "RetrievalPlan", "PlanStep", "PlanArg", "PlanError", "ParseResult", "parse_plan", "format_plan",
+    "check_plan", "repair_prompt",
     "StepEvidence", "ExecutionResult", "execute_plan", "run_plan",
 ]

@@ -26,7 +26,7 @@ from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, Field
 
-from ragplan.reaper.plan import Plan, PlanArg, PlanStep
+from ragplan.reaper.plan import RetrievalPlan, PlanArg, PlanStep
 from ragplan.reaper.validate import bind_args, find_cycles
 
 _REF = re.compile(r"#E(\d+)(?!\d)")
@@ -190,7 +190,7 @@ def _coerce(name: str, type_: str, value: Any, limit: int | None) -> Any:
     return render_for_text(value, limit)
 
 
-def _static_skips(plan: Plan) -> tuple[dict[int, int], dict[int, list[int]], dict[int, str]]:
+def _static_skips(plan: RetrievalPlan) -> tuple[dict[int, int], dict[int, list[int]], dict[int, str]]:
     """var -> defining position, position -> dependency positions, position -> reason it cannot run."""
     steps = plan.steps
     var_pos: dict[int, int] = {}
@@ -227,7 +227,7 @@ def _static_skips(plan: Plan) -> tuple[dict[int, int], dict[int, list[int]], dic
     return var_pos, deps, skip
 
 
-def _waves(plan: Plan, deps: dict[int, list[int]], skip: dict[int, str]) -> list[list[int]]:
+def _waves(plan: RetrievalPlan, deps: dict[int, list[int]], skip: dict[int, str]) -> list[list[int]]:
     level: dict[int, int] = {}
 
     def depth(p: int) -> int:
@@ -244,7 +244,7 @@ def _waves(plan: Plan, deps: dict[int, list[int]], skip: dict[int, str]) -> list
     return out
 
 
-async def execute_plan(plan: Plan, registry: Any, *, timeout_s: float | None = 30.0, max_parallel: int = 4,
+async def execute_plan(plan: RetrievalPlan, registry: Any, *, timeout_s: float | None = 30.0, max_parallel: int = 4,
                        ref_text_limit: int | None = 2000) -> ExecutionResult:
     """Run every step of ``plan`` with the bound tools of ``registry``; never raises.
 
@@ -340,7 +340,7 @@ async def execute_plan(plan: Plan, registry: Any, *, timeout_s: float | None = 3
                            order=order, elapsed_ms=(time.perf_counter() - t0) * 1000)
 
 
-def run_plan(plan: Plan, registry: Any, **kw: Any) -> ExecutionResult:
+def run_plan(plan: RetrievalPlan, registry: Any, **kw: Any) -> ExecutionResult:
     """Synchronous :func:`execute_plan` (works inside a running event loop too, via a helper thread)."""
     try:
         asyncio.get_running_loop()

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-__all__ = ["PlanArg", "PlanStep", "Plan", "PlanError", "ParseResult", "parse_plan", "format_plan", "format_arg"]
+__all__ = ["PlanArg", "PlanStep", "RetrievalPlan", "PlanError", "ParseResult", "parse_plan", "format_plan", "format_arg"]
 
 
 class PlanArg(BaseModel):
@@ -84,7 +84,7 @@ class PlanStep(BaseModel):
         return f"{self.tool}({', '.join(parts)})"
 
 
-class Plan(BaseModel):
+class RetrievalPlan(BaseModel):
     """A REAPER retrieval plan: steps in the order written (possibly none)."""
 
     steps: list[PlanStep] = Field(default_factory=list)
@@ -112,7 +112,7 @@ class PlanError(BaseModel):
 class ParseResult(BaseModel):
     """What :func:`parse_plan` read: the steps it could read, errors for those it could not."""
 
-    plan: Plan
+    plan: RetrievalPlan
     errors: list[PlanError] = Field(default_factory=list)
     notes: list[PlanError] = Field(default_factory=list)
     """Text that is not part of any step (explanations, echoed prompt sections): ignored, not errors."""
@@ -407,7 +407,7 @@ def parse_plan(text: str | None) -> ParseResult:
         close()
         notes.append(PlanError(line=lineno, kind="note", message=f"text outside any step ignored: {s[:80]!r}"))
     close()
-    return ParseResult(plan=Plan(steps=steps), errors=errors, notes=notes)
+    return ParseResult(plan=RetrievalPlan(steps=steps), errors=errors, notes=notes)
 
 
 # ---------------------------------------------------------------------------------------------- printing
@@ -419,7 +419,7 @@ def format_arg(arg: PlanArg) -> str:
     return json.dumps(arg.value, ensure_ascii=False, default=str)
 
 
-def format_plan(plan: Plan) -> str:
+def format_plan(plan: RetrievalPlan) -> str:
     """The plan in the paper's canonical format, one ``Step k: purpose - #Ek = tool(…)`` line per step."""
     out = []
     for s in plan.steps:

@@ -1,7 +1,7 @@
 """Checking a REAPER plan against a tool registry, and the repair request given back to the planner.
 
 The paper's requirements (§3, items 3 and 6): no invented tools, the right tool signatures and
-arguments, and a sensible order. :func:`validate_plan` checks exactly that against the same
+arguments, and a sensible order. :func:`check_plan` checks exactly that against the same
 :class:`~ragplan.tools.registry.ToolRegistry` the planner prompt lists — tool names (with the closest
 real name suggested), keyword names, required and surplus arguments, evidence variables and step
 numbers, references (to missing, later or the same step, and cycles) and, where a literal can be
@@ -16,9 +16,9 @@ import json
 import re
 from typing import Any
 
-from ragplan.reaper.plan import Plan, PlanArg, PlanError, PlanStep
+from ragplan.reaper.plan import RetrievalPlan, PlanArg, PlanError, PlanStep
 
-__all__ = ["validate_plan", "repair_prompt", "bind_args", "is_date_range_literal", "find_cycles"]
+__all__ = ["check_plan", "repair_prompt", "bind_args", "is_date_range_literal", "find_cycles"]
 
 _DATE = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
 _DATE_RANGE = re.compile(rf"\s*{_DATE}\s*(?:(?:\.\.|to)\s*{_DATE}\s*)?", re.I)
@@ -166,7 +166,7 @@ def find_cycles(deps: dict[int, list[int]]) -> list[list[int]]:
     return out
 
 
-def validate_plan(plan: Plan, registry: Any) -> list[PlanError]:
+def check_plan(plan: RetrievalPlan, registry: Any) -> list[PlanError]:
     """Every problem of ``plan`` against the tools of ``registry`` (empty: the plan is valid), by line."""
     errors: list[PlanError] = []
     steps = plan.steps

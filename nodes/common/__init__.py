@@ -1,0 +1,1 @@
+"""Steps that several method families share (text retrieval: Think-then-Act and its baselines, FuRePA, InstructRAG)."""

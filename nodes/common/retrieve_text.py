@@ -1,0 +1,46 @@
+"""retrieve_text: fetch passages for a (sub-)query and keep the top sentences as evidence.
+
+Think-then-Act §4.2: Wikipedia pages for the query, split into sentences, the top 3 by Sentence-BERT
+similarity to the query. The retriever (live Wikipedia or a local FAISS index) and the number of
+sentences come from the run's context. A retrieval failure is recorded on the query, which is then
+answered without context; it never fails the run.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from ragplan.state.context import TextRAGContext
+from ragplan.state.think_then_act import SubQuery
+from ragplan.tools.retrievers import make_retriever, ranker_for
+
+__all__ = ["retrieve_text", "retrieve_evidence"]
+
+
+def retrieve_evidence(ctx: TextRAGContext, query: str) -> tuple[list[dict[str, Any]], str]:
+    """Evidence sentences for ``query`` (as dicts) and an error message ('' when retrieval worked)."""
+    try:
+        retriever = make_retriever(ctx)
+        k = ctx.wiki_pages if getattr(retriever, "name", "") == "wiki" else ctx.retrieval_k
+        passages = retriever.search(query, k=k)
+        if not passages:
+            return [], "no passage found"
+        ranked = ranker_for(ctx).rank(query, passages, n=ctx.top_sentences)
+        return [e.to_dict() for e in ranked], ""
+    except Exception as exc:  # network, missing index, bad settings: recorded on the query
+        return [], f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
+def retrieve_text(state: dict[str, Any], runtime: Runtime[TextRAGContext]) -> dict[str, Any]:
+    """Retrieve evidence for the branch's sub-query (its resolved text)."""
+    q: SubQuery = state["query"]
+    t0 = time.perf_counter()
+    evidence, error = retrieve_evidence(runtime.context, q.search_query or q.resolved or q.text)
+    q = q.model_copy(update={"retrieve": True, "evidence": evidence, "retrieval_error": error})
+    if not q.decision:
+        q.decision = "RETRIEVAL (always)"
+    q.decision += f" [{len(evidence)} sentences, {time.perf_counter() - t0:.2f} s]"
+    return {"query": q}

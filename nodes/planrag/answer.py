@@ -1,0 +1,59 @@
+"""answer: the final decision from the observed data (PlanRAG's "answer generating" step).
+
+Shared by all four graphs. When retrieval ended on a bound (max steps, repairs, an unparseable LLM
+reply) the prompt says so and asks for the best decision the observations support. A run whose LLM
+endpoint failed does not come here: it ends at once with the failure recorded (``llm_error``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from ragplan.llm import decide_for, failure_update
+from ragplan.nodes.planrag.prompt import plan_block, system_frame, trace_block
+from ragplan.state.context import PlanRAGContext
+
+__all__ = ["FinalAnswer", "answer", "ANSWER_INSTRUCTION"]
+
+ANSWER_INSTRUCTION = """The data collection is over: give your final answer now, based only on the observed data.
+- answer: the best decision, written as the option's name or id exactly as it appears in the data
+  (for example a node name or a building id), with nothing else;
+- rationale: a short justification that cites the observed numbers."""
+
+EARLY_STOP = {
+    "max_steps": "Retrieval stopped because the step limit was reached.",
+    "max_repairs": "Retrieval stopped because the query kept failing.",
+    "llm_unparseable": "Retrieval stopped because an LLM reply could not be parsed.",
+    "recursion_limit": "Retrieval stopped because the run's step budget was nearly used up.",
+}
+
+
+class FinalAnswer(BaseModel):
+    """The final answer."""
+
+    answer: str = Field(description="The chosen option exactly as named in the data, nothing else.")
+    rationale: str = Field(default="", description="A short justification citing observed numbers.")
+
+
+def answer(state: dict[str, Any], runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
+    """Generate the final answer; on failure record the error and leave ``answer`` empty."""
+    ctx = runtime.context
+    parts = [f"Question: {state['question']}"]
+    if state.get("plan"):
+        parts.append(plan_block(state["plan"]))
+    parts.append(trace_block(state.get("steps") or []))
+    note = EARLY_STOP.get(state.get("stop_reason", ""))
+    if note:
+        parts.append(note + " Answer with the best decision the observations support.")
+    parts.append(ANSWER_INSTRUCTION)
+    messages = [SystemMessage(system_frame(state.get("schema_text", ""), ctx.row_cap)), HumanMessage("\n\n".join(parts))]
+    d = decide_for(ctx, messages, FinalAnswer)
+    if not d.ok:
+        prev = state.get("error", "")
+        return {"usage": d.usage, "answer": "", "error": "; ".join(e for e in (prev, f"answer: {d.error}") if e),
+                **({} if state.get("stop_reason") else {"stop_reason": failure_update(d, "answer")["stop_reason"]})}
+    return {"answer": d.value.answer.strip(), "rationale": d.value.rationale.strip(), "usage": d.usage}

@@ -1,0 +1,25 @@
+"""read_schema: open the run's graph store and read its schema once, for every later prompt."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from ragplan.nodes.planrag.prompt import store_for
+from ragplan.state.context import GraphDBContext
+
+__all__ = ["read_schema"]
+
+
+def read_schema(state: dict[str, Any], runtime: Runtime[GraphDBContext]) -> dict[str, Any]:
+    """Load (or reuse) the store named by the context and put its schema text in state.
+
+    A store that cannot be opened (bad script line, unreachable server, nothing configured) ends the
+    run with the reason in ``error``; it never raises.
+    """
+    try:
+        schema = store_for(runtime.context).schema()
+    except Exception as exc:  # ScriptError, ValueError, driver errors: all end the run with a reason
+        return {"error": f"graph store unavailable: {exc}", "stop_reason": "store_error", "answer": ""}
+    return {"schema_text": schema.to_prompt()}

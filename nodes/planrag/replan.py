@@ -1,0 +1,94 @@
+"""replan: after each observation, keep the plan and move on, or revise the remaining steps.
+
+PlanRAG §5.2: the initial plan is made before any data is seen, so after every retrieval the LLM
+checks whether the plan still holds (the "Re-plan: Y/N" line of the paper's prompt) and, if not,
+writes a new plan for the rest. Here the verdict and the revision are real state: the plan in force,
+every version in ``plan_history``, every verdict in ``replans``. At most ``max_replans`` revisions
+are applied; past that the node keeps the plan without asking the LLM.
+
+``advance_plan`` is the same move without the LLM, for ``planrag_no_replan`` (the paper's "w/o RP").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from ragplan.llm import decide_for, failure_update
+from ragplan.nodes.planrag.prompt import plan_block, system_frame, trace_block
+from ragplan.state.context import PlanRAGContext
+from ragplan.state.planrag import PlanVersion, ReplanVerdict, RetrievalStep
+
+__all__ = ["ReplanDecision", "replan", "advance_plan", "REPLAN_INSTRUCTION"]
+
+REPLAN_INSTRUCTION = """You have just observed the result of the current step. Decide whether the rest of the plan
+still leads to the best decision.
+- If it does, keep it: replan = false.
+- If the observation shows the plan is wrong or incomplete (data missing or shaped differently than assumed,
+  a step that failed and needs another approach, a later step made unnecessary or a new analysis needed),
+  revise it: replan = true, and give the complete list of steps that should follow from now on (an empty list
+  means the data already observed is enough to answer).
+Always give the reason for your verdict."""
+
+
+class ReplanDecision(BaseModel):
+    """The re-plan verdict."""
+
+    replan: bool = Field(description="true to replace the remaining steps, false to keep the plan.")
+    reason: str = Field(description="Why the plan is kept or revised.")
+    new_steps: list[str] = Field(default_factory=list, description="When replan is true: the steps to run from now on, in order.")
+
+
+def _advance(state: dict[str, Any]) -> dict[str, Any]:
+    """Move the pointer past the current step; mark the plan done when it runs out."""
+    nxt = state.get("current_step", 0) + 1
+    update: dict[str, Any] = {"current_step": nxt, "repairs": 0}
+    if nxt >= len(state.get("plan") or []):
+        update["stop_reason"] = "plan_done"
+    return update
+
+
+def advance_plan(state: dict[str, Any]) -> dict[str, Any]:
+    """Go to the next plan step without re-planning (PlanRAG w/o RP)."""
+    return _advance(state)
+
+
+def replan(state: dict[str, Any], runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
+    """Ask for the re-plan verdict on the latest observation and apply it within ``max_replans``."""
+    ctx = runtime.context
+    steps: list[RetrievalStep] = state.get("steps") or []
+    after = len(steps)
+    applied = sum(1 for v in state.get("replans") or [] if v.replan and v.applied)
+    if applied >= ctx.max_replans:
+        verdict = ReplanVerdict(after_step=after, replan=False, reason=f"max_replans ({ctx.max_replans}) reached: plan kept without asking")
+        return {**_advance(state), "replans": [verdict]}
+    plan = state.get("plan") or []
+    cur = state.get("current_step", 0)
+    messages = [
+        SystemMessage(system_frame(state.get("schema_text", ""), ctx.row_cap)),
+        HumanMessage("\n\n".join([f"Question: {state['question']}", plan_block(plan, cur), trace_block(steps), REPLAN_INSTRUCTION])),
+    ]
+    d = decide_for(ctx, messages, ReplanDecision)
+    if not d.ok:
+        return failure_update(d, "replan")
+    v = d.value
+    new_steps = [s.strip() for s in v.new_steps if s.strip()]
+    verdict = ReplanVerdict(after_step=after, replan=v.replan, reason=v.reason, new_steps=new_steps if v.replan else [])
+    if not v.replan:
+        return {**_advance(state), "replans": [verdict], "usage": d.usage}
+    revised = plan[: cur + 1] + new_steps
+    version = len(state.get("plan_history") or [])
+    update = {
+        "plan": revised,
+        "current_step": cur + 1,
+        "repairs": 0,
+        "replans": [verdict],
+        "plan_history": [PlanVersion(version=version, steps=revised, reason=v.reason, after_step=after)],
+        "usage": d.usage,
+    }
+    if cur + 1 >= len(revised):
+        update["stop_reason"] = "plan_done"
+    return update

@@ -1,0 +1,65 @@
+"""agent_step: the agent baseline of REAPER — one LLM call per retrieval step (ReAct-style, paper §3.1).
+
+Each call sees the question, the tools and the observations so far, and either calls one tool or
+stops. The same tools and executor as REAPER run the call, so the two differ only in how many LLM
+calls (and how much latency) planning costs.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from ragplan.llm import decide_for, failure_update
+from ragplan.nodes.reaper.respond import evidence_block
+from ragplan.reaper import PlanArg, PlanStep, run_plan
+from ragplan.reaper.plan import RetrievalPlan
+from ragplan.state.context import ReaperContext
+from ragplan.tools.suites import suite_for
+
+__all__ = ["AgentAction", "agent_step"]
+
+AGENT_ROLE = ("You help a sales associate in a large online shop by gathering the information needed to answer a "
+              "customer's question, one tool call at a time.")
+
+
+class AgentAction(BaseModel):
+    """The agent's next move."""
+
+    thought: str = Field(description="What is still missing and why this call gets it.")
+    done: bool = Field(default=False, description="True when the evidence so far is enough (or none is needed).")
+    tool: str = Field(default="", description="The tool to call next (one of the listed tools).")
+    args: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments by name.")
+
+
+def agent_step(state: dict[str, Any], runtime: Runtime[ReaperContext]) -> dict[str, Any]:
+    """Decide and run the next tool call (or stop)."""
+    ctx = runtime.context
+    evidence = state.get("evidence") or []
+    try:
+        registry = suite_for(ctx)
+    except Exception as exc:
+        return {"agent_done": True, "error": f"agent_step: {exc}", "stop_reason": "tool_error"}
+    page = state.get("page_context") or {}
+    prompt = (f"Tools:\n{registry.prompt_block()}\n\n"
+              f"{'Page context: ' + json.dumps(page, ensure_ascii=False) + chr(10) if page else ''}"
+              f"Customer question: {state['question']}\n\n{evidence_block(evidence)}\n\n"
+              "Call ONE tool that gets information still missing (tool + args by name), or set done=true.")
+    d = decide_for(ctx, [SystemMessage(AGENT_ROLE), HumanMessage(prompt)], AgentAction, role="planner")
+    if not d.ok:
+        return {**failure_update(d, "agent_step"), "agent_done": True}
+    act = d.value
+    latency = {"planner_latency_s": d.usage.llm_seconds, "usage": d.usage}
+    if act.done or not act.tool:
+        return {"agent_done": True, **latency}
+    index = len(evidence) + 1
+    step = PlanStep(index=index, purpose=act.thought[:120], evidence_var=f"E{index}", tool=act.tool,
+                    kwargs={k: PlanArg(kind="literal", value=v) for k, v in act.args.items()})
+    result = run_plan(RetrievalPlan(steps=[step]), registry, timeout_s=ctx.step_timeout_s, max_parallel=1)
+    done = index >= ctx.max_steps
+    return {"evidence": evidence + [e.model_dump(mode="json") for e in result.evidence], "agent_done": done,
+            **({"stop_reason": "max_steps"} if done else {}), **latency}

@@ -1,0 +1,56 @@
+"""classify_question: the classification baseline's router (REAPER paper §3.1, §5.2).
+
+A trained route classifier (:mod:`ragplan.training.reaper.classifier`, saved by ``ragplan reaper
+train-classifier``) sorts the question, with its page context, into one retrieval class: a single
+tool, ``no_retrieval``, or a fixed multi-step workflow (``workflow:date_math>shipment_status``). The
+class and the classifier's probability go to the state key ``route``; ``fill_arguments`` then asks the
+LLM for that class's arguments. The classifier is read from ``ctx.classifier_dir`` once per process;
+its time counts towards the planner latency (routing is this baseline's planning).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from ragplan.state.context import ReaperContext
+
+__all__ = ["classify_question", "classifier_for"]
+
+_cache: dict[str, Any] = {}
+_lock = threading.Lock()
+
+
+def classifier_for(directory: str) -> Any:
+    """The :class:`~ragplan.training.reaper.classifier.RouteClassifier` saved in ``directory``, loaded once per process."""
+    from ragplan.training.reaper.classifier import load_classifier
+
+    key = str(Path(directory).resolve())
+    with _lock:
+        if key not in _cache:
+            _cache[key] = load_classifier(key)
+        return _cache[key]
+
+
+def classify_question(state: dict[str, Any], runtime: Runtime[ReaperContext]) -> dict[str, Any]:
+    """Route the question: ``route = {class, probability, tools, latency_s}``; a missing classifier stops the run."""
+    from ragplan.training.reaper.classifier import class_tools
+
+    directory = getattr(runtime.context, "classifier_dir", "") or ""
+    t0 = time.perf_counter()
+    try:
+        if not directory:
+            raise ValueError("no classifier_dir is set (train one with `ragplan reaper train-classifier`)")
+        clf = classifier_for(directory)
+        cls, prob = clf.predict(state["question"], state.get("page_context") or {})
+    except Exception as exc:  # no folder, not a classifier, the embedding model cannot be loaded
+        return {"route": {"class": "", "probability": 0.0, "tools": [], "error": str(exc)},
+                "error": f"classify_question: {type(exc).__name__}: {exc}", "stop_reason": "classifier_error",
+                "answer": ""}
+    took = round(time.perf_counter() - t0, 4)
+    return {"route": {"class": cls, "probability": round(prob, 4), "tools": class_tools(cls), "latency_s": took},
+            "planner_latency_s": took}

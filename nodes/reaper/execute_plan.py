@@ -1,0 +1,31 @@
+"""execute_plan: run the validated plan's tool calls (REAPER).
+
+Steps run in dependency order, independent ones in parallel (``max_parallel``), ``#Ej`` replaced by
+step j's output; each call is time-boxed (``step_timeout_s``). A failed call is recorded with its
+error and the steps that depend on it are skipped; the run goes on to the responder.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from ragplan.reaper import parse_plan, run_plan
+from ragplan.state.context import ReaperContext
+from ragplan.tools.suites import suite_for
+
+__all__ = ["execute_plan"]
+
+
+def execute_plan(state: dict[str, Any], runtime: Runtime[ReaperContext]) -> dict[str, Any]:
+    """Execute ``plan_text`` against the bound tool registry; record every call as evidence."""
+    ctx = runtime.context
+    plan = parse_plan(state.get("plan_text", "")).plan
+    if not plan.steps:
+        return {"evidence": []}
+    try:
+        result = run_plan(plan, suite_for(ctx), timeout_s=ctx.step_timeout_s, max_parallel=ctx.max_parallel)
+    except Exception as exc:  # the registry could not be bound (no shop): recorded, the responder still answers
+        return {"evidence": [], "error": f"execute_plan: {type(exc).__name__}: {exc}"}
+    return {"evidence": [e.model_dump(mode="json") for e in result.evidence]}

@@ -1,0 +1,161 @@
+"""fill_arguments: the classification baseline's argument writer (REAPER paper §3.1, §5.2).
+
+After ``classify_question`` has chosen a route class, the class fixes the plan's shape — its
+*skeleton*: ``no_retrieval`` → no steps (no LLM call); a tool → one step; a workflow → its fixed tool
+sequence, with the argument that takes an earlier step's output already bound to ``#Ej`` (from the
+training plans, e.g. ``shipment_status(date_range=#E1)``, else
+:data:`~ragplan.training.reaper.classifier.DEFAULT_CHAINS`). One planner-role LLM call fills every argument
+the skeleton leaves open, as one typed object (:class:`FilledArguments`: step → {argument: value});
+the paper calls Mistral once per workflow step, we ask once for all steps. A ``product_id`` the
+model leaves out is taken from the page context.
+
+The plan is then checked against the tool registry: valid → ``plan_text`` (canonical,
+:func:`~ragplan.reaper.plan.format_plan`) and ``plan`` for ``execute_plan``; invalid → the errors
+in ``plan_errors`` and ``stop_reason = "invalid_plan"`` (the responder answers without evidence; there
+is no repair round — the baseline has nothing to re-plan with).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from ragplan.llm import decide_for, failure_update
+from ragplan.reaper import format_plan, check_plan
+from ragplan.reaper.plan import RetrievalPlan, PlanArg, PlanStep
+from ragplan.state.context import ReaperContext
+from ragplan.tools.suites import suite_for
+
+__all__ = ["FilledArguments", "fill_arguments", "build_skeleton", "skeleton_prompt"]
+
+_PURPOSE = {"prod_search": "Fetch product search results", "prod_qna": "Fetch specific information about the product",
+            "review_summary": "Summarise the product's customer reviews", "customer_support": "Ask customer support",
+            "shipment_status": "Fetch shipment status", "date_math": "Fetch the date range",
+            "compatible_products": "Find compatible products"}
+_CONTEXT_ARGS = ("product_id", "base_product_id")
+
+SYSTEM = (
+    "You fill in the arguments of a fixed retrieval workflow for an online store's shopping assistant. The "
+    "tools and their order are already chosen; arguments shown as #Ej are the output of step j and are already "
+    "set. Give a value for each open argument, taken from the customer's question and page context: product "
+    "ids from the page context, search phrases and keywords in the customer's words, date expressions as the "
+    "customer said them (e.g. \"tomorrow\"). Leave out an optional argument that the question does not call for."
+)
+
+
+class FilledArguments(BaseModel):
+    """The open arguments of every workflow step."""
+
+    steps: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description='Step number as a string ("1", "2", …) → {argument name: value} for that step\'s open arguments.')
+
+
+def build_skeleton(cls: str, chains: dict[str, list[dict[str, int]]] | None = None) -> list[tuple[str, dict[str, int]]]:
+    """The skeleton of a route class: ``[(tool, {argument: referenced step}), …]`` (empty for no retrieval)."""
+    from ragplan.training.reaper.classifier import DEFAULT_CHAINS, class_tools
+
+    tools = class_tools(cls)
+    known = (chains or {}).get(cls)
+    if known is not None and len(known) == len(tools):
+        return [(t, dict(r)) for t, r in zip(tools, known)]
+    out: list[tuple[str, dict[str, int]]] = []
+    for k, tool in enumerate(tools):
+        arg = DEFAULT_CHAINS.get((tools[k - 1], tool)) if k else None
+        out.append((tool, {arg: k} if arg else {}))
+    return out
+
+
+def skeleton_prompt(skeleton: list[tuple[str, dict[str, int]]], registry: Any) -> str:
+    """The skeleton as prompt lines: each step's call with its fixed references and open arguments."""
+    lines = []
+    for k, (tool, refs) in enumerate(skeleton, 1):
+        spec = registry.get(tool)
+        args = spec.args if spec is not None else []
+        call = ", ".join(f"{a.name}=#E{refs[a.name]}" if a.name in refs else f"{a.name}=?" for a in args)
+        lines.append(f"Step {k}: #E{k} = {tool}({call})" + (f" — {spec.description}" if spec is not None else ""))
+        for a in args:
+            if a.name not in refs:
+                lines.append(f"    {a.name} ({a.type}, {'required' if a.required else 'optional'}): {a.description}")
+    return "\n".join(lines)
+
+
+def _assemble(skeleton: list[tuple[str, dict[str, int]]], filled: dict[str, dict[str, Any]], registry: Any,
+              page: dict[str, Any]) -> RetrievalPlan:
+    """The plan: required arguments by position, optional ones by name (the gold plans' canonical style)."""
+    steps = []
+    for k, (tool, refs) in enumerate(skeleton, 1):
+        spec = registry.get(tool)
+        given = {str(n): v for n, v in (filled.get(str(k)) or {}).items()}
+        values: dict[str, PlanArg] = {}
+        for a in (spec.args if spec is not None else []):
+            if a.name in refs:
+                values[a.name] = PlanArg(kind="ref", value=f"#E{refs[a.name]}", refs=[refs[a.name]])
+                continue
+            v = given.get(a.name)
+            if (v is None or v == "") and a.name in _CONTEXT_ARGS and page.get("product_id"):
+                v = page["product_id"]
+            if v is None or v == "":
+                continue
+            values[a.name] = PlanArg.from_string(v) if isinstance(v, str) else PlanArg(kind="literal", value=v)
+        args, kwargs, positional = [], {}, True
+        for a in (spec.args if spec is not None else []):
+            if a.name not in values:
+                positional = False
+            elif positional and a.required:
+                args.append(values[a.name])
+            else:
+                positional = False
+                kwargs[a.name] = values[a.name]
+        steps.append(PlanStep(index=k, purpose=_PURPOSE.get(tool, tool.replace("_", " ")), evidence_var=f"E{k}",
+                              tool=tool, args=args, kwargs=kwargs))
+    return RetrievalPlan(steps=steps)
+
+
+def fill_arguments(state: dict[str, Any], runtime: Runtime[ReaperContext]) -> dict[str, Any]:
+    """Build the routed class's skeleton, ask the planner model for its open arguments, validate the plan."""
+    ctx = runtime.context
+    route = state.get("route") or {}
+    cls = route.get("class", "")
+    page = state.get("page_context") or {}
+    chains: dict[str, Any] = {}
+    directory = getattr(ctx, "classifier_dir", "") or ""
+    if directory:
+        try:
+            from ragplan.nodes.reaper.classify_question import classifier_for
+            chains = classifier_for(directory).chains
+        except Exception:  # the skeleton falls back to DEFAULT_CHAINS
+            chains = {}
+    skeleton = build_skeleton(cls, chains) if cls else []
+    if not skeleton:
+        return {"plan_text": "", "plan": [], "plan_raw": "", "plan_errors": [], "plan_attempts": 0}
+    try:
+        registry = suite_for(ctx)
+    except Exception as exc:  # an unknown suite or a shop that cannot be opened
+        return {"plan_errors": [f"tool registry unavailable: {exc}"], "error": f"fill_arguments: {exc}",
+                "stop_reason": "tool_error", "plan_attempts": 0}
+    user = (f"Page context: {json.dumps(page, ensure_ascii=False)}\n"
+            f"Customer question: {state['question']}\n\n"
+            f"Workflow ({cls}):\n{skeleton_prompt(skeleton, registry)}\n\n"
+            "Give the open arguments (the ones shown as ?) of each step.")
+    d = decide_for(ctx, [SystemMessage(SYSTEM), HumanMessage(user)], FilledArguments, role="planner")
+    latency = round(d.usage.llm_seconds, 4)
+    if not d.ok:
+        return {**failure_update(d, "fill_arguments"), "plan_attempts": 1, "planner_latency_s": latency}
+    filled = d.value.steps
+    plan = _assemble(skeleton, filled, registry, page)
+    errors = [str(e) for e in check_plan(plan, registry)]
+    update: dict[str, Any] = {"plan_raw": json.dumps(d.value.model_dump(), ensure_ascii=False), "plan_attempts": 1,
+                              "plan_errors": errors, "usage": d.usage, "planner_latency_s": latency}
+    if errors:
+        update["stop_reason"] = "invalid_plan"
+        return update
+    update["plan_text"] = format_plan(plan)
+    update["plan"] = [{"index": s.index, "evidence_var": s.evidence_var, "tool": s.tool, "purpose": s.purpose,
+                       "args": [a.model_dump() for a in s.args], "kwargs": {k: v.model_dump() for k, v in s.kwargs.items()}}
+                      for s in plan.steps]
+    return update

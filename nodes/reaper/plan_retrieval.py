@@ -1,0 +1,48 @@
+"""plan_retrieval: REAPER's planner writes the whole retrieval plan in one LLM call (paper §4.1).
+
+The prompt is the paper's: the planner's role, the instruction, every tool of the registry with its
+signature, description and one example use, in-context example plans, then the customer's question
+and page context. The output is a plan in the paper's text format (``Step k: purpose - #Ek =
+tool(args)``), which ``validate_plan`` parses and checks; on a repair round the validation errors are
+given back. The planner is its own model role (a small, fast model); its latency is recorded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from ragplan.llm import chat_model_for, generate, message_text
+from ragplan.reaper import parse_plan, repair_prompt, check_plan
+from ragplan.nodes.reaper.planner_prompt import build_planner_messages
+from ragplan.nodes.reaper.planner_examples import DEFAULT_EXAMPLES
+from ragplan.state.context import ReaperContext
+from ragplan.tools.suites import suite_for
+
+__all__ = ["plan_retrieval"]
+
+
+def plan_retrieval(state: dict[str, Any], runtime: Runtime[ReaperContext]) -> dict[str, Any]:
+    """One planner call (plus the repair context when the last plan was invalid)."""
+    ctx = runtime.context
+    attempts = state.get("plan_attempts", 0) + 1
+    try:
+        registry = suite_for(ctx)
+        model = chat_model_for(ctx, "planner")
+    except Exception as exc:
+        return {"plan_attempts": attempts, "error": f"plan_retrieval: {exc}", "stop_reason": "llm_error", "answer": ""}
+    system, user = build_planner_messages(registry, DEFAULT_EXAMPLES, state["question"], state.get("page_context") or {})
+    messages: list[Any] = [SystemMessage(system), HumanMessage(user)]
+    if state.get("plan_errors") and state.get("plan_raw"):
+        parsed = parse_plan(state["plan_raw"])  # re-derived so the repair text has the errors' kinds and lines
+        errors = parsed.errors or check_plan(parsed.plan, registry)
+        text = repair_prompt(errors, registry=registry, plan_text=state["plan_raw"]) if errors else (
+            "The plan is invalid:\n" + "\n".join(state["plan_errors"]) + "\nWrite a corrected plan.")
+        messages += [AIMessage(state["plan_raw"]), HumanMessage(text)]
+    msg, usage, err = generate(model, messages)
+    latency = {"plan_attempts": attempts, "planner_latency_s": usage.llm_seconds, "usage": usage}
+    if msg is None:
+        return {**latency, "error": f"plan_retrieval: {err}", "stop_reason": "llm_error", "answer": ""}
+    return {**latency, "plan_raw": message_text(msg)}

@@ -1,0 +1,92 @@
+"""The REAPER planner's prompt (paper §4.1), in the paper's structure.
+
+A role; then the system instruction, the numbered tool list (signature, description, one example use
+each), in-context examples and the input (``Context: {...}`` / ``Question: "..."``). The
+``plan_retrieval`` node sends it; the training-data generator (:mod:`ragplan.training.reaper`) builds
+its fine-tuning prompts from the same functions, so a fine-tuned planner sees at run time exactly
+the form it was trained on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Sequence
+
+from ragplan.reaper.plan import RetrievalPlan, format_plan
+from ragplan.tools.registry import ToolRegistry, ToolSpec
+
+__all__ = ["ROLE", "SYSTEM_INSTRUCTION", "NO_RETRIEVAL", "build_planner_messages", "build_planner_prompt",
+           "format_input", "format_example", "plan_text", "tool_block"]
+
+ROLE = ("You help a sales associate in a large online shop. For every customer question you work out which "
+        "information the associate needs and how to fetch it, so that the answer rests on evidence rather than "
+        "guesswork.")
+
+SYSTEM_INSTRUCTION = (
+    "Write a numbered, step-by-step retrieval plan that gathers the evidence needed to answer the customer's "
+    "question, using only the tools listed below. Each step calls exactly one tool and stores its result as "
+    "#Ek (k is the step number); a later step may pass an earlier result on by writing #Ej as an argument, or "
+    "inside a string. Write every step on its own line as\n"
+    "Step k: <what the step does> - #Ek = tool_name(arguments)\n"
+    "Use the page context to resolve words such as 'this' or 'it'. If the question needs no retrieval (small "
+    "talk, or nothing a tool could add), answer with \"No retrieval needed.\" and no steps.")
+
+NO_RETRIEVAL = "No retrieval needed."
+"""The target of a plan without steps (``parse_plan`` reads it as an empty plan)."""
+
+
+def format_input(query: str, context: dict[str, Any] | None) -> str:
+    """The input block: ``Context: {...}`` and ``Question: "..."``."""
+    return f"Context: {json.dumps(context or {}, ensure_ascii=False)}\nQuestion: {json.dumps(query, ensure_ascii=False)}"
+
+
+def plan_text(plan: RetrievalPlan) -> str:
+    """The canonical plan, or :data:`NO_RETRIEVAL` for a plan without steps."""
+    return format_plan(plan) if plan.steps else NO_RETRIEVAL
+
+
+def _example_parts(ex: Any) -> tuple[str, dict[str, Any], str]:
+    if isinstance(getattr(ex, "plan", None), RetrievalPlan):  # a training SeedExample
+        return ex.query, ex.context, plan_text(ex.plan)
+    if isinstance(ex, dict):
+        plan = ex.get("plan", "")
+        return ex["query"], ex.get("context") or {}, plan_text(plan) if isinstance(plan, RetrievalPlan) else str(plan)
+    query, context, plan = ex
+    return query, context, plan_text(plan) if isinstance(plan, RetrievalPlan) else str(plan)
+
+
+def format_example(ex: Any) -> str:
+    """One in-context example: ``# Input:`` block and ``# Answer:`` with the plan."""
+    q, c, p = _example_parts(ex)
+    return f"# Input:\n{format_input(q, c)}\n# Answer:\n{p}"
+
+
+def tool_block(tools: ToolRegistry | Sequence[ToolSpec]) -> str:
+    reg = tools if isinstance(tools, ToolRegistry) else ToolRegistry(list(tools))
+    return reg.prompt_block()
+
+
+def build_planner_messages(tools: ToolRegistry | Sequence[ToolSpec], examples: Iterable[Any], query: str,
+                           context: dict[str, Any] | None, *, role: str = ROLE,
+                           instructions: str = SYSTEM_INSTRUCTION) -> tuple[str, str]:
+    """The planner prompt as (system, user): the role; then instruction, tools, examples and input.
+
+    ``examples`` are training seed examples (``query``, ``context``, ``plan``), dicts ``{query, context, plan}`` or
+    ``(query, context, plan)`` tuples (plan as text or :class:`RetrievalPlan`).
+    """
+    parts = ["### System Instruction:", instructions, "",
+             "The candidate tools, with their signatures, descriptions and an example use each:",
+             tool_block(tools)]
+    shown = [format_example(e) for e in examples]
+    if shown:
+        parts += ["", "### Examples:", "\n\n".join(shown)]
+    parts += ["", "### Input:", format_input(query, context)]
+    return f"### Role:\n{role}", "\n".join(parts)
+
+
+def build_planner_prompt(tools: ToolRegistry | Sequence[ToolSpec], examples: Iterable[Any], query: str,
+                         context: dict[str, Any] | None, *, role: str = ROLE,
+                         instructions: str = SYSTEM_INSTRUCTION) -> str:
+    """The whole planner prompt as one text (role section first), for completion-style models."""
+    system, user = build_planner_messages(tools, examples, query, context, role=role, instructions=instructions)
+    return f"{system}\n\n{user}"

@@ -1,0 +1,86 @@
+"""confidence_gate: does this (sub-)query need retrieval? (Think-then-Act §3.2, "model capability check").
+
+Two modes, as in the paper:
+
+* ``confidence``: the LLM states β ∈ [0, 1], its probability of answering correctly unaided; the query
+  retrieves when β < β′ (``beta_threshold``, default 0.5). β′ = 0 never retrieves and β′ = 1 always
+  does, so at those two settings the decision is fixed and no LLM call is made.
+* ``direct``: the LLM answers RETRIEVAL or NO RETRIEVAL.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from ragplan.llm import decide_for, failure_update
+from ragplan.nodes.think_then_act.answer_subquery import resolve_text
+from ragplan.state.context import ThinkThenActContext
+from ragplan.state.think_then_act import SubQuery
+
+__all__ = ["Confidence", "DirectDecision", "confidence_gate", "needs_retrieval"]
+
+CONFIDENCE_INSTRUCTION = """Without looking anything up, how likely are you to answer this question correctly from your
+own knowledge? Give `probability` between 0.0 (you would be guessing) and 1.0 (you are certain), and a short reason.
+Examples of the scale: "What is the chemical symbol of gold?" 0.95; "How many members did a 1970s regional band
+have?" 0.2; "Which year did a minor local official die?" 0.1."""
+
+DIRECT_INSTRUCTION = """Do you need to look up information to answer this question correctly? Answer RETRIEVAL if you
+need external information, NO RETRIEVAL if you can answer it reliably from your own knowledge, with a short reason."""
+
+
+class Confidence(BaseModel):
+    """The model's confidence that it can answer unaided."""
+
+    probability: float = Field(ge=0.0, le=1.0, description="Probability of answering correctly without retrieval, 0.0-1.0.")
+    reason: str = Field(default="", description="Short reason.")
+
+
+class DirectDecision(BaseModel):
+    """The model's direct retrieval decision."""
+
+    decision: Literal["RETRIEVAL", "NO RETRIEVAL"] = Field(description="Whether retrieval is needed.")
+    reason: str = Field(default="", description="Short reason.")
+
+
+def needs_retrieval(beta: float, threshold: float) -> bool:
+    """The paper's rule: retrieve when β < β′ (β′ ≥ 1 always retrieves, β′ ≤ 0 never does)."""
+    if threshold >= 1.0:
+        return True
+    if threshold <= 0.0:
+        return False
+    return beta < threshold
+
+
+def confidence_gate(state: dict[str, Any], runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
+    """Decide whether the branch's sub-query retrieves; records β (or the direct decision) on it."""
+    ctx = runtime.context
+    q: SubQuery = state["query"]
+    text = resolve_text(q, state.get("prior") or [])
+    q = q.model_copy(update={"resolved": text})
+    t = ctx.beta_threshold
+    if ctx.gate_mode == "confidence" and (t >= 1.0 or t <= 0.0):
+        fixed = t >= 1.0
+        q.retrieve, q.decision = fixed, f"{'RETRIEVAL' if fixed else 'NO RETRIEVAL'} (β′ = {t:g} fixes the decision)"
+        return {"query": q}
+    instruction = CONFIDENCE_INSTRUCTION if ctx.gate_mode == "confidence" else DIRECT_INSTRUCTION
+    schema = Confidence if ctx.gate_mode == "confidence" else DirectDecision
+    context = f"(It is part of answering: {state['question']})\n" if text != state.get("question") else ""
+    messages = [SystemMessage("You are a careful question-answering assistant who knows the limits of its knowledge."),
+                HumanMessage(f"{instruction}\n\n{context}Question: {text}")]
+    d = decide_for(ctx, messages, schema)
+    if not d.ok:
+        # cannot judge: retrieving is the safe choice; the failure is recorded
+        q.retrieve, q.decision = True, f"RETRIEVAL (gate failed: {d.error[:200]})"
+        return {"query": q, "usage": d.usage, **({"error": failure_update(d, "confidence_gate")["error"]} if d.kind != "parse" else {})}
+    if isinstance(d.value, Confidence):
+        q.beta = float(d.value.probability)
+        q.retrieve = needs_retrieval(q.beta, t)
+        q.decision = f"{'RETRIEVAL' if q.retrieve else 'NO RETRIEVAL'}: β = {q.beta:.2f} {'<' if q.retrieve else '≥'} β′ = {t:g}. {d.value.reason}".strip()
+    else:
+        q.retrieve = d.value.decision == "RETRIEVAL"
+        q.decision = f"{d.value.decision}: {d.value.reason}".strip()
+    return {"query": q, "usage": d.usage}

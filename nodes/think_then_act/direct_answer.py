@@ -1,0 +1,55 @@
+"""direct_answer: the no-retrieval baselines of Think-then-Act (paper §4.3).
+
+* ``standard``: the model answers directly;
+* ``cot``: the model reasons step by step first (chain of thought), then answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from ragplan.llm import decide_for, failure_update
+from ragplan.nodes.think_then_act.answer_subquery import ANSWER_STYLE, ShortAnswer
+from ragplan.state.context import LLMContext
+from ragplan.state.think_then_act import SubQuery
+
+__all__ = ["ChainOfThought", "make_direct_answer"]
+
+COT_INSTRUCTION = """Think step by step: write the facts you need and how they combine in `reasoning`, then give the
+answer in `answer`.
+Example (for the style only):
+Question: Was the inventor of the telephone born before the Eiffel Tower was built?
+reasoning: The telephone is credited to Alexander Graham Bell, born in 1847. The Eiffel Tower was built in 1887-1889.
+1847 is before 1887.
+answer: yes"""
+
+
+class ChainOfThought(BaseModel):
+    """Reasoning, then the answer."""
+
+    reasoning: str = Field(description="Step-by-step reasoning.")
+    answer: str = Field(description="The short answer only.")
+
+
+def make_direct_answer(cot: bool):
+    """The ``standard`` (cot=False) or ``cot`` (cot=True) answer node."""
+
+    def direct_answer(state: dict[str, Any], runtime: Runtime[LLMContext]) -> dict[str, Any]:
+        """Answer the question without retrieval."""
+        extra = f"\n{COT_INSTRUCTION}" if cot else ""
+        messages = [SystemMessage("You are a careful question-answering assistant."),
+                    HumanMessage(f"Question: {state['question']}\n\n{ANSWER_STYLE}{extra}")]
+        d = decide_for(runtime.context, messages, ChainOfThought if cot else ShortAnswer)
+        if not d.ok:
+            return {**failure_update(d, "direct_answer"), "retrieval_count": 0, "retrieval_ratio": 0.0}
+        q = SubQuery(index=1, text=state["question"], resolved=state["question"], decision="NO RETRIEVAL (baseline)",
+                     answer=d.value.answer.strip(), done=True)
+        return {"answer": q.answer, "reasoning": getattr(d.value, "reasoning", "").strip(), "queries": [q],
+                "retrieval_count": 0, "retrieval_ratio": 0.0, "usage": d.usage, "stop_reason": "answered"}
+
+    direct_answer.__name__ = "cot_answer" if cot else "direct_answer"
+    return direct_answer

@@ -1,0 +1,73 @@
+"""flare_draft: FLARE-style generate-then-check (the paper's LM-preprocess comparison, §5.1).
+
+The model first drafts an answer. When the endpoint returns token log-probabilities, the draft's
+least likely token decides: below ``flare_threshold`` the draft is not trusted, the low-probability
+tokens are masked out, and the question plus the masked draft becomes the retrieval query (as FLARE
+does); the answer is then regenerated with the retrieved sentences. Without log-probabilities the
+model's stated confidence in its draft is used instead. ``confidence_source`` says which.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from ragplan.llm import chat_model_for, decide_for, failure_update, generate, message_text
+from ragplan.nodes.think_then_act.answer_subquery import ANSWER_STYLE
+from ragplan.nodes.think_then_act.confidence_gate import Confidence
+from ragplan.state.context import ThinkThenActContext
+from ragplan.state.think_then_act import SubQuery
+
+__all__ = ["flare_draft", "token_probabilities"]
+
+
+def token_probabilities(message: Any) -> list[tuple[str, float]]:
+    """(token, probability) pairs from an AIMessage's OpenAI-style ``logprobs`` metadata; [] when absent."""
+    meta = getattr(message, "response_metadata", None) or {}
+    content = (meta.get("logprobs") or {}).get("content") if isinstance(meta.get("logprobs"), dict) else None
+    out = []
+    for item in content or []:
+        try:
+            out.append((str(item["token"]), math.exp(float(item["logprob"]))))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def flare_draft(state: dict[str, Any], runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
+    """Draft an answer, measure its confidence, and prepare the query that retrieval would use."""
+    ctx = runtime.context
+    question = state["question"]
+    messages = [SystemMessage("You are a careful question-answering assistant."),
+                HumanMessage(f"Question: {question}\n\n{ANSWER_STYLE}")]
+    try:
+        model = chat_model_for(ctx)
+    except Exception as exc:
+        return {"error": f"flare_draft: no usable chat model: {exc}", "stop_reason": "llm_error", "answer": ""}
+    msg, usage, err = generate(model, messages, options={"logprobs": True})  # token probabilities where given
+    if msg is None:
+        return {"usage": usage, "error": f"flare_draft: {err}", "stop_reason": "llm_error", "answer": ""}
+    draft = message_text(msg)
+    probs = token_probabilities(msg)
+    if probs:
+        source, confidence = "logprobs", min(p for _, p in probs)
+        masked = " ".join(tok.strip() for tok, p in probs if p >= ctx.flare_threshold and tok.strip())
+    else:
+        check = [SystemMessage("You are a careful question-answering assistant who knows the limits of its knowledge."),
+                 HumanMessage(f"Question: {question}\nYour draft answer: {draft}\n\nHow likely is the draft to be "
+                              f"correct? Give `probability` between 0.0 and 1.0 and a short reason.")]
+        d = decide_for(ctx, check, Confidence)
+        usage = usage + d.usage
+        if not d.ok:
+            return {**failure_update(d, "flare_draft"), "usage": usage}
+        source, confidence, masked = "stated", float(d.value.probability), ""
+    low = confidence < ctx.flare_threshold
+    q = SubQuery(index=1, text=question, resolved=question, search_query=f"{question} {masked}".strip() if low else "",
+                 beta=round(confidence, 4),
+                 retrieve=low, answer="" if low else draft, done=not low,
+                 decision=f"{'RETRIEVAL' if low else 'NO RETRIEVAL'}: draft {draft!r}, {source} confidence "
+                          f"{confidence:.2f} {'<' if low else '≥'} {ctx.flare_threshold:g}")
+    return {"query": q, "queries": [q], "confidence_source": source, "usage": usage}

@@ -1,0 +1,2 @@
+"""REAPER training: fine-tuning data generation (:mod:`.datagen`, :mod:`.ttg`) and the route classifier of
+the classifier_planner baseline (:mod:`.classifier`)."""

@@ -1,0 +1,61 @@
+"""The retriever (and sentence ranker) a run's context selects, built once per process per setting.
+
+``retriever = "wiki"`` gives live Wikipedia (:mod:`ragplan.tools.wikipedia`), ``"local"`` a FAISS
+index (:mod:`ragplan.tools.textindex`); a Python caller may put any :class:`~ragplan.tools.retrieval.Retriever`
+in the context as ``retriever_object``. The interface (:mod:`ragplan.tools.retrieval`) and the
+retrievers never import each other; this factory imports both.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ragplan.tools.retrieval import Retriever, SentenceRanker
+
+__all__ = ["make_retriever", "ranker_for"]
+
+
+_lock = threading.Lock()
+_retrievers: dict[tuple, Retriever] = {}
+
+
+def make_retriever(ctx: Any) -> Retriever:
+    """The retriever named by the context (``retriever``: wiki | local), or its ``retriever_object``.
+
+    Built once per process per setting. Raises ``ValueError`` with a clear message for a missing or
+    unknown configuration.
+    """
+    obj = getattr(ctx, "retriever_object", None)
+    if obj is not None:
+        return obj
+    kind = (getattr(ctx, "retriever", "") or "").strip().lower()
+    if kind == "local":
+        if not getattr(ctx, "index_dir", ""):
+            raise ValueError("retriever 'local' needs index_dir (build one with `ragplan index build`)")
+        key: tuple = ("local", ctx.index_dir, getattr(ctx, "embedding_model", ""))
+    elif kind == "wiki":
+        key = ("wiki", getattr(ctx, "wiki_language", "en"), getattr(ctx, "wiki_cache_dir", ""),
+               getattr(ctx, "wiki_api_url", ""), getattr(ctx, "wiki_pages", 3))
+    else:
+        raise ValueError(f"unknown retriever {kind!r}: use 'wiki' (live Wikipedia) or 'local' (a FAISS index)")
+    with _lock:
+        if key not in _retrievers:
+            if kind == "local":
+                from ragplan.tools.textindex import LocalIndexRetriever, TextIndex
+
+                _retrievers[key] = LocalIndexRetriever(TextIndex.open(ctx.index_dir, model_path=ctx.embedding_model))
+            else:
+                from ragplan.tools.wikipedia import WikipediaClient, WikipediaRetriever
+
+                client = WikipediaClient(language=ctx.wiki_language, cache_dir=ctx.wiki_cache_dir or None,
+                                         api_url=ctx.wiki_api_url or None)
+                _retrievers[key] = WikipediaRetriever(client, pages=ctx.wiki_pages)
+        return _retrievers[key]
+
+
+def ranker_for(ctx: Any) -> SentenceRanker:
+    """The sentence ranker over the context's embedding model (the model is loaded once per process)."""
+    from ragplan.tools.embeddings import get_embedder
+
+    return SentenceRanker(get_embedder(getattr(ctx, "embedding_model", "") or ""))
