@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragplan.dqa.building import scenario_from_data as building_scenario, solve_building
+from ragplan.dqa.building import scenario_from_data as building_scenario, sequential_prices, simulate_prices, solve_building
 from ragplan.dqa.cql import graph_data_from_text, parse_map
 from ragplan.dqa.generate import generate
 from ragplan.dqa.data import load_questions
@@ -159,3 +159,133 @@ def test_fast_simulators_match_reference_on_generated_scenarios(tmp_path, scenar
             best, effects = reference_building(data, q.goods)
             assert {o.building_id: o.price for o in sol.options} == pytest.approx(effects)
         assert sol.best == best and str(best) == q.answer
+
+
+# ------------------------------------------------------------------------------------------ near-ties
+
+# Three producers of gadgets (B1, B2, B3, all fed from the sawmill's surplus of wood, so each makes its
+# full max_supply) and a demand of exactly 1.0. Raising B1 or B2 (level 1 -> 6) turns its 0.1 into
+# 0.1 * 6 = 0.6000000000000001: supply 0.6 + 0.1 + 0.3 = 1.0 = demand on paper, price = base price 10.
+# The annotator adds building by building (B1, B2, B3): (0.6000000000000001 + 0.1) + 0.3 == 1.0 for
+# both, a tie, and the earlier building, B1, wins. The vectorised pass adds the Supply edges in file
+# order (B2's, B3's, B1's): B1 raised gives (0.1 + 0.3) + 0.6000000000000001 == 1.0, but B2 raised
+# gives (0.6000000000000001 + 0.3) + 0.1 == 1.0000000000000002, a price of 9.999999999999998, so the
+# fast arithmetic alone would answer B2.
+NEAR_TIE = """\
+CREATE (n: Goods {name:"gadgets", code: 1, base_price:10, current_price:20, pop_demand:1.0});
+CREATE (n: Goods {name:"wood", code: 2, base_price:10, current_price:10, pop_demand:0});
+CREATE (n: Building {id: 11, name:"b1", level:1});
+CREATE (n: Building {id: 12, name:"b2", level:1});
+CREATE (n: Building {id: 13, name:"b3", level:3});
+CREATE (n: Building {id: 19, name:"sawmill", level:1});
+MATCH (g: Goods{code: 2}), (b: Building{id:19}) CREATE (b)-[r:Supply{max_supply: 100, current_output: 100,level: 1}]->(g);
+MATCH (g: Goods{code: 2}), (b: Building{id:11}) CREATE (g)-[r:Demand{max_demand: 1, current_input: 1, level: 1}]->(b);
+MATCH (g: Goods{code: 2}), (b: Building{id:12}) CREATE (g)-[r:Demand{max_demand: 1, current_input: 1, level: 1}]->(b);
+MATCH (g: Goods{code: 2}), (b: Building{id:13}) CREATE (g)-[r:Demand{max_demand: 1, current_input: 1, level: 1}]->(b);
+MATCH (g: Goods{code: 1}), (b: Building{id:12}) CREATE (b)-[r:Supply{max_supply: 0.1, current_output: 0.1,level: 1}]->(g);
+MATCH (g: Goods{code: 1}), (b: Building{id:13}) CREATE (b)-[r:Supply{max_supply: 0.3, current_output: 0.3,level: 1}]->(g);
+MATCH (g: Goods{code: 1}), (b: Building{id:11}) CREATE (b)-[r:Supply{max_supply: 0.1, current_output: 0.1,level: 1}]->(g);
+"""
+
+
+def _annotator_pick(prices: list[float], ids: list[int], script_price: float) -> int | None:
+    best, best_price = None, script_price
+    for bid, p in zip(ids, prices):
+        if p < best_price:
+            best, best_price = bid, p
+    return best
+
+
+def test_building_near_tie_is_decided_by_the_annotators_order_of_operations():
+    data = graph_data_from_text(NEAR_TIE)
+    sc = building_scenario(data)
+    g = sc.goods_index("gadgets")
+    fast = simulate_prices(sc)[:, g].tolist()
+    # the premise: the two orders of operations really disagree on the winner
+    assert fast[:2] == [10.0, 9.999999999999998]
+    assert _annotator_pick(fast, sc.building_ids, 20.0) == 12
+    assert [sequential_prices(sc, b)[g] for b in range(2)] == [10.0, 10.0]
+    ref_best, ref_prices = reference_building(data, "gadgets")
+    assert ref_best == 11 and ref_prices[11] == ref_prices[12] == 10.0
+    # the fix: the near-tied candidates are re-simulated sequentially, the annotator's rule picks B1
+    sol = solve_building(sc, "gadgets")
+    assert sol.best == 11
+    assert sol.option(11).price == sol.option(12).price == 10.0
+    assert {o.building_id: o.price for o in sol.options} == ref_prices  # bit for bit, the near-ties included
+
+
+def test_building_near_tie_with_the_script_price():
+    # with the script's price at 10.0, nothing is strictly below it for the annotator; the fast
+    # arithmetic alone would answer B2 (9.999999999999998 < 10)
+    data = graph_data_from_text(NEAR_TIE.replace("current_price:20", "current_price:10.0"))
+    sc = building_scenario(data)
+    assert _annotator_pick(simulate_prices(sc)[:, 0].tolist(), sc.building_ids, 10.0) == 12
+    assert reference_building(data, "gadgets")[0] is None
+    assert solve_building(sc, "gadgets").best is None
+
+
+def test_building_clear_best_skips_the_sequential_check():
+    sc = building_scenario(graph_data_from_text(MARKET))
+    assert solve_building(sc, "gadgets").best == 12
+    assert sc._sequential == {}  # one clear best: nothing re-simulated
+
+
+# P1 and P2 feed H and X; D's merchants steer toward X, C's merchant (the option) toward H. On paper
+# C's merchant brings the same value to H from either node (5 × 2.73 / 5.59 = 5 × 3.255 / 6.665), so
+# the options tie and the earlier node, P1, wins. The annotator computes each flow first and then
+# multiplies by 1.05, which gives both options the same bits; (1.05 × outgoing) × steer / weight, an
+# equally valid order, would give P2 one ulp more and answer P2.
+LOCATING_NEAR_TIE = """\
+CREATE (P1:Trade_node {name:"P1", local_value:5.0, is_inland:false, total_power:1.1, outgoing:0.0, ingoing:0.0});
+CREATE (P2:Trade_node {name:"P2", local_value:5.0, is_inland:false, total_power:2.2, outgoing:0.0, ingoing:0.0});
+CREATE (H:Trade_node {name:"H", local_value:1.0, is_inland:false, total_power:2.0, outgoing:0.0, ingoing:0.0});
+CREATE (X:Trade_node {name:"X", local_value:1.0, is_inland:false, total_power:2.0, outgoing:0.0, ingoing:0.0});
+CREATE (C:Country {name:"C", home_node:"H", development:1.0});
+CREATE (D:Country {name:"D", home_node:"X", development:1.0});
+MATCH (a:Trade_node {name:"P1"}), (b:Trade_node {name:"H"}) CREATE (a)-[r:source{flow:1.0}]->(b);
+MATCH (a:Trade_node {name:"P1"}), (b:Trade_node {name:"X"}) CREATE (a)-[r:source{flow:1.0}]->(b);
+MATCH (a:Trade_node {name:"P2"}), (b:Trade_node {name:"H"}) CREATE (a)-[r:source{flow:1.0}]->(b);
+MATCH (a:Trade_node {name:"P2"}), (b:Trade_node {name:"X"}) CREATE (a)-[r:source{flow:1.0}]->(b);
+MATCH (t:Trade_node {name:"P1"}), (C:Country {name:"C"}) CREATE (C)-[r:NodeCountry{is_home: false, has_merchant: "False",base_trading_power: 0.6,calculated_trading_power: 0.6}]->(t);
+MATCH (t:Trade_node {name:"P1"}), (D:Country {name:"D"}) CREATE (D)-[r:NodeCountry{is_home: false, has_merchant: "True",base_trading_power: 0.2,calculated_trading_power: 2.31}]->(t);
+MATCH (t:Trade_node {name:"P2"}), (C:Country {name:"C"}) CREATE (C)-[r:NodeCountry{is_home: false, has_merchant: "False",base_trading_power: 1.1,calculated_trading_power: 1.1}]->(t);
+MATCH (t:Trade_node {name:"P2"}), (D:Country {name:"D"}) CREATE (D)-[r:NodeCountry{is_home: false, has_merchant: "True",base_trading_power: 0.2,calculated_trading_power: 2.31}]->(t);
+MATCH (t:Trade_node {name:"H"}), (C:Country {name:"C"}) CREATE (C)-[r:NodeCountry{is_home: true, has_merchant: "False",base_trading_power: 1.0,calculated_trading_power: 1.0}]->(t);
+"""
+
+
+def test_locating_near_tie_is_decided_by_the_annotators_order_of_operations():
+    # the premise: the two orders of operations give the tied options different bits
+    def flows(lv: float, tp: float, c_base: float) -> tuple[float, float]:
+        c, d = 1.05 * (c_base + 2), 1.05 * (0.2 + 2)
+        out = lv * (c + d) / (tp / 2 + c + d)
+        return 1.05 * (out * c / (c + d)), 1.05 * out * c / (c + d)
+    (seq1, other1), (seq2, other2) = flows(5.0, 1.1, 0.6), flows(5.0, 2.2, 1.1)
+    assert seq1 == seq2 and other1 < other2
+    data = graph_data_from_text(LOCATING_NEAR_TIE)
+    ref_best, ref_profits = reference_locating(data, "C", "H")
+    sol = solve_locating(locating_scenario(data), "C", "H")
+    assert ref_best == sol.best == "P1"
+    assert sol.option("P1").profit == sol.option("P2").profit
+    assert {o.node: o.profit for o in sol.options} == ref_profits
+
+
+@pytest.mark.parametrize("size", ["small", "official"])
+def test_fast_locating_is_bit_for_bit_the_sequential_reference(tmp_path, size):
+    """Exact equality, not approx: the fast simulator keeps the annotator's order of operations."""
+    generate(tmp_path, "locating", 3 if size == "small" else 1, seed=5, size=size)
+    for q in load_questions(tmp_path, "locating"):
+        data = read_graph_data(q.script)
+        sol = solve_locating(locating_scenario(data), q.country, q.home)
+        best, effects = reference_locating(data, q.country, q.home)
+        assert {o.node: o.profit for o in sol.options} == effects and sol.best == best
+
+
+def test_sequential_prices_are_bit_for_bit_the_reference(tmp_path):
+    generate(tmp_path, "building", 2, seed=5)
+    for q in load_questions(tmp_path, "building"):
+        data = read_graph_data(q.script)
+        sc = building_scenario(data)
+        g = sc.goods_index(q.goods)
+        _, effects = reference_building(data, q.goods)
+        assert {bid: sequential_prices(sc, b)[g] for b, bid in enumerate(sc.building_ids)} == effects

@@ -10,6 +10,15 @@ Speed: every option of a script (one per building) is simulated at once as one r
 share a script (one per goods) cost one simulation. ``ragplan.dqa.reference`` holds the
 straightforward dict-and-deepcopy version of the same rules that the benchmark compares against.
 
+Near-ties: the vectorised pass adds the same numbers in another order than the annotator did (it sums
+each option's edges before adding them to the script's totals, and sums edges in file order rather
+than building by building), so two options whose prices are equal on paper can come out a few ulps
+apart the other way round. When the decision hangs on such a difference — several options within
+:data:`NEAR_TIE_REL` (relative) of the lowest price, or the lowest price that close to the script's —
+those options are simulated again one by one with the annotator's order of operations
+(:func:`sequential_prices`, the order of ``ragplan.dqa.reference``) and the annotator's rule is applied
+to those prices; all other options are farther from the best than any rounding can move them.
+
 Guards for values the rules leave undefined (never seen in DQA's data): a building at level 0 is
 raised with factor (0 + 5) / 1; an input with ``max_demand`` 0 counts as satisfied; goods with
 no demand at all get no input (``current_input`` 0).
@@ -18,6 +27,7 @@ no demand at all get no input (``current_input`` 0).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -25,10 +35,13 @@ from ragplan.dqa.cql import GraphData
 from ragplan.tools.graphdb.script import ScriptError
 
 __all__ = ["BuildingScenario", "BuildingOption", "BuildingSolution", "scenario_from_data", "simulate_prices",
-           "solve_building", "RAISE_LEVELS", "ROUNDS"]
+           "sequential_prices", "solve_building", "RAISE_LEVELS", "ROUNDS", "NEAR_TIE_REL"]
 
 RAISE_LEVELS = 5
 ROUNDS = 10
+#: Options whose fast price is within this relative distance of the best are re-checked sequentially
+#: (the fast and the sequential arithmetic differ by ~1e-15 relative; real differences are far larger).
+NEAR_TIE_REL = 1e-9
 
 
 @dataclass
@@ -52,12 +65,19 @@ class BuildingScenario:
     max_supply: np.ndarray
     current_output: np.ndarray
     _prices: np.ndarray | None = field(default=None, repr=False, compare=False)
+    _sequential: dict[int, list[float]] = field(default_factory=dict, repr=False, compare=False)
 
     def all_prices(self) -> np.ndarray:
         """Prices of every goods for every building raised (rows in file order), computed once."""
         if self._prices is None:
             self._prices = simulate_prices(self)
         return self._prices
+
+    def sequential_prices(self, raised: int) -> list[float]:
+        """:func:`sequential_prices` of building index ``raised``, computed once."""
+        if raised not in self._sequential:
+            self._sequential[raised] = sequential_prices(self, raised)
+        return self._sequential[raised]
 
     def goods_index(self, goods: str | int) -> int:
         """Index of goods given by name or code; ValueError if absent."""
@@ -150,6 +170,66 @@ def simulate_prices(sc: BuildingScenario, raised: np.ndarray | None = None) -> n
     return np.where(both_zero, sc.base_price[None, :], price)
 
 
+def sequential_prices(sc: BuildingScenario, raised: int = -1) -> list[float]:
+    """Prices of every goods with building index ``raised`` raised (-1: none), one number at a time.
+
+    The annotator's order of operations (that of ``ragplan.dqa.reference``): buildings in file order,
+    each building's edges in file order, every accumulator added to one value at a time, left to
+    right. Slow (plain Python); :func:`solve_building` uses it only to decide near-ties.
+    """
+    nb, ng = len(sc.building_ids), len(sc.goods_names)
+    inputs: list[list[list[Any]]] = [[] for _ in range(nb)]   # per building: [goods, max_demand, current_input]
+    outputs: list[list[list[Any]]] = [[] for _ in range(nb)]  # per building: [goods, max_supply, current_output]
+    for g, b, md in zip(sc.d_goods.tolist(), sc.d_building.tolist(), sc.max_demand.tolist()):
+        inputs[b].append([g, md, 0.0])
+    for b, g, ms, co in zip(sc.s_building.tolist(), sc.s_goods.tolist(), sc.max_supply.tolist(), sc.current_output.tolist()):
+        outputs[b].append([g, ms, co])
+    pop, base = sc.pop_demand.tolist(), sc.base_price.tolist()
+    building_demand, supply = [0.0] * ng, [0.0] * ng
+    for b in range(nb):  # the state from the script
+        for g, md, _ in inputs[b]:
+            building_demand[g] += md
+        for g, _, co in outputs[b]:
+            supply[g] += co
+    if raised >= 0:
+        level = float(sc.level[raised])
+        f = (level + RAISE_LEVELS) / max(level, 1.0)
+        for e in inputs[raised]:
+            e[1] *= f
+        for e in outputs[raised]:
+            e[1] *= f
+    for b in range(nb):  # rule 1: added to, not reset
+        for g, md, _ in inputs[b]:
+            building_demand[g] += md
+        for g, ms, _ in outputs[b]:
+            supply[g] += ms
+    for _ in range(ROUNDS):
+        for b in range(nb):
+            for e in inputs[b]:
+                g = e[0]
+                denom = pop[g] + building_demand[g]
+                e[2] = e[1] * supply[g] / denom if denom else 0.0
+        supply = [0.0] * ng
+        for b in range(nb):
+            if inputs[b]:
+                total = 0.0
+                for _, md, ci in inputs[b]:
+                    total += min(ci, md) / md if md else 1.0
+                r = total / len(inputs[b])
+                for e in outputs[b]:
+                    e[2] = e[1] * r
+            for g, _, co in outputs[b]:
+                supply[g] += co
+    prices = []
+    for g in range(ng):
+        demand, sup = pop[g] + building_demand[g], supply[g]
+        if demand == 0 and sup == 0:
+            prices.append(base[g])
+        else:
+            prices.append(base[g] * (1 + 0.75 * (demand - sup) / max(demand, sup)))
+    return prices
+
+
 @dataclass
 class BuildingOption:
     """The market price of the goods after raising one building."""
@@ -178,14 +258,34 @@ class BuildingSolution:
         return sorted(self.options, key=lambda o: o.price)
 
 
+def _decide_near_ties(sc: BuildingScenario, g: int, column: list[float], script_price: float) -> list[float]:
+    """``column`` (one fast price per building) with the near-tied candidates for the best re-simulated sequentially."""
+    if not column:
+        return column
+    low = min(column)
+    tol = NEAR_TIE_REL * max(abs(low), abs(script_price), 1e-300)
+    near = [b for b, p in enumerate(column) if p - low <= tol]
+    if len(near) == 1 and abs(low - script_price) > tol:
+        return column  # one clear best: the order of operations cannot change the decision
+    column = list(column)
+    for b in near:
+        column[b] = sc.sequential_prices(b)[g]
+    return column
+
+
 def solve_building(sc: BuildingScenario, goods: str | int, prices: np.ndarray | None = None) -> BuildingSolution:
-    """Rank every building for ``goods``; ``prices`` from :func:`simulate_prices` may be reused."""
+    """Rank every building for ``goods``; ``prices`` from :func:`simulate_prices` may be reused.
+
+    The annotator's rule (file order, strictly below the running best, starting from the script's
+    price) is applied to the fast prices, with near-ties decided by :func:`sequential_prices`.
+    """
     g = sc.goods_index(goods)
     prices = sc.all_prices() if prices is None else prices
     script_price = float(sc.current_price[g])
+    column = _decide_near_ties(sc, g, prices[:, g].tolist(), script_price)
     options, best, best_price = [], None, script_price
     for b, bid in enumerate(sc.building_ids):
-        p = float(prices[b, g])
+        p = column[b]
         change = (p - script_price) / script_price * 100 if script_price else 0.0
         options.append(BuildingOption(bid, sc.building_names[b], p, change))
         if p < best_price:

@@ -9,6 +9,12 @@ Speed: one scenario is compiled once into index arrays — the topological order
 edge order, each country's steering target per node — and each option then changes a single record,
 so a simulation is one pass over nodes and edges with no copying. ``ragplan.dqa.reference`` holds the
 straightforward dict-and-deepcopy version of the same rules that the benchmark compares against.
+
+Near-ties: options that tie on paper (two nodes whose merchant has the same effect) can differ in
+the last bits, and the annotator's ``>`` then picks by those bits. Every sum and product here is
+done in the annotator's order of operations (records and edges in file order, nodes in topological
+order, ``1.05 × (outgoing × steer / weight)``), so the profits are bit for bit those of the sequential
+reference and near-ties are decided as the annotator decided them; a test holds the two equal.
 """
 
 from __future__ import annotations
@@ -203,11 +209,17 @@ class _Compiled:
         ingoing = [0.0] * n
         outgoing = [0.0] * n
         total = [0.0] * n
-        for s in range(n):
-            total[s] = sc.script_total[s] / 2 + sum(powers[k] for k in self.at_node[s])
+        for s in range(n):  # every sum left to right, one value at a time (as the annotator added)
+            acc = 0.0
+            for k in self.at_node[s]:
+                acc += powers[k]
+            total[s] = sc.script_total[s] / 2 + acc
         for s in self.order:
             ks = self.at_node[s]
-            p_out = sum(powers[k] for k in ks if not recs[k].is_home)
+            p_out = 0.0
+            for k in ks:
+                if not recs[k].is_home:
+                    p_out += powers[k]
             out = (sc.local_value[s] + ingoing[s]) * p_out / total[s] if total[s] else 0.0
             outgoing[s] = out
             down = self.down[s]
@@ -218,10 +230,12 @@ class _Compiled:
                 t = targets[k]
                 if t is not None:
                     steer[t] = steer.get(t, 0.0) + powers[k]
-            weight = sum(steer.values())
+            weight = 0.0
+            for w in steer.values():
+                weight += w
             if weight > 0:
-                for d in down:
-                    ingoing[d] += 1.05 * out * steer.get(d, 0.0) / weight
+                for d in down:  # flow first, then the 1.05: the annotator's order of operations
+                    ingoing[d] += 1.05 * (out * steer.get(d, 0.0) / weight)
             else:
                 share = out / len(down)
                 for d in down:

@@ -2,7 +2,10 @@
 
 This is the plain reading of shared/DQA.md, written for clarity, not speed. It is the baseline of
 ``benchmarks/dqa_simulator.py`` and the cross-check of the fast simulators in the tests (both must
-pick the same decisions and compute the same effects on every generated scenario).
+pick the same decisions and compute the same effects on every generated scenario). Its order of
+operations is the annotator's — records, edges and buildings in file order, every sum left to right —
+and the fast simulators decide near-ties by it (``ragplan.dqa.building.sequential_prices`` repeats it
+for the building options that tie with the best; ``ragplan.dqa.locating`` keeps it throughout).
 """
 
 from __future__ import annotations
@@ -14,6 +17,15 @@ from ragplan.dqa.cql import GraphData
 from ragplan.dqa.locating import merchant_power, truthy
 
 __all__ = ["locating_state", "reference_locating", "building_state", "reference_building"]
+
+
+def _sum(values: Any) -> Any:
+    """Left-to-right addition, one value at a time: the annotator's arithmetic (``sum`` of floats is
+    compensated from Python 3.12 on, which would decide near-ties differently)."""
+    total = 0
+    for v in values:
+        total += v
+    return total
 
 
 def locating_state(data: GraphData) -> dict[str, Any]:
@@ -38,7 +50,7 @@ def _simulate_locating(state: dict[str, Any], country: str, home: str) -> float:
         rec["power"] = (merchant_power(rec["base_trading_power"], c.get("development", 0.0), bool(nodes[rec["node"]]["is_inland"]))
                         if rec["merchant"] else rec["base_trading_power"])
     for name, node in nodes.items():
-        node["total"] = node["total_power"] / 2 + sum(r["power"] for r in records if r["node"] == name)
+        node["total"] = node["total_power"] / 2 + _sum(r["power"] for r in records if r["node"] == name)
         node["in"], node["out"] = 0.0, 0.0
     down = {name: [b for a, b in edges if a == name] for name in nodes}
     indeg = {name: sum(1 for _, b in edges if b == name) for name in nodes}
@@ -66,7 +78,7 @@ def _simulate_locating(state: dict[str, Any], country: str, home: str) -> float:
     for s in order:
         node = nodes[s]
         here = [r for r in records if r["node"] == s]
-        p_out = sum(r["power"] for r in here if not r["is_home"])
+        p_out = _sum(r["power"] for r in here if not r["is_home"])
         node["out"] = (node["local_value"] + node["in"]) * p_out / node["total"] if node["total"] else 0.0
         steer: dict[str, float] = {}
         for r in here:
@@ -78,8 +90,8 @@ def _simulate_locating(state: dict[str, Any], country: str, home: str) -> float:
                 if target is not None:
                     steer[target] = steer.get(target, 0.0) + r["power"]
         for d in down[s]:
-            if sum(steer.values()) > 0:
-                flow = node["out"] * steer.get(d, 0.0) / sum(steer.values())
+            if _sum(steer.values()) > 0:
+                flow = node["out"] * steer.get(d, 0.0) / _sum(steer.values())
             else:
                 flow = node["out"] / len(down[s])
             nodes[d]["in"] += 1.05 * flow
@@ -118,8 +130,8 @@ def building_state(data: GraphData) -> dict[str, Any]:
         elif r.type == "Supply":
             buildings[r.src_key["id"]]["outputs"].append({"goods": r.dst_key["code"], **r.props})
     for g in goods.values():
-        g["building_demand"] = sum(i["max_demand"] for b in buildings.values() for i in b["inputs"] if i["goods"] == g["code"])
-        g["supply"] = sum(o["current_output"] for b in buildings.values() for o in b["outputs"] if o["goods"] == g["code"])
+        g["building_demand"] = _sum(i["max_demand"] for b in buildings.values() for i in b["inputs"] if i["goods"] == g["code"])
+        g["supply"] = _sum(o["current_output"] for b in buildings.values() for o in b["outputs"] if o["goods"] == g["code"])
     return {"goods": goods, "buildings": buildings}
 
 
@@ -141,7 +153,7 @@ def _simulate_building(state: dict[str, Any]) -> dict[int, float]:
         for b in buildings.values():
             if b["inputs"]:
                 terms = [min(i["current_input"], i["max_demand"]) / i["max_demand"] if i["max_demand"] else 1.0 for i in b["inputs"]]
-                r = sum(terms) / len(terms)
+                r = _sum(terms) / len(terms)
                 for o in b["outputs"]:
                     o["current_output"] = o["max_supply"] * r
             for o in b["outputs"]:
