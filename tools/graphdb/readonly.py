@@ -1,4 +1,4 @@
-"""The statement check that keeps LLM-written Cypher read-only.
+"""The statement check that keeps LLM-written Cypher read-only and small enough to parse safely.
 
 Engines have read-only modes, but they are not enough on their own: kglite's read-only graph still
 runs ``LOAD CSV FROM "file:///etc/passwd"`` and any ``CALL`` procedure. So every query the graph-DB
@@ -23,6 +23,28 @@ removed, so a keyword inside a string (``WHERE n.name = "CREATE"``) or a propert
 * ``SHOW`` commands other than indexes, constraints, procedures and functions (users, roles,
   privileges, settings, transactions, servers and databases describe the server, not the graph).
 
+**Size caps** (:class:`QueryCaps`). Parsers recurse: kglite crashes the whole process (a
+segmentation fault, not an error) on about 400 nested ``CALL { … }`` or 600 ``UNION`` arms. So
+before any engine sees a query, the check refuses one that is
+
+* longer than ``max_chars`` (50,000 characters) — tested first, before any other work;
+* nested deeper than ``max_depth`` (40) brackets ``()``, ``[]`` and ``{}`` together (list
+  literals, comprehensions, maps, patterns, function calls);
+* nested deeper than ``max_subquery_depth`` (8) subqueries (``CALL { … }``, ``CALL (x) { … }``,
+  ``EXISTS { … }``, ``COUNT { … }``, ``COLLECT { … }``);
+* made of more than ``max_union_arms`` (32) parts joined by ``UNION`` (or kglite's ``INTERSECT`` /
+  ``EXCEPT``), counted over the whole query.
+
+Real questions stay far below these (PlanRAG's queries nest a handful of brackets and rarely use
+UNION). The refusal says which cap was hit and how to rewrite the query. What the caps cannot
+see — a ``reduce`` that doubles a string, a seven-way cartesian product — is bounded at run time
+by the embedded store's worker process (:mod:`ragplan.tools.graphdb.sandbox`) or by Neo4j's
+transaction timeout.
+
+The check runs in time linear in the query's length: literals are found by a left-to-right scan
+that stops at the first unterminated one, and every later step looks only at nearby characters
+(an earlier version sliced the text per word and took 18 s on a 668 KB query).
+
 Line breaks are normalised to ``\n`` first, and the normalised text is what runs: Neo4j ends a
 ``//`` comment at a lone ``\r`` while kglite does not, so without this a comment could hide a
 clause from the check that the server then runs.
@@ -31,13 +53,32 @@ clause from the check that the server then runs.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Callable
 
-__all__ = ["QueryRefused", "check_read_only", "normalize_newlines", "strip_literals"]
+__all__ = ["QueryCaps", "QueryRefused", "check_read_only", "normalize_newlines", "strip_literals", "DEFAULT_CAPS"]
 
 
 class QueryRefused(ValueError):
-    """A query was refused before it reached the store because it could write or escape."""
+    """A query was refused before it reached the store: it could write or escape, or is too big to parse safely."""
 
+
+@dataclass(frozen=True)
+class QueryCaps:
+    """How big a query may be before the engine sees it (see the module docstring for why)."""
+
+    max_chars: int = 50_000
+    """Longest query text, in characters."""
+    max_depth: int = 40
+    """Deepest nesting of ``()``, ``[]`` and ``{}`` together."""
+    max_subquery_depth: int = 8
+    """Deepest nesting of ``CALL { … }`` / ``EXISTS { … }`` / ``COUNT { … }`` / ``COLLECT { … }``."""
+    max_union_arms: int = 32
+    """Most parts joined by ``UNION`` / ``INTERSECT`` / ``EXCEPT`` in one query."""
+
+
+#: The caps every store applies unless given others.
+DEFAULT_CAPS = QueryCaps()
 
 #: Clause keywords that write, load files or stop work, wherever they stand in a query.
 WRITE_KEYWORDS = frozenset(
@@ -67,19 +108,26 @@ ALLOWED_PROCEDURES = frozenset(
         "db.schema.nodetypeproperties", "db.schema.reltypeproperties",
     }
 )
+#: Words before ``{`` that open a subquery (``CALL (x) {`` is recognised by its parentheses).
+SUBQUERY_OPENERS = frozenset({"CALL", "EXISTS", "COUNT", "COLLECT"})
+#: Set operations; each joins one more part to the query.
+SET_OPERATIONS = frozenset({"UNION", "INTERSECT", "EXCEPT"})
 
-_TOKEN = re.compile(
-    r"""
-      (?P<comment>//[^\n]*|/\*.*?\*/)
-    | (?P<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
-    | (?P<backtick>`(?:[^`]|``)*`)
-    """,
-    re.VERBOSE | re.DOTALL,
-)
+#: Where a literal or comment may start; each kind is then read to its end from there.
+_OPENER = re.compile(r"//|/\*|['\"`]")
+_LITERAL_REST = {
+    "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*'", re.S),
+    '"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S),
+    "`": re.compile(r"[^`]*(?:``[^`]*)*`"),
+}
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IDENT_RUN = re.compile(r"\w+")
+_SPACE = re.compile(r"\s*")
+_BRACKET = re.compile(r"[()\[\]{}]")
 _NEWLINES = re.compile(r"\r\n?|[\u2028\u2029\x85]")
-#: A namespaced function call (``apoc.cypher.run(``), with the spacing Cypher allows around dots.
-_QUALIFIED_CALL = re.compile(r"(?<![\w.$])([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)+)\s*\(")
+_PROCEDURE_NAME = re.compile(r"([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)(?=\s|\(|$)")
+_QUOTED_CALL = re.compile(r"__lit__\s*\(")
+_CLOSE = {")": "(", "]": "[", "}": "{"}
 
 
 def normalize_newlines(query: str) -> str:
@@ -91,39 +139,74 @@ def normalize_newlines(query: str) -> str:
     return _NEWLINES.sub("\n", query)
 
 
+def _literal_spans(text: str) -> list[tuple[int, int, bool]]:
+    """``(start, end, is_comment)`` of every comment, string and quoted name, left to right, in linear time.
+
+    An unterminated one is refused at once: reading on would make the rest of the query one literal.
+    """
+    spans: list[tuple[int, int, bool]] = []
+    pos = 0
+    while (m := _OPENER.search(text, pos)) is not None:
+        start, opener = m.start(), m.group()
+        if opener == "//":
+            end = text.find("\n", start)
+            end = len(text) if end < 0 else end
+        elif opener == "/*":
+            end = text.find("*/", start + 2)
+            if end < 0:
+                raise QueryRefused("the query has an unterminated string, quoted name or comment")
+            end += 2
+        else:
+            rest = _LITERAL_REST[opener].match(text, start + 1)
+            if rest is None:
+                raise QueryRefused("the query has an unterminated string, quoted name or comment")
+            end = rest.end()
+        spans.append((start, end, opener in ("//", "/*")))
+        pos = end
+    return spans
+
+
+def _replace_spans(
+    text: str, spans: list[tuple[int, int, bool]], comment: Callable[[str], str], literal: Callable[[str], str]
+) -> str:
+    out: list[str] = []
+    pos = 0
+    for start, end, is_comment in spans:
+        out.append(text[pos:start])
+        piece = text[start:end]
+        out.append(comment(piece) if is_comment else literal(piece))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def _mask(query: str) -> str:
     """``query`` with comments blanked and strings / quoted names filled, keeping every offset."""
-
-    def repl(m: re.Match[str]) -> str:
-        if m.group("comment"):
-            return re.sub(r"[^\n]", " ", m.group(0))
-        return "_" * len(m.group(0))
-
-    return _TOKEN.sub(repl, query)
+    return _replace_spans(
+        query, _literal_spans(query), lambda c: re.sub(r"[^\n]", " ", c), lambda s: "_" * len(s)
+    )
 
 
 def strip_literals(query: str) -> str:
     """Return ``query`` with comments removed and strings / quoted names replaced by placeholders.
 
-    Unterminated strings or comments make the rest of the query one literal, which the caller refuses.
+    An unterminated string, quoted name or comment is refused with :class:`QueryRefused`.
     """
-
-    def repl(m: re.Match[str]) -> str:
-        if m.group("comment"):
-            return " "
-        return " __lit__ "
-
-    out = _TOKEN.sub(repl, normalize_newlines(query))
-    if re.search(r"['\"`]|/\*", out):
-        raise QueryRefused("the query has an unterminated string, quoted name or comment")
-    return out
+    text = normalize_newlines(query)
+    return _replace_spans(text, _literal_spans(text), lambda c: " ", lambda s: " __lit__ ")
 
 
-def check_read_only(query: str) -> str:
-    """Refuse ``query`` with :class:`QueryRefused` unless it is one read-only Cypher statement.
+def check_read_only(query: str, caps: QueryCaps = DEFAULT_CAPS) -> str:
+    """Refuse ``query`` with :class:`QueryRefused` unless it is one read-only Cypher statement within ``caps``.
 
     Returns the query with surrounding whitespace and one trailing ``;`` removed, ready to run.
+    Runs in time linear in the query's length.
     """
+    if len(query) > caps.max_chars:
+        raise QueryRefused(
+            f"the query is {len(query):,} characters long; at most {caps.max_chars:,} are allowed: "
+            "send one shorter query (filter with WHERE or IN [...] rather than spelling out every case)"
+        )
     text = normalize_newlines(query).strip()
     if not text:
         raise QueryRefused("the query is empty")
@@ -148,6 +231,7 @@ def check_read_only(query: str) -> str:
         raise QueryRefused(
             f"only read queries are allowed (MATCH … RETURN …); a statement starting with {first or '?'}{kind} is refused"
         )
+    _check_nesting(bare, caps)
     if first == "SHOW":
         head = set()
         for word, _, _ in words[k + 1 :]:
@@ -156,15 +240,22 @@ def check_read_only(query: str) -> str:
             head.add(word.upper())
         if not head & SHOW_ALLOWED or head & SHOW_REFUSED:
             raise QueryRefused("only SHOW INDEXES / CONSTRAINTS / PROCEDURES / FUNCTIONS are allowed")
+    set_operations = 0
+    prev_end = 0
     for word, start, end in words:
         upper = word.upper()
-        before = bare[:start].rstrip()
-        after = bare[end:].lstrip()
+        # the last non-blank character before the word: from the gap since the previous word, else
+        # that word's own last character (only the gap is sliced, so this stays linear)
+        gap = bare[prev_end:start].rstrip()
+        before = gap[-1:] if gap else bare[prev_end - 1 : prev_end]
+        prev_end = end
+        after_at = _SPACE.match(bare, end).end()
+        after = bare[after_at : after_at + 6]
         # property access (n.set), labels/types (:Set), map keys ({set: 1}) and parameters ($set)
         # are names, not clauses. A parameter's '$' must touch the name: Neo4j reads "x$ CREATE" as
         # the variable x$ followed by a CREATE clause ('$' may end an identifier).
         is_name = (
-            before.endswith((".", ":"))
+            before in (".", ":")
             or bare[start - 1 : start] == "$"
             or after.startswith(":") and not after.startswith("::")
         )
@@ -172,26 +263,89 @@ def check_read_only(query: str) -> str:
             continue
         if upper in WRITE_KEYWORDS:
             raise QueryRefused(f"the query would write or load data ({upper}); only read queries are allowed")
+        if upper in SET_OPERATIONS:
+            set_operations += 1
+            if set_operations + 1 > caps.max_union_arms:
+                raise QueryRefused(
+                    f"the query joins more than {caps.max_union_arms} parts with UNION (or INTERSECT / EXCEPT); "
+                    f"at most {caps.max_union_arms} are allowed: match once and filter with WHERE … IN [...], "
+                    "or UNWIND a list, instead of a UNION per case"
+                )
         if upper == "TRANSACTIONS" and first != "SHOW":  # CALL { … } IN [n] [CONCURRENT] TRANSACTIONS
             raise QueryRefused("CALL … IN TRANSACTIONS is a write form; only read queries are allowed")
         if upper == "PERIODIC" and after.upper().startswith("COMMIT"):
             raise QueryRefused("USING PERIODIC COMMIT is a write form; only read queries are allowed")
         if upper == "CALL" and not after.startswith(("{", "(")):
             # the name must end where Cypher's does: "db.labels$x" is a procedure named db.labels$x
-            m = re.match(r"([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)(?=\s|\(|$)", after)
+            m = _PROCEDURE_NAME.match(bare, after_at)
             name = re.sub(r"\s+", "", m.group(1)).lower() if m else ""
             if name not in ALLOWED_PROCEDURES:
-                shown = name or after.split("(")[0].strip()[:60] or "?"
+                shown = name or bare[after_at : after_at + 200].split("(")[0].strip()[:60] or "?"
                 raise QueryRefused(
                     f"procedure {shown} is not allowed; only schema procedures "
                     f"({', '.join(sorted(ALLOWED_PROCEDURES))}) may be called"
                 )
-    for m in _QUALIFIED_CALL.finditer(bare):
-        parts = re.sub(r"\s+", "", m.group(1)).lower().split(".")
-        if parts[0] == "apoc" or "__lit__" in parts:
-            raise QueryRefused(
-                f"function {'.'.join(parts)} is not allowed: APOC functions and quoted function names are refused"
-            )
-    if re.search(r"__lit__\s*\(", bare):
-        raise QueryRefused("a backtick-quoted function name is not allowed")
+    _check_function_names(bare)
     return text
+
+
+def _check_function_names(bare: str) -> None:
+    """Refuse APOC functions and backtick-quoted function names (one pass over dotted name chains)."""
+    chain: list[str] = []  # the dotted name read so far (a.b.c), lower case
+    suspect = False  # whether it has a part "apoc" or a quoted part
+    prev_end = -1
+    for m in _IDENT_RUN.finditer(bare):
+        part = m.group(0).lower()
+        if not (chain and bare[prev_end : m.start()].strip() == "."):
+            chain, suspect = [], False
+        chain.append(part)
+        suspect = suspect or part in ("apoc", "__lit__")
+        prev_end = m.end()
+        if suspect and len(chain) > 1:
+            after_at = _SPACE.match(bare, m.end()).end()
+            if bare[after_at : after_at + 1] == "(":
+                raise QueryRefused(
+                    f"function {'.'.join(chain)[:200]} is not allowed: APOC functions and quoted function names are refused"
+                )
+    if _QUOTED_CALL.search(bare):
+        raise QueryRefused("a backtick-quoted function name is not allowed")
+
+
+def _check_nesting(bare: str, caps: QueryCaps) -> None:
+    """Refuse brackets or subqueries nested deeper than ``caps`` allow (one pass over the brackets)."""
+    stack: list[bool] = []  # per open bracket: does it open a subquery?
+    subqueries = 0
+    call_scope_closed_at = -1  # where the ')' of the last "CALL (…)" scope ended
+    call_scope_opened: list[int] = []  # stack depth of open "CALL (" parentheses
+    for m in _BRACKET.finditer(bare):
+        ch, at = m.group(), m.start()
+        if ch in "([{":
+            j = at - 1
+            while j >= 0 and bare[j].isspace():
+                j -= 1
+            word_end = j + 1
+            while j >= 0 and (bare[j].isalnum() or bare[j] == "_"):
+                j -= 1
+            prev_word = bare[j + 1 : word_end].upper()
+            opens_subquery = ch == "{" and (prev_word in SUBQUERY_OPENERS or call_scope_closed_at == word_end)
+            if ch == "(" and prev_word == "CALL":
+                call_scope_opened.append(len(stack))
+            stack.append(opens_subquery)
+            if len(stack) > caps.max_depth:
+                raise QueryRefused(
+                    f"the query nests brackets more than {caps.max_depth} levels deep; at most {caps.max_depth} "
+                    "levels of (), [] and {} are allowed: flatten it, e.g. name intermediate results with WITH"
+                )
+            if opens_subquery:
+                subqueries += 1
+                if subqueries > caps.max_subquery_depth:
+                    raise QueryRefused(
+                        f"the query nests subqueries (CALL {{ … }}, EXISTS {{ … }}, COUNT {{ … }}, COLLECT {{ … }}) "
+                        f"more than {caps.max_subquery_depth} levels deep; at most {caps.max_subquery_depth} "
+                        "are allowed: chain the steps with WITH instead"
+                    )
+        elif stack:  # a stray closing bracket is the engine's syntax error to report
+            subqueries -= stack.pop()
+            if ch == ")" and call_scope_opened and call_scope_opened[-1] == len(stack):
+                call_scope_opened.pop()
+                call_scope_closed_at = at + 1

@@ -1,8 +1,15 @@
 """The graph-store interface every backend implements, and the results it returns.
 
 A :class:`GraphStore` answers read-only Cypher queries with a row cap and a timeout, and describes
-its schema. Every query goes through :func:`check_read_only` first (the statement check), then
-through the backend's own read-only path (kglite's frozen snapshot, Neo4j's read transaction).
+its schema. Every query goes through :func:`check_read_only` first (the statement check, with the
+store's size caps :attr:`GraphStore.caps`), then through the backend's own read-only path (kglite's
+frozen snapshot in a worker process with time and memory budgets, Neo4j's read transaction with a
+transaction timeout).
+
+Whatever a query does, ``query`` ends in rows or in one of three exceptions — :class:`QueryRefused`
+(the check), :class:`QueryTimeout` or :class:`QueryError` — whose message says what went wrong; an
+unexpected exception from the check or the backend (a ``RecursionError`` on a deeply nested value,
+say) is turned into a :class:`QueryError` rather than escaping to the caller.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragplan.tools.graphdb.readonly import QueryRefused, check_read_only
+from ragplan.tools.graphdb.readonly import DEFAULT_CAPS, QueryCaps, QueryRefused, check_read_only
 from ragplan.tools.graphdb.schema import GraphSchema, LabelInfo, RelInfo, merge_examples
 
 __all__ = ["GraphStore", "QueryResult", "QueryError", "QueryTimeout", "QueryRefused"]
@@ -55,6 +62,8 @@ class GraphStore(ABC):
     backend: str = "abstract"
     #: How many nodes / relationships per label or type are sampled for example values.
     schema_sample: int = 50
+    #: Size caps of the statement check (query length, nesting, UNION arms).
+    caps: QueryCaps = DEFAULT_CAPS
 
     def __init__(self) -> None:
         self._schema: GraphSchema | None = None
@@ -65,11 +74,27 @@ class GraphStore(ABC):
         Raises :class:`QueryRefused` for anything that could write, :class:`QueryTimeout` past
         ``timeout_s`` and :class:`QueryError` for any other failure.
         """
-        text = check_read_only(cypher)
+        try:
+            text = check_read_only(cypher, self.caps)
+        except QueryRefused:
+            raise
+        except Exception as exc:  # the check itself failed (it should not): never run the query unchecked
+            raise QueryError(f"the statement check could not read this query ({type(exc).__name__}): rewrite it") from exc
         t0 = time.perf_counter()
-        result = self._run_read(text, row_cap=max(0, int(row_cap)), timeout_s=max(0.001, float(timeout_s)))
+        try:
+            result = self._run_read(text, row_cap=max(0, int(row_cap)), timeout_s=max(0.001, float(timeout_s)))
+        except (QueryRefused, QueryError):
+            raise
+        except RecursionError as exc:
+            raise QueryError("the result nests values too deeply to read: return something flatter") from exc
+        except Exception as exc:  # any other backend failure is this query's error, not the caller's crash
+            raise QueryError(f"the store failed on this query: {type(exc).__name__}: {exc}") from exc
         result.elapsed_ms = (time.perf_counter() - t0) * 1000
         return result
+
+    def _query_trusted(self, cypher: str, *, row_cap: int, timeout_s: float) -> QueryResult:
+        """Run one query the store wrote itself (schema introspection); backends may skip their sandbox."""
+        return self.query(cypher, row_cap=row_cap, timeout_s=timeout_s)
 
     @abstractmethod
     def _run_read(self, cypher: str, *, row_cap: int, timeout_s: float) -> QueryResult:
@@ -83,7 +108,7 @@ class GraphStore(ABC):
 
     def _introspect(self) -> GraphSchema:
         """Sample the store with read queries; backends may clean the property maps."""
-        q = lambda c: self.query(c, row_cap=100_000, timeout_s=60).rows  # noqa: E731 - trusted, bounded
+        q = lambda c: self._query_trusted(c, row_cap=100_000, timeout_s=60).rows  # noqa: E731 - trusted, bounded
         labels: list[LabelInfo] = []
         for row in q("CALL db.labels() YIELD label RETURN label"):
             label = row["label"]

@@ -1,0 +1,351 @@
+"""Resource attacks: hostile Cypher must not crash, hang or exhaust the process running the graph-DB tool.
+
+Each attack goes through the ``graph_db`` tool's query path (:func:`run_graph_query`) against one
+embedded store over a small but well-connected graph made here (30 nodes, 120 relationships, so
+cartesian products and path expansions really blow up). Every attack must
+
+* end within the query timeout + 2 s,
+* keep the worker process under 1.5 GB and the test process's own growth small,
+* leave this process alive and the store answering a normal query afterwards,
+* and, unless it simply ran, come back as an observation that says why it did not.
+
+The first group is refused by the statement check's caps before any engine sees it; the rest run
+and are stopped by the worker's budgets (time, memory, result size) or by the engine's own guards.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from ragplan.tools.graphdb import (
+    EmbeddedGraphStore, QueryError, QueryRefused, QueryTimeout, check_read_only, run_graph_query,
+)
+from ragplan.tools.graphdb.readonly import QueryCaps
+from ragplan.tools.graphdb.sandbox import SandboxSettings
+
+TIMEOUT_S = 2.0
+GB = 1 << 30
+N = 30
+
+
+def graph_script() -> str:
+    """30 nodes on a ring with chords (each node has 4 outgoing relationships), two labels."""
+    lines = [f'CREATE (:{"City" if i % 2 else "Port"} {{name: "n{i}", i: {i}}});' for i in range(N)]
+    for i in range(N):
+        for d in (1, 2, 5, 7):
+            lines.append(f"MATCH (a {{i: {i}}}), (b {{i: {(i + d) % N}}}) CREATE (a)-[:ROAD {{km: {d * 10}}}]->(b);")
+    return "\n".join(lines)
+
+
+def nested_call(n: int) -> str:
+    return "CALL { " * n + "RETURN 1 AS x" + " } RETURN x" * n
+
+
+REFUSED = "refused"
+# (id, query, what the observation must say when the query does not simply run: a regex)
+ATTACKS: list[tuple[str, str, str]] = [
+    # -- refused by the caps before the engine sees them (these crash kglite with a segfault) --------
+    ("call-nested-400", nested_call(400), r"subqueries .* at most 8"),
+    ("call-nested-400-unclosed", "CALL { " * 400 + "RETURN 1 AS x" + " }" * 400 + " RETURN x", r"at most 8"),
+    ("call-scoped-nested-20", "MATCH (n) " + "CALL (n) { " * 20 + "RETURN 1 AS x" + " } RETURN x" * 20, r"at most 8"),
+    ("exists-nested-100", "MATCH (a) WHERE " + "EXISTS { MATCH (b) WHERE " * 100 + "true" + " }" * 100 + " RETURN a", r"at most 8"),
+    ("union-600", " UNION ".join(f"RETURN {i} AS x" for i in range(600)), r"UNION .* at most 32"),
+    ("union-all-100", " UNION ALL ".join(f"MATCH (n {{i: {i % N}}}) RETURN n.name AS x" for i in range(100)), r"at most 32"),
+    ("parentheses-5000", "RETURN " + "(" * 5000 + "1" + ")" * 5000 + " AS x", r"brackets .* at most 40"),
+    ("list-literal-1000", "RETURN " + "[" * 1000 + "1" + "]" * 1000 + " AS x", r"at most 40"),
+    ("map-literal-200", "RETURN " + "{a: " * 200 + "1" + "}" * 200 + " AS x", r"at most 40"),
+    ("list-comprehension-100", "RETURN " + "[x IN " * 100 + "[1]" + " | x]" * 100 + " AS x", r"at most 40"),
+    ("huge-query-1mb", "MATCH (n) RETURN " + ", ".join(f"n.p{i}" for i in range(120_000)), r"characters long; at most 50,000"),
+    ("huge-literal-1mb", "RETURN '" + "x" * 1_000_000 + "' AS s", r"characters long"),
+    ("huge-in-list", "MATCH (n) WHERE n.name IN [" + ", ".join(f"'c{i}'" for i in range(60_000)) + "] RETURN n", r"characters long"),
+    # -- run in the worker and stopped by its budgets or the engine's guards ---------------------
+    ("reduce-string-doubling", "RETURN reduce(s = 'ab', i IN range(1, 40) | s + s) AS s", r"memory budget|larger than"),
+    ("reduce-string-doubling-size", "RETURN size(reduce(s = 'ab', i IN range(1, 40) | s + s)) AS n", r"memory budget"),
+    ("reduce-string-tripling", "RETURN size(reduce(s = 'x', i IN range(1, 30) | s + s + s)) AS n", r"memory budget"),
+    ("reduce-string-repeat", "RETURN size(reduce(s = '', i IN range(1, 1000000) | s + 'xxxxxxxxxxxxxxxx')) AS n", r"time budget|memory budget"),
+    ("reduce-list-nesting", "RETURN reduce(acc = [], i IN range(1, 1000) | [acc]) AS x", r"more than 64 levels deep|crashed"),
+    ("reduce-list-nesting-size", "RETURN size(reduce(acc = [], i IN range(1, 100000) | [acc])) AS x", r"time budget|memory budget|crashed"),
+    ("reduce-list-self-append", "RETURN size(reduce(acc = [0], i IN range(1, 64) | acc + acc)) AS n", r"memory budget|time budget"),
+    ("reduce-list-quadratic", "RETURN size(reduce(l = [], i IN range(1, 1000000) | l + [i])) AS n", r"time budget|memory budget"),
+    ("unwind-range-1e9", "UNWIND range(1, 1000000000) AS x RETURN count(x) AS c", r"safety limit|memory budget|time budget"),
+    ("range-size-1e9", "RETURN size(range(1, 1000000000)) AS c", r"safety limit|memory budget|time budget"),
+    ("unwind-range-squared", "UNWIND range(1, 100000) AS a UNWIND range(1, 100000) AS b RETURN count(*) AS c", r"time budget|memory budget"),
+    ("list-comprehension-1e7", "RETURN size([x IN range(1, 7000000) | [x, x, x, x]]) AS n", r"memory budget|time budget|safety limit"),
+    ("range-to-string", "RETURN size(toString(range(1, 7000000))) AS n", r"memory budget|time budget|safety limit"),
+    ("cartesian-7", "MATCH (a), (b), (c), (d), (e), (f), (g) RETURN count(*) AS c", r"time budget|memory budget"),
+    ("cartesian-5-rows", "MATCH (a), (b), (c), (d), (e) RETURN a, b, c, d, e", r"time budget|memory budget"),
+    ("cartesian-order-by", "MATCH (a), (b), (c), (d), (e), (f) RETURN a.i + b.i + c.i AS x ORDER BY x DESC LIMIT 1", r"time budget|memory budget"),
+    ("cartesian-distinct", "MATCH (a), (b), (c), (d), (e), (f) RETURN DISTINCT [a.i, b.i, c.i, d.i, e.i, f.i] AS k", r"time budget|memory budget"),
+    ("var-length-1-30", "MATCH p = (a)-[*1..30]-(b) RETURN count(p) AS c", r"time budget|memory budget"),
+    ("var-length-unbounded", "MATCH p = (a)-[*]->(b) RETURN count(p) AS c", r"time budget|memory budget"),
+    ("var-length-collect", "MATCH p = (a)-[*1..10]->(b) RETURN collect(p) AS paths", r"time budget|memory budget|larger than"),
+    ("collect-cartesian", "MATCH (a), (b), (c), (d) WITH collect([a, b, c, d]) AS l RETURN size(l) AS c", r"memory budget|time budget"),
+    ("collect-strings", "MATCH (a), (b), (c), (d), (e) RETURN size(collect(a.name + b.name + c.name + d.name + e.name)) AS c", r"memory budget|time budget"),
+    ("replace-blowup", "RETURN size(replace(reduce(s = 'a', i IN range(1, 27) | s + s), 'a', 'aaaaaaaaaaaaaaaa')) AS n", r"memory budget|time budget"),
+    ("big-result-string", "RETURN reduce(s = 'ab', i IN range(1, 24) | s + s) AS s", r"larger than 16 MB"),
+]
+assert len(ATTACKS) >= 30
+
+
+def _hwm_bytes(pid: int | str) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _reset_hwm(pid: int | str) -> None:
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as fh:
+            fh.write("5")  # reset the peak resident size to the current one
+    except OSError:
+        pass
+
+
+@pytest.fixture(scope="module")
+def store() -> Any:
+    """The attack graph in an embedded store with the default sandbox budgets (1 GB, 1 s grace)."""
+    s = EmbeddedGraphStore.from_text(graph_script(), source="attack.cql")
+    s.sandbox.warm_up()
+    yield s
+    s.close()
+
+
+RESULTS: dict[str, tuple[float, int, str]] = {}
+
+
+@pytest.mark.parametrize(("query", "why"), [pytest.param(q, w, id=i) for i, q, w in ATTACKS])
+def test_attack_is_contained(store: EmbeddedGraphStore, request: pytest.FixtureRequest, query: str, why: str) -> None:
+    pool = store.sandbox
+    assert pool is not None
+    for pid in pool.worker_pids():
+        _reset_hwm(pid)
+    _reset_hwm("self")
+    exits_before = len(pool.exits)
+    self_before = _hwm_bytes("self")
+    t0 = time.monotonic()
+    out = run_graph_query(store, query, row_cap=100, timeout_s=TIMEOUT_S)
+    elapsed = time.monotonic() - t0
+    ended = list(pool.exits)[exits_before:] if len(pool.exits) >= exits_before else list(pool.exits)
+    worker_peak = max([_hwm_bytes(p) for p in pool.worker_pids()] + [e.peak_rss_bytes for e in ended] + [0])
+    self_growth = _hwm_bytes("self") - self_before
+    RESULTS[request.node.callspec.id] = (elapsed, worker_peak, out.error_kind or "ok")
+
+    assert elapsed < TIMEOUT_S + 2, f"took {elapsed:.1f} s"
+    assert worker_peak < 1.5 * GB, f"worker peaked at {worker_peak / GB:.2f} GB"
+    assert self_growth < 256 << 20, f"the test process grew by {self_growth >> 20} MB"
+    if not out.ok:
+        assert out.error_kind in ("refused", "timeout", "error")
+        assert re.search(why, out.observation), out.observation
+    after = run_graph_query(store, "MATCH (n) RETURN count(n) AS c", row_cap=10, timeout_s=TIMEOUT_S)
+    assert after.ok and after.observation.splitlines()[1] == str(N), after.observation
+
+
+def test_report(capsys: pytest.CaptureFixture[str]) -> None:
+    """Print what each attack cost (seen with ``pytest -s``); runs after the attacks."""
+    if not RESULTS:
+        pytest.skip("no attack ran")
+    with capsys.disabled():
+        print(f"\n{'attack':32} {'s':>5} {'peak MB':>8}  outcome")
+        for name, (elapsed, peak, kind) in RESULTS.items():
+            print(f"{name:32} {elapsed:5.2f} {peak >> 20:8d}  {kind}")
+
+
+class TestCapsAndCheck:
+    """The statement check's caps: what passes, what is refused, and that the check is linear."""
+
+    def test_typical_queries_pass(self) -> None:
+        for q in [
+            nested_call(8),
+            " UNION ".join(f"RETURN {i} AS x" for i in range(32)),
+            "RETURN " + "[" * 40 + "1" + "]" * 40 + " AS x",
+            "MATCH (t) CALL (t) { MATCH (c)-[:R]->(t) RETURN count(c) AS k } RETURN t.name, k",
+            "MATCH (n) WHERE n.name = '" + "(" * 200 + "' RETURN n",  # brackets in strings do not count
+        ]:
+            assert check_read_only(q)
+
+    @pytest.mark.parametrize(
+        ("query", "message"),
+        [
+            (nested_call(9), "at most 8"),
+            (" UNION ".join(f"RETURN {i} AS x" for i in range(33)), "at most 32"),
+            ("RETURN " + "[" * 41 + "1" + "]" * 41 + " AS x", "at most 40"),
+            ("MATCH (n) RETURN n" + " " * 50_000, "at most 50,000"),
+        ],
+    )
+    def test_refused_with_the_cap_named(self, query: str, message: str) -> None:
+        with pytest.raises(QueryRefused, match=message):
+            check_read_only(query)
+
+    def test_caps_are_settings(self) -> None:
+        caps = QueryCaps(max_chars=100, max_depth=2, max_subquery_depth=1, max_union_arms=2)
+        with pytest.raises(QueryRefused, match="at most 100"):
+            check_read_only("RETURN 1 AS x" + " " * 100, caps)
+        with pytest.raises(QueryRefused, match="at most 2 levels"):
+            check_read_only("RETURN [[[1]]] AS x", caps)
+        with pytest.raises(QueryRefused, match="at most 1 are"):
+            check_read_only(nested_call(2), caps)
+        with pytest.raises(QueryRefused, match="at most 2 are"):
+            check_read_only("RETURN 1 AS x UNION RETURN 2 AS x UNION RETURN 3 AS x", caps)
+
+    def test_a_1mb_query_is_refused_at_once(self) -> None:
+        q = "MATCH (n) RETURN " + ", ".join(f"n.p{i}" for i in range(120_000))
+        t0 = time.perf_counter()
+        with pytest.raises(QueryRefused, match="characters long"):
+            check_read_only(q)
+        assert time.perf_counter() - t0 < 0.5  # the length is looked at before anything else
+
+    @pytest.mark.parametrize(
+        "make",
+        [
+            lambda n: "MATCH (n) RETURN " + ", ".join(f"n.p{i}" for i in range(n // 8)),
+            lambda n: "MATCH (n) RETURN n" + ". a" * (n // 3),  # a long dotted chain
+            lambda n: "MATCH (n) RETURN " + "'a' + " * (n // 6) + "1",  # many strings
+            lambda n: "MATCH (n) RETURN 1 AS x" + " " * n,  # one long gap
+            lambda n: "RETURN " + "CALL(" * (n // 5),
+        ],
+        ids=["names", "dotted-chain", "strings", "whitespace", "brackets"],
+    )
+    def test_check_is_linear(self, make: Any) -> None:
+        """Checking ten times more text costs about ten times more (the old check was quadratic: 100 times)."""
+        caps = QueryCaps(max_chars=10**8, max_depth=10**8, max_subquery_depth=10**8, max_union_arms=10**8)
+
+        def cost(n: int) -> float:
+            q = make(n)
+            best = float("inf")
+            for _ in range(2):
+                t0 = time.perf_counter()
+                check_read_only(q, caps)
+                best = min(best, time.perf_counter() - t0)
+            return best
+
+        small, large = cost(50_000), cost(500_000)
+        assert large < 40 * small + 0.05, f"50 KB: {small * 1000:.1f} ms, 500 KB: {large * 1000:.1f} ms"
+        assert large < 3.0
+
+    @pytest.mark.parametrize(
+        "query",
+        ["MATCH (n) RETURN 'unterminated" + "\\'" * 200_000, "MATCH (n) RETURN 1 /*" + " /*" * 200_000],
+        ids=["string", "comment"],
+    )
+    def test_unterminated_literals_are_refused_fast(self, query: str) -> None:
+        caps = QueryCaps(max_chars=10**8)
+        t0 = time.perf_counter()
+        with pytest.raises(QueryRefused, match="unterminated"):
+            check_read_only(query, caps)
+        assert time.perf_counter() - t0 < 1.0
+
+
+class TestSandbox:
+    """The worker pool itself: restarts, messages, concurrency and the in-process fallback."""
+
+    def test_crash_restart_and_message(self, store: EmbeddedGraphStore) -> None:
+        """A segfault past the check (caps lifted on a copy of the store) costs that query only."""
+        pool = store.sandbox
+        before = pool.worker_pids()
+        with pytest.raises(QueryError, match="crashed the query engine") as err:
+            pool.run(" UNION ".join(f"RETURN {i} AS x" for i in range(600)), row_cap=10, timeout_s=TIMEOUT_S)
+        assert not isinstance(err.value, QueryTimeout)
+        assert pool.exits[-1].reason == "crash"
+        assert store.query("MATCH (n) RETURN count(n) AS c").rows == [{"c": N}]
+        assert pool.worker_pids() != before
+
+    def test_hard_timeout_kills_and_restarts(self) -> None:
+        s = EmbeddedGraphStore.from_text(graph_script(), sandbox=SandboxSettings(grace_s=0.3, max_workers=1))
+        try:
+            t0 = time.monotonic()
+            with pytest.raises(QueryTimeout, match=r"ran past the 0.5 s time budget and was stopped"):
+                s.query("RETURN size(reduce(acc = [], i IN range(1, 100000) | [acc])) AS x", timeout_s=0.5)
+            assert time.monotonic() - t0 < 0.5 + 0.3 + 1.5
+            assert s.sandbox.exits[-1].reason == "timeout"
+            assert s.query("MATCH (n:Port) RETURN count(n) AS c").rows == [{"c": N // 2}]
+        finally:
+            s.close()
+
+    def test_memory_budget_is_a_setting(self) -> None:
+        s = EmbeddedGraphStore.from_text(graph_script(), sandbox=SandboxSettings(memory_budget_mb=256))
+        try:
+            with pytest.raises(QueryError, match="exceeded the 256 MB memory budget"):
+                s.query("RETURN size(reduce(s = 'ab', i IN range(1, 40) | s + s)) AS n", timeout_s=10)
+            assert s.sandbox.exits[-1].peak_rss_bytes < 512 << 20
+            assert s.query("RETURN 1 AS one").rows == [{"one": 1}]
+        finally:
+            s.close()
+
+    def test_concurrent_queries(self, store: EmbeddedGraphStore) -> None:
+        """Threads share the pool: normal queries all answer while one attack runs into its budget."""
+        results: dict[int, Any] = {}
+
+        def ask(k: int) -> None:
+            q = "MATCH (a), (b), (c), (d), (e), (f), (g) RETURN count(*) AS c" if k == 0 else f"MATCH (n {{i: {k}}}) RETURN n.name AS name"
+            results[k] = run_graph_query(store, q, row_cap=10, timeout_s=TIMEOUT_S)
+
+        threads = [threading.Thread(target=ask, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        assert not results[0].ok and results[0].error_kind in ("timeout", "error")
+        for k in range(1, 8):
+            assert results[k].ok and results[k].observation == f"name\nn{k}"
+        assert len(store.sandbox.worker_pids()) <= store.sandbox.settings.max_workers
+
+    def test_close_stops_workers(self) -> None:
+        s = EmbeddedGraphStore.from_text(graph_script())
+        assert s.query("RETURN 1 AS one").rows == [{"one": 1}]
+        pids = s.sandbox.worker_pids()
+        assert pids
+        s.close()
+        for pid in pids:
+            assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read()
+
+    def test_garbage_collected_store_stops_workers(self) -> None:
+        import gc
+
+        s = EmbeddedGraphStore.from_text(graph_script())
+        s.query("RETURN 1 AS one")
+        pids = s.sandbox.worker_pids()
+        del s
+        gc.collect()
+        for pid in pids:
+            assert not os.path.exists(f"/proc/{pid}")
+
+    def test_no_worker_for_the_schema(self) -> None:
+        s = EmbeddedGraphStore.from_text(graph_script())
+        try:
+            assert {lab.label for lab in s.schema().labels} == {"City", "Port"}
+            assert s._sandbox is None  # the schema is read in-process; workers start with the first LLM query
+        finally:
+            s.close()
+
+    def test_in_process_mode_still_returns_errors(self) -> None:
+        s = EmbeddedGraphStore.from_text(graph_script(), sandbox=None)
+        out = run_graph_query(s, "RETURN reduce(acc = [], i IN range(1, 1000) | [acc]) AS x", row_cap=10, timeout_s=5)
+        assert not out.ok and out.error_kind == "error" and "nests values too deeply" in out.observation
+
+
+def test_recursion_error_never_leaves_the_tool(monkeypatch: pytest.MonkeyPatch, store: EmbeddedGraphStore) -> None:
+    """Any exception from the check or the engine is an observation, not a crash of the caller."""
+    import ragplan.tools.graphdb.store as store_mod
+
+    def boom(*a: Any, **k: Any) -> str:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(store_mod, "check_read_only", boom)
+    out = run_graph_query(store, "MATCH (n) RETURN n", row_cap=10, timeout_s=5)
+    assert not out.ok and out.error_kind == "error" and "could not read this query" in out.observation
+    monkeypatch.undo()
+    monkeypatch.setattr(type(store), "_run_read", lambda *a, **k: (_ for _ in ()).throw(OSError("pipe gone")))
+    out = run_graph_query(store, "MATCH (n) RETURN n", row_cap=10, timeout_s=5)
+    assert not out.ok and out.error_kind == "error" and "pipe gone" in out.observation
+

@@ -1,0 +1,475 @@
+"""Untrusted queries of the embedded store run in worker processes with a time and a memory budget.
+
+**Why a worker process.** kglite runs inside the caller's process, and its own guards do not hold
+against hostile Cypher: ``timeout_ms`` is not checked inside ``reduce`` or some path expansions (a
+``reduce`` over a 100,000-element range ran on for minutes against a 2 s timeout), ``row_limit``
+only trims what is kept, a string doubled by ``reduce`` or a seven-way cartesian product reaches
+gigabytes, and a few hundred nested ``CALL { … }`` or ``UNION`` arms crash the process with a
+segmentation fault. Python cannot interrupt native code running in a thread, and no allocator
+limit can be set for one thread. A separate process can be limited, killed and replaced, so every
+LLM-written query of an :class:`~ragplan.tools.graphdb.EmbeddedGraphStore` runs in one (the
+statement check's caps still refuse the known parser crashes before any process sees them).
+
+**How.** The store serialises its loaded graph once (``to_bytes``, about 10 ms for a DQA script)
+to a private temporary file. A worker (:mod:`ragplan.tools.graphdb.sandbox_worker`) is started
+with ``subprocess`` — a fresh interpreter, never a fork of a caller that may hold threads, torch
+and faiss — loads that file, and then serves queries over a pipe, one at a time, for as long as it
+lives; start-up takes about 0.1 s, a trivial query about 0.2 ms more than in-process
+(``benchmarks/graphdb_sandbox.py``). Each query gets, with the defaults of
+:class:`SandboxSettings`:
+
+* **time**: kglite's own ``timeout_ms`` first (the worker survives); if the engine ignores it, the
+  worker is killed at the budget + ``grace_s`` (1 s);
+* **memory**: ``memory_budget_mb`` (1 GB) beyond the loaded graph, enforced in the worker by
+  ``RLIMIT_DATA`` (an allocation past it fails and the engine aborts) and watched from here by
+  polling the worker's resident size (killed past the budget + 64 MB);
+* **result size**: at most ``max_result_mb`` (16 MB) of values, nested at most
+  ``max_value_depth`` (64) lists or maps deep, so a huge or deeply nested value becomes an error
+  in the worker instead of a ``RecursionError`` or a memory spike here.
+
+After a kill or a crash the worker is replaced at once in the background (the graph file is
+loaded again), so the next query finds a fresh one; the query that caused it gets a
+:class:`~ragplan.tools.graphdb.QueryTimeout` or :class:`~ragplan.tools.graphdb.QueryError`
+whose message says why — "ran past the 5 s time budget and was stopped", "exceeded the 1 GB memory
+budget", "crashed the query engine" — with a hint for the rewrite, which the ``graph_db`` tool
+hands to the LLM as its observation.
+
+**Concurrency.** A store keeps a small pool (``max_workers``, default 2) started on demand; a
+query takes an idle worker or starts one, and waits for one only when all are busy (each is busy
+for at most its query's time budget + grace). Workers end when the store is closed or garbage
+collected, when the parent process exits (their stdin closes), and, if the parent dies mid-query,
+at a CPU-time limit the worker sets itself before each query.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+import os
+import pickle
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragplan.tools.graphdb.readonly import QueryRefused
+from ragplan.tools.graphdb.sandbox_worker import HEADER, encode_frame
+from ragplan.tools.graphdb.store import QueryError, QueryTimeout
+
+__all__ = ["DEFAULT_SANDBOX", "QuerySandbox", "SandboxSettings", "WorkerExit"]
+
+WORKER_SCRIPT = Path(__file__).with_name("sandbox_worker.py")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+#: Resident memory a worker may hold beyond graph + budget before the parent kills it (file pages, stacks).
+_RSS_SLACK = 64 << 20
+_POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    """Budgets of the worker processes that run an embedded store's untrusted queries."""
+
+    memory_budget_mb: int = 1024
+    """Memory one query may use beyond the loaded graph; past it the query is stopped."""
+    grace_s: float = 1.0
+    """How long past its time budget a query may run before its worker is killed."""
+    max_workers: int = 2
+    """Worker processes per store (each holds a copy of the graph); more queries wait."""
+    max_result_mb: int = 16
+    """Largest result (all returned values together) a query may send back."""
+    max_value_depth: int = 64
+    """Deepest nesting of lists / maps in a returned value."""
+    start_timeout_s: float = 60.0
+    """How long a worker may take to start and load the graph."""
+
+
+#: The budgets stores use unless given others.
+DEFAULT_SANDBOX = SandboxSettings()
+
+
+def size_text(n_bytes: int) -> str:
+    """``1073741824`` -> ``"1 GB"``, ``536870912`` -> ``"512 MB"``."""
+    if n_bytes >= 1 << 30 and n_bytes % (1 << 30) == 0:
+        return f"{n_bytes >> 30} GB"
+    if n_bytes >= 1 << 30:
+        return f"{n_bytes / (1 << 30):.1f} GB"
+    return f"{max(1, round(n_bytes / (1 << 20)))} MB"
+
+
+def timeout_message(timeout_s: float, detail: str = "") -> str:
+    """What the LLM reads when a query ran out of time."""
+    return (
+        f"the query ran past the {timeout_s:g} s time budget and was stopped"
+        + (f" ({detail})" if detail else "")
+        + ": anchor the MATCH on a property, bound variable-length paths (e.g. *1..3), and aggregate, filter or LIMIT early"
+    )
+
+
+def memory_message(budget_bytes: int) -> str:
+    """What the LLM reads when a query ran out of memory."""
+    return (
+        f"the query exceeded the {size_text(budget_bytes)} memory budget and was stopped: avoid cartesian products "
+        "(MATCH (a), (b), …) and long variable-length paths, do not build huge lists or strings (reduce, collect, "
+        "range), and aggregate, filter or LIMIT early"
+    )
+
+
+def crash_message(what: str) -> str:
+    """What the LLM reads when the engine crashed on a query."""
+    return (
+        f"the query crashed the query engine ({what}) and was stopped; the engine was restarted: "
+        "write a simpler query (fewer nested subqueries, UNION arms and brackets)"
+    )
+
+
+@dataclass(frozen=True)
+class WorkerExit:
+    """A worker process that has ended, for monitoring and tests."""
+
+    pid: int
+    reason: str
+    """timeout, memory, crash, closed, start (failed to start) or broken."""
+    peak_rss_bytes: int
+    """The process's peak resident size."""
+
+
+class _Expired(Exception):
+    pass
+
+
+class _OverMemory(Exception):
+    pass
+
+
+class _Died(Exception):
+    pass
+
+
+class _ReplyUnpickler(pickle.Unpickler):
+    """Unpickles worker replies: plain data and date/time values, nothing that names other code."""
+
+    _ALLOWED = {("datetime", n) for n in ("date", "datetime", "time", "timedelta", "timezone")}
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in self._ALLOWED:
+            return getattr(datetime, name)
+        raise pickle.UnpicklingError(f"unexpected type {module}.{name} in a worker reply")
+
+
+def _rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class _Worker:
+    """One worker process: started at once, ready after it has loaded the graph, then one query at a time."""
+
+    def __init__(self, graph_file: str, settings: SandboxSettings) -> None:
+        self.settings = settings
+        self.budget = int(settings.memory_budget_mb) << 20
+        self.dead = False
+        self.ready = False
+        self.rss_limit = 0
+        self.exit_reason = ""
+        """Why the process ended: timeout, memory, crash, closed, start (failed to start) or broken."""
+        self.peak_rss = 0
+        """Peak resident size of the process in bytes, known once it has ended."""
+        self._stderr = tempfile.TemporaryFile(prefix="ragplan-graph-worker-")
+        env = dict(os.environ)
+        env.setdefault("MIMALLOC_ARENA_RESERVE", "64MiB")  # reserve small arenas so RLIMIT_DATA counts use
+        config = json.dumps({"memory_budget_bytes": self.budget})
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-P", str(WORKER_SCRIPT), graph_file, config],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
+                close_fds=True, start_new_session=True,
+            )
+        except OSError as exc:
+            self._stderr.close()
+            raise QueryError(f"the query worker could not be started: {exc}") from exc
+        self._fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
+        self._poller = select.poll()
+        self._poller.register(self._fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+
+    # -- reading replies ---------------------------------------------------------------------
+    def _read_exact(self, n: int, deadline: float, watch_memory: bool) -> bytes:
+        buf = bytearray()
+        next_check = time.monotonic() + _POLL_S
+        while len(buf) < n:
+            now = time.monotonic()
+            if watch_memory and now >= next_check:
+                next_check = now + _POLL_S
+                if self.rss_limit and _rss_bytes(self.proc.pid) > self.rss_limit:
+                    raise _OverMemory
+            if now >= deadline:
+                raise _Expired
+            if self._poller.poll(max(1, int(min(deadline - now, _POLL_S) * 1000))):
+                chunk = os.read(self._fd, min(n - len(buf), 1 << 20))
+                if not chunk:
+                    raise _Died
+                buf += chunk
+        return bytes(buf)
+
+    def _read_reply(self, deadline: float, watch_memory: bool) -> Any:
+        (size,) = HEADER.unpack(self._read_exact(HEADER.size, deadline, watch_memory))
+        if size > (int(self.settings.max_result_mb) << 20) + (1 << 20):
+            raise _Died  # the worker broke the protocol; treat it as a crash
+        return _ReplyUnpickler(io.BytesIO(self._read_exact(size, deadline, watch_memory))).load()
+
+    # -- life cycle --------------------------------------------------------------------------
+    def ensure_ready(self) -> None:
+        """Wait until the worker has loaded the graph (only the first time)."""
+        if self.ready:
+            return
+        try:
+            reply = self._read_reply(time.monotonic() + self.settings.start_timeout_s, watch_memory=False)
+        except _Expired:
+            self.kill("start")
+            raise QueryError(f"the query worker did not load the graph within {self.settings.start_timeout_s:g} s") from None
+        except (_Died, pickle.UnpicklingError, EOFError):
+            tail = self._stderr_tail(0)
+            self.kill("start")
+            raise QueryError("the query worker could not load the graph: " + (tail.strip().splitlines() or ["it exited"])[-1]) from None
+        if not (isinstance(reply, tuple) and reply and reply[0] == "ready"):
+            self.kill("start")
+            raise QueryError("the query worker did not start properly")
+        self.rss_limit = _rss_bytes(self.proc.pid) + self.budget + _RSS_SLACK
+        self.ready = True
+
+    def _reap(self, timeout_s: float) -> int | None:
+        """Collect the ended process (with its peak memory); ``None`` if it is still running after ``timeout_s``."""
+        if self.proc.returncode is not None:
+            return self.proc.returncode
+        end = time.monotonic() + timeout_s
+        while True:
+            try:
+                pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere
+                self.proc.returncode = self.proc.returncode if self.proc.returncode is not None else -signal.SIGKILL
+                return self.proc.returncode
+            if pid:
+                self.proc.returncode = os.waitstatus_to_exitcode(status)
+                self.peak_rss = usage.ru_maxrss * 1024
+                return self.proc.returncode
+            if time.monotonic() >= end:
+                return None
+            time.sleep(0.005)
+
+    def kill(self, reason: str = "closed") -> None:
+        """End the process now (if it still runs) and release its pipes."""
+        if self.dead:
+            return
+        self.dead = True
+        self.exit_reason = self.exit_reason or reason
+        if self.proc.returncode is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self._reap(10.0)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
+        self._stderr.close()
+
+    def _stderr_tail(self, mark: int) -> str:
+        try:
+            self._stderr.seek(max(mark, self._stderr.seek(0, io.SEEK_END) - 8192))
+            return self._stderr.read().decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+
+    # -- one query -----------------------------------------------------------------------------
+    def query(self, cypher: str, *, row_cap: int, timeout_s: float) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
+        """Run one checked query; returns ``(columns, rows, total_rows, warnings)`` or raises a query error."""
+        try:
+            self.ensure_ready()
+            mark = self._stderr.seek(0, io.SEEK_END)
+            hard_timeout = timeout_s + self.settings.grace_s
+            request = {
+                "op": "query", "cypher": cypher, "row_cap": row_cap, "timeout_ms": max(1, int(timeout_s * 1000)),
+                "hard_timeout_s": hard_timeout, "max_result_bytes": int(self.settings.max_result_mb) << 20,
+                "max_value_depth": int(self.settings.max_value_depth),
+            }
+            try:
+                self.proc.stdin.write(encode_frame(request))  # type: ignore[union-attr]
+                self.proc.stdin.flush()  # type: ignore[union-attr]
+                reply = self._read_reply(time.monotonic() + hard_timeout, watch_memory=True)
+            except _Expired:
+                self.kill("timeout")
+                raise QueryTimeout(timeout_message(timeout_s, "the engine did not stop, so its worker was ended")) from None
+            except _OverMemory:
+                self.kill("memory")
+                raise QueryError(memory_message(self.budget)) from None
+            except (_Died, BrokenPipeError, EOFError):
+                raise self._death_error(mark, timeout_s) from None
+        except QueryError:
+            raise
+        except BaseException as exc:  # KeyboardInterrupt, a broken reply: the worker's state is unknown
+            self.kill("broken")
+            if isinstance(exc, Exception):
+                raise QueryError(f"the query worker failed: {type(exc).__name__}: {exc}") from exc
+            raise
+        return self._result(reply, timeout_s)
+
+    def _death_error(self, mark: int, timeout_s: float) -> QueryError:
+        rc = self._reap(5.0)
+        tail = self._stderr_tail(mark)
+        low = tail.lower()
+        if any(s in low for s in ("memory allocation of", "out of memory", "memoryerror", "cannot allocate", "unable to allocate")):
+            self.kill("memory")
+            return QueryError(memory_message(self.budget))
+        if rc == -signal.SIGXCPU:
+            self.kill("timeout")
+            return QueryTimeout(timeout_message(timeout_s, "the engine did not stop, so its worker was ended"))
+        self.kill("crash")
+        if "overflowed its stack" in low:
+            what = "a stack overflow"
+        elif rc is not None and rc < 0:
+            try:
+                what = f"killed by {signal.Signals(-rc).name}"
+            except ValueError:
+                what = f"killed by signal {-rc}"
+        else:
+            what = f"exit status {rc}" if rc is not None else "it stopped answering"
+        return QueryError(crash_message(what))
+
+    def _result(self, reply: Any, timeout_s: float) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
+        if isinstance(reply, tuple) and len(reply) == 5 and reply[0] == "rows":
+            _, columns, rows, total, warnings = reply
+            return list(columns), list(rows), int(total), list(warnings)
+        kind, message = (reply[1], reply[2]) if isinstance(reply, tuple) and len(reply) == 3 else ("error", "")
+        if kind == "timeout":
+            raise QueryTimeout(timeout_message(timeout_s, message))
+        if kind == "refused":
+            raise QueryRefused(f"the store is read-only: {message}")
+        if kind == "memory":
+            raise QueryError(memory_message(self.budget))
+        if kind == "format":
+            raise QueryError("FORMAT CSV is not supported here: return columns (RETURN a, b …) instead")
+        if kind == "too_big":
+            raise QueryError(
+                f"the result is larger than {size_text(int(self.settings.max_result_mb) << 20)} and was not returned: "
+                "return fewer or smaller values (count(*), size(x) or a LIMIT instead of a huge list or string)"
+            )
+        if kind == "too_deep":
+            raise QueryError(
+                f"a returned value nests lists or maps more than {self.settings.max_value_depth} levels deep: "
+                "return something flatter"
+            )
+        raise QueryError(message or "the query failed in the engine")
+
+
+def _shutdown(workers: set[_Worker], directory: str, owner_pid: int) -> None:
+    """Kill a pool's workers and remove its graph file (only in the process that started them)."""
+    if os.getpid() != owner_pid:
+        return
+    for worker in list(workers):
+        worker.kill()
+    workers.clear()
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+class QuerySandbox:
+    """A small pool of worker processes serving one graph; thread-safe."""
+
+    def __init__(self, graph_bytes: bytes, *, settings: SandboxSettings = DEFAULT_SANDBOX, source: str = "<graph>") -> None:
+        """Write ``graph_bytes`` (kglite ``to_bytes``) to a private file; workers start on first use."""
+        self.settings, self.source = settings, source
+        self._dir = tempfile.mkdtemp(prefix="ragplan-graph-")
+        self._graph_file = os.path.join(self._dir, "graph.kgl")
+        with open(self._graph_file, "wb") as fh:
+            fh.write(graph_bytes)
+        self._cond = threading.Condition()
+        self._idle: list[_Worker] = []
+        self._workers: set[_Worker] = set()
+        self._pid = os.getpid()
+        self._closed = False
+        self.exits: deque[WorkerExit] = deque(maxlen=64)
+        """The most recent worker exits, oldest first."""
+        self._finalizer = weakref.finalize(self, _shutdown, self._workers, self._dir, self._pid)
+
+    def run(self, cypher: str, *, row_cap: int, timeout_s: float) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
+        """Run one checked query in a worker: ``(columns, rows, total_rows, warnings)``, or a query error."""
+        worker = self._checkout()
+        try:
+            return worker.query(cypher, row_cap=row_cap, timeout_s=timeout_s)
+        finally:
+            self._checkin(worker)
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the live workers (for tests and monitoring)."""
+        with self._cond:
+            return sorted(w.proc.pid for w in self._workers if not w.dead)
+
+    def warm_up(self) -> None:
+        """Start one worker and wait until it has loaded the graph (otherwise the first query does)."""
+        worker = self._checkout()
+        try:
+            worker.ensure_ready()
+        finally:
+            self._checkin(worker)
+
+    def _checkout(self) -> _Worker:
+        with self._cond:
+            if os.getpid() != self._pid:  # a forked child: the workers belong to the parent
+                raise QueryError("this store's query workers belong to another process; open the store again here")
+            while True:
+                if self._closed:
+                    raise QueryError("the graph store is closed")
+                if self._idle:
+                    return self._idle.pop()
+                if len(self._workers) < max(1, self.settings.max_workers):
+                    worker = _Worker(self._graph_file, self.settings)
+                    self._workers.add(worker)
+                    return worker
+                self._cond.wait()
+
+    def _checkin(self, worker: _Worker) -> None:
+        with self._cond:
+            if worker.dead or self._closed:
+                worker.kill()
+                self._workers.discard(worker)
+                self.exits.append(WorkerExit(worker.proc.pid, worker.exit_reason, worker.peak_rss))
+                if not self._closed and worker.ready:  # replace a worker that died serving: start loading now
+                    try:
+                        fresh = _Worker(self._graph_file, self.settings)
+                    except QueryError:
+                        pass
+                    else:
+                        self._workers.add(fresh)
+                        self._idle.append(fresh)
+            else:
+                self._idle.append(worker)
+            self._cond.notify()
+            if self._closed and not self._workers:
+                self._finalizer()
+
+    def close(self) -> None:
+        """Stop the idle workers now and the busy ones when their query ends; remove the graph file."""
+        with self._cond:
+            self._closed = True
+            for worker in self._idle:
+                worker.kill()
+                self._workers.discard(worker)
+                self.exits.append(WorkerExit(worker.proc.pid, worker.exit_reason, worker.peak_rss))
+            self._idle.clear()
+            busy = bool(self._workers)
+            self._cond.notify_all()
+        if not busy:
+            self._finalizer()

@@ -1,0 +1,206 @@
+"""The query worker: a child process that holds one frozen kglite graph and runs untrusted queries.
+
+:mod:`ragplan.tools.graphdb.sandbox` starts it as ``python -P sandbox_worker.py GRAPH_FILE SETTINGS``
+(a fresh interpreter, never a fork of the caller, which may hold threads, torch and faiss). It
+imports only the standard library and kglite, so it starts in about 50 ms, and then:
+
+1. loads the graph from the ``.kgl`` bytes the parent wrote (``kglite.from_bytes``) and freezes it;
+2. caps its own memory: ``RLIMIT_DATA`` = what it holds after loading + the query memory budget
+   (kglite's allocator, mimalloc, is told to reserve 64 MiB arenas instead of 1 GiB ones, so the
+   limit counts what queries use rather than address space reserved in advance);
+3. answers ``ready`` and then serves one query at a time, read from stdin, answered on the pipe
+   that was its stdout (stdout itself is pointed at stderr, so nothing the engine prints can corrupt
+   the replies). Before each query it sets ``RLIMIT_CPU`` a little past the time budget, so even an
+   orphaned worker (parent gone mid-query) stops on its own.
+
+Replies are plain data: result values are walked with a depth and size budget (a ``reduce`` that
+nests lists 1,000 deep or a 500 MB string becomes a clear error here, not a ``RecursionError`` or
+a huge pickle in the parent), and anything that is not a plain value, a list, a map or a date/time
+travels as text. The worker exits when stdin closes.
+
+Frames in both directions are an 8-byte big-endian length followed by a pickle.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import pickle
+import resource
+import signal
+import struct
+import sys
+from typing import Any, BinaryIO
+
+__all__ = ["HEADER", "encode_frame", "read_frame", "main"]
+
+HEADER = struct.Struct(">Q")
+_PLAIN_DATES = (datetime.date, datetime.time, datetime.timedelta)  # datetime.datetime is a date
+
+
+def encode_frame(obj: Any) -> bytes:
+    """One frame: length header and pickle."""
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return HEADER.pack(len(data)) + data
+
+
+def read_frame(stream: BinaryIO) -> Any:
+    """Read one frame (blocking); ``None`` at end of input."""
+    head = stream.read(HEADER.size)
+    if len(head) < HEADER.size:
+        return None
+    (size,) = HEADER.unpack(head)
+    data = stream.read(size)
+    if len(data) < size:
+        return None
+    return pickle.loads(data)
+
+
+class _ResultTooBig(Exception):
+    pass
+
+
+class _ResultTooDeep(Exception):
+    pass
+
+
+class _Budget:
+    """Turns engine values into plain data while counting their size and depth."""
+
+    def __init__(self, max_bytes: int, max_depth: int) -> None:
+        self.left, self.max_depth = max_bytes, max_depth
+
+    def _spend(self, n: int) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise _ResultTooBig
+
+    def plain(self, value: Any, depth: int = 1) -> Any:
+        if depth > self.max_depth:
+            raise _ResultTooDeep
+        if value is None or isinstance(value, (bool, int, float)):
+            self._spend(9)
+            return value
+        if isinstance(value, str):
+            self._spend(len(value) + 8)
+            return value
+        if isinstance(value, dict):
+            self._spend(8)
+            return {str(k): self.plain(v, depth + 1) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            self._spend(8)
+            items = [self.plain(v, depth + 1) for v in value]
+            return tuple(items) if isinstance(value, tuple) else items
+        if isinstance(value, bytes):
+            self._spend(len(value) + 8)
+            return value
+        if isinstance(value, _PLAIN_DATES):
+            self._spend(32)
+            tz = getattr(value, "tzinfo", None)
+            if tz is not None and not isinstance(tz, datetime.timezone):  # only fixed offsets travel
+                offset = value.utcoffset()
+                value = value.replace(tzinfo=datetime.timezone(offset) if offset is not None else None)
+            return value
+        text = str(value)
+        self._spend(len(text) + 8)
+        return text
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:2000]
+
+
+def _run_query(kglite: Any, frozen: Any, request: dict[str, Any]) -> tuple:
+    """One query -> ("rows", columns, rows, total, warnings) or ("error", kind, message)."""
+    budget = _Budget(int(request["max_result_bytes"]), int(request["max_value_depth"]))
+    try:
+        rv = frozen.cypher(request["cypher"], timeout_ms=int(request["timeout_ms"]), row_limit=int(request["row_cap"]))
+        if isinstance(rv, str):  # `… FORMAT CSV` makes kglite return text instead of rows
+            return ("error", "format", "")
+        columns = [str(c) for c in (getattr(rv, "columns", None) or [])]
+        rows = [{str(k): budget.plain(v) for k, v in row.items()} for row in rv]
+        diag = getattr(rv, "diagnostics", None) or {}
+        total = diag.get("total_rows") if isinstance(diag, dict) else None
+        warnings = [str(w)[:2000] for w in (getattr(rv, "warnings", None) or [])][:20]
+        return ("rows", columns, rows, int(total) if total is not None else len(rows), warnings)
+    except kglite.CypherTimeoutError as exc:
+        return ("error", "timeout", _first_line(exc))
+    except kglite.ReadOnlyError as exc:
+        return ("error", "refused", _first_line(exc))
+    except _ResultTooBig:
+        return ("error", "too_big", "")
+    except (_ResultTooDeep, RecursionError):
+        return ("error", "too_deep", "")
+    except MemoryError:
+        return ("error", "memory", "")
+    except Exception as exc:  # every engine failure is the query's error, reported as text
+        return ("error", "error", (str(exc).strip() or type(exc).__name__)[:4000])
+
+
+def _vm_data_bytes() -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmData:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _cpu_seconds() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _send(replies: BinaryIO, frame: bytes) -> None:
+    replies.write(frame)
+    replies.flush()
+
+
+def main(argv: list[str]) -> int:
+    """Load the graph named in ``argv``, then serve queries until stdin closes."""
+    graph_file, settings = argv[1], json.loads(argv[2])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when this process ends
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # whatever the engine prints goes to the stderr file, never into the replies
+    sys.stdout = sys.stderr
+    requests = sys.stdin.buffer
+
+    import kglite
+
+    kglite.set_query_warning_policy("silent")
+    with open(graph_file, "rb") as fh:
+        graph = kglite.from_bytes(fh.read())
+    graph.read_only(True)
+    frozen = graph.freeze()
+    memory_budget = int(settings["memory_budget_bytes"])
+    if memory_budget > 0:
+        limit = _vm_data_bytes() + memory_budget
+        _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+    cpu_hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    _send(replies, encode_frame(("ready", {"pid": os.getpid(), "nodes": int(frozen.node_count())})))
+    while True:
+        request = read_frame(requests)
+        if request is None or request.get("op") == "exit":
+            return 0
+        if request.get("op") == "ping":
+            _send(replies, encode_frame(("pong",)))
+            continue
+        cpu_cap = int(_cpu_seconds() + 3 * float(request["hard_timeout_s"]) + 10)
+        if cpu_hard == resource.RLIM_INFINITY or cpu_cap <= cpu_hard:
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu_cap, cpu_hard))
+        reply = _run_query(kglite, frozen, request)
+        try:
+            frame = encode_frame(reply)
+        except (MemoryError, RecursionError):
+            frame = encode_frame(("error", "too_big", ""))
+        if len(frame) > int(request["max_result_bytes"]) + 65536:
+            frame = encode_frame(("error", "too_big", ""))
+        _send(replies, frame)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
