@@ -47,10 +47,9 @@ def nested_call(n: int) -> str:
     return "CALL { " * n + "RETURN 1 AS x" + " } RETURN x" * n
 
 
-REFUSED = "refused"
 # (id, query, what the observation must say when the query does not simply run: a regex)
-ATTACKS: list[tuple[str, str, str]] = [
-    # -- refused by the caps before the engine sees them (these crash kglite with a segfault) --------
+# Refused by the caps before the engine sees them (the first two crash kglite with a segfault):
+CAPPED: list[tuple[str, str, str]] = [
     ("call-nested-400", nested_call(400), r"subqueries .* at most 8"),
     ("call-nested-400-unclosed", "CALL { " * 400 + "RETURN 1 AS x" + " }" * 400 + " RETURN x", r"at most 8"),
     ("call-scoped-nested-20", "MATCH (n) " + "CALL (n) { " * 20 + "RETURN 1 AS x" + " } RETURN x" * 20, r"at most 8"),
@@ -64,7 +63,9 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("huge-query-1mb", "MATCH (n) RETURN " + ", ".join(f"n.p{i}" for i in range(120_000)), r"characters long; at most 50,000"),
     ("huge-literal-1mb", "RETURN '" + "x" * 1_000_000 + "' AS s", r"characters long"),
     ("huge-in-list", "MATCH (n) WHERE n.name IN [" + ", ".join(f"'c{i}'" for i in range(60_000)) + "] RETURN n", r"characters long"),
-    # -- run in the worker and stopped by its budgets or the engine's guards ---------------------
+]
+# Run in the worker and stopped by its budgets or by the engine's own guards:
+RUNTIME: list[tuple[str, str, str]] = [
     ("reduce-string-doubling", "RETURN reduce(s = 'ab', i IN range(1, 40) | s + s) AS s", r"memory budget|larger than"),
     ("reduce-string-doubling-size", "RETURN size(reduce(s = 'ab', i IN range(1, 40) | s + s)) AS n", r"memory budget"),
     ("reduce-string-tripling", "RETURN size(reduce(s = 'x', i IN range(1, 30) | s + s + s)) AS n", r"memory budget"),
@@ -90,6 +91,7 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("replace-blowup", "RETURN size(replace(reduce(s = 'a', i IN range(1, 27) | s + s), 'a', 'aaaaaaaaaaaaaaaa')) AS n", r"memory budget|time budget"),
     ("big-result-string", "RETURN reduce(s = 'ab', i IN range(1, 24) | s + s) AS s", r"larger than 16 MB"),
 ]
+ATTACKS = CAPPED + RUNTIME
 assert len(ATTACKS) >= 30
 
 
@@ -349,3 +351,50 @@ def test_recursion_error_never_leaves_the_tool(monkeypatch: pytest.MonkeyPatch, 
     out = run_graph_query(store, "MATCH (n) RETURN n", row_cap=10, timeout_s=5)
     assert not out.ok and out.error_kind == "error" and "pipe gone" in out.observation
 
+
+
+def test_observation_is_cut(store: EmbeddedGraphStore) -> None:
+    """A result just under the size budget still reaches the LLM as a bounded observation."""
+    from ragplan.tools.graphdb.tool import OBSERVATION_CHARS
+
+    out = run_graph_query(store, "RETURN reduce(s = 'ab', i IN range(1, 18) | s + s) AS s", row_cap=10, timeout_s=TIMEOUT_S)
+    assert out.ok and len(out.observation) < OBSERVATION_CHARS + 200
+    assert out.observation.endswith("characters: return fewer or shorter values)")
+
+
+NEO4J_URI = os.environ.get("NEO4J_URI", "")
+
+
+def test_neo4j_store_applies_the_caps_before_connecting() -> None:
+    """The caps are part of the statement check, so Neo4j gets them without a server round trip."""
+    from ragplan.tools.graphdb import Neo4jGraphStore
+
+    neo = Neo4jGraphStore("bolt://127.0.0.1:9", "neo4j", "unused", connection_timeout_s=0.5)
+    try:
+        for _, query, why in CAPPED:
+            with pytest.raises(QueryRefused, match=why):
+                neo.query(query)
+    finally:
+        neo.close()
+
+
+@pytest.mark.neo4j
+@pytest.mark.skipif(not NEO4J_URI, reason="no Neo4j server: set NEO4J_URI (and NEO4J_PASSWORD) to a test database")
+@pytest.mark.parametrize(
+    ("query", "why"),
+    [pytest.param(q, w, id=i) for i, q, w in RUNTIME if i in ("cartesian-7", "var-length-1-30", "unwind-range-squared", "reduce-list-quadratic")],
+)
+def test_neo4j_server_attacks_end_in_time(query: str, why: str) -> None:
+    """Run-time attacks against a real server end by the transaction timeout (its memory is the server's guard)."""
+    from ragplan.tools.graphdb import Neo4jGraphStore, split_statements
+
+    neo = Neo4jGraphStore(NEO4J_URI)
+    try:
+        neo.load_statements(split_statements(graph_script(), "attack.cql"), source="attack.cql", replace=True)
+        t0 = time.monotonic()
+        out = run_graph_query(neo, query, row_cap=100, timeout_s=TIMEOUT_S)
+        assert time.monotonic() - t0 < TIMEOUT_S + 5
+        assert out.ok or out.error_kind in ("timeout", "error")
+        assert neo.query("MATCH (n) RETURN count(n) AS c").rows == [{"c": N}]
+    finally:
+        neo.close()

@@ -3,7 +3,10 @@
 The tool's settings (store handle, row cap, timeout) are injected when the tool is made from the
 run's context; the LLM fills only the query text. A refused, failed or timed-out query is not an
 exception for the caller: it comes back as an observation that says what went wrong, so the LLM can
-repair its query on the next step.
+repair its query on the next step. That holds for every outcome — a query over the size caps, one
+stopped for time or memory, one that crashed the engine's worker, and any unexpected exception —
+and an observation longer than :data:`OBSERVATION_CHARS` is cut with a note, so one huge value
+cannot flood the LLM's context.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ __all__ = ["StoreSpec", "QueryOutcome", "open_store", "run_graph_query", "make_g
 
 #: How many embedded stores stay loaded at once (DQA has one script per question).
 STORE_CACHE_SIZE = 8
+#: Longest observation handed to the LLM, in characters (100 rows of full nodes stay well below it).
+OBSERVATION_CHARS = 100_000
 
 
 @dataclass(frozen=True)
@@ -113,20 +118,39 @@ class QueryOutcome(BaseModel):
 
 
 def run_graph_query(store: GraphStore, query: str, *, row_cap: int, timeout_s: float) -> QueryOutcome:
-    """Run an untrusted query and turn every outcome (rows, refusal, timeout, error) into a :class:`QueryOutcome`."""
+    """Run an untrusted query and turn every outcome (rows, refusal, timeout, error) into a :class:`QueryOutcome`.
+
+    Never raises for anything the query does: an unexpected exception becomes an ``error`` outcome.
+    """
     try:
         res = store.query(query, row_cap=row_cap, timeout_s=timeout_s)
+        text = format_rows(res.columns, res.rows, res.total_rows, res.total_exact)
+        if res.warnings:
+            text += "\n" + "\n".join(f"(warning: {w})" for w in res.warnings)
     except QueryRefused as exc:
-        return QueryOutcome(ok=False, observation=f"Query refused: {exc}", error_kind="refused")
+        return QueryOutcome(ok=False, observation=_cut(f"Query refused: {exc}"), error_kind="refused")
     except QueryTimeout as exc:
-        return QueryOutcome(ok=False, observation=f"Query timed out: {exc}", error_kind="timeout")
+        return QueryOutcome(ok=False, observation=_cut(f"Query timed out: {exc}"), error_kind="timeout")
     except QueryError as exc:
-        return QueryOutcome(ok=False, observation=f"Query error: {exc}", error_kind="error")
-    text = format_rows(res.columns, res.rows, res.total_rows, res.total_exact)
-    if res.warnings:
-        text += "\n" + "\n".join(f"(warning: {w})" for w in res.warnings)
+        return QueryOutcome(ok=False, observation=_cut(f"Query error: {exc}"), error_kind="error")
+    except RecursionError:
+        return QueryOutcome(
+            ok=False, observation="Query error: the result nests values too deeply to show: return something flatter",
+            error_kind="error",
+        )
+    except Exception as exc:  # whatever else happened, the LLM gets an observation and the run goes on
+        return QueryOutcome(ok=False, observation=_cut(f"Query error: {type(exc).__name__}: {exc}"), error_kind="error")
     return QueryOutcome(
-        ok=True, observation=text, row_count=len(res.rows), total_rows=res.total_rows, elapsed_ms=round(res.elapsed_ms, 2)
+        ok=True, observation=_cut(text), row_count=len(res.rows), total_rows=res.total_rows, elapsed_ms=round(res.elapsed_ms, 2)
+    )
+
+
+def _cut(text: str) -> str:
+    if len(text) <= OBSERVATION_CHARS:
+        return text
+    return (
+        text[:OBSERVATION_CHARS]
+        + f"\n(observation cut at {OBSERVATION_CHARS:,} of {len(text):,} characters: return fewer or shorter values)"
     )
 
 
