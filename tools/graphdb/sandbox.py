@@ -14,8 +14,8 @@ statement check's caps still refuse the known parser crashes before any process 
 to a private temporary file. A worker (:mod:`ragplan.tools.graphdb.sandbox_worker`) is started
 with ``subprocess`` — a fresh interpreter, never a fork of a caller that may hold threads, torch
 and faiss — loads that file, and then serves queries over a pipe, one at a time, for as long as it
-lives; start-up takes about 0.1 s, a trivial query about 0.2 ms more than in-process
-(``benchmarks/graphdb_sandbox.py``). Each query gets, with the defaults of
+lives; start-up takes about 40 ms for a DQA-size graph, and a query about 0.1 ms more than
+in-process (``benchmarks/graphdb_sandbox.py``). Each query gets, with the defaults of
 :class:`SandboxSettings`:
 
 * **time**: kglite's own ``timeout_ms`` first (the worker survives); if the engine ignores it, the
