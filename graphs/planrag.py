@@ -10,6 +10,7 @@ simulator's verdict on DQA data) and the graph-DB tool — and differ only in wi
 
 Each module-level name is a compiled graph for ``langgraph.json``; ``build_*`` return the uncompiled
 ``StateGraph`` so tests and the evaluation runner can compile their own copy with a checkpointer.
+``FAMILY`` is the description every entry point reads (:mod:`ragplan.family`).
 """
 
 from __future__ import annotations
@@ -18,18 +19,21 @@ from typing import Any, Literal
 
 from langgraph.graph import END, START, StateGraph
 
+from ragplan.family import Emit, GraphSpec, MethodFamily, Option, input_keys_of
 from ragplan.nodes.planrag.answer import answer
 from ragplan.nodes.planrag.check_decision import check_decision
 from ragplan.nodes.planrag.plan import plan
+from ragplan.nodes.planrag.prompt import store_for
 from ragplan.nodes.planrag.read_schema import read_schema
 from ragplan.nodes.planrag.replan import advance_plan, replan
 from ragplan.nodes.planrag.retrieve import make_retrieve
 from ragplan.state.context import PlanRAGContext, recursion_limit_for
-from ragplan.state.planrag import PlanRAGInput, PlanRAGOutput, PlanRAGState
+from ragplan.state.planrag import PlanRAGInput, PlanRAGOutput, PlanRAGResult, PlanRAGState, ReplanVerdict, RetrievalStep
+from ragplan.tools.graphdb.script import ScriptError
 
 __all__ = [
     "build_planrag", "build_planrag_no_replan", "build_iter_rag", "build_single_rag",
-    "planrag", "planrag_no_replan", "iter_rag", "single_rag", "GRAPHS",
+    "planrag", "planrag_no_replan", "iter_rag", "single_rag", "FAMILY",
 ]
 
 
@@ -113,10 +117,103 @@ planrag_no_replan = build_planrag_no_replan().compile(name="planrag_no_replan").
 iter_rag = build_iter_rag().compile(name="iter_rag").with_config(_DEFAULT_LIMIT)
 single_rag = build_single_rag().compile(name="single_rag").with_config(_DEFAULT_LIMIT)
 
-#: Graph name -> (builder, one-line summary), for the CLI and the evaluation runner.
-GRAPHS: dict[str, tuple[Any, str]] = {
-    "planrag": (build_planrag, "PlanRAG: plan data analyses from the schema, retrieve step by step with Cypher, re-plan after each observation, answer"),
-    "planrag_no_replan": (build_planrag_no_replan, "PlanRAG without re-planning (the paper's w/o RP ablation)"),
-    "iter_rag": (build_iter_rag, "IterRAG: ReAct-style iterative Cypher retrieval, no plan; answers when it knows enough"),
-    "single_rag": (build_single_rag, "SingleRAG: one Cypher retrieval, then the answer"),
-}
+OBS_LINES = 12
+"""Observation lines shown per step in the trace (the rest is counted)."""
+
+
+class PlanRAGFamily(MethodFamily):
+    """PlanRAG's family: a graph store as data (``--graph FILE.cql`` or Neo4j), the plan/step/re-plan trace."""
+
+    def store_settings(self, method: str, store: Any) -> dict[str, Any]:
+        """``store=`` is a ``.cql`` script path or a ``GraphStore`` object."""
+        if isinstance(store, str) or hasattr(store, "__fspath__"):
+            return {"graph_path": str(store)}
+        return {"graph_store": store}
+
+    def prepare(self, method: str, ctx: Any) -> str | None:
+        """Open the graph store once (a bad script or an unreachable server is reported before any LLM call)."""
+        if ctx.graph_store is not None:
+            return None
+        if not ctx.graph_path and not ctx.neo4j_uri:
+            return f"{method} needs a graph: {self.data_help}"
+        try:
+            ctx.graph_store = store_for(ctx)
+        except ScriptError as exc:
+            return f"the graph script does not load: {exc}"
+        except Exception as exc:  # driver / connection errors
+            return f"the graph store could not be opened: {type(exc).__name__}: {exc}"
+        return None
+
+    def data_line(self, ctx: Any) -> str:
+        """``Graph: <script or server>``."""
+        store = ctx.graph_store
+        return f"Graph: {getattr(store, 'source', None) or ctx.graph_path or ctx.neo4j_uri}"
+
+    def trace(self, node: str, update: dict[str, Any], emit: Emit) -> None:
+        """The schema read, the plan, each step's thought, query and observation, each re-plan verdict."""
+        if node == "read_schema" and update.get("schema_text"):
+            emit(f"Schema read ({update['schema_text'].count(chr(10)) - 1} lines).")
+        if node == "plan" and update.get("plan"):
+            emit("Plan:")
+            for i, s in enumerate(update["plan"], 1):
+                emit(f"  Step {i}: {s}")
+        for step in update.get("steps") or []:
+            step = RetrievalStep.model_validate(step) if isinstance(step, dict) else step
+            where = f" (plan step {step.plan_step}: {step.plan_step_text})" if step.plan_step else ""
+            emit(f"\n[{step.index}]{where}")
+            if step.thought:
+                emit(f"  Thought: {step.thought}")
+            if step.action == "finish":
+                emit("  Action: finish (enough data to answer)")
+                continue
+            emit(f"  Action: {'Graph DB' if step.action == 'graph_db' else 'Self-thinking'}")
+            emit(f"  {'Query' if step.action == 'graph_db' else 'Input'}: {step.query}")
+            lines = step.observation.splitlines() or [""]
+            shown = lines[:OBS_LINES] + ([f"… ({len(lines) - OBS_LINES} more lines)"] if len(lines) > OBS_LINES else [])
+            status = "" if step.ok else f" [{step.error_kind}]"
+            emit(f"  Observation{status}:" + ("" if len(shown) > 1 else f" {shown[0]}"))
+            if len(shown) > 1:
+                for ln in shown:
+                    emit(f"    {ln}")
+        for v in update.get("replans") or []:
+            v = ReplanVerdict.model_validate(v) if isinstance(v, dict) else v
+            emit(f"  Re-plan: {'Y' if v.replan else 'N'} — {v.reason}")
+            if v.replan and v.new_steps:
+                emit("  New remaining steps:")
+                for s in v.new_steps:
+                    emit(f"    - {s}")
+        check = update.get("decision_check")
+        if check:
+            emit(f"\nDecision check (simulator): {check.get('text') or check.get('error')}")
+        super().trace(node, update, emit)
+
+
+FAMILY = PlanRAGFamily(
+    name="planrag",
+    title="PlanRAG (Lee et al., NAACL 2024)",
+    order=10,
+    context=PlanRAGContext,
+    result=PlanRAGResult,
+    graphs=(
+        GraphSpec("planrag", build_planrag, "PlanRAG: plan data analyses from the schema, retrieve step by step with Cypher, re-plan after each observation, answer"),
+        GraphSpec("planrag_no_replan", build_planrag_no_replan, "PlanRAG without re-planning (the paper's w/o RP ablation)"),
+        GraphSpec("iter_rag", build_iter_rag, "IterRAG: ReAct-style iterative Cypher retrieval, no plan; answers when it knows enough"),
+        GraphSpec("single_rag", build_single_rag, "SingleRAG: one Cypher retrieval, then the answer"),
+    ),
+    options=(
+        Option("--graph", "graph_path", "Neo4j-dialect Cypher script (e.g. a DQA .cql file) loaded into the embedded engine "
+               "(or into Neo4j with --neo4j-uri)", metavar="FILE.cql"),
+        Option("--neo4j-uri", "neo4j_uri", "use a Neo4j server (bolt://host:7687) instead of the embedded engine [env NEO4J_URI]", metavar="URI"),
+        Option("--neo4j-user", "neo4j_user", "Neo4j user [env NEO4J_USER, default neo4j]", metavar="USER"),
+        Option("--neo4j-database", "neo4j_database", "Neo4j database [env NEO4J_DATABASE]", metavar="DB"),
+        Option("--neo4j-replace", "neo4j_replace", "with --graph and Neo4j: clear a non-empty database before loading the script",
+               action="store_true"),
+        Option("--row-cap", "row_cap", "most result rows shown to the LLM", metavar="N", type=int),
+        Option("--query-timeout", "query_timeout_s", "time budget of one query in seconds", metavar="SEC", type=float),
+        Option("--max-steps", "max_steps", "most retrieval steps", metavar="N", type=int),
+        Option("--max-replans", "max_replans", "most plan revisions (planrag)", metavar="N", type=int),
+        Option("--max-query-repairs", "max_query_repairs", "most re-tries of a failed query", metavar="N", type=int),
+    ),
+    data_help="--graph FILE.cql (or --neo4j-uri / NEO4J_URI for a Neo4j server)",
+    input_keys=input_keys_of(PlanRAGInput),
+)

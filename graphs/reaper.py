@@ -13,9 +13,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from langgraph.graph import END, START, StateGraph
+
+from ragplan.family import Emit, GraphSpec, MethodFamily, Option, input_keys_of
 
 from ragplan.nodes.reaper.agent_step import agent_step
 from ragplan.nodes.reaper.classify_question import classify_question
@@ -25,10 +28,11 @@ from ragplan.nodes.reaper.plan_retrieval import plan_retrieval
 from ragplan.nodes.reaper.respond import respond
 from ragplan.nodes.reaper.validate_plan import validate_plan
 from ragplan.state.context import ReaperContext
-from ragplan.state.reaper import ReaperInput, ReaperOutput, ReaperState
+from ragplan.state.reaper import ReaperInput, ReaperOutput, ReaperResult, ReaperState
+from ragplan.tools.suites import suite_for
 
 __all__ = ["build_reaper", "build_agent_planner", "build_classifier_planner", "reaper", "agent_planner",
-           "classifier_planner", "GRAPHS"]
+           "classifier_planner", "FAMILY"]
 
 
 def route_after_planner(state: ReaperState) -> Literal["validate_plan", "__end__"]:
@@ -109,9 +113,90 @@ reaper = build_reaper().compile(name="reaper")
 agent_planner = build_agent_planner().compile(name="agent_planner")
 classifier_planner = build_classifier_planner().compile(name="classifier_planner")
 
-#: Graph name -> (builder, one-line summary), for the CLI and the evaluation runner.
-GRAPHS: dict[str, tuple[Any, str]] = {
-    "reaper": (build_reaper, "REAPER: a small planner writes the whole retrieval plan in one call; validated, executed in parallel, answered by a large responder"),
-    "agent_planner": (build_agent_planner, "Agent baseline for REAPER: one LLM call per retrieval step over the same tools"),
-    "classifier_planner": (build_classifier_planner, "Classifier baseline for REAPER: a trained classifier routes to a retrieval class, an LLM fills its arguments"),
-}
+def _field(obj: Any, name: str, default: Any = None) -> Any:
+    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"
+
+
+class ReaperFamily(MethodFamily):
+    """REAPER's family: a tool registry over the retail shop as data (``--shop DIR``), the plan/tool-call trace."""
+
+    def prepare(self, method: str, ctx: Any) -> str | None:
+        """Bind the tool registry to its shop now (and check the classifier folder of classifier_planner)."""
+        if ctx.tool_registry is None:
+            if ctx.tool_suite == "retail" and not ctx.shop_dir:
+                return f"{method} needs the retail shop: {self.data_help}"
+            try:
+                suite_for(ctx)
+            except Exception as exc:
+                return f"the tool suite {ctx.tool_suite!r} cannot be opened: {exc}"
+        if method == "classifier_planner" and not ctx.classifier_dir:
+            return "classifier_planner needs --classifier DIR (train one with `ragplan reaper train-classifier --shop DIR --out DIR`)"
+        return None
+
+    def data_line(self, ctx: Any) -> str:
+        """``Tools: retail over SHOP`` (and the planner / responder models when they differ)."""
+        models = "".join(f"   {role}: {m}" for role, m in (("Planner", ctx.planner_model), ("Responder", ctx.responder_model)) if m)
+        return f"Tools: {ctx.tool_suite}{' over ' + ctx.shop_dir if ctx.shop_dir else ''}{models}"
+
+    def trace(self, node: str, update: dict[str, Any], emit: Emit) -> None:
+        """The route (classifier), each plan the planner wrote, its validation, every tool call and its output."""
+        if node == "classify_question" and update.get("route"):
+            r = update["route"]
+            emit(f"Route: {r.get('class') or '-'} (p={r.get('probability', 0):.2f})" + (f" — {r['error']}" if r.get("error") else ""))
+        if node == "plan_retrieval" and "plan_raw" in update:
+            emit(f"Plan (planner call {update.get('plan_attempts', 1)}, {update.get('planner_latency_s', 0):.2f} s):")
+            for line in (update["plan_raw"] or "(empty)").splitlines():
+                emit(f"  {line}")
+        if node in ("validate_plan", "fill_arguments"):
+            if update.get("plan_errors"):
+                emit("Plan invalid:")
+                for e in update["plan_errors"]:
+                    emit(f"  - {e}")
+            elif "plan_text" in update:
+                emit("Plan valid" + ("." if update.get("plan_text") else ": no retrieval needed."))
+                if node == "fill_arguments" and update.get("plan_text"):
+                    for line in update["plan_text"].splitlines():
+                        emit(f"  {line}")
+        evidence = update.get("evidence") or []
+        if node == "agent_step":
+            evidence = evidence[-1:]  # the agent's update carries every call so far; print the new one
+        for e in evidence:
+            status = _field(e, "status", "")
+            args = _field(e, "args", {}) or {}
+            emit(f"\n[#{_field(e, 'evidence_var', '')}] {_field(e, 'tool', '')}({', '.join(f'{k}={_short(v, 80)}' for k, v in args.items())})"
+                 f"  {status} {_field(e, 'elapsed_ms', 0.0):.0f} ms")
+            if status == "ok":
+                emit(f"  Output: {_short(_field(e, 'output'))}")
+            else:
+                emit(f"  {_field(e, 'error') or status}")
+        super().trace(node, update, emit)
+
+
+FAMILY = ReaperFamily(
+    name="reaper",
+    title="REAPER (Joshi et al., CIKM 2024)",
+    order=30,
+    context=ReaperContext,
+    result=ReaperResult,
+    graphs=(
+        GraphSpec("reaper", build_reaper, "REAPER: a small planner writes the whole retrieval plan in one call; validated, executed in parallel, answered by a large responder"),
+        GraphSpec("agent_planner", build_agent_planner, "Agent baseline for REAPER: one LLM call per retrieval step over the same tools"),
+        GraphSpec("classifier_planner", build_classifier_planner, "Classifier baseline for REAPER: a trained classifier routes to a retrieval class, an LLM fills its arguments"),
+    ),
+    options=(
+        Option("--shop", "shop_dir", "the retail shop the tools read (ragplan reaper make-shop --out DIR) [env RAGPLAN_SHOP_DIR]", metavar="DIR"),
+        Option("--classifier", "classifier_dir", "classifier_planner: the route classifier (ragplan reaper train-classifier) "
+               "[env RAGPLAN_CLASSIFIER_DIR]", metavar="DIR"),
+        Option("--tools", "tool_suite", "the tool suite the planner plans over (default retail)", metavar="SUITE"),
+        Option("--planner-model", "planner_model", "the planner's chat model (a small one; default --model) [env RAGPLAN_PLANNER_MODEL]", metavar="M"),
+        Option("--responder-model", "responder_model", "the responder's chat model (default --model) [env RAGPLAN_RESPONDER_MODEL]", metavar="M"),
+        Option("--max-steps", "max_steps", "most retrieval steps", metavar="N", type=int),
+    ),
+    data_help="--shop DIR (a retail shop made by `ragplan reaper make-shop --out DIR`)",
+    input_keys=input_keys_of(ReaperInput),
+)

@@ -22,6 +22,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 from typing_extensions import TypedDict
 
+from ragplan.family import TEXT_RETRIEVAL_OPTIONS, Emit, GraphSpec, MethodFamily, Option, input_keys_of
 from ragplan.nodes.think_then_act.answer_subquery import answer_subquery, final_answer
 from ragplan.nodes.think_then_act.assess_query import assess_query
 from ragplan.nodes.think_then_act.confidence_gate import confidence_gate
@@ -30,12 +31,13 @@ from ragplan.nodes.think_then_act.flare import flare_draft
 from ragplan.nodes.common.retrieve_text import retrieve_text
 from ragplan.state.context import TextRAGContext, ThinkThenActContext
 from ragplan.state.think_then_act import (
-    SingleQueryState, SubQuery, SubQueryState, TextQAInput, TextQAOutput, TextQAState, merge_queries,
+    SingleQueryState, SubQuery, SubQueryState, TextQAInput, TextQAOutput, TextQAResult, TextQAState, merge_queries,
 )
+from ragplan.tools.retrievers import make_retriever
 from ragplan.state.usage import Usage, add_usage
 
 __all__ = ["build_subquery_graph", "build_think_then_act", "build_standard", "build_cot", "build_retrieve_then_read",
-           "build_flare", "GRAPHS", "think_then_act", "standard", "cot", "retrieve_then_read", "flare"]
+           "build_flare", "FAMILY", "think_then_act", "standard", "cot", "retrieve_then_read", "flare"]
 
 
 def route_after_gate(state: SubQueryState) -> Literal["retrieve_text", "answer_subquery"]:
@@ -166,11 +168,67 @@ cot = build_cot().compile(name="cot")
 retrieve_then_read = build_retrieve_then_read().compile(name="retrieve_then_read")
 flare = build_flare().compile(name="flare")
 
-#: Graph name -> (builder, one-line summary), for the CLI and the evaluation runner.
-GRAPHS: dict[str, tuple[Any, str]] = {
-    "think_then_act": (build_think_then_act, "Think-then-Act: assess/rewrite the query, retrieve only below confidence β′, answer sub-queries in parallel"),
-    "standard": (build_standard, "Standard prediction: answer directly, no retrieval"),
-    "cot": (build_cot, "Chain of thought: reason step by step, then answer; no retrieval"),
-    "retrieve_then_read": (build_retrieve_then_read, "Retrieve-then-Read: always retrieve top sentences, then answer"),
-    "flare": (build_flare, "FLARE-style: draft, retrieve and regenerate when token (or stated) confidence is low"),
-}
+class ThinkThenActFamily(MethodFamily):
+    """Think-then-Act's family: text retrieval as data (``--retriever wiki|local --index DIR``), the gate trace."""
+
+    def prepare(self, method: str, ctx: Any) -> str | None:
+        """Check the retriever a retrieving graph needs (a local index is opened now, so a bad folder is reported early)."""
+        if not self.graph(method).uses_data or ctx.retriever_object is not None:
+            return None
+        if ctx.retriever == "local" and not ctx.index_dir:
+            return "--retriever local needs --index DIR (build one with `ragplan index build`)"
+        if ctx.retriever == "local":
+            try:
+                make_retriever(ctx)
+            except Exception as exc:
+                return f"the local index cannot be opened: {exc}"
+        return None
+
+    def data_line(self, ctx: Any) -> str:
+        """``Retriever: wiki`` or ``Retriever: local DIR``."""
+        return f"Retriever: {ctx.retriever}{' ' + ctx.index_dir if ctx.retriever == 'local' else ''}"
+
+    def trace(self, node: str, update: dict[str, Any], emit: Emit) -> None:
+        """The query assessment, then per (sub-)query its gate verdict, evidence sentences and answer."""
+        if update.get("assessment"):
+            emit(f"Assessment: {update['assessment']}" + (f" — {update['assessment_reason']}" if update.get("assessment_reason") else ""))
+            for q in update.get("queries") or []:
+                q = SubQuery.model_validate(q) if isinstance(q, dict) else q
+                emit(f"  ({q.index}) {q.text}")
+        if node in ("solve_subquery", "answer_subquery", "direct_answer", "cot_answer", "flare_draft"):
+            for q in update.get("queries") or []:
+                q = SubQuery.model_validate(q) if isinstance(q, dict) else q
+                if not q.done and node != "flare_draft":
+                    continue
+                emit(f"\n[{q.index}] {q.resolved or q.text}")
+                if q.decision:
+                    emit(f"  Gate: {q.decision}")
+                for e in q.evidence:
+                    emit(f"  Evidence ({e.get('score', 0):.2f}, {e.get('title', '')}): {e.get('sentence', '')}")
+                if q.retrieval_error:
+                    emit(f"  Retrieval failed: {q.retrieval_error}")
+                if q.answer:
+                    emit(f"  Answer: {q.answer}")
+        super().trace(node, update, emit)
+
+
+FAMILY = ThinkThenActFamily(
+    name="think_then_act",
+    title="Think-then-Act (Shen et al. 2024)",
+    order=20,
+    context=ThinkThenActContext,
+    result=TextQAResult,
+    graphs=(
+        GraphSpec("think_then_act", build_think_then_act, "Think-then-Act: assess/rewrite the query, retrieve only below confidence β′, answer sub-queries in parallel"),
+        GraphSpec("standard", build_standard, "Standard prediction: answer directly, no retrieval", uses_data=False),
+        GraphSpec("cot", build_cot, "Chain of thought: reason step by step, then answer; no retrieval", uses_data=False),
+        GraphSpec("retrieve_then_read", build_retrieve_then_read, "Retrieve-then-Read: always retrieve top sentences, then answer"),
+        GraphSpec("flare", build_flare, "FLARE-style: draft, retrieve and regenerate when token (or stated) confidence is low"),
+    ),
+    options=TEXT_RETRIEVAL_OPTIONS + (
+        Option("--beta", "beta_threshold", "think_then_act: β′, retrieve when the stated confidence < B", metavar="B", type=float),
+        Option("--gate-mode", "gate_mode", "think_then_act: how the gate decides", choices=("confidence", "direct")),
+    ),
+    data_help="--retriever wiki (live Wikipedia, cached) or --retriever local --index DIR",
+    input_keys=input_keys_of(TextQAInput),
+)

@@ -1,20 +1,69 @@
-"""Every method graph of ragplan by name, with its builder and a one-line summary.
+"""Every method family, and every graph by name, found from the modules under ``graphs/``.
 
-The CLI (`ragplan graphs`, `ragplan ask`) and the evaluation runner look methods up here; each
-method family module under ``graphs/`` contributes its ``GRAPHS`` mapping.
+Each module of :mod:`ragplan.graphs` that exports ``FAMILY`` (a :class:`~ragplan.family.MethodFamily`)
+is a family; nothing here names one, so a new ``graphs/<family>.py`` is found without edits. The CLI,
+the Python API, the evaluation runner, ``ragplan graphs`` / ``studio`` and the langgraph.json check all
+look methods up here.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Any, Callable
 
-__all__ = ["graph_registry", "GraphEntry"]
+from ragplan.family import GraphSpec, MethodFamily
+
+__all__ = ["families", "family_of", "graph_spec", "graph_registry", "method_names", "langgraph_graphs", "GraphEntry"]
 
 GraphEntry = tuple[Callable[[], Any], str]
+
+_families: list[MethodFamily] | None = None
+
+
+def families() -> list[MethodFamily]:
+    """Every family, in listing order (found once per process)."""
+    global _families
+    if _families is None:
+        import ragplan.graphs as pkg
+
+        found = []
+        for info in pkgutil.iter_modules(pkg.__path__):
+            mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
+            fam = getattr(mod, "FAMILY", None)
+            if isinstance(fam, MethodFamily):
+                found.append(fam)
+        names = [g.name for f in found for g in f.graphs]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise RuntimeError(f"graph names used by two families: {', '.join(dup)}")
+        _families = sorted(found, key=lambda f: (f.order, f.name))
+    return _families
+
+
+def family_of(method: str) -> MethodFamily:
+    """The family that has the graph ``method`` (KeyError with the known names otherwise)."""
+    for fam in families():
+        if any(g.name == method for g in fam.graphs):
+            return fam
+    raise KeyError(f"unknown method {method!r}; known: {', '.join(method_names())}")
+
+
+def graph_spec(method: str) -> GraphSpec:
+    """The graph ``method`` (KeyError with the known names otherwise)."""
+    return family_of(method).graph(method)
+
+
+def method_names() -> list[str]:
+    """Every graph name, family by family."""
+    return [g.name for f in families() for g in f.graphs]
 
 
 def graph_registry() -> dict[str, GraphEntry]:
     """Graph name -> (builder of the uncompiled StateGraph, one-line summary)."""
-    from ragplan.graphs import planrag, reaper, think_then_act
+    return {g.name: (g.build, g.summary) for f in families() for g in f.graphs}
 
-    return {**planrag.GRAPHS, **think_then_act.GRAPHS, **reaper.GRAPHS}
+
+def langgraph_graphs() -> dict[str, str]:
+    """The ``graphs`` section langgraph.json must have: every graph at ``./graphs/<family>.py:<name>``."""
+    return {g.name: f"./graphs/{f.name}.py:{g.name}" for f in families() for g in f.graphs}

@@ -85,6 +85,11 @@ class GraphDBContext(LLMContext):
     neo4j_database: str = field(
         default_factory=lambda: _env("NEO4J_DATABASE"), metadata={"description": "Neo4j database (empty = server default)."}
     )
+    neo4j_replace: bool = field(
+        default=False,
+        metadata={"description": "With graph_path and a Neo4j server: clear a non-empty database before loading the script "
+                  "(otherwise a database that holds data is refused)."},
+    )
     row_cap: int = field(
         default=100, metadata={"description": "Most rows of one query result shown to the LLM (the rest is counted, not shown)."}
     )

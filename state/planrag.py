@@ -110,16 +110,25 @@ class PlanRAGState(PlanRAGInput, PlanRAGOutput, total=False):
 
 
 class PlanRAGResult(GraphResult):
-    """A typed view of a finished run, for Python callers: ``PlanRAGResult.from_state(graph.invoke(...))``."""
+    """A typed view of a finished PlanRAG-family run: ``PlanRAGResult.from_state(graph.invoke(...))``."""
 
-    question: str = ""
-    answer: str = ""
-    rationale: str = ""
-    plan: list[str] = Field(default_factory=list)
-    plan_history: list[PlanVersion] = Field(default_factory=list)
-    steps: list[RetrievalStep] = Field(default_factory=list)
-    replans: list[ReplanVerdict] = Field(default_factory=list)
-    usage: Usage = Field(default_factory=Usage)
-    stop_reason: str = ""
-    error: str = ""
-    decision_check: dict[str, Any] = Field(default_factory=dict)
+    rationale: str = Field(default="", description="The LLM's short justification of the answer.")
+    plan: list[str] = Field(default_factory=list, description="The plan in force at the end.")
+    plan_history: list[PlanVersion] = Field(default_factory=list, description="Every plan version, initial first.")
+    steps: list[RetrievalStep] = Field(default_factory=list, description="Every retrieval step in order.")
+    replans: list[ReplanVerdict] = Field(default_factory=list, description="Every re-plan verdict in order.")
+    decision_check: dict[str, Any] = Field(default_factory=dict, description="On DQA data: the simulator's verdict.")
+
+    def retrievals(self) -> int:
+        """Graph-DB queries the LLM sent (refused and failed ones included; self-thinking steps are not retrievals)."""
+        return sum(1 for s in self.steps if s.action == "graph_db")
+
+    def retrieval_errors(self) -> int:
+        """Graph-DB queries that were refused, failed or timed out."""
+        return sum(1 for s in self.steps if s.action == "graph_db" and not s.ok)
+
+    def summary_lines(self) -> list[str]:
+        """Rationale, stop reason, retrieval steps and applied re-plans."""
+        lines = [f"Rationale: {self.rationale}"] if self.rationale else []
+        return lines + [f"Stopped: {self.stop_reason or '-'}   Retrieval steps: {len(self.steps)}   "
+                        f"Re-plans: {sum(1 for v in self.replans if v.replan and v.applied)}"]

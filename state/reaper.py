@@ -66,19 +66,32 @@ class ReaperState(ReaperInput, ReaperOutput, total=False):
     """agent_planner: the agent chose to stop retrieving."""
 
 
+def _status(e: Any) -> str:
+    return str(e.get("status", "") if isinstance(e, dict) else getattr(e, "status", ""))
+
+
 class ReaperResult(GraphResult):
     """A typed view of a finished REAPER-family run."""
 
-    question: str = ""
-    answer: str = ""
-    plan_text: str = ""
-    plan: list[dict[str, Any]] = Field(default_factory=list)
-    plan_raw: str = ""
-    plan_errors: list[str] = Field(default_factory=list)
-    plan_attempts: int = 0
-    evidence: list[dict[str, Any]] = Field(default_factory=list)
-    planner_latency_s: float = 0.0
-    usage: Usage = Field(default_factory=Usage)
-    stop_reason: str = ""
-    error: str = ""
-    route: dict[str, Any] = Field(default_factory=dict)
+    plan_text: str = Field(default="", description="The executed plan in the canonical paper format.")
+    plan: list[dict[str, Any]] = Field(default_factory=list, description="The executed plan's steps.")
+    plan_raw: str = Field(default="", description="The planner's last output as printed.")
+    plan_errors: list[str] = Field(default_factory=list, description="Validation errors of the last plan.")
+    plan_attempts: int = Field(default=0, description="Planner calls made (1 + repairs).")
+    evidence: list[dict[str, Any]] = Field(default_factory=list, description="Every tool call with its output or error.")
+    planner_latency_s: float = Field(default=0.0, description="Wall time of the planner's LLM calls.")
+    route: dict[str, Any] = Field(default_factory=dict, description="classifier_planner: the routed class.")
+
+    def retrievals(self) -> int:
+        """Tool calls executed (one per executed plan or agent step; skipped steps are not calls)."""
+        return sum(1 for e in self.evidence if _status(e) != "skipped")
+
+    def retrieval_errors(self) -> int:
+        """Tool calls that failed or timed out."""
+        return sum(1 for e in self.evidence if _status(e) in ("error", "timeout"))
+
+    def summary_lines(self) -> list[str]:
+        """Stop reason, plan steps, tool calls and the planner's latency."""
+        lines = [f"Plan errors: {'; '.join(self.plan_errors)}"] if self.plan_errors else []
+        return lines + [f"Stopped: {self.stop_reason or '-'}   Plan steps: {len(self.plan)}   Tool calls: {self.retrievals()}"
+                        f"   Planner calls: {self.plan_attempts}   Planner latency: {self.planner_latency_s:.2f} s"]

@@ -1,18 +1,66 @@
-"""The typed view every graph family's result shares: built from a graph's output dict."""
+"""The typed view every method family's result shares, built from a graph's output dict.
+
+A family's result class (``PlanRAGResult``, ``TextQAResult``, ``ReaperResult`` …) adds its own fields and
+says, in three small methods, what the entry points need without knowing the family:
+
+* :meth:`GraphResult.retrievals` / :meth:`GraphResult.retrieval_errors` — how many retrieval actions
+  (queries, tool calls) the run actually executed, and how many of them failed;
+* :meth:`GraphResult.record` — the family's fields a run record keeps (plan, steps, evidence …);
+* :meth:`GraphResult.summary_lines` — the lines ``ragplan ask`` prints under ``Answer: …``.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-__all__ = ["GraphResult"]
+from ragplan.state.usage import Usage
+
+__all__ = ["GraphResult", "dump"]
+
+
+def dump(values: Any) -> Any:
+    """JSON-able form of a model, a list of models or plain data (for run records)."""
+    if isinstance(values, BaseModel):
+        return values.model_dump(mode="json")
+    if isinstance(values, list):
+        return [dump(v) for v in values]
+    if isinstance(values, dict):
+        return {k: dump(v) for k, v in values.items()}
+    return values
 
 
 class GraphResult(BaseModel):
-    """Base of the typed results (PlanRAGResult, TextQAResult, ReaperResult)."""
+    """Fields every finished run has, whatever its family."""
+
+    method: str = Field(default="", description="The graph that ran.")
+    question: str = Field(default="", description="The question asked.")
+    answer: str = Field(default="", description="The final answer ('' when the run failed before answering).")
+    usage: Usage = Field(default_factory=Usage, description="LLM calls, tokens and LLM time of the whole run.")
+    stop_reason: str = Field(default="", description="Why the run ended (the family's stop reasons).")
+    error: str = Field(default="", description="A recorded failure, empty when none.")
+    wall_time_s: float = Field(default=0.0, description="Wall time of the whole run in seconds (set by the caller).")
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]):
+    def from_state(cls, state: dict[str, Any], **extra: Any):
         """Build from a graph's output dict (objects, or plain dicts from a LangGraph server)."""
-        return cls.model_validate({k: v for k, v in state.items() if k in cls.model_fields and v is not None})
+        data = {k: v for k, v in (state or {}).items() if k in cls.model_fields and v is not None}
+        return cls.model_validate({**data, **extra})
+
+    def retrievals(self) -> int:
+        """Retrieval actions the run executed (queries sent, tools called); each family says what counts."""
+        raise NotImplementedError(f"{type(self).__name__} must say what counts as a retrieval")
+
+    def retrieval_errors(self) -> int:
+        """Retrieval actions that failed (refused, timed out, errored)."""
+        return 0
+
+    def record(self) -> dict[str, Any]:
+        """The family's own fields for a run record (JSON-able): plan, steps, evidence …"""
+        common = set(GraphResult.model_fields)
+        return {k: dump(getattr(self, k)) for k in type(self).model_fields if k not in common}
+
+    def summary_lines(self) -> list[str]:
+        """Lines for ``ragplan ask`` under the answer: the family's rationale, stop reason and counts."""
+        return [f"Stopped: {self.stop_reason or '-'}   Retrievals: {self.retrievals()}"]

@@ -125,17 +125,27 @@ class SingleQueryState(TextQAState, total=False):
 
 
 class TextQAResult(GraphResult):
-    """A typed view of a finished text-QA run."""
+    """A typed view of a finished text-QA run (Think-then-Act and its baselines)."""
 
-    question: str = ""
-    answer: str = ""
-    reasoning: str = ""
-    assessment: str = ""
-    assessment_reason: str = ""
-    queries: list[SubQuery] = Field(default_factory=list)
-    retrieval_count: int = 0
-    retrieval_ratio: float = 0.0
-    confidence_source: str = ""
-    usage: Usage = Field(default_factory=Usage)
-    stop_reason: str = ""
-    error: str = ""
+    reasoning: str = Field(default="", description="Chain of thought or the composition of sub-answers.")
+    assessment: str = Field(default="", description="Think-then-Act's query assessment ('' for baselines).")
+    assessment_reason: str = Field(default="", description="Why the query was assessed so.")
+    queries: list[SubQuery] = Field(default_factory=list, description="Every (sub-)query with its gate, evidence and answer.")
+    retrieval_count: int = Field(default=0, description="How many (sub-)queries retrieved.")
+    retrieval_ratio: float = Field(default=0.0, description="Share of (sub-)queries that retrieved.")
+    confidence_source: str = Field(default="", description="FLARE: logprobs or stated.")
+
+    def retrievals(self) -> int:
+        """(Sub-)queries for which retrieval ran (a failed retrieval included)."""
+        return sum(1 for q in self.queries if q.retrieve)
+
+    def retrieval_errors(self) -> int:
+        """(Sub-)queries whose retrieval failed."""
+        return sum(1 for q in self.queries if q.retrieve and q.retrieval_error)
+
+    def summary_lines(self) -> list[str]:
+        """Reasoning, stop reason, queries and the retrieval ratio."""
+        lines = [f"Reasoning: {self.reasoning}"] if self.reasoning else []
+        return lines + [f"Stopped: {self.stop_reason or '-'}   Queries: {len(self.queries)}   "
+                        f"Retrieval ratio: {self.retrieval_ratio:.2f} ({self.retrieval_count} retrieved)"
+                        + (f"   Confidence source: {self.confidence_source}" if self.confidence_source else "")]

@@ -256,7 +256,12 @@ def test_runner_records_and_summary(tmp_path, hotpot_file, fake_build, monkeypat
         sg.add_edge("answer", END)
         return sg
 
-    monkeypatch.setattr(runner, "graph_registry", lambda: {"fake_tta": (builder, "stand-in")})
+    from ragplan.family import GraphSpec, MethodFamily
+    from ragplan.state.think_then_act import TextQAResult
+
+    fake = MethodFamily(name="fake", title="stand-in", order=0, context=Ctx, result=TextQAResult,
+                        graphs=(GraphSpec("fake_tta", builder, "stand-in"),))
+    monkeypatch.setattr(runner, "family_of", lambda method: fake)
     settings = RunSettings(method="fake_tta", benchmark="hotpotqa", data=str(hotpot_file),
                            benchmark_options={"context_only": True})
     summary = asyncio.run(evaluate(settings, tmp_path / "run"))

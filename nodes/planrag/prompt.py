@@ -35,7 +35,7 @@ def store_for(ctx: Any) -> GraphStore:
     return open_store(
         StoreSpec.from_env(
             graph_path=ctx.graph_path, neo4j_uri=ctx.neo4j_uri, neo4j_user=ctx.neo4j_user,
-            neo4j_database=ctx.neo4j_database,
+            neo4j_database=ctx.neo4j_database, neo4j_replace=getattr(ctx, "neo4j_replace", False),
         )
     )
 

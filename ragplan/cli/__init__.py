@@ -41,8 +41,12 @@ def _add_store_args(p: argparse.ArgumentParser, *, graph_required: bool = False)
     p.add_argument("--query-timeout", type=float, default=None, metavar="SEC", help="time budget of one query")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every ``ragplan`` command."""
+def build_parser(*, with_family_options: bool = True) -> argparse.ArgumentParser:
+    """The argument parser of every ``ragplan`` command.
+
+    ``ask`` takes the flags of every method family (``--graph``, ``--index``, ``--shop`` …); finding the
+    families imports every graph, so commands other than ``ask`` build the parser without them.
+    """
     parser = argparse.ArgumentParser(
         prog="ragplan",
         description="Planning-based retrieval-augmented generation methods as LangGraph graphs.",
@@ -50,7 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ragplan {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    sub.add_parser("graphs", help="list every method graph with a one-line summary")
+    graphs = sub.add_parser("graphs", help="list every method graph with a one-line summary",
+                            description="Every graph of every method family, with a one-line summary.")
+    graphs.add_argument("--families", action="store_true", help="group the graphs by family, with each family's paper and data flags")
+    graphs.add_argument("--langgraph-json", action="store_true",
+                        help="print the langgraph.json that serves every graph (for `langgraph dev` / Studio)")
     studio = sub.add_parser("studio", help="serve every graph for LangGraph Studio / the SDK (`langgraph dev`, set up for ragplan)",
                             description="Runs `langgraph dev` with the environment ragplan's graphs need (a larger glibc "
                                         "static-TLS reserve so kglite, torch and faiss can share the server process). "
@@ -65,37 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     cy.add_argument("--schema", action="store_true", help="print the graph schema (labels, relationships, example values)")
     cy.add_argument("query", nargs="?", help="the Cypher query")
 
-    ask = sub.add_parser("ask", help="answer a question with a method graph and print its trace",
-                         description="Run a method over a graph and print the plan, every query and observation, "
-                                     "every re-plan verdict, the answer, LLM calls, tokens and wall time.")
-    ask.add_argument("--method", default="planrag", help="graph name (see `ragplan graphs`), default planrag")
-    q = ask.add_mutually_exclusive_group(required=True)
-    q.add_argument("--question", help="the question text")
-    q.add_argument("--question-file", metavar="FILE", help="read the question from a text file")
-    q.add_argument("--dqa", metavar="CLONE", help="ask a DQA question of a clone (with --scenario and --question-num): "
-                   "its prompt and script are used and the answer is checked by simulation")
-    ask.add_argument("--scenario", choices=["locating", "building"], help="with --dqa")
-    ask.add_argument("--question-num", type=int, metavar="N", help="with --dqa")
-    _add_store_args(ask)
-    ask.add_argument("--model", default=None,
-                     help="chat model provider:name, e.g. openai:gpt-4o-mini [env RAGPLAN_MODEL]")
-    ask.add_argument("--base-url", default=None,
-                     help="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, LM Studio) [env RAGPLAN_BASE_URL]")
-    ask.add_argument("--temperature", type=float, default=None)
-    ask.add_argument("--max-steps", type=int, default=None, help="most retrieval steps")
-    ask.add_argument("--max-replans", type=int, default=None, help="most plan revisions (planrag)")
-    ask.add_argument("--max-query-repairs", type=int, default=None, help="most re-tries of a failed query")
-    ask.add_argument("--structured-output", choices=["function_calling", "json_schema", "text"], default=None,
-                     help="how LLM decisions are parsed (text for endpoints without tool calling)")
-    ask.add_argument("--retriever", choices=["wiki", "local"], default=None,
-                     help="text methods: live Wikipedia (cached) or a local FAISS index [env RAGPLAN_RETRIEVER, default wiki]")
-    ask.add_argument("--index", metavar="DIR", default=None, help="text methods: the local index (ragplan index build)")
-    ask.add_argument("--beta", type=float, default=None, metavar="B", help="think_then_act: β′, retrieve when confidence < B")
-    ask.add_argument("--gate-mode", choices=["confidence", "direct"], default=None, help="think_then_act: how the gate decides")
-    ask.add_argument("--top-sentences", type=int, default=None, metavar="N", help="text methods: evidence sentences per query")
-    ask.add_argument("--wiki-cache", metavar="DIR", default=None, help="text methods: Wikipedia cache folder")
-    ask.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
-    ask.add_argument("--quiet", action="store_true", help="print only the answer and the totals")
+    from ragplan.cli.ask import add_ask_parser
+
+    add_ask_parser(sub, with_family_options=with_family_options)
     from ragplan.cli.dqa import add_dqa_parser
     from ragplan.cli.eval import add_eval_parser
     from ragplan.cli.index import add_index_parser
@@ -118,14 +98,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _graphs(args: argparse.Namespace) -> int:
+    """``ragplan graphs``: the graphs of every family (or the langgraph.json that serves them)."""
+    import json
+
+    from ragplan.registry import families, langgraph_graphs
+
+    if args.langgraph_json:
+        print(json.dumps({"$schema": "https://langgra.ph/schema.json", "python_version": "3.11", "dependencies": ["."],
+                          "graphs": langgraph_graphs()}, indent=2))
+        return 0
+    fams = families()
+    width = max(len(g.name) for f in fams for g in f.graphs)
+    for fam in fams:
+        if args.families:
+            print(f"{fam.title}  [{fam.name}]  data: {fam.data_help or '-'}")
+        for g in fam.graphs:
+            print(f"{'  ' if args.families else ''}{g.name:<{width}}  {g.summary}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ragplan`` command."""
     if argv is None:  # a real command line: make sure kglite, torch and faiss can share the process
         from ragplan.tools.embeddings import reexec_with_static_tls
 
         reexec_with_static_tls()
-    parser = build_parser()
     raw = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(with_family_options=raw[:1] == ["ask"])
     if raw[:1] == ["studio"] and not ({"-h", "--help"} & set(raw[1:2])):
         args = argparse.Namespace(command="studio", langgraph_args=raw[1:])  # everything after goes to langgraph dev
     else:
@@ -135,13 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         if args.command == "graphs":
-            from ragplan.registry import graph_registry
-
-            reg = graph_registry()
-            width = max(len(n) for n in reg)
-            for name, (_, summary) in reg.items():
-                print(f"{name:<{width}}  {summary}")
-            return 0
+            return _graphs(args)
         if args.command == "studio":
             import os
             import shutil

@@ -1,4 +1,10 @@
-"""``ragplan ask``: answer one question with a method graph, printing its trace as it runs."""
+"""``ragplan ask``: answer one question with any method graph, printing its family's trace as it runs.
+
+Every family contributes its own flags (``--graph`` for PlanRAG, ``--retriever``/``--index`` for text
+methods, ``--shop``/``--classifier`` for REAPER …); a flag that the chosen method's settings do not
+have is an error, not silently ignored. ``--set KEY=VALUE`` sets any other field of the method's
+context and ``--input KEY=JSON`` any extra graph input (REAPER's ``page_context``).
+"""
 
 from __future__ import annotations
 
@@ -8,124 +14,126 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from dataclasses import fields
+from ragplan.family import MethodFamily, Option
 
-from ragplan.api import RunResult, ask, context_class
-from ragplan.cli.cypher import open_store_or_exit, store_spec_from_args
-from ragplan.llm import endpoint_problem
-from ragplan.registry import graph_registry
-from ragplan.state.context import GraphDBContext
+__all__ = ["add_ask_parser", "run_ask", "TracePrinter", "parse_assignments"]
 
-__all__ = ["run_ask", "TracePrinter"]
+#: Flags every family shares, and the LLM context fields they set.
+COMMON_FIELDS = [("model", "model"), ("base_url", "base_url"), ("temperature", "temperature"),
+                 ("structured_output", "structured_output")]
 
-OBS_LINES = 12
+
+def add_ask_parser(sub: Any, *, with_family_options: bool = True) -> argparse.ArgumentParser:
+    """The ``ask`` sub-command, with the flags of every method family when ``with_family_options``."""
+    ask = sub.add_parser("ask", help="answer a question with any method graph and print its trace",
+                         description="Run a method graph and print its trace as it goes (the plan, every query or tool "
+                                     "call and what came back, every decision), then the answer, LLM calls, tokens and "
+                                     "wall time. Each method family adds the flags that name its data.")
+    ask.add_argument("--method", default="planrag", help="graph name (see `ragplan graphs`), default planrag")
+    q = ask.add_mutually_exclusive_group(required=True)
+    q.add_argument("--question", help="the question text")
+    q.add_argument("--question-file", metavar="FILE", help="read the question from a text file")
+    q.add_argument("--dqa", metavar="CLONE", help="ask a DQA question of a clone (with --scenario and --question-num): "
+                   "its prompt and script are used and the answer is checked by simulation")
+    ask.add_argument("--scenario", choices=["locating", "building"], help="with --dqa")
+    ask.add_argument("--question-num", type=int, metavar="N", help="with --dqa")
+    ask.add_argument("--model", default=None, help="chat model provider:name, e.g. openai:gpt-4o-mini [env RAGPLAN_MODEL]")
+    ask.add_argument("--base-url", default=None,
+                     help="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, LM Studio) [env RAGPLAN_BASE_URL]")
+    ask.add_argument("--temperature", type=float, default=None)
+    ask.add_argument("--structured-output", choices=["function_calling", "json_schema", "text"], default=None,
+                     help="how LLM decisions are parsed (text for endpoints without tool calling)")
+    ask.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="any other setting of the method's context (repeatable; VALUE is JSON or text)")
+    ask.add_argument("--input", action="append", default=[], metavar="KEY=JSON",
+                     help="an extra graph input, e.g. --input page_context='{\"product_id\": \"…\"}' for REAPER")
+    ask.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
+    ask.add_argument("--quiet", action="store_true", help="print only the answer and the totals")
+    if with_family_options:
+        from ragplan.registry import families
+
+        add_family_options(ask, families())
+    return ask
+
+
+def add_family_options(parser: argparse.ArgumentParser, fams: list[MethodFamily]) -> None:
+    """One argument group per family with its flags; a flag two families share is added once (same field)."""
+    seen: dict[str, Option] = {}
+    for fam in fams:
+        group = parser.add_argument_group(f"{fam.title} ({', '.join(g.name for g in fam.graphs)})")
+        for opt in fam.options:
+            if opt.flag in seen:
+                if seen[opt.flag].field != opt.field:
+                    raise RuntimeError(f"{opt.flag} sets {seen[opt.flag].field} in one family and {opt.field} in {fam.name}")
+                continue
+            seen[opt.flag] = opt
+            kw: dict[str, Any] = {"dest": _dest(opt.flag), "default": None, "help": opt.help}
+            if opt.action:
+                kw["action"] = opt.action
+            else:
+                kw.update(type=opt.type, metavar=opt.metavar)
+                if opt.choices:
+                    kw["choices"] = list(opt.choices)
+            group.add_argument(opt.flag, **kw)
+
+
+def _dest(flag: str) -> str:
+    return "opt_" + flag.lstrip("-").replace("-", "_")
+
+
+def parse_assignments(pairs: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs with JSON values where they parse (``max_steps=8``, ``page_context={…}``), text otherwise."""
+    out: dict[str, Any] = {}
+    for p in pairs:
+        if "=" not in p:
+            raise ValueError(f"expected KEY=VALUE, got {p!r}")
+        k, v = p.split("=", 1)
+        try:
+            out[k.strip()] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k.strip()] = v
+    return out
 
 
 class TracePrinter:
-    """Prints each node's update as a readable trace line block."""
+    """Prints each node's update with the method family's trace printer."""
 
-    def __init__(self, out: TextIO = sys.stdout) -> None:
+    def __init__(self, family: MethodFamily, out: TextIO = sys.stdout) -> None:
+        self.family = family
         self.out = out
 
     def __call__(self, node: str, update: dict[str, Any]) -> None:
-        p = lambda s="": print(s, file=self.out, flush=True)  # noqa: E731
-        if node == "read_schema" and update.get("schema_text"):
-            p(f"Schema read ({update['schema_text'].count(chr(10)) - 1} lines).")
-        if node == "plan" and update.get("plan"):
-            p("Plan:")
-            for i, s in enumerate(update["plan"], 1):
-                p(f"  Step {i}: {s}")
-        for step in update.get("steps") or []:
-            where = f" (plan step {step.plan_step}: {step.plan_step_text})" if step.plan_step else ""
-            p(f"\n[{step.index}]{where}")
-            if step.thought:
-                p(f"  Thought: {step.thought}")
-            if step.action == "finish":
-                p("  Action: finish (enough data to answer)")
-                continue
-            p(f"  Action: {'Graph DB' if step.action == 'graph_db' else 'Self-thinking'}")
-            p(f"  {'Query' if step.action == 'graph_db' else 'Input'}: {step.query}")
-            lines = step.observation.splitlines() or [""]
-            shown = lines[:OBS_LINES] + ([f"… ({len(lines) - OBS_LINES} more lines)"] if len(lines) > OBS_LINES else [])
-            status = "" if step.ok else f" [{step.error_kind}]"
-            p(f"  Observation{status}:" + ("" if len(shown) > 1 else f" {shown[0]}"))
-            if len(shown) > 1:
-                for ln in shown:
-                    p(f"    {ln}")
-        for v in update.get("replans") or []:
-            p(f"  Re-plan: {'Y' if v.replan else 'N'} — {v.reason}")
-            if v.replan and v.new_steps:
-                p("  New remaining steps:")
-                for s in v.new_steps:
-                    p(f"    - {s}")
-        if update.get("assessment"):
-            p(f"Assessment: {update['assessment']}" + (f" — {update['assessment_reason']}" if update.get("assessment_reason") else ""))
-            for q in update.get("queries") or []:
-                p(f"  ({q.index}) {q.text}")
-        if node in ("solve_subquery", "answer_subquery", "direct_answer", "cot_answer", "flare_draft"):
-            for q in update.get("queries") or []:
-                if not q.done and node != "flare_draft":
-                    continue
-                p(f"\n[{q.index}] {q.resolved or q.text}")
-                if q.decision:
-                    p(f"  Gate: {q.decision}")
-                for e in q.evidence:
-                    p(f"  Evidence ({e.get('score', 0):.2f}, {e.get('title', '')}): {e.get('sentence', '')}")
-                if q.retrieval_error:
-                    p(f"  Retrieval failed: {q.retrieval_error}")
-                if q.answer:
-                    p(f"  Answer: {q.answer}")
-        check = update.get("decision_check")
-        if check:
-            p(f"\nDecision check (simulator): {check.get('text') or check.get('error')}")
-        if update.get("error"):
-            p(f"\nerror: {update['error']}")
+        self.family.trace(node, update, lambda line: print(line, file=self.out, flush=True))
 
 
-def _dqa_question(args: argparse.Namespace) -> Any:
-    """The DQA question named by --dqa/--scenario/--question-num, or an exit code after a message."""
-    from ragplan.dqa.data import DQAError, load_questions
+def _dqa_item(args: argparse.Namespace) -> Any:
+    """The DQA benchmark item named by --dqa/--scenario/--question-num, or an exit code after a message."""
+    from ragplan.dqa.data import DQAError
+    from ragplan.eval.registry import get_benchmark
 
     if not args.scenario or args.question_num is None:
         print("error: --dqa needs --scenario locating|building and --question-num N", file=sys.stderr)
         return 2
     try:
-        found = [q for q in load_questions(args.dqa, args.scenario) if q.num == args.question_num]
-    except DQAError as exc:
+        items = get_benchmark(f"dqa-{args.scenario}", args.dqa).items()
+    except (DQAError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    found = [it for it in items if it.meta.get("question_num") == args.question_num]
     if not found:
         print(f"error: no {args.scenario} question number {args.question_num} in {args.dqa}", file=sys.stderr)
         return 2
     return found[0]
 
 
-#: ``ask`` flags and the context fields they set (a method only takes the fields its context has).
-FLAG_FIELDS = [("model", "model"), ("base_url", "base_url"), ("temperature", "temperature"),
-               ("max_steps", "max_steps"), ("max_replans", "max_replans"), ("max_query_repairs", "max_query_repairs"),
-               ("structured_output", "structured_output"), ("row_cap", "row_cap"), ("query_timeout", "query_timeout_s"),
-               ("retriever", "retriever"), ("index", "index_dir"), ("beta", "beta_threshold"), ("gate_mode", "gate_mode"),
-               ("top_sentences", "top_sentences"), ("wiki_cache", "wiki_cache_dir")]
-
-
-def _context_from_args(args: argparse.Namespace) -> Any:
-    cls = context_class(args.method)
-    names = {f.name for f in fields(cls)}
-    kw = {fld: getattr(args, flag) for flag, fld in FLAG_FIELDS if getattr(args, flag, None) is not None and fld in names}
-    return cls(**kw)
-
-
-def run_ask(args: argparse.Namespace) -> int:
-    """Run ``ragplan ask``: check the LLM configuration at once, open the store, run and print."""
-    if args.method not in graph_registry():
-        print(f"error: unknown method {args.method!r}; see `ragplan graphs`", file=sys.stderr)
-        return 2
-    dqa = None
+def _question(args: argparse.Namespace) -> tuple[str, Any] | int:
+    """The question text and the benchmark item it came from (or None), or an exit code after a message."""
+    item = None
     if args.dqa:
-        dqa = _dqa_question(args)
-        if isinstance(dqa, int):
-            return dqa
-        question, args.graph = dqa.prompt, str(dqa.script)
+        item = _dqa_item(args)
+        if isinstance(item, int):
+            return item
+        question = item.question
     elif args.question_file:
         try:
             question = Path(args.question_file).read_text(encoding="utf-8").strip()
@@ -137,50 +145,92 @@ def run_ask(args: argparse.Namespace) -> int:
     if not question:
         print("error: the question is empty", file=sys.stderr)
         return 2
-    ctx = _context_from_args(args)
-    if dqa is not None:  # the answer gets the simulator's verdict (check_decision)
-        ctx.graph_path = str(dqa.script)
-        ctx.dqa_scenario, ctx.dqa_country, ctx.dqa_home, ctx.dqa_goods = dqa.scenario, dqa.country, dqa.home, dqa.goods
+    return question, item
+
+
+def _context(args: argparse.Namespace, family: MethodFamily, item: Any) -> Any:
+    """The method's context from the flags (an error message string when a flag does not apply)."""
+    from ragplan.registry import families
+
+    names = family.context_fields()
+    kw: dict[str, Any] = {fld: getattr(args, flag) for flag, fld in COMMON_FIELDS if getattr(args, flag, None) is not None}
+    all_options = {o.flag: o for f in families() for o in f.options}
+    for flag, opt in all_options.items():
+        value = getattr(args, _dest(flag), None)
+        if value is None:
+            continue
+        if opt.field not in names:
+            return f"{flag} does not apply to {args.method} ({family.title}); its data: {family.data_help or '-'}"
+        kw[opt.field] = value
+    try:
+        extra = parse_assignments(args.set)
+    except ValueError as exc:
+        return str(exc)
+    unknown = sorted(set(extra) - names)
+    if unknown:
+        return f"--set {', '.join(unknown)}: not a setting of {args.method}; settings: {', '.join(sorted(names))}"
+    kw.update(extra)
+    if item is not None:  # a benchmark item's own settings (a DQA question's script and simulator check)
+        kw.update({k: v for k, v in item.context.items() if k in names})
+    try:
+        return family.context(**kw)
+    except (TypeError, ValueError) as exc:
+        return f"bad setting: {exc}"
+
+
+def run_ask(args: argparse.Namespace) -> int:
+    """Run ``ragplan ask``: check the LLM configuration and the method's data at once, run and print."""
+    from ragplan.api import ask
+    from ragplan.llm import endpoint_problem
+    from ragplan.registry import family_of
+
+    try:
+        family = family_of(args.method)
+    except KeyError:
+        print(f"error: unknown method {args.method!r}; see `ragplan graphs`", file=sys.stderr)
+        return 2
+    got = _question(args)
+    if isinstance(got, int):
+        return got
+    question, item = got
+    ctx = _context(args, family, item)
+    if isinstance(ctx, str):
+        print(f"error: {ctx}", file=sys.stderr)
+        return 2
+    try:
+        inputs = {**(item.inputs if item is not None else {}), **parse_assignments(args.input)}
+    except ValueError as exc:
+        print(f"error: --input: {exc}", file=sys.stderr)
+        return 2
+    unknown = sorted(set(inputs) - set(family.input_keys))
+    if unknown:
+        print(f"error: --input {', '.join(unknown)}: {args.method} takes {', '.join(family.input_keys)}", file=sys.stderr)
+        return 2
     problem = endpoint_problem(ctx.model, ctx.base_url)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    if isinstance(ctx, GraphDBContext):
-        store = open_store_or_exit(store_spec_from_args(args))
-        if store is None:
-            return 2
-        ctx.graph_store = store
-        where = f"Graph: {getattr(store, 'source', '?')}"
-    else:
-        if ctx.retriever == "local" and not ctx.index_dir and getattr(ctx, "beta_threshold", 0.5) > 0 and args.method not in ("standard", "cot"):
-            print("error: --retriever local needs --index DIR (build one with `ragplan index build`)", file=sys.stderr)
-            return 2
-        where = f"Retriever: {ctx.retriever}{' ' + ctx.index_dir if ctx.retriever == 'local' else ''}"
+    problem = family.prepare(args.method, ctx)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     out = sys.stderr if args.json else sys.stdout
-    printer = None if args.quiet else TracePrinter(out)
+    printer = None if args.quiet else TracePrinter(family, out)
     if printer:
-        print(f"Method: {args.method}   Model: {ctx.model}{'  @ ' + ctx.base_url if ctx.base_url else ''}   {where}", file=out)
+        where = family.data_line(ctx) if family.graph(args.method).uses_data else ""
+        print(f"Method: {args.method}   Model: {ctx.model}{'  @ ' + ctx.base_url if ctx.base_url else ''}"
+              f"{'   ' + where if where else ''}", file=out)
         print(f"Question: {question}", file=out)
-    res = ask(question, args.method, context=ctx, on_update=printer)
+    res = ask(question, args.method, context=ctx, inputs=inputs, on_update=printer)
     if args.json:
         print(json.dumps(res.model_dump(mode="json"), ensure_ascii=False))
     else:
         u = res.usage
         print(f"\nAnswer: {res.answer or '(none)'}")
-        if isinstance(res, RunResult):
-            if res.rationale:
-                print(f"Rationale: {res.rationale}")
-            print(f"Stopped: {res.stop_reason or '-'}   Retrieval steps: {len(res.steps)}   "
-                  f"Re-plans: {sum(1 for v in res.replans if v.replan and v.applied)}")
-        else:
-            if res.reasoning:
-                print(f"Reasoning: {res.reasoning}")
-            print(f"Stopped: {res.stop_reason or '-'}   Queries: {len(res.queries)}   "
-                  f"Retrieval ratio: {res.retrieval_ratio:.2f} ({res.retrieval_count} retrieved)"
-                  + (f"   Confidence source: {res.confidence_source}" if res.confidence_source else ""))
+        for line in res.summary_lines():
+            print(line)
         print(f"LLM calls: {u.llm_calls}   Tokens: {u.input_tokens} in / {u.output_tokens} out   "
               f"Wall time: {res.wall_time_s:.2f} s (LLM {u.llm_seconds:.2f} s)")
         if res.error:
             print(f"error: {res.error}", file=sys.stderr)
     return 0 if res.answer and not res.error else 1
-

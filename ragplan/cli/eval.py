@@ -41,25 +41,13 @@ def add_eval_parser(sub: Any) -> None:
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def _parse_set(pairs: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for p in pairs:
-        if "=" not in p:
-            raise ValueError(f"expected KEY=VALUE, got {p!r}")
-        k, v = p.split("=", 1)
-        try:
-            out[k.strip()] = json.loads(v)
-        except json.JSONDecodeError:
-            out[k.strip()] = v
-    return out
-
-
 def run_eval(args: argparse.Namespace) -> int:
     """Run ``ragplan eval`` or ``ragplan eval report``."""
     from ragplan.eval.report import compare_runs
     from ragplan.eval.runner import RunSettings, run_evaluation
     from ragplan.llm import endpoint_problem
-    from ragplan.registry import graph_registry
+    from ragplan.cli.ask import parse_assignments
+    from ragplan.registry import family_of
 
     if args.report:
         if args.report[0] != "report" or len(args.report) < 2:
@@ -86,14 +74,14 @@ def run_eval(args: argparse.Namespace) -> int:
             print(f"error: missing {', '.join(missing)} (or give --resume RUN_DIR)", file=sys.stderr)
             return 2
         try:
-            extra = _parse_set(args.set)
-            bench_opts = _parse_set(args.benchmark_option)
+            extra = parse_assignments(args.set)
+            bench_opts = parse_assignments(args.benchmark_option)
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        from ragplan.state.context import PlanRAGContext
+        from ragplan.state.context import LLMContext
 
-        default = PlanRAGContext()
+        default = LLMContext()
         settings = RunSettings(method=args.method, benchmark=args.benchmark, data=str(Path(args.data).resolve()),
                                model=args.model or default.model, base_url=args.base_url or default.base_url,
                                limit=args.limit, year=args.year, concurrency=args.concurrency, context=extra,
@@ -102,8 +90,15 @@ def run_eval(args: argparse.Namespace) -> int:
             settings.item_timeout_s = args.item_timeout
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         run_dir = Path(args.out or f"runs/{settings.method}-{settings.benchmark}-{stamp}")
-    if settings.method not in graph_registry():
+    try:
+        family = family_of(settings.method)
+    except KeyError:
         print(f"error: unknown method {settings.method!r}; see `ragplan graphs`", file=sys.stderr)
+        return 2
+    unknown = sorted(set(settings.context) - family.context_fields())
+    if unknown:
+        print(f"error: --set {', '.join(unknown)}: not a setting of {settings.method}; settings: "
+              f"{', '.join(sorted(family.context_fields()))}", file=sys.stderr)
         return 2
     problem = endpoint_problem(settings.model, settings.base_url)
     if problem:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from dataclasses import fields
+import json
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -28,8 +28,9 @@ from ragplan.eval.benchmark import Benchmark, Item
 from ragplan.eval.registry import get_benchmark
 from ragplan.eval.report import summarise, write_summary
 from ragplan.eval.runfolder import RunFolder, RunSettings, previous_wall_time
-from ragplan.registry import graph_registry
-from ragplan.state.context import recursion_limit_for
+from ragplan.family import MethodFamily
+from ragplan.registry import family_of
+from ragplan.state.result import GraphResult
 
 __all__ = ["RunSettings", "RunFolder", "evaluate", "run_evaluation", "is_rate_limited"]
 
@@ -40,27 +41,29 @@ def is_rate_limited(error: str | None) -> bool:
     return "429" in e or "ratelimit" in e or "rate limit" in e or "rate_limit" in e
 
 
-def _record(item: Item, out: dict[str, Any], graded: dict[str, Any], settings: RunSettings, latency: float, attempts: int) -> dict[str, Any]:
-    usage = out.get("usage") or {}
-    usage = usage if isinstance(usage, dict) else usage.model_dump()
-    steps = [s if isinstance(s, dict) else s.model_dump() for s in out.get("steps") or []]
-    dump = lambda xs: [x if isinstance(x, dict) else x.model_dump() for x in xs or []]  # noqa: E731
+def _record(item: Item, res: GraphResult, graded: dict[str, Any], settings: RunSettings, latency: float,
+            attempts: int) -> dict[str, Any]:
+    """One results.jsonl line: the item, the grade, what every family has, then the family's own fields."""
+    u = res.usage
     return {
         "id": item.id, "method": settings.method, "model": settings.model,
         **{k: v for k, v in item.meta.items() if not k.startswith("_")},
-        "question": item.question, "answer": out.get("answer", ""), "gold": item.gold, **graded,
-        "retrievals": (int(out["retrieval_count"]) if isinstance(out.get("retrieval_count"), int)
-                       else sum(1 for s in steps if s.get("action") == "graph_db")),
-        "plan": out.get("plan") or [], "plan_history": dump(out.get("plan_history")), "steps": steps,
-        "plan_text": out.get("plan_text", ""), "evidence": out.get("evidence") or [],
-        "planner_latency_s": out.get("planner_latency_s"),
-        "replans": dump(out.get("replans")), "decision_check": out.get("decision_check") or {},
-        "assessment": out.get("assessment", ""), "queries": dump(out.get("queries")),
-        "llm_calls": usage.get("llm_calls", 0), "input_tokens": usage.get("input_tokens", 0),
-        "output_tokens": usage.get("output_tokens", 0), "llm_seconds": usage.get("llm_seconds", 0.0),
-        "latency_s": round(latency, 3), "stop_reason": out.get("stop_reason", ""), "error": out.get("error", ""),
-        "attempts": attempts,
+        "question": item.question, "answer": res.answer, "gold": item.gold, **graded,
+        "retrievals": res.retrievals(), "retrieval_errors": res.retrieval_errors(),
+        "llm_calls": u.llm_calls, "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
+        "llm_seconds": u.llm_seconds, "latency_s": round(latency, 3), "stop_reason": res.stop_reason,
+        "error": res.error, "attempts": attempts,
+        **{k: v for k, v in res.record().items() if k not in graded},
     }
+
+
+def _typed(family: MethodFamily, out: dict[str, Any]) -> GraphResult:
+    """The family's typed result of a run's output; an output that does not fit it is a recorded failure."""
+    try:
+        return family.result.from_state(out)
+    except Exception as exc:  # a graph returned something its own result cannot read: a bug, recorded as a failure
+        return family.result(answer="", stop_reason="crash",
+                             error=f"the output does not fit {family.result.__name__}: {type(exc).__name__}: {exc}")
 
 
 async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: Any = None,
@@ -74,15 +77,14 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
         settings.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     folder.save_settings(settings)
     done = folder.load_records(repair=True)
-    # items that share a graph run next to each other, so each script is loaded once per run
-    pending = sorted((it for it in items if it.id not in done), key=lambda it: str(it.context.get("graph_path", "")))
+    # items that share their settings (a DQA script …) run next to each other, so each store is loaded once per run
+    pending = sorted((it for it in items if it.id not in done), key=lambda it: json.dumps(it.context, sort_keys=True, default=str))
     started = time.perf_counter()
     previous_wall = previous_wall_time(folder.path)
-    builder = graph_registry()[settings.method][0]
-    sg = builder()
-    ctx_cls = sg.context_schema
-    graph = sg.compile(name=settings.method)
-    ctx_fields = {f.name for f in fields(ctx_cls)}
+    family = family_of(settings.method)
+    ctx_cls = family.context
+    graph = family.graph(settings.method).build().compile(name=settings.method)
+    ctx_fields = family.context_fields()
     base = {k: v for k, v in settings.context.items() if k in ctx_fields}
     if settings.model:
         base["model"] = settings.model
@@ -101,7 +103,8 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
         nonlocal finished
         async with sem:
             ctx = ctx_cls(**{**base, **{k: v for k, v in item.context.items() if k in ctx_fields}})
-            limit = recursion_limit_for(ctx)
+            limit = family.recursion_limit(ctx)
+            graph_input = family.graph_input(item.question, item.inputs)
             out: dict[str, Any] = {}
             attempts = 0
             t0 = time.perf_counter()
@@ -110,7 +113,7 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
                 t0 = time.perf_counter()
                 try:
                     out = await asyncio.wait_for(
-                        graph.ainvoke({"question": item.question, **item.inputs}, context=ctx,
+                        graph.ainvoke(graph_input, context=ctx,
                                       config={"recursion_limit": limit}),
                         timeout=settings.item_timeout_s)
                 except asyncio.TimeoutError:
@@ -124,12 +127,15 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
                     continue
                 break
             latency = time.perf_counter() - t0
+            res = _typed(family, out)
+            if res.error and not out.get("error"):
+                out = {**out, "answer": "", "error": res.error, "stop_reason": res.stop_reason}
             try:
                 graded = bench.grade(item, out)
             except Exception as exc:  # counted as wrong (0 on every metric), with the reason
                 graded = {"correct": False, "grade_error": f"{type(exc).__name__}: {exc}",
                           **{m: 0.0 for m in getattr(bench, "metrics", ())}}
-            folder.append(_record(item, out, graded, settings, latency, attempts))
+            folder.append(_record(item, res, graded, settings, latency, attempts))
             finished += 1
             if on_progress:
                 on_progress(finished, len(items))

@@ -1,0 +1,167 @@
+"""A method family: the one description of a paper's graphs that every entry point reads.
+
+Each ``graphs/<family>.py`` exports ``FAMILY``, a :class:`MethodFamily` (or a subclass that overrides a
+hook). It says everything ``ragplan ask``, :func:`ragplan.api.ask`, ``ragplan eval``, ``ragplan graphs``,
+``ragplan studio`` and langgraph.json need, so none of them asks which family it has:
+
+* ``graphs`` — the graphs (name, builder of the uncompiled ``StateGraph``, one-line summary);
+* ``context`` — the typed settings (the graphs' ``context_schema``, shown as a form in Studio);
+* ``result`` — the typed result (a :class:`~ragplan.state.result.GraphResult`: its retrieval counts,
+  the fields a run record keeps and the lines printed under the answer);
+* ``options`` — the family's ``ragplan ask`` flags, each mapped to a context field (``--graph`` for
+  PlanRAG, ``--retriever``/``--index`` for text methods, ``--shop`` for REAPER …);
+* :meth:`MethodFamily.graph_input` — how a question (and a benchmark item's extra inputs) becomes the
+  graph input;
+* :meth:`MethodFamily.prepare` — open or check the run's data before anything is sent to the LLM, so a
+  missing index or a bad script is a clear error (exit 2), not a failed run;
+* :meth:`MethodFamily.trace` — how one node's update is printed as the run goes.
+
+Adding a family is its nodes, its state/context/result, and one ``graphs/<family>.py`` with ``FAMILY``;
+:mod:`ragplan.registry` finds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, get_type_hints
+
+from ragplan.state.context import LLMContext, recursion_limit_for
+from ragplan.state.result import GraphResult
+
+__all__ = ["GraphSpec", "Option", "MethodFamily", "Emit", "input_keys_of", "TEXT_RETRIEVAL_OPTIONS"]
+
+#: What a trace printer writes with: one line of text.
+Emit = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class GraphSpec:
+    """One graph of a family."""
+
+    name: str
+    """The graph's name (langgraph.json key, ``--method``)."""
+    build: Callable[[], Any]
+    """Builder of the uncompiled ``StateGraph`` (tests and the runner compile their own copy)."""
+    summary: str
+    """One line for ``ragplan graphs``."""
+    uses_data: bool = True
+    """Whether the graph reads the family's data (False for baselines that answer unaided, e.g. ``standard``)."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """A ``ragplan ask`` flag that sets one context field."""
+
+    flag: str
+    """The flag, e.g. ``--shop``."""
+    field: str
+    """The context field it sets, e.g. ``shop_dir``."""
+    help: str
+    metavar: str | None = None
+    type: Callable[[str], Any] = str
+    choices: tuple[str, ...] | None = None
+    action: str | None = None
+    """``store_true`` for a switch; otherwise the flag takes a value."""
+
+
+#: The ``ragplan ask`` flags of every family that retrieves text (Think-then-Act, FuRePA, InstructRAG …).
+TEXT_RETRIEVAL_OPTIONS: tuple[Option, ...] = (
+    Option("--retriever", "retriever", "live Wikipedia (cached) or a local FAISS index [env RAGPLAN_RETRIEVER, default wiki]",
+           choices=("wiki", "local")),
+    Option("--index", "index_dir", "the local index (ragplan index build) [env RAGPLAN_INDEX_DIR]", metavar="DIR"),
+    Option("--top-sentences", "top_sentences", "evidence sentences kept per query", metavar="N", type=int),
+    Option("--retrieval-k", "retrieval_k", "passages fetched per query from the local index", metavar="K", type=int),
+    Option("--wiki-cache", "wiki_cache_dir", "Wikipedia cache folder", metavar="DIR"),
+    Option("--embedding-model", "embedding_model", "local path of a sentence-transformers model (default: the packaged "
+           "all-MiniLM-L6-v2)", metavar="DIR"),
+)
+
+
+@dataclass(frozen=True)
+class MethodFamily:
+    """The description of one method family (see the module docstring). Subclass to override a hook."""
+
+    name: str
+    """Family name, the module name under ``graphs/`` (``planrag``, ``think_then_act``, ``reaper`` …)."""
+    title: str
+    """The paper, as users cite it."""
+    order: int
+    """Position in listings (``ragplan graphs``, the README)."""
+    context: type[LLMContext]
+    """The typed settings of every graph of the family."""
+    result: type[GraphResult]
+    """The typed result of every graph of the family."""
+    graphs: tuple[GraphSpec, ...]
+    """The method's graph first, then its baselines and ablations."""
+    options: tuple[Option, ...] = ()
+    """The family's own ``ragplan ask`` flags (the LLM flags every family shares are the CLI's)."""
+    data_help: str = ""
+    """How to name the family's data on the command line (shown when it is missing)."""
+    input_keys: tuple[str, ...] = field(default=("question",))
+    """Keys of the graph input; a benchmark item's extra inputs outside these are dropped."""
+
+    # ------------------------------------------------------------------------------------- lookup
+    def graph(self, method: str) -> GraphSpec:
+        """The graph named ``method`` (KeyError when the family has none)."""
+        for g in self.graphs:
+            if g.name == method:
+                return g
+        raise KeyError(method)
+
+    # ------------------------------------------------------------------------------------- context
+    def context_fields(self) -> set[str]:
+        """Names of the context's settings."""
+        return {f.name for f in fields(self.context)}
+
+    def make_context(self, method: str, *, model: Any = None, store: Any = None, **settings: Any) -> LLMContext:
+        """The context from a model (object or ``provider:name``), the family's data handle and settings.
+
+        ``store`` is the family's data given as one object or path (PlanRAG: a ``.cql`` script or a
+        ``GraphStore``); families without such a handle refuse it. Unknown settings are a TypeError.
+        """
+        names = self.context_fields()
+        unknown = set(settings) - names
+        if unknown:
+            raise TypeError(f"unknown setting(s) for {method}: {', '.join(sorted(unknown))}; known: {', '.join(sorted(names))}")
+        kw = {k: v for k, v in settings.items() if v is not None}
+        if isinstance(model, str):
+            kw["model"] = model
+        elif model is not None:
+            kw["chat_model"] = model
+        if store is not None:
+            kw.update(self.store_settings(method, store))
+        return self.context(**kw)
+
+    def store_settings(self, method: str, store: Any) -> dict[str, Any]:
+        """Context settings for a ``store=`` argument; families without one refuse it."""
+        raise TypeError(f"{method} takes no store= argument; name its data with settings ({self.data_help or 'see its context'})")
+
+    def recursion_limit(self, ctx: Any) -> int:
+        """The LangGraph recursion limit that lets a run use all its bounded steps and still answer."""
+        return recursion_limit_for(ctx)
+
+    # ------------------------------------------------------------------------------------- input
+    def graph_input(self, question: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The graph input for ``question`` plus a benchmark item's (or caller's) extra inputs the graph takes."""
+        extra = {k: v for k, v in (inputs or {}).items() if k in self.input_keys and k != "question"}
+        return {"question": question, **extra}
+
+    # ------------------------------------------------------------------------------------- data
+    def prepare(self, method: str, ctx: Any) -> str | None:
+        """Open or check the run's data before the run; a message when it cannot run (the CLI exits 2)."""
+        return None
+
+    def data_line(self, ctx: Any) -> str:
+        """How the trace header names the run's data (``Graph: …``, ``Retriever: …``, ``Shop: …``)."""
+        return ""
+
+    # ------------------------------------------------------------------------------------- trace
+    def trace(self, node: str, update: dict[str, Any], emit: Emit) -> None:
+        """Print one node's update as readable lines (the family's trace); the default prints errors only."""
+        if update.get("error"):
+            emit(f"\nerror: {update['error']}")
+
+
+def input_keys_of(schema: Any) -> tuple[str, ...]:
+    """The keys of a graph's input TypedDict (for :attr:`MethodFamily.input_keys`)."""
+    return tuple(get_type_hints(schema))
