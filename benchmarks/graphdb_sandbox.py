@@ -14,7 +14,12 @@ times, over ``--repeat`` rounds:
 It prints p50 / p95 per step and, with ``--baseline FILE.json`` (written earlier with ``--save``),
 the ratio of each p50 to the saved one. It is a measurement, not a test: nothing is asserted.
 
+With ``--attacks`` it instead runs the resource-attack corpus of ``tests/test_graphdb_resources.py``
+against that file's graph and prints, per attack, the wall time, the worker's peak resident size and
+the start of the observation the LLM would see.
+
     python benchmarks/graphdb_sandbox.py [--repeat 3] [--query-runs 200] [--baseline FILE.json] [--save FILE.json]
+    python benchmarks/graphdb_sandbox.py --attacks [--timeout 2]
 """
 
 from __future__ import annotations
@@ -29,10 +34,11 @@ from pathlib import Path
 
 import kglite
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
 from graphdb_load import percentile, synthetic_script  # noqa: E402
 
-from ragplan.tools.graphdb import EmbeddedGraphStore, QueryError  # noqa: E402
+from ragplan.tools.graphdb import EmbeddedGraphStore, QueryError, run_graph_query  # noqa: E402
 
 QUERIES = {
     "trivial (RETURN 1)": "RETURN 1 AS x",
@@ -84,6 +90,31 @@ def run(args: argparse.Namespace) -> dict:
     }
 
 
+def run_attacks(timeout_s: float) -> None:
+    """Run the test corpus of resource attacks and print what each cost."""
+    sys.path.insert(0, str(ROOT))
+    from tests.test_graphdb_resources import ATTACKS, graph_script, hwm_bytes, reset_hwm
+
+    store = EmbeddedGraphStore.from_text(graph_script(), source="attack.cql")
+    pool = store.sandbox
+    pool.warm_up()
+    print(f"{'attack':30} {'s':>5} {'peak MB':>8}  observation")
+    worst_s, worst_mb = 0.0, 0
+    for name, query, _ in ATTACKS:
+        for pid in pool.worker_pids():
+            reset_hwm(pid)
+        before = list(pool.exits)
+        t0 = time.monotonic()
+        out = run_graph_query(store, query, row_cap=100, timeout_s=timeout_s)
+        elapsed = time.monotonic() - t0
+        ended = [e for e in pool.exits if all(e is not b for b in before)]
+        peak = max([hwm_bytes(p) for p in pool.worker_pids()] + [e.peak_rss_bytes for e in ended] + [0]) >> 20
+        worst_s, worst_mb = max(worst_s, elapsed), max(worst_mb, peak)
+        print(f"{name:30} {elapsed:5.2f} {peak:8d}  {out.observation.splitlines()[0][:90]}")
+    print(f"worst: {worst_s:.2f} s (budget {timeout_s:g} s + 1 s grace), {worst_mb} MB peak worker memory")
+    store.close()
+
+
 def print_table(report: dict, baseline: dict | None) -> None:
     env = report["environment"]
     print(f"kglite {env['kglite']}, Python {env['python']}, {env['machine']}")
@@ -109,9 +140,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--query-runs", type=int, default=200, help="runs of each query per round and mode (default 200)")
     ap.add_argument("--baseline", type=Path, help="a JSON report saved earlier with --save: print ratios against it")
     ap.add_argument("--save", type=Path, help="write this run's report as JSON")
+    ap.add_argument("--attacks", action="store_true", help="run the resource-attack corpus instead and print its costs")
+    ap.add_argument("--timeout", type=float, default=2.0, help="query time budget for --attacks (default 2 s)")
     args = ap.parse_args(argv)
     if min(args.repeat, args.query_runs) < 1:
         ap.error("--repeat and --query-runs must be at least 1")
+    if args.attacks:
+        run_attacks(args.timeout)
+        return 0
     baseline = json.loads(args.baseline.read_text()) if args.baseline else None
     report = run(args)
     print_table(report, baseline)

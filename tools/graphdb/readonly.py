@@ -53,10 +53,10 @@ clause from the check that the server then runs.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-__all__ = ["QueryCaps", "QueryRefused", "check_read_only", "normalize_newlines", "strip_literals", "DEFAULT_CAPS"]
+__all__ = ["DEFAULT_CAPS", "QueryCaps", "QueryRefused", "check_read_only", "normalize_newlines", "strip_literals"]
 
 
 class QueryRefused(ValueError):

@@ -60,7 +60,7 @@ import weakref
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ragplan.tools.graphdb.readonly import QueryRefused
 from ragplan.tools.graphdb.sandbox_worker import HEADER, encode_frame
@@ -155,10 +155,16 @@ class _Died(Exception):
     pass
 
 
+class _GoneWhileIdle(Exception):
+    """The worker ended between queries (not this query's doing): the pool retries with a fresh one."""
+
+
 class _ReplyUnpickler(pickle.Unpickler):
     """Unpickles worker replies: plain data and date/time values, nothing that names other code."""
 
-    _ALLOWED = {("datetime", n) for n in ("date", "datetime", "time", "timedelta", "timezone")}
+    _ALLOWED: ClassVar[frozenset[tuple[str, str]]] = frozenset(
+        ("datetime", n) for n in ("date", "datetime", "time", "timedelta", "timezone")
+    )
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in self._ALLOWED:
@@ -297,6 +303,9 @@ class _Worker:
     # -- one query -----------------------------------------------------------------------------
     def query(self, cypher: str, *, row_cap: int, timeout_s: float) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
         """Run one checked query; returns ``(columns, rows, total_rows, warnings)`` or raises a query error."""
+        if self.ready and self._reap(0.0) is not None:
+            self.kill("crash")
+            raise _GoneWhileIdle
         try:
             self.ensure_ready()
             mark = self._stderr.seek(0, io.SEEK_END)
@@ -406,11 +415,15 @@ class QuerySandbox:
 
     def run(self, cypher: str, *, row_cap: int, timeout_s: float) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
         """Run one checked query in a worker: ``(columns, rows, total_rows, warnings)``, or a query error."""
-        worker = self._checkout()
-        try:
-            return worker.query(cypher, row_cap=row_cap, timeout_s=timeout_s)
-        finally:
-            self._checkin(worker)
+        for attempt in range(3):
+            worker = self._checkout()
+            try:
+                return worker.query(cypher, row_cap=row_cap, timeout_s=timeout_s)
+            except _GoneWhileIdle:
+                continue
+            finally:
+                self._checkin(worker)
+        raise QueryError(crash_message("its worker process kept ending between queries"))
 
     def worker_pids(self) -> list[int]:
         """Process ids of the live workers (for tests and monitoring)."""

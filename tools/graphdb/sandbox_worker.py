@@ -11,7 +11,8 @@ imports only the standard library and kglite, so it starts in about 50 ms, and t
 3. answers ``ready`` and then serves one query at a time, read from stdin, answered on the pipe
    that was its stdout (stdout itself is pointed at stderr, so nothing the engine prints can corrupt
    the replies). Before each query it sets ``RLIMIT_CPU`` a little past the time budget, so even an
-   orphaned worker (parent gone mid-query) stops on its own.
+   orphaned worker (parent gone mid-query) stops on its own. Core dumps are off (``RLIMIT_CORE`` 0):
+   a crash is expected here and must not write a file the size of the process.
 
 Replies are plain data: result values are walked with a depth and size budget (a ``reduce`` that
 nests lists 1,000 deep or a 500 MB string becomes a clear error here, not a ``RecursionError`` or
@@ -33,7 +34,7 @@ import struct
 import sys
 from typing import Any, BinaryIO
 
-__all__ = ["HEADER", "encode_frame", "read_frame", "main"]
+__all__ = ["HEADER", "encode_frame", "main", "read_frame"]
 
 HEADER = struct.Struct(">Q")
 _PLAIN_DATES = (datetime.date, datetime.time, datetime.timedelta)  # datetime.datetime is a date
@@ -161,6 +162,7 @@ def main(argv: list[str]) -> int:
     """Load the graph named in ``argv``, then serve queries until stdin closes."""
     graph_file, settings = argv[1], json.loads(argv[2])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when this process ends
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash must not leave a gigabyte core file behind
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever the engine prints goes to the stderr file, never into the replies
     sys.stdout = sys.stderr
