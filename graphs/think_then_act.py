@@ -16,6 +16,7 @@ and answer nodes are the same objects in every graph that retrieves.
 
 from __future__ import annotations
 
+import operator
 from typing import Annotated, Any, Literal
 
 from langgraph.graph import END, START, StateGraph
@@ -23,7 +24,7 @@ from langgraph.types import Send
 from typing_extensions import TypedDict
 
 from ragplan.family import TEXT_RETRIEVAL_OPTIONS, Emit, GraphSpec, MethodFamily, Option, input_keys_of
-from ragplan.nodes.think_then_act.answer_subquery import answer_subquery, final_answer
+from ragplan.nodes.think_then_act.answer_subquery import answer_subquery, branch_outcome, final_answer
 from ragplan.nodes.think_then_act.assess_query import assess_query
 from ragplan.nodes.think_then_act.confidence_gate import confidence_gate
 from ragplan.nodes.think_then_act.direct_answer import make_direct_answer
@@ -31,7 +32,7 @@ from ragplan.nodes.think_then_act.flare import flare_draft
 from ragplan.nodes.common.retrieve_text import retrieve_text
 from ragplan.state.context import TextRAGContext, ThinkThenActContext
 from ragplan.state.think_then_act import (
-    SingleQueryState, SubQuery, SubQueryState, TextQAInput, TextQAOutput, TextQAResult, TextQAState, merge_queries,
+    Failure, SingleQueryState, SubQuery, SubQueryState, TextQAInput, TextQAOutput, TextQAResult, TextQAState, merge_queries,
 )
 from ragplan.tools.retrievers import make_retriever
 from ragplan.state.usage import Usage, add_usage
@@ -40,8 +41,10 @@ __all__ = ["build_subquery_graph", "build_think_then_act", "build_standard", "bu
            "build_flare", "FAMILY", "think_then_act", "standard", "cot", "retrieve_then_read", "flare"]
 
 
-def route_after_gate(state: SubQueryState) -> Literal["retrieve_text", "answer_subquery"]:
-    """Retrieve when the gate said so, else answer unaided."""
+def route_after_gate(state: SubQueryState) -> Literal["retrieve_text", "answer_subquery", "__end__"]:
+    """Retrieve when the gate said so, else answer unaided; an endpoint failure ends the branch (no more calls)."""
+    if any(getattr(f, "kind", None) == "llm_error" for f in state.get("failures") or []):
+        return END
     return "retrieve_text" if state["query"].retrieve else "answer_subquery"
 
 
@@ -52,7 +55,7 @@ def build_subquery_graph() -> StateGraph:
     g.add_node("retrieve_text", retrieve_text)
     g.add_node("answer_subquery", answer_subquery)
     g.add_edge(START, "confidence_gate")
-    g.add_conditional_edges("confidence_gate", route_after_gate, ["retrieve_text", "answer_subquery"])
+    g.add_conditional_edges("confidence_gate", route_after_gate, ["retrieve_text", "answer_subquery", END])
     g.add_edge("retrieve_text", "answer_subquery")
     g.add_edge("answer_subquery", END)
     return g
@@ -63,11 +66,13 @@ class _SubQueryOut(TypedDict, total=False):
 
     queries: Annotated[list[SubQuery], merge_queries]
     usage: Annotated[Usage, add_usage]
+    failures: Annotated[list[Failure], operator.add]
 
 
 def schedule(state: TextQAState) -> dict[str, Any]:
-    """Count a wave of sub-query solving (the dispatch router decides what runs next)."""
-    return {"waves": 1}
+    """Count a wave of sub-query solving; an endpoint failure in a branch of the last wave ends the run."""
+    outcome = branch_outcome(state)
+    return {"waves": 1, **(outcome if outcome.get("stop_reason") == "llm_error" else {})}
 
 
 def dispatch(state: TextQAState) -> list[Send] | Literal["final_answer"]:

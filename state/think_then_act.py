@@ -17,7 +17,7 @@ from typing_extensions import TypedDict
 from ragplan.state.result import GraphResult
 from ragplan.state.usage import Usage, add_usage
 
-__all__ = ["SubQuery", "merge_queries", "TextQAInput", "TextQAOutput", "TextQAState", "SubQueryState", "SingleQueryState",
+__all__ = ["SubQuery", "Failure", "failure_of", "merge_queries", "TextQAInput", "TextQAOutput", "TextQAState", "SubQueryState", "SingleQueryState",
            "TextQAResult",
            "references"]
 
@@ -44,6 +44,21 @@ class SubQuery(BaseModel):
     retrieval_error: str = Field(default="", description="Why retrieval failed, if it did (the query is answered without).")
     answer: str = Field(default="", description="The answer to this (sub-)query.")
     done: bool = Field(default=False, description="Answered.")
+
+
+class Failure(BaseModel):
+    """A failed LLM decision inside a (parallel) sub-query branch, handed to the parent through a reducer."""
+
+    node: str = Field(description="The node whose LLM call failed.")
+    kind: Literal["llm_error", "llm_unparseable"] = Field(
+        description="llm_error: the endpoint or configuration failed (the run ends); llm_unparseable: the reply did not parse.")
+    message: str = Field(description="What went wrong (the client's error, with its status code).")
+    query: int = Field(default=0, description="The sub-query being solved (its index).")
+
+
+def failure_of(update: dict[str, Any], node: str, query: int = 0) -> Failure:
+    """The :class:`Failure` of a node's failed-decision update (``failure_update`` from :mod:`ragplan.llm`)."""
+    return Failure(node=node, kind=update.get("stop_reason") or "llm_error", message=update.get("error", ""), query=query)
 
 
 def merge_queries(left: list[Any] | None, right: list[Any] | None) -> list[SubQuery]:
@@ -85,8 +100,10 @@ class TextQAOutput(TypedDict, total=False):
     """FLARE: ``logprobs`` (token probabilities from the endpoint) or ``stated`` (the model's stated confidence)."""
     usage: Annotated[Usage, add_usage]
     """LLM calls, tokens and LLM time of the whole run."""
+    failures: Annotated[list[Failure], operator.add]
+    """Failed LLM decisions of the sub-query branches (parallel branches append; a plain string could hold one)."""
     stop_reason: str
-    """answered, llm_error, llm_unparseable, …"""
+    """answered, no_answer, llm_error (an endpoint failure, also inside a branch), llm_unparseable, …"""
     error: str
     """A recorded failure, empty when none."""
 
@@ -111,8 +128,8 @@ class SubQueryState(TypedDict, total=False):
     """Output to the parent: the solved sub-query."""
     usage: Annotated[Usage, add_usage]
     """Output to the parent: usage of this branch."""
-    error: str
-    """Output to the parent: a recorded failure."""
+    failures: Annotated[list[Failure], operator.add]
+    """Output to the parent: this branch's failed LLM decisions."""
 
 
 class SingleQueryState(TextQAState, total=False):
@@ -134,6 +151,7 @@ class TextQAResult(GraphResult):
     retrieval_count: int = Field(default=0, description="How many (sub-)queries retrieved.")
     retrieval_ratio: float = Field(default=0.0, description="Share of (sub-)queries that retrieved.")
     confidence_source: str = Field(default="", description="FLARE: logprobs or stated.")
+    failures: list[Failure] = Field(default_factory=list, description="Failed LLM decisions inside sub-query branches.")
 
     def retrievals(self) -> int:
         """(Sub-)queries for which retrieval ran (a failed retrieval included)."""

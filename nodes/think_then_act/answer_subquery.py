@@ -16,9 +16,9 @@ from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
 from ragplan.state.context import LLMContext
-from ragplan.state.think_then_act import SubQuery, references
+from ragplan.state.think_then_act import Failure, SubQuery, failure_of, references
 
-__all__ = ["ShortAnswer", "answer_subquery", "final_answer", "resolve_text", "ANSWER_STYLE"]
+__all__ = ["branch_outcome", "ShortAnswer", "answer_subquery", "final_answer", "resolve_text", "ANSWER_STYLE"]
 
 ANSWER_STYLE = """Answer as briefly as possible: a name, date, number or short phrase; "yes" or "no" for a yes/no
 question; for a claim to verify, exactly one of SUPPORTS, REFUTES, NOT ENOUGH INFO. No full sentence."""
@@ -65,8 +65,22 @@ def answer_subquery(state: dict[str, Any], runtime: Runtime[LLMContext]) -> dict
     done = q.model_copy(update={"resolved": text, "done": True, "answer": d.value.answer.strip() if d.ok else ""})
     out: dict[str, Any] = {"queries": [done], "usage": d.usage}
     if not d.ok:
-        out["error"] = failure_update(d, "answer_subquery")["error"]
+        out["failures"] = [failure_of(failure_update(d, "answer_subquery"), "answer_subquery", q.index)]
     return out
+
+
+def branch_outcome(state: dict[str, Any]) -> dict[str, Any]:
+    """What the branches' failures mean for the run: ``llm_error`` ends it (the endpoint is not called again);
+    unparseable replies are recorded in ``error`` while the answer step still tries. Empty when none failed."""
+    failures = [f if isinstance(f, Failure) else Failure.model_validate(f) for f in state.get("failures") or []]
+    if not failures:
+        return {}
+    message = "; ".join(dict.fromkeys(f"{f.node} (sub-query {f.query}): {f.message}" for f in failures))
+    if state.get("error"):
+        message = f"{state['error']}; {message}"
+    if any(f.kind == "llm_error" for f in failures):
+        return {"stop_reason": "llm_error", "error": message, "answer": ""}
+    return {"error": message}
 
 
 def final_answer(state: dict[str, Any], runtime: Runtime[LLMContext]) -> dict[str, Any]:
@@ -74,10 +88,11 @@ def final_answer(state: dict[str, Any], runtime: Runtime[LLMContext]) -> dict[st
     queries: list[SubQuery] = state.get("queries") or []
     n_ret = sum(1 for q in queries if q.retrieve)
     stats = {"retrieval_count": n_ret, "retrieval_ratio": round(n_ret / len(queries), 4) if queries else 0.0}
-    if state.get("stop_reason") == "llm_error":
-        return {**stats, "answer": state.get("answer", "")}
+    outcome = {} if state.get("stop_reason") == "llm_error" else branch_outcome(state)
+    if state.get("stop_reason") == "llm_error" or outcome.get("stop_reason") == "llm_error":
+        return {**stats, "answer": "", **outcome}
     if len(queries) == 1:
-        return {**stats, "answer": queries[0].answer, "stop_reason": "answered" if queries[0].answer else "no_answer"}
+        return {**stats, **outcome, "answer": queries[0].answer, "stop_reason": "answered" if queries[0].answer else "no_answer"}
     steps = "\n".join(f"Sub-question {q.index}: {q.resolved or q.text}\nSub-answer: {q.answer or '(none)'}" for q in queries)
     messages = [SystemMessage("You are a careful question-answering assistant."),
                 HumanMessage(f"Question: {state['question']}\n\n{steps}\n\nUsing the sub-answers, give the final answer to "
@@ -85,5 +100,5 @@ def final_answer(state: dict[str, Any], runtime: Runtime[LLMContext]) -> dict[st
     d = decide_for(runtime.context, messages, ShortAnswer)
     if not d.ok:
         return {**stats, **failure_update(d, "final_answer")}
-    return {**stats, "answer": d.value.answer.strip(), "reasoning": d.value.reasoning.strip(), "usage": d.usage,
+    return {**stats, **outcome, "answer": d.value.answer.strip(), "reasoning": d.value.reasoning.strip(), "usage": d.usage,
             "stop_reason": "answered"}

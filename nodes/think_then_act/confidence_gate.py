@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.think_then_act.answer_subquery import resolve_text
 from ragplan.state.context import ThinkThenActContext
-from ragplan.state.think_then_act import SubQuery
+from ragplan.state.think_then_act import SubQuery, failure_of
 
 __all__ = ["Confidence", "DirectDecision", "confidence_gate", "needs_retrieval"]
 
@@ -75,7 +75,7 @@ def confidence_gate(state: dict[str, Any], runtime: Runtime[ThinkThenActContext]
     if not d.ok:
         # cannot judge: retrieving is the safe choice; the failure is recorded
         q.retrieve, q.decision = True, f"RETRIEVAL (gate failed: {d.error[:200]})"
-        return {"query": q, "usage": d.usage, **({"error": failure_update(d, "confidence_gate")["error"]} if d.kind != "parse" else {})}
+        return {"query": q, "usage": d.usage, "failures": [failure_of(failure_update(d, "confidence_gate"), "confidence_gate", q.index)]}
     if isinstance(d.value, Confidence):
         q.beta = float(d.value.probability)
         q.retrieve = needs_retrieval(q.beta, t)
