@@ -155,6 +155,10 @@ class _Died(Exception):
     pass
 
 
+class _Malformed(Exception):
+    pass
+
+
 class _GoneWhileIdle(Exception):
     """The worker ended between queries (not this query's doing): the pool retries with a fresh one."""
 
@@ -232,8 +236,11 @@ class _Worker:
     def _read_reply(self, deadline: float, watch_memory: bool) -> Any:
         (size,) = HEADER.unpack(self._read_exact(HEADER.size, deadline, watch_memory))
         if size > (int(self.settings.max_result_mb) << 20) + (1 << 20):
-            raise _Died  # the worker broke the protocol; treat it as a crash
-        return _ReplyUnpickler(io.BytesIO(self._read_exact(size, deadline, watch_memory))).load()
+            raise _Malformed  # the worker broke the protocol (it caps its replies itself)
+        try:
+            return _ReplyUnpickler(io.BytesIO(self._read_exact(size, deadline, watch_memory))).load()
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as exc:
+            raise _Malformed from exc
 
     # -- life cycle --------------------------------------------------------------------------
     def ensure_ready(self) -> None:
@@ -245,7 +252,7 @@ class _Worker:
         except _Expired:
             self.kill("start")
             raise QueryError(f"the query worker did not load the graph within {self.settings.start_timeout_s:g} s") from None
-        except (_Died, pickle.UnpicklingError, EOFError):
+        except (_Died, _Malformed):
             tail = self._stderr_tail(0)
             self.kill("start")
             raise QueryError("the query worker could not load the graph: " + (tail.strip().splitlines() or ["it exited"])[-1]) from None
@@ -325,7 +332,10 @@ class _Worker:
             except _OverMemory:
                 self.kill("memory")
                 raise QueryError(memory_message(self.budget)) from None
-            except (_Died, BrokenPipeError, EOFError):
+            except _Malformed:
+                self.kill("broken")
+                raise QueryError("the query worker sent a malformed reply and was restarted; try the query again") from None
+            except (_Died, BrokenPipeError):
                 raise self._death_error(mark, timeout_s) from None
         except QueryError:
             raise
