@@ -6,7 +6,7 @@ simulator's verdict on DQA data) and the graph-DB tool — and differ only in wi
 * ``planrag``: read_schema → plan → retrieve ⇄ (repair) → replan → … → answer
 * ``planrag_no_replan``: the same with ``advance`` (no LLM) instead of ``replan`` (the paper's "w/o RP")
 * ``iter_rag``: read_schema → retrieve (ReAct: reason what to retrieve, or finish) ⇄ … → answer
-* ``single_rag``: read_schema → retrieve (one retrieval, repairs allowed) → answer
+* ``single_rag``: read_schema → retrieve (one retrieval, as in the paper; ``single_rag_repairs`` allows repairs) → answer
 
 Each module-level name is a compiled graph for ``langgraph.json``; ``build_*`` return the uncompiled
 ``StateGraph`` so tests and the evaluation runner can compile their own copy with a checkpointer.
@@ -101,7 +101,7 @@ def build_iter_rag() -> StateGraph:
 
 
 def build_single_rag() -> StateGraph:
-    """SingleRAG: one retrieval (a failed query may be repaired), then the answer."""
+    """SingleRAG: one retrieval, then the answer (``single_rag_repairs`` > 0 lets a failed query be repaired)."""
     g = _base()
     g.add_node("retrieve", make_retrieve("single"))
     g.add_conditional_edges("read_schema", route_after_schema, {"start": "retrieve", END: END})

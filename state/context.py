@@ -125,6 +125,11 @@ class PlanRAGContext(GraphDBContext):
         default=2,
         metadata={"description": "Most re-tries of one step after its query failed (the error is shown to the LLM)."},
     )
+    single_rag_repairs: int = field(
+        default=0,
+        metadata={"description": "single_rag: re-tries of its one query after it failed. 0 = one retrieval, as in the "
+                  "paper and its official code (a failed query is answered from)."},
+    )
 
 
 @dataclass(kw_only=True)

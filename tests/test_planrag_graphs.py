@@ -150,6 +150,22 @@ def test_single_rag_retrieves_once(trade_store, question):
     assert "once" in model.prompts[0][1].content
 
 
+def test_single_rag_failed_query_is_not_repaired_by_default(trade_store, question):
+    """The paper's SingleRAG (and its official code) retrieves exactly once: a failed query is answered from."""
+    replies = [RetrievalAction(thought="t", action="graph_db", action_input="MATCH (x:Nope RETURN x"),
+               FinalAnswer(answer="lubeck")]
+    res, model = run(build_single_rag, replies, trade_store, question)
+    assert len(res.steps) == 1 and not res.steps[0].ok and res.stop_reason == "max_repairs"
+    assert res.usage.llm_calls == 2 and res.answer == "lubeck"
+
+
+def test_single_rag_repairs_are_a_setting(trade_store, question):
+    replies = [RetrievalAction(thought="t", action="graph_db", action_input="MATCH (x:Nope RETURN x"),
+               RetrievalAction(thought="fixed", action="graph_db", action_input=Q_POWER), FinalAnswer(answer="lubeck")]
+    res, model = run(build_single_rag, replies, trade_store, question, single_rag_repairs=1)
+    assert [s.ok for s in res.steps] == [False, True] and res.stop_reason == "single_retrieval"
+
+
 def test_malformed_llm_output_is_repaired(trade_store, question):
     replies = [
         AIMessage(content="I think we should look at the data first."),  # no tool call, no JSON

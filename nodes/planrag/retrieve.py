@@ -7,7 +7,9 @@ One node serves all four graphs; its ``mode`` is the variant the papers describe
 * ``single`` (SingleRAG): one retrieval that should gather everything, then answer.
 
 A query that is refused, fails or times out comes back as the observation, and the next attempt at
-the same step sees it, so the LLM can repair its query (at most ``max_query_repairs`` times).
+the same step sees it, so the LLM can repair its query (at most ``max_query_repairs`` times; SingleRAG
+makes exactly one retrieval, as in the paper and its official code, unless ``single_rag_repairs`` allows
+repairs).
 The node also sets ``next`` — ``repair`` (same step again), ``continue`` (on to replan / the next
 step), ``answer``, or ``stop`` (the LLM endpoint failed: end the run) — and ``stop_reason`` when a
 bound ends retrieval.
@@ -130,7 +132,7 @@ def make_retrieve(mode: RetrieveMode):
             update.update(stop_reason="max_steps", next="answer")
         elif state.get("remaining_steps", RECURSION_MARGIN + 1) <= RECURSION_MARGIN:
             update.update(stop_reason="recursion_limit", next="answer")
-        elif not step.ok and repairs <= ctx.max_query_repairs:
+        elif not step.ok and repairs <= (ctx.single_rag_repairs if mode == "single" else ctx.max_query_repairs):
             update["next"] = "repair"
         elif mode == "single":
             update.update(stop_reason="single_retrieval" if step.ok else "max_repairs", next="answer")
