@@ -21,7 +21,7 @@ from ragplan.dqa.data import (
 )
 from ragplan.dqa.generate import generate
 from ragplan.dqa.grade import Verdict, grade, normalise_building, normalise_node, solve_question
-from ragplan.dqa.locating import LocatingScenario
+from ragplan.dqa.locating import LocatingScenario, solve_locating
 from ragplan.tools.graphdb.script import ScriptError
 
 LOC_Q = {
@@ -124,23 +124,68 @@ def test_prompt_is_rules_question_goal(tmp_path):
 def test_load_scenario_parses_each_script_once_and_again_when_modified(tmp_path, monkeypatch):
     generate(tmp_path, "locating", 1, seed=3)
     (q,) = load_questions(tmp_path, "locating")
+    dqa_data.clear_scenario_cache()
     calls: list[str] = []
-    real = dqa_data.read_graph_data
-    monkeypatch.setattr(dqa_data, "read_graph_data", lambda p: calls.append(p) or real(p))
+    real = dqa_data.graph_data_from_bytes
+    monkeypatch.setattr(dqa_data, "graph_data_from_bytes", lambda b, source: calls.append(source) or real(b, source))
     first = load_scenario(q.script, "locating")
     assert isinstance(first, LocatingScenario)
     assert load_scenario(q.script, "locating") is first
     assert load_scenario(str(q.script), "locating") is first
     assert len(calls) == 1
-    # a later edit: the file changes (and so does its mtime) -> parsed again
+    # a later edit: the bytes change -> parsed again (even when size and mtime stay the same)
     text = q.script.read_text()
     some = first.names[0]
-    q.script.write_text(text.replace(f'name:"{some}", local_value:', f'name:"{some}", local_value:123.5, old_lv:', 1))
     st = q.script.stat()
-    os.utime(q.script, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    edited = text.replace(f'name:"{some}", local_value:', f'name:"{some}", local_value:123.5, old_lv:', 1)
+    q.script.write_text(edited)
     second = load_scenario(q.script, "locating")
     assert second is not first and len(calls) == 2
     assert second.local_value[0] == 123.5 and first.local_value[0] != 123.5
+    same_size = edited.replace("synthetic", "SYNTHETIC", 1)  # a comment changes, size and mtime do not
+    assert len(same_size) == len(edited) and same_size != edited
+    q.script.write_text(same_size)
+    os.utime(q.script, ns=(st.st_atime_ns, st.st_mtime_ns))
+    third = load_scenario(q.script, "locating")
+    assert len(calls) == 3 and third is not second and third.local_value == second.local_value
+
+
+def test_scripts_with_the_same_bytes_are_parsed_once_and_named_by_their_path(tmp_path, monkeypatch):
+    generate(tmp_path, "locating", 1, seed=3)
+    (q,) = load_questions(tmp_path, "locating")
+    copy = q.script.with_name("q99.cql")
+    copy.write_bytes(q.script.read_bytes())
+    dqa_data.clear_scenario_cache()
+    calls: list[str] = []
+    real = dqa_data.graph_data_from_bytes
+    monkeypatch.setattr(dqa_data, "graph_data_from_bytes", lambda b, source: calls.append(source) or real(b, source))
+    a, b = load_scenario(q.script, "locating"), load_scenario(copy, "locating")
+    assert len(calls) == 1
+    assert a.source == str(q.script.resolve()) and b.source == str(copy.resolve())
+    assert a.names == b.names and a.records is b.records  # one compiled script, shown under each name
+    with pytest.raises(ValueError, match="q99.cql"):  # messages name the file asked about
+        solve_locating(b, "C00", "no_such_node")
+
+
+def test_scenario_cache_is_bounded(tmp_path, monkeypatch):
+    generate(tmp_path, "building", 1, seed=2)
+    (q,) = load_questions(tmp_path, "building")
+    dqa_data.clear_scenario_cache()
+    monkeypatch.setattr(dqa_data, "SCENARIO_CACHE_SIZE", 3)
+    text = q.script.read_text()
+    paths = []
+    for i in range(5):  # five different contents (a comment line differs)
+        p = tmp_path / f"s{i}.cql"
+        p.write_text(f"// copy {i}\n" + text)
+        paths.append(p)
+        load_scenario(p, "building")
+    assert len(dqa_data._cache) == 3
+    calls: list[str] = []
+    real = dqa_data.graph_data_from_bytes
+    monkeypatch.setattr(dqa_data, "graph_data_from_bytes", lambda b, source: calls.append(source) or real(b, source))
+    load_scenario(paths[4], "building")   # recent: kept
+    load_scenario(paths[0], "building")   # oldest: evicted, parsed again
+    assert calls == [str(paths[0].resolve())]
 
 
 def test_building_scenario_is_cached_per_script(tmp_path):

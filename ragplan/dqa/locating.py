@@ -70,33 +70,47 @@ class LocatingScenario:
         self.index = {n: i for i, n in enumerate(self.names)}
 
 
+_FLAGS = {"True": True, "False": False, "true": True, "false": False}
+
+
+def _flag(value: Any) -> bool:
+    """:func:`truthy`, with DQA's usual spellings looked up rather than normalised."""
+    if value is True or value is False:
+        return value
+    known = _FLAGS.get(value) if isinstance(value, str) else None
+    return truthy(value) if known is None else known
+
+
 def scenario_from_data(data: GraphData) -> LocatingScenario:
     """Build a scenario from a parsed script; a relationship to an unknown node names its line."""
     names, lv, inland, tp = [], [], [], []
     dev: dict[str, float] = {}
     home_of: dict[str, str] = {}
     for n in data.nodes:
+        props = n.props
         if n.label == "Trade_node":
-            names.append(str(n.props.get("name")))
-            lv.append(float(n.props.get("local_value", 0) or 0))
-            inland.append(truthy(n.props.get("is_inland", False)))
-            tp.append(float(n.props.get("total_power", 0) or 0))
+            names.append(str(props.get("name")))
+            lv.append(float(props.get("local_value", 0) or 0))
+            inland.append(_flag(props.get("is_inland", False)))
+            tp.append(float(props.get("total_power", 0) or 0))
         elif n.label == "Country":
-            dev[str(n.props.get("name"))] = float(n.props.get("development", 0) or 0)
-            if n.props.get("home_node") is not None:
-                home_of[str(n.props["name"])] = str(n.props["home_node"])
+            name = str(props.get("name"))
+            dev[name] = float(props.get("development", 0) or 0)
+            if props.get("home_node") is not None:
+                home_of[name] = str(props["home_node"])
     index = {n: i for i, n in enumerate(names)}
     edges: list[tuple[int, int]] = []
     records: list[Record] = []
     for r in data.rels:
         try:
-            if r.type == "source":
-                edges.append((index[str(r.src_key["name"])], index[str(r.dst_key["name"])]))
-            elif r.type == "NodeCountry":
+            if r.type == "NodeCountry":
                 country, node = (r.src_key, r.dst_key) if r.src_label == "Country" else (r.dst_key, r.src_key)
-                flag = r.props.get("has_merchant", r.props.get("has_has_merchant", False))
-                records.append(Record(str(country["name"]), index[str(node["name"])], truthy(r.props.get("is_home", False)),
-                                      truthy(flag), float(r.props.get("base_trading_power", 0) or 0)))
+                props = r.props
+                flag = props["has_merchant"] if "has_merchant" in props else props.get("has_has_merchant", False)
+                records.append(Record(str(country["name"]), index[str(node["name"])], _flag(props.get("is_home", False)),
+                                      _flag(flag), float(props.get("base_trading_power", 0) or 0)))
+            elif r.type == "source":
+                edges.append((index[str(r.src_key["name"])], index[str(r.dst_key["name"])]))
         except KeyError as exc:
             raise ScriptError(data.source, r.line, f"relationship refers to an unknown trade node or key {exc}") from exc
     for rec in records:  # countries without home_node: the is_home record says it
@@ -163,6 +177,7 @@ class _Compiled:
             self.at_node[rec.node].append(k)
         self.powers = [self.power(rec, rec.has_merchant) for rec in sc.records]
         self.targets = [self.steer_target(rec) if rec.has_merchant and not rec.is_home else None for rec in sc.records]
+        self._base_sums: list[tuple[float, float, dict[int, float], float]] | None = None
 
     def power(self, rec: Record, merchant: bool) -> float:
         if not merchant:
@@ -195,44 +210,56 @@ class _Compiled:
         reach = self.reaches(home)
         return next((d for d in down if reach[d]), None)
 
+    def node_sums(self, s: int, powers: list[float], targets: list[int | None]) -> tuple[float, float, dict[int, float], float]:
+        """Node ``s``'s total power, outgoing power, steering powers per target and their sum.
+
+        Every sum left to right, one value at a time, records in file order (as the annotator added).
+        """
+        recs = self.sc.records
+        total = p_out = 0.0
+        steer: dict[int, float] = {}
+        for k in self.at_node[s]:
+            total += powers[k]
+            if not recs[k].is_home:
+                p_out += powers[k]
+            t = targets[k]
+            if t is not None:
+                steer[t] = steer.get(t, 0.0) + powers[k]
+        weight = 0.0
+        for w in steer.values():
+            weight += w
+        return self.sc.script_total[s] / 2 + total, p_out, steer, weight
+
+    @property
+    def base_sums(self) -> list[tuple[float, float, dict[int, float], float]]:
+        """:meth:`node_sums` of every node without the decision, computed once."""
+        if self._base_sums is None:
+            self._base_sums = [self.node_sums(s, self.powers, self.targets) for s in range(len(self.sc.names))]
+        return self._base_sums
+
     def profit(self, country: str, home: int, placed: int | None) -> float:
-        """C's profit at ``home`` with C's merchant on record ``placed`` (None = no merchant)."""
+        """C's profit at ``home`` with C's merchant on record ``placed`` (None = no merchant).
+
+        Placing the merchant changes one record, so only that record's node is summed again.
+        """
         sc, recs = self.sc, self.sc.records
-        powers = self.powers
-        targets = self.targets
+        powers, sums = self.powers, self.base_sums
         if placed is not None:
-            powers = list(powers)
-            targets = list(targets)
+            powers, targets, sums = list(powers), list(self.targets), list(sums)
             powers[placed] = self.power(recs[placed], True)
             targets[placed] = None if recs[placed].is_home else self.steer_target(recs[placed])
+            sums[recs[placed].node] = self.node_sums(recs[placed].node, powers, targets)
         n = len(sc.names)
         ingoing = [0.0] * n
         outgoing = [0.0] * n
-        total = [0.0] * n
-        for s in range(n):  # every sum left to right, one value at a time (as the annotator added)
-            acc = 0.0
-            for k in self.at_node[s]:
-                acc += powers[k]
-            total[s] = sc.script_total[s] / 2 + acc
+        local_value, down_of = sc.local_value, self.down
         for s in self.order:
-            ks = self.at_node[s]
-            p_out = 0.0
-            for k in ks:
-                if not recs[k].is_home:
-                    p_out += powers[k]
-            out = (sc.local_value[s] + ingoing[s]) * p_out / total[s] if total[s] else 0.0
+            total, p_out, steer, weight = sums[s]
+            out = (local_value[s] + ingoing[s]) * p_out / total if total else 0.0
             outgoing[s] = out
-            down = self.down[s]
+            down = down_of[s]
             if not down:
                 continue
-            steer: dict[int, float] = {}
-            for k in ks:
-                t = targets[k]
-                if t is not None:
-                    steer[t] = steer.get(t, 0.0) + powers[k]
-            weight = 0.0
-            for w in steer.values():
-                weight += w
             if weight > 0:
                 for d in down:  # flow first, then the 1.05: the annotator's order of operations
                     ingoing[d] += 1.05 * (out * steer.get(d, 0.0) / weight)
@@ -241,9 +268,10 @@ class _Compiled:
                 for d in down:
                     ingoing[d] += 1.05 * share
         mine = next((k for k in self.at_node[home] if recs[k].country == country), None)
-        if mine is None or not total[home]:
+        total = sums[home][0]
+        if mine is None or not total:
             return 0.0
-        return (sc.local_value[home] - outgoing[home] + ingoing[home]) * powers[mine] / total[home]
+        return (local_value[home] - outgoing[home] + ingoing[home]) * powers[mine] / total
 
 
 def solve_locating(sc: LocatingScenario, country: str, home: str) -> LocatingSolution:

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Statement", "ScriptError", "split_statements", "read_script"]
+__all__ = ["Statement", "ScriptError", "split_statements", "read_script", "read_script_bytes", "decode_script"]
 
 _LITERAL_OR_COMMENT = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`(?:[^`]|``)*`|(//[^\n]*)""", re.S)
 #: A statement whose code ends like this is not finished.
@@ -201,16 +201,25 @@ def _split_semis(stmt: str) -> list[str]:
     return parts
 
 
+def read_script_bytes(path: str | Path) -> bytes:
+    """The bytes of the script at ``path``; a file that cannot be read raises :class:`ScriptError`."""
+    p = Path(path)
+    try:
+        return p.read_bytes()
+    except OSError as exc:
+        raise ScriptError(str(p), 0, f"cannot read the file: {exc.strerror or exc}") from exc
+
+
+def decode_script(data: bytes, path: str = "<script>") -> str:
+    """A script's bytes as text (UTF-8, a BOM dropped); bytes that are not UTF-8 raise :class:`ScriptError`."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ScriptError(path, line, "the file is not UTF-8 text") from exc
+
+
 def read_script(path: str | Path) -> list[Statement]:
     """Read and split the script at ``path``; a file that is not UTF-8 text raises :class:`ScriptError`."""
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise ScriptError(str(p), 0, f"cannot read the file: {exc.strerror or exc}") from exc
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ScriptError(str(p), line, "the file is not UTF-8 text") from exc
-    return split_statements(text, str(p))
+    return split_statements(decode_script(read_script_bytes(p), str(p)), str(p))
