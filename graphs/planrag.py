@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from langgraph.graph import END, START, StateGraph
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import START, StateGraph
 
-from ragplan.family import Emit, GraphSpec, MethodFamily, Option, input_keys_of
+from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, Option, input_keys_of
 from ragplan.nodes.planrag.answer import answer
 from ragplan.nodes.planrag.check_decision import check_decision
 from ragplan.nodes.planrag.plan import plan
@@ -61,8 +62,8 @@ def route_after_step(state: PlanRAGState) -> Literal["retrieve", "answer", "__en
     return "answer" if state.get("stop_reason") else "retrieve"
 
 
-def _base() -> StateGraph:
-    g = StateGraph(PlanRAGState, context_schema=PlanRAGContext, input_schema=PlanRAGInput, output_schema=PlanRAGOutput)
+def _base() -> Builder:
+    g: Builder = StateGraph(PlanRAGState, context_schema=PlanRAGContext, input_schema=PlanRAGInput, output_schema=PlanRAGOutput)
     g.add_node("read_schema", read_schema)
     g.add_node("answer", answer)
     g.add_node("check_decision", check_decision)
@@ -72,7 +73,7 @@ def _base() -> StateGraph:
     return g
 
 
-def build_planrag(*, with_replan: bool = True) -> StateGraph:
+def build_planrag(*, with_replan: bool = True) -> Builder:
     """PlanRAG: plan, then retrieve step by step with a re-plan verdict after each observation."""
     g = _base()
     g.add_node("plan", plan)
@@ -86,12 +87,12 @@ def build_planrag(*, with_replan: bool = True) -> StateGraph:
     return g
 
 
-def build_planrag_no_replan() -> StateGraph:
+def build_planrag_no_replan() -> Builder:
     """PlanRAG without re-planning (the paper's "w/o RP" ablation)."""
     return build_planrag(with_replan=False)
 
 
-def build_iter_rag() -> StateGraph:
+def build_iter_rag() -> Builder:
     """IterRAG: ReAct-style iterative retrieval without a plan; the LLM decides when it knows enough."""
     g = _base()
     g.add_node("retrieve", make_retrieve("react"))
@@ -100,7 +101,7 @@ def build_iter_rag() -> StateGraph:
     return g
 
 
-def build_single_rag() -> StateGraph:
+def build_single_rag() -> Builder:
     """SingleRAG: one retrieval, then the answer (``single_rag_repairs`` > 0 lets a failed query be repaired)."""
     g = _base()
     g.add_node("retrieve", make_retrieve("single"))
@@ -110,7 +111,7 @@ def build_single_rag() -> StateGraph:
 
 
 #: Default recursion limit of the compiled graphs (for Studio and the SDK, where no limit is passed).
-_DEFAULT_LIMIT = {"recursion_limit": recursion_limit_for(PlanRAGContext(model="-"))}
+_DEFAULT_LIMIT: RunnableConfig = {"recursion_limit": recursion_limit_for(PlanRAGContext(model="-"))}
 
 planrag = build_planrag().compile(name="planrag").with_config(_DEFAULT_LIMIT)
 planrag_no_replan = build_planrag_no_replan().compile(name="planrag_no_replan").with_config(_DEFAULT_LIMIT)

@@ -19,11 +19,11 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, Literal
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.types import Send
 from typing_extensions import TypedDict
 
-from ragplan.family import TEXT_RETRIEVAL_OPTIONS, Emit, GraphSpec, MethodFamily, Option, input_keys_of
+from ragplan.family import END, Builder, TEXT_RETRIEVAL_OPTIONS, Emit, GraphSpec, MethodFamily, Option, input_keys_of
 from ragplan.nodes.think_then_act.answer_subquery import answer_subquery, branch_outcome, final_answer
 from ragplan.nodes.think_then_act.assess_query import assess_query
 from ragplan.nodes.think_then_act.confidence_gate import confidence_gate
@@ -48,9 +48,9 @@ def route_after_gate(state: SubQueryState) -> Literal["retrieve_text", "answer_s
     return "retrieve_text" if state["query"].retrieve else "answer_subquery"
 
 
-def build_subquery_graph() -> StateGraph:
+def build_subquery_graph() -> Builder:
     """One (sub-)query: confidence_gate → [retrieve_text] → answer_subquery."""
-    g = StateGraph(SubQueryState, context_schema=ThinkThenActContext, output_schema=_SubQueryOut)
+    g: Builder = StateGraph(SubQueryState, context_schema=ThinkThenActContext, output_schema=_SubQueryOut)
     g.add_node("confidence_gate", confidence_gate)
     g.add_node("retrieve_text", retrieve_text)
     g.add_node("answer_subquery", answer_subquery)
@@ -91,9 +91,9 @@ def dispatch(state: TextQAState) -> list[Send] | Literal["final_answer"]:
     return [Send("solve_subquery", {"question": state["question"], "query": q, "prior": prior}) for q in ready]
 
 
-def build_think_then_act() -> StateGraph:
+def build_think_then_act() -> Builder:
     """Think-then-Act: assess and rewrite the query, gate each (sub-)query by confidence, retrieve if needed, answer."""
-    g = StateGraph(TextQAState, context_schema=ThinkThenActContext, input_schema=TextQAInput, output_schema=TextQAOutput)
+    g: Builder = StateGraph(TextQAState, context_schema=ThinkThenActContext, input_schema=TextQAInput, output_schema=TextQAOutput)
     g.add_node("assess_query", assess_query)
     g.add_node("schedule", schedule)
     g.add_node("solve_subquery", build_subquery_graph().compile())
@@ -106,8 +106,8 @@ def build_think_then_act() -> StateGraph:
     return g
 
 
-def _direct(cot: bool) -> StateGraph:
-    g = StateGraph(TextQAState, context_schema=ThinkThenActContext, input_schema=TextQAInput, output_schema=TextQAOutput)
+def _direct(cot: bool) -> Builder:
+    g: Builder = StateGraph(TextQAState, context_schema=ThinkThenActContext, input_schema=TextQAInput, output_schema=TextQAOutput)
     node = make_direct_answer(cot)
     g.add_node(node.__name__, node)
     g.add_edge(START, node.__name__)
@@ -115,12 +115,12 @@ def _direct(cot: bool) -> StateGraph:
     return g
 
 
-def build_standard() -> StateGraph:
+def build_standard() -> Builder:
     """Standard prediction: answer directly, no retrieval."""
     return _direct(cot=False)
 
 
-def build_cot() -> StateGraph:
+def build_cot() -> Builder:
     """Chain of thought: reason step by step, then answer; no retrieval."""
     return _direct(cot=True)
 
@@ -131,9 +131,9 @@ def as_single_query(state: SingleQueryState) -> dict[str, Any]:
     return {"query": q, "queries": [q]}
 
 
-def build_retrieve_then_read() -> StateGraph:
+def build_retrieve_then_read() -> Builder:
     """Retrieve-then-Read: always retrieve for the question, then answer with the evidence."""
-    g = StateGraph(SingleQueryState, context_schema=TextRAGContext, input_schema=TextQAInput, output_schema=TextQAOutput)
+    g: Builder = StateGraph(SingleQueryState, context_schema=TextRAGContext, input_schema=TextQAInput, output_schema=TextQAOutput)
     g.add_node("as_single_query", as_single_query)
     g.add_node("retrieve_text", retrieve_text)
     g.add_node("answer_subquery", answer_subquery)
@@ -152,9 +152,9 @@ def route_after_draft(state: SingleQueryState) -> Literal["retrieve_text", "fina
     return "retrieve_text" if q is not None and q.retrieve and state.get("stop_reason") != "llm_error" else "final_answer"
 
 
-def build_flare() -> StateGraph:
+def build_flare() -> Builder:
     """FLARE-style: draft, check token confidence (or stated confidence), retrieve and regenerate when low."""
-    g = StateGraph(SingleQueryState, context_schema=ThinkThenActContext, input_schema=TextQAInput, output_schema=TextQAOutput)
+    g: Builder = StateGraph(SingleQueryState, context_schema=ThinkThenActContext, input_schema=TextQAInput, output_schema=TextQAOutput)
     g.add_node("flare_draft", flare_draft)
     g.add_node("retrieve_text", retrieve_text)
     g.add_node("answer_subquery", answer_subquery)

@@ -23,12 +23,20 @@ Adding a family is its nodes, its state/context/result, and one ``graphs/<family
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, get_type_hints
+from typing import Any, Callable, Literal, get_type_hints
+
+from langgraph.graph import StateGraph
 
 from ragplan.state.context import LLMContext, recursion_limit_for
 from ragplan.state.result import GraphResult
 
-__all__ = ["GraphSpec", "Option", "MethodFamily", "Emit", "input_keys_of", "TEXT_RETRIEVAL_OPTIONS"]
+__all__ = ["GraphSpec", "Option", "MethodFamily", "Emit", "input_keys_of", "TEXT_RETRIEVAL_OPTIONS", "Builder", "END"]
+
+#: What a family's graph builders return: an uncompiled graph (its state, context and schemas vary by family).
+Builder = StateGraph[Any, Any, Any, Any]
+
+#: LangGraph's end node, typed as the literal routers return.
+END: Literal["__end__"] = "__end__"
 
 #: What a trace printer writes with: one line of text.
 Emit = Callable[[str], None]

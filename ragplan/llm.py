@@ -97,7 +97,10 @@ def load_chat_model(
         if base_url or provider == "openai":
             from langchain_openai import ChatOpenAI
 
-            api_key = os.environ.get("OPENAI_API_KEY") or ("not-needed" if base_url else None)
+            from pydantic import SecretStr
+
+            secret = os.environ.get("OPENAI_API_KEY") or ("not-needed" if base_url else None)
+            api_key = SecretStr(secret) if secret else None
             model: BaseChatModel = ChatOpenAI(
                 model=name, base_url=base_url or None, api_key=api_key, temperature=temperature,
                 timeout=timeout_s, max_retries=max_retries, stream_usage=True,
@@ -133,7 +136,8 @@ def chat_model_for(ctx: Any, role: str = "") -> BaseChatModel:
 class Decision(Generic[T]):
     """The outcome of :func:`decide`: the parsed object, or the reason there is none."""
 
-    value: T | None
+    result: T | None
+    """The parsed object (None when the decision failed)."""
     usage: Usage = field(default_factory=Usage)
     error: str = ""
     attempts: int = 0
@@ -143,7 +147,14 @@ class Decision(Generic[T]):
     @property
     def ok(self) -> bool:
         """Whether a valid object was obtained."""
-        return self.value is not None
+        return self.result is not None
+
+    @property
+    def value(self) -> T:
+        """The parsed object; only read it after checking :attr:`ok` (raises ``ValueError`` otherwise)."""
+        if self.result is None:
+            raise ValueError(f"no decision: {self.error}")
+        return self.result
 
 
 def _usage_of(msg: Any, seconds: float) -> Usage:

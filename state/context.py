@@ -137,7 +137,7 @@ class TextRAGContext(LLMContext):
     """Settings of methods that retrieve text (live Wikipedia or a local FAISS index)."""
 
     retriever: Literal["wiki", "local"] = field(
-        default_factory=lambda: _env("RAGPLAN_RETRIEVER", "wiki"),  # type: ignore[arg-type]
+        default_factory=lambda: _env("RAGPLAN_RETRIEVER", "wiki"),  # type: ignore[arg-type,return-value]
         metadata={"description": "wiki = live Wikipedia (cached on disk); local = a FAISS index built with `ragplan index build`."},
     )
     index_dir: str = field(

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 from langgraph.managed import RemainingSteps
-from typing_extensions import TypedDict
+from typing_extensions import Required, TypedDict
 
 from ragplan.state.result import GraphResult
 from ragplan.state.usage import Usage, add_usage
@@ -68,7 +68,7 @@ class PlanRAGInput(TypedDict):
 class PlanRAGOutput(TypedDict, total=False):
     """What a PlanRAG-family graph returns."""
 
-    question: str
+    question: Required[str]
     """The question asked."""
     answer: str
     """The final decision / answer ('' if the run failed before answering)."""

@@ -12,7 +12,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
-from typing_extensions import TypedDict
+from typing_extensions import Required, TypedDict
 
 from ragplan.state.result import GraphResult
 from ragplan.state.usage import Usage, add_usage
@@ -80,7 +80,7 @@ class TextQAInput(TypedDict):
 class TextQAOutput(TypedDict, total=False):
     """What Think-then-Act and its baselines return."""
 
-    question: str
+    question: Required[str]
     """The question asked."""
     answer: str
     """The final answer (short: an entity, yes/no, a label)."""

@@ -202,7 +202,7 @@ class Embedder:
             bars = hf_logging.is_progress_bar_enabled()
             hf_logging.disable_progress_bar()  # no "Loading weights" bar on every start
         except Exception:  # an older transformers: the bar just shows
-            hf_logging, bars = None, False
+            hf_logging, bars = None, False  # type: ignore[assignment]
         try:
             self.model = SentenceTransformer(self.model_path, device=device, local_files_only=True)
         except Exception as exc:
@@ -212,7 +212,7 @@ class Embedder:
             if hf_logging is not None and bars:
                 hf_logging.enable_progress_bar()
         get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.dim = int(get_dim())
+        self.dim = int(get_dim() or 0)
         """Length of every vector."""
 
     def encode(self, texts: list[str], batch_size: int = 64, show_progress: bool = False, *,

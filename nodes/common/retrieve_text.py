@@ -34,7 +34,7 @@ def retrieve_evidence(ctx: TextRAGContext, query: str) -> tuple[list[dict[str, A
         return [], f"{type(exc).__name__}: {str(exc)[:300]}"
 
 
-def retrieve_text(state: dict[str, Any], runtime: Runtime[TextRAGContext]) -> dict[str, Any]:
+def retrieve_text(state: Any, runtime: Runtime[TextRAGContext]) -> dict[str, Any]:
     """Retrieve evidence for the branch's sub-query (its resolved text)."""
     q: SubQuery = state["query"]
     t0 = time.perf_counter()

@@ -39,7 +39,7 @@ class FinalAnswer(BaseModel):
     rationale: str = Field(default="", description="A short justification citing observed numbers.")
 
 
-def answer(state: dict[str, Any], runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
+def answer(state: Any, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
     """Generate the final answer; on failure record the error and leave ``answer`` empty."""
     ctx = runtime.context
     parts = [f"Question: {state['question']}"]

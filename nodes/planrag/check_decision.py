@@ -10,7 +10,7 @@ nothing. A failed check is recorded in the verdict, never raised.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
@@ -19,7 +19,7 @@ from ragplan.state.context import PlanRAGContext
 __all__ = ["check_decision"]
 
 
-def check_decision(state: dict[str, Any], runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
+def check_decision(state: Any, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
     """Simulate the answer's decision on the DQA script and record the verdict (no LLM call)."""
     ctx = runtime.context
     scenario = (ctx.dqa_scenario or "").strip().lower()
@@ -30,7 +30,8 @@ def check_decision(state: dict[str, Any], runtime: Runtime[PlanRAGContext]) -> d
     from ragplan.dqa.data import DQAQuestion
     from ragplan.dqa.grade import grade
 
-    q = DQAQuestion(scenario=scenario, num=0, country=ctx.dqa_country, year=None, question=state.get("question", ""),
+    kind: Literal["locating", "building"] = "locating" if scenario == "locating" else "building"
+    q = DQAQuestion(scenario=kind, num=0, country=ctx.dqa_country, year=None, question=state.get("question", ""),
                     business_rules="", goal="", answer="", script=Path(ctx.graph_path), home=ctx.dqa_home, goods=ctx.dqa_goods)
     try:
         return {"decision_check": grade(q, state["answer"]).to_dict()}

@@ -34,7 +34,7 @@ class Plan(BaseModel):
     reason: str = Field(default="", description="One or two sentences on why this plan answers the question.")
 
 
-def plan(state: dict[str, Any], runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
+def plan(state: Any, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
     """Ask the LLM for the initial plan; record it as plan version 0."""
     ctx = runtime.context
     messages = [

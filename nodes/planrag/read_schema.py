@@ -12,7 +12,7 @@ from ragplan.state.context import GraphDBContext
 __all__ = ["read_schema"]
 
 
-def read_schema(state: dict[str, Any], runtime: Runtime[GraphDBContext]) -> dict[str, Any]:
+def read_schema(state: Any, runtime: Runtime[GraphDBContext]) -> dict[str, Any]:
     """Load (or reuse) the store named by the context and put its schema text in state.
 
     A store that cannot be opened (bad script line, unreachable server, nothing configured) ends the

@@ -74,7 +74,7 @@ class RetrievalAction(BaseModel):
     action_input: str = Field(default="", description="The Cypher query (graph_db) or your reasoning (self_thinking).")
 
 
-def _prompt(state: dict[str, Any], mode: RetrieveMode, ctx: PlanRAGContext) -> list:
+def _prompt(state: Any, mode: RetrieveMode, ctx: PlanRAGContext) -> list:
     steps: list[RetrievalStep] = state.get("steps") or []
     parts = [f"Question: {state['question']}"]
     if mode == "plan":
@@ -92,7 +92,7 @@ def _prompt(state: dict[str, Any], mode: RetrieveMode, ctx: PlanRAGContext) -> l
 def make_retrieve(mode: RetrieveMode):
     """Build the retrieve node for ``mode`` (plan / react / single)."""
 
-    def retrieve(state: dict[str, Any], runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
+    def retrieve(state: Any, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
         """Ask for one action, run it, record the step, and say where to go next."""
         ctx = runtime.context
         done: list[RetrievalStep] = state.get("steps") or []
@@ -100,12 +100,12 @@ def make_retrieve(mode: RetrieveMode):
         plan = state.get("plan") or []
         cur = state.get("current_step", 0)
         plan_step = cur + 1 if mode == "plan" and cur < len(plan) else None
-        base = {"index": index, "plan_step": plan_step, "plan_step_text": plan[cur] if plan_step else ""}
+        base: dict[str, Any] = {"index": index, "plan_step": plan_step, "plan_step_text": plan[cur] if plan_step else ""}
 
         d = decide_for(ctx, _prompt(state, mode, ctx), RetrievalAction)
         if not d.ok:
-            update = failure_update(d, "retrieve")
-            return {**update, "next": "answer" if update["stop_reason"] == "llm_unparseable" else "stop"}
+            failed = failure_update(d, "retrieve")
+            return {**failed, "next": "answer" if failed["stop_reason"] == "llm_unparseable" else "stop"}
         act = d.value
         if act.action == "finish" and mode != "react":
             # Outside ReAct the LLM may still say it knows enough: take it as the end of retrieval.

@@ -50,7 +50,7 @@ def _evidence_block(q: SubQuery) -> str:
     return "Context:\n" + "\n".join(lines) + "\n"
 
 
-def answer_subquery(state: dict[str, Any], runtime: Runtime[LLMContext]) -> dict[str, Any]:
+def answer_subquery(state: Any, runtime: Runtime[LLMContext]) -> dict[str, Any]:
     """Answer the branch's (sub-)query and hand it back to the parent graph as done."""
     q: SubQuery = state["query"]
     prior = [p for p in state.get("prior") or [] if p.answer]
@@ -69,7 +69,7 @@ def answer_subquery(state: dict[str, Any], runtime: Runtime[LLMContext]) -> dict
     return out
 
 
-def branch_outcome(state: dict[str, Any]) -> dict[str, Any]:
+def branch_outcome(state: Any) -> dict[str, Any]:
     """What the branches' failures mean for the run: ``llm_error`` ends it (the endpoint is not called again);
     unparseable replies are recorded in ``error`` while the answer step still tries. Empty when none failed."""
     failures = [f if isinstance(f, Failure) else Failure.model_validate(f) for f in state.get("failures") or []]
@@ -83,7 +83,7 @@ def branch_outcome(state: dict[str, Any]) -> dict[str, Any]:
     return {"error": message}
 
 
-def final_answer(state: dict[str, Any], runtime: Runtime[LLMContext]) -> dict[str, Any]:
+def final_answer(state: Any, runtime: Runtime[LLMContext]) -> dict[str, Any]:
     """The final answer: the single query's answer, or the sub-answers composed by the LLM."""
     queries: list[SubQuery] = state.get("queries") or []
     n_ret = sum(1 for q in queries if q.retrieve)

@@ -49,7 +49,7 @@ class QueryAssessment(BaseModel):
     sub_queries: list[str] = Field(default_factory=list, description="AMBIGUOUS: the simple sub-questions, in order (#k refers to the k-th).")
 
 
-def assess_query(state: dict[str, Any], runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
+def assess_query(state: Any, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
     """Classify the question and produce the query (or sub-queries) to answer."""
     ctx = runtime.context
     question = state["question"]

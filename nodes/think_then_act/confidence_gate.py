@@ -55,7 +55,7 @@ def needs_retrieval(beta: float, threshold: float) -> bool:
     return beta < threshold
 
 
-def confidence_gate(state: dict[str, Any], runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
+def confidence_gate(state: Any, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
     """Decide whether the branch's sub-query retrieves; records β (or the direct decision) on it."""
     ctx = runtime.context
     q: SubQuery = state["query"]
@@ -76,11 +76,12 @@ def confidence_gate(state: dict[str, Any], runtime: Runtime[ThinkThenActContext]
         # cannot judge: retrieving is the safe choice; the failure is recorded
         q.retrieve, q.decision = True, f"RETRIEVAL (gate failed: {d.error[:200]})"
         return {"query": q, "usage": d.usage, "failures": [failure_of(failure_update(d, "confidence_gate"), "confidence_gate", q.index)]}
-    if isinstance(d.value, Confidence):
-        q.beta = float(d.value.probability)
+    v = d.value
+    if isinstance(v, Confidence):
+        q.beta = float(v.probability)
         q.retrieve = needs_retrieval(q.beta, t)
-        q.decision = f"{'RETRIEVAL' if q.retrieve else 'NO RETRIEVAL'}: β = {q.beta:.2f} {'<' if q.retrieve else '≥'} β′ = {t:g}. {d.value.reason}".strip()
-    else:
-        q.retrieve = d.value.decision == "RETRIEVAL"
-        q.decision = f"{d.value.decision}: {d.value.reason}".strip()
+        q.decision = f"{'RETRIEVAL' if q.retrieve else 'NO RETRIEVAL'}: β = {q.beta:.2f} {'<' if q.retrieve else '≥'} β′ = {t:g}. {v.reason}".strip()
+    elif isinstance(v, DirectDecision):
+        q.retrieve = v.decision == "RETRIEVAL"
+        q.decision = f"{v.decision}: {v.reason}".strip()
     return {"query": q, "usage": d.usage}

@@ -38,7 +38,7 @@ class ChainOfThought(BaseModel):
 def make_direct_answer(cot: bool):
     """The ``standard`` (cot=False) or ``cot`` (cot=True) answer node."""
 
-    def direct_answer(state: dict[str, Any], runtime: Runtime[LLMContext]) -> dict[str, Any]:
+    def direct_answer(state: Any, runtime: Runtime[LLMContext]) -> dict[str, Any]:
         """Answer the question without retrieval."""
         extra = f"\n{COT_INSTRUCTION}" if cot else ""
         messages = [SystemMessage("You are a careful question-answering assistant."),
@@ -47,7 +47,7 @@ def make_direct_answer(cot: bool):
         if not d.ok:
             return {**failure_update(d, "direct_answer"), "retrieval_count": 0, "retrieval_ratio": 0.0}
         q = SubQuery(index=1, text=state["question"], resolved=state["question"], decision="NO RETRIEVAL (baseline)",
-                     answer=d.value.answer.strip(), done=True)
+                     answer=str(getattr(d.value, "answer", "")).strip(), done=True)
         return {"answer": q.answer, "reasoning": getattr(d.value, "reasoning", "").strip(), "queries": [q],
                 "retrieval_count": 0, "retrieval_ratio": 0.0, "usage": d.usage, "stop_reason": "answered"}
 

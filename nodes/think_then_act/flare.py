@@ -37,7 +37,7 @@ def token_probabilities(message: Any) -> list[tuple[str, float]]:
     return out
 
 
-def flare_draft(state: dict[str, Any], runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
+def flare_draft(state: Any, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
     """Draft an answer, measure its confidence, and prepare the query that retrieval would use."""
     ctx = runtime.context
     question = state["question"]

@@ -109,7 +109,7 @@ def _solve(args: argparse.Namespace) -> int:
     q = qs[0]
     sol = solve_question(q)
     if isinstance(sol, LocatingSolution):
-        ranked = [{"node": o.node, "profit": round(o.profit, 6), "change_pct": round(o.change_pct, 4),
+        ranked: list[dict[str, Any]] = [{"node": o.node, "profit": round(o.profit, 6), "change_pct": round(o.change_pct, 4),
                    "has_presence": o.has_presence} for o in sol.ranked()]
         head = {"question_num": q.num, "country": q.country, "home": q.home, "best": sol.best, "gold": q.answer,
                 "profit_without_merchant": round(sol.baseline_profit, 6)}

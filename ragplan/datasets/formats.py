@@ -21,7 +21,7 @@ Formats (the files as their authors release them):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from ragplan.datasets.example import QAExample, Record, infer_kind
 
@@ -44,8 +44,7 @@ class ParseOptions:
 
 
 def _dedupe(xs: list[str]) -> list[str]:
-    seen: set[str] = set()
-    return [x for x in xs if x and not (x in seen or seen.add(x))]
+    return [x for x in dict.fromkeys(xs) if x]
 
 
 def _yes_no(answer: str) -> bool:
@@ -150,7 +149,8 @@ def parse_flashrag(rec: Record, opts: ParseOptions) -> QAExample:
         answers = [_FEVER_LABELS.get(a.upper().replace("_", " "), a) for a in answers]
     if kind != "span":
         meta["label"] = answers[0].lower() if kind == "yesno" else answers[0]
-    decomposition = md.get("decomposition") if isinstance(md.get("decomposition"), list) else []
+    raw = md.get("decomposition")
+    decomposition: list[Any] = raw if isinstance(raw, list) else []
     return QAExample(qid, question, answers, kind, contexts=rec.contexts(md.get("context"), "metadata.context"),
                      supporting_facts=rec.facts(md.get("supporting_facts"), "metadata.supporting_facts"),
                      decomposition=[str(d) for d in decomposition], meta=meta)

@@ -23,7 +23,7 @@ def retrieval_class(n: int) -> str:
     return "none" if n <= 0 else "SR" if n == 1 else "MR"
 
 
-def _acc(records: list[dict[str, Any]], metrics: list[str] = ()) -> dict[str, Any]:
+def _acc(records: list[dict[str, Any]], metrics: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
     n = len(records)
     c = sum(1 for r in records if r.get("correct"))
     out: dict[str, Any] = {"n": n, "correct": c, "accuracy": round(c / n, 4) if n else 0.0}
@@ -148,7 +148,11 @@ def compare_runs(run_dirs: list[str | Path]) -> str:
     for st, recs in runs:
         rs = list(recs.values())
         s = summarise(rs, group_keys, st, metrics)
-        cls = lambda r: retrieval_class(int((ref or recs).get(r["id"], r).get("retrievals", 0)))  # noqa: E731
+        counts: dict[str, dict[str, Any]] = ref or recs
+
+        def cls(r: dict[str, Any]) -> str:
+            return retrieval_class(int(counts.get(r["id"], r).get("retrievals", 0)))
+
         sr = _acc([r for r in rs if cls(r) == "SR"])
         mr = _acc([r for r in rs if cls(r) == "MR"])
         ys = [s["groups"].get("year", {}).get(y, {"accuracy": 0, "n": 0}) for y in years]

@@ -87,9 +87,9 @@ def resolve_range(expr: str, today: dt.date) -> tuple[dt.date, dt.date]:
         if a and b:
             return (a.date(), b.date()) if a <= b else (b.date(), a.date())
     if len(iso) == 1 and _ISO.fullmatch(raw.strip()):
-        d = parse_datetime(iso[0])
-        if d:
-            return d.date(), d.date()
+        parsed = parse_datetime(iso[0])
+        if parsed:
+            return parsed.date(), parsed.date()
     single = {"today": 0, "now": 0, "tonight": 0, "this morning": 0, "this evening": 0, "tomorrow": 1, "yesterday": -1,
               "day after tomorrow": 2, "day before yesterday": -2}
     if text in single:
@@ -108,16 +108,15 @@ def resolve_range(expr: str, today: dt.date) -> tuple[dt.date, dt.date]:
         return dt.date(today.year + k, 1, 1), dt.date(today.year + k, 12, 31)
     units = r"(day|week|month|year)s?"
     m = re.fullmatch(r"(?:in|after) (?:a )?(\w+)(?: of)? " + units, text)
-    if m and _number(m.group(1)) is not None:
-        d = _shift(today, _number(m.group(1)), m.group(2))
+    if m and (count := _number(m.group(1))) is not None:
+        d = _shift(today, count, m.group(2))
         return d, d
     m = re.fullmatch(r"(?:a )?(\w+)(?: of)? " + units + " ago", text)
-    if m and _number(m.group(1)) is not None:
-        d = _shift(today, -_number(m.group(1)), m.group(2))
+    if m and (count := _number(m.group(1))) is not None:
+        d = _shift(today, -count, m.group(2))
         return d, d
     m = re.fullmatch(r"(last|past|previous|next|coming|within|within next|over next) (?:a )?(\w+)(?: of)? " + units, text)
-    if m and _number(m.group(2)) is not None:
-        n = _number(m.group(2))
+    if m and (n := _number(m.group(2))) is not None:
         back = m.group(1) in ("last", "past", "previous")
         d = _shift(today, -n if back else n, m.group(3))
         return (d, today) if back else (today, d)

@@ -89,7 +89,7 @@ def _make_orders(rng: random.Random, products: list[dict[str, Any]], n: int, tod
     by_type: dict[str, list[dict[str, Any]]] = {}
     for p in products:
         by_type.setdefault(p["product_type"], []).append(p)
-    out = []
+    out: list[tuple[tuple, tuple]] = []
     for ptype, (od, ot), (ed, et), status, deliv in _SCRIPTED:
         if len(out) < n and by_type.get(ptype):
             out.append(_order(rng, rng.choice(by_type[ptype]), _at(today, od, ot), _at(today, ed, et), status,

@@ -55,7 +55,9 @@ def embed_text(p: Passage) -> str:
 
 
 def _open(path: Path) -> IO[bytes]:
-    return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return path.open("rb")
 
 
 def detect_format(path: str | Path) -> str:

@@ -81,7 +81,7 @@ def _project_url() -> str:
         _, _, url = entry.partition(",")
         if url.strip().startswith("http"):
             return url.strip()
-    home = meta.get("Home-page") or ""
+    home = meta["Home-page"] if "Home-page" in meta else ""
     return home if home.startswith("http") else ""
 
 

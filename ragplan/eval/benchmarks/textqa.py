@@ -138,7 +138,7 @@ class TextQABenchmark:
         """One item per question, in file order; ``meta`` carries dataset, kind and type/level/label."""
         out = []
         for ex in self.examples():
-            meta = {k: v for k, v in ex.meta.items() if isinstance(v, (str, int, float, bool))}
+            meta: dict[str, Any] = {k: v for k, v in ex.meta.items() if isinstance(v, (str, int, float, bool))}
             meta.update({"dataset": ex.dataset, "kind": ex.kind, "_answers": list(ex.answers)})
             out.append(Item(ex.id, question_text(ex), ex.gold, {}, meta))
         return out
