@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import subprocess
 import sys
 import time
@@ -131,3 +132,37 @@ def test_studio_outside_the_project_folder_is_a_clear_error(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     assert main(["studio", "--no-browser"]) == 2
     assert "langgraph.json" in capsys.readouterr().err
+
+
+def test_studio_refuses_a_stale_langgraph_json(tmp_path, monkeypatch, capsys):
+    """`ragplan studio` reads the registry: a langgraph.json that misses a graph is named, with the fix."""
+    spec = json.loads((Path(__file__).resolve().parents[1] / "langgraph.json").read_text())
+    del spec["graphs"]["flare"]
+    spec["graphs"]["gone"] = "./graphs/gone.py:gone"
+    (tmp_path / "langgraph.json").write_text(json.dumps(spec))
+    monkeypatch.chdir(tmp_path)
+    assert main(["studio", "--no-browser"]) == 2
+    err = capsys.readouterr().err
+    assert "missing flare" in err and "unknown gone" in err and "ragplan graphs --langgraph-json" in err
+
+
+def test_graphs_prints_families_and_the_langgraph_json(capsys):
+    assert main(["graphs", "--families"]) == 0
+    out = capsys.readouterr().out
+    assert "REAPER (Joshi et al., CIKM 2024)  [reaper]  data: --shop DIR" in out
+    assert main(["graphs", "--langgraph-json"]) == 0
+    assert json.loads(capsys.readouterr().out)["graphs"] == json.loads(
+        (Path(__file__).resolve().parents[1] / "langgraph.json").read_text())["graphs"]
+
+
+def test_ask_refuses_a_flag_of_another_family(trade_cql, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    assert main(["ask", "--method", "planrag", "--graph", str(trade_cql), "--shop", "somewhere", "--question", "q"]) == 2
+    assert "--shop does not apply to planrag" in capsys.readouterr().err
+
+
+def test_ask_reaper_without_a_shop_says_how_to_make_one(capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    monkeypatch.delenv("RAGPLAN_SHOP_DIR", raising=False)
+    assert main(["ask", "--method", "reaper", "--question", "where is my order?"]) == 2
+    assert "ragplan reaper make-shop" in capsys.readouterr().err

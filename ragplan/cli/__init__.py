@@ -98,6 +98,28 @@ def build_parser(*, with_family_options: bool = True) -> argparse.ArgumentParser
     return parser
 
 
+def _langgraph_json_problem(path: str) -> str:
+    """Why langgraph.json does not serve exactly the registered graphs ('' when it does)."""
+    import json
+
+    from ragplan.registry import langgraph_graphs
+
+    try:
+        served = json.loads(open(path, encoding="utf-8").read()).get("graphs") or {}
+    except (OSError, ValueError) as exc:
+        return f"{path} cannot be read: {exc}"
+    want = langgraph_graphs()
+    if served == want:
+        return ""
+    missing = sorted(set(want) - set(served))
+    extra = sorted(set(served) - set(want))
+    moved = sorted(n for n in set(want) & set(served) if want[n] != served[n])
+    parts = [f"missing {', '.join(missing)}" if missing else "", f"unknown {', '.join(extra)}" if extra else "",
+             f"wrong path for {', '.join(moved)}" if moved else ""]
+    return (f"{path} does not match the registered graphs ({'; '.join(p for p in parts if p)}); "
+            f"regenerate it with `ragplan graphs --langgraph-json > {path}`")
+
+
 def _graphs(args: argparse.Namespace) -> int:
     """``ragplan graphs``: the graphs of every family (or the langgraph.json that serves them)."""
     import json
@@ -146,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             if not os.path.exists("langgraph.json"):
                 print("error: run this in the ragplan project folder (where langgraph.json is)", file=sys.stderr)
+                return 2
+            problem = _langgraph_json_problem("langgraph.json")
+            if problem:
+                print(f"error: {problem}", file=sys.stderr)
                 return 2
             os.execv(exe, [exe, "dev", *args.langgraph_args])
         if args.command == "cypher":
