@@ -30,7 +30,7 @@ from ragplan.nodes.think_then_act.confidence_gate import confidence_gate
 from ragplan.nodes.think_then_act.direct_answer import make_direct_answer
 from ragplan.nodes.think_then_act.flare import flare_draft
 from ragplan.nodes.common.retrieve_text import retrieve_text
-from ragplan.state.context import TextRAGContext, ThinkThenActContext
+from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import (
     Failure, SingleQueryState, SubQuery, SubQueryState, TextQAInput, TextQAOutput, TextQAResult, TextQAState, merge_queries,
 )
@@ -133,7 +133,7 @@ def as_single_query(state: SingleQueryState) -> dict[str, Any]:
 
 def build_retrieve_then_read() -> Builder:
     """Retrieve-then-Read: always retrieve for the question, then answer with the evidence."""
-    g: Builder = StateGraph(SingleQueryState, context_schema=TextRAGContext, input_schema=TextQAInput, output_schema=TextQAOutput)
+    g: Builder = StateGraph(SingleQueryState, context_schema=ThinkThenActContext, input_schema=TextQAInput, output_schema=TextQAOutput)
     g.add_node("as_single_query", as_single_query)
     g.add_node("retrieve_text", retrieve_text)
     g.add_node("answer_subquery", answer_subquery)

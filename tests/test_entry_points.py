@@ -173,3 +173,10 @@ def test_eval(method, data, tmp_path):
     assert set(res.record()) <= set(rec), "the record keeps the family's fields"
     assert rec["retrievals"] == res.retrievals() and rec["retrieval_errors"] == res.retrieval_errors()
     assert rec["llm_calls"] == len(stub.requests)
+
+
+@pytest.mark.parametrize("method", sorted(LANGGRAPH))
+def test_each_graph_uses_its_familys_context(method):
+    """One typed context per family: the graph's context_schema (Studio's form) is the family's context."""
+    fam = family_of(method)
+    assert fam.graph(method).build().context_schema is fam.context

@@ -1,4 +1,4 @@
-"""``langgraph dev`` serves the four graphs of langgraph.json, with their typed settings, and runs them.
+"""``langgraph dev`` serves every graph of langgraph.json, with their typed settings, and runs them.
 
 Starts the real dev server (``langgraph dev --no-browser --no-reload``) from the repo root on a free
 port, with its logs in a temp dir (outside the project, so nothing there touches the watched tree),
@@ -37,7 +37,7 @@ pytestmark = pytest.mark.server
 
 ROOT = Path(__file__).resolve().parents[1]
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
-GRAPH_IDS = {"planrag", "planrag_no_replan", "iter_rag", "single_rag"}
+GRAPH_IDS = set(json.loads((ROOT / "langgraph.json").read_text())["graphs"])
 START_TIMEOUT_S = 90
 
 Q_POWER = 'MATCH (c:Country {name:"SWE"})-[r:NodeCountry]->(t:Trade_node) RETURN t.name AS node, r.calculated_trading_power AS power ORDER BY node'
@@ -142,6 +142,15 @@ def test_dev_server_lists_all_graphs_with_typed_settings(dev_server):
     client = get_sync_client(url=dev_server)
     assistants = client.assistants.search(limit=100)
     assert GRAPH_IDS <= {a["graph_id"] for a in assistants}
+    from ragplan.registry import family_of
+
+    for a in assistants:  # every family's data flags are fields of its Studio form, with descriptions
+        if a["graph_id"] not in GRAPH_IDS:
+            continue
+        props = client.assistants.get_schemas(a["assistant_id"])["context_schema"]["properties"]
+        fam = family_of(a["graph_id"])
+        for opt in fam.options:
+            assert opt.field in props and props[opt.field].get("description"), (a["graph_id"], opt.field)
     planrag = next(a for a in assistants if a["graph_id"] == "planrag")
     schemas = client.assistants.get_schemas(planrag["assistant_id"])
     props = schemas["context_schema"]["properties"]
