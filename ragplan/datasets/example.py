@@ -1,6 +1,6 @@
 """The one shape every QA dataset is read into, and a checked view of one raw record.
 
-:class:`Record` wraps one raw JSON object with where it came from (file, record index, line), so
+:class:`RawRecord` wraps one raw JSON object with where it came from (file, record index, line), so
 every format parser reports a malformed record the same way: ``FILE: record N (line L): problem``.
 """
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-__all__ = ["QAExample", "DatasetError", "Record", "Kind", "infer_kind"]
+__all__ = ["QAExample", "DatasetError", "RawRecord", "Kind", "infer_kind"]
 
 Kind = Literal["span", "yesno", "fever"]
 
@@ -63,7 +63,7 @@ def infer_kind(answers: list[str]) -> Kind:
     return "span"
 
 
-class Record:
+class RawRecord:
     """A raw record of a dataset file with typed, located accessors."""
 
     def __init__(self, data: Any, path: Path, index: int, line: int | None = None) -> None:

@@ -1,4 +1,4 @@
-"""One parser per dataset format: a raw :class:`Record` in, a :class:`QAExample` out.
+"""One parser per dataset format: a raw :class:`RawRecord` in, a :class:`QAExample` out.
 
 Formats (the files as their authors release them):
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ragplan.datasets.example import QAExample, Record, infer_kind
+from ragplan.datasets.example import QAExample, RawRecord, infer_kind
 
 __all__ = ["ParseOptions", "PARSERS", "fever_title"]
 
@@ -58,7 +58,7 @@ def fever_title(page: str) -> str:
     return page.replace("_", " ")
 
 
-def parse_multihop(rec: Record, opts: ParseOptions) -> QAExample:
+def parse_multihop(rec: RawRecord, opts: ParseOptions) -> QAExample:
     """HotpotQA and 2WikiMultihopQA records (the same shape; 2Wiki adds ``evidences`` and aliases)."""
     qid = rec.ident("_id", "id")
     question = rec.text("question")
@@ -79,7 +79,7 @@ def parse_multihop(rec: Record, opts: ParseOptions) -> QAExample:
                      meta=meta)
 
 
-def parse_strategyqa(rec: Record, opts: ParseOptions) -> QAExample:
+def parse_strategyqa(rec: RawRecord, opts: ParseOptions) -> QAExample:
     """StrategyQA records: the boolean answer becomes ``"yes"``/``"no"``."""
     qid = rec.ident("qid", "id")
     question = rec.text("question")
@@ -101,7 +101,7 @@ def parse_strategyqa(rec: Record, opts: ParseOptions) -> QAExample:
                      decomposition=rec.str_list("decomposition"), meta=meta)
 
 
-def parse_fever(rec: Record, opts: ParseOptions) -> QAExample:
+def parse_fever(rec: RawRecord, opts: ParseOptions) -> QAExample:
     """FEVER records: the claim is the question and the label the one answer."""
     qid = rec.ident("id")
     claim = rec.text("claim")
@@ -130,7 +130,7 @@ def parse_fever(rec: Record, opts: ParseOptions) -> QAExample:
     return QAExample(qid, claim, [label], "fever", supporting_facts=facts, meta=meta)
 
 
-def parse_flashrag(rec: Record, opts: ParseOptions) -> QAExample:
+def parse_flashrag(rec: RawRecord, opts: ParseOptions) -> QAExample:
     """FlashRAG records; the kind follows from the gold answers, metadata fills type/level/context."""
     qid = rec.ident("id", "_id", fallback=True)
     question = rec.text("question")
@@ -156,7 +156,7 @@ def parse_flashrag(rec: Record, opts: ParseOptions) -> QAExample:
                      decomposition=[str(d) for d in decomposition], meta=meta)
 
 
-def parse_kilt(rec: Record, opts: ParseOptions) -> QAExample:
+def parse_kilt(rec: RawRecord, opts: ParseOptions) -> QAExample:
     """KILT records: answers are the outputs' ``answer`` fields; provenance titles go to ``meta``."""
     qid = rec.ident("id", fallback=True)
     question = rec.text("input")
@@ -185,7 +185,7 @@ def parse_kilt(rec: Record, opts: ParseOptions) -> QAExample:
     return QAExample(qid, question, answers, kind, meta=meta)
 
 
-PARSERS: dict[str, Callable[[Record, ParseOptions], QAExample]] = {
+PARSERS: dict[str, Callable[[RawRecord, ParseOptions], QAExample]] = {
     "hotpotqa": parse_multihop,
     "2wikimultihopqa": parse_multihop,
     "strategyqa": parse_strategyqa,

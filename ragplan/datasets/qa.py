@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from ragplan.datasets.example import DatasetError, QAExample, Record, infer_kind
+from ragplan.datasets.example import DatasetError, QAExample, RawRecord, infer_kind
 from ragplan.datasets.formats import PARSERS, ParseOptions, looks_like
 
 __all__ = ["FORMATS", "QAExample", "DatasetError", "infer_kind", "load_qa", "detect_format", "read_records",
@@ -111,7 +111,7 @@ def _whole_json(path: Path) -> list[Any]:
     return data
 
 
-def read_records(path: str | Path) -> Iterator[Record]:
+def read_records(path: str | Path) -> Iterator[RawRecord]:
     """The raw records of a JSON or JSON Lines file, each wrapped with its location.
 
     JSON Lines files are streamed (a limit stops reading early); blank lines are skipped.
@@ -122,7 +122,7 @@ def read_records(path: str | Path) -> Iterator[Record]:
         raise DatasetError(f"{p}: the file is empty")
     if first == "[":
         for i, data in enumerate(_whole_json(p)):
-            yield Record(data, p, i)
+            yield RawRecord(data, p, i)
         return
     if first != "{":
         raise DatasetError(f"{p}: neither JSON nor JSON Lines (starts with {first!r})")
@@ -139,7 +139,7 @@ def read_records(path: str | Path) -> Iterator[Record]:
                     raise _json_error(p, exc, lineno) from None
                 first_error = _json_error(p, exc, lineno)  # maybe one pretty-printed object ({"data": [...]})
                 break
-            yield Record(data, p, index, lineno)
+            yield RawRecord(data, p, index, lineno)
             index += 1
     if first_error is None:
         return
@@ -148,7 +148,7 @@ def read_records(path: str | Path) -> Iterator[Record]:
     except DatasetError:
         raise first_error from None
     for i, data in enumerate(whole):
-        yield Record(data, p, i)
+        yield RawRecord(data, p, i)
 
 
 def detect_format(path: str | Path) -> str:
@@ -160,7 +160,7 @@ def detect_format(path: str | Path) -> str:
     return _detect(rec)
 
 
-def _detect(rec: Record) -> str:
+def _detect(rec: RawRecord) -> str:
     fmt = looks_like(rec.data)
     if fmt is None:
         keys = ", ".join(sorted(map(str, rec.data))[:12])
@@ -226,6 +226,6 @@ def load_qa(path: str | Path, fmt: str | None = None, *, limit: int | None = Non
     return out
 
 
-def _chain(first: Record, rest: Iterator[Record]) -> Iterator[Record]:
+def _chain(first: RawRecord, rest: Iterator[RawRecord]) -> Iterator[RawRecord]:
     yield first
     yield from rest
