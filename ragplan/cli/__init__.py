@@ -20,11 +20,24 @@ configuration (a refused write query, a script line that does not load, no LLM e
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import sys
 
 from ragplan import __version__
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "COMMAND_MODULES"]
+
+#: Sub-commands that live in a module of their own: name -> module with ``add_parser(sub)`` and ``run(args)``.
+#: A method family's commands (``ragplan furepa …``, ``ragplan instructrag …``) are one module each.
+COMMAND_MODULES = {
+    "dqa": "ragplan.cli.dqa",
+    "eval": "ragplan.cli.eval",
+    "index": "ragplan.cli.index",
+    "reaper": "ragplan.cli.reaper",
+    "furepa": "ragplan.cli.furepa",
+    "instructrag": "ragplan.cli.instructrag",
+}
 
 
 def _add_store_args(p: argparse.ArgumentParser, *, graph_required: bool = False) -> None:
@@ -76,25 +89,9 @@ def build_parser(*, with_family_options: bool = True) -> argparse.ArgumentParser
     from ragplan.cli.ask import add_ask_parser
 
     add_ask_parser(sub, with_family_options=with_family_options)
-    from ragplan.cli.dqa import add_dqa_parser
-    from ragplan.cli.eval import add_eval_parser
-    from ragplan.cli.index import add_index_parser
-
-    add_dqa_parser(sub)
-    add_eval_parser(sub)
-    add_index_parser(sub)
-    reaper = sub.add_parser("reaper", help="REAPER: validate retrieval plans, make the retail shop",
-                            description="REAPER (one-call retrieval plans over a tool registry): tools and data.")
-    rsub = reaper.add_subparsers(dest="reaper_command", metavar="SUBCOMMAND", required=True)
-    from ragplan.cli.reaper_classifier import add_classifier_parser
-    from ragplan.cli.reaper_datagen import add_datagen_parser
-    from ragplan.cli.reaper_shop import add_shop_parser
-    from ragplan.cli.reaper_validate import add_validate_parser
-
-    add_validate_parser(rsub)
-    add_shop_parser(rsub)
-    add_datagen_parser(rsub)
-    add_classifier_parser(rsub)
+    for module in COMMAND_MODULES.values():
+        if importlib.util.find_spec(module) is not None:
+            importlib.import_module(module).add_parser(sub)
     return parser
 
 
@@ -178,34 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             from ragplan.cli.cypher import run_cypher
 
             return run_cypher(args)
-        if args.command == "eval":
-            from ragplan.cli.eval import run_eval
-
-            return run_eval(args)
-        if args.command == "reaper":
-            if args.reaper_command == "validate":
-                from ragplan.cli.reaper_validate import run_validate
-
-                return run_validate(args)
-            if args.reaper_command == "train-classifier":
-                from ragplan.cli.reaper_classifier import run_classifier
-
-                return run_classifier(args)
-            if args.reaper_command == "datagen":
-                from ragplan.cli.reaper_datagen import run_datagen
-
-                return run_datagen(args)
-            from ragplan.cli.reaper_shop import run_shop
-
-            return run_shop(args)
-        if args.command == "index":
-            from ragplan.cli.index import run_index
-
-            return run_index(args)
-        if args.command == "dqa":
-            from ragplan.cli.dqa import run_dqa
-
-            return run_dqa(args)
+        if args.command in COMMAND_MODULES:
+            return importlib.import_module(COMMAND_MODULES[args.command]).run(args)
         if args.command == "ask":
             from ragplan.cli.ask import run_ask
 

@@ -144,3 +144,8 @@ def _generate(args: argparse.Namespace) -> int:
     scripts = len({q["target_gdb"] for q in qs})
     print(f"wrote {len(qs)} {args.scenario} questions and {scripts} scripts under {args.out}/data/{args.scenario}")
     return 0
+
+
+#: The sub-command interface of ragplan.cli (COMMAND_MODULES).
+add_parser = add_dqa_parser
+run = run_dqa

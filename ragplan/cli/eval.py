@@ -117,3 +117,8 @@ def run_eval(args: argparse.Namespace) -> int:
     print(summary_markdown(summary))
     print(f"run folder: {run_dir}")
     return 0
+
+
+#: The sub-command interface of ragplan.cli (COMMAND_MODULES).
+add_parser = add_eval_parser
+run = run_eval

@@ -126,3 +126,8 @@ def _search(args: argparse.Namespace) -> int:
         print(f"{rank:>2}  {p.score:6.3f}  {p.id[:id_w]:<{id_w}}  {_snippet(p.title, title_w):<{title_w}}  "
               f"{_snippet(p.text, args.width)}")
     return 0
+
+
+#: The sub-command interface of ragplan.cli (COMMAND_MODULES).
+add_parser = add_index_parser
+run = run_index
