@@ -201,3 +201,30 @@ def test_a_hostile_corpus_parses_as_the_old_parser_did(seed):
         assert _outcome(split_statements, text) == _outcome(legacy.split_statements, text), repr(text)
         plain += _plain(text)
     assert 200 < plain < 1300  # both paths are exercised
+
+
+# --------------------------------------------------------------------------- the splitter on any Cypher
+
+CYPHER = [
+    "MATCH (a:X), (b:Y)", "  CREATE (a)-[:R]->(b)", "CREATE (a)-[:R]->(b);", "MATCH (n) WHERE n.x > 1 AND", "n.y < 2 RETURN n;",
+    "WITH 1 AS x", "RETURN x", "MATCH (n)", "OPTIONAL MATCH (n)-[r]->(m)", "RETURN n, m;", "UNWIND [1, 2] AS i",
+    "CREATE (:N {i: i});", "MERGE (n:N {name: 'it\\'s'})", "ON CREATE SET n.t = 1;", "CREATE (n {s: \"a; b // c\"});",
+    "CREATE (n {`key x`: 1});", "// comment", "  // indented comment", "", "   ", "CREATE (a {x: 1}) // trailing",
+    "CREATE (a {x: (1 + 2)});", "RETURN 1 +", "2;", "MATCH (a)-", "[:R]->(b) RETURN b;", "CREATE (a {s: 'multi",
+    "line'});", "CREATE (n {set: 1, create: 2});", "MATCH (n) SET n.set = 1", "MATCH (n) RETURN n.x AS", "x;",
+    "CREATE (a:X {i: 1}); CREATE (b:X {i: 2});", "CREATE (a:X {i: 1}); // c", "MATCH (n) WHERE n.a = 'x' OR",
+    "n.b IN [1] RETURN n;", "MATCH (n) RETURN nOPTIONAL;", "MATCH (n) RETURN n.xand", "CREATE (k:K {v: [1,", "2]});",
+    "CALL db.labels()", "MATCH (a) WITH a", "ORDER BY a.x LIMIT 1 RETURN a;", "CREATE (a {s: \"x\\\"y\"});",
+]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_splitter_splits_any_cypher_as_before(seed):
+    rng = random.Random(100 + seed)
+    for _ in range(800):
+        lines = [rng.choice(CYPHER) for _ in range(rng.randint(1, 10))]
+        for _ in range(rng.randint(0, 3)):
+            i = rng.randrange(len(lines))
+            lines[i] = _mutate(lines[i], rng)
+        text = rng.choice(["\n", "\r\n"]).join(lines) + rng.choice(["", "\n"])
+        assert _outcome(split_statements, text) == _outcome(legacy.split_statements, text), repr(text)

@@ -11,6 +11,7 @@ for the building options that tie with the best; ``ragplan.dqa.locating`` keeps 
 from __future__ import annotations
 
 import copy
+import sys
 from typing import Any
 
 from ragplan.dqa.cql import GraphData
@@ -19,13 +20,17 @@ from ragplan.dqa.locating import merchant_power, truthy
 __all__ = ["locating_state", "reference_locating", "building_state", "reference_building"]
 
 
-def _sum(values: Any) -> Any:
-    """Left-to-right addition, one value at a time: the annotator's arithmetic (``sum`` of floats is
-    compensated from Python 3.12 on, which would decide near-ties differently)."""
+def _left_to_right_sum(values: Any) -> Any:
     total = 0
     for v in values:
         total += v
     return total
+
+
+#: Left-to-right addition, one value at a time: the annotator's arithmetic. The builtin ``sum`` is
+#: exactly that before Python 3.12; from 3.12 on it compensates float rounding, which would decide
+#: near-ties differently, so a plain loop stands in for it there.
+_sum = sum if sys.version_info < (3, 12) else _left_to_right_sum
 
 
 def locating_state(data: GraphData) -> dict[str, Any]:

@@ -25,7 +25,8 @@ from pathlib import Path
 __all__ = ["Statement", "ScriptError", "split_statements", "read_script", "read_script_bytes", "decode_script"]
 
 _LITERAL_OR_COMMENT = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`(?:[^`]|``)*`|(//[^\n]*)""", re.S)
-#: A statement whose code ends like this is not finished.
+#: A statement whose code ends like this is not finished (its longest word, OPTIONAL, and the
+#: character before it fit in the last 10 characters, which is all :func:`_unfinished` searches).
 _OPEN_END = re.compile(r"(?:[,=<>+/|.:-]|\b(?:AND|OR|XOR|NOT|WHERE|AS|IN|ON|WITH|MATCH|OPTIONAL))$", re.I)
 #: No statement starts like this, so such a line continues the one before.
 _CONTINUATION = re.compile(r"^(?:[-<>.,:=+*/|)\]}]|(?:WHERE|AND|OR|XOR|RETURN|YIELD|ON|ORDER|SKIP|LIMIT|AS)\b)", re.I)
@@ -94,10 +95,20 @@ def _scan(text: str, depth: int, quote: str) -> tuple[int, str, list[int]]:
 _STRINGS = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`[^`]*`""", re.S)
 
 
+def _bare(line: str) -> str:
+    """``_STRINGS.sub("", line)``; by ``str.split`` when the line's only literals are ``"…"`` without escapes."""
+    if "'" not in line and "`" not in line:
+        if '"' not in line:
+            return line
+        if "\\" not in line and line.count('"') % 2 == 0:
+            return "".join(line.split('"')[::2])  # the same pairs the regex would match, left to right
+    return _STRINGS.sub("", line)
+
+
 def _line_state(line: str, depth: int, quote: str) -> tuple[int, str]:
     """Bracket depth and open quote after ``line``: C-speed counting when the line has no open quote or comment."""
     if not quote:
-        bare = _STRINGS.sub("", line)
+        bare = _bare(line)
         if "//" not in bare and not any(q in bare for q in "'\"`"):
             opened = bare.count("(") + bare.count("[") + bare.count("{")
             return depth + opened - bare.count(")") - bare.count("]") - bare.count("}"), ""
@@ -118,6 +129,8 @@ def _is_content(line: str) -> bool:
 def _ends_with_semicolon(stmt: str) -> bool:
     if stmt.endswith(";") and "//" not in stmt[stmt.rfind("\n") + 1 :]:
         return True  # the common case, without the slower literal / comment strip
+    if ";" not in stmt:
+        return False  # stripping literals and comments never adds one
     return _code(stmt).rstrip().endswith(";")
 
 
@@ -127,7 +140,7 @@ def _unfinished(stmt: str, following: str | None) -> bool:
         return False
     code = _code(stmt).strip()
     return bool(
-        _OPEN_END.search(code)
+        _OPEN_END.search(code[-10:])  # an end-anchored search tries every position: the tail holds any match
         or following[:1].isspace()
         or _CONTINUATION.match(following.strip())
         or (_READING.match(code) and not _FINISHING.search(code))
@@ -136,9 +149,12 @@ def _unfinished(stmt: str, following: str | None) -> bool:
 
 def split_statements(text: str, path: str = "<script>") -> list[Statement]:
     """Split a Cypher script into statements (see the module docstring for the two modes)."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")  # lines as editors count them (not str.splitlines)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")  # lines as editors count them (not str.splitlines)
     lines = text.split("\n")
-    content = [ln.strip() for ln in lines if _is_content(ln)]
+    stripped = [ln.strip() for ln in lines]
+    is_code = [bool(s) and not s.startswith("//") for s in stripped]
+    content = [s for s, code in zip(stripped, is_code) if code]
     if not content:
         return []
     with_semi = sum(1 for ln in content if _ends_with_semicolon(ln))
@@ -146,21 +162,41 @@ def split_statements(text: str, path: str = "<script>") -> list[Statement]:
     if with_semi == 0 or with_semi * 2 >= len(content):  # line mode
         following: list[str | None] = [None] * len(lines)  # the next code line after each line
         for i in range(len(lines) - 2, -1, -1):
-            following[i] = lines[i + 1] if _is_content(lines[i + 1]) else following[i + 1]
+            following[i] = lines[i + 1] if is_code[i + 1] else following[i + 1]
         buf: list[str] = []
         start = 0
         depth, quote = 0, ""
-        for no, raw in enumerate(lines, 1):
-            if not buf and not _is_content(raw):
-                continue
+        for i, raw in enumerate(lines):
             if not buf:
-                start = no
-            buf.append(raw)
-            depth, quote = _line_state(raw + "\n", depth, quote)
-            if depth > 0 or quote:
-                continue
+                if not is_code[i]:
+                    continue
+                line = stripped[i]
+                if (line.endswith(";") and line.count(";") == 1 and "//" not in line and "\\" not in line
+                        and "'" not in line and "`" not in line and line.count('"') % 2 == 0):
+                    # the usual line: one statement ending with its ';', "…" strings without escapes;
+                    # balanced brackets outside the strings make it whole (what the general steps decide)
+                    bare = "".join(line.split('"')[::2]) if '"' in line else line
+                    if (bare.count("(") + bare.count("[") + bare.count("{")
+                            == bare.count(")") + bare.count("]") + bare.count("}")):
+                        if line[:-1].strip():
+                            out.append(Statement(line[:-1].rstrip(), i + 1))
+                        continue
+                depth, quote = _line_state(raw, 0, "")  # a line alone ("\n" changes nothing there)
+                if depth <= 0 and not quote and not _unfinished(stripped[i], following[i]):
+                    out.extend(Statement(part, i + 1) for part in _split_semis(stripped[i]))  # a whole statement
+                    depth = 0
+                    continue
+                start = i + 1
+                buf.append(raw)
+                if depth > 0 or quote:
+                    continue
+            else:
+                buf.append(raw)
+                depth, quote = _line_state(raw + "\n", depth, quote)
+                if depth > 0 or quote:
+                    continue
             stmt = "\n".join(buf).strip()
-            if _unfinished(stmt, following[no - 1]):
+            if _unfinished(stmt, following[i]):
                 continue
             for part in _split_semis(stmt):
                 out.append(Statement(part, start))
