@@ -1,17 +1,18 @@
 """Every graph of langgraph.json through every entry point: ``ragplan ask``, ``ragplan.api.ask``, ``ragplan eval``.
 
 The graphs come from langgraph.json (what Studio serves), their families from the registry; each family
-names its test data below. The LLM is the local OpenAI-compatible stub answering each request from the
+names its test data in ``tests/family_data/<family>.py``. The LLM is the local OpenAI-compatible stub answering each request from the
 schema it forces (:mod:`tests.auto_reply`), reached through the real ``langchain-openai`` client. A
-family that is not wired into an entry point, or has no test data here, fails.
+family that is not wired into an entry point, or has no test data, fails.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,7 @@ from ragplan.api import ask
 from ragplan.cli import main
 from ragplan.registry import family_of, families, langgraph_graphs
 from tests.auto_reply import auto_responder
+from tests.family_data import FamilyData
 from tests.openai_server import OpenAIStub
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,90 +28,21 @@ LANGGRAPH = json.loads((ROOT / "langgraph.json").read_text())["graphs"]
 MODEL = "openai:stub-model"
 
 
-def _count_query(req: Any) -> dict[str, Any]:
-    """PlanRAG / IterRAG: one real query, then finish."""
-    if "\nObservation" in req.prompt_text:
-        return {"thought": "enough", "action": "finish", "action_input": ""}
-    return {"thought": "count them", "action": "graph_db", "action_input": "MATCH (t:Trade_node) RETURN count(t) AS n"}
-
-
-def _agent_call(req: Any) -> dict[str, Any]:
-    """REAPER's agent baseline: one help-centre call, then done."""
-    if "Evidence: none" not in req.prompt_text:
-        return {"thought": "enough", "done": True, "tool": "", "args": {}}
-    return {"thought": "ask the help centre", "done": False, "tool": "customer_support", "args": {"question": "returns"}}
-
-
-@dataclass
-class FamilyData:
-    """What one family's graphs need in the tests: data flags, API settings, a benchmark, the stub's steering."""
-
-    cli: Callable[[str], list[str]]
-    api: Callable[[str], dict[str, Any]]
-    eval: Callable[[str], list[str]]
-    question: str
-    overrides: dict[str, Any] = field(default_factory=dict)
-    text: str = "No retrieval needed."
-
-
 @pytest.fixture(scope="module")
 def data(tmp_path_factory) -> dict[str, FamilyData]:
-    """Test data of every family, made here (a DQA clone, a local index, a HotpotQA file, a retail shop …)."""
-    from ragplan.dqa.generate import generate
-    from ragplan.eval.benchmarks.reaper_goldset import generate_goldset
-    from ragplan.tools.retail import generate_shop
-    from ragplan.tools.textindex import build_index
-    from ragplan.training.reaper.classifier import train_classifier
-    from tests.test_datasets import HOTPOT, write_json
-
+    """Test data of every family that has a module under tests/family_data/ (a missing one fails its graphs)."""
     root = tmp_path_factory.mktemp("entry")
-    cql = str(ROOT / "examples" / "trade_network.cql")
-    clone = root / "dqa"
-    generate(clone, "locating", 1, seed=0)
-    passages = root / "passages.jsonl"
-    passages.write_text("".join(json.dumps({"id": str(i), "title": t, "text": x}) + "\n" for i, (t, x) in enumerate([
-        ("Ed Wood", "Edward Davis Wood Jr. was an American filmmaker."),
-        ("Scott Derrickson", "Scott Derrickson is an American director."),
-        ("Alien (film)", "Alien is a 1979 film directed by Ridley Scott.")])))
-    index = root / "index"
-    build_index(passages, index)
-    hotpot = write_json(root / "hotpot.json", HOTPOT[:1])
-    shop = root / "shop"
-    generate_shop(shop, seed=0, n_products=60, n_orders=30)
-    classifier = root / "classifier"
-    train_classifier(generate_goldset(shop, n=200), seed=0, out_dir=classifier)
-    reaper_sets = lambda m: ["--set", f"classifier_dir={classifier}"] if m == "classifier_planner" else []  # noqa: E731
-    return {
-        "planrag": FamilyData(
-            cli=lambda m: ["--graph", cql], api=lambda m: {"store": cql},
-            eval=lambda m: ["--benchmark", "dqa-locating", "--data", str(clone)],
-            question="Which trade node should Sweden's merchant go to?",
-            overrides={"Plan": {"steps": ["Count the trade nodes"]}, "RetrievalAction": _count_query,
-                       "ReplanDecision": {"replan": False, "reason": "fine"}, "FinalAnswer": {"answer": "lubeck"}}),
-        "think_then_act": FamilyData(
-            cli=lambda m: ["--retriever", "local", "--index", str(index)],
-            api=lambda m: {"retriever": "local", "index_dir": str(index)},
-            eval=lambda m: ["--benchmark", "hotpotqa", "--data", str(hotpot), "--context-only"],
-            question="Who directed Alien?",
-            overrides={"Confidence": {"probability": 0.1}, "ShortAnswer": {"answer": "Ridley Scott"},
-                       "ChainOfThought": {"answer": "Ridley Scott"}},
-            text="Ridley Scott directed it."),
-        "reaper": FamilyData(
-            cli=lambda m: ["--shop", str(shop)] + (["--classifier", str(classifier)] if m == "classifier_planner" else []),
-            api=lambda m: {"shop_dir": str(shop), **({"classifier_dir": str(classifier)} if m == "classifier_planner" else {})},
-            eval=lambda m: ["--benchmark", "reaper-retail", "--data", str(shop), "--benchmark-option",
-                            "split=all", "--set", f"shop_dir={shop}", *reaper_sets(m)],
-            question="how do I return a blender I bought?",
-            overrides={"Response": {"answer": "You can return it within 30 days."}, "AgentAction": _agent_call,
-                       "FilledArguments": {"steps": {"1": {"question": "how do I return an item"}}}},
-            text='Step 1: Ask the help centre - #E1 = customer_support("how do I return an item")'),
-    }
+    out = {}
+    for fam in families():
+        if importlib.util.find_spec(f"tests.family_data.{fam.name}") is not None:
+            out[fam.name] = importlib.import_module(f"tests.family_data.{fam.name}").make(root)
+    return out
 
 
 def _family_data(data: dict[str, FamilyData], method: str) -> tuple[Any, FamilyData]:
     fam = family_of(method)
     if fam.name not in data:
-        pytest.fail(f"family {fam.name!r} has no entry-point test data: add it to tests/test_entry_points.py")
+        pytest.fail(f"family {fam.name!r} has no entry-point test data: add tests/family_data/{fam.name}.py")
     return fam, data[fam.name]
 
 

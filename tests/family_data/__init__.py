@@ -1,0 +1,30 @@
+"""Test data of each method family for tests/test_entry_points.py: one module per family, named as the family.
+
+Each module exports ``make(root: Path) -> FamilyData``: the data flags of ``ragplan ask``, the settings of
+``api.ask``, a small benchmark for ``ragplan eval`` (all written under ``root`` by the test), and how the
+schema-filling stub LLM is steered so each graph really retrieves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+__all__ = ["FamilyData"]
+
+
+@dataclass
+class FamilyData:
+    """What one family's graphs need in the tests: data flags, API settings, a benchmark, the stub's steering."""
+
+    cli: Callable[[str], list[str]]
+    """``ragplan ask`` flags naming the method's data (by method name)."""
+    api: Callable[[str], dict[str, Any]]
+    """``ragplan.api.ask`` keyword arguments naming the method's data."""
+    eval: Callable[[str], list[str]]
+    """``ragplan eval`` flags: ``--benchmark B --data PATH`` and any options (``--limit 1`` is added)."""
+    question: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+    """Stub replies by forced tool (schema) name: a dict merged over the schema-filled reply, or a function of the request."""
+    text: str = "No retrieval needed."
+    """The stub's reply to free-text calls."""
