@@ -5,6 +5,7 @@ says, in three small methods, what the entry points need without knowing the fam
 
 * :meth:`GraphResult.retrievals` / :meth:`GraphResult.retrieval_errors` — how many retrieval actions
   (queries, tool calls) the run actually executed, and how many of them failed;
+* :meth:`GraphResult.executed_queries` — the text queries it sent to its retriever;
 * :meth:`GraphResult.record` — the family's fields a run record keeps (plan, steps, evidence …);
 * :meth:`GraphResult.summary_lines` — the lines ``ragplan ask`` prints under ``Answer: …``.
 """
@@ -55,6 +56,11 @@ class GraphResult(BaseModel):
     def retrieval_errors(self) -> int:
         """Retrieval actions that failed (refused, timed out, errored)."""
         return 0
+
+    def executed_queries(self) -> list[str]:
+        """The search queries the run actually sent to its retriever, in order (what retrieval-only evaluation
+        scores, e.g. ``ragplan eval retrieval --queries RUN_DIR``); empty for families without text queries."""
+        return []
 
     def record(self) -> dict[str, Any]:
         """The family's own fields for a run record (JSON-able): plan, steps, evidence …"""

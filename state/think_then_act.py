@@ -157,6 +157,10 @@ class TextQAResult(GraphResult):
         """(Sub-)queries for which retrieval ran (a failed retrieval included)."""
         return sum(1 for q in self.queries if q.retrieve)
 
+    def executed_queries(self) -> list[str]:
+        """What each retrieving (sub-)query searched for (its search query, else its resolved text)."""
+        return [q.search_query or q.resolved or q.text for q in self.queries if q.retrieve]
+
     def retrieval_errors(self) -> int:
         """(Sub-)queries whose retrieval failed."""
         return sum(1 for q in self.queries if q.retrieve and q.retrieval_error)

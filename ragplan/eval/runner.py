@@ -50,6 +50,7 @@ def _record(item: Item, res: GraphResult, graded: dict[str, Any], settings: RunS
         **{k: v for k, v in item.meta.items() if not k.startswith("_")},
         "question": item.question, "answer": res.answer, "gold": item.gold, **graded,
         "retrievals": res.retrievals(), "retrieval_errors": res.retrieval_errors(),
+        "executed_queries": res.executed_queries(),
         "llm_calls": u.llm_calls, "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
         "llm_seconds": u.llm_seconds, "latency_s": round(latency, 3), "stop_reason": res.stop_reason,
         "error": res.error, "attempts": attempts,
