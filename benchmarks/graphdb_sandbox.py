@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> dict:
 def run_attacks(timeout_s: float) -> None:
     """Run the test corpus of resource attacks and print what each cost."""
     sys.path.insert(0, str(ROOT))
-    from tests.test_graphdb_resources import ATTACKS, graph_script, hwm_bytes, reset_hwm
+    from tests.test_graphdb_resources import ATTACKS, PeakSampler, graph_script
 
     store = EmbeddedGraphStore.from_text(graph_script(), source="attack.cql")
     pool = store.sandbox
@@ -101,14 +101,13 @@ def run_attacks(timeout_s: float) -> None:
     print(f"{'attack':30} {'s':>5} {'peak MB':>8}  observation")
     worst_s, worst_mb = 0.0, 0
     for name, query, _ in ATTACKS:
-        for pid in pool.worker_pids():
-            reset_hwm(pid)
         before = list(pool.exits)
-        t0 = time.monotonic()
-        out = run_graph_query(store, query, row_cap=100, timeout_s=timeout_s)
-        elapsed = time.monotonic() - t0
+        with PeakSampler(pool) as sampler:
+            t0 = time.monotonic()
+            out = run_graph_query(store, query, row_cap=100, timeout_s=timeout_s)
+            elapsed = time.monotonic() - t0
         ended = [e for e in pool.exits if all(e is not b for b in before)]
-        peak = max([hwm_bytes(p) for p in pool.worker_pids()] + [e.peak_rss_bytes for e in ended] + [0]) >> 20
+        peak = max([sampler.peak] + [e.peak_rss_bytes for e in ended]) >> 20
         worst_s, worst_mb = max(worst_s, elapsed), max(worst_mb, peak)
         print(f"{name:30} {elapsed:5.2f} {peak:8d}  {out.observation.splitlines()[0][:90]}")
     print(f"worst: {worst_s:.2f} s (budget {timeout_s:g} s + 1 s grace), {worst_mb} MB peak worker memory")

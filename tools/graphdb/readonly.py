@@ -127,7 +127,6 @@ _BRACKET = re.compile(r"[()\[\]{}]")
 _NEWLINES = re.compile(r"\r\n?|[\u2028\u2029\x85]")
 _PROCEDURE_NAME = re.compile(r"([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)(?=\s|\(|$)")
 _QUOTED_CALL = re.compile(r"__lit__\s*\(")
-_CLOSE = {")": "(", "]": "[", "}": "{"}
 
 
 def normalize_newlines(query: str) -> str:
@@ -137,6 +136,12 @@ def normalize_newlines(query: str) -> str:
     one kind of line break they agree, so the check sees the comments the engine will see.
     """
     return _NEWLINES.sub("\n", query)
+
+
+def _skip_space(text: str, at: int) -> int:
+    """The first position at or after ``at`` that is not whitespace."""
+    m = _SPACE.match(text, at)
+    return m.end() if m else at
 
 
 def _literal_spans(text: str) -> list[tuple[int, int, bool]]:
@@ -249,7 +254,7 @@ def check_read_only(query: str, caps: QueryCaps = DEFAULT_CAPS) -> str:
         gap = bare[prev_end:start].rstrip()
         before = gap[-1:] if gap else bare[prev_end - 1 : prev_end]
         prev_end = end
-        after_at = _SPACE.match(bare, end).end()
+        after_at = _skip_space(bare, end)
         after = bare[after_at : after_at + 6]
         # property access (n.set), labels/types (:Set), map keys ({set: 1}) and parameters ($set)
         # are names, not clauses. A parameter's '$' must touch the name: Neo4j reads "x$ CREATE" as
@@ -302,7 +307,7 @@ def _check_function_names(bare: str) -> None:
         suspect = suspect or part in ("apoc", "__lit__")
         prev_end = m.end()
         if suspect and len(chain) > 1:
-            after_at = _SPACE.match(bare, m.end()).end()
+            after_at = _skip_space(bare, m.end())
             if bare[after_at : after_at + 1] == "(":
                 raise QueryRefused(
                     f"function {'.'.join(chain)[:200]} is not allowed: APOC functions and quoted function names are refused"

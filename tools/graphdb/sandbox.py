@@ -69,7 +69,6 @@ from ragplan.tools.graphdb.store import QueryError, QueryTimeout
 __all__ = ["DEFAULT_SANDBOX", "QuerySandbox", "SandboxSettings", "WorkerExit"]
 
 WORKER_SCRIPT = Path(__file__).with_name("sandbox_worker.py")
-_PAGE = os.sysconf("SC_PAGE_SIZE")
 #: Resident memory a worker may hold beyond graph + budget before the parent kills it (file pages, stacks).
 _RSS_SLACK = 64 << 20
 _POLL_S = 0.05
@@ -140,7 +139,7 @@ class WorkerExit:
     reason: str
     """timeout, memory, crash, closed, start (failed to start) or broken."""
     peak_rss_bytes: int
-    """The process's peak resident size."""
+    """The highest peak resident size seen (sampled every 50 ms while a query runs, and before a kill)."""
 
 
 class _Expired(Exception):
@@ -176,12 +175,23 @@ class _ReplyUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"unexpected type {module}.{name} in a worker reply")
 
 
-def _rss_bytes(pid: int) -> int:
+def _memory(pid: int) -> tuple[int, int]:
+    """Current and peak resident size of a live process in bytes (``VmRSS``, ``VmHWM``); zeros if unknown.
+
+    (The peak is read here rather than from ``wait4``'s ``ru_maxrss``, which also counts the parent's
+    memory that the child had before ``exec``.)
+    """
+    rss = hwm = 0
     try:
-        with open(f"/proc/{pid}/statm") as fh:
-            return int(fh.read().split()[1]) * _PAGE
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    rss = int(line.split()[1]) * 1024
+                elif line.startswith("VmHWM:"):
+                    hwm = int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
-        return 0
+        pass
+    return rss, hwm
 
 
 class _Worker:
@@ -196,7 +206,7 @@ class _Worker:
         self.exit_reason = ""
         """Why the process ended: timeout, memory, crash, closed, start (failed to start) or broken."""
         self.peak_rss = 0
-        """Peak resident size of the process in bytes, known once it has ended."""
+        """Highest peak resident size seen, in bytes (sampled while queries run and before a kill)."""
         self._stderr = tempfile.TemporaryFile(prefix="ragplan-graph-worker-")
         env = dict(os.environ)
         env.setdefault("MIMALLOC_ARENA_RESERVE", "64MiB")  # reserve small arenas so RLIMIT_DATA counts use
@@ -222,7 +232,7 @@ class _Worker:
             now = time.monotonic()
             if watch_memory and now >= next_check:
                 next_check = now + _POLL_S
-                if self.rss_limit and _rss_bytes(self.proc.pid) > self.rss_limit:
+                if self._sample_memory() > self.rss_limit > 0:
                     raise _OverMemory
             if now >= deadline:
                 raise _Expired
@@ -259,23 +269,28 @@ class _Worker:
         if not (isinstance(reply, tuple) and reply and reply[0] == "ready"):
             self.kill("start")
             raise QueryError("the query worker did not start properly")
-        self.rss_limit = _rss_bytes(self.proc.pid) + self.budget + _RSS_SLACK
+        self.rss_limit = self._sample_memory() + self.budget + _RSS_SLACK
         self.ready = True
 
+    def _sample_memory(self) -> int:
+        """The worker's resident size now; keeps :attr:`peak_rss` up to date."""
+        rss, hwm = _memory(self.proc.pid)
+        self.peak_rss = max(self.peak_rss, hwm)
+        return rss
+
     def _reap(self, timeout_s: float) -> int | None:
-        """Collect the ended process (with its peak memory); ``None`` if it is still running after ``timeout_s``."""
+        """Collect the ended process; ``None`` if it is still running after ``timeout_s``."""
         if self.proc.returncode is not None:
             return self.proc.returncode
         end = time.monotonic() + timeout_s
         while True:
             try:
-                pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+                pid, status = os.waitpid(self.proc.pid, os.WNOHANG)
             except ChildProcessError:  # reaped elsewhere
                 self.proc.returncode = self.proc.returncode if self.proc.returncode is not None else -signal.SIGKILL
                 return self.proc.returncode
             if pid:
                 self.proc.returncode = os.waitstatus_to_exitcode(status)
-                self.peak_rss = usage.ru_maxrss * 1024
                 return self.proc.returncode
             if time.monotonic() >= end:
                 return None
@@ -288,6 +303,7 @@ class _Worker:
         self.dead = True
         self.exit_reason = self.exit_reason or reason
         if self.proc.returncode is None:
+            self._sample_memory()
             try:
                 os.kill(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:

@@ -96,12 +96,14 @@ class _Budget:
         if isinstance(value, bytes):
             self._spend(len(value) + 8)
             return value
+        if isinstance(value, (datetime.datetime, datetime.time)):
+            self._spend(32)
+            if value.tzinfo is not None and not isinstance(value.tzinfo, datetime.timezone):  # only fixed offsets travel
+                offset = value.utcoffset()
+                return value.replace(tzinfo=datetime.timezone(offset) if offset is not None else None)
+            return value
         if isinstance(value, _PLAIN_DATES):
             self._spend(32)
-            tz = getattr(value, "tzinfo", None)
-            if tz is not None and not isinstance(tz, datetime.timezone):  # only fixed offsets travel
-                offset = value.utcoffset()
-                value = value.replace(tzinfo=datetime.timezone(offset) if offset is not None else None)
             return value
         text = str(value)
         self._spend(len(text) + 8)

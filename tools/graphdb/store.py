@@ -129,10 +129,10 @@ class GraphStore(ABC):
                 f"LIMIT {self.schema_sample}"
             )
             ends = sorted({(tuple(r["la"])[:1] or ("?",))[0] + "\x00" + (tuple(r["lb"])[:1] or ("?",))[0] for r in sample})
-            props = merge_examples([self._clean_rel_props(r["p"]) for r in sample])
+            rel_props = merge_examples([self._clean_rel_props(r["p"]) for r in sample])
             for pair in ends or ["?\x00?"]:
                 src, dst = pair.split("\x00")
-                rels.append(RelInfo(rtype, src, dst, int(count), props))
+                rels.append(RelInfo(rtype, src, dst, int(count), rel_props))
         return GraphSchema(labels=labels, relationships=rels)
 
     def _clean_props(self, label: str, props: dict[str, Any]) -> dict[str, Any]:

@@ -53,7 +53,7 @@ class StoreSpec:
     @classmethod
     def from_env(cls, **overrides: Any) -> "StoreSpec":
         """A spec from ``NEO4J_URI`` / ``NEO4J_USER`` / ``NEO4J_DATABASE`` with explicit overrides winning."""
-        base = {
+        base: dict[str, Any] = {
             "neo4j_uri": os.environ.get("NEO4J_URI", ""),
             "neo4j_user": os.environ.get("NEO4J_USER", ""),
             "neo4j_database": os.environ.get("NEO4J_DATABASE", ""),
