@@ -227,6 +227,21 @@ MATCH (a:Trade_node {name:"A"}), (b:Trade_node {name:"B"}) CREATE (a)-[r:source{
     assert exc.value.line == 3 and "unknown trade node" in str(exc.value)
 
 
+
+def test_goods_or_building_without_its_key_names_its_line(tmp_path):
+    text = """\
+CREATE (n: Goods {name:"grain", code: 1, base_price:30, current_price:30.0, pop_demand:10.0});
+CREATE (n: Goods {name:"fish", base_price:30, current_price:30.0, pop_demand:10.0});
+"""
+    p = _write(tmp_path, "data/building/queries/LPG_format/X1836.cql", text)
+    with pytest.raises(ScriptError) as exc:
+        load_scenario(p, "building")
+    assert exc.value.line == 2 and "Goods node without its code" in str(exc.value)
+    p.write_text('CREATE (n: Building {name:"b", level: 1});\n')
+    with pytest.raises(ScriptError, match="Building node without its id"):
+        load_scenario(p, "building")
+
+
 # ------------------------------------------------------------------------------------- normalising
 
 NAMES = ["node_03", "node_05", "kongo", "kongo_estuary", "north_sea"]

@@ -26,6 +26,7 @@ no demand at all get no input (``current_input`` 0).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,14 +93,16 @@ def scenario_from_data(data: GraphData) -> BuildingScenario:
     g_names, g_codes, base, cur, pop = [], [], [], [], []
     b_ids, b_names, levels = [], [], []
     for n in data.nodes:
+        if n.label in ("Goods", "Building") and n.props.get("code" if n.label == "Goods" else "id") is None:
+            raise ScriptError(data.source, n.line, f"a {n.label} node without its {'code' if n.label == 'Goods' else 'id'}")
         if n.label == "Goods":
             g_names.append(str(n.props.get("name")))
-            g_codes.append(int(n.props.get("code")))
+            g_codes.append(int(n.props["code"]))
             base.append(float(n.props.get("base_price", 0) or 0))
             cur.append(float(n.props.get("current_price", 0) or 0))
             pop.append(float(n.props.get("pop_demand", 0) or 0))
         elif n.label == "Building":
-            b_ids.append(int(n.props.get("id")))
+            b_ids.append(int(n.props["id"]))
             b_names.append(str(n.props.get("name", "")))
             levels.append(float(n.props.get("level", 0) or 0))
     g_idx = {c: i for i, c in enumerate(g_codes)}
@@ -125,7 +128,7 @@ def scenario_from_data(data: GraphData) -> BuildingScenario:
     )
 
 
-def simulate_prices(sc: BuildingScenario, raised: np.ndarray | None = None) -> np.ndarray:
+def simulate_prices(sc: BuildingScenario, raised: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
     """Prices of every goods (columns) for each option (rows).
 
     ``raised`` lists building indices, one per row (-1 = raise nothing); default: every building in

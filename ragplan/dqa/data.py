@@ -152,12 +152,11 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _compile(data: bytes, source: str, scenario: str) -> Any:
-    if scenario == "locating":
-        from ragplan.dqa.locating import scenario_from_data
-    else:
-        from ragplan.dqa.building import scenario_from_data
+    from ragplan.dqa import building, locating  # here: NumPy is imported when a building script is first read
+
+    compile_graph = locating.scenario_from_data if scenario == "locating" else building.scenario_from_data
     with _gc_paused():
-        return scenario_from_data(graph_data_from_bytes(data, source))
+        return compile_graph(graph_data_from_bytes(data, source))
 
 
 def load_scenario(path: str | Path, scenario: Scenario) -> Any:

@@ -210,9 +210,9 @@ def generate(out_dir: str | Path, scenario: str, n: int, seed: int = 0, size: st
         rng.shuffle(goods_order)
         wrote = False
         for goods in goods_order[: max(1, min(3, n - len(questions)))]:
-            sol = solve_building(sc, goods, prices)
-            best = sol.option(sol.best) if sol.best is not None else None
-            if best is None or best.change_pct > -0.5:
+            bsol = solve_building(sc, goods, prices)
+            bbest = bsol.option(bsol.best) if bsol.best is not None else None
+            if bbest is None or bbest.change_pct > -0.5:
                 continue  # keep questions whose answer really lowers the price
             if not wrote:
                 (sdir / f"{country}.cql").write_text(text)
@@ -220,7 +220,7 @@ def generate(out_dir: str | Path, scenario: str, n: int, seed: int = 0, size: st
             questions.append({
                 "question_num": len(questions) + 1, "country": country, "goods": goods,
                 "question": f"Which building id should we increase a level by 5 to maximally decrease the market price of {goods}?",
-                "business_rules": BUILDING_RULES, "answer": sol.best, "target_gdb": country,
+                "business_rules": BUILDING_RULES, "answer": bsol.best, "target_gdb": country,
             })
             if len(questions) >= n:
                 break

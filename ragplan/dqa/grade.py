@@ -115,7 +115,7 @@ def grade(q: DQAQuestion, answer: str) -> Verdict:
         opt = sol.option(chosen) if chosen else None
         eff = opt.change_pct if opt else None
         best_eff = best.change_pct if best else 0.0
-        correct = chosen is not None and (chosen == sol.best or (eff is not None and best is not None and abs(opt.profit - best.profit) < 1e-12))
+        correct = chosen is not None and (chosen == sol.best or (opt is not None and best is not None and abs(opt.profit - best.profit) < 1e-12))
         note = ""
         if chosen is None and normalise_node(answer, sc.names) == q.home:
             note = f"{q.home} is the home node, not an option"

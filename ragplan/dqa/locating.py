@@ -70,14 +70,13 @@ class LocatingScenario:
         self.index = {n: i for i, n in enumerate(self.names)}
 
 
-_FLAGS = {"True": True, "False": False, "true": True, "false": False}
+#: :func:`truthy` of DQA's usual flag values, looked up (1 and 0 hash as True and False: truthy agrees).
+_FLAGS: dict[Any, bool] = {True: True, False: False, "True": True, "False": False, "true": True, "false": False}
 
 
 def _flag(value: Any) -> bool:
-    """:func:`truthy`, with DQA's usual spellings looked up rather than normalised."""
-    if value is True or value is False:
-        return value
-    known = _FLAGS.get(value) if isinstance(value, str) else None
+    """:func:`truthy`, by a lookup for the usual values (script values are scalars, so hashable)."""
+    known = _FLAGS.get(value)
     return truthy(value) if known is None else known
 
 
@@ -101,14 +100,18 @@ def scenario_from_data(data: GraphData) -> LocatingScenario:
     index = {n: i for i, n in enumerate(names)}
     edges: list[tuple[int, int]] = []
     records: list[Record] = []
+    flags = _FLAGS
     for r in data.rels:
         try:
             if r.type == "NodeCountry":
                 country, node = (r.src_key, r.dst_key) if r.src_label == "Country" else (r.dst_key, r.src_key)
                 props = r.props
-                flag = props["has_merchant"] if "has_merchant" in props else props.get("has_has_merchant", False)
-                records.append(Record(str(country["name"]), index[str(node["name"])], _flag(props.get("is_home", False)),
-                                      _flag(flag), float(props.get("base_trading_power", 0) or 0)))
+                merchant = props["has_merchant"] if "has_merchant" in props else props.get("has_has_merchant", False)
+                home, merchant_flag = flags.get(props.get("is_home", False)), flags.get(merchant)
+                records.append(Record(str(country["name"]), index[str(node["name"])],
+                                      truthy(props.get("is_home", False)) if home is None else home,
+                                      truthy(merchant) if merchant_flag is None else merchant_flag,
+                                      float(props.get("base_trading_power", 0) or 0)))
             elif r.type == "source":
                 edges.append((index[str(r.src_key["name"])], index[str(r.dst_key["name"])]))
         except KeyError as exc:
@@ -175,7 +178,7 @@ class _Compiled:
         self.at_node: list[list[int]] = [[] for _ in range(n)]
         for k, rec in enumerate(sc.records):
             self.at_node[rec.node].append(k)
-        self.powers = [self.power(rec, rec.has_merchant) for rec in sc.records]
+        self.powers = [self.power(rec, True) if rec.has_merchant else rec.base for rec in sc.records]
         self.targets = [self.steer_target(rec) if rec.has_merchant and not rec.is_home else None for rec in sc.records]
         self._base_sums: list[tuple[float, float, dict[int, float], float]] | None = None
 
