@@ -3,8 +3,11 @@
 * ``reaper``: plan_retrieval (one planner call writes the whole plan) → validate_plan (⇄ one repair
   round with the errors shown) → execute_plan (dependency order, independent steps in parallel) →
   respond (the responder model answers from the evidence only). A zero-step plan skips execution.
+  The plan travels between nodes as typed steps (``plan``); every planner call's validated plan is
+  kept in ``plan_calls`` (the first call apart from the plan after repair).
 * ``agent_planner``: agent_step ⇄ (one LLM call per retrieval step, ReAct-style) → respond. The same
   tools, executor and responder: the difference is the number of planning calls and their latency.
+  The tool calls it makes, in call order, are its typed ``plan`` (graded like REAPER's).
 
 * ``classifier_planner``: classify_question (a trained classifier routes the question to one retrieval
   class: a tool, no retrieval, or a fixed multi-step workflow) → fill_arguments (an LLM fills that
@@ -27,6 +30,7 @@ from ragplan.nodes.reaper.fill_arguments import fill_arguments
 from ragplan.nodes.reaper.plan_retrieval import plan_retrieval
 from ragplan.nodes.reaper.respond import respond
 from ragplan.nodes.reaper.validate_plan import validate_plan
+from ragplan.reaper.plan import PlanCall, format_plan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperInput, ReaperOutput, ReaperResult, ReaperState
 from ragplan.tools.suites import suite_for
@@ -44,7 +48,7 @@ def route_after_validation(state: ReaperState) -> Literal["plan_retrieval", "exe
     """Valid: execute (or respond at once for a zero-step plan); invalid: repair once, then respond without evidence."""
     if state.get("plan_errors"):
         return "respond" if state.get("stop_reason") in ("invalid_plan", "tool_error") else "plan_retrieval"
-    return "execute_plan" if state.get("plan_text") else "respond"
+    return "execute_plan" if state.get("plan") else "respond"
 
 
 def route_after_agent(state: ReaperState) -> Literal["agent_step", "respond", "__end__"]:
@@ -89,7 +93,7 @@ def route_after_fill(state: ReaperState) -> Literal["execute_plan", "respond", "
     """Execute a valid non-empty plan; respond at once for no retrieval or an invalid plan; end on an LLM failure."""
     if state.get("stop_reason") == "llm_error":
         return END
-    if state.get("plan_errors") or state.get("stop_reason") == "invalid_plan" or not state.get("plan_text"):
+    if state.get("plan_errors") or state.get("stop_reason") == "invalid_plan" or not state.get("plan"):
         return "respond"
     return "execute_plan"
 
@@ -153,15 +157,21 @@ class ReaperFamily(MethodFamily):
             for line in (update["plan_raw"] or "(empty)").splitlines():
                 emit(f"  {line}")
         if node in ("validate_plan", "fill_arguments"):
-            if update.get("plan_errors"):
+            for c in update.get("plan_calls") or []:
+                call = PlanCall.model_validate(c)
+                if not call.valid:
+                    emit(f"Plan {call.attempt} invalid:")
+                    for e in call.errors:
+                        emit(f"  - {e}")
+                    continue
+                emit(f"Plan {call.attempt} valid" + (f", {len(call.steps)} step{'s' if len(call.steps) != 1 else ''}:"
+                                                     if call.steps else ": no retrieval needed."))
+                for line in format_plan(call.plan).splitlines():
+                    emit(f"  {line}")
+            if update.get("plan_errors") and not update.get("plan_calls"):
                 emit("Plan invalid:")
                 for e in update["plan_errors"]:
                     emit(f"  - {e}")
-            elif "plan_text" in update:
-                emit("Plan valid" + ("." if update.get("plan_text") else ": no retrieval needed."))
-                if node == "fill_arguments" and update.get("plan_text"):
-                    for line in update["plan_text"].splitlines():
-                        emit(f"  {line}")
         evidence = update.get("evidence") or []
         if node == "agent_step":
             evidence = evidence[-1:]  # the agent's update carries every call so far; print the new one

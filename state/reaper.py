@@ -1,8 +1,14 @@
-"""State of REAPER and its baselines: the plan (as printed and as parsed), its validation, the evidence.
+"""State of REAPER and its baselines: the typed plan, every planner call's validated plan, the evidence.
 
 The input is the customer question and its page context; the output is the answer plus what a user
-needs to trust it: the plan the planner wrote (canonical text and typed steps), any validation errors
-and repairs, every tool call with its arguments, output and timing, the planner's latency and usage.
+needs to trust it: the plan that was executed (typed steps, and its printed form), every plan a
+planner call wrote with its validity and errors (the first call is the paper's one-call setting, a
+later one the plan after a repair round), every tool call with its arguments, output and timing, the
+planner's latency and usage.
+
+The plan stays typed from node to node: ``plan`` is a list of :class:`~ragplan.reaper.plan.PlanStep`
+(overwritten, no reducer), ``execute_plan`` runs those steps, and ``plan_text`` is only the printed
+form for people. Dicts from a LangGraph server or a run record load back with ``model_validate``.
 """
 
 from __future__ import annotations
@@ -13,10 +19,14 @@ from typing import Annotated, Any
 from pydantic import Field
 from typing_extensions import TypedDict
 
+from ragplan.reaper.plan import PlanCall, PlanStep, RetrievalPlan
 from ragplan.state.result import GraphResult
 from ragplan.state.usage import Usage, add_usage
 
-__all__ = ["ReaperInput", "ReaperOutput", "ReaperState", "ReaperResult"]
+__all__ = ["ReaperInput", "ReaperOutput", "ReaperState", "ReaperResult", "FINISHED"]
+
+FINISHED = ("answered", "invalid_plan", "max_steps")
+"""Stop reasons of a run that ran to its end (any other stop reason, or an error, is a failed run)."""
 
 
 class ReaperInput(TypedDict, total=False):
@@ -35,14 +45,17 @@ class ReaperOutput(TypedDict, total=False):
     """The question asked."""
     answer: str
     """The responder's answer from the evidence."""
+    plan: list[PlanStep]
+    """The plan that is executed, as typed steps ([] for no retrieval and for a plan that stayed invalid);
+    agent_planner: the tool calls it made, in call order."""
     plan_text: str
-    """The executed plan in the canonical paper format ('' for a zero-step plan)."""
-    plan: list[dict[str, Any]]
-    """The executed plan's steps: index, evidence variable, tool, arguments."""
+    """``plan`` in the canonical paper format, for people ('' for a zero-step plan)."""
+    plan_calls: Annotated[list[PlanCall], operator.add]
+    """Every plan a planner call wrote, validated, in order: [0] is the first call, [-1] the final plan."""
     plan_raw: str
     """The planner's last output as printed."""
     plan_errors: list[str]
-    """Validation errors of the last plan ('' list when valid)."""
+    """Validation errors of the last plan (empty when valid)."""
     plan_attempts: int
     """Planner calls made (1 + repairs)."""
     evidence: list[dict[str, Any]]
@@ -64,6 +77,8 @@ class ReaperState(ReaperInput, ReaperOutput, total=False):
 
     agent_done: bool
     """agent_planner: the agent chose to stop retrieving."""
+    planner_call_s: float
+    """The latency of the last planner call (plan_retrieval → validate_plan, which records it in its PlanCall)."""
 
 
 def _status(e: Any) -> str:
@@ -73,14 +88,32 @@ def _status(e: Any) -> str:
 class ReaperResult(GraphResult):
     """A typed view of a finished REAPER-family run."""
 
+    plan: list[PlanStep] = Field(default_factory=list, description="The executed plan's typed steps (agent: its tool calls).")
     plan_text: str = Field(default="", description="The executed plan in the canonical paper format.")
-    plan: list[dict[str, Any]] = Field(default_factory=list, description="The executed plan's steps.")
+    plan_calls: list[PlanCall] = Field(default_factory=list, description="Every planner call's plan, validated, in order.")
     plan_raw: str = Field(default="", description="The planner's last output as printed.")
     plan_errors: list[str] = Field(default_factory=list, description="Validation errors of the last plan.")
     plan_attempts: int = Field(default=0, description="Planner calls made (1 + repairs).")
     evidence: list[dict[str, Any]] = Field(default_factory=list, description="Every tool call with its output or error.")
     planner_latency_s: float = Field(default=0.0, description="Wall time of the planner's LLM calls.")
     route: dict[str, Any] = Field(default_factory=dict, description="classifier_planner: the routed class.")
+
+    @property
+    def retrieval_plan(self) -> RetrievalPlan:
+        """``plan`` as a :class:`RetrievalPlan`."""
+        return RetrievalPlan(steps=self.plan)
+
+    def first_call(self) -> PlanCall | None:
+        """The plan of the first planner call (the paper's one-call setting); None when no plan call was recorded."""
+        return self.plan_calls[0] if self.plan_calls else None
+
+    def final_call(self) -> PlanCall | None:
+        """The plan of the last planner call (after the repair round, if there was one)."""
+        return self.plan_calls[-1] if self.plan_calls else None
+
+    def finished(self) -> bool:
+        """The run ran to its end (answered, or stopped by its own bounds) without a recorded failure."""
+        return not self.error and self.stop_reason in FINISHED
 
     def retrievals(self) -> int:
         """Tool calls executed (one per executed plan or agent step; skipped steps are not calls)."""
@@ -91,7 +124,10 @@ class ReaperResult(GraphResult):
         return sum(1 for e in self.evidence if _status(e) in ("error", "timeout"))
 
     def summary_lines(self) -> list[str]:
-        """Stop reason, plan steps, tool calls and the planner's latency."""
+        """Stop reason, plan steps, tool calls, the planner calls (first plan valid or not) and the planner's latency."""
         lines = [f"Plan errors: {'; '.join(self.plan_errors)}"] if self.plan_errors else []
+        first = self.first_call()
+        calls = f"{self.plan_attempts}" + (f" (first plan {'valid' if first.valid else 'invalid'})"
+                                           if first is not None and len(self.plan_calls) > 1 else "")
         return lines + [f"Stopped: {self.stop_reason or '-'}   Plan steps: {len(self.plan)}   Tool calls: {self.retrievals()}"
-                        f"   Planner calls: {self.plan_attempts}   Planner latency: {self.planner_latency_s:.2f} s"]
+                        f"   Planner calls: {calls}   Planner latency: {self.planner_latency_s:.2f} s"]

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from ragplan.eval.benchmarks.reaper_retail import BENCHMARKS
-from ragplan.eval.benchmarks.reaper_retail import GOLDSET_FILE, ReaperBenchmark, _factory, plan_from_output
+from ragplan.eval.benchmarks.reaper_retail import GOLDSET_FILE, ReaperBenchmark, _factory, plan_from_output, predicted_plans
 from ragplan.eval.plan_metrics import aggregate
-from ragplan.reaper.plan import parse_plan
+from ragplan.reaper.plan import format_plan, parse_plan
 from ragplan.tools.retail import generate_shop
 
 
@@ -25,7 +25,8 @@ def test_factory_options(shop: Path) -> None:
     with pytest.raises(ValueError, match="split"):
         _factory(str(shop), split="dev")
     b = _factory(str(shop), limit=5, year=None)
-    assert b.metrics == ("tool_accuracy", "argument_accuracy", "plan_valid") and b.group_by == ("category",)
+    assert b.metrics == ("tool_accuracy", "argument_accuracy", "plan_valid", "tool_accuracy_first_call",
+                         "argument_accuracy_first_call", "plan_valid_first_call") and b.group_by == ("category",)
 
 
 def test_items_generate_goldset_and_carry_context(shop: Path) -> None:
@@ -49,36 +50,46 @@ def test_items_generate_goldset_and_carry_context(shop: Path) -> None:
 def test_grade_hand_written_outputs(shop: Path) -> None:
     b = ReaperBenchmark(str(shop), split="all")
     it = next(i for i in b.items() if i.meta["category"] == "date_shipment" and "keywords=" in i.gold)
-    g = b.grade(it, {"plan_text": it.gold, "answer": ""})
+    done = {"answer": "", "stop_reason": "answered"}
+    g = b.grade(it, {**done, "plan_text": it.gold})
     assert g["correct"] and g["tool_accuracy"] == 1.0 and g["argument_accuracy"] == 1.0 and g["plan_valid"] == 1.0
-    assert g["chosen"] == "date_math > shipment_status"
+    assert g["chosen"] == "date_math > shipment_status" and g["plan_status"] == "valid"
+    assert g["correct_first_call"] and g["first_call"]["correct"]  # no planner calls recorded: the first is the final
     # the same plan given only as step dicts (positional args, other case) still scores right
     steps = [{"tool": s.tool, "args": [a.value for a in [*s.args, *s.kwargs.values()]]}
              for s in parse_plan(it.gold).plan.steps]
     steps[1]["args"] = [steps[1]["args"][0].upper(), "#E1"]
-    g2 = b.grade(it, {"plan": steps})
+    g2 = b.grade(it, {**done, "plan": steps})
     assert g2["correct"], g2
     # wrong keyword: tools right, arguments wrong
     bad = it.gold.replace("keywords=\"", "keywords=\"blue ")
-    g3 = b.grade(it, {"plan_text": bad})
+    g3 = b.grade(it, {**done, "plan_text": bad})
     assert g3["tool_accuracy"] == 1.0 and g3["argument_accuracy"] == 0.0 and not g3["correct"]
     # one step only, and an invalid call
-    g4 = b.grade(it, {"plan_text": '#E1 = shipment_status(date_range="tomorrow")'})
-    assert g4["tool_accuracy"] == 0.0 and g4["plan_valid"] == 0.0 and g4["plan_errors"]
+    g4 = b.grade(it, {**done, "plan_text": '#E1 = shipment_status(date_range="tomorrow")'})
+    assert g4["tool_accuracy"] == 0.0 and g4["plan_valid"] == 0.0 and g4["pred_errors"] and g4["chosen"] == "invalid"
     assert g4["pred_tools"] == ["shipment_status"] and g4["gold_tools"] == ["date_math", "shipment_status"]
     # no retrieval
     nr = next(i for i in b.items() if i.meta["category"] == "no_retrieval")
-    assert b.grade(nr, {"plan_text": "No retrieval needed."})["correct"]
-    assert not b.grade(nr, {"plan_text": it.gold})["correct"]
-    assert b.grade(nr, {})["correct"] is True  # missing output = empty plan = right for no retrieval
+    assert b.grade(nr, {**done, "plan_text": "No retrieval needed."})["correct"]
+    assert b.grade(nr, {**done, "plan": []})["correct"]
+    assert not b.grade(nr, {**done, "plan_text": it.gold})["correct"]
+    # intentionally changed: a missing output is a failed run — wrong, never an empty (no-retrieval) success
+    for out in ({}, None, {"answer": ""}, {**done, "error": "boom"}, {"stop_reason": "llm_error", "error": "429"},
+                {"stop_reason": "crash", "error": "KeyError"}):
+        f = b.grade(nr, out)
+        assert f["correct"] is False and f["plan_status"] == "failed" and f["plan_valid"] == 0.0, out
+        assert f["pred_classes"] == ["no_valid_plan"] and not f["correct_first_call"]
     m = aggregate([g, g2, g3, g4])
     assert m.tool_accuracy == 0.75 and m.argument_accuracy == 0.5
 
 
 def test_plan_from_output_fallbacks() -> None:
-    assert plan_from_output({}) == ""
-    assert plan_from_output({"plan": [{"no_tool": 1}]}) == ""
-    assert plan_from_output({"plan": [{"tool": "date_math", "args": ["tomorrow"]}]}) == \
+    done = {"stop_reason": "answered"}
+    assert plan_from_output({}).steps == []
+    first, final = predicted_plans({**done, "plan": [{"no_tool": 1}]})
+    assert final.status == "invalid" and final.plan.steps == [] and "unreadable" in final.errors[0]
+    assert format_plan(plan_from_output({**done, "plan": [{"tool": "date_math", "args": ["tomorrow"]}]})) == \
         'Step 1: #E1 = date_math("tomorrow")'
 
 

@@ -2,7 +2,9 @@
 
 Each call sees the question, the tools and the observations so far, and either calls one tool or
 stops. The same tools and executor as REAPER run the call, so the two differ only in how many LLM
-calls (and how much latency) planning costs.
+calls (and how much latency) planning costs. Each call is appended to the typed ``plan`` (the agent's
+plan is the tool calls it made, in call order, with the arguments it chose), so the agent is graded
+with the same plan metrics as REAPER.
 """
 
 from __future__ import annotations
@@ -16,8 +18,7 @@ from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.reaper.respond import evidence_block
-from ragplan.reaper import PlanArg, PlanStep, run_plan
-from ragplan.reaper.plan import RetrievalPlan
+from ragplan.reaper import PlanArg, PlanStep, RetrievalPlan, as_steps, format_plan, run_plan
 from ragplan.state.context import ReaperContext
 from ragplan.tools.suites import suite_for
 
@@ -56,10 +57,13 @@ def agent_step(state: dict[str, Any], runtime: Runtime[ReaperContext]) -> dict[s
     latency = {"planner_latency_s": d.usage.llm_seconds, "usage": d.usage}
     if act.done or not act.tool:
         return {"agent_done": True, **latency}
-    index = len(evidence) + 1
-    step = PlanStep(index=index, purpose=act.thought[:120], evidence_var=f"E{index}", tool=act.tool,
+    done_so_far = as_steps(state.get("plan"))
+    index = len(done_so_far) + 1
+    step = PlanStep(index=index, purpose=" ".join(act.thought.split())[:120], evidence_var=f"E{index}", tool=act.tool,
                     kwargs={k: PlanArg(kind="literal", value=v) for k, v in act.args.items()})
     result = run_plan(RetrievalPlan(steps=[step]), registry, timeout_s=ctx.step_timeout_s, max_parallel=1)
+    plan = RetrievalPlan(steps=[*done_so_far, step])
     done = index >= ctx.max_steps
     return {"evidence": evidence + [e.model_dump(mode="json") for e in result.evidence], "agent_done": done,
+            "plan": plan.steps, "plan_text": format_plan(plan),
             **({"stop_reason": "max_steps"} if done else {}), **latency}

@@ -1,8 +1,10 @@
-"""execute_plan: run the validated plan's tool calls (REAPER).
+"""execute_plan: run the validated plan's tool calls (REAPER and the classifier baseline).
 
-Steps run in dependency order, independent ones in parallel (``max_parallel``), ``#Ej`` replaced by
-step j's output; each call is time-boxed (``step_timeout_s``). A failed call is recorded with its
-error and the steps that depend on it are skipped; the run goes on to the responder.
+The plan comes typed from state (``plan``: :class:`~ragplan.reaper.plan.PlanStep` objects, or their
+dumps from a LangGraph server); nothing is re-parsed. Steps run in dependency order, independent
+ones in parallel (``max_parallel``), ``#Ej`` replaced by step j's output; each call is time-boxed
+(``step_timeout_s``). A failed call is recorded with its error and the steps that depend on it are
+skipped; the run goes on to the responder.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragplan.reaper import parse_plan, run_plan
+from ragplan.reaper import RetrievalPlan, as_steps, run_plan
 from ragplan.state.context import ReaperContext
 from ragplan.tools.suites import suite_for
 
@@ -19,9 +21,12 @@ __all__ = ["execute_plan"]
 
 
 def execute_plan(state: dict[str, Any], runtime: Runtime[ReaperContext]) -> dict[str, Any]:
-    """Execute ``plan_text`` against the bound tool registry; record every call as evidence."""
+    """Execute the typed ``plan`` against the bound tool registry; record every call as evidence."""
     ctx = runtime.context
-    plan = parse_plan(state.get("plan_text", "")).plan
+    try:
+        plan = RetrievalPlan(steps=as_steps(state.get("plan")))
+    except Exception as exc:  # a state that does not hold plan steps: recorded, the responder still answers
+        return {"evidence": [], "error": f"execute_plan: the plan in state is not a list of plan steps: {exc}"}
     if not plan.steps:
         return {"evidence": []}
     try:

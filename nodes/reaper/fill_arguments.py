@@ -9,10 +9,12 @@ the skeleton leaves open, as one typed object (:class:`FilledArguments`: step �
 the paper calls Mistral once per workflow step, we ask once for all steps. A ``product_id`` the
 model leaves out is taken from the page context.
 
-The plan is then checked against the tool registry: valid → ``plan_text`` (canonical,
-:func:`~ragplan.reaper.plan.format_plan`) and ``plan`` for ``execute_plan``; invalid → the errors
-in ``plan_errors`` and ``stop_reason = "invalid_plan"`` (the responder answers without evidence; there
-is no repair round — the baseline has nothing to re-plan with).
+The plan is then checked against the tool registry and recorded as the run's one
+:class:`~ragplan.reaper.plan.PlanCall` (so it is graded like REAPER's first call): valid → the typed
+``plan`` that ``execute_plan`` runs (``plan_text`` is its printed form); invalid → the errors in
+``plan_errors``, an empty ``plan`` and ``stop_reason = "invalid_plan"`` (the responder answers without
+evidence; there is no repair round — the baseline has nothing to re-plan with). The no-retrieval class
+records a valid zero-step plan.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
-from ragplan.reaper import format_plan, check_plan
-from ragplan.reaper.plan import RetrievalPlan, PlanArg, PlanStep
+from ragplan.reaper import check_plan, format_plan
+from ragplan.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan
 from ragplan.state.context import ReaperContext
 from ragplan.tools.suites import suite_for
 
@@ -131,13 +133,15 @@ def fill_arguments(state: dict[str, Any], runtime: Runtime[ReaperContext]) -> di
         except Exception:  # the skeleton falls back to DEFAULT_CHAINS
             chains = {}
     skeleton = build_skeleton(cls, chains) if cls else []
-    if not skeleton:
-        return {"plan_text": "", "plan": [], "plan_raw": "", "plan_errors": [], "plan_attempts": 0}
+    route_s = float(route.get("latency_s") or 0.0)
+    if not skeleton:  # no retrieval: a valid zero-step plan, no LLM call
+        return {"plan": [], "plan_text": "", "plan_raw": "", "plan_errors": [], "plan_attempts": 0,
+                "plan_calls": [PlanCall(attempt=1, raw="", steps=[], valid=True, latency_s=route_s)]}
     try:
         registry = suite_for(ctx)
     except Exception as exc:  # an unknown suite or a shop that cannot be opened
         return {"plan_errors": [f"tool registry unavailable: {exc}"], "error": f"fill_arguments: {exc}",
-                "stop_reason": "tool_error", "plan_attempts": 0}
+                "stop_reason": "tool_error", "plan_attempts": 0, "plan": [], "plan_text": ""}
     user = (f"Page context: {json.dumps(page, ensure_ascii=False)}\n"
             f"Customer question: {state['question']}\n\n"
             f"Workflow ({cls}):\n{skeleton_prompt(skeleton, registry)}\n\n"
@@ -146,16 +150,13 @@ def fill_arguments(state: dict[str, Any], runtime: Runtime[ReaperContext]) -> di
     latency = round(d.usage.llm_seconds, 4)
     if not d.ok:
         return {**failure_update(d, "fill_arguments"), "plan_attempts": 1, "planner_latency_s": latency}
-    filled = d.value.steps
-    plan = _assemble(skeleton, filled, registry, page)
-    errors = [str(e) for e in check_plan(plan, registry)]
-    update: dict[str, Any] = {"plan_raw": json.dumps(d.value.model_dump(), ensure_ascii=False), "plan_attempts": 1,
-                              "plan_errors": errors, "usage": d.usage, "planner_latency_s": latency}
+    plan = _assemble(skeleton, d.value.steps, registry, page)
+    errors = check_plan(plan, registry)
+    raw = json.dumps(d.value.model_dump(), ensure_ascii=False)
+    update: dict[str, Any] = {"plan_raw": raw, "plan_attempts": 1, "plan_errors": [str(e) for e in errors],
+                              "usage": d.usage, "planner_latency_s": latency,
+                              "plan_calls": [PlanCall(attempt=1, raw=raw, steps=plan.steps, valid=not errors,
+                                                      errors=errors, latency_s=round(route_s + latency, 4))]}
     if errors:
-        update["stop_reason"] = "invalid_plan"
-        return update
-    update["plan_text"] = format_plan(plan)
-    update["plan"] = [{"index": s.index, "evidence_var": s.evidence_var, "tool": s.tool, "purpose": s.purpose,
-                       "args": [a.model_dump() for a in s.args], "kwargs": {k: v.model_dump() for k, v in s.kwargs.items()}}
-                      for s in plan.steps]
-    return update
+        return {**update, "plan": [], "plan_text": "", "stop_reason": "invalid_plan"}
+    return {**update, "plan": list(plan.steps), "plan_text": format_plan(plan)}

@@ -3,8 +3,9 @@
 The prompt is the paper's: the planner's role, the instruction, every tool of the registry with its
 signature, description and one example use, in-context example plans, then the customer's question
 and page context. The output is a plan in the paper's text format (``Step k: purpose - #Ek =
-tool(args)``), which ``validate_plan`` parses and checks; on a repair round the validation errors are
-given back. The planner is its own model role (a small, fast model); its latency is recorded.
+tool(args)``), which ``validate_plan`` parses and checks; on a repair round the last plan and its
+validation errors (the typed errors of its :class:`~ragplan.reaper.plan.PlanCall`) are given back.
+The planner is its own model role (a small, fast model); its latency is recorded.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from ragplan.llm import chat_model_for, generate, message_text
-from ragplan.reaper import parse_plan, repair_prompt, check_plan
+from ragplan.reaper import PlanCall, repair_prompt
 from ragplan.nodes.reaper.planner_prompt import build_planner_messages
 from ragplan.nodes.reaper.planner_examples import DEFAULT_EXAMPLES
 from ragplan.state.context import ReaperContext
@@ -35,14 +36,13 @@ def plan_retrieval(state: dict[str, Any], runtime: Runtime[ReaperContext]) -> di
         return {"plan_attempts": attempts, "error": f"plan_retrieval: {exc}", "stop_reason": "llm_error", "answer": ""}
     system, user = build_planner_messages(registry, DEFAULT_EXAMPLES, state["question"], state.get("page_context") or {})
     messages: list[Any] = [SystemMessage(system), HumanMessage(user)]
-    if state.get("plan_errors") and state.get("plan_raw"):
-        parsed = parse_plan(state["plan_raw"])  # re-derived so the repair text has the errors' kinds and lines
-        errors = parsed.errors or check_plan(parsed.plan, registry)
-        text = repair_prompt(errors, registry=registry, plan_text=state["plan_raw"]) if errors else (
-            "The plan is invalid:\n" + "\n".join(state["plan_errors"]) + "\nWrite a corrected plan.")
-        messages += [AIMessage(state["plan_raw"]), HumanMessage(text)]
+    calls = state.get("plan_calls") or []
+    last = PlanCall.model_validate(calls[-1]) if calls else None
+    if last is not None and not last.valid:  # the repair round: the faulty plan and its typed errors, line by line
+        messages += [AIMessage(last.raw), HumanMessage(repair_prompt(last.errors, registry=registry, plan_text=last.raw))]
     msg, usage, err = generate(model, messages)
-    latency = {"plan_attempts": attempts, "planner_latency_s": usage.llm_seconds, "usage": usage}
+    latency = {"plan_attempts": attempts, "planner_latency_s": usage.llm_seconds, "planner_call_s": usage.llm_seconds,
+               "usage": usage}
     if msg is None:
         return {**latency, "error": f"plan_retrieval: {err}", "stop_reason": "llm_error", "answer": ""}
     return {**latency, "plan_raw": message_text(msg)}

@@ -1,8 +1,12 @@
 """validate_plan: parse the planner's output and check it against the tool registry (REAPER).
 
 Invented tools, unknown or missing arguments, references to later or missing steps and cycles are
-errors. With errors and a repair left, the planner is asked again with the errors shown; without one,
-the failure is recorded (``invalid_plan``) and the responder answers without evidence.
+errors. Every planner call's plan is recorded as a :class:`~ragplan.reaper.plan.PlanCall` (raw text,
+typed steps, validity, errors, latency), so the first call — the paper's one-call setting — can be
+graded apart from the plan after the repair round. A valid plan becomes the typed ``plan`` that
+``execute_plan`` runs (``plan_text`` is its printed form). With errors and a repair left, the planner
+is asked again with the errors shown; without one, the failure is recorded (``invalid_plan``, an
+empty ``plan``) and the responder answers without evidence.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragplan.reaper import format_plan, parse_plan, check_plan
+from ragplan.reaper import PlanCall, PlanError, check_plan, format_plan, parse_plan
 from ragplan.state.context import ReaperContext
 from ragplan.tools.suites import suite_for
 
@@ -19,24 +23,30 @@ __all__ = ["validate_plan"]
 
 
 def validate_plan(state: dict[str, Any], runtime: Runtime[ReaperContext]) -> dict[str, Any]:
-    """Parse and validate ``plan_raw``; record the typed plan or the errors."""
+    """Parse and validate ``plan_raw``; record the planner call's plan and, when valid, the typed plan to run."""
     ctx = runtime.context
-    parsed = parse_plan(state.get("plan_raw", ""))
-    errors = [str(e) for e in parsed.errors]
+    raw = state.get("plan_raw", "") or ""
+    parsed = parse_plan(raw)
+    errors = list(parsed.errors)
+    call = {"attempt": state.get("plan_attempts", 0) or 1, "raw": raw, "steps": parsed.plan.steps,
+            "latency_s": state.get("planner_call_s", 0.0) or 0.0}
     if not errors:
         try:
-            errors = [str(e) for e in check_plan(parsed.plan, suite_for(ctx))]
+            errors = check_plan(parsed.plan, suite_for(ctx))
         except Exception as exc:  # an unknown suite or a shop that cannot be opened
-            return {"plan_errors": [f"tool registry unavailable: {exc}"], "error": f"validate_plan: {exc}",
-                    "stop_reason": "tool_error"}
+            err = PlanError(line=0, kind="registry", message=f"tool registry unavailable: {exc}")
+            return {"plan_errors": [str(err)], "plan": [], "plan_text": "", "error": f"validate_plan: {exc}",
+                    "stop_reason": "tool_error", "plan_calls": [PlanCall(**call, valid=False, errors=[err])]}
     if len(parsed.plan.steps) > ctx.max_steps and not errors:
-        errors = [f"the plan has {len(parsed.plan.steps)} steps; at most {ctx.max_steps} are allowed"]
-    update: dict[str, Any] = {"plan_errors": errors}
+        errors = [PlanError(line=0, kind="too_many_steps",
+                            message=f"the plan has {len(parsed.plan.steps)} steps; at most {ctx.max_steps} are allowed")]
+    update: dict[str, Any] = {"plan_errors": [str(e) for e in errors],
+                              "plan_calls": [PlanCall(**call, valid=not errors, errors=errors)]}
     if not errors:
-        update["plan_text"] = format_plan(parsed.plan) if parsed.plan.steps else ""
-        update["plan"] = [{"index": s.index, "evidence_var": s.evidence_var, "tool": s.tool, "purpose": s.purpose,
-                           "args": [a.model_dump() for a in s.args], "kwargs": {k: v.model_dump() for k, v in s.kwargs.items()}}
-                          for s in parsed.plan.steps]
-    elif state.get("plan_attempts", 0) > ctx.max_plan_repairs:
-        update["stop_reason"] = "invalid_plan"
+        update["plan"] = list(parsed.plan.steps)
+        update["plan_text"] = format_plan(parsed.plan)
+    else:
+        update["plan"], update["plan_text"] = [], ""
+        if state.get("plan_attempts", 0) > ctx.max_plan_repairs:
+            update["stop_reason"] = "invalid_plan"
     return update

@@ -1,7 +1,8 @@
 """REAPER (Joshi et al., CIKM 2024): retrieval plans made in one LLM call, checked, then executed.
 
-* :mod:`ragplan.reaper.plan` — the typed plan (:class:`RetrievalPlan`, :class:`PlanStep`, :class:`PlanArg`),
-  :func:`parse_plan` for what planners print and :func:`format_plan` for the canonical form;
+* :mod:`ragplan.reaper.plan` — the typed plan (:class:`RetrievalPlan`, :class:`PlanStep`, :class:`PlanArg`), one
+  planner call's validated plan (:class:`PlanCall`), :func:`parse_plan` for what planners print,
+  :func:`format_plan` for the canonical form and :func:`as_steps` to load steps from state or records;
 * :mod:`ragplan.reaper.validate` — :func:`check_plan` against a tool registry and the
   :func:`repair_prompt` for one repair round;
 * :mod:`ragplan.reaper.execute` — :func:`execute_plan` / :func:`run_plan`: steps in dependency order,
@@ -9,11 +10,12 @@
 """
 
 from ragplan.reaper.execute import ExecutionResult, StepEvidence, execute_plan, run_plan
-from ragplan.reaper.plan import ParseResult, RetrievalPlan, PlanArg, PlanError, PlanStep, format_plan, parse_plan
+from ragplan.reaper.plan import (ParseResult, PlanArg, PlanCall, PlanError, PlanStep, RetrievalPlan, as_steps, format_plan,
+                                 parse_plan)
 from ragplan.reaper.validate import repair_prompt, check_plan
 
 __all__ = [
-    "RetrievalPlan", "PlanStep", "PlanArg", "PlanError", "ParseResult", "parse_plan", "format_plan",
+    "RetrievalPlan", "PlanStep", "PlanArg", "PlanError", "ParseResult", "PlanCall", "parse_plan", "format_plan", "as_steps",
     "check_plan", "repair_prompt",
     "StepEvidence", "ExecutionResult", "execute_plan", "run_plan",
 ]

@@ -27,7 +27,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-__all__ = ["PlanArg", "PlanStep", "RetrievalPlan", "PlanError", "ParseResult", "parse_plan", "format_plan", "format_arg"]
+__all__ = ["PlanArg", "PlanStep", "RetrievalPlan", "PlanError", "ParseResult", "PlanCall", "parse_plan", "format_plan",
+           "format_arg", "as_steps"]
 
 
 class PlanArg(BaseModel):
@@ -107,6 +108,42 @@ class PlanError(BaseModel):
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.message}" if self.line else self.message
+
+
+class PlanCall(BaseModel):
+    """One plan as a planner call wrote it and as validation judged it (REAPER keeps every one, in order).
+
+    ``attempt`` 1 is the planner's first call — the paper's one-call setting; 2 is the plan after one
+    repair round, and so on. The classifier baseline records its one filled plan as attempt 1.
+    """
+
+    attempt: int = 1
+    raw: str = ""
+    """The planner's output as printed (classifier_planner: its filled arguments as JSON)."""
+    steps: list[PlanStep] = Field(default_factory=list)
+    """The steps read from ``raw`` — for an invalid plan, those that could be read."""
+    valid: bool = False
+    """Parsed without syntax errors and passed :func:`~ragplan.reaper.validate.check_plan` (and the step bound)."""
+    errors: list[PlanError] = Field(default_factory=list)
+    """Why the plan is invalid (empty when valid)."""
+    latency_s: float = 0.0
+    """The planning time of this call (classifier_planner: routing plus argument filling)."""
+
+    @property
+    def plan(self) -> RetrievalPlan:
+        """The steps as a :class:`RetrievalPlan`."""
+        return RetrievalPlan(steps=self.steps)
+
+
+def as_steps(value: Any) -> list[PlanStep]:
+    """Typed steps from what a state or record holds: :class:`PlanStep` objects or their dumps (dicts from
+    a LangGraph server or a run record), a :class:`RetrievalPlan`, or None. Anything else is a
+    ``pydantic.ValidationError``."""
+    if value is None:
+        return []
+    if isinstance(value, RetrievalPlan):
+        return list(value.steps)
+    return RetrievalPlan.model_validate({"steps": list(value)}).steps
 
 
 class ParseResult(BaseModel):

@@ -123,6 +123,8 @@ def _check_call(step: PlanStep, registry: Any) -> list[PlanError]:
         if a.required and a.name not in bound:
             out.append(_err(step, "missing_arg", f'{step.tool} needs the argument "{a.name}" ({spec.signature})'))
         elif a.name in bound:
+            if not a.required and bound[a.name].kind == "literal" and bound[a.name].value is None:
+                continue  # an optional argument given as null is absent
             e = _check_type(step, a.name, a.type, bound[a.name], registry)
             if e is not None:
                 out.append(e)

@@ -8,9 +8,17 @@ the file's folder when that holds a shop). Each item's text is the paper's input
     Question: "does it come in red?"
 
 and its ``context`` settings carry ``shop_dir`` (for executing plans), ``meta`` the category, split,
-gold tool sequence and the page context. :meth:`ReaperBenchmark.grade` reads the graph's
-``plan_text`` (or its ``plan`` step dicts) and scores it with :func:`ragplan.eval.plan_metrics.score_plan`;
-the per-class P/R/F1 over a run's records come from :func:`ragplan.eval.plan_metrics.aggregate`.
+gold tool sequence and the page context.
+
+:meth:`ReaperBenchmark.grade` reads the graph's output with :func:`predicted_plans`: a failed run
+(LLM error, crash, empty output) has no plan; a plan the graph left invalid after its repair round is
+invalid; otherwise the typed ``plan`` (agent_planner: its executed tool calls) is the prediction.
+Each is scored with :func:`ragplan.eval.plan_metrics.score_plan` (failed and invalid predictions are
+wrong on every metric, never "no retrieval"), twice: the **final plan** (``tool_accuracy``,
+``argument_accuracy``, ``plan_valid``, ``correct``) and the **first planner call** — the paper's
+one-call setting — (``tool_accuracy_first_call``, ``argument_accuracy_first_call``,
+``plan_valid_first_call``, ``correct_first_call``; the whole score in ``first_call``). The report
+prints the paper's Table 1 for both (:func:`ragplan.eval.plan_metrics.aggregate`).
 
 Options: ``limit``, ``split`` (``test`` default, ``train`` or ``all``), ``year`` (ignored).
 """
@@ -22,12 +30,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ragplan.eval.benchmark import Item
 from ragplan.eval.benchmarks.reaper_goldset import GoldExample, generate_goldset, load_goldset, write_goldset
-from ragplan.eval.plan_metrics import default_registry, score_plan
-from ragplan.reaper.plan import RetrievalPlan, PlanArg, PlanStep, format_plan
+from ragplan.eval.plan_metrics import aggregate, default_registry, render_comparison, render_table, score_plan
+from ragplan.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan, as_steps, format_plan, parse_plan
+from ragplan.state.reaper import FINISHED
 
-__all__ = ["ReaperBenchmark", "GOLDSET_FILE", "input_text", "plan_from_output"]
+__all__ = ["ReaperBenchmark", "GOLDSET_FILE", "PredictedPlan", "input_text", "plan_from_output", "predicted_plans"]
 
 GOLDSET_FILE = "goldset.jsonl"
 _OPTIONS = ("limit", "year", "split")
@@ -40,37 +51,105 @@ def input_text(question: str, context: dict[str, Any]) -> str:
 
 
 def _arg(v: Any) -> PlanArg:
+    if isinstance(v, PlanArg):
+        return v
     if isinstance(v, dict) and v.get("kind") in ("literal", "ref", "template"):
         return PlanArg.model_validate(v)
     return PlanArg.from_string(v) if isinstance(v, str) else PlanArg(kind="literal", value=v)
 
 
-def plan_from_output(output: dict[str, Any]) -> str:
-    """The predicted plan text: ``plan_text``, else a plan rebuilt from ``plan`` (a list of step dicts).
+def _loose_step(k: int, s: Any) -> PlanStep:
+    """A step from a plain ``{tool, args, kwargs}`` dict with raw values (hand-written outputs)."""
+    s = dict(s)
+    return PlanStep(index=int(s.get("index") or k), purpose=str(s.get("purpose") or ""),
+                    evidence_var=str(s.get("evidence_var") or f"E{k}").lstrip("#"), tool=str(s["tool"]),
+                    args=[_arg(a) for a in s.get("args") or []],
+                    kwargs={str(n): _arg(a) for n, a in (s.get("kwargs") or {}).items()})
 
-    Step dicts may be :class:`PlanStep` dumps or plain ``{tool, args, kwargs}`` with raw values;
-    anything unreadable gives the empty plan.
-    """
-    text = output.get("plan_text")
-    if isinstance(text, str):
-        return text
-    steps_in = output.get("plan")
-    if not isinstance(steps_in, list):
-        return ""
-    steps = []
+
+def _steps(value: Any) -> RetrievalPlan:
+    """Typed steps (PlanStep objects or dumps), else plain step dicts; ValueError when neither."""
     try:
-        for k, s in enumerate(steps_in, 1):
-            if isinstance(s, PlanStep):
-                steps.append(s)
-                continue
-            s = dict(s if isinstance(s, dict) else s.model_dump())
-            steps.append(PlanStep(index=int(s.get("index") or k), purpose=str(s.get("purpose") or ""),
-                                  evidence_var=str(s.get("evidence_var") or f"E{k}").lstrip("#"), tool=str(s["tool"]),
-                                  args=[_arg(a) for a in s.get("args") or []],
-                                  kwargs={n: _arg(a) for n, a in (s.get("kwargs") or {}).items()}))
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return ""
-    return format_plan(RetrievalPlan(steps=steps))
+        return RetrievalPlan(steps=as_steps(value))
+    except ValidationError:
+        pass
+    if not isinstance(value, list):
+        raise ValueError(f"a plan must be a list of steps, not {type(value).__name__}")
+    try:
+        return RetrievalPlan(steps=[_loose_step(k, s) for k, s in enumerate(value, 1)])
+    except (KeyError, TypeError, ValueError, AttributeError, ValidationError) as exc:
+        raise ValueError(f"unreadable plan steps: {type(exc).__name__}: {exc}") from None
+
+
+@dataclass
+class PredictedPlan:
+    """What a graph's output says about one plan: its status, its steps and why it is not valid."""
+
+    status: str
+    """valid (as far as the output says: the scorer still checks it), invalid or failed."""
+    plan: RetrievalPlan = field(default_factory=RetrievalPlan)
+    errors: list[str] = field(default_factory=list)
+    latency_s: float | None = None
+
+
+def _failure(output: Any) -> str | None:
+    """Why an output is a failed run (None when the run finished)."""
+    if not isinstance(output, dict) or not output:
+        return "empty output: the run produced nothing to grade"
+    if output.get("error"):
+        return f"the run failed: {output['error']}"
+    stop = output.get("stop_reason")
+    if stop not in FINISHED:
+        return f"the run did not finish (stop_reason {stop!r})"
+    return None
+
+
+def _from_call(call: Any) -> PredictedPlan:
+    c = PlanCall.model_validate(call)
+    return PredictedPlan("valid" if c.valid else "invalid", c.plan, [str(e) for e in c.errors], c.latency_s)
+
+
+def predicted_plans(output: Any) -> tuple[PredictedPlan, PredictedPlan]:
+    """(first planner call, final plan) of a REAPER-family graph's output (or a run record).
+
+    * a failed run (empty output, a recorded error, a stop reason other than answered / invalid_plan /
+      max_steps) has no plan: both are ``failed``;
+    * the final plan is the typed ``plan`` (the agent's executed tool calls, in call order), read as
+      ``plan_text`` when an output has no ``plan``; it is ``invalid`` when the graph recorded plan
+      errors, stopped with ``invalid_plan`` or its last planner call was invalid;
+    * the first call is ``plan_calls[0]`` (REAPER's first planner call, the classifier's one plan);
+      without plan calls (agent_planner, which has no repair round) it is the final plan.
+    """
+    why = _failure(output)
+    if why is not None:
+        return PredictedPlan("failed", errors=[why]), PredictedPlan("failed", errors=[why])
+    calls = output.get("plan_calls") or []
+    try:
+        first = _from_call(calls[0]) if calls else None
+        last = _from_call(calls[-1]) if calls else None
+    except ValidationError as exc:
+        bad = PredictedPlan("invalid", errors=[f"unreadable plan_calls: {exc.error_count()} problems"])
+        return bad, bad
+    errors = [str(e) for e in output.get("plan_errors") or []]
+    invalid = bool(errors) or output.get("stop_reason") == "invalid_plan" or (last is not None and last.status != "valid")
+    if invalid:
+        final = PredictedPlan("invalid", last.plan if last is not None else RetrievalPlan(),
+                              errors or (last.errors if last is not None else []) or ["the plan is invalid"])
+    elif "plan" in output and output["plan"] is not None:
+        try:
+            final = PredictedPlan("valid", _steps(output["plan"]))
+        except ValueError as exc:
+            final = PredictedPlan("invalid", errors=[str(exc)])
+    else:
+        parsed = parse_plan(output.get("plan_text") or "")
+        final = PredictedPlan("invalid" if parsed.errors else "valid", parsed.plan, [str(e) for e in parsed.errors])
+    final.latency_s = output.get("planner_latency_s") if isinstance(output.get("planner_latency_s"), (int, float)) else None
+    return (first if first is not None else final), final
+
+
+def plan_from_output(output: Any) -> RetrievalPlan:
+    """The predicted (final) plan's steps of an output; an empty plan when it has none (see :func:`predicted_plans`)."""
+    return predicted_plans(output)[1].plan
 
 
 @dataclass
@@ -83,7 +162,8 @@ class ReaperBenchmark:
     """Ignored (the runner passes it to every benchmark)."""
     split: str = "test"
     name: str = "reaper-retail"
-    metrics: tuple[str, ...] = ("tool_accuracy", "argument_accuracy", "plan_valid")
+    metrics: tuple[str, ...] = ("tool_accuracy", "argument_accuracy", "plan_valid", "tool_accuracy_first_call",
+                                "argument_accuracy_first_call", "plan_valid_first_call")
     group_by: tuple[str, ...] = ("category",)
     _cache: list[GoldExample] | None = field(default=None, init=False, repr=False, compare=False)
     _registry: Any = field(default=None, init=False, repr=False, compare=False)
@@ -131,25 +211,49 @@ class ReaperBenchmark:
         return out
 
     def report(self, records: list[dict[str, Any]]) -> str:
-        """The paper's Table 1 view: tool-selection P/R/F1 per tool class, tool and argument accuracy, planner latency."""
-        from ragplan.eval.plan_metrics import aggregate, render_table
+        """The paper's Table 1 twice: for the first planner call (the paper's one-call setting) and for the
+        final plan after the repair round — side by side, then the per-class P/R/F1 tables."""
+        first = aggregate([r.get("first_call") or r for r in records], latency_key="planner_latency_s")
+        final = aggregate(records, latency_key="planner_latency_s")
+        return "\n\n".join([
+            render_comparison({"first planner call": first, "after the repair round": final},
+                              title="REAPER plan metrics (paper Table 1)"),
+            render_table(first, title="REAPER plan metrics — first planner call (the paper's one-call setting)"),
+            render_table(final, title="REAPER plan metrics — final plan, after the repair round"),
+        ])
 
-        return render_table(aggregate(records, latency_key="planner_latency_s"), title="REAPER plan metrics")
+    def _score(self, item: Item, pred: PredictedPlan) -> dict[str, Any]:
+        today = (item.meta.get("page_context") or {}).get("date") or None
+        s = score_plan(pred.plan, item.meta.get("_gold_plan", item.gold), self._registry, status=pred.status,
+                       errors=pred.errors, today=today)
+        return {**s.to_dict(), "tool_accuracy": float(s.tools_correct),
+                "argument_accuracy": None if s.args_correct is None else float(s.args_correct),
+                "plan_valid": float(s.valid), "errors": s.errors[:10], "pred_plan": format_plan(pred.plan),
+                "planner_latency_s": pred.latency_s}
 
     def grade(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
-        """Tool/argument correctness, validity and the fields :func:`~ragplan.eval.plan_metrics.aggregate` reads.
+        """Tool/argument correctness and validity of the final plan and of the first planner call.
 
-        ``correct`` is tool sequence and arguments both right; ``chosen`` the predicted tool sequence.
+        ``correct`` is a valid plan with the tool sequence right and the scored arguments right;
+        ``chosen`` the predicted tool sequence (``invalid`` / ``failed`` when there is no valid plan).
+        ``argument_accuracy`` is None on questions whose arguments are not scored (see
+        :mod:`ragplan.eval.plan_metrics`). The ``*_first_call`` metrics and ``first_call`` hold the same
+        for the first planner call.
         """
         if self._registry is None:
             self._registry = default_registry()
-        pred = plan_from_output(output or {})
-        s = score_plan(pred, item.meta.get("_gold_plan", item.gold), self._registry)
-        return {"correct": s.correct, "chosen": " > ".join(s.pred_tools) or "none",
-                "tool_accuracy": float(s.tools_correct), "argument_accuracy": float(s.args_correct),
-                "plan_valid": float(s.valid), "pred_tools": s.pred_tools, "gold_tools": s.gold_tools,
-                "args_matched": s.args_matched, "gold_steps": s.gold_steps, "plan_errors": s.errors[:10],
-                "pred_plan": pred}
+        first, final = predicted_plans(output)
+        f, g = self._score(item, first), self._score(item, final)
+        chosen = (" > ".join(g["pred_tools"]) or "none") if g["valid"] else g["status"]
+        return {"correct": g["correct"], "chosen": chosen, "plan_status": g["status"],
+                "tool_accuracy": g["tool_accuracy"], "argument_accuracy": g["argument_accuracy"],
+                "plan_valid": g["plan_valid"],
+                "tool_accuracy_first_call": f["tool_accuracy"], "argument_accuracy_first_call": f["argument_accuracy"],
+                "plan_valid_first_call": f["plan_valid"], "correct_first_call": f["correct"],
+                "tools_correct": g["tools_correct"], "args_correct": g["args_correct"], "valid": g["valid"],
+                "pred_tools": g["pred_tools"], "pred_classes": g["pred_classes"], "gold_tools": g["gold_tools"],
+                "args_matched": g["args_matched"], "args_scored": g["args_scored"], "pred_errors": g["errors"],
+                "pred_plan": g["pred_plan"], "first_call": f}
 
 
 def _factory(data: str, **options: Any) -> ReaperBenchmark:
