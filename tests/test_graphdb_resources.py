@@ -324,12 +324,12 @@ class TestSandbox:
     def test_close_stops_workers(self) -> None:
         s = EmbeddedGraphStore.from_text(graph_script())
         assert s.query("RETURN 1 AS one").rows == [{"one": 1}]
-        pids, graph_dir = s.sandbox.worker_pids(), s.sandbox._dir
-        assert pids and os.path.isdir(graph_dir)
+        pids, graph = s.sandbox.worker_pids(), s.sandbox._graph
+        assert pids and not graph.closed
         s.close()
         for pid in pids:
             assert not os.path.exists(f"/proc/{pid}")  # killed and reaped
-        assert not os.path.exists(graph_dir)
+        assert graph.closed
         with pytest.raises(QueryError, match="closed"):
             s.query("RETURN 1 AS one")
 

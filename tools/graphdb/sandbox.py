@@ -11,10 +11,11 @@ LLM-written query of an :class:`~ragplan.tools.graphdb.EmbeddedGraphStore` runs 
 statement check's caps still refuse the known parser crashes before any process sees them).
 
 **How.** The store serialises its loaded graph once (``to_bytes``, about 10 ms for a DQA script)
-to a private temporary file. A worker (:mod:`ragplan.tools.graphdb.sandbox_worker`) is started
+into an anonymous temporary file (unlinked at once, so nothing is left behind even if the process is
+killed); each worker inherits its descriptor. A worker (:mod:`ragplan.tools.graphdb.sandbox_worker`) is started
 with ``subprocess`` — a fresh interpreter, never a fork of a caller that may hold threads, torch
 and faiss — loads that file, and then serves queries over a pipe, one at a time, for as long as it
-lives; start-up takes about 40 ms for a DQA-size graph, and a query about 0.1 ms more than
+lives; start-up takes well under 0.1 s for a DQA-size graph, and a query about 0.1 ms more than
 in-process (``benchmarks/graphdb_sandbox.py``). Each query gets, with the defaults of
 :class:`SandboxSettings`:
 
@@ -27,8 +28,8 @@ in-process (``benchmarks/graphdb_sandbox.py``). Each query gets, with the defaul
   ``max_value_depth`` (64) lists or maps deep, so a huge or deeply nested value becomes an error
   in the worker instead of a ``RecursionError`` or a memory spike here.
 
-After a kill or a crash the worker is replaced at once in the background (the graph file is
-loaded again), so the next query finds a fresh one; the query that caused it gets a
+After a kill or a crash the worker is replaced at once in the background (the graph is loaded
+again), so the next query finds a fresh one; the query that caused it gets a
 :class:`~ragplan.tools.graphdb.QueryTimeout` or :class:`~ragplan.tools.graphdb.QueryError`
 whose message says why — "ran past the 5 s time budget and was stopped", "exceeded the 1 GB memory
 budget", "crashed the query engine" — with a hint for the rewrite, which the ``graph_db`` tool
@@ -49,7 +50,6 @@ import json
 import os
 import pickle
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -60,7 +60,7 @@ import weakref
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import IO, Any, ClassVar
 
 from ragplan.tools.graphdb.readonly import QueryRefused
 from ragplan.tools.graphdb.sandbox_worker import HEADER, encode_frame
@@ -197,7 +197,7 @@ def _memory(pid: int) -> tuple[int, int]:
 class _Worker:
     """One worker process: started at once, ready after it has loaded the graph, then one query at a time."""
 
-    def __init__(self, graph_file: str, settings: SandboxSettings) -> None:
+    def __init__(self, graph_fd: int, settings: SandboxSettings) -> None:
         self.settings = settings
         self.budget = int(settings.memory_budget_mb) << 20
         self.dead = False
@@ -213,9 +213,9 @@ class _Worker:
         config = json.dumps({"memory_budget_bytes": self.budget})
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-P", str(WORKER_SCRIPT), graph_file, config],
+                [sys.executable, "-P", str(WORKER_SCRIPT), str(graph_fd), config],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
-                close_fds=True, start_new_session=True,
+                close_fds=True, pass_fds=(graph_fd,), start_new_session=True,
             )
         except OSError as exc:
             self._stderr.close()
@@ -410,26 +410,25 @@ class _Worker:
         raise QueryError(message or "the query failed in the engine")
 
 
-def _shutdown(workers: set[_Worker], directory: str, owner_pid: int) -> None:
-    """Kill a pool's workers and remove its graph file (only in the process that started them)."""
+def _shutdown(workers: set[_Worker], graph: IO[bytes], owner_pid: int) -> None:
+    """Kill a pool's workers and close its graph file (only in the process that started them)."""
     if os.getpid() != owner_pid:
         return
     for worker in list(workers):
         worker.kill()
     workers.clear()
-    shutil.rmtree(directory, ignore_errors=True)
+    graph.close()
 
 
 class QuerySandbox:
     """A small pool of worker processes serving one graph; thread-safe."""
 
     def __init__(self, graph_bytes: bytes, *, settings: SandboxSettings = DEFAULT_SANDBOX, source: str = "<graph>") -> None:
-        """Write ``graph_bytes`` (kglite ``to_bytes``) to a private file; workers start on first use."""
+        """Write ``graph_bytes`` (kglite ``to_bytes``) to an anonymous file; workers start on first use."""
         self.settings, self.source = settings, source
-        self._dir = tempfile.mkdtemp(prefix="ragplan-graph-")
-        self._graph_file = os.path.join(self._dir, "graph.kgl")
-        with open(self._graph_file, "wb") as fh:
-            fh.write(graph_bytes)
+        self._graph = tempfile.TemporaryFile(prefix="ragplan-graph-")  # already unlinked: no leftovers
+        self._graph.write(graph_bytes)
+        self._graph.flush()
         self._cond = threading.Condition()
         self._idle: list[_Worker] = []
         self._workers: set[_Worker] = set()
@@ -437,7 +436,7 @@ class QuerySandbox:
         self._closed = False
         self.exits: deque[WorkerExit] = deque(maxlen=64)
         """The most recent worker exits, oldest first."""
-        self._finalizer = weakref.finalize(self, _shutdown, self._workers, self._dir, self._pid)
+        self._finalizer = weakref.finalize(self, _shutdown, self._workers, self._graph, self._pid)
 
     def run(self, cypher: str, *, row_cap: int, timeout_s: float) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
         """Run one checked query in a worker: ``(columns, rows, total_rows, warnings)``, or a query error."""
@@ -474,7 +473,7 @@ class QuerySandbox:
                 if self._idle:
                     return self._idle.pop()
                 if len(self._workers) < max(1, self.settings.max_workers):
-                    worker = _Worker(self._graph_file, self.settings)
+                    worker = _Worker(self._graph.fileno(), self.settings)
                     self._workers.add(worker)
                     return worker
                 self._cond.wait()
@@ -487,7 +486,7 @@ class QuerySandbox:
                 self.exits.append(WorkerExit(worker.proc.pid, worker.exit_reason, worker.peak_rss))
                 if not self._closed and worker.ready:  # replace a worker that died serving: start loading now
                     try:
-                        fresh = _Worker(self._graph_file, self.settings)
+                        fresh = _Worker(self._graph.fileno(), self.settings)
                     except QueryError:
                         pass
                     else:
@@ -500,7 +499,7 @@ class QuerySandbox:
                 self._finalizer()
 
     def close(self) -> None:
-        """Stop the idle workers now and the busy ones when their query ends; remove the graph file."""
+        """Stop the idle workers now and the busy ones when their query ends; then close the graph file."""
         with self._cond:
             self._closed = True
             for worker in self._idle:

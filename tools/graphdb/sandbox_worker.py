@@ -1,10 +1,11 @@
 """The query worker: a child process that holds one frozen kglite graph and runs untrusted queries.
 
-:mod:`ragplan.tools.graphdb.sandbox` starts it as ``python -P sandbox_worker.py GRAPH_FILE SETTINGS``
+:mod:`ragplan.tools.graphdb.sandbox` starts it as ``python -P sandbox_worker.py GRAPH_FD SETTINGS``
 (a fresh interpreter, never a fork of the caller, which may hold threads, torch and faiss). It
 imports only the standard library and kglite, so it starts in about 50 ms, and then:
 
-1. loads the graph from the ``.kgl`` bytes the parent wrote (``kglite.from_bytes``) and freezes it;
+1. loads the graph from the ``.kgl`` bytes the parent wrote to an unlinked file whose descriptor
+   it inherits (``kglite.from_bytes``), and freezes it;
 2. caps its own memory: ``RLIMIT_DATA`` = what it holds after loading + the query memory budget
    (kglite's allocator, mimalloc, is told to reserve 64 MiB arenas instead of 1 GiB ones, so the
    limit counts what queries use rather than address space reserved in advance);
@@ -155,6 +156,18 @@ def _cpu_seconds() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+def _read_all(fd: int) -> bytes:
+    """The whole file behind ``fd``, read by position (the offset is shared with the parent)."""
+    size, chunks, pos = os.fstat(fd).st_size, [], 0
+    while pos < size:
+        chunk = os.pread(fd, min(size - pos, 1 << 24), pos)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        pos += len(chunk)
+    return b"".join(chunks)
+
+
 def _send(replies: BinaryIO, frame: bytes) -> None:
     replies.write(frame)
     replies.flush()
@@ -162,7 +175,7 @@ def _send(replies: BinaryIO, frame: bytes) -> None:
 
 def main(argv: list[str]) -> int:
     """Load the graph named in ``argv``, then serve queries until stdin closes."""
-    graph_file, settings = argv[1], json.loads(argv[2])
+    graph_fd, settings = int(argv[1]), json.loads(argv[2])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when this process ends
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash must not leave a gigabyte core file behind
     replies = os.fdopen(os.dup(1), "wb")
@@ -173,8 +186,8 @@ def main(argv: list[str]) -> int:
     import kglite
 
     kglite.set_query_warning_policy("silent")
-    with open(graph_file, "rb") as fh:
-        graph = kglite.from_bytes(fh.read())
+    graph = kglite.from_bytes(_read_all(graph_fd))
+    os.close(graph_fd)
     graph.read_only(True)
     frozen = graph.freeze()
     memory_budget = int(settings["memory_budget_bytes"])
