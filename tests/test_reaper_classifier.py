@@ -128,6 +128,9 @@ def test_workflow_route_fills_arguments_into_a_valid_canonical_plan(data):
     assert out["route"]["class"] == "workflow:date_math>shipment_status" and 0 < out["route"]["probability"] <= 1
     assert out["plan_text"] == ex.gold_plan and out["plan_errors"] == []
     assert check_plan(parse_plan(out["plan_text"]).plan, build_retail_registry()) == []
+    # typed steps in state (what execute_plan runs)
+    assert [s.call_text() for s in out["plan"]] == [s.call_text() for s in parse_plan(ex.gold_plan).plan.steps]
+    assert [c.valid for c in out["plan_calls"]] == [True] and out["plan_calls"][0].latency_s > 0
     assert [e["tool"] for e in out["evidence"]] == ["date_math", "shipment_status"]
     assert out["evidence"][1]["args"]["date_range"] == out["evidence"][0]["output"]
     prompt = planner.prompts[0][-1].content
@@ -152,6 +155,29 @@ def test_missing_required_argument_is_recorded_and_answered_without_evidence(dat
     out, _, responder = _run(data, ex, [FilledArguments(steps={"1": {}})], answer="Sorry.")
     assert out["stop_reason"] == "invalid_plan" and any("question" in e for e in out["plan_errors"])
     assert not out.get("evidence") and "Evidence: none" in responder.prompts[0][1].content
+    assert out["plan"] == [] and [c.valid for c in out["plan_calls"]] == [False]
+    assert out["plan_calls"][0].steps[0].tool == "customer_support"
+
+
+def test_invalid_filled_plan_is_graded_wrong_never_no_retrieval(data):
+    """Issue 8: a filled plan that fails validation used to grade as an empty plan (right for no-retrieval gold)."""
+    from ragplan.eval.benchmarks.reaper_retail import ReaperBenchmark
+
+    bench = ReaperBenchmark(data["shop"], split="all")
+    items = bench.items()
+    ex = _routed_example(data, "customer_support")
+    out, _, _ = _run(data, ex, [FilledArguments(steps={"1": {}})], answer="Sorry.")
+    for item in (next(i for i in items if i.meta["category"] == "customer_support"),
+                 next(i for i in items if i.meta["category"] == "no_retrieval")):
+        g = bench.grade(item, out)
+        assert g["correct"] is False and g["plan_status"] == "invalid" and g["plan_valid"] == 0.0
+        assert g["tool_accuracy"] == 0.0 and g["pred_classes"] == ["no_valid_plan"] and not g["correct_first_call"]
+    # the no-retrieval route is a valid zero-step plan, graded right on a no-retrieval question
+    nr = _routed_example(data, "no_retrieval")
+    out, _, _ = _run(data, nr, [], answer="Hello!")
+    assert out["plan"] == [] and [(c.valid, c.steps) for c in out["plan_calls"]] == [(True, [])]
+    g = bench.grade(next(i for i in items if i.meta["category"] == "no_retrieval"), out)
+    assert g["correct"] and g["plan_status"] == "valid" and g["chosen"] == "none"
 
 
 def test_missing_classifier_stops_with_an_error(data, tmp_path):

@@ -126,6 +126,9 @@ def test_date_range_literals(reg):
         assert check(plan, reg) == [], ok
     assert not is_date_range_literal("yesterday") and not is_date_range_literal(["2024-05-01"])
     assert not is_date_range_literal({"from": "2024-05-01"}) and not is_date_range_literal("2024-05-01 - 2024-05-02")
+    # date_math's own output, passed on as a literal (agent_planner does): shipment_status reads its start and end
+    assert is_date_range_literal({"start": "2024-05-01", "end": "2024-05-01", "expression": "today", "today": "2024-05-01"})
+    assert not is_date_range_literal({"start": "soon", "expression": "today"})
 
 
 def test_other_typed_literals_are_checked_where_possible():

@@ -42,14 +42,15 @@ def bind_args(step: PlanStep, arg_names: list[str]) -> tuple[dict[str, PlanArg],
 
 def is_date_range_literal(value: Any) -> bool:
     """True for a literal that reads as a date or date range: ``"2024-05-01"``, ``"2024-05-01..2024-05-07"``,
-    ``"2024-05-01 to 2024-05-07"``, ISO date-times, ``["start", "end"]`` or ``{"start": …, "end": …}``."""
+    ``"2024-05-01 to 2024-05-07"``, ISO date-times, ``["start", "end"]`` or ``{"start": …, "end": …}`` (other keys,
+    such as those of ``date_math``'s output, are ignored, as ``shipment_status`` ignores them)."""
     if isinstance(value, str):
         return bool(_DATE_RANGE.fullmatch(value))
     if isinstance(value, (list, tuple)):
         return len(value) == 2 and all(isinstance(v, str) and _DATE_RANGE.fullmatch(v) for v in value)
-    if isinstance(value, dict):
-        return bool(value) and set(value) <= {"start", "end"} and \
-            all(isinstance(v, str) and _DATE_RANGE.fullmatch(v) for v in value.values())
+    if isinstance(value, dict):  # date_math's own output (start, end, expression, today) included, as the tool reads it
+        ends = [value[k] for k in ("start", "end") if k in value]
+        return bool(ends) and all(isinstance(v, str) and _DATE_RANGE.fullmatch(v) for v in ends)
     return False
 
 
