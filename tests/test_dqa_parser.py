@@ -44,6 +44,10 @@ def test_generated_clones_parse_to_the_same_graph_data(tmp_path, scenario, size)
         assert new == legacy.legacy_graph_data(text, str(q.script))
         assert _plain(text)  # generated files (messy lines and all) take the fast path
         assert new.nodes and new.rels
+        maps = [m for r in new.rels for m in (r.src_key, r.dst_key, r.props)] + [n.props for n in new.nodes]
+        assert len({id(m) for m in maps}) == len(maps)  # every record has dicts of its own
+        shared = graph_data_from_text(text, str(q.script), shared_maps=True)  # what the loader reads
+        assert shared == new and len({id(r.dst_key) for r in shared.rels}) < len(shared.rels)
 
 
 # The ways DQA's real files are messy (shared/DQA.md): lines without ';', spacing variants, blank
@@ -117,6 +121,8 @@ def test_files_outside_the_plain_form_take_the_general_path_and_agree():
         "malformed map": BASE.replace("x: 1", "x: 1 y: 2"),
         "NaN": BASE.replace("x: 1", "x: NaN"),
         "list value": BASE.replace("x: 1", "x: [1]"),
+        "non-ASCII names": BASE.replace("(a:T {name", "(ä:Tä {name", 1),
+        "non-ASCII spacing": BASE.replace("(a:T {name", "(a:T\xa0{name", 1),
     }
     for name, text in variants.items():
         assert not _plain(text), name

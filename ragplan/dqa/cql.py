@@ -160,7 +160,8 @@ _LINE = re.compile(
     rf"\n(?:{_CREATE}{_W}\({_W}(\w*+){_W}:{_W}(\w++){_W}{_BODY}{_W}\)"
     rf"|{_MATCH}{_W}\({_W}(\w*+){_W}:{_W}(\w++){_W}{_BODY}{_W}\){_W},{_W}\({_W}(\w*+){_W}:{_W}(\w++){_W}{_BODY}{_W}\)"
     rf"{_W}{_CREATE}{_W}\({_W}(\w++){_W}\){_W}-{_W}\[{_W}\w*+{_W}:{_W}(\w++){_W}(?:{_BODY})?{_W}\]{_W}->{_W}"
-    rf"\({_W}(\w++){_W}\)){_W}(;?){_W}(?=\n)"
+    rf"\({_W}(\w++){_W}\)){_W}(;?){_W}(?=\n)",
+    re.ASCII,  # faster; a line with non-ASCII names or spacing is left to the general path
 )
 #: A line that holds code but does not start like a statement (indented, say): not the plain form.
 _OTHER_CODE_LINE = re.compile(r"\n(?![CcMm])[^\S\n]*(?!//)\S")
@@ -267,8 +268,12 @@ def _json_maps(bodies: list[str]) -> dict[str, dict[str, Any]] | None:
     return dict(zip(bodies, loaded))
 
 
-def _plain_graph_data(text: str, source: str) -> GraphData | None:
-    """The fast path: :class:`GraphData` of a file in the plain form, else None."""
+def _plain_graph_data(text: str, source: str, shared_maps: bool = False) -> GraphData | None:
+    """The fast path: :class:`GraphData` of a file in the plain form, else None.
+
+    ``shared_maps``: records whose maps have the same text share one dict (for a caller that only
+    reads the data and drops it, such as the simulators' loader); otherwise each record has its own.
+    """
     padded = "\n" + text + "\n"
     found = _LINE.findall(padded)
     lines = [no for no, line in enumerate(text.split("\n"), 1) if line[:1] in _STATEMENT_START]
@@ -288,14 +293,15 @@ def _plain_graph_data(text: str, source: str) -> GraphData | None:
         except _NotPlain:
             return None
     maps[""] = {}
+    get = maps.__getitem__
     data = GraphData(source)
     nodes, rels = data.nodes, data.rels
     for f, no in zip(found, lines):
         if f[1]:
-            nodes.append(NodeRec(f[1], maps[f[2]].copy(), no))
+            nodes.append(NodeRec(f[1], get(f[2]) if shared_maps else get(f[2]).copy(), no))
             continue
         v1, v2, a, b = f[3], f[6], f[9], f[12]
-        m1, m2 = maps[f[5]].copy(), maps[f[8]].copy()
+        m1, m2 = (get(f[5]), get(f[8])) if shared_maps else (get(f[5]).copy(), get(f[8]).copy())
         # as parse_statements's {v1: …, v2: …}: the second variable wins when both are the same
         if a == v2:
             sl, sk = f[7], m2
@@ -309,24 +315,28 @@ def _plain_graph_data(text: str, source: str) -> GraphData | None:
             dl, dk = f[4], m1
         else:
             return None
-        rels.append(RelRec(f[10], sl, sk, dl, dk, maps[f[11]].copy(), no))
+        rels.append(RelRec(f[10], sl, sk, dl, dk, get(f[11]) if shared_maps else get(f[11]).copy(), no))
     return data
 
 
 # --------------------------------------------------------------------------------------------- entry
 
 
-def graph_data_from_text(text: str, source: str = "<script>") -> GraphData:
-    """Parse a DQA script given as a string (the fast path when the file is plain, else the general one)."""
+def graph_data_from_text(text: str, source: str = "<script>", *, shared_maps: bool = False) -> GraphData:
+    """Parse a DQA script given as a string (the fast path when the file is plain, else the general one).
+
+    ``shared_maps=True`` lets records whose maps have the same text share one dict (less to build and
+    free), for callers that only read the result and drop it; by default every record has its own.
+    """
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")  # lines as the splitter counts them
-    data = _plain_graph_data(text, source)
+    data = _plain_graph_data(text, source, shared_maps)
     return data if data is not None else parse_statements(split_statements(text, source), source)
 
 
-def graph_data_from_bytes(data: bytes, source: str = "<script>") -> GraphData:
-    """Parse a DQA script given as the bytes of its file (UTF-8, a BOM dropped)."""
-    return graph_data_from_text(decode_script(data, source), source)
+def graph_data_from_bytes(data: bytes, source: str = "<script>", *, shared_maps: bool = False) -> GraphData:
+    """Parse a DQA script given as the bytes of its file (UTF-8, a BOM dropped); ``shared_maps`` as above."""
+    return graph_data_from_text(decode_script(data, source), source, shared_maps=shared_maps)
 
 
 def read_graph_data(path: str | Path) -> GraphData:

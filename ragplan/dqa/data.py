@@ -155,8 +155,8 @@ def _compile(data: bytes, source: str, scenario: str) -> Any:
     from ragplan.dqa import building, locating  # here: NumPy is imported when a building script is first read
 
     compile_graph = locating.scenario_from_data if scenario == "locating" else building.scenario_from_data
-    with _gc_paused():
-        return compile_graph(graph_data_from_bytes(data, source))
+    with _gc_paused():  # the parsed data is only read by the compiler, then dropped: its maps may be shared
+        return compile_graph(graph_data_from_bytes(data, source, shared_maps=True))
 
 
 def load_scenario(path: str | Path, scenario: Scenario) -> Any:

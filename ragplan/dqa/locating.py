@@ -40,7 +40,7 @@ def merchant_power(base: float, development: float, inland: bool) -> float:
     return 1.05 * (base + 2 + max(50.0, development)) if inland else 1.05 * (base + 2)
 
 
-@dataclass
+@dataclass(slots=True)
 class Record:
     """A NodeCountry relationship: a country's presence in a trade node."""
 
