@@ -15,6 +15,7 @@ import os
 import re
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Generic, Sequence, TypeVar
 
@@ -25,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 from ragplan.state.usage import Usage
 
 __all__ = ["load_chat_model", "endpoint_problem", "chat_model_for", "Decision", "decide", "decide_for", "LLMConfigError",
-           "generate"]
+           "generate", "structured_model", "parse_reply"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -219,6 +220,56 @@ def _text_instruction(schema: type[T]) -> str:
     )
 
 
+_structured: dict[tuple[int, type, str], tuple[Any, Any]] = {}
+_structured_lock = threading.Lock()
+
+
+def structured_model(model: BaseChatModel, schema: type[BaseModel], method: str) -> Any:
+    """``model`` with ``schema`` bound the way its provider does structured output (a forced tool, or a
+    response format), built once per (model, schema, method).
+
+    The parsing is ours (:func:`parse_reply`), so a call is one plain model call: no schema rebuilt per
+    call and none of the parallel runnable (and its threads) that ``include_raw=True`` adds.
+    Raises ``NotImplementedError`` for a model without structured output.
+    """
+    key = (id(model), schema, method)
+    with _structured_lock:
+        hit = _structured.get(key)
+        if hit is not None and hit[0]() is model:
+            return hit[1]
+    chain = model.with_structured_output(schema, method=method)  # type: ignore[arg-type]
+    bound = getattr(chain, "first", None)  # RunnableSequence(model with the tool / format bound | parser)
+    if bound is None:
+        raise NotImplementedError(f"{type(model).__name__} gives no bindable structured output")
+    with _structured_lock:
+        if len(_structured) > 512:  # models are long-lived (cached by name); drop entries of collected ones
+            for k in [k for k, (ref, _) in _structured.items() if ref() is None]:
+                del _structured[k]
+        _structured[key] = (weakref.ref(model), bound)
+    return bound
+
+
+def parse_reply(raw: Any, schema: type[T]) -> tuple[T | None, str]:
+    """The ``schema`` object in a reply (its forced tool call, or a JSON object in its text), or the reason there is none."""
+    calls = getattr(raw, "tool_calls", None) or []
+    problem = ""
+    for call in sorted(calls, key=lambda c: c.get("name") != schema.__name__):
+        try:
+            return schema.model_validate(call.get("args") or {}), ""
+        except ValidationError as exc:
+            problem = _short_validation(exc)
+            break
+    for bad in getattr(raw, "invalid_tool_calls", None) or []:
+        problem = problem or f"the tool call's arguments do not parse: {str(bad.get('error') or bad.get('args'))[:200]}"
+    content = raw.content if isinstance(raw.content, str) else str(raw.content)
+    if problem and not content.strip():
+        return None, problem
+    try:
+        return parse_json_object(content, schema), ""
+    except ValueError as exc:
+        return None, problem or str(exc)
+
+
 def decide(
     model: BaseChatModel, messages: Sequence[BaseMessage], schema: type[T], *, method: str = "function_calling",
     max_repairs: int = 2,
@@ -232,40 +283,24 @@ def decide(
     """
     convo: list[BaseMessage] = list(messages)
     usage = Usage()
-    runnable: Any = None
+    runnable: Any = model
     if method != "text":
         try:
-            runnable = model.with_structured_output(schema, method=method, include_raw=True)
+            runnable = structured_model(model, schema, method)
         except (NotImplementedError, ValueError, TypeError):
-            method, runnable = "text", None
+            method, runnable = "text", model
     if method == "text":
         convo = [*convo[:-1], SystemMessage(_text_instruction(schema)), convo[-1]] if convo else convo
     last_error = ""
     for attempt in range(1, max_repairs + 2):
         t0 = time.perf_counter()
         try:
-            out = runnable.invoke(convo) if runnable is not None else model.invoke(convo)
+            raw = runnable.invoke(convo)
         except Exception as exc:  # endpoint down, auth, timeout after retries: recorded, never raised
             usage = usage + Usage(llm_calls=1, llm_seconds=round(time.perf_counter() - t0, 4))
             return Decision(None, usage, f"LLM request failed: {type(exc).__name__}: {str(exc)[:500]}", attempt, "endpoint")
-        raw = out["raw"] if isinstance(out, dict) else out
         usage = usage + _usage_of(raw, time.perf_counter() - t0)
-        parsed = out.get("parsed") if isinstance(out, dict) else None
-        if parsed is not None and not isinstance(parsed, schema):
-            try:
-                parsed = schema.model_validate(parsed)
-            except ValidationError as exc:
-                parsed, last_error = None, _short_validation(exc)
-        if parsed is None:
-            content = raw.content if isinstance(raw.content, str) else str(raw.content)
-            try:
-                parsed = parse_json_object(content, schema)
-            except ValueError as exc:
-                err = out.get("parsing_error") if isinstance(out, dict) else None
-                if isinstance(err, ValidationError):
-                    last_error = _short_validation(err)
-                else:
-                    last_error = str(err or exc)
+        parsed, last_error = parse_reply(raw, schema)
         if parsed is not None:
             return Decision(parsed, usage, "", attempt)
         convo = [*convo, AIMessage(content=_visible(raw)),
