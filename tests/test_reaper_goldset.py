@@ -97,3 +97,33 @@ def test_write_load_roundtrip(tmp_path: Path, gold) -> None:
     assert len(p.read_text().splitlines()) == len(gold)
     json.loads(p.read_text().splitlines()[0])
     assert [e.to_dict() for e in load_goldset(p)] == [e.to_dict() for e in gold]
+
+
+def test_gold_set_and_in_context_examples_follow_the_argument_rule(gold) -> None:
+    """One rule (ragplan.eval.plan_metrics): scored arguments are taken from the question; free text is not scored."""
+    from ragplan.eval.plan_metrics import keyword_set, normalize_text, score_plan
+    from ragplan.nodes.reaper.planner_examples import DEFAULT_EXAMPLES
+    from ragplan.reaper.plan import PlanArg
+
+    reg = build_retail_registry()
+    rows = [(e.question, e.context, e.plan) for e in gold]
+    rows += [(x["query"], x["context"], parse_plan(x["plan"]).plan) for x in DEFAULT_EXAMPLES]
+    assert len(rows) > len(gold)
+    for question, context, plan in rows:
+        assert not check_plan(plan, reg), (question, plan)
+        words = set(keyword_set(question))
+        for st in plan.steps:
+            if st.tool == "prod_search":
+                assert set(keyword_set(st.args[0].value)) <= words, (question, st.raw)
+            if st.tool == "shipment_status" and "keywords" in st.kwargs:
+                kw = keyword_set(st.kwargs["keywords"].value)
+                assert kw and set(kw) <= words, (question, st.raw)
+            if st.tool == "date_math":
+                assert normalize_text(st.args[0].value) in normalize_text(question), (question, st.raw)
+        # rephrasing the free text (prod_qna / customer_support questions) never changes the grade
+        rephrased = plan.model_copy(deep=True)
+        for st in rephrased.steps:
+            if st.tool in ("prod_qna", "customer_support"):
+                st.args[-1] = PlanArg(kind="literal", value="Could you check this for the customer, please?")
+        s = score_plan(rephrased, plan, reg, today=context.get("date") or None)
+        assert s.correct, (question, s)

@@ -90,7 +90,7 @@ def test_invented_tool_planner_scores_zero_even_on_no_retrieval_questions(shop, 
     assert o["argument_accuracy"] == 0.0 and o["tool_accuracy_first_call"] == 0.0
     assert summary["groups"]["category"]["no_retrieval"]["correct"] == 0
     md = (tmp_path / "run" / "summary.md").read_text()
-    assert "| no_retrieval | 0.000 | 0.000 | 0.000 |" in md and "| no_valid_plan | 0.000 |" in md
+    assert "| no_retrieval | 0.000 | 0.000 | 0.000 | 3 | 0 |" in md and "| no_valid_plan | 0.000 | 0.000 | 0.000 | 0 | 18 |" in md
 
 
 def test_failed_runs_are_wrong(shop, bench, tmp_path):

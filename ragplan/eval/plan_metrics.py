@@ -408,11 +408,13 @@ def _f(v: float | None) -> str:
 
 
 def render_table(metrics: PlanMetrics, title: str = "") -> str:
-    """Markdown: the per-class P/R/F1 table, then the overall accuracies."""
+    """Markdown: the per-class P/R/F1 table (support: gold plans with the class; predicted: predictions with it),
+    then the overall accuracies."""
     lines = [f"### {title}", ""] if title else []
-    lines += ["| tool class | precision | recall | F1 | support |", "|---|---:|---:|---:|---:|"]
+    lines += ["| tool class | precision | recall | F1 | support | predicted |", "|---|---:|---:|---:|---:|---:|"]
     for c, m in metrics.per_class.items():
-        lines.append(f"| {c} | {m['precision']:.3f} | {m['recall']:.3f} | {m['f1']:.3f} | {int(m['support'])} |")
+        lines.append(f"| {c} | {m['precision']:.3f} | {m['recall']:.3f} | {m['f1']:.3f} | {int(m['support'])} | "
+                     f"{int(m['tp'] + m['fp'])} |")
     lines += ["", "| metric | value |", "|---|---:|", f"| plans | {metrics.n} |",
               f"| tool accuracy | {metrics.tool_accuracy:.3f} |",
               f"| argument accuracy (prod_search, shipment_status; {metrics.argument_n} plans) | "

@@ -21,11 +21,18 @@ delivery dates relative to the shop's ``today``), each with the canonical gold p
 ``shipment_compat``    accessories for an ordered device → ``shipment_status`` → ``compatible_products``
 =====================  ==================================================================
 
-Argument conventions of the gold plans: ``customer_support``, ``prod_qna`` (single-step) take the
-customer's question verbatim (as in the paper's Figure 2); multi-step ``prod_qna`` takes the
-sub-question; ``prod_search`` the shopping phrase; ``shipment_status`` ``keywords=`` an order
-keyword and ``date_range=#E1``; ``date_math`` the date expression. Every example is split
-train/test (about 80/20) within its category.
+Argument conventions of the gold plans, under the argument rule of :mod:`ragplan.eval.plan_metrics`
+(paper §5.2: only ``prod_search`` and ``shipment_status`` arguments are scored):
+
+* scored — ``prod_search`` takes the shopping phrase of the question (compared as a keyword set);
+  ``shipment_status`` ``keywords=`` the ordered item's words as the customer said them (a keyword
+  set; none when the customer names no item) and ``date_range=#E1`` from a ``date_math`` step on the
+  date expression as said (compared as the resolved dates);
+* not scored — ``customer_support`` and single-step ``prod_qna`` copy the customer's question verbatim
+  (as in the paper's Figure 2), multi-step ``prod_qna`` the sub-question; a planner may rephrase them
+  (the in-context examples do). Product ids come from the page context or ``#E1``.
+
+Every example is split train/test (about 80/20) within its category.
 """
 
 from __future__ import annotations
