@@ -128,6 +128,7 @@ def test_rate_limited_question_is_retried_with_backoff(tmp_path):
     rec = json.loads((tmp_path / "run" / "results.jsonl").read_text())
     assert rec["attempts"] == 2 and rec["error"] == "" and rec["correct"]
     assert summary["overall"]["correct"] == 1
+    assert rec["llm_calls"] == len(stub.requests) == 5  # the rate-limited attempt's call is counted too
 
 
 def test_endpoint_down_is_recorded_per_question(tmp_path):
@@ -191,3 +192,31 @@ def test_report_compares_runs_with_iter_rag_split(tmp_path, capsys):
     # iter_rag retrieved twice for every question: both runs' questions are all MR
     assert all("0.0% (0)" in r for r in rows)
     assert main(["eval", "report", str(tmp_path / "nope")]) == 2
+
+
+def test_a_corrupt_line_in_the_middle_loses_no_later_record(tmp_path):
+    """Every valid line survives; the bad one is set aside with a warning naming its line (issue 13)."""
+    folder = RunFolder(tmp_path)
+    folder.path.mkdir(exist_ok=True)
+    lines = [json.dumps({"id": f"q{i}", "answer": str(i)}) for i in range(30)]
+    lines[2] = '{"id": "q2", "answ'  # torn in the middle of the file
+    folder.results_file.write_text("\n".join(lines) + "\n")
+    with pytest.warns(RuntimeWarning, match=r"line 3"):
+        recs = folder.load_records(repair=True)
+    assert len(recs) == 29 and "q2" not in recs and recs["q29"]["answer"] == "29"
+    assert len(folder.results_file.read_text().splitlines()) == 29
+    rejected = [json.loads(x) for x in (tmp_path / "results.rejected.jsonl").read_text().splitlines()]
+    assert rejected == [{"line": 3, "text": '{"id": "q2", "answ'}]
+    folder.append({"id": "q2", "answer": "2"})  # appends continue on a clean file
+    assert len(folder.load_records()) == 30
+
+
+def test_wall_time_counts_a_killed_invocation(tmp_path):
+    """The time before a kill is part of the run's wall time: each invocation runs to its last finished question."""
+    folder = RunFolder(tmp_path)
+    folder.path.mkdir(exist_ok=True)
+    (tmp_path / "invocations.jsonl").write_text(json.dumps({"invocation": 1, "started": 1000.0}) + "\n"
+                                                + json.dumps({"invocation": 2, "started": 2000.0}) + "\n")
+    recs = {"a": {"id": "a", "invocation": 1, "finished_at": 1030.0}, "b": {"id": "b", "invocation": 1, "finished_at": 1042.5},
+            "c": {"id": "c", "invocation": 2, "finished_at": 2010.0}}
+    assert folder.wall_time(recs, now=2011.0) == 42.5 + 11.0

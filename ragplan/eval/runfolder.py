@@ -1,7 +1,8 @@
 """A run folder on disk: its settings and its results, written so that a kill loses nothing finished.
 
 * ``settings.json`` — what was run (:class:`RunSettings`), written atomically;
-* ``results.jsonl`` — one JSON line per finished question, appended and fsynced one at a time.
+* ``results.jsonl`` — one JSON line per finished question, appended and fsynced one at a time;
+* ``invocations.jsonl`` — when each run or resume started, so the wall time counts killed runs too.
 
 The runner (:mod:`ragplan.eval.runner`) writes folders; the reports (:mod:`ragplan.eval.report`) read them.
 """
@@ -10,13 +11,15 @@ from __future__ import annotations
 
 import json
 import os
+import time
+import warnings
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from ragplan import __version__
 
-__all__ = ["RunSettings", "RunFolder", "atomic_write", "previous_wall_time"]
+__all__ = ["RunSettings", "RunFolder", "atomic_write"]
 
 
 @dataclass
@@ -66,27 +69,76 @@ class RunFolder:
         atomic_write(self.settings_file, json.dumps(asdict(settings), indent=2, default=str))
 
     def load_records(self, repair: bool = False) -> dict[str, dict[str, Any]]:
-        """Finished records by id; with ``repair`` a torn last line (a kill mid-write) is cut off the file."""
+        """Finished records by id: every valid line is kept, whatever lines around it are broken.
+
+        A line that is not a JSON record with an ``id`` (a torn last line after a kill, a corrupt line
+        in the middle) is skipped with a warning naming its line number; with ``repair`` the bad lines
+        are moved to ``results.rejected.jsonl`` and ``results.jsonl`` is rewritten (atomically) without
+        them, so appends continue on a clean file. A later line for the same id replaces an earlier one.
+        """
         if not self.results_file.exists():
             return {}
         raw = self.results_file.read_bytes()
         records: dict[str, dict[str, Any]] = {}
-        good_end = 0
-        pos = 0
-        for line in raw.splitlines(keepends=True):
-            pos += len(line)
-            if not line.endswith(b"\n"):
-                break
+        good: list[bytes] = []
+        bad: list[tuple[int, bytes]] = []
+        for n, line in enumerate(raw.splitlines(keepends=True), 1):
+            if not line.strip():
+                continue
             try:
                 rec = json.loads(line)
-                records[rec["id"]] = rec
-                good_end = pos
-            except (json.JSONDecodeError, KeyError, TypeError):
-                break
-        if repair and good_end < len(raw):
-            with open(self.results_file, "r+b") as fh:
-                fh.truncate(good_end)
+                if not isinstance(rec, dict) or not isinstance(rec.get("id"), str) or not line.endswith(b"\n"):
+                    raise ValueError("not a complete record with an id")
+            except (ValueError, UnicodeDecodeError):
+                bad.append((n, line))
+                continue
+            records[rec["id"]] = rec
+            good.append(line)
+        if bad:
+            where = ", ".join(str(n) for n, _ in bad[:10]) + (" …" if len(bad) > 10 else "")
+            warnings.warn(f"{self.results_file}: skipped {len(bad)} unreadable line(s) (line {where})"
+                          + ("; moved to results.rejected.jsonl" if repair else ""), RuntimeWarning, stacklevel=2)
+            if repair:
+                with open(self.path / "results.rejected.jsonl", "ab") as fh:
+                    for n, line in bad:
+                        fh.write(json.dumps({"line": n, "text": line.decode("utf-8", "replace").rstrip("\n")}).encode() + b"\n")
+                tmp = self.results_file.with_name(self.results_file.name + ".tmp")
+                tmp.write_bytes(b"".join(good))
+                os.replace(tmp, self.results_file)
         return records
+
+    def start_invocation(self) -> int:
+        """Record that a run (or a resume) starts now; returns its number (1, 2, …)."""
+        path = self.path / "invocations.jsonl"
+        n = 1 + sum(1 for line in path.read_text().splitlines() if line.strip()) if path.exists() else 1
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"invocation": n, "started": time.time()}) + "\n")
+        return n
+
+    def wall_time(self, records: dict[str, dict[str, Any]], now: float | None = None) -> float:
+        """Wall time of every invocation of this run, killed ones included: from its start to its last
+        finished question (or to ``now`` for the one still running)."""
+        path = self.path / "invocations.jsonl"
+        if not path.exists():
+            return 0.0
+        starts: dict[int, float] = {}
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+                starts[int(row["invocation"])] = float(row["started"])
+            except (ValueError, KeyError, TypeError):
+                continue
+        ends: dict[int, float] = {}
+        for rec in records.values():
+            k, at = rec.get("invocation"), rec.get("finished_at")
+            if isinstance(k, int) and isinstance(at, (int, float)):
+                ends[k] = max(ends.get(k, 0.0), float(at))
+        last = max(starts) if starts else 0
+        total = 0.0
+        for k, start in starts.items():
+            end = now if (k == last and now is not None) else ends.get(k, start)
+            total += max(0.0, end - start)
+        return round(total, 3)
 
     def append(self, record: dict[str, Any]) -> None:
         """Append one record as a line, flushed to disk before returning."""
@@ -102,11 +154,3 @@ def atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
-
-
-def previous_wall_time(run_dir: Path) -> float:
-    """Wall time already spent on this run folder by earlier (interrupted or finished) invocations."""
-    try:
-        return float(json.loads((run_dir / "summary.json").read_text())["cost"].get("wall_time_s", 0.0))
-    except (OSError, ValueError, KeyError, TypeError):
-        return 0.0

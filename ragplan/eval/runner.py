@@ -17,6 +17,7 @@ line; they never stop the run.
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 import random
 import time
 import json
@@ -27,10 +28,11 @@ from typing import Any, Callable
 from ragplan.eval.benchmark import Benchmark, Item
 from ragplan.eval.registry import get_benchmark
 from ragplan.eval.report import summarise, write_summary
-from ragplan.eval.runfolder import RunFolder, RunSettings, previous_wall_time
+from ragplan.eval.runfolder import RunFolder, RunSettings
 from ragplan.family import MethodFamily
 from ragplan.registry import family_of
 from ragplan.state.result import GraphResult
+from ragplan.state.usage import Usage
 
 __all__ = ["RunSettings", "RunFolder", "evaluate", "run_evaluation", "is_rate_limited"]
 
@@ -58,6 +60,12 @@ def _record(item: Item, res: GraphResult, graded: dict[str, Any], settings: RunS
     }
 
 
+def _usage(out: dict[str, Any]) -> Usage:
+    """The usage an attempt's output reports (an object, or a dict from a checkpoint)."""
+    u = out.get("usage")
+    return u if isinstance(u, Usage) else Usage.model_validate(u) if isinstance(u, dict) else Usage()
+
+
 def _typed(family: MethodFamily, out: dict[str, Any]) -> GraphResult:
     """The family's typed result of a run's output; an output that does not fit it is a recorded failure."""
     try:
@@ -80,8 +88,7 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     done = folder.load_records(repair=True)
     # items that share their settings (a DQA script …) run next to each other, so each store is loaded once per run
     pending = sorted((it for it in items if it.id not in done), key=lambda it: json.dumps(it.context, sort_keys=True, default=str))
-    started = time.perf_counter()
-    previous_wall = previous_wall_time(folder.path)
+    invocation = folder.start_invocation()
     family = family_of(settings.method)
     ctx_cls = family.context
     graph = family.graph(settings.method).build().compile(name=settings.method)
@@ -96,6 +103,10 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     if hasattr(bench, "prepare"):  # e.g. build a local index from the dataset's own contexts
         base.update({k: v for k, v in bench.prepare(folder.path, settings.context).items() if k in ctx_fields})
     sem = asyncio.Semaphore(max(1, settings.concurrency))
+    # synchronous nodes run in the loop's default thread pool: size it to the concurrency (asyncio's own
+    # default, min(32, cores + 4), would cap a run at 6 questions in flight on 2 cores)
+    pool = ThreadPoolExecutor(max_workers=max(8, 2 * settings.concurrency + 4), thread_name_prefix="ragplan-node")
+    asyncio.get_running_loop().set_default_executor(pool)
     finished = len(items) - len(pending)
     if on_progress:
         on_progress(finished, len(items))
@@ -108,10 +119,10 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
             graph_input = family.graph_input(item.question, item.inputs)
             out: dict[str, Any] = {}
             attempts = 0
+            spent = Usage()  # every attempt's LLM work counts (a rate-limited attempt cost calls and tokens too)
             t0 = time.perf_counter()
             while True:
                 attempts += 1
-                t0 = time.perf_counter()
                 try:
                     out = await asyncio.wait_for(
                         graph.ainvoke(graph_input, context=ctx,
@@ -122,13 +133,14 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
                            "stop_reason": "item_timeout"}
                 except Exception as exc:  # a crash of one question is that question's recorded failure
                     out = {"answer": "", "error": f"{type(exc).__name__}: {exc}", "stop_reason": "crash"}
+                spent = spent + _usage(out)
                 if is_rate_limited(out.get("error")) and attempts <= settings.rate_limit_retries:
                     delay = settings.backoff_s * 2 ** (attempts - 1) * (1 + random.random() / 2)
                     await asyncio.sleep(delay)
                     continue
                 break
-            latency = time.perf_counter() - t0
-            res = _typed(family, out)
+            latency = time.perf_counter() - t0  # every attempt and its backoff
+            res = _typed(family, {**out, "usage": spent})
             if res.error and not out.get("error"):
                 out = {**out, "answer": "", "error": res.error, "stop_reason": res.stop_reason}
             try:
@@ -136,16 +148,17 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
             except Exception as exc:  # counted as wrong (0 on every metric), with the reason
                 graded = {"correct": False, "grade_error": f"{type(exc).__name__}: {exc}",
                           **{m: 0.0 for m in getattr(bench, "metrics", ())}}
-            folder.append(_record(item, res, graded, settings, latency, attempts))
+            folder.append({**_record(item, res, graded, settings, latency, attempts),
+                           "invocation": invocation, "finished_at": round(time.time(), 3)})
             finished += 1
             if on_progress:
                 on_progress(finished, len(items))
 
-    await asyncio.gather(*(one(it) for it in pending))
+    await asyncio.gather(*(one(it) for it in pending))  # the loop shuts its default executor down when it closes
     records = folder.load_records()
     ordered = [records[it.id] for it in items if it.id in records]
     summary = summarise(ordered, list(bench.group_by), settings, list(getattr(bench, "metrics", ())))
-    summary["cost"]["wall_time_s"] = round(previous_wall + time.perf_counter() - started, 3)
+    summary["cost"]["wall_time_s"] = folder.wall_time(records, now=time.time())
     if hasattr(bench, "report"):  # a benchmark's own tables (e.g. REAPER's per-tool precision/recall/F1)
         summary["benchmark_report"] = bench.report(ordered)
     write_summary(folder.path, summary)
