@@ -15,7 +15,7 @@ import re
 import pytest
 
 from ragplan.dqa import cql
-from ragplan.dqa.cql import graph_data_from_bytes, graph_data_from_text, read_graph_data
+from ragplan.dqa.cql import GraphRows, graph_data_from_bytes, graph_data_from_text, graph_rows_from_bytes, read_graph_data
 from ragplan.dqa.data import load_questions
 from ragplan.dqa.generate import generate
 from ragplan.tools.graphdb.script import ScriptError, split_statements
@@ -31,7 +31,7 @@ def _outcome(parse, text: str):
 
 def _plain(text: str) -> bool:
     """Whether the fast path reads ``text`` by itself (without the general path)."""
-    return cql._plain_graph_data(text.replace("\r\n", "\n").replace("\r", "\n"), "f.cql") is not None
+    return cql._plain_rows(text.replace("\r\n", "\n").replace("\r", "\n"), "f.cql") is not None
 
 
 @pytest.mark.parametrize("scenario", ["locating", "building"])
@@ -46,8 +46,8 @@ def test_generated_clones_parse_to_the_same_graph_data(tmp_path, scenario, size)
         assert new.nodes and new.rels
         maps = [m for r in new.rels for m in (r.src_key, r.dst_key, r.props)] + [n.props for n in new.nodes]
         assert len({id(m) for m in maps}) == len(maps)  # every record has dicts of its own
-        shared = graph_data_from_text(text, str(q.script), shared_maps=True)  # what the loader reads
-        assert shared == new and len({id(r.dst_key) for r in shared.rels}) < len(shared.rels)
+        rows = graph_rows_from_bytes(q.script.read_bytes(), str(q.script))  # what the loader compiles
+        assert rows == GraphRows.of(new) and len({id(r[4]) for r in rows.rels}) < len(rows.rels)  # maps shared
 
 
 # The ways DQA's real files are messy (shared/DQA.md): lines without ';', spacing variants, blank
@@ -203,7 +203,10 @@ def test_a_hostile_corpus_parses_as_the_old_parser_did(seed):
             i = rng.randrange(len(lines))
             lines[i] = _mutate(lines[i], rng)
         text = rng.choice(["\n", "\n", "\r\n", "\r"]).join(lines) + rng.choice(["", "\n", "\n\n", " "])
-        assert _outcome(graph_data_from_text, text) == _outcome(legacy.legacy_graph_data, text), repr(text)
+        expected = _outcome(legacy.legacy_graph_data, text)
+        assert _outcome(graph_data_from_text, text) == expected, repr(text)
+        rows = _outcome(lambda t, s: graph_rows_from_bytes(t.encode("utf-8"), s), text)  # the loader's form
+        assert rows == (expected if expected[0] == "error" else ("ok", GraphRows.of(expected[1]))), repr(text)
         assert _outcome(split_statements, text) == _outcome(legacy.split_statements, text), repr(text)
         plain += _plain(text)
     assert 200 < plain < 1300  # both paths are exercised

@@ -31,8 +31,8 @@ from typing import Any
 
 from ragplan.tools.graphdb.script import ScriptError, Statement, decode_script, read_script_bytes, split_statements
 
-__all__ = ["NodeRec", "RelRec", "GraphData", "parse_map", "parse_statements", "read_graph_data", "graph_data_from_text",
-           "graph_data_from_bytes"]
+__all__ = ["NodeRec", "RelRec", "GraphData", "GraphRows", "NodeRow", "RelRow", "parse_map", "parse_statements",
+           "read_graph_data", "graph_data_from_text", "graph_data_from_bytes", "graph_rows_from_bytes"]
 
 
 @dataclass
@@ -64,6 +64,31 @@ class GraphData:
     source: str
     nodes: list[NodeRec] = field(default_factory=list)
     rels: list[RelRec] = field(default_factory=list)
+
+
+#: A node as the simulators' compilers read it: (label, props, line).
+NodeRow = tuple[str, dict[str, Any], int]
+#: A relationship: (type, src_label, src_key, dst_label, dst_key, props, line).
+RelRow = tuple[str, str, dict[str, Any], str, dict[str, Any], dict[str, Any], int]
+
+
+@dataclass
+class GraphRows:
+    """The same content as :class:`GraphData` as plain tuples, for code that only reads it once.
+
+    Cheaper to build than records; maps with the same text may be one shared dict, so the rows are
+    read-only. ``ragplan.dqa.data.load_scenario`` compiles scripts from these.
+    """
+
+    source: str
+    nodes: list[NodeRow]
+    rels: list[RelRow]
+
+    @classmethod
+    def of(cls, data: GraphData) -> GraphRows:
+        """The rows of parsed data (its dicts, not copies)."""
+        return cls(data.source, [(n.label, n.props, n.line) for n in data.nodes],
+                   [(r.type, r.src_label, r.src_key, r.dst_label, r.dst_key, r.props, r.line) for r in data.rels])
 
 
 _VALUE = re.compile(
@@ -268,12 +293,8 @@ def _json_maps(bodies: list[str]) -> dict[str, dict[str, Any]] | None:
     return dict(zip(bodies, loaded))
 
 
-def _plain_graph_data(text: str, source: str, shared_maps: bool = False) -> GraphData | None:
-    """The fast path: :class:`GraphData` of a file in the plain form, else None.
-
-    ``shared_maps``: records whose maps have the same text share one dict (for a caller that only
-    reads the data and drops it, such as the simulators' loader); otherwise each record has its own.
-    """
+def _plain_rows(text: str, source: str) -> GraphRows | None:
+    """The fast path: the rows of a file in the plain form (maps with the same text shared), else None."""
     padded = "\n" + text + "\n"
     found = _LINE.findall(padded)
     lines = [no for no, line in enumerate(text.split("\n"), 1) if line[:1] in _STATEMENT_START]
@@ -282,8 +303,7 @@ def _plain_graph_data(text: str, source: str, shared_maps: bool = False) -> Grap
     with_semi = sum(1 for f in found if f[13])
     if with_semi and with_semi * 2 < len(found):
         return None  # the splitter would read this file in semicolon mode
-    rel_rows = [f for f in found if not f[1]]
-    distinct = dict.fromkeys([f[2] for f in found if f[1]] + [f[i] for f in rel_rows for i in (5, 8, 11)])
+    distinct = dict.fromkeys([f[2] for f in found if f[1]] + [f[i] for f in found if not f[1] for i in (5, 8, 11)])
     distinct.pop("", None)
     maps = _json_maps(list(distinct))
     if maps is None:  # the slower per-item reading decides (it gives up on what is not plain)
@@ -294,49 +314,62 @@ def _plain_graph_data(text: str, source: str, shared_maps: bool = False) -> Grap
             return None
     maps[""] = {}
     get = maps.__getitem__
-    data = GraphData(source)
-    nodes, rels = data.nodes, data.rels
+    nodes: list[NodeRow] = []
+    rels: list[RelRow] = []
     for f, no in zip(found, lines):
         if f[1]:
-            nodes.append(NodeRec(f[1], get(f[2]) if shared_maps else get(f[2]).copy(), no))
+            nodes.append((f[1], get(f[2]), no))
             continue
         v1, v2, a, b = f[3], f[6], f[9], f[12]
-        m1, m2 = (get(f[5]), get(f[8])) if shared_maps else (get(f[5]).copy(), get(f[8]).copy())
         # as parse_statements's {v1: …, v2: …}: the second variable wins when both are the same
         if a == v2:
-            sl, sk = f[7], m2
+            sl, sk = f[7], get(f[8])
         elif a == v1:
-            sl, sk = f[4], m1
+            sl, sk = f[4], get(f[5])
         else:
             return None  # not a matched variable: the general path names the error
         if b == v2:
-            dl, dk = f[7], m2
+            dl, dk = f[7], get(f[8])
         elif b == v1:
-            dl, dk = f[4], m1
+            dl, dk = f[4], get(f[5])
         else:
             return None
-        rels.append(RelRec(f[10], sl, sk, dl, dk, get(f[11]) if shared_maps else get(f[11]).copy(), no))
-    return data
+        rels.append((f[10], sl, sk, dl, dk, get(f[11]), no))
+    return GraphRows(source, nodes, rels)
+
+
+def _graph_data(rows: GraphRows) -> GraphData:
+    """Records of rows, each with dicts of its own."""
+    return GraphData(rows.source, [NodeRec(label, props.copy(), no) for label, props, no in rows.nodes],
+                     [RelRec(t, sl, sk.copy(), dl, dk.copy(), props.copy(), no) for t, sl, sk, dl, dk, props, no in rows.rels])
 
 
 # --------------------------------------------------------------------------------------------- entry
 
 
-def graph_data_from_text(text: str, source: str = "<script>", *, shared_maps: bool = False) -> GraphData:
-    """Parse a DQA script given as a string (the fast path when the file is plain, else the general one).
-
-    ``shared_maps=True`` lets records whose maps have the same text share one dict (less to build and
-    free), for callers that only read the result and drop it; by default every record has its own.
-    """
+def _normalise(text: str) -> str:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")  # lines as the splitter counts them
-    data = _plain_graph_data(text, source, shared_maps)
-    return data if data is not None else parse_statements(split_statements(text, source), source)
+    return text
 
 
-def graph_data_from_bytes(data: bytes, source: str = "<script>", *, shared_maps: bool = False) -> GraphData:
-    """Parse a DQA script given as the bytes of its file (UTF-8, a BOM dropped); ``shared_maps`` as above."""
-    return graph_data_from_text(decode_script(data, source), source, shared_maps=shared_maps)
+def graph_data_from_text(text: str, source: str = "<script>") -> GraphData:
+    """Parse a DQA script given as a string (the fast path when the file is plain, else the general one)."""
+    text = _normalise(text)
+    rows = _plain_rows(text, source)
+    return _graph_data(rows) if rows is not None else parse_statements(split_statements(text, source), source)
+
+
+def graph_data_from_bytes(data: bytes, source: str = "<script>") -> GraphData:
+    """Parse a DQA script given as the bytes of its file (UTF-8, a BOM dropped)."""
+    return graph_data_from_text(decode_script(data, source), source)
+
+
+def graph_rows_from_bytes(data: bytes, source: str = "<script>") -> GraphRows:
+    """:class:`GraphRows` of a script's bytes: what :func:`graph_data_from_bytes` reads, without the records."""
+    text = _normalise(decode_script(data, source))
+    rows = _plain_rows(text, source)
+    return rows if rows is not None else GraphRows.of(parse_statements(split_statements(text, source), source))
 
 
 def read_graph_data(path: str | Path) -> GraphData:

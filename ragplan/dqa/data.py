@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ragplan.dqa.cql import graph_data_from_bytes
+from ragplan.dqa.cql import graph_rows_from_bytes
 
 __all__ = [
     "DQAQuestion", "DQAError", "load_questions", "load_scenario", "clear_scenario_cache", "data_root", "Scenario",
@@ -155,8 +155,8 @@ def _compile(data: bytes, source: str, scenario: str) -> Any:
     from ragplan.dqa import building, locating  # here: NumPy is imported when a building script is first read
 
     compile_graph = locating.scenario_from_data if scenario == "locating" else building.scenario_from_data
-    with _gc_paused():  # the parsed data is only read by the compiler, then dropped: its maps may be shared
-        return compile_graph(graph_data_from_bytes(data, source, shared_maps=True))
+    with _gc_paused():
+        return compile_graph(graph_rows_from_bytes(data, source))  # rows: read once by the compiler, then dropped
 
 
 def load_scenario(path: str | Path, scenario: Scenario) -> Any:

@@ -23,7 +23,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragplan.dqa.cql import GraphData
+from ragplan.dqa.cql import GraphData, GraphRows
 from ragplan.tools.graphdb.script import ScriptError
 
 __all__ = ["LocatingScenario", "Record", "LocatingOption", "LocatingSolution", "scenario_from_data", "solve_locating",
@@ -80,19 +80,19 @@ def _flag(value: Any) -> bool:
     return truthy(value) if known is None else known
 
 
-def scenario_from_data(data: GraphData) -> LocatingScenario:
+def scenario_from_data(data: GraphData | GraphRows) -> LocatingScenario:
     """Build a scenario from a parsed script; a relationship to an unknown node names its line."""
+    rows = data if isinstance(data, GraphRows) else GraphRows.of(data)
     names, lv, inland, tp = [], [], [], []
     dev: dict[str, float] = {}
     home_of: dict[str, str] = {}
-    for n in data.nodes:
-        props = n.props
-        if n.label == "Trade_node":
+    for label, props, _ in rows.nodes:
+        if label == "Trade_node":
             names.append(str(props.get("name")))
             lv.append(float(props.get("local_value", 0) or 0))
             inland.append(_flag(props.get("is_inland", False)))
             tp.append(float(props.get("total_power", 0) or 0))
-        elif n.label == "Country":
+        elif label == "Country":
             name = str(props.get("name"))
             dev[name] = float(props.get("development", 0) or 0)
             if props.get("home_node") is not None:
@@ -101,25 +101,24 @@ def scenario_from_data(data: GraphData) -> LocatingScenario:
     edges: list[tuple[int, int]] = []
     records: list[Record] = []
     flags = _FLAGS
-    for r in data.rels:
+    for rtype, src_label, src_key, _, dst_key, props, line in rows.rels:
         try:
-            if r.type == "NodeCountry":
-                country, node = (r.src_key, r.dst_key) if r.src_label == "Country" else (r.dst_key, r.src_key)
-                props = r.props
+            if rtype == "NodeCountry":
+                country, node = (src_key, dst_key) if src_label == "Country" else (dst_key, src_key)
                 merchant = props["has_merchant"] if "has_merchant" in props else props.get("has_has_merchant", False)
                 home, merchant_flag = flags.get(props.get("is_home", False)), flags.get(merchant)
                 records.append(Record(str(country["name"]), index[str(node["name"])],
                                       truthy(props.get("is_home", False)) if home is None else home,
                                       truthy(merchant) if merchant_flag is None else merchant_flag,
                                       float(props.get("base_trading_power", 0) or 0)))
-            elif r.type == "source":
-                edges.append((index[str(r.src_key["name"])], index[str(r.dst_key["name"])]))
+            elif rtype == "source":
+                edges.append((index[str(src_key["name"])], index[str(dst_key["name"])]))
         except KeyError as exc:
-            raise ScriptError(data.source, r.line, f"relationship refers to an unknown trade node or key {exc}") from exc
+            raise ScriptError(rows.source, line, f"relationship refers to an unknown trade node or key {exc}") from exc
     for rec in records:  # countries without home_node: the is_home record says it
         if rec.is_home:
             home_of.setdefault(rec.country, names[rec.node])
-    return LocatingScenario(data.source, names, lv, inland, tp, dev, home_of, edges, records)
+    return LocatingScenario(rows.source, names, lv, inland, tp, dev, home_of, edges, records)
 
 
 @dataclass
