@@ -99,7 +99,7 @@ def test_maps_json_does_not_read_exactly_are_read_item_by_item():
         "empty map with a space": BASE.replace("{w: 2}", "{ }"),
     }
     for name, text in variants.items():
-        bodies = [b for f in cql._LINE.findall("\n" + text + "\n") for b in (f[2], f[5], f[8], f[11]) if b]
+        bodies = [b for f in cql._LINE.findall("\n" + text + "\n") for b in (f[1], f[4], f[7], f[10]) if b]
         assert cql._json_maps(list(dict.fromkeys(bodies))) is None, name
         assert _plain(text), name
         assert _outcome(graph_data_from_text, text) == _outcome(legacy.legacy_graph_data, text), name

@@ -179,10 +179,12 @@ _W = r"[^\S\n]*+"            # spacing inside one line (possessive: what follows
 _BODY = r"\{([^{}\n]*+)\}"    # a map body on one line
 _CREATE, _MATCH = "[Cc][Rr][Ee][Aa][Tt][Ee]", "[Mm][Aa][Tt][Cc][Hh]"  # as re.I reads them, a little faster
 #: One DQA statement that is a whole line (the text is searched as "\n" + text + "\n"): a node
-#: (groups 1-3), or a relationship (groups 4-13), then the line's ``;`` (group 14). The shapes and
-#: spacing are those of parse_statements's patterns, within one line.
+#: (label and map: groups 1-2), or a relationship (groups 3-12: the two matched nodes' variable,
+#: label and map, the created relationship's from-variable, type, map and to-variable), then the
+#: line's ``;`` (group 13). The shapes and spacing are those of parse_statements's patterns, within
+#: one line.
 _LINE = re.compile(
-    rf"\n(?:{_CREATE}{_W}\({_W}(\w*+){_W}:{_W}(\w++){_W}{_BODY}{_W}\)"
+    rf"\n(?:{_CREATE}{_W}\({_W}\w*+{_W}:{_W}(\w++){_W}{_BODY}{_W}\)"
     rf"|{_MATCH}{_W}\({_W}(\w*+){_W}:{_W}(\w++){_W}{_BODY}{_W}\){_W},{_W}\({_W}(\w*+){_W}:{_W}(\w++){_W}{_BODY}{_W}\)"
     rf"{_W}{_CREATE}{_W}\({_W}(\w++){_W}\){_W}-{_W}\[{_W}\w*+{_W}:{_W}(\w++){_W}(?:{_BODY})?{_W}\]{_W}->{_W}"
     rf"\({_W}(\w++){_W}\)){_W}(;?){_W}(?=\n)",
@@ -300,10 +302,10 @@ def _plain_rows(text: str, source: str) -> GraphRows | None:
     lines = [no for no, line in enumerate(text.split("\n"), 1) if line[:1] in _STATEMENT_START]
     if len(found) != len(lines) or _OTHER_CODE_LINE.search(padded):
         return None  # some code line is not a plain one-line statement
-    with_semi = sum(1 for f in found if f[13])
+    with_semi = sum(1 for f in found if f[12])
     if with_semi and with_semi * 2 < len(found):
         return None  # the splitter would read this file in semicolon mode
-    distinct = dict.fromkeys([f[2] for f in found if f[1]] + [f[i] for f in found if not f[1] for i in (5, 8, 11)])
+    distinct = dict.fromkeys([f[1] for f in found if f[0]] + [f[i] for f in found if not f[0] for i in (4, 7, 10)])
     distinct.pop("", None)
     maps = _json_maps(list(distinct))
     if maps is None:  # the slower per-item reading decides (it gives up on what is not plain)
@@ -316,25 +318,24 @@ def _plain_rows(text: str, source: str) -> GraphRows | None:
     get = maps.__getitem__
     nodes: list[NodeRow] = []
     rels: list[RelRow] = []
-    for f, no in zip(found, lines):
-        if f[1]:
-            nodes.append((f[1], get(f[2]), no))
+    for (label, body, v1, l1, m1, v2, l2, m2, a, rtype, props, b, _), no in zip(found, lines):
+        if label:
+            nodes.append((label, get(body), no))
             continue
-        v1, v2, a, b = f[3], f[6], f[9], f[12]
         # as parse_statements's {v1: …, v2: …}: the second variable wins when both are the same
         if a == v2:
-            sl, sk = f[7], get(f[8])
+            sl, sk = l2, get(m2)
         elif a == v1:
-            sl, sk = f[4], get(f[5])
+            sl, sk = l1, get(m1)
         else:
             return None  # not a matched variable: the general path names the error
         if b == v2:
-            dl, dk = f[7], get(f[8])
+            dl, dk = l2, get(m2)
         elif b == v1:
-            dl, dk = f[4], get(f[5])
+            dl, dk = l1, get(m1)
         else:
             return None
-        rels.append((f[10], sl, sk, dl, dk, get(f[11]), no))
+        rels.append((rtype, sl, sk, dl, dk, get(props), no))
     return GraphRows(source, nodes, rels)
 
 
