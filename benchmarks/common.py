@@ -1,0 +1,45 @@
+"""What the benchmark scripts share: saving a run's figures, reading a baseline, printing a table with ratios."""
+
+from __future__ import annotations
+
+import json
+import platform
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+__all__ = ["save_report", "load_baseline", "print_rows"]
+
+
+def save_report(path: Path | None, name: str, rows: list[dict[str, Any]], **meta: Any) -> None:
+    """Write ``{benchmark, created, machine, rows, …}`` as JSON when ``path`` is given."""
+    if path is None:
+        return
+    report = {"benchmark": name, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "machine": f"{platform.machine()} {platform.python_version()}", "rows": rows, **meta}
+    path.write_text(json.dumps(report, indent=2))
+    print(f"saved {path}")
+
+
+def load_baseline(path: Path | None) -> list[dict[str, Any]] | None:
+    """The rows of a report saved earlier with ``--save`` (None without a path)."""
+    return None if path is None else json.loads(path.read_text()).get("rows", [])
+
+
+def print_rows(rows: list[dict[str, Any]], columns: list[tuple[str, str]], key: str,
+               baseline: list[dict[str, Any]] | None = None, compare: str = "") -> None:
+    """A fixed-width table of ``rows``: ``columns`` are (field, format); with a baseline, the baseline's
+    ``compare`` figure for the same ``key`` and the ratio this run / baseline are added."""
+    base = {r.get(key): r for r in baseline or []}
+    heads = [c for c, _ in columns] + (["baseline", "ratio"] if baseline is not None and compare else [])
+    cells = []
+    for r in rows:
+        line = [format(r.get(c), f) if r.get(c) is not None else "-" for c, f in columns]
+        if baseline is not None and compare:
+            b = base.get(r.get(key), {}).get(compare)
+            line += ["-", "-"] if b in (None, 0) else [f"{b:.3g}", f"{r.get(compare, 0) / b:.2f}"]
+        cells.append(line)
+    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(heads)]
+    print("  ".join(h.rjust(w) for h, w in zip(heads, widths)))
+    for c in cells:
+        print("  ".join(v.rjust(w) for v, w in zip(c, widths)))
