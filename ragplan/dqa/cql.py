@@ -13,12 +13,15 @@ statement splitter, and names the file and line of anything else.
 
 Speed: a DQA script is ~2,400 such lines, and parsing is most of ``ragplan dqa verify``'s time. When
 every code line of a file is one statement of these shapes in the plain form DQA writes (one line
-each, no leading indentation, ``"``-strings without escapes, plain keys), one compiled regex pass over
-the whole text finds all statements and their parts at once, and each map is split on its commas
-with every ``key: value`` item parsed once per file. Anything else — a wrapped statement, a comment
-after a statement, an escape, a malformed line — sends the whole file through the general path
-(statement splitter, then :func:`parse_statements`), which also names the file and line of an error.
-Both paths give the same :class:`GraphData`; the tests compare them on generated and mangled files.
+each, not indented, ``"``-strings without escapes), one compiled regex pass over the whole text finds
+all statements and their parts, and one ``json.loads`` reads all distinct maps (keys quoted by a few
+``str.replace`` passes, checked afterwards; maps JSON does not read exactly are read item by item).
+Anything else — a wrapped statement, a comment after a statement, an escape, a malformed line —
+sends the whole file through the general path (statement splitter, then :func:`parse_statements`),
+which also names the file and line of an error. Both paths give the same :class:`GraphData`; the
+tests compare them with a frozen copy of the parser that was here before, on generated, mangled and
+hostile files. The simulators' loader reads :class:`GraphRows` (the same content as tuples, maps with
+the same text shared), which skips building one record and three dicts per line.
 """
 
 from __future__ import annotations
@@ -220,16 +223,16 @@ def _value(raw: str) -> Any:
 
 
 def _map_parser() -> Any:
-    """A map parser for one file: each distinct map, item and key is read once.
+    """A reader of one file's distinct map bodies, item by item; each distinct item and key is read once.
 
-    A map body is split on its commas; a string holding a comma leaves a piece with an unbalanced
-    quote, which is not plain, so the general path reads such a file.
+    A body is split on its commas; a string holding a comma leaves a piece with an unbalanced quote,
+    which is not plain, so the general path reads such a file.
     """
-    maps: dict[str, dict[str, Any]] = {}
     items: dict[str, tuple[str, Any]] = {}   # "key: value" piece -> (key, value)
     keys: dict[str, str] = {}                # the piece's text before ':' -> the key
 
-    def read_items(parts: list[str]) -> dict[str, Any]:
+    def parse(body: str) -> dict[str, Any]:
+        parts = body.split(",")
         if len(parts) > 1 and (not parts[-1] or parts[-1].isspace()):
             parts = parts[:-1]  # a trailing comma
         elif len(parts) == 1 and (not parts[0] or parts[0].isspace()):
@@ -245,18 +248,6 @@ def _map_parser() -> Any:
                     keys[raw_key] = key
                 items[part] = (key, _value(raw.strip()))
         return dict(map(items.__getitem__, parts))
-
-    def parse(body: str) -> dict[str, Any]:
-        known = maps.get(body)
-        if known is not None:
-            return known.copy()
-        parts = body.split(",")
-        try:
-            out = dict(map(items.__getitem__, parts))  # every item seen before: no Python loop
-        except KeyError:
-            out = read_items(parts)
-        maps[body] = out
-        return out
 
     return parse
 

@@ -140,6 +140,7 @@ def _gc_paused() -> Iterator[None]:
     allocations they set off collections that walk the whole heap (the graph-DB and LangChain
     modules: ~90k objects) about once per script, which cost more than the parse itself. Reference
     counting still frees everything; the collector resumes (if it was on) when the script is done.
+    The pause is process-wide: other threads' garbage waits for it too (a few milliseconds).
     """
     if not gc.isenabled():
         yield
