@@ -1,0 +1,152 @@
+"""The ML-Agent (InstructRAG §4.4): a question encoder and a path encoder that pick the path for the prompt.
+
+The paper uses a CLIP-style text encoder pair with shared self-attention layers. On a CPU we keep
+Sentence-BERT (all-MiniLM-L6-v2) **frozen** as the shared backbone and train small heads on top:
+
+* a shared layer ``S`` (384 → 128, tanh) and one output layer per side (``W_q``, ``W_p``: 128 → 384),
+  added to the backbone vector and normalised: ``v = unit(x + W tanh(S x))``. The output layers start
+  at zero, so an untrained ML-Agent ranks paths by plain Sentence-BERT cosine, and training moves it
+  from there;
+* a matching head for QPM: a logistic layer over ``[v_q ⊙ v_p, |v_q − v_p|]``.
+
+Losses (the paper's equations, batch means instead of sums):
+
+* **QPA** (Eqs. 6–7): contrastive with temperature τ, the paired path against the other paths of the
+  batch (the denominator holds the negatives only, as written), and symmetrically the path against
+  the other questions;
+* **QPM** (Eq. 8): binary cross-entropy on matched / mismatched question-path pairs;
+* **FT** (Eq. 10): for a query question, the best-rewarded path of its pool (the RL-Agent's K paths as
+  hard negatives plus paths of other questions) against the rest of the pool, and that path against
+  the other questions of the batch.
+
+A path is encoded from its text ``Search[A] → Lookup[b] → Finish[c]``; the pick is the candidate with
+the highest cosine to the question (no K-way classifier, so K can change without retraining).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["MLHeads", "MLAgent", "qpa_loss", "qpm_loss", "ft_loss"]
+
+ML_FILE, ML_META = "ml_agent.pt", "ml_agent.json"
+
+
+class MLHeads(nn.Module):
+    """Trainable heads over frozen Sentence-BERT vectors (see the module docstring)."""
+
+    def __init__(self, dim: int = 384, hidden: int = 128) -> None:
+        """``dim`` is the backbone's embedding size."""
+        super().__init__()
+        self.shared = nn.Linear(dim, hidden)
+        self.question_out = nn.Linear(hidden, dim)
+        self.path_out = nn.Linear(hidden, dim)
+        self.match = nn.Linear(2 * dim, 1)
+        for layer in (self.question_out, self.path_out):
+            nn.init.zeros_(layer.weight)
+            nn.init.zeros_(layer.bias)
+
+    def encode_questions(self, x: torch.Tensor) -> torch.Tensor:
+        """Unit question vectors from backbone vectors ``(n, dim)``."""
+        return F.normalize(x + self.question_out(torch.tanh(self.shared(x))), dim=-1)
+
+    def encode_paths(self, x: torch.Tensor) -> torch.Tensor:
+        """Unit path vectors from backbone vectors ``(n, dim)``."""
+        return F.normalize(x + self.path_out(torch.tanh(self.shared(x))), dim=-1)
+
+    def match_logits(self, q: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+        """QPM logits of encoded pairs."""
+        return self.match(torch.cat([q * p, (q - p).abs()], dim=-1)).squeeze(-1)
+
+
+def _neg_logsumexp(sims: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return torch.logsumexp(sims.masked_fill(~mask, float("-inf")), dim=-1)
+
+
+def qpa_loss(q: torch.Tensor, p: torch.Tensor, tau: float, same: torch.Tensor | None = None) -> torch.Tensor:
+    """Eq. 7 on encoded pairs ``q[i] ↔ p[i]``; ``same[i, j]`` marks pairs that are not negatives (same path)."""
+    n = q.shape[0]
+    if n < 2:
+        return q.sum() * 0.0
+    sims = q @ p.T / tau
+    neg = ~torch.eye(n, dtype=torch.bool) if same is None else ~(same | torch.eye(n, dtype=torch.bool))
+    rows_ok = neg.any(dim=1)
+    if not bool(rows_ok.any()):
+        return q.sum() * 0.0
+    pos = sims.diagonal()
+    l_qp = (-pos + _neg_logsumexp(sims, neg))[rows_ok].mean()
+    l_pq = (-pos + _neg_logsumexp(sims.T, neg.T))[rows_ok].mean()
+    return (l_qp + l_pq) / 2
+
+
+def qpm_loss(heads: MLHeads, q: torch.Tensor, p: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Eq. 8: binary cross-entropy of the matching head."""
+    return F.binary_cross_entropy_with_logits(heads.match_logits(q, p), labels.float())
+
+
+def ft_loss(q: torch.Tensor, pools: list[torch.Tensor], best: list[int], tau: float) -> torch.Tensor:
+    """Eq. 10: each query question's best path against its pool, and that path against the other questions."""
+    terms = []
+    for i, (pool, b) in enumerate(zip(pools, best)):
+        if pool.shape[0] < 2:
+            continue
+        sims = pool @ q[i] / tau
+        mask = torch.ones(pool.shape[0], dtype=torch.bool)
+        mask[b] = False
+        l_qp = -sims[b] + torch.logsumexp(sims[mask], dim=0)
+        if q.shape[0] > 1:
+            others = torch.cat([q[:i], q[i + 1:]])
+            l_pq = -sims[b] + torch.logsumexp(others @ pool[b] / tau, dim=0)
+            terms.append((l_qp + l_pq) / 2)
+        else:
+            terms.append(l_qp)
+    return torch.stack(terms).mean() if terms else q.sum() * 0.0
+
+
+class MLAgent:
+    """The heads with the backbone that feeds them; picks a path among candidates."""
+
+    def __init__(self, heads: MLHeads | None = None, *, tau: float = 0.1, dim: int = 384) -> None:
+        """Heads (fresh when None) and the contrastive temperature τ."""
+        self.heads = heads or MLHeads(dim)
+        self.tau = tau
+
+    def scores(self, qvec: np.ndarray, path_vecs: np.ndarray) -> np.ndarray:
+        """Cosine between the encoded question and each encoded path (backbone vectors in)."""
+        with torch.no_grad():
+            q = self.heads.encode_questions(torch.as_tensor(np.asarray(qvec, dtype=np.float32).reshape(1, -1)))
+            p = self.heads.encode_paths(torch.as_tensor(np.asarray(path_vecs, dtype=np.float32).reshape(len(path_vecs), -1)))
+            return (p @ q[0]).numpy()
+
+    def pick(self, qvec: np.ndarray, path_vecs: np.ndarray) -> int:
+        """Index of the best path (the first on ties)."""
+        if len(path_vecs) == 0:
+            return -1
+        return int(np.argmax(self.scores(qvec, path_vecs)))
+
+    def save(self, out_dir: str | Path) -> None:
+        """Write ``ml_agent.pt`` and ``ml_agent.json`` into ``out_dir``."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        torch.save(self.heads.state_dict(), out / ML_FILE)
+        (out / ML_META).write_text(json.dumps({"tau": self.tau, "dim": self.heads.shared.in_features,
+                                               "hidden": self.heads.shared.out_features}))
+
+    @classmethod
+    def load(cls, agent_dir: str | Path) -> "MLAgent":
+        """Read an agent folder written by :meth:`save` (ValueError when it has none)."""
+        root = Path(agent_dir)
+        if not (root / ML_FILE).is_file():
+            raise ValueError(f"no ML-Agent at {root} (no {ML_FILE}); train one with `ragplan instructrag train`")
+        meta: dict[str, Any] = json.loads((root / ML_META).read_text()) if (root / ML_META).is_file() else {}
+        heads = MLHeads(int(meta.get("dim", 384)), int(meta.get("hidden", 128)))
+        heads.load_state_dict(torch.load(root / ML_FILE, weights_only=True))
+        heads.eval()
+        return cls(heads, tau=float(meta.get("tau", 0.1)), dim=int(meta.get("dim", 384)))

@@ -1,0 +1,289 @@
+"""Instruction paths in: JSONL records and ReAct-format trajectory logs (ReAct's and Reflexion's published logs).
+
+An *instruction* is one action with its argument (``Search[Scott Derrickson]``); an *instruction path*
+is the sequence of instructions that solved (or failed to solve) one question (InstructRAG §4.2).
+
+Two sources are read:
+
+* **JSONL**, one path per line: ``{question, task, answer, path: [{action, argument}], success}``
+  (optional ``id``, ``supporting_titles``). ``task`` may be empty; it is then derived from the answer
+  and question (:func:`ragplan.training.instructrag.tasks.answer_type`).
+* **Trajectory logs** in the ReAct format: blocks of ``Question:`` then ``Thought N:`` /
+  ``Action N: Search[…] | Lookup[…] | Finish[…]`` / ``Observation N:`` lines. The label comes from
+  what the log says: Reflexion's trial logs sort blocks under ``BEGIN CORRECT AGENTS`` /
+  ``BEGIN INCORRECT AGENTS`` / ``BEGIN HALTED AGENTS`` and end each with ``Correct answer: …``; the
+  ReAct notebook prints an info dict after each question (``{'steps': …, 'answer': …, 'gt_answer': …,
+  'em': …, 'f1': …}``); otherwise a last observation ``Answer is CORRECT`` / ``INCORRECT`` decides.
+  A block with no label is skipped (counted).
+
+Only successful paths enter the instruction graph; failed ones are kept (the paper's noise experiment
+inserts a share of them on purpose).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+__all__ = ["ACTIONS", "Instruction", "InstructionPath", "PathReadReport", "read_paths", "read_paths_jsonl",
+           "parse_trajectory_log", "write_paths_jsonl", "parse_instruction"]
+
+ACTIONS = ("Search", "Lookup", "Finish")
+"""The HotpotQA action space of ReAct and InstructRAG (Table 9)."""
+
+_INSTR = re.compile(r"^\s*([A-Za-z]+)\s*\[(.*)\]\s*$", re.S)
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One action with its argument, e.g. ``Search[Ed Wood]``."""
+
+    action: str
+    """``Search``, ``Lookup`` or ``Finish``."""
+    argument: str
+    """The entity, keyword or answer inside the brackets."""
+
+    @property
+    def text(self) -> str:
+        """The instruction as written in a plan: ``Action[argument]``."""
+        return f"{self.action}[{self.argument}]"
+
+    def to_dict(self) -> dict[str, str]:
+        """JSON form ``{action, argument}``."""
+        return {"action": self.action, "argument": self.argument}
+
+
+def parse_instruction(text: str) -> Instruction | None:
+    """``"search[Ed Wood]"`` -> ``Instruction("Search", "Ed Wood")``; None for other actions or bad text."""
+    m = _INSTR.match(text or "")
+    if not m:
+        return None
+    action = m.group(1).strip().capitalize()
+    if action not in ACTIONS:
+        return None
+    return Instruction(action, " ".join(m.group(2).split()))
+
+
+@dataclass
+class InstructionPath:
+    """The instructions that solved (or did not solve) one question of one task."""
+
+    question: str
+    answer: str
+    instructions: list[Instruction]
+    success: bool
+    task: str = ""
+    """The task (for HotpotQA one of the 12 answer types); derived when the source has none."""
+    id: str = ""
+    source: str = ""
+    """Where the path came from (a file name and block number, or ``jsonl``)."""
+    supporting_titles: list[str] = field(default_factory=list)
+    """Gold supporting page titles when known (HotpotQA's supporting facts); the proxy reward uses them."""
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            key = self.question + "\n" + " → ".join(i.text for i in self.instructions)
+            self.id = hashlib.sha1(key.encode()).hexdigest()[:12]
+
+    @property
+    def text(self) -> str:
+        """The path as one line: ``Search[A] → Lookup[b] → Finish[c]``."""
+        return " → ".join(i.text for i in self.instructions)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSONL record of this path."""
+        return {"id": self.id, "question": self.question, "task": self.task, "answer": self.answer,
+                "path": [i.to_dict() for i in self.instructions], "success": self.success,
+                **({"supporting_titles": self.supporting_titles} if self.supporting_titles else {}),
+                **({"source": self.source} if self.source else {})}
+
+
+@dataclass
+class PathReadReport:
+    """What reading a set of files found."""
+
+    successful: list[InstructionPath] = field(default_factory=list)
+    failed: list[InstructionPath] = field(default_factory=list)
+    skipped: int = 0
+    """Blocks or lines without a usable path or label."""
+    problems: list[str] = field(default_factory=list)
+    """The first few reasons for skips (file:line: why)."""
+
+    def add(self, p: InstructionPath) -> None:
+        """File ``p`` under successful or failed."""
+        (self.successful if p.success else self.failed).append(p)
+
+    def skip(self, why: str) -> None:
+        """Count a skipped block, keeping the first reasons."""
+        self.skipped += 1
+        if len(self.problems) < 20:
+            self.problems.append(why)
+
+
+def _with_task(p: InstructionPath) -> InstructionPath:
+    if not p.task:
+        from ragplan.training.instructrag.tasks import answer_type
+
+        p.task = answer_type(p.answer, p.question)
+    return p
+
+
+def read_paths_jsonl(path: str | Path, report: PathReadReport | None = None) -> PathReadReport:
+    """Read ``{question, task, answer, path: [{action, argument}], success}`` lines (see the module docstring)."""
+    report = report if report is not None else PathReadReport()
+    src = Path(path)
+    for n, line in enumerate(src.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            steps = []
+            for s in rec["path"]:
+                if isinstance(s, str):
+                    ins = parse_instruction(s)
+                else:
+                    action = str(s.get("action", "")).strip().capitalize()
+                    ins = Instruction(action, " ".join(str(s.get("argument", "")).split())) if action in ACTIONS else None
+                if ins is None:
+                    raise ValueError(f"unknown action {s!r} (use {', '.join(ACTIONS)})")
+                steps.append(ins)
+            if not steps:
+                raise ValueError("empty path")
+            p = InstructionPath(question=str(rec["question"]).strip(), answer=str(rec.get("answer", "")),
+                                instructions=steps, success=bool(rec.get("success", True)), task=str(rec.get("task") or ""),
+                                id=str(rec.get("id") or ""), source=str(rec.get("source") or f"{src.name}:{n}"),
+                                supporting_titles=[str(t) for t in rec.get("supporting_titles") or []])
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            report.skip(f"{src}:{n}: {exc}")
+            continue
+        report.add(_with_task(p))
+    return report
+
+
+_SECTION = re.compile(r"BEGIN (CORRECT|INCORRECT|HALTED|NOT_FINISH) AGENTS")
+_QUESTION = re.compile(r"^(?:\d+\s+)?Question:\s*(.*)$")
+_ACTION = re.compile(r"^Action\s*\d*\s*:\s*(.*)$")
+_OBS = re.compile(r"^Observation\s*\d*\s*:\s*(.*)$")
+_GOLD = re.compile(r"^Correct answer:\s*(.*)$")
+_INFO = re.compile(r"^\{'steps'|^\{\"steps\"")
+
+
+def _label_of_info(line: str) -> tuple[bool | None, str]:
+    """(success, gold answer) from a ReAct notebook info dict line."""
+    try:
+        info = ast.literal_eval(line.strip())
+        if isinstance(info, dict):
+            ok = info.get("em", info.get("reward"))
+            return (bool(ok) if ok is not None else None), str(info.get("gt_answer", "") or "")
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        pass
+    m = re.search(r"'em':\s*(True|False|1|0)", line) or re.search(r"'reward':\s*(True|False|1|0)", line)
+    g = re.search(r"'gt_answer':\s*'([^']*)'", line)
+    return (m.group(1) in ("True", "1") if m else None), (g.group(1) if g else "")
+
+
+def parse_trajectory_log(text: str, source: str = "log", report: PathReadReport | None = None) -> PathReadReport:
+    """Read ReAct-format trajectories from a log's text (Reflexion trial logs, ReAct notebook output, plain blocks).
+
+    Each ``Question:`` line starts a block; its ``Action N:`` lines are the path (other actions such as
+    ``Think[…]`` are dropped); the label is the section, the info dict or the last ``Answer is …``
+    observation, in that order of preference.
+    """
+    report = report if report is not None else PathReadReport()
+    section: str | None = None
+    blocks: list[dict[str, Any]] = []
+    cur: dict[str, Any] | None = None
+    for n, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        sec = _SECTION.search(line)
+        if sec:
+            section, cur = sec.group(1), None
+            continue
+        if line.startswith("BEGIN TRIAL"):
+            section, cur = None, None
+            continue
+        q = _QUESTION.match(line)
+        if q:
+            cur = {"question": q.group(1).strip(), "actions": [], "section": section, "verdict": None,
+                   "gold": "", "line": n, "info": None}
+            blocks.append(cur)
+            continue
+        if cur is None:
+            continue
+        a = _ACTION.match(line)
+        if a:
+            cur["actions"].append(a.group(1).strip())
+            continue
+        o = _OBS.match(line)
+        if o:
+            obs = o.group(1)
+            if "Answer is CORRECT" in obs:
+                cur["verdict"] = True
+            elif "Answer is INCORRECT" in obs:
+                cur["verdict"] = False
+            continue
+        g = _GOLD.match(line)
+        if g:
+            cur["gold"] = g.group(1).strip()
+            continue
+        if _INFO.match(line):
+            cur["info"] = _label_of_info(line)
+    for b in blocks:
+        where = f"{source}:{b['line']}"
+        steps = [ins for ins in (parse_instruction(a) for a in b["actions"]) if ins is not None]
+        if not b["question"] or not steps:
+            report.skip(f"{where}: no question or no Search/Lookup/Finish action")
+            continue
+        success: bool | None
+        gold = b["gold"]
+        if b["section"] is not None:
+            success = b["section"] == "CORRECT"
+        elif b["info"] is not None and b["info"][0] is not None:
+            success, gold = b["info"][0], gold or b["info"][1]
+        else:
+            success = b["verdict"]
+        if success is None:
+            report.skip(f"{where}: no correct/incorrect label")
+            continue
+        finish = [s.argument for s in steps if s.action == "Finish"]
+        answer = gold or (finish[-1] if finish else "")
+        report.add(_with_task(InstructionPath(question=b["question"], answer=answer, instructions=steps,
+                                              success=success, source=where)))
+    return report
+
+
+def read_paths(files: Iterable[str | Path]) -> PathReadReport:
+    """Read every file: ``.jsonl`` / ``.json`` lines as JSONL records, anything else as a trajectory log.
+
+    The same (question, path) read twice (a question repeated across trials) is kept once.
+    """
+    report = PathReadReport()
+    for f in files:
+        p = Path(f)
+        if not p.is_file():
+            raise FileNotFoundError(f"no paths file at {p}")
+        if p.suffix.lower() in (".jsonl", ".json"):
+            read_paths_jsonl(p, report)
+        else:
+            parse_trajectory_log(p.read_text(encoding="utf-8", errors="replace"), p.name, report)
+    for name in ("successful", "failed"):
+        seen: set[str] = set()
+        kept = []
+        for path in getattr(report, name):
+            if path.id not in seen:
+                seen.add(path.id)
+                kept.append(path)
+        setattr(report, name, kept)
+    return report
+
+
+def write_paths_jsonl(paths: Iterable[InstructionPath], out: str | Path) -> int:
+    """Write paths as JSONL (the format :func:`read_paths_jsonl` reads); returns the count."""
+    lines = [json.dumps(p.to_dict(), ensure_ascii=False) for p in paths]
+    Path(out).write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    return len(lines)

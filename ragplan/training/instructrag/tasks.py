@@ -1,0 +1,118 @@
+"""Tasks for InstructRAG on HotpotQA: the dataset's 12 answer types, 6 seen (training) and 6 unseen (testing).
+
+The paper defines HotpotQA tasks by answer type (Person, Location, Date, …; HotpotQA's own analysis
+lists them) and draws 6 at random as seen training tasks and 6 as unseen testing tasks. HotpotQA files
+carry no answer-type field, so the type is derived by a documented rule (no model, deterministic):
+
+1. the answer: ``yes`` / ``no`` → *yes/no*; a date or year → *date*; a number (digits or number
+   words, with an optional unit) → *number*;
+2. the question's cue words: ``who`` / ``whose`` / "which actor …" → *person*; "which city / country
+   …", ``where`` → *location*; "which band / company / university …" → *group/org*; "which film /
+   album / song / novel …" or a quoted answer → *artwork*; "which war / festival / tournament …" →
+   *event*; ``when`` / "what year" → *date*; "how many / how much" → *number*; "what nationality" →
+   *adjective*;
+3. the answer's form: a nationality-like adjective (``American``, ``Swedish``) → *adjective*; a
+   capitalised name → *other proper noun*; lower-case words → *common noun*; anything else → *other*.
+
+At run time the answer is unknown, so :func:`question_type` applies steps 2–3 to the question alone
+(aux-verb questions are *yes/no*). A user's own task label always wins over both rules.
+
+The seen/unseen split is fixed (drawn once with ``random.Random(0)``) so runs are comparable:
+:data:`SEEN_TASKS` and :data:`UNSEEN_TASKS`.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+__all__ = ["ANSWER_TYPES", "SEEN_TASKS", "UNSEEN_TASKS", "answer_type", "question_type", "task_split"]
+
+ANSWER_TYPES: tuple[str, ...] = ("person", "group/org", "location", "date", "number", "artwork", "yes/no",
+                                 "adjective", "event", "other proper noun", "common noun", "other")
+"""HotpotQA's answer types, the paper's 12 tasks."""
+
+SEEN_TASKS: tuple[str, ...] = tuple(sorted(random.Random(0).sample(ANSWER_TYPES, 6)))
+"""The 6 seen (training) tasks."""
+UNSEEN_TASKS: tuple[str, ...] = tuple(t for t in ANSWER_TYPES if t not in SEEN_TASKS)
+"""The 6 unseen (testing) tasks."""
+
+_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
+           "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
+_DATE = re.compile(rf"^(?:(?:\d{{1,2}}\s+)?(?:{_MONTHS})\.?(?:\s+\d{{1,2}}(?:st|nd|rd|th)?)?,?(?:\s+\d{{3,4}})?|"
+                   rf"\d{{3,4}}s?|(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\s+century|\d{{4}}\s*[-–]\s*\d{{2,4}}|"
+                   rf"\d{{1,2}}[/.-]\d{{1,2}}[/.-]\d{{2,4}})$", re.I)
+_NUMBER_WORDS = ("zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+                 "sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|"
+                 "hundred|thousand|million|billion|dozen")
+_NUMBER = re.compile(rf"^(?:about\s+|over\s+|approximately\s+|more than\s+)?(?:[$£€]?\d[\d,.]*|{_NUMBER_WORDS})"
+                     rf"(?:[\s-]+(?:{_NUMBER_WORDS}|%|percent|[a-z]+)){{0,2}}$", re.I)
+_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("adjective", re.compile(r"\bwhat (?:is the )?nationality\b|\bwhat kind of\b", re.I)),
+    ("date", re.compile(r"^\s*when\b|\b(?:what|which|in what) year\b|\bwhat date\b|\bwhat decade\b|\bwhat century\b", re.I)),
+    ("number", re.compile(r"\bhow (?:many|much|long|old|tall|far|large|big)\b|\bwhat (?:is the )?(?:population|number)\b", re.I)),
+    ("person", re.compile(r"^\s*(?:who|whom|whose)\b|\b(?:which|what) (?:actor|actress|director|singer|person|man|woman|"
+                          r"writer|author|player|musician|artist|politician|president|footballer|composer|producer|"
+                          r"rapper|comedian|poet|king|queen|member)\b", re.I)),
+    ("event", re.compile(r"\b(?:which|what) (?:war|battle|festival|tournament|championship|event|election|competition|"
+                         r"race|games|olympics|award ceremony|revolution)\b", re.I)),
+    ("artwork", re.compile(r"\b(?:which|what) (?:film|movie|album|song|single|book|novel|series|show|play|opera|painting|"
+                           r"video game|game|sitcom|poem|musical|documentary|track|episode)\b", re.I)),
+    ("group/org", re.compile(r"\b(?:which|what) (?:band|company|team|university|organization|organisation|group|club|party|"
+                             r"label|record label|school|college|network|airline|agency|newspaper|magazine|brand|"
+                             r"corporation|firm|studio|channel)\b", re.I)),
+    ("location", re.compile(r"^\s*where\b|\b(?:which|what|in what|in which) (?:city|country|state|town|county|region|"
+                            r"island|river|mountain|continent|province|village|borough|neighborhood|neighbourhood|"
+                            r"district|location|place|area|lake)\b", re.I)),
+)
+_AUX = re.compile(r"^\s*(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should|were)\b", re.I)
+_ADJ = re.compile(r"^[A-Z][a-z]+(?:an|ian|ese|ish|ic|i|ch)(?:-[A-Z][a-z]+(?:an|ian|ese|ish|ic|i|ch))?$")
+
+
+def _form_type(answer: str) -> str:
+    words = answer.split()
+    if len(words) <= 2 and all(_ADJ.match(w) for w in words) and not answer.lower().endswith(("ia", "ic ocean")):
+        return "adjective"
+    if any(w[:1].isupper() for w in words):
+        return "other proper noun"
+    if words and all(re.fullmatch(r"[a-z][a-z'-]*", w) for w in words):
+        return "common noun"
+    return "other"
+
+
+def answer_type(answer: str, question: str = "") -> str:
+    """The HotpotQA answer type of a gold ``answer`` to ``question`` (the rule in the module docstring)."""
+    a = " ".join(str(answer or "").split()).strip(" .")
+    low = a.lower()
+    if low in ("yes", "no"):
+        return "yes/no"
+    if a and _DATE.match(a):
+        return "date"
+    if a and _NUMBER.match(a) and re.search(r"\d|" + _NUMBER_WORDS, low):
+        return "number"
+    if a.startswith(('"', "“", "'")) and a.endswith(('"', "”", "'")) and len(a) > 2:
+        return "artwork"
+    for task, cue in _CUES:
+        if task in ("date", "number"):
+            continue  # decided by the answer's form above
+        if cue.search(question or ""):
+            return task
+    return _form_type(a) if a else "other"
+
+
+def question_type(question: str) -> str:
+    """The answer type a question asks for, from its wording alone (run time, when no answer is known)."""
+    q = question or ""
+    if _AUX.match(q):
+        return "yes/no"
+    for task, cue in _CUES:
+        if cue.search(q):
+            return task
+    if re.match(r"^\s*what\b", q, re.I):
+        return "common noun"
+    return "other proper noun"
+
+
+def task_split(task: str) -> str:
+    """``seen`` for a training task, ``unseen`` for a testing task, ``other`` for a label outside the 12."""
+    return "seen" if task in SEEN_TASKS else "unseen" if task in UNSEEN_TASKS else "other"

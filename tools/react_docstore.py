@@ -1,0 +1,113 @@
+"""A ReAct-style docstore over the shared retrievers: ``Search[entity]`` and ``Lookup[keyword]`` (InstructRAG Table 9).
+
+ReAct's Wikipedia environment returns, for ``Search[entity]``, the first sentences of the entity's page
+(or similar titles when there is no such page) and, for ``Lookup[keyword]``, the next sentence of the
+current page that contains the keyword (``(Result i / n) …``, then ``No more results.``). This module
+does the same over any :class:`~ragplan.tools.retrieval.Retriever` — a local FAISS index or live
+Wikipedia — so InstructRAG's planning loop and its retrieval-only proxy reward run offline.
+
+* **Search** fetches ``k`` passages for the entity, groups them by title and takes as the page the
+  title that equals the entity (case and spacing ignored, a trailing ``(…)`` qualifier allowed), else
+  the best-ranked title; the page is the text of that title's passages in rank order. A semantic
+  index always has a best match, so instead of ReAct's bare "Could not find" the observation names the
+  closest page and the other titles found.
+* **Lookup** walks the current page's sentences containing the keyword (case-insensitive); a new
+  keyword (or a new page) restarts the walk.
+
+Deterministic for a given retriever and index. A retriever failure becomes the observation (with
+``error`` set), never an exception.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragplan.tools.retrieval import Passage, split_sentences
+
+__all__ = ["ReActDocstore", "DocstoreResult"]
+
+
+def _norm_title(t: str) -> str:
+    return " ".join(re.sub(r"[\"'“”‘’]", "", t or "").casefold().split())
+
+
+@dataclass
+class DocstoreResult:
+    """What one action returned."""
+
+    observation: str
+    title: str = ""
+    """The page the action read (Search: the page found; Lookup: the current page)."""
+    error: str = ""
+    """Why the action failed (the retriever raised), '' otherwise."""
+    searched: bool = False
+    """Whether the retriever was queried."""
+
+
+@dataclass
+class ReActDocstore:
+    """Search / Lookup over a retriever, with ReAct's current-page and lookup state (one per run)."""
+
+    retriever: Any
+    k: int = 5
+    """Passages fetched per Search."""
+    first_sentences: int = 5
+    """Sentences of the page shown for a Search (ReAct shows five)."""
+    max_chars: int = 1500
+    page_title: str = ""
+    page_sentences: list[str] = field(default_factory=list)
+    _keyword: str = ""
+    _hits: list[str] = field(default_factory=list)
+    _next: int = 0
+
+    def search(self, entity: str) -> DocstoreResult:
+        """``Search[entity]``: the entity's page (or the closest), its first sentences as the observation."""
+        entity = " ".join((entity or "").split())
+        if not entity:
+            return DocstoreResult("Search needs an entity: Search[entity].")
+        try:
+            passages: list[Passage] = list(self.retriever.search(entity, k=self.k))
+        except Exception as exc:  # network, index: the observation says so
+            return DocstoreResult(f"Search failed: {type(exc).__name__}: {str(exc)[:200]}", error=str(exc)[:300], searched=True)
+        if not passages:
+            return DocstoreResult(f"Could not find {entity}.", searched=True)
+        titles: list[str] = []
+        for p in passages:
+            if p.title not in titles:
+                titles.append(p.title)
+        want = _norm_title(entity)
+        exact = next((t for t in titles if _norm_title(t) == want or _norm_title(re.sub(r"\s*\(.*\)$", "", t)) == want), None)
+        title = exact or titles[0]
+        text = "\n".join(p.text for p in passages if p.title == title)
+        self.page_title, self.page_sentences = title, split_sentences(text)
+        self._keyword, self._hits, self._next = "", [], 0
+        head = " ".join(self.page_sentences[: self.first_sentences])[: self.max_chars]
+        if exact is None:
+            others = [t for t in titles if t != title][:5]
+            head = f"(No page named {entity}; closest: {title}.{' Similar: ' + str(others) + '.' if others else ''}) {head}"
+        return DocstoreResult(head, title=title, searched=True)
+
+    def lookup(self, keyword: str) -> DocstoreResult:
+        """``Lookup[keyword]``: the next sentence of the current page that contains ``keyword``."""
+        keyword = " ".join((keyword or "").split())
+        if not self.page_title:
+            return DocstoreResult("There is no page to look up in yet: use Search[entity] first.")
+        if keyword.casefold() != self._keyword.casefold():
+            self._keyword = keyword
+            self._hits = [s for s in self.page_sentences if keyword.casefold() in s.casefold()]
+            self._next = 0
+        if self._next >= len(self._hits):
+            return DocstoreResult("No more results.", title=self.page_title)
+        self._next += 1
+        return DocstoreResult(f"(Result {self._next} / {len(self._hits)}) {self._hits[self._next - 1][: self.max_chars]}",
+                              title=self.page_title)
+
+    def execute(self, action: str, argument: str) -> DocstoreResult:
+        """Run ``Search`` or ``Lookup`` (``Finish`` and other actions are not the docstore's)."""
+        if action == "Search":
+            return self.search(argument)
+        if action == "Lookup":
+            return self.lookup(argument)
+        return DocstoreResult(f"Invalid action: {action}[{argument}] (use Search[entity], Lookup[keyword] or Finish[answer]).")
