@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 
-from ragplan.family import Emit, GraphSpec, MethodFamily, Option, input_keys_of
+from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, Option, input_keys_of
 
 from ragplan.nodes.reaper.agent_step import agent_step
 from ragplan.nodes.reaper.classify_question import classify_question
@@ -58,9 +58,9 @@ def route_after_agent(state: ReaperState) -> Literal["agent_step", "respond", "_
     return "respond" if state.get("agent_done") else "agent_step"
 
 
-def build_reaper() -> StateGraph:
+def build_reaper() -> Builder:
     """REAPER: one-call plan, validation with one repair, parallel execution, response from evidence."""
-    g = StateGraph(ReaperState, context_schema=ReaperContext, input_schema=ReaperInput, output_schema=ReaperOutput)
+    g: Builder = StateGraph(ReaperState, context_schema=ReaperContext, input_schema=ReaperInput, output_schema=ReaperOutput)
     g.add_node("plan_retrieval", plan_retrieval)
     g.add_node("validate_plan", validate_plan)
     g.add_node("execute_plan", execute_plan)
@@ -73,9 +73,9 @@ def build_reaper() -> StateGraph:
     return g
 
 
-def build_agent_planner() -> StateGraph:
+def build_agent_planner() -> Builder:
     """Agent baseline: one LLM call per retrieval step over the same tools, then the same responder."""
-    g = StateGraph(ReaperState, context_schema=ReaperContext, input_schema=ReaperInput, output_schema=ReaperOutput)
+    g: Builder = StateGraph(ReaperState, context_schema=ReaperContext, input_schema=ReaperInput, output_schema=ReaperOutput)
     g.add_node("agent_step", agent_step)
     g.add_node("respond", respond)
     g.add_edge(START, "agent_step")
@@ -98,9 +98,9 @@ def route_after_fill(state: ReaperState) -> Literal["execute_plan", "respond", "
     return "execute_plan"
 
 
-def build_classifier_planner() -> StateGraph:
+def build_classifier_planner() -> Builder:
     """Classifier baseline: route to a retrieval class, fill its arguments with an LLM, execute, respond."""
-    g = StateGraph(ReaperState, context_schema=ReaperContext, input_schema=ReaperInput, output_schema=ReaperOutput)
+    g: Builder = StateGraph(ReaperState, context_schema=ReaperContext, input_schema=ReaperInput, output_schema=ReaperOutput)
     g.add_node("classify_question", classify_question)
     g.add_node("fill_arguments", fill_arguments)
     g.add_node("execute_plan", execute_plan)

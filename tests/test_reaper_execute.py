@@ -11,7 +11,7 @@ import time
 from langchain_core.tools import StructuredTool, tool
 from pydantic import BaseModel
 
-from ragplan.reaper import execute_plan, parse_plan, run_plan
+from ragplan.reaper import run_plan_async, parse_plan, run_plan
 from ragplan.tools.registry import ArgSpec, ToolRegistry, ToolSpec
 
 SLEEP = 0.15
@@ -223,7 +223,7 @@ def test_execute_plan_is_async_and_run_plan_works_inside_a_loop():
     p = plan('#E1 = prod_search("x")')
 
     async def main():
-        a = await execute_plan(p, registry())
+        a = await run_plan_async(p, registry())
         b = run_plan(p, registry())  # called from inside a running loop: uses a helper thread
         return a, b
 

@@ -20,6 +20,7 @@ from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.reaper.respond import evidence_block
 from ragplan.reaper import PlanArg, PlanStep, RetrievalPlan, as_steps, format_plan, run_plan
 from ragplan.state.context import ReaperContext
+from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
 
 __all__ = ["AgentAction", "agent_step"]
@@ -37,7 +38,7 @@ class AgentAction(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments by name.")
 
 
-def agent_step(state: dict[str, Any], runtime: Runtime[ReaperContext]) -> dict[str, Any]:
+def agent_step(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[str, Any]:
     """Decide and run the next tool call (or stop)."""
     ctx = runtime.context
     evidence = state.get("evidence") or []

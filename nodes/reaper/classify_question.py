@@ -18,6 +18,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from ragplan.state.context import ReaperContext
+from ragplan.state.reaper import ReaperState
 
 __all__ = ["classify_question", "classifier_for"]
 
@@ -36,7 +37,7 @@ def classifier_for(directory: str) -> Any:
         return _cache[key]
 
 
-def classify_question(state: dict[str, Any], runtime: Runtime[ReaperContext]) -> dict[str, Any]:
+def classify_question(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[str, Any]:
     """Route the question: ``route = {class, probability, tools, latency_s}``; a missing classifier stops the run."""
     from ragplan.training.reaper.classifier import class_tools
 

@@ -15,12 +15,13 @@ from langgraph.runtime import Runtime
 
 from ragplan.reaper import RetrievalPlan, as_steps, run_plan
 from ragplan.state.context import ReaperContext
+from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
 
 __all__ = ["execute_plan"]
 
 
-def execute_plan(state: dict[str, Any], runtime: Runtime[ReaperContext]) -> dict[str, Any]:
+def execute_plan(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[str, Any]:
     """Execute the typed ``plan`` against the bound tool registry; record every call as evidence."""
     ctx = runtime.context
     try:

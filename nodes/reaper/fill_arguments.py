@@ -30,6 +30,7 @@ from ragplan.llm import decide_for, failure_update
 from ragplan.reaper import check_plan, format_plan
 from ragplan.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan
 from ragplan.state.context import ReaperContext
+from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
 
 __all__ = ["FilledArguments", "fill_arguments", "build_skeleton", "skeleton_prompt"]
@@ -118,7 +119,7 @@ def _assemble(skeleton: list[tuple[str, dict[str, int]]], filled: dict[str, dict
     return RetrievalPlan(steps=steps)
 
 
-def fill_arguments(state: dict[str, Any], runtime: Runtime[ReaperContext]) -> dict[str, Any]:
+def fill_arguments(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[str, Any]:
     """Build the routed class's skeleton, ask the planner model for its open arguments, validate the plan."""
     ctx = runtime.context
     route = state.get("route") or {}

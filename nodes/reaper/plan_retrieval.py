@@ -20,12 +20,13 @@ from ragplan.reaper import PlanCall, repair_prompt
 from ragplan.nodes.reaper.planner_prompt import build_planner_messages
 from ragplan.nodes.reaper.planner_examples import DEFAULT_EXAMPLES
 from ragplan.state.context import ReaperContext
+from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
 
 __all__ = ["plan_retrieval"]
 
 
-def plan_retrieval(state: dict[str, Any], runtime: Runtime[ReaperContext]) -> dict[str, Any]:
+def plan_retrieval(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[str, Any]:
     """One planner call (plus the repair context when the last plan was invalid)."""
     ctx = runtime.context
     attempts = state.get("plan_attempts", 0) + 1

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
 from ragplan.state.context import ReaperContext
+from ragplan.state.reaper import ReaperState
 
 __all__ = ["Response", "respond", "evidence_block"]
 
@@ -49,7 +50,7 @@ def evidence_block(evidence: list[dict[str, Any]], limit: int = 6000) -> str:
     return "\n".join(lines)
 
 
-def respond(state: dict[str, Any], runtime: Runtime[ReaperContext]) -> dict[str, Any]:
+def respond(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[str, Any]:
     """Answer from the evidence with the responder model."""
     page = state.get("page_context") or {}
     page_text = f"Page context: {json.dumps(page, ensure_ascii=False)}\n" if page else ""

@@ -17,31 +17,34 @@ from langgraph.runtime import Runtime
 
 from ragplan.reaper import PlanCall, PlanError, check_plan, format_plan, parse_plan
 from ragplan.state.context import ReaperContext
+from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
 
 __all__ = ["validate_plan"]
 
 
-def validate_plan(state: dict[str, Any], runtime: Runtime[ReaperContext]) -> dict[str, Any]:
+def validate_plan(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[str, Any]:
     """Parse and validate ``plan_raw``; record the planner call's plan and, when valid, the typed plan to run."""
     ctx = runtime.context
     raw = state.get("plan_raw", "") or ""
     parsed = parse_plan(raw)
     errors = list(parsed.errors)
-    call = {"attempt": state.get("plan_attempts", 0) or 1, "raw": raw, "steps": parsed.plan.steps,
-            "latency_s": state.get("planner_call_s", 0.0) or 0.0}
+
+    def call(errs: list[PlanError]) -> PlanCall:
+        return PlanCall(attempt=int(state.get("plan_attempts", 0) or 1), raw=raw, steps=parsed.plan.steps,
+                        valid=not errs, errors=errs, latency_s=float(state.get("planner_call_s", 0.0) or 0.0))
+
     if not errors:
         try:
             errors = check_plan(parsed.plan, suite_for(ctx))
         except Exception as exc:  # an unknown suite or a shop that cannot be opened
             err = PlanError(line=0, kind="registry", message=f"tool registry unavailable: {exc}")
             return {"plan_errors": [str(err)], "plan": [], "plan_text": "", "error": f"validate_plan: {exc}",
-                    "stop_reason": "tool_error", "plan_calls": [PlanCall(**call, valid=False, errors=[err])]}
+                    "stop_reason": "tool_error", "plan_calls": [call([err])]}
     if len(parsed.plan.steps) > ctx.max_steps and not errors:
         errors = [PlanError(line=0, kind="too_many_steps",
                             message=f"the plan has {len(parsed.plan.steps)} steps; at most {ctx.max_steps} are allowed")]
-    update: dict[str, Any] = {"plan_errors": [str(e) for e in errors],
-                              "plan_calls": [PlanCall(**call, valid=not errors, errors=errors)]}
+    update: dict[str, Any] = {"plan_errors": [str(e) for e in errors], "plan_calls": [call(errors)]}
     if not errors:
         update["plan"] = list(parsed.plan.steps)
         update["plan_text"] = format_plan(parsed.plan)

@@ -5,11 +5,11 @@
   :func:`format_plan` for the canonical form and :func:`as_steps` to load steps from state or records;
 * :mod:`ragplan.reaper.validate` — :func:`check_plan` against a tool registry and the
   :func:`repair_prompt` for one repair round;
-* :mod:`ragplan.reaper.execute` — :func:`execute_plan` / :func:`run_plan`: steps in dependency order,
+* :mod:`ragplan.reaper.execute` — :func:`run_plan_async` / :func:`run_plan`: steps in dependency order,
   independent ones in parallel, ``#Ej`` replaced by earlier outputs.
 """
 
-from ragplan.reaper.execute import ExecutionResult, StepEvidence, execute_plan, run_plan
+from ragplan.reaper.execute import ExecutionResult, StepEvidence, run_plan_async, run_plan
 from ragplan.reaper.plan import (ParseResult, PlanArg, PlanCall, PlanError, PlanStep, RetrievalPlan, as_steps, format_plan,
                                  parse_plan)
 from ragplan.reaper.validate import repair_prompt, check_plan
@@ -17,5 +17,5 @@ from ragplan.reaper.validate import repair_prompt, check_plan
 __all__ = [
     "RetrievalPlan", "PlanStep", "PlanArg", "PlanError", "ParseResult", "PlanCall", "parse_plan", "format_plan", "as_steps",
     "check_plan", "repair_prompt",
-    "StepEvidence", "ExecutionResult", "execute_plan", "run_plan",
+    "StepEvidence", "ExecutionResult", "run_plan_async", "run_plan",
 ]

@@ -1,7 +1,7 @@
 """Running a REAPER plan: every step once, in dependency order, independent steps in parallel.
 
 REAPER generates the whole retrieval plan in one LLM call (paper §1.1, after ReWOO); executing it
-needs no further reasoning. :func:`execute_plan` starts each step as soon as the steps it refers to
+needs no further reasoning. :func:`run_plan_async` starts each step as soon as the steps it refers to
 have finished, at most ``max_parallel`` at a time, each under a time limit. ``#Ej`` in an argument is
 replaced by step *j*'s output: a whole-argument reference passes the output object itself, a
 reference inside a string is replaced by a compact rendering (the text itself, or compact JSON).
@@ -31,7 +31,7 @@ from ragplan.reaper.validate import bind_args, find_cycles
 
 _REF = re.compile(r"#E(\d+)(?!\d)")
 
-__all__ = ["StepEvidence", "ExecutionResult", "execute_plan", "run_plan", "to_jsonable", "render_for_text"]
+__all__ = ["StepEvidence", "ExecutionResult", "run_plan_async", "run_plan", "to_jsonable", "render_for_text"]
 
 
 class StepEvidence(BaseModel):
@@ -244,7 +244,7 @@ def _waves(plan: RetrievalPlan, deps: dict[int, list[int]], skip: dict[int, str]
     return out
 
 
-async def execute_plan(plan: RetrievalPlan, registry: Any, *, timeout_s: float | None = 30.0, max_parallel: int = 4,
+async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float | None = 30.0, max_parallel: int = 4,
                        ref_text_limit: int | None = 2000) -> ExecutionResult:
     """Run every step of ``plan`` with the bound tools of ``registry``; never raises.
 
@@ -341,16 +341,16 @@ async def execute_plan(plan: RetrievalPlan, registry: Any, *, timeout_s: float |
 
 
 def run_plan(plan: RetrievalPlan, registry: Any, **kw: Any) -> ExecutionResult:
-    """Synchronous :func:`execute_plan` (works inside a running event loop too, via a helper thread)."""
+    """Synchronous :func:`run_plan_async` (works inside a running event loop too, via a helper thread)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(execute_plan(plan, registry, **kw))
+        return asyncio.run(run_plan_async(plan, registry, **kw))
     box: dict[str, Any] = {}
 
     def target() -> None:
         try:
-            box["result"] = asyncio.run(execute_plan(plan, registry, **kw))
+            box["result"] = asyncio.run(run_plan_async(plan, registry, **kw))
         except BaseException as exc:  # noqa: BLE001
             box["error"] = exc
 

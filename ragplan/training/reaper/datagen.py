@@ -228,13 +228,15 @@ def evolve_tools(registry: ToolRegistry, needed: Iterable[str], rng: random.Rand
     rng.shuffle(shown)
     specs = []
     for n in shown:
-        spec = registry.get(n)
-        desc = spec.description
+        shown_spec = registry.get(n)
+        if shown_spec is None:  # cannot happen: the shown names come from the registry
+            continue
+        desc = shown_spec.description
         pool = DESCRIPTION_PARAPHRASES.get(n, [])
         if pool and rng.random() < paraphrase_prob:
             desc = rng.choice(pool)
-        specs.append(replace(spec, name=mapping[n], description=_rename_text(desc, mapping),
-                             example=_rename_text(spec.example, mapping), tool=None, aliases=[]))
+        specs.append(replace(shown_spec, name=mapping[n], description=_rename_text(desc, mapping),
+                             example=_rename_text(shown_spec.example, mapping), tool=None, aliases=[]))
     return ToolView(specs, mapping)
 
 

@@ -146,7 +146,7 @@ def masked_params(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRe
     masked = set(rng.sample(range(len(slots)), rng.randint(1, len(slots))))
     parts, answers, m = [], [], 0
     for j, (kind, key) in enumerate(slots):
-        arg = s.args[key] if kind == "a" else s.kwargs[key]
+        arg = s.args[int(key)] if kind == "a" else s.kwargs[str(key)]
         text = format_arg(arg)
         if j in masked:
             m += 1
