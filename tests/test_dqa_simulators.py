@@ -6,6 +6,7 @@ comments), so these tests check the rules, not just that two implementations agr
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from ragplan.dqa.building import scenario_from_data as building_scenario, sequential_prices, simulate_prices, solve_building
@@ -167,10 +168,11 @@ def test_fast_simulators_match_reference_on_generated_scenarios(tmp_path, scenar
 # full max_supply) and a demand of exactly 1.0. Raising B1 or B2 (level 1 -> 6) turns its 0.1 into
 # 0.1 * 6 = 0.6000000000000001: supply 0.6 + 0.1 + 0.3 = 1.0 = demand on paper, price = base price 10.
 # The annotator adds building by building (B1, B2, B3): (0.6000000000000001 + 0.1) + 0.3 == 1.0 for
-# both, a tie, and the earlier building, B1, wins. The vectorised pass adds the Supply edges in file
-# order (B2's, B3's, B1's): B1 raised gives (0.1 + 0.3) + 0.6000000000000001 == 1.0, but B2 raised
-# gives (0.6000000000000001 + 0.3) + 0.1 == 1.0000000000000002, a price of 9.999999999999998, so the
-# fast arithmetic alone would answer B2.
+# both, a tie, and the earlier building, B1, wins. A vectorised pass that adds the Supply edges in
+# file order (B2's, B3's, B1's) gets (0.1 + 0.3) + 0.6000000000000001 == 1.0 for B1 but
+# (0.6000000000000001 + 0.3) + 0.1 == 1.0000000000000002 for B2, a price of 9.999999999999998, and
+# would answer B2. (The simulator's own order is that of its matrix products, which depends on the
+# BLAS build, so the tests put this file-order arithmetic in its place to show the disagreement.)
 NEAR_TIE = """\
 CREATE (n: Goods {name:"gadgets", code: 1, base_price:10, current_price:20, pop_demand:1.0});
 CREATE (n: Goods {name:"wood", code: 2, base_price:10, current_price:10, pop_demand:0});
@@ -196,32 +198,47 @@ def _annotator_pick(prices: list[float], ids: list[int], script_price: float) ->
     return best
 
 
+def _file_order_prices(sc) -> np.ndarray:
+    """The simulator's prices with gadgets' for B1 and B2 raised as a pass adding edges in file order gets them."""
+    def price(supply: float) -> float:
+        return 10 * (1 + 0.75 * (1.0 - supply) / max(1.0, supply))
+    raised = 0.1 * 6
+    prices = simulate_prices(sc)
+    prices[0, 0], prices[1, 0] = price((0.1 + 0.3) + raised), price((raised + 0.3) + 0.1)
+    return prices
+
+
 def test_building_near_tie_is_decided_by_the_annotators_order_of_operations():
     data = graph_data_from_text(NEAR_TIE)
     sc = building_scenario(data)
-    g = sc.goods_index("gadgets")
-    fast = simulate_prices(sc)[:, g].tolist()
+    assert sc.goods_index("gadgets") == 0
     # the premise: the two orders of operations really disagree on the winner
-    assert fast[:2] == [10.0, 9.999999999999998]
-    assert _annotator_pick(fast, sc.building_ids, 20.0) == 12
-    assert [sequential_prices(sc, b)[g] for b in range(2)] == [10.0, 10.0]
+    fast = _file_order_prices(sc)
+    assert fast[:2, 0].tolist() == [10.0, 9.999999999999998]
+    assert _annotator_pick(fast[:, 0].tolist(), sc.building_ids, 20.0) == 12
+    assert [sequential_prices(sc, b)[0] for b in range(2)] == [10.0, 10.0]
     ref_best, ref_prices = reference_building(data, "gadgets")
     assert ref_best == 11 and ref_prices[11] == ref_prices[12] == 10.0
     # the fix: the near-tied candidates are re-simulated sequentially, the annotator's rule picks B1
-    sol = solve_building(sc, "gadgets")
+    sol = solve_building(sc, "gadgets", fast)
     assert sol.best == 11
     assert sol.option(11).price == sol.option(12).price == 10.0
-    assert {o.building_id: o.price for o in sol.options} == ref_prices  # bit for bit, the near-ties included
+    # and with the simulator's own arithmetic, whatever order its products add in
+    own = solve_building(building_scenario(data), "gadgets")
+    assert own.best == 11 and own.option(11).price == own.option(12).price == 10.0
+    assert {o.building_id: o.price for o in own.options} == pytest.approx(ref_prices, rel=1e-12)
 
 
 def test_building_near_tie_with_the_script_price():
-    # with the script's price at 10.0, nothing is strictly below it for the annotator; the fast
+    # with the script's price at 10.0, nothing is strictly below it for the annotator; the file-order
     # arithmetic alone would answer B2 (9.999999999999998 < 10)
     data = graph_data_from_text(NEAR_TIE.replace("current_price:20", "current_price:10.0"))
     sc = building_scenario(data)
-    assert _annotator_pick(simulate_prices(sc)[:, 0].tolist(), sc.building_ids, 10.0) == 12
+    fast = _file_order_prices(sc)
+    assert _annotator_pick(fast[:, 0].tolist(), sc.building_ids, 10.0) == 12
     assert reference_building(data, "gadgets")[0] is None
-    assert solve_building(sc, "gadgets").best is None
+    assert solve_building(sc, "gadgets", fast).best is None
+    assert solve_building(building_scenario(data), "gadgets").best is None
 
 
 def test_building_clear_best_skips_the_sequential_check():

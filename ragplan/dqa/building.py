@@ -5,15 +5,16 @@ exactly, including its quirks (the demand and supply accumulators are *added to*
 values before the 10 rounds, a building without inputs keeps its script output, ties go to the
 earlier building in file order, and an answer needs a price strictly below the script's price).
 
-Speed: every option of a script (one per building) is simulated at once as one row of NumPy arrays
-(options × edges), and the prices of *all* goods come out of the same pass, so the questions that
+Speed: every option of a script (one per building) is simulated at once as one row of NumPy arrays,
+each round being two small matrix products (goods' satisfied shares → buildings' input ratios →
+goods' supply), and the prices of *all* goods come out of the same pass, so the questions that
 share a script (one per goods) cost one simulation. ``ragplan.dqa.reference`` holds the
 straightforward dict-and-deepcopy version of the same rules that the benchmark compares against.
 
-Near-ties: the vectorised pass adds the same numbers in another order than the annotator did (it sums
-each option's edges before adding them to the script's totals, and sums edges in file order rather
-than building by building), so two options whose prices are equal on paper can come out a few ulps
-apart the other way round. When the decision hangs on such a difference — several options within
+Near-ties: the vectorised pass does the same arithmetic in another order than the annotator did (it
+sums each option's edges before adding them to the script's totals, sums edges in file order rather
+than building by building, and divides supply by demand once per goods rather than per input), so
+two options whose prices are equal on paper can come out a few ulps apart the other way round. When the decision hangs on such a difference — several options within
 :data:`NEAR_TIE_REL` (relative) of the lowest price, or the lowest price that close to the script's —
 those options are simulated again one by one with the annotator's order of operations
 (:func:`sequential_prices`, the order of ``ragplan.dqa.reference``) and the annotator's rule is applied
@@ -145,28 +146,35 @@ def simulate_prices(sc: BuildingScenario, raised: Sequence[int] | np.ndarray | N
     valid = raised >= 0
     factor[np.nonzero(valid)[0], raised[valid]] = (sc.level[raised[valid]] + RAISE_LEVELS) / lv[raised[valid]]
     md = sc.max_demand[None, :] * factor[:, sc.d_building]            # rows × demand edges
-    ms = sc.max_supply[None, :] * factor[:, sc.s_building]            # rows × supply edges
+    ms = sc.max_supply[None, :] * factor[:, sc.s_building]            # rows × supply edges (rule 1 only)
     row_off_g = (np.arange(rows) * ng)[:, None]
-    row_off_b = (np.arange(rows) * nb)[:, None]
     gsum = lambda idx, w: np.bincount((row_off_g + idx[None, :]).ravel(), w.ravel(), rows * ng).reshape(rows, ng)  # noqa: E731
-    bsum = lambda idx, w: np.bincount((row_off_b + idx[None, :]).ravel(), w.ravel(), rows * nb).reshape(rows, nb)  # noqa: E731
     # state from the script, then rule 1: the accumulators are added to, not reset
     bdem0 = np.bincount(sc.d_goods, sc.max_demand, ng)
     sup0 = np.bincount(sc.s_goods, sc.current_output, ng)
     building_demand = bdem0[None, :] + gsum(sc.d_goods, md)
     supply = sup0[None, :] + gsum(sc.s_goods, ms)
+    denom = sc.pop_demand[None, :] + building_demand                   # fixed over the rounds
+    inv = np.where(denom > 0, 1.0 / np.where(denom > 0, denom, 1.0), 0.0)  # no demand: no input
+    # An input's share min(current_input, max_demand) / max_demand is min(supply / demand, 1) of its
+    # goods (current_input = max_demand × supply / demand), so a building's ratio is a mean over goods:
+    # ratio = share @ inputs, inputs[g, b] = (b's inputs of g) / (b's inputs); an input with
+    # max_demand 0 counts as satisfied. Outputs: supply = (ratio × factor) @ outputs + what the
+    # buildings without inputs keep, outputs[b, g] = b's max_supply of g.
     n_inputs = np.bincount(sc.d_building, minlength=nb)
-    has_inputs = n_inputs > 0
-    out = np.broadcast_to(sc.current_output, ms.shape).copy()
-    denom = sc.pop_demand[None, :] + building_demand
-    safe = np.where(denom > 0, denom, 1.0)
-    keep = ~has_inputs[sc.s_building]                                   # outputs of input-less buildings
+    per_input = 1.0 / np.maximum(n_inputs, 1)
+    positive = sc.max_demand > 0
+    inputs = np.zeros((ng, nb))
+    np.add.at(inputs, (sc.d_goods[positive], sc.d_building[positive]), 1.0)
+    inputs *= per_input[None, :]
+    satisfied = np.bincount(sc.d_building[~positive], minlength=nb) * per_input
+    produces = (n_inputs > 0)[sc.s_building]                            # outputs of buildings with inputs
+    outputs = np.zeros((nb, ng))
+    np.add.at(outputs, (sc.s_building[produces], sc.s_goods[produces]), sc.max_supply[produces])
+    kept = np.bincount(sc.s_goods[~produces], sc.current_output[~produces], ng)
     for _ in range(ROUNDS):
-        ci = np.where(denom[:, sc.d_goods] > 0, md * supply[:, sc.d_goods] / safe[:, sc.d_goods], 0.0)
-        term = np.where(md > 0, np.minimum(ci, md) / np.where(md > 0, md, 1.0), 1.0)
-        ratio = bsum(sc.d_building, term) / np.maximum(n_inputs, 1)[None, :]
-        out = np.where(keep[None, :], out, ms * ratio[:, sc.s_building])
-        supply = gsum(sc.s_goods, out)
+        ratio = np.minimum(supply * inv, 1.0) @ inputs + satisfied
+        supply = (ratio * factor) @ outputs + kept
     demand = sc.pop_demand[None, :] + building_demand
     both_zero = (demand == 0) & (supply == 0)
     top = np.maximum(demand, supply)
