@@ -285,3 +285,15 @@ def test_trace_prints_each_planner_calls_plan(shop):
     assert "Plan 1 invalid:" in text and "order_tracker" in text
     assert "Plan 2 valid, 1 step:" in text and 'customer_support("returns")' in text
     assert "[#E1] customer_support(" in text
+
+
+def test_agent_output_without_a_plan_is_graded_on_its_evidence(shop, bench):
+    """An agent record from before the agent kept its plan: the evidence (tool calls in call order) is the plan."""
+    it = next(i for i in bench.items() if i.meta["category"] == "date_shipment" and "keywords=" in i.gold)
+    model = ScriptedChatModel(responder=_agent_replies({it.question: parse_plan(it.gold).plan}))
+    out = build_agent_planner().compile().invoke({"question": it.question, "page_context": it.inputs["page_context"]},
+                                                 context=_ctx(shop, model, model))
+    old = {k: v for k, v in json.loads(json.dumps(ReaperResult.from_state(out).record())).items()
+           if k not in ("plan", "plan_text")}
+    g = bench.grade(it, {**old, "stop_reason": out["stop_reason"], "answer": out["answer"]})
+    assert g["correct"] and g["chosen"] == "date_math > shipment_status" and g["argument_accuracy"] == 1.0

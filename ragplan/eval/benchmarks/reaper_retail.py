@@ -81,6 +81,17 @@ def _steps(value: Any) -> RetrievalPlan:
         raise ValueError(f"unreadable plan steps: {type(exc).__name__}: {exc}") from None
 
 
+def _plan_from_evidence(evidence: list[Any]) -> RetrievalPlan:
+    """The tool calls of an output's evidence, in call order, with their arguments by name, as plan steps
+    (for outputs that carry no ``plan``, e.g. agent_planner runs recorded before it kept one)."""
+    calls = [e if isinstance(e, dict) else e.model_dump() for e in evidence]
+    calls = [e for e in calls if e.get("status") != "skipped"]  # the list is in call order (agent_planner appends)
+    return RetrievalPlan(steps=[
+        PlanStep(index=k, evidence_var=f"E{k}", tool=str(e["tool"]),
+                 kwargs={str(n): PlanArg(kind="literal", value=v) for n, v in (e.get("args") or {}).items()})
+        for k, e in enumerate(calls, 1)])
+
+
 @dataclass
 class PredictedPlan:
     """What a graph's output says about one plan: its status, its steps and why it is not valid."""
@@ -114,9 +125,10 @@ def predicted_plans(output: Any) -> tuple[PredictedPlan, PredictedPlan]:
 
     * a failed run (empty output, a recorded error, a stop reason other than answered / invalid_plan /
       max_steps) has no plan: both are ``failed``;
-    * the final plan is the typed ``plan`` (the agent's executed tool calls, in call order), read as
-      ``plan_text`` when an output has no ``plan``; it is ``invalid`` when the graph recorded plan
-      errors, stopped with ``invalid_plan`` or its last planner call was invalid;
+    * the final plan is the typed ``plan`` (the agent's executed tool calls, in call order); an output
+      without ``plan`` is read from its ``plan_text``, or else from its evidence (the tool calls in call
+      order, with their arguments); it is ``invalid`` when the graph recorded plan errors, stopped with
+      ``invalid_plan`` or its last planner call was invalid;
     * the first call is ``plan_calls[0]`` (REAPER's first planner call, the classifier's one plan);
       without plan calls (agent_planner, which has no repair round) it is the final plan.
     """
@@ -140,6 +152,11 @@ def predicted_plans(output: Any) -> tuple[PredictedPlan, PredictedPlan]:
             final = PredictedPlan("valid", _steps(output["plan"]))
         except ValueError as exc:
             final = PredictedPlan("invalid", errors=[str(exc)])
+    elif not output.get("plan_text") and output.get("evidence"):
+        try:
+            final = PredictedPlan("valid", _plan_from_evidence(output["evidence"]))
+        except (KeyError, TypeError, ValueError, AttributeError, ValidationError) as exc:
+            final = PredictedPlan("invalid", errors=[f"unreadable evidence: {type(exc).__name__}: {exc}"])
     else:
         parsed = parse_plan(output.get("plan_text") or "")
         final = PredictedPlan("invalid" if parsed.errors else "valid", parsed.plan, [str(e) for e in parsed.errors])
