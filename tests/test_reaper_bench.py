@@ -76,7 +76,7 @@ def test_grade_hand_written_outputs(shop: Path) -> None:
     assert not b.grade(nr, {**done, "plan_text": it.gold})["correct"]
     # intentionally changed: a missing output is a failed run — wrong, never an empty (no-retrieval) success
     for out in ({}, None, {"answer": ""}, {**done, "error": "boom"}, {"stop_reason": "llm_error", "error": "429"},
-                {"stop_reason": "crash", "error": "KeyError"}):
+                {"stop_reason": "crash", "error": "KeyError"}, {**done, "answer": "Hi!"}):
         f = b.grade(nr, out)
         assert f["correct"] is False and f["plan_status"] == "failed" and f["plan_valid"] == 0.0, out
         assert f["pred_classes"] == ["no_valid_plan"] and not f["correct_first_call"]

@@ -297,3 +297,13 @@ def test_agent_output_without_a_plan_is_graded_on_its_evidence(shop, bench):
            if k not in ("plan", "plan_text")}
     g = bench.grade(it, {**old, "stop_reason": out["stop_reason"], "answer": out["answer"]})
     assert g["correct"] and g["chosen"] == "date_math > shipment_status" and g["argument_accuracy"] == 1.0
+
+
+def test_agent_that_retrieves_nothing_made_an_empty_plan(shop, bench):
+    nr = next(i for i in bench.items() if i.meta["category"] == "no_retrieval")
+    model = ScriptedChatModel(responder=lambda m, s: Response(answer="Hi!") if s == "Response"
+                              else AgentAction(thought="small talk", done=True))
+    out = build_agent_planner().compile().invoke({"question": nr.question}, context=_ctx(shop, model, model))
+    assert out["plan"] == [] and out["plan_text"] == "" and not out.get("evidence")
+    g = bench.grade(nr, out)
+    assert g["correct"] and g["plan_status"] == "valid" and g["pred_classes"] == ["no_retrieval"]

@@ -56,8 +56,8 @@ def agent_step(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[str,
         return {**failure_update(d, "agent_step"), "agent_done": True}
     act = d.value
     latency = {"planner_latency_s": d.usage.llm_seconds, "usage": d.usage}
-    if act.done or not act.tool:
-        return {"agent_done": True, **latency}
+    if act.done or not act.tool:  # an agent that retrieves nothing still says so: its plan is empty
+        return {"agent_done": True, **latency, **({"plan": [], "plan_text": ""} if state.get("plan") is None else {})}
     done_so_far = as_steps(state.get("plan"))
     index = len(done_so_far) + 1
     step = PlanStep(index=index, purpose=" ".join(act.thought.split())[:120], evidence_var=f"E{index}", tool=act.tool,

@@ -126,9 +126,10 @@ def predicted_plans(output: Any) -> tuple[PredictedPlan, PredictedPlan]:
     * a failed run (empty output, a recorded error, a stop reason other than answered / invalid_plan /
       max_steps) has no plan: both are ``failed``;
     * the final plan is the typed ``plan`` (the agent's executed tool calls, in call order); an output
-      without ``plan`` is read from its ``plan_text``, or else from its evidence (the tool calls in call
-      order, with their arguments); it is ``invalid`` when the graph recorded plan errors, stopped with
-      ``invalid_plan`` or its last planner call was invalid;
+      without ``plan`` is read from its last planner call, its ``plan_text`` or else its evidence (the
+      tool calls in call order, with their arguments); an output with none of these is ``failed``;
+      the plan is ``invalid`` when the graph recorded plan errors, stopped with ``invalid_plan`` or its
+      last planner call was invalid;
     * the first call is ``plan_calls[0]`` (REAPER's first planner call, the classifier's one plan);
       without plan calls (agent_planner, which has no repair round) it is the final plan.
     """
@@ -147,19 +148,24 @@ def predicted_plans(output: Any) -> tuple[PredictedPlan, PredictedPlan]:
     if invalid:
         final = PredictedPlan("invalid", last.plan if last is not None else RetrievalPlan(),
                               errors or (last.errors if last is not None else []) or ["the plan is invalid"])
-    elif "plan" in output and output["plan"] is not None:
+    elif output.get("plan") is not None:
         try:
             final = PredictedPlan("valid", _steps(output["plan"]))
         except ValueError as exc:
             final = PredictedPlan("invalid", errors=[str(exc)])
-    elif not output.get("plan_text") and output.get("evidence"):
+    elif last is not None:
+        final = PredictedPlan("valid", last.plan)
+    elif isinstance(output.get("plan_text"), str):
+        parsed = parse_plan(output["plan_text"])
+        final = PredictedPlan("invalid" if parsed.errors else "valid", parsed.plan, [str(e) for e in parsed.errors])
+    elif output.get("evidence"):
         try:
             final = PredictedPlan("valid", _plan_from_evidence(output["evidence"]))
         except (KeyError, TypeError, ValueError, AttributeError, ValidationError) as exc:
             final = PredictedPlan("invalid", errors=[f"unreadable evidence: {type(exc).__name__}: {exc}"])
-    else:
-        parsed = parse_plan(output.get("plan_text") or "")
-        final = PredictedPlan("invalid" if parsed.errors else "valid", parsed.plan, [str(e) for e in parsed.errors])
+    else:  # a finished run says what it planned, if only an empty plan: nothing at all is not "no retrieval"
+        why = "the output holds no plan (no plan, plan_calls, plan_text or evidence)"
+        return PredictedPlan("failed", errors=[why]), PredictedPlan("failed", errors=[why])
     final.latency_s = output.get("planner_latency_s") if isinstance(output.get("planner_latency_s"), (int, float)) else None
     return (first if first is not None else final), final
 
