@@ -171,8 +171,8 @@ def test_fast_simulators_match_reference_on_generated_scenarios(tmp_path, scenar
 # both, a tie, and the earlier building, B1, wins. A vectorised pass that adds the Supply edges in
 # file order (B2's, B3's, B1's) gets (0.1 + 0.3) + 0.6000000000000001 == 1.0 for B1 but
 # (0.6000000000000001 + 0.3) + 0.1 == 1.0000000000000002 for B2, a price of 9.999999999999998, and
-# would answer B2. (The simulator's own order is that of its matrix products, which depends on the
-# BLAS build, so the tests put this file-order arithmetic in its place to show the disagreement.)
+# would answer B2. (The simulator's own arithmetic is another order again — it divides supply by
+# demand once per goods — so the test puts this file-order sum in its place to show the disagreement.)
 NEAR_TIE = """\
 CREATE (n: Goods {name:"gadgets", code: 1, base_price:10, current_price:20, pop_demand:1.0});
 CREATE (n: Goods {name:"wood", code: 2, base_price:10, current_price:10, pop_demand:0});
@@ -223,7 +223,7 @@ def test_building_near_tie_is_decided_by_the_annotators_order_of_operations():
     sol = solve_building(sc, "gadgets", fast)
     assert sol.best == 11
     assert sol.option(11).price == sol.option(12).price == 10.0
-    # and with the simulator's own arithmetic, whatever order its products add in
+    # and with the simulator's own arithmetic
     own = solve_building(building_scenario(data), "gadgets")
     assert own.best == 11 and own.option(11).price == own.option(12).price == 10.0
     assert {o.building_id: o.price for o in own.options} == pytest.approx(ref_prices, rel=1e-12)

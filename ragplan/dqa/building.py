@@ -5,10 +5,10 @@ exactly, including its quirks (the demand and supply accumulators are *added to*
 values before the 10 rounds, a building without inputs keeps its script output, ties go to the
 earlier building in file order, and an answer needs a price strictly below the script's price).
 
-Speed: every option of a script (one per building) is simulated at once as one row of NumPy arrays,
-each round being two small matrix products (goods' satisfied shares → buildings' input ratios →
-goods' supply), and the prices of *all* goods come out of the same pass, so the questions that
-share a script (one per goods) cost one simulation. ``ragplan.dqa.reference`` holds the
+Speed: every option of a script (one per building) is simulated at once as one row of NumPy arrays
+(a round: goods' satisfied shares → buildings' input ratios → goods' supply, as gathers and
+bincounts), and the prices of *all* goods come out of the same pass, so the questions that share a
+script (one per goods) cost one simulation. ``ragplan.dqa.reference`` holds the
 straightforward dict-and-deepcopy version of the same rules that the benchmark compares against.
 
 Near-ties: the vectorised pass does the same arithmetic in another order than the annotator did (it
@@ -157,24 +157,27 @@ def simulate_prices(sc: BuildingScenario, raised: Sequence[int] | np.ndarray | N
     denom = sc.pop_demand[None, :] + building_demand                   # fixed over the rounds
     inv = np.where(denom > 0, 1.0 / np.where(denom > 0, denom, 1.0), 0.0)  # no demand: no input
     # An input's share min(current_input, max_demand) / max_demand is min(supply / demand, 1) of its
-    # goods (current_input = max_demand × supply / demand), so a building's ratio is a mean over goods:
-    # ratio = share @ inputs, inputs[g, b] = (b's inputs of g) / (b's inputs); an input with
-    # max_demand 0 counts as satisfied. Outputs: supply = (ratio × factor) @ outputs + what the
-    # buildings without inputs keep, outputs[b, g] = b's max_supply of g.
+    # goods (current_input = max_demand × supply / demand), so each round needs that share once per
+    # goods, a building's ratio is the mean of its inputs' goods' shares (an input with max_demand 0
+    # counts as satisfied), and supply is the sum of max_supply × factor × ratio over the outputs of
+    # buildings with inputs plus what the buildings without inputs keep. The sums are bincounts over
+    # (row, edge) pairs, in file order; NumPy's matrix product would do the same in fewer steps but
+    # through a multi-threaded BLAS, which stalls for tenths of a second on a busy machine.
     n_inputs = np.bincount(sc.d_building, minlength=nb)
     per_input = 1.0 / np.maximum(n_inputs, 1)
     positive = sc.max_demand > 0
-    inputs = np.zeros((ng, nb))
-    np.add.at(inputs, (sc.d_goods[positive], sc.d_building[positive]), 1.0)
-    inputs *= per_input[None, :]
     satisfied = np.bincount(sc.d_building[~positive], minlength=nb) * per_input
+    in_goods = sc.d_goods[positive]
+    in_flat = ((np.arange(rows) * nb)[:, None] + sc.d_building[positive][None, :]).ravel()
     produces = (n_inputs > 0)[sc.s_building]                            # outputs of buildings with inputs
-    outputs = np.zeros((nb, ng))
-    np.add.at(outputs, (sc.s_building[produces], sc.s_goods[produces]), sc.max_supply[produces])
+    out_building, out_supply = sc.s_building[produces], sc.max_supply[produces]
+    out_flat = (row_off_g + sc.s_goods[produces][None, :]).ravel()
     kept = np.bincount(sc.s_goods[~produces], sc.current_output[~produces], ng)
     for _ in range(ROUNDS):
-        ratio = np.minimum(supply * inv, 1.0) @ inputs + satisfied
-        supply = (ratio * factor) @ outputs + kept
+        share = np.minimum(supply * inv, 1.0)
+        ratio = np.bincount(in_flat, share[:, in_goods].ravel(), rows * nb).reshape(rows, nb) * per_input + satisfied
+        ratio *= factor
+        supply = np.bincount(out_flat, (ratio[:, out_building] * out_supply).ravel(), rows * ng).reshape(rows, ng) + kept
     demand = sc.pop_demand[None, :] + building_demand
     both_zero = (demand == 0) & (supply == 0)
     top = np.maximum(demand, supply)
