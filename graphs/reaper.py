@@ -164,9 +164,10 @@ class ReaperFamily(MethodFamily):
                     for e in call.errors:
                         emit(f"  - {e}")
                     continue
-                emit(f"Plan {call.attempt} valid" + (f", {len(call.steps)} step{'s' if len(call.steps) != 1 else ''}:"
-                                                     if call.steps else ": no retrieval needed."))
-                for line in format_plan(call.plan).splitlines():
+                shown = node == "fill_arguments" and call.steps  # the planner's own text is already printed
+                emit(f"Plan {call.attempt} valid" + (f", {len(call.steps)} step{'s' if len(call.steps) != 1 else ''}"
+                                                     f"{':' if shown else '.'}" if call.steps else ": no retrieval needed."))
+                for line in format_plan(call.plan).splitlines() if shown else []:
                     emit(f"  {line}")
             if update.get("plan_errors") and not update.get("plan_calls"):
                 emit("Plan invalid:")

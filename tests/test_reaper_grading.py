@@ -283,7 +283,7 @@ def test_trace_prints_each_planner_calls_plan(shop):
             FAMILY.trace(node, update or {}, lines.append)
     text = "\n".join(lines)
     assert "Plan 1 invalid:" in text and "order_tracker" in text
-    assert "Plan 2 valid, 1 step:" in text and 'customer_support("returns")' in text
+    assert "Plan 2 valid, 1 step." in text and 'customer_support("returns")' in text
     assert "[#E1] customer_support(" in text
 
 
