@@ -57,10 +57,17 @@ class ReActDocstore:
     """Sentences of the page shown for a Search (ReAct shows five)."""
     max_chars: int = 1500
     page_title: str = ""
+    """The current page (a run's state may restore it)."""
     page_sentences: list[str] = field(default_factory=list)
-    _keyword: str = ""
-    _hits: list[str] = field(default_factory=list)
-    _next: int = 0
+    """The current page's sentences."""
+    lookup_keyword: str = ""
+    """The keyword of the Lookup walk in progress."""
+    lookup_next: int = 0
+    """How many of that keyword's sentences were shown."""
+
+    def _hits(self) -> list[str]:
+        k = self.lookup_keyword.casefold()
+        return [s for s in self.page_sentences if k in s.casefold()] if k else []
 
     def search(self, entity: str) -> DocstoreResult:
         """``Search[entity]``: the entity's page (or the closest), its first sentences as the observation."""
@@ -82,7 +89,7 @@ class ReActDocstore:
         title = exact or titles[0]
         text = "\n".join(p.text for p in passages if p.title == title)
         self.page_title, self.page_sentences = title, split_sentences(text)
-        self._keyword, self._hits, self._next = "", [], 0
+        self.lookup_keyword, self.lookup_next = "", 0
         head = " ".join(self.page_sentences[: self.first_sentences])[: self.max_chars]
         if exact is None:
             others = [t for t in titles if t != title][:5]
@@ -94,14 +101,15 @@ class ReActDocstore:
         keyword = " ".join((keyword or "").split())
         if not self.page_title:
             return DocstoreResult("There is no page to look up in yet: use Search[entity] first.")
-        if keyword.casefold() != self._keyword.casefold():
-            self._keyword = keyword
-            self._hits = [s for s in self.page_sentences if keyword.casefold() in s.casefold()]
-            self._next = 0
-        if self._next >= len(self._hits):
+        if not keyword:
+            return DocstoreResult("Lookup needs a keyword: Lookup[keyword].", title=self.page_title)
+        if keyword.casefold() != self.lookup_keyword.casefold():
+            self.lookup_keyword, self.lookup_next = keyword, 0
+        hits = self._hits()
+        if self.lookup_next >= len(hits):
             return DocstoreResult("No more results.", title=self.page_title)
-        self._next += 1
-        return DocstoreResult(f"(Result {self._next} / {len(self._hits)}) {self._hits[self._next - 1][: self.max_chars]}",
+        self.lookup_next += 1
+        return DocstoreResult(f"(Result {self.lookup_next} / {len(hits)}) {hits[self.lookup_next - 1][: self.max_chars]}",
                               title=self.page_title)
 
     def execute(self, action: str, argument: str) -> DocstoreResult:

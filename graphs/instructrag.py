@@ -1,0 +1,226 @@
+"""InstructRAG (Wang et al., SIGIR 2025) and its baselines and ablations, as five LangGraph graphs.
+
+* ``instructrag``: retrieve_paths (the RL-Agent walks the instruction graph: K candidate paths) →
+  select_path (the ML-Agent picks one) → plan_step ⇄ observe (Thought / Action / Observation with
+  Search / Lookup / Finish over the ReAct docstore, the path in the prompt) → [answer_from_steps];
+* ``instructrag_threshold``: the same with a similarity threshold walking the graph (no RL-Agent);
+* ``instructrag_no_ml``: the RL-Agent's first path goes into the prompt (no ML-Agent);
+* ``instructrag_rap``: retrieve_stored_paths (RAP-style: the most similar past question's stored
+  path, no graph) → plan_step ⇄ observe;
+* ``react``: plan_step ⇄ observe with no path (ReAct; also how a given path is planned with, which
+  the LLM reward of training uses).
+
+The planning loop (plan_step, observe, answer_from_steps) is the same nodes in every graph; the graphs
+differ in how the path is found. Training ablations (no WS / PG / PT / FT) are agents trained with a
+loss switched off (``ragplan instructrag train --no-ws …``), run with ``instructrag``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.graph import START, StateGraph
+
+from ragplan.family import END, TEXT_RETRIEVAL_OPTIONS, Builder, Emit, GraphSpec, MethodFamily, Option, input_keys_of
+from ragplan.nodes.instructrag.answer import answer_from_steps
+from ragplan.nodes.instructrag.observe import observe
+from ragplan.nodes.instructrag.plan_step import plan_step
+from ragplan.nodes.instructrag.retrieve_paths import make_retrieve_paths, retrieve_stored_paths
+from ragplan.nodes.instructrag.select_path import select_path
+from ragplan.state.instructrag import (
+    InstructRAGContext, InstructRAGInput, InstructRAGOutput, InstructRAGResult, InstructRAGState, PlannedPath, TAOStep,
+)
+from ragplan.tools.retrievers import make_retriever
+
+__all__ = ["build_instructrag", "build_instructrag_threshold", "build_instructrag_no_ml", "build_instructrag_rap",
+           "build_react", "FAMILY", "instructrag", "instructrag_threshold", "instructrag_no_ml", "instructrag_rap", "react"]
+
+
+def route_after_paths(state: InstructRAGState) -> Literal["select_path", "__end__"]:
+    """Select among the candidates, unless the graph or agents could not be loaded."""
+    return END if state.get("stop_reason") == "setup_error" else "select_path"
+
+
+def route_to_planning(state: InstructRAGState) -> Literal["plan_step", "__end__"]:
+    """Plan with the selected path, unless the graph or agents could not be loaded."""
+    return END if state.get("stop_reason") == "setup_error" else "plan_step"
+
+
+def route_after_step(state: InstructRAGState) -> Literal["observe", "answer_from_steps", "__end__"]:
+    """Finish and endpoint failures end the run; an unparseable step goes to the answer; else observe."""
+    reason = state.get("stop_reason")
+    if reason in ("answered", "llm_error"):
+        return END
+    if reason == "llm_unparseable":
+        return "answer_from_steps"
+    return "observe"
+
+
+def route_after_observe(state: InstructRAGState) -> Literal["plan_step", "answer_from_steps"]:
+    """Next step, or the answer once ``observe`` found the step bound (``max_steps``) reached."""
+    return "answer_from_steps" if state.get("stop_reason") == "max_steps" else "plan_step"
+
+
+def _loop(g: Builder) -> None:
+    g.add_node("plan_step", plan_step)
+    g.add_node("observe", observe)
+    g.add_node("answer_from_steps", answer_from_steps)
+    g.add_conditional_edges("plan_step", route_after_step, ["observe", "answer_from_steps", END])
+    g.add_conditional_edges("observe", route_after_observe, ["plan_step", "answer_from_steps"])
+    g.add_edge("answer_from_steps", END)
+
+
+def _new() -> Builder:
+    return StateGraph(InstructRAGState, context_schema=InstructRAGContext, input_schema=InstructRAGInput,
+                      output_schema=InstructRAGOutput)
+
+
+def _with_selection(mode: str) -> Builder:
+    g = _new()
+    g.add_node("retrieve_paths", make_retrieve_paths(mode))
+    g.add_node("select_path", select_path)
+    _loop(g)
+    g.add_edge(START, "retrieve_paths")
+    g.add_conditional_edges("retrieve_paths", route_after_paths, ["select_path", END])
+    g.add_conditional_edges("select_path", route_to_planning, ["plan_step", END])
+    return g
+
+
+def build_instructrag() -> Builder:
+    """InstructRAG: RL-Agent candidates on the instruction graph, ML-Agent pick, planning with the path."""
+    return _with_selection("rl_agent")
+
+
+def build_instructrag_threshold() -> Builder:
+    """Ablation: a similarity threshold walks the graph instead of the RL-Agent; the ML-Agent still picks."""
+    return _with_selection("threshold")
+
+
+def build_instructrag_no_ml() -> Builder:
+    """Ablation: the RL-Agent's first candidate is used (no ML-Agent)."""
+    g = _new()
+    g.add_node("retrieve_paths", make_retrieve_paths("rl_agent", pick_first=True))
+    _loop(g)
+    g.add_edge(START, "retrieve_paths")
+    g.add_conditional_edges("retrieve_paths", route_to_planning, ["plan_step", END])
+    return g
+
+
+def build_instructrag_rap() -> Builder:
+    """Baseline: the stored path of the most similar past question (RAP-style, no instruction graph)."""
+    g = _new()
+    g.add_node("retrieve_stored_paths", retrieve_stored_paths)
+    _loop(g)
+    g.add_edge(START, "retrieve_stored_paths")
+    g.add_conditional_edges("retrieve_stored_paths", route_to_planning, ["plan_step", END])
+    return g
+
+
+def build_react() -> Builder:
+    """ReAct: Thought / Action / Observation over the same docstore with no path (or with a given path)."""
+    g = _new()
+    _loop(g)
+    g.add_edge(START, "plan_step")
+    return g
+
+
+instructrag = build_instructrag().compile(name="instructrag")
+instructrag_threshold = build_instructrag_threshold().compile(name="instructrag_threshold")
+instructrag_no_ml = build_instructrag_no_ml().compile(name="instructrag_no_ml")
+instructrag_rap = build_instructrag_rap().compile(name="instructrag_rap")
+react = build_react().compile(name="react")
+
+_NEEDS = {"instructrag": ("graph", "agents"), "instructrag_threshold": ("graph", "agents"),
+          "instructrag_no_ml": ("graph", "agents"), "instructrag_rap": ("graph",), "react": ()}
+
+
+class InstructRAGFamily(MethodFamily):
+    """InstructRAG's family: an instruction graph and trained agents besides the text retriever."""
+
+    def prepare(self, method: str, ctx: Any) -> str | None:
+        """Open the retriever, the instruction graph and the agents the graph needs; say what is missing."""
+        from ragplan.instructrag.selection import load_parts
+
+        if ctx.retriever_object is None:
+            if ctx.retriever == "local" and not ctx.index_dir:
+                return "--retriever local needs --index DIR (build one with `ragplan index build`)"
+            if ctx.retriever == "local":
+                try:
+                    make_retriever(ctx)
+                except Exception as exc:
+                    return f"the local index cannot be opened: {exc}"
+        needs = _NEEDS.get(method, ())
+        if "graph" in needs and not ctx.instruction_graph_dir:
+            return (f"{method} needs --instruction-graph DIR (build one with `ragplan instructrag build-graph --paths FILE… "
+                    "--out DIR`)")
+        if "agents" in needs and not ctx.agents_dir:
+            return f"{method} needs --agents DIR (train them with `ragplan instructrag train --graph DIR --paths FILE… --out DIR`)"
+        if needs:
+            try:
+                parts = load_parts(ctx.instruction_graph_dir, ctx.agents_dir if "agents" in needs else "", ctx.embedding_model)
+                if "agents" in needs:
+                    parts.agents("", False)
+            except Exception as exc:
+                return f"the InstructRAG parts cannot be loaded: {exc}"
+        return None
+
+    def data_line(self, ctx: Any) -> str:
+        """``Retriever: …   Instruction graph: …   Agents: …``."""
+        r = f"Retriever: {ctx.retriever}{' ' + ctx.index_dir if ctx.retriever == 'local' else ''}"
+        return r + (f"   Instruction graph: {ctx.instruction_graph_dir}" if ctx.instruction_graph_dir else "") + \
+            (f"   Agents: {ctx.agents_dir}" if ctx.agents_dir else "")
+
+    def trace(self, node: str, update: dict[str, Any], emit: Emit) -> None:
+        """The task, the candidate paths, the pick, then every Thought / Action / Observation."""
+        if node in ("retrieve_paths", "retrieve_stored_paths") and update.get("task"):
+            emit(f"Task: {update['task']} ({update.get('task_split', '-')})")
+        if node in ("retrieve_paths", "retrieve_stored_paths", "select_path"):
+            for i, p in enumerate(update.get("candidate_paths") or [], start=1):
+                p = PlannedPath.model_validate(p) if isinstance(p, dict) else p
+                score = f" ({p.score:.3f})" if p.score is not None else ""
+                emit(f"  Candidate {i}{score}: {p.text}")
+                if p.derived_from and node != "select_path":
+                    emit(f"    from: {' | '.join(p.derived_from)}")
+        if update.get("selected_path") is not None:
+            p = update["selected_path"]
+            p = PlannedPath.model_validate(p) if isinstance(p, dict) else p
+            emit(f"Selected ({update.get('selection', '-')}): {p.text}")
+        if node in ("plan_step", "observe") and update.get("steps"):
+            s = update["steps"][-1]
+            s = TAOStep.model_validate(s) if isinstance(s, dict) else s
+            if node == "plan_step":
+                emit(f"\nThought {s.index}: {s.thought}")
+                emit(f"Action {s.index}: {s.action}[{s.argument}]")
+            else:
+                emit(f"Observation {s.index}: {s.observation[:400]}")
+        super().trace(node, update, emit)
+
+
+FAMILY = InstructRAGFamily(
+    name="instructrag",
+    title="InstructRAG (Wang et al., SIGIR 2025)",
+    order=50,
+    context=InstructRAGContext,
+    result=InstructRAGResult,
+    graphs=(
+        GraphSpec("instructrag", build_instructrag, "InstructRAG: RL-Agent walks the instruction graph for K paths, ML-Agent "
+                  "picks one, the LLM plans Search/Lookup/Finish steps with it"),
+        GraphSpec("instructrag_threshold", build_instructrag_threshold, "InstructRAG ablation: a similarity threshold walks "
+                  "the graph instead of the RL-Agent"),
+        GraphSpec("instructrag_no_ml", build_instructrag_no_ml, "InstructRAG ablation: the RL-Agent's first path, no ML-Agent"),
+        GraphSpec("instructrag_rap", build_instructrag_rap, "RAP-style baseline: the most similar past question's stored path, "
+                  "no instruction graph"),
+        GraphSpec("react", build_react, "ReAct: Thought/Action/Observation with Search/Lookup/Finish and no path"),
+    ),
+    options=TEXT_RETRIEVAL_OPTIONS + (
+        Option("--instruction-graph", "instruction_graph_dir", "InstructRAG: the instruction graph (ragplan instructrag "
+               "build-graph)", metavar="DIR"),
+        Option("--agents", "agents_dir", "InstructRAG: the trained agents (ragplan instructrag train / adapt)", metavar="DIR"),
+        Option("--task", "task", "InstructRAG: the question's task (a HotpotQA answer type); default from the question",
+               metavar="LABEL"),
+        Option("--candidate-paths", "candidate_paths", "InstructRAG: K candidate paths", metavar="K", type=int),
+        Option("--max-steps", "max_steps", "most steps before answering", metavar="N", type=int),
+    ),
+    data_help="--retriever wiki|local --index DIR, and --instruction-graph DIR --agents DIR (react needs only the retriever)",
+    input_keys=input_keys_of(InstructRAGInput),
+)

@@ -1,0 +1,33 @@
+"""select_path: the ML-Agent picks the candidate path that goes into the planning prompt (InstructRAG §4.4).
+
+The pick is the candidate whose encoded text is most similar to the encoded question (cosine); the
+scores are kept on the candidates for the trace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from ragplan.instructrag.selection import load_parts, ml_pick
+from ragplan.state.instructrag import InstructRAGContext, PlannedPath
+
+__all__ = ["select_path"]
+
+
+def select_path(state: Any, runtime: Runtime[InstructRAGContext]) -> dict[str, Any]:
+    """Choose among ``candidate_paths`` with the ML-Agent (a given path is kept)."""
+    if state.get("selection") == "given":
+        return {}
+    ctx = runtime.context
+    cands: list[PlannedPath] = list(state.get("candidate_paths") or [])
+    if not cands:
+        return {"selected_path": None, "selection": "none"}
+    try:
+        parts = load_parts(ctx.instruction_graph_dir, ctx.agents_dir, ctx.embedding_model)
+        best, scores = ml_pick(parts, state["question"], state.get("task", ""), cands, ctx.use_adapted)
+    except Exception as exc:
+        return {"stop_reason": "setup_error", "error": f"select_path: {exc}", "answer": ""}
+    scored = [c.model_copy(update={"score": s}) for c, s in zip(cands, scores)]
+    return {"candidate_paths": scored, "selected_path": scored[best], "selection": "ml_agent"}

@@ -1,0 +1,243 @@
+"""The ``ragplan instructrag`` sub-commands (argument parsing is in :mod:`ragplan.cli.instructrag`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+__all__ = ["run_synth", "run_split", "run_build_graph", "run_stats", "run_train", "run_adapt", "run_figures", "run_report",
+           "make_reward"]
+
+
+def _err(msg: str) -> int:
+    print(f"error: {msg}", file=sys.stderr)
+    return 2
+
+
+def _read(files: list[str]) -> Any:
+    from ragplan.training.instructrag.paths import read_paths
+
+    return read_paths(files)
+
+
+def run_synth(args: argparse.Namespace) -> int:
+    """Write a synthetic world."""
+    from ragplan.training.instructrag.synth import write_world
+
+    w = write_world(args.out, args.questions, args.seed)
+    print(f"{len(w.passages)} passages, {len(w.successful)} successful and {len(w.failed)} failed paths, "
+          f"{len(w.hotpot)} HotpotQA-format questions in {args.out}")
+    return 0
+
+
+def run_split(args: argparse.Namespace) -> int:
+    """Split paths into support/query sets of seen and unseen tasks (failed paths go with the support sets' files)."""
+    from ragplan.training.instructrag.paths import write_paths_jsonl
+    from ragplan.training.instructrag.synth import split_paths
+
+    try:
+        rep = _read(args.paths)
+    except (OSError, ValueError) as exc:
+        return _err(str(exc))
+    parts = split_paths(rep.successful, query_fraction=args.query_fraction, seed=args.seed)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, paths in parts.items():
+        write_paths_jsonl(paths, out / f"{name}.jsonl")
+        print(f"{name}: {len(paths)} paths, tasks {', '.join(sorted({p.task for p in paths})) or '-'}")
+    write_paths_jsonl(rep.failed, out / "failed.jsonl")
+    print(f"failed: {len(rep.failed)} paths (kept for the noise experiment)")
+    return 0
+
+
+def _print_stats(stats: Any, as_json: bool) -> None:
+    d = stats.to_dict()
+    if as_json:
+        print(json.dumps(d))
+        return
+    for k, v in d.items():
+        print(f"{k:>15}: {v}")
+
+
+def run_build_graph(args: argparse.Namespace) -> int:
+    """Build or extend an instruction graph."""
+    from ragplan.training.instructrag.graph import GRAPH_FILE, InstructionGraph, build_instruction_graph, embedder_for_graph
+
+    try:
+        rep = _read(args.paths)
+    except (OSError, ValueError) as exc:
+        return _err(str(exc))
+    if not rep.successful:
+        return _err(f"no successful paths in {', '.join(args.paths)} ({rep.skipped} skipped: {'; '.join(rep.problems[:3])})")
+    try:
+        emb = embedder_for_graph(args.model_path)
+        if args.insert and (Path(args.out) / GRAPH_FILE).is_file():
+            g = InstructionGraph.load(args.out)
+            g.insert(sorted(rep.successful, key=lambda p: p.task), emb, progress=not args.no_progress)
+            g.failed += rep.failed
+        else:
+            g = build_instruction_graph(rep.successful, delta=args.delta, failed=rep.failed, noise_rate=args.noise_rate,
+                                        seed=args.seed, embedder=emb, progress=not args.no_progress)
+    except ValueError as exc:
+        return _err(str(exc))
+    g.save(args.out)
+    if rep.skipped:
+        print(f"skipped {rep.skipped} block(s)/line(s): {'; '.join(rep.problems[:3])}", file=sys.stderr)
+    _print_stats(g.stats(), args.json)
+    return 0
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    """Print a graph's statistics."""
+    from ragplan.training.instructrag.graph import InstructionGraph
+
+    try:
+        g = InstructionGraph.load(args.graph)
+    except ValueError as exc:
+        return _err(str(exc))
+    _print_stats(g.stats(), args.json)
+    return 0
+
+
+def make_reward(args: argparse.Namespace) -> Any:
+    """The reward the flags name (ValueError when it cannot be built)."""
+    from ragplan.training.instructrag.reward import LLMF1Reward, PathMatchReward, ProxyReward
+
+    kind = args.reward or ("proxy" if args.index else "path-match")
+    if kind == "path-match":
+        return PathMatchReward()
+    if not args.index:
+        raise ValueError(f"the {kind} reward needs --index DIR (a local passage index: `ragplan index build`)")
+    from ragplan.state.instructrag import InstructRAGContext
+    from ragplan.tools.retrievers import make_retriever
+
+    if kind == "proxy":
+        return ProxyReward(make_retriever(InstructRAGContext(retriever="local", index_dir=args.index)))
+    model = args.model or os.environ.get("RAGPLAN_MODEL", "")
+    if not model:
+        raise ValueError("the llm reward needs --model provider:name (and --base-url for a local server)")
+    from ragplan.llm import endpoint_problem
+
+    base = args.base_url or os.environ.get("RAGPLAN_BASE_URL", "")
+    problem = endpoint_problem(model, base)
+    if problem:
+        raise ValueError(problem)
+    return LLMF1Reward(InstructRAGContext(model=model, base_url=base, retriever="local", index_dir=args.index))
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from ragplan.training.instructrag.meta import MetaSettings
+
+    return MetaSettings(epochs=args.epochs, k=args.k, seed=args.seed, ws=not args.no_ws, pg=not args.no_pg, pt=not args.no_pt,
+                        ft=not args.no_ft, first_order=args.first_order, adapt_steps=getattr(args, "steps", 5))
+
+
+def _graph_and_reward(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    from ragplan.training.instructrag.graph import InstructionGraph, embedder_for_graph
+
+    g = InstructionGraph.load(args.graph)
+    emb = embedder_for_graph(g.model_path if g.model_path and Path(g.model_path).is_dir() else "")
+    return g, emb, make_reward(args)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    """Meta-train the agents and print the curves."""
+    from ragplan.training.instructrag.meta import meta_train
+
+    try:
+        g, emb, reward = _graph_and_reward(args)
+        rep = _read(args.paths)
+    except (OSError, ValueError) as exc:
+        return _err(str(exc))
+    if not rep.successful:
+        return _err("no successful query paths to train on")
+    _, _, report = meta_train(g, rep.successful, emb, reward, _settings(args), args.out, progress=not args.no_progress)
+    print(f"trained on {report.support} support and {report.query} query paths of {len(report.tasks)} task(s) "
+          f"({', '.join(report.tasks)}) with the {report.reward} reward in {report.seconds:.1f} s")
+    for k, v in report.curves.items():
+        print(f"  {k:>6}: {' '.join(f'{x:.3f}' for x in v)}")
+    print(f"saved to {args.out} (curves.png: the training curves)")
+    return 0
+
+
+def run_adapt(args: argparse.Namespace) -> int:
+    """Few-shot adaptation to unseen tasks."""
+    from ragplan.training.instructrag.meta import adapt_agents
+
+    try:
+        g, emb, reward = _graph_and_reward(args)
+        rep = _read(args.paths)
+        report = adapt_agents(g, args.agents, rep.successful, emb, reward, _settings(args), args.out, shots=args.shots,
+                              progress=not args.no_progress)
+    except (OSError, ValueError) as exc:
+        return _err(str(exc))
+    print(f"inserted the support paths into the graph in {report.insert_seconds:.2f} s; adapted {len(report.tasks)} task(s) "
+          f"in {report.seconds:.2f} s")
+    for task, d in report.tasks.items():
+        print(f"  {task:<18} {int(d['shots'])} shots  {d['seconds']:.2f} s")
+    print(f"saved to {args.out}: graph/ (G′), the base agents and tasks/<task>/ (use --instruction-graph {args.out}/graph "
+          f"--agents {args.out})")
+    return 0
+
+
+def run_figures(args: argparse.Namespace) -> int:
+    """Path-selection quality table."""
+    from ragplan.training.instructrag.figures import SELECTION_METHODS, format_rows, selection_quality
+    from ragplan.training.instructrag.graph import InstructionGraph, embedder_for_graph
+    from ragplan.training.instructrag.meta import load_agents
+
+    try:
+        g = InstructionGraph.load(args.graph)
+        emb = embedder_for_graph(g.model_path if g.model_path and Path(g.model_path).is_dir() else "")
+        rl, ml = load_agents(args.agents) if args.agents else (None, None)
+        rep = _read(args.paths)
+        reward = make_reward(argparse.Namespace(reward="proxy", index=args.index)) if args.index else None
+    except (OSError, ValueError) as exc:
+        return _err(str(exc))
+    methods = SELECTION_METHODS if rl is not None else ("threshold", "rap", "random")
+    rows = selection_quality(g, rl, ml, rep.successful, emb, methods=methods, reward=reward, k=args.k, threshold=args.threshold)
+    if args.json:
+        print(json.dumps([r.__dict__ for r in rows]))
+    else:
+        print(format_rows(rows))
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """F1 / EM of eval runs grouped by seen / unseen task (the task from the gold answer and question)."""
+    from ragplan.training.instructrag.tasks import answer_type, task_split
+
+    out: dict[str, Any] = {}
+    for run_dir in args.runs:
+        f = Path(run_dir) / "results.jsonl"
+        if not f.is_file():
+            return _err(f"no results.jsonl in {run_dir}")
+        groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        method = ""
+        for line in f.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            method = r.get("method", method)
+            task = answer_type(str(r.get("gold", "")), str(r.get("question", "")))
+            for key in ("all", task_split(task), f"task: {task}"):
+                groups[key].append(r)
+        out[f"{run_dir} ({method})"] = {k: {"n": len(v), "f1": round(sum(float(x.get("f1") or 0) for x in v) / len(v), 4),
+                                            "em": round(sum(float(x.get("em") or 0) for x in v) / len(v), 4)}
+                                        for k, v in sorted(groups.items(), key=lambda kv: (kv[0].startswith("task"), kv[0]))}
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    for run, groups_ in out.items():
+        print(run)
+        for k, v in groups_.items():
+            print(f"  {k:<26} n={v['n']:<5} F1 {v['f1']:.3f}  EM {v['em']:.3f}")
+    return 0

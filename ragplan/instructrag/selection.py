@@ -1,0 +1,140 @@
+"""Path selection at run time: the instruction graph and agents loaded once per process, candidates, the pick.
+
+* :func:`load_parts` — the graph folder and the agents folder (with per-task adapted agents), and the
+  Sentence-BERT model the graph was built with; cached per (folders, model), reloaded when a folder's
+  files change.
+* :func:`graph_candidates` — the RL-Agent's K paths (or the threshold walk's: the ablation without
+  the RL-Agent);
+* :func:`stored_candidates` — the RAP-style baseline: the stored paths of the most similar past
+  questions, no graph walk;
+* :func:`ml_pick` — the ML-Agent's choice among candidates.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragplan.state.instructrag import PlannedPath
+from ragplan.training.instructrag.graph import GRAPH_FILE, START, InstructionGraph, embedder_for_graph
+from ragplan.training.instructrag.meta import load_agents
+from ragplan.training.instructrag.ml_agent import MLAgent
+from ragplan.training.instructrag.rl_agent import RLAgent, threshold_decider, traverse
+
+__all__ = ["PlannerParts", "load_parts", "graph_candidates", "stored_candidates", "ml_pick"]
+
+
+@dataclass
+class PlannerParts:
+    """A loaded instruction graph with its agents and embedder."""
+
+    graph: InstructionGraph
+    embedder: Any
+    agents_dir: str = ""
+    _agents: dict[str, tuple[RLAgent, MLAgent]] = field(default_factory=dict)
+
+    def agents(self, task: str = "", adapted: bool = True) -> tuple[RLAgent, MLAgent]:
+        """The RL-Agent and ML-Agent for ``task`` (its adapted pair when there is one and ``adapted``)."""
+        key = task if adapted else ""
+        if key not in self._agents:
+            if not self.agents_dir:
+                raise ValueError("no agents folder: set agents_dir (--agents DIR; train with `ragplan instructrag train`)")
+            self._agents[key] = load_agents(self.agents_dir, key)
+        return self._agents[key]
+
+    def vector(self, text: str) -> np.ndarray:
+        """The unit embedding of ``text``."""
+        return np.asarray(self.embedder.encode([text])[0], dtype=np.float32)
+
+
+_lock = threading.Lock()
+_parts: dict[tuple, PlannerParts] = {}
+
+
+def _stamp(folder: str) -> tuple:
+    p = Path(folder)
+    return tuple(sorted((f.name, f.stat().st_mtime_ns) for f in p.glob("*") if f.is_file())) if p.is_dir() else ()
+
+
+def load_parts(graph_dir: str, agents_dir: str = "", embedding_model: str = "") -> PlannerParts:
+    """The graph (and agents folder) by path, loaded once per process (ValueError naming what is missing)."""
+    if not graph_dir:
+        raise ValueError("no instruction graph: set instruction_graph_dir (--instruction-graph DIR; build one with "
+                         "`ragplan instructrag build-graph --paths FILE… --out DIR`)")
+    if not (Path(graph_dir) / GRAPH_FILE).is_file():
+        raise ValueError(f"no instruction graph at {graph_dir}; build one with `ragplan instructrag build-graph --paths FILE… "
+                         f"--out {graph_dir}`")
+    if agents_dir and not Path(agents_dir).is_dir():
+        raise ValueError(f"no agents folder at {agents_dir}; train the agents with `ragplan instructrag train`")
+    key = (str(Path(graph_dir).resolve()), str(Path(agents_dir).resolve()) if agents_dir else "", embedding_model,
+           _stamp(graph_dir), _stamp(agents_dir) if agents_dir else ())
+    with _lock:
+        if key not in _parts:
+            graph = InstructionGraph.load(graph_dir)
+            model = embedding_model or (graph.model_path if graph.model_path and Path(graph.model_path).is_dir() else "")
+            emb = embedder_for_graph(model)
+            fp = getattr(emb, "fingerprint", "")
+            if graph.model_fingerprint and fp and fp != graph.model_fingerprint:
+                raise ValueError(f"the instruction graph at {graph_dir} was built with another embedding model than "
+                                 f"{getattr(emb, 'model_path', model)}; use the build model or rebuild the graph")
+            _parts[key] = PlannerParts(graph, emb, agents_dir)
+        return _parts[key]
+
+
+def _derived_from(g: InstructionGraph, nodes: list[int], limit: int = 3) -> list[str]:
+    out: list[str] = []
+    prev = START
+    for n in nodes:
+        for _, qs in sorted((g.edges.get((prev, n)) or {}).items()):
+            for q in qs:
+                text = g.questions[q]["text"]
+                if text not in out:
+                    out.append(text)
+        prev = n
+    return out[:limit]
+
+
+def graph_candidates(parts: PlannerParts, question: str, task: str, *, mode: str = "rl_agent", k: int = 3,
+                     threshold: float = 0.4, max_len: int = 8, adapted: bool = True) -> list[PlannedPath]:
+    """K candidate paths from a walk of the graph: the RL-Agent's (``rl_agent``) or the threshold rule's (``threshold``)."""
+    g = parts.graph
+    qvec = parts.vector(question)
+    if mode == "threshold":
+        res = traverse(g, qvec, threshold_decider(threshold), k=k, max_len=max_len)
+    else:
+        rl, _ = parts.agents(task, adapted)
+        res = traverse(g, qvec, rl.greedy(), k=k, start_nodes=rl.start_nodes, max_len=max_len)
+    return [PlannedPath(instructions=[g.instructions[i]["text"] for i in p], source=mode, nodes=list(nodes),
+                        derived_from=_derived_from(g, nodes)) for p, nodes in zip(res.paths, res.path_nodes)]
+
+
+def stored_candidates(parts: PlannerParts, question: str, k: int = 3) -> list[PlannedPath]:
+    """RAP-style: the stored successful paths of the ``k`` past questions most similar to ``question``."""
+    g = parts.graph
+    if not len(g.qvectors):
+        return []
+    sims = g.qvectors @ parts.vector(question)
+    out: list[PlannedPath] = []
+    for qi in np.argsort(-sims, kind="stable"):
+        pid = int(g.questions[int(qi)]["path"])
+        if not g.paths[pid].get("success", True):
+            continue
+        out.append(PlannedPath(instructions=[g.instructions[i]["text"] for i in g.paths[pid]["instructions"]], source="stored",
+                               derived_from=[g.questions[int(qi)]["text"]], score=round(float(sims[int(qi)]), 4)))
+        if len(out) >= k:
+            break
+    return out
+
+
+def ml_pick(parts: PlannerParts, question: str, task: str, candidates: list[PlannedPath], adapted: bool = True) -> tuple[int, list[float]]:
+    """The ML-Agent's pick among ``candidates`` (index, cosine per candidate); -1 when there are none."""
+    if not candidates:
+        return -1, []
+    _, ml = parts.agents(task, adapted)
+    pv = parts.embedder.encode([c.text for c in candidates])
+    scores = ml.scores(parts.vector(question), pv)
+    return int(np.argmax(scores)), [round(float(s), 4) for s in scores]

@@ -1,0 +1,158 @@
+"""InstructRAG's settings, state and result: the candidate paths, the selected path, the thought-action-observation steps.
+
+The input is the question (optionally its task label, or a path to plan with); the output is the
+answer plus what a user needs to trust it: the task and whether it was seen in training, the K
+candidate paths the RL-Agent (or a baseline) proposed, the path the ML-Agent put into the prompt, and
+every Thought / Action / Observation step.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, Field
+from typing_extensions import Annotated, NotRequired, Required, TypedDict
+
+from ragplan.state.context import TextRAGContext
+from ragplan.state.result import GraphResult
+from ragplan.state.usage import Usage, add_usage
+
+__all__ = ["InstructRAGContext", "PlannedPath", "TAOStep", "InstructRAGInput", "InstructRAGOutput", "InstructRAGState",
+           "InstructRAGResult"]
+
+
+@dataclass(kw_only=True)
+class InstructRAGContext(TextRAGContext):
+    """Settings of InstructRAG and its baselines (instructrag_rap, instructrag_threshold, instructrag_no_ml, react)."""
+
+    instruction_graph_dir: str = field(
+        default_factory=lambda: os.environ.get("RAGPLAN_INSTRUCTION_GRAPH", ""),
+        metadata={"description": "The instruction graph folder (`ragplan instructrag build-graph`, or an adapted graph of "
+                  "`ragplan instructrag adapt`)."},
+    )
+    agents_dir: str = field(
+        default_factory=lambda: os.environ.get("RAGPLAN_INSTRUCTRAG_AGENTS", ""),
+        metadata={"description": "The trained RL-Agent and ML-Agent folder (`ragplan instructrag train`, or `adapt`'s output "
+                  "with per-task agents)."},
+    )
+    candidate_paths: int = field(default=3, metadata={"description": "K: candidate paths the RL-Agent proposes (paper: 3)."})
+    max_path_len: int = field(default=8, metadata={"description": "Most instructions in one candidate path."})
+    traversal_threshold: float = field(
+        default=0.4, metadata={"description": "instructrag_threshold: include a node when its mean state feature reaches this."})
+    task: str = field(
+        default="", metadata={"description": "The question's task (a HotpotQA answer type); empty = derived from the question."})
+    use_adapted: bool = field(
+        default=True, metadata={"description": "Use the task's few-shot adapted agents when the agents folder has them."})
+    max_steps: int = field(default=7, metadata={"description": "Most Thought/Action/Observation steps before answering (ReAct: 7)."})
+    demonstrations: int = field(default=2, metadata={"description": "Worked examples in the planning prompt (0-2)."})
+
+
+class PlannedPath(BaseModel):
+    """One instruction path offered to the planner."""
+
+    instructions: list[str] = Field(description="The instructions, e.g. ['Search[Ed Wood]', 'Lookup[nationality]'].")
+    source: str = Field(default="", description="rl_agent, threshold, stored (RAP-style), or given.")
+    nodes: list[int] = Field(default_factory=list, description="The instruction-graph nodes it walks (empty for stored paths).")
+    derived_from: list[str] = Field(default_factory=list, description="Past questions whose paths it combines (edge tasks).")
+    score: float | None = Field(default=None, description="The ML-Agent's cosine (or the stored question's similarity).")
+
+    @property
+    def text(self) -> str:
+        """``Search[A] → Lookup[b] → …``."""
+        return " → ".join(self.instructions)
+
+
+class TAOStep(BaseModel):
+    """One Thought / Action / Observation step."""
+
+    index: int = Field(description="1-based step number.")
+    thought: str = Field(default="", description="The LLM's thought.")
+    action: str = Field(default="", description="Search, Lookup or Finish.")
+    argument: str = Field(default="", description="The entity, keyword or answer.")
+    observation: str = Field(default="", description="What the docstore returned ('' for Finish).")
+    title: str = Field(default="", description="The page the action read.")
+    error: str = Field(default="", description="A retrieval failure, '' otherwise.")
+
+
+class InstructRAGInput(TypedDict):
+    """What the InstructRAG graphs take."""
+
+    question: Required[str]
+    """The question."""
+    task: NotRequired[str]
+    """Its task label (overrides the context's and the derived one)."""
+    given_path: NotRequired[list[str]]
+    """A path to plan with instead of selecting one (training rewards, experiments)."""
+
+
+class InstructRAGOutput(TypedDict, total=False):
+    """What the InstructRAG graphs return."""
+
+    question: Required[str]
+    """The question asked."""
+    answer: str
+    """The final answer (Finish's argument)."""
+    task: str
+    """The task the question was planned as."""
+    task_split: str
+    """seen / unseen / other: whether that task was a training task."""
+    candidate_paths: list[PlannedPath]
+    """The K candidate paths (RL-Agent, threshold walk or stored paths)."""
+    selected_path: PlannedPath | None
+    """The path put into the planning prompt (None for react)."""
+    selection: str
+    """How it was chosen: ml_agent, first (no ML-Agent), stored (RAP-style), given, none."""
+    steps: list[TAOStep]
+    """Every Thought / Action / Observation step."""
+    usage: Annotated[Usage, add_usage]
+    """LLM calls, tokens and LLM time."""
+    stop_reason: str
+    """answered (Finish), max_steps (bound reached, answered from the steps), setup_error, llm_error, llm_unparseable."""
+    error: str
+    """A recorded failure, empty when none."""
+
+
+class InstructRAGState(InstructRAGInput, InstructRAGOutput, total=False):
+    """Internal state: the docstore's current page and lookup walk (so a checkpointed run resumes)."""
+
+    page_title: str
+    """The current page."""
+    page_sentences: list[str]
+    """Its sentences."""
+    lookup_keyword: str
+    """The Lookup walk's keyword."""
+    lookup_next: int
+    """Sentences of that walk already shown."""
+
+
+class InstructRAGResult(GraphResult):
+    """A typed view of a finished InstructRAG run."""
+
+    task: str = Field(default="", description="The task the question was planned as.")
+    task_split: str = Field(default="", description="seen / unseen / other.")
+    candidate_paths: list[PlannedPath] = Field(default_factory=list, description="The K candidate paths.")
+    selected_path: PlannedPath | None = Field(default=None, description="The path in the planning prompt.")
+    selection: str = Field(default="", description="ml_agent, first, stored, given or none.")
+    steps: list[TAOStep] = Field(default_factory=list, description="Every Thought / Action / Observation step.")
+
+    def retrievals(self) -> int:
+        """Search and Lookup actions executed."""
+        return sum(1 for s in self.steps if s.action in ("Search", "Lookup") and s.observation)
+
+    def retrieval_errors(self) -> int:
+        """Actions whose retrieval failed."""
+        return sum(1 for s in self.steps if s.error)
+
+    def executed_queries(self) -> list[str]:
+        """The entities searched for."""
+        return [s.argument for s in self.steps if s.action == "Search" and s.observation]
+
+    def summary_lines(self) -> list[str]:
+        """The selected path, then stop reason, steps and the task."""
+        path = self.selected_path.text if self.selected_path else "(none)"
+        return [f"Path ({self.selection or '-'}): {path}",
+                f"Stopped: {self.stop_reason or '-'}   Steps: {len(self.steps)}   Retrievals: {self.retrievals()}   "
+                f"Task: {self.task or '-'} ({self.task_split or '-'})"]
+
+
