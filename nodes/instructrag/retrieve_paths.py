@@ -13,7 +13,7 @@ run as ``setup_error`` (``prepare`` reports it before any run from the CLI).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from langgraph.runtime import Runtime
 
@@ -37,7 +37,7 @@ def _given(state: Any, task: str) -> dict[str, Any] | None:
     return {"task": task, "task_split": task_split(task), "candidate_paths": [path], "selected_path": path, "selection": "given"}
 
 
-def make_retrieve_paths(mode: str, *, pick_first: bool = False) -> Callable[[Any, Runtime[InstructRAGContext]], dict[str, Any]]:
+def make_retrieve_paths(mode: str, *, pick_first: bool = False) -> Any:
     """The node for graph walks (``rl_agent`` or ``threshold``); ``pick_first`` selects the first path (no ML-Agent)."""
 
     def retrieve_paths(state: Any, runtime: Runtime[InstructRAGContext]) -> dict[str, Any]:

@@ -328,7 +328,7 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
     for _ in range(s.epochs):
         order = tasks[:]
         tr.rng.shuffle(order)
-        sums = {k: [] for k in report.curves}
+        sums: dict[str, list[float]] = {k: [] for k in report.curves}
         for b in range(0, len(order), max(1, s.tasks_per_batch)):
             batch = order[b:b + s.tasks_per_batch]
             opt_rl.zero_grad()
@@ -338,8 +338,8 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
             for task in batch:
                 sup = tr.rng.sample(support[task], min(len(support[task]), s.questions_per_task))
                 qry = tr.rng.sample(qby.get(task, []), min(len(qby.get(task, [])), s.questions_per_task))
-                theta = dict(rl.net.named_parameters())
-                eta = dict(ml.heads.named_parameters())
+                theta: Params = {k: v for k, v in rl.net.named_parameters()}
+                eta: Params = {k: v for k, v in ml.heads.named_parameters()}
                 l_ws = tr.ws_loss(theta, sup) if s.ws else torch.zeros(())
                 l_pt = tr.pt_loss(eta, sup) if s.pt else torch.zeros(())
                 theta_i = _step(theta, l_ws, s.inner_lr, not s.first_order) if (s.ws and s.pg) else theta
@@ -429,8 +429,8 @@ def adapt_agents(graph: InstructionGraph, agents_dir: str | Path, support: list[
         paths = by_task[task]
         path_ids = [i for i, p in enumerate(graph.paths) if p["task"] == task and p["id"] in {x.id for x in paths}]
         exs = query_examples(paths, embedder)
-        theta = {k: v.detach().clone().requires_grad_(True) for k, v in rl.net.named_parameters()}
-        eta = {k: v.detach().clone().requires_grad_(True) for k, v in ml.heads.named_parameters()}
+        theta: Params = {k: v.detach().clone().requires_grad_(True) for k, v in rl.net.named_parameters()}
+        eta: Params = {k: v.detach().clone().requires_grad_(True) for k, v in ml.heads.named_parameters()}
         logs = {"ws": 0.0, "pg": 0.0, "pt": 0.0, "ft": 0.0}
         for _ in range(max(1, s.adapt_steps)):
             l_ws = tr.ws_loss(theta, path_ids) if s.ws else torch.zeros(())

@@ -1,0 +1,264 @@
+"""InstructRAG's parts without an LLM: paths in, tasks, Algorithm 1 on hand-worked cases, the walk, the docstore."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ragplan.tools.react_docstore import ReActDocstore
+from ragplan.tools.retrieval import Passage
+from ragplan.training.instructrag.graph import START, InstructionGraph, build_instruction_graph
+from ragplan.training.instructrag.paths import Instruction, InstructionPath, parse_instruction, parse_trajectory_log, read_paths
+from ragplan.training.instructrag.rl_agent import traverse
+from ragplan.training.instructrag.tasks import ANSWER_TYPES, SEEN_TASKS, UNSEEN_TASKS, answer_type, question_type, task_split
+
+
+class VecEmbedder:
+    """Hand-chosen vectors, so every similarity ψ of the worked example is known."""
+
+    def __init__(self, table: dict[str, list[float]]) -> None:
+        self.table = table
+        self.dim = len(next(iter(table.values())))
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        rows = [np.asarray(self.table.get(t, [0.0] * (self.dim - 1) + [1.0]), dtype=np.float32) for t in texts]
+        return np.stack([r / np.linalg.norm(r) for r in rows])
+
+
+# Figure 1(a) of the paper: two paths of task T1, one of task T2.
+TABLE = {
+    "Search[Scott Derrickson]": [1, 0, 0, 0, 0],
+    "Lookup[nationality]": [0, 1, 0, 0, 0],
+    "Search[Ed Wood]": [0.9, 0.1, 0, 0, 0],          # ψ(Scott Derrickson) ≈ 0.99 ≥ δ: joins its node
+    "Search[Christopher Nolan]": [0.3, 0, 0, 0.95, 0],  # ψ ≈ 0.30 < δ: a new node
+    "Lookup[birthplace]": [0, 0.8, 0, 0, 0.6],      # ψ(nationality) = 0.8: joins its node
+    "Lookup[year of founding]": [0, 0.2, 1, 0, 0],  # ψ < δ with every instruction outside the adjacent node
+    "Were Scott Derrickson and Ed Wood of the same nationality?": [0.7, 0.7, 0, 0, 0.1],
+    "Where was Christopher Nolan born?": [0.2, 0.5, 0, 0.8, 0.3],
+    "When was Scott Derrickson's studio founded?": [0.6, 0.1, 0.8, 0, 0],
+}
+
+
+def _p(question: str, task: str, *steps: str) -> InstructionPath:
+    ins = [parse_instruction(s) for s in steps]
+    assert all(ins)
+    return InstructionPath(question, "x", [i for i in ins if i], True, task=task)
+
+
+PATHS = [
+    _p("Were Scott Derrickson and Ed Wood of the same nationality?", "T1", "Search[Scott Derrickson]", "Lookup[nationality]",
+       "Search[Ed Wood]", "Lookup[nationality]"),
+    _p("Where was Christopher Nolan born?", "T1", "Search[Christopher Nolan]", "Lookup[birthplace]"),
+    _p("When was Scott Derrickson's studio founded?", "T2", "Search[Scott Derrickson]", "Lookup[nationality]",
+       "Lookup[year of founding]"),
+]
+
+
+def _node_sets(g: InstructionGraph) -> list[set[str]]:
+    return [{g.instructions[i]["text"] for i in ids} for ids in g.nodes]
+
+
+def test_algorithm1_on_the_papers_worked_example():
+    g = build_instruction_graph(PATHS, delta=0.4, embedder=VecEmbedder(TABLE))
+    assert _node_sets(g) == [{"Search[Scott Derrickson]", "Search[Ed Wood]"},
+                             {"Lookup[nationality]", "Lookup[birthplace]"},
+                             {"Search[Christopher Nolan]"}, {"Lookup[year of founding]"}]
+    assert [len(n) for n in g.nodes] == [3, 4, 1, 1]  # every inserted instruction is kept, duplicates included
+    tasks = {e: sorted(t) for e, t in g.edges.items()}
+    assert tasks == {(START, 0): ["T1", "T2"], (0, 1): ["T1", "T2"], (1, 0): ["T1"], (START, 2): ["T1"], (2, 1): ["T1"],
+                     (1, 3): ["T2"]}
+    assert g.edges[(0, 1)]["T2"] == [2]  # the edge records the question of T2 that walked it
+    st = g.stats()
+    assert (st.nodes, st.edges, st.start_edges, st.instructions, st.tasks, st.paths) == (4, 4, 2, 9, 2, 3)
+    assert g.paths[0]["nodes"] == [0, 1, 0, 1]
+
+
+def test_adjacent_instructions_never_share_a_node():
+    table = {"Search[A]": [1, 0, 0], "Search[A too]": [0.99, 0.1, 0], "Lookup[b]": [0, 0, 1]}
+    g = build_instruction_graph([_p("q", "T", "Search[A]", "Search[A too]", "Lookup[b]")], delta=0.4, embedder=VecEmbedder(table))
+    assert _node_sets(g) == [{"Search[A]"}, {"Search[A too]"}, {"Lookup[b]"}]
+    g2 = build_instruction_graph([_p("q", "T", "Search[A]", "Lookup[b]", "Search[A too]")], delta=0.4, embedder=VecEmbedder(table))
+    assert _node_sets(g2) == [{"Search[A]", "Search[A too]"}, {"Lookup[b]"}]  # not adjacent: merged
+
+
+@pytest.mark.parametrize("delta,nodes", [(1.01, 9), (0.4, 4), (-1.0, 2)])
+def test_delta_controls_the_number_of_nodes(delta, nodes):
+    g = build_instruction_graph(PATHS, delta=delta, embedder=VecEmbedder(TABLE))
+    assert len(g.nodes) == nodes and len(g.instructions) == 9
+
+
+def test_graph_persists_and_grows_incrementally(tmp_path):
+    emb = VecEmbedder(TABLE)
+    g = build_instruction_graph(PATHS[:2], delta=0.4, embedder=emb)
+    g.save(tmp_path / "g")
+    loaded = InstructionGraph.load(tmp_path / "g")
+    assert loaded.stats().to_dict() == g.stats().to_dict()
+    loaded.insert(PATHS[2:], emb)
+    full = build_instruction_graph(PATHS, delta=0.4, embedder=emb)
+    assert _node_sets(loaded) == _node_sets(full) and loaded.edges == full.edges
+    with pytest.raises(ValueError, match="build-graph"):
+        InstructionGraph.load(tmp_path / "nothing")
+
+
+def test_noise_rate_inserts_failed_paths_and_keeps_the_rest():
+    failed = [InstructionPath(f"q{i}", "x", [Instruction("Search", f"wrong {i}")], False, task="T1") for i in range(4)]
+    g = build_instruction_graph(PATHS, delta=0.4, embedder=VecEmbedder(TABLE), failed=failed, noise_rate=0.25)
+    assert len(g.paths) == 4 and sum(not p["success"] for p in g.paths) == 1 and len(g.failed) == 3
+
+
+def test_walk_follows_the_rules():
+    g = build_instruction_graph(PATHS, delta=0.4, embedder=VecEmbedder(TABLE))
+    q = VecEmbedder(TABLE).encode(["Were Scott Derrickson and Ed Wood of the same nationality?"])[0]
+    res = traverse(g, q, lambda s: 1, k=3, max_len=4)
+    texts = [[g.instructions[i]["text"] for i in p] for p in res.paths]
+    assert texts and all(len(p) <= 4 for p in texts) and len({tuple(p) for p in texts}) == len(texts)
+    assert all(not p[0].startswith("Lookup") for p in texts)  # no Lookup before a Search
+    # most similar instruction first (ψ(Ed Wood) ≈ 0.77 > ψ(Scott Derrickson) = 0.70); back in the junction node the
+    # instruction not used yet is taken, so the walk combines the two Search instructions of path 1
+    assert texts[0][:3] == ["Search[Ed Wood]", "Lookup[nationality]", "Search[Scott Derrickson]"]
+    assert len(res.states) == len(res.actions) and all(len(s) == 3 for s in res.states)
+    none = traverse(g, q, lambda s: 0, k=3)
+    assert none.paths == [] and none.actions and set(none.actions) == {0}
+
+
+REFLEXION_LOG = """
+########################################
+BEGIN TRIAL 1
+Trial summary: Correct: 1, Incorrect: 1, Halted: 1
+#######################################
+------------- BEGIN CORRECT AGENTS -------------
+
+Question: Which river runs through the town where Ilse Maren was born?
+Thought 1: I need to find where Ilse Maren was born, then the river there.
+Action 1: Search[Ilse Maren]
+Observation 1: Ilse Maren (born 1950 in Hollmark) is a sculptor.
+Thought 2: She was born in Hollmark. Now the river.
+Action 2: Search[Hollmark]
+Observation 2: Hollmark is a town on the river Vessa.
+Thought 3: The river is the Vessa.
+Action 3: Finish[Vessa]
+Observation 3: Answer is CORRECT
+Correct answer: Vessa
+
+------------- BEGIN INCORRECT AGENTS -----------
+
+Question: Are Tarn Holt and Egil Brun both painters?
+Thought 1: I search both.
+Action 1: Search[Tarn Holt]
+Observation 1: Tarn Holt is a painter.
+Thought 2: And Egil Brun.
+Action 2: Lookup[painter]
+Observation 2: No more results.
+Action 3: Finish[no]
+Observation 3: Answer is INCORRECT
+Correct answer: yes
+
+------------- BEGIN HALTED AGENTS --------------
+
+Question: When did the ferry line close?
+Thought 1: I search it.
+Action 1: Search[ferry line]
+Observation 1: Could not find ferry line.
+Correct answer: 1972
+"""
+
+REACT_LOG = """17 Question: What instrument does Oda Lien play?
+Thought 1: I search Oda Lien.
+Action 1: search[Oda Lien]
+Observation 1: Oda Lien is a cellist from Bergen.
+Thought 2: She plays the cello.
+Action 2: finish[cello]
+Observation 2: Episode finished, reward = 1
+
+{'steps': 2, 'answer': 'cello', 'gt_answer': 'cello', 'question_idx': 17, 'reward': True, 'em': True, 'f1': 1.0, 'n_calls': 2}
+1 1 1.0 3.1
+-----------
+
+42 Question: Who founded the Vessa rowing club?
+Thought 1: I search the club.
+Action 1: search[Vessa rowing club]
+Observation 1: Could not find Vessa rowing club. Similar: ['Vessa'].
+Thought 2: I give up.
+Action 2: finish[Ilse Maren]
+Observation 2: Episode finished, reward = 0
+
+{'steps': 2, 'answer': 'Ilse Maren', 'gt_answer': 'Per Vik', 'question_idx': 42, 'reward': False, 'em': False, 'f1': 0}
+"""
+
+
+def test_reflexion_trial_logs_are_read_with_their_labels():
+    rep = parse_trajectory_log(REFLEXION_LOG, "trial.txt")
+    assert [p.question for p in rep.successful] == ["Which river runs through the town where Ilse Maren was born?"]
+    ok = rep.successful[0]
+    assert ok.text == "Search[Ilse Maren] → Search[Hollmark] → Finish[Vessa]" and ok.answer == "Vessa"
+    assert [p.answer for p in rep.failed] == ["yes", "1972"]  # the incorrect and the halted run, gold answers kept
+    assert rep.failed[0].task == "yes/no" and rep.failed[1].task == "date"
+
+
+def test_react_notebook_logs_are_read_with_their_info_dicts(tmp_path):
+    rep = parse_trajectory_log(REACT_LOG, "react.log")
+    assert [p.text for p in rep.successful] == ["Search[Oda Lien] → Finish[cello]"]
+    assert rep.successful[0].task == "common noun"
+    assert [p.answer for p in rep.failed] == ["Per Vik"]
+    (tmp_path / "r.log").write_text(REACT_LOG + "\n" + REACT_LOG)
+    both = read_paths([tmp_path / "r.log"])
+    assert len(both.successful) == 1 and len(both.failed) == 1  # a repeated (question, path) is kept once
+
+
+def test_unlabelled_blocks_are_skipped_and_jsonl_is_read(tmp_path):
+    rep = parse_trajectory_log("Question: q?\nThought 1: t\nAction 1: Search[x]\nObservation 1: y\n", "plain")
+    assert rep.skipped == 1 and not rep.successful
+    f = tmp_path / "p.jsonl"
+    f.write_text(json.dumps({"question": "Who directed Alien?", "answer": "Ridley Scott", "task": "",
+                             "path": [{"action": "search", "argument": "Alien (film)"}, {"action": "Finish", "argument": "Ridley Scott"}],
+                             "success": True}) + "\nnot json\n"
+                 + json.dumps({"question": "q", "path": [{"action": "Fly", "argument": "x"}]}) + "\n")
+    got = read_paths([f])
+    assert got.successful[0].text == "Search[Alien (film)] → Finish[Ridley Scott]" and got.successful[0].task == "person"
+    assert got.skipped == 2 and "Fly" in got.problems[1]
+
+
+def test_twelve_tasks_six_seen_six_unseen_and_the_rule():
+    assert len(ANSWER_TYPES) == 12 and len(SEEN_TASKS) == len(UNSEEN_TASKS) == 6 and not set(SEEN_TASKS) & set(UNSEEN_TASKS)
+    cases = [("yes", "Were A and B of the same nationality?", "yes/no"), ("12 March 1979", "", "date"), ("1994", "", "date"),
+             ("7 million", "How many people live there?", "number"), ("Ridley Scott", "Who directed Alien?", "person"),
+             ("Chicago", "In which city was he born?", "location"), ("Creed", "Which band did Scott Stapp front?", "group/org"),
+             ("Human Clay", "Which album went diamond?", "artwork"), ("Battle of Hastings", "Which battle came first?", "event"),
+             ("American", "What nationality is Ed Wood?", "adjective"), ("guitar", "What does he play?", "common noun"),
+             ("Golden Lion", "What did the film get?", "other proper noun")]
+    for answer, question, want in cases:
+        assert answer_type(answer, question) == want, (answer, question)
+    assert question_type("Were Scott Derrickson and Ed Wood of the same nationality?") == "yes/no"
+    assert question_type("When was the director of Alien born?") == "date"
+    assert task_split(SEEN_TASKS[0]) == "seen" and task_split(UNSEEN_TASKS[0]) == "unseen" and task_split("x") == "other"
+
+
+class ListRetriever:
+    name = "local"
+
+    def __init__(self, passages: list[Passage]) -> None:
+        self.passages = passages
+
+    def search(self, query: str, k: int = 5) -> list[Passage]:
+        words = set(query.lower().split())
+        return sorted(self.passages, key=lambda p: -len(words & set(p.title.lower().split())))[:k]
+
+
+def test_docstore_search_and_lookup_as_react():
+    store = ReActDocstore(ListRetriever([
+        Passage("1", "Creed (band)", "Creed was an American rock band. Creed disbanded in 2004. The band reunited in 2009."),
+        Passage("2", "Creed", "A creed is a statement of shared beliefs."),
+    ]))
+    assert store.lookup("band").observation.startswith("There is no page")
+    r = store.search("creed (band)")
+    assert r.title == "Creed (band)" and r.observation.startswith("Creed was an American rock band.")
+    assert store.lookup("band").observation == "(Result 1 / 3) Creed was an American rock band."
+    assert store.lookup("band").observation == "(Result 2 / 3) Creed disbanded in 2004."  # a substring, as in ReAct
+    assert store.lookup("band").observation == "(Result 3 / 3) The band reunited in 2009."
+    assert store.lookup("band").observation == "No more results."
+    assert store.lookup("disbanded").observation == "(Result 1 / 1) Creed disbanded in 2004."
+    r = store.search("rock band Creed history")
+    assert "No page named" in r.observation and "closest" in r.observation
+    assert store.execute("Think", "x").observation.startswith("Invalid action")
