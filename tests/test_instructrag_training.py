@@ -1,0 +1,147 @@
+"""InstructRAG's training and commands: determinism for a seed, ablations, adaptation, rewards, LLM-free figures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from ragplan.cli import main
+from ragplan.nodes.instructrag.plan_step import TAODecision
+from ragplan.state.instructrag import InstructRAGContext
+from ragplan.training.instructrag.figures import action_match, selection_quality
+from ragplan.training.instructrag.graph import build_instruction_graph, embedder_for_graph
+from ragplan.training.instructrag.meta import MetaSettings, load_agents, meta_train, query_examples
+from ragplan.training.instructrag.paths import Instruction, parse_instruction
+from ragplan.training.instructrag.reward import LLMF1Reward, PathMatchReward, ProxyReward, instruction_f1
+from ragplan.training.instructrag.synth import make_world, split_paths
+from tests.scripted import ScriptedChatModel
+
+
+@pytest.fixture(scope="module")
+def world():
+    w = make_world(72, seed=1)
+    return w, split_paths(w.successful, seed=1)
+
+
+@pytest.fixture(scope="module")
+def graph(world):
+    _, parts = world
+    return build_instruction_graph(parts["support_seen"], embedder=embedder_for_graph())
+
+
+def _weights(rl, ml) -> list[torch.Tensor]:
+    return [t.detach().clone() for t in list(rl.net.state_dict().values()) + list(ml.heads.state_dict().values())]
+
+
+def test_training_is_deterministic_for_a_seed(world, graph):
+    _, parts = world
+    emb = embedder_for_graph()
+    s = MetaSettings(epochs=2, questions_per_task=3, seed=3)
+    a = meta_train(graph, parts["query_seen"], emb, PathMatchReward(), s)
+    b = meta_train(graph, parts["query_seen"], emb, PathMatchReward(), s)
+    c = meta_train(graph, parts["query_seen"], emb, PathMatchReward(), MetaSettings(epochs=2, questions_per_task=3, seed=4))
+    assert all(torch.equal(x, y) for x, y in zip(_weights(a[0], a[1]), _weights(b[0], b[1])))
+    assert a[2].curves == b[2].curves and set(a[2].curves) == {"ws", "pg", "pt", "ft", "reward"}
+    assert not all(torch.equal(x, y) for x, y in zip(_weights(a[0], a[1]), _weights(c[0], c[1])))
+
+
+@pytest.mark.parametrize("off", ["ws", "pg", "pt", "ft"])
+def test_each_loss_can_be_switched_off(world, graph, off):
+    _, parts = world
+    rl, ml, rep = meta_train(graph, parts["query_seen"], embedder_for_graph(), PathMatchReward(),
+                             MetaSettings(epochs=1, questions_per_task=2, **{off: False}))
+    assert off not in rep.curves or off in ("ws", "pt")  # ws/pt are still reported (zeros) when the outer loss is off
+    fresh = meta_train(graph, parts["query_seen"], embedder_for_graph(), PathMatchReward(),
+                       MetaSettings(epochs=0, questions_per_task=2))
+    assert not all(torch.equal(x, y) for x, y in zip(_weights(rl, ml), _weights(fresh[0], fresh[1])))  # something trained
+
+
+def test_agents_save_load_and_curves(world, graph, tmp_path):
+    _, parts = world
+    rl, ml, rep = meta_train(graph, parts["query_seen"], embedder_for_graph(), PathMatchReward(),
+                             MetaSettings(epochs=2, questions_per_task=2), tmp_path / "agents")
+    rl2, ml2 = load_agents(tmp_path / "agents")
+    assert all(torch.equal(x, y) for x, y in zip(_weights(rl, ml), _weights(rl2, ml2)))
+    meta = json.loads((tmp_path / "agents" / "agents.json").read_text())
+    assert meta["report"]["curves"] == rep.curves and (tmp_path / "agents" / "curves.png").stat().st_size > 1000
+    with pytest.raises(ValueError, match="train"):
+        load_agents(tmp_path)
+
+
+def test_rewards_without_an_llm(world, tmp_path):
+    w, parts = world
+    from ragplan.tools.textindex import LocalIndexRetriever, build_index
+
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps({"id": str(i), **p}) + "\n" for i, p in enumerate(w.passages)))
+    build_index(tmp_path / "p.jsonl", tmp_path / "idx", progress=False)
+    proxy = ProxyReward(LocalIndexRetriever(tmp_path / "idx"))
+    ex = query_examples([p for p in parts["query_seen"] if p.task == "date"][:1], embedder_for_graph())[0]
+    assert proxy(ex, ex.own_path) == 1.0  # the own path reaches both supporting pages and the answer
+    assert proxy(ex, ex.own_path[:1]) == 0.25  # one of two pages, no answer
+    assert proxy(ex, [Instruction("Finish", "nobody")]) == 0.0
+    assert PathMatchReward()(ex, ex.own_path) == 1.0 and instruction_f1(ex.own_path[:2], ex.own_path) == pytest.approx(2 / 3)
+    assert action_match(ex.own_path, ex.own_path[:2]) == 0.5
+
+
+def test_llm_reward_plans_with_the_path(world, tmp_path):
+    w, parts = world
+    from ragplan.tools.textindex import build_index
+
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps({"id": str(i), **p}) + "\n" for i, p in enumerate(w.passages)))
+    build_index(tmp_path / "p.jsonl", tmp_path / "idx", progress=False)
+    ex = query_examples(parts["query_seen"][:1], embedder_for_graph())[0]
+    model = ScriptedChatModel(replies=[TAODecision(thought="t", action="Finish", argument=ex.answer)])
+    reward = LLMF1Reward(InstructRAGContext(chat_model=model, retriever="local", index_dir=str(tmp_path / "idx")))
+    assert reward(ex, ex.own_path) == 1.0 and reward(ex, ex.own_path) == 1.0 and reward.calls == 1  # cached
+    assert ex.own_path[0].text in model.prompts[0][-1].content
+
+
+def test_selection_quality_table(world, graph):
+    _, parts = world
+    emb = embedder_for_graph()
+    rl, ml, _ = meta_train(graph, parts["query_seen"], emb, PathMatchReward(), MetaSettings(epochs=1, questions_per_task=2))
+    rows = selection_quality(graph, rl, ml, parts["query_seen"], emb)
+    assert [r.method for r in rows] == ["instructrag", "threshold", "no_ml", "rap", "random"]
+    assert all(0 <= r.action_match <= 1 and 0 <= r.instruction_f1 <= 1 and r.questions == len(parts["query_seen"]) for r in rows)
+
+
+def test_commands_end_to_end(tmp_path, capsys):
+    out = tmp_path
+    assert main(["instructrag", "synth", "--out", str(out / "w"), "--questions", "60", "--seed", "2"]) == 0
+    assert main(["instructrag", "split", "--paths", str(out / "w" / "paths.jsonl"), "--out", str(out / "s")]) == 0
+    assert main(["instructrag", "build-graph", "--paths", str(out / "s" / "support_seen.jsonl"), "--out", str(out / "g"),
+                 "--json", "--no-progress"]) == 0
+    stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert stats["delta"] == 0.4 and stats["nodes"] >= 2 and stats["paths"] > 0
+    assert main(["instructrag", "build-graph", "--paths", str(out / "s" / "support_unseen.jsonl"), "--out", str(out / "g"),
+                 "--insert", "--json", "--no-progress"]) == 0
+    grown = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert grown["paths"] > stats["paths"] and grown["tasks"] == 12
+    assert main(["instructrag", "train", "--graph", str(out / "g"), "--paths", str(out / "s" / "query_seen.jsonl"),
+                 "--out", str(out / "a"), "--epochs", "1", "--no-progress"]) == 0
+    assert "path-match reward" in capsys.readouterr().out
+    assert main(["instructrag", "adapt", "--graph", str(out / "g"), "--agents", str(out / "a"), "--paths",
+                 str(out / "s" / "support_unseen.jsonl"), "--out", str(out / "ad"), "--shots", "2", "--steps", "1",
+                 "--no-progress"]) == 0
+    assert (out / "ad" / "graph" / "graph.json").is_file() and len(list((out / "ad" / "tasks").iterdir())) == 6
+    capsys.readouterr()
+    assert main(["instructrag", "figures", "--graph", str(out / "g"), "--agents", str(out / "a"), "--paths",
+                 str(out / "s" / "query_unseen.jsonl"), "--json"]) == 0
+    assert {r["method"] for r in json.loads(capsys.readouterr().out)} == {"instructrag", "threshold", "no_ml", "rap", "random"}
+    assert main(["instructrag", "train", "--graph", str(out / "g"), "--paths", str(out / "s" / "query_seen.jsonl"),
+                 "--out", str(out / "b"), "--reward", "proxy"]) == 2
+    assert "--index" in capsys.readouterr().err
+    run = out / "run"
+    run.mkdir()
+    (run / "results.jsonl").write_text(
+        json.dumps({"method": "instructrag", "question": "Who directed Alien?", "gold": "Ridley Scott", "f1": 1.0, "em": 1.0}) + "\n"
+        + json.dumps({"method": "instructrag", "question": "Which band is she in?", "gold": "The Vessa", "f1": 0.5, "em": 0.0}) + "\n")
+    assert main(["instructrag", "report", str(run), "--json"]) == 0
+    rep = next(iter(json.loads(capsys.readouterr().out).values()))
+    assert rep["seen"] == {"n": 1, "f1": 1.0, "em": 1.0} and rep["unseen"] == {"n": 1, "f1": 0.5, "em": 0.0}
+
+
+def test_paths_parse_helper():
+    assert parse_instruction("lookup[ year ]") == Instruction("Lookup", "year") and parse_instruction("Think[x]") is None
