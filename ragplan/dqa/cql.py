@@ -181,21 +181,19 @@ def parse_statements(statements: list[Statement], source: str) -> GraphData:
 _W = r"[^\S\n]*+"            # spacing inside one line (possessive: what follows is never a space)
 _BODY = r"\{([^{}\n]*+)\}"    # a map body on one line
 _CREATE, _MATCH = "[Cc][Rr][Ee][Aa][Tt][Ee]", "[Mm][Aa][Tt][Cc][Hh]"  # as re.I reads them, a little faster
-#: One DQA statement that is a whole line (the text is searched as "\n" + text + "\n"): a node
-#: (label and map: groups 1-2), or a relationship (groups 3-12: the two matched nodes' variable,
-#: label and map, the created relationship's from-variable, type, map and to-variable), then the
-#: line's ``;`` (group 13). The shapes and spacing are those of parse_statements's patterns, within
-#: one line.
+#: One line of a plain file (the text is searched as "\n" + text + "\n", one match per line): a DQA
+#: statement that is the whole line — a node (label and map: groups 1-2) or a relationship (groups
+#: 3-12: the two matched nodes' variable, label and map, the created relationship's from-variable,
+#: type, map and to-variable), then the line's ``;`` (group 13) — or a blank or comment line (all
+#: groups empty). The shapes and spacing are those of parse_statements's patterns, within one line.
 _LINE = re.compile(
     rf"\n(?:{_CREATE}{_W}\({_W}\w*+{_W}:{_W}(\w++){_W}{_BODY}{_W}\)"
     rf"|{_MATCH}{_W}\({_W}(\w*+){_W}:{_W}(\w++){_W}{_BODY}{_W}\){_W},{_W}\({_W}(\w*+){_W}:{_W}(\w++){_W}{_BODY}{_W}\)"
     rf"{_W}{_CREATE}{_W}\({_W}(\w++){_W}\){_W}-{_W}\[{_W}\w*+{_W}:{_W}(\w++){_W}(?:{_BODY})?{_W}\]{_W}->{_W}"
-    rf"\({_W}(\w++){_W}\)){_W}(;?){_W}(?=\n)",
-    re.ASCII,  # faster; a line with non-ASCII names or spacing is left to the general path
+    rf"\({_W}(\w++){_W}\)){_W}(;?){_W}(?=\n)"
+    r"|\n(?u:[^\S\n]*+)(?://[^\n]*+)?(?=\n)",  # (Unicode spacing here, as str.strip sees a blank line)
+    re.ASCII,  # faster; a statement with non-ASCII names or spacing is left to the general path
 )
-#: A line that holds code but does not start like a statement (indented, say): not the plain form.
-_OTHER_CODE_LINE = re.compile(r"\n(?![CcMm])[^\S\n]*(?!//)\S")
-_STATEMENT_START = frozenset("CcMm")
 _KEY_NAME = re.compile(r"[A-Za-z_]\w*")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _WORDS = {w: {"true": True, "false": False, "null": None}[w.lower()]
@@ -288,15 +286,14 @@ def _json_maps(bodies: list[str]) -> dict[str, dict[str, Any]] | None:
 
 def _plain_rows(text: str, source: str) -> GraphRows | None:
     """The fast path: the rows of a file in the plain form (maps with the same text shared), else None."""
-    padded = "\n" + text + "\n"
-    found = _LINE.findall(padded)
-    lines = [no for no, line in enumerate(text.split("\n"), 1) if line[:1] in _STATEMENT_START]
-    if len(found) != len(lines) or _OTHER_CODE_LINE.search(padded):
-        return None  # some code line is not a plain one-line statement
-    with_semi = sum(1 for f in found if f[12])
-    if with_semi and with_semi * 2 < len(found):
+    found = _LINE.findall("\n" + text + "\n")
+    if len(found) != text.count("\n") + 1:
+        return None  # some line is neither a plain one-line statement nor blank nor a comment
+    statements = [(no, f) for no, f in enumerate(found, 1) if f[0] or f[9]]
+    with_semi = sum(1 for _, f in statements if f[12])
+    if with_semi and with_semi * 2 < len(statements):
         return None  # the splitter would read this file in semicolon mode
-    distinct = dict.fromkeys([f[1] for f in found if f[0]] + [f[i] for f in found if not f[0] for i in (4, 7, 10)])
+    distinct = dict.fromkeys([f[1] for _, f in statements if f[0]] + [f[i] for _, f in statements if not f[0] for i in (4, 7, 10)])
     distinct.pop("", None)
     maps = _json_maps(list(distinct))
     if maps is None:  # the slower per-item reading decides (it gives up on what is not plain)
@@ -309,7 +306,7 @@ def _plain_rows(text: str, source: str) -> GraphRows | None:
     get = maps.__getitem__
     nodes: list[NodeRow] = []
     rels: list[RelRow] = []
-    for (label, body, v1, l1, m1, v2, l2, m2, a, rtype, props, b, _), no in zip(found, lines):
+    for no, (label, body, v1, l1, m1, v2, l2, m2, a, rtype, props, b, _) in statements:
         if label:
             nodes.append((label, get(body), no))
             continue
