@@ -46,7 +46,7 @@ def route_to_planning(state: InstructRAGState) -> Literal["plan_step", "__end__"
     return END if state.get("stop_reason") == "setup_error" else "plan_step"
 
 
-def route_after_step(state: InstructRAGState) -> Literal["observe", "answer_from_steps", "__end__"]:
+def route_after_plan_step(state: InstructRAGState) -> Literal["observe", "answer_from_steps", "__end__"]:
     """Finish and endpoint failures end the run; an unparseable step goes to the answer; else observe."""
     reason = state.get("stop_reason")
     if reason in ("answered", "llm_error"):
@@ -65,7 +65,7 @@ def _loop(g: Builder) -> None:
     g.add_node("plan_step", plan_step)
     g.add_node("observe", observe)
     g.add_node("answer_from_steps", answer_from_steps)
-    g.add_conditional_edges("plan_step", route_after_step, ["observe", "answer_from_steps", END])
+    g.add_conditional_edges("plan_step", route_after_plan_step, ["observe", "answer_from_steps", END])
     g.add_conditional_edges("observe", route_after_observe, ["plan_step", "answer_from_steps"])
     g.add_edge("answer_from_steps", END)
 

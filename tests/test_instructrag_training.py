@@ -12,7 +12,8 @@ from ragplan.nodes.instructrag.plan_step import TAODecision
 from ragplan.state.instructrag import InstructRAGContext
 from ragplan.training.instructrag.figures import action_match, selection_quality
 from ragplan.training.instructrag.graph import build_instruction_graph, embedder_for_graph
-from ragplan.training.instructrag.meta import MetaSettings, load_agents, meta_train, query_examples
+from ragplan.training.instructrag.agents import load_agents
+from ragplan.training.instructrag.meta import MetaSettings, meta_train, query_examples
 from ragplan.training.instructrag.paths import Instruction, parse_instruction
 from ragplan.training.instructrag.reward import LLMF1Reward, PathMatchReward, ProxyReward, instruction_f1
 from ragplan.training.instructrag.synth import make_world, split_paths

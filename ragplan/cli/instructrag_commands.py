@@ -187,9 +187,9 @@ def run_adapt(args: argparse.Namespace) -> int:
 
 def run_figures(args: argparse.Namespace) -> int:
     """Path-selection quality table."""
-    from ragplan.training.instructrag.figures import SELECTION_METHODS, format_rows, selection_quality
+    from ragplan.training.instructrag.figures import SELECTION_METHODS, format_selection_rows, selection_quality
     from ragplan.training.instructrag.graph import InstructionGraph, embedder_for_graph
-    from ragplan.training.instructrag.meta import load_agents
+    from ragplan.training.instructrag.agents import load_agents
 
     try:
         g = InstructionGraph.load(args.graph)
@@ -204,7 +204,7 @@ def run_figures(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([r.__dict__ for r in rows]))
     else:
-        print(format_rows(rows))
+        print(format_selection_rows(rows))
     return 0
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from ragplan.state.instructrag import PlannedPath
 from ragplan.training.instructrag.graph import GRAPH_FILE, START, InstructionGraph, embedder_for_graph
-from ragplan.training.instructrag.meta import load_agents
+from ragplan.training.instructrag.agents import load_agents
 from ragplan.training.instructrag.ml_agent import MLAgent
 from ragplan.training.instructrag.rl_agent import RLAgent, threshold_decider, traverse
 

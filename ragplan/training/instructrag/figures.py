@@ -30,7 +30,7 @@ from ragplan.training.instructrag.paths import Instruction, InstructionPath
 from ragplan.training.instructrag.reward import PathReward, QueryExample, instruction_f1
 from ragplan.training.instructrag.rl_agent import RLAgent, threshold_decider, traverse
 
-__all__ = ["SELECTION_METHODS", "SelectionRow", "action_match", "select_path_offline", "selection_quality", "format_rows"]
+__all__ = ["SELECTION_METHODS", "SelectionRow", "action_match", "select_path_offline", "selection_quality", "format_selection_rows"]
 
 SELECTION_METHODS = ("instructrag", "threshold", "no_ml", "rap", "random")
 
@@ -116,7 +116,7 @@ def selection_quality(graph: InstructionGraph, rl: RLAgent | None, ml: MLAgent |
     return rows
 
 
-def format_rows(rows: list[SelectionRow]) -> str:
+def format_selection_rows(rows: list[SelectionRow]) -> str:
     """A plain table of selection-quality rows."""
     head = ["method", "questions", "found", "action match", "instruction F1", "proxy reward", "ms/question"]
     body = [[r.method, str(r.questions), f"{r.found:.2f}", f"{r.action_match:.3f}", f"{r.instruction_f1:.3f}",

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -37,22 +36,16 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call
 
+from ragplan.training.instructrag.agents import AGENTS_FILE, load_agents, task_slug
 from ragplan.training.instructrag.graph import START, InstructionGraph
 from ragplan.training.instructrag.ml_agent import MLAgent, MLHeads, ft_loss, qpa_loss
 from ragplan.training.instructrag.paths import Instruction, InstructionPath
 from ragplan.training.instructrag.reward import PathReward, QueryExample
 from ragplan.training.instructrag.rl_agent import PolicyNet, RLAgent, StateBuilder, traverse
 
-__all__ = ["MetaSettings", "MetaReport", "AdaptReport", "meta_train", "adapt_agents", "task_slug", "load_agents",
-           "query_examples", "AGENTS_FILE"]
+__all__ = ["MetaSettings", "MetaReport", "AdaptReport", "meta_train", "adapt_agents", "query_examples"]
 
-AGENTS_FILE = "agents.json"
 Params = dict[str, torch.Tensor]
-
-
-def task_slug(task: str) -> str:
-    """A folder name for a task label (``group/org`` -> ``group-org``)."""
-    return re.sub(r"[^a-z0-9]+", "-", task.casefold()).strip("-") or "task"
 
 
 @dataclass
@@ -384,15 +377,6 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
                                                    "model_fingerprint": graph.model_fingerprint}, indent=2))
         _plot_curves(report.curves, out / "curves.png")
     return rl, ml, report
-
-
-def load_agents(agents_dir: str | Path, task: str = "") -> tuple[RLAgent, MLAgent]:
-    """The agents of ``agents_dir``; a task's adapted agents (``tasks/<task>/``) when they exist."""
-    root = Path(agents_dir)
-    sub = root / "tasks" / task_slug(task) if task else None
-    if sub is not None and sub.is_dir():
-        return RLAgent.load(sub), MLAgent.load(sub)
-    return RLAgent.load(root), MLAgent.load(root)
 
 
 def adapt_agents(graph: InstructionGraph, agents_dir: str | Path, support: list[InstructionPath], embedder: Any,
