@@ -175,10 +175,18 @@ class _Compiled:
         self._reach: dict[int, list[bool]] = {}
         self._up = up
         self.at_node: list[list[int]] = [[] for _ in range(n)]
+        self.powers: list[float] = []
+        self.targets: list[int | None] = []
+        self.outward: list[bool] = []  # the record is not anyone's home
         for k, rec in enumerate(sc.records):
             self.at_node[rec.node].append(k)
-        self.powers = [self.power(rec, True) if rec.has_merchant else rec.base for rec in sc.records]
-        self.targets = [self.steer_target(rec) if rec.has_merchant and not rec.is_home else None for rec in sc.records]
+            self.outward.append(not rec.is_home)
+            if rec.has_merchant:
+                self.powers.append(self.power(rec, True))
+                self.targets.append(None if rec.is_home else self.steer_target(rec))
+            else:
+                self.powers.append(rec.base)
+                self.targets.append(None)
         self._base_sums: list[tuple[float, float, dict[int, float], float]] | None = None
 
     def power(self, rec: Record, merchant: bool) -> float:
@@ -217,16 +225,17 @@ class _Compiled:
 
         Every sum left to right, one value at a time, records in file order (as the annotator added).
         """
-        recs = self.sc.records
+        outward = self.outward
         total = p_out = 0.0
         steer: dict[int, float] = {}
         for k in self.at_node[s]:
-            total += powers[k]
-            if not recs[k].is_home:
-                p_out += powers[k]
+            power = powers[k]
+            total += power
+            if outward[k]:
+                p_out += power
             t = targets[k]
             if t is not None:
-                steer[t] = steer.get(t, 0.0) + powers[k]
+                steer[t] = steer.get(t, 0.0) + power
         weight = 0.0
         for w in steer.values():
             weight += w
