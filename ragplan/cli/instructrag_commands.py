@@ -200,7 +200,15 @@ def run_figures(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         return _err(str(exc))
     methods = SELECTION_METHODS if rl is not None else ("threshold", "rap", "random")
-    rows = selection_quality(g, rl, ml, rep.successful, emb, methods=methods, reward=reward, k=args.k, threshold=args.threshold)
+    cache: dict[str, Any] = {}
+
+    def agents_for(task: str) -> Any:  # the task's adapted agents when the folder has them (ragplan instructrag adapt)
+        if task not in cache:
+            cache[task] = load_agents(args.agents, task)
+        return cache[task]
+
+    rows = selection_quality(g, rl, ml, rep.successful, emb, methods=methods, reward=reward, k=args.k, threshold=args.threshold,
+                             agents_for=agents_for if rl is not None else None)
     if args.json:
         print(json.dumps([r.__dict__ for r in rows]))
     else:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -92,8 +92,9 @@ class SelectionRow:
 
 def selection_quality(graph: InstructionGraph, rl: RLAgent | None, ml: MLAgent | None, query: list[InstructionPath],
                       embedder: Any, *, methods: tuple[str, ...] = SELECTION_METHODS, reward: PathReward | None = None,
-                      k: int = 3, threshold: float = 0.4, seed: int = 0) -> list[SelectionRow]:
-    """One :class:`SelectionRow` per method (see the module docstring)."""
+                      k: int = 3, threshold: float = 0.4, seed: int = 0,
+                      agents_for: Callable[[str], tuple[RLAgent, MLAgent]] | None = None) -> list[SelectionRow]:
+    """One :class:`SelectionRow` per method (see the module docstring); ``agents_for(task)`` gives per-task (adapted) agents."""
     from ragplan.training.instructrag.meta import query_examples
 
     exs = query_examples(query, embedder)
@@ -102,7 +103,10 @@ def selection_quality(graph: InstructionGraph, rl: RLAgent | None, ml: MLAgent |
         rng = random.Random(seed)
         am, f1, rw, found = [], [], [], 0
         t0 = time.perf_counter()
-        picks = [select_path_offline(m, graph, rl, ml, ex, embedder, k=k, threshold=threshold, rng=rng) for ex in exs]
+        picks = []
+        for ex in exs:
+            a_rl, a_ml = agents_for(ex.task) if agents_for is not None else (rl, ml)
+            picks.append(select_path_offline(m, graph, a_rl, a_ml, ex, embedder, k=k, threshold=threshold, rng=rng))
         ms = 1000 * (time.perf_counter() - t0) / max(1, len(exs))
         for ex, p in zip(exs, picks):
             found += bool(p)
