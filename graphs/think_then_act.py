@@ -88,7 +88,10 @@ def dispatch(state: TextQAState) -> list[Send] | Literal["final_answer"]:
         return "final_answer"
     ready = [q for q in pending if all(d in done or d >= q.index for d in q.depends_on)] or pending
     prior = [q for q in queries if q.done]
-    return [Send("solve_subquery", {"question": state["question"], "query": q, "prior": prior}) for q in ready]
+    # the answer instructions (FEVER's labels) go only to a query whose answer is the final one
+    instructions = state.get("instructions", "") if len(queries) == 1 else ""
+    return [Send("solve_subquery", {"question": state["question"], "instructions": instructions, "query": q,
+                                    "prior": prior}) for q in ready]
 
 
 def build_think_then_act() -> Builder:

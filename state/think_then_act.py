@@ -12,7 +12,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
-from typing_extensions import Required, TypedDict
+from typing_extensions import NotRequired, Required, TypedDict
 
 from ragplan.state.result import GraphResult
 from ragplan.state.usage import Usage, add_usage
@@ -74,7 +74,10 @@ class TextQAInput(TypedDict):
     """What a text-QA graph takes."""
 
     question: str
-    """The question (or claim) to answer."""
+    """The question (or claim) to answer; also what retrieval searches for."""
+    instructions: NotRequired[str]
+    """Extra answer instructions (e.g. FEVER's "answer SUPPORTS, REFUTES or NOT ENOUGH INFO"): the answer
+    prompts follow them, retrieval never searches for them."""
 
 
 class TextQAOutput(TypedDict, total=False):
@@ -93,9 +96,9 @@ class TextQAOutput(TypedDict, total=False):
     queries: Annotated[list[SubQuery], merge_queries]
     """Every (sub-)query with its gate, evidence and answer."""
     retrieval_count: int
-    """How many (sub-)queries retrieved."""
+    """How many (sub-)queries ran a retrieval (a failed one included; see each query's ``retrieval_error``)."""
     retrieval_ratio: float
-    """Share of (sub-)queries that retrieved (the paper's retrieval ratio)."""
+    """Share of this question's (sub-)queries that retrieved successfully (a failed retrieval is not one)."""
     confidence_source: str
     """FLARE: ``logprobs`` (token probabilities from the endpoint) or ``stated`` (the model's stated confidence)."""
     usage: Annotated[Usage, add_usage]
@@ -120,6 +123,8 @@ class SubQueryState(TypedDict, total=False):
 
     question: str
     """The original question (context for the sub-query)."""
+    instructions: str
+    """The question's answer instructions, given only when this query's answer is the final one."""
     query: SubQuery
     """The sub-query being solved."""
     prior: list[SubQuery]
@@ -148,8 +153,8 @@ class TextQAResult(GraphResult):
     assessment: str = Field(default="", description="Think-then-Act's query assessment ('' for baselines).")
     assessment_reason: str = Field(default="", description="Why the query was assessed so.")
     queries: list[SubQuery] = Field(default_factory=list, description="Every (sub-)query with its gate, evidence and answer.")
-    retrieval_count: int = Field(default=0, description="How many (sub-)queries retrieved.")
-    retrieval_ratio: float = Field(default=0.0, description="Share of (sub-)queries that retrieved.")
+    retrieval_count: int = Field(default=0, description="How many (sub-)queries ran a retrieval (failed ones included).")
+    retrieval_ratio: float = Field(default=0.0, description="Share of (sub-)queries that retrieved successfully.")
     confidence_source: str = Field(default="", description="FLARE: logprobs or stated.")
     failures: list[Failure] = Field(default_factory=list, description="Failed LLM decisions inside sub-query branches.")
 
@@ -168,6 +173,8 @@ class TextQAResult(GraphResult):
     def summary_lines(self) -> list[str]:
         """Reasoning, stop reason, queries and the retrieval ratio."""
         lines = [f"Reasoning: {self.reasoning}"] if self.reasoning else []
+        failed = self.retrieval_errors()
         return lines + [f"Stopped: {self.stop_reason or '-'}   Queries: {len(self.queries)}   "
-                        f"Retrieval ratio: {self.retrieval_ratio:.2f} ({self.retrieval_count} retrieved)"
+                        f"Retrieval ratio: {self.retrieval_ratio:.2f} ({self.retrievals() - failed} retrieved"
+                        + (f", {failed} failed" if failed else "") + ")"
                         + (f"   Confidence source: {self.confidence_source}" if self.confidence_source else "")]

@@ -82,6 +82,43 @@ FEVER = [
      "evidence": [[[1, 2, "Saw_-LRB-franchise-RRB-", 0]]]},
 ]
 
+def _musique_paragraphs(supporting: dict[int, tuple[str, str]]) -> list[dict]:
+    """MuSiQue's 20 paragraphs: the supporting ones at the given idx, made-up distractors elsewhere."""
+    out = []
+    for idx in range(20):
+        title, text = supporting.get(idx, (f"Distractor {idx}", f"Distractor {idx} is a village with {idx * 37} people."))
+        out.append({"idx": idx, "title": title, "paragraph_text": text, "is_supporting": idx in supporting})
+    return out
+
+
+MUSIQUE = [  # the official records' shape (musique_ans_v1.0_dev.jsonl); contents made up for the tests
+    {"id": "2hop__100001_200002",
+     "paragraphs": _musique_paragraphs({
+         3: ("Green (album)", "Green is the second studio album by the fictional guitarist Arlo Venn, released in 1979."),
+         11: ("Arlo Venn", "Arlo Venn (born 1951) is a guitarist. He is married to the synthesist Mira Solde.")}),
+     "question": "Who is the spouse of the Green performer?",
+     "question_decomposition": [
+         {"id": 100001, "question": "Green >> performer", "answer": "Arlo Venn", "paragraph_support_idx": 3},
+         {"id": 200002, "question": "#1 >> spouse", "answer": "Mira Solde", "paragraph_support_idx": 11}],
+     "answer": "Mira Solde", "answer_aliases": ["Mira Venn", "M. Solde"], "answerable": True},
+    {"id": "3hop1__300003_400004_500005",
+     "paragraphs": _musique_paragraphs({
+         0: ("Lake Orrin", "Lake Orrin lies in the county of Dunmere."),
+         7: ("Dunmere", "Dunmere's county seat is Halvik."),
+         19: ("Halvik", "Halvik was founded in 1712 by fishermen.")}),
+     "question": "When was the seat of the county containing Lake Orrin founded?",
+     "question_decomposition": [
+         {"id": 300003, "question": "Lake Orrin >> located in the administrative territorial entity",
+          "answer": "Dunmere", "paragraph_support_idx": 0},
+         {"id": 400004, "question": "#1 >> capital", "answer": "Halvik", "paragraph_support_idx": 7},
+         {"id": 500005, "question": "When was #2 founded?", "answer": "1712", "paragraph_support_idx": 19}],
+     "answer": "1712", "answer_aliases": [], "answerable": True},
+]
+MUSIQUE_FULL_UNANSWERABLE = {  # musique_full: the same question with a supporting paragraph taken away
+    **MUSIQUE[0], "id": "2hop__100001_200002_u",
+    "paragraphs": [{**p, "is_supporting": False} if p["idx"] == 11 else p for p in MUSIQUE[0]["paragraphs"]],
+    "answerable": False}
+
 FLASHRAG = [
     {"id": "dev_0", "question": "Were Scott Derrickson and Ed Wood of the same nationality?", "golden_answers": ["yes"],
      "metadata": {"type": "comparison", "level": "hard",
@@ -153,6 +190,70 @@ def test_2wiki_explicit_aliases_path_and_demonyms(tmp_path):
     assert plain.answers == ["United States"]
 
 
+@pytest.mark.parametrize("writer", [write_jsonl, write_json])
+def test_musique_official_jsonl_and_json_list(tmp_path, writer):
+    name = "musique_ans_v1.0_dev.jsonl" if writer is write_jsonl else "musique_dev.json"
+    path = writer(tmp_path / name, MUSIQUE + [MUSIQUE_FULL_UNANSWERABLE])
+    assert detect_format(path) == "musique"
+    two, three, unans = load_qa(path)
+    assert two.id == "2hop__100001_200002" and two.kind == "span"
+    assert two.answers == ["Mira Solde", "Mira Venn", "M. Solde"]                      # answer + aliases
+    assert len(two.contexts) == 20 and not two.sentence_segmented
+    assert two.contexts[3] == ("Green (album)", [MUSIQUE[0]["paragraphs"][3]["paragraph_text"]])
+    assert two.supporting_paragraphs == [3, 11] and two.supporting_facts == []
+    assert two.decomposition == ["Green >> performer", "#1 >> spouse"]
+    assert [(s.id, s.answer, s.paragraph_support_idx) for s in two.decomposition_steps] == [
+        ("100001", "Arlo Venn", 3), ("200002", "Mira Solde", 11)]
+    assert two.meta == {"dataset": "musique", "answerable": True, "hops": 2, "composition": "2hop"}
+    assert two.answerable and not unans.answerable and unans.supporting_paragraphs == [3]
+    assert (three.meta["hops"], three.answers, three.supporting_paragraphs) == (3, ["1712"], [0, 7, 19])
+
+
+def test_musique_is_never_read_as_hotpotqa(tmp_path):
+    path = write_jsonl(tmp_path / "dev.jsonl", MUSIQUE)
+    assert load_qa(path)[0].meta["dataset"] == "musique"
+    bad = {**MUSIQUE[0], "question_decomposition": [{"id": 1, "question": "x", "answer": "y", "paragraph_support_idx": 42}]}
+    assert "['paragraph_support_idx'] = 42 names no paragraph idx" in _bad(tmp_path, [bad], write_jsonl, "m.jsonl")
+    no_paras = {k: v for k, v in MUSIQUE[0].items() if k != "paragraphs"}
+    assert "'paragraphs' should be a non-empty list" in _bad(tmp_path, [no_paras], write_jsonl, "m.jsonl")
+
+
+def test_2wiki_native_record_fully_read(tmp_path):
+    (ex, _) = load_qa(write_json(tmp_path / "dev.json", TWOWIKI))
+    assert ex.id == "8813f87c0bdd11eba7f7acde48001122" and ex.meta["type"] == "compositional"
+    assert ex.meta["evidences"] == [["Polish-Russian War", "director", "Xawery Żuławski"],
+                                    ["Xawery Żuławski", "mother", "Małgorzata Braunek"]]
+    assert ex.contexts[1][1][1] == "He is the son of actress Małgorzata Braunek and director Andrzej Żuławski."
+    assert ex.sentence_segmented
+    bad = {**TWOWIKI[0], "evidences": [["only", "two"]]}
+    assert "'evidences'[0] should be [subject, relation, object]" in _bad(tmp_path, [bad])
+
+
+def test_fever_evidence_sets_stay_grouped(tmp_path):
+    sup, ref, nei, saw = load_qa(write_jsonl(tmp_path / "shared_task_dev.jsonl", FEVER))
+    # one set of two sentences that verify the claim only together
+    assert sup.evidence_sets == [[("Nikolaj Coster-Waldau", 7), ("Fox Broadcasting Company", 0)]]
+    assert ref.evidence_sets == [[("Roman Atwood", 1)]]       # two annotators' identical sets: kept once
+    assert nei.evidence_sets == [] and saw.evidence_sets == [[("Saw (franchise)", 0)]]
+    two_sets = {**FEVER[0], "evidence": [[[1, 2, "A", 0], [1, 3, "B", 4]], [[2, 5, "C", 1]]]}
+    (ex,) = load_qa(write_jsonl(tmp_path / "f2.jsonl", [two_sets]))
+    assert ex.evidence_sets == [[("A", 0), ("B", 4)], [("C", 1)]]
+    assert ex.supporting_facts == [("A", 0), ("B", 4), ("C", 1)]
+
+
+@pytest.mark.parametrize(("record", "named"), [
+    ({"title": "Normans", "paragraphs": [{"context": "…", "qas": []}]}, "SQuAD"),
+    ({"id": "1", "title": "Normans", "context": "…", "question": "q?", "answers": {"text": ["x"]}}, "SQuAD"),
+    ({"question_text": "who?", "annotations": [], "document_tokens": []}, "Natural Questions"),
+    ({"Question": "who?", "Answer": {"Value": "x"}, "EntityPages": []}, "TriviaQA"),
+    ({"query": "who", "passages": [], "answers": []}, "MS MARCO"),
+    ({"question": "who?", "answer": "x"}, "a bare {question, answer} file"),
+])
+def test_unrecognised_formats_are_refused_by_name(tmp_path, record, named):
+    msg = _bad(tmp_path, [record], write_jsonl, "x.jsonl")
+    assert named in msg and "a format ragplan does not read" in msg and "musique" in msg
+
+
 def test_strategyqa(tmp_path):
     no, yes = load_qa(write_json(tmp_path / "strategyqa_train.json", STRATEGY))
     assert (no.id, no.answers, no.kind, no.meta["label"]) == ("4fd64bb6ce5b78ab20b6", ["no"], "yesno", "no")
@@ -195,6 +296,7 @@ def test_kilt(tmp_path):
 @pytest.mark.parametrize(("name", "records", "writer", "fmt"), [
     ("hotpot.json", HOTPOT, write_json, "hotpotqa"),
     ("2wiki.json", TWOWIKI, write_json, "2wikimultihopqa"),
+    ("musique.jsonl", MUSIQUE, write_jsonl, "musique"),
     ("sqa.json", STRATEGY, write_json, "strategyqa"),
     ("fever.jsonl", FEVER, write_jsonl, "fever"),
     ("flash.jsonl", FLASHRAG, write_jsonl, "flashrag"),

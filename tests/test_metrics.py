@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragplan.eval.metrics import (
-    exact_match, extract_label, f1_score, label_accuracy, normalize_answer, retrieval_count, retrieval_ratio,
+    exact_match, extract_label, f1_score, label_accuracy, normalize_answer, retrieval_stats,
 )
 
 
@@ -104,15 +104,38 @@ def test_label_accuracy():
         extract_label("yes", "span")
 
 
-def test_retrieval_ratio_and_count():
+def test_musique_rule_differs_only_where_the_scripts_do():
+    # MuSiQue's metrics (SQuAD rules): no yes/no rule, an empty side scores 1 only against another empty side
+    assert f1_score("no way", "no", rule="musique") == pytest.approx(2 * 0.5 * 1 / 1.5)
+    assert f1_score("no way", "no", rule="hotpotqa") == 0.0
+    assert f1_score("", "", rule="musique") == 1.0 and f1_score("", "", rule="hotpotqa") == 0.0
+    assert f1_score("the", "Paris", rule="musique") == 0.0
+    assert exact_match("The Beatles", ["Beatles", "Fab Four"], rule="musique") == 1.0
+    assert f1_score("Fab Four band", ["Beatles", "Fab Four"], rule="musique") == pytest.approx(0.8)
+    with pytest.raises(ValueError, match="unknown scoring rule"):
+        f1_score("a", "b", rule="squad2")  # type: ignore[arg-type]
+
+
+def test_official_em_is_over_the_raw_answer():
+    # the example: a yes/no answer written as a sentence is EM 0 / F1 0 in the official script
+    assert exact_match("Yes, both are American.", "yes") == 0.0
+    assert f1_score("Yes, both are American.", "yes") == 0.0
+    assert label_accuracy("Yes, both are American.", "yes", "yesno") == 1.0
+
+
+def test_retrieval_stats():
     queries = [{"index": 0, "text": "a", "beta": 0.9, "retrieve": False, "evidence": [], "answer": "x"},
                {"index": 1, "text": "b", "beta": 0.2, "retrieve": True, "evidence": [{}], "answer": "y"},
-               {"index": 2, "text": "c", "beta": None, "retrieve": True, "evidence": [], "answer": "z"}]
-    assert retrieval_ratio({"retrieval_ratio": 0.25, "queries": queries}) == 0.25   # the graph's own figure first
-    assert retrieval_ratio({"queries": queries}) == pytest.approx(2 / 3)
-    assert retrieval_ratio({"answer": "x"}) == 0.0
-    assert retrieval_ratio({"retrieval_ratio": None, "queries": []}) == 0.0
-    assert retrieval_ratio({"retrieval_ratio": True}) == 0.0                         # a bool is no ratio
-    assert retrieval_count({"retrieval_count": 3, "queries": queries}) == 3
-    assert retrieval_count({"queries": queries}) == 2
-    assert retrieval_count({}) == 0
+               {"index": 2, "text": "c", "beta": None, "retrieve": True, "evidence": [], "answer": "z",
+                "retrieval_error": "ConnectionError: down"}]
+    st = retrieval_stats({"retrieval_ratio": 0.25, "queries": queries})     # counted from the queries
+    assert (st.queries, st.attempted, st.failed, st.succeeded) == (3, 2, 1, 1)
+    assert st.question_ratio == 1.0 and st.subquery_ratio == pytest.approx(1 / 3)
+    all_failed = [{**q, "retrieve": True, "retrieval_error": "no passage found"} for q in queries]
+    st = retrieval_stats({"queries": all_failed})
+    assert (st.attempted, st.failed, st.question_ratio, st.subquery_ratio) == (3, 3, 0.0, 0.0)
+    st = retrieval_stats({"answer": "x"})                                       # a failed run: nothing
+    assert (st.queries, st.attempted, st.failed, st.question_ratio, st.subquery_ratio) == (None, 0, 0, 0.0, None)
+    st = retrieval_stats({"retrieval_count": 2, "retrieval_errors": 2})        # an output without queries
+    assert (st.succeeded, st.question_ratio) == (0, 0.0)
+    assert retrieval_stats({"retrieval_count": True}).attempted == 0            # a bool is no count

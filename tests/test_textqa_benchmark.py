@@ -16,7 +16,8 @@ import pytest
 from ragplan.datasets import DatasetError
 from ragplan.eval.registry import benchmark_names, get_benchmark
 from tests.test_datasets import (
-    FEVER, FLASHRAG, HOTPOT, KILT_FEVER, STRATEGY, TWOWIKI, TWOWIKI_ALIASES, write_json, write_jsonl,
+    FEVER, FLASHRAG, HOTPOT, KILT_FEVER, MUSIQUE, MUSIQUE_FULL_UNANSWERABLE, STRATEGY, TWOWIKI, TWOWIKI_ALIASES,
+    write_json, write_jsonl,
 )
 
 TTA_OUTPUT = {  # what the Think-then-Act graph returns
@@ -27,6 +28,7 @@ TTA_OUTPUT = {  # what the Think-then-Act graph returns
                  "evidence": [], "answer": "Chief of Protocol"}],
     "retrieval_ratio": 0.5, "retrieval_count": 1,
 }
+METRICS = ("em", "f1", "label_acc", "retrieval_ratio", "subquery_retrieval_ratio", "retrieval_errors")
 
 
 @pytest.fixture
@@ -35,7 +37,7 @@ def hotpot_file(tmp_path: Path) -> Path:
 
 
 def test_registered_names():
-    assert {"hotpotqa", "2wikimultihopqa", "strategyqa", "fever", "flashrag"} <= set(benchmark_names())
+    assert {"hotpotqa", "2wikimultihopqa", "musique", "strategyqa", "fever", "flashrag"} <= set(benchmark_names())
 
 
 def test_hotpotqa_items_and_grade(hotpot_file):
@@ -46,20 +48,27 @@ def test_hotpotqa_items_and_grade(hotpot_file):
     assert comp.question == HOTPOT[0]["question"] and comp.gold == "yes" and comp.context == {}
     assert {k: v for k, v in comp.meta.items() if not k.startswith("_")} == {
         "dataset": "hotpotqa", "type": "comparison", "level": "hard", "kind": "yesno"}
-    assert bench.group_by == ("type", "level")
-    assert bench.metrics == ("em", "f1", "retrieval_ratio")
+    assert bench.group_by == ("type", "level", "kind")
+    assert bench.metrics == METRICS and comp.inputs == {}
 
     g = bench.grade(bridge, TTA_OUTPUT)
-    assert g == {"correct": True, "chosen": "chief of protocol", "em": 1.0, "f1": 1.0, "raw_em": 1.0, "raw_f1": 1.0,
-                 "retrieval_ratio": 0.5, "retrieval_count": 1}
+    assert g == {"correct": True, "chosen": "chief of protocol", "label": None, "em": 1.0, "f1": 1.0, "label_acc": None,
+                 "retrieval_ratio": 1.0, "subquery_retrieval_ratio": 0.5, "subqueries": 2, "retrieval_count": 1,
+                 "retrieval_errors": 0}
     # "chief of protocol of united states" (6 tokens) vs "chief of protocol" (3): 3 shared, P 1/2, R 1 -> 2/3
     g = bench.grade(bridge, {"answer": "the Chief of Protocol of the United States", "retrieval_ratio": 0.0})
     assert (g["correct"], g["em"], g["f1"]) == (False, 0.0, pytest.approx(0.6667, abs=1e-4))
+    # the example: the official script gives EM 0 / F1 0; the label is its own column
     g = bench.grade(comp, {"answer": "Yes, both are American."})
-    assert (g["correct"], g["chosen"], g["em"], g["f1"], g["raw_em"], g["raw_f1"]) == (True, "yes", 1.0, 1.0, 0.0, 0.0)
-    assert (g["retrieval_ratio"], g["retrieval_count"]) == (0.0, 0)   # keys missing: zero
+    assert (g["correct"], g["chosen"], g["em"], g["f1"], g["label"], g["label_acc"]) == (
+        False, "yes both are american", 0.0, 0.0, "yes", 1.0)
+    assert (g["retrieval_ratio"], g["retrieval_count"], g["subquery_retrieval_ratio"]) == (0.0, 0, None)
+    g = bench.grade(comp, {"answer": "yes"})
+    assert (g["correct"], g["em"], g["f1"], g["label_acc"]) == (True, 1.0, 1.0, 1.0)
+    g = bench.grade(comp, {"answer": "Maybe."})                       # unreadable: wrong, no partial credit
+    assert (g["correct"], g["em"], g["f1"], g["label"], g["label_acc"]) == (False, 0.0, 0.0, None, 0.0)
     g = bench.grade(comp, {"answer": "", "error": "boom"})
-    assert (g["correct"], g["em"], g["f1"], g["chosen"]) == (False, 0.0, 0.0, "")
+    assert (g["correct"], g["em"], g["f1"], g["chosen"], g["label_acc"]) == (False, 0.0, 0.0, "", 0.0)
     assert get_benchmark("hotpotqa", str(hotpot_file), limit=1).items()[0].id == HOTPOT[0]["_id"]
 
 
@@ -71,7 +80,8 @@ def test_2wiki_aliases_count_as_gold(tmp_path):
     assert first.gold == "Małgorzata Braunek" and first.meta["type"] == "compositional"
     assert bench.grade(first, {"answer": "Malgorzata Braunek"})["em"] == 1.0
     assert bench.grade(second, {"answer": "No."})["correct"] is False
-    assert bench.group_by == ("type",)
+    assert bench.grade(second, {"answer": "No."})["label_acc"] == 0.0
+    assert bench.group_by == ("type", "kind")
     assert data.exists()
 
 
@@ -81,35 +91,59 @@ def test_strategyqa_items_and_grade(tmp_path):
     assert no.question == STRATEGY[0]["question"] and (no.gold, yes.gold) == ("no", "yes")
     assert no.meta["label"] == "no" and no.meta["term"] == "Mixed martial arts"
     assert bench.group_by == ("label",)
-    assert bench.grade(no, {"answer": "No, MMA draws on many traditions."})["correct"] is True
+    g = bench.grade(no, {"answer": "No, MMA draws on many traditions."})    # a label dataset: correct = label
+    assert (g["correct"], g["label_acc"], g["em"]) == (True, 1.0, 0.0)
     assert bench.grade(yes, {"answer": "Pears are less dense than water, so no."})["correct"] is False
     g = bench.grade(yes, {"answer": "I cannot tell."})
-    assert (g["correct"], g["em"], g["chosen"]) == (False, 0.0, "i cannot tell")
+    assert (g["correct"], g["em"], g["chosen"], g["label_acc"]) == (False, 0.0, "i cannot tell", 0.0)
+    assert bench.metrics == METRICS and bench.label_only
 
 
 def test_fever_items_and_grade(tmp_path):
     bench = get_benchmark("fever", str(write_jsonl(tmp_path / "paper_dev.jsonl", FEVER)))
     sup, ref, nei, _ = bench.items()
-    assert sup.question == ("Claim: Nikolaj Coster-Waldau worked with the Fox Broadcasting Company. "
-                            "Is it SUPPORTS, REFUTES or NOT ENOUGH INFO?")
+    # the claim is the question (what retrieval searches for); the labels to choose from are a separate input
+    assert sup.question == "Nikolaj Coster-Waldau worked with the Fox Broadcasting Company."
+    assert "SUPPORTS" in sup.inputs["instructions"] and "NOT ENOUGH INFO" in sup.inputs["instructions"]
     assert (sup.gold, ref.gold, nei.gold) == ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
     assert bench.group_by == ("label",)
-    g = bench.grade(ref, {"answer": "The claim is refuted by his page.", "retrieval_ratio": 1.0})
-    assert (g["correct"], g["chosen"], g["em"], g["f1"], g["retrieval_ratio"]) == (True, "REFUTES", 1.0, 1.0, 1.0)
+    g = bench.grade(ref, {"answer": "The claim is refuted by his page."})
+    assert (g["correct"], g["label"], g["label_acc"], g["em"], g["f1"]) == (True, "REFUTES", 1.0, 0.0, 0.0)
+    g = bench.grade(ref, {"answer": "REFUTES"})
+    assert (g["correct"], g["em"], g["f1"]) == (True, 1.0, 1.0)
     assert bench.grade(nei, {"answer": "Not enough information."})["correct"] is True
+    assert bench.grade(nei, {"answer": "I cannot verify this claim."})["correct"] is True
     assert bench.grade(nei, {"answer": "SUPPORTS"})["correct"] is False
     g = bench.grade(sup, {"answer": "He did work with Fox."})                  # no label: 0
-    assert (g["correct"], g["em"], g["f1"]) == (False, 0.0, 0.0)
+    assert (g["correct"], g["em"], g["f1"], g["label_acc"]) == (False, 0.0, 0.0, 0.0)
     # FEVER as packaged by KILT reads the same way
     kilt = get_benchmark("fever", str(write_jsonl(tmp_path / "fever-dev-kilt.jsonl", KILT_FEVER)))
-    assert kilt.items()[0].question.startswith("Claim: Fox 2000 Pictures released the film Soul Food.")
+    assert kilt.items()[0].question == "Fox 2000 Pictures released the film Soul Food."
+
+
+def test_musique_benchmark_aliases_and_unanswerable(tmp_path):
+    data = write_jsonl(tmp_path / "musique_full_v1.0_dev.jsonl", MUSIQUE + [MUSIQUE_FULL_UNANSWERABLE])
+    bench = get_benchmark("musique", str(data))
+    two, three, unans = bench.items()
+    assert two.question == MUSIQUE[0]["question"] and two.gold == "Mira Solde"
+    assert {k: v for k, v in two.meta.items() if not k.startswith("_")} == {
+        "dataset": "musique", "answerable": True, "hops": 2, "composition": "2hop", "kind": "span"}
+    assert bench.group_by == ("hops", "answerable") and bench.metrics == tuple(m for m in METRICS if m != "label_acc")
+    g = bench.grade(two, {"answer": "M. Solde"})                                 # an alias: EM 1
+    assert (g["correct"], g["em"], g["f1"]) == (True, 1.0, 1.0)
+    g = bench.grade(two, {"answer": "Mira"})                                     # best F1 over answer + aliases
+    assert g["f1"] == pytest.approx(2 / 3, abs=1e-4) and g["em"] == 0.0
+    g = bench.grade(unans, {"answer": "Mira Solde"})                             # no EM/F1 for unanswerable
+    assert (g["em"], g["f1"], g["correct"]) == (None, None, False)
+    with pytest.raises(DatasetError, match="looks like musique data, not hotpotqa"):
+        get_benchmark("hotpotqa", str(data)).items()
 
 
 def test_flashrag_items_and_grade(tmp_path):
     bench = get_benchmark("flashrag", str(write_jsonl(tmp_path / "hotpotqa" / "dev.jsonl", FLASHRAG)))
     yes, paris = bench.items()
     assert yes.meta["dataset"] == "hotpotqa" and yes.meta["kind"] == "yesno"
-    assert bench.group_by == ("dataset", "type", "level", "label")
+    assert bench.group_by == ("dataset", "type", "level", "label", "kind")
     assert bench.grade(paris, {"answer": "the city of Paris"})["em"] == 1.0   # the second gold answer
     assert bench.grade(yes, {"answer": "yes"})["correct"] is True
     # a FlashRAG file is also accepted by its dataset's own benchmark
@@ -178,8 +212,11 @@ def test_prepare_builds_index_of_own_paragraphs(tmp_path, hotpot_file, fake_buil
                                           "Shirley Temple"]
     assert rows[1] == {"id": rows[1]["id"], "title": "Scott Derrickson",
                        "contents": "Scott Derrickson (born July 16, 1966) is an American director, screenwriter and "
-                                   "producer. He lives in Los Angeles, California."}
-    assert len({r["id"] for r in rows}) == 5 and all(set(r) == {"id", "title", "contents"} for r in rows)
+                                   "producer. He lives in Los Angeles, California.",
+                       # the dataset's own sentences travel with the passage (stripped, never re-split)
+                       "sentences": ["Scott Derrickson (born July 16, 1966) is an American director, screenwriter "
+                                     "and producer.", "He lives in Los Angeles, California."]}
+    assert len({r["id"] for r in rows}) == 5 and all(set(r) == {"id", "title", "contents", "sentences"} for r in rows)
 
     # resume: a complete index of the same passages is reused, not rebuilt
     again = get_benchmark("hotpotqa", str(hotpot_file), context_only=True).prepare(run)
@@ -268,10 +305,13 @@ def test_runner_records_and_summary(tmp_path, hotpot_file, fake_build, monkeypat
     index_dir = str(tmp_path / "run" / "context_index" / "index")
     assert seen == [("local", index_dir)] * 2
     o = summary["overall"]
-    assert (o["n"], o["correct"], o["em"], o["retrieval_ratio"]) == (2, 1, 0.5, 0.5)
-    assert summary["metrics"] == ["em", "f1", "retrieval_ratio"]
-    assert set(summary["groups"]) == {"type", "level"}
-    assert summary["groups"]["type"]["comparison"]["em"] == 1.0
+    # "Yes, both were American." is EM 0 (official) and label_acc 1 (the one yes/no question)
+    assert (o["n"], o["correct"], o["em"], o["label_acc"], o["retrieval_ratio"]) == (2, 0, 0.0, 1.0, 0.5)
+    assert summary["metrics"] == list(METRICS)
+    assert set(summary["groups"]) == {"type", "level", "kind"}
+    assert summary["groups"]["type"]["comparison"]["label_acc"] == 1.0
+    assert summary["groups"]["kind"]["span"]["label_acc"] is None
+    assert "label_acc`: over the 1 yes/no or FEVER questions only" in summary["benchmark_report"]
     recs = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     by_id = {r["id"]: r for r in recs}
     bridge = by_id[HOTPOT[1]["_id"]]

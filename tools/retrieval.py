@@ -1,8 +1,11 @@
 """One retriever interface over live Wikipedia and a local FAISS index, and the sentence ranker.
 
 * :class:`Passage` — a retrieved page or passage; :class:`Retriever` — ``search(query, k)``.
-* :class:`SentenceRanker` — splits passages into sentences and keeps the top-n by Sentence-BERT
-  similarity to the query (Think-then-Act §4.2 uses the top 3 sentences of the Wikipedia pages).
+* :class:`SentenceRanker` — takes the sentences of passages and keeps the top-n by Sentence-BERT
+  similarity to the query (Think-then-Act §4.2 uses the top 3 sentences of the Wikipedia pages). A
+  passage that carries its corpus's own sentence segmentation (:attr:`Passage.sentences`, e.g.
+  HotpotQA's given sentences) is ranked by those sentences; other passages are split by
+  :func:`split_sentences`.
 
 The two concrete retrievers live with their stores: :mod:`ragplan.tools.wikipedia` and
 :mod:`ragplan.tools.textindex`; :mod:`ragplan.tools.retrievers` builds the one a run's context selects.
@@ -28,6 +31,21 @@ class Passage:
     source: str = ""
     """``wiki`` or ``local``."""
     meta: dict[str, Any] = field(default_factory=dict)
+    sentences: list[str] = field(default_factory=list)
+    """The corpus's own sentences of the passage, in order, when it gives them (HotpotQA's contexts,
+    FEVER's wiki-pages lines); empty when the text has to be split. ``text`` is then their join."""
+
+    def sentence_list(self) -> list[tuple[int | None, str]]:
+        """``(index, sentence)`` pairs: the given sentences with their positions, else the text split by
+        :func:`split_sentences` (index ``None``: a split sentence has no position in the corpus)."""
+        if self.sentences:
+            out: list[tuple[int | None, str]] = []
+            for i, s in enumerate(self.sentences):
+                s = " ".join(s.split())
+                if s:
+                    out.append((i, s if len(s) <= _MAX_CHARS else s[:_MAX_CHARS].rsplit(" ", 1)[0] + " …"))
+            return out
+        return [(None, s) for s in split_sentences(self.text)]
 
 
 @dataclass
@@ -39,11 +57,16 @@ class Evidence:
     passage_id: str
     score: float
     source: str = ""
+    sentence_index: int | None = None
+    """Its position among the passage's given sentences (``None`` when the passage text was split)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {"sentence": self.sentence, "title": self.title, "passage_id": self.passage_id,
-                "score": round(float(self.score), 4), "source": self.source}
+        """JSON-ready form (``sentence_index`` only when known)."""
+        out: dict[str, Any] = {"sentence": self.sentence, "title": self.title, "passage_id": self.passage_id,
+                               "score": round(float(self.score), 4), "source": self.source}
+        if self.sentence_index is not None:
+            out["sentence_index"] = self.sentence_index
+        return out
 
 
 @runtime_checkable
@@ -60,11 +83,12 @@ class Retriever(Protocol):
         ...
 
 
+_MAX_CHARS = 600
 _SENT = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _ABBREV = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|Inc|Ltd|Co|vs|etc|e\.g|i\.e|U\.S|No|Vol|Fig|approx|ca)\.$", re.I)
 
 
-def split_sentences(text: str, *, min_chars: int = 12, max_chars: int = 600) -> list[str]:
+def split_sentences(text: str, *, min_chars: int = 12, max_chars: int = _MAX_CHARS) -> list[str]:
     """Split text into sentences (paragraph breaks and sentence ends; common abbreviations kept whole).
 
     Very short fragments (headings) are dropped and very long sentences cut, so a ranked sentence
@@ -97,19 +121,23 @@ class SentenceRanker:
         self.embedder = embedder
 
     def rank(self, query: str, passages: list[Passage], n: int = 3) -> list[Evidence]:
-        """The ``n`` most similar sentences across ``passages`` (ties keep passage order)."""
+        """The ``n`` most similar sentences across ``passages`` (ties keep passage order).
+
+        A passage's given sentences (:attr:`Passage.sentences`) are used as they are; other passages'
+        texts are split. The same sentence text is ranked once (its first passage)."""
         import numpy as np
 
-        cands: list[tuple[str, Passage]] = []
+        cands: list[tuple[str, Passage, int | None]] = []
         seen: set[str] = set()
         for p in passages:
-            for s in split_sentences(p.text):
+            for idx, s in p.sentence_list():
                 if s not in seen:
                     seen.add(s)
-                    cands.append((s, p))
+                    cands.append((s, p, idx))
         if not cands or n <= 0:
             return []
-        vecs = self.embedder.encode([query] + [s for s, _ in cands])
+        vecs = self.embedder.encode([query] + [s for s, _, _ in cands])
         scores = vecs[1:] @ vecs[0]
         order = np.argsort(-scores, kind="stable")[:n]
-        return [Evidence(cands[i][0], cands[i][1].title, cands[i][1].id, float(scores[i]), cands[i][1].source) for i in order]
+        return [Evidence(cands[i][0], cands[i][1].title, cands[i][1].id, float(scores[i]), cands[i][1].source,
+                         cands[i][2]) for i in order]

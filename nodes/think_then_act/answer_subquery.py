@@ -18,7 +18,8 @@ from ragplan.llm import decide_for, failure_update
 from ragplan.state.context import LLMContext
 from ragplan.state.think_then_act import Failure, SubQuery, failure_of, references
 
-__all__ = ["branch_outcome", "ShortAnswer", "answer_subquery", "final_answer", "resolve_text", "ANSWER_STYLE"]
+__all__ = ["branch_outcome", "ShortAnswer", "answer_subquery", "final_answer", "resolve_text", "ANSWER_STYLE",
+           "instructions_line", "retrieval_figures"]
 
 ANSWER_STYLE = """Answer as briefly as possible: a name, date, number or short phrase; "yes" or "no" for a yes/no
 question; for a claim to verify, exactly one of SUPPORTS, REFUTES, NOT ENOUGH INFO. No full sentence."""
@@ -29,6 +30,21 @@ class ShortAnswer(BaseModel):
 
     answer: str = Field(description="The short answer only.")
     reasoning: str = Field(default="", description="One or two sentences of reasoning (optional).")
+
+
+def instructions_line(state: Any) -> str:
+    """The question's answer instructions (the ``instructions`` input, e.g. FEVER's labels) as a prompt line,
+    or '' when there are none. Retrieval never sees them."""
+    text = str(state.get("instructions") or "").strip()
+    return f"Instructions: {text}\n" if text else ""
+
+
+def retrieval_figures(queries: list[SubQuery]) -> dict[str, Any]:
+    """``retrieval_count`` (queries that ran a retrieval) and ``retrieval_ratio`` (share that retrieved
+    successfully: a failed retrieval is not a retrieval)."""
+    ran = [q for q in queries if q.retrieve]
+    ok = sum(1 for q in ran if not q.retrieval_error)
+    return {"retrieval_count": len(ran), "retrieval_ratio": round(ok / len(queries), 4) if queries else 0.0}
 
 
 def resolve_text(q: SubQuery, prior: list[SubQuery]) -> str:
@@ -60,7 +76,7 @@ def answer_subquery(state: Any, runtime: Runtime[LLMContext]) -> dict[str, Any]:
     text = q.resolved or resolve_text(q, prior)
     messages = [SystemMessage("You are a careful question-answering assistant."),
                 HumanMessage(f"{_evidence_block(q)}{known}(Overall question: {state['question']})\n"
-                             f"Question: {text}\n\n{use}\n{ANSWER_STYLE}")]
+                             f"Question: {text}\n{instructions_line(state)}\n{use}\n{ANSWER_STYLE}")]
     d = decide_for(runtime.context, messages, ShortAnswer)
     done = q.model_copy(update={"resolved": text, "done": True, "answer": d.value.answer.strip() if d.ok else ""})
     out: dict[str, Any] = {"queries": [done], "usage": d.usage}
@@ -86,8 +102,7 @@ def branch_outcome(state: Any) -> dict[str, Any]:
 def final_answer(state: Any, runtime: Runtime[LLMContext]) -> dict[str, Any]:
     """The final answer: the single query's answer, or the sub-answers composed by the LLM."""
     queries: list[SubQuery] = state.get("queries") or []
-    n_ret = sum(1 for q in queries if q.retrieve)
-    stats = {"retrieval_count": n_ret, "retrieval_ratio": round(n_ret / len(queries), 4) if queries else 0.0}
+    stats = retrieval_figures(queries)
     outcome = {} if state.get("stop_reason") == "llm_error" else branch_outcome(state)
     if state.get("stop_reason") == "llm_error" or outcome.get("stop_reason") == "llm_error":
         return {**stats, "answer": "", **outcome}
@@ -95,8 +110,8 @@ def final_answer(state: Any, runtime: Runtime[LLMContext]) -> dict[str, Any]:
         return {**stats, **outcome, "answer": queries[0].answer, "stop_reason": "answered" if queries[0].answer else "no_answer"}
     steps = "\n".join(f"Sub-question {q.index}: {q.resolved or q.text}\nSub-answer: {q.answer or '(none)'}" for q in queries)
     messages = [SystemMessage("You are a careful question-answering assistant."),
-                HumanMessage(f"Question: {state['question']}\n\n{steps}\n\nUsing the sub-answers, give the final answer to "
-                             f"the question.\n{ANSWER_STYLE}")]
+                HumanMessage(f"Question: {state['question']}\n{instructions_line(state)}\n{steps}\n\nUsing the sub-answers, "
+                             f"give the final answer to the question.\n{ANSWER_STYLE}")]
     d = decide_for(runtime.context, messages, ShortAnswer)
     if not d.ok:
         return {**stats, **failure_update(d, "final_answer")}

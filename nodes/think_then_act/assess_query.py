@@ -14,6 +14,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
+from ragplan.nodes.think_then_act.answer_subquery import instructions_line
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import SubQuery, references
 
@@ -54,7 +55,7 @@ def assess_query(state: Any, runtime: Runtime[ThinkThenActContext]) -> dict[str,
     ctx = runtime.context
     question = state["question"]
     messages = [SystemMessage("You are a careful question-answering assistant."),
-                HumanMessage(f"{ASSESS_INSTRUCTION}\n\nQuestion: {question}")]
+                HumanMessage(f"{ASSESS_INSTRUCTION}\n\nQuestion: {question}\n{instructions_line(state)}".rstrip("\n"))]
     d = decide_for(ctx, messages, QueryAssessment)
     if not d.ok:
         return failure_update(d, "assess_query")

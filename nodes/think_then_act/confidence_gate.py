@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
-from ragplan.nodes.think_then_act.answer_subquery import resolve_text
+from ragplan.nodes.think_then_act.answer_subquery import instructions_line, resolve_text
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import SubQuery, failure_of
 
@@ -70,7 +70,7 @@ def confidence_gate(state: Any, runtime: Runtime[ThinkThenActContext]) -> dict[s
     schema = Confidence if ctx.gate_mode == "confidence" else DirectDecision
     context = f"(It is part of answering: {state['question']})\n" if text != state.get("question") else ""
     messages = [SystemMessage("You are a careful question-answering assistant who knows the limits of its knowledge."),
-                HumanMessage(f"{instruction}\n\n{context}Question: {text}")]
+                HumanMessage(f"{instruction}\n\n{context}Question: {text}\n{instructions_line(state)}".rstrip("\n"))]
     d = decide_for(ctx, messages, schema)
     if not d.ok:
         # cannot judge: retrieving is the safe choice; the failure is recorded

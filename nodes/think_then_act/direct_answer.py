@@ -13,7 +13,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
-from ragplan.nodes.think_then_act.answer_subquery import ANSWER_STYLE, ShortAnswer
+from ragplan.nodes.think_then_act.answer_subquery import ANSWER_STYLE, ShortAnswer, instructions_line
 from ragplan.state.context import LLMContext
 from ragplan.state.think_then_act import SubQuery
 
@@ -42,7 +42,7 @@ def make_direct_answer(cot: bool):
         """Answer the question without retrieval."""
         extra = f"\n{COT_INSTRUCTION}" if cot else ""
         messages = [SystemMessage("You are a careful question-answering assistant."),
-                    HumanMessage(f"Question: {state['question']}\n\n{ANSWER_STYLE}{extra}")]
+                    HumanMessage(f"Question: {state['question']}\n{instructions_line(state)}\n{ANSWER_STYLE}{extra}")]
         d = decide_for(runtime.context, messages, ChainOfThought if cot else ShortAnswer)
         if not d.ok:
             return {**failure_update(d, "direct_answer"), "retrieval_count": 0, "retrieval_ratio": 0.0}

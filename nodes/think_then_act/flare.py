@@ -16,7 +16,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from ragplan.llm import chat_model_for, decide_for, failure_update, generate, message_text
-from ragplan.nodes.think_then_act.answer_subquery import ANSWER_STYLE
+from ragplan.nodes.think_then_act.answer_subquery import ANSWER_STYLE, instructions_line
 from ragplan.nodes.think_then_act.confidence_gate import Confidence
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import SubQuery
@@ -42,7 +42,7 @@ def flare_draft(state: Any, runtime: Runtime[ThinkThenActContext]) -> dict[str, 
     ctx = runtime.context
     question = state["question"]
     messages = [SystemMessage("You are a careful question-answering assistant."),
-                HumanMessage(f"Question: {question}\n\n{ANSWER_STYLE}")]
+                HumanMessage(f"Question: {question}\n{instructions_line(state)}\n{ANSWER_STYLE}")]
     try:
         model = chat_model_for(ctx)
     except Exception as exc:
@@ -57,7 +57,7 @@ def flare_draft(state: Any, runtime: Runtime[ThinkThenActContext]) -> dict[str, 
         masked = " ".join(tok.strip() for tok, p in probs if p >= ctx.flare_threshold and tok.strip())
     else:
         check = [SystemMessage("You are a careful question-answering assistant who knows the limits of its knowledge."),
-                 HumanMessage(f"Question: {question}\nYour draft answer: {draft}\n\nHow likely is the draft to be "
+                 HumanMessage(f"Question: {question}\n{instructions_line(state)}Your draft answer: {draft}\n\nHow likely is the draft to be "
                               f"correct? Give `probability` between 0.0 and 1.0 and a short reason.")]
         d = decide_for(ctx, check, Confidence)
         usage = usage + d.usage

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-__all__ = ["QAExample", "DatasetError", "RawRecord", "Kind", "infer_kind"]
+__all__ = ["QAExample", "DatasetError", "RawRecord", "Kind", "infer_kind", "DecompositionStep"]
 
 Kind = Literal["span", "yesno", "fever"]
 
@@ -20,6 +20,20 @@ _FEVER = {"SUPPORTS", "REFUTES", "NOT ENOUGH INFO"}
 
 class DatasetError(ValueError):
     """A dataset file that cannot be read: says which file, which record and what is wrong."""
+
+
+@dataclass(frozen=True)
+class DecompositionStep:
+    """One annotated single-hop step of a multi-hop question (MuSiQue's ``question_decomposition``)."""
+
+    id: str
+    """The step's id in the source single-hop dataset."""
+    question: str
+    """The step's question; ``#1``, ``#2`` … refer to earlier steps' answers (``"#1 >> spouse"``)."""
+    answer: str
+    """The step's gold answer."""
+    paragraph_support_idx: int | None
+    """The ``idx`` of the paragraph that answers it (``None`` when the dataset gives none)."""
 
 
 @dataclass
@@ -35,11 +49,22 @@ class QAExample:
     kind: Kind
     """``span`` (free text, EM/F1), ``yesno`` (answers are "yes"/"no") or ``fever`` (a FEVER label)."""
     contexts: list[tuple[str, list[str]]] = field(default_factory=list)
-    """Paragraphs shipped with the question: ``(title, sentences)`` (HotpotQA/2Wiki ``context``)."""
+    """Paragraphs shipped with the question: ``(title, sentences)`` (HotpotQA/2Wiki ``context``; MuSiQue's
+    ``paragraphs`` as ``(title, [paragraph_text])``, in file order)."""
+    sentence_segmented: bool = True
+    """Whether each context's list holds the dataset's own sentences (HotpotQA, 2Wiki, StrategyQA facts)
+    or one whole unsegmented paragraph (MuSiQue)."""
     supporting_facts: list[tuple[str, int]] = field(default_factory=list)
-    """Gold evidence sentences as ``(title, sentence index)``."""
+    """Gold evidence sentences as ``(title, sentence index)`` (FEVER: every set's sentences, united)."""
+    evidence_sets: list[list[tuple[str, int]]] = field(default_factory=list)
+    """FEVER's evidence sets, each a list of ``(title, sentence index)`` that verify the claim *together*;
+    any one complete set suffices. Empty for datasets with one set (HotpotQA's ``supporting_facts``)."""
+    supporting_paragraphs: list[int] = field(default_factory=list)
+    """Positions in :attr:`contexts` of the gold supporting paragraphs (MuSiQue's ``is_supporting``)."""
     decomposition: list[str] = field(default_factory=list)
-    """Annotated sub-questions (StrategyQA)."""
+    """Annotated sub-questions (StrategyQA's ``decomposition``; MuSiQue's step questions)."""
+    decomposition_steps: list[DecompositionStep] = field(default_factory=list)
+    """MuSiQue's full ``question_decomposition``: each step's question, answer and supporting paragraph."""
     meta: dict[str, Any] = field(default_factory=dict)
     """``dataset`` always; ``type``/``level``/``label`` and other dataset fields where present."""
 
@@ -47,6 +72,11 @@ class QAExample:
     def gold(self) -> str:
         """The dataset's own answer (the first of :attr:`answers`)."""
         return self.answers[0]
+
+    @property
+    def answerable(self) -> bool:
+        """False for MuSiQue's unanswerable questions (``answerable: false``); True otherwise."""
+        return self.meta.get("answerable") is not False
 
     @property
     def dataset(self) -> str:

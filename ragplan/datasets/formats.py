@@ -4,18 +4,30 @@ Formats (the files as their authors release them):
 
 * ``hotpotqa`` — ``hotpot_dev_distractor_v1.json`` / ``hotpot_dev_fullwiki_v1.json``: a JSON list of
   ``{_id, question, answer, type, level, supporting_facts, context}``;
-* ``2wikimultihopqa`` — ``dev.json``: the same shape with ``evidences`` (triples) and 2Wiki types;
+* ``2wikimultihopqa`` — ``dev.json``: ``{_id, type, question, context, supporting_facts, evidences,
+  answer}``; ``evidences`` (``[subject, relation, object]`` triples) are kept in ``meta["evidences"]``;
   the ID-enhanced release adds ``answer_id``, whose aliases (and demonyms) from ``id_aliases.json``
   become extra gold answers, as the official 2Wiki evaluation does;
+* ``musique`` — ``musique_ans_v1.0_dev.jsonl`` / ``musique_full_v1.0_dev.jsonl`` (or a JSON list of the
+  same records): ``{id, paragraphs: [{idx, title, paragraph_text, is_supporting}], question,
+  question_decomposition: [{id, question, answer, paragraph_support_idx}], answer, answer_aliases,
+  answerable}``; the (20) paragraphs become contexts (unsegmented), the supporting ones
+  ``supporting_paragraphs``, the answer and its aliases the gold answers, the decomposition
+  ``decomposition_steps``; ``answerable`` and the hop count (``2hop__…`` → 2) go to ``meta``;
 * ``strategyqa`` — ``strategyqa_train.json``: ``{qid, term, description, question, answer: bool,
   facts, decomposition, evidence}``; the annotators' ``facts`` become one context paragraph titled
   by ``term`` (so ``context_only`` runs can retrieve them);
-* ``fever`` — ``shared_task_dev.jsonl`` / ``paper_dev.jsonl``: ``{id, claim, label, evidence}``; the
-  evidence sentences ``[annotation, evidence id, page, sentence]`` become supporting facts with the
-  page title unescaped (``Nikolaj_Coster-Waldau`` → ``Nikolaj Coster-Waldau``, ``-LRB-`` → ``(``);
+* ``fever`` — ``shared_task_dev.jsonl`` / ``paper_dev.jsonl``: ``{id, claim, label, evidence}``; each
+  evidence set (a list of ``[annotation, evidence id, page, sentence]``) becomes one of
+  ``evidence_sets`` — sentences that verify the claim together — with the page title unescaped
+  (``Nikolaj_Coster-Waldau`` → ``Nikolaj Coster-Waldau``, ``-LRB-`` → ``(``); ``supporting_facts`` is
+  their union;
 * ``flashrag`` — FlashRAG's ``{id, question, golden_answers, metadata}`` JSONL (any dataset it
   packages; ``metadata`` may carry HotpotQA's type/level/context in column form);
 * ``kilt`` — KILT's ``{id, input, output: [{answer, provenance}], meta}`` JSONL.
+
+A record that fits none of these is refused (:func:`looks_like` returns ``None``); :func:`unsupported_format`
+names the well-known formats that ragplan does not read (SQuAD, Natural Questions, TriviaQA, MS MARCO …).
 """
 
 from __future__ import annotations
@@ -23,9 +35,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ragplan.datasets.example import QAExample, RawRecord, infer_kind
+from ragplan.datasets.example import DecompositionStep, QAExample, RawRecord, infer_kind
 
-__all__ = ["ParseOptions", "PARSERS", "fever_title"]
+__all__ = ["ParseOptions", "PARSERS", "fever_title", "looks_like", "unsupported_format"]
 
 _TWOWIKI_TYPES = ("comparison", "inference", "compositional", "bridge_comparison")
 _FEVER_LABELS = {"SUPPORTS": "SUPPORTS", "REFUTES": "REFUTES", "NOT ENOUGH INFO": "NOT ENOUGH INFO",
@@ -45,6 +57,10 @@ class ParseOptions:
 
 def _dedupe(xs: list[str]) -> list[str]:
     return [x for x in dict.fromkeys(xs) if x]
+
+
+def _dedupe_facts(facts: Any) -> list[tuple[str, int]]:
+    return list(dict.fromkeys(facts))
 
 
 def _yes_no(answer: str) -> bool:
@@ -69,7 +85,7 @@ def parse_multihop(rec: RawRecord, opts: ParseOptions) -> QAExample:
         if rec.has(key):
             meta[key] = str(rec.get(key))
     if rec.has("evidences"):
-        meta["evidences"] = rec.get("evidences")
+        meta["evidences"] = _evidences(rec)
     if rec.has("answer_id"):
         meta["answer_id"] = str(rec.get("answer_id"))
         answers += opts.aliases.get(meta["answer_id"], [])
@@ -77,6 +93,64 @@ def parse_multihop(rec: RawRecord, opts: ParseOptions) -> QAExample:
     return QAExample(qid, question, answers, "yesno" if _yes_no(answer) else "span",
                      contexts=rec.contexts(rec.get("context")), supporting_facts=rec.facts(rec.get("supporting_facts")),
                      meta=meta)
+
+
+def _evidences(rec: RawRecord) -> list[list[str]]:
+    """2Wiki's ``evidences``: ``[subject, relation, object]`` triples (strings), kept as given."""
+    value = rec.get("evidences")
+    if not isinstance(value, list):
+        rec.fail("'evidences' should be a list of [subject, relation, object] triples")
+    for j, ev in enumerate(value):
+        if not (isinstance(ev, list) and len(ev) == 3 and all(isinstance(x, str) for x in ev)):
+            rec.fail(f"'evidences'[{j}] should be [subject, relation, object], got {ev!r}")
+    return [list(ev) for ev in value]
+
+
+def parse_musique(rec: RawRecord, opts: ParseOptions) -> QAExample:
+    """MuSiQue records (answerable-only and full releases): paragraphs, aliases, decomposition, answerable."""
+    qid = rec.ident("id")
+    question = rec.text("question")
+    answer = rec.text("answer", what=" (the MuSiQue test split has no gold answers and cannot be graded)")
+    answers = _dedupe([answer] + [a.strip() for a in rec.str_list("answer_aliases")])
+    paras = rec.get("paragraphs")
+    if not isinstance(paras, list) or not paras:
+        rec.fail("'paragraphs' should be a non-empty list of {idx, title, paragraph_text, is_supporting}")
+    contexts: list[tuple[str, list[str]]] = []
+    supporting: list[int] = []
+    idx_seen: set[int] = set()
+    for j, p in enumerate(paras):
+        if not isinstance(p, dict) or not isinstance(p.get("title"), str) or not isinstance(p.get("paragraph_text"), str):
+            rec.fail(f"'paragraphs'[{j}] should be {{idx, title, paragraph_text, is_supporting}}")
+        idx = p.get("idx", j)
+        if isinstance(idx, bool) or not isinstance(idx, int):
+            rec.fail(f"'paragraphs'[{j}]['idx'] should be an integer, got {idx!r}")
+        idx_seen.add(idx)
+        if p.get("is_supporting") is True:
+            supporting.append(j)
+        contexts.append((p["title"], [p["paragraph_text"]]))
+    steps: list[DecompositionStep] = []
+    decomp = rec.get("question_decomposition", [])
+    if not isinstance(decomp, list):
+        rec.fail("'question_decomposition' should be a list of {id, question, answer, paragraph_support_idx}")
+    for j, st in enumerate(decomp):
+        if not isinstance(st, dict) or not isinstance(st.get("question"), str):
+            rec.fail(f"'question_decomposition'[{j}] should be {{id, question, answer, paragraph_support_idx}}")
+        sup = st.get("paragraph_support_idx")
+        if sup is not None and (isinstance(sup, bool) or not isinstance(sup, int) or sup not in idx_seen):
+            rec.fail(f"'question_decomposition'[{j}]['paragraph_support_idx'] = {sup!r} names no paragraph idx")
+        steps.append(DecompositionStep(str(st.get("id", "")), st["question"], str(st.get("answer") or ""), sup))
+    answerable = rec.data.get("answerable", True)
+    if not isinstance(answerable, bool):
+        rec.fail(f"'answerable' should be true or false, got {answerable!r}")
+    meta: dict = {"dataset": opts.dataset, "answerable": answerable}
+    prefix = qid.split("__", 1)[0]
+    if prefix[:1].isdigit() and "hop" in prefix:
+        meta["hops"] = int(prefix[0])
+        meta["composition"] = prefix
+    kind = infer_kind(answers[:1])
+    return QAExample(qid, question, answers, "yesno" if kind == "yesno" else "span", contexts=contexts,
+                     sentence_segmented=False, supporting_paragraphs=supporting,
+                     decomposition=[s.question for s in steps], decomposition_steps=steps, meta=meta)
 
 
 def parse_strategyqa(rec: RawRecord, opts: ParseOptions) -> QAExample:
@@ -109,25 +183,29 @@ def parse_fever(rec: RawRecord, opts: ParseOptions) -> QAExample:
     label = _FEVER_LABELS.get(raw.upper())
     if label is None:
         rec.fail(f"'label' should be SUPPORTS, REFUTES or NOT ENOUGH INFO, got {raw!r}")
-    facts: list[tuple[str, int]] = []
+    sets: list[list[tuple[str, int]]] = []
     evidence = rec.get("evidence", [])
     if not isinstance(evidence, list):
         rec.fail("'evidence' should be a list of evidence sets")
     for j, ev_set in enumerate(evidence):
         if not isinstance(ev_set, list):
             rec.fail(f"'evidence'[{j}] should be a list of [annotation, evidence, page, sentence]")
+        group: list[tuple[str, int]] = []
         for ev in ev_set:
             if not isinstance(ev, list) or len(ev) != 4:
                 rec.fail(f"'evidence'[{j}] holds {ev!r}, not [annotation, evidence, page, sentence]")
             page, sent = ev[2], ev[3]
             if isinstance(page, str) and isinstance(sent, int) and not isinstance(sent, bool):
                 fact = (fever_title(page), sent)
-                if fact not in facts:
-                    facts.append(fact)
+                if fact not in group:
+                    group.append(fact)
+        if group and group not in sets:  # NOT ENOUGH INFO sets ([ann, None, None, None]) carry no sentence
+            sets.append(group)
+    facts = _dedupe_facts(f for g in sets for f in g)
     meta = {"dataset": opts.dataset, "label": label}
     if rec.has("verifiable"):
         meta["verifiable"] = str(rec.get("verifiable"))
-    return QAExample(qid, claim, [label], "fever", supporting_facts=facts, meta=meta)
+    return QAExample(qid, claim, [label], "fever", supporting_facts=facts, evidence_sets=sets, meta=meta)
 
 
 def parse_flashrag(rec: RawRecord, opts: ParseOptions) -> QAExample:
@@ -188,6 +266,7 @@ def parse_kilt(rec: RawRecord, opts: ParseOptions) -> QAExample:
 PARSERS: dict[str, Callable[[RawRecord, ParseOptions], QAExample]] = {
     "hotpotqa": parse_multihop,
     "2wikimultihopqa": parse_multihop,
+    "musique": parse_musique,
     "strategyqa": parse_strategyqa,
     "fever": parse_fever,
     "flashrag": parse_flashrag,
@@ -197,7 +276,11 @@ PARSERS: dict[str, Callable[[RawRecord, ParseOptions], QAExample]] = {
 
 
 def looks_like(data: dict) -> str | None:
-    """The format a raw record's keys point to, or ``None`` when they fit none."""
+    """The format a raw record's keys point to, or ``None`` when they fit none.
+
+    Each format is recognised by keys only it has, so a record of another dataset is never read as
+    HotpotQA because it happens to have ``question`` and ``answer``.
+    """
     keys = set(data)
     if "golden_answers" in keys:
         return "flashrag"
@@ -205,10 +288,31 @@ def looks_like(data: dict) -> str | None:
         return "kilt"
     if "claim" in keys:
         return "fever"
+    if "question" in keys and ("paragraphs" in keys or "question_decomposition" in keys or "answer_aliases" in keys):
+        return "musique"
     if "qid" in keys or "decomposition" in keys or "facts" in keys or isinstance(data.get("answer"), bool):
         return "strategyqa"
-    if "evidences" in keys or data.get("type") in _TWOWIKI_TYPES[1:]:
+    if "question" in keys and ("evidences" in keys or data.get("type") in _TWOWIKI_TYPES[1:]):
         return "2wikimultihopqa"
-    if "question" in keys and ("context" in keys or "supporting_facts" in keys or "answer" in keys):
-        return "hotpotqa"
+    if "question" in keys and (isinstance(data.get("context"), (list, dict)) or "supporting_facts" in keys):
+        return "hotpotqa"  # HotpotQA's context is a list of [title, sentences] (SQuAD's is a string)
     return None
+
+
+# keys that give away a well-known format ragplan does not read: (name, test)
+_UNSUPPORTED: list[tuple[str, Callable[[set[str], dict], bool]]] = [
+    ("SQuAD (a {title, paragraphs: [{context, qas}]} article)",
+     lambda k, d: "paragraphs" in k and "title" in k and "question" not in k),
+    ("SQuAD (flattened {id, title, context, question, answers})", lambda k, d: {"context", "question", "answers"} <= k),
+    ("Natural Questions", lambda k, d: "question_text" in k and ("annotations" in k or "document_tokens" in k)),
+    ("TriviaQA", lambda k, d: "Question" in k and "Answer" in k),
+    ("MS MARCO", lambda k, d: "query" in k and "passages" in k),
+    ("IIRC", lambda k, d: "questions" in k and "links" in k),
+    ("a bare {question, answer} file (no dataset structure)", lambda k, d: {"question", "answer"} <= k),
+]
+
+
+def unsupported_format(data: dict) -> str | None:
+    """The name of a well-known QA format a record is in that ragplan does not read, or ``None``."""
+    keys = set(data)
+    return next((name for name, test in _UNSUPPORTED if test(keys, data)), None)

@@ -1,9 +1,11 @@
 """Loaders for the QA datasets of the Think-then-Act evaluation, from the files users download.
 
-:func:`load_qa` reads HotpotQA, 2WikiMultihopQA, StrategyQA, FEVER, FlashRAG-style and KILT files
-into :class:`QAExample` objects. JSON (a list of records, or an object whose ``data`` is one) and
+:func:`load_qa` reads HotpotQA, 2WikiMultihopQA, MuSiQue, StrategyQA, FEVER, FlashRAG-style and KILT
+files into :class:`QAExample` objects. JSON (a list of records, or an object whose ``data`` is one) and
 JSON Lines are both read, gzip-compressed too (``.gz``). The format is detected from the first
-record's keys unless ``fmt=`` names it (see :mod:`ragplan.datasets.formats` for each format).
+record's keys unless ``fmt=`` names it (see :mod:`ragplan.datasets.formats` for each format); a
+file whose records fit no format is refused with a message naming the format when it is a well-known
+one ragplan does not read (SQuAD, Natural Questions …), never read as the nearest known one.
 
 A file that cannot be read raises :class:`DatasetError` naming the file, the record (its 0-based
 index, and for JSON Lines its line number) and the problem; ids must be unique within a file, since
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ragplan.datasets.example import DatasetError, QAExample, RawRecord, infer_kind
-from ragplan.datasets.formats import PARSERS, ParseOptions, looks_like
+from ragplan.datasets.formats import PARSERS, ParseOptions, looks_like, unsupported_format
 
 __all__ = ["FORMATS", "QAExample", "DatasetError", "infer_kind", "load_qa", "detect_format", "read_records",
            "resolve_data_file", "normalize_format"]
@@ -30,12 +32,14 @@ FORMATS = tuple(PARSERS)
 """Format names ``fmt=`` accepts."""
 
 _FORMAT_ALIASES = {"hotpot": "hotpotqa", "2wiki": "2wikimultihopqa", "2wikimqa": "2wikimultihopqa",
-                   "2wikimultihop": "2wikimultihopqa", "twowiki": "2wikimultihopqa", "strategy": "strategyqa"}
+                   "2wikimultihop": "2wikimultihopqa", "twowiki": "2wikimultihopqa", "strategy": "strategyqa",
+                   "musique_ans": "musique", "musique_full": "musique"}
 
 # the files each dataset's release holds, in the order a folder is searched for one
 _DEFAULT_FILES = {
     "hotpotqa": ["hotpot_dev_distractor_v1.json", "hotpot_dev_fullwiki_v1.json", "dev.jsonl", "dev.json"],
     "2wikimultihopqa": ["dev.json", "dev.jsonl"],
+    "musique": ["musique_ans_v1.0_dev.jsonl", "musique_full_v1.0_dev.jsonl", "dev.jsonl", "dev.json"],
     "strategyqa": ["strategyqa_train.json", "dev.jsonl", "dev.json", "train.json"],
     "fever": ["shared_task_dev.jsonl", "paper_dev.jsonl", "fever-dev-kilt.jsonl", "dev.jsonl"],
     "flashrag": ["dev.jsonl", "test.jsonl", "val.jsonl", "train.jsonl"],
@@ -164,8 +168,10 @@ def _detect(rec: RawRecord) -> str:
     fmt = looks_like(rec.data)
     if fmt is None:
         keys = ", ".join(sorted(map(str, rec.data))[:12])
-        raise DatasetError(f"{rec.where}: cannot tell the dataset format from its keys ({keys}); "
-                           f"pass fmt= one of {', '.join(FORMATS)}")
+        known = unsupported_format(rec.data)
+        what = f"this is {known}, a format ragplan does not read" if known else "cannot tell the dataset format"
+        raise DatasetError(f"{rec.where}: {what} (its keys: {keys}); ragplan reads {', '.join(FORMATS)} "
+                           "(pass fmt= to name one of them)")
     return fmt
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from ragplan.eval.runfolder import RunFolder, RunSettings
 
-__all__ = ["summarise", "write_summary", "compare_runs", "retrieval_class"]
+__all__ = ["summarise", "write_summary", "compare_runs", "retrieval_class", "retrieval_totals", "summary_markdown"]
 
 
 def retrieval_class(n: int) -> str:
@@ -56,11 +56,26 @@ def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any 
         "overall": {**_acc(records, metrics), "errors": sum(1 for r in records if r.get("error"))},
         "groups": groups,
         "retrieval": {k: _acc(v, metrics) for k, v in sorted(by_class.items())},
+        "retrieval_totals": retrieval_totals(records),
         "cost": {**total, "per_question_llm_calls": round(total["llm_calls"] / n, 2),
                  "per_question_tokens": round((total["input_tokens"] + total["output_tokens"]) / n, 1),
                  "mean_latency_s": round(sum(r.get("latency_s", 0) for r in records) / n, 3),
                  "total_latency_s": round(sum(r.get("latency_s", 0) for r in records), 3)},
     }
+
+
+def retrieval_totals(records: list[dict[str, Any]]) -> dict[str, int]:
+    """Retrievals run and failed over a run's records (the runner's ``retrievals`` / ``retrieval_errors``),
+    and how many questions retrieved at all and how many had every retrieval fail."""
+    def num(r: dict[str, Any], k: str) -> int:
+        v = r.get(k)
+        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+
+    return {"retrievals": sum(num(r, "retrievals") for r in records),
+            "retrieval_errors": sum(num(r, "retrieval_errors") for r in records),
+            "questions_retrieving": sum(1 for r in records if num(r, "retrievals") > 0),
+            "questions_all_failed": sum(1 for r in records if num(r, "retrievals") > 0
+                                        and num(r, "retrieval_errors") >= num(r, "retrievals"))}
 
 
 def _table(headers: list[str], rows: list[list[Any]]) -> str:
@@ -81,6 +96,11 @@ def summary_markdown(s: dict[str, Any]) -> str:
                     [[o["n"], o["correct"], f"{o['accuracy']:.1%}", *mfmt(o), o["errors"], c["llm_calls"], c["input_tokens"],
                       c["output_tokens"], c["per_question_llm_calls"], c["per_question_tokens"], c["mean_latency_s"],
                       c.get("wall_time_s", "-")]])]
+    t = s.get("retrieval_totals")
+    if t:
+        parts += ["", f"Retrievals: {t['retrievals']} run, {t['retrieval_errors']} failed (retrieval_errors); "
+                      f"{t['questions_retrieving']} question(s) retrieved, every retrieval failed for "
+                      f"{t['questions_all_failed']}."]
     for key, vals in s["groups"].items():
         parts += ["", f"## accuracy by {key}", "",
                   _table([key, "questions", "correct", "accuracy", *ms],

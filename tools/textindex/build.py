@@ -61,6 +61,7 @@ FORMAT = "ragplan-textindex/1"
 DEFAULT_SHARD_SIZE = 4096
 WORK_DIR = ".build"
 _RECIPE = "title\\ntext, L2-normalised"
+_STORE_VERSION = "store/2 (given sentences kept)"  # a store written by an older version is not resumed into this one
 
 
 class TextIndexError(ValueError):
@@ -205,7 +206,7 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
     embedder, model_dir, model_fp = _resolve_embedder(model_path, embedder)
     input_sha = file_sha256(src)
     fingerprint = hashlib.sha256(json.dumps(
-        [FORMAT, input_sha, model_fp, shard_size, bool(skip_malformed), _RECIPE]).encode()).hexdigest()[:24]
+        [FORMAT, input_sha, model_fp, shard_size, bool(skip_malformed), _RECIPE, _STORE_VERSION]).encode()).hexdigest()[:24]
     settings = {"flat_threshold": flat_threshold, "hnsw_m": hnsw_m, "ef_construction": ef_construction}
 
     with _build_lock(out):

@@ -122,7 +122,7 @@ class TextIndex:
             for s, lab in zip(srow, lrow):
                 p = found.get(int(lab))
                 if lab >= 0 and p is not None:
-                    hits.append(Passage(p.id, p.title, p.text, float(s), "local", dict(p.meta)))
+                    hits.append(Passage(p.id, p.title, p.text, float(s), "local", dict(p.meta), list(p.sentences)))
             out.append(hits)
         return out
 

@@ -109,7 +109,7 @@ def read_passages(path: str | Path, *, skip_malformed: bool = False, stats: Read
         yield item
 
 
-def _passage(pid: object, title: object, text: object) -> Passage | str:
+def _passage(pid: object, title: object, text: object, sentences: object = None) -> Passage | str:
     """A Passage, or the reason the fields are not one."""
     if pid is None or isinstance(pid, (dict, list, bool)) or str(pid).strip() == "":
         return "no passage id"
@@ -117,10 +117,12 @@ def _passage(pid: object, title: object, text: object) -> Passage | str:
         return "text is not a string"
     if title is not None and not isinstance(title, str):
         return "title is not a string"
+    if sentences is not None and not (isinstance(sentences, list) and all(isinstance(x, str) for x in sentences)):
+        return "'sentences' is not a list of strings"
     title, text = (title or "").strip(), text.strip()
     if not title and not text:
         return "empty passage (no title and no text)"
-    return Passage(id=str(pid).strip(), title=title, text=text, source="local")
+    return Passage(id=str(pid).strip(), title=title, text=text, source="local", sentences=list(sentences or []))
 
 
 def _read_jsonl(path: Path) -> Iterator[Passage | PassageFormatError]:
@@ -147,7 +149,7 @@ def _read_jsonl(path: Path) -> Iterator[Passage | PassageFormatError]:
             text, title = obj[text_key], obj.get("title")
             if title is None and isinstance(text, str):
                 title, text = split_flashrag_title(text)
-            res = _passage(pid, title, text)
+            res = _passage(pid, title, text, obj.get("sentences"))
             yield PassageFormatError(path, lineno, res) if isinstance(res, str) else res
 
 

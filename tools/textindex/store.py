@@ -2,10 +2,15 @@
 
 SQLite keeps memory flat for any corpus size (a search reads only the rows it returns), is one
 file that can be renamed into place atomically, and needs nothing beyond the standard library.
+
+A passage's given sentences (:attr:`~ragplan.tools.retrieval.Passage.sentences`) are kept in the
+``sentences`` column as a JSON list (NULL when the corpus gives none). Stores written before that
+column existed are read as they are (every passage without sentences).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -16,7 +21,8 @@ from ragplan.tools.retrieval import Passage
 
 __all__ = ["PassageStore", "write_store"]
 
-_SCHEMA = "CREATE TABLE passages (row INTEGER PRIMARY KEY, id TEXT NOT NULL, title TEXT NOT NULL, text TEXT NOT NULL)"
+_SCHEMA = ("CREATE TABLE passages (row INTEGER PRIMARY KEY, id TEXT NOT NULL, title TEXT NOT NULL, text TEXT NOT NULL, "
+           "sentences TEXT)")
 
 
 def write_store(passages: Iterable[Passage], path: str | Path, *, on_row: object = None) -> int:
@@ -34,23 +40,30 @@ def write_store(passages: Iterable[Passage], path: str | Path, *, on_row: object
         con.execute("PRAGMA synchronous=OFF")
         con.execute(_SCHEMA)
         n = 0
-        batch: list[tuple[int, str, str, str]] = []
+        batch: list[tuple[int, str, str, str, str | None]] = []
         for psg in passages:
-            batch.append((n, psg.id, psg.title, psg.text))
+            sents = json.dumps(psg.sentences, ensure_ascii=False) if psg.sentences else None
+            batch.append((n, psg.id, psg.title, psg.text, sents))
             n += 1
             if on_row is not None:
                 on_row()  # type: ignore[operator]
             if len(batch) >= 10_000:
-                con.executemany("INSERT INTO passages VALUES (?, ?, ?, ?)", batch)
+                con.executemany("INSERT INTO passages VALUES (?, ?, ?, ?, ?)", batch)
                 batch.clear()
         if batch:
-            con.executemany("INSERT INTO passages VALUES (?, ?, ?, ?)", batch)
+            con.executemany("INSERT INTO passages VALUES (?, ?, ?, ?, ?)", batch)
         con.commit()
     finally:
         con.close()
     with open(p, "rb") as fh:
         os.fsync(fh.fileno())
     return n
+
+
+def _passage(rec: tuple) -> Passage:
+    row, pid, title, text, sents = rec
+    return Passage(id=pid, title=title, text=text, source="local", meta={"row": row},
+                   sentences=json.loads(sents) if sents else [])
 
 
 class PassageStore:
@@ -64,6 +77,8 @@ class PassageStore:
         self._lock = threading.Lock()
         with self._lock:
             self._count = int(self._con.execute("SELECT COUNT(*) FROM passages").fetchone()[0])
+            columns = {r[1] for r in self._con.execute("PRAGMA table_info(passages)")}
+        self._cols = "row, id, title, text, " + ("sentences" if "sentences" in columns else "NULL")
 
     def __len__(self) -> int:
         return self._count
@@ -75,18 +90,17 @@ class PassageStore:
         with self._lock:
             for i in range(0, len(want), 500):
                 chunk = want[i:i + 500]
-                q = f"SELECT row, id, title, text FROM passages WHERE row IN ({','.join('?' * len(chunk))})"
-                for row, pid, title, text in self._con.execute(q, chunk):
-                    out[row] = Passage(id=pid, title=title, text=text, source="local", meta={"row": row})
+                q = f"SELECT {self._cols} FROM passages WHERE row IN ({','.join('?' * len(chunk))})"
+                for rec in self._con.execute(q, chunk):
+                    out[rec[0]] = _passage(rec)
         return out
 
     def range(self, start: int, stop: int) -> list[Passage]:
         """The passages at rows ``start`` ≤ row < ``stop``, in row order."""
         with self._lock:
-            cur = self._con.execute("SELECT row, id, title, text FROM passages WHERE row >= ? AND row < ? ORDER BY row",
+            cur = self._con.execute(f"SELECT {self._cols} FROM passages WHERE row >= ? AND row < ? ORDER BY row",
                                     (start, stop))
-            return [Passage(id=pid, title=title, text=text, source="local", meta={"row": row})
-                    for row, pid, title, text in cur]
+            return [_passage(rec) for rec in cur]
 
     def close(self) -> None:
         """Close the connection."""

@@ -1,24 +1,38 @@
-"""Open-domain QA benchmarks of the runner: HotpotQA, 2WikiMultihopQA, StrategyQA, FEVER, FlashRAG files.
+"""Open-domain QA benchmarks of the runner: HotpotQA, 2WikiMultihopQA, MuSiQue, StrategyQA, FEVER, FlashRAG.
 
-Registered as ``hotpotqa``, ``2wikimultihopqa``, ``strategyqa``, ``fever`` and ``flashrag``
-(Think-then-Act §4.1). Each reads its file with :func:`ragplan.datasets.load_qa` and grades an
-answer by the official HotpotQA EM and F1 (:mod:`ragplan.eval.metrics`); yes/no and FEVER answers
-are first read as a label, so "Yes, because …" scores as *yes* (the paper extracts the final
-answer before matching). ``correct`` is the label match for yes/no and FEVER questions and EM = 1
-for span answers; ``retrieval_ratio`` is the share of (sub-)queries that retrieved (Think-then-Act
-reports it beside EM).
+Registered as ``hotpotqa``, ``2wikimultihopqa``, ``musique``, ``strategyqa``, ``fever`` and ``flashrag``
+(Think-then-Act §4.1, plus MuSiQue). Each reads its file with :func:`ragplan.datasets.load_qa`.
+
+Grading (:meth:`TextQABenchmark.grade`; the README's "Metrics: exact definitions" has the details):
+
+* ``em`` / ``f1`` — the official evaluation script's EM and F1 **over the raw answer**, the best over
+  the gold answers (MuSiQue's ``answer_aliases``, 2Wiki's ``id_aliases.json``, FlashRAG's list):
+  HotpotQA's rules for every dataset but MuSiQue, MuSiQue's own (SQuAD's) for ``musique``. MuSiQue's
+  unanswerable questions (the full release) have no EM/F1 (``None``: left out of the means, as the
+  official script scores answers on answerable questions only).
+* ``label_acc`` — for yes/no and FEVER questions only (``None`` for others): 1 when the label read
+  out of the answer (:mod:`ragplan.eval.labels`) is the gold label; an answer without a readable
+  label scores 0. Never mixed into ``em``/``f1``.
+* ``correct`` (the summary's accuracy) — ``label_acc == 1`` on label datasets (every question
+  yes/no or FEVER: StrategyQA, FEVER, such FlashRAG files), ``em == 1`` otherwise.
+* ``retrieval_ratio`` — 1 when the question retrieved successfully at least once (a failed
+  retrieval is not a retrieval), so its mean is the share of questions that retrieved (the paper's
+  Figure 3); ``subquery_retrieval_ratio`` — the share of the question's (sub-)queries that retrieved
+  successfully; ``retrieval_count`` / ``retrieval_errors`` — retrievals run and failed.
+
+FEVER: the claim is the question (what retrieval searches for) and the label instructions go in the
+separate graph input ``instructions`` (:data:`FEVER_INSTRUCTIONS`), which answer prompts use and
+retrieval never searches for.
 
 Options (``RunSettings.benchmark_options``): ``context_only`` builds a local FAISS index from the
-loaded questions' own context paragraphs (HotpotQA distractor/fullwiki, 2Wiki, StrategyQA facts)
-and points every question's retriever at it, so a run needs no Wikipedia; ``fmt`` names the file
-format when detection should not decide; ``embedding_model`` is the Sentence-BERT model path used
-for that index (it must be the one the retriever embeds queries with).
+loaded questions' own context paragraphs (:mod:`ragplan.eval.benchmarks.context_index`, which keeps
+the dataset's sentence segmentation) and points every question's retriever at it; ``fmt`` names the
+file format when detection should not decide; ``embedding_model`` is the Sentence-BERT model path of
+that index (it must be the one the retriever embeds queries with).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Mapping
@@ -27,12 +41,19 @@ from typing import Any, Callable
 from ragplan.datasets import DatasetError, QAExample, load_qa
 from ragplan.datasets.qa import detect_format, normalize_format, resolve_data_file
 from ragplan.eval.benchmark import Item
-from ragplan.eval.runfolder import atomic_write
+from ragplan.eval.benchmarks.context_index import build_context_index, context_passages
 from ragplan.eval.metrics import (
-    exact_match, extract_label, f1_score, normalize_answer, retrieval_count, retrieval_ratio,
+    ScoreRule, canonical_label, exact_match, extract_label, f1_score, normalize_answer, retrieval_stats,
 )
 
-__all__ = ["TextQABenchmark", "SPECS", "BENCHMARKS", "context_passages", "question_text"]
+__all__ = ["TextQABenchmark", "SPECS", "BENCHMARKS", "context_passages", "FEVER_INSTRUCTIONS", "graph_inputs",
+           "text_report"]
+
+FEVER_INSTRUCTIONS = ("This is a claim to verify. Answer SUPPORTS if the evidence supports it, REFUTES if the "
+                      "evidence refutes it, or NOT ENOUGH INFO if there is not enough information to decide.")
+"""The label instructions a FEVER item gives the graph beside its claim (the ``instructions`` input)."""
+
+_LABEL_KINDS = ("yesno", "fever")
 
 
 @dataclass(frozen=True)
@@ -43,48 +64,26 @@ class _Spec:
     """Answer kinds its questions may have."""
     group_by: tuple[str, ...]
     """Meta keys with a table each (only those the loaded questions have are used)."""
+    rule: ScoreRule = "hotpotqa"
+    """Whose official EM/F1 rules grade it."""
 
 
 SPECS: dict[str, _Spec] = {
-    "hotpotqa": _Spec(("hotpotqa", "flashrag", "kilt"), ("span", "yesno"), ("type", "level")),
-    "2wikimultihopqa": _Spec(("2wikimultihopqa", "flashrag", "kilt"), ("span", "yesno"), ("type",)),
+    "hotpotqa": _Spec(("hotpotqa", "flashrag", "kilt"), ("span", "yesno"), ("type", "level", "kind")),
+    "2wikimultihopqa": _Spec(("2wikimultihopqa", "flashrag", "kilt"), ("span", "yesno"), ("type", "kind")),
+    "musique": _Spec(("musique",), ("span", "yesno"), ("hops", "answerable", "kind"), "musique"),
     "strategyqa": _Spec(("strategyqa", "flashrag", "kilt"), ("yesno",), ("label",)),
     "fever": _Spec(("fever", "flashrag", "kilt"), ("fever",), ("label",)),
-    "flashrag": _Spec(("flashrag", "kilt"), ("span", "yesno", "fever"), ("dataset", "type", "level", "label")),
+    "flashrag": _Spec(("flashrag", "kilt"), ("span", "yesno", "fever"), ("dataset", "type", "level", "label", "kind")),
 }
-"""Benchmark name → what it reads and how its tables are grouped."""
+"""Benchmark name → what it reads, how its tables are grouped and whose EM/F1 rules grade it."""
 
 _OPTIONS = ("limit", "year", "context_only", "fmt", "embedding_model")
 
 
-def question_text(ex: QAExample) -> str:
-    """The text given to a method: the question; for FEVER the claim with the three labels to choose from."""
-    if ex.kind != "fever":
-        return ex.question
-    claim = ex.question.rstrip()
-    if claim[-1:] not in ".!?":
-        claim += "."
-    return f"Claim: {claim} Is it SUPPORTS, REFUTES or NOT ENOUGH INFO?"
-
-
-def context_passages(examples: list[QAExample]) -> list[dict[str, str]]:
-    """One ``{id, title, contents}`` passage per distinct (title, paragraph) of the examples' contexts.
-
-    ``contents`` is the paragraph's sentences joined by single spaces; ids are a hash of title and
-    contents, so the same paragraph has the same id whichever questions are loaded.
-    """
-    out: list[dict[str, str]] = []
-    seen: set[str] = set()
-    for ex in examples:
-        for title, sentences in ex.contexts:
-            contents = " ".join(s.strip() for s in sentences if s.strip())
-            if not contents:
-                continue
-            pid = hashlib.sha1(f"{title}\n{contents}".encode()).hexdigest()[:16]
-            if pid not in seen:
-                seen.add(pid)
-                out.append({"id": pid, "title": title, "contents": contents})
-    return out
+def graph_inputs(ex: QAExample) -> dict[str, Any]:
+    """The graph inputs an example gives beside its question: FEVER's label ``instructions``, else none."""
+    return {"instructions": FEVER_INSTRUCTIONS} if ex.kind == "fever" else {}
 
 
 @dataclass
@@ -99,7 +98,6 @@ class TextQABenchmark:
     context_only: bool = False
     fmt: str | None = None
     embedding_model: str = ""
-    metrics: tuple[str, ...] = ("em", "f1", "retrieval_ratio")
     _cache: list[QAExample] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -113,10 +111,30 @@ class TextQABenchmark:
         return SPECS[self.name]
 
     @property
-    def group_by(self) -> tuple[str, ...]:
-        """The spec's group keys that the loaded questions actually carry."""
+    def label_only(self) -> bool:
+        """Whether every loaded question is a yes/no or FEVER question (``correct`` is then the label match)."""
         exs = self.examples()
-        return tuple(k for k in self.spec.group_by if any(k in ex.meta for ex in exs))
+        return bool(exs) and all(ex.kind in _LABEL_KINDS for ex in exs)
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The record fields every summary table averages (``label_acc`` only when some question has a label)."""
+        labels = any(ex.kind in _LABEL_KINDS for ex in self.examples())
+        return ("em", "f1", *(("label_acc",) if labels else ()), "retrieval_ratio", "subquery_retrieval_ratio",
+                "retrieval_errors")
+
+    @property
+    def group_by(self) -> tuple[str, ...]:
+        """The spec's group keys that the loaded questions carry (``kind`` only when they have several)."""
+        exs = self.examples()
+        keys = []
+        for k in self.spec.group_by:
+            if k == "kind":
+                if len({ex.kind for ex in exs}) > 1:
+                    keys.append(k)
+            elif any(k in ex.meta for ex in exs):
+                keys.append(k)
+        return tuple(keys)
 
     def examples(self) -> list[QAExample]:
         """The loaded examples (read once), after ``limit``; checks the file is this benchmark's kind."""
@@ -135,84 +153,99 @@ class TextQABenchmark:
         return self._cache
 
     def items(self) -> list[Item]:
-        """One item per question, in file order; ``meta`` carries dataset, kind and type/level/label."""
+        """One item per question, in file order; ``meta`` carries dataset, kind and type/level/label/hops."""
         out = []
         for ex in self.examples():
             meta: dict[str, Any] = {k: v for k, v in ex.meta.items() if isinstance(v, (str, int, float, bool))}
             meta.update({"dataset": ex.dataset, "kind": ex.kind, "_answers": list(ex.answers)})
-            out.append(Item(ex.id, question_text(ex), ex.gold, {}, meta))
+            out.append(Item(ex.id, ex.question, ex.gold, {}, meta, graph_inputs(ex)))
         return out
 
     def grade(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
-        """EM, F1, ``correct``, the chosen (normalised) answer and the retrieval ratio and count.
+        """Official ``em``/``f1`` over the raw answer, ``label_acc``, ``correct`` and the retrieval counts.
 
-        For yes/no and FEVER questions the label read from the answer is scored (the raw text when
-        no label can be read, which then scores 0 against a label); ``raw_em``/``raw_f1`` keep the
-        scores of the answer text as given. Missing output keys count as empty / zero.
+        ``chosen`` is the normalised answer (what EM compares), ``label`` the label read from it (yes/no
+        and FEVER questions; ``None`` when unreadable). Missing output keys count as empty / zero.
         """
         prediction = str(output.get("answer") or "")
         golds = list(item.meta.get("_answers") or [item.gold])
         kind = item.meta.get("kind", "span")
-        raw_em, raw_f1 = exact_match(prediction, golds), f1_score(prediction, golds)
-        if kind in ("yesno", "fever"):
+        rule = self.spec.rule
+        answerable = item.meta.get("answerable") is not False
+        em = exact_match(prediction, golds, rule) if answerable else None
+        f1 = round(f1_score(prediction, golds, rule), 4) if answerable else None
+        label, label_acc = None, None
+        if kind in _LABEL_KINDS:
             label = extract_label(prediction, kind)
-            scored = label if label is not None else prediction
-            em, f1 = exact_match(scored, golds), f1_score(scored, golds)
-            chosen = label if label is not None else normalize_answer(prediction)
-            correct = label is not None and em == 1.0
-        else:
-            em, f1, chosen, correct = raw_em, raw_f1, normalize_answer(prediction), raw_em == 1.0
-        return {"correct": bool(correct), "chosen": chosen, "em": em, "f1": round(f1, 4),
-                "raw_em": raw_em, "raw_f1": round(raw_f1, 4),
-                "retrieval_ratio": round(retrieval_ratio(output), 4), "retrieval_count": retrieval_count(output)}
+            label_acc = float(label is not None and any(label == canonical_label(g, kind) for g in golds))
+        correct = label_acc == 1.0 if self.label_only else em == 1.0
+        st = retrieval_stats(output)
+        sub = st.subquery_ratio
+        return {"correct": bool(correct), "chosen": normalize_answer(prediction), "label": label,
+                "em": em, "f1": f1, "label_acc": label_acc,
+                "retrieval_ratio": st.question_ratio, "subquery_retrieval_ratio": None if sub is None else round(sub, 4),
+                "subqueries": st.queries, "retrieval_count": st.attempted, "retrieval_errors": st.failed}
+
+    def report(self, records: list[dict[str, Any]]) -> str:
+        """What the columns mean for this run, the label reading and the retrieval counts (Markdown)."""
+        return text_report(records, self.spec.rule, self.label_only)
 
     def prepare(self, run_dir: str | Path, context: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """With ``context_only``: a local index of the questions' own paragraphs, built once per run folder.
 
-        Writes ``RUN_DIR/context_index/passages.jsonl`` and builds the index into
-        ``RUN_DIR/context_index/index``; ``manifest.json`` is written only after the build finished,
-        so a resumed run reuses a complete index of the same passages and model at once, and hands
-        an interrupted or outdated one back to ``build_index`` (which resumes or rebuilds it).
-        The embedding model is the ``embedding_model`` option, else the run's context setting of
-        that name (``context``, when the runner passes it), else the packaged default — the
-        retriever must embed queries with the same model. Returns the context settings
-        ``retriever`` = ``local`` and ``index_dir`` (and ``embedding_model`` when one is named);
-        without ``context_only``, nothing.
+        Writes ``RUN_DIR/context_index/passages.jsonl`` (with each paragraph's given sentences) and
+        builds the index into ``RUN_DIR/context_index/index`` (see :func:`build_context_index`: a
+        resumed run reuses a complete index of the same passages and model). The embedding model is
+        the ``embedding_model`` option, else the run's context setting of that name (``context``, when
+        the runner passes it), else the packaged default — the retriever must embed queries with the
+        same model. Returns the context settings ``retriever`` = ``local`` and ``index_dir`` (and
+        ``embedding_model`` when one is named); without ``context_only``, nothing.
         """
         if not self.context_only:
             return {}
         model = self.embedding_model or str((context or {}).get("embedding_model") or "")
-        passages = context_passages(self.examples())
-        if not passages:
-            raise DatasetError(f"{self.data}: context_only needs the questions' own context paragraphs, and these "
-                               f"{self.name} questions have none (FEVER and KILT files ship none, nor do most FlashRAG "
-                               "files); retrieve from Wikipedia or a corpus index instead")
-        root = Path(run_dir) / "context_index"
-        passages_path, index_dir, manifest_path = root / "passages.jsonl", root / "index", root / "manifest.json"
-        text = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in passages)
-        manifest = {"passages_sha256": hashlib.sha256(text.encode()).hexdigest(), "passages": len(passages),
-                    "questions": len(self.examples()), "embedding_model": model}
-        if not (_read_json(manifest_path) == manifest and index_dir.is_dir() and passages_path.is_file()):
-            root.mkdir(parents=True, exist_ok=True)
-            manifest_path.unlink(missing_ok=True)
-            atomic_write(passages_path, text)
-            # build_index resumes an interrupted build of the same passages (its embedded shards are
-            # kept) and replaces an index of other passages, so the folder is left to it
-            from ragplan.tools.textindex import build_index
-
-            build_index(passages_path, index_dir, model_path=model)
-            atomic_write(manifest_path, json.dumps(manifest, indent=2))
+        index_dir = build_context_index(self.examples(), Path(run_dir) / "context_index", model=model,
+                                        what=f"{self.data} ({self.name})")
         ctx: dict[str, Any] = {"retriever": "local", "index_dir": str(index_dir)}
         if model:
             ctx["embedding_model"] = model
         return ctx
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+def text_report(records: list[dict[str, Any]], rule: str, label_only: bool) -> str:
+    """The text benchmarks' extra summary section: column definitions, label reading and retrieval counts."""
+    n = len(records)
+    labelled = [r for r in records if r.get("kind") in _LABEL_KINDS]
+    unreadable = sum(1 for r in labelled if r.get("label") is None)
+    script = "MuSiQue's metrics/answer.py" if rule == "musique" else "HotpotQA's hotpot_evaluate_v1.py"
+    lines = ["## what the columns mean", "",
+             f"- `em`, `f1`: {script} over the raw answer, best over the gold answers and aliases.",
+             "- `accuracy`: " + ("the label read from the answer is the gold label (`label_acc` = 1)." if label_only
+                                 else "`em` = 1 (yes/no questions included; their label reading is `label_acc` only).")]
+    if labelled:
+        lines.append(f"- `label_acc`: over the {len(labelled)} yes/no or FEVER questions only; "
+                     f"{unreadable} answer(s) gave no readable label and count as wrong.")
+    unans = sum(1 for r in records if r.get("answerable") is False)
+    if unans:
+        lines.append(f"- {unans} unanswerable question(s) (MuSiQue full) have no `em`/`f1`.")
+    retrieved = sum(1 for r in records if r.get("retrieval_ratio") == 1.0)
+    runs = sum(int(r.get("retrieval_count") or 0) for r in records)
+    failed = sum(int(r.get("retrieval_errors") or 0) for r in records)
+    subs = sum(int(r.get("subqueries") or 0) for r in records)
+    sub_ok = sum(max(0, int(r.get("retrieval_count") or 0) - int(r.get("retrieval_errors") or 0))
+                 for r in records if r.get("subqueries"))
+    all_failed = sum(1 for r in records if int(r.get("retrieval_count") or 0) > 0
+                     and int(r.get("retrieval_errors") or 0) >= int(r.get("retrieval_count") or 0))
+    lines += ["- `retrieval_ratio`: share of questions that retrieved successfully at least once (the paper's "
+              "Figure 3); `subquery_retrieval_ratio`: per question, the share of its (sub-)queries that retrieved "
+              "successfully, averaged over questions; `retrieval_errors`: failed retrievals per question.",
+              "", "## retrieval", "",
+              "| questions | retrieved (≥ 1 success) | sub-queries | sub-queries retrieved | pooled sub-query ratio "
+              "| retrievals run | failed | questions whose every retrieval failed |",
+              "|---|---|---|---|---|---|---|---|",
+              f"| {n} | {retrieved} ({retrieved / n if n else 0:.1%}) | {subs} | {sub_ok} | "
+              f"{(sub_ok / subs if subs else 0):.3f} | {runs} | {failed} | {all_failed} |"]
+    return "\n".join(lines)
 
 
 def _factory(name: str) -> Callable[..., TextQABenchmark]:

@@ -1,0 +1,87 @@
+"""A local index of the questions' own context paragraphs (``--context-only``), built once per folder.
+
+HotpotQA (distractor and fullwiki), 2WikiMultihopQA, MuSiQue and StrategyQA ship the paragraphs a
+question is about. :func:`context_passages` turns them into one passage per distinct (title,
+paragraph), **keeping the dataset's own sentence segmentation** where it gives one (HotpotQA's and
+2Wiki's sentences, StrategyQA's facts): the passage carries ``sentences`` and the sentence ranker uses
+them as they are, instead of re-splitting the joined text (a regex splitter breaks sentences at
+initials such as "O.F.M. ( c. 1221"). MuSiQue's paragraphs are not segmented, so their text is split
+as any corpus passage is. :func:`build_context_index` writes the passages and builds the index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from ragplan.datasets import DatasetError, QAExample
+from ragplan.eval.runfolder import atomic_write
+
+__all__ = ["context_passages", "build_context_index"]
+
+
+def context_passages(examples: list[QAExample]) -> list[dict[str, Any]]:
+    """One ``{id, title, contents[, sentences]}`` passage per distinct (title, paragraph) of the contexts.
+
+    ``contents`` is the paragraph's sentences stripped and joined by single spaces; ``sentences`` (the
+    stripped, non-empty given sentences, in order) is there when the dataset segments its paragraphs.
+    Ids are a hash of title and contents, so the same paragraph has the same id whichever questions
+    are loaded.
+    """
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for ex in examples:
+        for title, sentences in ex.contexts:
+            kept = [s.strip() for s in sentences if s.strip()]
+            contents = " ".join(kept)
+            if not contents:
+                continue
+            pid = hashlib.sha1(f"{title}\n{contents}".encode()).hexdigest()[:16]
+            if pid not in seen:
+                seen.add(pid)
+                row: dict[str, Any] = {"id": pid, "title": title, "contents": contents}
+                if ex.sentence_segmented:
+                    row["sentences"] = kept
+                out.append(row)
+    return out
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def build_context_index(examples: list[QAExample], root: str | Path, *, model: str = "", what: str = "") -> Path:
+    """Write the examples' context passages to ``root/passages.jsonl`` and build ``root/index``; the index dir.
+
+    ``root/manifest.json`` is written only after the build finished, so a rerun reuses a complete
+    index of the same passages and model at once, and hands an interrupted or outdated one back to
+    ``build_index`` (which resumes or rebuilds it). ``model`` is the embedding model path ("" = the
+    packaged default). Raises :class:`DatasetError` when the examples ship no context paragraphs
+    (``what`` names the data in that message).
+    """
+    passages = context_passages(examples)
+    if not passages:
+        raise DatasetError(f"{what or 'these questions'}: context_only needs the questions' own context paragraphs, "
+                           "and these questions have none (FEVER and KILT files ship none, nor do most FlashRAG "
+                           "files); retrieve from Wikipedia or a corpus index instead")
+    root = Path(root)
+    passages_path, index_dir, manifest_path = root / "passages.jsonl", root / "index", root / "manifest.json"
+    text = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in passages)
+    manifest = {"passages_sha256": hashlib.sha256(text.encode()).hexdigest(), "passages": len(passages),
+                "questions": len(examples), "embedding_model": model}
+    if not (_read_json(manifest_path) == manifest and index_dir.is_dir() and passages_path.is_file()):
+        root.mkdir(parents=True, exist_ok=True)
+        manifest_path.unlink(missing_ok=True)
+        atomic_write(passages_path, text)
+        # build_index resumes an interrupted build of the same passages (its embedded shards are
+        # kept) and replaces an index of other passages, so the folder is left to it
+        from ragplan.tools.textindex import build_index
+
+        build_index(passages_path, index_dir, model_path=model)
+        atomic_write(manifest_path, json.dumps(manifest, indent=2))
+    return index_dir

@@ -1,0 +1,325 @@
+"""Reading a label out of a free-text answer: yes/no and FEVER's SUPPORTS / REFUTES / NOT ENOUGH INFO.
+
+Models rarely answer with the bare label. This reader takes what they write ("Hence, no.", "I think
+yes.", "Probably not.", "Nope", "A: no", ``Finish[SUPPORTS]``, "The evidence refutes the claim.",
+"I cannot verify this claim.") and gives the label, or ``None`` when the reply does not say one
+clearly. ``None`` is scored as wrong by :func:`ragplan.eval.metrics.label_accuracy`.
+
+How a reply is read (the first step that finds a label decides):
+
+0. **Preparation.** Lowercased; curly quotes straightened; contractions expanded ("can't" → "cannot",
+   "n't" → " not", "I'm" → "I am"); underscores become spaces (``NOT_ENOUGH_INFO``). Idioms that
+   contain an answer word without being an answer are blanked: "correct me if I am wrong",
+   "no doubt (about it)", "without a doubt", "no question", "no one", "no matter", "no longer",
+   "no more/less", "not only/just", "not sure/certain", "no idea", "yes and no", "yes or no",
+   "true or false", "whether or not", "if not", "if so". So "Correct me if I'm wrong, but no."
+   reads *no* and "No doubt about it: yes." reads *yes*.
+1. **Explicit markers**: ``Finish[X]`` (ReAct's answer action), "answer (is|:) X", "final answer X",
+   "label: X", "verdict: X", "prediction: X", "classification: X", and "A: X" at the start of a line
+   or sentence. The words after the marker, up to the end of the clause, are read as in step 2's
+   clause reading; the **last** marker that reads as a label wins.
+2. **Conclusion**: a clause led by *so, hence, thus, therefore, consequently, accordingly, in
+   conclusion, in short, in summary, to sum up, to conclude, overall, ultimately, all in all, in the
+   end, as a result* (or such a word alone, then the next clause). The last conclusion that reads
+   as a label wins.
+3. yes/no — **first and last clause**. Clauses are split at ``. , ; : ! ? ( ) [ ]``, dashes and new
+   lines, and before "but" / "however". A clause *reads* as an answer when, after leading hedges
+   ("I think", "I believe", "I would say", "probably", "most likely", "well", "but", "it seems" …)
+   are dropped, it is exactly an answer phrase — yes, yeah, yep, true, correct, of course,
+   definitely, I think so, it is / it would / they are …; no, nope, nah, false, incorrect, not,
+   not really, not at all, unlikely, I doubt it, I think not, it is not / it would not … — or, for the
+   first clause only, *starts* with yes / no / nope / true / false / correct / incorrect / "not true"
+   ("No, it would not", "Yes because …"). When the first and the last clause both read and disagree,
+   the reply is unreadable.
+4. yes/no — **sentence openings**: otherwise, every sentence whose first clause starts with an answer
+   word; exactly one distinct label among them decides.
+
+FEVER (``kind="fever"``) uses steps 0–2 with FEVER's phrases, then:
+
+3. **Strong phrases** anywhere: supports / supported / entails / confirms / verified (SUPPORTS);
+   refutes / refuted / contradicts / disproves / debunked (REFUTES); not enough info(rmation) /
+   evidence, NEI, insufficient, inconclusive, cannot (be) verif(y|ied) / determine(d), unable to
+   verify, unverifiable, not verifiable, no evidence / information, neither supports nor refutes,
+   not supported / does not support / unsupported (NOT ENOUGH INFO: FEVER's third class is a claim
+   the evidence neither supports nor refutes). Negated refutations ("does not refute", "not
+   contradicted") are ignored. One distinct label decides; several: the first strong phrase of the
+   first clause decides, else unreadable.
+4. **Weak words**: the yes/no reading of steps 3–4 (with "the claim is", "this statement is" … as
+   extra hedges): yes / true / correct → SUPPORTS, no / false / incorrect → REFUTES; and a first or
+   last clause that is exactly "unknown", "unclear", "uncertain" or "undetermined" → NOT ENOUGH INFO.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+__all__ = ["read_label", "LabelKind", "FEVER_LABELS", "YESNO_LABELS"]
+
+LabelKind = Literal["yesno", "fever"]
+
+FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+"""FEVER's three classes, as the dataset spells them."""
+YESNO_LABELS = ("yes", "no")
+"""The two yes/no labels."""
+
+# ------------------------------------------------------------------------------------ preparation
+
+_CONTRACTIONS = [
+    (r"\bcan ?not\b|\bcan't\b", "cannot"), (r"\bwon't\b", "will not"), (r"\bshan't\b", "shall not"),
+    (r"n't\b", " not"), (r"\bi'm\b", "i am"), (r"\b(it|that|there|what|this|he|she)'s\b", r"\1 is"),
+    (r"'re\b", " are"), (r"'d\b", " would"), (r"'ll\b", " will"), (r"'ve\b", " have"),
+]
+_CONTRACTIONS_RE = [(re.compile(p), r) for p, r in _CONTRACTIONS]
+
+_NEUTRAL = re.compile(
+    r"\b(?:correct me if i am wrong|(?:there is |there can be |i have )?no doubt(?: about (?:it|that))?"
+    r"|without (?:a |any )?doubt|no question(?: about (?:it|that))?|no matter|no one|no longer|no more|no less"
+    r"|no later|no earlier|not only|not just|(?:i am |i am just )?not (?:sure|certain)|(?:i have )?no idea"
+    r"|yes (?:and|or) no|no (?:and|or) yes|true (?:and|or) false|false (?:and|or) true|whether or not|if not|if so"
+    r"|correct or (?:not|incorrect)|right or wrong)\b")
+NEUTRAL_MARK = "~"
+
+_SPLIT = re.compile(r"[.,;:!?()\[\]\n\u2014\u2013]+|\s-\s|\s(?=but\b|however\b)")
+_SENTENCE = re.compile(r"(?<=[.!?\n])\s+")
+
+
+def _prepare(text: str) -> str:
+    t = (text or "").lower()
+    t = t.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
+    for pat, rep in _CONTRACTIONS_RE:
+        t = pat.sub(rep, t)
+    t = t.replace("_", " ").replace("*", " ").replace('"', " ").replace("`", " ").replace("#", " ")
+    t = _NEUTRAL.sub(f" {NEUTRAL_MARK} ", t)
+    return re.sub(r"[ \t]+", " ", t).strip()
+
+
+def _words(s: str) -> str:
+    """A clause as plain words: punctuation other than the neutral mark gone, spaces collapsed."""
+    return " ".join(re.sub(r"[^a-z0-9~\s]", " ", s).split())
+
+
+def _clauses(t: str) -> list[str]:
+    return [c for c in (_words(x) for x in _SPLIT.split(t)) if c]
+
+
+# ---------------------------------------------------------------------------------------- yes / no
+
+_HEDGES = sorted([
+    "i think", "i believe", "i guess", "i suppose", "i would say", "i would guess", "i say", "i feel",
+    "i am fairly sure", "i am pretty sure", "i am quite sure", "i am confident", "i am certain",
+    "probably", "likely", "most likely", "very likely", "most probably", "possibly", "perhaps", "maybe",
+    "well", "hmm", "um", "uh", "ok", "okay", "so", "then", "and", "but", "however", "also", "simply",
+    "basically", "short answer", "the short answer", "in short", "in my opinion", "in my view", "my guess",
+    "my answer", "honestly", "frankly", "actually", "clearly", "obviously", "definitely", "certainly",
+    "absolutely", "surely", "of course", "indeed", "it seems", "it appears", "it seems that",
+    "it appears that", "the answer", "answer", "final answer", "the final answer", "it is", "that is",
+    "this is", "that", NEUTRAL_MARK,
+], key=len, reverse=True)
+_FEVER_HEDGES = sorted(_HEDGES + [
+    "the claim is", "this claim is", "that claim is", "the statement is", "this statement is",
+], key=len, reverse=True)
+
+_EXACT = {
+    "yes": ["yes", "yeah", "yep", "yup", "true", "correct", "affirmative", "indeed", "of course", "definitely",
+            "certainly", "absolutely", "surely", "sure", "probably", "likely", "most likely", "very likely",
+            "i think so", "i believe so", "i guess so", "i suppose so", "i would say so", "it is true",
+            "that is true", "that is correct", "it is correct", "right", "that is right", "yes indeed",
+            "yes definitely", "yes certainly"],
+    "no": ["no", "nope", "nah", "false", "incorrect", "not", "not really", "not at all", "not necessarily",
+           "not likely", "unlikely", "i do not think so", "i think not", "i believe not", "i doubt it",
+           "i doubt that", "i do not believe so", "no way", "never", "by no means", "hardly", "certainly not",
+           "definitely not", "absolutely not", "of course not", "probably not", "most likely not", "likely not",
+           "not true", "not correct", "not the case", "untrue", "wrong", "negative", "no it is not",
+           "no definitely not"],
+}
+_EXACT_MAP = {p: lab for lab, ps in _EXACT.items() for p in ps}
+# answer words a first clause may start with ("No, it would not" / "Yes because …" / "True, but …")
+_LEADING = {"yes": ["yes", "yeah", "yep", "yup", "true", "correct", "affirmative"],
+            "no": ["no", "nope", "nah", "false", "incorrect", "not true", "not correct", "not the case", "untrue"]}
+_LEADING_RE = re.compile(r"^(" + "|".join(sorted((re.escape(w) for ws in _LEADING.values() for w in ws),
+                                                  key=len, reverse=True)) + r")(?:\s|$)")
+_LEADING_MAP = {w: lab for lab, ws in _LEADING.items() for w in ws}
+_SUBJECT_AUX = re.compile(
+    r"^(?:it|he|she|they|we|you|that|this|there|both|both of them|each|either|one|she|i)\s+"
+    r"(?:is|are|was|were|does|do|did|would|could|can|will|has|have|had|should|might|may|must|am)"
+    r"(\s+(?:not|never))?(?:\s+(?:be|have))?$")
+
+_CONCLUSION = re.compile(
+    r"^(?:so|hence|thus|therefore|consequently|accordingly|in conclusion|in short|in summary|to sum up"
+    r"|to conclude|overall|ultimately|all in all|in the end|as a result|this means|which means)(?:\s+|$)")
+_MARKER = re.compile(
+    r"(?:\b(?:the\s+|my\s+|final\s+|correct\s+)*(?:answer|label|verdict|prediction|classification|judgement|judgment)"
+    r"\b\s*(?:is|would be|will be|should be|must be|=|:|-|would have to be)?\s*:?"
+    r"|(?:^|[\n.!?]\s*)a\s*:)\s*([^.,;:!?()\[\]\n]*)")
+_FINISH = re.compile(r"\bfinish\s*\[([^\]]*)\]")
+
+
+def _strip_hedges(c: str, hedges: list[str]) -> str:
+    changed = True
+    while changed and c:
+        changed = False
+        for h in hedges:
+            if c == h:
+                return ""
+            if c.startswith(h + " "):
+                c = c[len(h) + 1:]
+                changed = True
+                break
+    return c
+
+
+def _clause_yesno(c: str, *, leading: bool, hedges: list[str] = _HEDGES) -> str | None:
+    """The yes/no a clause says (see the module docstring, step 3), or None."""
+    for cand in (c, _strip_hedges(c, hedges)):
+        if not cand:
+            continue
+        if cand in _EXACT_MAP:
+            return _EXACT_MAP[cand]
+        m = _SUBJECT_AUX.match(cand)
+        if m:
+            return "no" if m.group(1) else "yes"
+        if leading:
+            m2 = _LEADING_RE.match(cand)
+            if m2 and not cand[m2.end():].startswith(NEUTRAL_MARK):
+                return _LEADING_MAP[m2.group(1)]
+    return None
+
+
+def _read_yesno(t: str) -> str | None:
+    clauses = _clauses(t)
+    if not clauses:
+        return None
+    # 1. explicit markers, the last one that reads
+    found = [_clause_yesno(_words(m.group(1)), leading=True) for m in _FINISH.finditer(t)]
+    found += [_clause_yesno(_words(m.group(1)), leading=True) for m in _MARKER.finditer(t)]
+    found = [f for f in found if f]
+    if found:
+        return found[-1]
+    # 2. conclusion clauses
+    concl = _conclusions(clauses, lambda c: _clause_yesno(c, leading=True))
+    if concl:
+        return concl[-1]
+    # 3. first and last clause
+    first = _clause_yesno(clauses[0], leading=True)
+    last = _clause_yesno(clauses[-1], leading=len(clauses) == 1)
+    if first and last and first != last:
+        return None
+    if first or last:
+        return first or last
+    # 4. sentence openings
+    openings = {lab for s in _SENTENCE.split(t) for cs in [_clauses(s)] if cs
+                for lab in [_clause_yesno(cs[0], leading=True)] if lab}
+    return openings.pop() if len(openings) == 1 else None
+
+
+def _conclusions(clauses: list[str], read) -> list[str]:  # type: ignore[no-untyped-def]
+    out: list[str] = []
+    for i, c in enumerate(clauses):
+        m = _CONCLUSION.match(c)
+        if not m:
+            continue
+        rest = c[m.end():].strip()
+        if not rest and i + 1 < len(clauses):
+            rest = clauses[i + 1]
+        label = read(rest) if rest else None
+        if label:
+            out.append(label)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ FEVER
+
+_S, _R, _N = FEVER_LABELS
+_FEVER_PHRASES: list[tuple[str, str | None]] = [
+    # NOT ENOUGH INFO (negated support, no evidence, cannot verify)
+    (r"not enough (?:info|information|evidence|data|support|context)", _N), (r"nei", _N),
+    (r"insufficient(?: info| information| evidence| data)?", _N), (r"inconclusive", _N),
+    (r"(?:cannot|could not|can not|unable to|impossible to|not possible to|no way to|not able to)"
+     r"(?: be)? (?:verif(?:y|ied)|determine(?:d)?|confirm(?:ed)?|check(?:ed)?|tell|decide(?:d)?|establish(?:ed)?)", _N),
+    (r"(?:not|un)verifiable", _N), (r"neither supports? nor refutes?", _N), (r"neither supported nor refuted", _N),
+    (r"(?:does|do|did|cannot|would|could|can) not (?:support|confirm|prove|verify)", _N),
+    (r"(?:is|are|was|were|be)? ?not (?:supported|confirmed|proven|proved|verified)", _N), (r"unsupported", _N),
+    (r"unconfirmed", _N), (r"unproven", _N),
+    (r"(?:there is |there are |with |i have |i find |i found |found )?no (?:supporting |relevant |direct |clear |such )?"
+     r"(?:evidence|information|info|data|support|mention|record)", _N),
+    (r"lacks? (?:evidence|support|information)", _N), (r"lack of (?:evidence|support|information)", _N),
+    (r"not enough", _N),
+    # negated refutation: says nothing by itself
+    (r"(?:does|do|did|cannot|would|could|can) not (?:refute|contradict|disprove)", None),
+    (r"(?:is|are|was|were|be)? ?not (?:refuted|contradicted|disproven|disproved)", None),
+    # REFUTES
+    (r"refut(?:es|e|ed|ing|ation)", _R), (r"contradict(?:s|ed|ing|ion|ory)?", _R), (r"disprov(?:es|e|ed|en)", _R),
+    (r"debunk(?:s|ed)?", _R), (r"rejects?", _R), (r"rejected", _R),
+    # SUPPORTS
+    (r"support(?:s|ed|ing)?", _S), (r"entail(?:s|ed|ment)?", _S), (r"confirm(?:s|ed)?", _S), (r"verified", _S),
+    (r"corroborat(?:es|ed)", _S),
+]
+_FEVER_RE = re.compile(r"\b(?:" + "|".join(f"(?P<p{i}>{p})" for i, (p, _) in enumerate(_FEVER_PHRASES)) + r")\b")
+_FEVER_EXACT_NEI = {"unknown", "unclear", "uncertain", "undetermined", "cannot say", "cannot tell", "cannot be determined"}
+_YESNO_TO_FEVER = {"yes": _S, "no": _R}
+
+
+def _strong(c: str) -> list[str | None]:
+    """The FEVER labels of the strong phrases in a clause, in order (None for a negated refutation)."""
+    out: list[str | None] = []
+    for m in _FEVER_RE.finditer(c):
+        idx = int(next(k for k, v in m.groupdict().items() if v is not None)[1:])
+        out.append(_FEVER_PHRASES[idx][1])
+    return out
+
+
+def _clause_fever(c: str) -> str | None:
+    """A FEVER label for a short span (after a marker, in a conclusion): its first strong phrase, else its
+    exact NEI word, else its yes/no reading."""
+    labels = [x for x in _strong(c) if x]
+    if labels:
+        return labels[0]
+    bare = _strip_hedges(c, _FEVER_HEDGES)
+    if c in _FEVER_EXACT_NEI or bare in _FEVER_EXACT_NEI:
+        return _N
+    yn = _clause_yesno(c, leading=True, hedges=_FEVER_HEDGES)
+    return _YESNO_TO_FEVER.get(yn or "")
+
+
+def _read_fever(t: str) -> str | None:
+    clauses = _clauses(t)
+    if not clauses:
+        return None
+    found = [_clause_fever(_words(m.group(1))) for m in _FINISH.finditer(t)]
+    found += [_clause_fever(_words(m.group(1))) for m in _MARKER.finditer(t)]
+    found = [f for f in found if f]
+    if found:
+        return found[-1]
+    concl = _conclusions(clauses, _clause_fever)
+    if concl:
+        return concl[-1]
+    strong = [x for c in clauses for x in _strong(c) if x]
+    if len(set(strong)) == 1:
+        return strong[0]
+    if strong:
+        lead = [x for x in _strong(clauses[0]) if x]
+        return lead[0] if lead else None
+    ends = [clauses[0], clauses[-1]]
+    if any(_strip_hedges(c, _FEVER_HEDGES) in _FEVER_EXACT_NEI or c in _FEVER_EXACT_NEI for c in ends):
+        return _N
+    first = _clause_yesno(clauses[0], leading=True, hedges=_FEVER_HEDGES)
+    last = _clause_yesno(clauses[-1], leading=len(clauses) == 1, hedges=_FEVER_HEDGES)
+    if first and last and first != last:
+        return None
+    yn = first or last
+    return _YESNO_TO_FEVER[yn] if yn else None
+
+
+def read_label(reply: str, kind: LabelKind) -> str | None:
+    """The label a free-text reply gives (see the module docstring for the rules), or ``None``.
+
+    ``kind="yesno"`` returns ``"yes"`` / ``"no"``; ``kind="fever"`` one of :data:`FEVER_LABELS`.
+    Raises ``ValueError`` for another kind.
+    """
+    if kind not in ("yesno", "fever"):
+        raise ValueError(f"unknown label kind {kind!r}: use 'yesno' or 'fever'")
+    t = _prepare(reply)
+    if not t:
+        return None
+    return _read_yesno(t) if kind == "yesno" else _read_fever(t)
