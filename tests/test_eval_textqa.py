@@ -72,3 +72,61 @@ def test_ask_think_then_act_prints_gate_evidence_and_ratio(tmp_path, capsys, mon
     assert "Assessment: CLEAR AND COMPLETE" in out and "Gate: RETRIEVAL: β = 0.10 < β′ = 0.5" in out
     assert "Evidence (" in out and "Canberra is the capital city of Australia." in out
     assert "Answer: Canberra" in out and "Retrieval ratio: 1.00" in out
+
+
+def test_every_retrieval_failing_is_reported_as_failure(tmp_path, capsys, monkeypatch):
+    """An index that cannot be opened: every retrieval fails; the ratio is 0 and the failures are counted."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    data = write_json(tmp_path / "hotpot_dev_distractor_v1.json", HOTPOT)
+    run = tmp_path / "run"
+    with OpenAIStub(responder=hotpot_agent(HOTPOT)) as stub:
+        code = main(["eval", "--method", "think_then_act", "--benchmark", "hotpotqa", "--data", str(data),
+                     "--set", "retriever=local", "--set", f"index_dir={tmp_path / 'no-such-index'}",
+                     "--model", "openai:stub-model", "--base-url", stub.base_url, "--out", str(run), "--no-progress"])
+    assert code == 0
+    recs = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
+    assert all(r["retrievals"] == 1 and r["retrieval_errors"] == 1 and r["retrieval_ratio"] == 0.0 for r in recs)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["overall"]["retrieval_ratio"] == 0.0 and summary["overall"]["retrieval_errors"] == 1.0
+    assert summary["retrieval_totals"] == {"retrievals": 2, "retrieval_errors": 2, "questions_retrieving": 2,
+                                           "questions_all_failed": 2}
+    md = (run / "summary.md").read_text()
+    assert "Retrievals: 2 run, 2 failed" in md and "| 2 | 0 (0.0%) |" in md
+
+
+def test_fever_searches_the_claim_and_answers_with_the_labels(tmp_path, monkeypatch):
+    from tests.test_datasets import FEVER, write_jsonl
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    data = write_jsonl(tmp_path / "paper_dev.jsonl", FEVER[:2])
+    src = tmp_path / "p.jsonl"
+    src.write_text(json.dumps({"id": "1", "title": "Roman Atwood", "contents": "Roman Atwood is an American vlogger.",
+                               "sentences": ["Roman Atwood is an American vlogger."]}) + "\n")
+    from ragplan.tools.textindex import build_index
+
+    build_index(src, tmp_path / "idx", progress=False)
+
+    def respond(req):
+        if req.forced_tool == "QueryAssessment":
+            return QueryAssessment(category="CLEAR AND COMPLETE", reason="one fact")
+        if req.forced_tool == "Confidence":
+            return Confidence(probability=0.1, reason="obscure")
+        return ShortAnswer(answer="The evidence refutes the claim." if "content creator" in req.prompt_text
+                           else "SUPPORTS")
+
+    run = tmp_path / "run"
+    with OpenAIStub(responder=respond) as stub:
+        code = main(["eval", "--method", "think_then_act", "--benchmark", "fever", "--data", str(data),
+                     "--set", "retriever=local", "--set", f"index_dir={tmp_path / 'idx'}", "--model", "openai:stub-model",
+                     "--base-url", stub.base_url, "--out", str(run), "--no-progress"])
+        prompts = [r.prompt_text for r in stub.requests]
+    assert code == 0
+    recs = {r["id"]: r for r in map(json.loads, (run / "results.jsonl").read_text().splitlines())}
+    atwood = recs["150448"]
+    assert atwood["question"] == "Roman Atwood is a content creator."
+    assert atwood["executed_queries"] == ["Roman Atwood is a content creator."]           # the claim, nothing else
+    assert (atwood["label"], atwood["label_acc"], atwood["correct"], atwood["em"]) == ("REFUTES", 1.0, True, 0.0)
+    assert recs["75397"]["em"] == 1.0 and recs["75397"]["correct"]
+    answer_prompts = [p for p in prompts if "Instructions: This is a claim to verify" in p]
+    assert len(answer_prompts) >= 2
+    assert atwood["queries"][0]["evidence"][0]["sentence_index"] == 0                    # given sentences kept

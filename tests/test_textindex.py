@@ -381,3 +381,54 @@ def test_index_cli_bad_input_exits_2(tmp_path, capsys):
     assert run_cli(["index", "search", "--index", str(tmp_path / "none"), "q"]) == 2
     assert "no text index" in capsys.readouterr().err
     assert run_cli(["index", "search", "--index", str(tmp_path), "q", "-k", "0"]) == 2
+
+
+# --- given sentences (a dataset's own segmentation) ------------------------------------------------
+
+BONAVENTURE = ["Saint Bonaventure, O.F.M. ( c. 1221 – 15 July 1274), born Giovanni di Fidanza, was an Italian "
+               "medieval Franciscan scholastic theologian and philosopher.",
+               "He was the seventh Minister General of the Order of Friars Minor."]
+
+
+def test_given_sentences_survive_the_index_and_the_ranker(tmp_path, embedder):
+    from ragplan.tools.retrieval import Passage, SentenceRanker, split_sentences
+    from ragplan.tools.textindex import build_index
+
+    # a regex splitter breaks the first sentence at the initials ("( c." then a number)
+    assert len(split_sentences(" ".join(BONAVENTURE))) > 2
+    src = tmp_path / "p.jsonl"
+    src.write_text(json.dumps({"id": "b", "title": "Bonaventure", "contents": " ".join(BONAVENTURE),
+                               "sentences": BONAVENTURE}) + "\n"
+                   + json.dumps({"id": "e", "title": "Everest", "contents": "Mount Everest is the highest mountain."}) + "\n")
+    build_index(src, tmp_path / "idx", progress=False)
+    with TextIndex.open(tmp_path / "idx") as index:
+        hits = index.search("Who was the seventh Minister General of the Franciscans?", k=2)
+        bona = next(h for h in hits if h.title == "Bonaventure")
+        assert bona.sentences == BONAVENTURE and next(h for h in hits if h.title == "Everest").sentences == []
+        ranked = SentenceRanker(embedder).rank("When was Bonaventure born?", hits, n=10)
+    bona_ev = [e for e in ranked if e.title == "Bonaventure"]
+    assert sorted(e.sentence for e in bona_ev) == sorted(BONAVENTURE)      # whole, not cut at "c."
+    assert sorted(e.sentence_index for e in bona_ev) == [0, 1]
+    assert all(e.sentence_index is None for e in ranked if e.title == "Everest")
+    assert "sentence_index" in bona_ev[0].to_dict()
+    assert Passage("x", "T", "A b. C d.", sentences=["  A b.  ", "", "C d."]).sentence_list() == [(0, "A b."), (2, "C d.")]
+
+
+def test_bad_sentences_field_and_an_old_store_without_the_column(tmp_path):
+    import sqlite3
+
+    from ragplan.tools.textindex.store import PassageStore
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"id": "1", "contents": "x", "sentences": "not a list"}) + "\n")
+    with pytest.raises(PassageFormatError, match="'sentences' is not a list of strings"):
+        list(read_passages(bad))
+    old = tmp_path / "old.sqlite"  # a store written before the sentences column existed
+    con = sqlite3.connect(old)
+    con.execute("CREATE TABLE passages (row INTEGER PRIMARY KEY, id TEXT NOT NULL, title TEXT NOT NULL, text TEXT NOT NULL)")
+    con.execute("INSERT INTO passages VALUES (0, 'a', 'A', 'text')")
+    con.commit()
+    con.close()
+    store = PassageStore(old)
+    assert store.get([0])[0].sentences == [] and store.range(0, 1)[0].text == "text"
+    store.close()

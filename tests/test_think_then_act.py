@@ -190,3 +190,84 @@ def test_flare_uses_token_logprobs_when_the_endpoint_returns_them(index_dir):
     res, model = run(build_flare, lambda m, s: draft, index_dir, "What is the capital of Australia?")
     assert res.confidence_source == "logprobs" and not res.queries[0].retrieve
     assert res.answer == "Canberra" and res.usage.llm_calls == 1 and res.queries[0].beta > 0.9
+
+
+class _SearchLog:
+    """A retriever that records what it was asked and fails when told to."""
+
+    name = "local"
+
+    def __init__(self, inner=None, fail: bool = False):
+        self.inner, self.fail, self.queries = inner, fail, []
+
+    def search(self, query, k=5):
+        self.queries.append(query)
+        if self.fail:
+            raise ConnectionError("index server down")
+        return self.inner.search(query, k)
+
+
+def _run_with(builder, responder, retriever, question, **inputs):
+    model = ScriptedChatModel(responder=responder)
+    ctx = ThinkThenActContext(model="-", chat_model=model, retriever_object=retriever, beta_threshold=1.0)
+    out = builder().compile().invoke({"question": question, **inputs}, context=ctx)
+    return TextQAResult.from_state(out), model
+
+
+@pytest.mark.parametrize("builder", [build_think_then_act, build_retrieve_then_read, build_flare])
+def test_instructions_reach_the_answer_prompt_but_never_the_search(builder, index_dir):
+    from ragplan.tools.textindex import LocalIndexRetriever
+
+    claim = "Canberra is the capital city of Australia."
+    instructions = "Answer SUPPORTS, REFUTES or NOT ENOUGH INFO."
+    log = _SearchLog(LocalIndexRetriever(index_dir))
+
+    def respond(messages, schema):
+        if schema == "QueryAssessment":
+            return QueryAssessment(category="CLEAR AND COMPLETE")
+        if schema == "Confidence":
+            return Confidence(probability=0.0, reason="draft not trusted")
+        return ShortAnswer(answer="SUPPORTS")
+
+    res, model = _run_with(builder, respond, log, claim, instructions=instructions)
+    assert res.answer == "SUPPORTS"
+    assert log.queries and all("SUPPORTS" not in q and "Answer" not in q for q in log.queries)
+    assert log.queries[0].startswith(claim)
+    assert f"Instructions: {instructions}" in model.prompts[-1][-1].content
+    # without instructions the prompt has no such line
+    res, model = _run_with(builder, respond, _SearchLog(LocalIndexRetriever(index_dir)), claim)
+    assert "Instructions:" not in model.prompts[-1][-1].content
+
+
+def test_sub_queries_get_no_label_instructions_but_the_composition_does(index_dir):
+    from ragplan.tools.textindex import LocalIndexRetriever
+
+    claim = "Ada Lovelace could have sent an email."
+    subs = ["When did Ada Lovelace die?", "When was email invented?"]
+
+    def respond(messages, schema):
+        if schema == "QueryAssessment":
+            return QueryAssessment(category="AMBIGUOUS", sub_queries=subs)
+        return ShortAnswer(answer="REFUTES" if "Using the sub-answers" in messages[-1].content else "1852")
+
+    res, model = _run_with(build_think_then_act, respond, _SearchLog(LocalIndexRetriever(index_dir)), claim,
+                           instructions="Answer SUPPORTS, REFUTES or NOT ENOUGH INFO.")
+    sub_prompts = [p[-1].content for p in model.prompts if "Using the sub-answers" not in p[-1].content
+                   and "Overall question" in p[-1].content]
+    assert len(sub_prompts) == 2 and all("Instructions:" not in p for p in sub_prompts)
+    assert "Instructions: Answer SUPPORTS" in model.prompts[-1][-1].content and res.answer == "REFUTES"
+
+
+def test_failed_retrievals_are_not_retrievals(index_dir):
+    q = "What is the capital of Australia?"
+
+    def respond(messages, schema):
+        if schema == "QueryAssessment":
+            return QueryAssessment(category="CLEAR AND COMPLETE")
+        return ShortAnswer(answer="Canberra")
+
+    res, _ = _run_with(build_think_then_act, respond, _SearchLog(fail=True), q)
+    assert res.retrievals() == 1 and res.retrieval_errors() == 1
+    assert res.retrieval_count == 1 and res.retrieval_ratio == 0.0       # ran once, retrieved nothing
+    assert "ConnectionError" in res.queries[0].retrieval_error
+    assert "(0 retrieved, 1 failed)" in res.summary_lines()[-1]
