@@ -1,0 +1,226 @@
+"""FuRePA (furthest reasoning with plan assessment, arXiv 2309.12767) and an IRCoT-style baseline, as LangGraph graphs.
+
+* ``furepa``: mask_reasoning → propose → assess_plan → repetition_control → retrieve → mask_reasoning …
+  Each iteration the LLM sees only the question and the evidence (its earlier thoughts and queries are
+  masked), writes a fresh chain of thought and N candidate queries or the answer; the plan assessor
+  picks a candidate; a pick that repeats an executed query is not run but raises the next proposal's
+  temperature; a fresh pick is run against the retriever and its passages join the evidence. The loop
+  ends when the LLM answers, or on a bound (iterations, repeated queries), where ``answer`` gives the
+  best answer the evidence supports.
+* ``ircot``: keep_reasoning → propose (one query) → retrieve → keep_reasoning … (IRCoT-style: earlier
+  reasoning and searches stay in the prompt, one query per step, no assessor, no temperature raise).
+
+Ablations are settings of ``furepa``: ``mask_reasoning = False`` (masking off) and ``assessor_mode =
+first | random``. Both graphs share the same propose, retrieve and answer nodes and the text retrievers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.graph import START, StateGraph
+
+from ragplan.family import END, Builder, TEXT_RETRIEVAL_OPTIONS, Emit, GraphSpec, MethodFamily, Option, input_keys_of
+from ragplan.nodes.furepa.answer import answer_from_evidence
+from ragplan.nodes.furepa.assess_plan import assess_plan, assessor_problem
+from ragplan.nodes.furepa.mask_reasoning import keep_reasoning, mask_reasoning
+from ragplan.nodes.furepa.propose import make_propose
+from ragplan.nodes.furepa.repetition_control import repetition_control
+from ragplan.nodes.furepa.retrieve import retrieve_passages
+from ragplan.state.furepa import (
+    EvidencePassage, FuRePAContext, FuRePAInput, FuRePAOutput, FuRePAResult, FuRePAState, Iteration,
+    TemperatureChange,
+)
+from ragplan.tools.retrievers import make_retriever
+
+__all__ = ["build_furepa", "build_ircot", "FAMILY", "FuRePAFamily", "furepa", "ircot", "route_after_propose", "route_after_assessment",
+           "route_after_repetition", "route_after_retrieval", "route_ircot_after_propose", "route_ircot_after_retrieval"]
+
+_ENDED = ("answered", "llm_error", "assessor_error")
+
+
+def _last(state: FuRePAState) -> Iteration | None:
+    its = state.get("iterations") or []
+    return its[-1] if its else None
+
+
+def route_after_propose(state: FuRePAState) -> Literal["assess_plan", "answer", "__end__"]:
+    """Assess the candidates; END when the LLM answered or the endpoint failed; answer after an unparseable reply."""
+    reason = state.get("stop_reason")
+    if reason in _ENDED:
+        return END
+    return "answer" if reason else "assess_plan"
+
+
+def route_after_assessment(state: FuRePAState) -> Literal["repetition_control", "__end__"]:
+    """Check the pick for repetition; END when no assessor could pick."""
+    return END if state.get("stop_reason") in _ENDED else "repetition_control"
+
+
+def route_after_repetition(state: FuRePAState) -> Literal["retrieve", "mask_reasoning", "answer"]:
+    """Run a fresh pick; re-propose (at the raised temperature) after a repeat; answer when a bound was reached."""
+    if state.get("stop_reason"):
+        return "answer"
+    last = _last(state)
+    return "mask_reasoning" if last is not None and last.repeated else "retrieve"
+
+
+def route_after_retrieval(state: FuRePAState) -> Literal["mask_reasoning", "answer"]:
+    """The next iteration, or the answer once the iterations are used up."""
+    return "answer" if state.get("stop_reason") else "mask_reasoning"
+
+
+def route_ircot_after_propose(state: FuRePAState) -> Literal["retrieve", "answer", "__end__"]:
+    """IRCoT-style: run the one query; END when answered or the endpoint failed; answer after an unparseable reply."""
+    reason = state.get("stop_reason")
+    if reason in _ENDED:
+        return END
+    return "answer" if reason else "retrieve"
+
+
+def route_ircot_after_retrieval(state: FuRePAState) -> Literal["keep_reasoning", "answer"]:
+    """IRCoT-style: the next step, or the answer once the iterations are used up."""
+    return "answer" if state.get("stop_reason") else "keep_reasoning"
+
+
+def _graph() -> Builder:
+    return StateGraph(FuRePAState, context_schema=FuRePAContext, input_schema=FuRePAInput, output_schema=FuRePAOutput)
+
+
+def build_furepa() -> Builder:
+    """FuRePA: masked prompt → N candidates → plan assessor → repetition control → retrieve, until answered or bounded."""
+    g = _graph()
+    g.add_node("mask_reasoning", mask_reasoning)
+    g.add_node("propose", make_propose())
+    g.add_node("assess_plan", assess_plan)
+    g.add_node("repetition_control", repetition_control)
+    g.add_node("retrieve", retrieve_passages)
+    g.add_node("answer", answer_from_evidence)
+    g.add_edge(START, "mask_reasoning")
+    g.add_edge("mask_reasoning", "propose")
+    g.add_conditional_edges("propose", route_after_propose, ["assess_plan", "answer", END])
+    g.add_conditional_edges("assess_plan", route_after_assessment, ["repetition_control", END])
+    g.add_conditional_edges("repetition_control", route_after_repetition, ["retrieve", "mask_reasoning", "answer"])
+    g.add_conditional_edges("retrieve", route_after_retrieval, ["mask_reasoning", "answer"])
+    g.add_edge("answer", END)
+    return g
+
+
+def build_ircot() -> Builder:
+    """IRCoT-style: the prompt keeps earlier reasoning; one query per step, run as proposed."""
+    g = _graph()
+    g.add_node("keep_reasoning", keep_reasoning)
+    g.add_node("propose", make_propose(single_query=True))
+    g.add_node("retrieve", retrieve_passages)
+    g.add_node("answer", answer_from_evidence)
+    g.add_edge(START, "keep_reasoning")
+    g.add_edge("keep_reasoning", "propose")
+    g.add_conditional_edges("propose", route_ircot_after_propose, ["retrieve", "answer", END])
+    g.add_conditional_edges("retrieve", route_ircot_after_retrieval, ["keep_reasoning", "answer"])
+    g.add_edge("answer", END)
+    return g
+
+
+furepa = build_furepa().compile(name="furepa")
+ircot = build_ircot().compile(name="ircot")
+
+
+def _as(model: Any, x: Any) -> Any:
+    return x if isinstance(x, model) else model.model_validate(x)
+
+
+class FuRePAFamily(MethodFamily):
+    """FuRePA's family: text retrieval as data, the trained plan assessor checked before a run, the iteration trace."""
+
+    def prepare(self, method: str, ctx: Any) -> str | None:
+        """Check the assessor (``furepa`` in trained mode) and the retriever before any LLM call."""
+        if method == "furepa":
+            problem = assessor_problem(ctx)
+            if problem:
+                return problem
+        if ctx.retriever_object is not None:
+            return None
+        if ctx.retriever == "local" and not ctx.index_dir:
+            return "--retriever local needs --index DIR (build one with `ragplan index build`)"
+        if ctx.retriever == "local":
+            try:
+                make_retriever(ctx)
+            except Exception as exc:
+                return f"the local index cannot be opened: {exc}"
+        return None
+
+    def recursion_limit(self, ctx: Any) -> int:
+        """Five graph steps per iteration (prompt, propose, assess, repetition check, retrieve), the answer, margin."""
+        return 5 * max(1, int(getattr(ctx, "max_iterations", 1) or 1)) + 10
+
+    def data_line(self, ctx: Any) -> str:
+        """``Retriever: …`` and, for the trained assessor, its folder."""
+        line = f"Retriever: {ctx.retriever}{' ' + ctx.index_dir if ctx.retriever == 'local' else ''}"
+        return line + (f"   Assessor: {ctx.assessor_dir}" if ctx.assessor_mode == "trained" and ctx.assessor_dir else
+                       f"   Assessor: {ctx.assessor_mode}")
+
+    def trace(self, node: str, update: dict[str, Any], emit: Emit) -> None:
+        """Per iteration: the thought, the candidates with scores and the pick, repeats and temperature, retrieval."""
+        its = [_as(Iteration, x) for x in update.get("iterations") or []]
+        it = its[-1] if its else None
+        if node == "propose" and it is not None:
+            emit(f"\n[iteration {it.index}] temperature {it.temperature:g}{'' if it.masked else ', earlier reasoning shown'}")
+            if it.thought:
+                emit(f"  Thought: {it.thought}")
+            if it.answer:
+                emit(f"  Answer: {it.answer}")
+            elif it.pick is not None:
+                emit(f"  Query: {it.query}")
+            else:
+                for c in it.candidates:
+                    emit(f"  Candidate: {c.query}")
+        elif node == "assess_plan" and it is not None and it.pick is not None:
+            emit(f"  Assessor ({it.assessor}):")
+            for i, c in enumerate(it.candidates):
+                score = f"{c.score:.3f}" if c.score is not None else "  -  "
+                emit(f"    {'→' if i == it.pick else ' '} {score}  {c.query}")
+        elif node == "repetition_control" and it is not None and it.repeated:
+            sim = f" (cosine {it.similarity:.2f})" if it.similarity is not None and it.similarity < 1 else ""
+            emit(f"  Repeats the executed query {it.repeat_of!r}{sim}: not run again")
+        elif node == "retrieve" and it is not None:
+            if it.retrieval_error:
+                emit(f"  Retrieval failed: {it.retrieval_error}")
+            for p in (_as(EvidencePassage, x) for x in update.get("evidence") or []):
+                emit(f"  Evidence [{p.rank}] {p.title} ({p.source}, {p.score:.2f}): {p.text[:160]}")
+            if not it.retrieval_error and not it.new_evidence:
+                emit(f"  Nothing new retrieved ({len(it.retrieved)} passages already held)")
+        elif node == "answer" and update.get("answer"):
+            emit(f"\nAnswer from the evidence: {update['answer']}")
+        for c in (_as(TemperatureChange, x) for x in update.get("temperature_changes") or []):
+            emit(f"  Temperature {c.before:g} → {c.after:g}: {c.reason}")
+        if update.get("stop_reason") and update.get("stop_reason") != "answered" and node != "answer":
+            emit(f"  Stop: {update['stop_reason']}")
+        super().trace(node, update, emit)
+
+
+FAMILY = FuRePAFamily(
+    name="furepa",
+    title="FuRePA (arXiv 2309.12767)",
+    order=40,
+    context=FuRePAContext,
+    result=FuRePAResult,
+    graphs=(
+        GraphSpec("furepa", build_furepa, "FuRePA: masked reasoning, N candidate queries, trained plan assessor, "
+                  "temperature raise on repeats"),
+        GraphSpec("ircot", build_ircot, "IRCoT-style loop: earlier reasoning kept in the prompt, one query per step"),
+    ),
+    options=TEXT_RETRIEVAL_OPTIONS + (
+        Option("--assessor", "assessor_dir", "furepa: the trained plan assessor (ragplan furepa train-assessor) "
+               "[env RAGPLAN_FUREPA_ASSESSOR]", metavar="DIR"),
+        Option("--assessor-mode", "assessor_mode", "furepa: how a candidate is picked (default trained)",
+               choices=("trained", "first", "random")),
+        Option("--candidates", "n_candidates", "furepa: candidate queries per iteration (default 3)", metavar="N", type=int),
+        Option("--max-iterations", "max_iterations", "furepa/ircot: most LLM iterations (default 6)", metavar="N", type=int),
+        Option("--no-masking", "mask_reasoning", "furepa: show earlier thoughts and queries (the masking-off ablation)",
+               action="store_false"),
+        Option("--tp0", "tp0", "furepa: proposal temperature before any repeat (default 0.2)", metavar="T", type=float),
+        Option("--delta-tp", "delta_tp", "furepa: temperature raise per repeated query (default 0.8)", metavar="D", type=float),
+    ),
+    data_help="--retriever wiki|local --index DIR, and for furepa --assessor DIR (or --assessor-mode first|random)",
+    input_keys=input_keys_of(FuRePAInput),
+)

@@ -1,0 +1,67 @@
+"""assess_plan: the plan assessor picks one of the iteration's candidate queries (FuRePA §3.2.3).
+
+Modes (``assessor_mode``):
+
+* ``trained`` — the query scorer trained with ``ragplan furepa train-assessor`` (loaded from
+  ``assessor_dir``) scores each candidate in its context (the question and the evidence so far) and the
+  best score wins (ties go to the earlier candidate). Without a usable model the run stops at once
+  with ``stop_reason = assessor_error`` and says how to get one; no query is guessed.
+* ``first`` — the LLM's first candidate (ablation);
+* ``random`` — a random candidate, seeded by ``assessor_seed``, the question and the iteration, so a
+  run is repeatable (ablation).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from ragplan.state.furepa import EvidencePassage, FuRePAContext, Iteration
+
+__all__ = ["assess_plan", "assessor_problem", "NO_ASSESSOR"]
+
+NO_ASSESSOR = ("assessor_mode 'trained' needs a trained plan assessor: set assessor_dir (ask: --assessor DIR; train one "
+               "with `ragplan furepa train-assessor`), or choose assessor_mode first or random")
+
+
+def assessor_problem(ctx: Any) -> str | None:
+    """Why the context's trained assessor cannot be used (None when it can, or when the mode needs none)."""
+    if getattr(ctx, "assessor_mode", "trained") != "trained":
+        return None
+    if not getattr(ctx, "assessor_dir", ""):
+        return NO_ASSESSOR
+    from ragplan.training.furepa.scorer import AssessorError, load_assessor
+
+    try:
+        load_assessor(ctx.assessor_dir)
+    except AssessorError as exc:
+        return f"the plan assessor cannot be loaded: {exc}"
+    return None
+
+
+def assess_plan(state: Any, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
+    """Score the current iteration's candidates (trained mode) and pick one."""
+    ctx = runtime.context
+    it: Iteration = (state.get("iterations") or [])[-1].model_copy(deep=True)
+    n = len(it.candidates)
+    mode = ctx.assessor_mode
+    if mode == "trained":
+        problem = assessor_problem(ctx)
+        if problem:
+            return {"iterations": [it], "error": f"assess_plan: {problem}", "stop_reason": "assessor_error", "answer": ""}
+        from ragplan.training.furepa.scorer import load_assessor
+
+        evidence: list[EvidencePassage] = list(state.get("evidence") or [])
+        scores = load_assessor(ctx.assessor_dir).score(state["question"], [(p.title, p.text) for p in evidence],
+                                                       [c.query for c in it.candidates])
+        for c, s in zip(it.candidates, scores):
+            c.score = round(s, 4)
+        pick = max(range(n), key=lambda i: (scores[i], -i))
+    elif mode == "random":
+        pick = random.Random(f"{ctx.assessor_seed}:{state['question']}:{it.index}").randrange(n)
+    else:
+        pick = 0
+    it.assessor, it.pick, it.query = mode, pick, it.candidates[pick].query
+    return {"iterations": [it]}

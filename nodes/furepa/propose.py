@@ -1,0 +1,130 @@
+"""propose: a fresh chain of thought and N candidate queries, or the final answer (FuRePA §3.1, §3.2.1).
+
+The LLM reads the prompt ``mask_reasoning`` wrote (question + evidence) and returns one
+:class:`Proposal`: its reasoning, then ``action = "answer"`` with the answer when the evidence
+suffices, or ``action = "search"`` with candidate queries. The proposal is sampled at the state's
+temperature (``tp0``, raised by repetition control after a repeated query); the IRCoT-style baseline
+asks for one query at the context's ``temperature`` and runs it as is.
+
+A per-call temperature needs a model whose temperature can be set: a model built by name is built at
+that temperature (once per process and temperature); a chat-model object given from Python is copied
+with ``temperature`` replaced when it has that field (``ChatOpenAI`` and most providers do), and used
+unchanged otherwise.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field, model_validator
+
+from ragplan.llm import Decision, chat_model_for, decide, failure_update, load_chat_model
+from ragplan.state.furepa import Candidate, FuRePAContext, Iteration
+from ragplan.state.usage import Usage
+
+__all__ = ["Proposal", "SYSTEM_PROMPT", "chat_model_at", "ask_proposal", "make_propose", "normalize_query", "distinct_queries"]
+
+SYSTEM_PROMPT = "You answer multi-hop questions by searching a text collection one fact at a time."
+
+
+class Proposal(BaseModel):
+    """One iteration's proposal: a fresh chain of thought, then candidate queries or the answer."""
+
+    thought: str = Field(description="Step-by-step reasoning from the question and the evidence: what is known, what is missing.")
+    action: Literal["search", "answer"] = Field(description="search = more evidence is needed; answer = the evidence suffices.")
+    queries: list[str] = Field(default_factory=list, description="action = search: the candidate search queries.")
+    answer: str = Field(default="", description="action = answer: the short answer.")
+
+    @model_validator(mode="after")
+    def _complete(self) -> "Proposal":
+        if self.action == "search" and not any(q.strip() for q in self.queries):
+            raise ValueError("action 'search' needs at least one non-empty query in `queries`")
+        if self.action == "answer" and not self.answer.strip():
+            raise ValueError("action 'answer' needs the answer in `answer`")
+        return self
+
+
+def normalize_query(query: str) -> str:
+    """A query compared for exact repeats: lower case, punctuation dropped, spaces collapsed."""
+    return " ".join("".join(c if c.isalnum() else " " for c in query.lower()).split())
+
+
+def distinct_queries(queries: list[str], limit: int) -> list[str]:
+    """Non-empty queries without exact repeats (by :func:`normalize_query`), at most ``limit``, in order."""
+    out: dict[str, str] = {}
+    for q in queries:
+        q = " ".join(q.split())
+        key = normalize_query(q)
+        if key and key not in out:
+            out[key] = q
+    return list(out.values())[: max(1, limit)]
+
+
+_copies: dict[tuple[int, float], tuple[Any, BaseChatModel]] = {}
+_copies_lock = threading.Lock()
+
+
+def chat_model_at(ctx: Any, temperature: float) -> BaseChatModel:
+    """The run's chat model sampling at ``temperature`` (see the module docstring); raises on a bad configuration."""
+    obj = getattr(ctx, "chat_model", None)
+    if obj is None:
+        return load_chat_model(ctx.model, base_url=ctx.base_url, temperature=temperature, timeout_s=ctx.llm_timeout_s,
+                               max_retries=ctx.llm_max_retries)
+    model = chat_model_for(ctx)  # checks the object is a chat model
+    if "temperature" not in type(model).model_fields:
+        return model
+    key = (id(model), round(float(temperature), 6))
+    with _copies_lock:
+        hit = _copies.get(key)
+        if hit is not None and hit[0]() is model:
+            return hit[1]
+        if len(_copies) > 256:
+            for k in [k for k, (ref, _) in _copies.items() if ref() is None]:
+                del _copies[k]
+        copy = model.model_copy(update={"temperature": float(temperature)})
+        _copies[key] = (weakref.ref(model), copy)
+        return copy
+
+
+def ask_proposal(ctx: Any, prompt: str, temperature: float) -> Decision[Proposal]:
+    """One :class:`Proposal` for ``prompt`` at ``temperature`` with the run's model and repair bound; never raises."""
+    try:
+        model = chat_model_at(ctx, temperature)
+    except Exception as exc:  # no endpoint configured, a wrong object
+        return Decision(None, Usage(), f"no usable chat model: {exc}", 0, "config")
+    return decide(model, [SystemMessage(SYSTEM_PROMPT), HumanMessage(prompt)], Proposal, method=ctx.structured_output,
+                  max_repairs=ctx.max_repairs)
+
+
+def make_propose(single_query: bool = False) -> Any:
+    """The propose node: FuRePA's (N candidates at the state's temperature), or with ``single_query`` the
+    IRCoT-style step (one query at the context's temperature, picked as is, earlier reasoning shown)."""
+
+    def propose(state: Any, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
+        """Ask the LLM for a fresh chain of thought and candidate queries, or the answer."""
+        ctx = runtime.context
+        index = len(state.get("iterations") or []) + 1
+        temperature = float(ctx.temperature if single_query else state.get("temperature", ctx.tp0))
+        it = Iteration(index=index, temperature=temperature, masked=False if single_query else bool(ctx.mask_reasoning))
+        d = ask_proposal(ctx, state["prompt"], temperature)
+        if not d.ok:
+            return {**failure_update(d, "propose"), "iterations": [it]}
+        p = d.value
+        it.thought = p.thought.strip()
+        if p.action == "answer":
+            it.answer = p.answer.strip()
+            return {"iterations": [it], "answer": it.answer, "reasoning": it.thought, "stop_reason": "answered",
+                    "usage": d.usage}
+        queries = distinct_queries(p.queries, 1 if single_query else max(1, ctx.n_candidates))
+        it.candidates = [Candidate(query=q) for q in queries]
+        if single_query:
+            it.pick, it.query, it.assessor = 0, queries[0], "single"
+        return {"iterations": [it], "reasoning": it.thought, "usage": d.usage}
+
+    propose.__name__ = "propose"
+    return propose

@@ -1,0 +1,77 @@
+"""repetition_control: a picked query that repeats an executed one raises the next proposal's temperature (FuRePA §3.2.2).
+
+A pick repeats when it equals an executed query (after lower-casing and dropping punctuation) or when
+its Sentence-BERT cosine to one reaches ``repeat_similarity``. A repeat is not run again (it would add
+nothing): the next proposal is sampled at a raised temperature, starting from ``tp0`` and adding
+``delta_tp`` per raise, up to ``max_temperature`` (the paper uses tp0 0.2 with Δtp 0.8, and 1.0 with
+0.5). After ``max_temperature_raises`` raises in a row the run stops (``stop_reason = repetition``)
+and answers with what the evidence supports. A fresh pick sets the temperature back to ``tp0``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from langgraph.runtime import Runtime
+
+from ragplan.nodes.furepa.propose import normalize_query
+from ragplan.state.furepa import FuRePAContext, Iteration, TemperatureChange
+
+__all__ = ["raised_temperature", "find_repeat", "repetition_control"]
+
+
+def raised_temperature(current: float, delta: float, ceiling: float) -> float:
+    """The temperature after one raise: ``current + delta``, at most ``ceiling``."""
+    return round(min(float(ceiling), float(current) + float(delta)), 6)
+
+
+def find_repeat(query: str, executed: Sequence[str], threshold: float, embedder: Any = None) -> tuple[str, float | None]:
+    """The executed query that ``query`` repeats ('' when none) and its cosine to the closest executed query.
+
+    Exact repeats (by :func:`~ragplan.nodes.furepa.propose.normalize_query`) always count, with
+    similarity 1.0; a cosine ≥ ``threshold`` counts when ``threshold`` < 1 and an ``embedder`` is given.
+    """
+    if not executed:
+        return "", None
+    key = normalize_query(query)
+    for q in executed:
+        if normalize_query(q) == key:
+            return q, 1.0
+    if embedder is None or threshold >= 1.0:
+        return "", None
+    vecs = embedder.encode([query, *executed])
+    sims = vecs[1:] @ vecs[0]
+    best = int(sims.argmax())
+    sim = round(float(sims[best]), 4)
+    return (executed[best] if sim >= threshold else ""), sim
+
+
+def repetition_control(state: Any, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
+    """Check the pick against the executed queries; raise the temperature, stop, or let it run."""
+    ctx = runtime.context
+    iterations: list[Iteration] = list(state.get("iterations") or [])
+    it = iterations[-1].model_copy(deep=True)
+    executed = [i.query for i in iterations if i.executed]
+    embedder = None
+    if executed and ctx.repeat_similarity < 1.0:
+        from ragplan.tools.embeddings import get_embedder
+
+        embedder = get_embedder(ctx.embedding_model or "")
+    repeat_of, it.similarity = find_repeat(it.query, executed, ctx.repeat_similarity, embedder)
+    temperature = float(state.get("temperature", ctx.tp0))
+    raises = int(state.get("raises", 0))
+    out: dict[str, Any] = {"iterations": [it]}
+    if repeat_of:
+        it.repeated, it.repeat_of = True, repeat_of
+        if raises >= ctx.max_temperature_raises:
+            return {**out, "stop_reason": "repetition"}
+        after = raised_temperature(temperature, ctx.delta_tp, ctx.max_temperature)
+        out.update(temperature=after, raises=raises + 1, temperature_changes=[TemperatureChange(
+            iteration=it.index, before=temperature, after=after, reason=f"the pick repeats the executed query {repeat_of!r}")])
+        if len(iterations) >= ctx.max_iterations:
+            out["stop_reason"] = "max_iterations"
+        return out
+    if temperature != ctx.tp0 or raises:
+        out.update(temperature=ctx.tp0, raises=0, temperature_changes=[TemperatureChange(
+            iteration=it.index, before=temperature, after=ctx.tp0, reason="a fresh query: back to tp0")])
+    return out

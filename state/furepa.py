@@ -1,0 +1,234 @@
+"""State, settings and result of FuRePA (furthest reasoning with a plan assessor) and its IRCoT-style baseline.
+
+The input is the question. The output is the answer plus what a user needs to trust it: the evidence
+passages (each with its source and the query that found it), every iteration (its fresh chain of
+thought, the candidate queries with the assessor's scores, the pick, whether the pick repeated an
+executed query, what retrieval added), every temperature change, and why the run stopped.
+
+Earlier thoughts and queries stay here, in state and in the trace; ``mask_reasoning`` keeps them out of
+the next prompt (furthest reasoning).
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+from typing_extensions import Required, TypedDict
+
+from ragplan.state.context import TextRAGContext
+from ragplan.state.result import GraphResult, dump
+from ragplan.state.usage import Usage, add_usage
+
+__all__ = ["FuRePAContext", "Candidate", "Iteration", "EvidencePassage", "TemperatureChange", "merge_iterations",
+           "merge_evidence", "FuRePAInput", "FuRePAOutput", "FuRePAState", "FuRePAResult", "STOP_REASONS"]
+
+STOP_REASONS = ("answered", "max_iterations", "repetition", "llm_unparseable", "llm_error", "assessor_error")
+"""Why a run ends: the LLM answered; the iteration bound; queries kept repeating after every temperature
+raise; a reply that did not parse (the answer step still tries); an endpoint failure; no usable assessor."""
+
+
+@dataclass(kw_only=True)
+class FuRePAContext(TextRAGContext):
+    """Settings of FuRePA and its baselines (``ircot``; masking off and assessor first/random are settings)."""
+
+    max_iterations: int = field(
+        default=6, metadata={"description": "Most proposals (LLM iterations) before answering from the evidence gathered."})
+    n_candidates: int = field(
+        default=3, metadata={"description": "Candidate queries the LLM proposes per iteration (ircot always uses 1)."})
+    assessor_mode: Literal["trained", "first", "random"] = field(
+        default="trained",
+        metadata={"description": "How the plan assessor picks a candidate: trained = the query scorer at assessor_dir; "
+                  "first = the LLM's first candidate; random = a seeded random one (the paper's ablations)."})
+    assessor_dir: str = field(
+        default_factory=lambda: os.environ.get("RAGPLAN_FUREPA_ASSESSOR", ""),
+        metadata={"description": "The trained plan assessor (`ragplan furepa train-assessor --out DIR`); "
+                  "needed when assessor_mode = trained. Default from RAGPLAN_FUREPA_ASSESSOR."})
+    assessor_seed: int = field(default=0, metadata={"description": "Seed of the random assessor (per question and iteration)."})
+    mask_reasoning: bool = field(
+        default=True,
+        metadata={"description": "Furthest reasoning: the prompt holds only the question and the evidence. False = "
+                  "earlier thoughts and executed queries are shown too (the masking-off ablation)."})
+    tp0: float = field(default=0.2, metadata={"description": "Temperature of a proposal before any repetition (paper: 0.2 or 1.0)."})
+    delta_tp: float = field(
+        default=0.8, metadata={"description": "Temperature raise after the picked query repeats an executed one (paper: 0.8 or 0.5)."})
+    max_temperature_raises: int = field(
+        default=2, metadata={"description": "Raises in a row before the run stops with the best answer the evidence supports."})
+    max_temperature: float = field(default=2.0, metadata={"description": "Upper bound of the raised temperature."})
+    repeat_similarity: float = field(
+        default=0.95,
+        metadata={"description": "A pick whose Sentence-BERT cosine to an executed query reaches this counts as a repeat "
+                  "(exact repeats always do); 1.0 or more = exact repeats only."})
+    passage_chars: int = field(
+        default=700, metadata={"description": "Characters of each evidence passage shown to the LLM (a Wikipedia page's lead)."})
+
+
+class Candidate(BaseModel):
+    """One candidate query of an iteration, with the plan assessor's score."""
+
+    query: str = Field(description="The candidate search query.")
+    score: float | None = Field(default=None, description="The assessor's predicted retrieval quality (trained mode only).")
+
+
+class Iteration(BaseModel):
+    """One FuRePA iteration: the proposal, the assessment, the repetition check and the retrieval."""
+
+    index: int = Field(description="1-based iteration number (one proposal each).")
+    temperature: float = Field(default=0.0, description="Sampling temperature of this iteration's proposal.")
+    masked: bool = Field(default=True, description="Whether earlier thoughts and queries were masked from the prompt.")
+    thought: str = Field(default="", description="The chain of thought written from scratch this iteration.")
+    answer: str = Field(default="", description="The answer, when the LLM judged the evidence sufficient.")
+    candidates: list[Candidate] = Field(default_factory=list, description="The proposed candidate queries with their scores.")
+    assessor: str = Field(default="", description="How the pick was made: trained, first, random or single (one candidate).")
+    pick: int | None = Field(default=None, description="Index of the chosen candidate (None when the LLM answered).")
+    query: str = Field(default="", description="The chosen query.")
+    repeated: bool = Field(default=False, description="The chosen query repeats an executed one (exactly or by similarity).")
+    repeat_of: str = Field(default="", description="The executed query it repeats.")
+    similarity: float | None = Field(default=None, description="Cosine similarity to the closest executed query.")
+    executed: bool = Field(default=False, description="Whether the query was run against the retriever.")
+    retrieved: list[str] = Field(default_factory=list, description="Ids of the passages retrieval returned (top-k).")
+    new_evidence: int = Field(default=0, description="Passages this retrieval added to the evidence (not seen before).")
+    retrieval_error: str = Field(default="", description="Why retrieval failed, if it did.")
+
+
+class EvidencePassage(BaseModel):
+    """A retrieved passage kept as evidence, with where it came from."""
+
+    id: str = Field(description="The passage id in its source (a local index id, or the Wikipedia page).")
+    title: str = Field(default="", description="Title of the passage's page or article.")
+    text: str = Field(default="", description="The passage text (Wikipedia pages: their lead, up to passage_chars).")
+    source: str = Field(default="", description="wiki or local.")
+    query: str = Field(default="", description="The query that retrieved it first.")
+    iteration: int = Field(default=0, description="The iteration that retrieved it first.")
+    rank: int = Field(default=0, description="Its 1-based rank in that query's results.")
+    score: float = Field(default=0.0, description="The retriever's score for that query.")
+
+    @property
+    def key(self) -> str:
+        """What de-duplicates evidence: the source and the id."""
+        return f"{self.source}:{self.id}"
+
+
+class TemperatureChange(BaseModel):
+    """A change of the proposal temperature (a raise after a repeat, or back to tp0 after new evidence)."""
+
+    iteration: int = Field(description="The iteration whose pick caused the change.")
+    before: float = Field(description="Temperature before.")
+    after: float = Field(description="Temperature of the next proposal.")
+    reason: str = Field(default="", description="Why (the repeated query, or new evidence).")
+
+
+def _as(model: type[BaseModel], x: Any) -> Any:
+    return x if isinstance(x, model) else model.model_validate(x)
+
+
+def merge_iterations(left: list[Any] | None, right: list[Any] | None) -> list[Iteration]:
+    """Reducer: iterations by index, a later version replacing an earlier one; kept in index order."""
+    out: dict[int, Iteration] = {}
+    for it in (left or []) + (right or []):
+        it = _as(Iteration, it)
+        out[it.index] = it
+    return [out[i] for i in sorted(out)]
+
+
+def merge_evidence(left: list[Any] | None, right: list[Any] | None) -> list[EvidencePassage]:
+    """Reducer: evidence appended in order, a passage already held (same source and id) not added again."""
+    out: dict[str, EvidencePassage] = {}
+    for p in (left or []) + (right or []):
+        p = _as(EvidencePassage, p)
+        out.setdefault(p.key, p)
+    return list(out.values())
+
+
+class FuRePAInput(TypedDict):
+    """What the FuRePA graphs take."""
+
+    question: str
+    """The (multi-hop) question."""
+
+
+class FuRePAOutput(TypedDict, total=False):
+    """What the FuRePA graphs return."""
+
+    question: Required[str]
+    """The question asked."""
+    answer: str
+    """The final answer (short)."""
+    reasoning: str
+    """The chain of thought that led to the answer (the last iteration's, or the fallback answer's)."""
+    evidence: Annotated[list[EvidencePassage], merge_evidence]
+    """Every passage gathered, in retrieval order, de-duplicated, with its source and query."""
+    iterations: Annotated[list[Iteration], merge_iterations]
+    """Every iteration: thought, candidates with scores, pick, repetition check, retrieval."""
+    temperature_changes: Annotated[list[TemperatureChange], operator.add]
+    """Every temperature raise (after a repeat) and reset (after new evidence)."""
+    retrieval_count: int
+    """Queries executed against the retriever."""
+    retrieval_errors: int
+    """Executed queries whose retrieval failed."""
+    usage: Annotated[Usage, add_usage]
+    """LLM calls, tokens and LLM time of the whole run."""
+    stop_reason: str
+    """answered, max_iterations, repetition, llm_unparseable, llm_error, assessor_error."""
+    error: str
+    """A recorded failure, empty when none."""
+
+
+class FuRePAState(FuRePAInput, FuRePAOutput, total=False):
+    """Internal state of the FuRePA graphs."""
+
+    prompt: str
+    """This iteration's prompt, written by mask_reasoning (question + evidence; history only when unmasked)."""
+    temperature: float
+    """Temperature of the next proposal (tp0, raised after repeats)."""
+    raises: int
+    """Temperature raises in a row without a fresh query (bounded by max_temperature_raises)."""
+
+
+class FuRePAResult(GraphResult):
+    """A typed view of a finished FuRePA (or IRCoT-style) run."""
+
+    reasoning: str = Field(default="", description="The chain of thought that led to the answer.")
+    evidence: list[EvidencePassage] = Field(default_factory=list, description="Every passage gathered, with source and query.")
+    iterations: list[Iteration] = Field(default_factory=list, description="Every iteration: thought, candidates, scores, pick.")
+    temperature_changes: list[TemperatureChange] = Field(default_factory=list, description="Temperature raises and resets.")
+
+    def retrievals(self) -> int:
+        """Queries executed against the retriever (a failed retrieval included)."""
+        return sum(1 for it in self.iterations if it.executed)
+
+    def retrieval_errors(self) -> int:
+        """Executed queries whose retrieval failed."""
+        return sum(1 for it in self.iterations if it.executed and it.retrieval_error)
+
+    def executed_queries(self) -> list[str]:
+        """The queries actually run, in order (what retrieval-only evaluation scores)."""
+        return [it.query for it in self.iterations if it.executed]
+
+    def picks(self) -> int:
+        """Iterations that picked a query (the rest answered or failed before picking)."""
+        return sum(1 for it in self.iterations if it.pick is not None)
+
+    def repeated_query_rate(self) -> float:
+        """Share of picked queries that repeated an executed one."""
+        n = self.picks()
+        return round(sum(1 for it in self.iterations if it.repeated) / n, 4) if n else 0.0
+
+    def temperature_raises(self) -> int:
+        """How many times the proposal temperature was raised."""
+        return sum(1 for c in self.temperature_changes if c.after > c.before)
+
+    def record(self) -> dict[str, Any]:
+        """The family's fields plus the run's counts (iterations, repeated-query rate, temperature raises)."""
+        return {**{k: dump(getattr(self, k)) for k in ("reasoning", "evidence", "iterations", "temperature_changes")},
+                "iteration_count": len(self.iterations), "repeated_query_rate": self.repeated_query_rate(),
+                "temperature_raises": self.temperature_raises()}
+
+    def summary_lines(self) -> list[str]:
+        """Stop reason, iterations, executed queries, repeats and temperature raises."""
+        return [f"Stopped: {self.stop_reason or '-'}   Iterations: {len(self.iterations)}   Queries run: {self.retrievals()}   "
+                f"Evidence: {len(self.evidence)} passages   Repeated picks: {self.repeated_query_rate():.0%}   "
+                f"Temperature raises: {self.temperature_raises()}"]
