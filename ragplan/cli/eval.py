@@ -1,4 +1,5 @@
-"""``ragplan eval``: run a method over a benchmark into a run folder; ``ragplan eval report`` compares runs."""
+"""``ragplan eval``: run a method over a benchmark into a run folder; ``ragplan eval report`` compares runs;
+``ragplan eval retrieval`` scores retrieval against a dataset's gold support without an LLM."""
 
 from __future__ import annotations
 
@@ -15,29 +16,43 @@ __all__ = ["add_eval_parser", "run_eval"]
 def add_eval_parser(sub: Any) -> None:
     """Register ``ragplan eval …`` on the top-level subparsers."""
     ev = sub.add_parser(
-        "eval", help="run a method over a benchmark (resumable run folder); `eval report RUN…` compares runs",
+        "eval", help="run a method over a benchmark (resumable run folder); `eval report RUN…` compares runs; "
+                     "`eval retrieval` scores retrieval against gold support (no LLM)",
         description="Run a method graph over a benchmark with bounded concurrency, grade every question, and write a "
                     "run folder (settings.json, results.jsonl, summary.md/json, plot.png). `ragplan eval report RUN_DIR…` "
-                    "prints one table comparing several runs.")
-    ev.add_argument("report", nargs="*", metavar="report RUN_DIR", help="`report` followed by run folders to compare")
+                    "prints one table comparing several runs. `ragplan eval retrieval --benchmark B --data FILE "
+                    "--index DIR|--context-only [--queries RUN_DIR] [-k 1,2,5,10]` scores retrieval against the data's "
+                    "gold supporting titles and sentences (recall@k, all-supporting@k, MRR) without an LLM.")
+    ev.add_argument("report", nargs="*", metavar="report RUN_DIR | retrieval",
+                    help="`report` followed by run folders to compare, or `retrieval`")
     ev.add_argument("--method", help="graph name (see `ragplan graphs`)")
-    ev.add_argument("--benchmark", help="dqa-locating | dqa-building | hotpotqa | 2wikimultihopqa | strategyqa | fever | flashrag")
+    ev.add_argument("--benchmark", help="dqa-locating | dqa-building | hotpotqa | 2wikimultihopqa | musique | strategyqa | "
+                                        "fever | flashrag | reaper-retail")
     ev.add_argument("--data", metavar="PATH", help="the benchmark's data (for DQA: a clone of the repository)")
     ev.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N questions")
     ev.add_argument("--year", type=int, default=None, help="only questions of this year (DQA)")
     ev.add_argument("--model", default=None, help="chat model provider:name [env RAGPLAN_MODEL]")
     ev.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint [env RAGPLAN_BASE_URL]")
     ev.add_argument("--concurrency", type=int, default=4, metavar="C", help="questions in flight at once")
-    ev.add_argument("--out", metavar="RUN_DIR", default=None, help="run folder (default runs/<method>-<benchmark>-<time>)")
+    ev.add_argument("--out", metavar="RUN_DIR", default=None,
+                    help="run folder (default runs/<method>-<benchmark>-<time>); for `eval retrieval` the JSON file "
+                         "(default runs/retrieval-<benchmark>-<time>.json)")
     ev.add_argument("--resume", metavar="RUN_DIR", default=None, help="finish an interrupted run folder")
     ev.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a context setting for every question, e.g. --set max_steps=8 (repeatable)")
     ev.add_argument("--benchmark-option", action="append", default=[], metavar="KEY=VALUE",
                     help="an option of the benchmark itself, e.g. fmt=kilt or embedding_model=DIR (repeatable)")
     ev.add_argument("--context-only", action="store_true",
-                    help="HotpotQA-style data: build a local index from the questions' own context paragraphs "
-                         "and retrieve from it (fully offline)")
+                    help="HotpotQA/2Wiki/MuSiQue/StrategyQA data: build a local index from the questions' own context "
+                         "paragraphs (keeping the dataset's sentences) and retrieve from it (fully offline)")
     ev.add_argument("--item-timeout", type=float, default=None, metavar="SEC", help="wall-time budget of one question")
+    ev.add_argument("--index", metavar="DIR", default=None, help="eval retrieval: the index to search (ragplan index build)")
+    ev.add_argument("--queries", metavar="RUN_DIR", default=None,
+                    help="eval retrieval: score the queries a method executed (a run folder or its results.jsonl) "
+                         "instead of the questions")
+    ev.add_argument("-k", "--ks", default="1,2,5,10", metavar="K,K,…", help="eval retrieval: the cut-offs (default 1,2,5,10)")
+    ev.add_argument("--passages", type=int, default=None, metavar="N",
+                    help="eval retrieval: passages searched per query and ranked into sentences (default: the largest k)")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -49,6 +64,8 @@ def run_eval(args: argparse.Namespace) -> int:
     from ragplan.cli.ask import parse_assignments
     from ragplan.registry import family_of
 
+    if args.report and args.report[0] == "retrieval":
+        return run_retrieval(args)
     if args.report:
         if args.report[0] != "report" or len(args.report) < 2:
             print("error: use `ragplan eval report RUN_DIR [RUN_DIR …]`", file=sys.stderr)
@@ -116,6 +133,49 @@ def run_eval(args: argparse.Namespace) -> int:
 
     print(summary_markdown(summary))
     print(f"run folder: {run_dir}")
+    return 0
+
+
+def run_retrieval(args: argparse.Namespace) -> int:
+    """Run ``ragplan eval retrieval``: print the table and write the JSON (``--out``, default runs/retrieval-…json)."""
+    from ragplan.cli.ask import parse_assignments
+    from ragplan.eval.retrieval_run import evaluate_retrieval, retrieval_table, write_result
+
+    if len(args.report) > 1:
+        print(f"error: `eval retrieval` takes no positional arguments (got {' '.join(args.report[1:])})", file=sys.stderr)
+        return 2
+    missing = [f"--{n}" for n in ("benchmark", "data") if not getattr(args, n)]
+    if missing or bool(args.index) == bool(args.context_only):
+        print("error: use `ragplan eval retrieval --benchmark B --data FILE --index DIR|--context-only "
+              "[--queries RUN_DIR] [-k 1,2,5,10]`" + (f" (missing {', '.join(missing)})" if missing else ""),
+              file=sys.stderr)
+        return 2
+    try:
+        ks = [int(k) for k in args.ks.split(",") if k.strip()]
+        if not ks or min(ks) < 1:
+            raise ValueError
+    except ValueError:
+        print(f"error: -k takes positive integers separated by commas, got {args.ks!r}", file=sys.stderr)
+        return 2
+    try:
+        opts = parse_assignments(args.benchmark_option)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out or f"runs/retrieval-{args.benchmark}-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json")
+    try:
+        result = evaluate_retrieval(args.benchmark, str(Path(args.data).resolve()), index_dir=args.index,
+                                    context_only=args.context_only, queries=args.queries, ks=ks, limit=args.limit,
+                                    passages=args.passages, embedding_model=str(opts.get("embedding_model") or ""),
+                                    fmt=opts.get("fmt"), work_dir=out.parent)
+    except KeyError as exc:  # unknown benchmark
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a file that cannot be read, an index that cannot be opened …
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    print(retrieval_table(result))
+    print(f"written: {write_result(result, out)}")
     return 0
 
 

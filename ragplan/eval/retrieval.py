@@ -1,0 +1,193 @@
+"""Retrieval scores against a dataset's gold support: recall@k, all-supporting@k, MRR (no LLM).
+
+The small API other code imports (FuRePA's plan assessor is trained and measured with it):
+
+* :func:`gold_support` — an example's gold support as :class:`GoldSupport`: evidence sets of titles
+  and sentences (HotpotQA / 2Wiki ``supporting_facts``: one set; FEVER: its evidence sets; MuSiQue:
+  the titles of its ``is_supporting`` paragraphs; KILT: provenance titles);
+* :func:`score_ranking` — the scores of one query's ranked passages (and, optionally, its ranked
+  sentences) against a :class:`GoldSupport`;
+* :func:`score_queries` — the same for a question that ran several queries: the question's retrieved
+  set at k is the **union of every query's top k**, and its reciprocal rank the best over its queries;
+* :func:`mean_scores` — the mean of each score over questions (``None`` scores left out).
+
+Definitions (``k`` counts passages for titles and MRR, sentences for sentence recall):
+
+* ``title_recall@k`` — the share of a gold evidence set's titles among the titles of the top-k
+  passages; the best over evidence sets (HotpotQA, 2Wiki and MuSiQue have one set, FEVER several);
+* ``all_supporting@k`` — 1 when every title of some evidence set is among the top-k passages' titles;
+* ``sentence_recall@k`` — the share of an evidence set's sentences among the top-k ranked sentences,
+  best over sets; ``None`` for data without sentence-level support (MuSiQue, KILT). A retrieved
+  sentence is a gold sentence ``(title, i)`` when its passage has that title and either it is the
+  passage's given sentence ``i`` (``sentence_index``) or its text equals the gold sentence's text;
+* ``mrr`` — 1 / the rank of the first passage whose title is a gold title (any set), 0 when none of
+  the retrieved passages has one.
+
+Titles are compared after Unicode NFC, whitespace collapsing and case folding; sentence texts after
+whitespace collapsing.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragplan.datasets import QAExample
+
+__all__ = ["SupportSentence", "EvidenceSet", "GoldSupport", "gold_support", "score_ranking", "score_queries",
+           "mean_scores", "score_names", "DEFAULT_KS"]
+
+DEFAULT_KS: tuple[int, ...] = (1, 2, 5, 10)
+"""The cut-offs reported when none are named."""
+
+
+def title_key(title: str) -> str:
+    """A title as compared: NFC, whitespace collapsed, case folded."""
+    return " ".join(unicodedata.normalize("NFC", title or "").split()).casefold()
+
+
+def _text_key(text: str) -> str:
+    return " ".join((text or "").split())
+
+
+@dataclass(frozen=True)
+class SupportSentence:
+    """A gold sentence: its page title, its index in the page's (paragraph's) sentences and, when known, its text."""
+
+    title: str
+    index: int
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class EvidenceSet:
+    """Titles and sentences that support the answer together (one of possibly several alternatives)."""
+
+    titles: tuple[str, ...]
+    sentences: tuple[SupportSentence, ...] = ()
+
+
+@dataclass(frozen=True)
+class GoldSupport:
+    """An example's gold support: one or more alternative evidence sets (see the module docstring)."""
+
+    sets: tuple[EvidenceSet, ...] = ()
+
+    @property
+    def titles(self) -> tuple[str, ...]:
+        """Every gold title of every set, in first-seen order."""
+        return tuple(dict.fromkeys(t for s in self.sets for t in s.titles))
+
+    @property
+    def has_sentences(self) -> bool:
+        """Whether some set names sentences (sentence recall is defined)."""
+        return any(s.sentences for s in self.sets)
+
+    def __bool__(self) -> bool:
+        return any(s.titles for s in self.sets)
+
+
+def _sentence_set(ex: QAExample, facts: Sequence[tuple[str, int]]) -> EvidenceSet:
+    texts: dict[tuple[str, int], str] = {}
+    for title, sentences in ex.contexts if ex.sentence_segmented else []:
+        for i, s in enumerate(sentences):
+            texts.setdefault((title, i), s)
+    sents = tuple(SupportSentence(t, i, _text_key(texts.get((t, i), ""))) for t, i in dict.fromkeys(facts))
+    return EvidenceSet(tuple(dict.fromkeys(t for t, _ in facts)), sents)
+
+
+def gold_support(example: QAExample) -> GoldSupport:
+    """The gold support of a loaded example (empty when the dataset gives none, e.g. FEVER's NOT ENOUGH INFO)."""
+    if example.evidence_sets:
+        return GoldSupport(tuple(_sentence_set(example, s) for s in example.evidence_sets))
+    if example.supporting_facts:
+        return GoldSupport((_sentence_set(example, example.supporting_facts),))
+    if example.supporting_paragraphs:
+        titles = tuple(dict.fromkeys(example.contexts[i][0] for i in example.supporting_paragraphs))
+        return GoldSupport((EvidenceSet(titles),))
+    prov = example.meta.get("provenance_titles")
+    if isinstance(prov, list) and prov:
+        return GoldSupport((EvidenceSet(tuple(dict.fromkeys(str(t) for t in prov))),))
+    return GoldSupport()
+
+
+# ------------------------------------------------------------------------------------------ scoring
+
+def _get(x: Any, name: str) -> Any:
+    return x.get(name) if isinstance(x, Mapping) else getattr(x, name, None)
+
+
+def _title_of(p: Any) -> str:
+    return p if isinstance(p, str) else str(_get(p, "title") or "")
+
+
+def score_names(ks: Sequence[int] = DEFAULT_KS, *, sentences: bool = True) -> list[str]:
+    """The names of the scores :func:`score_queries` returns, in table order."""
+    names = [f"title_recall@{k}" for k in ks] + [f"all_supporting@{k}" for k in ks]
+    if sentences:
+        names += [f"sentence_recall@{k}" for k in ks]
+    return names + ["mrr"]
+
+
+def _sentence_hits(sentences: Sequence[Any], gold: EvidenceSet) -> set[SupportSentence]:
+    hits: set[SupportSentence] = set()
+    for s in sentences:
+        title, idx, text = title_key(str(_get(s, "title") or "")), _get(s, "sentence_index"), _text_key(str(_get(s, "sentence") or ""))
+        for g in gold.sentences:
+            if title_key(g.title) == title and ((idx is not None and idx == g.index) or (g.text and g.text == text)):
+                hits.add(g)
+    return hits
+
+
+def score_queries(rankings: Sequence[Sequence[Any]], gold: GoldSupport, ks: Sequence[int] = DEFAULT_KS, *,
+                  sentence_rankings: Sequence[Sequence[Any]] | None = None) -> dict[str, float | None]:
+    """Scores of a question whose queries returned ``rankings`` (one ranked passage list per query).
+
+    Passages are anything with a ``title`` (a :class:`~ragplan.tools.retrieval.Passage`, a dict) or plain
+    title strings. ``sentence_rankings`` are the queries' ranked sentences (:class:`Evidence` objects or
+    their dicts: ``title``, ``sentence``, ``sentence_index``); without them, or when the gold support has
+    no sentences, every ``sentence_recall@k`` is ``None``. A question without queries scores 0.
+    """
+    ks = sorted({int(k) for k in ks if int(k) > 0})
+    gold_keys = {title_key(t) for t in gold.titles}
+    sets = [s for s in gold.sets if s.titles]
+    out: dict[str, float | None] = {}
+    for k in ks:
+        got = {title_key(_title_of(p)) for r in rankings for p in list(r)[:k]}
+        shares = [sum(1 for t in set(map(title_key, s.titles)) if t in got) / len(set(map(title_key, s.titles)))
+                  for s in sets]
+        out[f"title_recall@{k}"] = max(shares, default=0.0)
+        out[f"all_supporting@{k}"] = 1.0 if any(x == 1.0 for x in shares) else 0.0
+    sent_sets = [s for s in gold.sets if s.sentences]
+    for k in ks:
+        if sentence_rankings is None or not sent_sets:
+            out[f"sentence_recall@{k}"] = None
+            continue
+        top = [x for r in sentence_rankings for x in list(r)[:k]]
+        out[f"sentence_recall@{k}"] = max(len(_sentence_hits(top, s)) / len(set(s.sentences)) for s in sent_sets)
+    best = 0.0
+    for r in rankings:
+        for rank, p in enumerate(r, 1):
+            if title_key(_title_of(p)) in gold_keys:
+                best = max(best, 1.0 / rank)
+                break
+    out["mrr"] = best
+    return out
+
+
+def score_ranking(ranking: Sequence[Any], gold: GoldSupport, ks: Sequence[int] = DEFAULT_KS, *,
+                  sentences: Sequence[Any] | None = None) -> dict[str, float | None]:
+    """Scores of one query's ranked passages (and ranked sentences, optionally) against ``gold``."""
+    return score_queries([ranking], gold, ks, sentence_rankings=None if sentences is None else [sentences])
+
+
+def mean_scores(scores: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
+    """The mean of each score over questions, ``None`` values left out (``None`` when none has it)."""
+    names = list(dict.fromkeys(n for s in scores for n in s))
+    out: dict[str, float | None] = {}
+    for n in names:
+        vals = [float(v) for s in scores if isinstance(v := s.get(n), (int, float))]
+        out[n] = round(sum(vals) / len(vals), 4) if vals else None
+    return out
