@@ -139,3 +139,5 @@ def test_retrieval_stats():
     st = retrieval_stats({"retrieval_count": 2, "retrieval_errors": 2})        # an output without queries
     assert (st.succeeded, st.question_ratio) == (0, 0.0)
     assert retrieval_stats({"retrieval_count": True}).attempted == 0            # a bool is no count
+    st = retrieval_stats({"retrievals": 3, "retrieval_count": 9, "retrieval_errors": 1})  # a typed count comes first
+    assert (st.attempted, st.failed, st.question_ratio) == (3, 1, 1.0)

@@ -174,14 +174,15 @@ def retrieval_stats(output: Mapping[str, Any]) -> RetrievalStats:
 
     From its ``queries`` (Think-then-Act's sub-queries: ``retrieve`` says a retrieval ran and a
     non-empty ``retrieval_error`` that it failed) when the output lists them; otherwise from its
-    ``retrieval_count`` (attempts) and ``retrieval_errors`` numbers; zero when it has neither (a failed
-    run).
+    ``retrievals`` (a family's typed count of retrievals run, else ``retrieval_count``) and
+    ``retrieval_errors`` numbers; zero when it has none of them (a failed run).
     """
     qs = output.get("queries")
     if isinstance(qs, list) and qs:
-        attempted = [q for q in qs if _field(q, "retrieve")]
-        failed = sum(1 for q in attempted if _field(q, "retrieval_error"))
-        return RetrievalStats(len(qs), len(attempted), failed)
-    attempted_n = _num(output.get("retrieval_count")) or 0
+        ran = [q for q in qs if _field(q, "retrieve")]
+        failed = sum(1 for q in ran if _field(q, "retrieval_error"))
+        return RetrievalStats(len(qs), len(ran), failed)
+    typed = _num(output.get("retrievals"))
+    attempted_n = (typed if typed is not None else _num(output.get("retrieval_count"))) or 0
     failed_n = min(attempted_n, _num(output.get("retrieval_errors")) or 0)
     return RetrievalStats(None, attempted_n, failed_n)

@@ -228,14 +228,21 @@ def text_report(records: list[dict[str, Any]], rule: str, label_only: bool) -> s
     unans = sum(1 for r in records if r.get("answerable") is False)
     if unans:
         lines.append(f"- {unans} unanswerable question(s) (MuSiQue full) have no `em`/`f1`.")
-    retrieved = sum(1 for r in records if r.get("retrieval_ratio") == 1.0)
-    runs = sum(int(r.get("retrieval_count") or 0) for r in records)
-    failed = sum(int(r.get("retrieval_errors") or 0) for r in records)
+    # the run record's retrievals / retrieval_errors come from the family's typed result (any family)
+    def ran(r: dict[str, Any]) -> int:
+        v = r.get("retrievals", r.get("retrieval_count"))
+        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+
+    def failed_of(r: dict[str, Any]) -> int:
+        v = r.get("retrieval_errors")
+        return min(ran(r), int(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+
+    retrieved = sum(1 for r in records if ran(r) - failed_of(r) > 0)
+    runs = sum(ran(r) for r in records)
+    failed = sum(failed_of(r) for r in records)
     subs = sum(int(r.get("subqueries") or 0) for r in records)
-    sub_ok = sum(max(0, int(r.get("retrieval_count") or 0) - int(r.get("retrieval_errors") or 0))
-                 for r in records if r.get("subqueries"))
-    all_failed = sum(1 for r in records if int(r.get("retrieval_count") or 0) > 0
-                     and int(r.get("retrieval_errors") or 0) >= int(r.get("retrieval_count") or 0))
+    sub_ok = sum(ran(r) - failed_of(r) for r in records if r.get("subqueries"))
+    all_failed = sum(1 for r in records if ran(r) > 0 and failed_of(r) >= ran(r))
     lines += ["- `retrieval_ratio`: share of questions that retrieved successfully at least once (the paper's "
               "Figure 3); `subquery_retrieval_ratio`: per question, the share of its (sub-)queries that retrieved "
               "successfully, averaged over questions; `retrieval_errors`: failed retrievals per question.",
