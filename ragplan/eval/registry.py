@@ -18,7 +18,7 @@ __all__ = ["register", "get_benchmark", "benchmark_names", "BENCHMARK_MODULES"]
 #: Modules whose ``BENCHMARKS`` mapping is loaded on first use.
 BENCHMARK_MODULES = (
     "ragplan.eval.benchmarks.dqa",  # dqa-locating, dqa-building
-    "ragplan.eval.benchmarks.textqa",  # hotpotqa, 2wikimultihopqa, strategyqa, fever, flashrag
+    "ragplan.eval.benchmarks.textqa",  # hotpotqa, 2wikimultihopqa, musique, strategyqa, fever, flashrag
     "ragplan.eval.benchmarks.reaper_retail",  # reaper-retail
 )
 
