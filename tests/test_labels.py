@@ -49,7 +49,8 @@ YESNO = [
     ("Both are American.", None), ("Scott Derrickson", None), ("It depends on the variety of pear.", None),
     ("I'm not sure, but probably yes.", "yes"), ("Whether or not it sinks depends on the pear.", None),
     ("The answer to that is unclear.", None), ("Is it true that pears sink? No.", "no"), ("Yes. No.", None),
-    ("The correct answer is no.", "no"), ("They were both American, therefore the answer is yes.", "yes"),
+    ("The correct answer is no.", "no"), ("I cannot answer: no information is given.", None),
+    ("No evidence about pears.", None), ("Answer: No, they are not.", "no"), ("They were both American, therefore the answer is yes.", "yes"),
 ]
 
 FEVER = [

@@ -29,7 +29,7 @@ How a reply is read (the first step that finds a label decides):
    definitely, I think so, it is / it would / they are …; no, nope, nah, false, incorrect, not,
    not really, not at all, unlikely, I doubt it, I think not, it is not / it would not … — or, for the
    first clause only, *starts* with yes / no / nope / true / false / correct / incorrect / "not true"
-   ("No, it would not", "Yes because …"). When the first and the last clause both read and disagree,
+   ("No, it would not", "Yes because …"; but not "no" as a determiner: "no information", "no evidence"). When the first and the last clause both read and disagree,
    the reply is unreadable.
 4. yes/no — **sentence openings**: otherwise, every sentence whose first clause starts with an answer
    word; exactly one distinct label among them decides.
@@ -140,6 +140,9 @@ _LEADING = {"yes": ["yes", "yeah", "yep", "yup", "true", "correct", "affirmative
 _LEADING_RE = re.compile(r"^(" + "|".join(sorted((re.escape(w) for ws in _LEADING.values() for w in ws),
                                                   key=len, reverse=True)) + r")(?:\s|$)")
 _LEADING_MAP = {w: lab for lab, ws in _LEADING.items() for w in ws}
+# "no" followed by one of these is a determiner ("no information"), not an answer
+_NOT_AFTER_NO = {"information", "info", "evidence", "data", "idea", "answer", "record", "records", "mention", "reason",
+                 "sign", "indication", "support", "source", "sources", "details", "detail", "context"}
 _SUBJECT_AUX = re.compile(
     r"^(?:it|he|she|they|we|you|that|this|there|both|both of them|each|either|one|she|i)\s+"
     r"(?:is|are|was|were|does|do|did|would|could|can|will|has|have|had|should|might|may|must|am)"
@@ -181,7 +184,8 @@ def _clause_yesno(c: str, *, leading: bool, hedges: list[str] = _HEDGES) -> str 
             return "no" if m.group(1) else "yes"
         if leading:
             m2 = _LEADING_RE.match(cand)
-            if m2 and not cand[m2.end():].startswith(NEUTRAL_MARK):
+            nxt = cand[m2.end():].split()[:1] if m2 else []
+            if m2 and not (nxt and (nxt[0] == NEUTRAL_MARK or (m2.group(1) == "no" and nxt[0] in _NOT_AFTER_NO))):
                 return _LEADING_MAP[m2.group(1)]
     return None
 
