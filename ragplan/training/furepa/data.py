@@ -6,8 +6,8 @@ hold by then (the gold passages of the earlier hops), the passage(s) still neede
 * **Hops** (:func:`question_hops`) come from the dataset's gold supporting passages:
   ``supporting_facts`` titles (HotpotQA, 2Wiki, MuSiQue's ``is_supporting`` paragraphs as the loader
   gives them), in the order of the decomposition when there is one (MuSiQue ``question_decomposition``,
-  StrategyQA/FlashRAG ``decomposition``). HotpotQA has none: a title the question names is the first
-  hop, and a comparison (or a question naming every title) has no order, so any remaining gold passage
+  StrategyQA/FlashRAG ``decomposition``). HotpotQA has none: a title the question names (without its
+  parenthesised disambiguation) is the first hop, and a comparison (or a question naming every title) has no order, so any remaining gold passage
   counts at each hop.
 * **Candidates** (:func:`data_candidates`) are built from the data when no LLM is used: the hop's
   sub-question with earlier answers filled in (and left unfilled), the supporting title, the whole
@@ -34,6 +34,7 @@ __all__ = ["Hop", "HopGroup", "question_hops", "data_candidates", "llm_candidate
            "reciprocal_rank", "norm_title"]
 
 _REF = re.compile(r"#(\d+)")
+_PAREN = re.compile(r"\s*\([^)]*\)")
 
 
 @dataclass
@@ -77,6 +78,12 @@ def _meta_decomposition(ex: QAExample) -> list[dict[str, Any]]:
     return [s for s in raw if isinstance(s, dict)] if isinstance(raw, list) else []
 
 
+def _names(question: str, title: str) -> bool:
+    """Whether ``question`` names the page ``title`` (its words in a row, the disambiguation left out)."""
+    words = content_words(_PAREN.sub("", title))
+    return bool(words) and f" {' '.join(words)} " in f" {' '.join(content_words(question))} "
+
+
 def question_hops(ex: QAExample) -> tuple[list[Hop], bool]:
     """The question's gold passages as hops, and whether their order matters (see the module docstring)."""
     paragraphs = {t: " ".join(s.strip() for s in sents if s.strip()) for t, sents in ex.contexts}
@@ -98,8 +105,7 @@ def question_hops(ex: QAExample) -> tuple[list[Hop], bool]:
     answers = [str(s.get("answer") or "") for s in steps] or [""] * len(subs)
     ordered = bool(subs) and len(subs) == len(titles) and ex.meta.get("type") != "comparison"
     if not ordered:
-        q = norm_title(ex.question)
-        named = [t for t in titles if norm_title(t) in q]
+        named = [t for t in titles if _names(ex.question, t)]
         if ex.meta.get("type") != "comparison" and named and len(named) < len(titles):
             titles = named + [t for t in titles if t not in named]
             ordered = True

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["BASE_FEATURES", "RELATIVE_FEATURES", "FEATURE_NAMES", "group_features", "content_words", "STOPWORDS"]
+__all__ = ["BASE_FEATURES", "RELATIVE_FEATURES", "FEATURE_NAMES", "group_features", "group_texts", "content_words", "STOPWORDS"]
 
 STOPWORDS = frozenset("""a an the of in on at to for from by with and or but is are was were be been being do does did
 what which who whom whose where when why how that this these those it its he she his her they them their there as
@@ -69,6 +69,11 @@ def _share(part: set[str] | list[str], whole: list[str]) -> float:
     return sum(1 for w in whole if w in part) / len(whole) if whole else 0.0
 
 
+def group_texts(question: str, evidence: Sequence[tuple[str, str]], queries: Sequence[str]) -> list[str]:
+    """The texts :func:`group_features` embeds: the question, the queries, then each evidence passage."""
+    return [question, *queries, *(f"{t}. {' '.join(x.split())[:700]}" for t, x in evidence)]
+
+
 def group_features(embedder: Any, question: str, evidence: Sequence[tuple[str, str]], queries: Sequence[str]) -> np.ndarray:
     """The feature matrix (one row per query, columns :data:`FEATURE_NAMES`) of one group of candidates.
 
@@ -78,8 +83,7 @@ def group_features(embedder: Any, question: str, evidence: Sequence[tuple[str, s
     queries = list(queries)
     if not queries:
         return np.zeros((0, len(FEATURE_NAMES)))
-    ev_texts = [f"{t}. {' '.join(x.split())[:700]}" for t, x in evidence]
-    vecs = np.asarray(embedder.encode([question, *queries, *ev_texts]), dtype=np.float64)
+    vecs = np.asarray(embedder.encode(group_texts(question, evidence, queries)), dtype=np.float64)
     qv, cand, ev = vecs[0], vecs[1:1 + len(queries)], vecs[1 + len(queries):]
     cos_q = cand @ qv
     if len(ev):

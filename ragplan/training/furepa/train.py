@@ -27,7 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ragplan.training.furepa.data import HopGroup
-from ragplan.training.furepa.features import FEATURE_NAMES, group_features
+from ragplan.training.furepa.features import FEATURE_NAMES, group_features, group_texts
 from ragplan.training.furepa.scorer import fit_trees, save_assessor
 
 __all__ = ["AssessorReport", "split_by_question", "featurize", "pick_mrr", "spearman", "train_assessor"]
@@ -91,6 +91,8 @@ def featurize(groups: Sequence[HopGroup], embedder: Any, *, progress: bool = Fal
     """Feature rows of every candidate of ``groups``, group after group."""
     from tqdm import tqdm
 
+    texts = list(dict.fromkeys(t for g in groups for t in group_texts(g.question, g.context, g.candidates)))
+    embedder.encode(texts, batch_size=128, show_progress=progress)  # one batched pass; the groups then read the cache
     rows = [group_features(embedder, g.question, g.context, g.candidates)
             for g in tqdm(groups, desc=desc, unit="group", disable=not progress)]
     return np.vstack(rows) if rows else np.zeros((0, len(FEATURE_NAMES)))
