@@ -22,7 +22,7 @@ import numpy as np
 from ragplan.state.instructrag import PlannedPath
 from ragplan.training.instructrag.graph import GRAPH_FILE, START, InstructionGraph, embedder_for_graph
 from ragplan.training.instructrag.agents import load_agents
-from ragplan.training.instructrag.ml_agent import MLAgent
+from ragplan.training.instructrag.ml_agent import MLAgent, path_backbone_vectors
 from ragplan.training.instructrag.rl_agent import RLAgent, threshold_decider, traverse
 
 __all__ = ["PlannerParts", "load_parts", "graph_candidates", "stored_candidates", "ml_pick"]
@@ -36,6 +36,7 @@ class PlannerParts:
     embedder: Any
     agents_dir: str = ""
     _agents: dict[str, tuple[RLAgent, MLAgent]] = field(default_factory=dict)
+    _known: dict[str, np.ndarray] | None = None
 
     def agents(self, task: str = "", adapted: bool = True) -> tuple[RLAgent, MLAgent]:
         """The RL-Agent and ML-Agent for ``task`` (its adapted pair when there is one and ``adapted``)."""
@@ -45,6 +46,12 @@ class PlannerParts:
                 raise ValueError("no agents folder: set agents_dir (--agents DIR; train with `ragplan instructrag train`)")
             self._agents[key] = load_agents(self.agents_dir, key)
         return self._agents[key]
+
+    def known(self) -> dict[str, np.ndarray]:
+        """The graph's instruction vectors by text (built once)."""
+        if self._known is None:
+            self._known = self.graph.instruction_vectors()
+        return self._known
 
     def vector(self, text: str) -> np.ndarray:
         """The unit embedding of ``text``."""
@@ -135,6 +142,6 @@ def ml_pick(parts: PlannerParts, question: str, task: str, candidates: list[Plan
     if not candidates:
         return -1, []
     _, ml = parts.agents(task, adapted)
-    pv = parts.embedder.encode([c.text for c in candidates])
+    pv = path_backbone_vectors([c.instructions for c in candidates], parts.embedder, parts.known())
     scores = ml.scores(parts.vector(question), pv)
     return int(np.argmax(scores)), [round(float(s), 4) for s in scores]

@@ -25,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ragplan.training.instructrag.graph import InstructionGraph
-from ragplan.training.instructrag.ml_agent import MLAgent
+from ragplan.training.instructrag.ml_agent import MLAgent, path_backbone_vectors
 from ragplan.training.instructrag.paths import Instruction, InstructionPath
 from ragplan.training.instructrag.reward import PathReward, QueryExample, instruction_f1
 from ragplan.training.instructrag.rl_agent import RLAgent, threshold_decider, traverse
@@ -72,7 +72,7 @@ def select_path_offline(method: str, graph: InstructionGraph, rl: RLAgent | None
         return []
     if method == "no_ml" or ml is None:
         return paths[0]
-    vecs = embedder.encode([" → ".join(i.text for i in p) for p in paths])
+    vecs = path_backbone_vectors([[i.text for i in p] for p in paths], embedder, g.instruction_vectors())
     return paths[ml.pick(ex.qvec, vecs)]
 
 

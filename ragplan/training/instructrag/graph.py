@@ -104,6 +104,7 @@ class InstructionGraph:
     build_seconds: float = 0.0
     _index: Any = field(default=None, repr=False)
     _out: dict[int, list[int]] | None = field(default=None, repr=False)
+    _in: dict[int, list[tuple[int, int]]] | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------------------------ search
     def _faiss(self) -> Any:
@@ -140,7 +141,12 @@ class InstructionGraph:
 
     def in_edges(self, node: int) -> list[tuple[int, int]]:
         """Every edge into ``node``."""
-        return [e for e in self.edges if e[1] == node]
+        if self._in is None:
+            into: dict[int, list[tuple[int, int]]] = {}
+            for e in self.edges:
+                into.setdefault(e[1], []).append(e)
+            self._in = into
+        return self._in.get(node, [])
 
     # ------------------------------------------------------------------------------------ build
     def insert(self, paths: Iterable[InstructionPath], embedder: Any, *, progress: bool = False) -> int:
@@ -200,11 +206,18 @@ class InstructionGraph:
         if bar is not None:
             bar.close()
         self.vectors = np.vstack([self.vectors, np.asarray(added, dtype=np.float32).reshape(len(added), -1)])
-        self._out = None
+        self._out = self._in = None
         self.build_seconds += time.perf_counter() - t0
         return row
 
     # ------------------------------------------------------------------------------------ views
+    def instruction_vectors(self) -> dict[str, np.ndarray]:
+        """Instruction text -> its stored unit vector (the first occurrence)."""
+        out: dict[str, np.ndarray] = {}
+        for r in self.instructions:
+            out.setdefault(r["text"], self.vectors[r["id"]])
+        return out
+
     def instruction(self, iid: int) -> Instruction:
         """The instruction with id ``iid``."""
         r = self.instructions[iid]

@@ -38,10 +38,12 @@ from torch.func import functional_call
 
 from ragplan.training.instructrag.agents import AGENTS_FILE, load_agents, task_slug
 from ragplan.training.instructrag.graph import START, InstructionGraph
-from ragplan.training.instructrag.ml_agent import MLAgent, MLHeads, ft_loss, qpa_loss
+from ragplan.training.instructrag.ml_agent import MLAgent, MLHeads, ft_loss, path_backbone_vectors, qpa_loss
 from ragplan.training.instructrag.paths import Instruction, InstructionPath
 from ragplan.training.instructrag.reward import PathReward, QueryExample
-from ragplan.training.instructrag.rl_agent import PolicyNet, RLAgent, StateBuilder, traverse
+from ragplan.training.instructrag.rl_agent import (
+    PolicyNet, RLAgent, StateBuilder, include_probability_np, policy_weights, traverse,
+)
 
 __all__ = ["MetaSettings", "MetaReport", "AdaptReport", "meta_train", "adapt_agents", "query_examples"]
 
@@ -148,15 +150,14 @@ class _Trainer:
         self.rng = random.Random(s.seed)
         self.gen = torch.Generator().manual_seed(s.seed)
         self.baseline = 0.0
-        self._pvec: dict[str, np.ndarray] = {}
+        self._known: dict[str, np.ndarray] = {}
 
     def path_vectors(self, paths: list[list[Instruction]]) -> torch.Tensor:
-        texts = [" → ".join(i.text for i in p) for p in paths]
-        todo = [t for t in dict.fromkeys(texts) if t not in self._pvec]
-        if todo:
-            for t, v in zip(todo, self.emb.encode(todo)):
-                self._pvec[t] = np.asarray(v, dtype=np.float32)
-        return torch.as_tensor(np.stack([self._pvec[t] for t in texts])) if texts else torch.zeros((0, 1))
+        if not paths:
+            return torch.zeros((0, 1))
+        if len(self._known) != len(self.g.instructions):
+            self._known = self.g.instruction_vectors()
+        return torch.as_tensor(path_backbone_vectors([[i.text for i in p] for p in paths], self.emb, self._known))
 
     def support_by_task(self) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}
@@ -188,9 +189,10 @@ class _Trainer:
         return F.cross_entropy(logits, torch.as_tensor(labels))
 
     def walk(self, params: Params, ex: QueryExample, ml_params: Params | None, greedy: bool = False) -> tuple[Any, list[list[Instruction]]]:
+        w = policy_weights(params)
+
         def decide(st: np.ndarray) -> int:
-            with torch.no_grad():
-                p1 = float(torch.softmax(_policy_logits(params, torch.as_tensor(st).reshape(1, -1)), -1)[0, 1])
+            p1 = include_probability_np(w, np.asarray(st, dtype=np.float64))
             if greedy:
                 return int(p1 >= 0.5)
             return int(torch.rand((), generator=self.gen).item() < p1)

@@ -19,8 +19,10 @@ Losses (the paper's equations, batch means instead of sums):
   hard negatives plus paths of other questions) against the rest of the pool, and that path against
   the other questions of the batch.
 
-A path is encoded from its text ``Search[A] → Lookup[b] → Finish[c]``; the pick is the candidate with
-the highest cosine to the question (no K-way classifier, so K can change without retraining).
+A path's backbone vector is the normalised mean of its instructions' Sentence-BERT vectors (those the
+instruction graph stores; others are embedded once and cached), so scoring K fresh combinations costs
+no encoder pass on a CPU. The pick is the candidate with the highest cosine to the question (no K-way
+classifier, so K can change without retraining).
 """
 
 from __future__ import annotations
@@ -34,9 +36,27 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["MLHeads", "MLAgent", "qpa_loss", "qpm_loss", "ft_loss"]
+__all__ = ["MLHeads", "MLAgent", "qpa_loss", "qpm_loss", "ft_loss", "path_backbone_vectors"]
 
 ML_FILE, ML_META = "ml_agent.pt", "ml_agent.json"
+
+
+def path_backbone_vectors(paths: list[list[str]], embedder: Any, known: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """Unit backbone vectors of paths given as instruction texts: the normalised mean of their instructions' vectors.
+
+    ``known`` maps instruction texts to vectors already computed (the graph's); the rest are embedded in
+    one call (the embedder caches them).
+    """
+    known = known if known is not None else {}
+    todo = list(dict.fromkeys(t for p in paths for t in p if t not in known))
+    extra = dict(zip(todo, embedder.encode(todo))) if todo else {}
+    dim = next((len(v) for v in list(known.values())[:1] + list(extra.values())[:1]), 384)
+    out = np.zeros((len(paths), dim), dtype=np.float32)
+    for i, p in enumerate(paths):
+        if p:
+            v = np.mean([known[t] if t in known else extra[t] for t in p], axis=0)
+            out[i] = v / max(float(np.linalg.norm(v)), 1e-12)
+    return out
 
 
 class MLHeads(nn.Module):

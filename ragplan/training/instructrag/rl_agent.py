@@ -31,7 +31,8 @@ from torch import nn
 
 from ragplan.training.instructrag.graph import START, InstructionGraph
 
-__all__ = ["STATE_SIZE", "PolicyNet", "StateBuilder", "TraversalResult", "traverse", "RLAgent", "threshold_decider"]
+__all__ = ["STATE_SIZE", "PolicyNet", "StateBuilder", "TraversalResult", "traverse", "RLAgent", "threshold_decider",
+           "include_decider", "include_probability_np", "policy_weights"]
 
 STATE_SIZE = 3
 RL_FILE, RL_META = "rl_agent.pt", "rl_agent.json"
@@ -59,6 +60,7 @@ class StateBuilder:
         self.graph, self.q = graph, np.asarray(qvec, dtype=np.float32).reshape(-1)
         self.isim = graph.vectors @ self.q if len(graph.vectors) else np.zeros(0, dtype=np.float32)
         self.qsim = graph.qvectors @ self.q if len(graph.qvectors) else np.zeros(0, dtype=np.float32)
+        self._cache: dict[tuple[int, tuple[int, int] | None], np.ndarray] = {}
 
     def instruction_similarity(self, iid: int) -> float:
         """cos(Q̂, instruction ``iid``)."""
@@ -74,7 +76,13 @@ class StateBuilder:
         return merged
 
     def state(self, node: int, edge: tuple[int, int] | None) -> np.ndarray:
-        """``[max cos(Q̂, I ∈ 𝕀), max cos(Q̂, T ∈ 𝕋), max cos(Q̂, Q ∈ T_c)]``."""
+        """``[max cos(Q̂, I ∈ 𝕀), max cos(Q̂, T ∈ 𝕋), max cos(Q̂, Q ∈ T_c)]`` (cached per node and edge)."""
+        key = (node, edge)
+        if key not in self._cache:
+            self._cache[key] = self._state(node, edge)
+        return self._cache[key].copy()
+
+    def _state(self, node: int, edge: tuple[int, int] | None) -> np.ndarray:
         ids = self.graph.nodes[node]
         s1 = float(max(self.isim[i] for i in ids)) if ids else 0.0
         s2 = s3 = 0.0
@@ -171,6 +179,25 @@ def traverse(graph: InstructionGraph, qvec: np.ndarray, decide: Decider, *, k: i
     return out
 
 
+def include_probability_np(weights: tuple[np.ndarray, ...], state: np.ndarray) -> float:
+    """P(include | s) of the policy with NumPy weights ``(W1, b1, W2, b2)`` (fast path for walks)."""
+    w1, b1, w2, b2 = weights
+    z = w2 @ np.tanh(w1 @ state + b1) + b2
+    return float(1.0 / (1.0 + np.exp(z[0] - z[1])))
+
+
+def policy_weights(params: dict[str, torch.Tensor]) -> tuple[np.ndarray, ...]:
+    """``(W1, b1, W2, b2)`` as NumPy arrays from policy parameters (a state dict or functional parameters)."""
+    return tuple(params[k].detach().numpy().astype(np.float64) for k in
+                 ("layer1.weight", "layer1.bias", "layer2.weight", "layer2.bias"))
+
+
+def include_decider(params: dict[str, torch.Tensor]) -> Decider:
+    """The greedy decision of a policy's parameters: include when P(include) ≥ 0.5."""
+    w = policy_weights(params)
+    return lambda s: int(include_probability_np(w, np.asarray(s, dtype=np.float64)) >= 0.5)
+
+
 def threshold_decider(threshold: float = 0.4) -> Decider:
     """The ablation without the RL-Agent: include a node when the mean of its state features reaches ``threshold``."""
     return lambda s: int(float(np.mean(s)) >= threshold)
@@ -192,7 +219,7 @@ class RLAgent:
 
     def greedy(self) -> Decider:
         """Include when P(include) ≥ 0.5 (run time)."""
-        return lambda s: int(self.include_probability(s)[0] >= 0.5)
+        return include_decider({k: v.detach() for k, v in self.net.named_parameters()})
 
     def candidates(self, graph: InstructionGraph, qvec: np.ndarray, k: int | None = None) -> TraversalResult:
         """The K candidate paths for a question vector with the greedy policy."""
