@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ragplan.cli import main
-from ragplan.datasets import QAExample, load_qa
+from ragplan.datasets import load_qa
 from ragplan.nodes.furepa.propose import Proposal
 from ragplan.state.furepa import FuRePAContext
 from ragplan.training.furepa.data import build_groups, data_candidates, llm_candidates, question_hops, reciprocal_rank
@@ -19,7 +19,7 @@ from ragplan.training.furepa.features import FEATURE_NAMES, group_features
 from ragplan.training.furepa.scorer import AssessorError, TreeEnsemble, fit_trees, load_assessor
 from ragplan.training.furepa.synthetic import synthetic_records, write_synthetic
 from tests.scripted import ScriptedChatModel
-from tests.test_datasets import HOTPOT, write_json
+from tests.test_datasets import HOTPOT, MUSIQUE, write_json, write_jsonl
 
 
 def test_synthetic_corpus_is_deterministic_and_loads_with_hops(tmp_path):
@@ -51,24 +51,25 @@ def test_hotpot_hops_bridge_ordered_comparison_free(tmp_path):
     assert all(len(g.candidates) == 4 for g in groups)
 
 
-def test_musique_style_decomposition_orders_hops_and_fills_answers():
-    ex = QAExample("m1", "Who founded the label that signed Band X?", ["Ann Lee"], "span",
-                   contexts=[("Distractor", ["d."]), ("Label Y", ["Label Y was founded by Ann Lee."]),
-                             ("Band X", ["Band X signed with Label Y."])],
-                   supporting_facts=[("Label Y", 0), ("Band X", 0)],
-                   meta={"question_decomposition": [
-                       {"question": "Which label signed Band X?", "answer": "Label Y", "paragraph_support_idx": 2},
-                       {"question": "Who founded #1?", "answer": "Ann Lee", "paragraph_support_idx": 1}]})
-    hops, ordered = question_hops(ex)
-    assert ordered and [(h.title, h.answer) for h in hops] == [("Band X", "Label Y"), ("Label Y", "Ann Lee")]
-    assert "Who founded Label Y?" in data_candidates(ex, hops, 1, random.Random(0), 30)
+def test_musique_decomposition_orders_hops_and_fills_answers(tmp_path):
+    two, three = load_qa(write_jsonl(tmp_path / "musique_ans_v1.0_dev.jsonl", MUSIQUE))
+    hops, ordered = question_hops(three)
+    assert ordered and [(h.title, h.answer) for h in hops] == [("Lake Orrin", "Dunmere"), ("Dunmere", "Halvik"),
+                                                              ("Halvik", "1712")]
+    assert hops[2].text == "Halvik was founded in 1712 by fishermen."
+    assert "When was Halvik founded?" in data_candidates(three, hops, 2, random.Random(0), 30)
+    assert "Arlo Venn >> spouse" in data_candidates(two, question_hops(two)[0], 1, random.Random(0), 30)
+    groups = build_groups([three], n_candidates=5)
+    assert [g.targets for g in groups] == [["Lake Orrin"], ["Dunmere"], ["Halvik"]]
+    assert groups[2].context == [("Lake Orrin", "Lake Orrin lies in the county of Dunmere."),
+                                 ("Dunmere", "Dunmere's county seat is Halvik.")]
 
 
 def test_reciprocal_rank_skips_what_the_context_holds():
     assert reciprocal_rank(["A", "B", "C"], ["C"], []) == pytest.approx(1 / 3)
     assert reciprocal_rank(["A", "B", "C"], ["C"], ["a"]) == 0.5
     assert reciprocal_rank(["A", "B"], ["Z"], []) == 0.0
-    assert reciprocal_rank(["x", "Shirley_Temple"], ["shirley temple", "Other"], []) == 0.5
+    assert reciprocal_rank(["x", "Shirley  TEMPLE"], ["shirley temple", "Other"], []) == 0.5
 
 
 def test_llm_candidates_use_the_masked_prompt():

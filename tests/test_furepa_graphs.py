@@ -192,3 +192,38 @@ def test_cli_refuses_trained_mode_without_an_assessor(world, capsys, tmp_path, m
     assert main(["ask", "--method", "ircot", "--question", "q", "--assessor-mode", "first", "--model", "openai:m",
                  "--base-url", "http://127.0.0.1:9/v1", "--retriever", "local", "--index", str(tmp_path)]) == 2
     assert "index cannot be opened" in capsys.readouterr().err
+
+
+def test_eval_runs_furepa_and_retrieval_scores_its_executed_queries(world, tmp_path, monkeypatch, capsys):
+    """``ragplan eval --method furepa`` over the synthetic corpus (context-only index), then ``ragplan eval retrieval
+    --queries RUN_DIR`` scores the queries the run executed against the gold supporting passages."""
+    from tests.auto_reply import auto_responder
+    from tests.openai_server import OpenAIStub
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    from ragplan.training.furepa.synthetic import write_synthetic
+
+    data = write_synthetic(tmp_path / "syn.jsonl", 3, seed=5)
+
+    def proposal(req):
+        if "none yet" in req.prompt_text:
+            return {"thought": "t", "action": "search", "queries": ["the answer", "founder company", "city"], "answer": ""}
+        return {"thought": "t", "action": "answer", "queries": [], "answer": "somewhere"}
+
+    run = tmp_path / "run"
+    with OpenAIStub(responder=auto_responder({"Proposal": proposal, "EvidenceAnswer": {"answer": "x"}})) as stub:
+        code = main(["eval", "--method", "furepa", "--benchmark", "hotpotqa", "--data", str(data), "--context-only",
+                     "--model", "openai:stub", "--base-url", stub.base_url, "--out", str(run), "--no-progress",
+                     "--set", f"assessor_dir={world['assessor']}", "--concurrency", "1"])
+    assert code == 0, capsys.readouterr().err
+    recs = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
+    assert len(recs) == 3 and all(r["iteration_count"] == 2 and r["retrievals"] == 1 for r in recs)
+    assert all(len(r["executed_queries"]) == 1 and r["repeated_query_rate"] == 0.0 and r["temperature_raises"] == 0
+               for r in recs)
+    assert all(r["iterations"][0]["candidates"][0]["score"] is not None for r in recs)
+    capsys.readouterr()
+    code = main(["eval", "retrieval", "--benchmark", "hotpotqa", "--data", str(data), "--context-only",
+                 "--queries", str(run), "--out", str(tmp_path / "ret"), "--no-progress"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "mrr" in out.out.lower()

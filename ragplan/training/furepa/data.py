@@ -3,10 +3,11 @@
 A *group* is one point where FuRePA would pick a query: the question, the evidence a perfect run would
 hold by then (the gold passages of the earlier hops), the passage(s) still needed, and candidate queries.
 
-* **Hops** (:func:`question_hops`) come from the dataset's gold supporting passages:
-  ``supporting_facts`` titles (HotpotQA, 2Wiki, MuSiQue's ``is_supporting`` paragraphs as the loader
-  gives them), in the order of the decomposition when there is one (MuSiQue ``question_decomposition``,
-  StrategyQA/FlashRAG ``decomposition``). HotpotQA has none: a title the question names (without its
+* **Hops** (:func:`question_hops`) come from the dataset's gold supporting passages
+  (:func:`ragplan.eval.retrieval.gold_support`: HotpotQA/2Wiki ``supporting_facts`` titles, MuSiQue's
+  ``is_supporting`` paragraphs), in the order of the decomposition when there is one (MuSiQue's
+  ``question_decomposition`` names each step's paragraph; FlashRAG ``decomposition`` lists one
+  sub-question per supporting title). HotpotQA has none: a title the question names (without its
   parenthesised disambiguation) is the first hop, and a comparison (or a question naming every title) has no order, so any remaining gold passage
   counts at each hop.
 * **Candidates** (:func:`data_candidates`) are built from the data when no LLM is used: the hop's
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from ragplan.datasets import QAExample
+from ragplan.eval.retrieval import EvidenceSet, GoldSupport, gold_support, score_ranking, title_key
 from ragplan.training.furepa.features import content_words
 
 __all__ = ["Hop", "HopGroup", "question_hops", "data_candidates", "llm_candidates", "build_groups", "label_groups",
@@ -68,14 +70,8 @@ class HopGroup:
 
 
 def norm_title(title: str) -> str:
-    """A title compared across the dataset and the index: lower case, spaces collapsed."""
-    return " ".join((title or "").lower().replace("_", " ").split())
-
-
-def _meta_decomposition(ex: QAExample) -> list[dict[str, Any]]:
-    """MuSiQue-style ``question_decomposition`` steps (``question``, ``answer``, ``paragraph_support_idx``) if kept."""
-    raw = ex.meta.get("question_decomposition")
-    return [s for s in raw if isinstance(s, dict)] if isinstance(raw, list) else []
+    """A title as compared across the dataset and the index (:func:`ragplan.eval.retrieval.title_key`)."""
+    return title_key(title)
 
 
 def _names(question: str, title: str) -> bool:
@@ -84,25 +80,36 @@ def _names(question: str, title: str) -> bool:
     return bool(words) and f" {' '.join(words)} " in f" {' '.join(content_words(question))} "
 
 
+def _paragraph(sentences: list[str]) -> str:
+    return " ".join(s.strip() for s in sentences if s.strip())
+
+
+def _step_hops(ex: QAExample) -> list[Hop]:
+    """Hops from MuSiQue's ``question_decomposition`` (each step's paragraph, question and answer), when complete."""
+    steps = list(getattr(ex, "decomposition_steps", None) or [])
+    idx = [s.paragraph_support_idx for s in steps]
+    if not steps or not all(isinstance(i, int) and 0 <= i < len(ex.contexts) for i in idx):
+        return []
+    return [Hop(ex.contexts[i][0], _paragraph(ex.contexts[i][1]), s.question, s.answer)
+            for s, i in zip(steps, idx) if isinstance(i, int)]
+
+
 def question_hops(ex: QAExample) -> tuple[list[Hop], bool]:
-    """The question's gold passages as hops, and whether their order matters (see the module docstring)."""
-    paragraphs = {t: " ".join(s.strip() for s in sents if s.strip()) for t, sents in ex.contexts}
-    titles = list(dict.fromkeys(t for t, _ in ex.supporting_facts))
-    steps = _meta_decomposition(ex)
-    if steps and all(isinstance(s.get("paragraph_support_idx"), int) for s in steps):
-        ctx_titles = [t for t, _ in ex.contexts]
-        hops = []
-        for s in steps:
-            i = int(s["paragraph_support_idx"])
-            if 0 <= i < len(ctx_titles):
-                t = ctx_titles[i]
-                hops.append(Hop(t, paragraphs.get(t, ""), str(s.get("question") or ""), str(s.get("answer") or "")))
-        if hops:
-            return hops, True
+    """The question's gold passages as hops, and whether their order matters (see the module docstring).
+
+    The gold titles are :func:`ragplan.eval.retrieval.gold_support`'s (supporting facts, MuSiQue's
+    supporting paragraphs, KILT provenance), so the assessor learns what retrieval-only evaluation scores.
+    """
+    hops = _step_hops(ex)
+    if hops:
+        return hops, True
+    paragraphs: dict[str, str] = {}
+    for t, sents in ex.contexts:
+        paragraphs.setdefault(t, _paragraph(sents))
+    titles = list(gold_support(ex).titles)
     if not titles:
         return [], False
-    subs = [str(s.get("question") or "") for s in steps] or list(ex.decomposition)
-    answers = [str(s.get("answer") or "") for s in steps] or [""] * len(subs)
+    subs = list(ex.decomposition)
     ordered = bool(subs) and len(subs) == len(titles) and ex.meta.get("type") != "comparison"
     if not ordered:
         named = [t for t in titles if _names(ex.question, t)]
@@ -110,9 +117,7 @@ def question_hops(ex: QAExample) -> tuple[list[Hop], bool]:
             titles = named + [t for t in titles if t not in named]
             ordered = True
     aligned = len(subs) == len(titles)
-    hops = [Hop(t, paragraphs.get(t, ""), subs[i] if aligned else "", answers[i] if aligned else "")
-            for i, t in enumerate(titles)]
-    return hops, ordered
+    return [Hop(t, paragraphs.get(t, ""), subs[i] if aligned else "") for i, t in enumerate(titles)], ordered
 
 
 def _filled(sub: str, hops: list[Hop]) -> str:
@@ -196,18 +201,15 @@ def build_groups(examples: Sequence[QAExample], *, seed: int = 0, n_candidates: 
 
 
 def reciprocal_rank(result_titles: Sequence[str], targets: Sequence[str], known: Sequence[str]) -> float:
-    """1/rank of the first target title among the results, the ``known`` (already held) titles left out; 0 if absent."""
-    want = {norm_title(t) for t in targets}
+    """1/rank of the first target title among the results, the ``known`` (already held) titles left out; 0 if absent.
+
+    The rank is :func:`ragplan.eval.retrieval.score_ranking`'s MRR of the results without the known titles,
+    against the targets as the gold support.
+    """
     skip = {norm_title(t) for t in known}
-    rank = 0
-    for t in result_titles:
-        nt = norm_title(t)
-        if nt in skip:
-            continue
-        rank += 1
-        if nt in want:
-            return 1.0 / rank
-    return 0.0
+    ranking = [t for t in result_titles if norm_title(t) not in skip]
+    score = score_ranking(ranking, GoldSupport((EvidenceSet(tuple(targets)),)), ks=(1,))["mrr"]
+    return float(score or 0.0)
 
 
 def label_groups(groups: list[HopGroup], search_many: Callable[[list[str], int], list[list[Any]]], *, k: int = 20,
