@@ -207,6 +207,12 @@ def test_react_notebook_logs_are_read_with_their_info_dicts(tmp_path):
     assert len(both.successful) == 1 and len(both.failed) == 1  # a repeated (question, path) is kept once
 
 
+def test_short_act_obs_labels_are_read():
+    rep = parse_trajectory_log("Question: Who?\nThought 1: t\nAct 1: Search[Vessa]\nObs 1: x\nAct 2: Finish[Per]\n"
+                               "Obs 2: Answer is CORRECT\n", "short")
+    assert [p.text for p in rep.successful] == ["Search[Vessa] → Finish[Per]"]
+
+
 def test_unlabelled_blocks_are_skipped_and_jsonl_is_read(tmp_path):
     rep = parse_trajectory_log("Question: q?\nThought 1: t\nAction 1: Search[x]\nObservation 1: y\n", "plain")
     assert rep.skipped == 1 and not rep.successful

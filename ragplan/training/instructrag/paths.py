@@ -167,8 +167,8 @@ def read_paths_jsonl(path: str | Path, report: PathReadReport | None = None) -> 
 
 _SECTION = re.compile(r"BEGIN (CORRECT|INCORRECT|HALTED|NOT_FINISH) AGENTS")
 _QUESTION = re.compile(r"^(?:\d+\s+)?Question:\s*(.*)$")
-_ACTION = re.compile(r"^Action\s*\d*\s*:\s*(.*)$")
-_OBS = re.compile(r"^Observation\s*\d*\s*:\s*(.*)$")
+_ACTION = re.compile(r"^Act(?:ion)?\s*\d*\s*:\s*(.*)$")
+_OBS = re.compile(r"^Obs(?:ervation)?\s*\d*\s*:\s*(.*)$")
 _GOLD = re.compile(r"^Correct answer:\s*(.*)$")
 _INFO = re.compile(r"^\{'steps'|^\{\"steps\"")
 
