@@ -11,6 +11,7 @@ the questions' own paragraphs under ``<out>/context_index`` (reused when the pas
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,7 @@ def assessor_from_data(data: str | Path, out_dir: str | Path, *, index_dir: str 
     from ragplan.datasets import load_qa
     from ragplan.tools.textindex import TextIndex
 
+    t0 = time.perf_counter()
     examples = load_qa(data, fmt, limit=limit)
     if not any(ex.supporting_facts for ex in examples):
         raise ValueError(f"{data}: no question has gold supporting passages (supporting_facts); the assessor's labels need them")
@@ -69,6 +71,8 @@ def assessor_from_data(data: str | Path, out_dir: str | Path, *, index_dir: str 
         label_groups(groups, index.search_many, k=label_k, progress=progress)
     finally:
         index.close()
-    return train_assessor(groups, out_dir, seed=seed, test_share=test_share, model_path=model_path, label_k=label_k,
-                          n_trees=n_trees, progress=progress,
-                          extra_meta={"data": str(data), "index_dir": str(index_dir), "n_candidates": n_candidates})
+    report = train_assessor(groups, out_dir, seed=seed, test_share=test_share, model_path=model_path, label_k=label_k,
+                            n_trees=n_trees, progress=progress,
+                            extra_meta={"data": str(data), "index_dir": str(index_dir), "n_candidates": n_candidates})
+    report.seconds = round(time.perf_counter() - t0, 1)  # the whole command: index, candidates, labels, training
+    return report
