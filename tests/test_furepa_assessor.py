@@ -177,3 +177,27 @@ def test_make_data_command(tmp_path, capsys):
     assert main(["furepa", "make-data", "--out", str(tmp_path / "d.jsonl"), "--n", "12", "--seed", "4"]) == 0
     assert "Wrote 12 questions" in capsys.readouterr().out
     assert len(load_qa(tmp_path / "d.jsonl")) == 12
+
+
+def test_train_assessor_with_llm_candidates_through_the_openai_client(tmp_path, capsys, monkeypatch):
+    """--model/--base-url: every picking point's candidates come from the LLM, asked with FuRePA's masked prompt."""
+    from tests.auto_reply import auto_responder
+    from tests.openai_server import OpenAIStub
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    data = write_synthetic(tmp_path / "s.jsonl", 24, seed=2)
+
+    def proposal(req):
+        text = req.prompt_text
+        question = text.split("Question: ", 1)[1].split("\n", 1)[0]
+        held = [ln.split("] ", 1)[1].split(" (gold)")[0] for ln in text.splitlines() if ln.startswith("[")]
+        return {"thought": "t", "action": "search", "answer": "",
+                "queries": [question, "related facts", *(f"{t} history" for t in held)]}
+
+    with OpenAIStub(responder=auto_responder({"Proposal": proposal})) as stub:
+        report = _train(tmp_path, data, tmp_path / "m", capsys, "--model", "openai:stub", "--base-url", stub.base_url,
+                        "--candidates", "3", "--trees", "40", "--test-share", "0.3")
+        prompts = [r.prompt_text for r in stub.requests]
+    assert report["candidates"] == "llm" and len(prompts) >= 48  # one request per question and hop
+    assert all("Evidence gathered so far" in p and "write 3 different search queries" in p for p in prompts)
+    assert set(report["mrr"]) == {"trained", "first", "random", "oracle"}

@@ -232,3 +232,17 @@ def test_answer_from_evidence_names_why_searching_stopped():
 def test_distinct_queries():
     assert distinct_queries(["A b", "a B.", "", "c"], 5) == ["A b", "c"]
     assert distinct_queries(["x", "y"], 1) == ["x"]
+
+
+def test_assess_plan_records_a_scoring_failure(monkeypatch):
+    import ragplan.nodes.furepa.assess_plan as node
+    import ragplan.training.furepa.scorer as scorer
+
+    def broken(d):
+        raise OSError("model file gone")
+
+    monkeypatch.setattr(scorer, "load_assessor", broken)
+    monkeypatch.setattr(node, "assessor_problem", lambda ctx: None)
+    state = {"question": Q, "iterations": [Iteration(index=1, candidates=[Candidate(query="a"), Candidate(query="b")])]}
+    out = assess_plan(state, rt(assessor_mode="trained", assessor_dir="x"))
+    assert out["stop_reason"] == "assessor_error" and "OSError: model file gone" in out["error"]

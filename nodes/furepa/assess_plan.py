@@ -54,8 +54,12 @@ def assess_plan(state: Any, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
         from ragplan.training.furepa.scorer import load_assessor
 
         evidence: list[EvidencePassage] = list(state.get("evidence") or [])
-        scores = load_assessor(ctx.assessor_dir).score(state["question"], [(p.title, p.text) for p in evidence],
-                                                       [c.query for c in it.candidates])
+        try:
+            scores = load_assessor(ctx.assessor_dir).score(state["question"], [(p.title, p.text) for p in evidence],
+                                                           [c.query for c in it.candidates])
+        except Exception as exc:  # an unreadable model, an embedding model that will not load: recorded, never raised
+            return {"iterations": [it], "error": f"assess_plan: scoring failed: {type(exc).__name__}: {str(exc)[:300]}",
+                    "stop_reason": "assessor_error", "answer": ""}
         for c, s in zip(it.candidates, scores):
             c.score = round(s, 4)
         pick = max(range(n), key=lambda i: (scores[i], -i))
