@@ -44,7 +44,9 @@ class Hop:
     """One gold passage a question needs."""
 
     title: str
+    """The gold passage's title."""
     text: str = ""
+    """Its text (the dataset's paragraph; empty when the dataset does not ship it)."""
     sub_question: str = ""
     """The decomposition's sub-question for this hop, as written (may hold ``#k``)."""
     answer: str = ""
@@ -56,7 +58,9 @@ class HopGroup:
     """One picking point: question, context (earlier gold passages), targets, candidates and their labels."""
 
     qid: str
+    """The question's id."""
     question: str
+    """The question."""
     hop: int
     """0-based hop index."""
     context: list[tuple[str, str]]
@@ -64,7 +68,9 @@ class HopGroup:
     targets: list[str]
     """Titles whose retrieval counts (the hop's gold passage; any remaining one when the order is free)."""
     candidates: list[str] = field(default_factory=list)
+    """The candidate queries, in the order a selector sees them (``first`` takes the first)."""
     labels: list[float] = field(default_factory=list)
+    """Each candidate's reciprocal rank of a target (0 when none is in the top k)."""
     source: str = "data"
     """Where the candidates came from: data or llm."""
 
@@ -123,6 +129,7 @@ def question_hops(ex: QAExample) -> tuple[list[Hop], bool]:
 def _filled(sub: str, hops: list[Hop]) -> str:
     """``#k`` replaced by hop k's answer, else by the title of hop k+1 (the entity hop k leads to)."""
     def fill(m: re.Match) -> str:
+        """The answer (or next hop's title) for one ``#k``."""
         k = int(m.group(1))
         if 1 <= k <= len(hops) and hops[k - 1].answer:
             return hops[k - 1].answer

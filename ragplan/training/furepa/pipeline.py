@@ -64,6 +64,7 @@ def assessor_from_data(data: str | Path, out_dir: str | Path, *, index_dir: str 
     propose = None
     if llm_context is not None:
         def propose(question: str, context: Any, n: int) -> list[str]:
+            """Candidates from the LLM for one picking point."""
             return llm_candidates(llm_context, question, context, n)
     groups = build_groups(examples, seed=seed, n_candidates=n_candidates, propose=propose, progress=progress)
     index = TextIndex.open(index_dir, model_path=model_path)

@@ -37,13 +37,19 @@ class TreeEnsemble:
     left: np.ndarray
     """Left child of each node (-1 at a leaf); node ids are global across trees."""
     right: np.ndarray
+    """Right child of each node (-1 at a leaf)."""
     feature: np.ndarray
+    """The feature an inner node splits on."""
     threshold: np.ndarray
+    """The split: rows with ``x[feature] <= threshold`` go left."""
     value: np.ndarray
+    """A leaf's value."""
     roots: np.ndarray
     """The root node of each tree."""
     init: float
+    """The constant the boosting starts from (the training labels' mean)."""
     rate: float
+    """The learning rate every tree's value is scaled by."""
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """The ensemble's prediction for each row of ``x`` (compared in float32, as scikit-learn's trees do)."""

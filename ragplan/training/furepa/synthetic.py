@@ -62,6 +62,7 @@ def _namer(rng: random.Random):
     used: set[str] = set()
 
     def name(kind: str) -> str:
+        """A fresh name of that kind (person, company, novel, river, city)."""
         for _ in range(1000):
             if kind == "person":
                 n = f"{rng.choice(_FIRST)} {rng.choice(_ON).capitalize()}{rng.choice(_MID)}{rng.choice(_LAST_END)}"

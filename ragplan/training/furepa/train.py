@@ -52,13 +52,19 @@ class AssessorReport:
     train_mrr: dict[str, float]
     """The same picks on the training questions (how well the scorer fits)."""
     seed: int
+    """Seed of the split and the trees."""
     label_k: int
+    """Results searched for the gold passage when labelling."""
     candidates: str
     """Where the candidates came from (data, llm, or both)."""
     model_path: str
+    """The Sentence-BERT model of the features ('' = the packaged MiniLM)."""
     out_dir: str
+    """Where the assessor was saved."""
     seconds: float
+    """Wall time of the training (of the whole command when run from data)."""
     importances: dict[str, float] = field(default_factory=dict)
+    """Share of the trees' splits on each feature."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
