@@ -1,0 +1,114 @@
+"""The layout stays walkable: no import cycles, steps in two hops, one name per thing, a clean type check."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "ragplan"
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the ``ragplan`` package (through its symlinked folders) by dotted name."""
+    out: dict[str, Path] = {}
+    for dirpath, _, files in os.walk(PKG, followlinks=True):
+        for f in files:
+            if not f.endswith(".py"):
+                continue
+            rel = (Path(dirpath) / f).relative_to(PKG).with_suffix("")
+            parts = list(rel.parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(["ragplan", *parts])] = Path(dirpath) / f
+    return out
+
+
+def _imports(path: Path, modules: set[str]) -> set[str]:
+    """The ragplan modules ``path`` imports anywhere (function-level imports included)."""
+    deps: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ragplan"):
+            deps.add(node.module)
+            deps.update(f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in modules)
+        elif isinstance(node, ast.Import):
+            deps.update(a.name for a in node.names if a.name.startswith("ragplan"))
+    return {d for d in deps if d in modules}
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for v in edges:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycles():
+    """Registries and factories live in modules of their own, so no two modules import each other (even lazily)."""
+    mods = _modules()
+    edges = {m: _imports(p, set(mods)) - {m} for m, p in mods.items()}
+    assert _cycles(edges) == []
+
+
+def test_every_step_is_two_hops_away():
+    """nodes/ holds one folder per family plus common/, and each module there is a step (or its prompt/examples)."""
+    folders = sorted(p.name for p in (ROOT / "nodes").iterdir() if p.is_dir() and p.name != "__pycache__")
+    from ragplan.registry import families
+
+    assert set(folders) <= {"common"} | {f.name for f in families()}, folders
+    assert not [p.name for p in (ROOT / "nodes").glob("*.py") if p.name != "__init__.py"], "steps belong in a family folder"
+
+
+def test_no_two_public_classes_or_functions_share_a_name():
+    """``validate_plan`` the function and the node, two unrelated ``Plan`` classes: one name, one thing."""
+    seen: dict[str, list[str]] = {}
+    for name, path in _modules().items():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+                seen.setdefault(node.name, []).append(name)
+    allowed = {"main", "run", "add_parser", "generate", "scenario_from_data", "detect_format"}  # per-module entry points and readers
+    twice = {n: ms for n, ms in seen.items() if len(ms) > 1 and n not in allowed}
+    assert twice == {}
+
+
+@pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "mypy").exists() and not os.environ.get("RAGPLAN_FORCE_MYPY"),
+                    reason="mypy is installed by scripts/install.sh (the dev extra)")
+def test_type_check_is_clean():
+    """mypy over the product code (settings in pyproject.toml) finds nothing; tools, tests and langgraph dev
+    resolve ``ragplan.*`` the same way (the top-level folders are symlinked into the package)."""
+    proc = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
