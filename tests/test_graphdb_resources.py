@@ -71,9 +71,9 @@ CAPPED: list[tuple[str, str, str]] = [
 ]
 # Run in the worker and stopped by its budgets or by the engine's own guards:
 RUNTIME: list[tuple[str, str, str]] = [
-    ("reduce-string-doubling", "RETURN reduce(s = 'ab', i IN range(1, 40) | s + s) AS s", r"memory budget|larger than"),
-    ("reduce-string-doubling-size", "RETURN size(reduce(s = 'ab', i IN range(1, 40) | s + s)) AS n", r"memory budget"),
-    ("reduce-string-tripling", "RETURN size(reduce(s = 'x', i IN range(1, 30) | s + s + s)) AS n", r"memory budget"),
+    ("reduce-string-doubling", "RETURN reduce(s = 'ab', i IN range(1, 40) | s + s) AS s", r"memory budget|larger than|time budget"),
+    ("reduce-string-doubling-size", "RETURN size(reduce(s = 'ab', i IN range(1, 40) | s + s)) AS n", r"memory budget|time budget"),
+    ("reduce-string-tripling", "RETURN size(reduce(s = 'x', i IN range(1, 30) | s + s + s)) AS n", r"memory budget|time budget"),
     ("reduce-string-repeat", "RETURN size(reduce(s = '', i IN range(1, 1000000) | s + 'xxxxxxxxxxxxxxxx')) AS n", r"time budget|memory budget"),
     ("reduce-list-nesting", "RETURN reduce(acc = [], i IN range(1, 1000) | [acc]) AS x", r"more than 64 levels deep|crashed"),
     ("reduce-list-nesting-size", "RETURN size(reduce(acc = [], i IN range(1, 100000) | [acc])) AS x", r"time budget|memory budget|crashed"),
@@ -94,7 +94,7 @@ RUNTIME: list[tuple[str, str, str]] = [
     ("collect-cartesian", "MATCH (a), (b), (c), (d) WITH collect([a, b, c, d]) AS l RETURN size(l) AS c", r"memory budget|time budget"),
     ("collect-strings", "MATCH (a), (b), (c), (d), (e) RETURN size(collect(a.name + b.name + c.name + d.name + e.name)) AS c", r"memory budget|time budget"),
     ("replace-blowup", "RETURN size(replace(reduce(s = 'a', i IN range(1, 27) | s + s), 'a', 'aaaaaaaaaaaaaaaa')) AS n", r"memory budget|time budget"),
-    ("big-result-string", "RETURN reduce(s = 'ab', i IN range(1, 24) | s + s) AS s", r"larger than 16 MB"),
+    ("big-result-string", "RETURN reduce(s = 'ab', i IN range(1, 24) | s + s) AS s", r"larger than 16 MB|memory budget|time budget"),
 ]
 ATTACKS = CAPPED + RUNTIME
 assert len(ATTACKS) >= 30
