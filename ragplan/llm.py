@@ -23,10 +23,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ValidationError
 
+from ragplan.llm_cache import LLMCache, attach_cache, llm_cache
 from ragplan.state.usage import Usage
 
 __all__ = ["load_chat_model", "endpoint_problem", "chat_model_for", "Decision", "decide", "decide_for", "LLMConfigError",
-           "generate", "structured_model", "parse_reply"]
+           "generate", "structured_model", "parse_reply", "cache_of"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -61,12 +62,15 @@ _PROVIDER_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", 
                   "mistralai": "MISTRAL_API_KEY", "groq": "GROQ_API_KEY", "together": "TOGETHER_API_KEY"}
 
 
-def endpoint_problem(spec: str, base_url: str = "") -> str | None:
-    """Why the model named ``spec`` cannot be reached as configured, or None when it looks usable."""
+def endpoint_problem(spec: str, base_url: str = "", replay: bool = False) -> str | None:
+    """Why the model named ``spec`` cannot be reached as configured, or None when it looks usable.
+
+    With ``replay`` every call is served from the LLM cache, so no key or base URL is needed.
+    """
     provider, name = split_model_spec(spec)
     if not name:
         return "The model name is empty.\n" + HOW_TO_CONFIGURE
-    if base_url:
+    if base_url or replay:
         return None
     key = _PROVIDER_KEYS.get(provider)
     if key and not os.environ.get(key):
@@ -78,39 +82,56 @@ _models: dict[tuple, BaseChatModel] = {}
 _models_lock = threading.Lock()
 
 
+def cache_of(cache_dir: str, replay: bool) -> LLMCache | None:
+    """The record/replay cache of these settings (None without ``cache_dir``); raises :class:`LLMConfigError`
+    for replay without a cache."""
+    if replay and not cache_dir:
+        raise LLMConfigError("llm_replay (--replay) needs llm_cache_dir (--llm-cache DIR): the cache to replay from")
+    return llm_cache(cache_dir, replay) if cache_dir else None
+
+
 def load_chat_model(
-    spec: str, *, base_url: str = "", temperature: float = 0.0, timeout_s: float = 120.0, max_retries: int = 3
+    spec: str, *, base_url: str = "", temperature: float = 0.0, timeout_s: float = 120.0, max_retries: int = 3,
+    cache_dir: str = "", replay: bool = False,
 ) -> BaseChatModel:
     """The chat model for ``spec``, built once per process per setting.
 
     With ``base_url`` (or provider ``openai``) it is a ``ChatOpenAI`` pointed at that endpoint, which
     covers OpenAI, vLLM, Ollama, llama.cpp server and LM Studio; other providers go through LangChain's
-    ``init_chat_model``. Raises :class:`LLMConfigError` when no endpoint is configured.
+    ``init_chat_model``. With ``cache_dir`` every call goes through the record/replay cache
+    (:mod:`ragplan.llm_cache`); with ``replay`` only through it, and no key or endpoint is needed.
+    Raises :class:`LLMConfigError` when no endpoint is configured.
     """
-    problem = endpoint_problem(spec, base_url)
+    problem = endpoint_problem(spec, base_url, replay)
     if problem:
         raise LLMConfigError(problem)
-    key = (spec, base_url, float(temperature), float(timeout_s), int(max_retries))
+    cache = cache_of(cache_dir, replay)
+    key = (spec, base_url, float(temperature), float(timeout_s), int(max_retries),
+           str(cache.directory) if cache else "", bool(replay))
     with _models_lock:
         if key in _models:
             return _models[key]
         provider, name = split_model_spec(spec)
+        cached: dict[str, Any] = {"cache": cache} if cache is not None else {}
         if base_url or provider == "openai":
             from langchain_openai import ChatOpenAI
 
             from pydantic import SecretStr
 
-            secret = os.environ.get("OPENAI_API_KEY") or ("not-needed" if base_url else None)
+            secret = os.environ.get("OPENAI_API_KEY") or ("not-needed" if base_url or replay else None)
             api_key = SecretStr(secret) if secret else None
             model: BaseChatModel = ChatOpenAI(
                 model=name, base_url=base_url or None, api_key=api_key, temperature=temperature,
-                timeout=timeout_s, max_retries=max_retries, stream_usage=True,
+                timeout=timeout_s, max_retries=max_retries, stream_usage=True, **cached,
             )
         else:
             from langchain.chat_models import init_chat_model
 
-            model = init_chat_model(name, model_provider=provider, temperature=temperature,
-                                    timeout=timeout_s, max_retries=max_retries)
+            env_key = _PROVIDER_KEYS.get(provider)
+            extra: dict[str, Any] = {**cached, "temperature": temperature, "timeout": timeout_s, "max_retries": max_retries}
+            if replay and env_key and not os.environ.get(env_key):  # never sent: replay answers from the cache
+                extra["api_key"] = "not-needed"
+            model = init_chat_model(name, model_provider=provider, **extra)
         _models[key] = model
         return model
 
@@ -119,18 +140,22 @@ def chat_model_for(ctx: Any, role: str = "") -> BaseChatModel:
     """The chat model a node should use: an object a Python caller gave, else one built by name.
 
     ``role`` names a model role of the context (``planner``, ``responder`` …): its ``<role>_chat_model``
-    object or ``<role>_model`` name wins when set; otherwise ``chat_model`` / ``model`` are used.
+    object or ``<role>_model`` name wins when set; otherwise ``chat_model`` / ``model`` are used. With
+    ``llm_cache_dir`` (and ``llm_replay``) set, the model records to (replays from) that cache.
     """
     obj = getattr(ctx, f"{role}_chat_model", None) if role else None
     obj = obj or getattr(ctx, "chat_model", None)
+    cache_dir, replay = getattr(ctx, "llm_cache_dir", ""), bool(getattr(ctx, "llm_replay", False))
     if obj is not None:
         if not isinstance(obj, BaseChatModel):
             raise LLMConfigError(f"chat_model must be a LangChain chat model object, not {type(obj).__name__}; "
                                  "to name a model use the `model` setting (e.g. openai:gpt-4o-mini)")
-        return obj
+        cache = cache_of(cache_dir, replay)
+        return attach_cache(obj, cache) if cache is not None else obj  # a copy: the caller's object is left as it is
     spec = (getattr(ctx, f"{role}_model", "") if role else "") or ctx.model
     return load_chat_model(spec, base_url=ctx.base_url, temperature=ctx.temperature,
-                           timeout_s=ctx.llm_timeout_s, max_retries=ctx.llm_max_retries)
+                           timeout_s=ctx.llm_timeout_s, max_retries=ctx.llm_max_retries, cache_dir=cache_dir,
+                           replay=replay)
 
 
 @dataclass

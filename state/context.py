@@ -67,6 +67,17 @@ class LLMContext:
         default=None,
         metadata={"description": "Python only: a LangChain chat model object used instead of `model`."},
     )
+    llm_cache_dir: str = field(
+        default="",
+        metadata={"description": "Folder of the LLM record/replay cache: every chat request and its response is stored "
+                  "there, keyed by model, settings and messages, and an identical request is answered from it. "
+                  "Empty = no cache."},
+    )
+    llm_replay: bool = field(
+        default=False,
+        metadata={"description": "Serve every LLM call from llm_cache_dir only (offline, no endpoint needed); a request "
+                  "that was not recorded fails the run with llm_error instead of reaching the network."},
+    )
 
 
 @dataclass(kw_only=True)

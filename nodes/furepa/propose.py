@@ -24,6 +24,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field, model_validator
 
 from ragplan.llm import Decision, chat_model_for, decide, failure_update, load_chat_model
+from ragplan.llm_cache import model_with
 from ragplan.state.furepa import Candidate, FuRePAContext, Iteration
 from ragplan.state.usage import Usage
 
@@ -74,7 +75,7 @@ def chat_model_at(ctx: Any, temperature: float) -> BaseChatModel:
     obj = getattr(ctx, "chat_model", None)
     if obj is None:
         return load_chat_model(ctx.model, base_url=ctx.base_url, temperature=temperature, timeout_s=ctx.llm_timeout_s,
-                               max_retries=ctx.llm_max_retries)
+                               max_retries=ctx.llm_max_retries, cache_dir=ctx.llm_cache_dir, replay=ctx.llm_replay)
     model = chat_model_for(ctx)  # checks the object is a chat model
     if "temperature" not in type(model).model_fields:
         return model
@@ -86,7 +87,7 @@ def chat_model_at(ctx: Any, temperature: float) -> BaseChatModel:
         if len(_copies) > 256:
             for k in [k for k, (ref, _) in _copies.items() if ref() is None]:
                 del _copies[k]
-        copy = model.model_copy(update={"temperature": float(temperature)})
+        copy = model_with(model, temperature=float(temperature))  # (its cache keys by the new temperature)
         _copies[key] = (weakref.ref(model), copy)
         return copy
 

@@ -16,11 +16,11 @@ from typing import Any, TextIO
 
 from ragplan.family import MethodFamily, Option
 
-__all__ = ["add_ask_parser", "run_ask", "TracePrinter", "parse_assignments"]
+__all__ = ["add_ask_parser", "run_ask", "TracePrinter", "parse_assignments", "add_cache_options", "cache_problem"]
 
 #: Flags every family shares, and the LLM context fields they set.
 COMMON_FIELDS = [("model", "model"), ("base_url", "base_url"), ("temperature", "temperature"),
-                 ("structured_output", "structured_output")]
+                 ("structured_output", "structured_output"), ("llm_cache", "llm_cache_dir"), ("replay", "llm_replay")]
 
 
 def add_ask_parser(sub: Any, *, with_family_options: bool = True) -> argparse.ArgumentParser:
@@ -43,6 +43,7 @@ def add_ask_parser(sub: Any, *, with_family_options: bool = True) -> argparse.Ar
     ask.add_argument("--temperature", type=float, default=None)
     ask.add_argument("--structured-output", choices=["function_calling", "json_schema", "text"], default=None,
                      help="how LLM decisions are parsed (text for endpoints without tool calling)")
+    add_cache_options(ask)
     ask.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="any other setting of the method's context (repeatable; VALUE is JSON or text)")
     ask.add_argument("--input", action="append", default=[], metavar="KEY=JSON",
@@ -54,6 +55,27 @@ def add_ask_parser(sub: Any, *, with_family_options: bool = True) -> argparse.Ar
 
         add_family_options(ask, families())
     return ask
+
+
+def add_cache_options(parser: argparse.ArgumentParser) -> None:
+    """``--llm-cache DIR`` and ``--replay`` (the LLM record/replay cache, :mod:`ragplan.llm_cache`)."""
+    parser.add_argument("--llm-cache", metavar="DIR", default=None,
+                        help="record every LLM request and its response in DIR (an identical request is answered "
+                             "from it); see 'Record and replay' in the README")
+    parser.add_argument("--replay", action="store_true", default=None,
+                        help="with --llm-cache: serve every LLM call from the cache only (offline, no endpoint); "
+                             "a request that was not recorded fails with llm_error")
+
+
+def cache_problem(cache_dir: str, replay: bool) -> str | None:
+    """Why ``--llm-cache`` / ``--replay`` cannot work as given, or None."""
+    if replay and not cache_dir:
+        return "--replay needs --llm-cache DIR (the cache to replay from)"
+    if replay and not Path(cache_dir).is_dir():
+        return f"--llm-cache {cache_dir}: no such folder, nothing to replay"
+    if cache_dir and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
+        return f"--llm-cache {cache_dir}: not a folder"
+    return None
 
 
 def add_family_options(parser: argparse.ArgumentParser, fams: list[MethodFamily]) -> None:
@@ -182,6 +204,7 @@ def run_ask(args: argparse.Namespace) -> int:
     """Run ``ragplan ask``: check the LLM configuration and the method's data at once, run and print."""
     from ragplan.api import ask
     from ragplan.llm import endpoint_problem
+    from ragplan.llm_cache import track_cache_usage
     from ragplan.registry import family_of
 
     try:
@@ -206,7 +229,7 @@ def run_ask(args: argparse.Namespace) -> int:
     if unknown:
         print(f"error: --input {', '.join(unknown)}: {args.method} takes {', '.join(family.input_keys)}", file=sys.stderr)
         return 2
-    problem = endpoint_problem(ctx.model, ctx.base_url)
+    problem = cache_problem(ctx.llm_cache_dir, ctx.llm_replay) or endpoint_problem(ctx.model, ctx.base_url, ctx.llm_replay)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -221,7 +244,8 @@ def run_ask(args: argparse.Namespace) -> int:
         print(f"Method: {args.method}   Model: {ctx.model}{'  @ ' + ctx.base_url if ctx.base_url else ''}"
               f"{'   ' + where if where else ''}", file=out)
         print(f"Question: {question}", file=out)
-    res = ask(question, args.method, context=ctx, inputs=inputs, on_update=printer)
+    with track_cache_usage() as cache_usage:
+        res = ask(question, args.method, context=ctx, inputs=inputs, on_update=printer)
     if args.json:
         print(json.dumps(res.model_dump(mode="json"), ensure_ascii=False))
     else:
@@ -231,6 +255,10 @@ def run_ask(args: argparse.Namespace) -> int:
             print(line)
         print(f"LLM calls: {u.llm_calls}   Tokens: {u.input_tokens} in / {u.output_tokens} out   "
               f"Wall time: {res.wall_time_s:.2f} s (LLM {u.llm_seconds:.2f} s)")
+        if ctx.llm_cache_dir:
+            c = cache_usage.summary()
+            print(f"LLM cache: {ctx.llm_cache_dir}{' (replay)' if ctx.llm_replay else ''}   entries used: {c['entries']} "
+                  f"({c['replayed']} replayed, {c['recorded']} recorded)   fingerprint: {c['fingerprint'][:16]}")
         if res.error:
             print(f"error: {res.error}", file=sys.stderr)
     return 0 if res.answer and not res.error else 1

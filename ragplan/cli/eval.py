@@ -10,6 +10,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ragplan.cli.ask import add_cache_options
+
 __all__ = ["add_eval_parser", "run_eval"]
 
 
@@ -38,6 +40,10 @@ def add_eval_parser(sub: Any) -> None:
                     help="run folder (default runs/<method>-<benchmark>-<time>); for `eval retrieval` the JSON file "
                          "(default runs/retrieval-<benchmark>-<time>.json)")
     ev.add_argument("--resume", metavar="RUN_DIR", default=None, help="finish an interrupted run folder")
+    ev.add_argument("--rerun", metavar="RUN_DIR", default=None,
+                    help="execute a finished run again into --out with its settings (with --llm-cache DIR --replay: "
+                         "offline from the cache it recorded) and check the records are the same")
+    add_cache_options(ev)
     ev.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a context setting for every question, e.g. --set max_steps=8 (repeatable)")
     ev.add_argument("--benchmark-option", action="append", default=[], metavar="KEY=VALUE",
@@ -61,7 +67,8 @@ def run_eval(args: argparse.Namespace) -> int:
     from ragplan.eval.report import compare_runs
     from ragplan.eval.runner import RunSettings, run_evaluation
     from ragplan.llm import endpoint_problem
-    from ragplan.cli.ask import parse_assignments
+    from ragplan.cli.ask import cache_problem, parse_assignments
+    from ragplan.eval.rerun import missing_entries, record_differences, rerun_settings
     from ragplan.registry import family_of
 
     if args.report and args.report[0] == "retrieval":
@@ -76,7 +83,18 @@ def run_eval(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         return 0
-    if args.resume:
+    if args.rerun:
+        try:
+            settings = rerun_settings(args.rerun, data=args.data, concurrency=args.concurrency)
+        except (OSError, json.JSONDecodeError, TypeError) as exc:
+            print(f"error: {args.rerun} is not a run folder: {exc}", file=sys.stderr)
+            return 2
+        run_dir = Path(args.out or f"runs/{settings.method}-{settings.benchmark}-{datetime.now():%Y%m%d-%H%M%S}")
+        if run_dir.resolve() == Path(args.rerun).resolve() or (run_dir / "results.jsonl").exists():
+            print(f"error: --rerun writes a new run folder: {run_dir} already holds a run (give --out NEW_DIR)",
+                  file=sys.stderr)
+            return 2
+    elif args.resume:
         run_dir = Path(args.resume)
         try:
             settings = RunSettings.load(run_dir / "settings.json")
@@ -117,7 +135,17 @@ def run_eval(args: argparse.Namespace) -> int:
         print(f"error: --set {', '.join(unknown)}: not a setting of {settings.method}; settings: "
               f"{', '.join(sorted(family.context_fields()))}", file=sys.stderr)
         return 2
-    problem = endpoint_problem(settings.model, settings.base_url)
+    if args.llm_cache is not None:
+        settings.llm_cache_dir = str(Path(args.llm_cache).resolve())
+    if args.replay:
+        settings.llm_replay = True
+    problem = (cache_problem(settings.llm_cache_dir, settings.llm_replay)
+               or endpoint_problem(settings.model, settings.base_url, settings.llm_replay))
+    if not problem and args.rerun and settings.llm_replay:
+        lacking, used = missing_entries(args.rerun, settings.llm_cache_dir)
+        if lacking:
+            problem = (f"the LLM cache {settings.llm_cache_dir} lacks {lacking} of the {used} responses {args.rerun} "
+                       "used (its llm_cache.json): the replay would fail on them")
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -133,6 +161,18 @@ def run_eval(args: argparse.Namespace) -> int:
 
     print(summary_markdown(summary))
     print(f"run folder: {run_dir}")
+    if "llm_cache" in summary:
+        c = summary["llm_cache"]
+        print(f"LLM cache: {c['dir']}{' (replay)' if c['replay'] else ''}   entries used: {c['entries']}   "
+              f"fingerprint: {c['fingerprint'][:16]}")
+    if args.rerun:
+        compared, diffs = record_differences(args.rerun, run_dir)
+        if not diffs:
+            print(f"replay check: {compared} of {compared} records identical to {args.rerun} (timing fields aside)")
+        else:
+            shown = "; ".join(f"{q} ({', '.join(f[:6])})" for q, f in list(diffs.items())[:5])
+            print(f"replay check: {len(diffs)} of {compared} records differ from {args.rerun}: {shown}")
+            return 1 if settings.llm_replay else 0
     return 0
 
 

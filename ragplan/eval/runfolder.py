@@ -2,7 +2,9 @@
 
 * ``settings.json`` — what was run (:class:`RunSettings`), written atomically;
 * ``results.jsonl`` — one JSON line per finished question, appended and fsynced one at a time;
-* ``invocations.jsonl`` — when each run or resume started, so the wall time counts killed runs too.
+* ``invocations.jsonl`` — when each run or resume started, so the wall time counts killed runs too;
+* ``llm_cache.json`` — with an LLM cache: its folder, the mode, and the entries the run used (their
+  count, a fingerprint, and their digests), so a shipped cache can be checked against the run.
 
 The runner (:mod:`ragplan.eval.runner`) writes folders; the reports (:mod:`ragplan.eval.report`) read them.
 """
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ragplan import __version__
+from ragplan.llm_cache import fingerprint_of
 
 __all__ = ["RunSettings", "RunFolder", "atomic_write"]
 
@@ -44,6 +47,10 @@ class RunSettings:
     """Re-runs of a question whose LLM calls were rate limited (429), with exponential backoff."""
     backoff_s: float = 5.0
     """First backoff after a rate limit; doubles each retry, with jitter."""
+    llm_cache_dir: str = ""
+    """The LLM record/replay cache every call went through (empty = none); see ``llm_cache.json``."""
+    llm_replay: bool = False
+    """Whether every LLM call was served from ``llm_cache_dir`` only (a replay, no endpoint)."""
     created: str = ""
     ragplan_version: str = __version__
 
@@ -139,6 +146,18 @@ class RunFolder:
             end = now if (k == last and now is not None) else ends.get(k, start)
             total += max(0.0, end - start)
         return round(total, 3)
+
+    def record_llm_cache(self, cache_dir: str, replay: bool, digests: list[str]) -> dict[str, Any]:
+        """Write ``llm_cache.json`` (the entries used by this and earlier invocations) and return its summary."""
+        path = self.path / "llm_cache.json"
+        try:
+            earlier = json.loads(path.read_text(encoding="utf-8")).get("digests") or []
+        except (OSError, ValueError, AttributeError):
+            earlier = []
+        used = sorted(set(digests) | {d for d in earlier if isinstance(d, str)})
+        info = {"dir": cache_dir, "replay": replay, **fingerprint_of(used)}
+        atomic_write(path, json.dumps({**info, "digests": used}, indent=1))
+        return info
 
     def append(self, record: dict[str, Any]) -> None:
         """Append one record as a line, flushed to disk before returning."""

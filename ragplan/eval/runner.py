@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 import random
+import re
 import time
 import json
 from datetime import datetime, timezone
@@ -30,6 +31,7 @@ from ragplan.eval.registry import get_benchmark
 from ragplan.eval.report import summarise, write_summary
 from ragplan.eval.runfolder import RunFolder, RunSettings
 from ragplan.family import MethodFamily
+from ragplan.llm_cache import track_cache_usage
 from ragplan.registry import family_of
 from ragplan.state.result import GraphResult
 from ragplan.state.usage import Usage
@@ -40,7 +42,7 @@ __all__ = ["RunSettings", "RunFolder", "evaluate", "run_evaluation", "is_rate_li
 def is_rate_limited(error: str | None) -> bool:
     """Whether a recorded LLM error is a rate limit (worth waiting for) rather than a real failure."""
     e = (error or "").lower()
-    return "429" in e or "ratelimit" in e or "rate limit" in e or "rate_limit" in e
+    return re.search(r"\b429\b", e) is not None or "ratelimit" in e or "rate limit" in e or "rate_limit" in e
 
 
 def _record(item: Item, res: GraphResult, graded: dict[str, Any], settings: RunSettings, latency: float,
@@ -100,6 +102,8 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
         base["base_url"] = settings.base_url
     if chat_model is not None:
         base["chat_model"] = chat_model
+    if settings.llm_cache_dir:
+        base.update(llm_cache_dir=settings.llm_cache_dir, llm_replay=settings.llm_replay)
     if hasattr(bench, "prepare"):  # e.g. build a local index from the dataset's own contexts
         base.update({k: v for k, v in bench.prepare(folder.path, settings.context).items() if k in ctx_fields})
     sem = asyncio.Semaphore(max(1, settings.concurrency))
@@ -154,11 +158,14 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
             if on_progress:
                 on_progress(finished, len(items))
 
-    await asyncio.gather(*(one(it) for it in pending))  # the loop shuts its default executor down when it closes
+    with track_cache_usage() as cache_usage:  # the LLM cache entries this run reads or writes
+        await asyncio.gather(*(one(it) for it in pending))  # the loop shuts its default executor down when it closes
     records = folder.load_records()
     ordered = [records[it.id] for it in items if it.id in records]
     summary = summarise(ordered, list(bench.group_by), settings, list(getattr(bench, "metrics", ())))
     summary["cost"]["wall_time_s"] = folder.wall_time(records, now=time.time())
+    if settings.llm_cache_dir:
+        summary["llm_cache"] = folder.record_llm_cache(settings.llm_cache_dir, settings.llm_replay, cache_usage.digests())
     if hasattr(bench, "report"):  # a benchmark's own tables (e.g. REAPER's per-tool precision/recall/F1)
         summary["benchmark_report"] = bench.report(ordered)
     write_summary(folder.path, summary)

@@ -78,7 +78,9 @@ def to_jsonable(value: Any) -> Any:
         return value
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
+    if isinstance(value, (set, frozenset)):  # in a fixed order: the evidence goes into the responder's prompt
+        return sorted((to_jsonable(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True, default=str))
+    if isinstance(value, (list, tuple)):
         return [to_jsonable(v) for v in value]
     if isinstance(value, BaseModel):
         return to_jsonable(value.model_dump(mode="json"))

@@ -1,0 +1,79 @@
+"""Re-executing a finished run into a new folder (``ragplan eval --rerun RUN_DIR``), and checking it reproduced the run.
+
+With the LLM cache the run recorded (``--llm-cache DIR --replay``) the re-execution needs no endpoint and
+must give the same records: :func:`record_differences` compares them field by field, leaving out only
+what measures time: :data:`TIMING_FIELDS` and any field named ``*_s``, ``*_ms`` or ``*_seconds`` at any
+depth, and inside text a measured duration written with decimals (``[3 sentences, 0.08 s]``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ragplan.eval.runfolder import RunFolder, RunSettings
+from ragplan.llm_cache import LLMCache
+
+__all__ = ["rerun_settings", "missing_entries", "record_differences", "TIMING_FIELDS"]
+
+#: Record fields that measure time or count invocations of this folder; they differ between executions.
+TIMING_FIELDS = frozenset({"latency_s", "llm_seconds", "finished_at", "invocation", "wall_time_s", "seconds",
+                           "elapsed_s", "duration_s", "created", "started", "planner_latency_s"})
+
+
+def rerun_settings(run_dir: str | Path, *, data: str | None = None, concurrency: int | None = None) -> RunSettings:
+    """The settings of the run in ``run_dir`` for a fresh execution (``data`` moves the benchmark's data)."""
+    settings = RunSettings.load(Path(run_dir) / "settings.json")
+    settings = replace(settings, created="", context=dict(settings.context),
+                       benchmark_options=dict(settings.benchmark_options))
+    if data:
+        settings.data = str(Path(data).resolve())
+    if concurrency:
+        settings.concurrency = concurrency
+    return settings
+
+
+def missing_entries(run_dir: str | Path, cache_dir: str | Path) -> tuple[int, int]:
+    """``(missing, used)``: how many of the LLM cache entries the run used (its ``llm_cache.json``) the cache lacks."""
+    path = Path(run_dir) / "llm_cache.json"
+    if not path.exists():
+        return 0, 0
+    digests = json.loads(path.read_text(encoding="utf-8")).get("digests") or []
+    cache = LLMCache(cache_dir, replay=True)
+    return sum(1 for d in digests if not cache.has(d)), len(digests)
+
+
+_DURATION = re.compile(r"\b\d+\.\d+ m?s\b")
+
+
+def _untimed(value: Any) -> Any:
+    """``value`` without its timing fields and with durations in text masked, at any depth."""
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items()
+                if k not in TIMING_FIELDS and not k.endswith(("_s", "_ms", "_seconds"))}
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    if isinstance(value, str):
+        return _DURATION.sub("(time)", value)
+    return value
+
+
+def record_differences(old_dir: str | Path, new_dir: str | Path) -> tuple[int, dict[str, list[str]]]:
+    """``(compared, {id: differing fields})`` between two run folders' records, timing fields aside.
+
+    A question present in only one folder is reported with the field ``(missing)``.
+    """
+    old, new = RunFolder(old_dir).load_records(), RunFolder(new_dir).load_records()
+    diffs: dict[str, list[str]] = {}
+    for qid in sorted(set(old) | set(new)):
+        if qid not in old or qid not in new:
+            diffs[qid] = ["(missing)"]
+            continue
+        a, b = _untimed(old[qid]), _untimed(new[qid])
+        fields = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+        if fields:
+            diffs[qid] = fields
+    return len(set(old) | set(new)), diffs

@@ -1,0 +1,171 @@
+"""Record a run from the local OpenAI-compatible server, stop the server, replay it offline: the same records.
+
+``ragplan eval … --llm-cache DIR`` records every LLM call of a PlanRAG run over a generated DQA clone and
+of a Think-then-Act run over a small HotpotQA file (context-only index); then, with the server stopped
+and no key or base URL, ``ragplan eval --rerun RUN --out NEW --llm-cache DIR --replay`` runs both again in
+another process (another hash seed, so no set order can sneak into a prompt) and must reproduce the
+answers, grades and traces exactly. A miss fails clearly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragplan.cli import main
+from ragplan.eval.rerun import record_differences
+from tests.auto_reply import auto_responder
+from tests.family_data import planrag as planrag_data
+from tests.family_data import think_then_act as tta_data
+from tests.openai_server import OpenAIStub
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "openai:stub-model"
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    """No key and no base URL from the environment: replay must need neither."""
+    for k in ("OPENAI_API_KEY", "RAGPLAN_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(k, raising=False)
+    if any(k.lower().endswith("_proxy") for k in os.environ):
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+        monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+
+
+def _think_then_act_data(root: Path) -> tuple[list[str], Any]:
+    from tests.test_datasets import HOTPOT, write_json
+
+    root.mkdir(parents=True, exist_ok=True)
+    d = tta_data.make(root)
+    hotpot = write_json(root / "hotpot_two.json", HOTPOT[:2])
+    return ["--method", "think_then_act", "--benchmark", "hotpotqa", "--data", str(hotpot), "--context-only"], d
+
+
+def _planrag_data(root: Path) -> tuple[list[str], Any]:
+    from ragplan.dqa.generate import generate
+
+    clone = root / "dqa"
+    generate(clone, "locating", 2, seed=3)
+    d = planrag_data.make(root / "family")
+    return ["--method", "planrag", "--benchmark", "dqa-locating", "--data", str(clone)], d
+
+
+#: The timing fields these two families' records have (the rest must match exactly).
+TIMING = {"latency_s", "llm_seconds", "finished_at", "invocation", "query_ms"}
+
+
+def _untimed(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if k not in TIMING}
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    return re.sub(r"\d+\.\d\d s\]", "(t) s]", value) if isinstance(value, str) else value
+
+
+def _records(run: Path) -> dict[str, dict[str, Any]]:
+    return {r["id"]: r for r in (json.loads(x) for x in (run / "results.jsonl").read_text().splitlines())}
+
+
+def _replay(*args: str, seed: str = "7") -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONHASHSEED": seed, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "ragplan", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.mark.parametrize("family", ["planrag", "think_then_act"])
+def test_a_recorded_run_replays_exactly_offline(family, tmp_path, capsys):
+    flags, d = (_planrag_data if family == "planrag" else _think_then_act_data)(tmp_path / "data")
+    cache, run, again = tmp_path / "cache", tmp_path / "run", tmp_path / "replayed"
+    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
+        code = main(["eval", *flags, "--model", MODEL, "--base-url", stub.base_url, "--out", str(run),
+                     "--llm-cache", str(cache), "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0
+    sent = len(stub.requests)
+    recorded = _records(run)
+    assert len(recorded) == 2 and all(r["answer"] and r["error"] == "" for r in recorded.values())
+    assert sum(r["llm_calls"] for r in recorded.values()) == sent > 0
+    settings = json.loads((run / "settings.json").read_text())
+    assert settings["llm_cache_dir"] == str(cache.resolve()) and settings["llm_replay"] is False
+    used = json.loads((run / "llm_cache.json").read_text())
+    entries = sorted(p.stem for p in cache.glob("??/??/*.json"))
+    assert used["digests"] == entries and used["entries"] == len(entries) > 0
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["llm_cache"] == {k: used[k] for k in ("dir", "replay", "entries", "fingerprint")}
+    assert f"LLM cache: {cache.resolve()}   entries used: {len(entries)}" in out
+
+    # the server is gone: replay in another process, with no endpoint configured at all
+    proc = _replay("eval", "--rerun", str(run), "--out", str(again), "--llm-cache", str(cache), "--replay",
+                   "--no-progress")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert f"replay check: 2 of 2 records identical to {run} (timing fields aside)" in proc.stdout
+    replayed = _records(again)
+    assert record_differences(run, again) == (2, {})
+    assert set(replayed) == set(recorded)
+    for qid, rec in recorded.items():  # answers, grades, tokens and the whole trace are the same
+        assert _untimed(replayed[qid]) == _untimed(rec)
+        assert replayed[qid]["answer"] == rec["answer"] and replayed[qid]["input_tokens"] == rec["input_tokens"]
+    again_summary = json.loads((again / "summary.json").read_text())
+    assert again_summary["overall"] == summary["overall"]
+    assert again_summary["llm_cache"]["fingerprint"] == used["fingerprint"] and again_summary["llm_cache"]["replay"] is True
+    assert json.loads((again / "settings.json").read_text())["llm_replay"] is True
+    assert sorted(p.stem for p in cache.glob("??/??/*.json")) == entries  # replay wrote nothing
+
+
+def test_a_replay_miss_fails_clearly(tmp_path, capsys):
+    flags, d = _think_then_act_data(tmp_path / "data")
+    cache, empty, run = tmp_path / "cache", tmp_path / "empty", tmp_path / "run"
+    empty.mkdir()
+    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
+        assert main(["eval", *flags, "--limit", "1", "--model", MODEL, "--base-url", stub.base_url, "--out", str(run),
+                     "--llm-cache", str(cache), "--no-progress"]) == 0
+    capsys.readouterr()
+    # re-executing from a cache that lacks the run's entries is refused before anything runs
+    code = main(["eval", "--rerun", str(run), "--out", str(tmp_path / "r1"), "--llm-cache", str(empty), "--replay"])
+    err = capsys.readouterr().err
+    assert code == 2 and "lacks 3 of the 3 responses" in err and not (tmp_path / "r1").exists()
+    # a fresh run replayed from the empty cache: every question is a recorded llm_error naming the miss
+    code = main(["eval", *flags, "--limit", "1", "--model", MODEL, "--out", str(tmp_path / "r2"),
+                 "--llm-cache", str(empty), "--replay", "--no-progress"])
+    assert code == 0
+    (rec,) = _records(tmp_path / "r2").values()
+    assert rec["stop_reason"] == "llm_error" and rec["answer"] == "" and rec["attempts"] == 1
+    assert "LLMCacheMiss: replay: no recorded response for this openai:stub-model request" in rec["error"]
+    assert list(empty.rglob("*")) == []
+    # --replay without a cache, or with a folder that does not exist
+    capsys.readouterr()
+    assert main(["eval", *flags, "--model", MODEL, "--replay", "--out", str(tmp_path / "r3")]) == 2
+    assert "--replay needs --llm-cache DIR" in capsys.readouterr().err
+    assert main(["ask", "--method", "standard", "--question", "q", "--model", MODEL, "--replay"]) == 2
+    assert "--replay needs --llm-cache DIR" in capsys.readouterr().err
+    assert main(["ask", "--method", "standard", "--question", "q", "--model", MODEL, "--replay",
+                 "--llm-cache", str(tmp_path / "nowhere")]) == 2
+    assert "no such folder, nothing to replay" in capsys.readouterr().err
+
+
+def test_ask_records_then_replays_without_an_endpoint(tmp_path, capsys):
+    d = planrag_data.make(tmp_path / "data")
+    cache = tmp_path / "cache"
+    args = ["ask", "--method", "planrag", "--question", d.question, *d.cli("planrag"), "--model", MODEL,
+            "--llm-cache", str(cache)]
+    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
+        assert main([*args, "--base-url", stub.base_url]) == 0
+    first = capsys.readouterr().out
+    n = len(stub.requests)
+    assert f"LLM cache: {cache}   entries used: {n} (0 replayed, {n} recorded)" in first
+    assert main([*args, "--replay"]) == 0  # no server, no key, no base URL
+    second = capsys.readouterr().out
+    assert f"LLM cache: {cache} (replay)   entries used: {n} ({n} replayed, 0 recorded)" in second
+
+    def answer(text: str) -> list[str]:
+        return [ln for ln in text.splitlines() if ln.startswith(("Answer: ", "LLM calls: "))]
+
+    assert [a.split("   Wall time")[0] for a in answer(second)] == [a.split("   Wall time")[0] for a in answer(first)]
