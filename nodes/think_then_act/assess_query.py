@@ -15,12 +15,13 @@ from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.think_then_act.answer_subquery import instructions_line
+from ragplan.nodes.think_then_act.in_context_examples import assessment_examples
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import SubQuery, references
 
 __all__ = ["QueryAssessment", "assess_query", "ASSESS_INSTRUCTION"]
 
-ASSESS_INSTRUCTION = """Before answering, judge the question itself.
+ASSESS_INSTRUCTION = ("""Before answering, judge the question itself.
 - CLEAR AND COMPLETE: it asks one precise thing and has everything needed to answer it.
 - INCOMPLETE: it leaves out something needed (a missing subject, time or object that can be inferred); write
   one complete, self-contained version of it as `rewritten`.
@@ -28,17 +29,9 @@ ASSESS_INSTRUCTION = """Before answering, judge the question itself.
   sub-questions in `sub_queries`, in the order they should be answered. A sub-question may use the answer of an
   earlier one by writing #1, #2, … for it.
 
-Examples (for the style only):
-Question: Could Ada Lovelace have sent an email?
-Category: AMBIGUOUS
-Sub-questions: ["When did Ada Lovelace die?", "When was email invented?", "Is #2 earlier than #1?"]
-
-Question: Who directed it, the 1982 film about a replicant hunter?
-Category: INCOMPLETE
-Rewritten: Who directed the 1982 film Blade Runner?
-
-Question: What is the capital of Australia?
-Category: CLEAR AND COMPLETE"""
+"""
++ assessment_examples())
+"""The assessment instruction with the shared in-context examples (one per category; see ``in_context_examples``)."""
 
 
 class QueryAssessment(BaseModel):

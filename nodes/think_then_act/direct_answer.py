@@ -2,6 +2,11 @@
 
 * ``standard``: the model answers directly;
 * ``cot``: the model reasons step by step first (chain of thought), then answers.
+
+Both show the same in-context examples as Think-then-Act's query assessment (paper §4.3: "the same
+number of in-context learning examples as our framework"): the questions of
+:data:`~ragplan.nodes.think_then_act.in_context_examples.IN_CONTEXT_EXAMPLES`, answered directly
+(``standard``) or with their reasoning (``cot``).
 """
 
 from __future__ import annotations
@@ -14,18 +19,18 @@ from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.think_then_act.answer_subquery import ANSWER_STYLE, ShortAnswer, instructions_line
+from ragplan.nodes.think_then_act.in_context_examples import answer_examples, cot_examples
 from ragplan.state.context import LLMContext
 from ragplan.state.think_then_act import SubQuery
 
 __all__ = ["ChainOfThought", "make_direct_answer"]
 
-COT_INSTRUCTION = """Think step by step: write the facts you need and how they combine in `reasoning`, then give the
-answer in `answer`.
-Example (for the style only):
-Question: Was the inventor of the telephone born before the Eiffel Tower was built?
-reasoning: The telephone is credited to Alexander Graham Bell, born in 1847. The Eiffel Tower was built in 1887-1889.
-1847 is before 1887.
-answer: yes"""
+COT_INSTRUCTION = ("Think step by step: write the facts you need and how they combine in `reasoning`, then give the\n"
+                   "answer in `answer`.\n" + cot_examples())
+"""The chain-of-thought instruction with the shared in-context examples, worked with their reasoning."""
+
+STANDARD_INSTRUCTION = answer_examples()
+"""The standard baseline's in-context examples: the same questions, answered directly."""
 
 
 class ChainOfThought(BaseModel):
@@ -40,7 +45,7 @@ def make_direct_answer(cot: bool):
 
     def direct_answer(state: Any, runtime: Runtime[LLMContext]) -> dict[str, Any]:
         """Answer the question without retrieval."""
-        extra = f"\n{COT_INSTRUCTION}" if cot else ""
+        extra = f"\n{COT_INSTRUCTION if cot else STANDARD_INSTRUCTION}"
         messages = [SystemMessage("You are a careful question-answering assistant."),
                     HumanMessage(f"Question: {state['question']}\n{instructions_line(state)}\n{ANSWER_STYLE}{extra}")]
         d = decide_for(runtime.context, messages, ChainOfThought if cot else ShortAnswer)
