@@ -21,6 +21,7 @@ from typing_extensions import Required, TypedDict
 
 from ragplan.state.context import TextRAGContext
 from ragplan.state.result import GraphResult, dump
+from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
 __all__ = ["FuRePAContext", "Candidate", "Iteration", "EvidencePassage", "TemperatureChange", "merge_iterations",
@@ -232,3 +233,38 @@ class FuRePAResult(GraphResult):
         return [f"Stopped: {self.stop_reason or '-'}   Iterations: {len(self.iterations)}   Queries run: {self.retrievals()}   "
                 f"Evidence: {len(self.evidence)} passages   Repeated picks: {self.repeated_query_rate():.0%}   "
                 f"Temperature raises: {self.temperature_raises()}"]
+
+    trace_fields = frozenset({"reasoning", "evidence", "iterations", "temperature_changes", "iteration_count",
+                              "repeated_query_rate", "temperature_raises"})
+    """The record fields :meth:`trace_sections` draws (the rest are shown by their shape)."""
+
+    def trace_sections(self) -> list[TraceSection]:
+        """Each iteration (temperature, fresh thought, candidates with scores and the pick, repeat check, retrieval),
+        the temperature changes, the evidence passages and the final reasoning."""
+        out: list[TraceSection] = []
+        if self.iterations:
+            out.append(TraceSection(
+                title="Iterations", note=f"repeated picks {self.repeated_query_rate():.0%} · temperature raises "
+                                         f"{self.temperature_raises()}",
+                items=[TraceSection(
+                    title=f"Iteration {it.index} · T={it.temperature:g}" + (" · masked" if it.masked else " · unmasked")
+                          + (" · answered" if it.answer else f" · picked #{it.pick + 1} ({it.assessor})" if it.pick is not None else ""),
+                    status="bad" if it.retrieval_error or it.repeated else "",
+                    fields={"thought": it.thought,
+                            "candidates": [{"pick": "→" if i == it.pick else "", "query": c.query, "assessor score": c.score}
+                                           for i, c in enumerate(it.candidates)],
+                            **({"answer": it.answer} if it.answer else {}),
+                            **({"repeats": f"{it.repeat_of} (similarity {it.similarity:.2f})" if it.similarity is not None
+                                else it.repeat_of} if it.repeated else {}),
+                            **({"retrieved": it.retrieved, "new evidence": it.new_evidence} if it.executed else {}),
+                            **({"retrieval error": it.retrieval_error} if it.retrieval_error else {})})
+                    for it in self.iterations]))
+        if self.temperature_changes:
+            out.append(TraceSection(title="Temperature changes", value=[c.model_dump() for c in self.temperature_changes]))
+        if self.evidence:
+            out.append(TraceSection(title="Evidence", note=f"{len(self.evidence)} passage(s) in retrieval order", value=[
+                {"iteration": p.iteration, "rank": p.rank, "title": p.title, "query": p.query, "text": p.text,
+                 "source": p.source, "score": round(p.score, 4)} for p in self.evidence]))
+        if self.reasoning:
+            out.append(TraceSection(title="Reasoning", text=self.reasoning))
+        return out

@@ -16,6 +16,7 @@ from typing_extensions import Annotated, NotRequired, Required, TypedDict
 
 from ragplan.state.context import TextRAGContext
 from ragplan.state.result import GraphResult
+from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
 __all__ = ["InstructRAGContext", "PlannedPath", "TAOStep", "InstructRAGInput", "InstructRAGOutput", "InstructRAGState",
@@ -155,4 +156,22 @@ class InstructRAGResult(GraphResult):
                 f"Stopped: {self.stop_reason or '-'}   Steps: {len(self.steps)}   Retrievals: {self.retrievals()}   "
                 f"Task: {self.task or '-'} ({self.task_split or '-'})"]
 
+    trace_fields = frozenset({"task", "task_split", "candidate_paths", "selected_path", "selection", "steps"})
+    """The record fields :meth:`trace_sections` draws (the rest are shown by their shape)."""
 
+    def trace_sections(self) -> list[TraceSection]:
+        """The task, the candidate paths, the path put into the prompt and every Thought / Action / Observation step."""
+        out = [TraceSection(title=f"Task: {self.task or '-'}", note=self.task_split)] if self.task else []
+        if self.candidate_paths:
+            out.append(TraceSection(title="Candidate paths", value=[
+                {"path": p.text, "source": p.source, "score": p.score, "combines": p.derived_from} for p in self.candidate_paths]))
+        if self.selected_path is not None or self.selection:
+            out.append(TraceSection(title=f"Selected path ({self.selection or '-'})",
+                                    text=self.selected_path.text if self.selected_path else "(none)"))
+        if self.steps:
+            out.append(TraceSection(title="Thought / Action / Observation", items=[
+                TraceSection(title=f"Step {s.index} · {s.action}[{s.argument}]", status="bad" if s.error else "",
+                             fields={"thought": s.thought, **({"page": s.title} if s.title else {}),
+                                     **({"error": s.error} if s.error else {}), "observation": s.observation})
+                for s in self.steps]))
+        return out

@@ -15,6 +15,7 @@ from langgraph.managed import RemainingSteps
 from typing_extensions import Required, TypedDict
 
 from ragplan.state.result import GraphResult
+from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
 __all__ = [
@@ -132,3 +133,35 @@ class PlanRAGResult(GraphResult):
         lines = [f"Rationale: {self.rationale}"] if self.rationale else []
         return lines + [f"Stopped: {self.stop_reason or '-'}   Retrieval steps: {len(self.steps)}   "
                         f"Re-plans: {sum(1 for v in self.replans if v.replan and v.applied)}"]
+
+    trace_fields = frozenset({"rationale", "plan", "plan_history", "steps", "replans", "decision_check"})
+    """The record fields :meth:`trace_sections` draws (the rest are shown by their shape)."""
+
+    def trace_sections(self) -> list[TraceSection]:
+        """Plan versions, each step (thought, query, observation), the re-plan verdicts, rationale, simulator verdict."""
+        out: list[TraceSection] = []
+        versions = self.plan_history or ([PlanVersion(version=0, steps=self.plan)] if self.plan else [])
+        if versions:
+            out.append(TraceSection(title="Plan", note=f"{len(versions)} version(s); the last is the plan in force", items=[
+                TraceSection(title=f"v{v.version}" + (f" · after step {v.after_step}" if v.version else " · initial"),
+                             note=v.reason, value=v.steps) for v in versions]))
+        if self.steps:
+            out.append(TraceSection(title="Retrieval steps", items=[
+                TraceSection(title=f"Step {s.index} · {s.action}" + (f" · plan step {s.plan_step}" if s.plan_step else ""),
+                             note=s.plan_step_text, status="" if s.ok else "bad",
+                             fields={"thought": s.thought,
+                                     **({"rows": f"{s.row_count} shown of {s.total_rows}", "query time (ms)": round(s.query_ms, 1)}
+                                        if s.action == "graph_db" else {}),
+                                     **({"failure": s.error_kind} if not s.ok else {}),
+                                     "query": s.query, "observation": s.observation})
+                for s in self.steps]))
+        if self.replans:
+            out.append(TraceSection(title="Re-plan verdicts", value=[
+                {"after step": v.after_step, "re-plan": v.replan, "applied": v.applied, "reason": v.reason,
+                 "new steps": v.new_steps} for v in self.replans]))
+        if self.rationale:
+            out.append(TraceSection(title="Rationale", text=self.rationale))
+        if self.decision_check:
+            out.append(TraceSection(title="Decision check (simulator)", status="ok" if self.decision_check.get("correct") else "bad",
+                                    fields=self.decision_check))
+        return out

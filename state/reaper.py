@@ -21,6 +21,7 @@ from typing_extensions import TypedDict
 
 from ragplan.reaper.plan import PlanCall, PlanStep, RetrievalPlan
 from ragplan.state.result import GraphResult
+from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
 __all__ = ["ReaperInput", "ReaperOutput", "ReaperState", "ReaperResult", "FINISHED"]
@@ -131,3 +132,34 @@ class ReaperResult(GraphResult):
                                            if first is not None and len(self.plan_calls) > 1 else "")
         return lines + [f"Stopped: {self.stop_reason or '-'}   Plan steps: {len(self.plan)}   Tool calls: {self.retrievals()}"
                         f"   Planner calls: {calls}   Planner latency: {self.planner_latency_s:.2f} s"]
+
+    trace_fields = frozenset({"plan", "plan_text", "plan_calls", "plan_raw", "plan_errors", "plan_attempts", "evidence",
+                              "planner_latency_s", "route"})
+    """The record fields :meth:`trace_sections` draws (the rest are shown by their shape)."""
+
+    def trace_sections(self) -> list[TraceSection]:
+        """The route (classifier baseline), every planner call with its validation, the executed plan, the tool calls."""
+        out: list[TraceSection] = []
+        if self.route:
+            out.append(TraceSection(title="Route (classifier)", fields=self.route))
+        if self.plan_calls:
+            out.append(TraceSection(
+                title="Planner calls", note=f"planner latency {self.planner_latency_s:.2f} s",
+                items=[TraceSection(title=f"Call {c.attempt} · {'valid' if c.valid else 'invalid'} plan · {len(c.steps)} step(s)",
+                                    status="ok" if c.valid else "bad", note=f"{c.latency_s:.2f} s", text=c.raw,
+                                    value=[str(e) for e in c.errors])
+                       for c in self.plan_calls]))
+        elif self.plan_errors:
+            out.append(TraceSection(title="Plan errors", status="bad", value=self.plan_errors))
+        if self.plan or self.plan_text:
+            out.append(TraceSection(title="Executed plan", note="no retrieval" if not self.plan else "",
+                                    text=self.plan_text or "\n".join(f"Step {p.index}: {p.call_text()}" for p in self.plan)))
+        if self.evidence:
+            out.append(TraceSection(title="Tool calls", items=[
+                TraceSection(title=f"Step {e.get('index', '?')} · #{e.get('evidence_var', '')} = {e.get('tool', '')} · "
+                             f"{e.get('status', '')}", note=str(e.get("purpose") or ""),
+                             status="bad" if _status(e) in ("error", "timeout") else "",
+                             fields={"arguments": e.get("args"), "time (ms)": e.get("elapsed_ms"),
+                                     **({"error": e["error"]} if e.get("error") else {}), "output": e.get("output")})
+                for e in self.evidence]))
+        return out

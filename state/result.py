@@ -7,15 +7,19 @@ says, in three small methods, what the entry points need without knowing the fam
   (queries, tool calls) the run actually executed, and how many of them failed;
 * :meth:`GraphResult.executed_queries` — the text queries it sent to its retriever;
 * :meth:`GraphResult.record` — the family's fields a run record keeps (plan, steps, evidence …);
-* :meth:`GraphResult.summary_lines` — the lines ``ragplan ask`` prints under ``Answer: …``.
+* :meth:`GraphResult.summary_lines` — the lines ``ragplan ask`` prints under ``Answer: …``;
+* :meth:`GraphResult.report_sections` / :meth:`GraphResult.trace_sections` — how a report (``ragplan eval
+  report --html``) shows a run record's family fields: the default shows each field by its shape, a family
+  overrides ``trace_sections`` to draw its plan, steps, evidence and decisions.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
+from ragplan.state.trace_sections import TraceSection, field_sections
 from ragplan.state.usage import Usage
 
 __all__ = ["GraphResult", "dump"]
@@ -70,3 +74,29 @@ class GraphResult(BaseModel):
     def summary_lines(self) -> list[str]:
         """Lines for ``ragplan ask`` under the answer: the family's rationale, stop reason and counts."""
         return [f"Stopped: {self.stop_reason or '-'}   Retrievals: {self.retrievals()}"]
+
+    @classmethod
+    def report_sections(cls, record: dict[str, Any]) -> list[TraceSection]:
+        """A run record's family part as report sections (the HTML report's per-question trace).
+
+        The record is read back into the typed result and drawn by :meth:`trace_sections`; a record that does
+        not fit the result (written by another version) is shown field by field instead, so nothing is hidden.
+        """
+        try:
+            res = cls.from_state(record)
+        except ValidationError as exc:
+            own = {k: record[k] for k in cls.model_fields if k in record and k not in GraphResult.model_fields}
+            return [TraceSection(title="record", status="bad",
+                                 note=f"does not fit {cls.__name__} ({exc.error_count()} problem(s)); shown as stored")
+                    ] + field_sections(own, cls.model_fields)
+        rest = {k: v for k, v in res.record().items() if k not in cls.trace_fields}
+        return res.trace_sections() + field_sections(rest, cls.model_fields)
+
+    #: The record fields :meth:`trace_sections` draws; every other field of :meth:`record` is shown by its shape
+    #: after them, so a field added later is never hidden from a report.
+    trace_fields: ClassVar[frozenset[str]] = frozenset()
+
+    def trace_sections(self) -> list[TraceSection]:
+        """The family's own drawing of its plan, steps, evidence and decisions, in the papers' terms (the fields
+        it draws are listed in :attr:`trace_fields`); the default draws none, so every field is shown by its shape."""
+        return []

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, Required, TypedDict
 
 from ragplan.state.result import GraphResult
+from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
 __all__ = ["SubQuery", "Failure", "failure_of", "merge_queries", "TextQAInput", "TextQAOutput", "TextQAState", "SubQueryState", "SingleQueryState",
@@ -178,3 +179,31 @@ class TextQAResult(GraphResult):
                         f"Retrieval ratio: {self.retrieval_ratio:.2f} ({self.retrievals() - failed} retrieved"
                         + (f", {failed} failed" if failed else "") + ")"
                         + (f"   Confidence source: {self.confidence_source}" if self.confidence_source else "")]
+
+    trace_fields = frozenset({"reasoning", "assessment", "assessment_reason", "queries", "retrieval_count", "retrieval_ratio",
+                              "confidence_source", "failures"})
+    """The record fields :meth:`trace_sections` draws (the rest are shown by their shape)."""
+
+    def trace_sections(self) -> list[TraceSection]:
+        """The query assessment, each (sub-)query with its gate, evidence and answer, the reasoning and failures."""
+        out: list[TraceSection] = []
+        if self.assessment:
+            out.append(TraceSection(title=f"Assessment: {self.assessment}", note=self.assessment_reason))
+        if self.queries:
+            out.append(TraceSection(
+                title="Queries", note=f"retrieval ratio {self.retrieval_ratio:.2f}"
+                + (f" · confidence source {self.confidence_source}" if self.confidence_source else ""),
+                items=[TraceSection(
+                    title=f"#{q.index} · {'retrieved' if q.retrieve else 'no retrieval'}", note=q.decision,
+                    status="bad" if q.retrieval_error else "",
+                    fields={"query": q.text, **({"resolved": q.resolved} if q.resolved and q.resolved != q.text else {}),
+                            **({"searched for": q.search_query} if q.search_query else {}),
+                            **({"confidence β": q.beta} if q.beta is not None else {}),
+                            **({"retrieval error": q.retrieval_error} if q.retrieval_error else {}),
+                            "evidence": q.evidence, "answer": q.answer})
+                    for q in self.queries]))
+        if self.reasoning:
+            out.append(TraceSection(title="Reasoning", text=self.reasoning))
+        if self.failures:
+            out.append(TraceSection(title="Failures", status="bad", value=[f.model_dump() for f in self.failures]))
+        return out

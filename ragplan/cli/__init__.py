@@ -4,9 +4,12 @@
     ragplan studio [--port P --no-browser]       serve the graphs for LangGraph Studio (langgraph dev)
     ragplan cypher --graph FILE.cql "QUERY"      run a read-only Cypher query on a script's graph
     ragplan ask --method planrag --graph FILE.cql --question "…"   answer a question with a method
+                 [--review] [--thread ID]       … pausing for plan review; every ask is checkpointed
+    ragplan resume ID                           continue a checkpointed ask (paused, interrupted or killed)
     ragplan dqa verify|solve|generate …        the DQA benchmark's simulators (no LLM)
     ragplan eval --method M --benchmark B --data PATH   run a method over a benchmark (resumable)
-    ragplan eval report RUN_DIR…                compare runs in one table
+    ragplan eval report RUN_DIR… [--html OUT.html]   compare runs in one table (and one HTML page)
+    ragplan compare --benchmark B --data PATH --methods a,b   several methods on the same items, one report
     ragplan index build|search …                a local FAISS passage index (Sentence-BERT embeddings)
     ragplan reaper validate PLAN_FILE --tools retail   parse and validate a REAPER plan
     ragplan reaper make-shop --out DIR          generate the retail shop the REAPER tools read
@@ -33,10 +36,12 @@ __all__ = ["main", "build_parser", "COMMAND_MODULES"]
 COMMAND_MODULES = {
     "dqa": "ragplan.cli.dqa",
     "eval": "ragplan.cli.eval",
+    "compare": "ragplan.cli.compare",
     "index": "ragplan.cli.index",
     "reaper": "ragplan.cli.reaper",
     "furepa": "ragplan.cli.furepa",
     "instructrag": "ragplan.cli.instructrag",
+    "resume": "ragplan.cli.resume",
 }
 
 

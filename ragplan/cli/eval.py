@@ -60,6 +60,9 @@ def add_eval_parser(sub: Any) -> None:
     ev.add_argument("--passages", type=int, default=None, metavar="N",
                     help="eval retrieval: passages searched per query and ranked into sentences (default: the largest k)")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ev.add_argument("--html", metavar="OUT.html", default=None,
+                    help="eval report: also write one self-contained HTML page (table, plots, every question's trace, "
+                         "filters by outcome and method)")
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -79,10 +82,17 @@ def run_eval(args: argparse.Namespace) -> int:
             return 2
         try:
             print(compare_runs(args.report[1:]))
+            if args.html:
+                from ragplan.eval.html_report import write_html_report
+
+                print(f"written: {write_html_report(args.report[1:], args.html)}")
         except (FileNotFoundError, json.JSONDecodeError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         return 0
+    if args.html:
+        print("error: --html goes with `ragplan eval report RUN_DIR… --html OUT.html`", file=sys.stderr)
+        return 2
     if args.rerun:
         try:
             settings = rerun_settings(args.rerun, data=args.data, concurrency=args.concurrency)

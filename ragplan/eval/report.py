@@ -10,12 +10,14 @@ otherwise.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ragplan.eval.runfolder import RunFolder, RunSettings
 
-__all__ = ["summarise", "write_summary", "compare_runs", "retrieval_class", "retrieval_totals", "summary_markdown"]
+__all__ = ["summarise", "write_summary", "compare_runs", "comparison", "RunComparison", "retrieval_class",
+           "retrieval_totals", "summary_markdown"]
 
 
 def retrieval_class(n: int) -> str:
@@ -144,8 +146,25 @@ def plot(s: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+@dataclass
+class RunComparison:
+    """The comparison of several runs: the table's headers and rows (cells as printed), the SR/MR note, and each
+    run's settings, records and summary (for reports that draw more than the table)."""
+
+    headers: list[str]
+    rows: list[list[Any]]
+    note: str
+    runs: list[tuple[RunSettings, dict[str, dict[str, Any]], dict[str, Any]]] = field(default_factory=list)
+
+
 def compare_runs(run_dirs: list[str | Path]) -> str:
     """One table comparing several runs (same benchmark expected), questions aligned by id."""
+    c = comparison(run_dirs)
+    return _table(c.headers, c.rows) + f"\n({c.note})"
+
+
+def comparison(run_dirs: list[str | Path]) -> RunComparison:
+    """The rows of :func:`compare_runs`, with each run's settings, records and summary."""
     runs = []
     for d in run_dirs:
         folder = RunFolder(d)
@@ -165,9 +184,11 @@ def compare_runs(run_dirs: list[str | Path]) -> str:
     headers = ["method", "model", "benchmark", "questions", "accuracy", *metrics, *[f"y{y}" for y in years], "SR", "MR",
                "calls/q", "tokens/q", "latency/q (s)", "errors"]
     rows = []
+    summaries = []
     for st, recs in runs:
         rs = list(recs.values())
         s = summarise(rs, group_keys, st, metrics)
+        summaries.append((st, recs, s))
         counts: dict[str, dict[str, Any]] = ref or recs
 
         def cls(r: dict[str, Any]) -> str:
@@ -182,4 +203,4 @@ def compare_runs(run_dirs: list[str | Path]) -> str:
                      f"{sr['accuracy']:.1%} ({sr['n']})", f"{mr['accuracy']:.1%} ({mr['n']})",
                      s["cost"]["per_question_llm_calls"], s["cost"]["per_question_tokens"], s["cost"]["mean_latency_s"],
                      s["overall"]["errors"]])
-    return _table(headers, rows) + f"\n({split_note})"
+    return RunComparison(headers, rows, split_note, summaries)
