@@ -6,18 +6,19 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import numpy as np
 import pytest
 
 from ragplan.cli import main
-from ragplan.datasets import load_qa
+from ragplan.datasets import DatasetError, load_qa
 from ragplan.nodes.furepa.propose import Proposal
 from ragplan.state.furepa import FuRePAContext
 from ragplan.training.furepa.data import build_groups, data_candidates, llm_candidates, question_hops, reciprocal_rank
 from ragplan.training.furepa.features import FEATURE_NAMES, group_features
 from ragplan.training.furepa.scorer import AssessorError, TreeEnsemble, fit_trees, load_assessor
-from ragplan.training.furepa.synthetic import synthetic_records, write_synthetic
+from ragplan.training.furepa.synthetic import musique_records, synthetic_records, write_synthetic
 from tests.scripted import ScriptedChatModel
 from tests.test_datasets import HOTPOT, MUSIQUE, write_json, write_jsonl
 
@@ -177,6 +178,11 @@ def test_make_data_command(tmp_path, capsys):
     assert main(["furepa", "make-data", "--out", str(tmp_path / "d.jsonl"), "--n", "12", "--seed", "4"]) == 0
     assert "Wrote 12 questions" in capsys.readouterr().out
     assert len(load_qa(tmp_path / "d.jsonl")) == 12
+    assert main(["furepa", "make-data", "--out", str(tmp_path / "m.jsonl"), "--n", "30", "--format", "musique"]) == 0
+    n = int(re.search(r"Wrote (\d+) questions", capsys.readouterr().out).group(1))
+    exs = load_qa(tmp_path / "m.jsonl")
+    assert 0 < n == len(exs) < 30 and all(ex.meta["dataset"] == "musique" and ex.supporting_paragraphs for ex in exs)
+    assert all(len(ex.decomposition_steps) == ex.meta["hops"] == len(question_hops(ex)[0]) for ex in exs)
 
 
 def test_train_assessor_with_llm_candidates_through_the_openai_client(tmp_path, capsys, monkeypatch):
@@ -201,3 +207,58 @@ def test_train_assessor_with_llm_candidates_through_the_openai_client(tmp_path, 
     assert report["candidates"] == "llm" and len(prompts) >= 48  # one request per question and hop
     assert all("Evidence gathered so far" in p and "write 3 different search queries" in p for p in prompts)
     assert set(report["mrr"]) == {"trained", "first", "random", "oracle"}
+
+
+def _musique_shuffled_idx(records):
+    """MuSiQue records whose paragraph ``idx`` is not the paragraph's place in the list (the format allows it)."""
+    out = []
+    for r in records:
+        n = len(r["paragraphs"])
+        new = {p["idx"]: n - 1 - p["idx"] for p in r["paragraphs"]}  # a position, but of another paragraph
+        out.append({**r, "paragraphs": [{**p, "idx": new[p["idx"]]} for p in r["paragraphs"]],
+                    "question_decomposition": [{**s, "paragraph_support_idx": new[s["paragraph_support_idx"]]}
+                                               for s in r["question_decomposition"]]})
+    return out
+
+
+def test_musique_hops_follow_the_paragraph_idx_not_the_list_position(tmp_path):
+    """paragraph_support_idx names a paragraph's idx; the hop is the paragraph with that idx wherever it is listed."""
+    three = {**MUSIQUE[1], "paragraphs": list(reversed(MUSIQUE[1]["paragraphs"]))}  # idx 19 first, idx 0 last
+    (ex,) = load_qa(write_jsonl(tmp_path / "musique_ans_v1.0_dev.jsonl", [three]))
+    assert [s.paragraph_support_idx for s in ex.decomposition_steps] == [0, 7, 19]
+    assert [ex.contexts[s.paragraph_position][0] for s in ex.decomposition_steps] == ["Lake Orrin", "Dunmere", "Halvik"]
+    hops, ordered = question_hops(ex)
+    assert ordered and [(h.title, h.text) for h in hops] == [
+        ("Lake Orrin", "Lake Orrin lies in the county of Dunmere."), ("Dunmere", "Dunmere's county seat is Halvik."),
+        ("Halvik", "Halvik was founded in 1712 by fishermen.")]
+    dup = {**MUSIQUE[1], "paragraphs": [{**p, "idx": 0} for p in MUSIQUE[1]["paragraphs"]]}
+    with pytest.raises(DatasetError, match="is also the idx of"):
+        load_qa(write_jsonl(tmp_path / "dup" / "musique_ans_v1.0_dev.jsonl", [dup]))
+
+
+_FIGURES = re.compile(r"trained ([\d.]+)\s+first ([\d.]+)\s+random ([\d.]+)\s+oracle ([\d.]+)")
+
+
+def test_train_assessor_on_musique_files(tmp_path, capsys):
+    """MuSiQue's official JSONL and a JSON list of its records train the assessor (gold from is_supporting paragraphs,
+    hops from question_decomposition by paragraph idx); the held-out figures print and the trained pick wins."""
+    records = _musique_shuffled_idx(musique_records(synthetic_records(100, seed=3)))
+    assert len(records) > 60 and all(r["id"].split("__")[0] in ("2hop", "3hop") for r in records)
+    jsonl = write_jsonl(tmp_path / "jsonl" / "musique_ans_v1.0_train.jsonl", records)
+    as_list = write_json(tmp_path / "list" / "musique_ans_v1.0_train.json", records)
+    figures = []
+    for data, where in ((jsonl, ["--context-only"]),
+                        (as_list, ["--index", str(jsonl.parent / "model" / "context_index" / "index")])):
+        exs = load_qa(data)
+        assert len(exs) == len(records) and all(ex.supporting_paragraphs and not ex.supporting_facts for ex in exs)
+        out = data.parent / "model"
+        code = main(["furepa", "train-assessor", "--data", str(data), *where, "--out", str(out),
+                     "--no-progress", "--trees", "120"])
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        assert "Held-out questions:" in captured.out and "Spearman (score vs label):" in captured.out
+        trained, first, rnd, oracle = map(float, _FIGURES.search(captured.out).groups())
+        assert trained > first + 0.15 and trained > rnd + 0.15 and trained <= oracle
+        groups = load_assessor(out).meta
+        figures.append((trained, first, rnd, oracle, groups["metrics"]["mrr"]["trained"]))
+    assert figures[0] == figures[1]  # the same records, whichever container

@@ -1,14 +1,14 @@
 """``ragplan furepa …``: FuRePA's plan assessor and its training data.
 
     ragplan furepa train-assessor --data FILE (--index DIR | --context-only) --out MODEL [--seed S] [--json]
-    ragplan furepa make-data --out FILE [--n 300] [--seed S]
+    ragplan furepa make-data --out FILE [--n 300] [--seed S] [--format flashrag|musique]
 
 ``train-assessor`` builds candidate queries per question and hop (from the data, or from an LLM when
 ``--model``/``--base-url`` name an endpoint), labels each with the reciprocal rank of the hop's gold
 passage against the index, trains the query scorer and prints, for held-out questions, the Spearman
 correlation and the MRR of the trained pick next to first, random and the oracle.
-``make-data`` writes the synthetic multi-hop corpus (FlashRAG-style JSONL) the assessor can be trained
-and measured on without third-party data.
+``make-data`` writes the synthetic multi-hop corpus (FlashRAG-style JSONL, or its bridge questions as
+MuSiQue records) the assessor can be trained and measured on without third-party data.
 
 Exit codes: 0 done; 2 bad input (no such file, no gold supporting passages, no index, no endpoint).
 """
@@ -58,6 +58,9 @@ def add_parser(sub: Any) -> None:
     d.add_argument("--n", type=int, default=300, help="questions (default 300)")
     d.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     d.add_argument("--distractors", type=int, default=6, help="distractor paragraphs per question (default 6)")
+    d.add_argument("--format", default="flashrag", choices=("flashrag", "musique"), dest="data_format",
+                   help="flashrag (default: every question, FlashRAG-style JSONL) or musique (the bridge questions as "
+                        "MuSiQue records: paragraphs with idx/is_supporting, question_decomposition)")
 
 
 def _llm_context(args: argparse.Namespace) -> Any:
@@ -100,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     if args.furepa_command == "make-data":
         from ragplan.training.furepa.synthetic import write_synthetic
 
-        path = write_synthetic(args.out, args.n, args.seed, args.distractors)
+        path = write_synthetic(args.out, args.n, args.seed, args.distractors, fmt=args.data_format)
         n = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
         print(f"Wrote {n} questions to {path}")
         return 0

@@ -33,7 +33,11 @@ class DecompositionStep:
     answer: str
     """The step's gold answer."""
     paragraph_support_idx: int | None
-    """The ``idx`` of the paragraph that answers it (``None`` when the dataset gives none)."""
+    """The ``idx`` of the paragraph that answers it, as the file writes it (``None`` when the dataset gives none).
+    MuSiQue's ``idx`` is the paragraph's own number, not necessarily its place in the list: use
+    :attr:`paragraph_position` to index :attr:`QAExample.contexts`."""
+    paragraph_position: int | None = None
+    """The position in :attr:`QAExample.contexts` of the paragraph whose ``idx`` is :attr:`paragraph_support_idx`."""
 
 
 @dataclass

@@ -12,8 +12,9 @@ Formats (the files as their authors release them):
   same records): ``{id, paragraphs: [{idx, title, paragraph_text, is_supporting}], question,
   question_decomposition: [{id, question, answer, paragraph_support_idx}], answer, answer_aliases,
   answerable}``; the (20) paragraphs become contexts (unsegmented), the supporting ones
-  ``supporting_paragraphs``, the answer and its aliases the gold answers, the decomposition
-  ``decomposition_steps``; ``answerable`` and the hop count (``2hop__…`` → 2) go to ``meta``;
+  ``supporting_paragraphs`` (positions in the list), the answer and its aliases the gold answers, the
+  decomposition ``decomposition_steps`` (each step's ``paragraph_support_idx`` also as the position of
+  the paragraph with that ``idx``, which need not equal it); ``answerable`` and the hop count (``2hop__…`` → 2) go to ``meta``;
 * ``strategyqa`` — ``strategyqa_train.json``: ``{qid, term, description, question, answer: bool,
   facts, decomposition, evidence}``; the annotators' ``facts`` become one context paragraph titled
   by ``term`` (so ``context_only`` runs can retrieve them);
@@ -117,14 +118,16 @@ def parse_musique(rec: RawRecord, opts: ParseOptions) -> QAExample:
         rec.fail("'paragraphs' should be a non-empty list of {idx, title, paragraph_text, is_supporting}")
     contexts: list[tuple[str, list[str]]] = []
     supporting: list[int] = []
-    idx_seen: set[int] = set()
+    position_of: dict[int, int] = {}  # a paragraph's idx -> its place in the list (contexts)
     for j, p in enumerate(paras):
         if not isinstance(p, dict) or not isinstance(p.get("title"), str) or not isinstance(p.get("paragraph_text"), str):
             rec.fail(f"'paragraphs'[{j}] should be {{idx, title, paragraph_text, is_supporting}}")
         idx = p.get("idx", j)
         if isinstance(idx, bool) or not isinstance(idx, int):
             rec.fail(f"'paragraphs'[{j}]['idx'] should be an integer, got {idx!r}")
-        idx_seen.add(idx)
+        if idx in position_of:
+            rec.fail(f"'paragraphs'[{j}]['idx'] = {idx} is also the idx of 'paragraphs'[{position_of[idx]}]")
+        position_of[idx] = j
         if p.get("is_supporting") is True:
             supporting.append(j)
         contexts.append((p["title"], [p["paragraph_text"]]))
@@ -136,9 +139,10 @@ def parse_musique(rec: RawRecord, opts: ParseOptions) -> QAExample:
         if not isinstance(st, dict) or not isinstance(st.get("question"), str):
             rec.fail(f"'question_decomposition'[{j}] should be {{id, question, answer, paragraph_support_idx}}")
         sup = st.get("paragraph_support_idx")
-        if sup is not None and (isinstance(sup, bool) or not isinstance(sup, int) or sup not in idx_seen):
+        if sup is not None and (isinstance(sup, bool) or not isinstance(sup, int) or sup not in position_of):
             rec.fail(f"'question_decomposition'[{j}]['paragraph_support_idx'] = {sup!r} names no paragraph idx")
-        steps.append(DecompositionStep(str(st.get("id", "")), st["question"], str(st.get("answer") or ""), sup))
+        steps.append(DecompositionStep(str(st.get("id", "")), st["question"], str(st.get("answer") or ""), sup,
+                                       None if sup is None else position_of[sup]))
     answerable = rec.data.get("answerable", True)
     if not isinstance(answerable, bool):
         rec.fail(f"'answerable' should be true or false, got {answerable!r}")

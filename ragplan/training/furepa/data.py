@@ -93,11 +93,11 @@ def _paragraph(sentences: list[str]) -> str:
 def _step_hops(ex: QAExample) -> list[Hop]:
     """Hops from MuSiQue's ``question_decomposition`` (each step's paragraph, question and answer), when complete."""
     steps = list(getattr(ex, "decomposition_steps", None) or [])
-    idx = [s.paragraph_support_idx for s in steps]
-    if not steps or not all(isinstance(i, int) and 0 <= i < len(ex.contexts) for i in idx):
+    pos = [s.paragraph_position for s in steps]  # the paragraph's place in contexts (its MuSiQue idx may differ)
+    if not steps or not all(isinstance(i, int) and 0 <= i < len(ex.contexts) for i in pos):
         return []
     return [Hop(ex.contexts[i][0], _paragraph(ex.contexts[i][1]), s.question, s.answer)
-            for s, i in zip(steps, idx) if isinstance(i, int)]
+            for s, i in zip(steps, pos) if isinstance(i, int)]
 
 
 def question_hops(ex: QAExample) -> tuple[list[Hop], bool]:

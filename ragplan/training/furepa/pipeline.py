@@ -1,9 +1,9 @@
 """From a dataset file to a trained plan assessor: load, index, candidates, labels, training, held-out report.
 
-The dataset is any file :func:`ragplan.datasets.load_qa` reads with gold supporting passages (HotpotQA
-``supporting_facts``, 2Wiki, MuSiQue once its loader keeps ``is_supporting`` paragraphs, FlashRAG
-files with ``metadata.supporting_facts`` such as the synthetic corpus of
-:mod:`ragplan.training.furepa.synthetic`). Labels need an index holding those passages: an existing
+The dataset is any file :func:`ragplan.datasets.load_qa` reads with gold supporting passages, as
+:func:`ragplan.eval.retrieval.gold_support` finds them: HotpotQA and 2Wiki ``supporting_facts``, MuSiQue's
+``is_supporting`` paragraphs (with ``question_decomposition`` for the hop order), FlashRAG files with
+``metadata.supporting_facts`` such as the synthetic corpus of :mod:`ragplan.training.furepa.synthetic`. Labels need an index holding those passages: an existing
 local index (``index_dir``; gold passages are found by title), or with ``context_only`` one built from
 the questions' own paragraphs under ``<out>/context_index`` (reused when the passages are the same).
 """
@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ragplan.eval.retrieval import gold_support
 from ragplan.training.furepa.data import build_groups, label_groups, llm_candidates
 from ragplan.training.furepa.train import AssessorReport, train_assessor
 
@@ -55,8 +56,9 @@ def assessor_from_data(data: str | Path, out_dir: str | Path, *, index_dir: str 
 
     t0 = time.perf_counter()
     examples = load_qa(data, fmt, limit=limit)
-    if not any(ex.supporting_facts for ex in examples):
-        raise ValueError(f"{data}: no question has gold supporting passages (supporting_facts); the assessor's labels need them")
+    if not any(gold_support(ex) for ex in examples):
+        raise ValueError(f"{data}: no question has gold supporting passages (supporting_facts, MuSiQue's is_supporting "
+                         "paragraphs); the assessor's labels need them")
     if context_only == bool(index_dir):
         raise ValueError("name the index to label against: --index DIR or --context-only (one of them)")
     if context_only:

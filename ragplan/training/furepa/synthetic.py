@@ -9,8 +9,10 @@ refers to the answer of sub-question k, as in MuSiQue).
 
 :func:`write_synthetic` writes FlashRAG-style JSON Lines (``{id, question, golden_answers, metadata:
 {dataset, type, context, supporting_facts, decomposition}}``), which :func:`ragplan.datasets.load_qa`
-reads and ``ragplan eval --benchmark hotpotqa|flashrag --context-only`` runs on. Deterministic for a
-seed; no third-party data.
+reads and ``ragplan eval --benchmark hotpotqa|flashrag --context-only`` runs on; with ``fmt="musique"``
+it writes the bridge questions in MuSiQue's own format instead (:func:`musique_records`: the official
+``musique_ans_v1.0_*.jsonl`` record shape, for ``--benchmark musique`` and training on MuSiQue-shaped data).
+Deterministic for a seed; no third-party data.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SyntheticWorld", "make_synthetic_world", "synthetic_records", "write_synthetic"]
+from ragplan.eval.runfolder import atomic_write
+
+__all__ = ["SyntheticWorld", "make_synthetic_world", "synthetic_records", "musique_records", "write_synthetic"]
 
 _ON = ["val", "mar", "tor", "bel", "dun", "kes", "lor", "mir", "ost", "pra", "quen", "rav", "sol", "tam", "ul", "ver",
        "wes", "yor", "zan", "cal", "bren", "fal", "gor", "hal", "isk", "jor", "kal", "lum", "nor", "per"]
@@ -201,10 +205,42 @@ def synthetic_records(n: int, seed: int = 0, distractors: int = 6) -> list[dict[
     return out
 
 
-def write_synthetic(path: str | Path, n: int, seed: int = 0, distractors: int = 6) -> Path:
-    """Write :func:`synthetic_records` as JSON Lines to ``path``."""
+def musique_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The bridge questions of :func:`synthetic_records` as MuSiQue records (comparisons are left out: MuSiQue has none).
+
+    Each becomes ``{id: "<hops>hop__<id>", paragraphs: [{idx, title, paragraph_text, is_supporting}], question,
+    question_decomposition: [{id, question, answer, paragraph_support_idx}], answer, answer_aliases: [],
+    answerable: true}``: paragraphs in the context's order with ``idx`` 0, 1, … as in the official files, the
+    gold paragraphs supporting, and one decomposition step per hop whose answer is the next hop's title
+    (the last step's, the question's answer).
+    """
+    out: list[dict[str, Any]] = []
+    for r in records:
+        m = r["metadata"]
+        if m["type"] != "bridge":
+            continue
+        chain = list(dict.fromkeys(t for t, _ in m["supporting_facts"]))
+        idx = {t: i for i, (t, _) in enumerate(m["context"])}
+        answers = chain[1:] + [r["golden_answers"][0]]
+        out.append({"id": f"{len(chain)}hop__{r['id']}",
+                    "paragraphs": [{"idx": i, "title": t, "paragraph_text": " ".join(sents), "is_supporting": t in chain}
+                                   for i, (t, sents) in enumerate(m["context"])],
+                    "question": r["question"],
+                    "question_decomposition": [{"id": f"{r['id']}-{k}", "question": q, "answer": a,
+                                                "paragraph_support_idx": idx[t]}
+                                               for k, (q, a, t) in enumerate(zip(m["decomposition"], answers, chain))],
+                    "answer": r["golden_answers"][0], "answer_aliases": [], "answerable": True})
+    return out
+
+
+def write_synthetic(path: str | Path, n: int, seed: int = 0, distractors: int = 6, fmt: str = "flashrag") -> Path:
+    """Write :func:`synthetic_records` as JSON Lines to ``path`` (``fmt="musique"``: :func:`musique_records` of them)."""
+    if fmt not in ("flashrag", "musique"):
+        raise ValueError(f"unknown synthetic format {fmt!r}; known: flashrag, musique")
+    records = synthetic_records(n, seed, distractors)
+    if fmt == "musique":
+        records = musique_records(records)
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in synthetic_records(n, seed, distractors)),
-                 encoding="utf-8")
+    atomic_write(p, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     return p
