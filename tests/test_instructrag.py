@@ -123,6 +123,32 @@ def test_walk_follows_the_rules():
     assert none.paths == [] and none.actions and set(none.actions) == {0}
 
 
+
+def test_walk_rules_no_finish_before_a_search_and_no_repeated_instruction():
+    """Our rules: a bare Finish[X] path and the same Search twice used to come out of the walk."""
+    table = {"Finish[Ed Wood]": [0, 0, 0, 1], "Search[Ed Wood]": [1, 0, 0, 0], "Search[Bela Lugosi]": [0, 0, 1, 0],
+             "Lookup[nationality]": [0, 1, 0, 0], "Who is Ed Wood?": [0.5, 0.1, 0.1, 0.85]}
+    paths = [_p("Who is Ed Wood?", "T", "Finish[Ed Wood]"),  # the question's nearest node holds only a Finish
+             _p("q1", "T", "Search[Ed Wood]", "Lookup[nationality]", "Search[Bela Lugosi]", "Lookup[nationality]",
+                "Search[Ed Wood]", "Finish[Ed Wood]")]
+    emb = VecEmbedder(table)
+    g = build_instruction_graph(paths, delta=0.4, embedder=emb)
+    res = traverse(g, emb.encode(["Who is Ed Wood?"])[0], lambda s: 1, k=3, max_len=8)
+    texts = [[g.instructions[i]["text"] for i in p] for p in res.paths]
+    assert texts and all(p[0].startswith("Search[") for p in texts)  # never a bare Finish[Ed Wood]
+    for p in texts:
+        searches = [t for t in p if t.startswith("Search[")]
+        assert len(searches) == len(set(searches))  # the same Search is not added twice
+        pages: list[list[str]] = []
+        for t in p:  # a Lookup may repeat only on another page
+            if t.startswith("Search["):
+                pages.append([])
+            else:
+                assert t not in pages[-1]
+                pages[-1].append(t)
+    assert any(p.count("Lookup[nationality]") == 2 for p in texts)  # the paper's own shape stays possible
+
+
 REFLEXION_LOG = """
 ########################################
 BEGIN TRIAL 1

@@ -13,7 +13,7 @@ from ragplan.state.instructrag import InstructRAGContext
 from ragplan.training.instructrag.figures import action_match, selection_quality
 from ragplan.training.instructrag.graph import build_instruction_graph, embedder_for_graph
 from ragplan.training.instructrag.agents import load_agents
-from ragplan.training.instructrag.meta import MetaSettings, meta_train, query_examples
+from ragplan.training.instructrag.meta import MetaSettings, adapt_agents, meta_train, query_examples
 from ragplan.training.instructrag.paths import Instruction, parse_instruction
 from ragplan.training.instructrag.reward import LLMF1Reward, PathMatchReward, ProxyReward, instruction_f1
 from ragplan.training.instructrag.synth import make_world, split_paths
@@ -146,3 +146,66 @@ def test_commands_end_to_end(tmp_path, capsys):
 
 def test_paths_parse_helper():
     assert parse_instruction("lookup[ year ]") == Instruction("Lookup", "year") and parse_instruction("Think[x]") is None
+
+
+def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
+    return all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+def _rl_w(rl) -> list[torch.Tensor]:
+    return [t.detach().clone() for t in rl.net.state_dict().values()]
+
+
+def _ml_w(ml) -> list[torch.Tensor]:
+    return [t.detach().clone() for t in ml.heads.state_dict().values()]
+
+
+def test_each_outer_loss_alone_moves_its_agent_in_meta_training(world, graph):
+    _, parts = world
+    emb = embedder_for_graph()
+    off = {"ws": False, "pg": False, "pt": False, "ft": False}
+    init = meta_train(graph, parts["query_seen"], emb, PathMatchReward(), MetaSettings(epochs=0))
+    pg = meta_train(graph, parts["query_seen"], emb, PathMatchReward(), MetaSettings(epochs=1, questions_per_task=2, **{**off, "pg": True}))
+    ft = meta_train(graph, parts["query_seen"], emb, PathMatchReward(), MetaSettings(epochs=1, questions_per_task=2, **{**off, "ft": True}))
+    assert not _same(_rl_w(pg[0]), _rl_w(init[0])) and _same(_ml_w(pg[1]), _ml_w(init[1]))
+    assert not _same(_ml_w(ft[1]), _ml_w(init[1])) and _same(_rl_w(ft[0]), _rl_w(init[0]))
+
+
+def test_few_shot_adaptation_applies_the_pg_and_ft_updates(world, graph, tmp_path):
+    """Regression: the PG / FT gradients were asked of the WS / PT step's output, came back None, and changed nothing."""
+    from ragplan.training.instructrag.graph import InstructionGraph
+
+    _, parts = world
+    emb = embedder_for_graph()
+    meta_train(graph, parts["query_seen"], emb, PathMatchReward(), MetaSettings(epochs=1, questions_per_task=2), tmp_path / "a")
+    graph.save(tmp_path / "g")
+    task = sorted({p.task for p in parts["support_unseen"]})[0]
+    support = [p for p in parts["support_unseen"] if p.task == task][:3]
+    base_rl, base_ml = load_agents(tmp_path / "a")
+
+    def adapt(name: str, **kw: bool):
+        adapt_agents(InstructionGraph.load(tmp_path / "g"), tmp_path / "a", support, emb, PathMatchReward(),
+                     MetaSettings(adapt_steps=2, seed=5, **kw), tmp_path / name)
+        return load_agents(tmp_path / name, task)
+
+    off = {"ws": False, "pg": False, "pt": False, "ft": False}
+    nothing = adapt("nothing", **off)
+    only_pg = adapt("pg", **{**off, "pg": True})
+    only_ft = adapt("ft", **{**off, "ft": True})
+    assert _same(_rl_w(nothing[0]), _rl_w(base_rl)) and _same(_ml_w(nothing[1]), _ml_w(base_ml))
+    assert not _same(_rl_w(only_pg[0]), _rl_w(base_rl)) and _same(_ml_w(only_pg[1]), _ml_w(base_ml))  # ∇L_PG ≠ 0
+    assert not _same(_ml_w(only_ft[1]), _ml_w(base_ml)) and _same(_rl_w(only_ft[0]), _rl_w(base_rl))  # ∇L_FT ≠ 0
+    full, no_pg_ft = adapt("full"), adapt("no_pg_ft", pg=False, ft=False)
+    assert not _same(_rl_w(full[0]), _rl_w(no_pg_ft[0])) and not _same(_ml_w(full[1]), _ml_w(no_pg_ft[1]))
+
+
+def test_a_gradient_of_parameters_the_loss_was_not_computed_on_raises():
+    from ragplan.training.instructrag.meta import _grads
+
+    theta = {"w": torch.ones(2, requires_grad=True)}
+    stepped = {"w": theta["w"] - 0.1}
+    loss = (theta["w"] ** 2).sum()
+    assert torch.equal(_grads(loss, theta)["w"], torch.full((2,), 2.0))
+    with pytest.raises(RuntimeError):
+        _grads((theta["w"] ** 2).sum(), stepped)  # what adaptation used to do, silently
+    assert torch.equal(_grads(torch.zeros(()), theta)["w"], torch.zeros(2))  # no data: no update

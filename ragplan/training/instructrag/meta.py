@@ -12,7 +12,16 @@ and that path's reward is the walk's return — the two agents' loop of §4.3.
 
 **Adaptation** to an unseen task: its support paths are inserted into the graph (G → G′), then
 θ′ᵢ = θ − α∇L_WS − β∇L_PG and η′ᵢ = η − α∇L_PT − β∇L_FT on that task's few-shot questions, for
-``adapt_steps`` steps; each task gets its own adapted agents (``tasks/<task>/``).
+``adapt_steps`` steps; each task gets its own adapted agents (``tasks/<task>/``). Both gradients of a
+step are taken at the same θ (η), the parameters their losses were computed on, as Algorithm 3 writes
+it. The α-terms are plain gradient steps; the β-terms are Adam steps at β = 1e-3 — the paper's
+optimiser and rate for the policy, the same as the outer update of training (a plain step of 1e-3 on
+these losses moves a weight by about 1e-4 and changes no decision). α = 0.05 is ours (the paper gives
+no value).
+
+Gradients are taken with :func:`_grads`, which names the parameters a loss cannot reach (the matching
+head for L_FT) instead of accepting any unused parameter: a loss computed on other tensors than the
+ones differentiated raises, rather than silently giving no update.
 
 Ablations (Table 5): ``ws`` / ``pg`` / ``pt`` / ``ft`` switch a loss off. With its inner loss off an
 agent is trained by its outer loss alone; with its outer loss off, by its inner loss alone (as plain
@@ -126,11 +135,39 @@ def _match(params: Params, q: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
     return F.linear(torch.cat([q * p, (q - p).abs()], dim=-1), params["match.weight"], params["match.bias"]).squeeze(-1)
 
 
-def _step(params: Params, loss: torch.Tensor, lr: float, create_graph: bool) -> Params:
+FT_UNUSED = ("match.weight", "match.bias")
+"""ML-Agent parameters the fine-tuning loss never reaches (the QPM matching head is pre-training's only)."""
+
+
+def _grads(loss: torch.Tensor, params: Params, *, create_graph: bool = False, unused: tuple[str, ...] = ()) -> Params:
+    """∇loss with respect to ``params`` — the tensors ``loss`` was computed from.
+
+    A loss with no data (a constant) has zero gradients. ``unused`` names parameters the loss is known not
+    to reach (zeros); for every other parameter torch must find a path from the loss, so a loss computed
+    on other tensors than ``params`` raises instead of silently giving no update.
+    """
     if not loss.requires_grad:
-        return params
-    grads = torch.autograd.grad(loss, list(params.values()), create_graph=create_graph, allow_unused=True)
-    return {n: (p - lr * g if g is not None else p) for (n, p), g in zip(params.items(), grads)}
+        return {n: torch.zeros_like(p) for n, p in params.items()}
+    names = [n for n in params if n not in unused]
+    got = dict(zip(names, torch.autograd.grad(loss, [params[n] for n in names], create_graph=create_graph)))
+    return {n: got[n] if n in got else torch.zeros_like(p) for n, p in params.items()}
+
+
+def _step(params: Params, loss: torch.Tensor, lr: float, create_graph: bool) -> Params:
+    """One plain gradient step ``params − lr ∇loss`` (differentiable when ``create_graph``)."""
+    g = _grads(loss, params, create_graph=create_graph)
+    return {n: p - lr * g[n] for n, p in params.items()}
+
+
+def _apply(params: Params, g_alpha: Params, g_beta: Params, alpha: float, opt: torch.optim.Optimizer) -> None:
+    """In place: ``params − α g_alpha``, then an Adam step (rate β) on ``g_beta`` — both gradients taken at ``params``."""
+    with torch.no_grad():
+        for n, p in params.items():
+            p.sub_(alpha * g_alpha[n])
+            p.grad = g_beta[n].detach().clone()
+    opt.step()
+    for p in params.values():
+        p.grad = None
 
 
 # ------------------------------------------------------------------------------------------- data
@@ -418,15 +455,17 @@ def adapt_agents(graph: InstructionGraph, agents_dir: str | Path, support: list[
         theta: Params = {k: v.detach().clone().requires_grad_(True) for k, v in rl.net.named_parameters()}
         eta: Params = {k: v.detach().clone().requires_grad_(True) for k, v in ml.heads.named_parameters()}
         logs = {"ws": 0.0, "pg": 0.0, "pt": 0.0, "ft": 0.0}
+        # β-terms are Adam steps (the paper's optimiser and rate for the policy, as in training); α-terms plain steps
+        opt_theta = torch.optim.Adam(list(theta.values()), lr=s.outer_lr)
+        opt_eta = torch.optim.Adam(list(eta.values()), lr=s.outer_lr)
         for _ in range(max(1, s.adapt_steps)):
+            # every gradient is taken at the current θ / η, the parameters its loss was computed on (Algorithm 3)
             l_ws = tr.ws_loss(theta, path_ids) if s.ws else torch.zeros(())
             l_pg = tr.pg_loss(theta, exs, {k: v.detach() for k, v in eta.items()})[0] if s.pg else torch.zeros(())
             l_pt = tr.pt_loss(eta, path_ids) if s.pt else torch.zeros(())
             l_ft = tr.ft_loss(eta, exs, {k: v.detach() for k, v in theta.items()}) if s.ft else torch.zeros(())
-            theta = {k: v.detach().requires_grad_(True) for k, v in
-                     _step(_step(theta, l_ws, s.inner_lr, False), l_pg, s.outer_lr, False).items()}
-            eta = {k: v.detach().requires_grad_(True) for k, v in
-                   _step(_step(eta, l_pt, s.inner_lr, False), l_ft, s.outer_lr, False).items()}
+            _apply(theta, _grads(l_ws, theta), _grads(l_pg, theta), s.inner_lr, opt_theta)
+            _apply(eta, _grads(l_pt, eta), _grads(l_ft, eta, unused=FT_UNUSED), s.inner_lr, opt_eta)
             logs = {"ws": float(l_ws.detach()), "pg": float(l_pg.detach()), "pt": float(l_pt.detach()), "ft": float(l_ft.detach())}
         with torch.no_grad():
             for k, v in rl.net.named_parameters():

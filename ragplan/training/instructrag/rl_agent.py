@@ -11,8 +11,19 @@
   yet used in this path when the node has one) and goes on to the node's successors (most similar
   first, no edge twice in one path); *exclude* — or a dead end, a ``Finish`` instruction, or the length
   bound — closes the path built so far, and the search backtracks. It stops at K distinct paths or the
-  visit bound. One rule from the paper constrains the actions: a ``Lookup`` is never included before a
-  ``Search`` (it is excluded without asking the policy).
+  visit bound.
+* **Rules** that constrain the actions (the paper allows such rules, §4.3). A node none of whose
+  instructions may be added is excluded without asking the policy; otherwise the node's most similar
+  instruction that may be added is the one included.
+
+  1. no ``Lookup`` before a ``Search`` — the paper's own example (from KnowAgent);
+  2. no ``Finish`` before a ``Search`` — *our* rule: without it the walk returned bare ``Finish[X]``
+     paths (the question's nearest instructions are often answers of similar questions), which plan
+     nothing;
+  3. an instruction text already in the path is not added again — *our* rule: without it the walk
+     repeated the same ``Search[X]`` from a junction node. A ``Lookup`` may repeat after a different
+     ``Search`` (``Search[A] → Lookup[nationality] → Search[B] → Lookup[nationality]`` is the paper's
+     own path); it may not repeat on the same page.
 
 :func:`traverse` takes the decision function, so the same walk serves the greedy policy (run time),
 the sampled policy (training, with a seeded generator) and the threshold baseline (no RL-Agent).
@@ -136,19 +147,23 @@ def traverse(graph: InstructionGraph, qvec: np.ndarray, decide: Decider, *, k: i
             out.paths.append(list(ins))
             out.path_nodes.append(list(nodes))
 
-    def pick(node: int, used: list[int]) -> int:
-        ids = sorted(graph.nodes[node], key=lambda i: (-sb.instruction_similarity(i), i))
-        fresh = [i for i in ids if i not in used]
-        return (fresh or ids)[0]
+    def allowed(iid: int, ins: list[int]) -> bool:
+        rec = graph.instructions[iid]
+        searched = [j for j in ins if graph.instructions[j]["action"] == "Search"]
+        if rec["action"] in ("Lookup", "Finish") and not searched:
+            return False  # rules 1 and 2: no Lookup / Finish before a Search
+        if rec["action"] == "Lookup":  # rule 3 for Lookup: not twice on the same page
+            since = ins[ins.index(searched[-1]) + 1:]
+            return all(graph.instructions[j]["text"] != rec["text"] for j in since)
+        return all(graph.instructions[j]["text"] != rec["text"] for j in ins)  # rule 3
 
     def dfs(node: int, edge: tuple[int, int] | None, ins: list[int], nodes: list[int], used_edges: set[tuple[int, int]]) -> None:
         if len(out.paths) >= k or out.visits >= max_visits:
             return
         out.visits += 1
-        actions = {graph.instructions[i]["action"] for i in graph.nodes[node]}
-        has_search = any(graph.instructions[i]["action"] == "Search" for i in ins)
-        if actions == {"Lookup"} and not has_search:
-            emit(ins, nodes)  # the paper's rule: no Lookup before a Search (excluded without a decision)
+        options = sorted((i for i in graph.nodes[node] if allowed(i, ins)), key=lambda i: (-sb.instruction_similarity(i), i))
+        if not options:
+            emit(ins, nodes)  # the rules exclude the node without asking the policy
             return
         st = sb.state(node, edge)
         a = int(decide(st))
@@ -157,10 +172,7 @@ def traverse(graph: InstructionGraph, qvec: np.ndarray, decide: Decider, *, k: i
         if a == 0:
             emit(ins, nodes)
             return
-        iid = pick(node, ins)
-        if graph.instructions[iid]["action"] == "Lookup" and not has_search:
-            iid = next((i for i in sorted(graph.nodes[node], key=lambda i: -sb.instruction_similarity(i))
-                        if graph.instructions[i]["action"] != "Lookup"), iid)
+        iid = options[0]
         ins2, nodes2 = ins + [iid], nodes + [node]
         children = [b for b in graph.out_neighbours(node) if (node, b) not in used_edges]
         if graph.instructions[iid]["action"] == "Finish" or len(ins2) >= max_len or not children:
