@@ -1,0 +1,85 @@
+"""Benchmark the LLM record/replay cache: what one call costs on top of the request, by prompt size.
+
+For a structured decision as the nodes make it (``ChatOpenAI`` with a forced tool, the schema of PlanRAG's
+``Plan``) and prompts of several sizes, it measures per call:
+
+* ``key_ms`` — building the request key (parsing LangChain's model string, canonical JSON, SHA-256);
+* ``write_ms`` — recording a response (key + entry JSON + fsync + link into place);
+* ``hit_ms`` — serving a recorded response (key + reading and rebuilding the message);
+* ``replay_decide_ms`` — a whole :func:`ragplan.llm.decide` in replay mode (LangChain's call path, the
+  cache hit, parsing the tool call), i.e. what one decision costs when a run is replayed offline.
+
+No network is involved (the responses are written into the cache directly). Prints one table;
+``--save FILE.json`` writes the run, ``--baseline FILE.json`` adds the ratio of ``hit_ms`` to a saved run.
+A measurement, not a test: it only checks that the replayed decision was served.
+
+    python benchmarks/llm_cache.py [--sizes 2000,20000,100000] [--calls 200] [--save FILE.json] [--baseline FILE.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from langchain_core.load import dumps
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import load_baseline, print_rows, save_report  # noqa: E402
+
+from ragplan.llm import decide, load_chat_model, structured_model  # noqa: E402
+from ragplan.llm_cache import LLMCache, cache_request  # noqa: E402
+from ragplan.nodes.planrag.plan import Plan  # noqa: E402
+
+
+def _ms(fn, n: int) -> float:
+    times = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        fn(i)
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+def measure(size: int, calls: int, root: Path) -> dict[str, float]:
+    """The per-call figures for prompts of ``size`` characters."""
+    model = load_chat_model("openai:bench-model", cache_dir=str(root / f"c{size}"), replay=True)
+    bound = structured_model(model, Plan, "function_calling")
+    llm_string = model._get_llm_string(**bound.kwargs)
+    text = ("The trade node upstream sends value downstream in proportion to power. " * (size // 72 + 1))[:size]
+    prompts = [[SystemMessage(text), HumanMessage(f"Question {i}: where should the merchant go?")] for i in range(calls)]
+    serialised = [dumps(p) for p in prompts]
+    writer = LLMCache(root / f"c{size}")
+    reply = AIMessage("", tool_calls=[{"name": "Plan", "args": {"steps": ["count the nodes", "compare flows"]}, "id": "c1"}],
+                      usage_metadata={"input_tokens": size // 4, "output_tokens": 20, "total_tokens": size // 4 + 20})
+    row = {"prompt_chars": size}
+    row["key_ms"] = _ms(lambda i: cache_request(serialised[i], llm_string), calls)
+    row["write_ms"] = _ms(lambda i: writer.update(serialised[i], llm_string, [ChatGeneration(message=reply)]), calls)
+    row["hit_ms"] = _ms(lambda i: writer.lookup(serialised[i], llm_string), calls)
+    row["replay_decide_ms"] = _ms(lambda i: decide(model, prompts[i], Plan), calls)
+    assert decide(model, prompts[0], Plan).ok  # the replay really served the recorded decision
+    return row
+
+
+def main() -> None:
+    """Run the measurement and print the table."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="2000,20000,100000", help="prompt sizes in characters (comma-separated)")
+    ap.add_argument("--calls", type=int, default=200, help="calls per figure (the median is shown)")
+    ap.add_argument("--save", type=Path, help="write this run's rows as JSON")
+    ap.add_argument("--baseline", type=Path, help="a report saved with --save: show its hit_ms and the ratio")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = [measure(int(s), a.calls, Path(tmp)) for s in a.sizes.split(",") if s.strip()]
+    print_rows(rows, [("prompt_chars", "d"), ("key_ms", ".3f"), ("write_ms", ".3f"), ("hit_ms", ".3f"),
+                      ("replay_decide_ms", ".3f")], "prompt_chars", load_baseline(a.baseline), "hit_ms")
+    save_report(a.save, "llm_cache", rows, calls=a.calls)
+
+
+if __name__ == "__main__":
+    main()
