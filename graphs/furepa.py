@@ -179,9 +179,12 @@ class FuRePAFamily(MethodFamily):
             for i, c in enumerate(it.candidates):
                 score = f"{c.score:.3f}" if c.score is not None else "  -  "
                 emit(f"    {'→' if i == it.pick else ' '} {score}  {c.query}")
-        elif node == "repetition_control" and it is not None and it.repeated:
-            sim = f" (cosine {it.similarity:.2f})" if it.similarity is not None and it.similarity < 1 else ""
-            emit(f"  Repeats the executed query {it.repeat_of!r}{sim}: not run again")
+        elif node == "repetition_control" and it is not None and (it.repeated or it.repeat_check_error):
+            if it.repeat_check_error:
+                emit(f"  Repeat check: {it.repeat_check_error}")
+            if it.repeated:
+                sim = f" (cosine {it.similarity:.2f})" if it.similarity is not None and it.similarity < 1 else ""
+                emit(f"  Repeats the executed query {it.repeat_of!r}{sim}: not run again")
         elif node == "retrieve" and it is not None:
             if it.retrieval_error:
                 emit(f"  Retrieval failed: {it.retrieval_error}")

@@ -89,6 +89,8 @@ class Iteration(BaseModel):
     repeated: bool = Field(default=False, description="The chosen query repeats an executed one (exactly or by similarity).")
     repeat_of: str = Field(default="", description="The executed query it repeats.")
     similarity: float | None = Field(default=None, description="Cosine similarity to the closest executed query.")
+    repeat_check_error: str = Field(
+        default="", description="Why the similarity check could not run (e.g. no embedding model): exact repeats only.")
     executed: bool = Field(default=False, description="Whether the query was run against the retriever.")
     retrieved: list[str] = Field(default_factory=list, description="Ids of the passages retrieval returned (top-k).")
     new_evidence: int = Field(default=0, description="Passages this retrieval added to the evidence (not seen before).")
@@ -256,6 +258,7 @@ class FuRePAResult(GraphResult):
                             **({"answer": it.answer} if it.answer else {}),
                             **({"repeats": f"{it.repeat_of} (similarity {it.similarity:.2f})" if it.similarity is not None
                                 else it.repeat_of} if it.repeated else {}),
+                            **({"repeat check": it.repeat_check_error} if it.repeat_check_error else {}),
                             **({"retrieved": it.retrieved, "new evidence": it.new_evidence} if it.executed else {}),
                             **({"retrieval error": it.retrieval_error} if it.retrieval_error else {})})
                     for it in self.iterations]))

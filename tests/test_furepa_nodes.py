@@ -152,7 +152,42 @@ def test_repetition_raises_then_stops_and_a_fresh_query_resets():
 def test_a_repeat_on_the_last_iteration_goes_to_the_answer():
     out = repetition_control({"question": Q, "iterations": PAST + [_picked("Iskax Mills")]},
                              rt(max_iterations=2, repeat_similarity=1.0))
-    assert out["stop_reason"] == "max_iterations"
+    assert out["stop_reason"] == "max_iterations" and out["iterations"][0].repeated
+    # no proposal follows, so no raise is recorded (it would inflate temperature_raises)
+    assert "temperature_changes" not in out and "temperature" not in out and "raises" not in out
+
+
+def test_a_failing_embedding_model_falls_back_to_exact_repeats(monkeypatch):
+    """get_embedder or encode failing does not crash the run: exact repeats still count, and the iteration says why."""
+    import ragplan.tools.embeddings as embeddings
+    from ragplan.graphs.furepa import FAMILY
+
+    def no_model(path=""):
+        raise embeddings.EmbeddingModelError(f"{path}: not a sentence-transformers model folder")
+
+    monkeypatch.setattr(embeddings, "get_embedder", no_model)
+    ctx = dict(repeat_similarity=0.9, embedding_model="/nowhere/model")
+    out = repetition_control({"question": Q, "iterations": PAST + [_picked("Bruno Yoren")]}, rt(**ctx))
+    it = out["iterations"][0]
+    assert not it.repeated and it.similarity is None and "stop_reason" not in out
+    assert "similarity check failed (EmbeddingModelError: /nowhere/model" in it.repeat_check_error
+    assert it.repeat_check_error.endswith("exact repeats only")
+    out = repetition_control({"question": Q, "iterations": PAST + [_picked("ISKAX mills")]}, rt(**ctx))
+    it = out["iterations"][0]
+    assert it.repeated and it.repeat_of == "Iskax Mills" and out["raises"] == 1 and it.repeat_check_error
+    lines: list[str] = []
+    FAMILY.trace("repetition_control", out, lines.append)
+    assert lines[0].startswith("  Repeat check: similarity check failed") and "Repeats the executed query" in lines[1]
+
+    class Broken:
+        def encode(self, texts):
+            raise RuntimeError("CUDA out of memory")
+
+    monkeypatch.setattr(embeddings, "get_embedder", lambda path="": Broken())
+    out = repetition_control({"question": Q, "iterations": PAST + [_picked("Bruno Yoren")]}, rt(**ctx))
+    assert "RuntimeError: CUDA out of memory" in out["iterations"][0].repeat_check_error
+    ok = repetition_control({"question": Q, "iterations": PAST + [_picked("Bruno Yoren")]}, rt(repeat_similarity=1.0))
+    assert ok["iterations"][0].repeat_check_error == ""  # exact-only by setting: nothing to report
 
 
 def test_embedding_similarity_counts_as_a_repeat():

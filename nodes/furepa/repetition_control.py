@@ -6,6 +6,11 @@ nothing): the next proposal is sampled at a raised temperature, starting from ``
 ``delta_tp`` per raise, up to ``max_temperature`` (the paper uses tp0 0.2 with Δtp 0.8, and 1.0 with
 0.5). After ``max_temperature_raises`` raises in a row the run stops (``stop_reason = repetition``)
 and answers with what the evidence supports. A fresh pick sets the temperature back to ``tp0``.
+A repeat on the last allowed iteration stops the run (``max_iterations``) without a raise: no proposal
+would be sampled at the raised temperature.
+
+When the embedding model cannot be loaded or fails to encode, the check falls back to exact repeats
+for that pick and says so on the iteration (``repeat_check_error``, shown in the trace); the run goes on.
 """
 
 from __future__ import annotations
@@ -52,12 +57,17 @@ def repetition_control(state: Any, runtime: Runtime[FuRePAContext]) -> dict[str,
     iterations: list[Iteration] = list(state.get("iterations") or [])
     it = iterations[-1].model_copy(deep=True)
     executed = [i.query for i in iterations if i.executed]
-    embedder = None
-    if executed and ctx.repeat_similarity < 1.0:
-        from ragplan.tools.embeddings import get_embedder
+    try:
+        embedder = None
+        if executed and ctx.repeat_similarity < 1.0:
+            from ragplan.tools.embeddings import get_embedder
 
-        embedder = get_embedder(ctx.embedding_model or "")
-    repeat_of, it.similarity = find_repeat(it.query, executed, ctx.repeat_similarity, embedder)
+            embedder = get_embedder(ctx.embedding_model or "")
+        repeat_of, it.similarity = find_repeat(it.query, executed, ctx.repeat_similarity, embedder)
+    except Exception as exc:  # a missing or broken embedding model: exact repeats only, recorded, never raised
+        repeat_of, it.similarity = find_repeat(it.query, executed, ctx.repeat_similarity, None)
+        it.repeat_check_error = (f"similarity check failed ({type(exc).__name__}: {str(exc)[:300]}); "
+                                 "exact repeats only")
     temperature = float(state.get("temperature", ctx.tp0))
     raises = int(state.get("raises", 0))
     out: dict[str, Any] = {"iterations": [it]}
@@ -65,11 +75,11 @@ def repetition_control(state: Any, runtime: Runtime[FuRePAContext]) -> dict[str,
         it.repeated, it.repeat_of = True, repeat_of
         if raises >= ctx.max_temperature_raises:
             return {**out, "stop_reason": "repetition"}
+        if len(iterations) >= ctx.max_iterations:  # no proposal follows: a raise would change nothing
+            return {**out, "stop_reason": "max_iterations"}
         after = raised_temperature(temperature, ctx.delta_tp, ctx.max_temperature)
         out.update(temperature=after, raises=raises + 1, temperature_changes=[TemperatureChange(
             iteration=it.index, before=temperature, after=after, reason=f"the pick repeats the executed query {repeat_of!r}")])
-        if len(iterations) >= ctx.max_iterations:
-            out["stop_reason"] = "max_iterations"
         return out
     if temperature != ctx.tp0 or raises:
         out.update(temperature=ctx.tp0, raises=0, temperature_changes=[TemperatureChange(
