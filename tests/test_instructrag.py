@@ -223,6 +223,92 @@ def test_reflexion_trial_logs_are_read_with_their_labels():
     assert rep.failed[0].task == "yes/no" and rep.failed[1].task == "date"
 
 
+# A later Reflexion trial as its authors log it (util.log_trial: the agent prompt with the few-shot part
+# removed, or printed whole), with the last-trial context and a reflection before the current trial.
+REFLEXION_TRIAL_2 = """
+########################################
+BEGIN TRIAL 2
+Trial summary: Correct: 1, Incorrect: 0
+#######################################
+------------- BEGIN CORRECT AGENTS -------------
+
+Solve a question answering task with interleaving Thought, Action, Observation steps. Thought can reason about the current situation, and Action can be three types:
+(1) Search[entity], which searches the exact entity on Wikipedia and returns the first paragraph if it exists.
+(2) Lookup[keyword], which returns the next sentence containing keyword in the last passage successfully found by Search.
+(3) Finish[answer], which returns the answer and finishes the task.
+You may take as many steps as necessary.
+Here are some examples:
+Question: What is the elevation range for the area that the eastern sector of the Colorado orogeny extends into?
+Thought 1: I need to search Colorado orogeny.
+Action 1: Search[Colorado orogeny]
+Observation 1: The Colorado orogeny was an episode of mountain building.
+Action 2: Finish[1,800 to 7,000 ft]
+(END OF EXAMPLES)
+You have attempted to answer the following question before and failed. Below is the last trial you attempted to answer the question.
+Question: Which river runs through the town where Ilse Maren was born?
+Thought 1: I search the river.
+Action 1: Search[Vessa river]
+Observation 1: Could not find Vessa river.
+Action 2: Finish[Rhine]
+Observation 2: Answer is INCORRECT
+(END PREVIOUS TRIAL)
+The following reflection(s) give a plan to avoid failing to answer the question in the same way you did previously.
+Reflections:
+- I should have searched Ilse Maren first.
+
+Question: Which river runs through the town where Ilse Maren was born?
+Thought 1: I search Ilse Maren.
+Action 1: Search[Ilse Maren]
+Observation 1: Ilse Maren (born 1950 in Hollmark) is a sculptor.
+Action 2: Search[Hollmark]
+Observation 2: Hollmark is a town on the river Vessa.
+Action 3: Finish[Vessa]
+Observation 3: Answer is CORRECT
+Correct answer: Vessa
+
+------------- BEGIN INCORRECT AGENTS -----------
+
+Previous trial:
+Question: Are Tarn Holt and Egil Brun both painters?
+Action 1: Search[Tarn Holt]
+Action 2: Finish[yes]
+Observation 2: Answer is CORRECT
+
+Reflection:
+Question: Are Tarn Holt and Egil Brun both painters?
+Action 1: Search[Egil Brun]
+Action 2: Finish[no]
+Observation 2: Answer is INCORRECT
+Correct answer: yes
+"""
+
+PRINTED_PROMPT_LOG = """Question: Who founded the Vessa rowing club?
+Thought 1: an example of the prompt, printed before the question
+Action 1: search[Example page]
+Action 2: finish[Example answer]
+Question: What instrument does Oda Lien play?
+Action 1: search[Oda Lien]
+Action 2: finish[cello]
+{'steps': 2, 'answer': 'cello', 'gt_answer': 'cello', 'question_idx': 17, 'reward': True, 'em': True, 'f1': 1.0}
+"""
+
+
+def test_logs_leave_out_examples_and_earlier_trials():
+    rep = parse_trajectory_log(REFLEXION_TRIAL_2, "trial2.txt")
+    assert [p.text for p in rep.successful] == ["Search[Ilse Maren] → Search[Hollmark] → Finish[Vessa]"]
+    assert [p.text for p in rep.failed] == ["Search[Egil Brun] → Finish[no]"]  # not the quoted previous trial
+    assert rep.skipped == 0  # the few-shot example in the CORRECT section is no block at all
+    rep = parse_trajectory_log(PRINTED_PROMPT_LOG, "react.log")
+    assert [p.text for p in rep.successful] == ["Search[Oda Lien] → Finish[cello]"]  # the label is the last block's
+    assert not rep.failed and rep.skipped == 1 and "before the label" in rep.problems[0]
+    rep = parse_trajectory_log("Question: q?\nAction 1: Search[x]\nAction 2: Finish[y]\n(END OF EXAMPLES)\n"
+                               "Question: real?\nAction 1: Search[z]\nAction 2: Finish[w]\nObservation 2: Answer is CORRECT\n", "p")
+    assert [p.text for p in rep.successful] == ["Search[z] → Finish[w]"] and rep.skipped == 1
+    rep = parse_trajectory_log("BEGIN CORRECT AGENTS\nQuestion: q?\nAction 1: Search[old try]\nAction 2: Finish[no]\n"
+                               "Question: q?\nAction 1: Search[new try]\nAction 2: Finish[yes]\nCorrect answer: yes\n", "sec")
+    assert [p.text for p in rep.successful] == ["Search[new try] → Finish[yes]"] and not rep.failed and rep.skipped == 1
+
+
 def test_react_notebook_logs_are_read_with_their_info_dicts(tmp_path):
     rep = parse_trajectory_log(REACT_LOG, "react.log")
     assert [p.text for p in rep.successful] == ["Search[Oda Lien] → Finish[cello]"]

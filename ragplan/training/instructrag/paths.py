@@ -14,7 +14,9 @@ Two sources are read:
   ``BEGIN INCORRECT AGENTS`` / ``BEGIN HALTED AGENTS`` and end each with ``Correct answer: …``; the
   ReAct notebook prints an info dict after each question (``{'steps': …, 'answer': …, 'gt_answer': …,
   'em': …, 'f1': …}``); otherwise a last observation ``Answer is CORRECT`` / ``INCORRECT`` decides.
-  A block with no label is skipped (counted).
+  A block with no label is skipped (counted). Few-shot examples (up to ``(END OF EXAMPLES)``), earlier
+  trials quoted in a prompt (Reflexion's ``… (END PREVIOUS TRIAL)`` context, a ``Previous trial:``
+  block) and earlier blocks before a label line are not read as trials (:func:`parse_trajectory_log`).
 
 Only successful paths enter the instruction graph; failed ones are kept (the paper's noise experiment
 inserts a share of them on purpose).
@@ -187,31 +189,102 @@ def _label_of_info(line: str) -> tuple[bool | None, str]:
     return (m.group(1) in ("True", "1") if m else None), (g.group(1) if g else "")
 
 
+_EXAMPLES_START = re.compile(r"here are some examples\s*:?", re.I)
+_EXAMPLES_END = "(END OF EXAMPLES)"
+_PREVIOUS_START = re.compile(r"^previous trial\s*:|below is the last trial you attempted", re.I)
+_PREVIOUS_END = re.compile(r"^\(END PREVIOUS TRIAL\)|^Reflection\s*:", re.I)
+
+
 def parse_trajectory_log(text: str, source: str = "log", report: PathReadReport | None = None) -> PathReadReport:
     """Read ReAct-format trajectories from a log's text (Reflexion trial logs, ReAct notebook output, plain blocks).
 
     Each ``Question:`` line starts a block; its ``Action N:`` lines are the path (other actions such as
     ``Think[…]`` are dropped); the label is the section, the info dict or the last ``Answer is …``
-    observation, in that order of preference.
+    observation, in that order of preference. Text that is not the question's own trial is left out:
+
+    * few-shot examples — from ``Here are some examples:`` to ``(END OF EXAMPLES)``, and any block
+      opened before an ``(END OF EXAMPLES)`` line (a prompt printed without its opening line);
+    * earlier trials quoted in a prompt — Reflexion's last-trial context (``Below is the last trial you
+      attempted …`` up to ``(END PREVIOUS TRIAL)``) and a reflection prompt's ``Previous trial:`` block
+      (up to ``Reflection:``), or up to the next ``Question:`` line when the end marker is missing;
+    * when several blocks precede one label line (``Correct answer: …`` or the info dict), only the last
+      one — the trial the label was written for — takes it; the earlier ones are skipped (counted).
+
+    In a Reflexion log (which ends every agent with ``Correct answer:``) a section label applies to
+    the block that line closes; a log with sections and no such lines labels each block by its section.
     """
     report = report if report is not None else PathReadReport()
     section: str | None = None
     blocks: list[dict[str, Any]] = []
     cur: dict[str, Any] | None = None
+    pending: list[dict[str, Any]] = []  # blocks opened since the last boundary (section, label line, end of examples)
+    in_examples = in_previous = False
+    previous_question_seen = False
+    gold_lines = False
+
+    def close(label: dict[str, Any]) -> None:
+        nonlocal cur
+        if pending:
+            last = pending[-1]
+            last.update(label, closed=True)
+            for b in pending[:-1]:
+                b["superseded"] = True
+        pending.clear()
+        cur = None
+
     for n, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
+        if in_examples:
+            if _EXAMPLES_END in line:
+                in_examples = False
+            continue
+        if _EXAMPLES_START.search(line) and _EXAMPLES_END not in line:
+            in_examples, cur = True, None
+            for b in pending:
+                b["superseded"] = "example"
+            pending.clear()
+            continue
+        if _EXAMPLES_END in line:
+            for b in pending:
+                b["superseded"] = "example"
+            pending.clear()
+            cur = None
+            continue
+        if in_previous:
+            q = _QUESTION.match(line)
+            if _PREVIOUS_END.match(line) or (q and previous_question_seen) or _SECTION.search(line) or line.startswith("BEGIN TRIAL"):
+                in_previous = False
+                if not q and not _SECTION.search(line) and not line.startswith("BEGIN TRIAL"):
+                    continue
+            else:
+                previous_question_seen = previous_question_seen or bool(q)
+                continue
+        if _PREVIOUS_START.search(line):
+            in_previous, previous_question_seen, cur = True, False, None
+            continue
         sec = _SECTION.search(line)
         if sec:
             section, cur = sec.group(1), None
+            pending.clear()
             continue
         if line.startswith("BEGIN TRIAL"):
             section, cur = None, None
+            pending.clear()
             continue
         q = _QUESTION.match(line)
         if q:
             cur = {"question": q.group(1).strip(), "actions": [], "section": section, "verdict": None,
-                   "gold": "", "line": n, "info": None}
+                   "gold": "", "line": n, "info": None, "closed": False, "superseded": False}
             blocks.append(cur)
+            pending.append(cur)
+            continue
+        g = _GOLD.match(line)
+        if g:
+            gold_lines = True
+            close({"gold": g.group(1).strip()})
+            continue
+        if _INFO.match(line):
+            close({"info": _label_of_info(line)})
             continue
         if cur is None:
             continue
@@ -226,22 +299,19 @@ def parse_trajectory_log(text: str, source: str = "log", report: PathReadReport 
                 cur["verdict"] = True
             elif "Answer is INCORRECT" in obs:
                 cur["verdict"] = False
-            continue
-        g = _GOLD.match(line)
-        if g:
-            cur["gold"] = g.group(1).strip()
-            continue
-        if _INFO.match(line):
-            cur["info"] = _label_of_info(line)
     for b in blocks:
         where = f"{source}:{b['line']}"
+        if b["superseded"]:
+            report.skip(f"{where}: a few-shot example, not a trial" if b["superseded"] == "example"
+                        else f"{where}: an earlier block before the label line (the label is the last trial's)")
+            continue
         steps = [ins for ins in (parse_instruction(a) for a in b["actions"]) if ins is not None]
         if not b["question"] or not steps:
             report.skip(f"{where}: no question or no Search/Lookup/Finish action")
             continue
         success: bool | None
         gold = b["gold"]
-        if b["section"] is not None:
+        if b["section"] is not None and (b["closed"] or not gold_lines):
             success = b["section"] == "CORRECT"
         elif b["info"] is not None and b["info"][0] is not None:
             success, gold = b["info"][0], gold or b["info"][1]
