@@ -25,8 +25,14 @@ def add_eval_parser(sub: Any) -> None:
                     "prints one table comparing several runs. `ragplan eval retrieval --benchmark B --data FILE "
                     "--index DIR|--context-only [--queries RUN_DIR] [-k 1,2,5,10]` scores retrieval against the data's "
                     "gold supporting titles and sentences (recall@k, all-supporting@k, MRR) without an LLM.")
-    ev.add_argument("report", nargs="*", metavar="report RUN_DIR | retrieval",
-                    help="`report` followed by run folders to compare, or `retrieval`")
+    ev.add_argument("report", nargs="*", metavar="report RUN_DIR | retrieval | sweep",
+                    help="`report` followed by run folders to compare, `retrieval`, or `sweep` (with --sweep)")
+    ev.add_argument("--sweep", metavar="SETTING=V1,V2,…", default=None,
+                    help="eval sweep: the context setting to sweep and its values, e.g. beta_threshold=0,0.25,0.5,0.75,1 "
+                         "(one run folder per value under --out, default runs/sweep-<method>-<benchmark>-<setting>; "
+                         "running the same command again finishes unfinished runs)")
+    ev.add_argument("--plot", metavar="OUT.png", default=None,
+                    help="eval report: also draw accuracy on SR and MR questions per method (PlanRAG's Figure 5)")
     ev.add_argument("--method", help="graph name (see `ragplan graphs`)")
     ev.add_argument("--benchmark", help="dqa-locating | dqa-building | hotpotqa | 2wikimultihopqa | musique | strategyqa | "
                                         "fever | flashrag | reaper-retail")
@@ -76,12 +82,24 @@ def run_eval(args: argparse.Namespace) -> int:
 
     if args.report and args.report[0] == "retrieval":
         return run_retrieval(args)
+    if args.report and args.report[0] == "sweep":
+        from ragplan.cli.eval_sweep import run_eval_sweep
+
+        return run_eval_sweep(args)
+    if args.sweep or (args.plot and not (args.report and args.report[0] == "report")):
+        print("error: " + ("--sweep goes with `ragplan eval sweep --sweep SETTING=V1,V2,…`" if args.sweep else
+                           "--plot goes with `ragplan eval report RUN_DIR… --plot OUT.png`"), file=sys.stderr)
+        return 2
     if args.report:
         if args.report[0] != "report" or len(args.report) < 2:
             print("error: use `ragplan eval report RUN_DIR [RUN_DIR …]`", file=sys.stderr)
             return 2
         try:
             print(compare_runs(args.report[1:]))
+            if args.plot:
+                from ragplan.eval.report import plot_comparison
+
+                print(f"written: {plot_comparison(args.report[1:], args.plot)}")
             if args.html:
                 from ragplan.eval.html_report import write_html_report
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["Item", "Benchmark"]
+__all__ = ["Item", "Benchmark", "ComparedRun"]
 
 
 @dataclass
@@ -29,6 +29,18 @@ class Item:
     """Values the summary groups by (e.g. scenario, year) and anything worth keeping in the record."""
     inputs: dict[str, Any] = field(default_factory=dict)
     """Extra graph inputs beside ``question`` (e.g. REAPER's ``page_context``)."""
+
+
+@dataclass
+class ComparedRun:
+    """One run as ``ragplan eval report`` hands it to a benchmark's ``compare`` hook."""
+
+    label: str
+    """The run's column name: its method, with the run folder's name when two runs share a method."""
+    settings: Any
+    """Its :class:`~ragplan.eval.runfolder.RunSettings`."""
+    records: list[dict[str, Any]]
+    """Its finished records (``results.jsonl``), in file order."""
 
 
 class Benchmark(Protocol):
@@ -50,3 +62,8 @@ class Benchmark(Protocol):
     #   prepare(run_dir, context) -> dict — context settings for every item, computed once per run
     #       (e.g. a local index built from the dataset's own context paragraphs).
     #   report(records) -> str — extra Markdown tables for the summary (e.g. per-class P/R/F1).
+    #   plot_metrics: tuple[str, ...] — the shares drawn in plot.png and a sweep's figure (e.g. ("em", "f1"));
+    #       default: accuracy only.
+    #   compare(runs: list[ComparedRun]) -> str — extra Markdown for ``ragplan eval report`` when every compared
+    #       run is of this benchmark (e.g. REAPER's Table 1 with one column per method). The benchmark is built
+    #       from the first run's settings for this, so ``compare`` must not need to read the data.

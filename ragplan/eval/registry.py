@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from ragplan.eval.benchmark import Benchmark
 
-__all__ = ["register", "get_benchmark", "benchmark_names", "BENCHMARK_MODULES"]
+__all__ = ["register", "get_benchmark", "benchmark_names", "comparison_hook", "BENCHMARK_MODULES"]
 
 #: Modules whose ``BENCHMARKS`` mapping is loaded on first use.
 BENCHMARK_MODULES = (
@@ -53,3 +53,14 @@ def benchmark_names() -> list[str]:
     """Every registered benchmark name."""
     _load_builtin()
     return sorted(_REGISTRY)
+
+
+def comparison_hook(benchmark: str, data: str, options: dict[str, Any] | None = None) -> Callable[..., str] | None:
+    """The ``compare(runs)`` hook of the benchmark ``benchmark`` (built over ``data`` with ``options``), or None
+    when it has none, is unknown or cannot be built (the report then prints the common table only)."""
+    try:
+        bench = get_benchmark(benchmark, data, **(options or {}))
+    except Exception:  # noqa: BLE001  (an unknown benchmark or options a report cannot honour: no hook)
+        return None
+    hook = getattr(bench, "compare", None)
+    return hook if callable(hook) else None

@@ -14,10 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragplan.eval.benchmark import ComparedRun
+from ragplan.eval.figures import plot_retrieval_split, plot_run
+from ragplan.eval.ordering import ordered_categories
+from ragplan.eval.registry import comparison_hook
 from ragplan.eval.runfolder import RunFolder, RunSettings
 
 __all__ = ["summarise", "write_summary", "compare_runs", "comparison", "RunComparison", "retrieval_class",
-           "retrieval_totals", "summary_markdown"]
+           "retrieval_totals", "summary_markdown", "benchmark_comparison", "retrieval_split", "plot_comparison",
+           "run_labels"]
 
 
 def retrieval_class(n: int) -> str:
@@ -44,7 +49,7 @@ def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any 
         values: dict[str, list[dict[str, Any]]] = {}
         for r in records:
             values.setdefault(str(r.get(key)), []).append(r)
-        groups[key] = {v: _acc(rs, metrics) for v, rs in sorted(values.items())}
+        groups[key] = {v: _acc(values[v], metrics) for v in ordered_categories(values)}  # easy < medium < hard
     by_class: dict[str, list[dict[str, Any]]] = {}
     for r in records:
         by_class.setdefault(retrieval_class(int(r.get("retrievals", 0))), []).append(r)
@@ -57,7 +62,7 @@ def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any 
         "metrics": metrics,
         "overall": {**_acc(records, metrics), "errors": sum(1 for r in records if r.get("error"))},
         "groups": groups,
-        "retrieval": {k: _acc(v, metrics) for k, v in sorted(by_class.items())},
+        "retrieval": {k: _acc(by_class[k], metrics) for k in ordered_categories(by_class)},
         "retrieval_totals": retrieval_totals(records),
         "cost": {**total, "per_question_llm_calls": round(total["llm_calls"] / n, 2),
                  "per_question_tokens": round((total["input_tokens"] + total["output_tokens"]) / n, 1),
@@ -119,31 +124,7 @@ def write_summary(run_dir: Path, s: dict[str, Any]) -> None:
     """Write ``summary.json``, ``summary.md`` and ``plot.png`` into the run folder."""
     (run_dir / "summary.json").write_text(json.dumps(s, indent=2))
     (run_dir / "summary.md").write_text(summary_markdown(s))
-    plot(s, run_dir / "plot.png")
-
-
-def plot(s: dict[str, Any], path: Path) -> None:
-    """Bar charts of accuracy per group and per retrieval class."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    panels = [(k, v) for k, v in s["groups"].items()] + [("retrieval", s["retrieval"])]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.4), squeeze=False)
-    for ax, (title, vals) in zip(axes[0], panels):
-        labels = list(vals)
-        accs = [vals[k]["accuracy"] * 100 for k in labels]
-        bars = ax.bar(labels, accs, color="#6a5acd")
-        for b, k in zip(bars, labels):
-            ax.text(b.get_x() + b.get_width() / 2, b.get_height() + 1, f"n={vals[k]['n']}", ha="center", fontsize=8)
-        ax.set_ylim(0, 110)
-        ax.set_title(f"accuracy by {title}")
-        ax.set_ylabel("%")
-    fig.suptitle(f"{s['method']} on {s['benchmark']}: {s['overall']['accuracy']:.1%} of {s['overall']['n']}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    plot_run(s, run_dir / "plot.png")
 
 
 @dataclass
@@ -160,7 +141,8 @@ class RunComparison:
 def compare_runs(run_dirs: list[str | Path]) -> str:
     """One table comparing several runs (same benchmark expected), questions aligned by id."""
     c = comparison(run_dirs)
-    return _table(c.headers, c.rows) + f"\n({c.note})"
+    extra = benchmark_comparison(c, run_dirs)  # e.g. REAPER's Table 1 with a column per method
+    return _table(c.headers, c.rows) + f"\n({c.note})" + (f"\n\n{extra}" if extra else "")
 
 
 def comparison(run_dirs: list[str | Path]) -> RunComparison:
@@ -177,10 +159,10 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
             metrics += [m for m in json.loads((Path(d) / "summary.json").read_text()).get("metrics", []) if m not in metrics]
         except (OSError, ValueError):
             pass
-    ref = next((recs for st, recs in runs if st.method == "iter_rag"), None)
-    split_note = "SR/MR by iter_rag's retrieval count" if ref else "SR/MR by each run's own retrieval count"
+    refs = _iter_rag_counts([(st, recs) for st, recs in runs])
+    split_note = "SR/MR by iter_rag's retrieval count" if refs else "SR/MR by each run's own retrieval count"
     group_keys = ["year"] if any("year" in r for _, recs in runs for r in recs.values()) else []
-    years = sorted({str(r.get("year")) for _, recs in runs for r in recs.values()}) if group_keys else []
+    years = ordered_categories(str(r.get("year")) for _, recs in runs for r in recs.values()) if group_keys else []
     headers = ["method", "model", "benchmark", "questions", "accuracy", *metrics, *[f"y{y}" for y in years], "SR", "MR",
                "calls/q", "tokens/q", "latency/q (s)", "errors"]
     rows = []
@@ -189,7 +171,7 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
         rs = list(recs.values())
         s = summarise(rs, group_keys, st, metrics)
         summaries.append((st, recs, s))
-        counts: dict[str, dict[str, Any]] = ref or recs
+        counts: dict[str, dict[str, Any]] = refs.get(st.benchmark) or recs  # iter_rag's run of the same benchmark
 
         def cls(r: dict[str, Any]) -> str:
             return retrieval_class(int(counts.get(r["id"], r).get("retrievals", 0)))
@@ -204,3 +186,65 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
                      s["cost"]["per_question_llm_calls"], s["cost"]["per_question_tokens"], s["cost"]["mean_latency_s"],
                      s["overall"]["errors"]])
     return RunComparison(headers, rows, split_note, summaries)
+
+
+def _iter_rag_counts(runs: list[tuple[RunSettings, dict[str, dict[str, Any]]]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Benchmark → the records (by id) of the first ``iter_rag`` run on it: whose retrieval counts split SR / MR."""
+    refs: dict[str, dict[str, dict[str, Any]]] = {}
+    for st, recs in runs:
+        if st.method == "iter_rag":
+            refs.setdefault(st.benchmark, recs)
+    return refs
+
+
+def run_labels(c: RunComparison, run_dirs: list[str | Path]) -> list[str]:
+    """Each run's column name: its method, with its folder's name when several runs share a method."""
+    methods = [st.method for st, _, _ in c.runs]
+    return [m if methods.count(m) == 1 else f"{m} ({Path(d).name})" for m, d in zip(methods, run_dirs)]
+
+
+def benchmark_comparison(c: RunComparison, run_dirs: list[str | Path]) -> str:
+    """The benchmark's own comparison tables (its ``compare`` hook, see :mod:`ragplan.eval.benchmark`) when every
+    run is of one benchmark that has one; '' otherwise."""
+    if not c.runs or len({st.benchmark for st, _, _ in c.runs}) != 1:
+        return ""
+    first = c.runs[0][0]
+    hook = comparison_hook(first.benchmark, first.data, dict(first.benchmark_options))
+    if hook is None:
+        return ""
+    labels = run_labels(c, run_dirs)
+    return str(hook([ComparedRun(lab, st, list(recs.values())) for lab, (st, recs, _) in zip(labels, c.runs)]))
+
+
+def retrieval_split(c: RunComparison, labels: list[str]) -> dict[str, dict[str, Any]]:
+    """PlanRAG's Figure 5 data: per benchmark, the SR and MR question counts and each run's accuracy on them.
+
+    A question is SR / MR by the retrieval count of the benchmark's ``iter_rag`` run when one is compared (as in
+    the paper), else by each run's own count; the counts (``n``, ``total``) are the reference run's (iter_rag,
+    else the benchmark's first run). A run without questions of a class has accuracy None there.
+    """
+    refs = _iter_rag_counts([(st, recs) for st, recs, _ in c.runs])
+    out: dict[str, dict[str, Any]] = {}
+    for label, (st, recs, _) in zip(labels, c.runs):
+        counts = refs.get(st.benchmark) or recs
+        b = out.setdefault(st.benchmark, {"total": 0, "n": {}, "methods": {}, "split_by": "iter_rag" if st.benchmark in refs
+                                          else "own retrieval counts"})
+        cls = {i: retrieval_class(int(counts.get(i, r).get("retrievals", 0) or 0)) for i, r in recs.items()}
+        if not b["n"]:
+            base = refs.get(st.benchmark) or recs
+            own = [retrieval_class(int(r.get("retrievals", 0) or 0)) for r in base.values()]
+            b["total"], b["n"] = len(base), {k: own.count(k) for k in ("SR", "MR")}
+        accs = {k: _acc([r for i, r in recs.items() if cls[i] == k]) for k in ("SR", "MR")}
+        b["methods"][label] = {k: (a["accuracy"] if a["n"] else None) for k, a in accs.items()}
+    return out
+
+
+def plot_comparison(run_dirs: list[str | Path], path: str | Path) -> Path:
+    """``ragplan eval report RUN… --plot OUT.png``: PlanRAG's Figure 5 (accuracy on SR and MR questions per method)."""
+    c = comparison(run_dirs)
+    split = retrieval_split(c, run_labels(c, run_dirs))
+    how = {b["split_by"] for b in split.values()}
+    plot_retrieval_split(split, path, note="SR/MR by " + ("iter_rag's retrieval count" if how == {"iter_rag"}
+                                                          else "each run's own retrieval count" if "iter_rag" not in how
+                                                          else "iter_rag's retrieval count where an iter_rag run is given"))
+    return Path(path)

@@ -124,6 +124,11 @@ class TextQABenchmark:
                 "retrieval_errors")
 
     @property
+    def plot_metrics(self) -> tuple[str, ...]:
+        """What plot.png and a sweep's figure draw: EM and F1 (and label accuracy when some question has a label)."""
+        return tuple(m for m in self.metrics if m in ("em", "f1", "label_acc"))
+
+    @property
     def group_by(self) -> tuple[str, ...]:
         """The spec's group keys that the loaded questions carry (``kind`` only when they have several)."""
         exs = self.examples()

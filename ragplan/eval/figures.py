@@ -1,0 +1,178 @@
+"""The evaluation's figures: a run's ``plot.png``, a sweep's curve (Think-then-Act Figures 3/4) and the SR/MR
+split across methods (PlanRAG Figure 5).
+
+Every function draws with matplotlib's Agg backend into a PNG and returns the :class:`Figure` (closed
+for pyplot, still readable), so a caller or a test can read what was drawn: the axes' tick labels
+(category order), legend entries and titles. Readability rules shared by all three:
+
+* categories in reading order (:func:`ragplan.eval.ordering.ordered_categories`: easy, medium, hard;
+  years and hop counts as numbers);
+* the figure widens with the number of bars, long labels are wrapped, and tick labels are turned 30°
+  when a panel has many or long categories, so labels never run into each other;
+* shares are drawn in percent on a 0–100 axis (a little headroom for the ``n=`` labels).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ragplan.eval.ordering import ordered_categories
+
+__all__ = ["metric_label", "plot_run", "plot_sweep", "plot_retrieval_split"]
+
+_NAMES = {"em": "EM", "f1": "F1", "label_acc": "label accuracy", "accuracy": "accuracy",
+          "retrieval_ratio": "retrieval ratio", "subquery_retrieval_ratio": "sub-query retrieval ratio"}
+_COLOURS = ("#3b6fb6", "#e08a2e", "#4e9a57", "#8a5aa8", "#c4453c", "#6b6b6b", "#2ba3a3", "#b59a2e")
+_WRAP = 14
+
+
+def metric_label(name: str) -> str:
+    """How a metric is named on a figure (``em`` → ``EM``, ``retrieval_ratio`` → ``retrieval ratio``)."""
+    return _NAMES.get(name, name.replace("_", " "))
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _wrap(label: str, width: int) -> str:
+    return "\n".join(textwrap.wrap(str(label), width, break_long_words=True)) or str(label)
+
+
+def _layout(categories: Sequence[str], n_series: int) -> tuple[list[str], dict[str, Any], float, float]:
+    """Tick labels, their style, the panel width and the labels' height (inches) that keep labels apart.
+
+    Labels are wrapped at 14 characters and set level when each fits its slot; with many or long labels they
+    are wrapped at 24 and turned upright (90°), so each takes only its lines' height. A slot is at least as
+    wide as its bars and its label.
+    """
+    level = [_wrap(c, _WRAP) for c in categories]
+    widest = max((len(line) for lab in level for line in lab.split("\n")), default=1)
+    bars = 0.3 + 0.25 * max(1, n_series)
+    slot = max(bars, 0.075 * widest + 0.15)
+    if len(categories) <= 4 or slot <= 0.9:
+        return level, {}, len(categories) * slot + 1.0, 0.2 * max((lab.count("\n") + 1 for lab in level), default=1)
+    upright = [_wrap(c, 24) for c in categories]
+    lines = max(lab.count("\n") + 1 for lab in upright)
+    longest = max(len(line) for lab in upright for line in lab.split("\n"))
+    return upright, {"rotation": 90, "ha": "center"}, len(categories) * max(bars, 0.2 * lines + 0.15) + 1.0, 0.075 * longest + 0.2
+
+
+def _pct(v: Any) -> float:
+    return 100.0 * float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+
+def _bars(ax: Any, categories: list[str], series: list[tuple[str, list[Any]]], counts: list[int] | None,
+          name: Any = metric_label) -> None:
+    """Grouped bars: one group per category, one bar per series (values are shares, drawn in %; None: no bar)."""
+    width = 0.8 / max(1, len(series))
+    for k, (label, vals) in enumerate(series):
+        xs = [i - 0.4 + width * (k + 0.5) for i in range(len(categories))]
+        shown = [(x, _pct(v)) for x, v in zip(xs, vals) if v is not None]
+        ax.bar([x for x, _ in shown], [h for _, h in shown], width, label=name(label), color=_COLOURS[k % len(_COLOURS)])
+    if counts is not None:
+        for i, n in enumerate(counts):
+            ax.text(i, 102, f"n={n}", ha="center", va="bottom", fontsize=7)
+    labels, style, _, _ = _layout(categories, len(series))
+    ax.set_xticks(range(len(categories)), labels, **style)
+    ax.set_xlim(-0.6, len(categories) - 0.4)
+    ax.set_ylim(0, 112)
+    ax.set_ylabel("%")
+
+
+def plot_run(s: Mapping[str, Any], path: str | Path) -> Any:
+    """A run's ``plot.png``: one panel per group key and one per retrieval class (SR/MR), each with a bar per
+    plotted metric (the summary's ``plot_metrics``: EM and F1 for text benchmarks, else accuracy)."""
+    plt = _pyplot()
+    metrics = [m for m in (s.get("plot_metrics") or ["accuracy"]) if m == "accuracy" or m in (s.get("metrics") or [])]
+    metrics = metrics or ["accuracy"]
+    panels = [(k, v) for k, v in (s.get("groups") or {}).items() if v] + [("retrieval count", s.get("retrieval") or {})]
+    panels = [(k, v) for k, v in panels if v] or [("retrieval count", {"all": s["overall"]})]
+    layouts = [_layout(ordered_categories(v), len(metrics)) for _, v in panels]
+    widths = [max(3.0, lay[2]) for lay in layouts]
+    fig, axes = plt.subplots(1, len(panels), figsize=(sum(widths) + 0.5, 3.6 + max(lay[3] for lay in layouts)), squeeze=False,
+                             gridspec_kw={"width_ratios": widths})
+    for ax, (title, vals) in zip(axes[0], panels):
+        cats = ordered_categories(vals)
+        _bars(ax, cats, [(m, [vals[c].get(m) for c in cats]) for m in metrics], [int(vals[c].get("n", 0)) for c in cats])
+        ax.set_title(f"by {title}", fontsize=10)
+    if len(metrics) > 1:
+        axes[0][0].legend(fontsize=8, loc="best")
+    o = s["overall"]
+    head = ", ".join(f"{metric_label(m)} {_pct(o.get(m)):.1f}%" for m in metrics if o.get(m) is not None)
+    what = " on ".join(str(x) for x in (s.get("method"), s.get("benchmark")) if x)
+    fig.suptitle(f"{what + ' ' if what else ''}({o.get('n', 0)} questions): {head}", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return fig
+
+
+def plot_sweep(rows: Sequence[Mapping[str, Any]], key: str, metrics: Sequence[str], path: str | Path,
+               title: str = "") -> Any:
+    """Scores against a swept setting (Think-then-Act Figures 3/4: EM, F1 and retrieval ratio against β′).
+
+    ``rows`` are ``{"value": …, "overall": {metric: share, …}}`` in sweep order; numeric values are drawn
+    on a numeric axis, others as categories. Retrieval metrics are dashed.
+    """
+    plt = _pyplot()
+    values = [r["value"] for r in rows]
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    xs = [float(v) for v in values] if numeric else list(range(len(values)))
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.5 * len(values) + 3, 0.0 if numeric else _layout([str(v) for v in values], 1)[2]), 4.0))
+    for k, m in enumerate(metrics):
+        pts = [(x, _pct(r["overall"].get(m))) for x, r in zip(xs, rows) if r["overall"].get(m) is not None]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=metric_label(m),
+                    linestyle="--" if "retrieval" in m else "-", color=_COLOURS[k % len(_COLOURS)])
+    labels, style, _, _ = _layout([str(v) for v in values], 1)
+    ax.set_xticks(xs, labels, **({} if numeric else style))
+    ax.set_xlabel(key)
+    ax.set_ylabel("%")
+    ax.set_ylim(0, 105)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(title or f"scores against {key}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return fig
+
+
+def plot_retrieval_split(split: Mapping[str, Mapping[str, Any]], path: str | Path, note: str = "") -> Any:
+    """PlanRAG's Figure 5: accuracy per method on SR and MR questions, per benchmark (scenario).
+
+    ``split`` is ``{benchmark: {"total": n, "n": {"SR": n, "MR": n}, "methods": {label: {"SR": acc, "MR": acc}}}}``
+    (an accuracy is None when the method has no question of that class); each category is labelled with its
+    share of the benchmark's questions, as in the paper (``SR (35%)``).
+    """
+    plt = _pyplot()
+    cats: list[str] = []
+    counts: list[int] = []
+    labels = list(dict.fromkeys(m for b in split.values() for m in b.get("methods", {})))
+    series: dict[str, list[Any]] = {m: [] for m in labels}
+    for bench, b in split.items():
+        total = int(b.get("total", 0)) or 1
+        for cls in ("SR", "MR"):
+            n = int(b.get("n", {}).get(cls, 0))
+            cats.append(f"{bench} {cls} ({n / total:.0%})" if len(split) > 1 else f"{cls} ({n / total:.0%})")
+            counts.append(n)
+            for m in labels:
+                series[m].append(b.get("methods", {}).get(m, {}).get(cls))
+    lay = _layout(cats, len(labels))
+    fig, ax = plt.subplots(figsize=(max(5.0, lay[2] + 0.5), 3.6 + lay[3]))
+    _bars(ax, cats, list(series.items()), counts, name=str)
+    ax.legend(fontsize=8, loc="best")
+    ax.set_ylabel("accuracy (%)")
+    ax.set_title("accuracy on single- (SR) and multi-retrieval (MR) questions" + (f"\n{note}" if note else ""), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return fig

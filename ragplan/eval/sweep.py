@@ -1,0 +1,223 @@
+"""A sweep: one evaluation run per value of one context setting, then a table and a figure of the scores.
+
+``ragplan eval sweep --method think_then_act --benchmark hotpotqa --data FILE --sweep beta_threshold=0,0.25,0.5,0.75,1``
+is Think-then-Act's Figures 3/4 (EM, F1 and retrieval ratio against β′), but nothing here knows a
+method: any setting of the method's typed context can be swept (``max_replans`` of PlanRAG,
+``max_plan_repairs`` of REAPER …).
+
+The sweep folder (``--out``, default ``runs/sweep-<method>-<benchmark>-<setting>``) holds one ordinary
+run folder per value, named ``<setting>=<value>``, and
+
+* ``sweep.json`` — the setting, its values, the shared settings and one row per value (its run
+  folder, its overall scores and cost);
+* ``sweep.md`` — the same as a table;
+* ``sweep.png`` — the benchmark's headline scores (EM and F1 for text benchmarks, else accuracy) and the
+  retrieval ratio (when the benchmark reports one) against the value.
+
+Running the same command again finishes what is unfinished: a value whose run folder exists is resumed
+(its finished questions are kept, the rest run), a missing one is started. A run folder whose settings
+differ from the command's (another method, data, limit, model …) is refused with the fields that
+differ, never mixed into the sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ragplan.eval.figures import plot_sweep
+from ragplan.eval.runfolder import RunSettings, atomic_write
+from ragplan.registry import family_of
+
+__all__ = ["SweepError", "SweepResult", "COMPARED_SETTINGS", "parse_sweep", "sweep_run_dir", "check_sweep_setting",
+           "run_sweep", "sweep_markdown", "write_sweep", "sweep_metrics"]
+
+COMPARED_SETTINGS = ("method", "benchmark", "data", "model", "limit", "year", "context", "benchmark_options")
+"""The run settings that must agree for an existing run folder to be resumed as part of a sweep (the endpoint's
+``base_url`` and the concurrency may change between invocations: the command's are used)."""
+
+
+class SweepError(ValueError):
+    """A sweep that cannot run as asked (bad ``--sweep``, an unknown setting, a run folder of another sweep)."""
+
+
+@dataclass
+class SweepResult:
+    """A finished (or resumed) sweep: the setting, its values and one row per value."""
+
+    key: str
+    """The swept context setting (e.g. ``beta_threshold``)."""
+    values: list[Any]
+    """The values, in the order given."""
+    method: str
+    benchmark: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    """Per value: ``value``, ``run_dir``, ``metrics`` (the benchmark's), ``overall`` and ``cost`` of its summary."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """The settings every run shares (the swept setting left out)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (``sweep.json``)."""
+        return {"key": self.key, "values": self.values, "method": self.method, "benchmark": self.benchmark,
+                "settings": self.settings, "rows": self.rows, "figure_metrics": sweep_metrics(self.rows)}
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_sweep(spec: str) -> tuple[str, list[Any]]:
+    """``"beta_threshold=0,0.25,0.5"`` → ``("beta_threshold", [0, 0.25, 0.5])`` (values read as JSON where they
+    parse, as text otherwise); SweepError when the form is wrong, a value is empty or repeated."""
+    if "=" not in spec:
+        raise SweepError(f"--sweep takes SETTING=V1,V2,…, got {spec!r}")
+    key, raw = (p.strip() for p in spec.split("=", 1))
+    parts = [p.strip() for p in raw.split(",")]
+    if not key or not parts or any(not p for p in parts):
+        raise SweepError(f"--sweep {spec!r}: give a setting and at least one non-empty value, e.g. beta_threshold=0,0.5,1")
+    values = [_value(p) for p in parts]
+    names = [_folder_value(v) for v in values]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise SweepError(f"--sweep {spec!r}: value(s) {', '.join(dup)} given twice")
+    return key, values
+
+
+def _folder_value(v: Any) -> str:
+    text = v if isinstance(v, str) else json.dumps(v)
+    return re.sub(r"[^\w.+-]+", "_", text).strip("_") or "_"
+
+
+def sweep_run_dir(out_dir: str | Path, key: str, value: Any) -> Path:
+    """The run folder of one value: ``OUT/<key>=<value>``."""
+    return Path(out_dir) / f"{key}={_folder_value(value)}"
+
+
+def check_sweep_setting(method: str, key: str, values: Sequence[Any]) -> None:
+    """SweepError unless ``key`` is a setting of ``method``'s context and every value fits its type
+    (a number for a numeric setting, true/false for a flag)."""
+    try:
+        family = family_of(method)
+    except KeyError:
+        raise SweepError(f"unknown method {method!r}; see `ragplan graphs`") from None
+    known = {f.name: f for f in fields(family.context)}
+    if key not in known:
+        raise SweepError(f"--sweep {key}: not a setting of {method}; settings: {', '.join(sorted(known))}")
+    default = known[key].default
+    for v in values:
+        if isinstance(default, bool):
+            ok = isinstance(v, bool)
+        elif isinstance(default, (int, float)):
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and (isinstance(default, float) or isinstance(v, int))
+        elif isinstance(default, str):
+            ok = isinstance(v, (str, int, float)) and not isinstance(v, bool)
+        else:
+            ok = True
+        if not ok:
+            raise SweepError(f"--sweep {key}: {v!r} is not a valid value (the setting is a {type(default).__name__}, "
+                             f"default {default!r})")
+
+
+def _differences(old: RunSettings, new: RunSettings) -> list[str]:
+    return [f"{k} ({getattr(old, k)!r} there, {getattr(new, k)!r} now)" for k in COMPARED_SETTINGS
+            if getattr(old, k) != getattr(new, k)]
+
+
+def _settings_for(base: RunSettings, key: str, value: Any) -> RunSettings:
+    """The settings of one value's run: the shared settings with ``context[key] = value``."""
+    return replace(base, context={**base.context, key: value}, created="")
+
+
+def sweep_metrics(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """What the figure draws: the benchmark's headline scores (``plot_metrics``: EM and F1 for text benchmarks,
+    else accuracy) and its retrieval ratio when it reports one."""
+    if not rows:
+        return []
+    first = rows[0]
+    metrics = list(first.get("metrics") or [])
+    out = [m for m in (first.get("plot_metrics") or ["accuracy"]) if m == "accuracy" or m in metrics] or ["accuracy"]
+    return out + (["retrieval_ratio"] if "retrieval_ratio" in metrics and "retrieval_ratio" not in out else [])
+
+
+def run_sweep(base: RunSettings, key: str, values: Sequence[Any], out_dir: str | Path, *,
+              evaluate_run: Callable[[RunSettings, Path], dict[str, Any]],
+              on_start: Callable[[Any, Path, int], None] | None = None) -> SweepResult:
+    """Run (or finish) one run per value with ``evaluate_run(settings, run_dir) -> summary`` and write the
+    sweep's files. ``base`` holds the shared settings; each run gets ``base.context[key] = value``.
+
+    Every run folder is checked before any runs (a folder of another sweep is a SweepError, nothing is
+    started); ``on_start(value, run_dir, finished_questions)`` is told about each run as it starts.
+    """
+    check_sweep_setting(base.method, key, values)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise SweepError(f"--out {out} is a file, not a sweep folder")
+    plan: list[tuple[Any, Path, RunSettings, int]] = []
+    for v in values:
+        run_dir = sweep_run_dir(out, key, v)
+        new = _settings_for(base, key, v)
+        done = 0
+        if (run_dir / "settings.json").is_file():
+            try:
+                old = RunSettings.load(run_dir / "settings.json")
+            except (OSError, ValueError, TypeError) as exc:
+                raise SweepError(f"{run_dir}: unreadable settings.json ({exc})") from None
+            diff = _differences(old, new)
+            if diff:
+                raise SweepError(f"{run_dir} holds a run with other settings: {'; '.join(diff)}. "
+                                 f"Use another --out for this sweep.")
+            new = replace(old, concurrency=base.concurrency, base_url=base.base_url)  # resume: keep its creation time
+            results = run_dir / "results.jsonl"
+            done = sum(1 for line in results.read_bytes().splitlines() if line.strip()) if results.exists() else 0
+        plan.append((v, run_dir, new, done))
+    out.mkdir(parents=True, exist_ok=True)
+    shared = {k: getattr(base, k) for k in (*COMPARED_SETTINGS, "base_url")}
+    shared["context"] = {k: v for k, v in base.context.items() if k != key}
+    result = SweepResult(key=key, values=list(values), method=base.method, benchmark=base.benchmark, settings=shared)
+    for v, run_dir, settings, done in plan:
+        if on_start is not None:
+            on_start(v, run_dir, done)
+        summary = evaluate_run(settings, run_dir)
+        result.rows.append({"value": v, "run_dir": str(run_dir), "metrics": summary.get("metrics", []),
+                            "plot_metrics": summary.get("plot_metrics") or [], "overall": summary["overall"],
+                            "cost": summary["cost"]})
+        write_sweep(out, result)  # after every value, so a killed sweep leaves its finished rows readable
+    return result
+
+
+def _cell(v: Any) -> str:
+    return "-" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def sweep_markdown(result: SweepResult) -> str:
+    """The sweep as a Markdown table: one row per value (questions, accuracy, the benchmark's metrics, cost)."""
+    metrics = list(dict.fromkeys(m for r in result.rows for m in r.get("metrics", [])))
+    headers = [result.key, "questions", "accuracy", *metrics, "LLM calls/q", "tokens/q", "errors", "run folder"]
+    lines = [f"# {result.method} on {result.benchmark}: sweep of {result.key}", "",
+             "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    for r in result.rows:
+        o, c = r["overall"], r["cost"]
+        lines.append("| " + " | ".join([json.dumps(r["value"]) if not isinstance(r["value"], str) else r["value"],
+                                         str(o["n"]), f"{o['accuracy']:.1%}", *[_cell(o.get(m)) for m in metrics],
+                                         str(c.get("per_question_llm_calls", "-")), str(c.get("per_question_tokens", "-")),
+                                         str(o.get("errors", 0)), Path(r["run_dir"]).name]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_sweep(out_dir: str | Path, result: SweepResult) -> dict[str, Path]:
+    """Write ``sweep.json``, ``sweep.md`` and ``sweep.png`` (atomically, the figure through a temporary file)."""
+    out = Path(out_dir)
+    paths = {"json": out / "sweep.json", "md": out / "sweep.md", "png": out / "sweep.png"}
+    atomic_write(paths["json"], json.dumps(result.to_dict(), indent=2, default=str))
+    atomic_write(paths["md"], sweep_markdown(result))
+    tmp = out / "sweep.tmp.png"
+    plot_sweep(result.rows, result.key, sweep_metrics(result.rows), tmp,
+               title=f"{result.method} on {result.benchmark}: scores against {result.key}")
+    tmp.replace(paths["png"])
+    return paths
