@@ -221,6 +221,11 @@ class ReaperContext(LLMContext):
     include_new_tool: bool = field(
         default=True, metadata={"description": "Offer compatible_products (the paper's novel-tool experiment)."}
     )
+    removed_tools: str = field(
+        default="",
+        metadata={"description": "Tools taken out of the registry, the planner's tool list and its examples "
+                                 "(comma-separated): the paper's instruction-following experiment (Table 2)."},
+    )
     max_plan_repairs: int = field(
         default=1, metadata={"description": "Re-plans after a plan fails validation, with the errors shown to the planner."}
     )

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from ragplan.tools.registry import ToolRegistry
 
-__all__ = ["register_suite", "get_suite", "suite_names", "suite_for"]
+__all__ = ["register_suite", "get_suite", "suite_names", "suite_for", "removed_tool_names"]
 
 
 _SUITES: dict[str, Callable[..., ToolRegistry]] = {}
@@ -41,18 +41,36 @@ def suite_names() -> list[str]:
 _bound: dict[tuple, ToolRegistry] = {}
 
 
-def suite_for(ctx: Any) -> ToolRegistry:
-    """The run's tool registry, bound to its store (``tool_suite``, ``shop_dir``, ``include_new_tool``), built once.
+def removed_tool_names(ctx: Any) -> list[str]:
+    """The tools a run takes out of its registry (``removed_tools``, comma-separated; none when unset)."""
+    return [t.strip() for t in str(getattr(ctx, "removed_tools", "") or "").split(",") if t.strip()]
 
-    A Python caller may put a ready registry in the context as ``tool_registry``.
+
+def suite_for(ctx: Any) -> ToolRegistry:
+    """The run's tool registry, bound to its store (``tool_suite``, ``shop_dir``, ``include_new_tool``), built once,
+    without the tools named in ``removed_tools`` (REAPER's instruction-following experiment: a removed tool is
+    neither offered to the planner nor accepted by the validator, as if the tool collection had changed).
+
+    A Python caller may put a ready registry in the context as ``tool_registry`` (``removed_tools`` applies to it too).
+    A removed name that is not a tool of the registry is a ValueError (a typo would remove nothing).
     """
+    removed = removed_tool_names(ctx)
     given = getattr(ctx, "tool_registry", None)
     if given is not None:
-        return given
-    key = (ctx.tool_suite, getattr(ctx, "shop_dir", ""), getattr(ctx, "include_new_tool", True))
+        return _without(given, removed) if removed else given
+    key = (ctx.tool_suite, getattr(ctx, "shop_dir", ""), getattr(ctx, "include_new_tool", True), tuple(removed))
     if key not in _bound:
         options: dict[str, Any] = {"include_new_tool": key[2]}
         if key[1]:
             options["shop_dir"] = key[1]
-        _bound[key] = get_suite(key[0], **options)
+        full = get_suite(key[0], **options)
+        _bound[key] = _without(full, removed) if removed else full
     return _bound[key]
+
+
+def _without(registry: ToolRegistry, removed: list[str]) -> ToolRegistry:
+    unknown = [t for t in removed if t not in registry]
+    if unknown:
+        raise ValueError(f"removed_tools: {', '.join(unknown)} is not a tool of the registry; tools: "
+                         f"{', '.join(registry.names())}")
+    return registry.subset([n for n in registry.names() if n not in removed])

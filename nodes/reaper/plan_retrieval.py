@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from ragplan.llm import chat_model_for, generate, message_text
 from ragplan.reaper import PlanCall, repair_prompt
 from ragplan.nodes.reaper.planner_prompt import build_planner_messages
-from ragplan.nodes.reaper.planner_examples import DEFAULT_EXAMPLES
+from ragplan.nodes.reaper.planner_examples import examples_for
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
@@ -35,7 +35,7 @@ def plan_retrieval(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[
         model = chat_model_for(ctx, "planner")
     except Exception as exc:
         return {"plan_attempts": attempts, "error": f"plan_retrieval: {exc}", "stop_reason": "llm_error", "answer": ""}
-    system, user = build_planner_messages(registry, DEFAULT_EXAMPLES, state["question"], state.get("page_context") or {})
+    system, user = build_planner_messages(registry, examples_for(registry), state["question"], state.get("page_context") or {})
     messages: list[Any] = [SystemMessage(system), HumanMessage(user)]
     calls = state.get("plan_calls") or []
     last = PlanCall.model_validate(calls[-1]) if calls else None

@@ -14,7 +14,11 @@ one) or rewrite them around the page's product (the product-page one), as the pa
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_EXAMPLES"]
+from typing import Any
+
+from ragplan.reaper.plan import parse_plan
+
+__all__ = ["DEFAULT_EXAMPLES", "examples_for"]
 
 DEFAULT_EXAMPLES: list[dict] = [
     {"query": "hi there, how are you today?", "context": {"product_id": "", "product_title": ""},
@@ -31,3 +35,10 @@ DEFAULT_EXAMPLES: list[dict] = [
      "plan": 'Step 1: Work out the date range - #E1 = date_math("last week")\n'
              'Step 2: Find the order and its delivery estimate - #E2 = shipment_status(date_range=#E1, keywords="charger")'},
 ]
+
+
+def examples_for(registry: Any, examples: list[dict] | None = None) -> list[dict]:
+    """The examples (default :data:`DEFAULT_EXAMPLES`) whose plans use only tools of ``registry``: a tool taken
+    out of the registry (``removed_tools``, ``include_new_tool=False``) is not shown in an example either."""
+    pool = DEFAULT_EXAMPLES if examples is None else examples
+    return [e for e in pool if all(t in registry for t in parse_plan(str(e["plan"])).plan.tools())]

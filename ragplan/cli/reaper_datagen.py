@@ -1,7 +1,7 @@
 """``ragplan reaper datagen``: REAPER fine-tuning data from a small pool of human-written plans.
 
     ragplan reaper datagen --seed-plans FILE --out DIR [--seed S] [--per-example K] [--tools retail]
-                           [--extra-queries FILE] [--no-dqs] [--trim F] [--model-path DIR]
+                           [--extra-queries FILE] [--no-dqs] [--trim F] [--model-path DIR] [--ttg-tasks a,b,c]
 
 ``--seed-plans`` is JSONL ``{"query", "context": {...}, "plan": "<plan text>"}`` (optional ``"id"``);
 every plan is parsed and checked against the tool suite. DQS draws as many extra queries as the seed
@@ -9,7 +9,9 @@ pool has from ``--extra-queries`` (JSONL ``{"query", "context"?, "plan"?}``) or,
 template variations of the seed queries, after dropping the most- and least-similar ``--trim``
 fraction (Sentence-BERT). Picked queries that have a plan become training examples; those without
 are written to ``dqs_queries.jsonl`` for annotation. Writes ``{task}.jsonl`` per task, ``train.jsonl``
-and ``stats.json``; the same inputs and seed give byte-identical files.
+and ``stats.json``; the same inputs and seed give byte-identical files. ``--ttg-tasks`` picks TTG's
+secondary tasks (names or the paper's numbers 1–7, ``all`` by default, ``none`` for the primary task
+only): the paper's Table 3 compares 0, 3, 4 and 5 tasks.
 
 Exit codes: 0 success; 2 bad input (unreadable or invalid seed file, unknown suite, model error).
 """
@@ -44,6 +46,10 @@ def add_datagen_parser(rsub: Any) -> argparse.ArgumentParser:
     p.add_argument("--trim", type=float, default=0.1, metavar="F",
                    help="DQS: fraction dropped at each extreme of similarity (default 0.1)")
     p.add_argument("--model-path", default="", metavar="DIR", help="DQS: local sentence-transformers model")
+    p.add_argument("--ttg-tasks", default="all", metavar="TASKS",
+                   help="TTG secondary tasks to generate, comma-separated names or the paper's numbers: 1 query_from_plan, "
+                        "2 complete_partial_plan, 3 identify_tools, 4 masked_step, 5 reorder_steps, 6 masked_params, "
+                        "7 use_provided_tools; `all` (default) or `none` (the primary planning task only)")
     p.set_defaults(reaper_command="datagen")
     return p
 
@@ -64,6 +70,11 @@ def run_datagen(args: argparse.Namespace) -> int:
         return 2
     if not 0 <= args.trim < 0.5:
         print("error: --trim must be in [0, 0.5)", file=sys.stderr)
+        return 2
+    try:
+        ttg_tasks = sft.parse_ttg_tasks(args.ttg_tasks)
+    except ValueError as exc:
+        print(f"error: --ttg-tasks: {exc}", file=sys.stderr)
         return 2
     try:
         registry = tool_registry.get_suite(args.tools)
@@ -104,14 +115,15 @@ def run_datagen(args: argparse.Namespace) -> int:
         dqs_stats.update({"pool": report["large"], "dropped_similar": len(report["dropped_similar"]),
                           "dropped_dissimilar": len(report["dropped_dissimilar"]), "sampled": len(kept),
                           "annotated": len(extra), "unannotated": len(unannotated)})
-    records = sft.generate_dataset(seeds, registry, seed=args.seed, per_example=args.per_example, extra=extra)
+    records = sft.generate_dataset(seeds, registry, seed=args.seed, per_example=args.per_example, extra=extra,
+                                   ttg_tasks=ttg_tasks)
     out.mkdir(parents=True, exist_ok=True)
     if unannotated:
         (out / "dqs_queries.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in unannotated),
                                                encoding="utf-8")
-    stats = sft.write_dataset(records, out, seed=args.seed,
+    stats = sft.write_dataset(records, out, seed=args.seed, ttg_tasks=ttg_tasks,
                              extra_stats={"seed_examples": len(seeds), "per_example": args.per_example,
-                                          "tools": args.tools, "dqs": dqs_stats})
+                                          "tools": args.tools, "ttg_tasks": ttg_tasks, "dqs": dqs_stats})
     tasks = ", ".join(f"{k} {v}" for k, v in stats["tasks"].items())
     print(f"wrote {stats['total']} records to {out} ({len(seeds)} seed + {len(extra)} DQS examples): {tasks}")
     return 0

@@ -20,7 +20,16 @@ one-call setting — (``tool_accuracy_first_call``, ``argument_accuracy_first_ca
 ``plan_valid_first_call``, ``correct_first_call``; the whole score in ``first_call``). The report
 prints the paper's Table 1 for both (:func:`ragplan.eval.plan_metrics.aggregate`).
 
-Options: ``limit``, ``split`` (``test`` default, ``train`` or ``all``), ``year`` (ignored).
+Options: ``limit``, ``split`` (``test`` default, ``train`` or ``all``), ``year`` (ignored), and ``remove_tool``
+(one tool or several, comma-separated): the paper's instruction-following experiment (Table 2). The tool is
+taken out of the planner's registry (its tool list, its examples and the validator: the run's
+``removed_tools`` setting) and every plan is scored ``instruction_following`` = 0 when it still uses a
+removed tool, 1 otherwise (``None`` for a failed run, which has no plan); its mean is the paper's score,
+1 − the share of plans that use the removed tool. ``instruction_following_first_call`` is the same for the
+first planner call (the paper's one-call setting).
+
+:meth:`ReaperBenchmark.compare` is the ``ragplan eval report`` hook: reaper, agent_planner and
+classifier_planner runs side by side in the shape of the paper's Table 1.
 """
 
 from __future__ import annotations
@@ -32,8 +41,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ragplan.eval.benchmark import Item
+from ragplan.eval.benchmark import ComparedRun, Item
 from ragplan.eval.benchmarks.reaper_goldset import GoldExample, generate_goldset, load_goldset, write_goldset
+from ragplan.eval.benchmarks.reaper_tables import instruction_following, instruction_following_table, table_one
 from ragplan.eval.plan_metrics import aggregate, default_registry, render_comparison, render_table, score_plan
 from ragplan.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan, as_steps, format_plan, parse_plan
 from ragplan.state.reaper import FINISHED
@@ -41,7 +51,7 @@ from ragplan.state.reaper import FINISHED
 __all__ = ["ReaperBenchmark", "GOLDSET_FILE", "PredictedPlan", "input_text", "plan_from_output", "predicted_plans"]
 
 GOLDSET_FILE = "goldset.jsonl"
-_OPTIONS = ("limit", "year", "split")
+_OPTIONS = ("limit", "year", "split", "remove_tool")
 _SPLITS = ("test", "train", "all")
 
 
@@ -184,16 +194,33 @@ class ReaperBenchmark:
     year: int | None = None
     """Ignored (the runner passes it to every benchmark)."""
     split: str = "test"
+    remove_tool: str = ""
+    """Tools taken out of the planner's registry (comma-separated; the instruction-following experiment)."""
     name: str = "reaper-retail"
-    metrics: tuple[str, ...] = ("tool_accuracy", "argument_accuracy", "plan_valid", "tool_accuracy_first_call",
-                                "argument_accuracy_first_call", "plan_valid_first_call")
     group_by: tuple[str, ...] = ("category",)
+    plot_metrics: tuple[str, ...] = ("accuracy", "tool_accuracy", "argument_accuracy")
     _cache: list[GoldExample] | None = field(default=None, init=False, repr=False, compare=False)
     _registry: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.split not in _SPLITS:
             raise ValueError(f"reaper-retail split must be one of {', '.join(_SPLITS)}, got {self.split!r}")
+        known = default_registry().names()
+        unknown = [t for t in self.removed if t not in known]
+        if unknown:
+            raise ValueError(f"reaper-retail remove_tool: {', '.join(unknown)} is not a retail tool; tools: {', '.join(known)}")
+
+    @property
+    def removed(self) -> list[str]:
+        """The removed tools, in the order given."""
+        return [t.strip() for t in str(self.remove_tool or "").split(",") if t.strip()]
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The record fields every summary table averages (instruction following only with ``remove_tool``)."""
+        base = ("tool_accuracy", "argument_accuracy", "plan_valid", "tool_accuracy_first_call",
+                "argument_accuracy_first_call", "plan_valid_first_call")
+        return base + (("instruction_following", "instruction_following_first_call") if self.removed else ())
 
     @property
     def goldset_path(self) -> Path:
@@ -229,8 +256,8 @@ class ReaperBenchmark:
                     "page_context": e.context, "raw_question": e.question, "_gold_plan": e.gold_plan}
             # the graph gets the question and its page context as separate inputs (the planner prompt
             # writes them in the paper's `Context: … Question: …` form itself)
-            out.append(Item(e.id, e.question, e.gold_plan, {"shop_dir": shop} if shop else {}, meta,
-                            inputs={"page_context": e.context}))
+            ctx = {**({"shop_dir": shop} if shop else {}), **({"removed_tools": ",".join(self.removed)} if self.removed else {})}
+            out.append(Item(e.id, e.question, e.gold_plan, ctx, meta, inputs={"page_context": e.context}))
         return out
 
     def report(self, records: list[dict[str, Any]]) -> str:
@@ -238,12 +265,18 @@ class ReaperBenchmark:
         final plan after the repair round — side by side, then the per-class P/R/F1 tables."""
         first = aggregate([r.get("first_call") or r for r in records], latency_key="planner_latency_s")
         final = aggregate(records, latency_key="planner_latency_s")
-        return "\n\n".join([
-            render_comparison({"first planner call": first, "after the repair round": final},
-                              title="REAPER plan metrics (paper Table 1)"),
-            render_table(first, title="REAPER plan metrics — first planner call (the paper's one-call setting)"),
-            render_table(final, title="REAPER plan metrics — final plan, after the repair round"),
-        ])
+        parts = [render_comparison({"first planner call": first, "after the repair round": final},
+                                   title="REAPER plan metrics (paper Table 1)"),
+                 render_table(first, title="REAPER plan metrics — first planner call (the paper's one-call setting)"),
+                 render_table(final, title="REAPER plan metrics — final plan, after the repair round")]
+        if self.removed:
+            parts.append(instruction_following_table(records, self.removed))
+        return "\n\n".join(parts)
+
+    def compare(self, runs: list[ComparedRun]) -> str:
+        """``ragplan eval report``: the runs side by side in the shape of the paper's Table 1 (see
+        :func:`ragplan.eval.benchmarks.reaper_tables.table_one`)."""
+        return table_one(runs)
 
     def _score(self, item: Item, pred: PredictedPlan) -> dict[str, Any]:
         today = (item.meta.get("page_context") or {}).get("date") or None
@@ -268,7 +301,12 @@ class ReaperBenchmark:
         first, final = predicted_plans(output)
         f, g = self._score(item, first), self._score(item, final)
         chosen = (" > ".join(g["pred_tools"]) or "none") if g["valid"] else g["status"]
-        return {"correct": g["correct"], "chosen": chosen, "plan_status": g["status"],
+        follow: dict[str, Any] = {}
+        if self.removed:
+            follow = {"removed_tools": self.removed,
+                      "instruction_following": instruction_following(g, self.removed),
+                      "instruction_following_first_call": instruction_following(f, self.removed)}
+        return {**follow, "correct": g["correct"], "chosen": chosen, "plan_status": g["status"],
                 "tool_accuracy": g["tool_accuracy"], "argument_accuracy": g["argument_accuracy"],
                 "plan_valid": g["plan_valid"],
                 "tool_accuracy_first_call": f["tool_accuracy"], "argument_accuracy_first_call": f["argument_accuracy"],
