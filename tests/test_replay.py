@@ -169,3 +169,30 @@ def test_ask_records_then_replays_without_an_endpoint(tmp_path, capsys):
         return [ln for ln in text.splitlines() if ln.startswith(("Answer: ", "LLM calls: "))]
 
     assert [a.split("   Wall time")[0] for a in answer(second)] == [a.split("   Wall time")[0] for a in answer(first)]
+
+
+def test_compare_and_sweep_record_and_replay(tmp_path, capsys):
+    """`ragplan compare` and `ragplan eval sweep` take --llm-cache / --replay too: replayed offline, the same answers."""
+    flags, d = _planrag_data(tmp_path / "data")
+    data = flags[flags.index("--benchmark"):]
+    cache = tmp_path / "cache"
+    compare = ["compare", *data, "--methods", "planrag,iter_rag", "--limit", "1", "--model", MODEL, "--no-progress",
+               "--llm-cache", str(cache)]
+    sweep = ["eval", "sweep", "--method", "planrag", *data, "--limit", "1", "--sweep", "max_replans=0,1", "--model", MODEL,
+             "--no-progress", "--llm-cache", str(cache)]
+    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
+        assert main([*compare, "--base-url", stub.base_url, "--out", str(tmp_path / "c1")]) == 0
+        assert main([*sweep, "--base-url", stub.base_url, "--out", str(tmp_path / "s1")]) == 0
+    assert len(stub.requests) > 0
+    capsys.readouterr()
+    assert main([*compare, "--replay", "--out", str(tmp_path / "c2")]) == 0
+    assert main([*sweep, "--replay", "--out", str(tmp_path / "s2")]) == 0
+    for a, b in [(tmp_path / "c1" / m, tmp_path / "c2" / m) for m in ("planrag", "iter_rag")] + [
+            (p, tmp_path / "s2" / p.name) for p in sorted((tmp_path / "s1").iterdir()) if (p / "results.jsonl").exists()]:
+        assert record_differences(a, b) == (1, {}), (a, b)
+        (rec,) = _records(b).values()
+        assert rec["answer"] and rec["error"] == ""
+        assert json.loads((b / "settings.json").read_text())["llm_replay"] is True
+    assert len(list((tmp_path / "s2").iterdir())) >= 2
+    assert main(["compare", *data, "--methods", "planrag", "--model", MODEL, "--replay"]) == 2
+    assert "--replay needs --llm-cache DIR" in capsys.readouterr().err

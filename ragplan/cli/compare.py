@@ -2,7 +2,7 @@
 
     ragplan compare --benchmark B --data FILE --methods a,b,c [--limit N] [--model M --base-url URL]
                     [--concurrency C] [--set KEY=VALUE …] [--benchmark-option KEY=VALUE …] [--context-only]
-                    [--out DIR]
+                    [--out DIR] [--llm-cache DIR [--replay]]
 
 Each method runs through the evaluation runner (:func:`ragplan.eval.runner.run_evaluation`) into its own run
 folder ``DIR/<method>``, one method after the other, on the same items (same benchmark, data, limit and
@@ -20,6 +20,8 @@ import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from ragplan.cli.ask import add_cache_options
 
 __all__ = ["add_parser", "run"]
 
@@ -54,6 +56,7 @@ def add_parser(sub: Any) -> None:
                    help="folder of the runs and the report (default runs/compare-<benchmark>-<time>); give the same "
                         "folder again to resume")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_cache_options(p)
 
 
 def _err(msg: str) -> int:
@@ -63,7 +66,7 @@ def _err(msg: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ragplan compare`` (exit 0: every method ran; 1: a method's run failed as a whole; 2: bad input)."""
-    from ragplan.cli.ask import parse_assignments
+    from ragplan.cli.ask import cache_problem, parse_assignments
     from ragplan.eval.html_report import write_html_report
     from ragplan.eval.registry import get_benchmark
     from ragplan.eval.report import compare_runs
@@ -91,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
             return _err(f"--set {', '.join(unknown)}: not a setting of {m}; its settings: {', '.join(sorted(fam.context_fields()))}")
     default = LLMContext()
     model, base_url = args.model or default.model, args.base_url or default.base_url
-    problem = endpoint_problem(model, base_url)
+    cache_dir, replay = str(Path(args.llm_cache).resolve()) if args.llm_cache else "", bool(args.replay)
+    problem = cache_problem(cache_dir, replay) or endpoint_problem(model, base_url, replay)
     if problem:
         return _err(problem)
     data = str(Path(args.data).resolve())
@@ -105,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
     plan: list[tuple[str, RunSettings]] = []
     for m in methods:
         st = RunSettings(method=m, benchmark=args.benchmark, data=data, model=model, base_url=base_url, limit=args.limit,
-                         year=args.year, concurrency=args.concurrency, context=dict(extra), benchmark_options=dict(bench_opts))
+                         year=args.year, concurrency=args.concurrency, context=dict(extra), benchmark_options=dict(bench_opts),
+                         llm_cache_dir=cache_dir, llm_replay=replay)
         if args.item_timeout:
             st.item_timeout_s = args.item_timeout
         saved_file = out / m / "settings.json"

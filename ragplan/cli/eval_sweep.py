@@ -2,7 +2,7 @@
 
     ragplan eval sweep --method think_then_act --benchmark hotpotqa --data FILE --sweep beta_threshold=0,0.25,0.5,0.75,1
                        [--limit N] [--model …] [--base-url …] [--concurrency C] [--set K=V] [--benchmark-option K=V]
-                       [--context-only] [--item-timeout SEC] [--out DIR]
+                       [--context-only] [--item-timeout SEC] [--out DIR] [--llm-cache DIR [--replay]]
 
 The runs go into ``--out`` (default ``runs/sweep-<method>-<benchmark>-<setting>``, the same for the same
 command, so running it again finishes what is unfinished); see :mod:`ragplan.eval.sweep` for the files.
@@ -27,7 +27,7 @@ def _fail(message: str) -> int:
 
 def run_eval_sweep(args: argparse.Namespace) -> int:
     """Run ``ragplan eval sweep`` from the parsed ``eval`` arguments; returns the exit code."""
-    from ragplan.cli.ask import parse_assignments
+    from ragplan.cli.ask import cache_problem, parse_assignments
     from ragplan.eval.runfolder import RunSettings
     from ragplan.eval.runner import run_evaluation
     from ragplan.eval.sweep import SweepError, parse_sweep, run_sweep, sweep_markdown, write_sweep
@@ -55,7 +55,10 @@ def run_eval_sweep(args: argparse.Namespace) -> int:
                        benchmark_options={**bench_opts, **({"context_only": True} if args.context_only else {})})
     if args.item_timeout:
         base.item_timeout_s = args.item_timeout
-    problem = endpoint_problem(base.model, base.base_url)
+    if args.llm_cache:
+        base.llm_cache_dir, base.llm_replay = str(Path(args.llm_cache).resolve()), bool(args.replay)
+    problem = (cache_problem(base.llm_cache_dir, bool(args.replay))
+               or endpoint_problem(base.model, base.base_url, base.llm_replay))
     if problem:
         return _fail(problem)
     out = Path(args.out or f"runs/sweep-{base.method}-{base.benchmark}-{key}")
