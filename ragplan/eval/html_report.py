@@ -223,7 +223,7 @@ def _questions(labels: list[str], c: RunComparison) -> tuple[str, int]:
             if qid in recs:
                 parts.append(_result(lab, cls, recs[qid], open_))
         if missing:
-            parts.append(f'<div class="note">no result yet in: {esc(", ".join(missing))}</div>')
+            parts.append(f'<div class="note">no result in: {esc(", ".join(missing))}</div>')
         out.append("".join(parts) + "</section>")
     return "".join(out), total
 

@@ -35,7 +35,7 @@ def _cut(text: str) -> str:
     return esc(text[:MAX_TEXT]) + f'<span class="cut"> … {len(text) - MAX_TEXT} more characters in results.jsonl</span>'
 
 
-def _scalar(v: Any) -> str:
+def _scalar(v: Any, cell: bool = False) -> str:
     if v is None:
         return '<span class="none">–</span>'
     if isinstance(v, bool):
@@ -47,9 +47,9 @@ def _scalar(v: Any) -> str:
     text = str(v)
     if not text:
         return '<span class="none">–</span>'
-    if "\n" in text or len(text) > 160:
+    if "\n" in text or (len(text) > 160 and not cell):  # in a table cell long prose wraps; lines keep their breaks
         return f"<pre>{_cut(text)}</pre>"
-    return f"<span>{esc(text)}</span>"
+    return f"<span>{_cut(text)}</span>"
 
 
 def _table(rows: list[dict[str, Any]], depth: int) -> str:
@@ -57,14 +57,14 @@ def _table(rows: list[dict[str, Any]], depth: int) -> str:
     for r in rows:
         cols += [k for k in r if k not in cols]
     head = "".join(f"<th>{esc(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{value_html(r.get(c), depth + 1)}</td>" for c in cols) + "</tr>"
+    body = "".join("<tr>" + "".join(f"<td>{value_html(r.get(c), depth + 1, cell=True)}</td>" for c in cols) + "</tr>"
                    for r in rows[:_MAX_ROWS])
     more = f'<p class="cut">… {len(rows) - _MAX_ROWS} more rows in results.jsonl</p>' if len(rows) > _MAX_ROWS else ""
     return f'<div class="scroll"><table class="data"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{more}'
 
 
-def value_html(v: Any, depth: int = 0) -> str:
-    """Any JSON value as HTML, by its shape (nested values too, to a bounded depth)."""
+def value_html(v: Any, depth: int = 0, cell: bool = False) -> str:
+    """Any JSON value as HTML, by its shape (nested values too, to a bounded depth); ``cell``: inside a table."""
     if depth > _MAX_DEPTH:
         return f"<pre>{_cut(json.dumps(v, ensure_ascii=False, default=str))}</pre>"
     if isinstance(v, dict):
@@ -77,7 +77,7 @@ def value_html(v: Any, depth: int = 0) -> str:
         if all(isinstance(x, dict) for x in v):
             return _table(list(v), depth)
         return "<ol>" + "".join(f"<li>{value_html(x, depth + 1)}</li>" for x in v[:_MAX_ROWS]) + "</ol>"
-    return _scalar(v)
+    return _scalar(v, cell)
 
 
 def _fields(fields: dict[str, Any]) -> str:
