@@ -155,11 +155,12 @@ def test_dev_server_lists_all_graphs_with_typed_settings(dev_server):
     schemas = client.assistants.get_schemas(planrag["assistant_id"])
     props = schemas["context_schema"]["properties"]
     for name in ("max_steps", "max_replans", "row_cap", "query_timeout_s", "graph_path", "model", "base_url",
-                 "structured_output"):
+                 "structured_output", "llm_cache_dir", "llm_replay"):
         assert name in props, f"{name} missing from the context schema: {sorted(props)}"
         assert props[name].get("description"), f"{name} has no description"
     assert props["max_steps"]["type"] == "integer" and props["max_steps"]["default"] == 12
     assert props["query_timeout_s"]["type"] == "number"
+    assert props["llm_replay"]["type"] == "boolean" and props["llm_replay"]["default"] is False
     assert set(props["structured_output"]["enum"]) == {"function_calling", "json_schema", "text"}
     assert set(schemas["input_schema"]["properties"]) == {"question"}
     assert {"answer", "steps", "plan", "usage", "stop_reason"} <= set(schemas["output_schema"]["properties"])
