@@ -9,6 +9,7 @@
     ragplan dqa verify|solve|generate …        the DQA benchmark's simulators (no LLM)
     ragplan eval --method M --benchmark B --data PATH   run a method over a benchmark (resumable)
     ragplan eval report RUN_DIR… [--html OUT.html]   compare runs in one table (and one HTML page)
+    ragplan eval sweep --method M --benchmark B --data PATH --sweep beta_threshold=0,0.5,1   one run per value, one figure
     ragplan compare --benchmark B --data PATH --methods a,b   several methods on the same items, one report
     ragplan index build|search …                a local FAISS passage index (Sentence-BERT embeddings)
     ragplan reaper validate PLAN_FILE --tools retail   parse and validate a REAPER plan
