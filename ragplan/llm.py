@@ -24,6 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel, ValidationError
 
 from ragplan.llm_cache import LLMCache, attach_cache, llm_cache
+from ragplan.llm_retry import call_with_retries, malformed_reply, retries_of
 from ragplan.state.usage import Usage
 
 __all__ = ["load_chat_model", "endpoint_problem", "chat_model_for", "Decision", "decide", "decide_for", "LLMConfigError",
@@ -195,18 +196,29 @@ def generate(model: Any, messages: Sequence[BaseMessage], *, options: dict[str, 
     ``options`` are extra request parameters (e.g. ``logprobs=True``); a model that rejects them is
     called without. For outputs that are text by nature; every *decision* goes through :func:`decide`.
     """
-    t0 = time.perf_counter()
-    try:
+    spent: list[Usage] = []  # failed attempts (a malformed reply is retried: ragplan.llm_retry)
+
+    def call() -> Any:
         try:
-            msg = (model.bind(**options) if options else model).invoke(list(messages))
-        except (TypeError, ValueError, NotImplementedError):
-            if not options:
+            return (model.bind(**options) if options else model).invoke(list(messages))
+        except (TypeError, ValueError, NotImplementedError) as exc:
+            if not options or malformed_reply(exc):
                 raise
-            msg = model.invoke(list(messages))
-    except Exception as exc:  # endpoint down, auth, timeout after the client's retries
-        took = round(time.perf_counter() - t0, 4)
-        return None, Usage(llm_calls=1, llm_seconds=took), f"LLM request failed: {type(exc).__name__}: {str(exc)[:300]}"
-    return msg, _usage_of(msg, time.perf_counter() - t0), ""
+            return model.invoke(list(messages))
+
+    try:
+        msg, took = call_with_retries(call, retries_of(model), lambda e, s: spent.append(Usage(llm_calls=1, llm_seconds=round(s, 4))))
+    except Exception as exc:  # endpoint down, auth, timeout after the client's retries, malformed replies after ours
+        return None, sum(spent, Usage()), request_failed(exc, len(spent), 300)
+    return msg, sum(spent, Usage()) + _usage_of(msg, took), ""
+
+
+def request_failed(exc: BaseException, attempts: int, limit: int = 500) -> str:
+    """The recorded reason of a failed LLM request (a malformed reply says so, with how many were tried)."""
+    malformed = malformed_reply(exc)
+    if malformed:
+        return f"LLM request failed: malformed reply ({attempts} attempt{'s' * (attempts != 1)}): {malformed}"
+    return f"LLM request failed: {type(exc).__name__}: {str(exc)[:limit]}"
 
 
 def message_text(msg: Any) -> str:
@@ -266,6 +278,14 @@ def structured_model(model: BaseChatModel, schema: type[BaseModel], method: str)
     bound = getattr(chain, "first", None)  # RunnableSequence(model with the tool / format bound | parser)
     if bound is None:
         raise NotImplementedError(f"{type(model).__name__} gives no bindable structured output")
+    kwargs = getattr(bound, "kwargs", None)
+    ls_format = (kwargs or {}).get("ls_structured_output_format")
+    if isinstance(ls_format, dict) and isinstance(ls_format.get("schema"), type):
+        # the tracing metadata names the schema as a class, which LangChain turns into a JSON schema on
+        # every call (~0.4 ms of pydantic work); give it the JSON schema, made once, instead
+        from langchain_core.utils.function_calling import convert_to_json_schema
+
+        bound = bound.bind(ls_structured_output_format={**ls_format, "schema": convert_to_json_schema(ls_format["schema"])})
     with _structured_lock:
         if len(_structured) > 512:  # models are long-lived (cached by name); drop entries of collected ones
             for k in [k for k, (ref, _) in _structured.items() if ref() is None]:
@@ -317,14 +337,15 @@ def decide(
     if method == "text":
         convo = [*convo[:-1], SystemMessage(_text_instruction(schema)), convo[-1]] if convo else convo
     last_error = ""
+    retries = retries_of(runnable)
     for attempt in range(1, max_repairs + 2):
-        t0 = time.perf_counter()
-        try:
-            raw = runnable.invoke(convo)
+        spent: list[Usage] = []
+        try:  # a malformed reply (JSON cut off, no choices …) is retried like a 5xx: ragplan.llm_retry
+            raw, took = call_with_retries(lambda: runnable.invoke(convo), retries,
+                                          lambda e, s: spent.append(Usage(llm_calls=1, llm_seconds=round(s, 4))))
         except Exception as exc:  # endpoint down, auth, timeout after retries: recorded, never raised
-            usage = usage + Usage(llm_calls=1, llm_seconds=round(time.perf_counter() - t0, 4))
-            return Decision(None, usage, f"LLM request failed: {type(exc).__name__}: {str(exc)[:500]}", attempt, "endpoint")
-        usage = usage + _usage_of(raw, time.perf_counter() - t0)
+            return Decision(None, sum(spent, usage), request_failed(exc, len(spent)), attempt, "endpoint")
+        usage = sum(spent, usage) + _usage_of(raw, took)
         parsed, last_error = parse_reply(raw, schema)
         if parsed is not None:
             return Decision(parsed, usage, "", attempt)

@@ -10,8 +10,11 @@ It answers ``POST /v1/chat/completions`` (plain JSON, or SSE chunks when the req
 * ``ToolReply(name, args)`` — the same with an explicit tool name (what the JSON script holds);
 * a string — a plain text message;
 * ``Fault(status=429)`` / ``Fault(status=500)`` — an OpenAI-style error (with a short
-  ``retry-after-ms`` so client retries are fast); ``Fault(delay_s=5)`` holds the request for that long
-  first (to test client timeouts), then answers ``status`` (504 by default) or, with ``reply=``, that reply.
+  ``retry-after-ms`` so client retries are fast; ``retry_after_s`` sends a ``Retry-After`` header in
+  seconds instead); ``Fault(delay_s=5)`` holds the request for that long first (to test client
+  timeouts), then answers ``status`` (504 by default) or, with ``reply=``, that reply;
+* ``Fault(body='{"choices": [')`` — a malformed reply: that raw body with ``status`` (200 by default),
+  e.g. truncated JSON, JSON without ``choices``, or an empty body.
 
 Every request is recorded (body, headers, the tool it forced, the usage sent back), and every
 answer carries ``usage`` (prompt tokens ~ prompt chars / 4, completion tokens ~ output chars / 4).
@@ -64,6 +67,10 @@ class Fault:
     message: str = "scripted fault"
     retry_after_ms: int | None = 20
     reply: Any = None
+    body: str | None = None
+    """A raw response body sent as is (a malformed 200 reply), instead of an error or a reply."""
+    retry_after_s: float | None = None
+    """Send ``Retry-After: <seconds>`` (and no ``retry-after-ms``) with the error."""
 
 
 @dataclass
@@ -153,7 +160,7 @@ class OpenAIStub:
         class Handler(_Handler):
             owner = stub
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", self._port), Handler)
+        self._server = _Server(("127.0.0.1", self._port), Handler)
         self._server.daemon_threads = True
         self._server.block_on_close = False  # a held (delayed) request must not block stop()
         self._thread = threading.Thread(target=self._server.serve_forever, name="openai-stub", daemon=True)
@@ -250,6 +257,13 @@ def _chunks(completion: dict[str, Any], include_usage: bool) -> list[dict[str, A
     return out
 
 
+class _Server(ThreadingHTTPServer):
+    """The stub's HTTP server: a listen backlog deep enough for a batch run's concurrency (the default 5
+    drops connection attempts past it, which the client sees as a one-second stall)."""
+
+    request_queue_size = 256
+
+
 class _Handler(BaseHTTPRequestHandler):
     owner: OpenAIStub
     protocol_version = "HTTP/1.0"  # one request per connection: simple and robust for tests
@@ -302,10 +316,22 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(reply, Fault):
             if reply.delay_s and self.owner._stop.wait(reply.delay_s):
                 return
+            if reply.body is not None:
+                rec.answered = f"malformed {reply.status or 200}"
+                data = reply.body.encode()
+                self.send_response(reply.status or 200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return None
             if reply.reply is None:
                 status = reply.status or 504
                 rec.answered = f"fault {status}"
-                headers = {"retry-after-ms": str(reply.retry_after_ms)} if reply.retry_after_ms is not None else {}
+                if reply.retry_after_s is not None:
+                    headers = {"retry-after": f"{reply.retry_after_s:g}"}
+                else:
+                    headers = {"retry-after-ms": str(reply.retry_after_ms)} if reply.retry_after_ms is not None else {}
                 return self._error(status, f"{reply.message} ({status})", headers)
             reply = reply.reply
         completion, rec.usage = self.owner._completion(body, reply)

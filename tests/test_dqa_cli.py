@@ -127,12 +127,12 @@ def test_verify_counts_a_broken_script_as_an_error_and_finishes(tmp_path, capsys
     lines.insert(3, "MATCH (n) DETACH DELETE n;")  # line 4
     script.write_text("\n".join(lines))
     rc, out, err = _run(capsys, "verify", "--data", tmp_path, "--scenario", "locating")
-    assert rc == 0 and _last(out) == "agree 3/4"
+    assert rc == 2 and _last(out) == "agree 3/4"  # every question is checked, then the failure is the exit code
     assert _year_rows(out)["all"] == [4, 3, 1]
     assert "q2: gold" in err and "ScriptError" in err and "q2.cql:4:" in err
     rc, out, _ = _run(capsys, "verify", "--data", tmp_path, "--scenario", "locating", "--json")
     rows = [json.loads(line) for line in out.splitlines()[:-1]]
-    assert rc == 0 and _last(out) == "agree 3/4"
+    assert rc == 2 and _last(out) == "agree 3/4"
     assert "error" in rows[1] and rows[1]["simulated"] is None and "q2.cql:4:" in rows[1]["error"]
     assert not any("error" in r for i, r in enumerate(rows) if i != 1)
 

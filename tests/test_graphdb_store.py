@@ -129,10 +129,14 @@ class TestScriptLoader:
 
     @pytest.mark.parametrize("text", ["", "\n\n", "// nothing but a comment\n"])
     def test_empty_file(self, tmp_path: Path, text: str) -> None:
+        """An empty script is refused with its file and line (issue 13: it used to load as an empty graph)."""
         path = tmp_path / "empty.cql"
         path.write_text(text)
-        assert read_script(path) == []
-        store = EmbeddedGraphStore.from_script(path)
+        with pytest.raises(ScriptError, match=r"empty\.cql:1: the script holds no statements"):
+            read_script(path)
+        with pytest.raises(ScriptError, match=r"empty\.cql:1:"):
+            EmbeddedGraphStore.from_script(path)
+        store = EmbeddedGraphStore.from_text(text)  # a script given as text may still be empty (an empty graph)
         assert store.node_count() == 0 and "(the graph is empty)" in store.schema().to_prompt()
 
     def test_missing_file(self, tmp_path: Path) -> None:

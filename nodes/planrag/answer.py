@@ -2,7 +2,9 @@
 
 Shared by all four graphs. When retrieval ended on a bound (max steps, repairs, an unparseable LLM
 reply) the prompt says so and asks for the best decision the observations support. A run whose LLM
-endpoint failed does not come here: it ends at once with the failure recorded (``llm_error``).
+endpoint failed does not come here: it ends at once with the failure recorded (``llm_error``). A
+failed answer call itself ends the run the same way: ``stop_reason`` is ``llm_error`` (or
+``llm_unparseable`` after the repairs), ``answer`` is empty and ``error`` says why.
 """
 
 from __future__ import annotations
@@ -52,8 +54,9 @@ def answer(state: Any, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
     parts.append(ANSWER_INSTRUCTION)
     messages = [SystemMessage(system_frame(state.get("schema_text", ""), ctx.row_cap)), HumanMessage("\n\n".join(parts))]
     d = decide_for(ctx, messages, FinalAnswer)
-    if not d.ok:
+    if not d.ok:  # the run ends without an answer: why it stopped is this failure (retrieval's own reason is kept in error)
         prev = state.get("error", "")
-        return {"usage": d.usage, "answer": "", "error": "; ".join(e for e in (prev, f"answer: {d.error}") if e),
-                **({} if state.get("stop_reason") else {"stop_reason": failure_update(d, "answer")["stop_reason"]})}
+        ended = f" (retrieval had ended: {state['stop_reason']})" if state.get("stop_reason") else ""
+        return {"usage": d.usage, "answer": "", "error": "; ".join(e for e in (prev, f"answer: {d.error}{ended}") if e),
+                "stop_reason": failure_update(d, "answer")["stop_reason"]}
     return {"answer": d.value.answer.strip(), "rationale": d.value.rationale.strip(), "usage": d.usage}

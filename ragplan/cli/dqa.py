@@ -16,7 +16,8 @@ def add_dqa_parser(sub: Any) -> None:
     dqa = sub.add_parser("dqa", help="DQA benchmark: verify gold answers, solve a question, generate scenarios",
                          description="Decision QA (PlanRAG's benchmark) with ragplan's exact simulators; no LLM involved.")
     dsub = dqa.add_subparsers(dest="dqa_command", metavar="SUBCOMMAND", required=True)
-    v = dsub.add_parser("verify", help="compare the simulator's best decision with every gold answer of a clone")
+    v = dsub.add_parser("verify", help="compare the simulator's best decision with every gold answer of a clone "
+                                       "(exit 2 when a question's script does not load)")
     v.add_argument("--data", required=True, metavar="CLONE", help="a clone of the DQA repository (or its data/ folder)")
     v.add_argument("--scenario", required=True, choices=["locating", "building"])
     v.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N questions")
@@ -29,7 +30,9 @@ def add_dqa_parser(sub: Any) -> None:
     g = dsub.add_parser("generate", help="write small synthetic DQA-style scenarios with simulated gold answers")
     g.add_argument("--scenario", required=True, choices=["locating", "building"])
     g.add_argument("--out", required=True, metavar="DIR")
-    g.add_argument("--n", type=int, default=10, metavar="K", help="number of questions")
+    g.add_argument("--n", type=int, default=10, metavar="K",
+                   help="number of questions (locating at size small: at most 42, one per country and home node; "
+                        "more is refused with the maximum)")
     g.add_argument("--seed", type=int, default=0, metavar="S")
     g.add_argument("--size", choices=["small", "official"], default="small",
                    help="small (a handful of nodes) or official (DQA's sizes, for benchmarks)")
@@ -95,6 +98,11 @@ def _verify(args: argparse.Namespace) -> int:
         tot_e = sum(v[2] for v in stats.values())
         print(f"{'all':<8} {len(questions):>9} {agree:>6} {tot_e:>6} {agree / max(1, len(questions)):>7.1%}")
     print(f"agree {agree}/{len(questions)}")
+    failed = sum(v[2] for v in stats.values())
+    if failed:  # a script that does not load is an error of the clone, not a disagreement: exit 2
+        print(f"error: {failed} question(s) could not be simulated (their lines above name the file and line)",
+              file=sys.stderr)
+        return 2
     return 0
 
 

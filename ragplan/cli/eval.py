@@ -41,7 +41,8 @@ def add_eval_parser(sub: Any) -> None:
     ev.add_argument("--year", type=int, default=None, help="only questions of this year (DQA)")
     ev.add_argument("--model", default=None, help="chat model provider:name [env RAGPLAN_MODEL]")
     ev.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint [env RAGPLAN_BASE_URL]")
-    ev.add_argument("--concurrency", type=int, default=4, metavar="C", help="questions in flight at once")
+    ev.add_argument("--concurrency", type=int, default=None, metavar="C",
+                    help="questions in flight at once (default 4; with --resume the run's own unless given)")
     ev.add_argument("--out", metavar="RUN_DIR", default=None,
                     help="run folder (default runs/<method>-<benchmark>-<time>); for `eval retrieval` the JSON file "
                          "(default runs/retrieval-<benchmark>-<time>.json)")
@@ -85,6 +86,8 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.report and args.report[0] == "sweep":
         from ragplan.cli.eval_sweep import run_eval_sweep
 
+        if args.concurrency is None:
+            args.concurrency = DEFAULT_CONCURRENCY
         return run_eval_sweep(args)
     if args.sweep or (args.plot and not (args.report and args.report[0] == "report")):
         print("error: " + ("--sweep goes with `ragplan eval sweep --sweep SETTING=V1,V2,…`" if args.sweep else
@@ -129,8 +132,10 @@ def run_eval(args: argparse.Namespace) -> int:
         except (OSError, json.JSONDecodeError, TypeError) as exc:
             print(f"error: {run_dir} is not a run folder: {exc}", file=sys.stderr)
             return 2
-        if args.concurrency:
-            settings.concurrency = args.concurrency
+        problem = _resume_overrides(settings, args)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
     else:
         missing = [f"--{n}" for n in ("method", "benchmark", "data") if not getattr(args, n)]
         if missing:
@@ -147,7 +152,8 @@ def run_eval(args: argparse.Namespace) -> int:
         default = LLMContext()
         settings = RunSettings(method=args.method, benchmark=args.benchmark, data=str(Path(args.data).resolve()),
                                model=args.model or default.model, base_url=args.base_url or default.base_url,
-                               limit=args.limit, year=args.year, concurrency=args.concurrency, context=extra,
+                               limit=args.limit, year=args.year, context=extra,
+                               concurrency=args.concurrency if args.concurrency is not None else DEFAULT_CONCURRENCY,
                                benchmark_options={**bench_opts, **({"context_only": True} if args.context_only else {})})
         if args.item_timeout:
             settings.item_timeout_s = args.item_timeout
@@ -202,6 +208,48 @@ def run_eval(args: argparse.Namespace) -> int:
             print(f"replay check: {len(diffs)} of {compared} records differ from {args.rerun}: {shown}")
             return 1 if settings.llm_replay else 0
     return 0
+
+
+#: Questions in flight when ``--concurrency`` is not given (a new run; a resumed run keeps its own).
+DEFAULT_CONCURRENCY = 4
+
+
+def _resume_overrides(settings: Any, args: argparse.Namespace) -> str | None:
+    """Apply the flags given with ``--resume`` to the saved settings; a message when one would change what the run measures.
+
+    Only flags given on the command line count (their defaults are None), so a resumed run keeps its
+    concurrency, endpoint, time budget and limit unless they are given again. The endpoint, concurrency,
+    time budget, limit and the data's location may change; the method, benchmark, model, year, context
+    settings and benchmark options may not (the finished answers would mix two runs).
+    """
+    from ragplan.cli.ask import parse_assignments
+
+    if args.concurrency is not None:
+        settings.concurrency = args.concurrency
+    if args.base_url is not None:
+        settings.base_url = args.base_url
+    if args.item_timeout is not None:
+        settings.item_timeout_s = args.item_timeout
+    if args.limit is not None:
+        settings.limit = args.limit
+    if args.data is not None:
+        settings.data = str(Path(args.data).resolve())
+    try:
+        context, options = parse_assignments(args.set), parse_assignments(args.benchmark_option)
+    except ValueError as exc:
+        return str(exc)
+    if args.context_only:
+        options["context_only"] = True
+    fixed = [("--method", args.method, settings.method), ("--benchmark", args.benchmark, settings.benchmark),
+             ("--model", args.model, settings.model), ("--year", args.year, settings.year)]
+    fixed += [(f"--set {k}", v, settings.context.get(k)) for k, v in context.items()]
+    fixed += [(f"--benchmark-option {k}", v, settings.benchmark_options.get(k)) for k, v in options.items()]
+    changed = [f"{flag} {given!r} (the run has {saved!r})" for flag, given, saved in fixed
+               if given is not None and given != saved]
+    if changed:
+        return (f"--resume {args.resume}: " + "; ".join(changed) + " would change what the run measures; "
+                "resume without it, or start a new run with --out")
+    return None
 
 
 def run_retrieval(args: argparse.Namespace) -> int:

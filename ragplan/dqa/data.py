@@ -90,8 +90,13 @@ def _year(q: dict[str, Any], country: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+#: Fields every question must hold, non-empty (without them there is nothing to ask or to grade).
+REQUIRED_FIELDS = ("question", "answer", "country")
+
+
 def load_questions(clone: str | Path, scenario: Scenario) -> list[DQAQuestion]:
-    """Every question of ``scenario`` in file order; a missing field names the question."""
+    """Every question of ``scenario`` in file order; a missing or empty required field (``question``,
+    ``answer``, ``country``) raises :class:`DQAError` naming the file, the record and the field."""
     root = data_root(clone)
     rel = LOCATING_QUESTIONS if scenario == "locating" else BUILDING_QUESTIONS
     path = root / rel
@@ -111,6 +116,13 @@ def load_questions(clone: str | Path, scenario: Scenario) -> list[DQAQuestion]:
     out = []
     scripts = root / (LOCATING_SCRIPTS if scenario == "locating" else BUILDING_SCRIPTS)
     for i, q in enumerate(raw):
+        where = f"{path}: question #{i + 1}" + (f" (question_num {q.get('question_num')})"
+                                                  if isinstance(q, dict) and "question_num" in q else "")
+        if not isinstance(q, dict):
+            raise DQAError(f"{where} is a {type(q).__name__}, not a JSON object")
+        missing = [k for k in REQUIRED_FIELDS if not str(q.get(k) if q.get(k) is not None else "").strip()]
+        if missing:
+            raise DQAError(f"{where} has no {' / '.join(repr(k) for k in missing)}")
         try:
             num = int(q.get("question_num", i + 1))
             country = str(q["country"]).strip()
@@ -122,7 +134,7 @@ def load_questions(clone: str | Path, scenario: Scenario) -> list[DQAQuestion]:
                 home=str(q.get("home", "")).strip(), goods=str(q.get("goods", "")).strip(),
             ))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise DQAError(f"{path}: question #{i + 1} cannot be read ({type(exc).__name__}: {exc})") from exc
+            raise DQAError(f"{where} cannot be read ({type(exc).__name__}: {exc})") from exc
     return out
 
 
@@ -157,7 +169,10 @@ def _compile(data: bytes, source: str, scenario: str) -> Any:
 
     compile_graph = locating.scenario_from_data if scenario == "locating" else building.scenario_from_data
     with _gc_paused():
-        return compile_graph(graph_rows_from_bytes(data, source))  # rows: read once by the compiler, then dropped
+        rows = graph_rows_from_bytes(data, source)
+        if not rows.nodes:  # a comments-only or truncated file would compile to a scenario without options
+            raise DQAError(f"{source}:1: the script creates no nodes (an empty or truncated file?)")
+        return compile_graph(rows)  # rows: read once by the compiler, then dropped
 
 
 def load_scenario(path: str | Path, scenario: Scenario) -> Any:
@@ -172,6 +187,8 @@ def load_scenario(path: str | Path, scenario: Scenario) -> Any:
         data = p.read_bytes()
     except OSError as exc:
         raise DQAError(f"missing script {p}") from exc
+    if not data.strip():
+        raise DQAError(f"{p}:1: the script is empty")
     key = (hashlib.blake2b(data, digest_size=16).digest(), scenario)
     with _cache_lock:
         sc = _cache.get(key)

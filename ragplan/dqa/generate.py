@@ -22,7 +22,7 @@ from ragplan.dqa.cql import graph_data_from_text
 from ragplan.dqa.data import BUILDING_QUESTIONS, BUILDING_SCRIPTS, LOCATING_QUESTIONS, LOCATING_SCRIPTS
 from ragplan.dqa.locating import merchant_power, scenario_from_data as locating_scenario, solve_locating
 
-__all__ = ["generate", "SIZES", "LOCATING_RULES", "BUILDING_RULES"]
+__all__ = ["generate", "max_questions", "SIZES", "LOCATING_RULES", "BUILDING_RULES"]
 
 
 @dataclass(frozen=True)
@@ -160,16 +160,55 @@ def building_script(rng: random.Random, size: Size, country: str) -> str:
     return compose([float(p) for p in prices])
 
 
+#: Generated scripts in a row that may add no new question before :func:`generate` gives up (a bound, never reached
+#: below the maximum in practice: 42 small locating questions take about 250 scripts).
+MAX_FRUITLESS_SCRIPTS = 20_000
+
+
+def max_questions(scenario: str, size: str = "small") -> int | None:
+    """How many distinct questions ``scenario`` can have at ``size`` (None: no limit).
+
+    Every locating question asks about a different (country, home node) pair, and the scripts of a size
+    have ``countries`` countries and ``trade_nodes`` nodes; building questions name a new country each.
+    """
+    sz = SIZES[size]
+    return sz.countries * sz.trade_nodes if scenario == "locating" else None
+
+
 def generate(out_dir: str | Path, scenario: str, n: int, seed: int = 0, size: str = "small") -> list[dict[str, Any]]:
-    """Write ``n`` questions of ``scenario`` (locating | building) with scripts and gold answers; return the questions."""
+    """Write ``n`` questions of ``scenario`` (locating | building) with scripts and gold answers; return the questions.
+
+    Raises ``ValueError`` when ``n`` is more than :func:`max_questions` allows at ``size`` (with the maximum),
+    and when :data:`MAX_FRUITLESS_SCRIPTS` scripts in a row give no new question.
+    """
+    if size not in SIZES:
+        raise ValueError(f"size must be one of {', '.join(SIZES)}, not {size!r}")
+    if n < 0:
+        raise ValueError(f"the number of questions must be 0 or more, not {n}")
+    top = max_questions(scenario, size)
+    if top is not None and n > top:
+        sz0 = SIZES[size]
+        raise ValueError(f"at most {top} distinct {scenario} questions exist at size {size} ({sz0.countries} countries x "
+                         f"{sz0.trade_nodes} home nodes); ask for --n {top} or fewer"
+                         + (", or use --size official" if size != "official" else ""))
     rng = random.Random(f"{scenario}:{seed}:{size}")
     sz = SIZES[size]
     out = Path(out_dir)
     questions: list[dict[str, Any]] = []
+    fruitless = 0
+
+    def no_progress() -> None:
+        nonlocal fruitless
+        fruitless += 1
+        if fruitless > MAX_FRUITLESS_SCRIPTS:
+            raise ValueError(f"only {len(questions)} of {n} {scenario} questions could be made at size {size} "
+                             f"({MAX_FRUITLESS_SCRIPTS} scripts in a row gave no new one)")
+
     if scenario == "locating":
         qdir, sdir = out / LOCATING_QUESTIONS, out / LOCATING_SCRIPTS
         sdir.mkdir(parents=True, exist_ok=True)
         while len(questions) < n:
+            no_progress()
             text, cands = locating_script(rng, sz)
             if not cands:
                 continue
@@ -183,6 +222,7 @@ def generate(out_dir: str | Path, scenario: str, n: int, seed: int = 0, size: st
             if best is None or not best.has_presence or best.change_pct <= 0.01:
                 continue  # keep questions whose answer is a real improvement
             num = len(questions) + 1
+            fruitless = 0
             (sdir / f"q{num}.cql").write_text(text)
             questions.append({
                 "question_num": num, "country": pick["country"], "home": pick["home"], "year": rng.choice(YEARS),
@@ -201,6 +241,7 @@ def generate(out_dir: str | Path, scenario: str, n: int, seed: int = 0, size: st
     sdir.mkdir(parents=True, exist_ok=True)
     k = 0
     while len(questions) < n:
+        no_progress()
         k += 1
         country = f"C{k:02d}{rng.choice(YEARS)}"
         text = building_script(rng, sz, country)
@@ -217,6 +258,7 @@ def generate(out_dir: str | Path, scenario: str, n: int, seed: int = 0, size: st
             if not wrote:
                 (sdir / f"{country}.cql").write_text(text)
                 wrote = True
+                fruitless = 0
             questions.append({
                 "question_num": len(questions) + 1, "country": country, "goods": goods,
                 "question": f"Which building id should we increase a level by 5 to maximally decrease the market price of {goods}?",
