@@ -83,6 +83,8 @@ def test_compare_runs_every_method_on_the_same_items_and_writes_one_report(dqa_c
     assert dqa_compare["calls"] == 3 * 4 + 3 * 3  # planrag: plan, retrieve, replan, answer; iter_rag: retrieve x2, answer
     page = (cmp_dir / "report.html").read_text()
     assert page.count('class="result ') == 6 and "planrag" in page and "iter_rag" in page
+    plots = re.findall(r'<img class="plot" alt="([^"]+)" src="data:image/png;base64,', page)
+    assert len(plots) == 4 and any("Figure 5" in p for p in plots)  # comparison, SR/MR, each run's plot.png
 
 
 def test_compare_again_resumes_and_asks_nothing_twice(dqa_compare):
@@ -175,6 +177,8 @@ def test_every_family_draws_its_own_trace(family_runs, tmp_path, capsys):
             assert any(x.startswith(t) for x in titles), (fam, t)
     assert "does not fit" not in page and "report_sections failed" not in page
     assert page.count('class="result ') == len(family_runs)
+    reaper = render_html_report([family_runs["reaper"]])  # one benchmark: its own comparison is on the page
+    assert "REAPER plan metrics by method (paper Table 1)" in reaper
 
 
 def test_a_record_that_does_not_fit_its_result_is_shown_as_stored(tmp_path):

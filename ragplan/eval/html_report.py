@@ -4,7 +4,9 @@ The page holds, for the run folders given:
 
 * the runs (method, family, model, benchmark, data, questions correct / wrong / failed);
 * the comparison table of :func:`ragplan.eval.report.comparison` (the same rows ``eval report`` prints);
-* a comparison plot (accuracy, LLM calls and latency per question, per run) and each run's own ``plot.png``;
+* the benchmark's own comparison tables where it has them (e.g. REAPER's Table 1, a column per method);
+* a comparison plot (accuracy, LLM calls and latency per question, per run), PlanRAG's Figure 5 (accuracy on
+  single- and multi-retrieval questions per method) and each run's own ``plot.png``;
 * per question, every run's result: the answer, the gold answer, the grade (and the simulator's verdict
   where the benchmark has one), cost (LLM calls, tokens, LLM time) and latency, the stop reason and any
   error, then the family's trace — plan and its versions, queries and observations, evidence, decisions —
@@ -23,12 +25,13 @@ import base64
 import hashlib
 import io
 import re
+import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ragplan.eval.html_values import esc, sections_html, value_html
-from ragplan.eval.report import RunComparison, comparison
+from ragplan.eval.report import RunComparison, benchmark_comparison, comparison, plot_comparison
 from ragplan.eval.runfolder import RunSettings, atomic_write
 from ragplan.registry import family_of
 from ragplan.state.result import GraphResult
@@ -160,6 +163,23 @@ def _comparison_plot(labels: list[str], c: RunComparison) -> str:
     return _png(buf.getvalue(), "comparison of the runs: accuracy, LLM calls and latency per question")
 
 
+def _benchmark_parts(run_dirs: list[str | Path], c: RunComparison) -> tuple[str, str]:
+    """The benchmark's own comparison tables (e.g. REAPER's Table 1) and PlanRAG's Figure 5 plot (accuracy on SR and
+    MR questions per method); a part that cannot be made (the data is not on this machine …) becomes a note."""
+    try:
+        extra = benchmark_comparison(c, run_dirs)
+        tables = f"<pre>{esc(extra)}</pre>" if extra else ""
+    except Exception as exc:  # the report is still written without it
+        tables = f'<div class="note">the benchmark\'s own comparison could not be made: {esc(type(exc).__name__)}: {esc(exc)}</div>'
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            png = plot_comparison(run_dirs, Path(tmp) / "split.png").read_bytes()
+        figure = _png(png, "accuracy on single- and multi-retrieval questions per method (PlanRAG's Figure 5)")
+    except Exception as exc:
+        figure = f'<div class="note">the SR/MR plot could not be drawn: {esc(type(exc).__name__)}: {esc(exc)}</div>'
+    return tables, figure
+
+
 def _runs_table(labels: list[str], c: RunComparison, run_dirs: list[Path]) -> str:
     rows = []
     for lab, (st, recs, _), d in zip(labels, c.runs, run_dirs):
@@ -247,7 +267,8 @@ def render_html_report(run_dirs: list[str | Path], title: str = "") -> str:
     labels = _labels([st for st, _, _ in c.runs], dirs)
     benchmarks = sorted({st.benchmark for st, _, _ in c.runs})
     title = title or f"ragplan report: {', '.join(labels)} on {', '.join(benchmarks)}"
-    plots = [_comparison_plot(labels, c)] if c.runs else []
+    extra, split_plot = _benchmark_parts(list(run_dirs), c) if c.runs else ("", "")
+    plots = [_comparison_plot(labels, c), split_plot] if c.runs else []
     for lab, d in zip(labels, dirs):
         png = d / "plot.png"
         if png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n":
@@ -264,7 +285,7 @@ def render_html_report(run_dirs: list[str | Path], title: str = "") -> str:
         f'<h1>{esc(title)}</h1><div class="muted">written {esc(datetime.now().isoformat(timespec="seconds"))} · '
         f"{len(dirs)} run(s) · {total} result(s)</div>",
         f'<h2 id="runs">Runs</h2>{_runs_table(labels, c, dirs)}',
-        f'<h2 id="comparison">Comparison</h2>{table}<div class="note">({esc(c.note)})</div>',
+        f'<h2 id="comparison">Comparison</h2>{table}<div class="note">({esc(c.note)})</div>{extra}',
         f'<h2 id="plots">Plots</h2>{"".join(plots) or "<p class=muted>no plots</p>"}',
         f'<h2 id="questions">Questions</h2>{_filters(labels, c)}{questions or "<p class=muted>no results yet</p>"}',
         f"<script>{_JS}</script></body></html>\n",
