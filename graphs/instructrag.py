@@ -174,13 +174,15 @@ class InstructRAGFamily(MethodFamily):
         """The task, the candidate paths, the pick, then every Thought / Action / Observation."""
         if node in ("retrieve_paths", "retrieve_stored_paths") and update.get("task"):
             emit(f"Task: {update['task']} ({update.get('task_split', '-')})")
-        if node in ("retrieve_paths", "retrieve_stored_paths", "select_path"):
-            for i, p in enumerate(update.get("candidate_paths") or [], start=1):
-                p = PlannedPath.model_validate(p) if isinstance(p, dict) else p
+        cands = [PlannedPath.model_validate(p) if isinstance(p, dict) else p for p in update.get("candidate_paths") or []]
+        if node in ("retrieve_paths", "retrieve_stored_paths"):  # each candidate once, with the past questions it combines
+            for i, p in enumerate(cands, start=1):
                 score = f" ({p.score:.3f})" if p.score is not None else ""
                 emit(f"  Candidate {i}{score}: {p.text}")
-                if p.derived_from and node != "select_path":
+                if p.derived_from:
                     emit(f"    from: {' | '.join(p.derived_from)}")
+        if node == "select_path" and cands:  # the ML-Agent's scores of the candidates listed above
+            emit("ML-Agent scores: " + "  ".join(f"{i}: {p.score:.3f}" for i, p in enumerate(cands, start=1) if p.score is not None))
         if update.get("selected_path") is not None:
             p = update["selected_path"]
             p = PlannedPath.model_validate(p) if isinstance(p, dict) else p

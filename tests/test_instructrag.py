@@ -102,10 +102,16 @@ def test_graph_persists_and_grows_incrementally(tmp_path):
         InstructionGraph.load(tmp_path / "nothing")
 
 
-def test_noise_rate_inserts_failed_paths_and_keeps_the_rest():
-    failed = [InstructionPath(f"q{i}", "x", [Instruction("Search", f"wrong {i}")], False, task="T1") for i in range(4)]
-    g = build_instruction_graph(PATHS, delta=0.4, embedder=VecEmbedder(TABLE), failed=failed, noise_rate=0.25)
+def test_noise_comes_only_from_failed_paths_of_the_support_questions():
+    support = [p.question for p in PATHS]
+    failed = [InstructionPath(support[i % 3], "x", [Instruction("Search", f"wrong {i}")], False, task="T1") for i in range(4)]
+    others = [InstructionPath("A query question?", "x", [Instruction("Search", "leak")], False, task="T1"),
+              InstructionPath("An unseen task's question?", "x", [Instruction("Search", "leak too")], False, task="T9")]
+    g = build_instruction_graph(PATHS, delta=0.4, embedder=VecEmbedder(TABLE), failed=others + failed, noise_rate=0.25)
     assert len(g.paths) == 4 and sum(not p["success"] for p in g.paths) == 1 and len(g.failed) == 3
+    assert g.stats().noisy_paths == 1 and {q["text"] for q in g.questions} == set(support)  # nothing leaked into G
+    g = build_instruction_graph(PATHS, delta=0.4, embedder=VecEmbedder(TABLE), failed=others, noise_rate=0.5)
+    assert len(g.paths) == 3 and not g.failed and g.stats().noisy_paths == 0
 
 
 def test_walk_follows_the_rules():
@@ -147,6 +153,34 @@ def test_walk_rules_no_finish_before_a_search_and_no_repeated_instruction():
                 assert t not in pages[-1]
                 pages[-1].append(t)
     assert any(p.count("Lookup[nationality]") == 2 for p in texts)  # the paper's own shape stays possible
+
+
+
+def test_from_lines_name_the_paths_the_instructions_come_from():
+    """Regression: "from:" listed the questions of the walk's edges, mostly the start edge's (here qb first)."""
+    from ragplan.instructrag.selection import derived_from
+
+    table = {"Search[X]": [1, 0, 0, 0], "Search[Y]": [0.95, 0.31, 0, 0], "Lookup[a]": [0, 0, 1, 0], "Lookup[b]": [0, 0, 0.3, 0.95],
+             "qa?": [0.7, 0, 0.7, 0]}
+    emb = VecEmbedder(table)
+    g = build_instruction_graph([_p("qb?", "T", "Search[Y]", "Lookup[b]"), _p("qa?", "T", "Search[X]", "Lookup[a]")],
+                                delta=0.4, embedder=emb)
+    assert sorted(g.edges[(START, 0)]["T"]) == [0, 1]  # the start edge records both questions
+    res = traverse(g, emb.encode(["qa?"])[0], lambda s: 1, k=1)
+    assert [g.instructions[i]["text"] for i in res.paths[0]] == ["Search[X]", "Lookup[a]"]
+    assert derived_from(g, res.paths[0]) == ["qa?"]
+
+
+def test_the_rap_style_store_keeps_noisy_paths():
+    """The paper's RAP database holds the noisy paths too (Table 4); the baseline used to skip them."""
+    from ragplan.instructrag.selection import PlannerParts, stored_candidates
+
+    emb = VecEmbedder(TABLE)
+    noisy = InstructionPath(PATHS[1].question, "x", [Instruction("Search", "wrong page")], False, task="T1")
+    g = build_instruction_graph(PATHS, delta=0.4, embedder=emb, failed=[noisy], noise_rate=0.25)
+    assert g.stats().noisy_paths == 1
+    texts = [c.text for c in stored_candidates(PlannerParts(g, emb), PATHS[1].question, k=10)]
+    assert "Search[wrong page]" in texts and len(texts) == 4
 
 
 REFLEXION_LOG = """

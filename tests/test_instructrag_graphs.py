@@ -71,6 +71,10 @@ def test_instructrag_selects_a_path_and_plans_with_it(parts):
     assert "Search[entity]" in first and "Here are some examples." in first and first.rstrip().endswith("Action 1.")
     assert "Observation 1: The Distant Signal is" in _prompt(model, 1)
     assert lines[0] == "Task: person (seen)" and any(ln.startswith("Selected (ml_agent)") for ln in lines)
+    # each candidate printed once (after retrieve_paths), then the ML-Agent's scores of them
+    assert sum(ln.lstrip().startswith("Candidate ") for ln in lines) == len(res.candidate_paths)
+    assert sum(ln.startswith("ML-Agent scores: 1: ") for ln in lines) == 1
+    assert all(p.derived_from for p in res.candidate_paths)
     assert "Action 1: Search[The Distant Signal]" in lines and any(ln.startswith("Observation 2: (Result 1 / 1)") for ln in lines)
     assert res.record()["selected_path"]["instructions"] == res.selected_path.instructions
 

@@ -209,3 +209,44 @@ def test_a_gradient_of_parameters_the_loss_was_not_computed_on_raises():
     with pytest.raises(RuntimeError):
         _grads((theta["w"] ** 2).sum(), stepped)  # what adaptation used to do, silently
     assert torch.equal(_grads(torch.zeros(()), theta)["w"], torch.zeros(2))  # no data: no update
+
+
+def test_split_writes_failed_paths_per_set_and_noise_stays_in_the_support_set(tmp_path, capsys):
+    from ragplan.training.instructrag.graph import InstructionGraph
+    from ragplan.training.instructrag.paths import read_paths_jsonl
+
+    out = tmp_path
+    assert main(["instructrag", "synth", "--out", str(out / "w"), "--questions", "36", "--seed", "2"]) == 0
+    assert main(["instructrag", "split", "--paths", str(out / "w" / "paths.jsonl"), "--out", str(out / "s")]) == 0
+    sets = {n: read_paths_jsonl(out / "s" / f"{n}.jsonl") for n in ("support_seen", "query_seen", "support_unseen", "query_unseen")}
+    for name, rep in sets.items():
+        failed = read_paths_jsonl(out / "s" / f"failed_{name}.jsonl").failed
+        assert failed and {p.question for p in failed} <= {p.question for p in rep.successful}
+    assert "failed_unmatched: 0 paths" in capsys.readouterr().out
+    assert not (out / "s" / "failed.jsonl").exists()
+    # --noise-rate with no failed paths of the support questions: a warning, nothing inserted
+    assert main(["instructrag", "build-graph", "--paths", str(out / "s" / "support_seen.jsonl"), "--out", str(out / "g0"),
+                 "--noise-rate", "0.3", "--json", "--no-progress"]) == 0
+    cap = capsys.readouterr()
+    assert "warning: --noise-rate 0.3 but no failed paths" in cap.err and json.loads(cap.out.splitlines()[-1])["noisy_paths"] == 0
+    # with the set's failed paths (and, by mistake, the query set's): noise of the support questions only
+    assert main(["instructrag", "build-graph", "--paths", str(out / "s" / "support_seen.jsonl"),
+                 str(out / "s" / "failed_support_seen.jsonl"), str(out / "s" / "failed_query_seen.jsonl"),
+                 str(out / "s" / "failed_support_unseen.jsonl"), "--out", str(out / "g"), "--noise-rate", "0.3", "--json",
+                 "--no-progress"]) == 0
+    cap = capsys.readouterr()
+    stats = json.loads(cap.out.splitlines()[-1])
+    assert stats["noisy_paths"] > 0 and "not used as noise" in cap.err
+    g = InstructionGraph.load(out / "g")
+    assert {q["text"] for q in g.questions} == {p.question for p in sets["support_seen"].successful}
+    # --insert keeps the graph's δ and model and refuses flags it would ignore
+    base = ["instructrag", "build-graph", "--paths", str(out / "s" / "support_unseen.jsonl"), "--out", str(out / "g"),
+            "--insert", "--no-progress"]
+    assert main(base + ["--delta", "0.6"]) == 2 and "δ = 0.4" in capsys.readouterr().err
+    assert main(base + ["--noise-rate", "0.2"]) == 2 and "--noise-rate" in capsys.readouterr().err
+    meta = json.loads((out / "g" / "graph.json").read_text())
+    (out / "g" / "graph.json").write_text(json.dumps({**meta, "model_fingerprint": "another-model"}))
+    assert main(base) == 2 and "another embedding model" in capsys.readouterr().err
+    (out / "g" / "graph.json").write_text(json.dumps(meta))
+    assert main(base + ["--delta", "0.4", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["delta"] == 0.4

@@ -56,11 +56,14 @@ def add_parser(sub: Any) -> None:
     p = s.add_parser("build-graph", help="build (or extend) the instruction graph from successful paths (Algorithm 1)")
     p.add_argument("--paths", nargs="+", required=True, metavar="FILE", help="JSONL paths or ReAct/Reflexion trajectory logs")
     p.add_argument("--out", required=True, metavar="DIR")
-    p.add_argument("--delta", type=float, default=0.4, help="δ: similarity to join a node (paper: 0.4)")
-    p.add_argument("--insert", action="store_true", help="insert into the graph already in --out (incremental)")
-    p.add_argument("--noise-rate", type=float, default=0.0, help="share of failed paths inserted as noise (robustness)")
+    p.add_argument("--delta", type=float, default=None, help="δ: similarity to join a node (default and paper: 0.4)")
+    p.add_argument("--insert", action="store_true", help="insert into the graph already in --out (incremental; keeps its δ "
+                   "and embedding model: a different --delta or --model-path is refused, --noise-rate too)")
+    p.add_argument("--noise-rate", type=float, default=0.0, help="share of the graph's paths that are failed paths of the "
+                   "support questions, inserted as noise (robustness; pass the set's failed_*.jsonl too)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--model-path", default="", metavar="DIR", help="a local Sentence-BERT model (default all-MiniLM-L6-v2)")
+    p.add_argument("--model-path", default="", metavar="DIR", help="a local Sentence-BERT model (default all-MiniLM-L6-v2; "
+                   "with --insert, the graph's own)")
     p.add_argument("--json", action="store_true", help="print the statistics as JSON")
     p.add_argument("--no-progress", action="store_true")
     p = s.add_parser("stats", help="print an instruction graph's statistics")

@@ -36,9 +36,14 @@ def run_synth(args: argparse.Namespace) -> int:
 
 
 def run_split(args: argparse.Namespace) -> int:
-    """Split paths into support/query sets of seen and unseen tasks (failed paths go with the support sets' files)."""
+    """Split paths into support/query sets of seen and unseen tasks; failed paths follow their question's set.
+
+    ``failed_<set>.jsonl`` holds the failed paths of that set's questions (``failed_support_seen.jsonl``
+    is the noise of a graph built from ``support_seen.jsonl``); ``failed_unmatched.jsonl`` those of
+    questions with no successful path.
+    """
     from ragplan.training.instructrag.paths import write_paths_jsonl
-    from ragplan.training.instructrag.synth import split_paths
+    from ragplan.training.instructrag.synth import split_failed, split_paths
 
     try:
         rep = _read(args.paths)
@@ -50,8 +55,11 @@ def run_split(args: argparse.Namespace) -> int:
     for name, paths in parts.items():
         write_paths_jsonl(paths, out / f"{name}.jsonl")
         print(f"{name}: {len(paths)} paths, tasks {', '.join(sorted({p.task for p in paths})) or '-'}")
-    write_paths_jsonl(rep.failed, out / "failed.jsonl")
-    print(f"failed: {len(rep.failed)} paths (kept for the noise experiment)")
+    for name, paths in split_failed(parts, rep.failed).items():
+        write_paths_jsonl(paths, out / f"{name}.jsonl")
+        print(f"{name}: {len(paths)} paths" + (" (questions with no successful path: never noise)"
+                                               if name == "failed_unmatched" else ""))
+    print("noise experiment: build-graph --paths support_seen.jsonl failed_support_seen.jsonl --noise-rate R")
     return 0
 
 
@@ -64,9 +72,40 @@ def _print_stats(stats: Any, as_json: bool) -> None:
         print(f"{k:>15}: {v}")
 
 
+def _noise_note(rep: Any, rate: float) -> None:
+    """Say on stderr what ``--noise-rate`` can insert: nothing without failed paths of the support questions."""
+    from ragplan.training.instructrag.graph import noise_pool
+
+    pool = noise_pool(rep.successful, rep.failed)
+    if not pool:
+        print(f"warning: --noise-rate {rate} but no failed paths of the support questions in the --paths files "
+              f"({len(rep.failed)} failed path(s) read); no noise is inserted. Add the set's failed paths, e.g. "
+              "--paths sets/support_seen.jsonl sets/failed_support_seen.jsonl (written by `ragplan instructrag split`)",
+              file=sys.stderr)
+    elif len(pool) < len(rep.failed):
+        print(f"note: {len(rep.failed) - len(pool)} failed path(s) of other questions are not used as noise (they may be "
+              "query questions or unseen tasks)", file=sys.stderr)
+
+
+def _insert_into(args: argparse.Namespace, rep: Any) -> Any:
+    """``--insert``: the graph in ``--out`` extended with its own δ and embedding model (ValueError on a conflicting flag)."""
+    from ragplan.training.instructrag.graph import InstructionGraph, graph_embedder, noise_pool
+
+    g = InstructionGraph.load(args.out)
+    if args.delta is not None and float(args.delta) != g.delta:
+        raise ValueError(f"the graph at {args.out} was built with δ = {g.delta}; --insert keeps it (drop --delta, or rebuild "
+                         "without --insert)")
+    if args.noise_rate > 0:
+        raise ValueError("--noise-rate applies when a graph is built, not to --insert (rebuild without --insert)")
+    emb = graph_embedder(g, args.model_path, where=args.out)
+    g.insert(sorted(rep.successful, key=lambda p: p.task), emb, progress=not args.no_progress)
+    g.failed += noise_pool(rep.successful, rep.failed)
+    return g
+
+
 def run_build_graph(args: argparse.Namespace) -> int:
     """Build or extend an instruction graph."""
-    from ragplan.training.instructrag.graph import GRAPH_FILE, InstructionGraph, build_instruction_graph, embedder_for_graph
+    from ragplan.training.instructrag.graph import GRAPH_FILE, build_instruction_graph, embedder_for_graph
 
     try:
         rep = _read(args.paths)
@@ -74,15 +113,17 @@ def run_build_graph(args: argparse.Namespace) -> int:
         return _err(str(exc))
     if not rep.successful:
         return _err(f"no successful paths in {', '.join(args.paths)} ({rep.skipped} skipped: {'; '.join(rep.problems[:3])})")
+    if not 0 <= args.noise_rate < 1:
+        return _err(f"--noise-rate must be in [0, 1), not {args.noise_rate}")
     try:
-        emb = embedder_for_graph(args.model_path)
         if args.insert and (Path(args.out) / GRAPH_FILE).is_file():
-            g = InstructionGraph.load(args.out)
-            g.insert(sorted(rep.successful, key=lambda p: p.task), emb, progress=not args.no_progress)
-            g.failed += rep.failed
+            g = _insert_into(args, rep)
         else:
-            g = build_instruction_graph(rep.successful, delta=args.delta, failed=rep.failed, noise_rate=args.noise_rate,
-                                        seed=args.seed, embedder=emb, progress=not args.no_progress)
+            if args.noise_rate > 0:
+                _noise_note(rep, args.noise_rate)
+            g = build_instruction_graph(rep.successful, delta=0.4 if args.delta is None else args.delta, failed=rep.failed,
+                                        noise_rate=args.noise_rate, seed=args.seed, embedder=embedder_for_graph(args.model_path),
+                                        progress=not args.no_progress)
     except ValueError as exc:
         return _err(str(exc))
     g.save(args.out)
@@ -138,10 +179,10 @@ def _settings(args: argparse.Namespace) -> Any:
 
 
 def _graph_and_reward(args: argparse.Namespace) -> tuple[Any, Any, Any]:
-    from ragplan.training.instructrag.graph import InstructionGraph, embedder_for_graph
+    from ragplan.training.instructrag.graph import InstructionGraph, graph_embedder
 
     g = InstructionGraph.load(args.graph)
-    emb = embedder_for_graph(g.model_path if g.model_path and Path(g.model_path).is_dir() else "")
+    emb = graph_embedder(g, where=args.graph)
     return g, emb, make_reward(args)
 
 
@@ -188,12 +229,12 @@ def run_adapt(args: argparse.Namespace) -> int:
 def run_figures(args: argparse.Namespace) -> int:
     """Path-selection quality table."""
     from ragplan.training.instructrag.figures import SELECTION_METHODS, format_selection_rows, selection_quality
-    from ragplan.training.instructrag.graph import InstructionGraph, embedder_for_graph
+    from ragplan.training.instructrag.graph import InstructionGraph, graph_embedder
     from ragplan.training.instructrag.agents import load_agents
 
     try:
         g = InstructionGraph.load(args.graph)
-        emb = embedder_for_graph(g.model_path if g.model_path and Path(g.model_path).is_dir() else "")
+        emb = graph_embedder(g, where=args.graph)
         rl, ml = load_agents(args.agents) if args.agents else (None, None)
         rep = _read(args.paths)
         reward = make_reward(argparse.Namespace(reward="proxy", index=args.index)) if args.index else None

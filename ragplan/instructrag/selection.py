@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from ragplan.state.instructrag import PlannedPath
-from ragplan.training.instructrag.graph import GRAPH_FILE, START, InstructionGraph, embedder_for_graph
+from ragplan.training.instructrag.graph import GRAPH_FILE, InstructionGraph, graph_embedder
 from ragplan.training.instructrag.agents import load_agents
 from ragplan.training.instructrag.ml_agent import MLAgent, path_backbone_vectors
 from ragplan.training.instructrag.rl_agent import RLAgent, threshold_decider, traverse
 
-__all__ = ["PlannerParts", "load_parts", "graph_candidates", "stored_candidates", "ml_pick"]
+__all__ = ["PlannerParts", "load_parts", "graph_candidates", "stored_candidates", "ml_pick", "derived_from"]
 
 
 @dataclass
@@ -82,27 +82,22 @@ def load_parts(graph_dir: str, agents_dir: str = "", embedding_model: str = "") 
     with _lock:
         if key not in _parts:
             graph = InstructionGraph.load(graph_dir)
-            model = embedding_model or (graph.model_path if graph.model_path and Path(graph.model_path).is_dir() else "")
-            emb = embedder_for_graph(model)
-            fp = getattr(emb, "fingerprint", "")
-            if graph.model_fingerprint and fp and fp != graph.model_fingerprint:
-                raise ValueError(f"the instruction graph at {graph_dir} was built with another embedding model than "
-                                 f"{getattr(emb, 'model_path', model)}; use the build model or rebuild the graph")
-            _parts[key] = PlannerParts(graph, emb, agents_dir)
+            _parts[key] = PlannerParts(graph, graph_embedder(graph, embedding_model, where=graph_dir), agents_dir)
         return _parts[key]
 
 
-def _derived_from(g: InstructionGraph, nodes: list[int], limit: int = 3) -> list[str]:
+def derived_from(g: InstructionGraph, instruction_ids: list[int]) -> list[str]:
+    """The past questions whose stored paths the chosen instructions come from, in path order, each once.
+
+    These are the paths a walk combined (the paper's "Derived from combining tasks: …"); the questions an
+    edge merely recorded are not listed.
+    """
     out: list[str] = []
-    prev = START
-    for n in nodes:
-        for _, qs in sorted((g.edges.get((prev, n)) or {}).items()):
-            for q in qs:
-                text = g.questions[q]["text"]
-                if text not in out:
-                    out.append(text)
-        prev = n
-    return out[:limit]
+    for iid in instruction_ids:
+        text = g.questions[int(g.paths[int(g.instructions[iid]["path"])]["question"])]["text"]
+        if text not in out:
+            out.append(text)
+    return out
 
 
 def graph_candidates(parts: PlannerParts, question: str, task: str, *, mode: str = "rl_agent", k: int = 3,
@@ -116,20 +111,18 @@ def graph_candidates(parts: PlannerParts, question: str, task: str, *, mode: str
         rl, _ = parts.agents(task, adapted)
         res = traverse(g, qvec, rl.greedy(), k=k, start_nodes=rl.start_nodes, max_len=max_len)
     return [PlannedPath(instructions=[g.instructions[i]["text"] for i in p], source=mode, nodes=list(nodes),
-                        derived_from=_derived_from(g, nodes)) for p, nodes in zip(res.paths, res.path_nodes)]
+                        derived_from=derived_from(g, p)) for p, nodes in zip(res.paths, res.path_nodes)]
 
 
 def stored_candidates(parts: PlannerParts, question: str, k: int = 3) -> list[PlannedPath]:
-    """RAP-style: the stored successful paths of the ``k`` past questions most similar to ``question``."""
+    """RAP-style: the stored paths of the ``k`` past questions most similar to ``question`` (the graph's whole store)."""
     g = parts.graph
     if not len(g.qvectors):
         return []
     sims = g.qvectors @ parts.vector(question)
     out: list[PlannedPath] = []
     for qi in np.argsort(-sims, kind="stable"):
-        pid = int(g.questions[int(qi)]["path"])
-        if not g.paths[pid].get("success", True):
-            continue
+        pid = int(g.questions[int(qi)]["path"])  # noisy paths included: RAP's store holds them too (Table 4)
         out.append(PlannedPath(instructions=[g.instructions[i]["text"] for i in g.paths[pid]["instructions"]], source="stored",
                                derived_from=[g.questions[int(qi)]["text"]], score=round(float(sims[int(qi)]), 4)))
         if len(out) >= k:

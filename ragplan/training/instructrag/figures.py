@@ -53,7 +53,7 @@ def select_path_offline(method: str, graph: InstructionGraph, rl: RLAgent | None
     """The path ``method`` selects for ``ex`` (empty when it finds none)."""
     g = graph
     if method in ("rap", "random"):
-        live = [i for i, p in enumerate(g.paths) if p.get("success", True)]
+        live = list(range(len(g.paths)))  # the whole store, noisy paths included (the paper's RAP keeps them)
         if not live:
             return []
         if method == "random":

@@ -20,6 +20,12 @@ Decisions made where the paper is silent:
 * Successful paths are kept with their node sequence (the RL-Agent's warm start labels, the ML-Agent's
   positives, and the RAP-style baseline read them); failed paths are kept in ``failed.jsonl`` for the
   noise experiment and only enter the graph when asked to (``noise_rate``).
+* **Noise** (the paper's robustness test, Table 4) is drawn only from failed paths *of the support
+  questions* (:func:`noise_pool`): a failed trial of a question the graph holds. A failed path of
+  another question may be a query question or an unseen task's, and inserting it would leak that
+  question into G. A noisy path is stored like any other; its ``success: false`` is kept for the
+  statistics only — nothing that trains or selects reads it (the method cannot know which stored
+  paths are noise; the RAP-style baseline's store holds them too, as the paper's RAP database does).
 
 Saved as a folder: ``graph.json`` (nodes, edges, instructions, questions, paths, statistics),
 ``instructions.npy`` and ``questions.npy`` (embeddings), ``failed.jsonl``. :meth:`InstructionGraph.insert`
@@ -39,7 +45,8 @@ import numpy as np
 
 from ragplan.training.instructrag.paths import Instruction, InstructionPath, read_paths_jsonl, write_paths_jsonl
 
-__all__ = ["START", "GRAPH_FILE", "InstructionGraph", "GraphStats", "build_instruction_graph", "embedder_for_graph"]
+__all__ = ["START", "GRAPH_FILE", "InstructionGraph", "GraphStats", "build_instruction_graph", "embedder_for_graph",
+           "graph_embedder", "noise_pool"]
 
 START = -1
 """The virtual start node every path's first instruction hangs off."""
@@ -60,6 +67,8 @@ class GraphStats:
     questions: int
     paths: int
     failed_kept: int
+    noisy_paths: int
+    """Stored paths that are failed paths inserted as noise (``--noise-rate``)."""
     junction_nodes: int
     """Nodes holding instructions of two or more paths (where new paths can be combined)."""
     max_node_size: int
@@ -234,7 +243,8 @@ class InstructionGraph:
         return GraphStats(nodes=len(self.nodes), edges=sum(1 for e in self.edges if e[0] != START),
                           start_edges=sum(1 for e in self.edges if e[0] == START), instructions=len(self.instructions),
                           tasks=len(tasks), questions=len(self.questions), paths=len(self.paths),
-                          failed_kept=len(self.failed), junction_nodes=junction,
+                          failed_kept=len(self.failed), noisy_paths=sum(1 for p in self.paths if not p.get("success", True)),
+                          junction_nodes=junction,
                           max_node_size=max((len(n) for n in self.nodes), default=0), delta=self.delta,
                           build_seconds=round(self.build_seconds, 3))
 
@@ -284,23 +294,48 @@ def embedder_for_graph(model_path: str = "") -> Any:
     return get_embedder(model_path)
 
 
+def graph_embedder(graph: InstructionGraph, model_path: str = "", *, where: str = "") -> Any:
+    """The embedder of ``graph``'s vectors: ``model_path`` when given, else the graph's own model.
+
+    The graph's own model is the folder it was built with (the packaged default when that folder is
+    gone). ValueError when the model's fingerprint differs from the one the graph recorded: vectors of
+    two models must not meet in one graph.
+    """
+    own = graph.model_path if graph.model_path and Path(graph.model_path).is_dir() else ""
+    emb = embedder_for_graph(model_path or own)
+    fp = str(getattr(emb, "fingerprint", "") or "")
+    if graph.model_fingerprint and fp and fp != graph.model_fingerprint:
+        raise ValueError(f"the instruction graph{' at ' + where if where else ''} was built with another embedding model "
+                         f"({graph.model_path or 'the packaged default'}) than {getattr(emb, 'model_path', model_path)}; "
+                         "use the build model or rebuild the graph")
+    return emb
+
+
+def noise_pool(successful: list[InstructionPath], failed: list[InstructionPath]) -> list[InstructionPath]:
+    """The failed paths that may be inserted as noise: those of the support (``successful``) questions."""
+    support = {p.question for p in successful}
+    return [p for p in failed if p.question in support]
+
+
 def build_instruction_graph(successful: list[InstructionPath], *, delta: float = 0.4, failed: list[InstructionPath] | None = None,
                             noise_rate: float = 0.0, seed: int = 0, embedder: Any = None, model_path: str = "",
                             progress: bool = False) -> InstructionGraph:
     """Algorithm 1 over ``successful`` paths (task by task, in the order given).
 
-    ``noise_rate`` inserts failed paths as if they had succeeded, so that share of the graph's paths is
-    noise (the paper's robustness experiment; 0 by default); the other failed paths are kept aside.
+    ``noise_rate`` inserts failed paths of the support questions (:func:`noise_pool`) as if they had
+    succeeded, so that share of the graph's paths is noise when the pool is large enough (the paper's
+    robustness experiment; 0 by default); the pool's other paths are kept aside (``failed.jsonl``).
+    Failed paths of other questions are neither inserted nor kept.
     """
     embedder = embedder if embedder is not None else embedder_for_graph(model_path)
     g = InstructionGraph(delta=float(delta), model_path=getattr(embedder, "model_path", model_path) or model_path,
                          model_fingerprint=str(getattr(embedder, "fingerprint", "") or ""))
-    failed = list(failed or [])
+    pool = noise_pool(successful, list(failed or []))
     noisy: list[InstructionPath] = []
-    if noise_rate > 0 and failed:
-        want = int(round(noise_rate * len(successful) / max(1e-9, 1 - noise_rate))) if noise_rate < 1 else len(failed)
-        noisy = random.Random(seed).sample(failed, min(len(failed), want))
+    if noise_rate > 0 and pool:
+        want = int(round(noise_rate * len(successful) / max(1e-9, 1 - noise_rate))) if noise_rate < 1 else len(pool)
+        noisy = random.Random(seed).sample(pool, min(len(pool), want))
     order = sorted(successful + noisy, key=lambda p: p.task)  # Algorithm 1 walks task by task
     g.insert(order, embedder, progress=progress)
-    g.failed = [p for p in failed if p not in noisy]
+    g.failed = [p for p in pool if p not in noisy]
     return g

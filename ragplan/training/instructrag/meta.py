@@ -197,10 +197,10 @@ class _Trainer:
         return torch.as_tensor(path_backbone_vectors([[i.text for i in p] for p in paths], self.emb, self._known))
 
     def support_by_task(self) -> dict[str, list[int]]:
+        # every stored path, noisy ones included: the method cannot tell them apart (``success`` is not read)
         out: dict[str, list[int]] = {}
         for i, p in enumerate(self.g.paths):
-            if p.get("success", True):
-                out.setdefault(p["task"], []).append(i)
+            out.setdefault(p["task"], []).append(i)
         return out
 
     # -- RL-Agent losses

@@ -23,7 +23,7 @@ from typing import Any
 
 from ragplan.training.instructrag.paths import Instruction, InstructionPath, write_paths_jsonl
 
-__all__ = ["SynthWorld", "make_world", "write_world", "split_paths"]
+__all__ = ["SynthWorld", "make_world", "write_world", "split_paths", "split_failed"]
 
 _FIRST = ["Ada", "Bruno", "Clara", "Dmitri", "Elena", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kaia", "Luca", "Mira",
           "Nils", "Olga", "Pavel", "Quinn", "Rosa", "Stefan", "Tove", "Umar", "Vera", "Wendell", "Yara"]
@@ -194,21 +194,39 @@ def make_world(n_questions: int = 120, seed: int = 0, n_people: int = 24) -> Syn
 
 
 def split_paths(paths: list[InstructionPath], *, query_fraction: float = 0.3, seed: int = 0) -> dict[str, list[InstructionPath]]:
-    """Support / query sets of the seen and unseen tasks: ``support_seen``, ``query_seen``, ``support_unseen``, ``query_unseen``."""
+    """Support / query sets of the seen and unseen tasks: ``support_seen``, ``query_seen``, ``support_unseen``, ``query_unseen``.
+
+    A task's questions (not paths) are split, so all paths of one question land in the same set.
+    """
     from ragplan.training.instructrag.tasks import task_split
 
     rng = random.Random(seed)
     out: dict[str, list[InstructionPath]] = {k: [] for k in ("support_seen", "query_seen", "support_unseen", "query_unseen")}
-    by_task: dict[str, list[InstructionPath]] = {}
+    by_task: dict[str, dict[str, list[InstructionPath]]] = {}
     for p in paths:
-        by_task.setdefault(p.task, []).append(p)
+        by_task.setdefault(p.task, {}).setdefault(p.question, []).append(p)
     for task in sorted(by_task):
-        items = by_task[task][:]
+        items = list(by_task[task].values())
         rng.shuffle(items)
         nq = max(1, int(round(len(items) * query_fraction))) if len(items) > 1 else 0
         split = "unseen" if task_split(task) == "unseen" else "seen"
-        out[f"query_{split}"] += items[:nq]
-        out[f"support_{split}"] += items[nq:]
+        out[f"query_{split}"] += [p for q in items[:nq] for p in q]
+        out[f"support_{split}"] += [p for q in items[nq:] for p in q]
+    return out
+
+
+def split_failed(parts: dict[str, list[InstructionPath]], failed: list[InstructionPath]) -> dict[str, list[InstructionPath]]:
+    """Failed paths by the set their question is in: ``failed_<set>`` for each set of ``parts``, and ``failed_unmatched``.
+
+    A failed path follows its question, so the noise of a support set's graph never holds a query
+    question or an unseen task. ``failed_unmatched`` holds failed paths of questions with no successful
+    path in any set (never used as noise: :func:`~ragplan.training.instructrag.graph.noise_pool`).
+    """
+    where = {p.question: name for name, paths in parts.items() for p in paths}
+    out: dict[str, list[InstructionPath]] = {f"failed_{name}": [] for name in parts}
+    out["failed_unmatched"] = []
+    for p in failed:
+        out[f"failed_{where[p.question]}" if p.question in where else "failed_unmatched"].append(p)
     return out
 
 
