@@ -250,3 +250,14 @@ def test_split_writes_failed_paths_per_set_and_noise_stays_in_the_support_set(tm
     (out / "g" / "graph.json").write_text(json.dumps(meta))
     assert main(base + ["--delta", "0.4", "--json"]) == 0
     assert json.loads(capsys.readouterr().out.splitlines()[-1])["delta"] == 0.4
+
+
+def test_synth_rotates_past_exhausted_tasks_and_says_so(tmp_path, capsys):
+    """Regression: asked for 240 questions, the world stopped at 149 without a word."""
+    w = make_world(240, seed=0)
+    assert len(w.successful) == 240 == len({p.question for p in w.successful}) and w.exhausted
+    assert len({p.task for p in w.successful}) == 12
+    assert main(["instructrag", "synth", "--out", str(tmp_path / "w"), "--questions", "900"]) == 0
+    out = capsys.readouterr().out
+    assert "note: made 765 distinct questions of the 900 asked for: every task ran out" in out
+    assert "questions per task: person 24," in out

@@ -32,6 +32,15 @@ def run_synth(args: argparse.Namespace) -> int:
     w = write_world(args.out, args.questions, args.seed)
     print(f"{len(w.passages)} passages, {len(w.successful)} successful and {len(w.failed)} failed paths, "
           f"{len(w.hotpot)} HotpotQA-format questions in {args.out}")
+    counts: dict[str, int] = defaultdict(int)
+    for p in w.successful:
+        counts[p.task] += 1
+    print("questions per task: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
+    limit = f"ran out of distinct questions (the world's {len(w.passages)} entities allow no more)"
+    if len(w.successful) < args.questions:
+        print(f"note: made {len(w.successful)} distinct questions of the {args.questions} asked for: every task {limit}")
+    elif w.exhausted:
+        print(f"note: {', '.join(w.exhausted)} {limit}; the other tasks made up the count")
     return 0
 
 

@@ -53,6 +53,12 @@ class SynthWorld:
     successful: list[InstructionPath] = field(default_factory=list)
     failed: list[InstructionPath] = field(default_factory=list)
     hotpot: list[dict[str, Any]] = field(default_factory=list)
+    exhausted: list[str] = field(default_factory=list)
+    """Tasks whose questions ran out (the world's entities allow no more distinct ones), in the order they did."""
+
+
+_MAX_REPEATS = 300
+"""Draws of an already asked question after which a task counts as exhausted."""
 
 
 def _P(action: str, arg: str) -> Instruction:
@@ -60,7 +66,12 @@ def _P(action: str, arg: str) -> Instruction:
 
 
 def make_world(n_questions: int = 120, seed: int = 0, n_people: int = 24) -> SynthWorld:
-    """Generate a world with about ``n_questions`` questions spread over the 12 answer types."""
+    """Generate a world with up to ``n_questions`` distinct questions, round robin over the 12 answer types.
+
+    A task whose questions run out (its entities allow no more distinct ones: e.g. one question per band
+    member) leaves the rotation and the others go on; ``exhausted`` names them. When every task is
+    exhausted the world has fewer questions than asked for.
+    """
     rng = random.Random(seed)
     names = rng.sample([f"{f} {l}" for f in _FIRST for l in _LAST], n_people)
     people: dict[str, dict[str, Any]] = {}
@@ -170,15 +181,21 @@ def make_world(n_questions: int = 120, seed: int = 0, n_people: int = 24) -> Syn
               "adjective": lambda: q_via_director("adjective"), "yes/no": q_yesno, "number": q_number, "group/org": q_group,
               "artwork": q_artwork, "event": q_event, "other proper noun": q_proper, "common noun": q_common, "other": q_other}
     seen_q: set[str] = set()
-    order = list(makers)
-    tries = 0
-    while len(w.successful) < n_questions and tries < n_questions * 20:
-        tries += 1
-        task = order[len(w.successful) % len(order)]
+    active = list(makers)  # round robin over the tasks; a task whose questions run out leaves it
+    turn = misses = 0
+    while len(w.successful) < n_questions and active:
+        task = active[turn % len(active)]
         q, ans, path, titles = makers[task]()
         if q in seen_q:
+            misses += 1
+            if misses >= _MAX_REPEATS:  # no new question in this many draws: the task is exhausted
+                active.remove(task)
+                w.exhausted.append(task)
+                misses = 0
             continue
         seen_q.add(q)
+        misses = 0
+        turn += 1
         qid = f"synth-{len(w.successful):04d}"
         w.successful.append(InstructionPath(q, ans, path, True, task=task, id=qid, source="synth", supporting_titles=titles))
         wrong = rng.choice([p for p in people if p not in titles] or list(people))
