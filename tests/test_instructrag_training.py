@@ -261,3 +261,20 @@ def test_synth_rotates_past_exhausted_tasks_and_says_so(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "note: made 765 distinct questions of the 900 asked for: every task ran out" in out
     assert "questions per task: person 24," in out
+
+
+def test_llm_reward_failures_score_zero_and_are_counted(world, graph):
+    """Regression: an exception from the planning run stopped training, though the docstring promised 0."""
+    _, parts = world
+
+    class Down:
+        def invoke(self, *a, **kw):
+            raise ConnectionError("endpoint down")
+
+    reward = LLMF1Reward(InstructRAGContext(retriever="local", index_dir="unused"))
+    reward._graph = Down()
+    ex = query_examples(parts["query_seen"][:1], embedder_for_graph())[0]
+    assert reward(ex, ex.own_path) == 0.0 and reward(ex, ex.own_path) == 0.0
+    assert reward.failures == 2 and "endpoint down" in reward.last_error  # not cached: a later call tries again
+    _, _, rep = meta_train(graph, parts["query_seen"], embedder_for_graph(), reward, MetaSettings(epochs=1, questions_per_task=1))
+    assert rep.reward_failures > 2 and "ConnectionError" in rep.reward_error

@@ -211,6 +211,8 @@ def run_train(args: argparse.Namespace) -> int:
           f"({', '.join(report.tasks)}) with the {report.reward} reward in {report.seconds:.1f} s")
     for k, v in report.curves.items():
         print(f"  {k:>6}: {' '.join(f'{x:.3f}' for x in v)}")
+    if report.reward_failures:
+        print(f"warning: {report.reward_failures} reward run(s) failed and scored 0 (last: {report.reward_error})", file=sys.stderr)
     print(f"saved to {args.out} (curves.png: the training curves)")
     return 0
 

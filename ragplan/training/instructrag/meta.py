@@ -102,6 +102,10 @@ class MetaReport:
     query: int = 0
     tasks: list[str] = field(default_factory=list)
     reward: str = ""
+    reward_failures: int = 0
+    """Reward runs that failed and scored 0 (the LLM reward's endpoint or graph errors)."""
+    reward_error: str = ""
+    """The last such failure."""
     out_dir: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -405,6 +409,7 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
         bar.close()
     report.curves = {k: v for k, v in report.curves.items() if any(x == x for x in v)}
     report.seconds = round(time.perf_counter() - t0, 3)
+    report.reward_failures, report.reward_error = int(getattr(reward, "failures", 0)), str(getattr(reward, "last_error", ""))
     rl.net.eval()
     ml.heads.eval()
     if out_dir is not None:

@@ -136,17 +136,25 @@ class LLMF1Reward:
         self._cache: dict[tuple[str, str], float] = {}
         self._graph: Any = None
         self.calls = 0
+        self.failures = 0
+        """Runs that raised (scored 0, not cached, so a later call tries again)."""
+        self.last_error = ""
 
     def __call__(self, ex: QueryExample, path: list[Instruction]) -> float:
-        """F1 of the answer planned with ``path`` (0 when the run fails)."""
+        """F1 of the answer planned with ``path`` (0 when the run fails: an exception is counted in ``failures``)."""
         key = (ex.question, " → ".join(i.text for i in path))
         if key not in self._cache:
             if self._graph is None:
                 from ragplan.graphs.instructrag import build_react
 
                 self._graph = build_react().compile(name="react")
-            out = self._graph.invoke({"question": ex.question, "given_path": [i.text for i in path]}, context=self.ctx,
-                                     config={"recursion_limit": 4 * int(getattr(self.ctx, "max_steps", 7)) + 20})
             self.calls += 1
+            try:
+                out = self._graph.invoke({"question": ex.question, "given_path": [i.text for i in path]}, context=self.ctx,
+                                         config={"recursion_limit": 4 * int(getattr(self.ctx, "max_steps", 7)) + 20})
+            except Exception as exc:  # an endpoint or graph failure costs this path its reward, not the training run
+                self.failures += 1
+                self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+                return 0.0
             self._cache[key] = f1_score(str(out.get("answer") or ""), [ex.answer])
         return self._cache[key]
