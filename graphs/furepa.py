@@ -1,12 +1,14 @@
 """FuRePA (furthest reasoning with plan assessment, arXiv 2309.12767) and an IRCoT-style baseline, as LangGraph graphs.
 
-* ``furepa``: mask_reasoning → propose → assess_plan → repetition_control → retrieve → mask_reasoning …
+* ``furepa``: mask_reasoning → propose → assess_plan → review_plan → repetition_control → retrieve → mask_reasoning …
   Each iteration the LLM sees only the question and the evidence (its earlier thoughts and queries are
   masked), writes a fresh chain of thought and N candidate queries or the answer; the plan assessor
   picks a candidate; a pick that repeats an executed query is not run but raises the next proposal's
   temperature; a fresh pick is run against the retriever and its passages join the evidence. The loop
   ends when the LLM answers, or on a bound (iterations, repeated queries), where ``answer`` gives the
-  best answer the evidence supports.
+  best answer the evidence supports. ``review_plan`` (the shared human-in-the-loop node) lets a person
+  approve, edit or reject the first pick (``review_plan``) and later picks (``review_replans``); it passes
+  through otherwise.
 * ``ircot``: keep_reasoning → propose (one query) → retrieve → keep_reasoning … (IRCoT-style: earlier
   reasoning and searches stay in the prompt, one query per step, no assessor, no temperature raise).
 
@@ -21,20 +23,23 @@ from typing import Any, Literal
 from langgraph.graph import START, StateGraph
 
 from ragplan.family import END, Builder, TEXT_RETRIEVAL_OPTIONS, Emit, GraphSpec, MethodFamily, Option, input_keys_of
+from ragplan.nodes.common.review_plan import make_review_plan
 from ragplan.nodes.furepa.answer import answer_from_evidence
 from ragplan.nodes.furepa.assess_plan import assess_plan, assessor_problem
 from ragplan.nodes.furepa.mask_reasoning import keep_reasoning, mask_reasoning
 from ragplan.nodes.furepa.propose import make_propose
 from ragplan.nodes.furepa.repetition_control import repetition_control
 from ragplan.nodes.furepa.retrieve import retrieve_passages
+from ragplan.nodes.furepa.review import FuRePAReviewer
 from ragplan.state.furepa import (
     EvidencePassage, FuRePAContext, FuRePAInput, FuRePAOutput, FuRePAResult, FuRePAState, Iteration,
     TemperatureChange,
 )
+from ragplan.state.review import PLAN_REJECTED
 from ragplan.tools.retrievers import make_retriever
 
 __all__ = ["build_furepa", "build_ircot", "FAMILY", "FuRePAFamily", "furepa", "ircot", "route_after_propose", "route_after_assessment",
-           "route_after_repetition", "route_after_retrieval", "route_ircot_after_propose", "route_ircot_after_retrieval"]
+           "route_after_pick_review", "route_after_repetition", "route_after_retrieval", "route_ircot_after_propose", "route_ircot_after_retrieval"]
 
 _ENDED = ("answered", "llm_error", "assessor_error")
 
@@ -52,9 +57,14 @@ def route_after_propose(state: FuRePAState) -> Literal["assess_plan", "answer", 
     return "answer" if reason else "assess_plan"
 
 
-def route_after_assessment(state: FuRePAState) -> Literal["repetition_control", "__end__"]:
-    """Check the pick for repetition; END when no assessor could pick."""
-    return END if state.get("stop_reason") in _ENDED else "repetition_control"
+def route_after_assessment(state: FuRePAState) -> Literal["review_plan", "__end__"]:
+    """The pick goes to review (which passes through when review is off); END when no assessor could pick."""
+    return END if state.get("stop_reason") in _ENDED else "review_plan"
+
+
+def route_after_pick_review(state: FuRePAState) -> Literal["repetition_control", "__end__"]:
+    """Check the (approved or edited) pick for repetition; END when the reviewer rejected it."""
+    return END if state.get("stop_reason") == PLAN_REJECTED else "repetition_control"
 
 
 def route_after_repetition(state: FuRePAState) -> Literal["retrieve", "mask_reasoning", "answer"]:
@@ -93,13 +103,15 @@ def build_furepa() -> Builder:
     g.add_node("mask_reasoning", mask_reasoning)
     g.add_node("propose", make_propose())
     g.add_node("assess_plan", assess_plan)
+    g.add_node("review_plan", make_review_plan("furepa", FuRePAReviewer()))
     g.add_node("repetition_control", repetition_control)
     g.add_node("retrieve", retrieve_passages)
     g.add_node("answer", answer_from_evidence)
     g.add_edge(START, "mask_reasoning")
     g.add_edge("mask_reasoning", "propose")
     g.add_conditional_edges("propose", route_after_propose, ["assess_plan", "answer", END])
-    g.add_conditional_edges("assess_plan", route_after_assessment, ["repetition_control", END])
+    g.add_conditional_edges("assess_plan", route_after_assessment, ["review_plan", END])
+    g.add_conditional_edges("review_plan", route_after_pick_review, ["repetition_control", END])
     g.add_conditional_edges("repetition_control", route_after_repetition, ["retrieve", "mask_reasoning", "answer"])
     g.add_conditional_edges("retrieve", route_after_retrieval, ["mask_reasoning", "answer"])
     g.add_edge("answer", END)
@@ -150,8 +162,8 @@ class FuRePAFamily(MethodFamily):
         return None
 
     def recursion_limit(self, ctx: Any) -> int:
-        """Five graph steps per iteration (prompt, propose, assess, repetition check, retrieve), the answer, margin."""
-        return 5 * max(1, int(getattr(ctx, "max_iterations", 1) or 1)) + 10
+        """Six graph steps per iteration (prompt, propose, assess, review, repetition check, retrieve), the answer, margin."""
+        return 6 * max(1, int(getattr(ctx, "max_iterations", 1) or 1)) + 10
 
     def data_line(self, ctx: Any) -> str:
         """``Retriever: …`` and, for the trained assessor, its folder."""

@@ -11,7 +11,9 @@
   the LLM reward of training uses).
 
 The planning loop (plan_step, observe, answer_from_steps) is the same nodes in every graph; the graphs
-differ in how the path is found. Training ablations (no WS / PG / PT / FT) are agents trained with a
+differ in how the path is found. Every graph that finds a path passes it through ``review_plan`` (the
+shared human-in-the-loop node) before planning: with ``review_plan`` set a person approves, edits or
+rejects the path; otherwise it passes through. Training ablations (no WS / PG / PT / FT) are agents trained with a
 loss switched off (``ragplan instructrag train --no-ws …``), run with ``instructrag``.
 """
 
@@ -22,14 +24,17 @@ from typing import Any, Literal
 from langgraph.graph import START, StateGraph
 
 from ragplan.family import END, TEXT_RETRIEVAL_OPTIONS, Builder, Emit, GraphSpec, MethodFamily, Option, input_keys_of
+from ragplan.nodes.common.review_plan import make_review_plan
 from ragplan.nodes.instructrag.answer import answer_from_steps
 from ragplan.nodes.instructrag.observe import observe
 from ragplan.nodes.instructrag.plan_step import plan_step
 from ragplan.nodes.instructrag.retrieve_paths import make_retrieve_paths, retrieve_stored_paths
+from ragplan.nodes.instructrag.review import InstructRAGReviewer
 from ragplan.nodes.instructrag.select_path import select_path
 from ragplan.state.instructrag import (
     InstructRAGContext, InstructRAGInput, InstructRAGOutput, InstructRAGResult, InstructRAGState, PlannedPath, TAOStep,
 )
+from ragplan.state.review import PLAN_REJECTED
 from ragplan.tools.retrievers import make_retriever
 
 __all__ = ["build_instructrag", "build_instructrag_threshold", "build_instructrag_no_ml", "build_instructrag_rap",
@@ -41,9 +46,20 @@ def route_after_paths(state: InstructRAGState) -> Literal["select_path", "__end_
     return END if state.get("stop_reason") == "setup_error" else "select_path"
 
 
-def route_to_planning(state: InstructRAGState) -> Literal["plan_step", "__end__"]:
-    """Plan with the selected path, unless the graph or agents could not be loaded."""
-    return END if state.get("stop_reason") == "setup_error" else "plan_step"
+def route_to_planning(state: InstructRAGState) -> Literal["review_plan", "__end__"]:
+    """The selected path goes to review (which passes through when review is off), unless the graph or agents
+    could not be loaded."""
+    return END if state.get("stop_reason") == "setup_error" else "review_plan"
+
+
+def route_after_path_review(state: InstructRAGState) -> Literal["plan_step", "__end__"]:
+    """Plan with the (approved or edited) path; END when the reviewer rejected it."""
+    return END if state.get("stop_reason") == PLAN_REJECTED else "plan_step"
+
+
+def _reviewed(g: Builder, method: str) -> None:
+    g.add_node("review_plan", make_review_plan(method, InstructRAGReviewer()))
+    g.add_conditional_edges("review_plan", route_after_path_review, ["plan_step", END])
 
 
 def route_after_plan_step(state: InstructRAGState) -> Literal["observe", "answer_from_steps", "__end__"]:
@@ -75,25 +91,26 @@ def _new() -> Builder:
                       output_schema=InstructRAGOutput)
 
 
-def _with_selection(mode: str) -> Builder:
+def _with_selection(mode: str, method: str) -> Builder:
     g = _new()
     g.add_node("retrieve_paths", make_retrieve_paths(mode))
     g.add_node("select_path", select_path)
     _loop(g)
+    _reviewed(g, method)
     g.add_edge(START, "retrieve_paths")
     g.add_conditional_edges("retrieve_paths", route_after_paths, ["select_path", END])
-    g.add_conditional_edges("select_path", route_to_planning, ["plan_step", END])
+    g.add_conditional_edges("select_path", route_to_planning, ["review_plan", END])
     return g
 
 
 def build_instructrag() -> Builder:
     """InstructRAG: RL-Agent candidates on the instruction graph, ML-Agent pick, planning with the path."""
-    return _with_selection("rl_agent")
+    return _with_selection("rl_agent", "instructrag")
 
 
 def build_instructrag_threshold() -> Builder:
     """Ablation: a similarity threshold walks the graph instead of the RL-Agent; the ML-Agent still picks."""
-    return _with_selection("threshold")
+    return _with_selection("threshold", "instructrag_threshold")
 
 
 def build_instructrag_no_ml() -> Builder:
@@ -101,8 +118,9 @@ def build_instructrag_no_ml() -> Builder:
     g = _new()
     g.add_node("retrieve_paths", make_retrieve_paths("rl_agent", pick_first=True))
     _loop(g)
+    _reviewed(g, "instructrag_no_ml")
     g.add_edge(START, "retrieve_paths")
-    g.add_conditional_edges("retrieve_paths", route_to_planning, ["plan_step", END])
+    g.add_conditional_edges("retrieve_paths", route_to_planning, ["review_plan", END])
     return g
 
 
@@ -111,8 +129,9 @@ def build_instructrag_rap() -> Builder:
     g = _new()
     g.add_node("retrieve_stored_paths", retrieve_stored_paths)
     _loop(g)
+    _reviewed(g, "instructrag_rap")
     g.add_edge(START, "retrieve_stored_paths")
-    g.add_conditional_edges("retrieve_stored_paths", route_to_planning, ["plan_step", END])
+    g.add_conditional_edges("retrieve_stored_paths", route_to_planning, ["review_plan", END])
     return g
 
 

@@ -3,8 +3,12 @@
 All four share the same nodes — ``read_schema``, ``retrieve``, ``answer``, ``check_decision`` (the
 simulator's verdict on DQA data) and the graph-DB tool — and differ only in wiring:
 
-* ``planrag``: read_schema → plan → retrieve ⇄ (repair) → replan → … → answer
+* ``planrag``: read_schema → plan → review_plan → retrieve ⇄ (repair) → replan [→ review_plan] → … → answer
 * ``planrag_no_replan``: the same with ``advance`` (no LLM) instead of ``replan`` (the paper's "w/o RP")
+
+``review_plan`` is the shared human-in-the-loop node (:mod:`ragplan.nodes.common.review_plan`): it passes
+through unless ``review_plan`` is set (after ``plan``) or ``review_replans`` (after a ``replan`` that changed
+the plan, which is the only time the run goes there after a re-plan). A rejected plan ends the run.
 * ``iter_rag``: read_schema → retrieve (ReAct: reason what to retrieve, or finish) ⇄ … → answer
 * ``single_rag``: read_schema → retrieve (one retrieval, as in the paper; ``single_rag_repairs`` allows repairs) → answer
 
@@ -28,8 +32,11 @@ from ragplan.nodes.planrag.prompt import store_for
 from ragplan.nodes.planrag.read_schema import read_schema
 from ragplan.nodes.planrag.replan import advance_plan, replan
 from ragplan.nodes.planrag.retrieve import make_retrieve
+from ragplan.nodes.planrag.review import PlanRAGReviewer
+from ragplan.nodes.common.review_plan import make_review_plan
 from ragplan.state.context import PlanRAGContext, recursion_limit_for
 from ragplan.state.planrag import PlanRAGInput, PlanRAGOutput, PlanRAGResult, PlanRAGState, ReplanVerdict, RetrievalStep
+from ragplan.state.review import PLAN_REJECTED
 from ragplan.tools.graphdb.script import ScriptError
 
 __all__ = [
@@ -43,11 +50,18 @@ def route_after_schema(state: PlanRAGState) -> Literal["start", "__end__"]:
     return END if state.get("error") else "start"
 
 
-def route_after_plan(state: PlanRAGState) -> Literal["retrieve", "answer", "__end__"]:
-    """Retrieve along the plan; an empty plan answers at once; a failed planning call ends the run."""
-    if state.get("error"):
+def route_after_plan(state: PlanRAGState) -> Literal["review_plan", "__end__"]:
+    """The plan goes to review (which passes through when review is off); a failed planning call ends the run."""
+    return END if state.get("error") else "review_plan"
+
+
+def route_after_plan_review(state: PlanRAGState) -> Literal["retrieve", "answer", "__end__"]:
+    """A rejected plan ends the run; a plan that is done (or empty) answers; otherwise retrieve its next step."""
+    if state.get("stop_reason") == PLAN_REJECTED:
         return END
-    return "retrieve" if state.get("plan") else "answer"
+    if state.get("stop_reason") or int(state.get("current_step", 0) or 0) >= len(state.get("plan") or []):
+        return "answer"
+    return "retrieve"
 
 
 def route_after_retrieve(state: PlanRAGState) -> Literal["repair", "continue", "answer", "stop"]:
@@ -55,10 +69,15 @@ def route_after_retrieve(state: PlanRAGState) -> Literal["repair", "continue", "
     return state.get("next", "answer")
 
 
-def route_after_step(state: PlanRAGState) -> Literal["retrieve", "answer", "__end__"]:
-    """After replan / advance: answer when the plan is done or a bound ended it, else retrieve; end on an LLM failure."""
+def route_after_step(state: PlanRAGState) -> Literal["review_plan", "retrieve", "answer", "__end__"]:
+    """After replan / advance: a revision just applied goes to review; answer when the plan is done or a bound
+    ended it, else retrieve; end on an LLM failure."""
     if state.get("stop_reason") == "llm_error":
         return END
+    verdicts = state.get("replans") or []
+    last = ReplanVerdict.model_validate(verdicts[-1]) if verdicts else None
+    if last is not None and last.replan and last.applied and last.after_step == len(state.get("steps") or []):
+        return "review_plan"
     return "answer" if state.get("stop_reason") else "retrieve"
 
 
@@ -77,13 +96,18 @@ def build_planrag(*, with_replan: bool = True) -> Builder:
     """PlanRAG: plan, then retrieve step by step with a re-plan verdict after each observation."""
     g = _base()
     g.add_node("plan", plan)
+    g.add_node("review_plan", make_review_plan("planrag" if with_replan else "planrag_no_replan", PlanRAGReviewer()))
     g.add_node("retrieve", make_retrieve("plan"))
     step = "replan" if with_replan else "advance"
     g.add_node(step, replan if with_replan else advance_plan)
     g.add_conditional_edges("read_schema", route_after_schema, {"start": "plan", END: END})
-    g.add_conditional_edges("plan", route_after_plan, {"retrieve": "retrieve", "answer": "answer", END: END})
+    g.add_conditional_edges("plan", route_after_plan, {"review_plan": "review_plan", END: END})
+    g.add_conditional_edges("review_plan", route_after_plan_review, {"retrieve": "retrieve", "answer": "answer", END: END})
     g.add_conditional_edges("retrieve", route_after_retrieve, {"repair": "retrieve", "continue": step, "answer": "answer", "stop": END})
-    g.add_conditional_edges(step, route_after_step, {"retrieve": "retrieve", "answer": "answer", END: END})
+    if with_replan:
+        g.add_conditional_edges(step, route_after_step, {"review_plan": "review_plan", "retrieve": "retrieve", "answer": "answer", END: END})
+    else:
+        g.add_conditional_edges(step, route_after_step, {"retrieve": "retrieve", "answer": "answer", END: END})
     return g
 
 

@@ -1,8 +1,9 @@
 """REAPER (Joshi et al., CIKM 2024) and its agent baseline, as LangGraph graphs.
 
 * ``reaper``: plan_retrieval (one planner call writes the whole plan) → validate_plan (⇄ one repair
-  round with the errors shown) → execute_plan (dependency order, independent steps in parallel) →
-  respond (the responder model answers from the evidence only). A zero-step plan skips execution.
+  round with the errors shown) → review_plan (a person approves, edits or rejects the valid plan when
+  ``review_plan`` is set; otherwise it passes through) → execute_plan (dependency order, independent steps
+  in parallel) → respond (the responder model answers from the evidence only). A zero-step plan skips execution.
   The plan travels between nodes as typed steps (``plan``); every planner call's validated plan is
   kept in ``plan_calls`` (the first call apart from the plan after repair).
 * ``agent_planner``: agent_step ⇄ (one LLM call per retrieval step, ReAct-style) → respond. The same
@@ -23,16 +24,19 @@ from langgraph.graph import START, StateGraph
 
 from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, Option, input_keys_of
 
+from ragplan.nodes.common.review_plan import make_review_plan
 from ragplan.nodes.reaper.agent_step import agent_step
 from ragplan.nodes.reaper.classify_question import classify_question
 from ragplan.nodes.reaper.execute_plan import execute_plan
 from ragplan.nodes.reaper.fill_arguments import fill_arguments
 from ragplan.nodes.reaper.plan_retrieval import plan_retrieval
 from ragplan.nodes.reaper.respond import respond
+from ragplan.nodes.reaper.review import ReaperReviewer
 from ragplan.nodes.reaper.validate_plan import validate_plan
 from ragplan.reaper.plan import PlanCall, format_plan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperInput, ReaperOutput, ReaperResult, ReaperState
+from ragplan.state.review import PLAN_REJECTED
 from ragplan.tools.suites import suite_for
 
 __all__ = ["build_reaper", "build_agent_planner", "build_classifier_planner", "reaper", "agent_planner",
@@ -44,10 +48,17 @@ def route_after_planner(state: ReaperState) -> Literal["validate_plan", "__end__
     return END if state.get("stop_reason") == "llm_error" else "validate_plan"
 
 
-def route_after_validation(state: ReaperState) -> Literal["plan_retrieval", "execute_plan", "respond"]:
-    """Valid: execute (or respond at once for a zero-step plan); invalid: repair once, then respond without evidence."""
+def route_after_validation(state: ReaperState) -> Literal["plan_retrieval", "review_plan", "respond"]:
+    """Valid: to review (which passes through when review is off); invalid: repair once, then respond without evidence."""
     if state.get("plan_errors"):
         return "respond" if state.get("stop_reason") in ("invalid_plan", "tool_error") else "plan_retrieval"
+    return "review_plan"
+
+
+def route_to_execution(state: ReaperState) -> Literal["execute_plan", "respond", "__end__"]:
+    """A rejected plan ends the run; otherwise execute it (or respond at once for a zero-step plan)."""
+    if state.get("stop_reason") == PLAN_REJECTED:
+        return END
     return "execute_plan" if state.get("plan") else "respond"
 
 
@@ -63,11 +74,13 @@ def build_reaper() -> Builder:
     g: Builder = StateGraph(ReaperState, context_schema=ReaperContext, input_schema=ReaperInput, output_schema=ReaperOutput)
     g.add_node("plan_retrieval", plan_retrieval)
     g.add_node("validate_plan", validate_plan)
+    g.add_node("review_plan", make_review_plan("reaper", ReaperReviewer()))
     g.add_node("execute_plan", execute_plan)
     g.add_node("respond", respond)
     g.add_edge(START, "plan_retrieval")
     g.add_conditional_edges("plan_retrieval", route_after_planner, ["validate_plan", END])
-    g.add_conditional_edges("validate_plan", route_after_validation, ["plan_retrieval", "execute_plan", "respond"])
+    g.add_conditional_edges("validate_plan", route_after_validation, ["plan_retrieval", "review_plan", "respond"])
+    g.add_conditional_edges("review_plan", route_to_execution, ["execute_plan", "respond", END])
     g.add_edge("execute_plan", "respond")
     g.add_edge("respond", END)
     return g

@@ -18,6 +18,20 @@ keyword arguments are fields of the method's context (``max_steps=8``, ``beta_th
 ``shop_dir=…``). The result is the method family's typed result (:mod:`ragplan.state.result`). The
 compiled graphs themselves (``ragplan.graphs.planrag.planrag`` …) can equally be invoked directly with
 their context object.
+
+Checkpoints and plan review (:mod:`ragplan.runs`)::
+
+    result = ask(q, "planrag", model=m, store="q1.cql", review_plan=True,
+                 review=lambda payload: "approve")          # answered in-process, nothing kept on disk
+    result = ask(q, "planrag", model=m, store="q1.cql", review_plan=True)   # no review callback:
+    result.stop_reason, result.pending_review, result.thread_id   # 'awaiting_review', the plan, the thread
+    result = resume(result.thread_id, {"action": "edit", "plan": "1. …\n2. …"}, model=m)
+
+With ``thread_id=`` or ``checkpoint_db=``, or with plan review on and no ``review`` callback, the run is
+checkpointed in the SQLite file of ``ragplan ask`` (:mod:`ragplan.checkpoints`) and ``resume(thread_id)``
+continues it later, from this or another process (a killed run from its last finished node; a run given a
+chat model object needs it again: ``resume(ID, model=…)``). With a ``review`` callback and neither of those,
+checkpoints stay in memory. Otherwise nothing is checkpointed.
 """
 
 from __future__ import annotations
@@ -25,13 +39,15 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Iterator
 
+from ragplan.checkpoints import RunStore
 from ragplan.registry import family_of
+from ragplan.runs import NO_DECISION, OnUpdate, Review, resume_run, start_run
 from ragplan.state.context import LLMContext, recursion_limit_for
 from ragplan.state.planrag import PlanRAGResult
 from ragplan.state.result import GraphResult
 from ragplan.state.think_then_act import TextQAResult
 
-__all__ = ["ask", "stream_run", "make_context", "context_class", "GraphResult", "RunResult", "TextRunResult",
+__all__ = ["ask", "resume", "stream_run", "make_context", "context_class", "GraphResult", "RunResult", "TextRunResult",
            "recursion_limit_for"]
 
 #: Earlier names of the PlanRAG and text-QA results (every result now carries ``method`` and ``wall_time_s``).
@@ -68,15 +84,23 @@ def stream_run(method: str, question: str, context: Any, inputs: dict[str, Any] 
 
 def ask(question: str, method: str = "planrag", *, model: Any = None, store: Any = None,
         context: Any = None, inputs: dict[str, Any] | None = None,
-        on_update: Callable[[str, dict[str, Any]], None] | None = None, **settings: Any) -> GraphResult:
+        on_update: Callable[[str, dict[str, Any]], None] | None = None, review: Review | None = None,
+        thread_id: str | None = None, checkpoint_db: str | None = None, **settings: Any) -> GraphResult:
     """Answer ``question`` with ``method`` and return its family's typed result (see the module docstring).
 
     ``context`` may be given whole instead of ``model`` / ``store`` / settings; ``inputs`` are extra graph
     inputs (REAPER's ``page_context``); ``on_update`` is called with ``(node, update)`` as each node
-    finishes (the CLI prints the trace with it).
+    finishes (the CLI prints the trace with it). ``review(payload) -> decision`` answers plan reviews
+    (``review_plan=True``); ``thread_id`` / ``checkpoint_db`` checkpoint the run so :func:`resume` can continue it.
     """
     family = family_of(method)
     ctx = context if context is not None else family.make_context(method, model=model, store=store, **settings)
+    reviews = bool(getattr(ctx, "review_plan", False) or getattr(ctx, "review_replans", False))
+    if thread_id or checkpoint_db or (reviews and review is None):
+        return start_run(method, question, ctx, inputs=inputs, thread_id=thread_id, checkpoint_db=checkpoint_db,
+                         review=review, on_update=on_update)
+    if reviews:
+        return start_run(method, question, ctx, inputs=inputs, in_memory=True, review=review, on_update=on_update)
     t0 = time.perf_counter()
     final: dict[str, Any] = {}
     for node, update in stream_run(method, question, ctx, inputs):
@@ -85,3 +109,20 @@ def ask(question: str, method: str = "planrag", *, model: Any = None, store: Any
         elif on_update is not None:
             on_update(node, update)
     return family.result.from_state(final, method=method, wall_time_s=round(time.perf_counter() - t0, 3))
+
+
+def resume(thread_id: str, decision: Any = NO_DECISION, *, model: Any = None, context: Any = None,
+           review: Review | None = None, on_update: OnUpdate | None = None, checkpoint_db: str | None = None,
+           **settings: Any) -> GraphResult:
+    """Continue a checkpointed run (see the module docstring) and return its typed result.
+
+    ``decision`` answers the plan review it is paused at (``"approve"``, ``"reject"``, ``{"action": "edit",
+    "plan": …}`` …), or ``review`` is asked; with neither, a paused run is returned still paused. A run that
+    was killed continues from its last finished node; a finished one is returned as it is. The context is
+    rebuilt from the run's recorded settings, with ``model`` / ``settings`` on top (or ``context`` whole).
+    Raises :class:`~ragplan.checkpoints.UnknownThread` (a KeyError) for an unknown thread.
+    """
+    with RunStore(checkpoint_db) as store:
+        store.get(thread_id)
+    return resume_run(thread_id, decision, checkpoint_db=checkpoint_db, ctx=context, model=model, settings=settings,
+                      review=review, on_update=on_update)

@@ -29,6 +29,7 @@ from langgraph.graph import StateGraph
 
 from ragplan.state.context import LLMContext, recursion_limit_for
 from ragplan.state.result import GraphResult
+from ragplan.state.review import PlanReview
 
 __all__ = ["GraphSpec", "Option", "MethodFamily", "Emit", "input_keys_of", "TEXT_RETRIEVAL_OPTIONS", "Builder", "END"]
 
@@ -165,7 +166,15 @@ class MethodFamily:
 
     # ------------------------------------------------------------------------------------- trace
     def trace(self, node: str, update: dict[str, Any], emit: Emit) -> None:
-        """Print one node's update as readable lines (the family's trace); the default prints errors only."""
+        """Print one node's update as readable lines (the family's trace); the default prints a person's plan
+        reviews (every family that writes a plan records them alike) and errors."""
+        for r in update.get("plan_reviews") or []:
+            r = PlanReview.model_validate(r)
+            what = {"approve": "approved", "edit": "edited", "reject": "rejected", "invalid": "answer refused"}[r.action]
+            detail = r.reason if r.action == "reject" else r.error if r.action == "invalid" else ""
+            emit(f"Review of the {'re-plan' if r.kind == 'replan' else 'plan'}: {what}{': ' + detail if detail else ''}")
+            for line in r.edited.splitlines() if r.action == "edit" else []:
+                emit(f"  {line}")
         if update.get("error"):
             emit(f"\nerror: {update['error']}")
 

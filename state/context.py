@@ -16,6 +16,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ragplan.state.review import PlanReviewSettings
+
 __all__ = ["LLMContext", "GraphDBContext", "PlanRAGContext", "TextRAGContext", "ThinkThenActContext", "ReaperContext",
            "recursion_limit_for"]
 
@@ -122,7 +124,7 @@ class GraphDBContext(LLMContext):
 
 
 @dataclass(kw_only=True)
-class PlanRAGContext(GraphDBContext):
+class PlanRAGContext(PlanReviewSettings, GraphDBContext):
     """Settings of PlanRAG and its baselines (single_rag, iter_rag, planrag_no_replan)."""
 
     max_steps: int = field(
@@ -198,7 +200,7 @@ class ThinkThenActContext(TextRAGContext):
 
 
 @dataclass(kw_only=True)
-class ReaperContext(LLMContext):
+class ReaperContext(PlanReviewSettings, LLMContext):
     """Settings of REAPER and its baselines (agent_planner, classifier_planner).
 
     REAPER separates a small, fast planner model from a large responder model; ``model`` is the

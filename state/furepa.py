@@ -21,19 +21,21 @@ from typing_extensions import Required, TypedDict
 
 from ragplan.state.context import TextRAGContext
 from ragplan.state.result import GraphResult, dump
+from ragplan.state.review import PlanReview, PlanReviews, PlanReviewSettings
 from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
 __all__ = ["FuRePAContext", "Candidate", "Iteration", "EvidencePassage", "TemperatureChange", "merge_iterations",
            "merge_evidence", "FuRePAInput", "FuRePAOutput", "FuRePAState", "FuRePAResult", "STOP_REASONS"]
 
-STOP_REASONS = ("answered", "max_iterations", "repetition", "llm_unparseable", "llm_error", "assessor_error")
+STOP_REASONS = ("answered", "max_iterations", "repetition", "llm_unparseable", "llm_error", "assessor_error", "plan_rejected")
 """Why a run ends: the LLM answered; the iteration bound; queries kept repeating after every temperature
-raise; a reply that did not parse (the answer step still tries); an endpoint failure; no usable assessor."""
+raise; a reply that did not parse (the answer step still tries); an endpoint failure; no usable assessor;
+a reviewer rejected the picked query."""
 
 
 @dataclass(kw_only=True)
-class FuRePAContext(TextRAGContext):
+class FuRePAContext(PlanReviewSettings, TextRAGContext):
     """Settings of FuRePA and its baselines (``ircot``; masking off and assessor first/random are settings)."""
 
     max_iterations: int = field(
@@ -175,9 +177,11 @@ class FuRePAOutput(TypedDict, total=False):
     usage: Annotated[Usage, add_usage]
     """LLM calls, tokens and LLM time of the whole run."""
     stop_reason: str
-    """answered, max_iterations, repetition, llm_unparseable, llm_error, assessor_error."""
+    """answered, max_iterations, repetition, llm_unparseable, llm_error, assessor_error, plan_rejected."""
     error: str
     """A recorded failure, empty when none."""
+    plan_reviews: PlanReviews
+    """Every answer a person gave to a paused plan (review_plan / review_replans), in order."""
 
 
 class FuRePAState(FuRePAInput, FuRePAOutput, total=False):
@@ -198,6 +202,7 @@ class FuRePAResult(GraphResult):
     evidence: list[EvidencePassage] = Field(default_factory=list, description="Every passage gathered, with source and query.")
     iterations: list[Iteration] = Field(default_factory=list, description="Every iteration: thought, candidates, scores, pick.")
     temperature_changes: list[TemperatureChange] = Field(default_factory=list, description="Temperature raises and resets.")
+    plan_reviews: list[PlanReview] = Field(default_factory=list, description="Every answer a person gave to a paused plan.")
 
     def retrievals(self) -> int:
         """Queries executed against the retriever (a failed retrieval included)."""
@@ -226,7 +231,7 @@ class FuRePAResult(GraphResult):
 
     def record(self) -> dict[str, Any]:
         """The family's fields plus the run's counts (iterations, repeated-query rate, temperature raises)."""
-        return {**{k: dump(getattr(self, k)) for k in ("reasoning", "evidence", "iterations", "temperature_changes")},
+        return {**{k: dump(getattr(self, k)) for k in ("reasoning", "evidence", "iterations", "temperature_changes", "plan_reviews")},
                 "iteration_count": len(self.iterations), "repeated_query_rate": self.repeated_query_rate(),
                 "temperature_raises": self.temperature_raises()}
 

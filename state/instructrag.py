@@ -16,6 +16,7 @@ from typing_extensions import Annotated, NotRequired, Required, TypedDict
 
 from ragplan.state.context import TextRAGContext
 from ragplan.state.result import GraphResult
+from ragplan.state.review import PlanReview, PlanReviews, PlanReviewSettings
 from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
@@ -24,7 +25,7 @@ __all__ = ["InstructRAGContext", "PlannedPath", "TAOStep", "InstructRAGInput", "
 
 
 @dataclass(kw_only=True)
-class InstructRAGContext(TextRAGContext):
+class InstructRAGContext(PlanReviewSettings, TextRAGContext):
     """Settings of InstructRAG and its baselines (instructrag_rap, instructrag_threshold, instructrag_no_ml, react)."""
 
     instruction_graph_dir: str = field(
@@ -109,9 +110,12 @@ class InstructRAGOutput(TypedDict, total=False):
     usage: Annotated[Usage, add_usage]
     """LLM calls, tokens and LLM time."""
     stop_reason: str
-    """answered (Finish), max_steps (bound reached, answered from the steps), setup_error, llm_error, llm_unparseable."""
+    """answered (Finish), max_steps (bound reached, answered from the steps), setup_error, llm_error, llm_unparseable,
+    plan_rejected (a reviewer rejected the path: no answer)."""
     error: str
     """A recorded failure, empty when none."""
+    plan_reviews: PlanReviews
+    """Every answer a person gave to a paused plan (review_plan / review_replans), in order."""
 
 
 class InstructRAGState(InstructRAGInput, InstructRAGOutput, total=False):
@@ -136,6 +140,7 @@ class InstructRAGResult(GraphResult):
     selected_path: PlannedPath | None = Field(default=None, description="The path in the planning prompt.")
     selection: str = Field(default="", description="ml_agent, first, stored, given or none.")
     steps: list[TAOStep] = Field(default_factory=list, description="Every Thought / Action / Observation step.")
+    plan_reviews: list[PlanReview] = Field(default_factory=list, description="Every answer a person gave to a paused plan.")
 
     def retrievals(self) -> int:
         """Search and Lookup actions executed."""

@@ -15,6 +15,7 @@ from langgraph.managed import RemainingSteps
 from typing_extensions import Required, TypedDict
 
 from ragplan.state.result import GraphResult
+from ragplan.state.review import PlanReview, PlanReviews
 from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
@@ -88,11 +89,13 @@ class PlanRAGOutput(TypedDict, total=False):
     stop_reason: str
     """Why retrieval ended: plan_done, answered, answered_early, single_retrieval, max_steps, max_repairs,
     recursion_limit, llm_unparseable (reply not parseable after repairs), llm_error (endpoint or model
-    configuration failed), store_error."""
+    configuration failed), store_error, plan_rejected (a reviewer rejected the plan: no answer)."""
     error: str
     """A recorded failure (endpoint down, unparseable output after repairs), empty when none."""
     decision_check: dict[str, Any]
     """On DQA data: the simulator's verdict on the chosen option (chosen, best, correct, effects, text)."""
+    plan_reviews: PlanReviews
+    """Every answer a person gave to a paused plan (review_plan / review_replans), in order."""
 
 
 class PlanRAGState(PlanRAGInput, PlanRAGOutput, total=False):
@@ -119,6 +122,7 @@ class PlanRAGResult(GraphResult):
     steps: list[RetrievalStep] = Field(default_factory=list, description="Every retrieval step in order.")
     replans: list[ReplanVerdict] = Field(default_factory=list, description="Every re-plan verdict in order.")
     decision_check: dict[str, Any] = Field(default_factory=dict, description="On DQA data: the simulator's verdict.")
+    plan_reviews: list[PlanReview] = Field(default_factory=list, description="Every answer a person gave to a paused plan.")
 
     def retrievals(self) -> int:
         """Graph-DB queries the LLM sent (refused and failed ones included; self-thinking steps are not retrievals)."""

@@ -21,6 +21,7 @@ from typing_extensions import TypedDict
 
 from ragplan.reaper.plan import PlanCall, PlanStep, RetrievalPlan
 from ragplan.state.result import GraphResult
+from ragplan.state.review import PlanReview, PlanReviews
 from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
@@ -66,11 +67,14 @@ class ReaperOutput(TypedDict, total=False):
     usage: Annotated[Usage, add_usage]
     """LLM calls, tokens and LLM time of the whole run."""
     stop_reason: str
-    """answered, invalid_plan (no valid plan after the repair), max_steps, classifier_error, llm_error, …"""
+    """answered, invalid_plan (no valid plan after the repair), max_steps, classifier_error, llm_error,
+    plan_rejected (a reviewer rejected the plan: nothing executed, no answer), …"""
     error: str
     """A recorded failure, empty when none."""
     route: dict[str, Any]
     """classifier_planner: the routed class, its probability, its tools and the routing time."""
+    plan_reviews: PlanReviews
+    """Every answer a person gave to a paused plan (review_plan / review_replans), in order."""
 
 
 class ReaperState(ReaperInput, ReaperOutput, total=False):
@@ -98,6 +102,7 @@ class ReaperResult(GraphResult):
     evidence: list[dict[str, Any]] = Field(default_factory=list, description="Every tool call with its output or error.")
     planner_latency_s: float = Field(default=0.0, description="Wall time of the planner's LLM calls.")
     route: dict[str, Any] = Field(default_factory=dict, description="classifier_planner: the routed class.")
+    plan_reviews: list[PlanReview] = Field(default_factory=list, description="Every answer a person gave to a paused plan.")
 
     @property
     def retrieval_plan(self) -> RetrievalPlan:

@@ -46,6 +46,10 @@ class GraphResult(BaseModel):
     stop_reason: str = Field(default="", description="Why the run ended (the family's stop reasons).")
     error: str = Field(default="", description="A recorded failure, empty when none.")
     wall_time_s: float = Field(default=0.0, description="Wall time of the whole run in seconds (set by the caller).")
+    thread_id: str = Field(default="", description="The checkpoint thread of the run ('' when it was not checkpointed); "
+                           "continue it with `ragplan resume ID` or `ragplan.api.resume(ID)`.")
+    pending_review: dict[str, Any] = Field(default_factory=dict, description="The plan waiting for a person's review "
+                                           "(the interrupt's payload) when stop_reason is awaiting_review.")
 
     @classmethod
     def from_state(cls, state: dict[str, Any], **extra: Any):

@@ -21,6 +21,12 @@ from ragplan.tools.graphdb import EmbeddedGraphStore  # noqa: E402
 from tests.data import QUESTION, TRADE_NETWORK  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _checkpoint_db(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every `ragplan ask` is checkpointed: keep each test's checkpoints out of the user's state folder."""
+    monkeypatch.setenv("RAGPLAN_CHECKPOINT_DB", str(tmp_path_factory.mktemp("checkpoints") / "checkpoints.sqlite"))
+
+
 @pytest.fixture
 def trade_cql(tmp_path: Path) -> Path:
     """The toy trade network written as a .cql script."""

@@ -77,8 +77,8 @@ def test_assessor_trained_for_the_graph_beats_first_and_random(world):
 def test_furepa_masked_two_hops_with_the_trained_assessor(world):
     model = TempModel(responder=two_hop_agent(world))
     res, nodes = run(world, "furepa", model)
-    assert nodes == ["mask_reasoning", "propose", "assess_plan", "repetition_control", "retrieve"] * 2 + \
-        ["mask_reasoning", "propose"]
+    assert nodes == ["mask_reasoning", "propose", "assess_plan", "review_plan", "repetition_control", "retrieve"] * 2 + \
+        ["mask_reasoning", "propose"]  # review_plan passes through (review is off)
     assert res.answer == world["city"] and res.stop_reason == "answered" and not res.error
     it1, it2, it3 = res.iterations
     for it in (it1, it2):

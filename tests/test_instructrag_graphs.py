@@ -55,7 +55,7 @@ FINISH = TAODecision(thought="The page names the director.", action="Finish", ar
 
 def test_instructrag_selects_a_path_and_plans_with_it(parts):
     res, model, nodes, lines, _ = run(build_instructrag, [SEARCH, LOOKUP, FINISH], parts)
-    assert nodes == ["retrieve_paths", "select_path", "plan_step", "observe", "plan_step", "observe", "plan_step"]
+    assert nodes == ["retrieve_paths", "select_path", "review_plan", "plan_step", "observe", "plan_step", "observe", "plan_step"]
     assert res.answer == "Mira Sorensen" and res.stop_reason == "answered" and not res.error
     assert res.task == "person" and res.task_split == "seen" and res.selection == "ml_agent"
     assert 1 <= len(res.candidate_paths) <= 3 and res.selected_path in res.candidate_paths

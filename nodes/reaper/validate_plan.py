@@ -15,12 +15,22 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragplan.reaper import PlanCall, PlanError, check_plan, format_plan, parse_plan
+from ragplan.reaper import PlanCall, PlanError, RetrievalPlan, check_plan, format_plan, parse_plan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
 
-__all__ = ["validate_plan"]
+__all__ = ["validate_plan", "registry_errors"]
+
+
+def registry_errors(plan: RetrievalPlan, ctx: Any) -> list[PlanError]:
+    """A parsed plan's errors against the context's tool registry and its ``max_steps`` bound (raises when the
+    registry cannot be opened). The planner's plans and a reviewer's edited plans are checked alike."""
+    errors = check_plan(plan, suite_for(ctx))
+    if len(plan.steps) > ctx.max_steps and not errors:
+        errors = [PlanError(line=0, kind="too_many_steps",
+                            message=f"the plan has {len(plan.steps)} steps; at most {ctx.max_steps} are allowed")]
+    return errors
 
 
 def validate_plan(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[str, Any]:
@@ -36,14 +46,11 @@ def validate_plan(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[s
 
     if not errors:
         try:
-            errors = check_plan(parsed.plan, suite_for(ctx))
+            errors = registry_errors(parsed.plan, ctx)
         except Exception as exc:  # an unknown suite or a shop that cannot be opened
             err = PlanError(line=0, kind="registry", message=f"tool registry unavailable: {exc}")
             return {"plan_errors": [str(err)], "plan": [], "plan_text": "", "error": f"validate_plan: {exc}",
                     "stop_reason": "tool_error", "plan_calls": [call([err])]}
-    if len(parsed.plan.steps) > ctx.max_steps and not errors:
-        errors = [PlanError(line=0, kind="too_many_steps",
-                            message=f"the plan has {len(parsed.plan.steps)} steps; at most {ctx.max_steps} are allowed")]
     update: dict[str, Any] = {"plan_errors": [str(e) for e in errors], "plan_calls": [call(errors)]}
     if not errors:
         update["plan"] = list(parsed.plan.steps)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from ragplan.cli.checkpointing import add_run_options, apply_run_options, ask_checkpointed
 from ragplan.family import MethodFamily, Option
 
 __all__ = ["add_ask_parser", "run_ask", "TracePrinter", "parse_assignments", "add_cache_options", "cache_problem"]
@@ -50,6 +51,7 @@ def add_ask_parser(sub: Any, *, with_family_options: bool = True) -> argparse.Ar
                      help="an extra graph input, e.g. --input page_context='{\"product_id\": \"…\"}' for REAPER")
     ask.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
     ask.add_argument("--quiet", action="store_true", help="print only the answer and the totals")
+    add_run_options(ask)
     if with_family_options:
         from ragplan.registry import families
 
@@ -237,6 +239,10 @@ def run_ask(args: argparse.Namespace) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    problem = apply_run_options(args, family, ctx)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     out = sys.stderr if args.json else sys.stdout
     printer = None if args.quiet else TracePrinter(family, out)
     if printer:
@@ -245,7 +251,7 @@ def run_ask(args: argparse.Namespace) -> int:
               f"{'   ' + where if where else ''}", file=out)
         print(f"Question: {question}", file=out)
     with track_cache_usage() as cache_usage:
-        res = ask(question, args.method, context=ctx, inputs=inputs, on_update=printer)
+        res = ask_checkpointed(args, question, ctx, inputs, printer, out)
     if args.json:
         print(json.dumps(res.model_dump(mode="json"), ensure_ascii=False))
     else:

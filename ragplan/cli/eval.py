@@ -59,6 +59,9 @@ def add_eval_parser(sub: Any) -> None:
                     help="HotpotQA/2Wiki/MuSiQue/StrategyQA data: build a local index from the questions' own context "
                          "paragraphs (keeping the dataset's sentences) and retrieve from it (fully offline)")
     ev.add_argument("--item-timeout", type=float, default=None, metavar="SEC", help="wall-time budget of one question")
+    ev.add_argument("--no-checkpoints", action="store_true",
+                    help="keep no per-question checkpoints (a question in flight at a kill restarts from scratch on "
+                         "--resume instead of from its last node; saves a SQLite write per node)")
     ev.add_argument("--index", metavar="DIR", default=None, help="eval retrieval: the index to search (ragplan index build)")
     ev.add_argument("--queries", metavar="RUN_DIR", default=None,
                     help="eval retrieval: score the queries a method executed (a run folder or its results.jsonl) "
@@ -169,6 +172,8 @@ def run_eval(args: argparse.Namespace) -> int:
         print(f"error: --set {', '.join(unknown)}: not a setting of {settings.method}; settings: "
               f"{', '.join(sorted(family.context_fields()))}", file=sys.stderr)
         return 2
+    if args.no_checkpoints:
+        settings.checkpoints = False
     if args.llm_cache is not None:
         settings.llm_cache_dir = str(Path(args.llm_cache).resolve())
     if args.replay:

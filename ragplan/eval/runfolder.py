@@ -47,6 +47,9 @@ class RunSettings:
     """Re-runs of a question whose LLM calls were rate limited (429), with exponential backoff."""
     backoff_s: float = 5.0
     """First backoff after a rate limit; doubles each retry, with jitter."""
+    checkpoints: bool = True
+    """Checkpoint each question after every node (``checkpoints.sqlite``), so a question in flight at a kill
+    continues from its last node on ``--resume``; off = each question restarts from scratch (less CPU per node)."""
     llm_cache_dir: str = ""
     """The LLM record/replay cache every call went through (empty = none); see ``llm_cache.json``."""
     llm_replay: bool = False

@@ -10,7 +10,8 @@ A run folder holds:
 * ``plot.png`` — accuracy per group and per retrieval class.
 
 ``--resume RUN_DIR`` reads the folder's settings, skips every question already in ``results.jsonl``
-and runs the rest. Errors of one question (endpoint down, a bad script, a timeout) are recorded in its
+and runs the rest; a question that was in flight at a kill continues from its last finished node
+(``checkpoints.sqlite``, :mod:`ragplan.eval.item_checkpoints`). Plan review is always off in a batch. Errors of one question (endpoint down, a bad script, a timeout) are recorded in its
 line; they never stop the run.
 """
 
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ragplan.eval.benchmark import Benchmark, Item
+from ragplan.eval.item_checkpoints import CHECKPOINT_FILE, ItemCheckpoints
 from ragplan.eval.registry import get_benchmark
 from ragplan.eval.report import summarise, write_summary
 from ragplan.eval.runfolder import RunFolder, RunSettings
@@ -34,6 +36,7 @@ from ragplan.family import MethodFamily
 from ragplan.llm_cache import track_cache_usage
 from ragplan.registry import family_of
 from ragplan.state.result import GraphResult
+from ragplan.state.review import REVIEW_OFF
 from ragplan.state.usage import Usage
 
 __all__ = ["RunSettings", "RunFolder", "evaluate", "run_evaluation", "is_rate_limited"]
@@ -93,9 +96,10 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     invocation = folder.start_invocation()
     family = family_of(settings.method)
     ctx_cls = family.context
-    graph = family.graph(settings.method).build().compile(name=settings.method)
+    checkpoints = ItemCheckpoints(folder.path / CHECKPOINT_FILE, enabled=settings.checkpoints)
+    graph = family.graph(settings.method).build().compile(name=settings.method, checkpointer=await checkpoints.open())
     ctx_fields = family.context_fields()
-    base = {k: v for k, v in settings.context.items() if k in ctx_fields}
+    base = {k: v for k, v in {**settings.context, **REVIEW_OFF}.items() if k in ctx_fields}  # a batch never pauses
     if settings.model:
         base["model"] = settings.model
     if settings.base_url:
@@ -128,10 +132,8 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
             while True:
                 attempts += 1
                 try:
-                    out = await asyncio.wait_for(
-                        graph.ainvoke(graph_input, context=ctx,
-                                      config={"recursion_limit": limit}),
-                        timeout=settings.item_timeout_s)
+                    out = await asyncio.wait_for(checkpoints.run(graph, item.id, attempts, graph_input, ctx, limit),
+                                                 timeout=settings.item_timeout_s)
                 except asyncio.TimeoutError:
                     out = {"answer": "", "error": f"the question ran past item_timeout_s={settings.item_timeout_s:g}",
                            "stop_reason": "item_timeout"}
@@ -154,12 +156,16 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
                           **{m: 0.0 for m in getattr(bench, "metrics", ())}}
             folder.append({**_record(item, res, graded, settings, latency, attempts),
                            "invocation": invocation, "finished_at": round(time.time(), 3)})
+            await checkpoints.forget(item.id)
             finished += 1
             if on_progress:
                 on_progress(finished, len(items))
 
-    with track_cache_usage() as cache_usage:  # the LLM cache entries this run reads or writes
-        await asyncio.gather(*(one(it) for it in pending))  # the loop shuts its default executor down when it closes
+    try:
+        with track_cache_usage() as cache_usage:  # the LLM cache entries this run reads or writes
+            await asyncio.gather(*(one(it) for it in pending))  # the loop shuts its default executor down when it closes
+    finally:
+        await checkpoints.close()
     records = folder.load_records()
     ordered = [records[it.id] for it in items if it.id in records]
     summary = summarise(ordered, list(bench.group_by), settings, list(getattr(bench, "metrics", ())))

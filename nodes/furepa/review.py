@@ -1,0 +1,59 @@
+"""How FuRePA's plan is reviewed by a person (the family part of :mod:`ragplan.nodes.common.review_plan`).
+
+FuRePA's plan is the query the plan assessor picks each iteration: the first pick is the plan (kind
+plan), every later pick a re-plan (kind replan, reviewed with ``review_replans``). The reviewer sees the
+pick among the candidates with their scores; an edit is one search query (on one line), checked like the
+LLM's candidates (non-empty, spaces collapsed). The edited query becomes the iteration's pick (added as a
+candidate when it is none of them, with ``assessor = "edited"``), and repetition control then checks it
+against the executed queries like any pick.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ragplan.nodes.common.review_plan import PlanEdit, PlanEditError, PlanReviewer, PlanView
+from ragplan.nodes.furepa.propose import normalize_query
+from ragplan.state.furepa import Candidate, Iteration
+
+__all__ = ["FuRePAReviewer", "MAX_QUERY_CHARS"]
+
+MAX_QUERY_CHARS = 300
+"""Longest edited query accepted (a search query, not a passage)."""
+
+
+class FuRePAReviewer(PlanReviewer):
+    """The assessor's pick of the current iteration."""
+
+    def pending(self, state: Any, ctx: Any) -> PlanView | None:
+        """The current iteration's picked query (None when it answered or picked nothing)."""
+        its: list[Iteration] = list(state.get("iterations") or [])
+        if not its or its[-1].pick is None:
+            return None
+        it = its[-1]
+        kind: Literal["plan", "replan"] = "replan" if any(i.pick is not None for i in its[:-1]) else "plan"
+        lines = [f"Query (iteration {it.index}): {it.query}", f"Candidates ({it.assessor or '-'}):"]
+        for i, c in enumerate(it.candidates):
+            score = f"{c.score:.3f}" if c.score is not None else "  -  "
+            lines.append(f"  {'→' if i == it.pick else ' '} {score}  {c.query}")
+        return PlanView(kind=kind, plan="\n".join(lines), steps=[it.query], format="one search query on one line")
+
+    def apply_edit(self, state: Any, ctx: Any, text: str) -> PlanEdit:
+        """The edited query as this iteration's pick."""
+        lines = [ln for ln in (text or "").splitlines() if ln.strip()]
+        if len(lines) != 1:
+            raise PlanEditError(f"write one search query on one line (got {len(lines)} lines)")
+        query = " ".join(lines[0].split())
+        if not normalize_query(query):
+            raise PlanEditError("the query has no words")
+        if len(query) > MAX_QUERY_CHARS:
+            raise PlanEditError(f"the query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
+        it = list(state.get("iterations") or [])[-1].model_copy(deep=True)
+        match = [i for i, c in enumerate(it.candidates) if normalize_query(c.query) == normalize_query(query)]
+        if match:
+            it.pick = match[0]
+        else:
+            it.candidates.append(Candidate(query=query))
+            it.pick = len(it.candidates) - 1
+        it.query, it.assessor = it.candidates[it.pick].query, "edited"
+        return PlanEdit(update={"iterations": [it]}, text=it.query)

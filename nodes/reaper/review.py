@@ -1,0 +1,51 @@
+"""How REAPER's plan is reviewed by a person (the family part of :mod:`ragplan.nodes.common.review_plan`).
+
+The plan under review is the one the executor would run: the planner's plan after validation (and its
+repair round), in the paper's canonical format, one ``Step k: purpose - #Ek = tool(args)`` line per step;
+a zero-step plan (no retrieval) is shown as such. An edited plan goes through the same parser and
+validator as the planner's (:func:`~ragplan.reaper.plan.parse_plan`,
+:func:`~ragplan.nodes.reaper.validate_plan.registry_errors`: no invented tools or arguments, references to
+earlier steps only, at most ``max_steps``) and becomes the typed ``plan`` that ``execute_plan`` runs. It is
+not a planner call, so ``plan_calls`` (graded as the planner's work) keeps the planner's plans only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragplan.nodes.common.review_plan import PlanEdit, PlanEditError, PlanReviewer, PlanView
+from ragplan.nodes.reaper.validate_plan import registry_errors
+from ragplan.reaper import as_steps, format_plan, parse_plan
+from ragplan.reaper.plan import RetrievalPlan
+
+__all__ = ["ReaperReviewer"]
+
+NO_RETRIEVAL = "(no retrieval: the responder answers without evidence)"
+
+
+class ReaperReviewer(PlanReviewer):
+    """REAPER's validated plan, before execution."""
+
+    def pending(self, state: Any, ctx: Any) -> PlanView | None:
+        """The validated plan (the node is reached only when validation passed)."""
+        if state.get("plan_errors"):
+            return None
+        plan = RetrievalPlan(steps=as_steps(state.get("plan")))
+        text = format_plan(plan)
+        return PlanView(kind="plan", plan=text or NO_RETRIEVAL, steps=text.splitlines(),
+                        format="REAPER's plan format, one step per line: Step k: purpose - #Ek = tool(arg=value, …); "
+                               "a later step may take #Ej as an argument")
+
+    def apply_edit(self, state: Any, ctx: Any, text: str) -> PlanEdit:
+        """Parse and validate the edited plan like the planner's; it becomes the plan to execute."""
+        parsed = parse_plan(text)
+        errors = list(parsed.errors)
+        if not errors:
+            try:
+                errors = registry_errors(parsed.plan, ctx)
+            except Exception as exc:  # the registry cannot be opened: the edit cannot be checked, so it is refused
+                raise PlanEditError(f"the tool registry is unavailable, the plan cannot be checked: {exc}") from None
+        if errors:
+            raise PlanEditError("the plan does not validate: " + "; ".join(str(e) for e in errors))
+        printed = format_plan(parsed.plan)
+        return PlanEdit(update={"plan": list(parsed.plan.steps), "plan_text": printed}, text=printed or NO_RETRIEVAL)

@@ -1,0 +1,226 @@
+"""Checkpointed runs: where their SQLite checkpoints live, how they are read back, what is kept to continue them.
+
+``ragplan ask`` (and :func:`ragplan.api.ask` when asked to) keeps a LangGraph checkpoint after every
+finished node in one SQLite file (``langgraph-checkpoint-sqlite``'s :class:`SqliteSaver`), one *thread*
+per run. Beside LangGraph's own tables the file holds a small table of ours, ``ragplan_runs``: per
+thread the method, the question, the graph input and the run's settings (every JSON-able field of its
+context — never a secret, never a Python object) — what ``ragplan resume ID`` needs to rebuild the
+context and continue the graph from its last finished node.
+
+The file is, in order: ``--checkpoint-db FILE`` / ``checkpoint_db=``, the environment variable
+``RAGPLAN_CHECKPOINT_DB``, or ``${XDG_STATE_HOME:-~/.local/state}/ragplan/checkpoints.sqlite`` — one file
+per user, so ``ragplan resume ID`` works from any folder. The evaluation runner keeps its own file in
+the run folder (``RUN_DIR/checkpoints.sqlite``, :mod:`ragplan.eval.item_checkpoints`).
+
+Checkpoints hold the graphs' typed state (pydantic objects); they are read back with a serializer that
+allows exactly the state classes of the registered graphs (:func:`checkpoint_serde`), so nothing else
+in a checkpoint file is ever turned into a Python object.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import time
+import types
+import uuid
+from contextlib import closing, contextmanager
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+from typing import Annotated, Any, Iterator, Union, get_args, get_origin, get_type_hints
+
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.sqlite import SqliteSaver
+from pydantic import BaseModel, Field
+
+from ragplan.registry import families
+
+__all__ = ["DB_ENV", "default_checkpoint_db", "checkpoint_db", "state_classes", "checkpoint_serde", "open_saver",
+           "RunInfo", "RunStore", "UnknownThread", "context_settings", "new_thread_id"]
+
+DB_ENV = "RAGPLAN_CHECKPOINT_DB"
+"""Environment variable naming the checkpoint file of ``ragplan ask`` / ``ragplan resume``."""
+
+_SECRET = re.compile(r"(^|_)(api_key|key|password|passwd|secret|token)$", re.I)
+
+
+class UnknownThread(KeyError):
+    """No run with this thread id in the checkpoint file."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown thread"
+
+
+def default_checkpoint_db() -> Path:
+    """``${XDG_STATE_HOME:-~/.local/state}/ragplan/checkpoints.sqlite``."""
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(state) / "ragplan" / "checkpoints.sqlite"
+
+
+def checkpoint_db(path: str | os.PathLike[str] | None = None) -> Path:
+    """The checkpoint file: ``path`` if given, else ``$RAGPLAN_CHECKPOINT_DB``, else :func:`default_checkpoint_db`."""
+    chosen = path or os.environ.get(DB_ENV) or default_checkpoint_db()
+    return Path(chosen).expanduser()
+
+
+# ---------------------------------------------------------------------------------------------- serializer
+
+def _classes_in(tp: Any, seen: set[type]) -> None:
+    """Add the pydantic classes reachable from the type ``tp`` (lists, dicts, unions, Annotated, fields)."""
+    origin = get_origin(tp)
+    if origin is Annotated:
+        _classes_in(get_args(tp)[0], seen)
+        return
+    if origin is not None:
+        for arg in get_args(tp):
+            _classes_in(arg, seen)
+        return
+    if isinstance(tp, type) and issubclass(tp, BaseModel) and tp not in seen:
+        seen.add(tp)
+        for f in tp.model_fields.values():
+            _classes_in(f.annotation, seen)
+    elif isinstance(tp, types.UnionType) or tp is Union:
+        for arg in get_args(tp):
+            _classes_in(arg, seen)
+
+
+def state_classes() -> set[type]:
+    """Every pydantic class that can appear in the state of a registered graph (the checkpoint allowlist)."""
+    seen: set[type] = set()
+    for fam in families():
+        for spec in fam.graphs:
+            schema = spec.build().state_schema
+            for hint in get_type_hints(schema, include_extras=True).values():
+                _classes_in(hint, seen)
+        _classes_in(fam.result, seen)
+    return seen
+
+
+_serde: JsonPlusSerializer | None = None
+
+
+def checkpoint_serde() -> JsonPlusSerializer:
+    """LangGraph's serializer, allowed to rebuild exactly the registered graphs' state classes (built once)."""
+    global _serde
+    if _serde is None:
+        allowed = sorted((c.__module__, c.__name__) for c in state_classes())
+        _serde = JsonPlusSerializer(allowed_msgpack_modules=allowed)
+    return _serde
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a killed process loses nothing committed; no fsync per commit
+    return conn
+
+
+@contextmanager
+def open_saver(path: str | os.PathLike[str] | None = None) -> Iterator[SqliteSaver]:
+    """A :class:`SqliteSaver` over the checkpoint file (created with its folder when missing); closed on exit."""
+    with closing(_connect(checkpoint_db(path))) as conn:
+        yield SqliteSaver(conn, serde=checkpoint_serde())
+
+
+# ---------------------------------------------------------------------------------------------- run info
+
+def new_thread_id() -> str:
+    """A fresh thread id (12 hex digits: short enough to type, unique enough for one user's runs)."""
+    return uuid.uuid4().hex[:12]
+
+
+def context_settings(ctx: Any) -> dict[str, Any]:
+    """The run's settings worth keeping: every context field whose value is JSON (objects and secrets left out)."""
+    out: dict[str, Any] = {}
+    if not is_dataclass(ctx):
+        return out
+    for f in fields(ctx):
+        value = getattr(ctx, f.name, None)
+        if value is None or _SECRET.search(f.name):
+            continue
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            continue
+        out[f.name] = value
+    return out
+
+
+class RunInfo(BaseModel):
+    """What is kept beside a thread's checkpoints to continue it."""
+
+    thread_id: str = Field(description="The LangGraph thread of the run.")
+    method: str = Field(description="The graph that runs.")
+    question: str = Field(description="The question asked.")
+    inputs: dict[str, Any] = Field(default_factory=dict, description="The whole graph input (question and extra inputs).")
+    settings: dict[str, Any] = Field(default_factory=dict, description="The context's JSON-able settings (model, base_url …).")
+    status: str = Field(default="running", description="running, paused (waiting for a plan review) or finished.")
+    created: float = Field(default=0.0, description="When the run started (Unix time).")
+    updated: float = Field(default=0.0, description="When the run last ran (Unix time).")
+
+
+class RunStore:
+    """The ``ragplan_runs`` table in a checkpoint file (use as a context manager, or :meth:`close`)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, conn: sqlite3.Connection | None = None) -> None:
+        """Open (and create) the table in the checkpoint file ``path`` (see :func:`checkpoint_db`), or on ``conn``,
+        an open connection to it (a saver's: one connection per run, so the file is synced once, at its close)."""
+        self.path = checkpoint_db(path)
+        self._own = conn is None
+        self.conn = conn if conn is not None else _connect(self.path)
+        with self.conn:
+            self.conn.execute("CREATE TABLE IF NOT EXISTS ragplan_runs (thread_id TEXT PRIMARY KEY, method TEXT NOT NULL, "
+                              "question TEXT NOT NULL, inputs TEXT NOT NULL, settings TEXT NOT NULL, status TEXT NOT NULL, "
+                              "created REAL NOT NULL, updated REAL NOT NULL)")
+
+    def close(self) -> None:
+        """Close the connection when this store opened it."""
+        if self._own:
+            self.conn.close()
+
+    def __enter__(self) -> "RunStore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def add(self, info: RunInfo) -> None:
+        """Record a new run; a thread id already in the file is a ValueError (a thread holds one run)."""
+        now = time.time()
+        info.created = info.created or now
+        info.updated = now
+        try:
+            with self.conn:
+                self.conn.execute("INSERT INTO ragplan_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                  (info.thread_id, info.method, info.question, json.dumps(info.inputs, default=str),
+                                   json.dumps(info.settings), info.status, info.created, info.updated))
+        except sqlite3.IntegrityError:
+            raise ValueError(f"thread {info.thread_id} already exists in {self.path}; continue it with "
+                             f"`ragplan resume {info.thread_id}` or choose another --thread") from None
+
+    def get(self, thread_id: str) -> RunInfo:
+        """The run of ``thread_id`` (:class:`UnknownThread` when the file has none)."""
+        row = self.conn.execute("SELECT * FROM ragplan_runs WHERE thread_id = ?", (thread_id,)).fetchone()
+        if row is None:
+            raise UnknownThread(f"no run with thread id {thread_id!r} in {self.path}")
+        return self._info(row)
+
+    def set_status(self, thread_id: str, status: str) -> None:
+        """Record where the run stands after an invocation (running, paused, finished)."""
+        with self.conn:
+            self.conn.execute("UPDATE ragplan_runs SET status = ?, updated = ? WHERE thread_id = ?",
+                              (status, time.time(), thread_id))
+
+    def recent(self, limit: int = 20) -> list[RunInfo]:
+        """The runs last run, newest first."""
+        rows = self.conn.execute("SELECT * FROM ragplan_runs ORDER BY updated DESC LIMIT ?", (limit,)).fetchall()
+        return [self._info(r) for r in rows]
+
+    @staticmethod
+    def _info(row: tuple[Any, ...]) -> RunInfo:
+        tid, method, question, inputs, settings, status, created, updated = row
+        return RunInfo(thread_id=tid, method=method, question=question, inputs=json.loads(inputs),
+                       settings=json.loads(settings), status=status, created=created, updated=updated)

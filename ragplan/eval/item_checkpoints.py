@@ -1,0 +1,104 @@
+"""Per-question checkpoints of an evaluation run: a question in flight at a kill continues from its last node.
+
+The runner compiles its graph with an :class:`AsyncSqliteSaver` over ``RUN_DIR/checkpoints.sqlite``; each
+attempt at a question is its own LangGraph thread, ``<item id>#<attempt>``. On ``--resume`` a question that
+has no result line yet but has a checkpoint continues from its last finished node (its finished LLM calls
+are not made again), and one whose graph had finished before the kill (the record was not written yet)
+is graded from its checkpointed state without running anything. A rate-limited attempt that finished
+(with the 429 recorded) is retried in a fresh thread, the next attempt number. Once a question's result
+line is written its threads are deleted, so the file holds only questions in flight.
+
+Checkpoints cost CPU (a SQLite write per finished node); with ``RunSettings.checkpoints = False``
+(``ragplan eval --no-checkpoints``) the runner runs each question from scratch instead, as before.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from ragplan.checkpoints import checkpoint_serde
+
+__all__ = ["ItemCheckpoints", "CHECKPOINT_FILE"]
+
+CHECKPOINT_FILE = "checkpoints.sqlite"
+"""The checkpoint file's name in a run folder."""
+
+_MOST_ATTEMPTS = 1000
+
+
+class ItemCheckpoints:
+    """The checkpoints of one run folder (open with :meth:`open`, close with :meth:`close`)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, enabled: bool = True) -> None:
+        """Checkpoints in the SQLite file ``path`` (created when missing); ``enabled=False`` keeps none."""
+        self.path = Path(path)
+        self.enabled = enabled
+        self.saver: AsyncSqliteSaver | None = None
+        self._conn: aiosqlite.Connection | None = None
+        self._first: dict[str, int] = {}
+
+    async def open(self) -> AsyncSqliteSaver | None:
+        """Connect; the saver to compile the graph with (None when checkpoints are off)."""
+        if not self.enabled:
+            return None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = await aiosqlite.connect(str(self.path))
+        await self._conn.execute("PRAGMA journal_mode=WAL")
+        await self._conn.execute("PRAGMA synchronous=NORMAL")  # safe against a killed process; no fsync per commit
+        self.saver = AsyncSqliteSaver(self._conn, serde=checkpoint_serde())
+        await self.saver.setup()
+        return self.saver
+
+    async def close(self) -> None:
+        """Close the connection (safe to call twice)."""
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn, self.saver = None, None
+
+    @staticmethod
+    def _config(item_id: str, attempt: int, limit: int) -> RunnableConfig:
+        return {"configurable": {"thread_id": f"{item_id}#{attempt}"}, "recursion_limit": limit}
+
+    async def _exists(self, item_id: str, attempt: int) -> bool:
+        assert self.saver is not None, "ItemCheckpoints.open() first"
+        return await self.saver.aget_tuple(self._config(item_id, attempt, 1)) is not None
+
+    async def _first_attempt(self, item_id: str) -> int:
+        """The attempt number this invocation's first attempt continues: the last one with a checkpoint, else 1."""
+        if item_id not in self._first:
+            n = 1
+            while n < _MOST_ATTEMPTS and await self._exists(item_id, n + 1):
+                n += 1
+            self._first[item_id] = n
+        return self._first[item_id]
+
+    async def run(self, graph: Any, item_id: str, attempt: int, graph_input: dict[str, Any], ctx: Any,
+                  limit: int) -> dict[str, Any]:
+        """This invocation's ``attempt`` (1-based) at the question: a fresh run, or the continuation of a checkpoint."""
+        if not self.enabled:
+            return dict(await graph.ainvoke(graph_input, context=ctx, config={"recursion_limit": limit}))
+        number = await self._first_attempt(item_id) + attempt - 1
+        config = self._config(item_id, number, limit)
+        if not await self._exists(item_id, number):
+            return dict(await graph.ainvoke(graph_input, context=ctx, config=config, durability="async"))
+        snap = await graph.aget_state(config)
+        if snap.next:  # killed in flight: on from the last finished node
+            return dict(await graph.ainvoke(None, context=ctx, config=config, durability="async"))
+        return dict(snap.values)  # the graph had finished; only the result line was missing
+
+    async def forget(self, item_id: str) -> None:
+        """Delete the question's threads (its result line is written)."""
+        if not self.enabled:
+            return
+        assert self.saver is not None, "ItemCheckpoints.open() first"
+        n = 1
+        while n < _MOST_ATTEMPTS and await self._exists(item_id, n):
+            await self.saver.adelete_thread(f"{item_id}#{n}")
+            n += 1
+        self._first.pop(item_id, None)

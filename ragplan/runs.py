@@ -1,0 +1,183 @@
+"""Running a method graph as a checkpointed, resumable run that may pause for a person's plan review.
+
+:func:`start_run` compiles the method's graph with a SQLite checkpointer (:mod:`ragplan.checkpoints`),
+records what is needed to continue it, and streams it: every node's update goes to ``on_update`` as the
+node finishes, and the checkpoint is written before the next node starts (``durability="sync"``), so a
+run that is killed loses at most the node in flight. When the graph pauses for a plan review (LangGraph's
+``interrupt``, see :mod:`ragplan.nodes.common.review_plan`), ``review(payload)`` is asked for the
+decision and the run goes on with ``Command(resume=decision)``; without a ``review`` the run stays paused
+and the result says so (``stop_reason = "awaiting_review"``, the payload in ``pending_review``).
+
+:func:`resume_run` continues a thread: a pending review is answered (``decision``, or ``review``), a run
+that was killed or interrupted continues from its last finished node (``graph.stream(None, config)``) —
+LLM calls of finished nodes are never made again — and a finished run is returned as it is.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from ragplan.checkpoints import RunInfo, RunStore, checkpoint_serde, context_settings, new_thread_id, open_saver
+from ragplan.family import MethodFamily
+from ragplan.registry import family_of
+from ragplan.state.result import GraphResult
+from ragplan.state.review import AWAITING_REVIEW
+
+__all__ = ["Review", "OnUpdate", "ReviewDeferred", "drive", "start_run", "resume_run", "thread_status", "rebuild_context", "NO_DECISION"]
+
+Review = Callable[[dict[str, Any]], Any]
+"""Answers a plan review: ``(payload) -> decision`` (``"approve"``, ``{"action": "edit", "plan": …}`` …)."""
+
+OnUpdate = Callable[[str, dict[str, Any]], None]
+"""Called with ``(node, update)`` as each node finishes."""
+
+NO_DECISION: Any = object()
+"""``resume_run``'s default: no decision given for a pending review."""
+
+_CHAT_MODELS = "__chat_models__"
+
+
+class ReviewDeferred(Exception):
+    """Raised by a ``review`` callback that has no answer now (e.g. no terminal): the run stays paused."""
+
+
+def drive(graph: Any, value: Any, *, context: Any, config: dict[str, Any], review: Review | None = None,
+          on_update: OnUpdate | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Stream ``graph`` from ``value`` (an input, None to continue, or a Command), answering reviews with ``review``.
+
+    Returns the thread's state and the review payload it is paused at (None when the run ended).
+    """
+    while True:
+        pending: dict[str, Any] | None = None
+        for chunk in graph.stream(value, context=context, config=config, stream_mode="updates", durability="sync"):
+            for node, update in (chunk or {}).items():
+                if node == "__interrupt__":
+                    pending = dict(update[0].value) if update else {}
+                elif on_update is not None:
+                    on_update(node, update or {})
+        if pending is None or review is None:
+            return dict(graph.get_state(config).values), pending
+        try:
+            value = Command(resume=review(pending))
+        except ReviewDeferred:
+            return dict(graph.get_state(config).values), pending
+
+
+def _result(family: MethodFamily, method: str, values: dict[str, Any], pending: dict[str, Any] | None,
+            thread_id: str, t0: float) -> GraphResult:
+    extra: dict[str, Any] = {"stop_reason": AWAITING_REVIEW, "pending_review": pending} if pending is not None else {}
+    return family.result.from_state(values, method=method, thread_id=thread_id,
+                                    wall_time_s=round(time.perf_counter() - t0, 3), **extra)
+
+
+def _config(family: MethodFamily, ctx: Any, thread_id: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id}, "recursion_limit": family.recursion_limit(ctx)}
+
+
+def start_run(method: str, question: str, ctx: Any, *, inputs: dict[str, Any] | None = None, thread_id: str | None = None,
+              checkpoint_db: str | None = None, in_memory: bool = False, review: Review | None = None,
+              on_update: OnUpdate | None = None) -> GraphResult:
+    """Run ``method`` on ``question`` as thread ``thread_id`` (a fresh one when None) in the checkpoint file.
+
+    ``in_memory`` keeps the checkpoints in this process only (plan review answered by ``review``, nothing
+    to resume later). A thread id already in the file is a ValueError.
+    """
+    family = family_of(method)
+    graph_input = family.graph_input(question, inputs)
+    thread_id = thread_id or new_thread_id()
+    t0 = time.perf_counter()
+    if in_memory:
+        graph = family.graph(method).build().compile(checkpointer=InMemorySaver(serde=checkpoint_serde()), name=method)
+        values, pending = drive(graph, graph_input, context=ctx, config=_config(family, ctx, thread_id), review=review,
+                                on_update=on_update)
+        return _result(family, method, values, pending, "", t0)
+    settings = context_settings(ctx)
+    settings[_CHAT_MODELS] = [k for k in ("chat_model", "planner_chat_model", "responder_chat_model")
+                              if getattr(ctx, k, None) is not None]
+    info = RunInfo(thread_id=thread_id, method=method, question=question, inputs=graph_input, settings=settings)
+    return _continue(family, method, thread_id, graph_input, ctx, checkpoint_db, review, on_update, t0, new=info)
+
+
+def _continue(family: MethodFamily, method: str, thread_id: str, value: Any, ctx: Any, checkpoint_db: str | None,
+              review: Review | None, on_update: OnUpdate | None, t0: float, new: RunInfo | None = None) -> GraphResult:
+    """Drive the thread on one connection to the checkpoint file (its run record, then the graph's checkpoints)."""
+    with open_saver(checkpoint_db) as saver:
+        store = RunStore(checkpoint_db, conn=saver.conn)
+        if new is not None:
+            store.add(new)
+        store.set_status(thread_id, "running")  # stays so when the run is killed or interrupted
+        graph = family.graph(method).build().compile(checkpointer=saver, name=method)
+        values, pending = drive(graph, value, context=ctx, config=_config(family, ctx, thread_id), review=review,
+                                on_update=on_update)
+        store.set_status(thread_id, "paused" if pending is not None else "finished")
+    return _result(family, method, values, pending, thread_id, t0)
+
+
+def rebuild_context(info: RunInfo, *, model: Any = None, **overrides: Any) -> Any:
+    """The run's context from its recorded settings (``overrides`` on top; ``model`` a name or a chat model object).
+
+    A run that was given chat model objects (Python only) needs them again: ValueError when they are missing.
+    """
+    family = family_of(info.method)
+    names = family.context_fields()
+    kw = {k: v for k, v in info.settings.items() if k in names}
+    kw.update(overrides)
+    if isinstance(model, str):
+        kw["model"] = model
+    elif model is not None:
+        kw["chat_model"] = model
+    missing = [k for k in info.settings.get(_CHAT_MODELS) or [] if kw.get(k) is None]
+    if missing:
+        raise ValueError(f"thread {info.thread_id} ran with Python chat model objects ({', '.join(missing)}); pass them "
+                         "again, e.g. ragplan.api.resume(ID, model=my_chat_model)")
+    return family.context(**kw)
+
+
+def thread_status(thread_id: str, checkpoint_db: str | None = None) -> tuple[RunInfo, str, dict[str, Any] | None, dict[str, Any]]:
+    """``(run, status, pending review payload, state values)``; status is ``finished``, ``paused`` (a plan waits for
+    review), ``unfinished`` (killed or interrupted: it continues from its last finished node) or ``not_started``."""
+    with open_saver(checkpoint_db) as saver:
+        info = RunStore(checkpoint_db, conn=saver.conn).get(thread_id)
+        family = family_of(info.method)
+        graph = family.graph(info.method).build().compile(checkpointer=saver, name=info.method)
+        snap = graph.get_state({"configurable": {"thread_id": thread_id}})
+    values = dict(snap.values or {})
+    if snap.interrupts:
+        return info, "paused", dict(snap.interrupts[0].value), values
+    if snap.created_at is None:
+        return info, "not_started", None, values
+    return info, ("unfinished" if snap.next else "finished"), None, values
+
+
+def resume_run(thread_id: str, decision: Any = NO_DECISION, *, checkpoint_db: str | None = None, ctx: Any = None,
+               model: Any = None, settings: dict[str, Any] | None = None, review: Review | None = None,
+               on_update: OnUpdate | None = None) -> GraphResult:
+    """Continue thread ``thread_id`` (see the module docstring). ``ctx`` defaults to the run's context rebuilt from
+    its recorded settings with ``model`` and ``settings`` on top (:func:`rebuild_context`).
+
+    :class:`~ragplan.checkpoints.UnknownThread` when the file has no such run.
+    """
+    t0 = time.perf_counter()
+    info, status, pending, values = thread_status(thread_id, checkpoint_db)
+    family = family_of(info.method)
+    if status == "finished":
+        return _result(family, info.method, values, None, thread_id, t0)
+    ctx = ctx if ctx is not None else rebuild_context(info, model=model, **(settings or {}))
+    value: Any = None
+    if status == "not_started":
+        value = info.inputs
+    elif status == "paused":
+        if decision is NO_DECISION and review is None:
+            return _result(family, info.method, values, pending, thread_id, t0)
+        if decision is NO_DECISION:
+            try:
+                decision = review(pending or {})  # type: ignore[misc]
+            except ReviewDeferred:
+                return _result(family, info.method, values, pending, thread_id, t0)
+        value = Command(resume=decision)
+    return _continue(family, info.method, thread_id, value, ctx, checkpoint_db, review, on_update, t0)
