@@ -22,6 +22,7 @@ Adding a family is its nodes, its state/context/result, and one ``graphs/<family
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Literal, get_type_hints
 
@@ -159,6 +160,12 @@ class MethodFamily:
     def prepare(self, method: str, ctx: Any) -> str | None:
         """Open or check the run's data before the run; a message when it cannot run (the CLI exits 2)."""
         return None
+
+    def data_key(self, settings: dict[str, Any]) -> str:
+        """Which data a benchmark question's own settings name. In ``ragplan eval`` questions with the same key
+        share what :meth:`prepare` opens (a script is loaded once per run, :mod:`ragplan.eval.item_contexts`);
+        the default key is all of the question's settings."""
+        return json.dumps(settings, sort_keys=True, default=str)
 
     def data_line(self, ctx: Any) -> str:
         """How the trace header names the run's data (``Graph: …``, ``Retriever: …``, ``Shop: …``)."""

@@ -23,7 +23,8 @@ class Usage(BaseModel):
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: "Usage") -> "Usage":
-        return Usage(
+        # sums of valid counts are valid: built without re-validation (usage is added up at every node and call)
+        return Usage.model_construct(
             llm_calls=self.llm_calls + other.llm_calls,
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,

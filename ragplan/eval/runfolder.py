@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import warnings
 from dataclasses import asdict, dataclass, field, fields
@@ -23,6 +24,8 @@ from ragplan import __version__
 from ragplan.llm_cache import fingerprint_of
 
 __all__ = ["RunSettings", "RunFolder", "atomic_write"]
+
+_append_lock = threading.Lock()  # appends to results files, from any thread, one line at a time
 
 
 @dataclass
@@ -163,9 +166,10 @@ class RunFolder:
         return info
 
     def append(self, record: dict[str, Any]) -> None:
-        """Append one record as a line, flushed to disk before returning."""
-        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
-        with open(self.results_file, "a", encoding="utf-8") as fh:
+        """Append one record as a line, flushed to disk before returning; thread-safe (one line is never cut
+        by another's: the runner appends from worker threads, so the fsync does not hold up its event loop)."""
+        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        with _append_lock, open(self.results_file, "ab") as fh:
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())

@@ -32,6 +32,7 @@ from ragplan.eval.item_checkpoints import CHECKPOINT_FILE, ItemCheckpoints
 from ragplan.eval.registry import get_benchmark
 from ragplan.eval.report import summarise, write_summary
 from ragplan.eval.runfolder import RunFolder, RunSettings
+from ragplan.eval.item_contexts import ItemContexts
 from ragplan.family import MethodFamily
 from ragplan.llm_cache import track_cache_usage
 from ragplan.registry import family_of
@@ -111,6 +112,7 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     if hasattr(bench, "prepare"):  # e.g. build a local index from the dataset's own contexts
         base.update({k: v for k, v in bench.prepare(folder.path, settings.context).items() if k in ctx_fields})
     sem = asyncio.Semaphore(max(1, settings.concurrency))
+    contexts = ItemContexts(family, settings.method, base, pending)  # each distinct script / index opened once per run
     # synchronous nodes run in the loop's default thread pool: size it to the concurrency (asyncio's own
     # default, min(32, cores + 4), would cap a run at 6 questions in flight on 2 cores)
     pool = ThreadPoolExecutor(max_workers=max(8, 2 * settings.concurrency + 4), thread_name_prefix="ragplan-node")
@@ -122,7 +124,7 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     async def one(item: Item) -> None:
         nonlocal finished
         async with sem:
-            ctx = ctx_cls(**{**base, **{k: v for k, v in item.context.items() if k in ctx_fields}})
+            ctx = await contexts.get(item)
             limit = family.recursion_limit(ctx)
             graph_input = family.graph_input(item.question, item.inputs)
             out: dict[str, Any] = {}
@@ -146,6 +148,7 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
                     continue
                 break
             latency = time.perf_counter() - t0  # every attempt and its backoff
+            contexts.release(item)
             res = _typed(family, {**out, "usage": spent})
             if res.error and not out.get("error"):
                 out = {**out, "answer": "", "error": res.error, "stop_reason": res.stop_reason}
@@ -154,8 +157,8 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
             except Exception as exc:  # counted as wrong (0 on every metric), with the reason
                 graded = {"correct": False, "grade_error": f"{type(exc).__name__}: {exc}",
                           **{m: 0.0 for m in getattr(bench, "metrics", ())}}
-            folder.append({**_record(item, res, graded, settings, latency, attempts),
-                           "invocation": invocation, "finished_at": round(time.time(), 3)})
+            await asyncio.to_thread(folder.append, {**_record(item, res, graded, settings, latency, attempts),
+                                                    "invocation": invocation, "finished_at": round(time.time(), 3)})
             await checkpoints.forget(item.id)
             finished += 1
             if on_progress:

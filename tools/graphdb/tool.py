@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,17 +166,42 @@ class _GraphDBArgs(BaseModel):
     query: str = Field(description="One syntactically correct, read-only Cypher statement.")
 
 
+_tools: dict[tuple[int, int, float], tuple["weakref.ref[GraphStore]", StructuredTool]] = {}
+_tools_lock = threading.Lock()
+
+
 def make_graph_db_tool(store: GraphStore, *, row_cap: int = 100, timeout_s: float = 10.0) -> StructuredTool:
-    """The ``graph_db`` LangChain tool over ``store``; returns text content and a :class:`QueryOutcome` artifact."""
+    """The ``graph_db`` LangChain tool over ``store``; returns text content and a :class:`QueryOutcome` artifact.
+
+    One tool per (store, row cap, timeout), made on first use: a retrieve step that asks again gets the
+    same object (a new tool inspects its function's signature and type hints on its first call, which
+    cost more than the query). The tool holds the store weakly, so the cache never keeps a store alive.
+    """
+    key = (id(store), int(row_cap), float(timeout_s))
+    with _tools_lock:
+        hit = _tools.get(key)
+        if hit is not None and hit[0]() is store:
+            return hit[1]
+    ref = weakref.ref(store)
 
     def graph_db(query: str) -> tuple[str, QueryOutcome]:
-        outcome = run_graph_query(store, query, row_cap=row_cap, timeout_s=timeout_s)
+        current = ref()
+        if current is None:  # the caller dropped the store between making the tool and calling it
+            outcome = QueryOutcome(ok=False, observation="Query error: the graph store is closed", error_kind="error")
+        else:
+            outcome = run_graph_query(current, query, row_cap=row_cap, timeout_s=timeout_s)
         return outcome.observation, outcome
 
-    return StructuredTool.from_function(
+    tool = StructuredTool.from_function(
         graph_db,
         name="graph_db",
         description=GRAPH_DB_DESCRIPTION,
         args_schema=_GraphDBArgs,
         response_format="content_and_artifact",
     )
+    with _tools_lock:
+        if len(_tools) > 256:  # drop the tools of stores that are gone
+            for k in [k for k, (r, _) in _tools.items() if r() is None]:
+                del _tools[k]
+        _tools[key] = (ref, tool)
+    return tool

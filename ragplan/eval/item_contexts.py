@@ -1,0 +1,81 @@
+"""The context each question of a run gets, with its data opened once per run, not once per question.
+
+Questions that read the same data (a DQA script, an index, a shop) run next to each other (the runner
+sorts them so). For each distinct data — the family's :meth:`~ragplan.family.MethodFamily.data_key` of a
+question's settings (PlanRAG: the script or server; by default all of them) — this module builds the
+first question's context and calls the family's :meth:`~ragplan.family.MethodFamily.prepare` on it, in
+a worker thread so the event loop never waits on it. What ``prepare`` put into the context (PlanRAG's
+loaded ``graph_store``) is the data's handle; every question of that data gets its own context with the
+same handles, and they are let go when the last of those questions has finished. So each distinct
+script is loaded once per run, however many questions read it and whatever the concurrency (before,
+each node re-opened the store through a small process-wide cache, and at a concurrency above its size
+scripts were loaded again and again).
+
+A ``prepare`` that reports a problem (or raises) hands nothing on: the questions get their unprepared
+contexts, and the graph records its own failure for each of them, as it would without this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import fields
+from typing import Any, Iterable
+
+from ragplan.eval.benchmark import Item
+from ragplan.family import MethodFamily
+
+__all__ = ["ItemContexts"]
+
+
+class ItemContexts:
+    """Contexts of a run's questions, the family's data prepared once per distinct data."""
+
+    def __init__(self, family: MethodFamily, method: str, base: dict[str, Any], items: Iterable[Item]) -> None:
+        """``base``: the settings every question shares; ``items``: the questions this invocation will run."""
+        self.family, self.method, self.base = family, method, base
+        self.fields = family.context_fields()
+        self._pending: Counter[str] = Counter(self._key(it) for it in items)
+        self._handles: dict[str, dict[str, Any]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self.prepared = 0
+        """How many distinct data were prepared (each distinct script loaded once: this many loads)."""
+
+    def _own(self, item: Item) -> dict[str, Any]:
+        return {k: v for k, v in item.context.items() if k in self.fields}
+
+    def _key(self, item: Item) -> str:
+        return self.family.data_key(self._own(item))
+
+    def _prepare(self, ctx: Any) -> dict[str, Any]:
+        """Run ``prepare`` on ``ctx``; the fields it set (the data's handles), or nothing when it failed."""
+        before = {f.name: getattr(ctx, f.name) for f in fields(ctx)}
+        try:
+            problem = self.family.prepare(self.method, ctx)
+        except Exception:  # the graph opens the data itself and records why it cannot
+            return {}
+        if problem:
+            return {}
+        return {k: getattr(ctx, k) for k, v in before.items() if getattr(ctx, k) is not v}
+
+    async def get(self, item: Item) -> Any:
+        """A fresh context for ``item``, with its data's prepared handles."""
+        key = self._key(item)
+        ctx = self.family.context(**{**self.base, **self._own(item)})
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            if key not in self._handles:
+                self._handles[key] = await asyncio.to_thread(self._prepare, ctx)
+                self.prepared += 1
+                return ctx
+        for name, value in self._handles[key].items():
+            setattr(ctx, name, value)
+        return ctx
+
+    def release(self, item: Item) -> None:
+        """``item`` is done: when it was the last question of its data, let the data go."""
+        key = self._key(item)
+        self._pending[key] -= 1
+        if self._pending[key] <= 0:
+            self._handles.pop(key, None)
+            self._locks.pop(key, None)
