@@ -193,6 +193,53 @@ def test_dev_server_runs_planrag_to_completion(dev_server, stub_url, tmp_path):
     assert state["values"]["answer"] == "lubeck"
 
 
+def _review_context(stub_url: str, cql: Path) -> dict:
+    return {"model": "openai:stub", "base_url": stub_url, "graph_path": str(cql), "llm_max_retries": 0, "review_plan": True}
+
+
+def test_dev_server_plan_review_pauses_and_approve_resumes(dev_server, stub_url, tmp_path):
+    """Plan review through the LangGraph server: the run pauses at review_plan, the thread's interrupt shows the
+    plan, and Command(resume={"action": "approve"}) from the SDK finishes the run."""
+    from langgraph_sdk import get_sync_client
+
+    cql = tmp_path / "trade.cql"
+    cql.write_text(TRADE_NETWORK)
+    ctx = _review_context(stub_url, cql)
+    client = get_sync_client(url=dev_server)
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, "planrag", input={"question": QUESTION}, context=ctx)
+    state = client.threads.get_state(tid)
+    assert list(state["next"]) == ["review_plan"]
+    [intr] = state["interrupts"]
+    payload = intr["value"]
+    assert payload["method"] == "planrag" and payload["kind"] == "plan"
+    assert payload["plan"] == "1. Get SWE's trading power per node" and payload["steps"] == ["Get SWE's trading power per node"]
+    assert '{"action": "approve"}' in payload["accepts"]
+    assert [r["body"]["tool_choice"]["function"]["name"] for r in _stub_requests(stub_url)] == ["Plan"]
+    out = client.runs.wait(tid, "planrag", command={"resume": {"action": "approve"}}, context=ctx)
+    assert out.get("error", "") == "" and out["answer"] == "lubeck" and out["stop_reason"] == "plan_done"
+    assert [r["action"] for r in out["plan_reviews"]] == ["approve"]
+    assert len(_stub_requests(stub_url)) == 4
+
+
+def test_dev_server_plan_review_reject_ends_the_run(dev_server, stub_url, tmp_path):
+    from langgraph_sdk import get_sync_client
+
+    cql = tmp_path / "trade.cql"
+    cql.write_text(TRADE_NETWORK)
+    ctx = _review_context(stub_url, cql)
+    client = get_sync_client(url=dev_server)
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, "planrag", input={"question": QUESTION}, context=ctx)
+    assert client.threads.get_state(tid)["interrupts"]
+    out = client.runs.wait(tid, "planrag", command={"resume": "reject"}, context=ctx)
+    assert out["stop_reason"] == "plan_rejected" and out.get("answer", "") == ""
+    assert [r["action"] for r in out["plan_reviews"]] == ["reject"]
+    state = client.threads.get_state(tid)
+    assert list(state["next"]) == [] and not state["interrupts"]
+    assert len(_stub_requests(stub_url)) == 1  # the plan only: no retrieval, no answer
+
+
 def test_dev_server_run_with_unreachable_endpoint_ends_with_llm_error(dev_server, tmp_path):
     from langgraph_sdk import get_sync_client
 

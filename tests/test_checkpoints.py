@@ -1,0 +1,302 @@
+"""Checkpointed runs (issue 12 §2) and plan review from the command line and the Python API (§1).
+
+* ``ragplan ask`` keeps a SQLite checkpoint per run and prints its thread; ``ragplan resume ID`` answers a
+  pending review, continues a killed run from its last finished node, prints a finished one, refuses an
+  unknown one. The kill is real: ``ragplan ask`` runs as its own process and is SIGKILLed while an LLM
+  request is in flight; the local stub's request log proves no finished LLM call is made again.
+* The terminal review: a scripted stdin answers ``approve / edit / reject [a/e/r]``; ``e`` opens
+  ``$EDITOR`` (a small script the test writes) or reads the plan from stdin without one.
+* ``ragplan.api.ask`` with review on and no callback returns ``awaiting_review`` and the thread;
+  ``ragplan.api.resume`` continues it.
+* The evaluation runner: a question in flight when ``ragplan eval`` is killed continues from its last
+  node on ``--resume``; a finished but unrecorded question is graded from its checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragplan.api import ask, resume
+from ragplan.checkpoints import UnknownThread, checkpoint_db, default_checkpoint_db
+from ragplan.cli import main
+from ragplan.nodes.planrag.answer import FinalAnswer
+from ragplan.nodes.planrag.plan import Plan
+from ragplan.nodes.planrag.replan import ReplanDecision
+from ragplan.nodes.planrag.retrieve import RetrievalAction
+from ragplan.state.review import AWAITING_REVIEW, PLAN_REJECTED
+from tests.data import QUESTION
+from tests.openai_server import Fault, OpenAIStub
+from tests.scripted import ScriptedChatModel
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "openai:stub"
+Q = "MATCH (t:Trade_node) RETURN count(t) AS n"
+
+
+def script() -> list[Any]:
+    """One plan step, one query, no re-plan, the answer: four LLM decisions."""
+    return [Plan(steps=["Count the trade nodes"]), RetrievalAction(thought="count", action="graph_db", action_input=Q),
+            ReplanDecision(replan=False, reason="enough"), FinalAnswer(answer="lubeck", rationale="r")]
+
+
+@pytest.fixture(autouse=True)
+def _no_key(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+
+
+def _ask(trade_cql: Path, stub: OpenAIStub, *extra: str) -> int:
+    return main(["ask", "--method", "planrag", "--graph", str(trade_cql), "--question", QUESTION, "--model", MODEL,
+                 "--base-url", stub.base_url, *extra])
+
+
+def _thread(out: str) -> str:
+    [line] = [ln for ln in out.splitlines() if ln.startswith("Thread: ")]
+    return line.split()[1]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+    env.update(NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+    return env
+
+
+def _wait_for(pred, timeout: float = 90.0, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the process ended early ({proc.returncode}): {proc.stderr.read() if proc.stderr else ''}")
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def test_checkpoint_file_location(monkeypatch, tmp_path):
+    monkeypatch.delenv("RAGPLAN_CHECKPOINT_DB")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    assert default_checkpoint_db() == tmp_path / "state" / "ragplan" / "checkpoints.sqlite" == checkpoint_db()
+    monkeypatch.setenv("RAGPLAN_CHECKPOINT_DB", str(tmp_path / "env.sqlite"))
+    assert checkpoint_db() == tmp_path / "env.sqlite" and checkpoint_db(tmp_path / "x.sqlite") == tmp_path / "x.sqlite"
+
+
+def test_ask_prints_its_thread_and_a_finished_thread_is_printed_by_resume(trade_cql, capsys):
+    with OpenAIStub(replies=script()) as stub:
+        assert _ask(trade_cql, stub) == 0
+        out = capsys.readouterr().out
+        lines = out.splitlines()
+        tid = _thread(out)
+        assert lines[2] == f"Thread: {tid}  (resume with: ragplan resume {tid})"
+        assert main(["resume", tid]) == 0
+        out = capsys.readouterr().out
+        assert f"Thread {tid} is finished; nothing to run." in out and "Answer: lubeck" in out
+        assert len(stub.requests) == 4  # nothing ran again
+        assert main(["resume", "--list"]) == 0
+        assert f"{tid}  finished" in capsys.readouterr().out
+        code = _ask(trade_cql, stub, "--thread", tid)  # a thread holds one run
+        assert code == 2 and f"thread {tid} already exists" in capsys.readouterr().err
+        assert main(["resume", "no-such-thread"]) == 2
+        assert "no run with thread id 'no-such-thread'" in capsys.readouterr().err
+
+
+def test_ask_review_edit_in_editor(trade_cql, tmp_path, monkeypatch, capsys):
+    seen = tmp_path / "editor-saw.txt"
+    editor = tmp_path / "editor.py"
+    editor.write_text("import shutil, sys\n"
+                      f"shutil.copy(sys.argv[1], {str(seen)!r})\n"
+                      "open(sys.argv[1], 'w').write('# my plan\\nCount the trade nodes again\\n')\n")
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {editor}")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("e\n"))
+    with OpenAIStub(replies=script()) as stub:
+        assert _ask(trade_cql, stub, "--review") == 0
+    out = capsys.readouterr().out
+    assert "Review the plan (planrag):\n  1. Count the trade nodes\napprove / edit / reject [a/e/r]: " in out
+    shown = seen.read_text()
+    assert shown.startswith("# Edit the plan below") and shown.rstrip().endswith("Count the trade nodes")
+    assert "Review of the plan: edited\n  1. Count the trade nodes again" in out
+    assert "(plan step 1: Count the trade nodes again)" in out and "Answer: lubeck" in out
+
+
+def test_ask_review_paused_then_resumed_with_an_edit_from_stdin(trade_cql, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # no terminal: the run stays paused
+    with OpenAIStub(replies=script()) as stub:
+        assert _ask(trade_cql, stub, "--review") == 1
+        cap = capsys.readouterr()
+        tid = _thread(cap.out)
+        assert f"paused for plan review; continue with: ragplan resume {tid}" in cap.err
+        assert len(stub.requests) == 1  # the plan only
+        monkeypatch.setattr(sys, "stdin", io.StringIO("what\ne\nCount the trade nodes per region\n\n"))
+        assert main(["resume", tid]) == 0
+        out = capsys.readouterr().out
+        assert f"Thread: {tid}  (paused for plan review)" in out
+        assert "answer a (approve), e (edit) or r (reject)" in out and "end with an empty line:" in out
+        assert "(plan step 1: Count the trade nodes per region)" in out and "Answer: lubeck" in out
+        assert [r.forced_tool for r in stub.requests] == ["Plan", "RetrievalAction", "ReplanDecision", "FinalAnswer"]
+
+
+def test_ask_review_reject_with_a_reason(trade_cql, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("r\nwrong approach\n"))
+    with OpenAIStub(replies=script()) as stub:
+        assert main(["ask", "--method", "planrag", "--graph", str(trade_cql), "--question", QUESTION, "--model", MODEL,
+                     "--base-url", stub.base_url, "--review", "--json"]) == 1
+        assert len(stub.requests) == 1
+    res = json.loads(capsys.readouterr().out)
+    assert res["stop_reason"] == PLAN_REJECTED and res["answer"] == "" and res["thread_id"]
+    assert res["plan_reviews"] == [{"kind": "plan", "round": 1, "action": "reject", "plan": "1. Count the trade nodes",
+                                    "edited": "", "reason": "wrong approach", "error": ""}]
+
+
+@pytest.mark.parametrize("method", ["iter_rag", "think_then_act"])
+def test_review_refused_for_graphs_without_a_plan(method, trade_cql, capsys):
+    data = ["--graph", str(trade_cql)] if method == "iter_rag" else ["--retriever", "wiki"]
+    assert main(["ask", "--method", method, *data, "--question", "q", "--model", MODEL, "--base-url", "http://127.0.0.1:9/v1",
+                 "--review"]) == 2
+    assert f"--review: {method} writes no plan to review" in capsys.readouterr().err
+
+
+def test_killed_ask_resumes_without_repeating_finished_llm_calls(trade_cql, tmp_path, capsys):
+    db = tmp_path / "killed.sqlite"
+    plan, query, replan, answer = script()
+    with OpenAIStub(replies=[plan, query, Fault(delay_s=120, reply=replan)]) as stub:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ragplan", "ask", "--method", "planrag", "--graph", str(trade_cql), "--question", QUESTION,
+             "--model", MODEL, "--base-url", stub.base_url, "--thread", "killed-run", "--checkpoint-db", str(db)],
+            cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            _wait_for(lambda: len(stub.requests) == 3, proc=proc)  # the re-plan request is in flight
+        finally:
+            _kill(proc)
+        assert proc.stdout is not None and "Thread: killed-run" in proc.stdout.read()
+        stub.add(replan, answer)
+        assert main(["resume", "killed-run", "--checkpoint-db", str(db)]) == 0
+        out = capsys.readouterr().out
+        assert "Thread: killed-run  (continuing from its last finished node)" in out and "Answer: lubeck" in out
+        assert [r.forced_tool for r in stub.requests] == ["Plan", "RetrievalAction", "ReplanDecision", "ReplanDecision",
+                                                          "FinalAnswer"]  # plan and query made once
+        assert main(["resume", "killed-run", "--checkpoint-db", str(db)]) == 0
+        assert "is finished" in capsys.readouterr().out and len(stub.requests) == 5
+
+
+def test_api_review_without_a_callback_pauses_and_resume_continues(trade_cql):
+    with OpenAIStub(replies=script()) as stub:
+        res = ask(QUESTION, "planrag", model=MODEL, base_url=stub.base_url, store=str(trade_cql), review_plan=True)
+        assert res.stop_reason == AWAITING_REVIEW and res.thread_id and res.answer == ""
+        assert res.pending_review["kind"] == "plan" and res.pending_review["steps"] == ["Count the trade nodes"]
+        again = resume(res.thread_id)  # no decision: still paused, nothing sent
+        assert again.stop_reason == AWAITING_REVIEW and len(stub.requests) == 1
+        done = resume(res.thread_id, {"action": "edit", "plan": "Count the trade nodes by name"})
+        assert done.answer == "lubeck" and done.plan == ["Count the trade nodes by name"] and done.thread_id == res.thread_id
+        assert resume(res.thread_id).answer == "lubeck" and len(stub.requests) == 4
+    with pytest.raises(UnknownThread):
+        resume("nope")
+    with pytest.raises(KeyError):
+        resume("nope")
+
+
+def test_api_run_with_a_chat_model_object_needs_it_to_resume(trade_cql, tmp_path):
+    m = ScriptedChatModel(replies=script())
+    res = ask(QUESTION, "planrag", model=m, store=str(trade_cql), review_plan=True, checkpoint_db=str(tmp_path / "c.sqlite"))
+    with pytest.raises(ValueError, match="chat model objects"):
+        resume(res.thread_id, "approve", checkpoint_db=str(tmp_path / "c.sqlite"))
+    done = resume(res.thread_id, "approve", model=m, checkpoint_db=str(tmp_path / "c.sqlite"))
+    assert done.answer == "lubeck" and m.remaining == 0
+
+
+def test_checkpointed_state_reads_back_the_typed_objects(trade_cql, tmp_path):
+    """Checkpoints are read with an allowlist of the graphs' state classes: the objects come back typed, no warning."""
+    import warnings
+
+    from ragplan.checkpoints import open_saver
+    from ragplan.graphs.planrag import build_planrag
+    from ragplan.state.planrag import PlanVersion, RetrievalStep
+
+    db = str(tmp_path / "typed.sqlite")
+    res = ask(QUESTION, "planrag", model=ScriptedChatModel(replies=script()), store=str(trade_cql), checkpoint_db=db)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with open_saver(db) as saver:
+            snap = build_planrag().compile(checkpointer=saver).get_state({"configurable": {"thread_id": res.thread_id}})
+    assert isinstance(snap.values["plan_history"][0], PlanVersion) and isinstance(snap.values["steps"][0], RetrievalStep)
+
+
+def _building_responder(hold: dict[str, bool]) -> Any:
+    def respond(req: Any) -> Any:
+        if req.forced_tool == "RetrievalAction":
+            return RetrievalAction(thought="ids", action="graph_db", action_input="MATCH (b:Building) RETURN b.id AS id LIMIT 5")
+        reply = FinalAnswer(answer="1", rationale="r")
+        return Fault(delay_s=120, reply=reply) if hold["on"] else reply
+    return respond
+
+
+def test_eval_question_in_flight_at_a_kill_continues_from_its_last_node(tmp_path, capsys):
+    from ragplan.dqa.generate import generate
+
+    generate(tmp_path / "clone", "building", 2, seed=0)
+    run = tmp_path / "run"
+    hold = {"on": True}
+    with OpenAIStub(responder=_building_responder(hold)) as stub:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ragplan", "eval", "--method", "single_rag", "--benchmark", "dqa-building",
+             "--data", str(tmp_path / "clone"), "--limit", "2", "--concurrency", "1", "--out", str(run), "--no-progress",
+             "--model", MODEL, "--base-url", stub.base_url, "--set", "llm_max_retries=0"],
+            cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:  # the first question's answer request is in flight
+            _wait_for(lambda: any(r.forced_tool == "FinalAnswer" for r in stub.requests), proc=proc)
+        finally:
+            _kill(proc)
+        assert not (run / "results.jsonl").exists() or (run / "results.jsonl").read_text() == ""
+        hold["on"] = False
+        assert main(["eval", "--resume", str(run), "--no-progress"]) == 0
+        tools = [r.forced_tool for r in stub.requests]
+    assert tools.count("RetrievalAction") == 2, tools  # the killed question's query was not asked again
+    assert tools.count("FinalAnswer") == 3, tools  # its answer was (it was in flight)
+    recs = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
+    assert len(recs) == 2 and all(r["answer"] == "1" and r["error"] == "" for r in recs)
+    with sqlite3.connect(run / "checkpoints.sqlite") as conn:  # recorded questions leave no thread behind
+        assert conn.execute("SELECT count(*) FROM checkpoints").fetchone() == (0,)
+
+
+def test_item_checkpoints_finished_unrecorded_and_fresh_attempts(trade_cql, tmp_path):
+    from ragplan.eval.item_checkpoints import ItemCheckpoints
+    from ragplan.graphs.planrag import build_single_rag
+    from ragplan.state.context import PlanRAGContext
+
+    path = tmp_path / "items.sqlite"
+    replies = [RetrievalAction(thought="t", action="graph_db", action_input=Q), FinalAnswer(answer="lubeck")]
+
+    async def go() -> tuple[dict, dict, dict, ScriptedChatModel, ScriptedChatModel]:
+        first = ScriptedChatModel(replies=list(replies))
+        ck = ItemCheckpoints(path)
+        graph = build_single_rag().compile(checkpointer=await ck.open())
+        done = await ck.run(graph, "q1", 1, {"question": QUESTION}, PlanRAGContext(model="-", chat_model=first,
+                                                                                   graph_path=str(trade_cql)), 50)
+        await ck.close()  # "killed" before the result line was written
+        second = ScriptedChatModel(replies=list(replies))
+        ck = ItemCheckpoints(path)
+        graph = build_single_rag().compile(checkpointer=await ck.open())
+        ctx = PlanRAGContext(model="-", chat_model=second, graph_path=str(trade_cql))
+        again = await ck.run(graph, "q1", 1, {"question": QUESTION}, ctx, 50)  # graded from the checkpoint
+        retry = await ck.run(graph, "q1", 2, {"question": QUESTION}, ctx, 50)  # a retry: a fresh thread
+        await ck.forget("q1")
+        assert not await ck._exists("q1", 1) and not await ck._exists("q1", 2)
+        await ck.close()
+        return done, again, retry, first, second
+
+    done, again, retry, first, second = asyncio.run(go())
+    assert done["answer"] == again["answer"] == retry["answer"] == "lubeck"
+    assert first.remaining == 0 and second.remaining == 0 and len(second.prompts) == 2  # only the retry called the model
