@@ -15,6 +15,7 @@ adaptation on the unseen support set → tables:
 2. the same on the unseen query set before and after few-shot adaptation, with adaptation time;
 3. δ sweep: graph size, build time, training time and selection quality (Table 6);
 4. K sweep: selection quality and time per question (Table 7);
+5. noise: failed paths of the support questions in the graph (and in the RAP-style store), 0–50 % (Table 4);
 and the training curves as ``curves.png`` in the output folder. A measurement, not a test.
 
     python benchmarks/instructrag_figures.py [--questions 240] [--seed 0] [--epochs 10] [--out DIR]
@@ -29,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -43,14 +45,22 @@ from ragplan.training.instructrag.agents import load_agents  # noqa: E402
 from ragplan.training.instructrag.figures import format_selection_rows, selection_quality  # noqa: E402
 from ragplan.training.instructrag.graph import build_instruction_graph, embedder_for_graph  # noqa: E402
 from ragplan.training.instructrag.meta import MetaSettings, adapt_agents, meta_train  # noqa: E402
+from ragplan.training.instructrag.ml_agent import MLAgent  # noqa: E402
+from ragplan.training.instructrag.rl_agent import RLAgent  # noqa: E402
 from ragplan.training.instructrag.reward import ProxyReward  # noqa: E402
-from ragplan.training.instructrag.synth import split_paths, write_world  # noqa: E402
+from ragplan.training.instructrag.synth import split_failed, split_paths, write_world  # noqa: E402
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
                      for r in [head] + rows)
+
+
+def _loaded_agents(folder: Path, tasks: set[str]) -> Callable[[str], tuple[RLAgent, MLAgent]]:
+    """Each task's adapted agents, loaded once before the clock starts (as the CLI and a running graph keep them)."""
+    loaded = {t: load_agents(folder, t) for t in sorted(tasks)}
+    return lambda task: loaded[task] if task in loaded else load_agents(folder, task)
 
 
 def main() -> int:
@@ -107,20 +117,31 @@ def main() -> int:
     g_prime = build_instruction_graph(sets["support_seen"], delta=0.4, embedder=emb)  # G stays for the sweeps below
     t1 = time.perf_counter()
     adapted_dir = out / "adapted"
-    rep = adapt_agents(g_prime, out / "agents" / "instructrag", sets["support_unseen"], emb, reward, settings, adapted_dir)
+    arep = adapt_agents(g_prime, out / "agents" / "instructrag", sets["support_unseen"], emb, reward, settings, adapted_dir)
     adapt_s = time.perf_counter() - t1
+    unseen_tasks = {p.task for p in sets["query_unseen"]}
     after = selection_quality(g_prime, rl, ml, sets["query_unseen"], emb, methods=("instructrag", "rap"), reward=reward,
-                              agents_for=lambda t: load_agents(adapted_dir, t))
+                              agents_for=_loaded_agents(adapted_dir, unseen_tasks))
+    base_on_g_prime = selection_quality(g_prime, rl, ml, sets["query_unseen"], emb, methods=("instructrag",), reward=reward)
+    # the adaptation ablation: the same G′, agents adapted with the WS / PT steps only (no PG / FT step)
+    g_abl = build_instruction_graph(sets["support_seen"], delta=0.4, embedder=emb)
+    abl_dir = out / "adapted_no_pg_ft"
+    adapt_agents(g_abl, out / "agents" / "instructrag", sets["support_unseen"], emb, reward,
+                 MetaSettings(**{**settings.__dict__, "pg": False, "ft": False}), abl_dir)
+    abl = selection_quality(g_abl, rl, ml, sets["query_unseen"], emb, methods=("instructrag",), reward=reward,
+                            agents_for=_loaded_agents(abl_dir, unseen_tasks))
     for r in before:
         r.method += " (G, base agents)"
     for r in after:
         r.method += " (G′, adapted agents)"
-    print(format_selection_rows(before + after))
-    per_task = ", ".join(f"{t} {d['seconds']:.1f} s" for t, d in rep.tasks.items())
-    print(f"few-shot adaptation: {adapt_s:.1f} s for {len(rep.tasks)} tasks (graph insertion {rep.insert_seconds:.2f} s; "
+    base_on_g_prime[0].method += " (G′, base agents)"
+    abl[0].method += " (G′, adapted w/o PG, FT)"
+    print(format_selection_rows(before + base_on_g_prime + abl + after))
+    per_task = ", ".join(f"{t} {d['seconds']:.1f} s" for t, d in arep.tasks.items())
+    print(f"few-shot adaptation: {adapt_s:.1f} s for {len(arep.tasks)} tasks (graph insertion {arep.insert_seconds:.2f} s; "
           f"{per_task})\n")
-    results["unseen"] = [r.__dict__ for r in before + after]
-    results["adapt"] = {"seconds": round(adapt_s, 2), "tasks": rep.tasks}
+    results["unseen"] = [r.__dict__ for r in before + base_on_g_prime + abl + after]
+    results["adapt"] = {"seconds": round(adapt_s, 2), "tasks": arep.tasks}
 
     print("3. δ sweep (Table 6): graph size, build time, training time, selection quality (seen held-out questions)")
     body = []
@@ -147,6 +168,23 @@ def main() -> int:
         ks.append({"k": k, **r.__dict__})
     print(_table(["K", "action match", "instr F1", "proxy", "ms/q"], body))
     results["k"] = ks
+
+    print("\n5. Noise (Table 4): failed paths of the support questions inserted into G as if they had succeeded; agents "
+          "trained on the noisy graph; the RAP-style store holds the noisy paths too")
+    failed_support = split_failed(sets, world.failed)["failed_support_seen"]
+    body = []
+    noise = []
+    for rate in (0.0, 0.1, 0.3, 0.5):
+        g = build_instruction_graph(sets["support_seen"], delta=0.4, failed=failed_support, noise_rate=rate, seed=args.seed,
+                                    embedder=emb)
+        rl_n, ml_n = (rl, ml) if rate == 0 else meta_train(g, sets["query_seen"], emb, reward, settings)[:2]
+        rows_n = selection_quality(g, rl_n, ml_n, sets["query_seen"], emb, methods=("instructrag", "rap"), reward=reward)
+        st = g.stats()
+        body.append([f"{rate:.1f}", f"{st.noisy_paths}/{st.paths}"] +
+                    [f"{r.action_match:.3f} / {r.instruction_f1:.3f} / {r.proxy_reward:.3f}" for r in rows_n])
+        noise.append({"noise_rate": rate, "noisy_paths": st.noisy_paths, "paths": st.paths, "rows": [r.__dict__ for r in rows_n]})
+    print(_table(["noise", "noisy/paths", "instructrag (action / F1 / proxy)", "RAP-style (action / F1 / proxy)"], body))
+    results["noise"] = noise
     print(f"\ntraining curves: {out / 'agents' / 'instructrag' / 'curves.png'}; total {time.perf_counter() - t0:.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))

@@ -26,6 +26,8 @@ Decisions made where the paper is silent:
   question into G. A noisy path is stored like any other; its ``success: false`` is kept for the
   statistics only — nothing that trains or selects reads it (the method cannot know which stored
   paths are noise; the RAP-style baseline's store holds them too, as the paper's RAP database does).
+  Noisy paths are mixed among their task's support paths (a seeded shuffle), so where a question's
+  successful and noisy copies tie, the store's order does not always favour the successful one.
 
 Saved as a folder: ``graph.json`` (nodes, edges, instructions, questions, paths, statistics),
 ``instructions.npy`` and ``questions.npy`` (embeddings), ``failed.jsonl``. :meth:`InstructionGraph.insert`
@@ -332,10 +334,14 @@ def build_instruction_graph(successful: list[InstructionPath], *, delta: float =
                          model_fingerprint=str(getattr(embedder, "fingerprint", "") or ""))
     pool = noise_pool(successful, list(failed or []))
     noisy: list[InstructionPath] = []
+    mixed = list(successful)
     if noise_rate > 0 and pool:
+        rng = random.Random(seed)
         want = int(round(noise_rate * len(successful) / max(1e-9, 1 - noise_rate))) if noise_rate < 1 else len(pool)
-        noisy = random.Random(seed).sample(pool, min(len(pool), want))
-    order = sorted(successful + noisy, key=lambda p: p.task)  # Algorithm 1 walks task by task
+        noisy = rng.sample(pool, min(len(pool), want))
+        mixed += noisy
+        rng.shuffle(mixed)  # noise among the experiences, not after them: no store order that favours the successful copy
+    order = sorted(mixed, key=lambda p: p.task)  # Algorithm 1 walks task by task
     g.insert(order, embedder, progress=progress)
     g.failed = [p for p in pool if p not in noisy]
     return g
