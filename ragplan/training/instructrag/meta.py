@@ -24,8 +24,8 @@ head for L_FT) instead of accepting any unused parameter: a loss computed on oth
 ones differentiated raises, rather than silently giving no update.
 
 Ablations (Table 5): ``ws`` / ``pg`` / ``pt`` / ``ft`` switch a loss off. With its inner loss off an
-agent is trained by its outer loss alone; with its outer loss off, by its inner loss alone (as plain
-gradient steps on θ / η). A REINFORCE baseline (the running mean reward) reduces variance; it is
+agent is trained by its outer loss alone; with its outer loss off, by its inner loss alone (the outer
+Adam steps then descend L_WS / L_PT). A REINFORCE baseline (the running mean reward) reduces variance; it is
 standard and leaves the gradient unbiased.
 
 Everything is deterministic for a seed (Python, NumPy and torch generators are seeded; CPU only).
