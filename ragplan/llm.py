@@ -24,7 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel, ValidationError
 
 from ragplan.llm_cache import LLMCache, attach_cache, llm_cache
-from ragplan.llm_retry import call_with_retries, malformed_reply, retries_of
+from ragplan.llm_retry import call_with_retries, malformed_reply, retries_of, unusable_output
 from ragplan.state.usage import Usage
 
 __all__ = ["load_chat_model", "endpoint_problem", "chat_model_for", "Decision", "decide", "decide_for", "LLMConfigError",
@@ -344,7 +344,13 @@ def decide(
             raw, took = call_with_retries(lambda: runnable.invoke(convo), retries,
                                           lambda e, s: spent.append(Usage(llm_calls=1, llm_seconds=round(s, 4))))
         except Exception as exc:  # endpoint down, auth, timeout after retries: recorded, never raised
-            return Decision(None, sum(spent, usage), request_failed(exc, len(spent)), attempt, "endpoint")
+            usage = sum(spent, usage)
+            last_error = unusable_output(exc)
+            if last_error:  # the model's output could not even be read (a tool call's arguments not an object)
+                convo = [*convo, HumanMessage(f"That reply could not be used: {last_error}. Answer again with a "
+                                              f"valid {schema.__name__} object and nothing else.")]
+                continue
+            return Decision(None, usage, request_failed(exc, len(spent)), attempt, "endpoint")
         usage = sum(spent, usage) + _usage_of(raw, took)
         parsed, last_error = parse_reply(raw, schema)
         if parsed is not None:

@@ -19,6 +19,11 @@ of body to ``langchain-openai`` through a local server (``tests/openai_server.py
 * ``IndexError`` from LangChain's ``generations[0][0]`` — an empty ``choices`` list;
 * any exception raised while LangChain turns the completion into a message
   (``_create_chat_result`` / ``_convert_dict_to_message``) — e.g. a choice without a ``message``.
+
+One exception raised there is the model's doing, not the server's: a tool call whose arguments are
+valid JSON but not an object (``[…]``, ``"…"``) fails LangChain's ``AIMessage`` validation.
+:func:`unusable_output` names it; it is not retried as it is (the same request would get the same
+output) but repaired like any reply that does not parse (:func:`ragplan.llm.decide` tells the model).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import time
 import traceback
 from typing import Any, Callable, TypeVar
 
-__all__ = ["malformed_reply", "call_with_retries", "retries_of", "BACKOFF_S", "MAX_BACKOFF_S"]
+__all__ = ["malformed_reply", "unusable_output", "call_with_retries", "retries_of", "BACKOFF_S", "MAX_BACKOFF_S"]
 
 R = TypeVar("R")
 
@@ -43,8 +48,21 @@ DEFAULT_RETRIES = 2
 _READING_REPLY = frozenset({"_create_chat_result", "_convert_dict_to_message", "_convert_chunk_to_generation_chunk"})
 
 
+def unusable_output(exc: BaseException) -> str:
+    """Why ``exc`` means the model's output (not the server's reply) cannot be read, or ``""``: a tool call whose
+    arguments are JSON but not an object, refused by LangChain's message validation."""
+    if type(exc).__name__ != "ValidationError" or "tool_calls" not in str(exc):
+        return ""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if any(f.name in _READING_REPLY for f in frames):
+        return "the tool call's arguments are not a JSON object"
+    return ""
+
+
 def malformed_reply(exc: BaseException) -> str:
     """Why ``exc`` means the endpoint's reply was malformed (a transient fault), or ``""`` when it is a real error."""
+    if unusable_output(exc):
+        return ""
     if isinstance(exc, json.JSONDecodeError):
         return f"the reply is not JSON ({exc.msg} at char {exc.pos})"
     if isinstance(exc, TypeError) and "null value for 'choices'" in str(exc):

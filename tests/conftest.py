@@ -27,6 +27,24 @@ def _checkpoint_db(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("RAGPLAN_CHECKPOINT_DB", str(tmp_path_factory.mktemp("checkpoints") / "checkpoints.sqlite"))
 
 
+@pytest.fixture(scope="session")
+def every_family_data(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Every registered family's test data (tests/family_data/<family>.py), built once per session; a family
+    without a data module fails the tests that use it."""
+    import importlib
+    import importlib.util
+
+    from ragplan.registry import families
+
+    root = tmp_path_factory.mktemp("families")
+    out = {}
+    for fam in families():
+        if importlib.util.find_spec(f"tests.family_data.{fam.name}") is None:
+            pytest.fail(f"family {fam.name!r} has no test data: add tests/family_data/{fam.name}.py")
+        out[fam.name] = importlib.import_module(f"tests.family_data.{fam.name}").make(root)
+    return out
+
+
 @pytest.fixture
 def trade_cql(tmp_path: Path) -> Path:
     """The toy trade network written as a .cql script."""

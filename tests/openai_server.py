@@ -8,6 +8,7 @@ It answers ``POST /v1/chat/completions`` (plain JSON, or SSE chunks when the req
   request offers no tools (``text`` / ``json_schema`` structured output) the JSON is sent as the
   message content instead;
 * ``ToolReply(name, args)`` — the same with an explicit tool name (what the JSON script holds);
+  ``ToolReply(name, {}, raw='{"x": ')`` sends ``raw`` as the call's arguments text (invalid JSON);
 * a string — a plain text message;
 * ``Fault(status=429)`` / ``Fault(status=500)`` — an OpenAI-style error (with a short
   ``retry-after-ms`` so client retries are fast; ``retry_after_s`` sends a ``Retry-After`` header in
@@ -56,6 +57,8 @@ class ToolReply:
 
     name: str
     args: dict[str, Any]
+    raw: str | None = None
+    """The arguments text sent as is instead of ``args`` as JSON (e.g. JSON cut off)."""
 
 
 @dataclass
@@ -213,12 +216,12 @@ class OpenAIStub:
         offers_tools = bool(body.get("tools"))
         message: dict[str, Any] = {"role": "assistant", "content": None}
         if isinstance(reply, ToolReply) and offers_tools:
-            args = json.dumps(reply.args)
+            args = reply.raw if reply.raw is not None else json.dumps(reply.args)
             message["tool_calls"] = [{"id": f"call_{next(self._ids)}", "type": "function",
                                       "function": {"name": reply.name, "arguments": args}}]
             finish, out = "tool_calls", args
         else:
-            out = json.dumps(reply.args) if isinstance(reply, ToolReply) else str(reply)
+            out = (reply.raw if reply.raw is not None else json.dumps(reply.args)) if isinstance(reply, ToolReply) else str(reply)
             message["content"], finish = out, "stop"
         prompt = sum(len(_content_text(m.get("content"))) for m in body.get("messages") or [])
         usage = {"prompt_tokens": max(1, prompt // 4), "completion_tokens": max(1, len(out) // 4)}

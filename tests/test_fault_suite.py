@@ -14,9 +14,6 @@ file and is covered). The figures over more runs are ``benchmarks/faults.py``'s.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-
 import pytest
 
 import ragplan.llm_retry as llm_retry
@@ -34,15 +31,9 @@ def _fast_and_keyless(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    """Every family's test data (tests/family_data/<family>.py)."""
-    root = tmp_path_factory.mktemp("faults")
-    out = {}
-    for fam in families():
-        if importlib.util.find_spec(f"tests.family_data.{fam.name}") is None:
-            pytest.fail(f"family {fam.name!r} has no test data: add tests/family_data/{fam.name}.py")
-        out[fam.name] = importlib.import_module(f"tests.family_data.{fam.name}").make(root)
-    return out
+def data(every_family_data):
+    """Every family's test data (tests/family_data/<family>.py, built once per session)."""
+    return every_family_data
 
 
 def _family_of(method: str, data):

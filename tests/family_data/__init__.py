@@ -28,3 +28,6 @@ class FamilyData:
     """Stub replies by forced tool (schema) name: a dict merged over the schema-filled reply, or a function of the request."""
     text: str = "No retrieval needed."
     """The stub's reply to free-text calls."""
+    endless: dict[str, Any] = field(default_factory=dict)
+    """Replies by forced tool (``"text"`` for free-text calls) that would keep the family's loop going forever
+    (re-plan, search again, never finish): the malformed-output corpus checks that the loop's bound ends it."""

@@ -38,4 +38,6 @@ def make(root: Path) -> FamilyData:
                         *(["--set", f"assessor_dir={assessor}"] if trained(m) else [])],
         question="Who directed Alien?",
         overrides={"Proposal": _proposal, "EvidenceAnswer": {"answer": "Ridley Scott"}},
+        endless={"Proposal": {"thought": "Still missing the director.", "action": "search", "queries": ["Alien director"],
+                              "answer": ""}},
         text="Ridley Scott directed it.")

@@ -49,4 +49,5 @@ def make(root: Path) -> FamilyData:
         eval=lambda m: ["--benchmark", "hotpotqa", "--data", str(root / "ir_hotpot.json"), "--context-only",
                         "--set", f"instruction_graph_dir={graph}", "--set", f"agents_dir={agents}"],
         question="Who directed The Distant Signal?",
-        overrides={"TAODecision": _step, "PlannedAnswer": {"answer": "Mira Sorensen"}})
+        overrides={"TAODecision": _step, "PlannedAnswer": {"answer": "Mira Sorensen"}},
+        endless={"TAODecision": {"thought": "Search once more.", "action": "Search", "argument": "The Distant Signal"}})

@@ -29,4 +29,7 @@ def make(root: Path) -> FamilyData:
         eval=lambda m: ["--benchmark", "dqa-locating", "--data", str(clone)],
         question="Which trade node should Sweden's merchant go to?",
         overrides={"Plan": {"steps": ["Count the trade nodes"]}, "RetrievalAction": _count_query,
-                   "ReplanDecision": {"replan": False, "reason": "fine"}, "FinalAnswer": {"answer": "lubeck"}})
+                   "ReplanDecision": {"replan": False, "reason": "fine"}, "FinalAnswer": {"answer": "lubeck"}},
+        endless={"RetrievalAction": {"thought": "look again", "action": "graph_db",
+                                     "action_input": "MATCH (t:Trade_node) RETURN count(t) AS n"},
+                 "ReplanDecision": {"replan": True, "reason": "not sure yet", "new_steps": ["Count the trade nodes again"]}})

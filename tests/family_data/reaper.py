@@ -34,4 +34,7 @@ def make(root: Path) -> FamilyData:
         question="how do I return a blender I bought?",
         overrides={"Response": {"answer": "You can return it within 30 days."}, "AgentAction": _agent_call,
                    "FilledArguments": {"steps": {"1": {"question": "how do I return an item"}}}},
-        text='Step 1: Ask the help centre - #E1 = customer_support("how do I return an item")')
+        text='Step 1: Ask the help centre - #E1 = customer_support("how do I return an item")',
+        endless={"AgentAction": {"thought": "ask again", "done": False, "tool": "customer_support",
+                                 "args": {"question": "returns"}},
+                 "text": 'Step 1: Look it up - #E1 = web_search("blender returns")'})
