@@ -1,9 +1,10 @@
 """What checkpoints cost: the evaluation runner with and without per-question checkpoints, and one `ask` run.
 
-1. The runner (as benchmarks/batch.py: ``single_rag`` over generated DQA building questions, a local stub
-   answering each request after ``--latency`` seconds) at each concurrency, with ``checkpoints`` on and
-   off, alternated and repeated ``--repeats`` times; the table shows medians of wall time, efficiency
-   (ideal / measured wall time) and the process's CPU time per question.
+1. The runner (as benchmarks/batch.py: ``single_rag`` over generated DQA building questions, the local
+   stub in a process of its own answering each request after ``--latency`` seconds) at each concurrency,
+   with ``checkpoints`` on and off, alternated and repeated ``--repeats`` times after a warm-up pass; the
+   table shows medians of wall time, efficiency (ideal / measured wall time) and the runner's CPU time
+   per question.
 2. One ``planrag`` question through :func:`ragplan.runs.start_run` (SQLite checkpoint after every node, as
    ``ragplan ask`` does) against the same run without a checkpointer, with a scripted model (no network):
    the median wall time per run.
@@ -28,22 +29,20 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from benchmarks.batch import _responder  # noqa: E402
+from benchmarks.batch import serve  # noqa: E402
 from benchmarks.common import load_baseline, print_rows, save_report  # noqa: E402
 
 
-def runner_pass(n: int, latency: float, concurrency: int, checkpoints: bool, clone: Path, out: Path) -> dict[str, float]:
+def runner_pass(n: int, concurrency: int, checkpoints: bool, clone: Path, out: Path, base_url: str) -> dict[str, float]:
     """One runner pass: wall time, CPU time and LLM calls."""
     from ragplan.eval.runner import RunSettings, evaluate
-    from tests.openai_server import OpenAIStub
 
-    with OpenAIStub(responder=_responder(latency)) as stub:
-        settings = RunSettings(method="single_rag", benchmark="dqa-building", data=str(clone), model="openai:stub",
-                               base_url=stub.base_url, limit=n, concurrency=concurrency, checkpoints=checkpoints,
-                               context={"llm_max_retries": 0})
-        c0, t0 = time.process_time(), time.perf_counter()
-        asyncio.run(evaluate(settings, out))
-        return {"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0, "calls": len(stub.requests)}
+    settings = RunSettings(method="single_rag", benchmark="dqa-building", data=str(clone), model="openai:stub",
+                           base_url=base_url, limit=n, concurrency=concurrency, checkpoints=checkpoints,
+                           context={"llm_max_retries": 0})
+    c0, t0 = time.process_time(), time.perf_counter()
+    summary = asyncio.run(evaluate(settings, out))
+    return {"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0, "calls": int(summary["cost"]["llm_calls"])}
 
 
 def ask_runs(repeats: int, work: Path) -> list[dict[str, Any]]:
@@ -90,33 +89,53 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", type=Path, help="a report saved with --save: its figures and the ratio")
     args = ap.parse_args(argv)
     os.environ.pop("OPENAI_API_KEY", None)
+    import multiprocessing
+
+    import ragplan.tools.graphdb.tool as graph_tools
     from ragplan.dqa.generate import generate
 
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        os.environ["RAGPLAN_CHECKPOINT_DB"] = str(work / "ask-default.sqlite")
-        generate(work / "clone", "building", args.n, seed=0)
-        runner_pass(min(4, args.n), args.latency, 4, True, work / "clone", work / "warm")  # imports, first store load
-        for c in (int(x) for x in args.concurrency.split(",")):
-            seen: dict[bool, list[dict[str, float]]] = {False: [], True: []}
-            for r in range(args.repeats):
-                for on in (False, True):
-                    seen[on].append(runner_pass(args.n, args.latency, c, on, work / "clone", work / f"c{c}-{on}-{r}"))
-            for on in (False, True):
-                wall = statistics.median(p["wall"] for p in seen[on])
-                calls = seen[on][0]["calls"]
-                rows.append({"setting": f"c{c}-{'on' if on else 'off'}", "concurrency": c, "checkpoints": "on" if on else "off",
-                             "wall_s": round(wall, 3), "efficiency": round(calls * args.latency / c / wall, 3),
-                             "cpu_ms_per_q": round(1000 * statistics.median(p["cpu"] for p in seen[on]) / args.n, 2)})
-        ask_rows = ask_runs(max(5, args.repeats * 3), work)
-    print(f"runner: single_rag, {args.n} questions, {args.latency:g} s per request, median of {args.repeats}")
+    spawn = multiprocessing.get_context("spawn")
+    ready = spawn.Queue()
+    endpoint = spawn.Process(target=serve, args=(args.latency, ready), daemon=True)
+    endpoint.start()
+    try:
+        base_url = ready.get(timeout=120)
+        graph_tools.STORE_CACHE_SIZE = max(graph_tools.STORE_CACHE_SIZE, args.n)  # keep every script of the run loaded
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            os.environ["RAGPLAN_CHECKPOINT_DB"] = str(work / "ask-default.sqlite")
+            generate(work / "clone", "building", args.n, seed=0)
+            runner_pass(args.n, 16, True, work / "clone", work / "warm", base_url)  # imports, every script loaded once
+            rows = _runner_rows(args, work, base_url)
+            ask_rows = ask_runs(max(5, args.repeats * 3), work)
+    finally:
+        endpoint.kill()
+    print(f"runner: single_rag, {args.n} questions, {args.latency:g} s per request (endpoint in its own process), "
+          f"median of {args.repeats}")
     print_rows(rows, [("concurrency", "d"), ("checkpoints", "s"), ("wall_s", ".2f"), ("efficiency", ".2f"),
                       ("cpu_ms_per_q", ".1f")], key="setting", baseline=load_baseline(args.baseline), compare="efficiency")
     print("\none question, scripted model (6 LLM decisions, 9 nodes)")
     print_rows(ask_rows, [("run", "s"), ("plain_ms", ".1f"), ("checkpointed_ms", ".1f"), ("overhead_ms", ".1f")], key="run")
     save_report(args.save, "checkpoints", rows + ask_rows, n=args.n, latency=args.latency, repeats=args.repeats)
     return 0
+
+
+def _runner_rows(args: argparse.Namespace, work: Path, base_url: str) -> list[dict[str, Any]]:
+    """Alternated passes with checkpoints off and on at each concurrency; medians."""
+    rows: list[dict[str, Any]] = []
+    for c in (int(x) for x in args.concurrency.split(",")):
+        seen: dict[bool, list[dict[str, float]]] = {False: [], True: []}
+        for r in range(args.repeats):
+            for on in (False, True):
+                seen[on].append(runner_pass(args.n, c, on, work / "clone", work / f"c{c}-{on}-{r}", base_url))
+        for on in (False, True):
+            wall = statistics.median(p["wall"] for p in seen[on])
+            calls = seen[on][0]["calls"]
+            rows.append({"setting": f"c{c}-{'on' if on else 'off'}", "concurrency": c, "checkpoints": "on" if on else "off",
+                         "wall_s": round(wall, 3), "efficiency": round(calls * args.latency / c / wall, 3),
+                         "cpu_ms_per_q": round(1000 * statistics.median(p["cpu"] for p in seen[on]) / args.n, 2)})
+    return rows
 
 
 if __name__ == "__main__":

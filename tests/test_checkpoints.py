@@ -292,8 +292,9 @@ def test_item_checkpoints_finished_unrecorded_and_fresh_attempts(trade_cql, tmp_
         ctx = PlanRAGContext(model="-", chat_model=second, graph_path=str(trade_cql))
         again = await ck.run(graph, "q1", 1, {"question": QUESTION}, ctx, 50)  # graded from the checkpoint
         retry = await ck.run(graph, "q1", 2, {"question": QUESTION}, ctx, 50)  # a retry: a fresh thread
+        assert ck.holds("q1", 1) and ck.holds("q1", 2)
         await ck.forget("q1")
-        assert not await ck._exists("q1", 1) and not await ck._exists("q1", 2)
+        assert not ck.holds("q1", 1) and not ck.holds("q1", 2)
         await ck.close()
         return done, again, retry, first, second
 

@@ -104,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
     except (TypeError, ValueError) as exc:
         print(f"error: the run's settings do not make a context: {exc}", file=sys.stderr)
         return 2
-    problem = endpoint_problem(ctx.model, ctx.base_url) or family.prepare(info.method, ctx)
+    problem = endpoint_problem(ctx.model, ctx.base_url, bool(getattr(ctx, "llm_replay", False))) or \
+        family.prepare(info.method, ctx)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2

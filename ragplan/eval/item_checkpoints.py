@@ -8,8 +8,12 @@ is graded from its checkpointed state without running anything. A rate-limited a
 (with the 429 recorded) is retried in a fresh thread, the next attempt number. Once a question's result
 line is written its threads are deleted, so the file holds only questions in flight.
 
-Checkpoints cost CPU (a SQLite write per finished node); with ``RunSettings.checkpoints = False``
-(``ragplan eval --no-checkpoints``) the runner runs each question from scratch instead, as before.
+Each node's checkpoint is written while the next node runs (LangGraph's ``durability="async"``): a
+question's LLM calls do not wait for the disk, and a kill loses at most the checkpoint of the node that
+had just finished besides the node in flight (``"sync"``, as ``ragplan ask`` uses, cost a fifth of the
+runner's throughput at concurrency 16 in ``benchmarks/checkpoints.py``). Checkpoints cost CPU (a
+SQLite write per finished node); with ``RunSettings.checkpoints = False`` (``ragplan eval
+--no-checkpoints``) the runner runs each question from scratch instead, as before.
 """
 
 from __future__ import annotations
@@ -29,9 +33,6 @@ __all__ = ["ItemCheckpoints", "CHECKPOINT_FILE"]
 CHECKPOINT_FILE = "checkpoints.sqlite"
 """The checkpoint file's name in a run folder."""
 
-_MOST_ATTEMPTS = 1000
-
-
 class ItemCheckpoints:
     """The checkpoints of one run folder (open with :meth:`open`, close with :meth:`close`)."""
 
@@ -41,10 +42,11 @@ class ItemCheckpoints:
         self.enabled = enabled
         self.saver: AsyncSqliteSaver | None = None
         self._conn: aiosqlite.Connection | None = None
+        self._threads: set[str] = set()
         self._first: dict[str, int] = {}
 
     async def open(self) -> AsyncSqliteSaver | None:
-        """Connect; the saver to compile the graph with (None when checkpoints are off)."""
+        """Connect and read which threads the file holds; the saver to compile the graph with (None when off)."""
         if not self.enabled:
             return None
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -53,6 +55,8 @@ class ItemCheckpoints:
         await self._conn.execute("PRAGMA synchronous=NORMAL")  # safe against a killed process; no fsync per commit
         self.saver = AsyncSqliteSaver(self._conn, serde=checkpoint_serde())
         await self.saver.setup()
+        async with self._conn.execute("SELECT DISTINCT thread_id FROM checkpoints") as cur:
+            self._threads = {str(row[0]) for row in await cur.fetchall()}
         return self.saver
 
     async def close(self) -> None:
@@ -62,34 +66,31 @@ class ItemCheckpoints:
             self._conn, self.saver = None, None
 
     @staticmethod
-    def _config(item_id: str, attempt: int, limit: int) -> RunnableConfig:
-        return {"configurable": {"thread_id": f"{item_id}#{attempt}"}, "recursion_limit": limit}
+    def _thread(item_id: str, attempt: int) -> str:
+        return f"{item_id}#{attempt}"
 
-    async def _exists(self, item_id: str, attempt: int) -> bool:
-        assert self.saver is not None, "ItemCheckpoints.open() first"
-        return await self.saver.aget_tuple(self._config(item_id, attempt, 1)) is not None
-
-    async def _first_attempt(self, item_id: str) -> int:
-        """The attempt number this invocation's first attempt continues: the last one with a checkpoint, else 1."""
-        if item_id not in self._first:
-            n = 1
-            while n < _MOST_ATTEMPTS and await self._exists(item_id, n + 1):
-                n += 1
-            self._first[item_id] = n
-        return self._first[item_id]
+    def _attempts(self, item_id: str) -> list[int]:
+        """The attempt numbers of the question's threads in the file, in order."""
+        head = f"{item_id}#"
+        return sorted(int(t[len(head):]) for t in self._threads if t.startswith(head) and t[len(head):].isdigit())
 
     async def run(self, graph: Any, item_id: str, attempt: int, graph_input: dict[str, Any], ctx: Any,
                   limit: int) -> dict[str, Any]:
         """This invocation's ``attempt`` (1-based) at the question: a fresh run, or the continuation of a checkpoint."""
         if not self.enabled:
             return dict(await graph.ainvoke(graph_input, context=ctx, config={"recursion_limit": limit}))
-        number = await self._first_attempt(item_id) + attempt - 1
-        config = self._config(item_id, number, limit)
-        if not await self._exists(item_id, number):
+        if item_id not in self._first:  # continue the last attempt a killed invocation left (else attempt 1)
+            self._first[item_id] = (self._attempts(item_id) or [1])[-1]
+        thread = self._thread(item_id, self._first[item_id] + attempt - 1)
+        config: RunnableConfig = {"configurable": {"thread_id": thread}, "recursion_limit": limit}
+        if thread not in self._threads:
+            self._threads.add(thread)
             return dict(await graph.ainvoke(graph_input, context=ctx, config=config, durability="async"))
         snap = await graph.aget_state(config)
         if snap.next:  # killed in flight: on from the last finished node
             return dict(await graph.ainvoke(None, context=ctx, config=config, durability="async"))
+        if snap.created_at is None:  # a thread id without a checkpoint: run it afresh
+            return dict(await graph.ainvoke(graph_input, context=ctx, config=config, durability="async"))
         return dict(snap.values)  # the graph had finished; only the result line was missing
 
     async def forget(self, item_id: str) -> None:
@@ -97,8 +98,11 @@ class ItemCheckpoints:
         if not self.enabled:
             return
         assert self.saver is not None, "ItemCheckpoints.open() first"
-        n = 1
-        while n < _MOST_ATTEMPTS and await self._exists(item_id, n):
-            await self.saver.adelete_thread(f"{item_id}#{n}")
-            n += 1
+        for n in self._attempts(item_id):
+            await self.saver.adelete_thread(self._thread(item_id, n))
+            self._threads.discard(self._thread(item_id, n))
         self._first.pop(item_id, None)
+
+    def holds(self, item_id: str, attempt: int) -> bool:
+        """Whether the file holds a thread for this attempt at the question."""
+        return self._thread(item_id, attempt) in self._threads
