@@ -77,7 +77,7 @@ def test_missing_questions_file_names_it(tmp_path):
 
 def test_invalid_json_is_a_dqa_error(tmp_path):
     _write(tmp_path, LOCATING_QUESTIONS, '[{"question_num": 1, "country": "SWE",')
-    with pytest.raises(DQAError, match="is not valid JSON") as exc:
+    with pytest.raises(DQAError, match=r"line 1 column \d+: not valid JSON") as exc:
         load_questions(tmp_path, "locating")
     assert "simulated_question.json" in str(exc.value)
 

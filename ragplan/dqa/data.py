@@ -104,11 +104,16 @@ def load_questions(clone: str | Path, scenario: Scenario) -> list[DQAQuestion]:
         alt = root / rel.replace("simulated_questions", "simulated_question")
         path = alt if alt.exists() else path
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        if not text.strip():
+            raise DQAError(f"{path}: the file is empty")
+        raw = json.loads(text)
     except FileNotFoundError as exc:
         raise DQAError(f"missing {path}") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DQAError(f"{path} is not valid JSON: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise DQAError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    except json.JSONDecodeError as exc:
+        raise DQAError(f"{path}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg}; a truncated file?)") from exc
     if isinstance(raw, dict):
         raw = raw.get("questions") or list(raw.values())
     if not isinstance(raw, list):

@@ -86,17 +86,24 @@ def scenario_from_data(data: GraphData | GraphRows) -> LocatingScenario:
     names, lv, inland, tp = [], [], [], []
     dev: dict[str, float] = {}
     home_of: dict[str, str] = {}
-    for label, props, _ in rows.nodes:
-        if label == "Trade_node":
-            names.append(str(props.get("name")))
-            lv.append(float(props.get("local_value", 0) or 0))
-            inland.append(_flag(props.get("is_inland", False)))
-            tp.append(float(props.get("total_power", 0) or 0))
-        elif label == "Country":
-            name = str(props.get("name"))
-            dev[name] = float(props.get("development", 0) or 0)
-            if props.get("home_node") is not None:
-                home_of[name] = str(props["home_node"])
+    for label, props, line in rows.nodes:
+        if label not in ("Trade_node", "Country"):
+            continue
+        if props.get("name") is None:  # every relationship finds its nodes by name
+            raise ScriptError(rows.source, line, f"a {label} node without its name")
+        try:
+            if label == "Trade_node":
+                names.append(str(props["name"]))
+                lv.append(float(props.get("local_value", 0) or 0))
+                inland.append(_flag(props.get("is_inland", False)))
+                tp.append(float(props.get("total_power", 0) or 0))
+            else:
+                name = str(props["name"])
+                dev[name] = float(props.get("development", 0) or 0)
+                if props.get("home_node") is not None:
+                    home_of[name] = str(props["home_node"])
+        except (TypeError, ValueError) as exc:
+            raise ScriptError(rows.source, line, f"a {label} property is not a number ({exc})") from exc
     index = {n: i for i, n in enumerate(names)}
     edges: list[tuple[int, int]] = []
     records: list[Record] = []

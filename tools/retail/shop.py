@@ -177,9 +177,42 @@ def generate_shop(out_dir: str | Path, seed: int = 0, n_products: int = 400, n_o
     return out
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+def _read_jsonl(path: Path, key: str) -> list[dict[str, Any]]:
+    """The objects of a JSONL file, each with ``key``; :class:`ShopError` naming the file and line of the first bad one."""
+    rows = []
     with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ShopError(f"{path}:{n}: not valid JSON ({exc.msg}; a truncated file?)") from exc
+            if not isinstance(row, dict):
+                raise ShopError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
+            if not str(row.get(key) or "").strip():
+                raise ShopError(f"{path}:{n}: no {key!r}")
+            rows.append(row)
+    if not rows:
+        raise ShopError(f"{path}: no records (an empty file?); regenerate the shop")
+    return rows
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    """``meta.json``; :class:`ShopError` when it does not parse or lacks ``format`` / ``today``."""
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ShopError(f"{path}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})") from exc
+    if not isinstance(meta, dict):
+        raise ShopError(f"{path}: expected a JSON object, got {type(meta).__name__}")
+    if meta.get("format") != FORMAT:
+        raise ShopError(f"{path} is not a {FORMAT} shop description")
+    try:
+        dt.date.fromisoformat(str(meta.get("today")))
+    except ValueError as exc:
+        raise ShopError(f"{path}: 'today' should be a date (YYYY-MM-DD), got {meta.get('today')!r}") from exc
+    return meta
 
 
 class Shop:
@@ -192,21 +225,24 @@ class Shop:
         if not meta_path.is_file():
             raise ShopError(f"no shop at {self.root} (no meta.json); make one with "
                             f"`ragplan reaper make-shop --out {self.root}`")
-        self.meta: dict[str, Any] = json.loads(meta_path.read_text())
-        if self.meta.get("format") != FORMAT:
-            raise ShopError(f"{meta_path} is not a {FORMAT} shop description")
+        self.meta: dict[str, Any] = _read_meta(meta_path)
         for name in ("products.jsonl", "faq.jsonl", "orders.sqlite"):
             if not (self.root / name).is_file():
                 raise ShopError(f"incomplete shop at {self.root}: {name} is missing; regenerate it")
         self.today = dt.date.fromisoformat(self.meta["today"])
         """The shop's "today" (``date_math`` and the order dates are relative to it)."""
         self.model_path = model_path
-        self.products: dict[str, dict[str, Any]] = {p["product_id"]: p for p in _read_jsonl(self.root / "products.jsonl")}
+        self.products: dict[str, dict[str, Any]] = {p["product_id"]: p for p in _read_jsonl(self.root / "products.jsonl",
+                                                                                          "product_id")}
         for p in self.products.values():
             rs = p.get("reviews") or []
-            p["rating"] = round(sum(r["rating"] for r in rs) / len(rs), 1) if rs else None
+            try:
+                p["rating"] = round(sum(float(r["rating"]) for r in rs) / len(rs), 1) if rs else None
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ShopError(f"{self.root / 'products.jsonl'}: product {p['product_id']}: a review without a "
+                                f"numeric rating ({exc})") from exc
             p["review_count"] = len(rs)
-        self.faq: dict[str, dict[str, Any]] = {f["faq_id"]: f for f in _read_jsonl(self.root / "faq.jsonl")}
+        self.faq: dict[str, dict[str, Any]] = {f["faq_id"]: f for f in _read_jsonl(self.root / "faq.jsonl", "faq_id")}
         self._lock = threading.Lock()
         """Guards the SQLite connection."""
         self._index_lock = threading.Lock()

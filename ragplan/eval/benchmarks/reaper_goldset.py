@@ -397,6 +397,23 @@ def write_goldset(path: str | Path, examples: list[GoldExample]) -> Path:
 
 
 def load_goldset(path: str | Path) -> list[GoldExample]:
-    """Read a gold-set JSONL file written by :func:`write_goldset`."""
+    """Read a gold-set JSONL file written by :func:`write_goldset`; ``ValueError`` naming the file and line of a bad
+    record (not JSON, not an object, a missing field) or an empty file."""
+    out = []
     with Path(path).open(encoding="utf-8") as fh:
-        return [GoldExample.from_dict(json.loads(line)) for line in fh if line.strip()]
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{n}: not valid JSON ({exc.msg}; a truncated file?)") from exc
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
+            missing = [k for k in ("id", "question", "context", "gold_plan", "tool_sequence", "category") if k not in row]
+            if missing:
+                raise ValueError(f"{path}:{n}: no {', '.join(repr(k) for k in missing)}")
+            out.append(GoldExample.from_dict(row))
+    if not out:
+        raise ValueError(f"{path}: no gold examples (an empty file?)")
+    return out

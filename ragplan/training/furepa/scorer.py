@@ -174,8 +174,11 @@ def load_assessor(directory: str | Path, embedder: Any = None) -> PlanAssessor:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
             with np.load(d / TREES_FILE) as z:
                 trees = TreeEnsemble.from_arrays(z)
+        except json.JSONDecodeError as exc:
+            raise AssessorError(f"{meta_path}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg}; a "
+                                "truncated file?)") from exc
         except (OSError, ValueError, KeyError) as exc:
-            raise AssessorError(f"{d} is not a saved plan assessor: {exc}") from exc
+            raise AssessorError(f"{d} is not a saved plan assessor ({TREES_FILE}): {type(exc).__name__}: {exc}") from exc
         assessor = PlanAssessor(meta, trees, embedder)
         if embedder is None:
             _loaded[key] = assessor

@@ -276,14 +276,22 @@ class InstructionGraph:
         if not meta.is_file():
             raise ValueError(f"no instruction graph at {root} (no {GRAPH_FILE}); build one with "
                              f"`ragplan instructrag build-graph --paths FILE… --out {root}`")
-        data = json.loads(meta.read_text(encoding="utf-8"))
-        if data.get("format") != "ragplan-instruction-graph-1":
+        try:
+            data = json.loads(meta.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{meta}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg}; a truncated file?)") from exc
+        if not isinstance(data, dict) or data.get("format") != "ragplan-instruction-graph-1":
             raise ValueError(f"{meta} is not an instruction graph written by ragplan")
-        g = cls(delta=float(data["delta"]), model_path=data.get("model_path", ""),
-                model_fingerprint=data.get("model_fingerprint", ""), instructions=data["instructions"],
-                nodes=data["nodes"], edges={(int(e["from"]), int(e["to"])): e["tasks"] for e in data["edges"]},
-                questions=data["questions"], paths=data["paths"], build_seconds=float(data.get("build_seconds", 0.0)),
-                vectors=np.load(root / "instructions.npy"), qvectors=np.load(root / "questions.npy"))
+        try:
+            g = cls(delta=float(data["delta"]), model_path=data.get("model_path", ""),
+                    model_fingerprint=data.get("model_fingerprint", ""), instructions=data["instructions"],
+                    nodes=data["nodes"], edges={(int(e["from"]), int(e["to"])): e["tasks"] for e in data["edges"]},
+                    questions=data["questions"], paths=data["paths"], build_seconds=float(data.get("build_seconds", 0.0)),
+                    vectors=np.load(root / "instructions.npy"), qvectors=np.load(root / "questions.npy"))
+        except KeyError as exc:
+            raise ValueError(f"{meta}: no {exc} (an instruction graph written by another version?)") from exc
+        except (OSError, TypeError, ValueError) as exc:  # a vectors file missing or cut off, a field of the wrong type
+            raise ValueError(f"the instruction graph at {root} cannot be read: {type(exc).__name__}: {exc}") from exc
         if (root / "failed.jsonl").is_file():
             g.failed = read_paths_jsonl(root / "failed.jsonl").failed
         return g

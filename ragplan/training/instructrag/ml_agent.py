@@ -165,8 +165,12 @@ class MLAgent:
         root = Path(agent_dir)
         if not (root / ML_FILE).is_file():
             raise ValueError(f"no ML-Agent at {root} (no {ML_FILE}); train one with `ragplan instructrag train`")
-        meta: dict[str, Any] = json.loads((root / ML_META).read_text()) if (root / ML_META).is_file() else {}
-        heads = MLHeads(int(meta.get("dim", 384)), int(meta.get("hidden", 128)))
-        heads.load_state_dict(torch.load(root / ML_FILE, weights_only=True))
+        try:
+            meta: dict[str, Any] = json.loads((root / ML_META).read_text()) if (root / ML_META).is_file() else {}
+            heads = MLHeads(int(meta.get("dim", 384)), int(meta.get("hidden", 128)))
+            heads.load_state_dict(torch.load(root / ML_FILE, weights_only=True))
+        except Exception as exc:  # torch raises many kinds for a file cut off or of another shape (unpickling, zip, size)
+            raise ValueError(f"the ML-Agent at {root} cannot be read ({ML_META} / {ML_FILE}): {type(exc).__name__}: "
+                             f"{str(exc)[:200]}") from exc
         heads.eval()
         return cls(heads, tau=float(meta.get("tau", 0.1)), dim=int(meta.get("dim", 384)))

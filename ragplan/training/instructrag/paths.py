@@ -337,7 +337,9 @@ def read_paths(files: Iterable[str | Path]) -> PathReadReport:
         p = Path(f)
         if not p.is_file():
             raise FileNotFoundError(f"no paths file at {p}")
-        if p.suffix.lower() in (".jsonl", ".json"):
+        if not p.read_bytes().strip():
+            report.skip(f"{p}: the file is empty")
+        elif p.suffix.lower() in (".jsonl", ".json"):
             read_paths_jsonl(p, report)
         else:
             parse_trajectory_log(p.read_text(encoding="utf-8", errors="replace"), p.name, report)

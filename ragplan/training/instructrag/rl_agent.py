@@ -251,8 +251,12 @@ class RLAgent:
         root = Path(agent_dir)
         if not (root / RL_FILE).is_file():
             raise ValueError(f"no RL-Agent at {root} (no {RL_FILE}); train one with `ragplan instructrag train`")
-        meta: dict[str, Any] = json.loads((root / RL_META).read_text()) if (root / RL_META).is_file() else {}
-        net = PolicyNet(int(meta.get("hidden", 20)))
-        net.load_state_dict(torch.load(root / RL_FILE, weights_only=True))
+        try:
+            meta: dict[str, Any] = json.loads((root / RL_META).read_text()) if (root / RL_META).is_file() else {}
+            net = PolicyNet(int(meta.get("hidden", 20)))
+            net.load_state_dict(torch.load(root / RL_FILE, weights_only=True))
+        except Exception as exc:  # torch raises many kinds for a file cut off or of another shape (unpickling, zip, size)
+            raise ValueError(f"the RL-Agent at {root} cannot be read ({RL_META} / {RL_FILE}): {type(exc).__name__}: "
+                             f"{str(exc)[:200]}") from exc
         net.eval()
         return cls(net, k=int(meta.get("k", 3)), max_len=int(meta.get("max_len", 8)), start_nodes=int(meta.get("start_nodes", 5)))
