@@ -68,3 +68,41 @@ def test_persistent_faults_end_every_question_with_its_reason(kind, method, data
         assert "LLM request failed" in error and any(w in error.lower() for w in REASON_WORDS[kind]), error
     assert injector.unretried() == []  # the client (5xx, 429, timeouts) or ragplan (malformed) tried again first
     assert figures.wall_s < figures.deadline_s
+
+
+def _answer_paths():
+    """Each family's main graph on its usual path, and on its loop path (which ends in the fallback answer node)."""
+    out = []
+    for fam in families():
+        out.append((fam.graphs[0].name, fam.name, False))
+        out.append((fam.graphs[0].name, fam.name, True))
+    return out
+
+
+@pytest.mark.parametrize("method, family, loop", _answer_paths())
+def test_a_failed_answer_call_ends_with_llm_error_and_its_reason(method, family, loop, data):
+    """The last LLM call of a run is its answer (PlanRAG's answer, Think-then-Act's final answer, REAPER's respond,
+    FuRePA's and InstructRAG's answers): when it fails, stop_reason is llm_error and error says why (issue 13 §2)."""
+    from ragplan.api import ask
+    from tests.malformed_corpus import loop_responder
+    from tests.openai_server import Fault, OpenAIStub
+
+    d = data[family]
+    if loop and not d.endless:
+        pytest.skip(f"{family} has no loop")
+    inner = loop_responder(d) if loop else auto_responder(d.overrides, d.text)
+    with OpenAIStub(responder=inner) as stub:
+        ok = ask(d.question, method, model="openai:stub-model", base_url=stub.base_url, llm_max_retries=0, **d.api(method))
+        n = len(stub.requests)
+    assert ok.answer and not ok.error, ok.error
+    seen = {"n": 0}
+
+    def fail_last(req):
+        seen["n"] += 1
+        return Fault(status=400, message="the answer call is refused") if seen["n"] == n else inner(req)
+
+    with OpenAIStub(responder=fail_last) as stub:
+        res = ask(d.question, method, model="openai:stub-model", base_url=stub.base_url, llm_max_retries=0, **d.api(method))
+    assert len(stub.requests) == n  # nothing after the answer
+    assert res.stop_reason == "llm_error" and res.answer == ""
+    assert "LLM request failed" in res.error and "the answer call is refused" in res.error
