@@ -169,6 +169,10 @@ class PlanRAGFamily(MethodFamily):
             return f"the graph store could not be opened: {type(exc).__name__}: {exc}"
         return None
 
+    def check_run(self, method: str, ctx: Any) -> str | None:
+        """Nothing run-wide: each DQA question brings its own graph, opened (and, if broken, failed) per question."""
+        return None
+
     def data_key(self, settings: dict[str, Any]) -> str:
         """The graph a question reads (its script or server): questions on one script share its loaded store."""
         return repr(tuple(settings.get(k) for k in ("graph_path", "neo4j_uri", "neo4j_user", "neo4j_database",

@@ -14,6 +14,8 @@ hook). It says everything ``ragplan ask``, :func:`ragplan.api.ask`, ``ragplan ev
   graph input;
 * :meth:`MethodFamily.prepare` — open or check the run's data before anything is sent to the LLM, so a
   missing index or a bad script is a clear error (exit 2), not a failed run;
+* :meth:`MethodFamily.check_run` — the same check once for a whole ``ragplan eval`` run, before its
+  first question (by default ``prepare`` on the first question's context);
 * :meth:`MethodFamily.trace` — how one node's update is printed as the run goes.
 
 Adding a family is its nodes, its state/context/result, and one ``graphs/<family>.py`` with ``FAMILY``;
@@ -166,6 +168,16 @@ class MethodFamily:
         share what :meth:`prepare` opens (a script is loaded once per run, :mod:`ragplan.eval.item_contexts`);
         the default key is all of the question's settings."""
         return json.dumps(settings, sort_keys=True, default=str)
+
+    def check_run(self, method: str, ctx: Any) -> str | None:
+        """Check a whole batch run (``ragplan eval``) once before its first question; a message refuses the run.
+
+        ``ctx`` is the run's context with its first pending question's settings. The default is
+        :meth:`prepare`, right for a family whose data every question shares (an index, a trained model, a
+        shop); a family whose questions each bring their own data overrides it, so one bad item is that
+        item's recorded failure rather than the end of the run.
+        """
+        return self.prepare(method, ctx)
 
     def data_line(self, ctx: Any) -> str:
         """How the trace header names the run's data (``Graph: …``, ``Retriever: …``, ``Shop: …``)."""

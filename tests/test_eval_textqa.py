@@ -75,13 +75,20 @@ def test_ask_think_then_act_prints_gate_evidence_and_ratio(tmp_path, capsys, mon
 
 
 def test_every_retrieval_failing_is_reported_as_failure(tmp_path, capsys, monkeypatch):
-    """An index that cannot be opened: every retrieval fails; the ratio is 0 and the failures are counted."""
+    """A Wikipedia endpoint that refuses every connection: every retrieval fails; the ratio is 0 and the failures are
+    counted. (An index that cannot be opened is refused before the run: the family's run-wide check.)"""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     data = write_json(tmp_path / "hotpot_dev_distractor_v1.json", HOTPOT)
     run = tmp_path / "run"
     with OpenAIStub(responder=hotpot_agent(HOTPOT)) as stub:
         code = main(["eval", "--method", "think_then_act", "--benchmark", "hotpotqa", "--data", str(data),
                      "--set", "retriever=local", "--set", f"index_dir={tmp_path / 'no-such-index'}",
+                     "--model", "openai:stub-model", "--base-url", stub.base_url, "--out", str(tmp_path / "refused"),
+                     "--no-progress"])
+        assert code == 2 and "the local index cannot be opened" in capsys.readouterr().err and not stub.requests
+        code = main(["eval", "--method", "think_then_act", "--benchmark", "hotpotqa", "--data", str(data),
+                     "--set", "retriever=wiki", "--set", "wiki_api_url=http://127.0.0.1:9/w/api.php",
+                     "--set", f"wiki_cache_dir={tmp_path / 'wiki-cache'}",
                      "--model", "openai:stub-model", "--base-url", stub.base_url, "--out", str(run), "--no-progress"])
     assert code == 0
     recs = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]

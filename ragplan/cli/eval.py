@@ -188,10 +188,15 @@ def run_eval(args: argparse.Namespace) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    from ragplan.eval.runner import RunRefused
+
     try:
         summary = run_evaluation(settings, run_dir, progress=not args.no_progress)
     except KeyError as exc:  # unknown benchmark
         print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 2
+    except RunRefused as exc:  # the family's run-wide check (e.g. furepa without a trained assessor): nothing ran
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # e.g. a DQA clone that cannot be read: nothing ran
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)

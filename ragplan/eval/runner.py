@@ -40,7 +40,11 @@ from ragplan.state.result import GraphResult
 from ragplan.state.review import REVIEW_OFF
 from ragplan.state.usage import Usage
 
-__all__ = ["RunSettings", "RunFolder", "evaluate", "run_evaluation", "is_rate_limited"]
+__all__ = ["RunSettings", "RunFolder", "RunRefused", "evaluate", "run_evaluation", "is_rate_limited"]
+
+
+class RunRefused(ValueError):
+    """The method's family refused the run before any question (its :meth:`~ragplan.family.MethodFamily.check_run`)."""
 
 
 def is_rate_limited(error: str | None) -> bool:
@@ -111,6 +115,11 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
         base.update(llm_cache_dir=settings.llm_cache_dir, llm_replay=settings.llm_replay)
     if hasattr(bench, "prepare"):  # e.g. build a local index from the dataset's own contexts
         base.update({k: v for k, v in bench.prepare(folder.path, settings.context).items() if k in ctx_fields})
+    if pending:  # the family's run-wide check (a trained model, the index …), before any LLM call
+        first = {k: v for k, v in pending[0].context.items() if k in ctx_fields}
+        problem = family.check_run(settings.method, ctx_cls(**{**base, **first}))
+        if problem:
+            raise RunRefused(problem)
     sem = asyncio.Semaphore(max(1, settings.concurrency))
     contexts = ItemContexts(family, settings.method, base, pending)  # each distinct script / index opened once per run
     # synchronous nodes run in the loop's default thread pool: size it to the concurrency (asyncio's own
