@@ -271,6 +271,20 @@ def test_eval_question_in_flight_at_a_kill_continues_from_its_last_node(tmp_path
         assert conn.execute("SELECT count(*) FROM checkpoints").fetchone() == (0,)
 
 
+def test_eval_never_pauses_for_review(tmp_path):
+    """review_plan set for a batch is forced off: every question runs to its answer."""
+    from tests.auto_reply import auto_responder
+    from tests.family_data.planrag import make
+
+    d = make(tmp_path)
+    run = tmp_path / "run"
+    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
+        assert main(["eval", "--method", "planrag", *d.eval("planrag"), "--limit", "1", "--model", MODEL, "--base-url",
+                     stub.base_url, "--out", str(run), "--no-progress", "--set", "review_plan=true"]) == 0
+    (rec,) = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
+    assert rec["answer"] and rec["error"] == "" and rec["plan_reviews"] == []
+
+
 def test_item_checkpoints_finished_unrecorded_and_fresh_attempts(trade_cql, tmp_path):
     from ragplan.eval.item_checkpoints import ItemCheckpoints
     from ragplan.graphs.planrag import build_single_rag

@@ -215,3 +215,18 @@ def test_trace_prints_every_review_answer():
     assert lines == ["Review of the plan: answer refused: bad", "Review of the plan: edited", "  1. x",
                      "Review of the re-plan: rejected: enough"]
 
+
+
+def test_furepa_later_picks_are_replans_and_pass_without_review_replans():
+    from ragplan.nodes.furepa.review import FuRePAReviewer
+    from ragplan.state.furepa import Candidate, FuRePAContext, Iteration
+
+    picked = lambda i, q: Iteration(index=i, candidates=[Candidate(query=q, score=0.5)], pick=0, query=q, assessor="first")  # noqa: E731
+    reviewer, ctx = FuRePAReviewer(), FuRePAContext(model="-", review_plan=True)
+    first = reviewer.pending({"iterations": [picked(1, "Alien")]}, ctx)
+    later = reviewer.pending({"iterations": [picked(1, "Alien"), Iteration(index=2, answer="x"), picked(3, "Ridley Scott")]}, ctx)
+    assert first is not None and first.kind == "plan" and first.steps == ["Alien"] and "→ 0.500  Alien" in first.plan
+    assert later is not None and later.kind == "replan" and later.steps == ["Ridley Scott"]
+    assert reviewer.pending({"iterations": [Iteration(index=1, answer="x")]}, ctx) is None  # answered: nothing to review
+    edit = reviewer.apply_edit({"iterations": [picked(1, "Alien")]}, ctx, "  alien   ")  # the same candidate, normalised
+    assert edit.update["iterations"][0].pick == 0 and edit.text == "Alien"
