@@ -114,6 +114,16 @@ def test_ask_prints_its_thread_and_a_finished_thread_is_printed_by_resume(trade_
         assert "no run with thread id 'no-such-thread'" in capsys.readouterr().err
 
 
+def test_a_checkpoint_file_that_cannot_be_used_is_exit_2(trade_cql, tmp_path, capsys):
+    bad = tmp_path / "not-a-database.sqlite"
+    bad.write_text("this is not SQLite")
+    assert main(["ask", "--method", "planrag", "--graph", str(trade_cql), "--question", "q", "--model", MODEL,
+                 "--base-url", "http://127.0.0.1:9/v1", "--checkpoint-db", str(bad)]) == 2
+    assert f"the checkpoint file {bad} cannot be used" in capsys.readouterr().err
+    assert main(["resume", "abc", "--checkpoint-db", str(bad)]) == 2
+    assert "cannot be used: file is not a database" in capsys.readouterr().err
+
+
 def test_ask_review_edit_in_editor(trade_cql, tmp_path, monkeypatch, capsys):
     seen = tmp_path / "editor-saw.txt"
     editor = tmp_path / "editor.py"

@@ -54,18 +54,18 @@ def apply_run_options(args: argparse.Namespace, family: MethodFamily, ctx: Any) 
         if field not in family.context_fields() or not has_plan_review(family, args.method):
             return f"{flag}: {args.method} writes no plan to review (plan review: planrag, planrag_no_replan, reaper, furepa, instructrag …)"
         setattr(ctx, field, True)
-    if args.thread is not None:
-        if not args.thread.strip() or any(c.isspace() for c in args.thread):
-            return "--thread: a thread id has no spaces"
-        try:
-            with RunStore(args.checkpoint_db) as store:
+    if args.thread is not None and (not args.thread.strip() or any(c.isspace() for c in args.thread)):
+        return "--thread: a thread id has no spaces"
+    try:  # the file must be usable before the run starts, and a thread holds one run
+        with RunStore(args.checkpoint_db) as store:
+            if args.thread is not None:
                 store.get(args.thread)
-        except UnknownThread:
-            return None
-        except Exception as exc:  # a file that is not a SQLite database, a folder without rights
-            return f"the checkpoint file {checkpoint_db(args.checkpoint_db)} cannot be used: {exc}"
-        return f"thread {args.thread} already exists in {checkpoint_db(args.checkpoint_db)}; continue it with " \
-               f"`ragplan resume {args.thread}` or choose another --thread"
+                return f"thread {args.thread} already exists in {store.path}; continue it with " \
+                       f"`ragplan resume {args.thread}` or choose another --thread"
+    except UnknownThread:
+        return None
+    except Exception as exc:  # a file that is not a SQLite database, a folder without rights
+        return f"the checkpoint file {checkpoint_db(args.checkpoint_db)} cannot be used: {exc}"
     return None
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import sqlite3
 import sys
 from typing import Any
 
@@ -80,15 +81,18 @@ def run(args: argparse.Namespace) -> int:
     from ragplan.registry import family_of
     from ragplan.runs import rebuild_context, resume_run, thread_status
 
-    if args.list:
-        return _list(args.checkpoint_db)
-    if not args.thread_id:
+    if not args.list and not args.thread_id:
         print("error: name the thread to resume (ragplan resume ID), or list them with --list", file=sys.stderr)
         return 2
     try:
+        if args.list:
+            return _list(args.checkpoint_db)
         info, status, _, _ = thread_status(args.thread_id, args.checkpoint_db)
     except UnknownThread as exc:
         print(f"error: {exc} (see `ragplan resume --list`)", file=sys.stderr)
+        return 2
+    except sqlite3.Error as exc:  # not a SQLite file, a folder without rights
+        print(f"error: the checkpoint file {checkpoint_db(args.checkpoint_db)} cannot be used: {exc}", file=sys.stderr)
         return 2
     family = family_of(info.method)
     out = sys.stderr if args.json else sys.stdout
