@@ -12,7 +12,7 @@ Imports and script loading happen before the timed part: a first pass over every
 workers) warms the process, and the store cache is made large enough to keep every script of the
 run, so the timed rows measure the runner, not loading.
 
-    .venv/bin/python benchmarks/batch.py [--n 64] [--latency 0.2] [--concurrency 1,4,16,32]
+    .venv/bin/python benchmarks/batch.py [--n 64] [--latency 0.2] [--concurrency 1,4,16,32] [--no-checkpoints]
                                          [--save FILE.json] [--baseline FILE.json]
 
 Targets (issue 13): efficiency ≥ 0.8 at 16 and ≥ 0.7 at 32.
@@ -63,12 +63,13 @@ def serve(latency: float, ready: Any) -> None:
 
 
 def measure(n: int, latency: float, concurrency: int, clone: Path, work: Path, base_url: str,
-            label: str = "") -> dict[str, Any]:
+            label: str = "", checkpoints: bool = True) -> dict[str, Any]:
     """One runner pass at ``concurrency``: wall time, calls, efficiency and the runner's CPU."""
     from ragplan.eval.runner import RunSettings, evaluate
 
     settings = RunSettings(method="single_rag", benchmark="dqa-building", data=str(clone), model="openai:stub",
-                           base_url=base_url, limit=n, concurrency=concurrency, context={"llm_max_retries": 0})
+                           base_url=base_url, limit=n, concurrency=concurrency, context={"llm_max_retries": 0},
+                           checkpoints=checkpoints)
     t0, c0 = time.perf_counter(), time.process_time()
     summary = asyncio.run(evaluate(settings, work / f"run-c{concurrency}{label}"))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -86,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=64, help="questions (default 64)")
     ap.add_argument("--latency", type=float, default=0.2, help="seconds per LLM request (default 0.2)")
     ap.add_argument("--concurrency", default="1,4,16,32", help="comma-separated concurrencies")
+    ap.add_argument("--no-checkpoints", action="store_true",
+                    help="run without per-question checkpoints (ragplan eval --no-checkpoints)")
     ap.add_argument("--save", type=Path, help="write this run's rows as JSON")
     ap.add_argument("--baseline", type=Path, help="a report saved with --save: show its efficiency and the ratio")
     args = ap.parse_args(argv)
@@ -106,11 +109,13 @@ def main(argv: list[str] | None = None) -> int:
             work = Path(tmp)
             generate(work / "clone", "building", args.n, seed=0)
             concurrencies = [int(c) for c in args.concurrency.split(",")]
-            rows = [measure(args.n, args.latency, max(concurrencies), work / "clone", work, base_url, " (cold)")]
-            rows += [measure(args.n, args.latency, c, work / "clone", work, base_url) for c in concurrencies]
+            ck = not args.no_checkpoints
+            rows = [measure(args.n, args.latency, max(concurrencies), work / "clone", work, base_url, " (cold)", ck)]
+            rows += [measure(args.n, args.latency, c, work / "clone", work, base_url, checkpoints=ck) for c in concurrencies]
     finally:
         endpoint.kill()
-    print(f"single_rag, {args.n} questions, {args.latency:g} s per request (endpoint in its own process)")
+    print(f"single_rag, {args.n} questions, {args.latency:g} s per request (endpoint in its own process), "
+          f"checkpoints {'off' if args.no_checkpoints else 'on'}")
     print_rows(rows, [("concurrency", "s"), ("questions", "d"), ("errors", "d"), ("calls", "d"), ("wall_s", ".2f"),
                       ("ideal_s", ".2f"), ("efficiency", ".2f"), ("cpu_ms_per_q", ".1f")], key="concurrency",
                baseline=load_baseline(args.baseline), compare="efficiency")
