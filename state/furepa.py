@@ -235,6 +235,14 @@ class FuRePAResult(GraphResult):
                 "iteration_count": len(self.iterations), "repeated_query_rate": self.repeated_query_rate(),
                 "temperature_raises": self.temperature_raises()}
 
+    @classmethod
+    def run_metrics(cls, record: dict[str, Any]) -> dict[str, float]:
+        """Per question: ``iterations`` (proposals), ``repeated_query_rate`` and ``temperature_raises``, from the record."""
+        keys = {"iterations": "iteration_count", "repeated_query_rate": "repeated_query_rate",
+                "temperature_raises": "temperature_raises"}
+        return {name: float(record[k]) for name, k in keys.items()
+                if isinstance(record.get(k), (int, float)) and not isinstance(record.get(k), bool)}
+
     def summary_lines(self) -> list[str]:
         """Stop reason, iterations, executed queries, repeats and temperature raises."""
         return [f"Stopped: {self.stop_reason or '-'}   Iterations: {len(self.iterations)}   Queries run: {self.retrievals()}   "

@@ -8,6 +8,8 @@ says, in three small methods, what the entry points need without knowing the fam
 * :meth:`GraphResult.executed_queries` — the text queries it sent to its retriever;
 * :meth:`GraphResult.record` — the family's fields a run record keeps (plan, steps, evidence …);
 * :meth:`GraphResult.summary_lines` — the lines ``ragplan ask`` prints under ``Answer: …``;
+* :meth:`GraphResult.run_metrics` — the family's per-question figures an evaluation summary averages
+  (FuRePA's iterations, repeated-query rate and temperature raises), read from a run record;
 * :meth:`GraphResult.report_sections` / :meth:`GraphResult.trace_sections` — how a report (``ragplan eval
   report --html``) shows a run record's family fields: the default shows each field by its shape, a family
   overrides ``trace_sections`` to draw its plan, steps, evidence and decisions.
@@ -78,6 +80,13 @@ class GraphResult(BaseModel):
     def summary_lines(self) -> list[str]:
         """Lines for ``ragplan ask`` under the answer: the family's rationale, stop reason and counts."""
         return [f"Stopped: {self.stop_reason or '-'}   Retrievals: {self.retrievals()}"]
+
+    @classmethod
+    def run_metrics(cls, record: dict[str, Any]) -> dict[str, float]:
+        """The family's figures of one run record (``results.jsonl`` line) that an evaluation summary averages over
+        questions and shows as columns beside the benchmark's metrics; a figure the record lacks is left out.
+        The default has none (LLM calls, tokens, retrievals and stop reasons are summarised for every family)."""
+        return {}
 
     @classmethod
     def report_sections(cls, record: dict[str, Any]) -> list[TraceSection]:

@@ -307,7 +307,9 @@ def test_runner_records_and_summary(tmp_path, hotpot_file, fake_build, monkeypat
     o = summary["overall"]
     # "Yes, both were American." is EM 0 (official) and label_acc 1 (the one yes/no question)
     assert (o["n"], o["correct"], o["em"], o["label_acc"], o["retrieval_ratio"]) == (2, 0, 0.0, 1.0, 0.5)
-    assert summary["metrics"] == list(METRICS)
+    # context-only: the executed queries' support figures are graded too (the stand-in executed no query: 0)
+    assert summary["metrics"] == [*METRICS, "support_recall@2", "support_recall@5", "support_mrr"]
+    assert (o["support_recall@5"], o["support_mrr"]) == (0.0, 0.0)
     assert set(summary["groups"]) == {"type", "level", "kind"}
     assert summary["groups"]["type"]["comparison"]["label_acc"] == 1.0
     assert summary["groups"]["kind"]["span"]["label_acc"] is None

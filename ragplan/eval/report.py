@@ -12,13 +12,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from collections import Counter
+from typing import Any, Callable
 
 from ragplan.eval.benchmark import ComparedRun
 from ragplan.eval.figures import plot_retrieval_split, plot_run
 from ragplan.eval.ordering import ordered_categories
 from ragplan.eval.registry import comparison_hook
 from ragplan.eval.runfolder import RunFolder, RunSettings
+from ragplan.registry import family_of
 
 __all__ = ["summarise", "write_summary", "compare_runs", "comparison", "RunComparison", "retrieval_class",
            "retrieval_totals", "summary_markdown", "benchmark_comparison", "retrieval_split", "plot_comparison",
@@ -30,26 +32,55 @@ def retrieval_class(n: int) -> str:
     return "none" if n <= 0 else "SR" if n == 1 else "MR"
 
 
-def _acc(records: list[dict[str, Any]], metrics: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+#: A family's figures of one run record (:meth:`ragplan.state.result.GraphResult.run_metrics`).
+RunMetrics = Callable[[dict[str, Any]], dict[str, float]]
+
+
+def _acc(records: list[dict[str, Any]], metrics: list[str] | tuple[str, ...] = (),
+         figures: dict[int, dict[str, float]] | None = None, names: list[str] | None = None) -> dict[str, Any]:
+    """Accuracy and the mean of each metric; with ``figures`` (record id() → its family figures), each of ``names`` too."""
     n = len(records)
     c = sum(1 for r in records if r.get("correct"))
     out: dict[str, Any] = {"n": n, "correct": c, "accuracy": round(c / n, 4) if n else 0.0}
     for m in metrics:
         vals = [float(r[m]) for r in records if isinstance(r.get(m), (int, float))]
         out[m] = round(sum(vals) / len(vals), 4) if vals else None
+    for m in names or []:
+        vals = [f[m] for r in records if m in (f := (figures or {}).get(id(r), {}))]
+        out[m] = round(sum(vals) / len(vals), 4) if vals else None
     return out
 
 
+def _figures(records: list[dict[str, Any]], run_metrics: RunMetrics | None) -> tuple[dict[int, dict[str, float]], list[str]]:
+    """Each record's family figures (by id()) and their names in first-seen order; a record the hook cannot read has none."""
+    figures: dict[int, dict[str, float]] = {}
+    if run_metrics is None:
+        return figures, []
+    for r in records:
+        try:
+            figures[id(r)] = {k: float(v) for k, v in run_metrics(r).items()}
+        except Exception:  # a record from another version: no figures rather than no summary
+            figures[id(r)] = {}
+    return figures, list(dict.fromkeys(k for f in figures.values() for k in f))
+
+
 def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any = None,
-              metrics: list[str] | None = None) -> dict[str, Any]:
-    """Accuracy (and the benchmark's own metrics) overall, per group key and per retrieval class, plus cost."""
+              metrics: list[str] | None = None, run_metrics: RunMetrics | None = None) -> dict[str, Any]:
+    """Accuracy (and the benchmark's own metrics) overall, per group key and per retrieval class, plus cost.
+
+    ``run_metrics`` is the method family's hook (:meth:`~ragplan.state.result.GraphResult.run_metrics`): its
+    figures are averaged the same way and listed in ``run_metrics``. ``stop_reasons`` counts the records' stop
+    reasons (every family).
+    """
     metrics = list(metrics or [])
+    figures, names = _figures(records, run_metrics)
+    names = [m for m in names if m not in metrics]
     groups: dict[str, dict[str, Any]] = {}
     for key in group_by:
         values: dict[str, list[dict[str, Any]]] = {}
         for r in records:
             values.setdefault(str(r.get(key)), []).append(r)
-        groups[key] = {v: _acc(values[v], metrics) for v in ordered_categories(values)}  # easy < medium < hard
+        groups[key] = {v: _acc(values[v], metrics, figures, names) for v in ordered_categories(values)}  # easy < medium < hard
     by_class: dict[str, list[dict[str, Any]]] = {}
     for r in records:
         by_class.setdefault(retrieval_class(int(r.get("retrievals", 0))), []).append(r)
@@ -60,9 +91,11 @@ def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any 
         "benchmark": getattr(settings, "benchmark", ""),
         "model": getattr(settings, "model", ""),
         "metrics": metrics,
-        "overall": {**_acc(records, metrics), "errors": sum(1 for r in records if r.get("error"))},
+        "run_metrics": names,
+        "overall": {**_acc(records, metrics, figures, names), "errors": sum(1 for r in records if r.get("error"))},
+        "stop_reasons": dict(Counter(str(r.get("stop_reason") or "-") for r in records).most_common()),
         "groups": groups,
-        "retrieval": {k: _acc(by_class[k], metrics) for k in ordered_categories(by_class)},
+        "retrieval": {k: _acc(by_class[k], metrics, figures, names) for k in ordered_categories(by_class)},
         "retrieval_totals": retrieval_totals(records),
         "cost": {**total, "per_question_llm_calls": round(total["llm_calls"] / n, 2),
                  "per_question_tokens": round((total["input_tokens"] + total["output_tokens"]) / n, 1),
@@ -95,7 +128,7 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
 def summary_markdown(s: dict[str, Any]) -> str:
     """The summary as Markdown tables."""
     o, c = s["overall"], s["cost"]
-    ms = s.get("metrics") or []
+    ms = [*(s.get("metrics") or []), *(s.get("run_metrics") or [])]  # the benchmark's, then the method family's
     mfmt = lambda a: [("-" if a.get(m) is None else f"{a[m]:.3f}") for m in ms]  # noqa: E731
     parts = [f"# {s['method']} on {s['benchmark']} ({s['model'] or 'model from context'})", "",
              _table(["questions", "correct", "accuracy", *ms, "errors", "LLM calls", "prompt tokens", "completion tokens",
@@ -103,6 +136,8 @@ def summary_markdown(s: dict[str, Any]) -> str:
                     [[o["n"], o["correct"], f"{o['accuracy']:.1%}", *mfmt(o), o["errors"], c["llm_calls"], c["input_tokens"],
                       c["output_tokens"], c["per_question_llm_calls"], c["per_question_tokens"], c["mean_latency_s"],
                       c.get("wall_time_s", "-")]])]
+    if s.get("stop_reasons"):
+        parts += ["", "Stop reasons: " + ", ".join(f"{k} {v}" for k, v in s["stop_reasons"].items())]
     t = s.get("retrieval_totals")
     if t:
         parts += ["", f"Retrievals: {t['retrievals']} run, {t['retrieval_errors']} failed (retrieval_errors); "
@@ -159,17 +194,20 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
             metrics += [m for m in json.loads((Path(d) / "summary.json").read_text()).get("metrics", []) if m not in metrics]
         except (OSError, ValueError):
             pass
+    hooks = [_run_metrics_of(st.method) for st, _ in runs]  # each run's family figures (FuRePA's iterations …)
+    run_names = list(dict.fromkeys(k for (_, recs), h in zip(runs, hooks) for k in _figures(list(recs.values()), h)[1]
+                                   if k not in metrics))
     refs = _iter_rag_counts([(st, recs) for st, recs in runs])
     split_note = "SR/MR by iter_rag's retrieval count" if refs else "SR/MR by each run's own retrieval count"
     group_keys = ["year"] if any("year" in r for _, recs in runs for r in recs.values()) else []
     years = ordered_categories(str(r.get("year")) for _, recs in runs for r in recs.values()) if group_keys else []
-    headers = ["method", "model", "benchmark", "questions", "accuracy", *metrics, *[f"y{y}" for y in years], "SR", "MR",
+    headers = ["method", "model", "benchmark", "questions", "accuracy", *metrics, *run_names, *[f"y{y}" for y in years], "SR", "MR",
                "calls/q", "tokens/q", "latency/q (s)", "errors"]
     rows = []
     summaries = []
-    for st, recs in runs:
+    for (st, recs), hook in zip(runs, hooks):
         rs = list(recs.values())
-        s = summarise(rs, group_keys, st, metrics)
+        s = summarise(rs, group_keys, st, metrics, run_metrics=hook)
         summaries.append((st, recs, s))
         counts: dict[str, dict[str, Any]] = refs.get(st.benchmark) or recs  # iter_rag's run of the same benchmark
 
@@ -180,12 +218,20 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
         mr = _acc([r for r in rs if cls(r) == "MR"])
         ys = [s["groups"].get("year", {}).get(y, {"accuracy": 0, "n": 0}) for y in years]
         rows.append([st.method, st.model or "-", st.benchmark, s["overall"]["n"], f"{s['overall']['accuracy']:.1%}",
-                     *["-" if s["overall"].get(m) is None else f"{s['overall'][m]:.3f}" for m in metrics],
+                     *["-" if s["overall"].get(m) is None else f"{s['overall'][m]:.3f}" for m in [*metrics, *run_names]],
                      *[f"{y['accuracy']:.1%} ({y['n']})" if y["n"] else "-" for y in ys],
                      f"{sr['accuracy']:.1%} ({sr['n']})", f"{mr['accuracy']:.1%} ({mr['n']})",
                      s["cost"]["per_question_llm_calls"], s["cost"]["per_question_tokens"], s["cost"]["mean_latency_s"],
                      s["overall"]["errors"]])
     return RunComparison(headers, rows, split_note, summaries)
+
+
+def _run_metrics_of(method: str) -> RunMetrics | None:
+    """The run-record figures hook of ``method``'s family (None for a method this ragplan does not know)."""
+    try:
+        return family_of(method).result.run_metrics
+    except KeyError:
+        return None
 
 
 def _iter_rag_counts(runs: list[tuple[RunSettings, dict[str, dict[str, Any]]]]) -> dict[str, dict[str, dict[str, Any]]]:

@@ -162,7 +162,7 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
             if res.error and not out.get("error"):
                 out = {**out, "answer": "", "error": res.error, "stop_reason": res.stop_reason}
             try:
-                graded = bench.grade(item, out)
+                graded = bench.grade(item, {**out, "executed_queries": res.executed_queries()})  # (retrieval-only figures)
             except Exception as exc:  # counted as wrong (0 on every metric), with the reason
                 graded = {"correct": False, "grade_error": f"{type(exc).__name__}: {exc}",
                           **{m: 0.0 for m in getattr(bench, "metrics", ())}}
@@ -180,7 +180,8 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
         await checkpoints.close()
     records = folder.load_records()
     ordered = [records[it.id] for it in items if it.id in records]
-    summary = summarise(ordered, list(bench.group_by), settings, list(getattr(bench, "metrics", ())))
+    summary = summarise(ordered, list(bench.group_by), settings, list(getattr(bench, "metrics", ())),
+                        run_metrics=family.result.run_metrics)  # and the family's figures (FuRePA's iterations …)
     summary["cost"]["wall_time_s"] = folder.wall_time(records, now=time.time())
     summary["plot_metrics"] = list(getattr(bench, "plot_metrics", ()) or ())  # what plot.png draws (EM/F1 …)
     if settings.llm_cache_dir:

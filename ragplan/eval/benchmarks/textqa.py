@@ -19,6 +19,10 @@ Grading (:meth:`TextQABenchmark.grade`; the README's "Metrics: exact definitions
   retrieval is not a retrieval), so its mean is the share of questions that retrieved (the paper's
   Figure 3); ``subquery_retrieval_ratio`` — the share of the question's (sub-)queries that retrieved
   successfully; ``retrieval_count`` / ``retrieval_errors`` — retrievals run and failed.
+* ``support_recall@2``, ``support_recall@5``, ``support_mrr`` — when the run retrieves from a local
+  index (``context_only``, or the run's ``retriever = local`` with an ``index_dir``): the retrieval-only
+  figures of the question's executed queries against its gold support
+  (:mod:`ragplan.eval.support_scores`; ``None`` for a question without gold support).
 
 FEVER: the claim is the question (what retrieval searches for) and the label instructions go in the
 separate graph input ``instructions`` (:data:`FEVER_INSTRUCTIONS`), which answer prompts use and
@@ -45,6 +49,8 @@ from ragplan.eval.benchmarks.context_index import build_context_index, context_p
 from ragplan.eval.metrics import (
     ScoreRule, canonical_label, exact_match, extract_label, f1_score, normalize_answer, retrieval_stats,
 )
+from ragplan.eval.retrieval import GoldSupport, gold_support
+from ragplan.eval.support_scores import SupportScorer, support_metric_names
 
 __all__ = ["TextQABenchmark", "SPECS", "BENCHMARKS", "context_passages", "FEVER_INSTRUCTIONS", "graph_inputs",
            "text_report"]
@@ -99,6 +105,9 @@ class TextQABenchmark:
     fmt: str | None = None
     embedding_model: str = ""
     _cache: list[QAExample] | None = field(default=None, init=False, repr=False, compare=False)
+    _ids: dict[str, QAExample] | None = field(default=None, init=False, repr=False, compare=False)
+    _support: SupportScorer | None = field(default=None, init=False, repr=False, compare=False)
+    """Scores the executed queries against gold support when the run retrieves from a local index (set by prepare)."""
 
     def __post_init__(self) -> None:
         if self.name not in SPECS:
@@ -121,7 +130,7 @@ class TextQABenchmark:
         """The record fields every summary table averages (``label_acc`` only when some question has a label)."""
         labels = any(ex.kind in _LABEL_KINDS for ex in self.examples())
         return ("em", "f1", *(("label_acc",) if labels else ()), "retrieval_ratio", "subquery_retrieval_ratio",
-                "retrieval_errors")
+                "retrieval_errors", *(support_metric_names(self._support.ks) if self._support is not None else ()))
 
     @property
     def plot_metrics(self) -> tuple[str, ...]:
@@ -157,6 +166,12 @@ class TextQABenchmark:
             self._cache = exs
         return self._cache
 
+    def _by_id(self) -> dict[str, QAExample]:
+        """The loaded examples by id."""
+        if self._ids is None:
+            self._ids = {ex.id: ex for ex in self.examples()}
+        return self._ids
+
     def items(self) -> list[Item]:
         """One item per question, in file order; ``meta`` carries dataset, kind and type/level/label/hops."""
         out = []
@@ -189,7 +204,22 @@ class TextQABenchmark:
         return {"correct": bool(correct), "chosen": normalize_answer(prediction), "label": label,
                 "em": em, "f1": f1, "label_acc": label_acc,
                 "retrieval_ratio": st.question_ratio, "subquery_retrieval_ratio": None if sub is None else round(sub, 4),
-                "subqueries": st.queries, "retrieval_count": st.attempted, "retrieval_errors": st.failed}
+                "subqueries": st.queries, "retrieval_count": st.attempted, "retrieval_errors": st.failed,
+                **self._support_figures(item, output)}
+
+    def _support_figures(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
+        """The retrieval-only figures of the output's ``executed_queries`` (none without a local index); a failure to
+        search is recorded as ``support_error`` with no figures, and never costs the question its grade."""
+        if self._support is None:
+            return {}
+        ex = self._by_id().get(item.id)
+        queries = output.get("executed_queries")
+        try:
+            return dict(self._support.score(gold_support(ex) if ex is not None else GoldSupport(),
+                                            queries if isinstance(queries, list) else None))
+        except Exception as exc:
+            return {**dict.fromkeys(support_metric_names(self._support.ks)),
+                    "support_error": f"{type(exc).__name__}: {str(exc)[:300]}"}
 
     def report(self, records: list[dict[str, Any]]) -> str:
         """What the columns mean for this run, the label reading and the retrieval counts (Markdown)."""
@@ -206,15 +236,24 @@ class TextQABenchmark:
         same model. Returns the context settings ``retriever`` = ``local`` and ``index_dir`` (and
         ``embedding_model`` when one is named); without ``context_only``, nothing.
         """
+        given = dict(context or {})
         if not self.context_only:
+            if given.get("retriever") == "local" and given.get("index_dir"):  # the run's own index: score against it
+                self._score_support(str(given["index_dir"]), str(given.get("embedding_model") or ""))
             return {}
-        model = self.embedding_model or str((context or {}).get("embedding_model") or "")
+        model = self.embedding_model or str(given.get("embedding_model") or "")
         index_dir = build_context_index(self.examples(), Path(run_dir) / "context_index", model=model,
                                         what=f"{self.data} ({self.name})")
         ctx: dict[str, Any] = {"retriever": "local", "index_dir": str(index_dir)}
         if model:
             ctx["embedding_model"] = model
+        self._score_support(str(index_dir), model)
         return ctx
+
+    def _score_support(self, index_dir: str, model: str) -> None:
+        """Grade the executed queries' retrieval against gold support in ``index_dir`` (when any question has gold)."""
+        if any(gold_support(ex) for ex in self.examples()):
+            self._support = SupportScorer(index_dir, model)
 
 
 def text_report(records: list[dict[str, Any]], rule: str, label_only: bool) -> str:
@@ -230,6 +269,11 @@ def text_report(records: list[dict[str, Any]], rule: str, label_only: bool) -> s
     if labelled:
         lines.append(f"- `label_acc`: over the {len(labelled)} yes/no or FEVER questions only; "
                      f"{unreadable} answer(s) gave no readable label and count as wrong.")
+    if any("support_mrr" in r for r in records):
+        lines.append("- `support_recall@k`, `support_mrr`: retrieval-only figures of the question's executed queries, "
+                     "searched again in the run's index and scored against the gold supporting passages (share of the "
+                     "gold titles in the union of the queries' top k; 1/rank of the first gold passage), as `ragplan "
+                     "eval retrieval --queries RUN_DIR` computes them; questions without gold support are left out.")
     unans = sum(1 for r in records if r.get("answerable") is False)
     if unans:
         lines.append(f"- {unans} unanswerable question(s) (MuSiQue full) have no `em`/`f1`.")

@@ -1,0 +1,72 @@
+"""Retrieval-only figures of each question's executed queries, graded inline by the text benchmarks.
+
+When a text-benchmark run retrieves from a local index (``--context-only``, or ``--set retriever=local
+--set index_dir=DIR``) and its questions have gold support (HotpotQA / 2Wiki ``supporting_facts``, MuSiQue's
+``is_supporting`` paragraphs, FEVER's evidence sets), every finished question's executed queries (the
+family's :meth:`~ragplan.state.result.GraphResult.executed_queries`) are searched again in that index and
+scored against the gold support with :func:`ragplan.eval.retrieval.score_queries`:
+
+* ``support_recall@k`` — the share of the gold titles among the union of the queries' top-k passages
+  (``title_recall@k`` of ``ragplan eval retrieval``), for k in :data:`SUPPORT_KS`;
+* ``support_mrr`` — 1 / the best rank of a gold passage over the queries (``mrr`` there).
+
+A question that executed no query scores 0 (it retrieved nothing); one without gold support has no figure
+(``None``, left out of the means). These are the figures ``ragplan eval retrieval --queries RUN_DIR``
+computes afterwards, inline in the run's summary.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Sequence
+
+from ragplan.eval.retrieval import GoldSupport, score_queries
+
+__all__ = ["SUPPORT_KS", "support_metric_names", "SupportScorer"]
+
+SUPPORT_KS: tuple[int, ...] = (2, 5)
+"""The cut-offs of ``support_recall@k`` in a run's summary."""
+
+
+def support_metric_names(ks: Sequence[int] = SUPPORT_KS) -> tuple[str, ...]:
+    """The record fields :meth:`SupportScorer.score` fills, in column order."""
+    return (*(f"support_recall@{k}" for k in ks), "support_mrr")
+
+
+class SupportScorer:
+    """Scores executed queries against gold support in one local index (opened on first use, thread-safe)."""
+
+    def __init__(self, index_dir: str, embedding_model: str = "", ks: Sequence[int] = SUPPORT_KS) -> None:
+        """``index_dir``: the index the run retrieved from; ``embedding_model``: the model it embeds queries with."""
+        self.index_dir, self.embedding_model, self.ks = str(index_dir), embedding_model, tuple(ks)
+        self._index: Any = None
+        self._lock = threading.Lock()
+
+    def score(self, gold: GoldSupport, queries: Sequence[str] | None) -> dict[str, float | None]:
+        """The figures of one question (``None`` each without gold support or without a list of executed queries).
+
+        Raises what opening or searching the index raises; the caller records it.
+        """
+        names = support_metric_names(self.ks)
+        if not gold or queries is None:
+            return dict.fromkeys(names)
+        qs = [q for q in queries if isinstance(q, str) and q.strip()]
+        rankings: list[list[Any]] = []
+        if qs:
+            with self._lock:
+                if self._index is None:
+                    from ragplan.tools.textindex import TextIndex
+
+                    self._index = TextIndex.open(self.index_dir, model_path=self.embedding_model)
+                rankings = self._index.search_many(qs, max(self.ks))
+        s = score_queries(rankings, gold, self.ks)
+        out: dict[str, float | None] = {f"support_recall@{k}": s[f"title_recall@{k}"] for k in self.ks}
+        out["support_mrr"] = s["mrr"]
+        return {k: None if v is None else round(float(v), 4) for k, v in out.items()}
+
+    def close(self) -> None:
+        """Close the index, if it was opened."""
+        with self._lock:
+            if self._index is not None:
+                self._index.close()
+                self._index = None
