@@ -1,0 +1,131 @@
+"""How far the plan assessor's held-out figures carry: the trained pick's MRR in three candidate pools.
+
+For each seed, the same pipeline as ``ragplan furepa train-assessor --context-only`` (data candidates,
+reciprocal-rank labels, a 25 % held-out split by question) trains an assessor, then scores the held-out
+picking points three ways:
+
+* ``all`` — the pool the command reports on (six data-built candidates, shuffled: ``first`` is a random
+  one, so ``first`` ≈ ``random``; the pool holds the hop's gold title as a candidate, which bounds
+  ``oracle`` from above and is what the trained scorer mostly learns to pick);
+* ``no gold title`` — the same groups without any candidate that is a target passage's title (the
+  harder choice an LLM's candidates pose: no query is the answer page's name); groups left with fewer
+  than two candidates are dropped;
+* ``noisy context`` — the full pool, but the context the scorer sees holds, beside the earlier hops' gold
+  passages, two distractor paragraphs of the question (a real run's evidence is never gold-only); the
+  labels are recomputed against the index with those passages held.
+
+It also prints the share of held-out points where the trained pick is a gold title. Prints one table;
+``--save FILE.json`` writes the rows, ``--baseline FILE.json`` adds the ratio of the trained MRR to a
+saved run. A measurement, not a test: nothing is asserted.
+
+    python benchmarks/furepa_assessor.py --data FILE [--seeds 0,1,2] [--limit N] [--save FILE.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from ragplan.tools.embeddings import reexec_with_static_tls  # noqa: E402
+
+reexec_with_static_tls()
+
+from benchmarks.common import load_baseline, print_rows, save_report  # noqa: E402
+from ragplan.datasets import load_qa  # noqa: E402
+from ragplan.tools.textindex import TextIndex  # noqa: E402
+from ragplan.training.furepa.data import HopGroup, build_groups, label_groups, norm_title  # noqa: E402
+from ragplan.training.furepa.pipeline import context_index  # noqa: E402
+from ragplan.training.furepa.scorer import load_assessor  # noqa: E402
+from ragplan.training.furepa.train import pick_mrr, split_by_question, train_assessor  # noqa: E402
+
+
+def _scores(assessor: Any, groups: list[HopGroup]) -> list[list[float]]:
+    return [assessor.score(g.question, g.context, g.candidates) for g in groups]
+
+
+def _without_gold_titles(groups: list[HopGroup]) -> list[HopGroup]:
+    out = []
+    for g in groups:
+        gold = {norm_title(t) for t in g.targets}
+        keep = [(c, y) for c, y in zip(g.candidates, g.labels) if norm_title(c) not in gold]
+        if len(keep) >= 2:
+            out.append(HopGroup(g.qid, g.question, g.hop, g.context, g.targets, [c for c, _ in keep],
+                                [y for _, y in keep], g.source))
+    return out
+
+
+def _with_distractors(groups: list[HopGroup], paragraphs: dict[str, list[tuple[str, str]]], seed: int) -> list[HopGroup]:
+    out = []
+    for g in groups:
+        held = {norm_title(t) for t in g.targets} | {norm_title(t) for t, _ in g.context}
+        pool = [p for p in paragraphs.get(g.qid, []) if norm_title(p[0]) not in held]
+        extra = random.Random(f"{seed}:{g.qid}:{g.hop}").sample(pool, min(2, len(pool)))
+        out.append(HopGroup(g.qid, g.question, g.hop, list(g.context) + extra, g.targets, list(g.candidates),
+                            source=g.source))
+    return out
+
+
+def _row(seed: int, pool: str, groups: list[HopGroup], scores: list[list[float]]) -> dict[str, Any]:
+    picks = [max(range(len(s)), key=lambda i: (s[i], -i)) for s in scores]
+    gold_pick = sum(1 for g, i in zip(groups, picks) if norm_title(g.candidates[i]) in {norm_title(t) for t in g.targets})
+    return {"key": f"{seed}/{pool}", "seed": seed, "pool": pool, "points": len(groups), **pick_mrr(groups, scores),
+            "gold_title_picked": round(gold_pick / len(groups), 4) if groups else 0.0}
+
+
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Train per seed and measure the three pools (see the module docstring); the table's rows."""
+    examples = load_qa(args.data, limit=args.limit)
+    paragraphs = {ex.id: [(t, " ".join(s.strip() for s in sents if s.strip())) for t, sents in ex.contexts]
+                  for ex in examples}
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        index_dir = context_index(examples, Path(tmp) / "context_index", progress=False)
+        index = TextIndex.open(str(index_dir))
+        try:
+            for seed in args.seeds:
+                groups = build_groups(examples, seed=seed, n_candidates=6)
+                label_groups(groups, index.search_many, k=20)
+                out = Path(tmp) / f"assessor-{seed}"
+                train_assessor(groups, out, seed=seed, progress=False)
+                usable = [g for g in groups if len(g.labels) == len(g.candidates) and len(g.candidates) >= 2]
+                _, test = split_by_question(usable, 0.25, seed)
+                assessor = load_assessor(out)
+                rows.append(_row(seed, "all", test, _scores(assessor, test)))
+                reduced = _without_gold_titles(test)
+                rows.append(_row(seed, "no gold title", reduced, _scores(assessor, reduced)))
+                noisy = _with_distractors(test, paragraphs, seed)
+                label_groups(noisy, index.search_many, k=20)
+                rows.append(_row(seed, "noisy context", noisy, _scores(assessor, noisy)))
+        finally:
+            index.close()
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the flags, run, print the table (and save / compare)."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", required=True, help="QA data with gold supporting passages (e.g. `ragplan furepa make-data`)")
+    ap.add_argument("--seeds", default="0,1,2", type=lambda s: [int(x) for x in s.split(",") if x.strip()],
+                    help="seeds, comma-separated (default 0,1,2)")
+    ap.add_argument("--limit", type=int, default=None, help="read the first N questions only")
+    ap.add_argument("--baseline", type=Path, help="a JSON report saved earlier with --save: print ratios against it")
+    ap.add_argument("--save", type=Path, help="write this run's rows as JSON")
+    args = ap.parse_args(argv)
+    rows = run(args)
+    print_rows(rows, [("seed", "d"), ("pool", "s"), ("points", "d"), ("trained", ".3f"), ("first", ".3f"),
+                      ("random", ".3f"), ("oracle", ".3f"), ("gold_title_picked", ".3f")],
+               key="key", baseline=load_baseline(args.baseline), compare="trained")
+    save_report(args.save, "furepa_assessor", rows, data=str(args.data), seeds=args.seeds)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
