@@ -3,9 +3,10 @@
 The dataset is any file :func:`ragplan.datasets.load_qa` reads with gold supporting passages, as
 :func:`ragplan.eval.retrieval.gold_support` finds them: HotpotQA and 2Wiki ``supporting_facts``, MuSiQue's
 ``is_supporting`` paragraphs (with ``question_decomposition`` for the hop order), FlashRAG files with
-``metadata.supporting_facts`` such as the synthetic corpus of :mod:`ragplan.training.furepa.synthetic`. Labels need an index holding those passages: an existing
-local index (``index_dir``; gold passages are found by title), or with ``context_only`` one built from
-the questions' own paragraphs under ``<out>/context_index`` (reused when the passages are the same).
+``metadata.supporting_facts`` such as the synthetic corpus of :mod:`ragplan.training.furepa.synthetic`.
+Labels need an index holding those passages: an existing local index (``index_dir``; gold passages are
+found by title), or with ``context_only`` one built from the questions' own paragraphs under
+``<out>/context_index`` (reused when the passages are the same).
 """
 
 from __future__ import annotations
