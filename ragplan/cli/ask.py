@@ -204,7 +204,6 @@ def _context(args: argparse.Namespace, family: MethodFamily, item: Any) -> Any:
 
 def run_ask(args: argparse.Namespace) -> int:
     """Run ``ragplan ask``: check the LLM configuration and the method's data at once, run and print."""
-    from ragplan.api import ask
     from ragplan.llm import endpoint_problem
     from ragplan.llm_cache import track_cache_usage
     from ragplan.registry import family_of
