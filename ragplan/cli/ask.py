@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from ragplan.cli.checkpointing import add_run_options, apply_run_options, ask_checkpointed
 from ragplan.family import MethodFamily, Option
 
-__all__ = ["add_ask_parser", "run_ask", "TracePrinter", "parse_assignments", "add_cache_options", "cache_problem"]
+__all__ = ["add_ask_parser", "run_ask", "print_result", "TracePrinter", "parse_assignments", "add_cache_options", "cache_problem"]
 
 #: Flags every family shares, and the LLM context fields they set.
 COMMON_FIELDS = [("model", "model"), ("base_url", "base_url"), ("temperature", "temperature"),
@@ -251,7 +251,18 @@ def run_ask(args: argparse.Namespace) -> int:
         print(f"Question: {question}", file=out)
     with track_cache_usage() as cache_usage:
         res = ask_checkpointed(args, question, ctx, inputs, printer, out)
-    if args.json:
+    cache_line = ""
+    if ctx.llm_cache_dir:
+        c = cache_usage.summary()
+        cache_line = (f"LLM cache: {ctx.llm_cache_dir}{' (replay)' if ctx.llm_replay else ''}   entries used: {c['entries']} "
+                      f"({c['replayed']} replayed, {c['recorded']} recorded)   fingerprint: {c['fingerprint'][:16]}")
+    return print_result(res, args.json, extra=[cache_line] if cache_line else [])
+
+
+def print_result(res: Any, as_json: bool, extra: list[str] | None = None) -> int:
+    """Print a finished run as ``ask`` and ``resume`` do (the whole result as JSON, or ``Answer: …``, the family's
+    lines and the totals); the exit code: 0 for an answer without error, else 1."""
+    if as_json:
         print(json.dumps(res.model_dump(mode="json"), ensure_ascii=False))
     else:
         u = res.usage
@@ -260,10 +271,8 @@ def run_ask(args: argparse.Namespace) -> int:
             print(line)
         print(f"LLM calls: {u.llm_calls}   Tokens: {u.input_tokens} in / {u.output_tokens} out   "
               f"Wall time: {res.wall_time_s:.2f} s (LLM {u.llm_seconds:.2f} s)")
-        if ctx.llm_cache_dir:
-            c = cache_usage.summary()
-            print(f"LLM cache: {ctx.llm_cache_dir}{' (replay)' if ctx.llm_replay else ''}   entries used: {c['entries']} "
-                  f"({c['replayed']} replayed, {c['recorded']} recorded)   fingerprint: {c['fingerprint'][:16]}")
+        for line in extra or []:
+            print(line)
         if res.error:
             print(f"error: {res.error}", file=sys.stderr)
     return 0 if res.answer and not res.error else 1

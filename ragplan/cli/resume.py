@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import sqlite3
 import sys
 from typing import Any
@@ -26,7 +25,7 @@ from typing import Any
 from ragplan.checkpoints import RunStore, UnknownThread, checkpoint_db
 from ragplan.cli.checkpointing import resume_hint
 from ragplan.cli.review import TerminalReview
-from ragplan.state.result import GraphResult
+from ragplan.cli.ask import print_result
 from ragplan.state.review import AWAITING_REVIEW
 
 __all__ = ["add_parser", "run"]
@@ -60,21 +59,6 @@ def _list(db: str | None) -> int:
     return 0
 
 
-def _print_result(res: GraphResult, as_json: bool) -> int:
-    if as_json:
-        print(json.dumps(res.model_dump(mode="json"), ensure_ascii=False))
-    else:
-        u = res.usage
-        print(f"\nAnswer: {res.answer or '(none)'}")
-        for line in res.summary_lines():
-            print(line)
-        print(f"LLM calls: {u.llm_calls}   Tokens: {u.input_tokens} in / {u.output_tokens} out   "
-              f"Wall time: {res.wall_time_s:.2f} s (LLM {u.llm_seconds:.2f} s)")
-        if res.error:
-            print(f"error: {res.error}", file=sys.stderr)
-    return 0 if res.answer and not res.error else 1
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``ragplan resume``."""
     from ragplan.llm import endpoint_problem
@@ -102,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"Question: {info.question}", file=out)
     if status == "finished":
         print(f"Thread {args.thread_id} is finished; nothing to run.", file=out)
-        return _print_result(resume_run(args.thread_id, checkpoint_db=args.checkpoint_db), args.json)
+        return print_result(resume_run(args.thread_id, checkpoint_db=args.checkpoint_db), args.json)
     try:
         ctx = rebuild_context(info)
     except (TypeError, ValueError) as exc:
@@ -126,4 +110,4 @@ def run(args: argparse.Namespace) -> int:
     if res.stop_reason == AWAITING_REVIEW:
         print(f"\nThe run is paused for plan review; continue with: {resume_hint(args.thread_id, args.checkpoint_db)}",
               file=sys.stderr)
-    return _print_result(res, args.json)
+    return print_result(res, args.json)

@@ -31,6 +31,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ragplan.jsonl import read_jsonl_objects
 from ragplan.tools.retail.catalog import make_catalog
 from ragplan.tools.retail.errors import ShopError, ToolError
 from ragplan.tools.retail.faq import faq_entries
@@ -180,19 +181,10 @@ def generate_shop(out_dir: str | Path, seed: int = 0, n_products: int = 400, n_o
 def _read_jsonl(path: Path, key: str) -> list[dict[str, Any]]:
     """The objects of a JSONL file, each with ``key``; :class:`ShopError` naming the file and line of the first bad one."""
     rows = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ShopError(f"{path}:{n}: not valid JSON ({exc.msg}; a truncated file?)") from exc
-            if not isinstance(row, dict):
-                raise ShopError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
-            if not str(row.get(key) or "").strip():
-                raise ShopError(f"{path}:{n}: no {key!r}")
-            rows.append(row)
+    for n, row in read_jsonl_objects(path, ShopError):
+        if not str(row.get(key) or "").strip():
+            raise ShopError(f"{path}:{n}: no {key!r}")
+        rows.append(row)
     if not rows:
         raise ShopError(f"{path}: no records (an empty file?); regenerate the shop")
     return rows

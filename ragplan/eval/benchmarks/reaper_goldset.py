@@ -45,6 +45,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from ragplan.jsonl import read_jsonl_objects
 from ragplan.reaper.plan import RetrievalPlan, PlanArg, PlanStep, format_plan, parse_plan
 from ragplan.tools.retail.compat import singular
 from ragplan.tools.retail.dates import resolve_range
@@ -400,20 +401,11 @@ def load_goldset(path: str | Path) -> list[GoldExample]:
     """Read a gold-set JSONL file written by :func:`write_goldset`; ``ValueError`` naming the file and line of a bad
     record (not JSON, not an object, a missing field) or an empty file."""
     out = []
-    with Path(path).open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{n}: not valid JSON ({exc.msg}; a truncated file?)") from exc
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
-            missing = [k for k in ("id", "question", "context", "gold_plan", "tool_sequence", "category") if k not in row]
-            if missing:
-                raise ValueError(f"{path}:{n}: no {', '.join(repr(k) for k in missing)}")
-            out.append(GoldExample.from_dict(row))
+    for n, row in read_jsonl_objects(path):
+        missing = [k for k in ("id", "question", "context", "gold_plan", "tool_sequence", "category") if k not in row]
+        if missing:
+            raise ValueError(f"{path}:{n}: no {', '.join(repr(k) for k in missing)}")
+        out.append(GoldExample.from_dict(row))
     if not out:
         raise ValueError(f"{path}: no gold examples (an empty file?)")
     return out

@@ -28,6 +28,7 @@ import numpy as np
 
 from ragplan.nodes.reaper.planner_prompt import (NO_RETRIEVAL, ROLE, SYSTEM_INSTRUCTION, build_planner_messages,
                                                 build_planner_prompt, format_example, format_input, plan_text, tool_block)
+from ragplan.jsonl import read_jsonl_objects
 from ragplan.reaper.plan import RetrievalPlan, parse_plan
 from ragplan.tools.registry import ToolRegistry, ToolSpec
 
@@ -103,24 +104,6 @@ class SeedExample:
 
 # ---------------------------------------------------------------------------------------------- loading
 
-def _read_jsonl(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
-    rows = []
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DatagenError(f"{path}: cannot read: {exc}") from None
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatagenError(f"{path}:{n}: not valid JSON: {exc.msg} (column {exc.colno})") from None
-        if not isinstance(row, dict):
-            raise DatagenError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
-        rows.append((n, row))
-    return rows
-
 
 def _check_row(path: Any, n: int, row: dict[str, Any], need_plan: bool) -> None:
     if not isinstance(row.get("query"), str) or not row["query"].strip():
@@ -147,7 +130,7 @@ def _parse_checked(path: Any, n: int, text: str, registry: ToolRegistry | None) 
 def load_seed_examples(path: str | Path, registry: ToolRegistry | None = None) -> list[SeedExample]:
     """The seed pool: every line ``{query, context, plan}`` (optional ``id``), each plan parsed and validated."""
     out = []
-    for n, row in _read_jsonl(path):
+    for n, row in read_jsonl_objects(path, DatagenError):
         _check_row(path, n, row, need_plan=True)
         plan = _parse_checked(path, n, row["plan"], registry)
         out.append(SeedExample(str(row.get("id", f"seed-{n}")), row["query"].strip(), dict(row.get("context") or {}),
@@ -160,7 +143,7 @@ def load_seed_examples(path: str | Path, registry: ToolRegistry | None = None) -
 def load_query_pool(path: str | Path, registry: ToolRegistry | None = None) -> list[dict[str, Any]]:
     """The large pool: lines ``{query, context?, plan?, id?}``; plans, when present, are parsed and validated."""
     out = []
-    for n, row in _read_jsonl(path):
+    for n, row in read_jsonl_objects(path, DatagenError):
         _check_row(path, n, row, need_plan=False)
         plan = None
         if row.get("plan") is not None:
