@@ -231,7 +231,8 @@ FAMILY = PlanRAGFamily(
     graphs=(
         GraphSpec("planrag", build_planrag, "PlanRAG: plan data analyses from the schema, retrieve step by step with Cypher, re-plan after each observation, answer"),
         GraphSpec("planrag_no_replan", build_planrag_no_replan, "PlanRAG without re-planning (the paper's w/o RP ablation)"),
-        GraphSpec("iter_rag", build_iter_rag, "IterRAG: ReAct-style iterative Cypher retrieval, no plan; answers when it knows enough"),
+        GraphSpec("iter_rag", build_iter_rag, "IterRAG: ReAct-style iterative Cypher retrieval, no plan; answers when it knows enough",
+                  splits_retrievals=True),
         GraphSpec("single_rag", build_single_rag, "SingleRAG: one Cypher retrieval, then the answer"),
     ),
     options=(

@@ -58,6 +58,9 @@ class GraphSpec:
     """One line for ``ragplan graphs``."""
     uses_data: bool = True
     """Whether the graph reads the family's data (False for baselines that answer unaided, e.g. ``standard``)."""
+    splits_retrievals: bool = False
+    """Whether this graph's retrieval counts define the single- vs multi-retrieval (SR/MR) split of a comparison
+    (PlanRAG's Figure 5 splits every method's questions by how often IterRAG retrieved)."""
 
 
 @dataclass(frozen=True)

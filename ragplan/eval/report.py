@@ -2,9 +2,10 @@
 
 The retrieval split follows PlanRAG's Figure 5: a question is *SR* (single retrieval) when IterRAG
 answered it after one retrieval and *MR* when after several. In one run's summary the split uses that
-run's own retrieval count; ``ragplan eval report`` uses the ``iter_rag`` run's counts for every
-method when one of the compared runs is ``iter_rag`` (as the paper does), and each run's own
-otherwise.
+run's own retrieval count; ``ragplan eval report`` uses the counts of the run whose graph defines the
+split (its family description says so: ``GraphSpec.splits_retrievals``, IterRAG in PlanRAG's family)
+for every method of the same benchmark when such a run is compared (as the paper does), and each run's
+own otherwise.
 """
 
 from __future__ import annotations
@@ -197,8 +198,8 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
     hooks = [_run_metrics_of(st.method) for st, _ in runs]  # each run's family figures (FuRePA's iterations …)
     run_names = list(dict.fromkeys(k for (_, recs), h in zip(runs, hooks) for k in _figures(list(recs.values()), h)[1]
                                    if k not in metrics))
-    refs = _iter_rag_counts([(st, recs) for st, recs in runs])
-    split_note = "SR/MR by iter_rag's retrieval count" if refs else "SR/MR by each run's own retrieval count"
+    refs = _reference_counts([(st, recs) for st, recs in runs])
+    split_note = (f"SR/MR by {_names(refs)}'s retrieval count" if refs else "SR/MR by each run's own retrieval count")
     group_keys = ["year"] if any("year" in r for _, recs in runs for r in recs.values()) else []
     years = ordered_categories(str(r.get("year")) for _, recs in runs for r in recs.values()) if group_keys else []
     headers = ["method", "model", "benchmark", "questions", "accuracy", *metrics, *run_names, *[f"y{y}" for y in years], "SR", "MR",
@@ -209,7 +210,7 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
         rs = list(recs.values())
         s = summarise(rs, group_keys, st, metrics, run_metrics=hook)
         summaries.append((st, recs, s))
-        counts: dict[str, dict[str, Any]] = refs.get(st.benchmark) or recs  # iter_rag's run of the same benchmark
+        counts: dict[str, dict[str, Any]] = refs[st.benchmark][1] if st.benchmark in refs else recs  # the reference run
 
         def cls(r: dict[str, Any]) -> str:
             return retrieval_class(int(counts.get(r["id"], r).get("retrievals", 0)))
@@ -234,13 +235,23 @@ def _run_metrics_of(method: str) -> RunMetrics | None:
         return None
 
 
-def _iter_rag_counts(runs: list[tuple[RunSettings, dict[str, dict[str, Any]]]]) -> dict[str, dict[str, dict[str, Any]]]:
-    """Benchmark → the records (by id) of the first ``iter_rag`` run on it: whose retrieval counts split SR / MR."""
-    refs: dict[str, dict[str, dict[str, Any]]] = {}
+def _reference_counts(runs: list[tuple[RunSettings, dict[str, dict[str, Any]]]]) -> dict[str, tuple[str, dict[str, dict[str, Any]]]]:
+    """Benchmark → (method, records by id) of the first run on it whose graph defines the SR/MR split
+    (``GraphSpec.splits_retrievals``: IterRAG)."""
+    refs: dict[str, tuple[str, dict[str, dict[str, Any]]]] = {}
     for st, recs in runs:
-        if st.method == "iter_rag":
-            refs.setdefault(st.benchmark, recs)
+        try:
+            spec = family_of(st.method).graph(st.method)
+        except KeyError:  # a method this ragplan does not know
+            continue
+        if spec.splits_retrievals:
+            refs.setdefault(st.benchmark, (st.method, recs))
     return refs
+
+
+def _names(refs: dict[str, tuple[str, Any]]) -> str:
+    """The reference methods of ``refs``, for a note (``iter_rag``)."""
+    return "/".join(dict.fromkeys(m for m, _ in refs.values()))
 
 
 def run_labels(c: RunComparison, run_dirs: list[str | Path]) -> list[str]:
@@ -265,19 +276,20 @@ def benchmark_comparison(c: RunComparison, run_dirs: list[str | Path]) -> str:
 def retrieval_split(c: RunComparison, labels: list[str]) -> dict[str, dict[str, Any]]:
     """PlanRAG's Figure 5 data: per benchmark, the SR and MR question counts and each run's accuracy on them.
 
-    A question is SR / MR by the retrieval count of the benchmark's ``iter_rag`` run when one is compared (as in
-    the paper), else by each run's own count; the counts (``n``, ``total``) are the reference run's (iter_rag,
-    else the benchmark's first run). A run without questions of a class has accuracy None there.
+    A question is SR / MR by the retrieval count of the benchmark's reference run (the graph that defines the
+    split, IterRAG) when one is compared (as in the paper), else by each run's own count; the counts (``n``,
+    ``total``) are the reference run's (else the benchmark's first run). A run without questions of a class has
+    accuracy None there.
     """
-    refs = _iter_rag_counts([(st, recs) for st, recs, _ in c.runs])
+    refs = _reference_counts([(st, recs) for st, recs, _ in c.runs])
     out: dict[str, dict[str, Any]] = {}
     for label, (st, recs, _) in zip(labels, c.runs):
-        counts = refs.get(st.benchmark) or recs
-        b = out.setdefault(st.benchmark, {"total": 0, "n": {}, "methods": {}, "split_by": "iter_rag" if st.benchmark in refs
+        counts = refs[st.benchmark][1] if st.benchmark in refs else recs
+        b = out.setdefault(st.benchmark, {"total": 0, "n": {}, "methods": {}, "split_by": refs[st.benchmark][0] if st.benchmark in refs
                                           else "own retrieval counts"})
         cls = {i: retrieval_class(int(counts.get(i, r).get("retrievals", 0) or 0)) for i, r in recs.items()}
         if not b["n"]:
-            base = refs.get(st.benchmark) or recs
+            base = refs[st.benchmark][1] if st.benchmark in refs else recs
             own = [retrieval_class(int(r.get("retrievals", 0) or 0)) for r in base.values()]
             b["total"], b["n"] = len(base), {k: own.count(k) for k in ("SR", "MR")}
         accs = {k: _acc([r for i, r in recs.items() if cls[i] == k]) for k in ("SR", "MR")}
@@ -290,7 +302,9 @@ def plot_comparison(run_dirs: list[str | Path], path: str | Path) -> Path:
     c = comparison(run_dirs)
     split = retrieval_split(c, run_labels(c, run_dirs))
     how = {b["split_by"] for b in split.values()}
-    plot_retrieval_split(split, path, note="SR/MR by " + ("iter_rag's retrieval count" if how == {"iter_rag"}
-                                                          else "each run's own retrieval count" if "iter_rag" not in how
-                                                          else "iter_rag's retrieval count where an iter_rag run is given"))
+    own = "own retrieval counts"
+    refs = "/".join(sorted(how - {own}))
+    plot_retrieval_split(split, path, note="SR/MR by " + ("each run's own retrieval count" if how == {own}
+                                                          else f"{refs}'s retrieval count" if own not in how
+                                                          else f"{refs}'s retrieval count where a {refs} run is given"))
     return Path(path)
