@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     import multiprocessing
 
     import ragplan.tools.graphdb.tool as graph_tools
-    from ragplan.dqa.generate import generate
+    from ragplan.dqa.generate import generate_clone
 
     spawn = multiprocessing.get_context("spawn")
     ready = spawn.Queue()
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         graph_tools.STORE_CACHE_SIZE = max(graph_tools.STORE_CACHE_SIZE, args.n)  # keep every script of the run loaded
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
-            generate(work / "clone", "building", args.n, seed=0)
+            generate_clone(work / "clone", "building", args.n, seed=0)
             concurrencies = [int(c) for c in args.concurrency.split(",")]
             ck = not args.no_checkpoints
             rows = [measure(args.n, args.latency, max(concurrencies), work / "clone", work, base_url, " (cold)", ck)]

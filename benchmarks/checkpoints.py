@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     import multiprocessing
 
     import ragplan.tools.graphdb.tool as graph_tools
-    from ragplan.dqa.generate import generate
+    from ragplan.dqa.generate import generate_clone
 
     rows: list[dict[str, Any]] = []
     spawn = multiprocessing.get_context("spawn")
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
             os.environ["RAGPLAN_CHECKPOINT_DB"] = str(work / "ask-default.sqlite")
-            generate(work / "clone", "building", args.n, seed=0)
+            generate_clone(work / "clone", "building", args.n, seed=0)
             runner_pass(args.n, 16, True, work / "clone", work / "warm", base_url)  # imports, every script loaded once
             rows = _runner_rows(args, work, base_url)
             ask_rows = ask_runs(max(5, args.repeats * 3), work)

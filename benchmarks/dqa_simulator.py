@@ -45,7 +45,7 @@ import numpy as np
 from ragplan.dqa import data as dqa_data
 from ragplan.dqa.cql import read_graph_data
 from ragplan.dqa.data import load_questions, load_scenario
-from ragplan.dqa.generate import generate
+from ragplan.dqa.generate import generate_clone
 from ragplan.dqa.grade import best_decision, solve_question
 from ragplan.dqa.locating import LocatingSolution
 from ragplan.dqa.reference import reference_building, reference_locating
@@ -71,7 +71,7 @@ def run_scenario(scenario: str, n: int, seed: int, repeat: int, workdir: Path) -
     """Generate ``n`` official-size questions of ``scenario`` and time both implementations on them."""
     out = workdir / scenario
     t0 = time.perf_counter()
-    generate(out, scenario, n, seed=seed, size="official")
+    generate_clone(out, scenario, n, seed=seed, size="official")
     gen_s = time.perf_counter() - t0
     questions = load_questions(out, scenario)
     scripts = list(dict.fromkeys(q.script for q in questions))

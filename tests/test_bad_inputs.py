@@ -62,9 +62,9 @@ def test_qa_datasets(tmp_path, name, text, where):
 
 @pytest.fixture
 def clone(tmp_path):
-    from ragplan.dqa.generate import generate
+    from ragplan.dqa.generate import generate_clone
 
-    generate(tmp_path / "clone", "locating", 3, seed=0)
+    generate_clone(tmp_path / "clone", "locating", 3, seed=0)
     return tmp_path / "clone"
 
 

@@ -254,9 +254,9 @@ def _building_responder(hold: dict[str, bool]) -> Any:
 
 
 def test_eval_question_in_flight_at_a_kill_continues_from_its_last_node(tmp_path, capsys):
-    from ragplan.dqa.generate import generate
+    from ragplan.dqa.generate import generate_clone
 
-    generate(tmp_path / "clone", "building", 2, seed=0)
+    generate_clone(tmp_path / "clone", "building", 2, seed=0)
     run = tmp_path / "run"
     hold = {"on": True}
     with OpenAIStub(responder=_building_responder(hold)) as stub:

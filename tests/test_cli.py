@@ -93,13 +93,13 @@ def test_ask_rejects_unknown_method_and_empty_question(trade_cql, tmp_path, caps
 
 
 def test_ask_prints_trace_verdict_and_totals_through_local_endpoint(tmp_path, capsys, monkeypatch):
-    from ragplan.dqa.generate import generate
+    from ragplan.dqa.generate import generate_clone
     from tests.openai_server import OpenAIStub
     from tests.test_eval_runner import agent
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     clone = tmp_path / "clone"
-    generate(clone, "locating", 2, seed=1)
+    generate_clone(clone, "locating", 2, seed=1)
     with OpenAIStub(responder=agent(clone, "locating")) as stub:
         code = main(["ask", "--method", "planrag", "--dqa", str(clone), "--scenario", "locating", "--question-num", "2",
                      "--model", "openai:stub-model", "--base-url", stub.base_url])

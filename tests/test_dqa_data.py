@@ -1,7 +1,7 @@
 """The DQA clone loader (``ragplan.dqa.data``) and the grader (``ragplan.dqa.grade``).
 
 Clones are either written by hand (for the loader's error paths) or generated with
-``ragplan.dqa.generate.generate`` (whose gold answers come from the simulator). The simulation rules
+``ragplan.dqa.generate.generate_clone`` (whose gold answers come from the simulator). The simulation rules
 themselves are checked in tests/test_dqa_simulators.py.
 """
 
@@ -19,7 +19,7 @@ from ragplan.dqa.data import (
     BUILDING_QUESTIONS, BUILDING_SCRIPTS, LOCATING_QUESTIONS, LOCATING_SCRIPTS, DQAError, data_root, load_questions,
     load_scenario,
 )
-from ragplan.dqa.generate import generate
+from ragplan.dqa.generate import generate_clone
 from ragplan.dqa.grade import Verdict, grade, normalise_building, normalise_node, solve_question
 from ragplan.dqa.locating import LocatingScenario, solve_locating
 from ragplan.tools.graphdb.script import ScriptError
@@ -122,7 +122,7 @@ def test_prompt_is_rules_question_goal(tmp_path):
 
 
 def test_load_scenario_parses_each_script_once_and_again_when_modified(tmp_path, monkeypatch):
-    generate(tmp_path, "locating", 1, seed=3)
+    generate_clone(tmp_path, "locating", 1, seed=3)
     (q,) = load_questions(tmp_path, "locating")
     dqa_data.clear_scenario_cache()
     calls: list[str] = []
@@ -151,7 +151,7 @@ def test_load_scenario_parses_each_script_once_and_again_when_modified(tmp_path,
 
 
 def test_scripts_with_the_same_bytes_are_parsed_once_and_named_by_their_path(tmp_path, monkeypatch):
-    generate(tmp_path, "locating", 1, seed=3)
+    generate_clone(tmp_path, "locating", 1, seed=3)
     (q,) = load_questions(tmp_path, "locating")
     copy = q.script.with_name("q99.cql")
     copy.write_bytes(q.script.read_bytes())
@@ -168,7 +168,7 @@ def test_scripts_with_the_same_bytes_are_parsed_once_and_named_by_their_path(tmp
 
 
 def test_scenario_cache_is_bounded(tmp_path, monkeypatch):
-    generate(tmp_path, "building", 1, seed=2)
+    generate_clone(tmp_path, "building", 1, seed=2)
     (q,) = load_questions(tmp_path, "building")
     dqa_data.clear_scenario_cache()
     monkeypatch.setattr(dqa_data, "SCENARIO_CACHE_SIZE", 3)
@@ -189,7 +189,7 @@ def test_scenario_cache_is_bounded(tmp_path, monkeypatch):
 
 
 def test_building_scenario_is_cached_per_script(tmp_path):
-    generate(tmp_path, "building", 4, seed=2)
+    generate_clone(tmp_path, "building", 4, seed=2)
     qs = load_questions(tmp_path, "building")
     assert 1 < len({q.script for q in qs}) < len(qs)  # some questions share a script, some do not
     scs = [load_scenario(q.script, "building") for q in qs]
@@ -204,7 +204,7 @@ def test_missing_script_is_a_dqa_error(tmp_path):
 
 
 def test_non_dqa_statement_names_file_and_line(tmp_path):
-    generate(tmp_path, "locating", 1, seed=4)
+    generate_clone(tmp_path, "locating", 1, seed=4)
     (q,) = load_questions(tmp_path, "locating")
     lines = q.script.read_text().split("\n")
     lines.insert(5, "MATCH (n) DETACH DELETE n;")  # line 6
@@ -297,7 +297,7 @@ def test_verdict_describe():
 
 
 def test_grade_locating_on_a_generated_clone(tmp_path):
-    generate(tmp_path, "locating", 3, seed=5)
+    generate_clone(tmp_path, "locating", 3, seed=5)
     for q in load_questions(tmp_path, "locating"):
         sol = solve_question(q)
         good = grade(q, q.answer)
@@ -323,7 +323,7 @@ def test_grade_locating_on_a_generated_clone(tmp_path):
 
 
 def test_grade_building_on_a_generated_clone(tmp_path):
-    generate(tmp_path, "building", 3, seed=5)
+    generate_clone(tmp_path, "building", 3, seed=5)
     for q in load_questions(tmp_path, "building"):
         sol = solve_question(q)
         good = grade(q, f"Building {q.answer}")

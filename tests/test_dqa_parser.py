@@ -17,7 +17,7 @@ import pytest
 from ragplan.dqa import cql
 from ragplan.dqa.cql import GraphRows, graph_data_from_bytes, graph_data_from_text, graph_rows_from_bytes, read_graph_data
 from ragplan.dqa.data import load_questions
-from ragplan.dqa.generate import generate
+from ragplan.dqa.generate import generate_clone
 from ragplan.tools.graphdb.script import ScriptError, split_statements
 from tests import dqa_legacy_parser as legacy
 
@@ -37,7 +37,7 @@ def _plain(text: str) -> bool:
 @pytest.mark.parametrize("scenario", ["locating", "building"])
 @pytest.mark.parametrize("size", ["small", "official"])
 def test_generated_clones_parse_to_the_same_graph_data(tmp_path, scenario, size):
-    generate(tmp_path, scenario, 3 if size == "small" else 1, seed=13, size=size)
+    generate_clone(tmp_path, scenario, 3 if size == "small" else 1, seed=13, size=size)
     for q in load_questions(tmp_path, scenario):
         text = q.script.read_text()
         new = read_graph_data(q.script)
@@ -72,7 +72,7 @@ def _messy(text: str, rng: random.Random) -> str:
 
 @pytest.mark.parametrize("scenario", ["locating", "building"])
 def test_messy_lines_parse_to_the_same_graph_data(tmp_path, scenario):
-    generate(tmp_path, scenario, 2, seed=17)
+    generate_clone(tmp_path, scenario, 2, seed=17)
     rng = random.Random(5)
     for q in load_questions(tmp_path, scenario):
         text = _messy(q.script.read_text(), rng)

@@ -11,7 +11,7 @@ import pytest
 
 from ragplan.dqa.building import scenario_from_data as building_scenario, sequential_prices, simulate_prices, solve_building
 from ragplan.dqa.cql import graph_data_from_text, parse_map
-from ragplan.dqa.generate import generate
+from ragplan.dqa.generate import generate_clone
 from ragplan.dqa.data import load_questions
 from ragplan.dqa.cql import read_graph_data
 from ragplan.dqa.locating import scenario_from_data as locating_scenario, solve_locating
@@ -148,7 +148,7 @@ def test_parse_map_variants():
 
 @pytest.mark.parametrize("scenario", ["locating", "building"])
 def test_fast_simulators_match_reference_on_generated_scenarios(tmp_path, scenario):
-    generate(tmp_path, scenario, 6, seed=11)
+    generate_clone(tmp_path, scenario, 6, seed=11)
     for q in load_questions(tmp_path, scenario):
         data = read_graph_data(q.script)
         if scenario == "locating":
@@ -290,7 +290,7 @@ def test_locating_near_tie_is_decided_by_the_annotators_order_of_operations():
 @pytest.mark.parametrize("size", ["small", "official"])
 def test_fast_locating_is_bit_for_bit_the_sequential_reference(tmp_path, size):
     """Exact equality, not approx: the fast simulator keeps the annotator's order of operations."""
-    generate(tmp_path, "locating", 3 if size == "small" else 1, seed=5, size=size)
+    generate_clone(tmp_path, "locating", 3 if size == "small" else 1, seed=5, size=size)
     for q in load_questions(tmp_path, "locating"):
         data = read_graph_data(q.script)
         sol = solve_locating(locating_scenario(data), q.country, q.home)
@@ -299,7 +299,7 @@ def test_fast_locating_is_bit_for_bit_the_sequential_reference(tmp_path, size):
 
 
 def test_sequential_prices_are_bit_for_bit_the_reference(tmp_path):
-    generate(tmp_path, "building", 2, seed=5)
+    generate_clone(tmp_path, "building", 2, seed=5)
     for q in load_questions(tmp_path, "building"):
         data = read_graph_data(q.script)
         sc = building_scenario(data)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ragplan.cli import main
 from ragplan.dqa.data import load_questions
-from ragplan.dqa.generate import generate
+from ragplan.dqa.generate import generate_clone
 from ragplan.eval.figures import plot_retrieval_split, plot_run, plot_sweep
 from ragplan.eval.ordering import ordered_categories
 from ragplan.eval.report import summarise, summary_markdown
@@ -145,7 +145,7 @@ def _dqa_agent(clone: Path, scenario: str, retrievals_of):
 def test_report_plot_draws_figure_5_from_iter_rags_retrieval_counts(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     clone = tmp_path / "clone"
-    generate(clone, "locating", 6, seed=3)
+    generate_clone(clone, "locating", 6, seed=3)
     runs = {}
     for method, count in (("iter_rag", lambda n: 1 if n <= 2 else 2), ("planrag", lambda n: 1)):
         with OpenAIStub(responder=_dqa_agent(clone, "locating", count)) as stub:

@@ -20,7 +20,7 @@ import pytest
 
 from ragplan.cli import main
 from ragplan.dqa.data import load_questions
-from ragplan.dqa.generate import generate
+from ragplan.dqa.generate import generate_clone
 from ragplan.dqa.grade import solve_question
 from ragplan.eval.runner import RunFolder, RunSettings, evaluate
 from ragplan.nodes.planrag.answer import FinalAnswer
@@ -74,7 +74,7 @@ def settings_for(stub, clone, method="planrag", benchmark="dqa-locating", **kw):
 
 def test_eval_locating_grades_by_simulation_and_writes_run_folder(tmp_path):
     clone = tmp_path / "clone"
-    generate(clone, "locating", 6, seed=5)
+    generate_clone(clone, "locating", 6, seed=5)
     with OpenAIStub(responder=agent(clone, "locating")) as stub:
         import asyncio
 
@@ -99,7 +99,7 @@ def test_eval_locating_grades_by_simulation_and_writes_run_folder(tmp_path):
 
 def test_eval_cli_building_with_limit(tmp_path, capsys):
     clone = tmp_path / "clone"
-    generate(clone, "building", 4, seed=2)
+    generate_clone(clone, "building", 4, seed=2)
     with OpenAIStub(responder=agent(clone, "building")) as stub:
         code = main(["eval", "--method", "single_rag", "--benchmark", "dqa-building", "--data", str(clone),
                      "--limit", "3", "--model", "openai:stub-model", "--base-url", stub.base_url,
@@ -112,7 +112,7 @@ def test_eval_cli_building_with_limit(tmp_path, capsys):
 
 def test_rate_limited_question_is_retried_with_backoff(tmp_path):
     clone = tmp_path / "clone"
-    generate(clone, "locating", 1, seed=3)
+    generate_clone(clone, "locating", 1, seed=3)
     inner = agent(clone, "locating")
     calls = {"n": 0}
 
@@ -133,7 +133,7 @@ def test_rate_limited_question_is_retried_with_backoff(tmp_path):
 
 def test_endpoint_down_is_recorded_per_question(tmp_path):
     clone = tmp_path / "clone"
-    generate(clone, "locating", 2, seed=4)
+    generate_clone(clone, "locating", 2, seed=4)
     st = RunSettings(method="iter_rag", benchmark="dqa-locating", data=str(clone), model="openai:x",
                      base_url="http://127.0.0.1:9/v1", context={"llm_max_retries": 0, "llm_timeout_s": 2})
     import asyncio
@@ -146,7 +146,7 @@ def test_endpoint_down_is_recorded_per_question(tmp_path):
 
 def test_kill_and_resume_finishes_without_redoing_or_losing(tmp_path):
     clone = tmp_path / "clone"
-    generate(clone, "locating", 6, seed=9)
+    generate_clone(clone, "locating", 6, seed=9)
     run = tmp_path / "run"
     with OpenAIStub(responder=agent(clone, "locating", delay=0.15)) as stub:
         cmd = [sys.executable, "-m", "ragplan", "eval", "--method", "planrag", "--benchmark", "dqa-locating",
@@ -177,7 +177,7 @@ def test_kill_and_resume_finishes_without_redoing_or_losing(tmp_path):
 
 def test_report_compares_runs_with_iter_rag_split(tmp_path, capsys):
     clone = tmp_path / "clone"
-    generate(clone, "locating", 4, seed=6)
+    generate_clone(clone, "locating", 4, seed=6)
     import asyncio
 
     with OpenAIStub(responder=agent(clone, "locating", retrievals=2)) as stub:

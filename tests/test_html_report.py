@@ -39,12 +39,12 @@ def _no_key(monkeypatch):
 @pytest.fixture(scope="module")
 def dqa_compare(tmp_path_factory):
     """`ragplan compare` of planrag and iter_rag on 3 questions of a generated DQA clone (right on odd numbers)."""
-    from ragplan.dqa.generate import generate
+    from ragplan.dqa.generate import generate_clone
     from tests.test_eval_runner import agent
 
     root = tmp_path_factory.mktemp("compare")
     clone = root / "clone"
-    generate(clone, "locating", 4, seed=5)
+    generate_clone(clone, "locating", 4, seed=5)
     out = root / "cmp"
     argv = ["compare", "--benchmark", "dqa-locating", "--data", str(clone), "--methods", "planrag,iter_rag",
             "--limit", "3", "--model", MODEL, "--out", str(out), "--no-progress"]

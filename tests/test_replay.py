@@ -50,10 +50,10 @@ def _think_then_act_data(root: Path) -> tuple[list[str], Any]:
 
 
 def _planrag_data(root: Path) -> tuple[list[str], Any]:
-    from ragplan.dqa.generate import generate
+    from ragplan.dqa.generate import generate_clone
 
     clone = root / "dqa"
-    generate(clone, "locating", 2, seed=3)
+    generate_clone(clone, "locating", 2, seed=3)
     d = planrag_data.make(root / "family")
     return ["--method", "planrag", "--benchmark", "dqa-locating", "--data", str(clone)], d
 

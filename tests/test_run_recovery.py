@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from ragplan.cli import main
-from ragplan.dqa.generate import generate
+from ragplan.dqa.generate import generate_clone
 from ragplan.eval.runfolder import RunFolder, RunSettings
 from tests.auto_reply import auto_responder
 from tests.openai_server import Fault, OpenAIStub
@@ -121,7 +121,7 @@ def _kill_when(proc: subprocess.Popen, ready: Any, timeout: float = 90) -> None:
 @pytest.mark.parametrize("point", ["before_any_answer", "mid_run_torn_line", "twice"])
 def test_kill_minus_9_then_resume_loses_and_duplicates_nothing(tmp_path, point):
     clone = tmp_path / "clone"
-    generate(clone, "locating", N, seed=13)
+    generate_clone(clone, "locating", N, seed=13)
     run = tmp_path / "run"
     results = run / "results.jsonl"
     with OpenAIStub(responder=_responder(0.05)) as stub:

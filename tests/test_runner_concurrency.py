@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 
 import ragplan.tools.graphdb.tool as graph_tools
-from ragplan.dqa.generate import generate
+from ragplan.dqa.generate import generate_clone
 from ragplan.eval.registry import get_benchmark
 from ragplan.eval.runner import RunSettings, evaluate
 from ragplan.tools.graphdb.embedded import EmbeddedGraphStore
@@ -53,7 +53,7 @@ def most_in_flight(arrivals: list[float], hold_s: float) -> int:
 
 def test_concurrency_16_keeps_16_requests_in_flight(tmp_path):
     clone = tmp_path / "clone"
-    generate(clone, "building", 32, seed=0)
+    generate_clone(clone, "building", 32, seed=0)
     arrivals: list[float] = []
     with OpenAIStub(responder=_single_rag_responder(0.4, arrivals)) as stub:
         settings = RunSettings(method="single_rag", benchmark="dqa-building", data=str(clone), model="openai:stub",
@@ -65,7 +65,7 @@ def test_concurrency_16_keeps_16_requests_in_flight(tmp_path):
 
 def test_each_distinct_script_is_loaded_once_per_run(tmp_path, monkeypatch):
     clone = tmp_path / "clone"
-    generate(clone, "building", 24, seed=1)
+    generate_clone(clone, "building", 24, seed=1)
     items = get_benchmark("dqa-building", str(clone)).items()
     scripts = Counter(it.context["graph_path"] for it in items)
     assert len(scripts) < len(items)  # questions share scripts

@@ -146,9 +146,9 @@ def _solve(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from ragplan.dqa.generate import generate
+    from ragplan.dqa.generate import generate_clone
 
-    qs = generate(args.out, args.scenario, args.n, seed=args.seed, size=args.size)
+    qs = generate_clone(args.out, args.scenario, args.n, seed=args.seed, size=args.size)
     scripts = len({q["target_gdb"] for q in qs})
     print(f"wrote {len(qs)} {args.scenario} questions and {scripts} scripts under {args.out}/data/{args.scenario}")
     return 0

@@ -1,6 +1,6 @@
 """Synthetic DQA-style scenarios: the project's own test data, in the clone's file layout.
 
-``generate(out_dir, scenario, n, seed)`` writes questions and ``.cql`` scripts exactly where a clone
+``generate_clone(out_dir, scenario, n, seed)`` writes questions and ``.cql`` scripts exactly where a clone
 of the official repository has them (see shared/DQA.md), in the same Neo4j dialect and with the
 same mess (some lines without ``;``, spacing variants, the ``has_has_merchant`` misspelling), and
 sets each question's gold answer with ragplan's simulator. Same seed, same files.
@@ -22,7 +22,7 @@ from ragplan.dqa.cql import graph_data_from_text
 from ragplan.dqa.data import BUILDING_QUESTIONS, BUILDING_SCRIPTS, LOCATING_QUESTIONS, LOCATING_SCRIPTS
 from ragplan.dqa.locating import merchant_power, scenario_from_data as locating_scenario, solve_locating
 
-__all__ = ["generate", "max_questions", "SIZES", "LOCATING_RULES", "BUILDING_RULES"]
+__all__ = ["generate_clone", "max_questions", "SIZES", "LOCATING_RULES", "BUILDING_RULES"]
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,7 @@ def building_script(rng: random.Random, size: Size, country: str) -> str:
     return compose([float(p) for p in prices])
 
 
-#: Generated scripts in a row that may add no new question before :func:`generate` gives up (a bound, never reached
+#: Generated scripts in a row that may add no new question before :func:`generate_clone` gives up (a bound, never reached
 #: below the maximum in practice: 42 small locating questions take about 250 scripts).
 MAX_FRUITLESS_SCRIPTS = 20_000
 
@@ -175,7 +175,7 @@ def max_questions(scenario: str, size: str = "small") -> int | None:
     return sz.countries * sz.trade_nodes if scenario == "locating" else None
 
 
-def generate(out_dir: str | Path, scenario: str, n: int, seed: int = 0, size: str = "small") -> list[dict[str, Any]]:
+def generate_clone(out_dir: str | Path, scenario: str, n: int, seed: int = 0, size: str = "small") -> list[dict[str, Any]]:
     """Write ``n`` questions of ``scenario`` (locating | building) with scripts and gold answers; return the questions.
 
     Raises ``ValueError`` when ``n`` is more than :func:`max_questions` allows at ``size`` (with the maximum),

@@ -19,11 +19,11 @@ def _count_query(req: Any) -> dict[str, Any]:
 
 def make(root: Path) -> FamilyData:
     """Flags and data of the PlanRAG family."""
-    from ragplan.dqa.generate import generate
+    from ragplan.dqa.generate import generate_clone
 
     cql = str(ROOT / "examples" / "trade_network.cql")
     clone = root / "dqa"
-    generate(clone, "locating", 1, seed=0)
+    generate_clone(clone, "locating", 1, seed=0)
     return FamilyData(
         cli=lambda m: ["--graph", cql], api=lambda m: {"store": cql},
         eval=lambda m: ["--benchmark", "dqa-locating", "--data", str(clone)],

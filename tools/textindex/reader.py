@@ -26,7 +26,7 @@ from typing import IO, Iterator
 
 from ragplan.tools.retrieval import Passage
 
-__all__ = ["PassageFormatError", "ReadStats", "read_passages", "detect_format", "embed_text"]
+__all__ = ["PassageFormatError", "ReadStats", "read_passages", "detect_passage_format", "embed_text"]
 
 _ID_KEYS = ("id", "_id", "docid", "doc_id")
 _TEXT_KEYS = ("contents", "text", "passage")
@@ -60,7 +60,7 @@ def _open(path: Path) -> IO[bytes]:
     return path.open("rb")
 
 
-def detect_format(path: str | Path) -> str:
+def detect_passage_format(path: str | Path) -> str:
     """``"jsonl"`` or ``"tsv"`` for a passage file, from its name or else its first non-blank character."""
     p = Path(path)
     suffixes = [s.lower() for s in p.suffixes if s.lower() != ".gz"]
@@ -96,7 +96,7 @@ def read_passages(path: str | Path, *, skip_malformed: bool = False, stats: Read
     if not p.is_file():
         raise FileNotFoundError(f"passage file {str(p)!r} does not exist")
     stats = stats if stats is not None else ReadStats()
-    reader = _read_jsonl if detect_format(p) == "jsonl" else _read_tsv
+    reader = _read_jsonl if detect_passage_format(p) == "jsonl" else _read_tsv
     for item in reader(p):
         if isinstance(item, PassageFormatError):
             if not skip_malformed:
