@@ -153,6 +153,8 @@ class ReaperFamily(MethodFamily):
                 return f"the tool suite {ctx.tool_suite!r} cannot be opened: {exc}"
         if method == "classifier_planner" and not ctx.classifier_dir:
             return "classifier_planner needs --classifier DIR (train one with `ragplan reaper train-classifier --shop DIR --out DIR`)"
+        if method != "classifier_planner" and ctx.classifier_dir:
+            return f"--classifier (classifier_dir) applies to classifier_planner only, not to {method}"
         return None
 
     def data_line(self, ctx: Any) -> str:

@@ -135,8 +135,11 @@ class ReaperResult(GraphResult):
         first = self.first_call()
         calls = f"{self.plan_attempts}" + (f" (first plan {'valid' if first.valid else 'invalid'})"
                                            if first is not None and len(self.plan_calls) > 1 else "")
+        planning = (f"   Planner calls: {calls}   Planner latency: {self.planner_latency_s:.2f} s" if self.plan_attempts
+                    else f"   Planning: step by step ({self.planner_latency_s:.2f} s in the agent's steps)"
+                    if self.planner_latency_s else "")
         return lines + [f"Stopped: {self.stop_reason or '-'}   Plan steps: {len(self.plan)}   Tool calls: {self.retrievals()}"
-                        f"   Planner calls: {calls}   Planner latency: {self.planner_latency_s:.2f} s"]
+                        + planning]
 
     trace_fields = frozenset({"plan", "plan_text", "plan_calls", "plan_raw", "plan_errors", "plan_attempts", "evidence",
                               "planner_latency_s", "route"})

@@ -89,6 +89,19 @@ def test_agent_planner_calls_tools_step_by_step(shop):
     assert [e["tool"] for e in res.evidence] == ["date_math", "shipment_status"]
     assert "sheet pan" in str(res.evidence[1]["output"]).lower()
     assert res.usage.llm_calls == 4 and len(planner.prompts) == 3  # 3 planning calls for a 2-step retrieval
+    line = res.summary_lines()[-1]  # the agent writes no plan in one call: no "Planner calls: 0" line
+    assert "Planner calls" not in line and "Planning: step by step" in line
+
+
+def test_classifier_flag_belongs_to_classifier_planner_only(shop, tmp_path):
+    """--classifier with reaper or agent_planner is refused (it would be ignored), not silently accepted."""
+    from ragplan.registry import family_of
+
+    fam = family_of("reaper")
+    for method in ("reaper", "agent_planner"):
+        msg = fam.prepare(method, ReaperContext(model="-", shop_dir=shop, classifier_dir=str(tmp_path)))
+        assert msg and "classifier_planner only" in msg and method in msg
+    assert fam.prepare("reaper", ReaperContext(model="-", shop_dir=shop)) is None
 
 
 def test_agent_planner_step_bound(shop):
