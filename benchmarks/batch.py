@@ -65,22 +65,39 @@ def serve(latency: float, ready: Any) -> None:
         time.sleep(3600)
 
 
+def _workers_cpu() -> dict[int, float]:
+    """CPU seconds (user + system) of each live ``ragplan eval`` worker process, by pid (Linux /proc)."""
+    from ragplan.eval.workers import worker_pool
+
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[int, float] = {}
+    for w in worker_pool().workers:
+        try:
+            fields = Path(f"/proc/{w.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        out[w.process.pid] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return out
+
+
 def measure(n: int, latency: float, concurrency: int, clone: Path, work: Path, base_url: str,
-            label: str = "", checkpoints: bool = True) -> dict[str, Any]:
+            label: str = "", checkpoints: bool = True, workers: int | str = "auto") -> dict[str, Any]:
     """One runner pass at ``concurrency``: wall time, calls, efficiency and the runner's CPU."""
     from ragplan.eval.runner import RunSettings, evaluate
 
     settings = RunSettings(method="single_rag", benchmark="dqa-building", data=str(clone), model="openai:stub",
                            base_url=base_url, limit=n, concurrency=concurrency, context={"llm_max_retries": 0},
-                           checkpoints=checkpoints)
+                           checkpoints=checkpoints, workers=workers)
+    w0 = _workers_cpu()
     t0, c0 = time.perf_counter(), time.process_time()
     summary = asyncio.run(evaluate(settings, work / f"run-c{concurrency}{label}"))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    cpu += sum(t - w0.get(pid, 0.0) for pid, t in _workers_cpu().items())  # and the worker processes' CPU
     calls = int(summary["cost"]["llm_calls"])
     run_s = float(summary["cost"].get("wall_time_s") or wall)  # the run's own wall time: first start to last answer
     errors = int(summary["overall"].get("errors", 0))
     ideal = calls * latency / concurrency
-    return {"concurrency": f"{concurrency}{label}", "questions": summary["overall"]["n"], "errors": errors,
+    return {"concurrency": f"{concurrency}{label}", "workers": summary["runner"]["workers"], "questions": summary["overall"]["n"], "errors": errors,
             "calls": calls, "wall_s": round(wall, 3), "ideal_s": round(ideal, 3), "efficiency": round(ideal / wall, 3),
             "run_s": round(run_s, 3), "run_efficiency": round(ideal / run_s, 3) if run_s else 0.0,
             "cpu_ms_per_q": round(cpu / max(1, n) * 1000, 2)}
@@ -94,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrency", default="1,4,16,32", help="comma-separated concurrencies")
     ap.add_argument("--no-checkpoints", action="store_true",
                     help="run without per-question checkpoints (ragplan eval --no-checkpoints)")
+    ap.add_argument("--workers", default="auto",
+                    help="worker processes per run: a number or auto (ragplan eval --workers; default auto)")
     ap.add_argument("--save", type=Path, help="write this run's rows as JSON")
     ap.add_argument("--baseline", type=Path, help="a report saved with --save: show its efficiency and the ratio")
     args = ap.parse_args(argv)
@@ -109,19 +128,23 @@ def main(argv: list[str] | None = None) -> int:
     endpoint.start()
     try:
         base_url = ready.get(timeout=120)
-        graph_tools.STORE_CACHE_SIZE = max(graph_tools.STORE_CACHE_SIZE, args.n)  # keep every script of the run loaded
+        # keep every script of the run loaded, in this process and in the worker processes (their jobs bring the environment)
+        os.environ["RAGPLAN_STORE_CACHE_SIZE"] = str(max(graph_tools.STORE_CACHE_SIZE, args.n))
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
             generate_clone(work / "clone", "building", args.n, seed=0)
             concurrencies = [int(c) for c in args.concurrency.split(",")]
             ck = not args.no_checkpoints
-            rows = [measure(args.n, args.latency, max(concurrencies), work / "clone", work, base_url, " (cold)", ck)]
-            rows += [measure(args.n, args.latency, c, work / "clone", work, base_url, checkpoints=ck) for c in concurrencies]
+            workers = args.workers if args.workers == "auto" else int(args.workers)
+            rows = [measure(args.n, args.latency, max(concurrencies), work / "clone", work, base_url, " (cold)", ck,
+                            workers)]
+            rows += [measure(args.n, args.latency, c, work / "clone", work, base_url, checkpoints=ck, workers=workers)
+                     for c in concurrencies]
     finally:
         endpoint.kill()
     print(f"single_rag, {args.n} questions, {args.latency:g} s per request (endpoint in its own process), "
-          f"checkpoints {'off' if args.no_checkpoints else 'on'}")
-    print_rows(rows, [("concurrency", "s"), ("questions", "d"), ("errors", "d"), ("calls", "d"), ("wall_s", ".2f"),
+          f"checkpoints {'off' if args.no_checkpoints else 'on'}, workers {args.workers}")
+    print_rows(rows, [("concurrency", "s"), ("workers", "d"), ("questions", "d"), ("errors", "d"), ("calls", "d"), ("wall_s", ".2f"),
                       ("ideal_s", ".2f"), ("efficiency", ".2f"), ("run_s", ".2f"), ("run_efficiency", ".2f"),
                       ("cpu_ms_per_q", ".1f")], key="concurrency",
                baseline=load_baseline(args.baseline), compare="efficiency")

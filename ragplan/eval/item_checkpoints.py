@@ -1,6 +1,6 @@
 """Per-question checkpoints of an evaluation run: a question in flight at a kill continues from its last node.
 
-The runner compiles its graph with an :class:`AsyncSqliteSaver` over ``RUN_DIR/checkpoints.sqlite``; each
+The runner compiles its graph with a :class:`LoopSqliteSaver` over ``RUN_DIR/checkpoints.sqlite``; each
 attempt at a question is its own LangGraph thread, ``<item id>#<attempt>``. On ``--resume`` a question that
 has no result line yet but has a checkpoint continues from its last finished node (its finished LLM calls
 are not made again), and one whose graph had finished before the kill (the record was not written yet)
@@ -19,19 +19,60 @@ SQLite write per finished node); with ``RunSettings.checkpoints = False`` (``rag
 from __future__ import annotations
 
 import os
+import sqlite3
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.sqlite import SqliteSaver
 
 from ragplan.checkpoints import checkpoint_serde
 
-__all__ = ["ItemCheckpoints", "CHECKPOINT_FILE"]
+__all__ = ["ItemCheckpoints", "LoopSqliteSaver", "CHECKPOINT_FILE", "BUSY_TIMEOUT_S"]
 
 CHECKPOINT_FILE = "checkpoints.sqlite"
 """The checkpoint file's name in a run folder."""
+BUSY_TIMEOUT_S = 60.0
+"""How long a write waits for another process's write to the same file (each holds it for a moment)."""
+
+class LoopSqliteSaver(SqliteSaver):
+    """LangGraph's SQLite saver with its async methods run on the event loop itself.
+
+    A checkpoint write is one small SQLite transaction (WAL, ``synchronous=NORMAL``: no fsync), well under
+    a millisecond; aiosqlite's thread hand-offs (several per write) cost the runner more CPU than the
+    writes themselves, so the writes are made where LangGraph asks for them.
+    """
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """:meth:`get_tuple`, on the loop."""
+        return self.get_tuple(config)
+
+    async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+                    before: RunnableConfig | None = None, limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
+        """:meth:`list`, on the loop."""
+        for tup in self.list(config, filter=filter, before=before, limit=limit):
+            yield tup
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> RunnableConfig:
+        """:meth:`put`, on the loop."""
+        return self.put(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                          task_path: str = "") -> None:
+        """:meth:`put_writes`, on the loop."""
+        self.put_writes(config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """:meth:`delete_thread`, on the loop."""
+        self.delete_thread(thread_id)
+
+    async def aget_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]) -> Mapping[str, Any]:
+        """:meth:`get_delta_channel_history`, on the loop."""
+        return self.get_delta_channel_history(config=config, channels=channels)
+
 
 class ItemCheckpoints:
     """The checkpoints of one run folder (open with :meth:`open`, close with :meth:`close`)."""
@@ -40,29 +81,29 @@ class ItemCheckpoints:
         """Checkpoints in the SQLite file ``path`` (created when missing); ``enabled=False`` keeps none."""
         self.path = Path(path)
         self.enabled = enabled
-        self.saver: AsyncSqliteSaver | None = None
-        self._conn: aiosqlite.Connection | None = None
+        self.saver: LoopSqliteSaver | None = None
+        self._conn: sqlite3.Connection | None = None
         self._threads: set[str] = set()
         self._first: dict[str, int] = {}
 
-    async def open(self) -> AsyncSqliteSaver | None:
+    async def open(self) -> LoopSqliteSaver | None:
         """Connect and read which threads the file holds; the saver to compile the graph with (None when off)."""
         if not self.enabled:
             return None
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = await aiosqlite.connect(str(self.path))
-        await self._conn.execute("PRAGMA journal_mode=WAL")
-        await self._conn.execute("PRAGMA synchronous=NORMAL")  # safe against a killed process; no fsync per commit
-        self.saver = AsyncSqliteSaver(self._conn, serde=checkpoint_serde())
-        await self.saver.setup()
-        async with self._conn.execute("SELECT DISTINCT thread_id FROM checkpoints") as cur:
-            self._threads = {str(row[0]) for row in await cur.fetchall()}
+        # one file for every worker process of a run (--workers): a writer waits up to BUSY_TIMEOUT_S for another's
+        self._conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")  # safe against a killed process; no fsync per commit
+        self.saver = LoopSqliteSaver(self._conn, serde=checkpoint_serde())
+        self.saver.setup()
+        self._threads = {str(row[0]) for row in self._conn.execute("SELECT DISTINCT thread_id FROM checkpoints")}
         return self.saver
 
     async def close(self) -> None:
         """Close the connection (safe to call twice)."""
         if self._conn is not None:
-            await self._conn.close()
+            self._conn.close()
             self._conn, self.saver = None, None
 
     @staticmethod

@@ -25,7 +25,14 @@ from typing import Any, Iterable
 from ragplan.eval.benchmark import Item
 from ragplan.family import MethodFamily
 
-__all__ = ["ItemContexts"]
+__all__ = ["ItemContexts", "data_keys"]
+
+
+def data_keys(family: MethodFamily, items: Iterable[Item]) -> list[str]:
+    """Each question's data key (:meth:`~ragplan.family.MethodFamily.data_key` of its own settings), in order:
+    questions with the same key read the same data (PlanRAG: the same script)."""
+    names = family.context_fields()
+    return [family.data_key({k: v for k, v in it.context.items() if k in names}) for it in items]
 
 
 class ItemContexts:
@@ -36,6 +43,7 @@ class ItemContexts:
         self.family, self.method, self.base = family, method, base
         self.fields = family.context_fields()
         self._pending: Counter[str] = Counter(self._key(it) for it in items)
+        self._more: set[str] = set()  # data whose further questions may still arrive (expect(…, more=True))
         self._handles: dict[str, dict[str, Any]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self.prepared = 0
@@ -72,10 +80,20 @@ class ItemContexts:
             setattr(ctx, name, value)
         return ctx
 
+    def expect(self, item: Item, more: bool) -> None:
+        """One more question to run, handed over during the run (a worker process's next question); ``more``:
+        further questions of its data may follow, so its data is kept when this one is done."""
+        key = self._key(item)
+        self._pending[key] += 1
+        if more:
+            self._more.add(key)
+        else:
+            self._more.discard(key)
+
     def release(self, item: Item) -> None:
         """``item`` is done: when it was the last question of its data, let the data go."""
         key = self._key(item)
         self._pending[key] -= 1
-        if self._pending[key] <= 0:
+        if self._pending[key] <= 0 and key not in self._more:
             self._handles.pop(key, None)
             self._locks.pop(key, None)

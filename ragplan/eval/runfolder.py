@@ -11,6 +11,7 @@ The runner (:mod:`ragplan.eval.runner`) writes folders; the reports (:mod:`ragpl
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import threading
@@ -40,6 +41,9 @@ class RunSettings:
     limit: int | None = None
     year: int | None = None
     concurrency: int = 4
+    workers: int | str = "auto"
+    """Processes that run the questions (:mod:`ragplan.eval.workers`): a number, or ``"auto"`` = min(cores,
+    concurrency // 8), at least 4 questions each, else 1; 1 runs every question in this process."""
     context: dict[str, Any] = field(default_factory=dict)
     """Extra context settings for every item (max_steps, row_cap, temperature …)."""
     benchmark_options: dict[str, Any] = field(default_factory=dict)
@@ -166,10 +170,12 @@ class RunFolder:
         return info
 
     def append(self, record: dict[str, Any]) -> None:
-        """Append one record as a line, flushed to disk before returning; thread-safe (one line is never cut
-        by another's: the runner appends from worker threads, so the fsync does not hold up its event loop)."""
+        """Append one record as a line, flushed to disk before returning; thread- and process-safe (one line is
+        never cut by another's: the runner appends from worker threads, so the fsync does not hold up its event
+        loop, and with ``--workers`` from several processes, each line in one write under an exclusive ``flock``)."""
         line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         with _append_lock, open(self.results_file, "ab") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file is closed
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())

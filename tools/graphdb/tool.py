@@ -30,7 +30,8 @@ from ragplan.tools.graphdb.store import GraphStore, QueryError, QueryTimeout
 
 __all__ = ["StoreSpec", "QueryOutcome", "open_store", "run_graph_query", "make_graph_db_tool", "GRAPH_DB_DESCRIPTION"]
 
-#: How many embedded stores stay loaded at once (DQA has one script per question).
+#: How many embedded stores stay loaded at once (DQA has one script per question); the environment variable
+#: ``RAGPLAN_STORE_CACHE_SIZE`` overrides it (read at each load, so ``ragplan eval`` worker processes see it too).
 STORE_CACHE_SIZE = 8
 #: Longest observation handed to the LLM, in characters (100 rows of full nodes stay well below it).
 OBSERVATION_CHARS = 100_000
@@ -84,16 +85,27 @@ def open_store(spec: StoreSpec) -> GraphStore:
         key = ("embedded", str(p), st.st_size, st.st_mtime_ns)
     else:
         raise ValueError("no graph store configured: give a .cql script (graph_path / --graph) or a Neo4j URI")
+    limit = _cache_size()
     with _cache_lock:
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key]
         store = _build(spec)
         _cache[key] = store
-        while len(_cache) > STORE_CACHE_SIZE:
+        while len(_cache) > limit:
             # not closed here: a run on another thread may still hold it; it is freed when unused
             _cache.popitem(last=False)
         return store
+
+
+def _cache_size() -> int:
+    """How many stores the cache keeps: ``RAGPLAN_STORE_CACHE_SIZE`` when set, else :data:`STORE_CACHE_SIZE`."""
+    raw = os.environ.get("RAGPLAN_STORE_CACHE_SIZE", "").strip()
+    if not raw:
+        return STORE_CACHE_SIZE
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"RAGPLAN_STORE_CACHE_SIZE must be a positive whole number, not {raw!r}")
+    return int(raw)
 
 
 def _build(spec: StoreSpec) -> GraphStore:

@@ -1,0 +1,171 @@
+"""The per-question part of an evaluation run: run, retry, grade and record each question of one share.
+
+:func:`run_questions` is what both ways of running a batch call (:mod:`ragplan.eval.runner`): the whole
+run in this process (``--workers 1``), or one worker process's share of it (:mod:`ragplan.eval.workers`).
+It compiles the method's graph with the run's checkpoints, runs its questions with bounded async
+concurrency (a rate-limited question is retried with exponential backoff, a question past its time
+budget or one that crashes is recorded with the reason), grades each and appends its line to
+``results.jsonl`` (fsynced, under a file lock, so lines of several processes never interleave).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+from ragplan.eval.benchmark import Benchmark, Item
+from ragplan.eval.item_checkpoints import CHECKPOINT_FILE, ItemCheckpoints
+from ragplan.eval.item_contexts import ItemContexts
+from ragplan.eval.runfolder import RunFolder, RunSettings
+from ragplan.family import MethodFamily
+from ragplan.registry import family_of
+from ragplan.state.result import GraphResult
+from ragplan.state.usage import Usage
+
+__all__ = ["RunJob", "QuestionSource", "run_questions", "is_rate_limited"]
+
+
+def is_rate_limited(error: str | None) -> bool:
+    """Whether a recorded LLM error is a rate limit (worth waiting for) rather than a real failure."""
+    e = (error or "").lower()
+    return re.search(r"\b429\b", e) is not None or "ratelimit" in e or "rate limit" in e or "rate_limit" in e
+
+
+@dataclass
+class RunJob:
+    """The questions one process runs: all of a run's pending questions, or one worker's share of them."""
+
+    settings: RunSettings
+    """The run's settings (method, retries, time budget, checkpoints …)."""
+    run_dir: str
+    """The run folder the records are appended to."""
+    invocation: int
+    """The number of this run or resume (``invocations.jsonl``), kept in every record."""
+    items: list[Item]
+    """The questions to run, those that share data next to each other."""
+    base: dict[str, Any]
+    """The context settings every question shares (model, endpoint, the benchmark's prepared settings …)."""
+    bench: Benchmark
+    """The benchmark that grades the answers."""
+    concurrency: int
+    """Questions of this job in flight at once."""
+
+
+class QuestionSource(Protocol):
+    """Questions handed over one at a time while the run goes on (a worker process asks its parent for each)."""
+
+    async def next(self) -> tuple[Item, bool] | None:
+        """The next question and whether more questions of its data may follow; None when there are no more."""
+
+
+def _record(item: Item, res: GraphResult, graded: dict[str, Any], settings: RunSettings, latency: float,
+            attempts: int) -> dict[str, Any]:
+    """One results.jsonl line: the item, the grade, what every family has, then the family's own fields."""
+    u = res.usage
+    return {
+        "id": item.id, "method": settings.method, "model": settings.model,
+        **{k: v for k, v in item.meta.items() if not k.startswith("_")},
+        "question": item.question, "answer": res.answer, "gold": item.gold, **graded,
+        "retrievals": res.retrievals(), "retrieval_errors": res.retrieval_errors(),
+        "executed_queries": res.executed_queries(),
+        "llm_calls": u.llm_calls, "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
+        "llm_seconds": u.llm_seconds, "latency_s": round(latency, 3), "stop_reason": res.stop_reason,
+        "error": res.error, "attempts": attempts,
+        **{k: v for k, v in res.record().items() if k not in graded},
+    }
+
+
+def _usage(out: dict[str, Any]) -> Usage:
+    """The usage an attempt's output reports (an object, or a dict from a checkpoint)."""
+    u = out.get("usage")
+    return u if isinstance(u, Usage) else Usage.model_validate(u) if isinstance(u, dict) else Usage()
+
+
+def _typed(family: MethodFamily, out: dict[str, Any]) -> GraphResult:
+    """The family's typed result of a run's output; an output that does not fit it is a recorded failure."""
+    try:
+        return family.result.from_state(out)
+    except Exception as exc:  # a graph returned something its own result cannot read: a bug, recorded as a failure
+        return family.result(answer="", stop_reason="crash",
+                             error=f"the output does not fit {family.result.__name__}: {type(exc).__name__}: {exc}")
+
+
+async def run_questions(job: RunJob, on_finished: Callable[[], None] | None = None,
+                        source: QuestionSource | None = None) -> int:
+    """Run every question of ``job`` (or, with ``source``, every question it hands over, ``job.concurrency`` at a
+    time) and append its record; ``on_finished`` after each line is written.
+
+    Returns how many distinct data (scripts, indexes …) were prepared: each once, however many questions
+    read it (:class:`~ragplan.eval.item_contexts.ItemContexts`).
+    """
+    settings, bench = job.settings, job.bench
+    folder = RunFolder(job.run_dir)
+    family = family_of(settings.method)
+    checkpoints = ItemCheckpoints(folder.path / CHECKPOINT_FILE, enabled=settings.checkpoints)
+    graph = family.graph(settings.method).build().compile(name=settings.method, checkpointer=await checkpoints.open())
+    sem = asyncio.Semaphore(max(1, job.concurrency))
+    contexts = ItemContexts(family, settings.method, job.base, job.items)  # each distinct script / index opened once
+    # synchronous nodes run in the loop's default thread pool: size it to the concurrency (asyncio's own
+    # default, min(32, cores + 4), would cap a run at 6 questions in flight on 2 cores)
+    pool = ThreadPoolExecutor(max_workers=max(8, 2 * job.concurrency + 4), thread_name_prefix="ragplan-node")
+    asyncio.get_running_loop().set_default_executor(pool)
+
+    async def one(item: Item) -> None:
+        async with sem:
+            ctx = await contexts.get(item)
+            limit = family.recursion_limit(ctx)
+            graph_input = family.graph_input(item.question, item.inputs)
+            out: dict[str, Any] = {}
+            attempts = 0
+            spent = Usage()  # every attempt's LLM work counts (a rate-limited attempt cost calls and tokens too)
+            t0 = time.perf_counter()
+            while True:
+                attempts += 1
+                try:
+                    out = await asyncio.wait_for(checkpoints.run(graph, item.id, attempts, graph_input, ctx, limit),
+                                                 timeout=settings.item_timeout_s)
+                except asyncio.TimeoutError:
+                    out = {"answer": "", "error": f"the question ran past item_timeout_s={settings.item_timeout_s:g}",
+                           "stop_reason": "item_timeout"}
+                except Exception as exc:  # a crash of one question is that question's recorded failure
+                    out = {"answer": "", "error": f"{type(exc).__name__}: {exc}", "stop_reason": "crash"}
+                spent = spent + _usage(out)
+                if is_rate_limited(out.get("error")) and attempts <= settings.rate_limit_retries:
+                    delay = settings.backoff_s * 2 ** (attempts - 1) * (1 + random.random() / 2)
+                    await asyncio.sleep(delay)
+                    continue
+                break
+            latency = time.perf_counter() - t0  # every attempt and its backoff
+            contexts.release(item)
+            res = _typed(family, {**out, "usage": spent})
+            if res.error and not out.get("error"):
+                out = {**out, "answer": "", "error": res.error, "stop_reason": res.stop_reason}
+            try:
+                graded = bench.grade(item, {**out, "executed_queries": res.executed_queries()})  # (retrieval-only figures)
+            except Exception as exc:  # counted as wrong (0 on every metric), with the reason
+                graded = {"correct": False, "grade_error": f"{type(exc).__name__}: {exc}",
+                          **{m: 0.0 for m in getattr(bench, "metrics", ())}}
+            await asyncio.to_thread(folder.append, {**_record(item, res, graded, settings, latency, attempts),
+                                                    "invocation": job.invocation, "finished_at": round(time.time(), 3)})
+            await checkpoints.forget(item.id)
+            if on_finished:
+                on_finished()
+
+    async def take_turns(feed: QuestionSource) -> None:
+        while (got := await feed.next()) is not None:
+            contexts.expect(*got)
+            await one(got[0])
+
+    try:  # the loop shuts its default executor down when it closes
+        if source is None:
+            await asyncio.gather(*(one(it) for it in job.items))
+        else:
+            await asyncio.gather(*(take_turns(source) for _ in range(max(1, job.concurrency))))
+    finally:
+        await checkpoints.close()
+    return contexts.prepared
