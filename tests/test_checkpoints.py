@@ -253,7 +253,10 @@ def _building_responder(hold: dict[str, bool]) -> Any:
     return respond
 
 
-def test_eval_question_in_flight_at_a_kill_continues_from_its_last_node(tmp_path, capsys):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_eval_question_in_flight_at_a_kill_continues_from_its_last_node(tmp_path, capsys, workers):
+    """One process (one question in flight), and two worker processes sharing the run's checkpoint file (both in
+    flight, one in each): after kill -9 and --resume no finished LLM call is made again."""
     from ragplan.dqa.generate import generate_clone
 
     generate_clone(tmp_path / "clone", "building", 2, seed=0)
@@ -262,19 +265,22 @@ def test_eval_question_in_flight_at_a_kill_continues_from_its_last_node(tmp_path
     with OpenAIStub(responder=_building_responder(hold)) as stub:
         proc = subprocess.Popen(
             [sys.executable, "-m", "ragplan", "eval", "--method", "single_rag", "--benchmark", "dqa-building",
-             "--data", str(tmp_path / "clone"), "--limit", "2", "--concurrency", "1", "--out", str(run), "--no-progress",
-             "--model", MODEL, "--base-url", stub.base_url, "--set", "llm_max_retries=0"],
+             "--data", str(tmp_path / "clone"), "--limit", "2", "--concurrency", str(workers), "--workers", str(workers),
+             "--out", str(run), "--no-progress", "--model", MODEL, "--base-url", stub.base_url,
+             "--set", "llm_max_retries=0"],
             cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:  # the first question's answer request is in flight
-            _wait_for(lambda: any(r.forced_tool == "FinalAnswer" for r in stub.requests), proc=proc)
+        try:  # the answer requests of the questions in flight are held
+            _wait_for(lambda: sum(r.forced_tool == "FinalAnswer" for r in stub.requests) == workers, proc=proc)
         finally:
             _kill(proc)
         assert not (run / "results.jsonl").exists() or (run / "results.jsonl").read_text() == ""
         hold["on"] = False
         assert main(["eval", "--resume", str(run), "--no-progress"]) == 0
         tools = [r.forced_tool for r in stub.requests]
-    assert tools.count("RetrievalAction") == 2, tools  # the killed question's query was not asked again
-    assert tools.count("FinalAnswer") == 3, tools  # its answer was (it was in flight)
+        summary = json.loads((run / "summary.json").read_text())
+    assert summary["runner"]["workers"] == workers  # the resume keeps the run's workers
+    assert tools.count("RetrievalAction") == 2, tools  # the killed questions' queries were not asked again
+    assert tools.count("FinalAnswer") == 2 + workers, tools  # their answers were (they were in flight)
     recs = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
     assert len(recs) == 2 and all(r["answer"] == "1" and r["error"] == "" for r in recs)
     with sqlite3.connect(run / "checkpoints.sqlite") as conn:  # recorded questions leave no thread behind

@@ -43,6 +43,10 @@ def add_eval_parser(sub: Any) -> None:
     ev.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint [env RAGPLAN_BASE_URL]")
     ev.add_argument("--concurrency", type=int, default=None, metavar="C",
                     help="questions in flight at once (default 4; with --resume the run's own unless given)")
+    ev.add_argument("--workers", type=workers_flag, default=None, metavar="N|auto",
+                    help="processes that run the questions (default auto: min(cores, concurrency // 8) with at least 4 "
+                         "questions each, else 1; 1 = every question in this process; with --resume the run's own "
+                         "unless given)")
     ev.add_argument("--out", metavar="RUN_DIR", default=None,
                     help="run folder (default runs/<method>-<benchmark>-<time>); for `eval retrieval` the JSON file "
                          "(default runs/retrieval-<benchmark>-<time>.json)")
@@ -120,6 +124,8 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.rerun:
         try:
             settings = rerun_settings(args.rerun, data=args.data, concurrency=args.concurrency)
+            if args.workers is not None:
+                settings.workers = args.workers
         except (OSError, json.JSONDecodeError, TypeError) as exc:
             print(f"error: {args.rerun} is not a run folder: {exc}", file=sys.stderr)
             return 2
@@ -157,6 +163,7 @@ def run_eval(args: argparse.Namespace) -> int:
                                model=args.model or default.model, base_url=args.base_url or default.base_url,
                                limit=args.limit, year=args.year, context=extra,
                                concurrency=args.concurrency if args.concurrency is not None else DEFAULT_CONCURRENCY,
+                               workers=args.workers if args.workers is not None else "auto",
                                benchmark_options={**bench_opts, **({"context_only": True} if args.context_only else {})})
         if args.item_timeout:
             settings.item_timeout_s = args.item_timeout
@@ -205,6 +212,9 @@ def run_eval(args: argparse.Namespace) -> int:
 
     print(summary_markdown(summary))
     print(f"run folder: {run_dir}")
+    unfinished = (summary.get("runner") or {}).get("unfinished") or []
+    for line in unfinished:  # a worker process died: its questions in flight are still to do
+        print(f"warning: {line}", file=sys.stderr)
     if "llm_cache" in summary:
         c = summary["llm_cache"]
         print(f"LLM cache: {c['dir']}{' (replay)' if c['replay'] else ''}   entries used: {c['entries']}   "
@@ -217,7 +227,20 @@ def run_eval(args: argparse.Namespace) -> int:
             shown = "; ".join(f"{q} ({', '.join(f[:6])})" for q, f in list(diffs.items())[:5])
             print(f"replay check: {len(diffs)} of {compared} records differ from {args.rerun}: {shown}")
             return 1 if settings.llm_replay else 0
+    if unfinished:
+        print(f"error: the run is not finished; `ragplan eval --resume {run_dir}` runs the questions left", file=sys.stderr)
+        return 1
     return 0
+
+
+def workers_flag(text: str) -> int | str:
+    """``--workers``: ``auto`` or a positive number (argparse reports anything else, exit 2)."""
+    from ragplan.eval.workers import workers_setting
+
+    try:
+        return workers_setting(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 #: Questions in flight when ``--concurrency`` is not given (a new run; a resumed run keeps its own).
@@ -228,14 +251,16 @@ def _resume_overrides(settings: Any, args: argparse.Namespace) -> str | None:
     """Apply the flags given with ``--resume`` to the saved settings; a message when one would change what the run measures.
 
     Only flags given on the command line count (their defaults are None), so a resumed run keeps its
-    concurrency, endpoint, time budget and limit unless they are given again. The endpoint, concurrency,
-    time budget, limit and the data's location may change; the method, benchmark, model, year, context
+    concurrency, workers, endpoint, time budget and limit unless they are given again. The endpoint,
+    concurrency, workers, time budget, limit and the data's location may change; the method, benchmark, model, year, context
     settings and benchmark options may not (the finished answers would mix two runs).
     """
     from ragplan.cli.ask import parse_assignments
 
     if args.concurrency is not None:
         settings.concurrency = args.concurrency
+    if args.workers is not None:
+        settings.workers = args.workers
     if args.base_url is not None:
         settings.base_url = args.base_url
     if args.item_timeout is not None:

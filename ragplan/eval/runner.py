@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ragplan.eval.benchmark import Benchmark
+from ragplan.eval.item_contexts import data_keys
 from ragplan.eval.question_runner import RunJob, is_rate_limited, run_questions
 from ragplan.eval.registry import get_benchmark
 from ragplan.eval.report import summarise, write_summary
@@ -98,22 +99,26 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
             on_progress(finished, len(items))
 
     unfinished: list[str] = []
+    shared = 0
     if workers == 1:
         with track_cache_usage() as cache_usage:  # the LLM cache entries this run reads or writes
             prepared = await run_questions(job, one_more)
         digests = cache_usage.digests()
     else:
         outcome = await run_in_workers(job, family, workers, one_more)
-        prepared, digests, unfinished = outcome.prepared, outcome.digests, outcome.unfinished
+        prepared, digests, unfinished, shared = outcome.prepared, outcome.digests, outcome.unfinished, outcome.shared
         for line in unfinished:
-            warnings.warn(f"{folder.path}: {line}", RuntimeWarning, stacklevel=2)
+            warnings.warn(f"{folder.path}: {line}", RuntimeWarning, stacklevel=1)
     records = folder.load_records()
     ordered = [records[it.id] for it in items if it.id in records]
     summary = summarise(ordered, list(bench.group_by), settings, list(getattr(bench, "metrics", ())),
                         run_metrics=family.result.run_metrics)  # and the family's figures (FuRePA's iterations …)
     summary["cost"]["wall_time_s"] = folder.wall_time(records, now=time.time())
     summary["plot_metrics"] = list(getattr(bench, "plot_metrics", ()) or ())  # what plot.png draws (EM/F1 …)
-    summary["runner"] = {"workers": workers, "data_prepared": prepared, "unfinished": unfinished}
+    # how the run ran: its processes, its distinct data (scripts …), how often data was opened (once per data, plus
+    # once per worker that took over questions of data another worker held), what a dead worker left unfinished
+    summary["runner"] = {"workers": workers, "data": len(set(data_keys(family, pending))), "data_prepared": prepared,
+                         "data_shared": shared, "unfinished": unfinished}
     if settings.llm_cache_dir:
         summary["llm_cache"] = folder.record_llm_cache(settings.llm_cache_dir, settings.llm_replay, digests)
     if hasattr(bench, "report"):  # a benchmark's own tables (e.g. REAPER's per-tool precision/recall/F1)

@@ -66,7 +66,7 @@ from ragplan.eval.question_runner import RunJob, run_questions
 from ragplan.family import MethodFamily
 from ragplan.llm_cache import track_cache_usage
 
-__all__ = ["choose_workers", "WorkerPool", "WorkersOutcome", "run_in_workers", "worker_pool",
+__all__ = ["choose_workers", "workers_setting", "WorkerPool", "WorkersOutcome", "run_in_workers", "worker_pool",
            "PRELOAD", "CONCURRENCY_PER_WORKER", "QUESTIONS_PER_WORKER"]
 
 #: Modules the forkserver imports once, so a worker starts with them loaded (a fork, not 1 s of imports).
@@ -83,6 +83,16 @@ def _cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def workers_setting(text: str) -> int | str:
+    """A ``--workers`` value: ``auto`` or a positive whole number (a ValueError says what is wrong)."""
+    t = text.strip().lower()
+    if t == "auto":
+        return "auto"
+    if not t.isdigit() or int(t) < 1:
+        raise ValueError(f"--workers takes a positive whole number or 'auto', not {text!r}")
+    return int(t)
 
 
 def choose_workers(job: RunJob, *, chat_model_given: bool = False) -> tuple[int, str | None]:
@@ -226,6 +236,8 @@ class WorkersOutcome:
 
     prepared: int = 0
     """Data prepared (loaded scripts …), summed over the workers."""
+    shared: int = 0
+    """How many times a worker opened data another worker holds (to take over questions at the end of a run)."""
     digests: list[str] = field(default_factory=list)
     """The LLM cache entries the workers used."""
     unfinished: list[str] = field(default_factory=list)
@@ -251,6 +263,8 @@ class _Dispatch:
             w = affinity.get(k)
             (self.before[w] if w is not None and w < len(slots) else self.fresh).append(k)
         self.affinity = affinity
+        self.shared: set[tuple[int, str]] = set()
+        """(worker, data) pairs where a worker took questions of data another worker holds."""
 
     def _first(self, keys: deque[str]) -> str | None:
         while keys and (not self.queues[keys[0]] or keys[0] in self.owner):
@@ -280,10 +294,12 @@ class _Dispatch:
             self.owner[key] = w
             self.affinity[key] = w
             self.mine[w].append(key)
+        elif self.owner[key] != w and (w, key) not in self.shared:
+            self.shared.add((w, key))  # its data is opened in this worker too
         item = self.queues[key].popleft()
         self.remaining -= 1
         self.in_flight[w] += 1
-        return item, bool(self.queues[key]) and self.owner[key] == w
+        return item, bool(self.queues[key]) or self.owner[key] != w  # a worker sharing data keeps it to its end
 
     def finished(self, w: int) -> None:
         """Worker ``w`` recorded a question."""
@@ -445,6 +461,7 @@ async def run_in_workers(job: RunJob, family: MethodFamily, n: int,
         except (EOFError, OSError):
             dead = True
         if dead and w in running:
+            proc.join(1.0)  # its pipe may close a moment before its exit status is known
             code = proc.exitcode
             stop(w, f"was killed by signal {-code}" if isinstance(code, int) and code < 0 else f"exited ({code})")
 
@@ -476,4 +493,5 @@ async def run_in_workers(job: RunJob, family: MethodFamily, n: int,
     if dispatch.remaining:
         outcome.unfinished.append(f"{dispatch.remaining} question(s) were not started (no worker left); --resume runs them")
     outcome.digests = sorted(digests)
+    outcome.shared = len(dispatch.shared)
     return outcome
