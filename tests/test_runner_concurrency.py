@@ -158,3 +158,25 @@ def test_auto_workers_rule(monkeypatch):
     assert n == 1 and "chat-model object" in (problem or "")
     n, problem = choose_workers(job(64, 4, workers=2, lock=threading.Lock()))
     assert n == 1 and "cannot be sent to worker processes" in (problem or "")
+
+
+def test_workers_report_the_llm_cache_entries_they_used(tmp_path):
+    """A run recorded into an LLM cache in one process, replayed with two workers: the replay's llm_cache.json
+    lists the same entries (the workers' usage is merged), and every answer comes from the cache."""
+    clone = tmp_path / "clone"
+    generate_clone(clone, "building", 12, seed=3)
+    cache = str(tmp_path / "cache")
+    with OpenAIStub(responder=_single_rag_responder(0.01, [])) as stub:
+        rec = RunSettings(method="single_rag", benchmark="dqa-building", data=str(clone), model="openai:stub",
+                          base_url=stub.base_url, concurrency=4, context={"llm_max_retries": 0}, workers=1,
+                          llm_cache_dir=cache)
+        recorded = asyncio.run(evaluate(rec, tmp_path / "rec"))
+        asked = len(stub.requests)
+        replay = RunSettings(method="single_rag", benchmark="dqa-building", data=str(clone), model="openai:stub",
+                             concurrency=4, context={"llm_max_retries": 0}, workers=2, llm_cache_dir=cache, llm_replay=True)
+        replayed = asyncio.run(evaluate(replay, tmp_path / "replay"))
+        assert len(stub.requests) == asked  # nothing reached the endpoint
+    assert replayed["runner"]["workers"] == 2 and replayed["overall"]["errors"] == 0
+    assert recorded["llm_cache"]["entries"] == asked == 24
+    assert replayed["llm_cache"]["fingerprint"] == recorded["llm_cache"]["fingerprint"]
+    assert json.loads((tmp_path / "replay" / "llm_cache.json").read_text())["entries"] == 24
