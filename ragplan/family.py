@@ -25,10 +25,11 @@ Adding a family is its nodes, its state/context/result, and one ``graphs/<family
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Callable, Literal, get_type_hints
 
 from langgraph.graph import StateGraph
+from pydantic import TypeAdapter, ValidationError
 
 from ragplan.state.context import LLMContext, recursion_limit_for
 from ragplan.state.result import GraphResult
@@ -139,6 +140,11 @@ class MethodFamily:
         if unknown:
             raise TypeError(f"unknown setting(s) for {method}: {', '.join(sorted(unknown))}; known: {', '.join(sorted(names))}")
         kw = {k: v for k, v in settings.items() if v is not None}
+        settable = self.settable()
+        try:  # values of the wrong type fail here, naming the setting, not in a node halfway through the run
+            kw.update(self.check_settings(method, {k: v for k, v in kw.items() if k in settable}))
+        except ValueError as exc:
+            raise TypeError(f"bad setting for {method}: {exc}") from None
         if isinstance(model, str):
             kw["model"] = model
         elif model is not None:
@@ -146,6 +152,42 @@ class MethodFamily:
         if store is not None:
             kw.update(self.store_settings(method, store))
         return self.context(**kw)
+
+    def settable(self) -> dict[str, tuple[Any, Any, str]]:
+        """The settings a user may give as text (``--set``, ``--sweep``, Studio's form): name -> (type, default,
+        description); the context's Python-only fields (live objects such as ``chat_model``) are left out."""
+        hints = get_type_hints(self.context)
+        out: dict[str, tuple[Any, Any, str]] = {}
+        for f in fields(self.context):
+            desc = str(f.metadata.get("description", ""))
+            if desc.startswith("Python only"):
+                continue
+            default = f.default if f.default is not MISSING else f.default_factory() if f.default_factory is not MISSING else None
+            out[f.name] = (hints.get(f.name, Any), default, desc)
+        return out
+
+    def check_settings(self, method: str, settings: dict[str, Any]) -> dict[str, Any]:
+        """``settings`` (values from JSON or text, e.g. ``--set max_steps=8``) converted to their fields' types;
+        ``ValueError`` naming the setting when one is unknown, Python-only, of the wrong type or negative (every
+        numeric setting is a count, bound, threshold, timeout or temperature)."""
+        known = self.settable()
+        out: dict[str, Any] = {}
+        for key, value in settings.items():
+            if key not in known:
+                why = "a Python-only setting (pass an object from Python)" if key in self.context_fields() else "not a setting"
+                raise ValueError(f"{key}: {why} of {method}; settings: {', '.join(sorted(known))}")
+            kind, default, _ = known[key]
+            if kind in (str, str | None) and isinstance(value, (int, float)) and not isinstance(value, bool):
+                value = str(value)  # `--set dqa_country=1445` reads 1445 as JSON; the setting is text
+            try:
+                v = TypeAdapter(kind).validate_python(value)
+            except ValidationError as exc:
+                msg = exc.errors()[0].get("msg", str(exc))
+                raise ValueError(f"{key}={value!r}: {msg} (default {default!r})") from None
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
+                raise ValueError(f"{key}={value!r}: must not be negative (default {default!r})")
+            out[key] = v
+        return out
 
     def store_settings(self, method: str, store: Any) -> dict[str, Any]:
         """Context settings for a ``store=`` argument; families without one refuse it."""

@@ -166,3 +166,32 @@ def test_ask_reaper_without_a_shop_says_how_to_make_one(capsys, monkeypatch):
     monkeypatch.delenv("RAGPLAN_SHOP_DIR", raising=False)
     assert main(["ask", "--method", "reaper", "--question", "where is my order?"]) == 2
     assert "ragplan reaper make-shop" in capsys.readouterr().err
+
+
+def test_ask_checks_settings_and_inputs_before_any_call(trade_cql, tmp_path, capsys, monkeypatch):
+    """--set values are checked against the setting's type (not a traceback mid-run), Python-only fields and negative
+    bounds are refused, a --input that starts like JSON must be JSON, and --dqa needs a method that reads the
+    question's graph."""
+    from ragplan.dqa.generate import generate_clone
+
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    base = ["ask", "--method", "planrag", "--graph", str(trade_cql), "--question", "q", "--base-url", "http://127.0.0.1:9/v1"]
+    for setting, why in [("max_replans=abc", "valid integer"), ("max_steps=-1", "must not be negative"),
+                         ("chat_model=x", "Python-only"), ("structured_output=xml", "'function_calling'"),
+                         ("nope=1", "not a setting of planrag")]:
+        assert main([*base, "--set", setting]) == 2
+        err = capsys.readouterr().err
+        assert why in err and "Traceback" not in err, (setting, err)
+    assert main(["ask", "--method", "reaper", "--shop", str(tmp_path), "--question", "q",
+                 "--input", "page_context={bad json"]) == 2
+    assert "page_context: not valid JSON" in capsys.readouterr().err
+    clone = tmp_path / "clone"
+    generate_clone(clone, "locating", 1, seed=0)
+    assert main(["ask", "--method", "think_then_act", "--dqa", str(clone), "--scenario", "locating", "--question-num", "1"]) == 2
+    assert "think_then_act cannot run this question" in capsys.readouterr().err
+
+
+def test_graphs_families_lists_the_settings(capsys):
+    assert main(["graphs", "--families"]) == 0
+    out = capsys.readouterr().out
+    assert "  settings: " in out and "beta_threshold=0.5" in out and "max_replans=3" in out and "chat_model" not in out

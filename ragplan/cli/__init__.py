@@ -75,7 +75,8 @@ def build_parser(*, with_family_options: bool = True) -> argparse.ArgumentParser
 
     graphs = sub.add_parser("graphs", help="list every method graph with a one-line summary",
                             description="Every graph of every method family, with a one-line summary.")
-    graphs.add_argument("--families", action="store_true", help="group the graphs by family, with each family's paper and data flags")
+    graphs.add_argument("--families", action="store_true", help="group the graphs by family, with each family's paper, data flags and settings "
+                                                                     "(--set KEY=VALUE / --sweep KEY=… take these)")
     graphs.add_argument("--langgraph-json", action="store_true",
                         help="print the langgraph.json that serves every graph (for `langgraph dev` / Studio)")
     studio = sub.add_parser("studio", help="serve every graph for LangGraph Studio / the SDK (`langgraph dev`, set up for ragplan)",
@@ -140,6 +141,9 @@ def _graphs(args: argparse.Namespace) -> int:
             print(f"{fam.title}  [{fam.name}]  data: {fam.data_help or '-'}")
         for g in fam.graphs:
             print(f"{'  ' if args.families else ''}{g.name:<{width}}  {g.summary}")
+        if args.families:  # what --set / --sweep / Studio's form take (Python-only object fields left out)
+            settings = ", ".join(f"{k}={d!r}" for k, (_, d, _) in sorted(fam.settable().items()))
+            print(f"  settings: {settings}")
     return 0
 
 

@@ -106,7 +106,11 @@ def _dest(flag: str) -> str:
 
 
 def parse_assignments(pairs: list[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` pairs with JSON values where they parse (``max_steps=8``, ``page_context={…}``), text otherwise."""
+    """``KEY=VALUE`` pairs with JSON values where they parse (``max_steps=8``, ``page_context={…}``), text otherwise.
+
+    A value that starts like a JSON object or list (``{`` or ``[``) must be one: ``page_context='{bad json'`` is a
+    ValueError naming the key, not a string passed on.
+    """
     out: dict[str, Any] = {}
     for p in pairs:
         if "=" not in p:
@@ -114,7 +118,9 @@ def parse_assignments(pairs: list[str]) -> dict[str, Any]:
         k, v = p.split("=", 1)
         try:
             out[k.strip()] = json.loads(v)
-        except json.JSONDecodeError:
+        except json.JSONDecodeError as exc:
+            if v.lstrip().startswith(("{", "[")):
+                raise ValueError(f"{k.strip()}: not valid JSON ({exc.msg} at column {exc.colno}): {v[:80]!r}") from None
             out[k.strip()] = v
     return out
 
@@ -187,15 +193,16 @@ def _context(args: argparse.Namespace, family: MethodFamily, item: Any) -> Any:
             return f"{flag} does not apply to {args.method} ({family.title}); its data: {family.data_help or '-'}"
         kw[opt.field] = value
     try:
-        extra = parse_assignments(args.set)
+        extra = family.check_settings(args.method, parse_assignments(args.set))
     except ValueError as exc:
-        return str(exc)
-    unknown = sorted(set(extra) - names)
-    if unknown:
-        return f"--set {', '.join(unknown)}: not a setting of {args.method}; settings: {', '.join(sorted(names))}"
+        return f"--set {exc}"
     kw.update(extra)
     if item is not None:  # a benchmark item's own settings (a DQA question's script and simulator check)
-        kw.update({k: v for k, v in item.context.items() if k in names})
+        foreign = sorted(set(item.context) - names)
+        if foreign:
+            return (f"--dqa: {args.method} cannot run this question: it has no setting for its data "
+                    f"({', '.join(foreign)}); use a method whose data is a property graph (see `ragplan graphs --families`)")
+        kw.update(item.context)
     try:
         return family.context(**kw)
     except (TypeError, ValueError) as exc:
