@@ -229,10 +229,17 @@ def test_instructrag_path_files(tmp_path, capsys, name, text, where):
     from ragplan.training.instructrag.paths import read_paths
 
     f = write(tmp_path / name, text)
-    rep = read_paths([f])
-    assert not rep.successful and rep.skipped >= 1 and re.search(where, rep.problems[0]), rep.problems
-    assert main(["instructrag", "build-graph", "--paths", str(f), "--out", str(tmp_path / "g")]) == 2
-    assert re.search(where, capsys.readouterr().err)
+    with pytest.raises(ValueError, match=where):  # a file that yields no path at all is refused, naming its problem
+        read_paths([f])
+    for cmd in (["build-graph", "--paths", str(f), "--out", str(tmp_path / "g")],
+                ["split", "--paths", str(f), "--out", str(tmp_path / "sets")]):
+        assert main(["instructrag", *cmd]) == 2
+        assert re.search(where, capsys.readouterr().err)
+    assert not (tmp_path / "sets").exists() or not any((tmp_path / "sets").iterdir())  # split wrote nothing
+    # one bad line among good ones is skipped and counted, not fatal
+    mixed = write(tmp_path / f"mixed-{name}", json.dumps(GOOD_PATH) + "\n" + text)
+    rep = read_paths([mixed])
+    assert len(rep.successful) == 1 and (rep.skipped >= 1 or not text.strip())
 
 
 def test_instructrag_graph_and_agents(tmp_path):

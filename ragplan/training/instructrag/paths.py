@@ -330,19 +330,26 @@ def parse_trajectory_log(text: str, source: str = "log", report: PathReadReport 
 def read_paths(files: Iterable[str | Path]) -> PathReadReport:
     """Read every file: ``.jsonl`` / ``.json`` lines as JSONL records, anything else as a trajectory log.
 
-    The same (question, path) read twice (a question repeated across trials) is kept once.
+    The same (question, path) read twice (a question repeated across trials) is kept once. A file that is
+    empty or yields no path at all (another format, a truncated file) is a ValueError naming it and the
+    first problem; bad lines among good ones are skipped and counted in the report.
     """
     report = PathReadReport()
     for f in files:
         p = Path(f)
         if not p.is_file():
             raise FileNotFoundError(f"no paths file at {p}")
+        before, problems = len(report.successful) + len(report.failed), len(report.problems)
         if not p.read_bytes().strip():
-            report.skip(f"{p}: the file is empty")
-        elif p.suffix.lower() in (".jsonl", ".json"):
+            raise ValueError(f"{p}: the file is empty")
+        if p.suffix.lower() in (".jsonl", ".json"):
             read_paths_jsonl(p, report)
         else:
             parse_trajectory_log(p.read_text(encoding="utf-8", errors="replace"), p.name, report)
+        if len(report.successful) + len(report.failed) == before:  # a file of another kind, or a truncated one
+            why = report.problems[problems] if len(report.problems) > problems else "no Question/Action blocks with a label"
+            raise ValueError(f"{p}: no instruction path could be read (first problem: {why}); expected JSONL lines "
+                             "{question, answer, path: [{action, argument}], success} or a ReAct/Reflexion trajectory log")
     for name in ("successful", "failed"):
         seen: set[str] = set()
         kept = []
