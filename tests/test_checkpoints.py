@@ -122,6 +122,11 @@ def test_a_checkpoint_file_that_cannot_be_used_is_exit_2(trade_cql, tmp_path, ca
     assert f"the checkpoint file {bad} cannot be used" in capsys.readouterr().err
     assert main(["resume", "abc", "--checkpoint-db", str(bad)]) == 2
     assert "cannot be used: file is not a database" in capsys.readouterr().err
+    missing = tmp_path / "missing.sqlite"
+    for args in (["resume", "abc"], ["resume", "--list"]):
+        assert main([*args, "--checkpoint-db", str(missing)]) == 2
+        assert f"no checkpoint file at {missing}" in capsys.readouterr().err
+    assert not missing.exists()  # reading never creates the file
 
 
 def test_ask_review_edit_in_editor(trade_cql, tmp_path, monkeypatch, capsys):

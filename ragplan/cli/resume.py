@@ -68,6 +68,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.list and not args.thread_id:
         print("error: name the thread to resume (ragplan resume ID), or list them with --list", file=sys.stderr)
         return 2
+    db = checkpoint_db(args.checkpoint_db)
+    if not db.is_file():  # reading must not create an empty checkpoint file
+        print(f"error: no checkpoint file at {db} (runs are kept there by `ragplan ask`; see --checkpoint-db)",
+              file=sys.stderr)
+        return 2
     try:
         if args.list:
             return _list(args.checkpoint_db)
