@@ -132,6 +132,13 @@ def test_a_replay_miss_fails_clearly(tmp_path, capsys):
     code = main(["eval", "--rerun", str(run), "--out", str(tmp_path / "r1"), "--llm-cache", str(empty), "--replay"])
     err = capsys.readouterr().err
     assert code == 2 and "lacks 3 of the 3 responses" in err and not (tmp_path / "r1").exists()
+    # a run recorded without a cache has nothing to replay: refused, not re-run and compared
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for name in ("settings.json", "results.jsonl"):
+        (plain / name).write_text((run / name).read_text())
+    code = main(["eval", "--rerun", str(plain), "--out", str(tmp_path / "r0"), "--llm-cache", str(cache), "--replay"])
+    assert code == 2 and "recorded without --llm-cache" in capsys.readouterr().err
     # a fresh run replayed from the empty cache: every question is a recorded llm_error naming the miss
     code = main(["eval", *flags, "--limit", "1", "--model", MODEL, "--out", str(tmp_path / "r2"),
                  "--llm-cache", str(empty), "--replay", "--no-progress"])

@@ -189,7 +189,10 @@ def run_eval(args: argparse.Namespace) -> int:
                or endpoint_problem(settings.model, settings.base_url, settings.llm_replay))
     if not problem and args.rerun and settings.llm_replay:
         lacking, used = missing_entries(args.rerun, settings.llm_cache_dir)
-        if lacking:
+        if not (Path(args.rerun) / "llm_cache.json").exists():
+            problem = (f"{args.rerun} was recorded without --llm-cache (it has no llm_cache.json): there are no recorded "
+                       "responses to replay; re-run it against an endpoint without --replay")
+        elif lacking:
             problem = (f"the LLM cache {settings.llm_cache_dir} lacks {lacking} of the {used} responses {args.rerun} "
                        "used (its llm_cache.json): the replay would fail on them")
     if problem:
