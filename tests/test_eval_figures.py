@@ -169,5 +169,13 @@ def test_report_plot_draws_figure_5_from_iter_rags_retrieval_counts(tmp_path, ca
     assert split["methods"]["planrag"]["SR"] == odd_sr and split["methods"]["iter_rag"]["SR"] == odd_sr
     planrag_row = next(line for line in out.splitlines() if line.startswith("| planrag"))
     assert re.search(r"\(2\) \| [\d.]+% \(4\)", planrag_row)
+    # a question the reference run did not answer is in neither class, in the table and in the figure alike
+    lines = (tmp_path / "iter_rag" / "results.jsonl").read_text().splitlines()
+    (tmp_path / "iter_rag" / "results.jsonl").write_text("\n".join(lines[1:]) + "\n")
+    c = comparison([tmp_path / "iter_rag", tmp_path / "planrag"])
+    split = retrieval_split(c, ["iter_rag", "planrag"])["dqa-locating"]
+    row = next(r for r in c.rows if r[0] == "planrag")
+    sr_n, mr_n = (int(re.search(r"\((\d+)\)", cell).group(1)) for cell in row[-6:-4])
+    assert (sr_n, mr_n) == (split["n"]["SR"], split["n"]["MR"]) and sr_n + mr_n == 5
     # --plot without report, --sweep without sweep: refused
     assert main(["eval", "--plot", str(out_png), "--method", "planrag"]) == 2

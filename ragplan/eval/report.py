@@ -212,8 +212,9 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
         summaries.append((st, recs, s))
         counts: dict[str, dict[str, Any]] = refs[st.benchmark][1] if st.benchmark in refs else recs  # the reference run
 
-        def cls(r: dict[str, Any]) -> str:
-            return retrieval_class(int(counts.get(r["id"], r).get("retrievals", 0)))
+        def cls(r: dict[str, Any]) -> str:  # a question the reference run did not answer is in neither class
+            ref = counts.get(r["id"])
+            return "unsplit" if ref is None else retrieval_class(int(ref.get("retrievals", 0) or 0))
 
         sr = _acc([r for r in rs if cls(r) == "SR"])
         mr = _acc([r for r in rs if cls(r) == "MR"])
@@ -287,7 +288,7 @@ def retrieval_split(c: RunComparison, labels: list[str]) -> dict[str, dict[str, 
         counts = refs[st.benchmark][1] if st.benchmark in refs else recs
         b = out.setdefault(st.benchmark, {"total": 0, "n": {}, "methods": {}, "split_by": refs[st.benchmark][0] if st.benchmark in refs
                                           else "own retrieval counts"})
-        cls = {i: retrieval_class(int(counts.get(i, r).get("retrievals", 0) or 0)) for i, r in recs.items()}
+        cls = {i: retrieval_class(int(counts[i].get("retrievals", 0) or 0)) if i in counts else "unsplit" for i in recs}
         if not b["n"]:
             base = refs[st.benchmark][1] if st.benchmark in refs else recs
             own = [retrieval_class(int(r.get("retrievals", 0) or 0)) for r in base.values()]
