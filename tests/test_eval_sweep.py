@@ -123,6 +123,15 @@ def test_sweep_refuses_bad_input(tmp_path, capsys):
     assert main(base + ["--sweep", "beta_threshold=0,0.5,0.5"]) == 2
     assert "given twice" in capsys.readouterr().err
     assert main(base) == 2 and "missing --sweep" in capsys.readouterr().err
+    # the other settings are checked too, before anything runs, in sweep, eval and compare alike
+    assert main(base + ["--sweep", "beta_threshold=0,1", "--set", "top_sentences=many"]) == 2
+    assert "--set top_sentences='many': Input should be a valid integer" in capsys.readouterr().err
+    assert main(["eval", *base[2:-2], "--set", "top_sentences=-3", "--out", str(tmp_path / "e")]) == 2
+    assert "--set top_sentences=-3: must not be negative" in capsys.readouterr().err
+    assert main(["compare", "--methods", "think_then_act,cot", *base[4:-2], "--set", "beta_threshold=high",
+                 "--out", str(tmp_path / "c")]) == 2
+    assert "--set beta_threshold='high'" in capsys.readouterr().err
+    assert not (tmp_path / "e").exists() and not (tmp_path / "c").exists()
     assert main(base + ["--sweep", "beta_threshold=0,1", "--set", "beta_threshold=0.3"]) == 2
     assert main(["eval", "--method", "standard", "--benchmark", "hotpotqa", "--data", str(data),
                  "--sweep", "beta_threshold=0,1"]) == 2

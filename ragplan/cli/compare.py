@@ -92,9 +92,10 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, KeyError) as exc:
         return _err(str(exc.args[0]) if exc.args else str(exc))
     for m, fam in families.items():
-        unknown = sorted(set(extra) - fam.context_fields())
-        if unknown:
-            return _err(f"--set {', '.join(unknown)}: not a setting of {m}; its settings: {', '.join(sorted(fam.context_fields()))}")
+        try:
+            fam.check_settings(m, extra)
+        except ValueError as exc:
+            return _err(f"--set {exc}")
     default = LLMContext()
     model, base_url = args.model or default.model, args.base_url or default.base_url
     cache_dir, replay = str(Path(args.llm_cache).resolve()) if args.llm_cache else "", bool(args.replay)

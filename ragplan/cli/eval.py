@@ -174,10 +174,10 @@ def run_eval(args: argparse.Namespace) -> int:
     except KeyError:
         print(f"error: unknown method {settings.method!r}; see `ragplan graphs`", file=sys.stderr)
         return 2
-    unknown = sorted(set(settings.context) - family.context_fields())
-    if unknown:
-        print(f"error: --set {', '.join(unknown)}: not a setting of {settings.method}; settings: "
-              f"{', '.join(sorted(family.context_fields()))}", file=sys.stderr)
+    try:  # each value converted to its setting's type (a wrong one is refused here, not in every question)
+        settings.context = family.check_settings(settings.method, settings.context)
+    except ValueError as exc:
+        print(f"error: --set {exc}", file=sys.stderr)
         return 2
     if args.no_checkpoints:
         settings.checkpoints = False

@@ -49,6 +49,14 @@ def run_eval_sweep(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     if key in extra:
         return _fail(f"--set {key} and --sweep {key} both set {key}; leave out the --set")
+    from ragplan.registry import family_of
+
+    try:
+        extra = family_of(args.method).check_settings(args.method, extra)
+    except KeyError:
+        return _fail(f"unknown method {args.method!r}; see `ragplan graphs`")
+    except ValueError as exc:
+        return _fail(f"--set {exc}")
     default = LLMContext()
     base = RunSettings(method=args.method, benchmark=args.benchmark, data=str(Path(args.data).resolve()),
                        model=args.model or default.model, base_url=args.base_url or default.base_url,
