@@ -24,7 +24,7 @@ from typing import Any
 from ragplan import __version__
 from ragplan.llm_cache import fingerprint_of
 
-__all__ = ["RunSettings", "RunFolder", "atomic_write"]
+__all__ = ["RunSettings", "RunFolder", "atomic_write", "record_line"]
 
 _append_lock = threading.Lock()  # appends to results files, from any thread, one line at a time
 
@@ -170,15 +170,24 @@ class RunFolder:
         return info
 
     def append(self, record: dict[str, Any]) -> None:
-        """Append one record as a line, flushed to disk before returning; thread- and process-safe (one line is
-        never cut by another's: the runner appends from worker threads, so the fsync does not hold up its event
-        loop, and with ``--workers`` from several processes, each line in one write under an exclusive ``flock``)."""
-        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        """Append one record as a line, flushed to disk before returning (see :meth:`append_lines`)."""
+        self.append_lines([record_line(record)])
+
+    def append_lines(self, lines: list[bytes]) -> None:
+        """Append whole lines (:func:`record_line`) in one write, flushed to disk before returning; thread- and
+        process-safe: one write under an exclusive ``flock`` (the runner appends from a worker thread, so the
+        fsync does not hold up its event loop, and with ``--workers`` from several processes), so lines are
+        never cut by another's."""
         with _append_lock, open(self.results_file, "ab") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file is closed
-            fh.write(line)
+            fh.write(b"".join(lines))
             fh.flush()
             os.fsync(fh.fileno())
+
+
+def record_line(record: dict[str, Any]) -> bytes:
+    """A record as one ``results.jsonl`` line (UTF-8, ending in a newline)."""
+    return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
 
 
 def atomic_write(path: Path, text: str) -> None:
