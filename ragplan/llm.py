@@ -209,16 +209,22 @@ def generate(model: Any, messages: Sequence[BaseMessage], *, options: dict[str, 
     try:
         msg, took = call_with_retries(call, retries_of(model), lambda e, s: spent.append(Usage(llm_calls=1, llm_seconds=round(s, 4))))
     except Exception as exc:  # endpoint down, auth, timeout after the client's retries, malformed replies after ours
-        return None, sum(spent, Usage()), request_failed(exc, len(spent), 300)
+        return None, sum(spent, Usage()), request_failed(exc, len(spent), 300, model)
     return msg, sum(spent, Usage()) + _usage_of(msg, took), ""
 
 
-def request_failed(exc: BaseException, attempts: int, limit: int = 500) -> str:
-    """The recorded reason of a failed LLM request (a malformed reply says so, with how many were tried)."""
+def request_failed(exc: BaseException, attempts: int, limit: int = 500, model: Any = None) -> str:
+    """The recorded reason of a failed LLM request (a malformed reply says so, with how many were tried; an
+    endpoint that could not be reached is named, when ``model`` knows its URL)."""
     malformed = malformed_reply(exc)
     if malformed:
         return f"LLM request failed: malformed reply ({attempts} attempt{'s' * (attempts != 1)}): {malformed}"
-    return f"LLM request failed: {type(exc).__name__}: {str(exc)[:limit]}"
+    where = ""
+    name = type(exc).__name__
+    url = getattr(model, "openai_api_base", None)
+    if url and ("Connection" in name or "Timeout" in name) and url not in str(exc):
+        where = f" (endpoint {url})"
+    return f"LLM request failed: {name}: {str(exc)[:limit]}{where}"
 
 
 def message_text(msg: Any) -> str:
@@ -350,7 +356,7 @@ def decide(
                 convo = [*convo, HumanMessage(f"That reply could not be used: {last_error}. Answer again with a "
                                               f"valid {schema.__name__} object and nothing else.")]
                 continue
-            return Decision(None, usage, request_failed(exc, len(spent)), attempt, "endpoint")
+            return Decision(None, usage, request_failed(exc, len(spent), model=model), attempt, "endpoint")
         usage = sum(spent, usage) + _usage_of(raw, took)
         parsed, last_error = parse_reply(raw, schema)
         if parsed is not None:

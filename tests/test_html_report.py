@@ -141,6 +141,38 @@ def test_compare_methods_of_two_families_with_context_only(tmp_path):
     assert "| retrieve_then_read" in stdout and "| ircot" in stdout
 
 
+def test_compare_reports_only_the_methods_that_ran(tmp_path):
+    """A method refused before its first question (furepa without a trained assessor) gets no row of zeros in the
+    table or the page; the others are reported and the command exits 1 naming it."""
+    from tests.test_datasets import HOTPOT, write_json
+
+    data = write_json(tmp_path / "hotpot.json", HOTPOT[:2])
+    out = tmp_path / "cmp"
+    with OpenAIStub(responder=auto_responder({"ShortAnswer": {"answer": "yes"}}, "yes")) as stub:
+        code, stdout, err = _capture(main, ["compare", "--benchmark", "hotpotqa", "--data", str(data), "--context-only",
+                                            "--methods", "furepa,retrieve_then_read", "--model", MODEL, "--base-url",
+                                            stub.base_url, "--out", str(out), "--no-progress"])
+    assert code == 1 and "error: furepa: RunRefused: assessor_mode 'trained' needs a trained plan assessor" in err
+    assert "1 method(s) did not run or failed on every question: furepa" in err
+    assert "| retrieve_then_read" in stdout and "| furepa" not in stdout
+    page = (out / "report.html").read_text()
+    assert "retrieve_then_read" in page and 'data-method="furepa"' not in page
+
+
+def test_compare_a_method_that_failed_on_every_question_is_an_error(tmp_path):
+    """An endpoint that answers nothing: every question of each method is a recorded failure, exit 1, the reason shown."""
+    from tests.test_datasets import HOTPOT, write_json
+
+    data = write_json(tmp_path / "hotpot.json", HOTPOT[:1])
+    code, _, err = _capture(main, ["compare", "--benchmark", "hotpotqa", "--data", str(data), "--context-only",
+                                   "--methods", "retrieve_then_read,standard", "--model", MODEL, "--base-url",
+                                   "http://127.0.0.1:9/v1", "--set", "llm_max_retries=0", "--out", str(tmp_path / "c"),
+                                   "--no-progress"])
+    assert code == 1
+    assert "error: standard: every question failed (1 of 1); the first: " in err and "(endpoint http://127.0.0.1:9/v1)" in err
+    assert "2 method(s) did not run or failed on every question: retrieve_then_read, standard" in err
+
+
 # ------------------------------------------------------------------------------------------- every family's hook
 @pytest.fixture(scope="module")
 def family_runs(tmp_path_factory):

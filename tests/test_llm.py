@@ -101,3 +101,20 @@ def test_generate_text_call_usage_fallback_and_failure():
     assert message_text(msg) == "draft" and err == "" and usage.llm_calls == 1 and usage.input_tokens == 100
     msg, usage, err = generate(ScriptedChatModel(replies=[ConnectionError("down")]), MSG)
     assert msg is None and err.startswith("LLM request failed: ConnectionError") and usage.llm_calls == 1
+
+
+def test_an_unreachable_endpoint_is_named_in_the_reason():
+    """A connection error says which URL could not be reached (a typo in --base-url is then plain to see)."""
+    import socket
+
+    from ragplan.llm import generate
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    model = load_chat_model("openai:m", base_url=url, timeout_s=5, max_retries=0)
+    msg, usage, err = generate(model, MSG)
+    assert msg is None and "Connection" in err and f"(endpoint {url})" in err
+    d = decide(model, MSG, Verdict, max_repairs=0)
+    assert d.result is None and f"(endpoint {url})" in d.error

@@ -142,7 +142,8 @@ def test_a_replay_miss_fails_clearly(tmp_path, capsys):
     # a fresh run replayed from the empty cache: every question is a recorded llm_error naming the miss
     code = main(["eval", *flags, "--limit", "1", "--model", MODEL, "--out", str(tmp_path / "r2"),
                  "--llm-cache", str(empty), "--replay", "--no-progress"])
-    assert code == 0
+    err = capsys.readouterr().err
+    assert code == 1 and "error: every question failed (1 of 1); the first: " in err and "LLMCacheMiss" in err
     (rec,) = _records(tmp_path / "r2").values()
     assert rec["stop_reason"] == "llm_error" and rec["answer"] == "" and rec["attempts"] == 1
     assert "LLMCacheMiss: replay: no recorded response for this openai:stub-model request" in rec["error"]

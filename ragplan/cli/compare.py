@@ -70,6 +70,7 @@ def _err(msg: str) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run ``ragplan compare`` (exit 0: every method ran; 1: a method's run failed as a whole; 2: bad input)."""
     from ragplan.cli.ask import cache_problem, parse_assignments
+    from ragplan.cli.eval import every_question_failed
     from ragplan.eval.html_report import write_html_report
     from ragplan.eval.registry import get_benchmark
     from ragplan.eval.report import compare_runs
@@ -136,17 +137,25 @@ def run(args: argparse.Namespace) -> int:
     for i, (m, st) in enumerate(plan, 1):
         print(f"[{i}/{len(plan)}] {m} ({families[m].title})", flush=True)
         try:
-            run_evaluation(st, out / m, progress=not args.no_progress)
+            summary = run_evaluation(st, out / m, progress=not args.no_progress)
+            failure = every_question_failed(summary, out / m)
+            if failure:  # its rows stay in the report (as wrong); the command says so
+                failed[m] = failure
+                print(f"error: {m}: {failure}", file=sys.stderr, flush=True)
         except Exception as exc:  # this method's run failed as a whole (its store cannot be opened …): the others go on
             failed[m] = f"{type(exc).__name__}: {exc}"
             print(f"error: {m}: {failed[m]}", file=sys.stderr, flush=True)
-    runs: list[str | Path] = [out / m for m, _ in plan if (out / m / "settings.json").exists()]
+    # the report covers the methods that answered something (a method refused before its first question has
+    # a settings.json but no results: no row of zeros for it)
+    runs: list[str | Path] = [out / m for m, _ in plan if (out / m / "results.jsonl").is_file()
+                              and (out / m / "results.jsonl").stat().st_size > 0]
     if runs:
         print(compare_runs(runs))
         report = write_html_report(runs, out / "report.html",
                                    title=f"ragplan compare: {', '.join(methods)} on {args.benchmark} ({model})")
         print(f"report: {report}")
     if failed:
-        print(f"error: {len(failed)} method(s) did not run: {', '.join(failed)}", file=sys.stderr)
+        print(f"error: {len(failed)} method(s) did not run or failed on every question: {', '.join(failed)}",
+              file=sys.stderr)
         return 1
     return 0

@@ -29,6 +29,7 @@ def _fail(message: str) -> int:
 def run_eval_sweep(args: argparse.Namespace) -> int:
     """Run ``ragplan eval sweep`` from the parsed ``eval`` arguments; returns the exit code."""
     from ragplan.cli.ask import cache_problem, parse_assignments
+    from ragplan.cli.eval import every_question_failed
     from ragplan.eval.runfolder import RunSettings
     from ragplan.eval.runner import run_evaluation
     from ragplan.eval.sweep import SweepError, parse_sweep, run_sweep, sweep_markdown, write_sweep
@@ -77,8 +78,14 @@ def run_eval_sweep(args: argparse.Namespace) -> int:
         how = f"resuming ({done} question(s) finished)" if done else "starting"
         print(f"{key}={value}: {how} in {run_dir}", file=sys.stderr, flush=True)
 
+    all_failed: list[str] = []
+
     def evaluate_run(settings: RunSettings, run_dir: Path) -> dict[str, Any]:
-        return run_evaluation(settings, run_dir, progress=not args.no_progress)
+        summary = run_evaluation(settings, run_dir, progress=not args.no_progress)
+        failure = every_question_failed(summary, run_dir)
+        if failure:
+            all_failed.append(f"{run_dir}: {failure}")
+        return summary
 
     try:
         result = run_sweep(base, key, values, out, evaluate_run=evaluate_run, on_start=started)
@@ -92,4 +99,6 @@ def run_eval_sweep(args: argparse.Namespace) -> int:
     print(sweep_markdown(result))
     print(f"sweep folder: {out}")
     print(f"written: {paths['md']}, {paths['json']}, {paths['png']}")
-    return 0
+    for line in all_failed:
+        print(f"error: {line}", file=sys.stderr)
+    return 1 if all_failed else 0

@@ -139,18 +139,23 @@ def _typed(family: MethodFamily, out: dict[str, Any]) -> GraphResult:
 
 
 async def run_questions(job: RunJob, on_finished: Callable[[], None] | None = None,
-                        source: QuestionSource | None = None) -> int:
+                        source: QuestionSource | None = None, family: MethodFamily | None = None) -> int:
     """Run every question of ``job`` (or, with ``source``, every question it hands over, ``job.concurrency`` at a
-    time) and append its record; ``on_finished`` after each line is written.
+    time) and append its record; ``on_finished`` after each line is written. ``family`` is the method's family
+    when the caller has it already (a worker process looks it up by the method's name).
 
     Returns how many distinct data (scripts, indexes …) were prepared: each once, however many questions
     read it (:class:`~ragplan.eval.item_contexts.ItemContexts`).
     """
     settings, bench = job.settings, job.bench
     folder = RunFolder(job.run_dir)
-    family = family_of(settings.method)
+    family = family or family_of(settings.method)
     checkpoints = ItemCheckpoints(folder.path / CHECKPOINT_FILE, enabled=settings.checkpoints)
-    graph = family.graph(settings.method).build().compile(name=settings.method, checkpointer=await checkpoints.open())
+    try:
+        graph = family.graph(settings.method).build().compile(name=settings.method, checkpointer=await checkpoints.open())
+    except BaseException:  # the checkpoint file is closed whatever stops the run before its questions start
+        await checkpoints.close()
+        raise
     sem = asyncio.Semaphore(max(1, job.concurrency))
     contexts = ItemContexts(family, settings.method, job.base, job.items)  # each distinct script / index opened once
     writer = ResultWriter(folder)

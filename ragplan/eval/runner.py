@@ -102,7 +102,7 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     shared = 0
     if workers == 1:
         with track_cache_usage() as cache_usage:  # the LLM cache entries this run reads or writes
-            prepared = await run_questions(job, one_more)
+            prepared = await run_questions(job, one_more, family=family)
         digests = cache_usage.digests()
     else:
         outcome = await run_in_workers(job, family, workers, one_more)
