@@ -59,7 +59,7 @@ def serve(latency: float, ready: Any) -> None:
     """The endpoint process: the stub answering every request after ``latency`` seconds (until killed)."""
     from tests.openai_server import OpenAIStub
 
-    stub = OpenAIStub(responder=_responder(latency)).start()
+    stub = OpenAIStub(responder=_responder(latency), keep_alive=True).start()
     ready.put(stub.base_url)
     while True:
         time.sleep(3600)

@@ -109,6 +109,9 @@ def load_chat_model(
     cache = cache_of(cache_dir, replay)
     key = (spec, base_url, float(temperature), float(timeout_s), int(max_retries),
            str(cache.directory) if cache else "", bool(replay))
+    known = _models.get(key)  # the common case, without the lock (every node of every question asks)
+    if known is not None:
+        return known
     with _models_lock:
         if key in _models:
             return _models[key]

@@ -143,8 +143,13 @@ class OpenAIStub:
     """The scripted server; use as a context manager or call ``start()`` / ``stop()``."""
 
     def __init__(self, replies: list[Any] | None = None, *, port: int = 0, model: str = "stub-model",
-                 responder: Any = None) -> None:
-        """``responder(request) -> reply``, when given, answers every request instead of the queue."""
+                 responder: Any = None, keep_alive: bool = False) -> None:
+        """``responder(request) -> reply``, when given, answers every request instead of the queue.
+
+        ``keep_alive`` serves HTTP/1.1 with persistent connections, as real endpoints do (the benchmarks use it:
+        a new TCP connection per request costs client and server CPU that no real run pays); by default one
+        request per connection (HTTP/1.0), the simplest for tests."""
+        self.keep_alive = keep_alive
         self.replies: list[Any] = [_as_reply(r) for r in replies or []]
         self.responder = responder
         self.requests: list[RecordedRequest] = []
@@ -162,6 +167,10 @@ class OpenAIStub:
 
         class Handler(_Handler):
             owner = stub
+            protocol_version = "HTTP/1.1" if stub.keep_alive else "HTTP/1.0"
+            # headers and body are two writes: without TCP_NODELAY a kept-alive connection waits for the
+            # client's delayed ACK (~40 ms) before the body goes out
+            disable_nagle_algorithm = stub.keep_alive
 
         self._server = _Server(("127.0.0.1", self._port), Handler)
         self._server.daemon_threads = True
@@ -346,6 +355,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
+        if self.protocol_version != "HTTP/1.0":  # no length: the end of the stream is the end of the connection
+            self.send_header("Connection", "close")
+            self.close_connection = True
         self.end_headers()
         for c in _chunks(completion, include_usage):
             self.wfile.write(f"data: {json.dumps(c)}\n\n".encode())

@@ -159,3 +159,18 @@ def test_streaming_requests_are_answered_with_sse(trade_store, question):
     assert all(r.body["stream"] is True and r.body["stream_options"] == {"include_usage": True} for r in stub.requests)
     assert all(r.answered == "tool_calls (stream)" for r in stub.requests)
     assert res.usage.input_tokens == sum(r.usage["prompt_tokens"] for r in stub.requests) > 0
+
+
+def test_a_kept_alive_stub_answers_plain_and_streamed_requests():
+    """The benchmarks' endpoint (HTTP/1.1, connections kept): plain replies reuse one connection, a streamed reply
+    ends its connection, and the next request still gets its own answer."""
+    from langchain_core.messages import HumanMessage
+    from langchain_openai import ChatOpenAI
+
+    with OpenAIStub(replies=["one", "two", "three", "four"], keep_alive=True) as stub:
+        model = ChatOpenAI(model="m", base_url=stub.base_url, api_key="x", max_retries=0, timeout=10)
+        assert model.invoke([HumanMessage("a")]).content == "one"
+        assert model.invoke([HumanMessage("b")]).content == "two"
+        assert "".join(c.content for c in model.stream([HumanMessage("c")])) == "three"
+        assert model.invoke([HumanMessage("d")]).content == "four"
+        assert [r.answered for r in stub.requests] == ["text", "text", "text (stream)", "text"]
