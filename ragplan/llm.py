@@ -23,7 +23,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ValidationError
 
-from ragplan.llm_cache import LLMCache, attach_cache, llm_cache
+from ragplan.llm_cache import LLMCache, LLMCacheMiss, attach_cache, llm_cache
 from ragplan.llm_retry import call_with_retries, malformed_reply, retries_of, unusable_output
 from ragplan.state.usage import Usage
 
@@ -210,10 +210,17 @@ def generate(model: Any, messages: Sequence[BaseMessage], *, options: dict[str, 
             return model.invoke(list(messages))
 
     try:
-        msg, took = call_with_retries(call, retries_of(model), lambda e, s: spent.append(Usage(llm_calls=1, llm_seconds=round(s, 4))))
+        msg, took = call_with_retries(call, retries_of(model), lambda e, s: spent.append(failed_attempt(e, s)))
     except Exception as exc:  # endpoint down, auth, timeout after the client's retries, malformed replies after ours
         return None, sum(spent, Usage()), request_failed(exc, len(spent), 300, model)
     return msg, sum(spent, Usage()) + _usage_of(msg, took), ""
+
+
+def failed_attempt(exc: BaseException, seconds: float) -> Usage:
+    """What a failed request cost: one call and its time, except a replay miss (nothing was sent: no call)."""
+    if isinstance(exc, LLMCacheMiss):
+        return Usage(llm_seconds=round(seconds, 4))
+    return Usage(llm_calls=1, llm_seconds=round(seconds, 4))
 
 
 def request_failed(exc: BaseException, attempts: int, limit: int = 500, model: Any = None) -> str:
@@ -351,7 +358,7 @@ def decide(
         spent: list[Usage] = []
         try:  # a malformed reply (JSON cut off, no choices …) is retried like a 5xx: ragplan.llm_retry
             raw, took = call_with_retries(lambda: runnable.invoke(convo), retries,
-                                          lambda e, s: spent.append(Usage(llm_calls=1, llm_seconds=round(s, 4))))
+                                          lambda e, s: spent.append(failed_attempt(e, s)))
         except Exception as exc:  # endpoint down, auth, timeout after retries: recorded, never raised
             usage = sum(spent, usage)
             last_error = unusable_output(exc)

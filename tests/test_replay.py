@@ -146,6 +146,7 @@ def test_a_replay_miss_fails_clearly(tmp_path, capsys):
     assert code == 1 and "error: every question failed (1 of 1); the first: " in err and "LLMCacheMiss" in err
     (rec,) = _records(tmp_path / "r2").values()
     assert rec["stop_reason"] == "llm_error" and rec["answer"] == "" and rec["attempts"] == 1
+    assert rec["llm_calls"] == 0  # nothing was sent
     assert "LLMCacheMiss: replay: no recorded response for this openai:stub-model request" in rec["error"]
     assert list(empty.rglob("*")) == []
     # --replay without a cache, or with a folder that does not exist
