@@ -70,10 +70,9 @@ def _err(msg: str) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run ``ragplan compare`` (exit 0: every method ran; 1: a method's run failed as a whole; 2: bad input)."""
     from ragplan.cli.ask import cache_problem, parse_assignments
-    from ragplan.cli.eval import every_question_failed
     from ragplan.eval.html_report import write_html_report
     from ragplan.eval.registry import get_benchmark
-    from ragplan.eval.report import compare_runs
+    from ragplan.eval.report import compare_runs, every_question_failed
     from ragplan.eval.runfolder import RunSettings
     from ragplan.eval.runner import run_evaluation
     from ragplan.llm import endpoint_problem

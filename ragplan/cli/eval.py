@@ -211,7 +211,7 @@ def run_eval(args: argparse.Namespace) -> int:
     except Exception as exc:  # e.g. a DQA clone that cannot be read: nothing ran
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
-    from ragplan.eval.report import summary_markdown
+    from ragplan.eval.report import every_question_failed, summary_markdown
 
     print(summary_markdown(summary))
     print(f"run folder: {run_dir}")
@@ -238,26 +238,6 @@ def run_eval(args: argparse.Namespace) -> int:
         print(f"error: {failure}", file=sys.stderr)
         return 1
     return 0
-
-
-def every_question_failed(summary: dict[str, Any], run_dir: str | Path) -> str | None:
-    """Why a run is a failure as a whole: every question it ran ended in an error (the endpoint down, a wrong model
-    name …); None when at least one question ran through. The run folder keeps the records (``--resume`` does not
-    ask them again; re-run them into a new folder once the cause is fixed)."""
-    overall = summary.get("overall") or {}
-    n = int(overall.get("n") or 0)
-    if not n or int(overall.get("errors") or 0) < n:
-        return None
-    first = ""
-    try:
-        with open(Path(run_dir) / "results.jsonl", encoding="utf-8") as fh:
-            for line in fh:
-                first = (json.loads(line).get("error") or "") if line.strip() else ""
-                if first:
-                    break
-    except (OSError, ValueError):  # the reason is a courtesy: the counts say enough
-        pass
-    return f"every question failed ({n} of {n})" + (f"; the first: {first[:300]}" if first else "")
 
 
 def workers_flag(text: str) -> int | str:

@@ -29,8 +29,8 @@ def _fail(message: str) -> int:
 def run_eval_sweep(args: argparse.Namespace) -> int:
     """Run ``ragplan eval sweep`` from the parsed ``eval`` arguments; returns the exit code."""
     from ragplan.cli.ask import cache_problem, parse_assignments
-    from ragplan.cli.eval import every_question_failed
     from ragplan.eval.runfolder import RunSettings
+    from ragplan.eval.report import every_question_failed
     from ragplan.eval.runner import run_evaluation
     from ragplan.eval.sweep import SweepError, parse_sweep, run_sweep, sweep_markdown, write_sweep
     from ragplan.llm import endpoint_problem

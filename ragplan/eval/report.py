@@ -23,7 +23,7 @@ from ragplan.eval.registry import comparison_hook
 from ragplan.eval.runfolder import RunFolder, RunSettings
 from ragplan.registry import family_of
 
-__all__ = ["summarise", "write_summary", "compare_runs", "comparison", "RunComparison", "retrieval_class",
+__all__ = ["summarise", "write_summary", "compare_runs", "every_question_failed", "comparison", "RunComparison", "retrieval_class",
            "retrieval_totals", "summary_markdown", "benchmark_comparison", "retrieval_split", "plot_comparison",
            "run_labels"]
 
@@ -309,3 +309,23 @@ def plot_comparison(run_dirs: list[str | Path], path: str | Path) -> Path:
                                                           else f"{refs}'s retrieval count" if own not in how
                                                           else f"{refs}'s retrieval count where a {refs} run is given"))
     return Path(path)
+
+
+def every_question_failed(summary: dict[str, Any], run_dir: str | Path) -> str | None:
+    """Why a run is a failure as a whole: every question it ran ended in an error (the endpoint down, a wrong model
+    name …); None when at least one question ran through. The run folder keeps the records (``--resume`` does not
+    ask them again; re-run them into a new folder once the cause is fixed)."""
+    overall = summary.get("overall") or {}
+    n = int(overall.get("n") or 0)
+    if not n or int(overall.get("errors") or 0) < n:
+        return None
+    first = ""
+    try:
+        with open(Path(run_dir) / "results.jsonl", encoding="utf-8") as fh:
+            for line in fh:
+                first = (json.loads(line).get("error") or "") if line.strip() else ""
+                if first:
+                    break
+    except (OSError, ValueError):  # the reason is a courtesy: the counts say enough
+        pass
+    return f"every question failed ({n} of {n})" + (f"; the first: {first[:300]}" if first else "")
