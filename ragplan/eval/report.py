@@ -328,4 +328,5 @@ def every_question_failed(summary: dict[str, Any], run_dir: str | Path) -> str |
                     break
     except (OSError, ValueError):  # the reason is a courtesy: the counts say enough
         pass
-    return f"every question failed ({n} of {n})" + (f"; the first: {first[:300]}" if first else "")
+    return (f"every question failed ({n} of {n})" + (f"; the first: {first[:300]}" if first else "")
+            + " (failed questions are recorded: once the cause is fixed, run them again into a new --out)")
