@@ -29,6 +29,8 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,30 @@ def serve(latency: float, ready: Any) -> None:
     ready.put(stub.base_url)
     while True:
         time.sleep(3600)
+
+
+@contextmanager
+def latency_endpoint(latency: float, scripts: int) -> Iterator[str]:
+    """The endpoint process (:func:`serve`) for the duration of a benchmark; yields its base URL.
+
+    Also keeps ``scripts`` stores loaded at once (``RAGPLAN_STORE_CACHE_SIZE``, which the runner's worker
+    processes read too), so every script of the run is loaded once, in the cold pass.
+    """
+    import multiprocessing
+
+    import ragplan.tools.graphdb.tool as graph_tools
+
+    os.environ.pop("OPENAI_API_KEY", None)
+    spawn = multiprocessing.get_context("spawn")
+    ready = spawn.Queue()
+    endpoint = spawn.Process(target=serve, args=(latency, ready), daemon=True)
+    endpoint.start()
+    try:
+        base_url = ready.get(timeout=120)
+        os.environ["RAGPLAN_STORE_CACHE_SIZE"] = str(max(graph_tools.STORE_CACHE_SIZE, scripts))
+        yield base_url
+    finally:
+        endpoint.kill()
 
 
 def _workers_cpu() -> dict[int, float]:
@@ -116,32 +142,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--save", type=Path, help="write this run's rows as JSON")
     ap.add_argument("--baseline", type=Path, help="a report saved with --save: show its efficiency and the ratio")
     args = ap.parse_args(argv)
-    os.environ.pop("OPENAI_API_KEY", None)
-    import multiprocessing
-
-    import ragplan.tools.graphdb.tool as graph_tools
     from ragplan.dqa.generate import generate_clone
 
-    spawn = multiprocessing.get_context("spawn")
-    ready = spawn.Queue()
-    endpoint = spawn.Process(target=serve, args=(args.latency, ready), daemon=True)
-    endpoint.start()
-    try:
-        base_url = ready.get(timeout=120)
-        # keep every script of the run loaded, in this process and in the worker processes (their jobs bring the environment)
-        os.environ["RAGPLAN_STORE_CACHE_SIZE"] = str(max(graph_tools.STORE_CACHE_SIZE, args.n))
-        with tempfile.TemporaryDirectory() as tmp:
-            work = Path(tmp)
-            generate_clone(work / "clone", "building", args.n, seed=0)
-            concurrencies = [int(c) for c in args.concurrency.split(",")]
-            ck = not args.no_checkpoints
-            workers = args.workers if args.workers == "auto" else int(args.workers)
-            rows = [measure(args.n, args.latency, max(concurrencies), work / "clone", work, base_url, " (cold)", ck,
-                            workers)]
-            rows += [measure(args.n, args.latency, c, work / "clone", work, base_url, checkpoints=ck, workers=workers)
-                     for c in concurrencies]
-    finally:
-        endpoint.kill()
+    with latency_endpoint(args.latency, args.n) as base_url, tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        generate_clone(work / "clone", "building", args.n, seed=0)
+        concurrencies = [int(c) for c in args.concurrency.split(",")]
+        ck = not args.no_checkpoints
+        workers = args.workers if args.workers == "auto" else int(args.workers)
+        rows = [measure(args.n, args.latency, max(concurrencies), work / "clone", work, base_url, " (cold)", ck,
+                        workers)]
+        rows += [measure(args.n, args.latency, c, work / "clone", work, base_url, checkpoints=ck, workers=workers)
+                 for c in concurrencies]
     print(f"single_rag, {args.n} questions, {args.latency:g} s per request (endpoint in its own process), "
           f"checkpoints {'off' if args.no_checkpoints else 'on'}, workers {args.workers}")
     print_rows(rows, [("concurrency", "s"), ("workers", "d"), ("questions", "d"), ("errors", "d"), ("calls", "d"), ("wall_s", ".2f"),

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from benchmarks.batch import serve  # noqa: E402
+from benchmarks.batch import latency_endpoint  # noqa: E402
 from benchmarks.common import load_baseline, print_rows, save_report  # noqa: E402
 
 
@@ -88,29 +88,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--save", type=Path, help="write this run's rows as JSON")
     ap.add_argument("--baseline", type=Path, help="a report saved with --save: its figures and the ratio")
     args = ap.parse_args(argv)
-    os.environ.pop("OPENAI_API_KEY", None)
-    import multiprocessing
-
-    import ragplan.tools.graphdb.tool as graph_tools
     from ragplan.dqa.generate import generate_clone
 
-    rows: list[dict[str, Any]] = []
-    spawn = multiprocessing.get_context("spawn")
-    ready = spawn.Queue()
-    endpoint = spawn.Process(target=serve, args=(args.latency, ready), daemon=True)
-    endpoint.start()
-    try:
-        base_url = ready.get(timeout=120)
-        graph_tools.STORE_CACHE_SIZE = max(graph_tools.STORE_CACHE_SIZE, args.n)  # keep every script of the run loaded
-        with tempfile.TemporaryDirectory() as tmp:
-            work = Path(tmp)
-            os.environ["RAGPLAN_CHECKPOINT_DB"] = str(work / "ask-default.sqlite")
-            generate_clone(work / "clone", "building", args.n, seed=0)
-            runner_pass(args.n, 16, True, work / "clone", work / "warm", base_url)  # imports, every script loaded once
-            rows = _runner_rows(args, work, base_url)
-            ask_rows = ask_runs(max(5, args.repeats * 3), work)
-    finally:
-        endpoint.kill()
+    with latency_endpoint(args.latency, args.n) as base_url, tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        os.environ["RAGPLAN_CHECKPOINT_DB"] = str(work / "ask-default.sqlite")
+        generate_clone(work / "clone", "building", args.n, seed=0)
+        runner_pass(args.n, 16, True, work / "clone", work / "warm", base_url)  # imports, every script loaded once
+        rows = _runner_rows(args, work, base_url)
+        ask_rows = ask_runs(max(5, args.repeats * 3), work)
     print(f"runner: single_rag, {args.n} questions, {args.latency:g} s per request (endpoint in its own process), "
           f"median of {args.repeats}")
     print_rows(rows, [("concurrency", "d"), ("checkpoints", "s"), ("wall_s", ".2f"), ("efficiency", ".2f"),
