@@ -70,7 +70,8 @@ def ask_runs(repeats: int, work: Path) -> list[dict[str, Any]]:
     for i in range(repeats + 1):
         for kept in (False, True):
             t0 = time.perf_counter()
-            ask(QUESTION, "planrag", model=model(), store=str(cql), **({"checkpoint_db": db} if kept else {}))
+            extra: dict[str, Any] = {"checkpoint_db": db} if kept else {}
+            ask(QUESTION, "planrag", model=model(), store=str(cql), **extra)
             if i:  # the first round warms imports and caches
                 times[kept].append(time.perf_counter() - t0)
     off, on = statistics.median(times[False]), statistics.median(times[True])
