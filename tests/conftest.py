@@ -27,6 +27,16 @@ def _checkpoint_db(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("RAGPLAN_CHECKPOINT_DB", str(tmp_path_factory.mktemp("checkpoints") / "checkpoints.sqlite"))
 
 
+@pytest.fixture
+def local_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests against the local stub: 127.0.0.1 bypasses any configured proxy, and no real key is set, so the
+    stub's base URL alone must be enough."""
+    if any(k.lower().endswith("_proxy") for k in os.environ):
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+        monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
 @pytest.fixture(scope="session")
 def every_family_data(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Every registered family's test data (tests/family_data/<family>.py), built once per session; a family

@@ -7,7 +7,6 @@ the scripted chat model (a model LangChain cannot serialise, keyed by its invoca
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
 
@@ -30,13 +29,7 @@ from tests.scripted import ScriptedChatModel
 MESSAGES = [SystemMessage("You plan."), HumanMessage("Which trade node?")]
 
 
-@pytest.fixture(autouse=True)
-def _local_only(monkeypatch):
-    """No real key, no proxy for 127.0.0.1: the stub's base URL alone must be enough, and replay needs neither."""
-    if any(k.lower().endswith("_proxy") for k in os.environ):
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-        monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+pytestmark = pytest.mark.usefixtures("local_endpoint")  # no proxy for 127.0.0.1, no real key (tests/conftest.py)
 
 
 def _digest(model, messages=MESSAGES, **call) -> str:

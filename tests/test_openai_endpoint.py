@@ -9,7 +9,6 @@ structured-output mode and SSE streaming are exercised end to end.
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import pytest
@@ -38,13 +37,7 @@ SCRIPT = [
 TOOLS = ["Plan", "RetrievalAction", "ReplanDecision", "RetrievalAction", "ReplanDecision", "FinalAnswer"]
 
 
-@pytest.fixture(autouse=True)
-def _local_only(monkeypatch):
-    """Bypass any configured proxy for 127.0.0.1, and no real key: base_url alone must be enough."""
-    if any(k.lower().endswith("_proxy") for k in os.environ):
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-        monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+pytestmark = pytest.mark.usefixtures("local_endpoint")  # no proxy for 127.0.0.1, no real key (tests/conftest.py)
 
 
 def run(stub: OpenAIStub, store, question: str, **ctx) -> PlanRAGResult:

@@ -31,13 +31,10 @@ MODEL = "openai:stub-model"
 
 
 @pytest.fixture(autouse=True)
-def _offline(monkeypatch):
-    """No key and no base URL from the environment: replay must need neither."""
-    for k in ("OPENAI_API_KEY", "RAGPLAN_BASE_URL", "OPENAI_BASE_URL"):
+def _offline(monkeypatch, local_endpoint):
+    """No key and no base URL from the environment (and no proxy for 127.0.0.1): replay must need neither."""
+    for k in ("RAGPLAN_BASE_URL", "OPENAI_BASE_URL"):
         monkeypatch.delenv(k, raising=False)
-    if any(k.lower().endswith("_proxy") for k in os.environ):
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-        monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
 
 
 def _think_then_act_data(root: Path) -> tuple[list[str], Any]:
