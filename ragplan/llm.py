@@ -118,13 +118,13 @@ def load_chat_model(
         provider, name = split_model_spec(spec)
         cached: dict[str, Any] = {"cache": cache} if cache is not None else {}
         if base_url or provider == "openai":
-            from langchain_openai import ChatOpenAI
-
             from pydantic import SecretStr
+
+            from ragplan.llm_openai import OpenAICompatibleChat
 
             secret = os.environ.get("OPENAI_API_KEY") or ("not-needed" if base_url or replay else None)
             api_key = SecretStr(secret) if secret else None
-            model: BaseChatModel = ChatOpenAI(
+            model: BaseChatModel = OpenAICompatibleChat(
                 model=name, base_url=base_url or None, api_key=api_key, temperature=temperature,
                 timeout=timeout_s, max_retries=max_retries, stream_usage=True, **cached,
             )

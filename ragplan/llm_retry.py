@@ -15,7 +15,9 @@ Which exceptions mean "the reply was malformed" (:func:`malformed_reply`), found
 of body to ``langchain-openai`` through a local server (``tests/openai_server.py``):
 
 * ``json.JSONDecodeError`` — truncated JSON, an empty body, HTML (the client's ``response.json()``);
-* ``TypeError("Received response with null value for 'choices'…")`` — no ``choices`` or ``null``;
+* ``TypeError("Received response with null value for 'choices'…")`` — no ``choices`` or ``null``
+  (``KeyError("Response missing 'choices' key…")`` when the reply is read as JSON, not as the SDK's model:
+  :mod:`ragplan.llm_openai`);
 * ``IndexError`` from LangChain's ``generations[0][0]`` — an empty ``choices`` list;
 * any exception raised while LangChain turns the completion into a message
   (``_create_chat_result`` / ``_convert_dict_to_message``) — e.g. a choice without a ``message``.
@@ -65,7 +67,8 @@ def malformed_reply(exc: BaseException) -> str:
         return ""
     if isinstance(exc, json.JSONDecodeError):
         return f"the reply is not JSON ({exc.msg} at char {exc.pos})"
-    if isinstance(exc, TypeError) and "null value for 'choices'" in str(exc):
+    if (isinstance(exc, TypeError) and "null value for 'choices'" in str(exc)) or (
+            isinstance(exc, KeyError) and "missing 'choices'" in str(exc)):  # (the reply read as a dict, not a model)
         return "the reply has no choices"
     if not isinstance(exc, (TypeError, IndexError, AttributeError, KeyError, ValueError)):
         return ""

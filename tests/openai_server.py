@@ -15,7 +15,8 @@ It answers ``POST /v1/chat/completions`` (plain JSON, or SSE chunks when the req
   seconds instead); ``Fault(delay_s=5)`` holds the request for that long first (to test client
   timeouts), then answers ``status`` (504 by default) or, with ``reply=``, that reply;
 * ``Fault(body='{"choices": [')`` — a malformed reply: that raw body with ``status`` (200 by default),
-  e.g. truncated JSON, JSON without ``choices``, or an empty body.
+  e.g. truncated JSON, JSON without ``choices``, or an empty body (``content_type=`` labels it otherwise
+  than JSON, as a proxy's HTML page is).
 
 Every request is recorded (body, headers, the tool it forced, the usage sent back), and every
 answer carries ``usage`` (prompt tokens ~ prompt chars / 4, completion tokens ~ output chars / 4).
@@ -74,6 +75,8 @@ class Fault:
     """A raw response body sent as is (a malformed 200 reply), instead of an error or a reply."""
     retry_after_s: float | None = None
     """Send ``Retry-After: <seconds>`` (and no ``retry-after-ms``) with the error."""
+    content_type: str = "application/json"
+    """The ``Content-Type`` a raw ``body`` is sent with (a proxy's HTML page says ``text/html`` …)."""
 
 
 @dataclass
@@ -332,7 +335,7 @@ class _Handler(BaseHTTPRequestHandler):
                 rec.answered = f"malformed {reply.status or 200}"
                 data = reply.body.encode()
                 self.send_response(reply.status or 200)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", reply.content_type)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
