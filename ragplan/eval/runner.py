@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from ragplan.eval.benchmark import Benchmark
 from ragplan.eval.item_contexts import data_keys
-from ragplan.eval.question_runner import RunJob, is_rate_limited, run_questions
+from ragplan.eval.question_runner import RunJob, frozen_heap, is_rate_limited, run_questions
 from ragplan.eval.registry import get_benchmark
 from ragplan.eval.report import summarise, write_summary
 from ragplan.eval.runfolder import RunFolder, RunSettings
@@ -52,7 +52,16 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
 
     The questions run in this process, or with ``settings.workers`` > 1 in worker processes
     (:mod:`ragplan.eval.workers`); either way through :func:`~ragplan.eval.question_runner.run_questions`.
+    No full garbage-collector pass walks the heap this process had before the run while it goes on
+    (:func:`~ragplan.eval.question_runner.frozen_heap`).
     """
+    with frozen_heap():
+        return await _evaluate(settings, run_dir, chat_model=chat_model, on_progress=on_progress)
+
+
+async def _evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: Any,
+                    on_progress: Callable[[int, int], None] | None) -> dict[str, Any]:
+    """:func:`evaluate`'s work."""
     folder = RunFolder(run_dir)
     bench: Benchmark = get_benchmark(settings.benchmark, settings.data, limit=settings.limit, year=settings.year,
                                      **settings.benchmark_options)
