@@ -36,6 +36,7 @@ __all__ = ["RunJob", "QuestionSource", "ResultWriter", "run_questions", "is_rate
 
 
 _frozen = 0
+_owned = False
 _frozen_lock = threading.Lock()
 
 
@@ -49,19 +50,22 @@ def frozen_heap() -> Iterator[None]:
     by the allocator. ``gc.freeze()`` moves every object alive now to a permanent generation that
     collections skip, so a full pass during the run walks only what the run made; ``gc.unfreeze()`` at
     the end hands them back, so whatever became garbage among them is collected after the run as
-    before. Nested uses (a run in this process inside :func:`~ragplan.eval.runner.evaluate`) freeze once.
+    before. Nested uses (a run in this process inside :func:`~ragplan.eval.runner.evaluate`) freeze once; a
+    process that froze its heap itself (``gc.get_freeze_count()`` > 0) is left as it is.
     """
-    global _frozen
+    global _frozen, _owned
     with _frozen_lock:
         _frozen += 1
         if _frozen == 1:
-            gc.freeze()
+            _owned = gc.get_freeze_count() == 0
+            if _owned:
+                gc.freeze()
     try:
         yield
     finally:
         with _frozen_lock:
             _frozen -= 1
-            if _frozen == 0:
+            if _frozen == 0 and _owned:
                 gc.unfreeze()
 
 
