@@ -58,8 +58,8 @@ class LoopSqliteSaver(SqliteSaver):
     :class:`SqliteSaver`. Here a write made on a running loop is serialized at once (it saves the state
     of that moment) and queued, and a callback scheduled with ``call_soon`` commits the whole queue in one
     transaction: the writes that the questions in flight made during the same turn of the loop share it
-    (about three per transaction at concurrency 32 in ``benchmarks/batch.py``, +0.02 to +0.03 of
-    efficiency). The commit comes before the loop next waits for I/O, so a kill loses what it lost before:
+    (about 3.5 writes per transaction at concurrency 32 in ``benchmarks/batch.py``, +0.02 of efficiency
+    there). The commit comes before the loop next waits for I/O, so a kill loses what it lost before:
     the checkpoint being written. Outside a running loop a write commits at once, as
     :class:`SqliteSaver`'s do; every read (:meth:`get_tuple`, :meth:`list` …) and :meth:`flush` commit
     the queue first.
