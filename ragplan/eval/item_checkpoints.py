@@ -50,6 +50,7 @@ _PUT = ("INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoin
 _PUT_WRITES_REPLACE = "INSERT OR REPLACE INTO writes " + _COLUMNS
 _PUT_WRITES_IGNORE = "INSERT OR IGNORE INTO writes " + _COLUMNS
 
+
 class LoopSqliteSaver(SqliteSaver):
     """LangGraph's SQLite saver whose writes on the event loop commit together, once per turn of the loop.
 
