@@ -108,11 +108,11 @@ class LoopSqliteSaver(SqliteSaver):
 
     def _commit(self) -> None:
         """Commit every queued write in one transaction, or none of them (the queue is emptied either way)."""
-        self.setup()
         with self.lock:
             pending, self._pending = self._pending, []
             if not pending:
                 return
+            self.setup()  # (under the lock, as SqliteSaver.cursor does)
             cur = self.conn.cursor()
             try:
                 for _thread, statement, rows in pending:
