@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--save", type=Path, help="write this run's rows as JSON")
     ap.add_argument("--baseline", type=Path, help="a report saved with --save: show its efficiency and the ratio")
     args = ap.parse_args(argv)
-    from ragplan.dqa.generate import generate_clone
+    from ragplan.methods.planrag.generate import generate_clone
 
     with latency_endpoint(args.latency, args.n) as base_url, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -1,15 +1,15 @@
 """Benchmark DQA's fast simulators against the straightforward implementation, on official-size data.
 
-Generates a DQA-style clone of official size for each scenario (``ragplan.dqa.generate``, size
+Generates a DQA-style clone of official size for each scenario (``ragplan.methods.planrag.generate``, size
 ``official``: ≈80 trade nodes and ≈665 countries per locating script, one script file per question;
 ≈50 goods and ≈250 buildings per building script, shared by up to three questions) and times what
 ``ragplan dqa verify`` does, two ways, in one run:
 
-* fast — ``ragplan.dqa.data.load_scenario`` (read, hash, parse, compile to index form; cached by
-  content) and ``ragplan.dqa.grade.best_decision`` per question (``solve_locating`` /
+* fast — ``ragplan.methods.planrag.data.load_scenario`` (read, hash, parse, compile to index form; cached by
+  content) and ``ragplan.methods.planrag.grade.best_decision`` per question (``solve_locating`` /
   ``solve_building``);
-* straightforward — ``ragplan.dqa.cql.read_graph_data`` (read and parse the question's script) and
-  ``ragplan.dqa.reference.reference_locating`` / ``reference_building`` per question (dicts, loops and
+* straightforward — ``ragplan.methods.planrag.cql.read_graph_data`` (read and parse the question's script) and
+  ``ragplan.methods.planrag.reference.reference_locating`` / ``reference_building`` per question (dicts, loops and
   a deepcopy of the whole state per option).
 
 Columns: "parse" (each distinct script once on the fast side, with compiling; each question's script
@@ -42,13 +42,13 @@ from typing import Any
 
 import numpy as np
 
-from ragplan.dqa import data as dqa_data
-from ragplan.dqa.cql import read_graph_data
-from ragplan.dqa.data import load_questions, load_scenario
-from ragplan.dqa.generate import generate_clone
-from ragplan.dqa.grade import best_decision, solve_question
-from ragplan.dqa.locating import LocatingSolution
-from ragplan.dqa.reference import reference_building, reference_locating
+from ragplan.methods.planrag import data as dqa_data
+from ragplan.methods.planrag.cql import read_graph_data
+from ragplan.methods.planrag.data import load_questions, load_scenario
+from ragplan.methods.planrag.generate import generate_clone
+from ragplan.methods.planrag.grade import best_decision, solve_question
+from ragplan.methods.planrag.locating import LocatingSolution
+from ragplan.methods.planrag.reference import reference_building, reference_locating
 
 TARGET = 10.0       # simulation: straightforward / fast
 E2E_TARGET = 100.0  # dqa verify per question, reading and parsing included

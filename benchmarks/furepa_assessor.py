@@ -41,10 +41,10 @@ reexec_with_static_tls()
 from benchmarks.common import load_baseline, print_rows, save_report  # noqa: E402
 from ragplan.datasets import load_qa  # noqa: E402
 from ragplan.tools.textindex import TextIndex  # noqa: E402
-from ragplan.training.furepa.data import HopGroup, build_groups, label_groups, norm_title  # noqa: E402
-from ragplan.training.furepa.pipeline import context_index  # noqa: E402
-from ragplan.training.furepa.scorer import load_assessor  # noqa: E402
-from ragplan.training.furepa.train import pick_mrr, split_by_question, train_assessor  # noqa: E402
+from ragplan.methods.furepa.data import HopGroup, build_groups, label_groups, norm_title  # noqa: E402
+from ragplan.methods.furepa.pipeline import context_index  # noqa: E402
+from ragplan.methods.furepa.scorer import load_assessor  # noqa: E402
+from ragplan.methods.furepa.train import pick_mrr, split_by_question, train_assessor  # noqa: E402
 
 
 def _scores(assessor: Any, groups: list[HopGroup]) -> list[list[float]]:

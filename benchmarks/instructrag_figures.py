@@ -1,7 +1,7 @@
 """InstructRAG's LLM-free figures on the synthetic world: ablations (Table 5), δ sweep (Table 6), K sweep, few-shot time.
 
 What can be measured without an LLM is how good the *selected path* is for held-out questions whose
-own successful path is known (:mod:`ragplan.training.instructrag.figures`): the action-sequence match,
+own successful path is known (:mod:`ragplan.methods.instructrag.figures`): the action-sequence match,
 the instruction F1 and the retrieval-only proxy reward of the executed path over the world's local
 index. The LLM's F1 with that path in its prompt (the paper's numbers) needs an endpoint:
 ``ragplan eval --method instructrag … --benchmark hotpotqa`` then ``ragplan instructrag report``.
@@ -41,14 +41,14 @@ reexec_with_static_tls()
 from ragplan.state.instructrag import InstructRAGContext  # noqa: E402
 from ragplan.tools.retrievers import make_retriever  # noqa: E402
 from ragplan.tools.textindex import build_index  # noqa: E402
-from ragplan.training.instructrag.agents import load_agents  # noqa: E402
-from ragplan.training.instructrag.figures import format_selection_rows, selection_quality  # noqa: E402
-from ragplan.training.instructrag.graph import build_instruction_graph, embedder_for_graph  # noqa: E402
-from ragplan.training.instructrag.meta import MetaSettings, adapt_agents, meta_train  # noqa: E402
-from ragplan.training.instructrag.ml_agent import MLAgent  # noqa: E402
-from ragplan.training.instructrag.rl_agent import RLAgent  # noqa: E402
-from ragplan.training.instructrag.reward import ProxyReward  # noqa: E402
-from ragplan.training.instructrag.synth import split_failed, split_paths, write_world  # noqa: E402
+from ragplan.methods.instructrag.agents import load_agents  # noqa: E402
+from ragplan.methods.instructrag.figures import format_selection_rows, selection_quality  # noqa: E402
+from ragplan.methods.instructrag.graph import build_instruction_graph, embedder_for_graph  # noqa: E402
+from ragplan.methods.instructrag.meta import MetaSettings, adapt_agents, meta_train  # noqa: E402
+from ragplan.methods.instructrag.ml_agent import MLAgent  # noqa: E402
+from ragplan.methods.instructrag.rl_agent import RLAgent  # noqa: E402
+from ragplan.methods.instructrag.reward import ProxyReward  # noqa: E402
+from ragplan.methods.instructrag.synth import split_failed, split_paths, write_world  # noqa: E402
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:

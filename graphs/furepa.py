@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from langgraph.graph import START, StateGraph
 
-from ragplan.family import END, Builder, TEXT_RETRIEVAL_OPTIONS, Emit, GraphSpec, MethodFamily, Option, input_keys_of, route
+from ragplan.family import END, Builder, TEXT_RETRIEVAL_OPTIONS, Emit, GraphSpec, MethodFamily, Option, input_keys_of
 from ragplan.nodes.common.review_plan import make_review_plan
 from ragplan.nodes.furepa.answer import answer_from_evidence
 from ragplan.nodes.furepa.assess_plan import assess_plan, assessor_problem
@@ -109,11 +109,11 @@ def build_furepa() -> Builder:
     g.add_node("answer", answer_from_evidence)
     g.add_edge(START, "mask_reasoning")
     g.add_edge("mask_reasoning", "propose")
-    g.add_conditional_edges("propose", route(route_after_propose), ["assess_plan", "answer", END])
-    g.add_conditional_edges("assess_plan", route(route_after_assessment), ["review_plan", END])
-    g.add_conditional_edges("review_plan", route(route_after_pick_review), ["repetition_control", END])
-    g.add_conditional_edges("repetition_control", route(route_after_repetition), ["retrieve", "mask_reasoning", "answer"])
-    g.add_conditional_edges("retrieve", route(route_after_retrieval), ["mask_reasoning", "answer"])
+    g.add_conditional_edges("propose", route_after_propose, ["assess_plan", "answer", END])
+    g.add_conditional_edges("assess_plan", route_after_assessment, ["review_plan", END])
+    g.add_conditional_edges("review_plan", route_after_pick_review, ["repetition_control", END])
+    g.add_conditional_edges("repetition_control", route_after_repetition, ["retrieve", "mask_reasoning", "answer"])
+    g.add_conditional_edges("retrieve", route_after_retrieval, ["mask_reasoning", "answer"])
     g.add_edge("answer", END)
     return g
 
@@ -127,8 +127,8 @@ def build_ircot() -> Builder:
     g.add_node("answer", answer_from_evidence)
     g.add_edge(START, "keep_reasoning")
     g.add_edge("keep_reasoning", "propose")
-    g.add_conditional_edges("propose", route(route_ircot_after_propose), ["retrieve", "answer", END])
-    g.add_conditional_edges("retrieve", route(route_ircot_after_retrieval), ["keep_reasoning", "answer"])
+    g.add_conditional_edges("propose", route_ircot_after_propose, ["retrieve", "answer", END])
+    g.add_conditional_edges("retrieve", route_ircot_after_retrieval, ["keep_reasoning", "answer"])
     g.add_edge("answer", END)
     return g
 

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from langgraph.graph import START, StateGraph
 
-from ragplan.family import END, TEXT_RETRIEVAL_OPTIONS, Builder, Emit, GraphSpec, MethodFamily, Option, input_keys_of, route
+from ragplan.family import END, TEXT_RETRIEVAL_OPTIONS, Builder, Emit, GraphSpec, MethodFamily, Option, input_keys_of
 from ragplan.nodes.common.review_plan import make_review_plan
 from ragplan.nodes.instructrag.answer import answer_from_steps
 from ragplan.nodes.instructrag.observe import observe
@@ -59,7 +59,7 @@ def route_after_path_review(state: InstructRAGState) -> Literal["plan_step", "__
 
 def _reviewed(g: Builder, method: str) -> None:
     g.add_node("review_plan", make_review_plan(method, InstructRAGReviewer()))
-    g.add_conditional_edges("review_plan", route(route_after_path_review), ["plan_step", END])
+    g.add_conditional_edges("review_plan", route_after_path_review, ["plan_step", END])
 
 
 def route_after_plan_step(state: InstructRAGState) -> Literal["observe", "answer_from_steps", "__end__"]:
@@ -81,8 +81,8 @@ def _loop(g: Builder) -> None:
     g.add_node("plan_step", plan_step)
     g.add_node("observe", observe)
     g.add_node("answer_from_steps", answer_from_steps)
-    g.add_conditional_edges("plan_step", route(route_after_plan_step), ["observe", "answer_from_steps", END])
-    g.add_conditional_edges("observe", route(route_after_observe), ["plan_step", "answer_from_steps"])
+    g.add_conditional_edges("plan_step", route_after_plan_step, ["observe", "answer_from_steps", END])
+    g.add_conditional_edges("observe", route_after_observe, ["plan_step", "answer_from_steps"])
     g.add_edge("answer_from_steps", END)
 
 
@@ -98,8 +98,8 @@ def _with_selection(mode: str, method: str) -> Builder:
     _loop(g)
     _reviewed(g, method)
     g.add_edge(START, "retrieve_paths")
-    g.add_conditional_edges("retrieve_paths", route(route_after_paths), ["select_path", END])
-    g.add_conditional_edges("select_path", route(route_to_planning), ["review_plan", END])
+    g.add_conditional_edges("retrieve_paths", route_after_paths, ["select_path", END])
+    g.add_conditional_edges("select_path", route_to_planning, ["review_plan", END])
     return g
 
 
@@ -120,7 +120,7 @@ def build_instructrag_no_ml() -> Builder:
     _loop(g)
     _reviewed(g, "instructrag_no_ml")
     g.add_edge(START, "retrieve_paths")
-    g.add_conditional_edges("retrieve_paths", route(route_to_planning), ["review_plan", END])
+    g.add_conditional_edges("retrieve_paths", route_to_planning, ["review_plan", END])
     return g
 
 
@@ -131,7 +131,7 @@ def build_instructrag_rap() -> Builder:
     _loop(g)
     _reviewed(g, "instructrag_rap")
     g.add_edge(START, "retrieve_stored_paths")
-    g.add_conditional_edges("retrieve_stored_paths", route(route_to_planning), ["review_plan", END])
+    g.add_conditional_edges("retrieve_stored_paths", route_to_planning, ["review_plan", END])
     return g
 
 
@@ -158,7 +158,7 @@ class InstructRAGFamily(MethodFamily):
 
     def prepare(self, method: str, ctx: Any) -> str | None:
         """Open the retriever, the instruction graph and the agents the graph needs; say what is missing."""
-        from ragplan.instructrag.selection import load_parts
+        from ragplan.methods.instructrag.selection import load_parts
 
         if ctx.retriever_object is None:
             if ctx.retriever == "local" and not ctx.index_dir:

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import START, StateGraph
 
-from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, Option, input_keys_of, route
+from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, Option, input_keys_of
 from ragplan.nodes.planrag.answer import answer
 from ragplan.nodes.planrag.check_decision import check_decision
 from ragplan.nodes.planrag.plan import plan
@@ -100,14 +100,14 @@ def build_planrag(*, with_replan: bool = True) -> Builder:
     g.add_node("retrieve", make_retrieve("plan"))
     step = "replan" if with_replan else "advance"
     g.add_node(step, replan if with_replan else advance_plan)
-    g.add_conditional_edges("read_schema", route(route_after_schema), {"start": "plan", END: END})
-    g.add_conditional_edges("plan", route(route_after_plan), {"review_plan": "review_plan", END: END})
-    g.add_conditional_edges("review_plan", route(route_after_plan_review), {"retrieve": "retrieve", "answer": "answer", END: END})
-    g.add_conditional_edges("retrieve", route(route_after_retrieve), {"repair": "retrieve", "continue": step, "answer": "answer", "stop": END})
+    g.add_conditional_edges("read_schema", route_after_schema, {"start": "plan", END: END})
+    g.add_conditional_edges("plan", route_after_plan, {"review_plan": "review_plan", END: END})
+    g.add_conditional_edges("review_plan", route_after_plan_review, {"retrieve": "retrieve", "answer": "answer", END: END})
+    g.add_conditional_edges("retrieve", route_after_retrieve, {"repair": "retrieve", "continue": step, "answer": "answer", "stop": END})
     if with_replan:
-        g.add_conditional_edges(step, route(route_after_step), {"review_plan": "review_plan", "retrieve": "retrieve", "answer": "answer", END: END})
+        g.add_conditional_edges(step, route_after_step, {"review_plan": "review_plan", "retrieve": "retrieve", "answer": "answer", END: END})
     else:
-        g.add_conditional_edges(step, route(route_after_step), {"retrieve": "retrieve", "answer": "answer", END: END})
+        g.add_conditional_edges(step, route_after_step, {"retrieve": "retrieve", "answer": "answer", END: END})
     return g
 
 
@@ -120,8 +120,8 @@ def build_iter_rag() -> Builder:
     """IterRAG: ReAct-style iterative retrieval without a plan; the LLM decides when it knows enough."""
     g = _base()
     g.add_node("retrieve", make_retrieve("react"))
-    g.add_conditional_edges("read_schema", route(route_after_schema), {"start": "retrieve", END: END})
-    g.add_conditional_edges("retrieve", route(route_after_retrieve), {"repair": "retrieve", "continue": "retrieve", "answer": "answer", "stop": END})
+    g.add_conditional_edges("read_schema", route_after_schema, {"start": "retrieve", END: END})
+    g.add_conditional_edges("retrieve", route_after_retrieve, {"repair": "retrieve", "continue": "retrieve", "answer": "answer", "stop": END})
     return g
 
 
@@ -129,8 +129,8 @@ def build_single_rag() -> Builder:
     """SingleRAG: one retrieval, then the answer (``single_rag_repairs`` > 0 lets a failed query be repaired)."""
     g = _base()
     g.add_node("retrieve", make_retrieve("single"))
-    g.add_conditional_edges("read_schema", route(route_after_schema), {"start": "retrieve", END: END})
-    g.add_conditional_edges("retrieve", route(route_after_retrieve), {"repair": "retrieve", "continue": "answer", "answer": "answer", "stop": END})
+    g.add_conditional_edges("read_schema", route_after_schema, {"start": "retrieve", END: END})
+    g.add_conditional_edges("retrieve", route_after_retrieve, {"repair": "retrieve", "continue": "answer", "answer": "answer", "stop": END})
     return g
 
 

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from langgraph.graph import START, StateGraph
 
-from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, Option, input_keys_of, route
+from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, Option, input_keys_of
 
 from ragplan.nodes.common.review_plan import make_review_plan
 from ragplan.nodes.reaper.agent_step import agent_step
@@ -33,7 +33,7 @@ from ragplan.nodes.reaper.plan_retrieval import plan_retrieval
 from ragplan.nodes.reaper.respond import respond
 from ragplan.nodes.reaper.review import ReaperReviewer
 from ragplan.nodes.reaper.validate_plan import validate_plan
-from ragplan.reaper.plan import PlanCall, format_plan
+from ragplan.methods.reaper.plan import PlanCall, format_plan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperInput, ReaperOutput, ReaperResult, ReaperState
 from ragplan.state.review import PLAN_REJECTED
@@ -78,9 +78,9 @@ def build_reaper() -> Builder:
     g.add_node("execute_plan", execute_plan)
     g.add_node("respond", respond)
     g.add_edge(START, "plan_retrieval")
-    g.add_conditional_edges("plan_retrieval", route(route_after_planner), ["validate_plan", END])
-    g.add_conditional_edges("validate_plan", route(route_after_validation), ["plan_retrieval", "review_plan", "respond"])
-    g.add_conditional_edges("review_plan", route(route_to_execution), ["execute_plan", "respond", END])
+    g.add_conditional_edges("plan_retrieval", route_after_planner, ["validate_plan", END])
+    g.add_conditional_edges("validate_plan", route_after_validation, ["plan_retrieval", "review_plan", "respond"])
+    g.add_conditional_edges("review_plan", route_to_execution, ["execute_plan", "respond", END])
     g.add_edge("execute_plan", "respond")
     g.add_edge("respond", END)
     return g
@@ -92,7 +92,7 @@ def build_agent_planner() -> Builder:
     g.add_node("agent_step", agent_step)
     g.add_node("respond", respond)
     g.add_edge(START, "agent_step")
-    g.add_conditional_edges("agent_step", route(route_after_agent), ["agent_step", "respond", END])
+    g.add_conditional_edges("agent_step", route_after_agent, ["agent_step", "respond", END])
     g.add_edge("respond", END)
     return g
 
@@ -119,8 +119,8 @@ def build_classifier_planner() -> Builder:
     g.add_node("execute_plan", execute_plan)
     g.add_node("respond", respond)
     g.add_edge(START, "classify_question")
-    g.add_conditional_edges("classify_question", route(route_after_classify), ["fill_arguments", END])
-    g.add_conditional_edges("fill_arguments", route(route_after_fill), ["execute_plan", "respond", END])
+    g.add_conditional_edges("classify_question", route_after_classify, ["fill_arguments", END])
+    g.add_conditional_edges("fill_arguments", route_after_fill, ["execute_plan", "respond", END])
     g.add_edge("execute_plan", "respond")
     g.add_edge("respond", END)
     return g

@@ -23,7 +23,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Send
 from typing_extensions import TypedDict
 
-from ragplan.family import END, Builder, TEXT_RETRIEVAL_OPTIONS, Emit, GraphSpec, MethodFamily, Option, input_keys_of, route
+from ragplan.family import END, Builder, TEXT_RETRIEVAL_OPTIONS, Emit, GraphSpec, MethodFamily, Option, input_keys_of
 from ragplan.nodes.think_then_act.answer_subquery import answer_subquery, branch_outcome, final_answer
 from ragplan.nodes.think_then_act.assess_query import assess_query
 from ragplan.nodes.think_then_act.confidence_gate import confidence_gate
@@ -55,7 +55,7 @@ def build_subquery_graph() -> Builder:
     g.add_node("retrieve_text", retrieve_text)
     g.add_node("answer_subquery", answer_subquery)
     g.add_edge(START, "confidence_gate")
-    g.add_conditional_edges("confidence_gate", route(route_after_gate), ["retrieve_text", "answer_subquery", END])
+    g.add_conditional_edges("confidence_gate", route_after_gate, ["retrieve_text", "answer_subquery", END])
     g.add_edge("retrieve_text", "answer_subquery")
     g.add_edge("answer_subquery", END)
     return g
@@ -103,7 +103,7 @@ def build_think_then_act() -> Builder:
     g.add_node("final_answer", final_answer)
     g.add_edge(START, "assess_query")
     g.add_edge("assess_query", "schedule")
-    g.add_conditional_edges("schedule", route(dispatch), ["solve_subquery", "final_answer"])
+    g.add_conditional_edges("schedule", dispatch, ["solve_subquery", "final_answer"])
     g.add_edge("solve_subquery", "schedule")
     g.add_edge("final_answer", END)
     return g
@@ -163,7 +163,7 @@ def build_flare() -> Builder:
     g.add_node("answer_subquery", answer_subquery)
     g.add_node("final_answer", final_answer)
     g.add_edge(START, "flare_draft")
-    g.add_conditional_edges("flare_draft", route(route_after_draft), ["retrieve_text", "final_answer"])
+    g.add_conditional_edges("flare_draft", route_after_draft, ["retrieve_text", "final_answer"])
     g.add_edge("retrieve_text", "answer_subquery")
     g.add_edge("answer_subquery", "final_answer")
     g.add_edge("final_answer", END)

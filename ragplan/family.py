@@ -35,7 +35,7 @@ from ragplan.state.context import LLMContext, recursion_limit_for
 from ragplan.state.result import GraphResult
 from ragplan.state.review import PlanReview
 
-__all__ = ["GraphSpec", "Option", "MethodFamily", "Emit", "input_keys_of", "route", "TEXT_RETRIEVAL_OPTIONS", "Builder",
+__all__ = ["GraphSpec", "Option", "MethodFamily", "Emit", "input_keys_of", "TEXT_RETRIEVAL_OPTIONS", "Builder",
            "END"]
 
 #: What a family's graph builders return: an uncompiled graph (its state, context and schemas vary by family).
@@ -247,20 +247,3 @@ class MethodFamily:
 def input_keys_of(schema: Any) -> tuple[str, ...]:
     """The keys of a graph's input TypedDict (for :attr:`MethodFamily.input_keys`)."""
     return tuple(get_type_hints(schema))
-
-
-def route(fn: Callable[..., Any]) -> Any:
-    """``fn`` as a router for ``add_conditional_edges`` that runs on the graph's own thread, also under ``ainvoke``.
-
-    LangGraph runs a plain function given as a conditional edge in a worker thread when the graph runs
-    asynchronously (``ragplan eval``, Studio, the SDK): a hand-off to the thread pool and back for a few
-    look-ups in the state. A router only reads the state and names where to go (no I/O, no LLM call), so
-    it runs inline instead; under ``invoke`` nothing changes. In ``benchmarks/batch.py`` (``single_rag``, two
-    routers per question) this gained 0.02 to 0.03 of efficiency at concurrency 32, measured side by side.
-    Nodes stay plain functions: they call LLMs and stores, and run in the thread pool.
-    """
-    try:
-        from langgraph._internal._runnable import RunnableCallable
-    except ImportError:  # a LangGraph without it: the router runs in the thread pool, as a plain function does
-        return fn
-    return RunnableCallable(fn, None, name=getattr(fn, "__name__", None), trace=False)

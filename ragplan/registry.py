@@ -65,5 +65,9 @@ def graph_registry() -> dict[str, GraphEntry]:
 
 
 def langgraph_graphs() -> dict[str, str]:
-    """The ``graphs`` section langgraph.json must have: every graph at ``./graphs/<family>.py:<name>``."""
-    return {g.name: f"./graphs/{f.name}.py:{g.name}" for f in families() for g in f.graphs}
+    """The ``graphs`` section langgraph.json must have: every graph by module, ``ragplan.graphs.<family>:<name>``.
+
+    By module, not by file path: ``langgraph dev`` then imports the same ``ragplan.graphs.<family>`` module that
+    the registry, the CLI and Python use, so every graph and family is built once per process (a file path would
+    load ``./graphs/<family>.py`` a second time under another module name)."""
+    return {g.name: f"ragplan.graphs.{f.name}:{g.name}" for f in families() for g in f.graphs}

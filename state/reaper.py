@@ -6,7 +6,7 @@ planner call wrote with its validity and errors (the first call is the paper's o
 later one the plan after a repair round), every tool call with its arguments, output and timing, the
 planner's latency and usage.
 
-The plan stays typed from node to node: ``plan`` is a list of :class:`~ragplan.reaper.plan.PlanStep`
+The plan stays typed from node to node: ``plan`` is a list of :class:`~ragplan.methods.reaper.plan.PlanStep`
 (overwritten, no reducer), ``execute_plan`` runs those steps, and ``plan_text`` is only the printed
 form for people. Dicts from a LangGraph server or a run record load back with ``model_validate``.
 """
@@ -19,7 +19,7 @@ from typing import Annotated, Any
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from ragplan.reaper.plan import PlanCall, PlanStep, RetrievalPlan
+from ragplan.methods.reaper.plan import PlanCall, PlanStep, RetrievalPlan
 from ragplan.state.result import GraphResult
 from ragplan.state.review import PlanReview, PlanReviews
 from ragplan.state.trace_sections import TraceSection

@@ -1,7 +1,7 @@
 """A frozen copy of the DQA script parser as it was before the fast path (commit 8153d6f).
 
 The oracle of tests/test_dqa_parser.py: the statement splitter of ``tools/graphdb/script.py`` and the
-statement parser of ``ragplan/dqa/cql.py``, verbatim, so that the faster parser and splitter can be
+statement parser of ``ragplan/methods/planrag/cql.py``, verbatim, so that the faster parser and splitter can be
 compared with what they replaced on any text. Not used by the package.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ragplan.dqa.cql import GraphData, NodeRec, RelRec
+from ragplan.methods.planrag.cql import GraphData, NodeRec, RelRec
 from ragplan.tools.graphdb.script import ScriptError, Statement
 
 _LITERAL_OR_COMMENT = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`(?:[^`]|``)*`|(//[^\n]*)""", re.S)

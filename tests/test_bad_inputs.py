@@ -1,7 +1,7 @@
 """Bad inputs (issue 13 §3): every loader and script reader, given a truncated, empty, wrong-format or
 missing-field file, refuses it with one clear error that names the file and the line or record.
 
-Loaders: QA datasets (ragplan/datasets), the DQA questions and scripts (ragplan/dqa), graph-DB scripts,
+Loaders: QA datasets (ragplan/datasets), the DQA questions and scripts (ragplan/methods/planrag), graph-DB scripts,
 local-index passages, REAPER's shop, gold set and plan files, InstructRAG's path files, instruction graph
 and agents, FuRePA's saved plan assessor (its training data is read by the QA loader) and REAPER's route
 classifier.
@@ -62,7 +62,7 @@ def test_qa_datasets(tmp_path, name, text, where):
 
 @pytest.fixture
 def clone(tmp_path):
-    from ragplan.dqa.generate import generate_clone
+    from ragplan.methods.planrag.generate import generate_clone
 
     generate_clone(tmp_path / "clone", "locating", 3, seed=0)
     return tmp_path / "clone"
@@ -76,7 +76,7 @@ def clone(tmp_path):
     ("no answer", r"simulated_question\.json: question #2 \(question_num 2\) has no 'answer'"),
 ])
 def test_dqa_questions(clone, case, where):
-    from ragplan.dqa.data import LOCATING_QUESTIONS, DQAError, load_questions
+    from ragplan.methods.planrag.data import LOCATING_QUESTIONS, DQAError, load_questions
 
     f = clone / LOCATING_QUESTIONS
     good = f.read_text()
@@ -97,7 +97,7 @@ def test_dqa_questions(clone, case, where):
     ("value not a number", r"q1\.cql:2: a Trade_node property is not a number"),
 ])
 def test_dqa_scripts(clone, case, where):
-    from ragplan.dqa.data import LOCATING_SCRIPTS, DQAError, clear_scenario_cache, load_scenario
+    from ragplan.methods.planrag.data import LOCATING_SCRIPTS, DQAError, clear_scenario_cache, load_scenario
     from ragplan.tools.graphdb.script import ScriptError
 
     f = clone / LOCATING_SCRIPTS / "q1.cql"
@@ -181,7 +181,7 @@ def test_reaper_shop(shop, tmp_path, file, change, where):
     ("no question", r"gold\.jsonl:1: no 'question'"),
 ])
 def test_reaper_gold_set(shop, tmp_path, case, where):
-    from ragplan.eval.benchmarks.reaper_goldset import generate_goldset, load_goldset, write_goldset
+    from ragplan.methods.reaper.goldset import generate_goldset, load_goldset, write_goldset
 
     good = write_goldset(tmp_path / "good.jsonl", generate_goldset(shop, n=8)).read_text()
     first = json.loads(good.splitlines()[0])
@@ -226,7 +226,7 @@ GOOD_PATH = {"question": "Who directed The Distant Signal?", "path": ["Search[Th
      r"noquestion\.jsonl:1: 'question'"),
 ])
 def test_instructrag_path_files(tmp_path, capsys, name, text, where):
-    from ragplan.training.instructrag.paths import read_paths
+    from ragplan.methods.instructrag.paths import read_paths
 
     f = write(tmp_path / name, text)
     with pytest.raises(ValueError, match=where):  # a file that yields no path at all is refused, naming its problem
@@ -243,8 +243,8 @@ def test_instructrag_path_files(tmp_path, capsys, name, text, where):
 
 
 def test_instructrag_graph_and_agents(tmp_path):
-    from ragplan.training.instructrag.graph import GRAPH_FILE, InstructionGraph
-    from ragplan.training.instructrag.rl_agent import RL_FILE, RLAgent
+    from ragplan.methods.instructrag.graph import GRAPH_FILE, InstructionGraph
+    from ragplan.methods.instructrag.rl_agent import RL_FILE, RLAgent
 
     g = write(tmp_path / "g" / GRAPH_FILE, '{"format": "ragplan-instruction-graph-1", "delta": 0.4, "instru')
     refused(lambda: InstructionGraph.load(g.parent), ValueError, r"graph\.json: line 1 column \d+: not valid JSON")
@@ -258,8 +258,8 @@ def test_instructrag_graph_and_agents(tmp_path):
 # ------------------------------------------------------------------------------------------ FuRePA, REAPER's classifier
 
 def test_saved_assessor_and_classifier(tmp_path):
-    from ragplan.training.furepa.scorer import AssessorError, load_assessor
-    from ragplan.training.reaper.classifier import load_classifier
+    from ragplan.methods.furepa.scorer import AssessorError, load_assessor
+    from ragplan.methods.reaper.classifier import load_classifier
 
     d = tmp_path / "assessor"
     write(d / "meta.json", '{"features": ["a", "b"], "trees": 3')

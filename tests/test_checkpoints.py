@@ -262,7 +262,7 @@ def _building_responder(hold: dict[str, bool]) -> Any:
 def test_eval_question_in_flight_at_a_kill_continues_from_its_last_node(tmp_path, capsys, workers):
     """One process (one question in flight), and two worker processes sharing the run's checkpoint file (both in
     flight, one in each): after kill -9 and --resume no finished LLM call is made again."""
-    from ragplan.dqa.generate import generate_clone
+    from ragplan.methods.planrag.generate import generate_clone
 
     generate_clone(tmp_path / "clone", "building", 2, seed=0)
     run = tmp_path / "run"

@@ -93,7 +93,7 @@ def test_ask_rejects_unknown_method_and_empty_question(trade_cql, tmp_path, caps
 
 
 def test_ask_prints_trace_verdict_and_totals_through_local_endpoint(tmp_path, capsys, monkeypatch):
-    from ragplan.dqa.generate import generate_clone
+    from ragplan.methods.planrag.generate import generate_clone
     from tests.openai_server import OpenAIStub
     from tests.test_eval_runner import agent
 
@@ -125,7 +125,7 @@ def test_langgraph_json_serves_every_registered_graph():
     assert set(spec["graphs"]) == set(graph_registry())
     for name, target in spec["graphs"].items():
         path, attr = target.split(":")
-        assert path.startswith("./graphs/") and attr == name
+        assert path.startswith("ragplan.graphs.") and attr == name
 
 
 def test_studio_outside_the_project_folder_is_a_clear_error(tmp_path, monkeypatch, capsys):
@@ -138,7 +138,7 @@ def test_studio_refuses_a_stale_langgraph_json(tmp_path, monkeypatch, capsys):
     """`ragplan studio` reads the registry: a langgraph.json that misses a graph is named, with the fix."""
     spec = json.loads((Path(__file__).resolve().parents[1] / "langgraph.json").read_text())
     del spec["graphs"]["flare"]
-    spec["graphs"]["gone"] = "./graphs/gone.py:gone"
+    spec["graphs"]["gone"] = "ragplan.graphs.gone:gone"
     (tmp_path / "langgraph.json").write_text(json.dumps(spec))
     monkeypatch.chdir(tmp_path)
     assert main(["studio", "--no-browser"]) == 2
@@ -172,7 +172,7 @@ def test_ask_checks_settings_and_inputs_before_any_call(trade_cql, tmp_path, cap
     """--set values are checked against the setting's type (not a traceback mid-run), Python-only fields and negative
     bounds are refused, a --input that starts like JSON must be JSON, and --dqa needs a method that reads the
     question's graph."""
-    from ragplan.dqa.generate import generate_clone
+    from ragplan.methods.planrag.generate import generate_clone
 
     monkeypatch.setenv("OPENAI_API_KEY", "x")
     base = ["ask", "--method", "planrag", "--graph", str(trade_cql), "--question", "q", "--base-url", "http://127.0.0.1:9/v1"]

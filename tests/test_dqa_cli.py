@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from ragplan.cli import main
-from ragplan.dqa.data import BUILDING_QUESTIONS, BUILDING_SCRIPTS, LOCATING_QUESTIONS, LOCATING_SCRIPTS, load_questions
-from ragplan.dqa.grade import solve_question
+from ragplan.methods.planrag.data import BUILDING_QUESTIONS, BUILDING_SCRIPTS, LOCATING_QUESTIONS, LOCATING_SCRIPTS, load_questions
+from ragplan.methods.planrag.grade import solve_question
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -1,7 +1,7 @@
-"""The DQA clone loader (``ragplan.dqa.data``) and the grader (``ragplan.dqa.grade``).
+"""The DQA clone loader (``ragplan.methods.planrag.data``) and the grader (``ragplan.methods.planrag.grade``).
 
 Clones are either written by hand (for the loader's error paths) or generated with
-``ragplan.dqa.generate.generate_clone`` (whose gold answers come from the simulator). The simulation rules
+``ragplan.methods.planrag.generate.generate_clone`` (whose gold answers come from the simulator). The simulation rules
 themselves are checked in tests/test_dqa_simulators.py.
 """
 
@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from ragplan.dqa import data as dqa_data
-from ragplan.dqa.building import BuildingScenario
-from ragplan.dqa.data import (
+from ragplan.methods.planrag import data as dqa_data
+from ragplan.methods.planrag.building import BuildingScenario
+from ragplan.methods.planrag.data import (
     BUILDING_QUESTIONS, BUILDING_SCRIPTS, LOCATING_QUESTIONS, LOCATING_SCRIPTS, DQAError, data_root, load_questions,
     load_scenario,
 )
-from ragplan.dqa.generate import generate_clone
-from ragplan.dqa.grade import Verdict, grade, normalise_building, normalise_node, solve_question
-from ragplan.dqa.locating import LocatingScenario, solve_locating
+from ragplan.methods.planrag.generate import generate_clone
+from ragplan.methods.planrag.grade import Verdict, grade, normalise_building, normalise_node, solve_question
+from ragplan.methods.planrag.locating import LocatingScenario, solve_locating
 from ragplan.tools.graphdb.script import ScriptError
 
 LOC_Q = {

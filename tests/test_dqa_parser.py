@@ -14,10 +14,10 @@ import re
 
 import pytest
 
-from ragplan.dqa import cql
-from ragplan.dqa.cql import GraphRows, graph_data_from_bytes, graph_data_from_text, graph_rows_from_bytes, read_graph_data
-from ragplan.dqa.data import load_questions
-from ragplan.dqa.generate import generate_clone
+from ragplan.methods.planrag import cql
+from ragplan.methods.planrag.cql import GraphRows, graph_data_from_bytes, graph_data_from_text, graph_rows_from_bytes, read_graph_data
+from ragplan.methods.planrag.data import load_questions
+from ragplan.methods.planrag.generate import generate_clone
 from ragplan.tools.graphdb.script import ScriptError, split_statements
 from tests import dqa_legacy_parser as legacy
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragplan.dqa.building import scenario_from_data as building_scenario, sequential_prices, simulate_prices, solve_building
-from ragplan.dqa.cql import graph_data_from_text, parse_map
-from ragplan.dqa.generate import generate_clone
-from ragplan.dqa.data import load_questions
-from ragplan.dqa.cql import read_graph_data
-from ragplan.dqa.locating import scenario_from_data as locating_scenario, solve_locating
-from ragplan.dqa.reference import reference_building, reference_locating
+from ragplan.methods.planrag.building import scenario_from_data as building_scenario, sequential_prices, simulate_prices, solve_building
+from ragplan.methods.planrag.cql import graph_data_from_text, parse_map
+from ragplan.methods.planrag.generate import generate_clone
+from ragplan.methods.planrag.data import load_questions
+from ragplan.methods.planrag.cql import read_graph_data
+from ragplan.methods.planrag.locating import scenario_from_data as locating_scenario, solve_locating
+from ragplan.methods.planrag.reference import reference_building, reference_locating
 
 # A feeds X and H (edge order: X first). C's home is H; D's home is X. No node is inland.
 STEERING = """\

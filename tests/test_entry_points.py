@@ -115,51 +115,20 @@ def test_each_graph_uses_its_familys_context(method):
     assert fam.graph(method).build().context_schema is fam.context
 
 
-def test_route_runs_a_router_on_the_graphs_own_thread():
-    """Under ``ainvoke`` a plain router runs in LangGraph's thread pool; one wrapped by :func:`route` runs on the
-    event loop's thread (no hand-off), and both route the same way under ``invoke`` and ``ainvoke``."""
-    import asyncio
-    import threading
-    from typing import TypedDict
-
-    from langgraph.graph import END, START, StateGraph
-
-    from ragplan.family import route
-
-    class S(TypedDict, total=False):
-        n: int
-
-    def build(wrap: Any, seen: list[int]) -> Any:
-        def go_on(state):  # type: ignore[no-untyped-def]  (no hints: LangGraph reads them, S is local)
-            seen.append(threading.get_ident())
-            return "more" if state.get("n", 0) < 3 else END
-
-        g = StateGraph(S)
-        g.add_node("step", lambda s: {"n": s.get("n", 0) + 1})
-        g.add_edge(START, "step")
-        g.add_conditional_edges("step", wrap(go_on), {"more": "step", END: END})
-        return g.compile()
-
-    async def loop_thread(graph: Any) -> tuple[int, dict[str, Any]]:
-        return threading.get_ident(), await graph.ainvoke({"n": 0})
-
-    for wrap, inline in ((route, True), (lambda f: f, False)):
-        seen: list[int] = []
-        graph = build(wrap, seen)
-        assert graph.invoke({"n": 0}) == {"n": 3} and set(seen) == {threading.get_ident()}
-        seen.clear()
-        loop_id, out = asyncio.run(loop_thread(graph))
-        assert out == {"n": 3} and len(seen) == 3
-        assert (set(seen) == {loop_id}) is inline, (wrap, seen, loop_id)
 
 
 @pytest.mark.parametrize("method", sorted(LANGGRAPH))
-def test_every_router_of_every_graph_runs_inline(method):
-    """Every conditional edge of every graph is wired through :func:`ragplan.family.route` (a router added as a
-    plain function would cost a thread hand-off per step under ``ainvoke``); graphs without one pass."""
-    from langgraph._internal._runnable import RunnableCallable
+def test_langgraph_dev_and_the_registry_share_one_module_object(method):
+    """langgraph.json names each graph by module (``ragplan.graphs.<family>:<name>``), which ``langgraph dev`` loads
+    with ``importlib.import_module``: the graph it serves is the very object the registry's family module holds, so
+    every graph and family is built once per process (a ``./graphs/<f>.py`` path would load a second copy)."""
+    import importlib
+    import sys
 
-    builder = family_of(method).graph(method).build()
-    paths = [(src, name, spec.path) for src, branches in builder.branches.items() for name, spec in branches.items()]
-    for src, name, path in paths:
-        assert isinstance(path, RunnableCallable) and path.afunc is None and path.func is not None, (src, name, path)
+    module_name, attr = LANGGRAPH[method].split(":")
+    assert "/" not in module_name, "a file path makes langgraph dev load the module a second time"
+    fam = family_of(method)
+    served = importlib.import_module(module_name).__dict__[attr]  # what langgraph_api's loader does for module syntax
+    assert sys.modules[module_name].FAMILY is fam
+    assert served is getattr(sys.modules[f"ragplan.graphs.{fam.name}"], method)
+    assert not [m for m in sys.modules if m.endswith(f"graphs__{fam.name}")], "a by-path copy of the module was loaded"

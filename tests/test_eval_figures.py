@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 
 from ragplan.cli import main
-from ragplan.dqa.data import load_questions
-from ragplan.dqa.generate import generate_clone
+from ragplan.methods.planrag.data import load_questions
+from ragplan.methods.planrag.generate import generate_clone
 from ragplan.eval.figures import plot_retrieval_split, plot_run, plot_sweep
 from ragplan.eval.ordering import ordered_categories
 from ragplan.eval.report import summarise, summary_markdown

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from ragplan.cli import main
-from ragplan.dqa.data import load_questions
-from ragplan.dqa.generate import generate_clone
-from ragplan.dqa.grade import solve_question
+from ragplan.methods.planrag.data import load_questions
+from ragplan.methods.planrag.generate import generate_clone
+from ragplan.methods.planrag.grade import solve_question
 from ragplan.eval.runner import RunFolder, RunSettings, evaluate
 from ragplan.nodes.planrag.answer import FinalAnswer
 from ragplan.nodes.planrag.plan import Plan

@@ -15,10 +15,10 @@ from ragplan.cli import main
 from ragplan.datasets import DatasetError, load_qa
 from ragplan.nodes.furepa.propose import Proposal
 from ragplan.state.furepa import FuRePAContext
-from ragplan.training.furepa.data import build_groups, data_candidates, llm_candidates, question_hops, reciprocal_rank
-from ragplan.training.furepa.features import FEATURE_NAMES, group_features
-from ragplan.training.furepa.scorer import AssessorError, TreeEnsemble, fit_trees, load_assessor
-from ragplan.training.furepa.synthetic import musique_records, synthetic_records, write_synthetic
+from ragplan.methods.furepa.data import build_groups, data_candidates, llm_candidates, question_hops, reciprocal_rank
+from ragplan.methods.furepa.features import FEATURE_NAMES, group_features
+from ragplan.methods.furepa.scorer import AssessorError, TreeEnsemble, fit_trees, load_assessor
+from ragplan.methods.furepa.synthetic import musique_records, synthetic_records, write_synthetic
 from tests.scripted import ScriptedChatModel
 from tests.test_datasets import HOTPOT, MUSIQUE, write_json, write_jsonl
 

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from ragplan.cli import main
-from ragplan.training.furepa.synthetic import write_synthetic
+from ragplan.methods.furepa.synthetic import write_synthetic
 from tests.auto_reply import auto_responder
 from tests.openai_server import OpenAIStub
 

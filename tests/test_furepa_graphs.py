@@ -21,8 +21,8 @@ from tests.test_furepa_nodes import TempModel
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     """A synthetic corpus, its context index and an assessor trained on it; one founder → birthplace question."""
-    from ragplan.training.furepa.pipeline import assessor_from_data
-    from ragplan.training.furepa.synthetic import write_synthetic
+    from ragplan.methods.furepa.pipeline import assessor_from_data
+    from ragplan.methods.furepa.synthetic import write_synthetic
 
     root = tmp_path_factory.mktemp("furepa")
     data = write_synthetic(root / "syn.jsonl", 120, seed=3)
@@ -201,7 +201,7 @@ def test_eval_runs_furepa_and_retrieval_scores_its_executed_queries(world, tmp_p
     from tests.openai_server import OpenAIStub
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    from ragplan.training.furepa.synthetic import write_synthetic
+    from ragplan.methods.furepa.synthetic import write_synthetic
 
     data = write_synthetic(tmp_path / "syn.jsonl", 3, seed=5)
 

@@ -217,7 +217,7 @@ def test_assess_plan_modes_and_refusal_without_a_model(monkeypatch):
             return [0.1, 0.9, 0.9]
 
     import ragplan.nodes.furepa.assess_plan as node
-    import ragplan.training.furepa.scorer as scorer
+    import ragplan.methods.furepa.scorer as scorer
 
     monkeypatch.setattr(scorer, "load_assessor", lambda d: Stub())
     monkeypatch.setattr(node, "assessor_problem", lambda ctx: None)
@@ -271,7 +271,7 @@ def test_distinct_queries():
 
 def test_assess_plan_records_a_scoring_failure(monkeypatch):
     import ragplan.nodes.furepa.assess_plan as node
-    import ragplan.training.furepa.scorer as scorer
+    import ragplan.methods.furepa.scorer as scorer
 
     def broken(d):
         raise OSError("model file gone")

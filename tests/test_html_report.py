@@ -39,7 +39,7 @@ def _no_key(monkeypatch):
 @pytest.fixture(scope="module")
 def dqa_compare(tmp_path_factory):
     """`ragplan compare` of planrag and iter_rag on 3 questions of a generated DQA clone (right on odd numbers)."""
-    from ragplan.dqa.generate import generate_clone
+    from ragplan.methods.planrag.generate import generate_clone
     from tests.test_eval_runner import agent
 
     root = tmp_path_factory.mktemp("compare")

@@ -9,10 +9,10 @@ import pytest
 
 from ragplan.tools.react_docstore import ReActDocstore
 from ragplan.tools.retrieval import Passage
-from ragplan.training.instructrag.graph import START, InstructionGraph, build_instruction_graph
-from ragplan.training.instructrag.paths import Instruction, InstructionPath, parse_instruction, parse_trajectory_log, read_paths
-from ragplan.training.instructrag.rl_agent import traverse
-from ragplan.training.instructrag.tasks import ANSWER_TYPES, SEEN_TASKS, UNSEEN_TASKS, answer_type, question_type, task_split
+from ragplan.methods.instructrag.graph import START, InstructionGraph, build_instruction_graph
+from ragplan.methods.instructrag.paths import Instruction, InstructionPath, parse_instruction, parse_trajectory_log, read_paths
+from ragplan.methods.instructrag.rl_agent import traverse
+from ragplan.methods.instructrag.tasks import ANSWER_TYPES, SEEN_TASKS, UNSEEN_TASKS, answer_type, question_type, task_split
 
 
 class VecEmbedder:
@@ -158,7 +158,7 @@ def test_walk_rules_no_finish_before_a_search_and_no_repeated_instruction():
 
 def test_from_lines_name_the_paths_the_instructions_come_from():
     """Regression: "from:" listed the questions of the walk's edges, mostly the start edge's (here qb first)."""
-    from ragplan.instructrag.selection import derived_from
+    from ragplan.methods.instructrag.selection import derived_from
 
     table = {"Search[X]": [1, 0, 0, 0], "Search[Y]": [0.95, 0.31, 0, 0], "Lookup[a]": [0, 0, 1, 0], "Lookup[b]": [0, 0, 0.3, 0.95],
              "qa?": [0.7, 0, 0.7, 0]}
@@ -173,7 +173,7 @@ def test_from_lines_name_the_paths_the_instructions_come_from():
 
 def test_the_rap_style_store_keeps_noisy_paths():
     """The paper's RAP database holds the noisy paths too (Table 4); the baseline used to skip them."""
-    from ragplan.instructrag.selection import PlannerParts, stored_candidates
+    from ragplan.methods.instructrag.selection import PlannerParts, stored_candidates
 
     emb = VecEmbedder(TABLE)
     noisy = InstructionPath(PATHS[1].question, "x", [Instruction("Search", "wrong page")], False, task="T1")

@@ -132,10 +132,10 @@ def test_prepare_names_what_is_missing(parts, tmp_path):
 
 
 def test_task_label_and_adapted_agents_are_used(parts, tmp_path):
-    from ragplan.training.instructrag.graph import InstructionGraph, embedder_for_graph
-    from ragplan.training.instructrag.meta import MetaSettings, adapt_agents
-    from ragplan.training.instructrag.paths import read_paths_jsonl
-    from ragplan.training.instructrag.reward import PathMatchReward
+    from ragplan.methods.instructrag.graph import InstructionGraph, embedder_for_graph
+    from ragplan.methods.instructrag.meta import MetaSettings, adapt_agents
+    from ragplan.methods.instructrag.paths import read_paths_jsonl
+    from ragplan.methods.instructrag.reward import PathMatchReward
 
     world, _, graph, agents = parts
     unseen = [p for p in read_paths_jsonl(world / "paths.jsonl").successful if p.task == "event"][:2]

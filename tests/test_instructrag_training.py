@@ -10,13 +10,13 @@ import torch
 from ragplan.cli import main
 from ragplan.nodes.instructrag.plan_step import TAODecision
 from ragplan.state.instructrag import InstructRAGContext
-from ragplan.training.instructrag.figures import action_match, selection_quality
-from ragplan.training.instructrag.graph import build_instruction_graph, embedder_for_graph
-from ragplan.training.instructrag.agents import load_agents
-from ragplan.training.instructrag.meta import MetaSettings, adapt_agents, meta_train, query_examples
-from ragplan.training.instructrag.paths import Instruction, parse_instruction
-from ragplan.training.instructrag.reward import LLMF1Reward, PathMatchReward, ProxyReward, instruction_f1
-from ragplan.training.instructrag.synth import make_world, split_paths
+from ragplan.methods.instructrag.figures import action_match, selection_quality
+from ragplan.methods.instructrag.graph import build_instruction_graph, embedder_for_graph
+from ragplan.methods.instructrag.agents import load_agents
+from ragplan.methods.instructrag.meta import MetaSettings, adapt_agents, meta_train, query_examples
+from ragplan.methods.instructrag.paths import Instruction, parse_instruction
+from ragplan.methods.instructrag.reward import LLMF1Reward, PathMatchReward, ProxyReward, instruction_f1
+from ragplan.methods.instructrag.synth import make_world, split_paths
 from tests.scripted import ScriptedChatModel
 
 
@@ -173,7 +173,7 @@ def test_each_outer_loss_alone_moves_its_agent_in_meta_training(world, graph):
 
 def test_few_shot_adaptation_applies_the_pg_and_ft_updates(world, graph, tmp_path):
     """Regression: the PG / FT gradients were asked of the WS / PT step's output, came back None, and changed nothing."""
-    from ragplan.training.instructrag.graph import InstructionGraph
+    from ragplan.methods.instructrag.graph import InstructionGraph
 
     _, parts = world
     emb = embedder_for_graph()
@@ -200,7 +200,7 @@ def test_few_shot_adaptation_applies_the_pg_and_ft_updates(world, graph, tmp_pat
 
 
 def test_a_gradient_of_parameters_the_loss_was_not_computed_on_raises():
-    from ragplan.training.instructrag.meta import _grads
+    from ragplan.methods.instructrag.meta import _grads
 
     theta = {"w": torch.ones(2, requires_grad=True)}
     stepped = {"w": theta["w"] - 0.1}
@@ -212,8 +212,8 @@ def test_a_gradient_of_parameters_the_loss_was_not_computed_on_raises():
 
 
 def test_split_writes_failed_paths_per_set_and_noise_stays_in_the_support_set(tmp_path, capsys):
-    from ragplan.training.instructrag.graph import InstructionGraph
-    from ragplan.training.instructrag.paths import read_paths_jsonl
+    from ragplan.methods.instructrag.graph import InstructionGraph
+    from ragplan.methods.instructrag.paths import read_paths_jsonl
 
     out = tmp_path
     assert main(["instructrag", "synth", "--out", str(out / "w"), "--questions", "36", "--seed", "2"]) == 0

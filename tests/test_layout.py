@@ -112,3 +112,45 @@ def test_type_check_is_clean():
     resolve ``ragplan.*`` the same way (the top-level folders are symlinked into the package)."""
     proc = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+
+
+#: What a family's folder under ragplan/methods/ holds that a node must not reach: the benchmark adapter, grading
+#: tables and command-line modules (nodes stay usable in any graph, with any data).
+_NOT_FOR_NODES = ("benchmark", "tables", "goldset", "cli", "commands")
+
+
+def test_nodes_import_only_nodes_state_tools_the_core_and_their_family_folder():
+    """The import contract of the design card: a node imports nodes/, state/, tools/, the core (chat models, the
+    family interface) and its own family's folder under ragplan/methods/; never a benchmark, the evaluation
+    runner, the CLI, the graphs or another family's folder."""
+    mods = _modules()
+    bad: list[str] = []
+    for name, path in mods.items():
+        if not name.startswith("ragplan.nodes."):
+            continue
+        family = name.split(".")[2]
+        for dep in _imports(path, set(mods)):
+            parts = dep.split(".")
+            if parts[1] in ("nodes", "state", "tools"):
+                continue
+            if parts[1] == "methods" and len(parts) > 2 and parts[2] == family and not any(
+                    p.startswith(_NOT_FOR_NODES) for p in parts[3:]):
+                continue
+            if parts[1] in ("llm", "llm_cache", "llm_retry", "llm_openai", "family") and len(parts) == 2:
+                continue
+            bad.append(f"{name} imports {dep}")
+    assert bad == []
+
+
+def test_one_home_per_method():
+    """Besides the LangGraph parts (graphs/, nodes/, state/, tools/), everything a family owns is in
+    ragplan/methods/<family>/: no other package under ragplan/ is named after a family or holds training code."""
+    from ragplan.registry import families
+
+    names = {f.name for f in families()}
+    homes = {p.name for p in (PKG / "methods").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert homes <= names, homes - names
+    strays = [p.relative_to(PKG).as_posix() for p in PKG.rglob("*")
+              if not {"graphs", "nodes", "state", "tools", "methods"} & set(p.relative_to(PKG).parts[:1])
+              and (p.stem in names or p.stem.split("_")[0] in names | {"dqa", "training"})]
+    assert strays == []

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from ragplan.eval.benchmarks.reaper_retail import BENCHMARKS
-from ragplan.eval.benchmarks.reaper_retail import GOLDSET_FILE, ReaperBenchmark, _factory, plan_from_output, predicted_plans
-from ragplan.eval.plan_metrics import aggregate
-from ragplan.reaper.plan import format_plan, parse_plan
+from ragplan.methods.reaper.benchmark import BENCHMARKS
+from ragplan.methods.reaper.benchmark import GOLDSET_FILE, ReaperBenchmark, _factory, plan_from_output, predicted_plans
+from ragplan.methods.reaper.metrics import aggregate
+from ragplan.methods.reaper.plan import format_plan, parse_plan
 from ragplan.tools.retail import generate_shop
 
 

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from ragplan.cli.reaper_classifier import add_classifier_parser, run_classifier
+from ragplan.methods.reaper.cli_classifier import add_classifier_parser, run_classifier
 from ragplan.nodes.reaper.fill_arguments import FilledArguments, build_skeleton
 from ragplan.nodes.reaper.respond import Response
-from ragplan.reaper import parse_plan, check_plan
-from ragplan.training.reaper.classifier import class_tools, load_classifier, route_class, train_classifier
-from ragplan.eval.benchmarks.reaper_goldset import generate_goldset, write_goldset
-from ragplan.reaper.validate import bind_args
+from ragplan.methods.reaper import parse_plan, check_plan
+from ragplan.methods.reaper.classifier import class_tools, load_classifier, route_class, train_classifier
+from ragplan.methods.reaper.goldset import generate_goldset, write_goldset
+from ragplan.methods.reaper.validate import bind_args
 from ragplan.state.context import ReaperContext
 from ragplan.tools.retail import build_retail_registry, generate_shop
 from tests.scripted import ScriptedChatModel
@@ -161,7 +161,7 @@ def test_missing_required_argument_is_recorded_and_answered_without_evidence(dat
 
 def test_invalid_filled_plan_is_graded_wrong_never_no_retrieval(data):
     """Issue 8: a filled plan that fails validation used to grade as an empty plan (right for no-retrieval gold)."""
-    from ragplan.eval.benchmarks.reaper_retail import ReaperBenchmark
+    from ragplan.methods.reaper.benchmark import ReaperBenchmark
 
     bench = ReaperBenchmark(data["shop"], split="all")
     items = bench.items()
@@ -189,7 +189,7 @@ def test_missing_classifier_stops_with_an_error(data, tmp_path):
 def test_train_classifier_then_eval_classifier_planner(data, tmp_path, capsys, monkeypatch):
     """`ragplan eval --method classifier_planner --benchmark reaper-retail` with a trained classifier and the stub LLM."""
     from ragplan.cli import main
-    from ragplan.eval.benchmarks.reaper_retail import ReaperBenchmark
+    from ragplan.methods.reaper.benchmark import ReaperBenchmark
     from tests.openai_server import OpenAIStub
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

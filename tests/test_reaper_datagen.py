@@ -9,12 +9,12 @@ import random
 import numpy as np
 import pytest
 
-from ragplan.cli import reaper_datagen
-from ragplan.cli.reaper_datagen import add_datagen_parser, run_datagen
-from ragplan.training.reaper import datagen as dg, sft
-from ragplan.reaper.plan import parse_plan
-from ragplan.training.reaper.ttg import NO_PLAN_POSSIBLE, TASKS
-from ragplan.reaper.validate import check_plan
+from ragplan.methods.reaper import cli_datagen as reaper_datagen
+from ragplan.methods.reaper.cli_datagen import add_datagen_parser, run_datagen
+from ragplan.methods.reaper import datagen as dg, sft
+from ragplan.methods.reaper.plan import parse_plan
+from ragplan.methods.reaper.ttg import NO_PLAN_POSSIBLE, TASKS
+from ragplan.methods.reaper.validate import check_plan
 from ragplan.tools.retail import build_retail_registry
 
 EMPTY = {"product_id": "", "product_title": ""}

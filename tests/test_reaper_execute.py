@@ -11,7 +11,7 @@ import time
 from langchain_core.tools import StructuredTool, tool
 from pydantic import BaseModel
 
-from ragplan.reaper import run_plan_async, parse_plan, run_plan
+from ragplan.methods.reaper import run_plan_async, parse_plan, run_plan
 from ragplan.tools.registry import ArgSpec, ToolRegistry, ToolSpec
 
 SLEEP = 0.15
@@ -233,7 +233,7 @@ def test_execute_plan_is_async_and_run_plan_works_inside_a_loop():
 def test_object_reference_fits_a_text_parameter_by_its_name():
     from langchain_core.tools import StructuredTool
 
-    from ragplan.reaper import parse_plan, run_plan
+    from ragplan.methods.reaper import parse_plan, run_plan
     from ragplan.tools.registry import ArgSpec, ToolRegistry, ToolSpec
 
     orders = StructuredTool.from_function(lambda keywords: [{"order_id": "O1", "product_id": "ABC123"}],

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ragplan.eval.benchmarks.reaper_goldset import CATEGORIES, generate_goldset, load_goldset, write_goldset
-from ragplan.reaper.plan import format_plan, parse_plan
-from ragplan.reaper.validate import check_plan
+from ragplan.methods.reaper.goldset import CATEGORIES, generate_goldset, load_goldset, write_goldset
+from ragplan.methods.reaper.plan import format_plan, parse_plan
+from ragplan.methods.reaper.validate import check_plan
 from ragplan.tools.retail import build_retail_registry, generate_shop, load_shop
 
 
@@ -100,10 +100,10 @@ def test_write_load_roundtrip(tmp_path: Path, gold) -> None:
 
 
 def test_gold_set_and_in_context_examples_follow_the_argument_rule(gold) -> None:
-    """One rule (ragplan.eval.plan_metrics): scored arguments are taken from the question; free text is not scored."""
-    from ragplan.eval.plan_metrics import keyword_set, normalize_text, score_plan
+    """One rule (ragplan.methods.reaper.metrics): scored arguments are taken from the question; free text is not scored."""
+    from ragplan.methods.reaper.metrics import keyword_set, normalize_text, score_plan
     from ragplan.nodes.reaper.planner_examples import DEFAULT_EXAMPLES
-    from ragplan.reaper.plan import PlanArg
+    from ragplan.methods.reaper.plan import PlanArg
 
     reg = build_retail_registry()
     rows = [(e.question, e.context, e.plan) for e in gold]

@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from ragplan.eval.benchmarks.reaper_retail import ReaperBenchmark
+from ragplan.methods.reaper.benchmark import ReaperBenchmark
 from ragplan.eval.runfolder import RunSettings
 from ragplan.eval.runner import evaluate
 from ragplan.graphs.reaper import FAMILY, build_agent_planner, build_reaper
 from ragplan.nodes.reaper.agent_step import AgentAction
 from ragplan.nodes.reaper.respond import Response
-from ragplan.reaper import PlanCall, PlanStep
-from ragplan.reaper.validate import bind_args
-from ragplan.reaper.plan import format_plan, parse_plan
+from ragplan.methods.reaper import PlanCall, PlanStep
+from ragplan.methods.reaper.validate import bind_args
+from ragplan.methods.reaper.plan import format_plan, parse_plan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperResult
 from ragplan.tools.retail import build_retail_registry
@@ -241,7 +241,7 @@ def test_first_call_and_after_repair_are_graded_apart(shop, bench, tmp_path):
 def test_plan_stays_typed_from_validation_to_execution(shop, monkeypatch):
     plan = ('Step 1: Fetch the date range - #E1 = date_math("tomorrow")\n'
             'Step 2: Fetch shipment status - #E2 = shipment_status(date_range=#E1, keywords="sheet pan")')
-    import ragplan.reaper.plan as plan_module
+    import ragplan.methods.reaper.plan as plan_module
 
     parses = []
     real = plan_module.parse_plan

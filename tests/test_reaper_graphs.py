@@ -116,7 +116,7 @@ def test_eval_reaper_retail_through_the_runner(shop, tmp_path, capsys, monkeypat
     import json
 
     from ragplan.cli import main
-    from ragplan.eval.benchmarks.reaper_retail import ReaperBenchmark
+    from ragplan.methods.reaper.benchmark import ReaperBenchmark
     from tests.openai_server import OpenAIStub
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragplan.eval.plan_metrics import (
+from ragplan.methods.reaper.metrics import (
     NO_RETRIEVAL, NO_VALID_PLAN, SCORED_ARGS, aggregate, class_prf, keyword_set, normalize_text, render_comparison,
     render_table, score_plan, tool_classes,
 )

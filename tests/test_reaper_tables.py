@@ -15,16 +15,16 @@ from typing import Any
 import pytest
 
 from ragplan.cli import main
-from ragplan.cli.reaper_datagen import add_datagen_parser, run_datagen
-from ragplan.eval.benchmarks.reaper_retail import ReaperBenchmark
-from ragplan.eval.plan_metrics import aggregate
+from ragplan.methods.reaper.cli_datagen import add_datagen_parser, run_datagen
+from ragplan.methods.reaper.benchmark import ReaperBenchmark
+from ragplan.methods.reaper.metrics import aggregate
 from ragplan.eval.runfolder import RunSettings
 from ragplan.eval.runner import evaluate
 from ragplan.nodes.reaper.fill_arguments import FilledArguments
 from ragplan.nodes.reaper.respond import Response
-from ragplan.reaper.plan import parse_plan
-from ragplan.training.reaper import sft
-from ragplan.training.reaper.classifier import train_classifier
+from ragplan.methods.reaper.plan import parse_plan
+from ragplan.methods.reaper import sft
+from ragplan.methods.reaper.classifier import train_classifier
 from tests.scripted import ScriptedChatModel
 from tests.test_reaper_datagen import SEEDS, write_seeds
 from tests.test_reaper_grading import _agent_replies

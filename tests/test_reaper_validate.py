@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragplan.reaper import parse_plan, repair_prompt, check_plan
-from ragplan.reaper.validate import is_date_range_literal
+from ragplan.methods.reaper import parse_plan, repair_prompt, check_plan
+from ragplan.methods.reaper.validate import is_date_range_literal
 from ragplan.tools.registry import ArgSpec, ToolRegistry, ToolSpec
 
 

@@ -47,7 +47,7 @@ def _think_then_act_data(root: Path) -> tuple[list[str], Any]:
 
 
 def _planrag_data(root: Path) -> tuple[list[str], Any]:
-    from ragplan.dqa.generate import generate_clone
+    from ragplan.methods.planrag.generate import generate_clone
 
     clone = root / "dqa"
     generate_clone(clone, "locating", 2, seed=3)

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from ragplan.cli import main
-from ragplan.dqa.generate import generate_clone
+from ragplan.methods.planrag.generate import generate_clone
 from ragplan.eval.runfolder import RunFolder, RunSettings
 from tests.auto_reply import auto_responder
 from tests.openai_server import Fault, OpenAIStub

@@ -19,7 +19,7 @@ from collections import Counter
 import pytest
 
 import ragplan.tools.graphdb.tool as graph_tools
-from ragplan.dqa.generate import generate_clone
+from ragplan.methods.planrag.generate import generate_clone
 from ragplan.eval.registry import get_benchmark
 from ragplan.eval.runner import RunSettings, evaluate
 from ragplan.tools.graphdb.embedded import EmbeddedGraphStore

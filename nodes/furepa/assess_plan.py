@@ -32,7 +32,7 @@ def assessor_problem(ctx: Any) -> str | None:
         return None
     if not getattr(ctx, "assessor_dir", ""):
         return NO_ASSESSOR
-    from ragplan.training.furepa.scorer import AssessorError, load_assessor
+    from ragplan.methods.furepa.scorer import AssessorError, load_assessor
 
     try:
         load_assessor(ctx.assessor_dir)
@@ -51,7 +51,7 @@ def assess_plan(state: Any, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
         problem = assessor_problem(ctx)
         if problem:
             return {"iterations": [it], "error": f"assess_plan: {problem}", "stop_reason": "assessor_error", "answer": ""}
-        from ragplan.training.furepa.scorer import load_assessor
+        from ragplan.methods.furepa.scorer import load_assessor
 
         evidence: list[EvidencePassage] = list(state.get("evidence") or [])
         try:

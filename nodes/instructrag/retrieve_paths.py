@@ -6,7 +6,7 @@
   questions, as RAP retrieves past trajectories.
 
 The question's task comes from the input, else the ``task`` setting, else the question's wording
-(:func:`~ragplan.training.instructrag.tasks.question_type`); it picks the task's adapted agents. A
+(:func:`~ragplan.methods.instructrag.tasks.question_type`); it picks the task's adapted agents. A
 ``given_path`` in the input skips retrieval. A graph or agents folder that cannot be loaded ends the
 run as ``setup_error`` (``prepare`` reports it before any run from the CLI).
 """
@@ -17,9 +17,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragplan.instructrag.selection import graph_candidates, load_parts, stored_candidates
+from ragplan.methods.instructrag.selection import graph_candidates, load_parts, stored_candidates
 from ragplan.state.instructrag import InstructRAGContext, PlannedPath
-from ragplan.training.instructrag.tasks import question_type, task_split
+from ragplan.methods.instructrag.tasks import question_type, task_split
 
 __all__ = ["make_retrieve_paths", "retrieve_stored_paths", "task_of"]
 

@@ -3,7 +3,7 @@
 The plan under review is the instruction path chosen for the planning prompt (by the ML-Agent, the
 RL-Agent's first path, the RAP-style stored path, or given), shown with the other candidates. An edit is
 a path written like the instruction graph's, ``Search[A] → Lookup[b] → Finish[c]`` (or one instruction
-per line), read with the path parser (:func:`~ragplan.training.instructrag.paths.parse_instruction`:
+per line), read with the path parser (:func:`~ragplan.methods.instructrag.paths.parse_instruction`:
 Search, Lookup or Finish with an argument in brackets) and at most ``max_path_len`` instructions. It
 becomes the selected path (``source`` and ``selection`` = ``edited``).
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from ragplan.nodes.common.review_plan import PlanEdit, PlanEditError, PlanReviewer, PlanView
 from ragplan.state.instructrag import PlannedPath
-from ragplan.training.instructrag.paths import ACTIONS, parse_instruction
+from ragplan.methods.instructrag.paths import ACTIONS, parse_instruction
 
 __all__ = ["InstructRAGReviewer"]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragplan.instructrag.selection import load_parts, ml_pick
+from ragplan.methods.instructrag.selection import load_parts, ml_pick
 from ragplan.state.instructrag import InstructRAGContext, PlannedPath
 
 __all__ = ["select_path"]

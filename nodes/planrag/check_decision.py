@@ -27,8 +27,8 @@ def check_decision(state: Any, runtime: Runtime[PlanRAGContext]) -> dict[str, An
         return {}
     if scenario not in ("locating", "building") or not ctx.graph_path:
         return {"decision_check": {"error": "a decision check needs dqa_scenario locating|building and graph_path"}}
-    from ragplan.dqa.data import DQAQuestion
-    from ragplan.dqa.grade import grade
+    from ragplan.methods.planrag.data import DQAQuestion
+    from ragplan.methods.planrag.grade import grade
 
     kind: Literal["locating", "building"] = "locating" if scenario == "locating" else "building"
     q = DQAQuestion(scenario=kind, num=0, country=ctx.dqa_country, year=None, question=state.get("question", ""),

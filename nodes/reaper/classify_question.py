@@ -1,6 +1,6 @@
 """classify_question: the classification baseline's router (REAPER paper §3.1, §5.2).
 
-A trained route classifier (:mod:`ragplan.training.reaper.classifier`, saved by ``ragplan reaper
+A trained route classifier (:mod:`ragplan.methods.reaper.classifier`, saved by ``ragplan reaper
 train-classifier``) sorts the question, with its page context, into one retrieval class: a single
 tool, ``no_retrieval``, or a fixed multi-step workflow (``workflow:date_math>shipment_status``). The
 class and the classifier's probability go to the state key ``route``; ``fill_arguments`` then asks the
@@ -27,8 +27,8 @@ _lock = threading.Lock()
 
 
 def classifier_for(directory: str) -> Any:
-    """The :class:`~ragplan.training.reaper.classifier.RouteClassifier` saved in ``directory``, loaded once per process."""
-    from ragplan.training.reaper.classifier import load_classifier
+    """The :class:`~ragplan.methods.reaper.classifier.RouteClassifier` saved in ``directory``, loaded once per process."""
+    from ragplan.methods.reaper.classifier import load_classifier
 
     key = str(Path(directory).resolve())
     with _lock:
@@ -39,7 +39,7 @@ def classifier_for(directory: str) -> Any:
 
 def classify_question(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[str, Any]:
     """Route the question: ``route = {class, probability, tools, latency_s}``; a missing classifier stops the run."""
-    from ragplan.training.reaper.classifier import class_tools
+    from ragplan.methods.reaper.classifier import class_tools
 
     directory = getattr(runtime.context, "classifier_dir", "") or ""
     t0 = time.perf_counter()

@@ -1,6 +1,6 @@
 """execute_plan: run the validated plan's tool calls (REAPER and the classifier baseline).
 
-The plan comes typed from state (``plan``: :class:`~ragplan.reaper.plan.PlanStep` objects, or their
+The plan comes typed from state (``plan``: :class:`~ragplan.methods.reaper.plan.PlanStep` objects, or their
 dumps from a LangGraph server); nothing is re-parsed. Steps run in dependency order, independent
 ones in parallel (``max_parallel``), ``#Ej`` replaced by step j's output; each call is time-boxed
 (``step_timeout_s``). A failed call is recorded with its error and the steps that depend on it are
@@ -13,7 +13,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragplan.reaper import RetrievalPlan, as_steps, run_plan
+from ragplan.methods.reaper import RetrievalPlan, as_steps, run_plan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for

@@ -4,13 +4,13 @@ After ``classify_question`` has chosen a route class, the class fixes the plan's
 *skeleton*: ``no_retrieval`` → no steps (no LLM call); a tool → one step; a workflow → its fixed tool
 sequence, with the argument that takes an earlier step's output already bound to ``#Ej`` (from the
 training plans, e.g. ``shipment_status(date_range=#E1)``, else
-:data:`~ragplan.training.reaper.classifier.DEFAULT_CHAINS`). One planner-role LLM call fills every argument
+:data:`~ragplan.methods.reaper.classifier.DEFAULT_CHAINS`). One planner-role LLM call fills every argument
 the skeleton leaves open, as one typed object (:class:`FilledArguments`: step → {argument: value});
 the paper calls Mistral once per workflow step, we ask once for all steps. A ``product_id`` the
 model leaves out is taken from the page context.
 
 The plan is then checked against the tool registry and recorded as the run's one
-:class:`~ragplan.reaper.plan.PlanCall` (so it is graded like REAPER's first call): valid → the typed
+:class:`~ragplan.methods.reaper.plan.PlanCall` (so it is graded like REAPER's first call): valid → the typed
 ``plan`` that ``execute_plan`` runs (``plan_text`` is its printed form); invalid → the errors in
 ``plan_errors``, an empty ``plan`` and ``stop_reason = "invalid_plan"`` (the responder answers without
 evidence; there is no repair round — the baseline has nothing to re-plan with). The no-retrieval class
@@ -27,8 +27,8 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
-from ragplan.reaper import check_plan, format_plan
-from ragplan.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan
+from ragplan.methods.reaper import check_plan, format_plan
+from ragplan.methods.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
@@ -60,7 +60,7 @@ class FilledArguments(BaseModel):
 
 def build_skeleton(cls: str, chains: dict[str, list[dict[str, int]]] | None = None) -> list[tuple[str, dict[str, int]]]:
     """The skeleton of a route class: ``[(tool, {argument: referenced step}), …]`` (empty for no retrieval)."""
-    from ragplan.training.reaper.classifier import DEFAULT_CHAINS, class_tools
+    from ragplan.methods.reaper.classifier import DEFAULT_CHAINS, class_tools
 
     tools = class_tools(cls)
     known = (chains or {}).get(cls)

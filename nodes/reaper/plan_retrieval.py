@@ -4,7 +4,7 @@ The prompt is the paper's: the planner's role, the instruction, every tool of th
 signature, description and one example use, in-context example plans, then the customer's question
 and page context. The output is a plan in the paper's text format (``Step k: purpose - #Ek =
 tool(args)``), which ``validate_plan`` parses and checks; on a repair round the last plan and its
-validation errors (the typed errors of its :class:`~ragplan.reaper.plan.PlanCall`) are given back.
+validation errors (the typed errors of its :class:`~ragplan.methods.reaper.plan.PlanCall`) are given back.
 The planner is its own model role (a small, fast model); its latency is recorded.
 """
 
@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from ragplan.llm import chat_model_for, generate, message_text
-from ragplan.reaper import PlanCall, repair_prompt
+from ragplan.methods.reaper import PlanCall, repair_prompt
 from ragplan.nodes.reaper.planner_prompt import build_planner_messages
 from ragplan.nodes.reaper.planner_examples import examples_for
 from ragplan.state.context import ReaperContext

@@ -5,7 +5,7 @@ that uses the page context, a two-step plan that feeds one step's output into th
 ragplan's retail tools, with made-up product ids (the planner copies the form, not the values).
 
 Their arguments follow the argument rule the gold set and the scorer share
-(:mod:`ragplan.eval.plan_metrics`): ``prod_search`` gets the shopping phrase without the request
+(:mod:`ragplan.methods.reaper.metrics`): ``prod_search`` gets the shopping phrase without the request
 around it, ``shipment_status`` the ordered item's words as ``keywords`` and a ``date_range`` from a
 ``date_math`` step on the date expression as the customer said it. Free-text questions
 (``customer_support``, ``prod_qna``) are not scored, so an example may copy them (the help-centre
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragplan.reaper.plan import parse_plan
+from ragplan.methods.reaper.plan import parse_plan
 
 __all__ = ["DEFAULT_EXAMPLES", "examples_for"]
 

@@ -2,7 +2,7 @@
 
 A role; then the system instruction, the numbered tool list (signature, description, one example use
 each), in-context examples and the input (``Context: {...}`` / ``Question: "..."``). The
-``plan_retrieval`` node sends it; the training-data generator (:mod:`ragplan.training.reaper`) builds
+``plan_retrieval`` node sends it; the training-data generator (:mod:`ragplan.methods.reaper`) builds
 its fine-tuning prompts from the same functions, so a fine-tuned planner sees at run time exactly
 the form it was trained on.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Sequence
 
-from ragplan.reaper.plan import RetrievalPlan, format_plan
+from ragplan.methods.reaper.plan import RetrievalPlan, format_plan
 from ragplan.tools.registry import ToolRegistry, ToolSpec
 
 __all__ = ["ROLE", "SYSTEM_INSTRUCTION", "NO_RETRIEVAL", "build_planner_messages", "build_planner_prompt",

@@ -3,7 +3,7 @@
 The plan under review is the one the executor would run: the planner's plan after validation (and its
 repair round), in the paper's canonical format, one ``Step k: purpose - #Ek = tool(args)`` line per step;
 a zero-step plan (no retrieval) is shown as such. An edited plan goes through the same parser and
-validator as the planner's (:func:`~ragplan.reaper.plan.parse_plan`,
+validator as the planner's (:func:`~ragplan.methods.reaper.plan.parse_plan`,
 :func:`~ragplan.nodes.reaper.validate_plan.registry_errors`: no invented tools or arguments, references to
 earlier steps only, at most ``max_steps``) and becomes the typed ``plan`` that ``execute_plan`` runs. It is
 not a planner call, so ``plan_calls`` (graded as the planner's work) keeps the planner's plans only.
@@ -15,8 +15,8 @@ from typing import Any
 
 from ragplan.nodes.common.review_plan import PlanEdit, PlanEditError, PlanReviewer, PlanView
 from ragplan.nodes.reaper.validate_plan import registry_errors
-from ragplan.reaper import as_steps, format_plan, parse_plan
-from ragplan.reaper.plan import RetrievalPlan
+from ragplan.methods.reaper import as_steps, format_plan, parse_plan
+from ragplan.methods.reaper.plan import RetrievalPlan
 
 __all__ = ["ReaperReviewer"]
 

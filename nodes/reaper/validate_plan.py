@@ -1,7 +1,7 @@
 """validate_plan: parse the planner's output and check it against the tool registry (REAPER).
 
 Invented tools, unknown or missing arguments, references to later or missing steps and cycles are
-errors. Every planner call's plan is recorded as a :class:`~ragplan.reaper.plan.PlanCall` (raw text,
+errors. Every planner call's plan is recorded as a :class:`~ragplan.methods.reaper.plan.PlanCall` (raw text,
 typed steps, validity, errors, latency), so the first call — the paper's one-call setting — can be
 graded apart from the plan after the repair round. A valid plan becomes the typed ``plan`` that
 ``execute_plan`` runs (``plan_text`` is its printed form). With errors and a repair left, the planner
@@ -15,7 +15,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragplan.reaper import PlanCall, PlanError, RetrievalPlan, check_plan, format_plan, parse_plan
+from ragplan.methods.reaper import PlanCall, PlanError, RetrievalPlan, check_plan, format_plan, parse_plan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for

@@ -35,13 +35,13 @@ __all__ = ["main", "build_parser", "COMMAND_MODULES"]
 #: Sub-commands that live in a module of their own: name -> module with ``add_parser(sub)`` and ``run(args)``.
 #: A method family's commands (``ragplan furepa …``, ``ragplan instructrag …``) are one module each.
 COMMAND_MODULES = {
-    "dqa": "ragplan.cli.dqa",
+    "dqa": "ragplan.methods.planrag.cli",
     "eval": "ragplan.cli.eval",
     "compare": "ragplan.cli.compare",
     "index": "ragplan.cli.index",
-    "reaper": "ragplan.cli.reaper",
-    "furepa": "ragplan.cli.furepa",
-    "instructrag": "ragplan.cli.instructrag",
+    "reaper": "ragplan.methods.reaper.cli",
+    "furepa": "ragplan.methods.furepa.cli",
+    "instructrag": "ragplan.methods.instructrag.cli",
     "resume": "ragplan.cli.resume",
 }
 

@@ -138,7 +138,7 @@ class TracePrinter:
 
 def _dqa_item(args: argparse.Namespace) -> Any:
     """The DQA benchmark item named by --dqa/--scenario/--question-num, or an exit code after a message."""
-    from ragplan.dqa.data import DQAError
+    from ragplan.methods.planrag.data import DQAError
     from ragplan.eval.registry import get_benchmark
 
     if not args.scenario or args.question_num is None:

@@ -17,9 +17,9 @@ __all__ = ["register", "get_benchmark", "benchmark_names", "comparison_hook", "B
 
 #: Modules whose ``BENCHMARKS`` mapping is loaded on first use.
 BENCHMARK_MODULES = (
-    "ragplan.eval.benchmarks.dqa",  # dqa-locating, dqa-building
+    "ragplan.methods.planrag.benchmark",  # dqa-locating, dqa-building
     "ragplan.eval.benchmarks.textqa",  # hotpotqa, 2wikimultihopqa, musique, strategyqa, fever, flashrag
-    "ragplan.eval.benchmarks.reaper_retail",  # reaper-retail
+    "ragplan.methods.reaper.benchmark",  # reaper-retail
 )
 
 _REGISTRY: dict[str, Callable[..., Benchmark]] = {}

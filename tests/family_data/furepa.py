@@ -20,8 +20,8 @@ def _proposal(req: Any) -> dict[str, Any]:
 
 def make(root: Path) -> FamilyData:
     """Flags and data of the FuRePA family."""
-    from ragplan.training.furepa.pipeline import assessor_from_data
-    from ragplan.training.furepa.synthetic import write_synthetic
+    from ragplan.methods.furepa.pipeline import assessor_from_data
+    from ragplan.methods.furepa.synthetic import write_synthetic
     from tests.family_data.think_then_act import local_index
     from tests.test_datasets import HOTPOT, write_json
 

@@ -19,10 +19,10 @@ def _step(req: Any) -> dict[str, Any]:
 def build_parts(root: Path) -> tuple[Path, Path, Path, Path]:
     """World, local index, instruction graph and agents under ``root`` (built once per test module)."""
     from ragplan.tools.textindex import build_index
-    from ragplan.training.instructrag.graph import build_instruction_graph, embedder_for_graph
-    from ragplan.training.instructrag.meta import MetaSettings, meta_train
-    from ragplan.training.instructrag.reward import PathMatchReward
-    from ragplan.training.instructrag.synth import split_paths, write_world
+    from ragplan.methods.instructrag.graph import build_instruction_graph, embedder_for_graph
+    from ragplan.methods.instructrag.meta import MetaSettings, meta_train
+    from ragplan.methods.instructrag.reward import PathMatchReward
+    from ragplan.methods.instructrag.synth import split_paths, write_world
 
     world, index, graph, agents = root / "ir_world", root / "ir_index", root / "ir_graph", root / "ir_agents"
     if not (agents / "rl_agent.pt").exists():

@@ -19,7 +19,7 @@ def _count_query(req: Any) -> dict[str, Any]:
 
 def make(root: Path) -> FamilyData:
     """Flags and data of the PlanRAG family."""
-    from ragplan.dqa.generate import generate_clone
+    from ragplan.methods.planrag.generate import generate_clone
 
     cql = str(ROOT / "examples" / "trade_network.cql")
     clone = root / "dqa"

@@ -17,9 +17,9 @@ def _agent_call(req: Any) -> dict[str, Any]:
 
 def make(root: Path) -> FamilyData:
     """Flags and data of the REAPER family."""
-    from ragplan.eval.benchmarks.reaper_goldset import generate_goldset
+    from ragplan.methods.reaper.goldset import generate_goldset
     from ragplan.tools.retail import generate_shop
-    from ragplan.training.reaper.classifier import train_classifier
+    from ragplan.methods.reaper.classifier import train_classifier
 
     shop = root / "shop"
     generate_shop(shop, seed=0, n_products=60, n_orders=30)

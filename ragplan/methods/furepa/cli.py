@@ -1,0 +1,110 @@
+"""``ragplan furepa …``: FuRePA's plan assessor and its training data.
+
+    ragplan furepa train-assessor --data FILE (--index DIR | --context-only) --out MODEL [--seed S] [--json]
+    ragplan furepa make-data --out FILE [--n 300] [--seed S] [--format flashrag|musique]
+
+``train-assessor`` builds candidate queries per question and hop (from the data, or from an LLM when
+``--model``/``--base-url`` name an endpoint), labels each with the reciprocal rank of the hop's gold
+passage against the index, trains the query scorer and prints, for held-out questions, the Spearman
+correlation and the MRR of the trained pick next to first, random and the oracle.
+``make-data`` writes the synthetic multi-hop corpus (FlashRAG-style JSONL, or its bridge questions as
+MuSiQue records) the assessor can be trained and measured on without third-party data.
+
+Exit codes: 0 done; 2 bad input (no such file, no gold supporting passages, no index, no endpoint).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> None:
+    """The ``furepa`` command and its sub-commands."""
+    fu = sub.add_parser("furepa", help="FuRePA: train the plan assessor, write the synthetic multi-hop corpus",
+                        description="FuRePA (furthest reasoning with plan assessment): the plan assessor and its data.")
+    fsub = fu.add_subparsers(dest="furepa_command", metavar="SUBCOMMAND", required=True)
+    t = fsub.add_parser("train-assessor", help="train the plan assessor (query scorer) and report held-out figures",
+                        description="Label candidate queries by the reciprocal rank of the hop's gold passage against "
+                                    "the index, train the scorer on CPU, and print held-out Spearman and the MRR of the "
+                                    "trained pick vs first, random and oracle.")
+    t.add_argument("--data", required=True, metavar="FILE", help="QA data with gold supporting passages "
+                   "(HotpotQA, 2Wiki, MuSiQue, FlashRAG JSONL with metadata.supporting_facts, `furepa make-data`)")
+    t.add_argument("--format", default=None, metavar="FMT", help="the data's format when detection should not decide")
+    where = t.add_mutually_exclusive_group(required=True)
+    where.add_argument("--index", default="", metavar="DIR", help="a local index holding the gold passages (matched by title)")
+    where.add_argument("--context-only", action="store_true",
+                       help="label against an index of the questions' own paragraphs (built under MODEL/context_index)")
+    t.add_argument("--out", required=True, metavar="MODEL", help="folder to save the assessor to")
+    t.add_argument("--seed", type=int, default=0, help="seed of candidates, split and training (default 0)")
+    t.add_argument("--limit", type=int, default=None, metavar="N", help="read the first N questions only")
+    t.add_argument("--candidates", type=int, default=6, metavar="N", help="candidate queries per question and hop (default 6)")
+    t.add_argument("--label-k", type=int, default=20, metavar="K", help="results searched for the gold passage (default 20)")
+    t.add_argument("--test-share", type=float, default=0.25, metavar="F", help="share of questions held out (default 0.25)")
+    t.add_argument("--trees", type=int, default=300, metavar="N", help="boosted trees (default 300)")
+    t.add_argument("--model-path", default="", metavar="DIR", help="a local Sentence-BERT model (default: the packaged MiniLM)")
+    t.add_argument("--model", default=None, help="candidate queries from this chat model (provider:name) instead of the data")
+    t.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint for --model")
+    t.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    t.add_argument("--no-progress", action="store_true", help="no progress bars")
+    d = fsub.add_parser("make-data", help="write the synthetic multi-hop corpus (FlashRAG-style JSONL)",
+                        description="A fictional world of cities, people, companies and novels, with bridge and "
+                                    "comparison questions, gold supporting passages, distractors and decompositions.")
+    d.add_argument("--out", required=True, metavar="FILE", help="the JSONL file to write")
+    d.add_argument("--n", type=int, default=300, help="questions (default 300)")
+    d.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    d.add_argument("--distractors", type=int, default=6, help="distractor paragraphs per question (default 6)")
+    d.add_argument("--format", default="flashrag", choices=("flashrag", "musique"), dest="data_format",
+                   help="flashrag (default: every question, FlashRAG-style JSONL) or musique (the bridge questions as "
+                        "MuSiQue records: paragraphs with idx/is_supporting, question_decomposition)")
+
+
+def _llm_context(args: argparse.Namespace) -> Any:
+    """A FuRePA context for LLM candidates when --model/--base-url name an endpoint; None for data candidates."""
+    if args.model is None and args.base_url is None:
+        return None
+    from ragplan.llm import LLMConfigError, endpoint_problem
+    from ragplan.state.furepa import FuRePAContext
+
+    ctx = FuRePAContext(**{k: v for k, v in (("model", args.model), ("base_url", args.base_url)) if v is not None})
+    problem = endpoint_problem(ctx.model, ctx.base_url)
+    if problem:
+        raise LLMConfigError(problem)
+    return ctx
+
+
+def _train(args: argparse.Namespace) -> int:
+    from ragplan.datasets import DatasetError
+    from ragplan.llm import LLMConfigError
+    from ragplan.tools.embeddings import EmbeddingModelError
+    from ragplan.methods.furepa.pipeline import assessor_from_data
+
+    try:
+        report = assessor_from_data(args.data, args.out, index_dir=args.index, context_only=args.context_only,
+                                    fmt=args.format, limit=args.limit, seed=args.seed, n_candidates=args.candidates,
+                                    label_k=args.label_k, test_share=args.test_share, model_path=args.model_path,
+                                    llm_context=_llm_context(args), n_trees=args.trees, progress=not args.no_progress)
+    except (DatasetError, FileNotFoundError, LLMConfigError, EmbeddingModelError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False))
+    else:
+        print("\n".join(report.lines()))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the chosen ``furepa`` sub-command."""
+    if args.furepa_command == "make-data":
+        from ragplan.methods.furepa.synthetic import write_synthetic
+
+        path = write_synthetic(args.out, args.n, args.seed, args.distractors, fmt=args.data_format)
+        n = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+        print(f"Wrote {n} questions to {path}")
+        return 0
+    return _train(args)

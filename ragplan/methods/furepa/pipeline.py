@@ -1,0 +1,82 @@
+"""From a dataset file to a trained plan assessor: load, index, candidates, labels, training, held-out report.
+
+The dataset is any file :func:`ragplan.datasets.load_qa` reads with gold supporting passages, as
+:func:`ragplan.eval.retrieval.gold_support` finds them: HotpotQA and 2Wiki ``supporting_facts``, MuSiQue's
+``is_supporting`` paragraphs (with ``question_decomposition`` for the hop order), FlashRAG files with
+``metadata.supporting_facts`` such as the synthetic corpus of :mod:`ragplan.methods.furepa.synthetic`.
+Labels need an index holding those passages: an existing local index (``index_dir``; gold passages are
+found by title), or with ``context_only`` one built from the questions' own paragraphs under
+``<out>/context_index`` (reused when the passages are the same).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from ragplan.eval.retrieval import gold_support
+from ragplan.methods.furepa.data import build_groups, label_groups, llm_candidates
+from ragplan.methods.furepa.train import AssessorReport, train_assessor
+
+__all__ = ["assessor_from_data", "context_index"]
+
+
+def context_index(examples: list[Any], root: str | Path, *, model_path: str = "", progress: bool = True) -> Path:
+    """A local index of the examples' own context paragraphs under ``root`` (built once; resumed or rebuilt by build_index)."""
+    from ragplan.eval.benchmarks.textqa import context_passages
+    from ragplan.tools.textindex import build_index
+
+    passages = context_passages(examples)
+    if not passages:
+        raise ValueError("--context-only needs the questions' own context paragraphs, and this data has none; "
+                         "give --index DIR of a corpus that holds the gold passages")
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    src = root / "passages.jsonl"
+    text = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in passages)
+    if not src.is_file() or src.read_text(encoding="utf-8") != text:
+        src.write_text(text, encoding="utf-8")
+    build_index(src, root / "index", model_path=model_path, progress=progress)
+    return root / "index"
+
+
+def assessor_from_data(data: str | Path, out_dir: str | Path, *, index_dir: str = "", context_only: bool = False,
+                       fmt: str | None = None, limit: int | None = None, seed: int = 0, n_candidates: int = 6,
+                       label_k: int = 20, test_share: float = 0.25, model_path: str = "", llm_context: Any = None,
+                       n_trees: int = 300, progress: bool = True) -> AssessorReport:
+    """Train an assessor from a dataset file and report on held-out questions (see the module docstring).
+
+    ``llm_context`` (a :class:`~ragplan.state.furepa.FuRePAContext` with a model) makes the candidates
+    come from that LLM; without it they are built from the data. Raises ``ValueError`` for data or an
+    index that cannot give labelled groups.
+    """
+    from ragplan.datasets import load_qa
+    from ragplan.tools.textindex import TextIndex
+
+    t0 = time.perf_counter()
+    examples = load_qa(data, fmt, limit=limit)
+    if not any(gold_support(ex) for ex in examples):
+        raise ValueError(f"{data}: no question has gold supporting passages (supporting_facts, MuSiQue's is_supporting "
+                         "paragraphs); the assessor's labels need them")
+    if context_only == bool(index_dir):
+        raise ValueError("name the index to label against: --index DIR or --context-only (one of them)")
+    if context_only:
+        index_dir = str(context_index(examples, Path(out_dir) / "context_index", model_path=model_path, progress=progress))
+    propose = None
+    if llm_context is not None:
+        def propose(question: str, context: Any, n: int) -> list[str]:
+            """Candidates from the LLM for one picking point."""
+            return llm_candidates(llm_context, question, context, n)
+    groups = build_groups(examples, seed=seed, n_candidates=n_candidates, propose=propose, progress=progress)
+    index = TextIndex.open(index_dir, model_path=model_path)
+    try:
+        label_groups(groups, index.search_many, k=label_k, progress=progress)
+    finally:
+        index.close()
+    report = train_assessor(groups, out_dir, seed=seed, test_share=test_share, model_path=model_path, label_k=label_k,
+                            n_trees=n_trees, progress=progress,
+                            extra_meta={"data": str(data), "index_dir": str(index_dir), "n_candidates": n_candidates})
+    report.seconds = round(time.perf_counter() - t0, 1)  # the whole command: index, candidates, labels, training
+    return report

@@ -1,0 +1,183 @@
+"""Train the plan assessor and measure it on held-out questions.
+
+:func:`train_assessor` takes labelled groups (:mod:`ragplan.methods.furepa.data`), splits them by
+question (a seeded share held out), computes the features, fits the scorer
+(:mod:`ragplan.methods.furepa.scorer`) and reports on the held-out questions:
+
+* **Spearman** correlation of the predicted score with the true label (over every held-out
+  candidate, and the mean over groups whose labels are not all equal);
+* the **MRR of the pick**: the mean label of the candidate each selector picks per group — the
+  trained scorer's best, the ``first`` candidate, a ``random`` one (its expected value, the mean of
+  the group's labels) and the ``oracle`` (the best label; the ceiling).
+
+This is the retrieval-quality MRR of the picked query against the index (``ragplan.eval.retrieval``,
+the evaluation-fidelity module, scores executed queries of whole runs; it had not landed when this
+was written, so the figures here are computed by :func:`pick_mrr`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ragplan.methods.furepa.data import HopGroup
+from ragplan.methods.furepa.features import FEATURE_NAMES, group_features, group_texts
+from ragplan.methods.furepa.scorer import fit_trees, save_assessor
+
+__all__ = ["AssessorReport", "split_by_question", "featurize", "pick_mrr", "spearman", "train_assessor"]
+
+
+@dataclass
+class AssessorReport:
+    """What :func:`train_assessor` measured on the held-out questions, and where it saved the model."""
+
+    spearman: float
+    """Spearman correlation of score and label over every held-out candidate."""
+    group_spearman: float
+    """Mean per-group Spearman over held-out groups whose labels differ."""
+    mrr: dict[str, float]
+    """Mean label of the picked candidate: trained, first, random (expected), oracle."""
+    n_questions: dict[str, int]
+    """Questions in the train and test splits."""
+    n_groups: dict[str, int]
+    """Picking points (question × hop) in each split."""
+    n_candidates: dict[str, int]
+    """Candidate queries in each split."""
+    train_mrr: dict[str, float]
+    """The same picks on the training questions (how well the scorer fits)."""
+    seed: int
+    """Seed of the split and the trees."""
+    label_k: int
+    """Results searched for the gold passage when labelling."""
+    candidates: str
+    """Where the candidates came from (data, llm, or both)."""
+    model_path: str
+    """The Sentence-BERT model of the features ('' = the packaged MiniLM)."""
+    out_dir: str
+    """Where the assessor was saved."""
+    seconds: float
+    """Wall time of the training (of the whole command when run from data)."""
+    importances: dict[str, float] = field(default_factory=dict)
+    """Share of the trees' splits on each feature."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+    def lines(self) -> list[str]:
+        """The report as printed by ``ragplan furepa train-assessor``."""
+        m = self.mrr
+        return [
+            f"Held-out questions: {self.n_questions['test']} ({self.n_groups['test']} picking points, "
+            f"{self.n_candidates['test']} candidates); trained on {self.n_questions['train']} "
+            f"({self.n_candidates['train']} candidates from {self.candidates}), seed {self.seed}",
+            f"Spearman (score vs label): {self.spearman:.3f} overall, {self.group_spearman:.3f} mean within a group",
+            f"MRR of the picked query (label = 1/rank of the hop's gold passage in the top {self.label_k}):",
+            f"  trained {m['trained']:.3f}   first {m['first']:.3f}   random {m['random']:.3f}   oracle {m['oracle']:.3f}",
+            f"Saved to {self.out_dir} ({self.seconds:.1f} s)",
+        ]
+
+
+def split_by_question(groups: Sequence[HopGroup], test_share: float, seed: int) -> tuple[list[HopGroup], list[HopGroup]]:
+    """Train and test groups, every group of a question on the same side (a seeded share of questions held out)."""
+    qids = sorted({g.qid for g in groups})
+    random.Random(seed).shuffle(qids)
+    n_test = max(1, round(len(qids) * test_share)) if len(qids) > 1 else 0
+    test = set(qids[:n_test])
+    return [g for g in groups if g.qid not in test], [g for g in groups if g.qid in test]
+
+
+def featurize(groups: Sequence[HopGroup], embedder: Any, *, progress: bool = False, desc: str = "features") -> np.ndarray:
+    """Feature rows of every candidate of ``groups``, group after group."""
+    from tqdm import tqdm
+
+    texts = list(dict.fromkeys(t for g in groups for t in group_texts(g.question, g.context, g.candidates)))
+    embedder.encode(texts, batch_size=128, show_progress=progress)  # one batched pass; the groups then read the cache
+    rows = [group_features(embedder, g.question, g.context, g.candidates)
+            for g in tqdm(groups, desc=desc, unit="group", disable=not progress)]
+    return np.vstack(rows) if rows else np.zeros((0, len(FEATURE_NAMES)))
+
+
+def spearman(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
+    """Spearman's rank correlation (ties get their mean rank); 0 when either side is constant."""
+    from scipy.stats import rankdata
+
+    x, y = rankdata(np.asarray(a, dtype=float)), rankdata(np.asarray(b, dtype=float))
+    if len(x) < 2 or x.std() == 0 or y.std() == 0:
+        return 0.0
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def pick_mrr(groups: Sequence[HopGroup], scores: Sequence[Sequence[float]]) -> dict[str, float]:
+    """Mean label of the pick of each selector (trained = highest score, ties to the earlier candidate)."""
+    if not groups:
+        return {"trained": 0.0, "first": 0.0, "random": 0.0, "oracle": 0.0}
+    trained = [g.labels[int(np.argmax(s))] for g, s in zip(groups, scores)]
+    n = len(groups)
+    return {"trained": round(sum(trained) / n, 4),
+            "first": round(sum(g.labels[0] for g in groups) / n, 4),
+            "random": round(sum(sum(g.labels) / len(g.labels) for g in groups) / n, 4),
+            "oracle": round(sum(max(g.labels) for g in groups) / n, 4)}
+
+
+def _per_group(groups: Sequence[HopGroup], flat: np.ndarray) -> list[list[float]]:
+    out, i = [], 0
+    for g in groups:
+        out.append([float(v) for v in flat[i:i + len(g.candidates)]])
+        i += len(g.candidates)
+    return out
+
+
+def train_assessor(groups: Sequence[HopGroup], out_dir: str | Path, *, seed: int = 0, test_share: float = 0.25,
+                   model_path: str = "", label_k: int = 20, n_trees: int = 300, progress: bool = True,
+                   extra_meta: dict[str, Any] | None = None) -> AssessorReport:
+    """Fit the scorer on the training questions, measure it on the held-out ones, save it to ``out_dir``.
+
+    Deterministic for (groups, model, seed). Raises ``ValueError`` when there are too few labelled
+    groups to split, or when no training candidate ever retrieved its gold passage (nothing to learn).
+    """
+    from ragplan.tools.embeddings import get_embedder, resolve_model_path
+
+    t0 = time.perf_counter()
+    groups = [g for g in groups if len(g.labels) == len(g.candidates) and len(g.candidates) >= 2]
+    train, test = split_by_question(groups, test_share, seed)
+    if not train or not test:
+        raise ValueError(f"too few questions with gold supporting passages to train and hold out "
+                         f"({len({g.qid for g in groups})} usable); give more data")
+    y = np.array([v for g in train for v in g.labels], dtype=np.float64)
+    if not (y > 0).any():
+        raise ValueError("no training candidate retrieved its gold passage: check that the index holds the dataset's "
+                         "paragraphs (titles are matched) or use --context-only")
+    embedder = get_embedder(model_path)
+    x_train = featurize(train, embedder, progress=progress, desc="features (train)")
+    x_test = featurize(test, embedder, progress=progress, desc="features (held out)")
+    trees = fit_trees(x_train, y, seed=seed, n_trees=n_trees, progress=progress)
+    s_test = trees.predict(x_test)
+    y_test = [v for g in test for v in g.labels]
+    per_group = _per_group(test, s_test)
+    within = [spearman(s, g.labels) for g, s in zip(test, per_group) if len(set(g.labels)) > 1]
+    sources = sorted({g.source for g in groups})
+    usage = np.bincount(trees.feature[trees.left >= 0], minlength=len(FEATURE_NAMES))
+    importances = {n: round(float(c) / max(1, int(usage.sum())), 4) for n, c in zip(FEATURE_NAMES, usage) if c}
+    report = AssessorReport(
+        spearman=round(spearman(s_test, y_test), 4), group_spearman=round(float(np.mean(within)) if within else 0.0, 4),
+        mrr=pick_mrr(test, per_group), train_mrr=pick_mrr(train, _per_group(train, trees.predict(x_train))),
+        n_questions={"train": len({g.qid for g in train}), "test": len({g.qid for g in test})},
+        n_groups={"train": len(train), "test": len(test)},
+        n_candidates={"train": len(y), "test": len(y_test)}, seed=seed, label_k=label_k,
+        candidates="+".join(sources), model_path=model_path, out_dir=str(out_dir), seconds=0.0,
+        importances=dict(sorted(importances.items(), key=lambda kv: -kv[1])))
+    digest = hashlib.sha256(repr([(g.qid, g.hop, g.candidates, g.labels) for g in groups]).encode()).hexdigest()[:16]
+    report.seconds = round(time.perf_counter() - t0, 1)
+    meta = {"model_path": model_path, "resolved_model_path": resolve_model_path(model_path), "seed": seed,
+            "test_share": test_share, "label_k": label_k, "n_trees": n_trees, "data_digest": digest,
+            "metrics": {k: v for k, v in report.to_dict().items() if k not in ("out_dir", "seconds")},
+            **(extra_meta or {})}
+    save_assessor(out_dir, trees, meta)
+    return report

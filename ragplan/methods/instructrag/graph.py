@@ -1,0 +1,355 @@
+"""The instruction graph (InstructRAG §4.2, Algorithm 1): nodes are sets of similar instructions, edges task sets.
+
+Every instruction of every successful path is inserted in order. For an instruction I_k the most
+similar instruction already in the graph is found by nearest-neighbour search (FAISS over
+Sentence-BERT embeddings, cosine similarity ψ) among the instructions *outside* the node the previous
+instruction went to (adjacent instructions never share a node, or the transition between them would
+be lost). When ψ ≥ δ (0.4 in the paper) I_k joins that instruction's node, else it opens a new node.
+The edge from the previous node to I_k's node records the path's task with its question; an edge
+that already exists just gains the task (and question).
+
+Decisions made where the paper is silent:
+
+* The first instruction of every path hangs off a virtual start node (:data:`START`, id -1), so each
+  node reached first has an in-edge whose tasks and questions the RL-Agent's state can read. The
+  paper's special case for the very first path (its first two instructions open nodes 1 and 2) is what
+  the general rule does anyway.
+* The search is exact (``IndexFlatIP``) up to 50,000 instructions and HNSW above, as the text index.
+  Searching "outside the adjacent node" asks for ``|node| + 1`` neighbours (exact) and keeps the first
+  one outside it.
+* Successful paths are kept with their node sequence (the RL-Agent's warm start labels, the ML-Agent's
+  positives, and the RAP-style baseline read them); failed paths are kept in ``failed.jsonl`` for the
+  noise experiment and only enter the graph when asked to (``noise_rate``).
+* **Noise** (the paper's robustness test, Table 4) is drawn only from failed paths *of the support
+  questions* (:func:`noise_pool`): a failed trial of a question the graph holds. A failed path of
+  another question may be a query question or an unseen task's, and inserting it would leak that
+  question into G. A noisy path is stored like any other; its ``success: false`` is kept for the
+  statistics only — nothing that trains or selects reads it (the method cannot know which stored
+  paths are noise; the RAP-style baseline's store holds them too, as the paper's RAP database does).
+  Noisy paths are mixed among their task's support paths (a seeded shuffle), so where a question's
+  successful and noisy copies tie, the store's order does not always favour the successful one.
+
+Saved as a folder: ``graph.json`` (nodes, edges, instructions, questions, paths, statistics),
+``instructions.npy`` and ``questions.npy`` (embeddings), ``failed.jsonl``. :meth:`InstructionGraph.insert`
+adds paths to a loaded graph (Algorithm 3's G → G′).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from ragplan.methods.instructrag.paths import Instruction, InstructionPath, read_paths_jsonl, write_paths_jsonl
+
+__all__ = ["START", "GRAPH_FILE", "InstructionGraph", "GraphStats", "build_instruction_graph", "embedder_for_graph",
+           "graph_embedder", "noise_pool"]
+
+START = -1
+"""The virtual start node every path's first instruction hangs off."""
+GRAPH_FILE = "graph.json"
+_HNSW_ABOVE = 50_000
+
+
+@dataclass
+class GraphStats:
+    """Size and build time of an instruction graph (the paper's Table 6 columns)."""
+
+    nodes: int
+    edges: int
+    """Edges between instruction nodes (edges from the start node not counted)."""
+    start_edges: int
+    instructions: int
+    tasks: int
+    questions: int
+    paths: int
+    failed_kept: int
+    noisy_paths: int
+    """Stored paths that are failed paths inserted as noise (``--noise-rate``)."""
+    junction_nodes: int
+    """Nodes holding instructions of two or more paths (where new paths can be combined)."""
+    max_node_size: int
+    delta: float
+    build_seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return dict(self.__dict__)
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    n = np.linalg.norm(x, axis=-1, keepdims=True)
+    return x / np.where(n > 0, n, 1.0)
+
+
+@dataclass
+class InstructionGraph:
+    """Nodes (instruction sets), edges (task sets with questions), the stored paths and their embeddings."""
+
+    delta: float = 0.4
+    model_path: str = ""
+    """The Sentence-BERT model the embeddings were made with ('' = the packaged default)."""
+    model_fingerprint: str = ""
+    instructions: list[dict[str, Any]] = field(default_factory=list)
+    """``{id, action, argument, text, node, path}`` per inserted instruction."""
+    nodes: list[list[int]] = field(default_factory=list)
+    """Instruction ids of each node."""
+    edges: dict[tuple[int, int], dict[str, list[int]]] = field(default_factory=dict)
+    """(from node, to node) -> task -> question ids; from node -1 is the start node."""
+    questions: list[dict[str, Any]] = field(default_factory=list)
+    """``{id, text, task, answer, path}`` per stored path's question."""
+    paths: list[dict[str, Any]] = field(default_factory=list)
+    """``{id, question, task, answer, success, nodes, instructions, supporting_titles}`` per inserted path."""
+    failed: list[InstructionPath] = field(default_factory=list)
+    """Failed paths kept aside (not in the graph unless inserted as noise)."""
+    vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    """Unit embeddings of the instructions (row = instruction id)."""
+    qvectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    """Unit embeddings of the questions (row = question id)."""
+    build_seconds: float = 0.0
+    _index: Any = field(default=None, repr=False)
+    _out: dict[int, list[int]] | None = field(default=None, repr=False)
+    _in: dict[int, list[tuple[int, int]]] | None = field(default=None, repr=False)
+
+    # ------------------------------------------------------------------------------------ search
+    def _faiss(self) -> Any:
+        if self._index is None:
+            from ragplan.tools.textindex.build import import_faiss
+
+            faiss = import_faiss()
+            dim = int(self.vectors.shape[1]) if self.vectors.ndim == 2 else 0
+            self._index = faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT) if len(self.vectors) > _HNSW_ABOVE \
+                else faiss.IndexFlatIP(dim)
+            if len(self.vectors):
+                self._index.add(self.vectors)
+        return self._index
+
+    def nearest_instructions(self, vector: np.ndarray, k: int, exclude: set[int] | None = None) -> list[tuple[int, float]]:
+        """The ``k`` instructions most similar to ``vector`` (id, cosine), skipping ids in ``exclude``."""
+        exclude = exclude or set()
+        n = len(self.instructions)
+        if n == 0 or k <= 0:
+            return []
+        want = min(n, k + len(exclude))
+        scores, ids = self._faiss().search(_unit(vector).reshape(1, -1), want)
+        out = [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0 and int(i) not in exclude]
+        return out[:k]
+
+    def out_neighbours(self, node: int) -> list[int]:
+        """The nodes an edge leads to from ``node`` (``START`` for the path starts)."""
+        if self._out is None:
+            out: dict[int, list[int]] = {}
+            for (a, b) in self.edges:
+                out.setdefault(a, []).append(b)
+            self._out = {a: sorted(v) for a, v in out.items()}
+        return self._out.get(node, [])
+
+    def in_edges(self, node: int) -> list[tuple[int, int]]:
+        """Every edge into ``node``."""
+        if self._in is None:
+            into: dict[int, list[tuple[int, int]]] = {}
+            for e in self.edges:
+                into.setdefault(e[1], []).append(e)
+            self._in = into
+        return self._in.get(node, [])
+
+    # ------------------------------------------------------------------------------------ build
+    def insert(self, paths: Iterable[InstructionPath], embedder: Any, *, progress: bool = False) -> int:
+        """Insert every instruction of ``paths`` by Algorithm 1 (in order); returns the instructions inserted."""
+        paths = [p for p in paths if p.instructions]
+        if not paths:
+            return 0
+        t0 = time.perf_counter()
+        texts = [i.text for p in paths for i in p.instructions]
+        ivecs = _unit(embedder.encode(texts))
+        qvecs = _unit(embedder.encode([p.question for p in paths]))
+        if self.vectors.size == 0:
+            self.vectors = np.zeros((0, ivecs.shape[1]), dtype=np.float32)
+            self.qvectors = np.zeros((0, ivecs.shape[1]), dtype=np.float32)
+        self.qvectors = np.vstack([self.qvectors, qvecs]).astype(np.float32)
+        index = self._faiss()
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(texts), desc="instruction graph", unit="instr")
+        row = 0
+        added: list[np.ndarray] = []
+        for p in paths:
+            qid = len(self.questions)
+            pid = len(self.paths)
+            self.questions.append({"id": qid, "text": p.question, "task": p.task, "answer": p.answer, "path": pid})
+            prev, seq_nodes, seq_ins = START, [], []
+            for ins in p.instructions:
+                vec = ivecs[row]
+                row += 1
+                exclude = set(self.nodes[prev]) if prev != START else set()
+                hit = self.nearest_instructions(vec, 1, exclude)
+                iid = len(self.instructions)
+                if not hit or hit[0][1] < self.delta:
+                    node = len(self.nodes)
+                    self.nodes.append([iid])
+                else:
+                    node = int(self.instructions[hit[0][0]]["node"])
+                    self.nodes[node].append(iid)
+                self.instructions.append({"id": iid, "action": ins.action, "argument": ins.argument, "text": ins.text,
+                                          "node": node, "path": pid})
+                added.append(vec)
+                index.add(vec.reshape(1, -1))
+                tasks = self.edges.setdefault((prev, node), {})
+                qs = tasks.setdefault(p.task, [])
+                if qid not in qs:
+                    qs.append(qid)
+                seq_nodes.append(node)
+                seq_ins.append(iid)
+                prev = node
+                if bar is not None:
+                    bar.update(1)
+            self.paths.append({"id": p.id, "question": qid, "task": p.task, "answer": p.answer, "success": p.success,
+                               "nodes": seq_nodes, "instructions": seq_ins, "supporting_titles": list(p.supporting_titles),
+                               "source": p.source})
+        if bar is not None:
+            bar.close()
+        self.vectors = np.vstack([self.vectors, np.asarray(added, dtype=np.float32).reshape(len(added), -1)])
+        self._out = self._in = None
+        self.build_seconds += time.perf_counter() - t0
+        return row
+
+    # ------------------------------------------------------------------------------------ views
+    def instruction_vectors(self) -> dict[str, np.ndarray]:
+        """Instruction text -> its stored unit vector (the first occurrence)."""
+        out: dict[str, np.ndarray] = {}
+        for r in self.instructions:
+            out.setdefault(r["text"], self.vectors[r["id"]])
+        return out
+
+    def instruction(self, iid: int) -> Instruction:
+        """The instruction with id ``iid``."""
+        r = self.instructions[iid]
+        return Instruction(r["action"], r["argument"])
+
+    def path_instructions(self, path_index: int) -> list[Instruction]:
+        """The instructions of stored path ``path_index``."""
+        return [self.instruction(i) for i in self.paths[path_index]["instructions"]]
+
+    def stats(self) -> GraphStats:
+        """Nodes, edges, instructions, tasks, questions, paths, junctions and build time."""
+        tasks = {t for v in self.edges.values() for t in v}
+        junction = sum(1 for ids in self.nodes if len({self.instructions[i]["path"] for i in ids}) > 1)
+        return GraphStats(nodes=len(self.nodes), edges=sum(1 for e in self.edges if e[0] != START),
+                          start_edges=sum(1 for e in self.edges if e[0] == START), instructions=len(self.instructions),
+                          tasks=len(tasks), questions=len(self.questions), paths=len(self.paths),
+                          failed_kept=len(self.failed), noisy_paths=sum(1 for p in self.paths if not p.get("success", True)),
+                          junction_nodes=junction,
+                          max_node_size=max((len(n) for n in self.nodes), default=0), delta=self.delta,
+                          build_seconds=round(self.build_seconds, 3))
+
+    # ------------------------------------------------------------------------------------ disk
+    def save(self, out_dir: str | Path) -> Path:
+        """Write the graph folder (see the module docstring); returns its path."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        np.save(out / "instructions.npy", self.vectors.astype(np.float32))
+        np.save(out / "questions.npy", self.qvectors.astype(np.float32))
+        write_paths_jsonl(self.failed, out / "failed.jsonl")
+        data = {"format": "ragplan-instruction-graph-1", "delta": self.delta, "model_path": self.model_path,
+                "model_fingerprint": self.model_fingerprint, "build_seconds": self.build_seconds,
+                "instructions": self.instructions, "nodes": self.nodes,
+                "edges": [{"from": a, "to": b, "tasks": t} for (a, b), t in self.edges.items()],
+                "questions": self.questions, "paths": self.paths, "stats": self.stats().to_dict()}
+        tmp = out / (GRAPH_FILE + ".tmp")
+        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(out / GRAPH_FILE)
+        return out
+
+    @classmethod
+    def load(cls, graph_dir: str | Path) -> "InstructionGraph":
+        """Read a graph folder written by :meth:`save` (ValueError naming what is missing)."""
+        root = Path(graph_dir)
+        meta = root / GRAPH_FILE
+        if not meta.is_file():
+            raise ValueError(f"no instruction graph at {root} (no {GRAPH_FILE}); build one with "
+                             f"`ragplan instructrag build-graph --paths FILE… --out {root}`")
+        try:
+            data = json.loads(meta.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{meta}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg}; a truncated file?)") from exc
+        if not isinstance(data, dict) or data.get("format") != "ragplan-instruction-graph-1":
+            raise ValueError(f"{meta} is not an instruction graph written by ragplan")
+        try:
+            g = cls(delta=float(data["delta"]), model_path=data.get("model_path", ""),
+                    model_fingerprint=data.get("model_fingerprint", ""), instructions=data["instructions"],
+                    nodes=data["nodes"], edges={(int(e["from"]), int(e["to"])): e["tasks"] for e in data["edges"]},
+                    questions=data["questions"], paths=data["paths"], build_seconds=float(data.get("build_seconds", 0.0)),
+                    vectors=np.load(root / "instructions.npy"), qvectors=np.load(root / "questions.npy"))
+        except KeyError as exc:
+            raise ValueError(f"{meta}: no {exc} (an instruction graph written by another version?)") from exc
+        except (OSError, TypeError, ValueError) as exc:  # a vectors file missing or cut off, a field of the wrong type
+            raise ValueError(f"the instruction graph at {root} cannot be read: {type(exc).__name__}: {exc}") from exc
+        if (root / "failed.jsonl").is_file():
+            g.failed = read_paths_jsonl(root / "failed.jsonl").failed
+        return g
+
+
+def embedder_for_graph(model_path: str = "") -> Any:
+    """The process-wide Sentence-BERT embedder for ``model_path`` ('' = the packaged all-MiniLM-L6-v2)."""
+    from ragplan.tools.embeddings import get_embedder
+
+    return get_embedder(model_path)
+
+
+def graph_embedder(graph: InstructionGraph, model_path: str = "", *, where: str = "") -> Any:
+    """The embedder of ``graph``'s vectors: ``model_path`` when given, else the graph's own model.
+
+    The graph's own model is the folder it was built with (the packaged default when that folder is
+    gone). ValueError when the model's fingerprint differs from the one the graph recorded: vectors of
+    two models must not meet in one graph.
+    """
+    own = graph.model_path if graph.model_path and Path(graph.model_path).is_dir() else ""
+    emb = embedder_for_graph(model_path or own)
+    fp = str(getattr(emb, "fingerprint", "") or "")
+    if graph.model_fingerprint and fp and fp != graph.model_fingerprint:
+        raise ValueError(f"the instruction graph{' at ' + where if where else ''} was built with another embedding model "
+                         f"({graph.model_path or 'the packaged default'}) than {getattr(emb, 'model_path', model_path)}; "
+                         "use the build model or rebuild the graph")
+    return emb
+
+
+def noise_pool(successful: list[InstructionPath], failed: list[InstructionPath]) -> list[InstructionPath]:
+    """The failed paths that may be inserted as noise: those of the support (``successful``) questions."""
+    support = {p.question for p in successful}
+    return [p for p in failed if p.question in support]
+
+
+def build_instruction_graph(successful: list[InstructionPath], *, delta: float = 0.4, failed: list[InstructionPath] | None = None,
+                            noise_rate: float = 0.0, seed: int = 0, embedder: Any = None, model_path: str = "",
+                            progress: bool = False) -> InstructionGraph:
+    """Algorithm 1 over ``successful`` paths (task by task, in the order given).
+
+    ``noise_rate`` inserts failed paths of the support questions (:func:`noise_pool`) as if they had
+    succeeded, so that share of the graph's paths is noise when the pool is large enough (the paper's
+    robustness experiment; 0 by default); the pool's other paths are kept aside (``failed.jsonl``).
+    Failed paths of other questions are neither inserted nor kept.
+    """
+    embedder = embedder if embedder is not None else embedder_for_graph(model_path)
+    g = InstructionGraph(delta=float(delta), model_path=getattr(embedder, "model_path", model_path) or model_path,
+                         model_fingerprint=str(getattr(embedder, "fingerprint", "") or ""))
+    pool = noise_pool(successful, list(failed or []))
+    noisy: list[InstructionPath] = []
+    mixed = list(successful)
+    if noise_rate > 0 and pool:
+        rng = random.Random(seed)
+        want = int(round(noise_rate * len(successful) / max(1e-9, 1 - noise_rate))) if noise_rate < 1 else len(pool)
+        noisy = rng.sample(pool, min(len(pool), want))
+        mixed += noisy
+        rng.shuffle(mixed)  # noise among the experiences, not after them: no store order that favours the successful copy
+    order = sorted(mixed, key=lambda p: p.task)  # Algorithm 1 walks task by task
+    g.insert(order, embedder, progress=progress)
+    g.failed = [p for p in pool if p not in noisy]
+    return g

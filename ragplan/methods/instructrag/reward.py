@@ -1,0 +1,160 @@
+"""Rewards of a candidate path for a question (InstructRAG Eq. 3), with and without an LLM.
+
+* :class:`LLMF1Reward` — the paper's reward: the LLM plans with the path in its prompt (the
+  ``react`` planning loop given the path), and the reward is the answer's F1 against the gold answer.
+  Replies are cached per (question, path), as the paper caches its LLM inputs and outputs.
+* :class:`ProxyReward` — retrieval-only, no LLM: the path's ``Search`` / ``Lookup`` actions are
+  executed literally by a deterministic ReAct docstore over the local corpus
+  (:class:`~ragplan.tools.react_docstore.ReActDocstore`). The reward is the mean of (a) the recall of
+  the question's gold supporting titles among the pages the path reached, and (b) for span answers,
+  whether the gold answer appears in what the path observed (or is its ``Finish`` argument). When a
+  question has no supporting titles, the pages reached by its own successful path stand in for them.
+* :class:`PathMatchReward` — no LLM and no corpus: instruction-level F1 between the candidate and the
+  question's own successful path (case-insensitive instruction texts, ``Finish`` included). Cheap;
+  the training default when no index is given.
+
+All three are deterministic for the same inputs (the LLM one at temperature 0, up to the endpoint).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from ragplan.eval.metrics import f1_score, normalize_answer
+from ragplan.tools.react_docstore import ReActDocstore
+from ragplan.methods.instructrag.paths import Instruction
+
+__all__ = ["QueryExample", "PathReward", "PathMatchReward", "ProxyReward", "LLMF1Reward", "instruction_f1"]
+
+
+@dataclass
+class QueryExample:
+    """A question with what rewards are measured against."""
+
+    question: str
+    task: str
+    answer: str
+    own_path: list[Instruction]
+    """The question's own successful path."""
+    qvec: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    """Its unit Sentence-BERT vector."""
+    supporting_titles: list[str] = field(default_factory=list)
+
+
+class PathReward(Protocol):
+    """Δ(path, question) in [0, 1]."""
+
+    name: str
+
+    def __call__(self, ex: QueryExample, path: list[Instruction]) -> float:
+        """The reward of planning ``ex`` with ``path``."""
+        ...
+
+
+def instruction_f1(candidate: list[Instruction], reference: list[Instruction]) -> float:
+    """F1 between two paths as multisets of case-insensitive instruction texts."""
+    a = Counter(i.text.casefold() for i in candidate)
+    b = Counter(i.text.casefold() for i in reference)
+    common = sum((a & b).values())
+    if not a or not b or common == 0:
+        return 0.0
+    p, r = common / sum(a.values()), common / sum(b.values())
+    return 2 * p * r / (p + r)
+
+
+class PathMatchReward:
+    """Instruction-level F1 against the question's own successful path (no LLM, no corpus)."""
+
+    name = "path-match"
+
+    def __call__(self, ex: QueryExample, path: list[Instruction]) -> float:
+        """See :func:`instruction_f1`."""
+        return instruction_f1(path, ex.own_path)
+
+
+class ProxyReward:
+    """Supporting-title recall and answer presence of the literally executed path (see the module docstring)."""
+
+    name = "proxy"
+
+    def __init__(self, retriever: Any, *, k: int = 5) -> None:
+        """``retriever`` is any :class:`~ragplan.tools.retrieval.Retriever` (a local index for training)."""
+        self.retriever, self.k = retriever, k
+        self._cache: dict[tuple[str, str], float] = {}
+        self._gold: dict[str, list[str]] = {}
+
+    def execute(self, path: list[Instruction]) -> tuple[set[str], str]:
+        """Run the path's actions: the page titles reached and everything observed (Finish arguments included)."""
+        store = ReActDocstore(self.retriever, k=self.k)
+        titles: set[str] = set()
+        seen: list[str] = []
+        for ins in path[:12]:
+            if ins.action == "Finish":
+                seen.append(ins.argument)
+                continue
+            r = store.execute(ins.action, ins.argument)
+            if r.title and ins.action == "Search":
+                titles.add(r.title)
+            seen.append(r.observation)
+        return titles, "\n".join(seen)
+
+    def _gold_titles(self, ex: QueryExample) -> list[str]:
+        if ex.supporting_titles:
+            return ex.supporting_titles
+        if ex.question not in self._gold:
+            self._gold[ex.question] = sorted(self.execute(ex.own_path)[0])
+        return self._gold[ex.question]
+
+    def __call__(self, ex: QueryExample, path: list[Instruction]) -> float:
+        """Mean of title recall and (span answers) answer presence."""
+        key = (ex.question, " → ".join(i.text for i in path))
+        if key not in self._cache:
+            titles, seen = self.execute(path)
+            gold = {t.casefold() for t in self._gold_titles(ex)}
+            terms = []
+            if gold:
+                terms.append(len(gold & {t.casefold() for t in titles}) / len(gold))
+            ans = normalize_answer(ex.answer)
+            if ans and ans not in ("yes", "no"):
+                terms.append(1.0 if ans in normalize_answer(seen) else 0.0)
+            self._cache[key] = float(np.mean(terms)) if terms else 0.0
+        return self._cache[key]
+
+
+class LLMF1Reward:
+    """The paper's reward: answer F1 of the planning loop run with the path (needs an LLM in ``ctx``)."""
+
+    name = "llm-f1"
+
+    def __init__(self, ctx: Any) -> None:
+        """``ctx`` is an :class:`~ragplan.state.instructrag.InstructRAGContext` with a model and a retriever."""
+        self.ctx = ctx
+        self._cache: dict[tuple[str, str], float] = {}
+        self._graph: Any = None
+        self.calls = 0
+        self.failures = 0
+        """Runs that raised (scored 0, not cached, so a later call tries again)."""
+        self.last_error = ""
+
+    def __call__(self, ex: QueryExample, path: list[Instruction]) -> float:
+        """F1 of the answer planned with ``path`` (0 when the run fails: an exception is counted in ``failures``)."""
+        key = (ex.question, " → ".join(i.text for i in path))
+        if key not in self._cache:
+            if self._graph is None:
+                from ragplan.graphs.instructrag import build_react
+
+                self._graph = build_react().compile(name="react")
+            self.calls += 1
+            try:
+                out = self._graph.invoke({"question": ex.question, "given_path": [i.text for i in path]}, context=self.ctx,
+                                         config={"recursion_limit": 4 * int(getattr(self.ctx, "max_steps", 7)) + 20})
+            except Exception as exc:  # an endpoint or graph failure costs this path its reward, not the training run
+                self.failures += 1
+                self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+                return 0.0
+            self._cache[key] = f1_score(str(out.get("answer") or ""), [ex.answer])
+        return self._cache[key]

@@ -1,0 +1,140 @@
+"""Path selection at run time: the instruction graph and agents loaded once per process, candidates, the pick.
+
+* :func:`load_parts` — the graph folder and the agents folder (with per-task adapted agents), and the
+  Sentence-BERT model the graph was built with; cached per (folders, model), reloaded when a folder's
+  files change.
+* :func:`graph_candidates` — the RL-Agent's K paths (or the threshold walk's: the ablation without
+  the RL-Agent);
+* :func:`stored_candidates` — the RAP-style baseline: the stored paths of the most similar past
+  questions, no graph walk;
+* :func:`ml_pick` — the ML-Agent's choice among candidates.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragplan.state.instructrag import PlannedPath
+from ragplan.methods.instructrag.graph import GRAPH_FILE, InstructionGraph, graph_embedder
+from ragplan.methods.instructrag.agents import load_agents
+from ragplan.methods.instructrag.ml_agent import MLAgent, path_backbone_vectors
+from ragplan.methods.instructrag.rl_agent import RLAgent, threshold_decider, traverse
+
+__all__ = ["PlannerParts", "load_parts", "graph_candidates", "stored_candidates", "ml_pick", "derived_from"]
+
+
+@dataclass
+class PlannerParts:
+    """A loaded instruction graph with its agents and embedder."""
+
+    graph: InstructionGraph
+    embedder: Any
+    agents_dir: str = ""
+    _agents: dict[str, tuple[RLAgent, MLAgent]] = field(default_factory=dict)
+    _known: dict[str, np.ndarray] | None = None
+
+    def agents(self, task: str = "", adapted: bool = True) -> tuple[RLAgent, MLAgent]:
+        """The RL-Agent and ML-Agent for ``task`` (its adapted pair when there is one and ``adapted``)."""
+        key = task if adapted else ""
+        if key not in self._agents:
+            if not self.agents_dir:
+                raise ValueError("no agents folder: set agents_dir (--agents DIR; train with `ragplan instructrag train`)")
+            self._agents[key] = load_agents(self.agents_dir, key)
+        return self._agents[key]
+
+    def known(self) -> dict[str, np.ndarray]:
+        """The graph's instruction vectors by text (built once)."""
+        if self._known is None:
+            self._known = self.graph.instruction_vectors()
+        return self._known
+
+    def vector(self, text: str) -> np.ndarray:
+        """The unit embedding of ``text``."""
+        return np.asarray(self.embedder.encode([text])[0], dtype=np.float32)
+
+
+_lock = threading.Lock()
+_parts: dict[tuple, PlannerParts] = {}
+
+
+def _stamp(folder: str) -> tuple:
+    p = Path(folder)
+    return tuple(sorted((f.name, f.stat().st_mtime_ns) for f in p.glob("*") if f.is_file())) if p.is_dir() else ()
+
+
+def load_parts(graph_dir: str, agents_dir: str = "", embedding_model: str = "") -> PlannerParts:
+    """The graph (and agents folder) by path, loaded once per process (ValueError naming what is missing)."""
+    if not graph_dir:
+        raise ValueError("no instruction graph: set instruction_graph_dir (--instruction-graph DIR; build one with "
+                         "`ragplan instructrag build-graph --paths FILE… --out DIR`)")
+    if not (Path(graph_dir) / GRAPH_FILE).is_file():
+        raise ValueError(f"no instruction graph at {graph_dir}; build one with `ragplan instructrag build-graph --paths FILE… "
+                         f"--out {graph_dir}`")
+    if agents_dir and not Path(agents_dir).is_dir():
+        raise ValueError(f"no agents folder at {agents_dir}; train the agents with `ragplan instructrag train`")
+    key = (str(Path(graph_dir).resolve()), str(Path(agents_dir).resolve()) if agents_dir else "", embedding_model,
+           _stamp(graph_dir), _stamp(agents_dir) if agents_dir else ())
+    with _lock:
+        if key not in _parts:
+            graph = InstructionGraph.load(graph_dir)
+            _parts[key] = PlannerParts(graph, graph_embedder(graph, embedding_model, where=graph_dir), agents_dir)
+        return _parts[key]
+
+
+def derived_from(g: InstructionGraph, instruction_ids: list[int]) -> list[str]:
+    """The past questions whose stored paths the chosen instructions come from, in path order, each once.
+
+    These are the paths a walk combined (the paper's "Derived from combining tasks: …"); the questions an
+    edge merely recorded are not listed.
+    """
+    out: list[str] = []
+    for iid in instruction_ids:
+        text = g.questions[int(g.paths[int(g.instructions[iid]["path"])]["question"])]["text"]
+        if text not in out:
+            out.append(text)
+    return out
+
+
+def graph_candidates(parts: PlannerParts, question: str, task: str, *, mode: str = "rl_agent", k: int = 3,
+                     threshold: float = 0.4, max_len: int = 8, adapted: bool = True) -> list[PlannedPath]:
+    """K candidate paths from a walk of the graph: the RL-Agent's (``rl_agent``) or the threshold rule's (``threshold``)."""
+    g = parts.graph
+    qvec = parts.vector(question)
+    if mode == "threshold":
+        res = traverse(g, qvec, threshold_decider(threshold), k=k, max_len=max_len)
+    else:
+        rl, _ = parts.agents(task, adapted)
+        res = traverse(g, qvec, rl.greedy(), k=k, start_nodes=rl.start_nodes, max_len=max_len)
+    return [PlannedPath(instructions=[g.instructions[i]["text"] for i in p], source=mode, nodes=list(nodes),
+                        derived_from=derived_from(g, p)) for p, nodes in zip(res.paths, res.path_nodes)]
+
+
+def stored_candidates(parts: PlannerParts, question: str, k: int = 3) -> list[PlannedPath]:
+    """RAP-style: the stored paths of the ``k`` past questions most similar to ``question`` (the graph's whole store)."""
+    g = parts.graph
+    if not len(g.qvectors):
+        return []
+    sims = g.qvectors @ parts.vector(question)
+    out: list[PlannedPath] = []
+    for qi in np.argsort(-sims, kind="stable"):
+        pid = int(g.questions[int(qi)]["path"])  # noisy paths included: RAP's store holds them too (Table 4)
+        out.append(PlannedPath(instructions=[g.instructions[i]["text"] for i in g.paths[pid]["instructions"]], source="stored",
+                               derived_from=[g.questions[int(qi)]["text"]], score=round(float(sims[int(qi)]), 4)))
+        if len(out) >= k:
+            break
+    return out
+
+
+def ml_pick(parts: PlannerParts, question: str, task: str, candidates: list[PlannedPath], adapted: bool = True) -> tuple[int, list[float]]:
+    """The ML-Agent's pick among ``candidates`` (index, cosine per candidate); -1 when there are none."""
+    if not candidates:
+        return -1, []
+    _, ml = parts.agents(task, adapted)
+    pv = path_backbone_vectors([c.instructions for c in candidates], parts.embedder, parts.known())
+    scores = ml.scores(parts.vector(question), pv)
+    return int(np.argmax(scores)), [round(float(s), 4) for s in scores]

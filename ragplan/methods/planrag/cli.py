@@ -1,0 +1,159 @@
+"""``ragplan dqa verify | solve | generate``: the DQA benchmark without an LLM."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from typing import Any
+
+__all__ = ["add_dqa_parser", "run_dqa"]
+
+
+def add_dqa_parser(sub: Any) -> None:
+    """Register ``ragplan dqa …`` on the top-level subparsers."""
+    dqa = sub.add_parser("dqa", help="DQA benchmark: verify gold answers, solve a question, generate scenarios",
+                         description="Decision QA (PlanRAG's benchmark) with ragplan's exact simulators; no LLM involved.")
+    dsub = dqa.add_subparsers(dest="dqa_command", metavar="SUBCOMMAND", required=True)
+    v = dsub.add_parser("verify", help="compare the simulator's best decision with every gold answer of a clone "
+                                       "(exit 2 when a question's script does not load)")
+    v.add_argument("--data", required=True, metavar="CLONE", help="a clone of the DQA repository (or its data/ folder)")
+    v.add_argument("--scenario", required=True, choices=["locating", "building"])
+    v.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N questions")
+    v.add_argument("--json", action="store_true", help="one JSON object per question (the last line stays `agree N/M`)")
+    s = dsub.add_parser("solve", help="the best decision and the ranking of all options of one question")
+    s.add_argument("--data", required=True, metavar="CLONE")
+    s.add_argument("--scenario", required=True, choices=["locating", "building"])
+    s.add_argument("--question-num", required=True, type=int, metavar="N")
+    s.add_argument("--json", action="store_true")
+    g = dsub.add_parser("generate", help="write small synthetic DQA-style scenarios with simulated gold answers")
+    g.add_argument("--scenario", required=True, choices=["locating", "building"])
+    g.add_argument("--out", required=True, metavar="DIR")
+    g.add_argument("--n", type=int, default=10, metavar="K",
+                   help="number of questions (locating at size small: at most 42, one per country and home node; "
+                        "more is refused with the maximum)")
+    g.add_argument("--seed", type=int, default=0, metavar="S")
+    g.add_argument("--size", choices=["small", "official"], default="small",
+                   help="small (a handful of nodes) or official (DQA's sizes, for benchmarks)")
+
+
+def _subset(q: Any) -> str:
+    return str(q.year) if q.year is not None else "-"
+
+
+def _same(gold: str, best: str | None) -> bool:
+    return best is not None and gold.strip().strip('"').lower() == best.strip().lower()
+
+
+def run_dqa(args: argparse.Namespace) -> int:
+    """Dispatch a ``ragplan dqa`` subcommand."""
+    from ragplan.methods.planrag.data import DQAError
+    from ragplan.tools.graphdb.script import ScriptError
+
+    if getattr(args, "limit", None) is not None and args.limit < 0:
+        print("error: --limit must be 0 or more", file=sys.stderr)
+        return 2
+    try:
+        if args.dqa_command == "verify":
+            return _verify(args)
+        if args.dqa_command == "solve":
+            return _solve(args)
+        return _generate(args)
+    except (DQAError, ScriptError, ValueError) as exc:  # a clone, script or question that cannot be used
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from ragplan.methods.planrag.data import load_questions
+    from ragplan.methods.planrag.grade import best_decision
+
+    questions = load_questions(args.data, args.scenario)[: args.limit]
+    stats: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    agree = 0
+    for q in questions:
+        row: dict[str, Any] = {"question_num": q.num, "subset": _subset(q), "gold": q.answer}
+        try:
+            best = best_decision(q)
+            row.update(simulated=best, agree=_same(q.answer, best))
+        except Exception as exc:  # a bad script is one recorded failure, never the end of the run
+            row.update(simulated=None, agree=False, error=f"{type(exc).__name__}: {exc}")
+        st = stats[row["subset"]]
+        st[0] += 1
+        st[1] += int(row["agree"])
+        st[2] += int("error" in row)
+        agree += int(row["agree"])
+        if args.json:
+            print(json.dumps(row, ensure_ascii=False))
+        elif not row["agree"]:
+            print(f"q{q.num}: gold {q.answer!r}, simulator {row['simulated']!r}"
+                  + (f"  ({row['error']})" if "error" in row else ""), file=sys.stderr)
+    if not args.json:
+        print(f"{args.scenario} — agreement of the simulator with the gold answers")
+        print(f"{'year':<8} {'questions':>9} {'agree':>6} {'errors':>6} {'rate':>7}")
+        for key in sorted(stats):
+            n, a, e = stats[key]
+            print(f"{key:<8} {n:>9} {a:>6} {e:>6} {a / n:>7.1%}")
+        tot_e = sum(v[2] for v in stats.values())
+        print(f"{'all':<8} {len(questions):>9} {agree:>6} {tot_e:>6} {agree / max(1, len(questions)):>7.1%}")
+    print(f"agree {agree}/{len(questions)}")
+    failed = sum(v[2] for v in stats.values())
+    if failed:  # a script that does not load is an error of the clone, not a disagreement: exit 2
+        print(f"error: {failed} question(s) could not be simulated (their lines above name the file and line)",
+              file=sys.stderr)
+        return 2
+    return 0
+
+
+def _solve(args: argparse.Namespace) -> int:
+    from ragplan.methods.planrag.data import DQAError, load_questions
+    from ragplan.methods.planrag.grade import solve_question
+    from ragplan.methods.planrag.locating import LocatingSolution
+
+    qs = [q for q in load_questions(args.data, args.scenario) if q.num == args.question_num]
+    if not qs:
+        raise DQAError(f"no {args.scenario} question number {args.question_num}")
+    q = qs[0]
+    sol = solve_question(q)
+    if isinstance(sol, LocatingSolution):
+        ranked: list[dict[str, Any]] = [{"node": o.node, "profit": round(o.profit, 6), "change_pct": round(o.change_pct, 4),
+                   "has_presence": o.has_presence} for o in sol.ranked()]
+        head = {"question_num": q.num, "country": q.country, "home": q.home, "best": sol.best, "gold": q.answer,
+                "profit_without_merchant": round(sol.baseline_profit, 6)}
+    else:
+        ranked = [{"building_id": o.building_id, "name": o.building_name, "price": round(o.price, 6),
+                   "change_pct": round(o.change_pct, 4)} for o in sol.ranked()]
+        head = {"question_num": q.num, "country": q.country, "goods": sol.goods,
+                "best": None if sol.best is None else str(sol.best), "gold": q.answer,
+                "price_in_script": round(sol.script_price, 6)}
+    if args.json:
+        print(json.dumps({**head, "options": ranked}, ensure_ascii=False))
+        return 0
+    print(f"{args.scenario} question {q.num} ({q.country}{', home ' + q.home if q.home else ', goods ' + q.goods})")
+    print(f"best decision: {sol.best}   gold answer: {q.answer}")
+    if isinstance(sol, LocatingSolution):
+        print(f"profit at {q.home} without the merchant: {sol.baseline_profit:.4f}")
+        print(f"{'rank':>4}  {'trade node':<28} {'profit':>10} {'change':>9}  presence")
+        for i, o in enumerate(ranked, 1):
+            print(f"{i:>4}  {o['node']:<28} {o['profit']:>10.4f} {o['change_pct']:>+8.2f}%  {'yes' if o['has_presence'] else 'no'}")
+    else:
+        print(f"price of {sol.goods} in the script: {sol.script_price:.4f}")
+        print(f"{'rank':>4}  {'building id':>11}  {'name':<40} {'price':>10} {'change':>9}")
+        for i, o in enumerate(ranked, 1):
+            print(f"{i:>4}  {o['building_id']:>11}  {o['name'][:40]:<40} {o['price']:>10.4f} {o['change_pct']:>+8.2f}%")
+    return 0
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from ragplan.methods.planrag.generate import generate_clone
+
+    qs = generate_clone(args.out, args.scenario, args.n, seed=args.seed, size=args.size)
+    scripts = len({q["target_gdb"] for q in qs})
+    print(f"wrote {len(qs)} {args.scenario} questions and {scripts} scripts under {args.out}/data/{args.scenario}")
+    return 0
+
+
+#: The sub-command interface of ragplan.cli (COMMAND_MODULES).
+add_parser = add_dqa_parser
+run = run_dqa

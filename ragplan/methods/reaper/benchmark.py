@@ -1,0 +1,328 @@
+"""The ``reaper-retail`` benchmark: REAPER retrieval plans graded against the retail gold set (paper Table 1).
+
+``data`` is a shop directory (its gold set ``goldset.jsonl`` is read, or generated there with
+:func:`ragplan.methods.reaper.goldset.generate_goldset` when missing) or a gold-set JSONL file (the shop is
+the file's folder when that holds a shop). Each item's text is the paper's input block::
+
+    Context: {"product_id": "…", "product_title": "…", "history": [], "date": "2026-11-22"}
+    Question: "does it come in red?"
+
+and its ``context`` settings carry ``shop_dir`` (for executing plans), ``meta`` the category, split,
+gold tool sequence and the page context.
+
+:meth:`ReaperBenchmark.grade` reads the graph's output with :func:`predicted_plans`: a failed run
+(LLM error, crash, empty output) has no plan; a plan the graph left invalid after its repair round is
+invalid; otherwise the typed ``plan`` (agent_planner: its executed tool calls) is the prediction.
+Each is scored with :func:`ragplan.methods.reaper.metrics.score_plan` (failed and invalid predictions are
+wrong on every metric, never "no retrieval"), twice: the **final plan** (``tool_accuracy``,
+``argument_accuracy``, ``plan_valid``, ``correct``) and the **first planner call** — the paper's
+one-call setting — (``tool_accuracy_first_call``, ``argument_accuracy_first_call``,
+``plan_valid_first_call``, ``correct_first_call``; the whole score in ``first_call``). The report
+prints the paper's Table 1 for both (:func:`ragplan.methods.reaper.metrics.aggregate`).
+
+Options: ``limit``, ``split`` (``test`` default, ``train`` or ``all``), ``year`` (ignored), and ``remove_tool``
+(one tool or several, comma-separated): the paper's instruction-following experiment (Table 2). The tool is
+taken out of the planner's registry (its tool list, its examples and the validator: the run's
+``removed_tools`` setting) and every plan is scored ``instruction_following`` = 0 when it still uses a
+removed tool, 1 otherwise (``None`` for a failed run, which has no plan); its mean is the paper's score,
+1 − the share of plans that use the removed tool. ``instruction_following_first_call`` is the same for the
+first planner call (the paper's one-call setting).
+
+:meth:`ReaperBenchmark.compare` is the ``ragplan eval report`` hook: reaper, agent_planner and
+classifier_planner runs side by side in the shape of the paper's Table 1.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ragplan.eval.benchmark import ComparedRun, Item
+from ragplan.methods.reaper.goldset import GoldExample, generate_goldset, load_goldset, write_goldset
+from ragplan.methods.reaper.tables import instruction_following, instruction_following_table, table_one
+from ragplan.methods.reaper.metrics import aggregate, default_registry, render_comparison, render_table, score_plan
+from ragplan.methods.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan, as_steps, format_plan, parse_plan
+from ragplan.state.reaper import FINISHED
+
+__all__ = ["ReaperBenchmark", "GOLDSET_FILE", "PredictedPlan", "input_text", "plan_from_output", "predicted_plans"]
+
+GOLDSET_FILE = "goldset.jsonl"
+_OPTIONS = ("limit", "year", "split", "remove_tool")
+_SPLITS = ("test", "train", "all")
+
+
+def input_text(question: str, context: dict[str, Any]) -> str:
+    """The planner input of the paper: ``Context: {json}`` then ``Question: "…"``."""
+    return f"Context: {json.dumps(context, ensure_ascii=False)}\nQuestion: {json.dumps(question, ensure_ascii=False)}"
+
+
+def _arg(v: Any) -> PlanArg:
+    if isinstance(v, PlanArg):
+        return v
+    if isinstance(v, dict) and v.get("kind") in ("literal", "ref", "template"):
+        return PlanArg.model_validate(v)
+    return PlanArg.from_string(v) if isinstance(v, str) else PlanArg(kind="literal", value=v)
+
+
+def _loose_step(k: int, s: Any) -> PlanStep:
+    """A step from a plain ``{tool, args, kwargs}`` dict with raw values (hand-written outputs)."""
+    s = dict(s)
+    return PlanStep(index=int(s.get("index") or k), purpose=str(s.get("purpose") or ""),
+                    evidence_var=str(s.get("evidence_var") or f"E{k}").lstrip("#"), tool=str(s["tool"]),
+                    args=[_arg(a) for a in s.get("args") or []],
+                    kwargs={str(n): _arg(a) for n, a in (s.get("kwargs") or {}).items()})
+
+
+def _steps(value: Any) -> RetrievalPlan:
+    """Typed steps (PlanStep objects or dumps), else plain step dicts; ValueError when neither."""
+    try:
+        return RetrievalPlan(steps=as_steps(value))
+    except ValidationError:
+        pass
+    if not isinstance(value, list):
+        raise ValueError(f"a plan must be a list of steps, not {type(value).__name__}")
+    try:
+        return RetrievalPlan(steps=[_loose_step(k, s) for k, s in enumerate(value, 1)])
+    except (KeyError, TypeError, ValueError, AttributeError, ValidationError) as exc:
+        raise ValueError(f"unreadable plan steps: {type(exc).__name__}: {exc}") from None
+
+
+def _plan_from_evidence(evidence: list[Any]) -> RetrievalPlan:
+    """The tool calls of an output's evidence, in call order, with their arguments by name, as plan steps
+    (for outputs that carry no ``plan``, e.g. agent_planner runs recorded before it kept one)."""
+    calls = [e if isinstance(e, dict) else e.model_dump() for e in evidence]
+    calls = [e for e in calls if e.get("status") != "skipped"]  # the list is in call order (agent_planner appends)
+    return RetrievalPlan(steps=[
+        PlanStep(index=k, evidence_var=f"E{k}", tool=str(e["tool"]),
+                 kwargs={str(n): PlanArg(kind="literal", value=v) for n, v in (e.get("args") or {}).items()})
+        for k, e in enumerate(calls, 1)])
+
+
+@dataclass
+class PredictedPlan:
+    """What a graph's output says about one plan: its status, its steps and why it is not valid."""
+
+    status: str
+    """valid (as far as the output says: the scorer still checks it), invalid or failed."""
+    plan: RetrievalPlan = field(default_factory=RetrievalPlan)
+    errors: list[str] = field(default_factory=list)
+    latency_s: float | None = None
+
+
+def _failure(output: Any) -> str | None:
+    """Why an output is a failed run (None when the run finished)."""
+    if not isinstance(output, dict) or not output:
+        return "empty output: the run produced nothing to grade"
+    if output.get("error"):
+        return f"the run failed: {output['error']}"
+    stop = output.get("stop_reason")
+    if stop not in FINISHED:
+        return f"the run did not finish (stop_reason {stop!r})"
+    return None
+
+
+def _from_call(call: Any) -> PredictedPlan:
+    c = PlanCall.model_validate(call)
+    return PredictedPlan("valid" if c.valid else "invalid", c.plan, [str(e) for e in c.errors], c.latency_s)
+
+
+def predicted_plans(output: Any) -> tuple[PredictedPlan, PredictedPlan]:
+    """(first planner call, final plan) of a REAPER-family graph's output (or a run record).
+
+    * a failed run (empty output, a recorded error, a stop reason other than answered / invalid_plan /
+      max_steps) has no plan: both are ``failed``;
+    * the final plan is the typed ``plan`` (the agent's executed tool calls, in call order); an output
+      without ``plan`` is read from its last planner call, its ``plan_text`` or else its evidence (the
+      tool calls in call order, with their arguments); an output with none of these is ``failed``;
+      the plan is ``invalid`` when the graph recorded plan errors, stopped with ``invalid_plan`` or its
+      last planner call was invalid;
+    * the first call is ``plan_calls[0]`` (REAPER's first planner call, the classifier's one plan);
+      without plan calls (agent_planner, which has no repair round) it is the final plan.
+    """
+    why = _failure(output)
+    if why is not None:
+        return PredictedPlan("failed", errors=[why]), PredictedPlan("failed", errors=[why])
+    calls = output.get("plan_calls") or []
+    try:
+        first = _from_call(calls[0]) if calls else None
+        last = _from_call(calls[-1]) if calls else None
+    except ValidationError as exc:
+        bad = PredictedPlan("invalid", errors=[f"unreadable plan_calls: {exc.error_count()} problems"])
+        return bad, bad
+    errors = [str(e) for e in output.get("plan_errors") or []]
+    invalid = bool(errors) or output.get("stop_reason") == "invalid_plan" or (last is not None and last.status != "valid")
+    if invalid:
+        final = PredictedPlan("invalid", last.plan if last is not None else RetrievalPlan(),
+                              errors or (last.errors if last is not None else []) or ["the plan is invalid"])
+    elif output.get("plan") is not None:
+        try:
+            final = PredictedPlan("valid", _steps(output["plan"]))
+        except ValueError as exc:
+            final = PredictedPlan("invalid", errors=[str(exc)])
+    elif last is not None:
+        final = PredictedPlan("valid", last.plan)
+    elif isinstance(output.get("plan_text"), str):
+        parsed = parse_plan(output["plan_text"])
+        final = PredictedPlan("invalid" if parsed.errors else "valid", parsed.plan, [str(e) for e in parsed.errors])
+    elif output.get("evidence"):
+        try:
+            final = PredictedPlan("valid", _plan_from_evidence(output["evidence"]))
+        except (KeyError, TypeError, ValueError, AttributeError, ValidationError) as exc:
+            final = PredictedPlan("invalid", errors=[f"unreadable evidence: {type(exc).__name__}: {exc}"])
+    else:  # a finished run says what it planned, if only an empty plan: nothing at all is not "no retrieval"
+        why = "the output holds no plan (no plan, plan_calls, plan_text or evidence)"
+        return PredictedPlan("failed", errors=[why]), PredictedPlan("failed", errors=[why])
+    final.latency_s = output.get("planner_latency_s") if isinstance(output.get("planner_latency_s"), (int, float)) else None
+    return (first if first is not None else final), final
+
+
+def plan_from_output(output: Any) -> RetrievalPlan:
+    """The predicted (final) plan's steps of an output; an empty plan when it has none (see :func:`predicted_plans`)."""
+    return predicted_plans(output)[1].plan
+
+
+@dataclass
+class ReaperBenchmark:
+    """The retail gold set as a runner benchmark (see the module docstring)."""
+
+    data: str
+    limit: int | None = None
+    year: int | None = None
+    """Ignored (the runner passes it to every benchmark)."""
+    split: str = "test"
+    remove_tool: str = ""
+    """Tools taken out of the planner's registry (comma-separated; the instruction-following experiment)."""
+    name: str = "reaper-retail"
+    group_by: tuple[str, ...] = ("category",)
+    plot_metrics: tuple[str, ...] = ("accuracy", "tool_accuracy", "argument_accuracy")
+    _cache: list[GoldExample] | None = field(default=None, init=False, repr=False, compare=False)
+    _registry: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.split not in _SPLITS:
+            raise ValueError(f"reaper-retail split must be one of {', '.join(_SPLITS)}, got {self.split!r}")
+        known = default_registry().names()
+        unknown = [t for t in self.removed if t not in known]
+        if unknown:
+            raise ValueError(f"reaper-retail remove_tool: {', '.join(unknown)} is not a retail tool; tools: {', '.join(known)}")
+
+    @property
+    def removed(self) -> list[str]:
+        """The removed tools, in the order given."""
+        return [t.strip() for t in str(self.remove_tool or "").split(",") if t.strip()]
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The record fields every summary table averages (instruction following only with ``remove_tool``)."""
+        base = ("tool_accuracy", "argument_accuracy", "plan_valid", "tool_accuracy_first_call",
+                "argument_accuracy_first_call", "plan_valid_first_call")
+        return base + (("instruction_following", "instruction_following_first_call") if self.removed else ())
+
+    @property
+    def goldset_path(self) -> Path:
+        """The gold-set file this benchmark reads."""
+        p = Path(self.data)
+        return p / GOLDSET_FILE if p.is_dir() else p
+
+    @property
+    def shop_dir(self) -> str:
+        """The shop the questions are about ("" when the gold-set file is not inside a shop)."""
+        p = Path(self.data)
+        root = p if p.is_dir() else p.parent
+        return str(root.resolve()) if (root / "meta.json").is_file() else ""
+
+    def examples(self) -> list[GoldExample]:
+        """The gold examples of the split, after ``limit`` (generating the shop's gold set when missing)."""
+        if self._cache is None:
+            path = self.goldset_path
+            if not path.is_file():
+                if not Path(self.data).is_dir():
+                    raise FileNotFoundError(f"no gold set at {path} (give a shop directory or a gold-set JSONL file)")
+                write_goldset(path, generate_goldset(self.data))
+            exs = [e for e in load_goldset(path) if self.split == "all" or e.split == self.split]
+            self._cache = exs[: self.limit] if self.limit else exs
+        return self._cache
+
+    def items(self) -> list[Item]:
+        """One item per gold question: the question, its page context as a graph input, the gold plan as gold."""
+        shop = self.shop_dir
+        out = []
+        for e in self.examples():
+            meta = {"category": e.category, "split": e.split, "gold_sequence": " > ".join(e.tool_sequence) or "none",
+                    "page_context": e.context, "raw_question": e.question, "_gold_plan": e.gold_plan}
+            # the graph gets the question and its page context as separate inputs (the planner prompt
+            # writes them in the paper's `Context: … Question: …` form itself)
+            ctx = {**({"shop_dir": shop} if shop else {}), **({"removed_tools": ",".join(self.removed)} if self.removed else {})}
+            out.append(Item(e.id, e.question, e.gold_plan, ctx, meta, inputs={"page_context": e.context}))
+        return out
+
+    def report(self, records: list[dict[str, Any]]) -> str:
+        """The paper's Table 1 twice: for the first planner call (the paper's one-call setting) and for the
+        final plan after the repair round — side by side, then the per-class P/R/F1 tables."""
+        first = aggregate([r.get("first_call") or r for r in records], latency_key="planner_latency_s")
+        final = aggregate(records, latency_key="planner_latency_s")
+        parts = [render_comparison({"first planner call": first, "after the repair round": final},
+                                   title="REAPER plan metrics (paper Table 1)"),
+                 render_table(first, title="REAPER plan metrics — first planner call (the paper's one-call setting)"),
+                 render_table(final, title="REAPER plan metrics — final plan, after the repair round")]
+        if self.removed:
+            parts.append(instruction_following_table(records, self.removed))
+        return "\n\n".join(parts)
+
+    def compare(self, runs: list[ComparedRun]) -> str:
+        """``ragplan eval report``: the runs side by side in the shape of the paper's Table 1 (see
+        :func:`ragplan.methods.reaper.tables.table_one`)."""
+        return table_one(runs)
+
+    def _score(self, item: Item, pred: PredictedPlan) -> dict[str, Any]:
+        today = (item.meta.get("page_context") or {}).get("date") or None
+        s = score_plan(pred.plan, item.meta.get("_gold_plan", item.gold), self._registry, status=pred.status,
+                       errors=pred.errors, today=today)
+        return {**s.to_dict(), "tool_accuracy": float(s.tools_correct),
+                "argument_accuracy": None if s.args_correct is None else float(s.args_correct),
+                "plan_valid": float(s.valid), "errors": s.errors[:10], "pred_plan": format_plan(pred.plan),
+                "planner_latency_s": pred.latency_s}
+
+    def grade(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
+        """Tool/argument correctness and validity of the final plan and of the first planner call.
+
+        ``correct`` is a valid plan with the tool sequence right and the scored arguments right;
+        ``chosen`` the predicted tool sequence (``invalid`` / ``failed`` when there is no valid plan).
+        ``argument_accuracy`` is None on questions whose arguments are not scored (see
+        :mod:`ragplan.methods.reaper.metrics`). The ``*_first_call`` metrics and ``first_call`` hold the same
+        for the first planner call.
+        """
+        if self._registry is None:
+            self._registry = default_registry()
+        first, final = predicted_plans(output)
+        f, g = self._score(item, first), self._score(item, final)
+        chosen = (" > ".join(g["pred_tools"]) or "none") if g["valid"] else g["status"]
+        follow: dict[str, Any] = {}
+        if self.removed:
+            follow = {"removed_tools": self.removed,
+                      "instruction_following": instruction_following(g, self.removed),
+                      "instruction_following_first_call": instruction_following(f, self.removed)}
+        return {**follow, "correct": g["correct"], "chosen": chosen, "plan_status": g["status"],
+                "tool_accuracy": g["tool_accuracy"], "argument_accuracy": g["argument_accuracy"],
+                "plan_valid": g["plan_valid"],
+                "tool_accuracy_first_call": f["tool_accuracy"], "argument_accuracy_first_call": f["argument_accuracy"],
+                "plan_valid_first_call": f["plan_valid"], "correct_first_call": f["correct"],
+                "tools_correct": g["tools_correct"], "args_correct": g["args_correct"], "valid": g["valid"],
+                "pred_tools": g["pred_tools"], "pred_classes": g["pred_classes"], "gold_tools": g["gold_tools"],
+                "args_matched": g["args_matched"], "args_scored": g["args_scored"], "pred_errors": g["errors"],
+                "pred_plan": g["pred_plan"], "first_call": f}
+
+
+def _factory(data: str, **options: Any) -> ReaperBenchmark:
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise ValueError(f"benchmark 'reaper-retail' has no option {', '.join(unknown)}; options: {', '.join(_OPTIONS)}")
+    return ReaperBenchmark(str(data), **options)
+
+
+#: Benchmark name -> factory, for :mod:`ragplan.eval.registry`.
+BENCHMARKS = {"reaper-retail": _factory}

@@ -1,0 +1,278 @@
+"""REAPER training data (paper §4.1–4.2): seed examples, TEvo and DQS.
+
+* :func:`build_planner_prompt` / :func:`build_planner_messages` — the planner prompt, re-exported from
+  beside its node (:mod:`ragplan.nodes.reaper.planner_prompt`): training and run time share one form.
+* :func:`load_seed_examples` — the human-written pool (JSONL ``{query, context, plan}``), each plan
+  parsed and checked against the tool registry; problems are reported as ``file:line: message``.
+* :func:`evolve_tools` / :func:`rename_plan` (TEvo) — a prompt that reads differently but keeps the
+  target plan: tool-name variants renamed in the prompt *and* the target, description paraphrases,
+  the needed tools plus a random subset of the others, shuffled, with resampled in-context examples.
+* :func:`diverse_query_sample` (DQS) — Sentence-BERT similarity of a large query pool to the
+  initial pool; the most- and least-similar extremes dropped; the rest sampled to the initial size.
+
+The SFT records (the primary task and TTG's seven secondary tasks) are written by
+:mod:`ragplan.methods.reaper.sft`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ragplan.nodes.reaper.planner_prompt import (NO_RETRIEVAL, ROLE, SYSTEM_INSTRUCTION, build_planner_messages,
+                                                build_planner_prompt, format_example, format_input, plan_text, tool_block)
+from ragplan.jsonl import read_jsonl_objects
+from ragplan.methods.reaper.plan import RetrievalPlan, parse_plan
+from ragplan.tools.registry import ToolRegistry, ToolSpec
+
+__all__ = ["ROLE", "SYSTEM_INSTRUCTION", "NO_RETRIEVAL", "DESCRIPTION_PARAPHRASES", "DatagenError", "SeedExample",
+           "ToolView", "sample_examples", "build_planner_prompt", "build_planner_messages", "format_input", "format_example",
+           "plan_text", "load_seed_examples", "load_query_pool", "evolve_tools", "rename_plan", "template_variants",
+           "diverse_query_sample", "tool_block"]
+
+DESCRIPTION_PARAPHRASES: dict[str, list[str]] = {
+    "prod_search": [
+        "Searches the catalogue for items that fit what the customer is shopping for and returns the top hits "
+        "(id, title, price, rating). Good for requests for options, ideas or recommendations.",
+        "Finds products for a free-text need such as 'waterproof hiking boots'; gives back the best-matching "
+        "product ids with their titles, prices and star ratings.",
+        "Product finder: turns a short description of a wanted item into a ranked list of matching products.",
+    ],
+    "prod_qna": [
+        "Answers one question about one product, using its attributes, seller Q&A and description. Give it the "
+        "product id and the question.",
+        "Looks up facts about a single item (size, material, compatibility, ingredients, ...) relevant to a "
+        "question. Inputs: product id, question.",
+        "Product fact lookup: returns the attribute values and text snippets of the given product that best "
+        "answer the question asked about it.",
+    ],
+    "review_summary": [
+        "Condenses the customer reviews of one product: mean rating, the star distribution and the most "
+        "frequent praise and complaints. Takes the product id.",
+        "Tells what buyers think of a product, from its reviews (ratings, recurring pros and cons). Input: the "
+        "product id.",
+    ],
+    "shipment_status": [
+        "Looks up the customer's own orders and where they are: carrier, expected and actual delivery. Narrow it "
+        "down by product keywords, a delivery date range (e.g. from date_math), or both.",
+        "Order tracker: returns the customer's matching orders with their delivery status; filters are words "
+        "from the item name and an expected-delivery window.",
+    ],
+    "customer_support": [
+        "Finds help-centre articles on store policies and procedures, such as returns, refunds, cancellations, "
+        "subscriptions, payment, warranty, shipping and account settings.",
+        "Answers 'how do I ...' and policy questions from the shop's help pages. Input: the support question.",
+    ],
+    "date_math": [
+        "Converts a relative time phrase ('yesterday', 'next week', 'in 2 days') into a concrete date range other "
+        "tools accept; with operation='format_date_time' and a strftime fmt it prints a date or delivery time.",
+        "Date helper: resolves phrases like 'tomorrow' to a date range relative to today, or formats a datetime "
+        "from an earlier step.",
+    ],
+    "compatible_products": [
+        "Given a base product and a product type, lists items of that type that fit the base product, such as "
+        "a case for a phone or cartridges for a printer.",
+        "Accessory matcher: returns products of the requested kind that are compatible with the given product id.",
+    ],
+}
+
+
+class DatagenError(ValueError):
+    """A seed or query file cannot be used; the message starts with ``file:line:``."""
+
+
+@dataclass(frozen=True)
+class SeedExample:
+    """One annotated example: a customer query with its page context and target plan."""
+
+    source_id: str
+    query: str
+    context: dict[str, Any]
+    plan: RetrievalPlan
+    line: int = 0
+
+    def tools(self) -> list[str]:
+        return list(dict.fromkeys(self.plan.tools()))
+
+
+# ---------------------------------------------------------------------------------------------- loading
+
+
+def _check_row(path: Any, n: int, row: dict[str, Any], need_plan: bool) -> None:
+    if not isinstance(row.get("query"), str) or not row["query"].strip():
+        raise DatagenError(f"{path}:{n}: 'query' must be a non-empty string")
+    if not isinstance(row.get("context", {}), dict):
+        raise DatagenError(f"{path}:{n}: 'context' must be a JSON object")
+    if need_plan and not isinstance(row.get("plan"), str):
+        raise DatagenError(f"{path}:{n}: 'plan' must be a string with the plan text")
+
+
+def _parse_checked(path: Any, n: int, text: str, registry: ToolRegistry | None) -> RetrievalPlan:
+    res = parse_plan(text)
+    if res.errors:
+        raise DatagenError(f"{path}:{n}: plan {res.errors[0]}")
+    if registry is not None:
+        from ragplan.methods.reaper.validate import check_plan
+
+        errs = check_plan(res.plan, registry)
+        if errs:
+            raise DatagenError(f"{path}:{n}: plan {errs[0]}")
+    return res.plan
+
+
+def load_seed_examples(path: str | Path, registry: ToolRegistry | None = None) -> list[SeedExample]:
+    """The seed pool: every line ``{query, context, plan}`` (optional ``id``), each plan parsed and validated."""
+    out = []
+    for n, row in read_jsonl_objects(path, DatagenError):
+        _check_row(path, n, row, need_plan=True)
+        plan = _parse_checked(path, n, row["plan"], registry)
+        out.append(SeedExample(str(row.get("id", f"seed-{n}")), row["query"].strip(), dict(row.get("context") or {}),
+                               plan, n))
+    if not out:
+        raise DatagenError(f"{path}: no examples")
+    return out
+
+
+def load_query_pool(path: str | Path, registry: ToolRegistry | None = None) -> list[dict[str, Any]]:
+    """The large pool: lines ``{query, context?, plan?, id?}``; plans, when present, are parsed and validated."""
+    out = []
+    for n, row in read_jsonl_objects(path, DatagenError):
+        _check_row(path, n, row, need_plan=False)
+        plan = None
+        if row.get("plan") is not None:
+            if not isinstance(row["plan"], str):
+                raise DatagenError(f"{path}:{n}: 'plan' must be a string with the plan text")
+            plan = _parse_checked(path, n, row["plan"], registry)
+        out.append({"id": str(row.get("id", f"query-{n}")), "query": row["query"].strip(),
+                    "context": dict(row.get("context") or {}), "plan": plan})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- TEvo
+
+@dataclass
+class ToolView:
+    """One TEvo rendering of the tools: the specs shown (renamed, paraphrased, in order) and the renaming."""
+
+    specs: list[ToolSpec]
+    mapping: dict[str, str] = field(default_factory=dict)
+    """Original tool name -> the name shown (every tool of the registry, shown or not)."""
+
+    def names(self) -> list[str]:
+        return [s.name for s in self.specs]
+
+    def rename(self, plan: RetrievalPlan) -> RetrievalPlan:
+        return rename_plan(plan, self.mapping)
+
+
+def _rename_text(text: str, mapping: dict[str, str]) -> str:
+    if not mapping:
+        return text
+    pat = re.compile(r"(?<![\w.])(" + "|".join(re.escape(k) for k in sorted(mapping, key=len, reverse=True)) + r")(?!\w)")
+    return pat.sub(lambda m: mapping[m.group(1)], text)
+
+
+def rename_plan(plan: RetrievalPlan, mapping: dict[str, str]) -> RetrievalPlan:
+    """``plan`` with every tool renamed by ``mapping`` (also where a purpose names a tool)."""
+    steps = [s.model_copy(update={"tool": mapping.get(s.tool, s.tool), "purpose": _rename_text(s.purpose, mapping)})
+             for s in plan.steps]
+    return RetrievalPlan(steps=steps)
+
+
+def evolve_tools(registry: ToolRegistry, needed: Iterable[str], rng: random.Random, *, rename_prob: float = 0.5,
+                 paraphrase_prob: float = 0.7, keep_all: bool = False) -> ToolView:
+    """A TEvo tool view: the needed tools plus a random subset of the rest, renamed, paraphrased and shuffled.
+
+    Names are drawn from each spec's ``aliases`` (kept with probability ``1 - rename_prob``);
+    descriptions from :data:`DESCRIPTION_PARAPHRASES` or the spec's own. The renaming never maps two
+    tools to one name.
+    """
+    needed = [n for n in dict.fromkeys(needed) if n in registry]
+    others = [n for n in registry.names() if n not in needed]
+    extra = others if keep_all else sorted(rng.sample(others, rng.randint(0, len(others))), key=others.index)
+    mapping: dict[str, str] = {}
+    used: set[str] = set()
+    for spec in registry:
+        name = spec.name
+        if spec.aliases and rng.random() < rename_prob:
+            cand = [a for a in spec.aliases if a not in used and a not in registry]
+            if cand:
+                name = rng.choice(cand)
+        mapping[spec.name] = name
+        used.add(name)
+    shown = needed + extra
+    rng.shuffle(shown)
+    specs = []
+    for n in shown:
+        shown_spec = registry.get(n)
+        if shown_spec is None:  # cannot happen: the shown names come from the registry
+            continue
+        desc = shown_spec.description
+        pool = DESCRIPTION_PARAPHRASES.get(n, [])
+        if pool and rng.random() < paraphrase_prob:
+            desc = rng.choice(pool)
+        specs.append(replace(shown_spec, name=mapping[n], description=_rename_text(desc, mapping),
+                             example=_rename_text(shown_spec.example, mapping), tool=None, aliases=[]))
+    return ToolView(specs, mapping)
+
+
+def sample_examples(pool: Sequence[SeedExample], exclude: str, rng: random.Random, k_max: int = 3) -> list[SeedExample]:
+    """1..k_max in-context examples from the pool, never the example being trained on."""
+    cand = [e for e in pool if e.source_id != exclude]
+    if not cand:
+        return []
+    return rng.sample(cand, rng.randint(1, min(k_max, len(cand))))
+
+
+# ---------------------------------------------------------------------------------------------- DQS
+
+_TEMPLATES = ["{q}", "{q}?", "hi, {q}", "quick question: {q}", "can you tell me {q}", "i'd like to know {q}",
+              "{q} please", "hey there - {q}", "could you help: {q}"]
+
+
+def template_variants(examples: Sequence[SeedExample], rng: random.Random, per_example: int = 4) -> list[dict[str, Any]]:
+    """A larger query pool from the seed pool by light template variation (each keeps its seed's plan)."""
+    out = []
+    for ex in examples:
+        base = ex.query.rstrip("?").strip()
+        base = base[:1].lower() + base[1:]
+        for k, t in enumerate(rng.sample(_TEMPLATES[1:], min(per_example, len(_TEMPLATES) - 1))):
+            out.append({"id": f"{ex.source_id}-v{k + 1}", "query": t.format(q=base), "context": dict(ex.context),
+                        "plan": ex.plan})
+    return out
+
+
+def diverse_query_sample(initial: Sequence[str], large: Sequence[str], embedder: Any, rng: random.Random, *,
+                         trim: float = 0.1, size: int | None = None) -> tuple[list[int], dict[str, Any]]:
+    """DQS: indices into ``large`` (sorted) and a report.
+
+    Each large-pool query is scored by its highest cosine similarity to the initial pool; the
+    ``trim`` fraction with the highest scores (near-duplicates) and the ``trim`` fraction with the
+    lowest (outliers) are dropped (at least one each when the pool has 3 or more), and ``size``
+    (default: the initial pool's size) of the rest are sampled.
+    """
+    size = len(initial) if size is None else size
+    if not large:
+        return [], {"large": 0, "dropped_similar": [], "dropped_dissimilar": [], "kept": []}
+    a = np.asarray(embedder.encode(list(initial)), dtype=np.float64)
+    b = np.asarray(embedder.encode(list(large)), dtype=np.float64)
+    a /= np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+    b /= np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
+    sim = a @ b.T                                   # S[i, j] = cos(initial_i, large_j)
+    score = np.round(sim.max(axis=0), 9)
+    order = sorted(range(len(large)), key=lambda j: (score[j], j))
+    n = len(large)
+    cut = max(1, math.floor(trim * n + 1e-9)) if n >= 3 and trim > 0 else 0
+    low, high = order[:cut], order[n - cut:] if cut else []
+    refined = order[cut:n - cut] if cut else order
+    refined = sorted(refined)
+    kept = sorted(rng.sample(refined, min(size, len(refined))))
+    return kept, {"large": n, "dropped_similar": sorted(high), "dropped_dissimilar": sorted(low), "kept": kept,
+                  "max_similarity": [float(s) for s in score]}

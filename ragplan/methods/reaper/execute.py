@@ -1,0 +1,364 @@
+"""Running a REAPER plan: every step once, in dependency order, independent steps in parallel.
+
+REAPER generates the whole retrieval plan in one LLM call (paper §1.1, after ReWOO); executing it
+needs no further reasoning. :func:`run_plan_async` starts each step as soon as the steps it refers to
+have finished, at most ``max_parallel`` at a time, each under a time limit. ``#Ej`` in an argument is
+replaced by step *j*'s output: a whole-argument reference passes the output object itself, a
+reference inside a string is replaced by a compact rendering (the text itself, or compact JSON).
+
+It never raises and never hangs: a step whose tool fails, times out or is missing records the error;
+the steps that depend on it are skipped with the reason; steps in a reference cycle, or referring to
+an evidence variable no step assigns, are skipped before anything runs. Synchronous tools run in
+daemon threads, so a stuck tool costs its thread, not the plan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import dataclasses
+import inspect
+import json
+import re
+import threading
+import time
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel, Field
+
+from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanStep
+from ragplan.methods.reaper.validate import bind_args, find_cycles
+
+_REF = re.compile(r"#E(\d+)(?!\d)")
+
+__all__ = ["StepEvidence", "ExecutionResult", "run_plan_async", "run_plan", "to_jsonable", "render_for_text"]
+
+
+class StepEvidence(BaseModel):
+    """What one step did: its resolved arguments and output, or why it failed or was skipped."""
+
+    index: int
+    evidence_var: str
+    tool: str
+    purpose: str = ""
+    status: Literal["ok", "error", "timeout", "skipped"]
+    args: dict[str, Any] = Field(default_factory=dict)
+    """Arguments by name after ``#Ej`` substitution (JSON-able)."""
+    output: Any = None
+    """The tool's output made JSON-able (None unless status is ok)."""
+    error: str | None = None
+    started: float | None = None
+    """Seconds from the start of the execution to the tool call (None: never called)."""
+    elapsed_ms: float = 0.0
+
+
+class ExecutionResult(BaseModel):
+    """The evidence of every step (in plan order) and how the steps were scheduled."""
+
+    evidence: list[StepEvidence] = Field(default_factory=list)
+    waves: list[list[int]] = Field(default_factory=list)
+    """Step numbers by dependency depth: wave 0 needs no other step, wave k needs some step of wave k-1."""
+    order: list[int] = Field(default_factory=list)
+    """Step numbers in the order their tools were called."""
+    elapsed_ms: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """Every step succeeded."""
+        return all(e.status == "ok" for e in self.evidence)
+
+    def outputs(self) -> dict[str, Any]:
+        """``{"E1": output, …}`` for the steps that succeeded."""
+        return {e.evidence_var: e.output for e in self.evidence if e.status == "ok"}
+
+
+def to_jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data: pydantic models, dataclasses, LangChain documents and messages included."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):  # in a fixed order: the evidence goes into the responder's prompt
+        return sorted((to_jsonable(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True, default=str))
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, BaseModel):
+        return to_jsonable(value.model_dump(mode="json"))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_jsonable(dataclasses.asdict(value))
+    if hasattr(value, "page_content"):  # langchain Document
+        return {"page_content": value.page_content, "metadata": to_jsonable(getattr(value, "metadata", {}))}
+    if hasattr(value, "content") and hasattr(value, "type"):  # langchain message
+        return to_jsonable(value.content)
+    try:
+        return json.loads(json.dumps(value, default=str))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def render_for_text(value: Any, limit: int | None = 2000) -> str:
+    """The text put in place of ``#Ej`` inside a string: the text itself, or compact JSON, cut at ``limit``."""
+    v = to_jsonable(value)
+    s = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+    return s if limit is None or len(s) <= limit else s[: max(0, limit - 1)] + "…"
+
+
+def _short(msg: str, n: int = 200) -> str:
+    msg = " ".join(str(msg).split())
+    return msg if len(msg) <= n else msg[: n - 1] + "…"
+
+
+def _tool_kind(tool: Any) -> str:
+    """"async" (a LangChain tool with a coroutine), "sync" (one without), or "" (not a LangChain tool)."""
+    try:
+        from langchain_core.tools import BaseTool
+    except ImportError:  # pragma: no cover
+        return ""
+    if not isinstance(tool, BaseTool):
+        return ""
+    if hasattr(tool, "coroutine"):  # StructuredTool / Tool
+        return "async" if getattr(tool, "coroutine", None) is not None else "sync"
+    return "async" if type(tool)._arun is not BaseTool._arun else "sync"
+
+
+def _in_daemon_thread(fn: Callable[[], Any]) -> "asyncio.Future[Any]":
+    """Run ``fn`` in a daemon thread; the returned future can be abandoned without waiting for it."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[Any] = loop.create_future()
+    ctx = contextvars.copy_context()
+
+    def deliver(ok: bool, val: Any) -> None:
+        if not fut.done():
+            (fut.set_result if ok else fut.set_exception)(val)
+
+    def work() -> None:
+        try:
+            res = ctx.run(fn)
+        except BaseException as exc:  # noqa: BLE001  (reported as the step's error)
+            ok, val = False, exc
+        else:
+            ok, val = True, res
+        try:
+            loop.call_soon_threadsafe(deliver, ok, val)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+    threading.Thread(target=work, name="reaper-step", daemon=True).start()
+    return fut
+
+
+def _call(tool: Any, kwargs: dict[str, Any]) -> Any:
+    """An awaitable that calls ``tool`` with ``kwargs`` (LangChain tool, other runnable, or plain callable).
+
+    Synchronous tools run in a daemon thread rather than the event loop's executor, so a tool that
+    never returns cannot hold up the end of the run.
+    """
+    kind = _tool_kind(tool)
+    if kind == "async":
+        return tool.ainvoke(kwargs)
+    if kind == "sync":
+        return _in_daemon_thread(lambda: tool.invoke(kwargs))
+    if hasattr(tool, "ainvoke"):
+        return tool.ainvoke(kwargs)
+    if inspect.iscoroutinefunction(tool) or inspect.iscoroutinefunction(getattr(tool, "__call__", None)):
+        return tool(**kwargs)
+    return _in_daemon_thread(lambda: tool(**kwargs))
+
+
+def _resolve(arg: PlanArg, outputs: dict[int, Any], limit: int | None) -> Any:
+    if arg.kind == "ref":
+        return outputs[arg.refs[0]]
+    if arg.kind == "template":
+        return _REF.sub(lambda m: render_for_text(outputs[int(m.group(1))], limit)
+                      if int(m.group(1)) in outputs else m.group(0), arg.value)
+    return arg.value
+
+
+def _coerce(name: str, type_: str, value: Any, limit: int | None) -> Any:
+    """Fit an earlier step's output to a text parameter.
+
+    A whole ``#Ej`` reference passes the step's object. Where the parameter takes text, the field
+    named like the parameter is taken from it (``product_id`` from an order or a search hit, the first
+    one of a list), else the object is rendered as text, so ``prod_qna(#E1, …)`` after
+    ``shipment_status`` asks about the order's product as the paper's plans intend.
+    """
+    if type_ != "str" or isinstance(value, str):
+        return value
+    first = value[0] if isinstance(value, list) and value else value
+    if isinstance(first, dict):
+        for key in (name, name.removeprefix("base_")):
+            if isinstance(first.get(key), (str, int)):
+                return str(first[key])
+    return render_for_text(value, limit)
+
+
+def _static_skips(plan: RetrievalPlan) -> tuple[dict[int, int], dict[int, list[int]], dict[int, str]]:
+    """var -> defining position, position -> dependency positions, position -> reason it cannot run."""
+    steps = plan.steps
+    var_pos: dict[int, int] = {}
+    skip: dict[int, str] = {}
+    for pos, s in enumerate(steps):
+        if s.var_number in var_pos:
+            skip[pos] = (f"skipped: #{s.evidence_var} is already assigned by step {steps[var_pos[s.var_number]].index}")
+        else:
+            var_pos[s.var_number] = pos
+    deps: dict[int, list[int]] = {}
+    for pos, s in enumerate(steps):
+        deps[pos] = []
+        for r in s.refs:
+            if r == s.var_number and var_pos.get(r) == pos:
+                skip.setdefault(pos, f"skipped: refers to its own result #E{r}")
+            elif r not in var_pos:
+                skip.setdefault(pos, f"skipped: refers to #E{r}, which no step assigns")
+            else:
+                deps[pos].append(var_pos[r])
+    for comp in find_cycles(deps):
+        names = " → ".join(f"#{steps[p].evidence_var}" for p in comp)
+        for p in comp:
+            skip.setdefault(p, f"skipped: part of a reference cycle ({names})")
+    changed = True
+    while changed:  # dependants of steps that cannot run cannot run either
+        changed = False
+        for pos, ds in deps.items():
+            if pos not in skip:
+                bad = next((d for d in ds if d in skip), None)
+                if bad is not None:
+                    skip[pos] = (f"skipped: depends on #{steps[bad].evidence_var} (step {steps[bad].index}), "
+                                 "which cannot run")
+                    changed = True
+    return var_pos, deps, skip
+
+
+def _waves(plan: RetrievalPlan, deps: dict[int, list[int]], skip: dict[int, str]) -> list[list[int]]:
+    level: dict[int, int] = {}
+
+    def depth(p: int) -> int:
+        if p not in level:
+            level[p] = 1 + max((depth(d) for d in deps[p]), default=-1)
+        return level[p]
+
+    runnable = [p for p in range(len(plan.steps)) if p not in skip]
+    for p in runnable:
+        depth(p)
+    out: list[list[int]] = [[] for _ in range(max(level.values(), default=-1) + 1)]
+    for p in runnable:
+        out[level[p]].append(plan.steps[p].index)
+    return out
+
+
+async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float | None = 30.0, max_parallel: int = 4,
+                       ref_text_limit: int | None = 2000) -> ExecutionResult:
+    """Run every step of ``plan`` with the bound tools of ``registry``; never raises.
+
+    ``timeout_s`` limits each tool call (None: no limit), ``max_parallel`` the steps running at once,
+    ``ref_text_limit`` the length of an output rendered into a string argument (None: no limit).
+    """
+    t0 = time.perf_counter()
+    steps = plan.steps
+    _, deps, skip = _static_skips(plan)
+    evidence: dict[int, StepEvidence] = {}
+    outputs: dict[int, Any] = {}  # var number -> raw output
+    order: list[int] = []
+    sem = asyncio.Semaphore(max(1, int(max_parallel)))
+    tasks: dict[int, asyncio.Task[None]] = {}
+
+    def record(pos: int, status: str, **kw: Any) -> None:
+        s = steps[pos]
+        evidence[pos] = StepEvidence(index=s.index, evidence_var=s.evidence_var, tool=s.tool, purpose=s.purpose,
+                                     status=status, **kw)  # type: ignore[arg-type]
+
+    async def run(pos: int) -> None:
+        s: PlanStep = steps[pos]
+        if deps[pos]:
+            await asyncio.wait([tasks[d] for d in set(deps[pos])])
+        failed = next((d for d in deps[pos] if d not in evidence or evidence[d].status != "ok"), None)
+        if failed is not None:
+            if failed not in evidence:  # the runner itself broke on that step
+                record(failed, "error", error="internal error")
+            f = evidence[failed]
+            why = f.error if f.status != "skipped" else "it was skipped"
+            record(pos, "skipped", error=f"skipped: depends on #{f.evidence_var} (step {f.index}), which "
+                                         f"{'failed' if f.status != 'skipped' else 'did not run'}: {_short(why or '')}")
+            return
+        spec = registry.get(s.tool) if registry is not None else None
+        if spec is None:
+            record(pos, "error", error=f"unknown tool {s.tool!r}")
+            return
+        if getattr(spec, "tool", None) is None:
+            record(pos, "error", error=f"tool {s.tool!r} is not bound to an implementation (a specs-only registry)")
+            return
+        bound, surplus, _ = bind_args(s, [a.name for a in spec.args])
+        if surplus:
+            record(pos, "error", error=f"{spec.signature} takes at most {len(spec.args)} arguments; "
+                                       f"{len(s.args)} given by position")
+            return
+        try:
+            types = {a.name: a.type for a in spec.args}
+            kwargs = {k: _coerce(k, types.get(k, "any"), _resolve(a, outputs, ref_text_limit), ref_text_limit)
+                      for k, a in bound.items()}
+            shown = to_jsonable(kwargs)
+        except Exception as exc:  # noqa: BLE001
+            record(pos, "error", error=f"could not resolve the arguments: {type(exc).__name__}: {exc}")
+            return
+        async with sem:
+            started = time.perf_counter()
+            order.append(s.index)
+            try:
+                call = _call(spec.tool, kwargs)
+                task = asyncio.ensure_future(call)
+                done, _ = await asyncio.wait({task}, timeout=timeout_s)
+                if not done:
+                    task.cancel()
+                    record(pos, "timeout", args=shown, error=f"timed out after {timeout_s:g} s",
+                           started=started - t0, elapsed_ms=(time.perf_counter() - started) * 1000)
+                    return
+                out = task.result()
+            except Exception as exc:  # noqa: BLE001  (a tool failure is the step's result)
+                record(pos, "error", args=shown, error=f"{type(exc).__name__}: {_short(str(exc), 500)}",
+                       started=started - t0, elapsed_ms=(time.perf_counter() - started) * 1000)
+                return
+            elapsed = (time.perf_counter() - started) * 1000
+        try:
+            shown_out = to_jsonable(out)
+        except Exception as exc:  # noqa: BLE001
+            record(pos, "error", args=shown, error=f"the output cannot be recorded: {type(exc).__name__}: {exc}",
+                   started=started - t0, elapsed_ms=elapsed)
+            return
+        outputs[s.var_number] = out
+        record(pos, "ok", args=shown, output=shown_out, started=started - t0, elapsed_ms=elapsed)
+
+    for pos, reason in skip.items():
+        record(pos, "skipped", error=reason)
+    for pos in range(len(steps)):
+        if pos not in skip:
+            tasks[pos] = asyncio.ensure_future(run(pos))
+    if tasks:
+        await asyncio.gather(*tasks.values(), return_exceptions=True)
+    for pos, t in tasks.items():  # a bug in the runner itself still yields a record
+        if pos not in evidence:
+            exc = t.exception() if not t.cancelled() else None
+            record(pos, "error", error=f"internal error: {exc!r}")
+    return ExecutionResult(evidence=[evidence[p] for p in range(len(steps))], waves=_waves(plan, deps, skip),
+                           order=order, elapsed_ms=(time.perf_counter() - t0) * 1000)
+
+
+def run_plan(plan: RetrievalPlan, registry: Any, **kw: Any) -> ExecutionResult:
+    """Synchronous :func:`run_plan_async` (works inside a running event loop too, via a helper thread)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(run_plan_async(plan, registry, **kw))
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = asyncio.run(run_plan_async(plan, registry, **kw))
+        except BaseException as exc:  # noqa: BLE001
+            box["error"] = exc
+
+    th = threading.Thread(target=target, name="reaper-run-plan", daemon=True)
+    th.start()
+    th.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]

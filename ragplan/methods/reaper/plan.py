@@ -1,0 +1,466 @@
+"""REAPER retrieval plans: the typed plan model, a tolerant parser and the canonical printer.
+
+A REAPER plan (paper §3–4, Figures 2–6) is one step per line::
+
+    Step 1: Fetch the date range - #E1 = date_math("tomorrow")
+    Step 2: Fetch shipment status - #E2 = shipment_status(date_range=#E1, keywords="sheet pan")
+
+:func:`parse_plan` reads what planners actually print: steps with or without ``Step k: purpose -``,
+calls wrapped over several lines (the lines are joined with one space), positional and ``key=value``
+arguments, double- or single-quoted strings with escapes, numbers, ``true``/``false``/``null``, JSON
+lists and objects, trailing commas, markdown fences and a leading ``# Answer:``. References are
+``#Ej``, bare or quoted (``"#E1"``); inside a longer string (``"Is tread depth #E1 between …"``) they
+make a *template*. A plan may have no steps at all (empty output, ``No retrieval needed``).
+
+The parser never raises on bad input: a step it cannot read becomes a :class:`PlanError` with the
+line number, text outside any step is kept as a note, and everything after a later ``# Input:`` /
+``# Output:`` header (a model continuing its few-shot examples) is ignored with a note.
+:func:`format_plan` prints the canonical form above, which parses back to the same plan.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+__all__ = ["PlanArg", "PlanStep", "RetrievalPlan", "PlanError", "ParseResult", "PlanCall", "parse_plan", "format_plan",
+           "format_arg", "as_steps"]
+
+
+class PlanArg(BaseModel):
+    """One argument of a step: a literal, a whole reference ``#Ej`` or a string with references in it."""
+
+    kind: Literal["literal", "ref", "template"]
+    value: Any = None
+    """literal: the Python value; ref: ``"#Ej"``; template: the string with its ``#Ej`` placeholders."""
+    refs: list[int] = Field(default_factory=list)
+    """Evidence numbers referred to (``[1]`` for ``#E1``), in order of first appearance."""
+
+    @classmethod
+    def from_string(cls, s: str) -> "PlanArg":
+        """A string literal, read as a reference when it is exactly ``#Ej`` and a template when it contains one."""
+        m = _REF_ONLY.fullmatch(s)
+        if m:
+            return cls(kind="ref", value=f"#E{int(m.group(1))}", refs=[int(m.group(1))])
+        refs = list(dict.fromkeys(int(x) for x in _REF_IN_TEXT.findall(s)))
+        return cls(kind="template", value=s, refs=refs) if refs else cls(kind="literal", value=s)
+
+
+class PlanStep(BaseModel):
+    """One plan step: ``Step {index}: {purpose} - #{evidence_var} = {tool}({args}, {kwargs})``."""
+
+    index: int
+    """The step number as written (``Step k``), or the step's position (1-based) when unnumbered."""
+    purpose: str = ""
+    evidence_var: str
+    """The evidence variable the step assigns, without ``#``: ``"E1"``."""
+    tool: str
+    args: list[PlanArg] = Field(default_factory=list)
+    """Positional arguments, in order."""
+    kwargs: dict[str, PlanArg] = Field(default_factory=dict)
+    """Keyword arguments, in the order written."""
+    raw: str = ""
+    """The step's source text (wrapped lines joined with one space)."""
+    line: int = 0
+    """The 1-based line where the step starts in the parsed text (0: not from text)."""
+
+    @property
+    def var_number(self) -> int:
+        """The number of the evidence variable (``E3`` -> 3)."""
+        return int(self.evidence_var.lstrip("#E") or 0)
+
+    @property
+    def refs(self) -> list[int]:
+        """Every evidence number the step's arguments refer to, in order of first appearance."""
+        out = [r for a in [*self.args, *self.kwargs.values()] for r in a.refs]
+        return list(dict.fromkeys(out))
+
+    def call_text(self) -> str:
+        """The call in canonical form: ``tool("x", key=#E1)``."""
+        parts = [format_arg(a) for a in self.args] + [f"{k}={format_arg(a)}" for k, a in self.kwargs.items()]
+        return f"{self.tool}({', '.join(parts)})"
+
+
+class RetrievalPlan(BaseModel):
+    """A REAPER retrieval plan: steps in the order written (possibly none)."""
+
+    steps: list[PlanStep] = Field(default_factory=list)
+
+    def tools(self) -> list[str]:
+        """The tool of each step, in order (the paper's tool-sequence view of a plan)."""
+        return [s.tool for s in self.steps]
+
+
+class PlanError(BaseModel):
+    """A problem found in a plan, tied to a line of its text (0 when not tied to one)."""
+
+    line: int
+    message: str
+    kind: str = "syntax"
+    """syntax, note, numbering, duplicate_var, unknown_tool, unknown_arg, duplicate_arg, missing_arg,
+    too_many_args, arg_type, missing_ref, self_ref, forward_ref, cycle."""
+    step: int | None = None
+    """The step number the problem belongs to, when it belongs to one."""
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}" if self.line else self.message
+
+
+class PlanCall(BaseModel):
+    """One plan as a planner call wrote it and as validation judged it (REAPER keeps every one, in order).
+
+    ``attempt`` 1 is the planner's first call — the paper's one-call setting; 2 is the plan after one
+    repair round, and so on. The classifier baseline records its one filled plan as attempt 1.
+    """
+
+    attempt: int = 1
+    raw: str = ""
+    """The planner's output as printed (classifier_planner: its filled arguments as JSON)."""
+    steps: list[PlanStep] = Field(default_factory=list)
+    """The steps read from ``raw`` — for an invalid plan, those that could be read."""
+    valid: bool = False
+    """Parsed without syntax errors and passed :func:`~ragplan.methods.reaper.validate.check_plan` (and the step bound)."""
+    errors: list[PlanError] = Field(default_factory=list)
+    """Why the plan is invalid (empty when valid)."""
+    latency_s: float = 0.0
+    """The planning time of this call (classifier_planner: routing plus argument filling)."""
+
+    @property
+    def plan(self) -> RetrievalPlan:
+        """The steps as a :class:`RetrievalPlan`."""
+        return RetrievalPlan(steps=self.steps)
+
+
+def as_steps(value: Any) -> list[PlanStep]:
+    """Typed steps from what a state or record holds: :class:`PlanStep` objects or their dumps (dicts from
+    a LangGraph server or a run record), a :class:`RetrievalPlan`, or None. Anything else is a
+    ``pydantic.ValidationError``."""
+    if value is None:
+        return []
+    if isinstance(value, RetrievalPlan):
+        return list(value.steps)
+    return RetrievalPlan.model_validate({"steps": list(value)}).steps
+
+
+class ParseResult(BaseModel):
+    """What :func:`parse_plan` read: the steps it could read, errors for those it could not."""
+
+    plan: RetrievalPlan
+    errors: list[PlanError] = Field(default_factory=list)
+    notes: list[PlanError] = Field(default_factory=list)
+    """Text that is not part of any step (explanations, echoed prompt sections): ignored, not errors."""
+
+    @property
+    def ok(self) -> bool:
+        """No syntax errors."""
+        return not self.errors
+
+
+# ---------------------------------------------------------------------------------------------- syntax
+
+_REF_ONLY = re.compile(r"\s*#E(\d+)\s*")
+_REF_IN_TEXT = re.compile(r"#E(\d+)(?!\d)")
+_REF_TOKEN = re.compile(r"#E(\d+)(?![\w.])")
+_STEP_HEADER = re.compile(r"^(?:[-*•]\s*)?(?:\*\*)?\s*step\s*(\d+)\s*(?:\*\*)?\s*[:.)\-–—]\s*(?:\*\*)?\s*", re.I)
+_BARE_STEP = re.compile(r"^(?:[-*•]\s*)?#E\d+\s*=(?!=)")
+_ASSIGN = re.compile(r"#E(\d+)\s*=\s*([A-Za-z_][\w.]*)\s*\(")
+_ANSWER = re.compile(r"^\s*#+\s*answer\s*:\s*", re.I)
+_SECTION = re.compile(r"^\s*#+\s*(?:input|output|answer|question|context)\s*:", re.I)
+_FENCE = re.compile(r"^\s*```")
+_KEYWORD = re.compile(r"([A-Za-z_]\w*)\s*=(?!=)\s*")
+_NUMBER = re.compile(r"-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?(?![\w.])")
+_WORDS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
+_WORD = re.compile(r"(true|false|null|True|False|None)(?!\w)")
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "0": "\0", "\\": "\\", '"': '"', "'": "'", "/": "/"}
+_CLOSE_QUOTE = {'"': '"', "'": "'", "“": "”"}
+_PUNCT_AFTER_CALL = re.compile(r"[\s,;.]*")
+_MAX_STEP_LINES = 200
+
+
+class _Incomplete(Exception):
+    """The text ends inside the call: more (wrapped) lines may complete it."""
+
+
+class _Bad(Exception):
+    def __init__(self, pos: int, message: str) -> None:
+        super().__init__(message)
+        self.pos, self.message = pos, message
+
+
+def _excerpt(text: str, pos: int, width: int = 30) -> str:
+    s = text[pos:pos + width]
+    return s + ("…" if len(text) > pos + width else "")
+
+
+def _scan_string(text: str, i: int) -> tuple[str, int]:
+    close = _CLOSE_QUOTE[text[i]]
+    out: list[str] = []
+    j = i + 1
+    while j < len(text):
+        c = text[j]
+        if c == "\\" and j + 1 < len(text):
+            e = text[j + 1]
+            if e == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[j + 2:j + 6]):
+                out.append(chr(int(text[j + 2:j + 6], 16)))
+                j += 6
+                continue
+            out.append(_ESCAPES.get(e, "\\" + e))
+            j += 2
+            continue
+        if c == close:
+            return "".join(out), j + 1
+        out.append(c)
+        j += 1
+    raise _Incomplete()
+
+
+def _scan_value(text: str, i: int) -> tuple[PlanArg, int]:
+    c = text[i]
+    if c in _CLOSE_QUOTE:
+        s, j = _scan_string(text, i)
+        return PlanArg.from_string(s), j
+    m = _REF_TOKEN.match(text, i)
+    if m:
+        n = int(m.group(1))
+        return PlanArg(kind="ref", value=f"#E{n}", refs=[n]), m.end()
+    m = _WORD.match(text, i)
+    if m:
+        return PlanArg(kind="literal", value=_WORDS[m.group(1)]), m.end()
+    m = _NUMBER.match(text, i)
+    if m:
+        s = m.group(0)
+        val: Any = float(s) if any(ch in s for ch in ".eE") else int(s)
+        return PlanArg(kind="literal", value=val), m.end()
+    if c in "[{":
+        try:
+            val, j = json.JSONDecoder().raw_decode(text, i)
+        except json.JSONDecodeError as exc:
+            if exc.pos >= len(text):
+                raise _Incomplete() from None
+            raise _Bad(i, f"malformed JSON argument {_excerpt(text, i)!r}: {exc.msg}") from None
+        except RecursionError:
+            raise _Bad(i, "JSON argument nested too deeply") from None
+        return PlanArg(kind="literal", value=val), j
+    raise _Bad(i, f"cannot read the argument starting at {_excerpt(text, i)!r} "
+                  "(expected a quoted string, a number, true/false/null or a reference #Ej)")
+
+
+def _skip_ws(text: str, i: int) -> int:
+    while i < len(text) and text[i].isspace():
+        i += 1
+    return i
+
+
+def _scan_call(text: str, i: int) -> tuple[list[PlanArg], dict[str, PlanArg], int]:
+    """Arguments from just after ``tool(`` to the closing parenthesis; returns the position after it."""
+    args: list[PlanArg] = []
+    kwargs: dict[str, PlanArg] = {}
+    while True:
+        i = _skip_ws(text, i)
+        if i >= len(text):
+            raise _Incomplete()
+        if text[i] == ")":
+            return args, kwargs, i + 1
+        start = i
+        name = None
+        m = _KEYWORD.match(text, i)
+        if m:
+            name, i = m.group(1), m.end()
+            if i >= len(text):
+                raise _Incomplete()
+        arg, i = _scan_value(text, i)
+        if name is None:
+            if kwargs:
+                raise _Bad(start, "a positional argument follows a keyword argument")
+            args.append(arg)
+        elif name in kwargs:
+            raise _Bad(start, f"argument {name!r} is given twice")
+        else:
+            kwargs[name] = arg
+        i = _skip_ws(text, i)
+        if i >= len(text):
+            raise _Incomplete()
+        if text[i] == ",":
+            i += 1
+        elif text[i] != ")":
+            raise _Bad(i, f"expected ',' or ')' after an argument, found {_excerpt(text, i)!r}")
+
+
+# ---------------------------------------------------------------------------------------------- blocks
+
+class _Block:
+    """The lines of one step being read; reparsed as wrapped lines are added."""
+
+    def __init__(self, number: int | None, ordinal: int) -> None:
+        self.number = number
+        self.index = number if number is not None else ordinal
+        self.parts: list[str] = []
+        self.starts: list[int] = []
+        self.lines: list[int] = []
+        self.state = "need_call"  # need_call | incomplete | complete | error
+        self.step: PlanStep | None = None
+        self.error: PlanError | None = None
+        self.call_pos = 0
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.parts)
+
+    def line_at(self, pos: int) -> int:
+        return self.lines[max(0, bisect.bisect_right(self.starts, pos) - 1)]
+
+    def add(self, lineno: int, text: str) -> None:
+        self.starts.append(len(self.text) + (1 if self.parts else 0))
+        self.parts.append(text)
+        self.lines.append(lineno)
+        if len(self.lines) > _MAX_STEP_LINES:
+            if self.state == "need_call":
+                self.error = self.finish()[1]
+                self.state = "error"
+            else:
+                self._fail(self.lines[0], f"the step runs over more than {_MAX_STEP_LINES} lines")
+        elif self.state != "incomplete" or ")" in text:  # only a ')' can complete an open call
+            self._parse()
+
+    def _parse(self) -> None:
+        text = self.text
+        m = _ASSIGN.search(text)
+        if not m:
+            self.state = "need_call"
+            return
+        self.call_pos = m.start()
+        try:
+            args, kwargs, end = _scan_call(text, m.end())
+        except _Incomplete:
+            self.state = "incomplete"
+            return
+        except _Bad as exc:
+            self._fail(self.line_at(exc.pos), exc.message)
+            return
+        except Exception as exc:  # noqa: BLE001  (the parser never raises on bad input)
+            self._fail(self.line_at(m.start()), f"cannot read the call: {type(exc).__name__}")
+            return
+        rest = text[end:]
+        if _PUNCT_AFTER_CALL.fullmatch(rest) is None:
+            pos = end + len(rest) - len(rest.lstrip())
+            self._fail(self.line_at(pos), f"unexpected text after the call: {_excerpt(text, pos)!r}")
+            return
+        purpose = text[:m.start()].strip().rstrip("-–—:").strip()
+        self.state = "complete"
+        self.step = PlanStep(index=self.index, purpose=purpose, evidence_var=f"E{int(m.group(1))}", tool=m.group(2),
+                             args=args, kwargs=kwargs, raw=text.strip(), line=self.lines[0])
+
+    def _fail(self, line: int, message: str) -> None:
+        self.state = "error"
+        self.error = PlanError(line=line, message=f"step {self.index}: {message}", kind="syntax", step=self.index)
+
+    def finish(self) -> tuple[PlanStep | None, PlanError | None]:
+        index = self.index
+        if self.state == "need_call":
+            return None, PlanError(line=self.lines[0] if self.lines else 0, kind="syntax", step=index,
+                                   message=f"step {index}: no tool call (expected `#E{index} = tool(…)`): "
+                                           f"{_excerpt(self.text, 0, 60)!r}")
+        if self.state == "incomplete":
+            self._parse()  # lines without ')' were not parsed: one last look for a precise error
+        if self.state == "incomplete":
+            return None, PlanError(line=self.line_at(self.call_pos), kind="syntax", step=index,
+                                   message=f"step {index}: the call is not closed (a missing quote or ')'): "
+                                           f"{_excerpt(self.text, self.call_pos, 60)!r}")
+        return self.step, self.error
+
+
+def _strip_answer_header(lines: list[str]) -> list[str]:
+    """Blank everything up to a ``# Answer:`` header (an echoed prompt) and the header itself."""
+    for k, line in enumerate(lines):
+        m = _ANSWER.match(line)
+        if m:
+            return [""] * k + [line[m.end():]] + lines[k + 1:]
+    first = next((k for k, ln in enumerate(lines) if ln.strip() and not _FENCE.match(ln)), None)
+    if first is not None and re.match(r"^\s*answer\s*:", lines[first], re.I):
+        lines = list(lines)
+        lines[first] = re.sub(r"^\s*answer\s*:\s*", "", lines[first], flags=re.I)
+    return lines
+
+
+def parse_plan(text: str | None) -> ParseResult:
+    """Parse a REAPER plan; never raises. Unreadable steps become errors with their line numbers."""
+    if not isinstance(text, str):
+        text = "" if text is None else str(text)
+    lines = _strip_answer_header(text.splitlines())
+    steps: list[PlanStep] = []
+    errors: list[PlanError] = []
+    notes: list[PlanError] = []
+    cur: _Block | None = None
+    ordinal = 0
+
+    def close() -> None:
+        nonlocal cur
+        if cur is not None:
+            step, err = cur.finish()
+            if step is not None:
+                steps.append(step)
+            if err is not None:
+                errors.append(err)
+        cur = None
+
+    def start(number: int | None, lineno: int, body: str) -> None:
+        nonlocal cur, ordinal
+        close()
+        ordinal += 1
+        cur = _Block(number, ordinal)
+        cur.add(lineno, body)
+
+    for lineno, line in enumerate(lines, 1):
+        s = line.strip()
+        if _FENCE.match(s):
+            continue
+        if not s:
+            if cur is not None and cur.state in ("complete", "error"):
+                close()
+            continue
+        if _SECTION.match(s) and (steps or errors or cur is not None):
+            close()
+            rest = [n for n, ln in enumerate(lines[lineno - 1:], lineno) if ln.strip() and not _FENCE.match(ln)]
+            notes.append(PlanError(line=lineno, kind="note",
+                                   message=f"text after the plan ignored (lines {rest[0]}–{rest[-1]}): {s[:60]!r}"))
+            break
+        header = _STEP_HEADER.match(s)
+        if header:
+            start(int(header.group(1)), lineno, s[header.end():])
+            continue
+        if cur is not None and cur.state in ("need_call", "incomplete", "error"):
+            if _BARE_STEP.match(s) and cur.state != "need_call" or cur.state == "error" and _ASSIGN.search(s):
+                start(None, lineno, s)
+            elif cur.state != "error":  # (the rest of a step that could not be read is already reported)
+                cur.add(lineno, s)
+            continue
+        if _ASSIGN.search(s) or _BARE_STEP.match(s):
+            start(None, lineno, s)
+            continue
+        close()
+        notes.append(PlanError(line=lineno, kind="note", message=f"text outside any step ignored: {s[:80]!r}"))
+    close()
+    return ParseResult(plan=RetrievalPlan(steps=steps), errors=errors, notes=notes)
+
+
+# ---------------------------------------------------------------------------------------------- printing
+
+def format_arg(arg: PlanArg) -> str:
+    """An argument in canonical form: a reference bare (``#E1``), everything else as JSON."""
+    if arg.kind == "ref":
+        return f"#E{arg.refs[0]}" if arg.refs else str(arg.value)
+    return json.dumps(arg.value, ensure_ascii=False, default=str)
+
+
+def format_plan(plan: RetrievalPlan) -> str:
+    """The plan in the paper's canonical format, one ``Step k: purpose - #Ek = tool(…)`` line per step."""
+    out = []
+    for s in plan.steps:
+        purpose = " ".join(s.purpose.split())
+        head = f"Step {s.index}: {purpose} - " if purpose else f"Step {s.index}: "
+        out.append(f"{head}#{s.evidence_var} = {s.call_text()}")
+    return "\n".join(out)

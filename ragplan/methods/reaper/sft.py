@@ -1,0 +1,98 @@
+"""The supervised fine-tuning set of a REAPER planner: the primary task and TTG's seven secondary tasks.
+
+Every seed example (and every DQS pick) gives ``per_example`` TEvo variants of each task
+(:mod:`ragplan.methods.reaper.ttg`) as chat-format records; :func:`write_dataset` writes one JSONL per
+task, a shuffled ``train.jsonl`` and ``stats.json``, byte-identical for a seed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from ragplan.tools.registry import ToolRegistry
+from ragplan.methods.reaper.datagen import SeedExample
+from ragplan.methods.reaper.ttg import TASKS
+
+__all__ = ["chat_record", "generate_dataset", "write_dataset", "SECONDARY_TASKS", "parse_ttg_tasks"]
+
+SECONDARY_TASKS: tuple[str, ...] = tuple(t for t in TASKS if t != "plan")
+"""TTG's seven secondary tasks in the paper's order (§4.2.2: task 1 is ``query_from_plan`` … task 7
+``use_provided_tools``); the primary ``plan`` task is always generated."""
+
+
+def parse_ttg_tasks(spec: str | None) -> list[str]:
+    """The secondary tasks a ``--ttg-tasks`` value names, in the paper's order: names or the paper's numbers 1–7,
+    comma-separated; ``all`` (or None) for the seven, ``none`` (or ``0``) for none (Table 3's "TTG (0-task)").
+    ValueError names an unknown task and lists the known ones."""
+    if spec is None or spec.strip().lower() == "all":
+        return list(SECONDARY_TASKS)
+    if spec.strip().lower() in ("none", "0", ""):
+        return []
+    chosen: set[str] = set()
+    for part in (p.strip() for p in spec.split(",")):
+        if part.isdigit() and 1 <= int(part) <= len(SECONDARY_TASKS):
+            chosen.add(SECONDARY_TASKS[int(part) - 1])
+        elif part in SECONDARY_TASKS:
+            chosen.add(part)
+        else:
+            known = ", ".join(f"{k} {t}" for k, t in enumerate(SECONDARY_TASKS, 1))
+            raise ValueError(f"unknown TTG task {part!r}; the tasks (name or number): {known}, or all / none")
+    return [t for t in SECONDARY_TASKS if t in chosen]
+
+
+def chat_record(system: str, user: str, assistant: str, task: str, source_id: str, **meta: Any) -> dict[str, Any]:
+    """One SFT record in the chat format common trainers read."""
+    return {"messages": [{"role": "system", "content": system}, {"role": "user", "content": user},
+                         {"role": "assistant", "content": assistant}], "task": task, "source_id": source_id, **meta}
+
+
+def generate_dataset(seeds: Sequence[SeedExample], registry: ToolRegistry, *, seed: int = 0, per_example: int = 2,
+                     extra: Sequence[SeedExample] = (), ttg_tasks: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The records for every example (seed pool then ``extra``, e.g. DQS picks): the primary plan task and the
+    TTG tasks ``ttg_tasks`` (default all seven; the paper's Table 3 varies how many), ``per_example`` TEvo
+    variants each (tasks that do not apply to a plan are skipped). A task's records do not depend on which
+    other tasks are chosen (each draws from its own seeded random stream)."""
+    chosen = {"plan", *(SECONDARY_TASKS if ttg_tasks is None else ttg_tasks)}
+    unknown = sorted(chosen - set(TASKS))
+    if unknown:
+        raise ValueError(f"unknown TTG task(s) {', '.join(unknown)}; tasks: {', '.join(SECONDARY_TASKS)}")
+    records = []
+    for ex in [*seeds, *extra]:
+        for k in range(per_example):
+            for task, fn in TASKS.items():
+                if task not in chosen:
+                    continue
+                rng = random.Random(f"{seed}|{ex.source_id}|{task}|{k}")
+                made = fn(ex, seeds, registry, rng)
+                if made is not None:
+                    system, user, target = made
+                    records.append(chat_record(system, user, target, task, ex.source_id, variant=k))
+    return records
+
+
+def write_dataset(records: Sequence[dict[str, Any]], out_dir: str | Path, *, seed: int = 0,
+                  extra_stats: dict[str, Any] | None = None, ttg_tasks: Sequence[str] | None = None) -> dict[str, Any]:
+    """``{task}.jsonl`` per generated task (the primary ``plan`` and ``ttg_tasks``, default all seven),
+    ``train.jsonl`` (all, shuffled by ``seed``) and ``stats.json``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def dump(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+    chosen = {"plan", *(SECONDARY_TASKS if ttg_tasks is None else ttg_tasks)}
+    counts = {t: 0 for t in TASKS if t in chosen}
+    for t in counts:
+        rows = [r for r in records if r["task"] == t]
+        counts[t] = len(rows)
+        dump(out / f"{t}.jsonl", rows)
+    train = list(records)
+    random.Random(f"{seed}|train").shuffle(train)
+    dump(out / "train.jsonl", train)
+    stats = {"seed": seed, "total": len(train), "tasks": counts,
+             "sources": len(dict.fromkeys(r["source_id"] for r in records)), **(extra_stats or {})}
+    (out / "stats.json").write_text(json.dumps(stats, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return stats

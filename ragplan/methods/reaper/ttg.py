@@ -1,0 +1,202 @@
+"""Tool-Task Generator (TTG, paper §4.2.2): the primary planning task and seven secondary tasks.
+
+Every task maps one annotated example (query, context, plan) to a (system, user, target) triple. Each
+prompt is built on a fresh TEvo tool view (:func:`ragplan.methods.reaper.datagen.evolve_tools`), so tool
+names in the prompt and the target always agree. :data:`TASKS` lists them in output order:
+
+``plan`` (primary), ``query_from_plan`` (1), ``complete_partial_plan`` (2), ``identify_tools`` (3),
+``masked_step`` (4), ``reorder_steps`` (5), ``masked_params`` (6), ``use_provided_tools`` (7).
+
+A task that does not apply to a plan (reordering a one-step plan, masking a step of an empty one)
+returns None.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Callable, Sequence
+
+from ragplan.nodes.reaper.planner_prompt import (NO_RETRIEVAL, ROLE, SYSTEM_INSTRUCTION, build_planner_messages, format_input,
+                                                plan_text, tool_block)
+from ragplan.methods.reaper.datagen import SeedExample, ToolView, evolve_tools, sample_examples
+from ragplan.methods.reaper.plan import RetrievalPlan, PlanStep, format_arg, format_plan
+from ragplan.tools.registry import ToolRegistry
+
+__all__ = ["TASKS", "NO_PLAN_POSSIBLE"]
+
+Made = tuple[str, str, str] | None
+NO_PLAN_POSSIBLE = "No plan is possible with the provided tools"
+_SYSTEM = f"### Role:\n{ROLE}"
+_FORMAT = "Plans use one line per step: Step k: <what the step does> - #Ek = tool_name(arguments)."
+
+
+def _setup(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegistry, rng: random.Random,
+           *, with_examples: bool = True) -> tuple[list[SeedExample], ToolView, RetrievalPlan]:
+    shots = sample_examples(pool, ex.source_id, rng) if with_examples else []
+    needed = ex.tools() + [t for e in shots for t in e.tools()]
+    view = evolve_tools(registry, needed, rng)
+    return shots, view, view.rename(ex.plan)
+
+
+def _user(instruction: str, view: ToolView, ex: SeedExample, *extra: str) -> str:
+    parts = ["### Task:", instruction, _FORMAT, "", "### Tools:", tool_block(view.specs), "", "### Input:",
+             format_input(ex.query, ex.context)]
+    for e in extra:
+        parts += ["", e]
+    return "\n".join(parts)
+
+
+def _step_line(s: PlanStep, with_header: bool = True) -> str:
+    return format_plan(RetrievalPlan(steps=[s])) if with_header else format_plan(RetrievalPlan(steps=[s])).split(": ", 1)[1]
+
+
+# ---------------------------------------------------------------------------------------------- tasks
+
+def primary_plan(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegistry, rng: random.Random) -> Made:
+    """The primary task: the full planner prompt (TEvo view, resampled examples) -> the plan."""
+    shots, view, plan = _setup(ex, pool, registry, rng)
+    shots = [SeedExample(s.source_id, s.query, s.context, view.rename(s.plan)) for s in shots]
+    system, user = build_planner_messages(view.specs, shots, ex.query, ex.context,
+                                          role=ROLE, instructions=SYSTEM_INSTRUCTION)
+    return system, user, plan_text(plan)
+
+
+def query_from_plan(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegistry, rng: random.Random) -> Made:
+    """(1) Given the page context and a plan, write the customer question it answers."""
+    if not ex.plan.steps:
+        return None
+    _, view, plan = _setup(ex, pool, registry, rng, with_examples=False)
+    user = "\n".join(["### Task:", "Below is a retrieval plan made with the listed tools for a customer question "
+                      "asked on a page with the given context. Write the customer's question that this plan was made "
+                      "for. Answer with the question only.", "", "### Tools:", tool_block(view.specs), "",
+                      "### Context:", json.dumps(ex.context, ensure_ascii=False), "", "### Plan:", format_plan(plan)])
+    return _SYSTEM, user, ex.query
+
+
+def complete_partial_plan(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegistry,
+                          rng: random.Random) -> Made:
+    """(2) Given the first steps of a plan, write the whole plan."""
+    if len(ex.plan.steps) < 2:
+        return None
+    _, view, plan = _setup(ex, pool, registry, rng, with_examples=False)
+    k = rng.randint(1, len(plan.steps) - 1)
+    partial = format_plan(RetrievalPlan(steps=plan.steps[:k]))
+    user = _user("A retrieval plan for the customer question below was started but not finished. Write the complete "
+                 "plan: the given steps unchanged, followed by the missing ones.", view, ex,
+                 "### Partial plan:\n" + partial)
+    return _SYSTEM, user, format_plan(plan)
+
+
+def identify_tools(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegistry, rng: random.Random) -> Made:
+    """(3) Name the tools needed for the question, in the order a plan would use them."""
+    _, view, plan = _setup(ex, pool, registry, rng, with_examples=False)
+    user = _user("Which of the listed tools are needed to gather the evidence for the customer question below? List "
+                 "their names, comma-separated, in the order a plan would call them, or answer \"none\" when no "
+                 "retrieval is needed. Do not write the plan.", view, ex)
+    tools = list(dict.fromkeys(plan.tools()))
+    return _SYSTEM, user, ", ".join(tools) if tools else "none"
+
+
+def masked_step(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegistry, rng: random.Random) -> Made:
+    """(4) One step's call is replaced by [MASK]; write that step in full."""
+    if not ex.plan.steps:
+        return None
+    _, view, plan = _setup(ex, pool, registry, rng, with_examples=False)
+    k = rng.randrange(len(plan.steps))
+    lines = format_plan(plan).splitlines()
+    s = plan.steps[k]
+    head = f"Step {s.index}: {' '.join(s.purpose.split())} - " if s.purpose.strip() else f"Step {s.index}: "
+    lines[k] = f"{head}#{s.evidence_var} = [MASK]"
+    user = _user("In the retrieval plan below one step's tool call was replaced by [MASK]. Write the masked step as "
+                 "one complete plan line (Step k: ... - #Ek = tool_name(arguments)).", view, ex,
+                 "### Plan with a masked step:\n" + "\n".join(lines))
+    return _SYSTEM, user, lines_target(plan, k)
+
+
+def lines_target(plan: RetrievalPlan, k: int) -> str:
+    return format_plan(plan).splitlines()[k]
+
+
+def reorder_steps(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegistry, rng: random.Random) -> Made:
+    """(5) The steps are given out of order (without their numbers); write the plan in the right order."""
+    if len(ex.plan.steps) < 2:
+        return None
+    _, view, plan = _setup(ex, pool, registry, rng, with_examples=False)
+    order = list(range(len(plan.steps)))
+    rng.shuffle(order)
+    if order == sorted(order):
+        order = order[1:] + order[:1]
+    shuffled = "\n".join("- " + _step_line(plan.steps[i], with_header=False) for i in order)
+    user = _user("The steps of a retrieval plan for the customer question below are listed out of order and without "
+                 "their step numbers. Put them in an order in which each step runs after the steps whose results it "
+                 "uses, and write the numbered plan.", view, ex, "### Shuffled steps:\n" + shuffled)
+    return _SYSTEM, user, format_plan(plan)
+
+
+def masked_params(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegistry, rng: random.Random) -> Made:
+    """(6) Some arguments of one step are replaced by [MASK1], [MASK2], ...; give each masked value."""
+    with_args = [i for i, s in enumerate(ex.plan.steps) if s.args or s.kwargs]
+    if not with_args:
+        return None
+    _, view, plan = _setup(ex, pool, registry, rng, with_examples=False)
+    k = rng.choice(with_args)
+    s = plan.steps[k]
+    slots = [("a", i) for i in range(len(s.args))] + [("k", n) for n in s.kwargs]
+    masked = set(rng.sample(range(len(slots)), rng.randint(1, len(slots))))
+    parts, answers, m = [], [], 0
+    for j, (kind, key) in enumerate(slots):
+        arg = s.args[int(key)] if kind == "a" else s.kwargs[str(key)]
+        text = format_arg(arg)
+        if j in masked:
+            m += 1
+            answers.append(f"[MASK{m}] = {text}")
+            text = f"[MASK{m}]"
+        parts.append(text if kind == "a" else f"{key}={text}")
+    head = f"Step {s.index}: {' '.join(s.purpose.split())} - " if s.purpose.strip() else f"Step {s.index}: "
+    lines = format_plan(plan).splitlines()
+    lines[k] = f"{head}#{s.evidence_var} = {s.tool}({', '.join(parts)})"
+    user = _user("In the retrieval plan below some arguments of one step were replaced by [MASK1], [MASK2], .... Give "
+                 "the value of each masked argument, one per line, as [MASKn] = value (strings in double quotes, "
+                 "earlier results as #Ej).", view, ex, "### Plan with masked arguments:\n" + "\n".join(lines))
+    return _SYSTEM, user, "\n".join(answers)
+
+
+def use_provided_tools(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegistry,
+                       rng: random.Random) -> Made:
+    """(7) Plan with only a restricted tool list; when a needed tool is missing, say no plan is possible."""
+    needed = ex.tools()
+    feasible = not needed or rng.random() < 0.5
+    view = evolve_tools(registry, needed, rng)
+    plan = view.rename(ex.plan)
+    if feasible:
+        target = plan_text(plan)
+        specs = view.specs
+    else:
+        missing = rng.choice(needed)
+        gone = view.mapping[missing]
+        specs = [s for s in view.specs if s.name != gone]
+        step = next(s for s in ex.plan.steps if s.tool == missing)
+        what = " ".join(step.purpose.split()).rstrip(".")
+        why = f"none of them can do step {step.index} ({what[:1].lower() + what[1:]})" if what else \
+            f"none of them can do step {step.index}"
+        target = f"{NO_PLAN_POSSIBLE}: {why}."
+    user = "\n".join(["### Task:", "Write a retrieval plan for the customer question below using ONLY the tools "
+                      "listed here; do not call any other tool. If the question cannot be answered with these tools, "
+                      f"answer \"{NO_PLAN_POSSIBLE}: <the reason>.\" instead. If it needs no retrieval, answer "
+                      f"\"{NO_RETRIEVAL}\"", _FORMAT, "", "### Provided tools:", tool_block(specs) or "(none)", "",
+                      "### Input:", format_input(ex.query, ex.context)])
+    return _SYSTEM, user, target
+
+
+TASKS: dict[str, Callable[[SeedExample, Sequence[SeedExample], ToolRegistry, random.Random], Made]] = {
+    "plan": primary_plan,
+    "query_from_plan": query_from_plan,
+    "complete_partial_plan": complete_partial_plan,
+    "identify_tools": identify_tools,
+    "masked_step": masked_step,
+    "reorder_steps": reorder_steps,
+    "masked_params": masked_params,
+    "use_provided_tools": use_provided_tools,
+}
+"""Task name -> transformation ``f(example, seed_pool, registry, rng) -> (system, user, target) | None``."""

@@ -1,0 +1,240 @@
+"""Checking a REAPER plan against a tool registry, and the repair request given back to the planner.
+
+The paper's requirements (§3, items 3 and 6): no invented tools, the right tool signatures and
+arguments, and a sensible order. :func:`check_plan` checks exactly that against the same
+:class:`~ragplan.tools.registry.ToolRegistry` the planner prompt lists — tool names (with the closest
+real name suggested), keyword names, required and surplus arguments, evidence variables and step
+numbers, references (to missing, later or the same step, and cycles) and, where a literal can be
+checked, the argument type (a ``date_range`` argument given ``"tomorrow"`` instead of ``#E1`` from
+``date_math``). :func:`repair_prompt` turns the errors into the text for one repair round.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from typing import Any
+
+from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanError, PlanStep
+
+__all__ = ["check_plan", "repair_prompt", "bind_args", "is_date_range_literal", "find_cycles"]
+
+_DATE = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+_DATE_RANGE = re.compile(rf"\s*{_DATE}\s*(?:(?:\.\.|to)\s*{_DATE}\s*)?", re.I)
+
+
+def bind_args(step: PlanStep, arg_names: list[str]) -> tuple[dict[str, PlanArg], list[PlanArg], list[str]]:
+    """Map a step's arguments onto a tool's argument names.
+
+    Returns ``(bound, surplus, duplicates)``: name -> argument (positional ones by position, then the
+    keyword ones), positional arguments beyond the tool's arguments, and names given both by
+    position and by keyword (the keyword value wins in ``bound``).
+    """
+    bound: dict[str, PlanArg] = {}
+    for name, arg in zip(arg_names, step.args):
+        bound[name] = arg
+    surplus = list(step.args[len(arg_names):])
+    duplicates = [k for k in step.kwargs if k in bound]
+    bound.update(step.kwargs)
+    return bound, surplus, duplicates
+
+
+def is_date_range_literal(value: Any) -> bool:
+    """True for a literal that reads as a date or date range: ``"2024-05-01"``, ``"2024-05-01..2024-05-07"``,
+    ``"2024-05-01 to 2024-05-07"``, ISO date-times, ``["start", "end"]`` or ``{"start": …, "end": …}`` (other keys,
+    such as those of ``date_math``'s output, are ignored, as ``shipment_status`` ignores them)."""
+    if isinstance(value, str):
+        return bool(_DATE_RANGE.fullmatch(value))
+    if isinstance(value, (list, tuple)):
+        return len(value) == 2 and all(isinstance(v, str) and _DATE_RANGE.fullmatch(v) for v in value)
+    if isinstance(value, dict):  # date_math's own output (start, end, expression, today) included, as the tool reads it
+        ends = [value[k] for k in ("start", "end") if k in value]
+        return bool(ends) and all(isinstance(v, str) and _DATE_RANGE.fullmatch(v) for v in ends)
+    return False
+
+
+def _suggest(name: str, choices: list[str]) -> str | None:
+    low = {c.lower(): c for c in choices}
+    if name.lower() in low:
+        return low[name.lower()]
+    hit = difflib.get_close_matches(name.lower(), list(low), n=1, cutoff=0.5)
+    if hit:
+        return low[hit[0]]
+    return next((c for c in choices if name.lower() in c.lower() or c.lower() in name.lower()), None)
+
+
+def _err(step: PlanStep, kind: str, message: str) -> PlanError:
+    return PlanError(line=step.line, message=f"step {step.index}: {message}", kind=kind, step=step.index)
+
+
+def _check_type(step: PlanStep, name: str, typ: str, arg: PlanArg, registry: Any) -> PlanError | None:
+    if arg.kind != "literal":
+        return None  # a reference or template: its value is known only when the plan runs
+    v = arg.value
+    if typ == "date_range" and not is_date_range_literal(v):
+        hint = ""
+        if isinstance(v, str) and "date_math" in registry:
+            hint = f'; compute it first with a date_math("{v}") step and pass its result (#Ej)'
+        return _err(step, "arg_type", f'{step.tool} argument "{name}" expects a date range such as '
+                                      f'"2024-05-01..2024-05-07", not {_show(v)}{hint}')
+    if typ == "int" and not (isinstance(v, int) and not isinstance(v, bool)
+                             or isinstance(v, str) and re.fullmatch(r"\s*-?\d+\s*", v)):
+        return _err(step, "arg_type", f'{step.tool} argument "{name}" expects a whole number, not {_show(v)}')
+    if typ == "float" and not (isinstance(v, (int, float)) and not isinstance(v, bool)
+                               or isinstance(v, str) and re.fullmatch(r"\s*-?(\d+\.?\d*|\.\d+)\s*", v)):
+        return _err(step, "arg_type", f'{step.tool} argument "{name}" expects a number, not {_show(v)}')
+    if typ == "bool" and not (isinstance(v, bool) or isinstance(v, str) and v.lower() in ("true", "false")):
+        return _err(step, "arg_type", f'{step.tool} argument "{name}" expects true or false, not {_show(v)}')
+    return None
+
+
+def _show(v: Any) -> str:
+    s = json.dumps(v, ensure_ascii=False, default=str)
+    return s if len(s) <= 60 else s[:57] + "…"
+
+
+def _check_call(step: PlanStep, registry: Any) -> list[PlanError]:
+    spec = registry.get(step.tool)
+    if spec is None:
+        aliases = {a: s.name for s in registry for a in getattr(s, "aliases", [])}
+        if step.tool in aliases:
+            hint = f"; it is another name for {aliases[step.tool]}, use {aliases[step.tool]}"
+        else:
+            best = _suggest(step.tool, registry.names() + list(aliases))
+            hint = f"; did you mean {aliases.get(best, best)}?" if best else ""
+        return [_err(step, "unknown_tool", f'unknown tool "{step.tool}"{hint} '
+                                           f"(available: {', '.join(registry.names()) or 'none'})")]
+    names = [a.name for a in spec.args]
+    bound, surplus, duplicates = bind_args(step, names)
+    out: list[PlanError] = []
+    if surplus:
+        out.append(_err(step, "too_many_args", f"{spec.signature} takes at most {len(names)} argument"
+                                               f"{'s' if len(names) != 1 else ''} but {len(step.args)} were given "
+                                               "by position"))
+    for k in duplicates:
+        out.append(_err(step, "duplicate_arg", f'argument "{k}" of {step.tool} is given both by position and by name'))
+    for k in step.kwargs:
+        if k not in names:
+            best = _suggest(k, names)
+            hint = f" (did you mean {best}?)" if best else ""
+            out.append(_err(step, "unknown_arg", f'{step.tool} has no argument "{k}"{hint}; '
+                                                 f"its signature is {spec.signature}"))
+    for a in spec.args:
+        if a.required and a.name not in bound:
+            out.append(_err(step, "missing_arg", f'{step.tool} needs the argument "{a.name}" ({spec.signature})'))
+        elif a.name in bound:
+            if not a.required and bound[a.name].kind == "literal" and bound[a.name].value is None:
+                continue  # an optional argument given as null is absent
+            e = _check_type(step, a.name, a.type, bound[a.name], registry)
+            if e is not None:
+                out.append(e)
+    return out
+
+
+def find_cycles(deps: dict[int, list[int]]) -> list[list[int]]:
+    """Strongly connected components with more than one node (Tarjan), each in plan order."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    stack: list[int] = []
+    on: set[int] = set()
+    out: list[list[int]] = []
+    counter = [0]
+
+    def visit(v: int) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in deps.get(v, []):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(deps):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def check_plan(plan: RetrievalPlan, registry: Any) -> list[PlanError]:
+    """Every problem of ``plan`` against the tools of ``registry`` (empty: the plan is valid), by line."""
+    errors: list[PlanError] = []
+    steps = plan.steps
+    numbers = [s.index for s in steps]
+    if numbers != list(range(1, len(steps) + 1)):
+        k = next(i for i, n in enumerate(numbers) if n != i + 1)
+        errors.append(PlanError(line=steps[k].line, kind="numbering", step=steps[k].index,
+                                message=f"steps are numbered {', '.join(map(str, numbers))}; number them "
+                                        f"1 to {len(steps)} in order (found Step {numbers[k]} where Step {k + 1} "
+                                        "belongs)"))
+    first_def: dict[int, int] = {}
+    for pos, s in enumerate(steps):
+        n = s.var_number
+        if n in first_def:
+            other = steps[first_def[n]]
+            errors.append(_err(s, "duplicate_var", f"#{s.evidence_var} is already assigned by step {other.index} "
+                                                   f"(line {other.line}); each step assigns its own #Ek"))
+            continue
+        first_def[n] = pos
+        if n != s.index:
+            errors.append(_err(s, "numbering", f"Step {s.index} assigns #{s.evidence_var}; step k must assign "
+                                               f"#E{s.index}"))
+    for s in steps:
+        errors.extend(_check_call(s, registry))
+    deps: dict[int, list[int]] = {}
+    for pos, s in enumerate(steps):
+        deps[pos] = []
+        for r in s.refs:
+            if r == s.var_number:
+                errors.append(_err(s, "self_ref", f"refers to its own result #E{r}; a step can use only "
+                                                  "earlier steps' results"))
+            elif r not in first_def:
+                errors.append(_err(s, "missing_ref", f"refers to #E{r}, but no step assigns #E{r}"))
+            else:
+                deps[pos].append(first_def[r])
+                if first_def[r] > pos:
+                    errors.append(_err(s, "forward_ref", f"refers to #E{r}, which a later step "
+                                                         f"(step {steps[first_def[r]].index}) assigns; "
+                                                         "a step can use only earlier steps' results"))
+    for comp in find_cycles(deps):
+        names = [f"#{steps[p].evidence_var}" for p in comp]
+        first = steps[comp[0]]
+        errors.append(_err(first, "cycle", f"reference cycle between {', '.join(names)}: none of these "
+                                           "steps can run first"))
+    errors.sort(key=lambda e: (e.line, e.step or 0))
+    return errors
+
+
+def repair_prompt(errors: list[PlanError], registry: Any = None, *, plan_text: str | None = None) -> str:
+    """The text given back to the planner for one repair round: what is wrong, line by line, and the rules.
+
+    With ``registry`` the valid tool signatures are repeated; with ``plan_text`` the faulty plan is quoted.
+    """
+    lines = ["Your retrieval plan cannot be run as written."]
+    if plan_text is not None:
+        lines += ["", "Your plan:", plan_text.strip() or "(empty)"]
+    lines += ["", "Problems:"]
+    lines += [f"- {e}" for e in errors] or ["- (none)"]
+    if registry is not None:
+        lines += ["", "The only tools you may use:"] + [f"- {s.signature}" for s in registry]
+    lines += [
+        "",
+        "Write the whole plan again, fixed, in the same format and nothing else, one step per line:",
+        "Step k: <purpose> - #Ek = tool_name(argument, name=value)",
+        "Number the steps 1, 2, 3, …; step k assigns #Ek. Use only the tools listed, with their argument "
+        "names; quote text arguments; use an earlier step's result as #Ej (j < k).",
+    ]
+    return "\n".join(lines)

@@ -1,2 +1,0 @@
-"""REAPER training: fine-tuning data generation (:mod:`.datagen`, :mod:`.ttg`) and the route classifier of
-the classifier_planner baseline (:mod:`.classifier`)."""
