@@ -12,7 +12,7 @@ weighs on a 64-question run at concurrency 32 (ideal 0.8 s) and not on a real on
 
 Imports and script loading happen before the timed part: a first pass over every question (the
 ``cold`` row, which loads each of the questions' distinct scripts once and starts their query
-workers) warms the process, and the store cache is made large enough to keep every script of the
+query workers) warms the process, and the store cache is made large enough to keep every script of the
 run, so the timed rows measure the runner, not loading.
 
     .venv/bin/python benchmarks/batch.py [--n 64] [--latency 0.2] [--concurrency 1,4,16,32] [--repeat N]
@@ -95,39 +95,22 @@ def latency_endpoint(latency: float, scripts: int) -> Iterator[str]:
         endpoint.kill()
 
 
-def _workers_cpu() -> dict[int, float]:
-    """CPU seconds (user + system) of each live ``ragplan eval`` worker process, by pid (Linux /proc)."""
-    from ragplan.eval.workers import worker_pool
-
-    tick = os.sysconf("SC_CLK_TCK")
-    out: dict[int, float] = {}
-    for w in worker_pool().workers:
-        try:
-            fields = Path(f"/proc/{w.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        out[w.process.pid] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
-    return out
-
-
 def measure(n: int, latency: float, concurrency: int, clone: Path, work: Path, base_url: str,
-            label: str = "", checkpoints: bool = True, workers: int | str = "auto") -> dict[str, Any]:
+            label: str = "", checkpoints: bool = True) -> dict[str, Any]:
     """One runner pass at ``concurrency``: wall time, calls, efficiency and the runner's CPU."""
     from ragplan.eval.runner import RunSettings, evaluate
 
     settings = RunSettings(method="single_rag", benchmark="dqa-building", data=str(clone), model="openai:stub",
                            base_url=base_url, limit=n, concurrency=concurrency, context={"llm_max_retries": 0},
-                           checkpoints=checkpoints, workers=workers)
-    w0 = _workers_cpu()
+                           checkpoints=checkpoints)
     t0, c0 = time.perf_counter(), time.process_time()
     summary = asyncio.run(evaluate(settings, work / f"run-c{concurrency}{label}"))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    cpu += sum(t - w0.get(pid, 0.0) for pid, t in _workers_cpu().items())  # and the worker processes' CPU
     calls = int(summary["cost"]["llm_calls"])
     run_s = float(summary["cost"].get("wall_time_s") or wall)  # the run's own wall time: first start to last answer
     errors = int(summary["overall"].get("errors", 0))
     ideal = calls * latency / concurrency
-    return {"concurrency": f"{concurrency}{label}", "workers": summary["runner"]["workers"], "questions": summary["overall"]["n"], "errors": errors,
+    return {"concurrency": f"{concurrency}{label}", "questions": summary["overall"]["n"], "errors": errors,
             "calls": calls, "wall_s": round(wall, 3), "ideal_s": round(ideal, 3), "efficiency": round(ideal / wall, 3),
             "run_s": round(run_s, 3), "run_efficiency": round(ideal / run_s, 3) if run_s else 0.0,
             "cpu_ms_per_q": round(cpu / max(1, n) * 1000, 2)}
@@ -143,8 +126,6 @@ def main(argv: list[str] | None = None) -> int:
                     help="passes per concurrency; the row is the pass with the median efficiency (default 1)")
     ap.add_argument("--no-checkpoints", action="store_true",
                     help="run without per-question checkpoints (ragplan eval --no-checkpoints)")
-    ap.add_argument("--workers", default="auto",
-                    help="worker processes per run: a number or auto (ragplan eval --workers; default auto)")
     ap.add_argument("--save", type=Path, help="write this run's rows as JSON")
     ap.add_argument("--baseline", type=Path, help="a report saved with --save: show its efficiency and the ratio")
     args = ap.parse_args(argv)
@@ -155,17 +136,15 @@ def main(argv: list[str] | None = None) -> int:
         generate_clone(work / "clone", "building", args.n, seed=0)
         concurrencies = [int(c) for c in args.concurrency.split(",")]
         ck = not args.no_checkpoints
-        workers = args.workers if args.workers == "auto" else int(args.workers)
-        rows = [{**measure(args.n, args.latency, max(concurrencies), work / "clone", work, base_url, " (cold)", ck,
-                           workers), "passes": ""}]
+        rows = [{**measure(args.n, args.latency, max(concurrencies), work / "clone", work, base_url, " (cold)", ck), "passes": ""}]
         for c in concurrencies:
-            passes = [measure(args.n, args.latency, c, work / "clone", work, base_url, f"#{k}" if k else "", ck, workers)
+            passes = [measure(args.n, args.latency, c, work / "clone", work, base_url, f"#{k}" if k else "", ck)
                       for k in range(max(1, args.repeat))]
             row = sorted(passes, key=lambda r: r["efficiency"])[len(passes) // 2]  # the median pass
             rows.append({**row, "concurrency": str(c), "passes": " ".join(f"{r['efficiency']:.2f}" for r in passes)})
     print(f"single_rag, {args.n} questions, {args.latency:g} s per request (endpoint in its own process), "
-          f"checkpoints {'off' if args.no_checkpoints else 'on'}, workers {args.workers}")
-    print_rows(rows, [("concurrency", "s"), ("workers", "d"), ("questions", "d"), ("errors", "d"), ("calls", "d"), ("wall_s", ".2f"),
+          f"checkpoints {'off' if args.no_checkpoints else 'on'}")
+    print_rows(rows, [("concurrency", "s"), ("questions", "d"), ("errors", "d"), ("calls", "d"), ("wall_s", ".2f"),
                       ("ideal_s", ".2f"), ("efficiency", ".2f"), ("run_s", ".2f"), ("run_efficiency", ".2f"),
                       ("cpu_ms_per_q", ".1f"), ("passes", "s")], key="concurrency",
                baseline=load_baseline(args.baseline), compare="efficiency")

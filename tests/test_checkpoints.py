@@ -260,8 +260,7 @@ def _building_responder(hold: dict[str, bool]) -> Any:
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_eval_question_in_flight_at_a_kill_continues_from_its_last_node(tmp_path, capsys, workers):
-    """One process (one question in flight), and two worker processes sharing the run's checkpoint file (both in
-    flight, one in each): after kill -9 and --resume no finished LLM call is made again."""
+    """One and two questions in flight at the kill: after kill -9 and --resume no finished LLM call is made again."""
     from ragplan.methods.planrag.generate import generate_clone
 
     generate_clone(tmp_path / "clone", "building", 2, seed=0)
@@ -270,7 +269,7 @@ def test_eval_question_in_flight_at_a_kill_continues_from_its_last_node(tmp_path
     with OpenAIStub(responder=_building_responder(hold)) as stub:
         proc = subprocess.Popen(
             [sys.executable, "-m", "ragplan", "eval", "--method", "single_rag", "--benchmark", "dqa-building",
-             "--data", str(tmp_path / "clone"), "--limit", "2", "--concurrency", str(workers), "--workers", str(workers),
+             "--data", str(tmp_path / "clone"), "--limit", "2", "--concurrency", str(workers),
              "--out", str(run), "--no-progress", "--model", MODEL, "--base-url", stub.base_url,
              "--set", "llm_max_retries=0"],
             cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -283,7 +282,7 @@ def test_eval_question_in_flight_at_a_kill_continues_from_its_last_node(tmp_path
         assert main(["eval", "--resume", str(run), "--no-progress"]) == 0
         tools = [r.forced_tool for r in stub.requests]
         summary = json.loads((run / "summary.json").read_text())
-    assert summary["runner"]["workers"] == workers  # the resume keeps the run's workers
+    assert summary["overall"]["n"] == 2
     assert tools.count("RetrievalAction") == 2, tools  # the killed questions' queries were not asked again
     assert tools.count("FinalAnswer") == 2 + workers, tools  # their answers were (they were in flight)
     recs = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
