@@ -80,18 +80,39 @@ def test_readme_opens_with_the_two_commands_and_ci_runs_the_second():
     assert TEST_COMMAND in ci, ".ci/run must run exactly the README's test command"
 
 
+def _anchors(page: Path) -> set[str]:
+    """The heading anchors GitHub gives a Markdown page (lower case, punctuation dropped, spaces to '-')."""
+    seen: dict[str, int] = {}
+    out = set()
+    for heading in re.findall(r"^#{1,6} +(.+?) *$", FENCE.sub("", page.read_text()), re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+
 def test_relative_links_resolve():
     broken = []
     for page in _pages():
         for target in LINK.findall(page.read_text()):
-            if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
-                continue  # a URL, mailto:, or an anchor on the same page
-            path = (page.parent / target.split("#", 1)[0]).resolve()
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+                continue  # a URL or mailto:
+            file_part, _, anchor = target.partition("#")
+            path = (page.parent / file_part).resolve() if file_part else page
             if path in GENERATED and not path.exists():
                 continue
             if not path.exists():
-                broken.append(f"{page.relative_to(ROOT)}: {target}")
-    assert not broken, "links to missing files:\n" + "\n".join(broken)
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such file)")
+            elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    assert not broken, "broken links:\n" + "\n".join(broken)
+
+
+def test_anchor_slugs_follow_github():
+    page = DOCS / "evaluation.md"
+    assert "resume-rerun-and-replay" in _anchors(page)  # "## Resume, rerun and replay"
+    assert "faults-benchmarksfaultspy" in _anchors(DOCS / "performance.md")  # "## Faults: `benchmarks/faults.py`"
 
 
 def test_link_checker_sees_a_broken_link(tmp_path):
