@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.planrag.prompt import plan_block, system_frame, trace_block
 from ragplan.state.context import PlanRAGContext
-from ragplan.state.planrag import PlanVersion, ReplanVerdict, RetrievalStep
+from ragplan.state.planrag import PlanRAGState, PlanVersion, ReplanVerdict, RetrievalStep
 
 __all__ = ["ReplanDecision", "replan", "advance_plan", "REPLAN_INSTRUCTION"]
 
@@ -42,7 +42,7 @@ class ReplanDecision(BaseModel):
     new_steps: list[str] = Field(default_factory=list, description="When replan is true: the steps to run from now on, in order.")
 
 
-def _advance(state: Any) -> dict[str, Any]:
+def _advance(state: PlanRAGState) -> dict[str, Any]:
     """Move the pointer past the current step; mark the plan done when it runs out."""
     nxt = state.get("current_step", 0) + 1
     update: dict[str, Any] = {"current_step": nxt, "repairs": 0}
@@ -51,12 +51,12 @@ def _advance(state: Any) -> dict[str, Any]:
     return update
 
 
-def advance_plan(state: Any) -> dict[str, Any]:
+def advance_plan(state: PlanRAGState) -> dict[str, Any]:
     """Go to the next plan step without re-planning (PlanRAG w/o RP)."""
     return _advance(state)
 
 
-def replan(state: Any, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
+def replan(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
     """Ask for the re-plan verdict on the latest observation and apply it within ``max_replans``."""
     ctx = runtime.context
     steps: list[RetrievalStep] = state.get("steps") or []
