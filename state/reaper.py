@@ -28,7 +28,7 @@ from ragplan.state.usage import Usage, add_usage
 
 __all__ = ["ReaperInput", "ReaperOutput", "ReaperState", "ReaperResult", "FINISHED"]
 
-FINISHED = ("answered", "invalid_plan", "max_steps")
+FINISHED: tuple[StopReason, ...] = ("answered", "invalid_plan", "max_steps")
 """Stop reasons of a run that ran to its end (any other stop reason, or an error, is a failed run)."""
 
 

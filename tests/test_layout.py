@@ -202,13 +202,19 @@ def test_every_node_names_its_family_state():
 
 
 def test_mypy_checks_the_node_bodies():
-    """pyproject.toml's mypy settings check every function body of ragplan.nodes and ragplan.state, and refuse an
-    unannotated one there."""
+    """pyproject.toml's mypy settings check every function body of ragplan.nodes and ragplan.state and refuse an
+    unannotated one there; there and in the graphs' routers a comparison with a value the type cannot hold (a
+    misspelt ``stop_reason``) is an error."""
     import tomllib
 
     conf = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]
-    covering = [o for o in conf.get("overrides", []) if "ragplan.nodes.*" in o["module"] and "ragplan.state.*" in o["module"]]
-    assert covering and all(covering[0].get(k) is True for k in ("check_untyped_defs", "disallow_untyped_defs")), covering
+
+    def setting(module: str, key: str) -> Any:
+        return next((o[key] for o in conf.get("overrides", []) if module in o["module"] and key in o), conf.get(key))
+
+    for key in ("check_untyped_defs", "disallow_untyped_defs", "strict_equality"):
+        assert setting("ragplan.nodes.*", key) is True and setting("ragplan.state.*", key) is True, key
+    assert setting("ragplan.graphs.*", "strict_equality") is True
     assert "ragplan" in conf["packages"]
 
 
