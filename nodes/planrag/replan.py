@@ -42,18 +42,14 @@ class ReplanDecision(BaseModel):
     new_steps: list[str] = Field(default_factory=list, description="When replan is true: the steps to run from now on, in order.")
 
 
-def _advance(state: PlanRAGState) -> dict[str, Any]:
-    """Move the pointer past the current step; mark the plan done when it runs out."""
+def advance_plan(state: PlanRAGState) -> dict[str, Any]:
+    """Go to the next plan step without re-planning (PlanRAG w/o RP, and replan when it keeps the plan); mark the
+    plan done when it runs out."""
     nxt = state.get("current_step", 0) + 1
     update: dict[str, Any] = {"current_step": nxt, "repairs": 0}
     if nxt >= len(state.get("plan") or []):
         update["stop_reason"] = "plan_done"
     return update
-
-
-def advance_plan(state: PlanRAGState) -> dict[str, Any]:
-    """Go to the next plan step without re-planning (PlanRAG w/o RP)."""
-    return _advance(state)
 
 
 def replan(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
@@ -64,7 +60,7 @@ def replan(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, A
     applied = sum(1 for v in state.get("replans") or [] if v.replan and v.applied)
     if applied >= ctx.max_replans:
         verdict = ReplanVerdict(after_step=after, replan=False, reason=f"max_replans ({ctx.max_replans}) reached: plan kept without asking")
-        return {**_advance(state), "replans": [verdict]}
+        return {**advance_plan(state), "replans": [verdict]}
     plan = state.get("plan") or []
     cur = state.get("current_step", 0)
     messages = [
@@ -78,7 +74,7 @@ def replan(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, A
     new_steps = [s.strip() for s in v.new_steps if s.strip()]
     verdict = ReplanVerdict(after_step=after, replan=v.replan, reason=v.reason, new_steps=new_steps if v.replan else [])
     if not v.replan:
-        return {**_advance(state), "replans": [verdict], "usage": d.usage}
+        return {**advance_plan(state), "replans": [verdict], "usage": d.usage}
     revised = plan[: cur + 1] + new_steps
     version = len(state.get("plan_history") or [])
     update = {
