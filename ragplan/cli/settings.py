@@ -62,7 +62,7 @@ def add_setting_flags(parser: argparse.ArgumentParser, fams: list[MethodFamily],
                     raise RuntimeError(f"{f.name} has flags {seen[f.name]} in one family and {flags} in {fam.name}")
                 continue
             seen[f.name] = flags
-            default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+            default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc,operator]
             if f.name in SHARED:
                 group: Any = groups[""]
             elif fam in shown:
