@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from langgraph.graph import START, StateGraph
 
-from ragplan.family import END, Builder, TEXT_RETRIEVAL_OPTIONS, Emit, GraphSpec, MethodFamily, Option, input_keys_of
+from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, input_keys_of
 from ragplan.nodes.common.review_plan import make_review_plan
 from ragplan.nodes.furepa.answer import answer_from_evidence
 from ragplan.nodes.furepa.assess_plan import assess_plan, assessor_problem
@@ -223,18 +223,6 @@ FAMILY = FuRePAFamily(
         GraphSpec("furepa", build_furepa, "FuRePA: masked reasoning, N candidate queries, trained plan assessor, "
                   "temperature raise on repeats"),
         GraphSpec("ircot", build_ircot, "IRCoT-style loop: earlier reasoning kept in the prompt, one query per step"),
-    ),
-    options=TEXT_RETRIEVAL_OPTIONS + (
-        Option("--assessor", "assessor_dir", "furepa: the trained plan assessor (ragplan furepa train-assessor) "
-               "[env RAGPLAN_FUREPA_ASSESSOR]", metavar="DIR"),
-        Option("--assessor-mode", "assessor_mode", "furepa: how a candidate is picked (default trained)",
-               choices=("trained", "first", "random")),
-        Option("--candidates", "n_candidates", "furepa: candidate queries per iteration (default 3)", metavar="N", type=int),
-        Option("--max-iterations", "max_iterations", "furepa/ircot: most LLM iterations (default 6)", metavar="N", type=int),
-        Option("--no-masking", "mask_reasoning", "furepa: show earlier thoughts and queries (the masking-off ablation)",
-               action="store_false"),
-        Option("--tp0", "tp0", "furepa: proposal temperature before any repeat (default 0.2)", metavar="T", type=float),
-        Option("--delta-tp", "delta_tp", "furepa: temperature raise per repeated query (default 0.8)", metavar="D", type=float),
     ),
     data_help="--retriever wiki|local --index DIR, and for furepa --assessor DIR (or --assessor-mode first|random)",
     input_keys=input_keys_of(FuRePAInput),

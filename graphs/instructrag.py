@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from langgraph.graph import START, StateGraph
 
-from ragplan.family import END, TEXT_RETRIEVAL_OPTIONS, Builder, Emit, GraphSpec, MethodFamily, Option, input_keys_of
+from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, input_keys_of
 from ragplan.nodes.common.review_plan import make_review_plan
 from ragplan.nodes.instructrag.answer import answer_from_steps
 from ragplan.nodes.instructrag.observe import observe
@@ -232,15 +232,6 @@ FAMILY = InstructRAGFamily(
         GraphSpec("instructrag_rap", build_instructrag_rap, "RAP-style baseline: the most similar past question's stored path, "
                   "no instruction graph"),
         GraphSpec("react", build_react, "ReAct: Thought/Action/Observation with Search/Lookup/Finish and no path"),
-    ),
-    options=TEXT_RETRIEVAL_OPTIONS + (
-        Option("--instruction-graph", "instruction_graph_dir", "InstructRAG: the instruction graph (ragplan instructrag "
-               "build-graph)", metavar="DIR"),
-        Option("--agents", "agents_dir", "InstructRAG: the trained agents (ragplan instructrag train / adapt)", metavar="DIR"),
-        Option("--task", "task", "InstructRAG: the question's task (a HotpotQA answer type); default from the question",
-               metavar="LABEL"),
-        Option("--candidate-paths", "candidate_paths", "InstructRAG: K candidate paths", metavar="K", type=int),
-        Option("--max-steps", "max_steps", "most steps before answering", metavar="N", type=int),
     ),
     data_help="--retriever wiki|local --index DIR, and --instruction-graph DIR --agents DIR (react needs only the retriever)",
     input_keys=input_keys_of(InstructRAGInput),

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import START, StateGraph
 
-from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, Option, input_keys_of
+from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, input_keys_of
 from ragplan.nodes.planrag.answer import answer
 from ragplan.nodes.planrag.check_decision import check_decision
 from ragplan.nodes.planrag.plan import plan
@@ -234,20 +234,6 @@ FAMILY = PlanRAGFamily(
         GraphSpec("iter_rag", build_iter_rag, "IterRAG: ReAct-style iterative Cypher retrieval, no plan; answers when it knows enough",
                   splits_retrievals=True),
         GraphSpec("single_rag", build_single_rag, "SingleRAG: one Cypher retrieval, then the answer"),
-    ),
-    options=(
-        Option("--graph", "graph_path", "Neo4j-dialect Cypher script (e.g. a DQA .cql file) loaded into the embedded engine "
-               "(or into Neo4j with --neo4j-uri)", metavar="FILE.cql"),
-        Option("--neo4j-uri", "neo4j_uri", "use a Neo4j server (bolt://host:7687) instead of the embedded engine [env NEO4J_URI]", metavar="URI"),
-        Option("--neo4j-user", "neo4j_user", "Neo4j user [env NEO4J_USER, default neo4j]", metavar="USER"),
-        Option("--neo4j-database", "neo4j_database", "Neo4j database [env NEO4J_DATABASE]", metavar="DB"),
-        Option("--neo4j-replace", "neo4j_replace", "with --graph and Neo4j: clear a non-empty database before loading the script",
-               action="store_true"),
-        Option("--row-cap", "row_cap", "most result rows shown to the LLM", metavar="N", type=int),
-        Option("--query-timeout", "query_timeout_s", "time budget of one query in seconds", metavar="SEC", type=float),
-        Option("--max-steps", "max_steps", "most retrieval steps", metavar="N", type=int),
-        Option("--max-replans", "max_replans", "most plan revisions (planrag)", metavar="N", type=int),
-        Option("--max-query-repairs", "max_query_repairs", "most re-tries of a failed query", metavar="N", type=int),
     ),
     data_help="--graph FILE.cql (or --neo4j-uri / NEO4J_URI for a Neo4j server)",
     input_keys=input_keys_of(PlanRAGInput),

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from langgraph.graph import START, StateGraph
 
-from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, Option, input_keys_of
+from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, input_keys_of
 
 from ragplan.nodes.common.review_plan import make_review_plan
 from ragplan.nodes.reaper.agent_step import agent_step
@@ -213,15 +213,6 @@ FAMILY = ReaperFamily(
         GraphSpec("reaper", build_reaper, "REAPER: a small planner writes the whole retrieval plan in one call; validated, executed in parallel, answered by a large responder"),
         GraphSpec("agent_planner", build_agent_planner, "Agent baseline for REAPER: one LLM call per retrieval step over the same tools"),
         GraphSpec("classifier_planner", build_classifier_planner, "Classifier baseline for REAPER: a trained classifier routes to a retrieval class, an LLM fills its arguments"),
-    ),
-    options=(
-        Option("--shop", "shop_dir", "the retail shop the tools read (ragplan reaper make-shop --out DIR) [env RAGPLAN_SHOP_DIR]", metavar="DIR"),
-        Option("--classifier", "classifier_dir", "classifier_planner: the route classifier (ragplan reaper train-classifier) "
-               "[env RAGPLAN_CLASSIFIER_DIR]", metavar="DIR"),
-        Option("--tools", "tool_suite", "the tool suite the planner plans over (default retail)", metavar="SUITE"),
-        Option("--planner-model", "planner_model", "the planner's chat model (a small one; default --model) [env RAGPLAN_PLANNER_MODEL]", metavar="M"),
-        Option("--responder-model", "responder_model", "the responder's chat model (default --model) [env RAGPLAN_RESPONDER_MODEL]", metavar="M"),
-        Option("--max-steps", "max_steps", "most retrieval steps", metavar="N", type=int),
     ),
     data_help="--shop DIR (a retail shop made by `ragplan reaper make-shop --out DIR`)",
     input_keys=input_keys_of(ReaperInput),

@@ -23,7 +23,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Send
 from typing_extensions import TypedDict
 
-from ragplan.family import END, Builder, TEXT_RETRIEVAL_OPTIONS, Emit, GraphSpec, MethodFamily, Option, input_keys_of
+from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, input_keys_of
 from ragplan.nodes.think_then_act.answer_subquery import answer_subquery, branch_outcome, final_answer
 from ragplan.nodes.think_then_act.assess_query import assess_query
 from ragplan.nodes.think_then_act.confidence_gate import confidence_gate
@@ -232,10 +232,6 @@ FAMILY = ThinkThenActFamily(
         GraphSpec("cot", build_cot, "Chain of thought: reason step by step, then answer; no retrieval", uses_data=False),
         GraphSpec("retrieve_then_read", build_retrieve_then_read, "Retrieve-then-Read: always retrieve top sentences, then answer"),
         GraphSpec("flare", build_flare, "FLARE-style: draft, retrieve and regenerate when token (or stated) confidence is low"),
-    ),
-    options=TEXT_RETRIEVAL_OPTIONS + (
-        Option("--beta", "beta_threshold", "think_then_act: β′, retrieve when the stated confidence < B", metavar="B", type=float),
-        Option("--gate-mode", "gate_mode", "think_then_act: how the gate decides", choices=("confidence", "direct")),
     ),
     data_help="--retriever wiki (live Wikipedia, cached) or --retriever local --index DIR",
     input_keys=input_keys_of(TextQAInput),

@@ -5,11 +5,10 @@ hook). It says everything ``ragplan ask``, :func:`ragplan.api.ask`, ``ragplan ev
 ``ragplan studio`` and langgraph.json need, so none of them asks which family it has:
 
 * ``graphs`` — the graphs (name, builder of the uncompiled ``StateGraph``, one-line summary);
-* ``context`` — the typed settings (the graphs' ``context_schema``, shown as a form in Studio);
+* ``context`` — the typed settings (the graphs' ``context_schema``, shown as a form in Studio): the only
+  declaration of the family's settings, from which the command-line flags and docs/settings.md are generated;
 * ``result`` — the typed result (a :class:`~ragplan.state.result.GraphResult`: its retrieval counts,
   the fields a run record keeps and the lines printed under the answer);
-* ``options`` — the family's ``ragplan ask`` flags, each mapped to a context field (``--graph`` for
-  PlanRAG, ``--retriever``/``--index`` for text methods, ``--shop`` for REAPER …);
 * :meth:`MethodFamily.graph_input` — how a question (and a benchmark item's extra inputs) becomes the
   graph input;
 * :meth:`MethodFamily.prepare` — open or check the run's data before anything is sent to the LLM, so a
@@ -35,8 +34,7 @@ from ragplan.state.context import LLMContext, recursion_limit_for
 from ragplan.state.result import GraphResult
 from ragplan.state.review import PlanReview
 
-__all__ = ["GraphSpec", "Option", "MethodFamily", "Emit", "input_keys_of", "TEXT_RETRIEVAL_OPTIONS", "Builder",
-           "END"]
+__all__ = ["GraphSpec", "MethodFamily", "Emit", "input_keys_of", "Builder", "END"]
 
 #: What a family's graph builders return: an uncompiled graph (its state, context and schemas vary by family).
 Builder = StateGraph[Any, Any, Any, Any]
@@ -66,35 +64,6 @@ class GraphSpec:
 
 
 @dataclass(frozen=True)
-class Option:
-    """A ``ragplan ask`` flag that sets one context field."""
-
-    flag: str
-    """The flag, e.g. ``--shop``."""
-    field: str
-    """The context field it sets, e.g. ``shop_dir``."""
-    help: str
-    metavar: str | None = None
-    type: Callable[[str], Any] = str
-    choices: tuple[str, ...] | None = None
-    action: str | None = None
-    """``store_true`` for a switch; otherwise the flag takes a value."""
-
-
-#: The ``ragplan ask`` flags of every family that retrieves text (Think-then-Act, FuRePA, InstructRAG …).
-TEXT_RETRIEVAL_OPTIONS: tuple[Option, ...] = (
-    Option("--retriever", "retriever", "live Wikipedia (cached) or a local FAISS index [env RAGPLAN_RETRIEVER, default wiki]",
-           choices=("wiki", "local")),
-    Option("--index", "index_dir", "the local index (ragplan index build) [env RAGPLAN_INDEX_DIR]", metavar="DIR"),
-    Option("--top-sentences", "top_sentences", "evidence sentences kept per query", metavar="N", type=int),
-    Option("--retrieval-k", "retrieval_k", "passages fetched per query from the local index", metavar="K", type=int),
-    Option("--wiki-cache", "wiki_cache_dir", "Wikipedia cache folder", metavar="DIR"),
-    Option("--embedding-model", "embedding_model", "local path of a sentence-transformers model (default: the packaged "
-           "all-MiniLM-L6-v2)", metavar="DIR"),
-)
-
-
-@dataclass(frozen=True)
 class MethodFamily:
     """The description of one method family (see the module docstring). Subclass to override a hook."""
 
@@ -110,8 +79,6 @@ class MethodFamily:
     """The typed result of every graph of the family."""
     graphs: tuple[GraphSpec, ...]
     """The method's graph first, then its baselines and ablations."""
-    options: tuple[Option, ...] = ()
-    """The family's own ``ragplan ask`` flags (the LLM flags every family shares are the CLI's)."""
     data_help: str = ""
     """How to name the family's data on the command line (shown when it is missing)."""
     input_keys: tuple[str, ...] = field(default=("question",))
@@ -156,12 +123,13 @@ class MethodFamily:
 
     def settable(self) -> dict[str, tuple[Any, Any, str]]:
         """The settings a user may give as text (``--set``, ``--sweep``, Studio's form): name -> (type, default,
-        description); the context's Python-only fields (live objects such as ``chat_model``) are left out."""
+        description); the context's Python-only fields (``"python_only"`` in their metadata: live objects such as
+        ``chat_model``) are left out."""
         hints = get_type_hints(self.context)
         out: dict[str, tuple[Any, Any, str]] = {}
         for f in fields(self.context):
             desc = str(f.metadata.get("description", ""))
-            if desc.startswith("Python only"):
+            if f.metadata.get("python_only"):
                 continue
             default = f.default if f.default is not MISSING else f.default_factory() if f.default_factory is not MISSING else None
             out[f.name] = (hints.get(f.name, Any), default, desc)

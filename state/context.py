@@ -8,6 +8,12 @@ settings (:class:`LLMContext`); methods over a property graph add the store sett
 Python callers may also put live objects into a context: ``chat_model`` (any LangChain chat model,
 used instead of the ``model`` name) and ``graph_store`` (a :class:`~ragplan.tools.graphdb.GraphStore`,
 used instead of ``graph_path`` / ``neo4j_uri``). They are left empty in Studio.
+
+A context class is the only declaration of its settings: the CLI's flags (:mod:`ragplan.cli.settings`) and
+docs/settings.md are generated from its fields. A field's metadata holds its ``description``, optionally
+``flag`` (a short command-line alias such as ``--graph``; the flag from the field name is always there too),
+``python_only`` (a live object: no flag, not settable as text) and ``env`` (the environment variables its
+default is read from, see :func:`env_field`).
 """
 
 from __future__ import annotations
@@ -19,30 +25,30 @@ from typing import Any, Literal
 from ragplan.state.review import PlanReviewSettings
 
 __all__ = ["LLMContext", "GraphDBContext", "PlanRAGContext", "TextRAGContext", "ThinkThenActContext", "ReaperContext",
-           "recursion_limit_for"]
+           "recursion_limit_for", "env_field"]
 
 
-def _env(name: str, default: str = "") -> str:
-    return os.environ.get(name, default)
+def env_field(env: str, default: str = "", **metadata: Any) -> Any:
+    """A text setting whose default is read when the context is made from the environment variable ``env`` ("A|B":
+    the first one set), else ``default``; the variables and the fallback are kept in the field's metadata."""
+    names = env.split("|")
+    return field(default_factory=lambda: next((os.environ[n] for n in names if n in os.environ), default),
+                 metadata={**metadata, "env": names, "env_default": default})
 
 
 @dataclass(kw_only=True)
 class LLMContext:
     """LLM settings every method shares."""
 
-    model: str = field(
-        default_factory=lambda: _env("RAGPLAN_MODEL", "openai:gpt-4o-mini"),
-        metadata={
-            "description": "Chat model as provider:name (e.g. openai:gpt-4o-mini, or openai:<served name> with "
-            "base_url for vLLM / Ollama / llama.cpp / LM Studio). Default from RAGPLAN_MODEL."
-        },
+    model: str = env_field(
+        "RAGPLAN_MODEL", "openai:gpt-4o-mini",
+        description="Chat model as provider:name (e.g. openai:gpt-4o-mini, or openai:<served name> with "
+        "base_url for vLLM / Ollama / llama.cpp / LM Studio).",
     )
-    base_url: str = field(
-        default_factory=lambda: _env("RAGPLAN_BASE_URL", _env("OPENAI_BASE_URL")),
-        metadata={
-            "description": "Base URL of an OpenAI-compatible endpoint (e.g. http://localhost:11434/v1 for Ollama, "
-            "http://localhost:8000/v1 for vLLM). Empty = api.openai.com. Default from RAGPLAN_BASE_URL / OPENAI_BASE_URL."
-        },
+    base_url: str = env_field(
+        "RAGPLAN_BASE_URL|OPENAI_BASE_URL",
+        description="Base URL of an OpenAI-compatible endpoint (e.g. http://localhost:11434/v1 for Ollama, "
+        "http://localhost:8000/v1 for vLLM). Empty = api.openai.com.",
     )
     temperature: float = field(
         default=0.0, metadata={"description": "Sampling temperature (the papers use 0 for reproducibility)."}
@@ -67,18 +73,18 @@ class LLMContext:
     )
     chat_model: Any = field(
         default=None,
-        metadata={"description": "Python only: a LangChain chat model object used instead of `model`."},
+        metadata={"description": "A LangChain chat model object used instead of `model`.", "python_only": True},
     )
     llm_cache_dir: str = field(
         default="",
         metadata={"description": "Folder of the LLM record/replay cache: every chat request and its response is stored "
                   "there, keyed by model, settings and messages, and an identical request is answered from it. "
-                  "Empty = no cache."},
+                  "Empty = no cache.", "flag": "--llm-cache"},
     )
     llm_replay: bool = field(
         default=False,
         metadata={"description": "Serve every LLM call from llm_cache_dir only (offline, no endpoint needed); a request "
-                  "that was not recorded fails the run with llm_error instead of reaching the network."},
+                  "that was not recorded fails the run with llm_error instead of reaching the network.", "flag": "--replay"},
     )
 
 
@@ -88,16 +94,15 @@ class GraphDBContext(LLMContext):
 
     graph_path: str = field(
         default="",
-        metadata={"description": "Neo4j-dialect Cypher script (.cql) loaded into the embedded engine (or into Neo4j with neo4j_uri)."},
+        metadata={"description": "Neo4j-dialect Cypher script (.cql) loaded into the embedded engine (or into Neo4j with neo4j_uri).",
+                  "flag": "--graph"},
     )
-    neo4j_uri: str = field(
-        default_factory=lambda: _env("NEO4J_URI"),
-        metadata={"description": "bolt://host:7687 to use a Neo4j server instead of the embedded engine (password from NEO4J_PASSWORD)."},
+    neo4j_uri: str = env_field(
+        "NEO4J_URI",
+        description="bolt://host:7687 to use a Neo4j server instead of the embedded engine (password from NEO4J_PASSWORD).",
     )
-    neo4j_user: str = field(default_factory=lambda: _env("NEO4J_USER"), metadata={"description": "Neo4j user name."})
-    neo4j_database: str = field(
-        default_factory=lambda: _env("NEO4J_DATABASE"), metadata={"description": "Neo4j database (empty = server default)."}
-    )
+    neo4j_user: str = env_field("NEO4J_USER", description="Neo4j user name.")
+    neo4j_database: str = env_field("NEO4J_DATABASE", description="Neo4j database (empty = server default).")
     neo4j_replace: bool = field(
         default=False,
         metadata={"description": "With graph_path and a Neo4j server: clear a non-empty database before loading the script "
@@ -107,11 +112,11 @@ class GraphDBContext(LLMContext):
         default=100, metadata={"description": "Most rows of one query result shown to the LLM (the rest is counted, not shown)."}
     )
     query_timeout_s: float = field(
-        default=10.0, metadata={"description": "Time budget of one Cypher query in seconds."}
+        default=10.0, metadata={"description": "Time budget of one Cypher query in seconds.", "flag": "--query-timeout"}
     )
     graph_store: Any = field(
         default=None,
-        metadata={"description": "Python only: a GraphStore object used instead of graph_path / neo4j_uri."},
+        metadata={"description": "A GraphStore object used instead of graph_path / neo4j_uri.", "python_only": True},
     )
     dqa_scenario: str = field(
         default="",
@@ -149,14 +154,11 @@ class PlanRAGContext(PlanReviewSettings, GraphDBContext):
 class TextRAGContext(LLMContext):
     """Settings of methods that retrieve text (live Wikipedia or a local FAISS index)."""
 
-    retriever: Literal["wiki", "local"] = field(
-        default_factory=lambda: _env("RAGPLAN_RETRIEVER", "wiki"),  # type: ignore[arg-type,return-value]
-        metadata={"description": "wiki = live Wikipedia (cached on disk); local = a FAISS index built with `ragplan index build`."},
+    retriever: Literal["wiki", "local"] = env_field(
+        "RAGPLAN_RETRIEVER", "wiki",
+        description="wiki = live Wikipedia (cached on disk); local = a FAISS index built with `ragplan index build`.",
     )
-    index_dir: str = field(
-        default_factory=lambda: _env("RAGPLAN_INDEX_DIR"),
-        metadata={"description": "Folder of a local index (retriever = local)."},
-    )
+    index_dir: str = env_field("RAGPLAN_INDEX_DIR", description="Folder of a local index (retriever = local).", flag="--index")
     embedding_model: str = field(
         default="",
         metadata={"description": "Local path of a sentence-transformers model; empty = all-MiniLM-L6-v2 from the "
@@ -165,9 +167,9 @@ class TextRAGContext(LLMContext):
     retrieval_k: int = field(default=5, metadata={"description": "Passages fetched per query from the local index."})
     wiki_pages: int = field(default=3, metadata={"description": "Wikipedia pages fetched per query (retriever = wiki)."})
     wiki_language: str = field(default="en", metadata={"description": "Wikipedia language edition."})
-    wiki_cache_dir: str = field(
-        default_factory=lambda: _env("RAGPLAN_WIKI_CACHE"),
-        metadata={"description": "On-disk cache of Wikipedia requests (empty = ~/.cache/ragplan/wikipedia)."},
+    wiki_cache_dir: str = env_field(
+        "RAGPLAN_WIKI_CACHE", description="On-disk cache of Wikipedia requests (empty = ~/.cache/ragplan/wikipedia).",
+        flag="--wiki-cache",
     )
     wiki_api_url: str = field(
         default="", metadata={"description": "MediaWiki API URL override (a mirror); empty = https://<lang>.wikipedia.org/w/api.php."}
@@ -176,7 +178,7 @@ class TextRAGContext(LLMContext):
         default=3, metadata={"description": "Sentences kept as context per query, ranked by Sentence-BERT similarity (paper: 3)."}
     )
     retriever_object: Any = field(
-        default=None, metadata={"description": "Python only: a Retriever object used instead of the settings above."}
+        default=None, metadata={"description": "A Retriever object used instead of the settings above.", "python_only": True}
     )
 
 
@@ -186,7 +188,8 @@ class ThinkThenActContext(TextRAGContext):
 
     beta_threshold: float = field(
         default=0.5,
-        metadata={"description": "β′: retrieve when the stated confidence β < β′. 0 never retrieves, 1 always does (paper: 0.5)."},
+        metadata={"description": "β′: retrieve when the stated confidence β < β′. 0 never retrieves, 1 always does (paper: 0.5).",
+                  "flag": "--beta"},
     )
     gate_mode: Literal["confidence", "direct"] = field(
         default="confidence",
@@ -207,19 +210,14 @@ class ReaperContext(PlanReviewSettings, LLMContext):
     fallback for both.
     """
 
-    planner_model: str = field(
-        default_factory=lambda: _env("RAGPLAN_PLANNER_MODEL"),
-        metadata={"description": "The planner's chat model (a small, fast one); empty = `model`."},
-    )
-    responder_model: str = field(
-        default_factory=lambda: _env("RAGPLAN_RESPONDER_MODEL"),
-        metadata={"description": "The responder's chat model (a large one); empty = `model`."},
-    )
-    tool_suite: str = field(default="retail", metadata={"description": "The tool registry the planner plans over."})
-    shop_dir: str = field(
-        default_factory=lambda: _env("RAGPLAN_SHOP_DIR"),
-        metadata={"description": "The retail shop's folder (`ragplan reaper make-shop`), which the tools read."},
-    )
+    planner_model: str = env_field("RAGPLAN_PLANNER_MODEL",
+                                   description="The planner's chat model (a small, fast one); empty = `model`.")
+    responder_model: str = env_field("RAGPLAN_RESPONDER_MODEL",
+                                     description="The responder's chat model (a large one); empty = `model`.")
+    tool_suite: str = field(default="retail", metadata={"description": "The tool registry the planner plans over.",
+                                                        "flag": "--tools"})
+    shop_dir: str = env_field("RAGPLAN_SHOP_DIR", flag="--shop",
+                              description="The retail shop's folder (`ragplan reaper make-shop`), which the tools read.")
     include_new_tool: bool = field(
         default=True, metadata={"description": "Offer compatible_products (the paper's novel-tool experiment)."}
     )
@@ -235,17 +233,17 @@ class ReaperContext(PlanReviewSettings, LLMContext):
     step_timeout_s: float = field(default=30.0, metadata={"description": "Time budget of one tool call."})
     max_parallel: int = field(default=4, metadata={"description": "Independent plan steps run at once."})
     planner_chat_model: Any = field(
-        default=None, metadata={"description": "Python only: a chat model object for the planner."}
+        default=None, metadata={"description": "A chat model object for the planner.", "python_only": True}
     )
     responder_chat_model: Any = field(
-        default=None, metadata={"description": "Python only: a chat model object for the responder."}
+        default=None, metadata={"description": "A chat model object for the responder.", "python_only": True}
     )
     tool_registry: Any = field(
-        default=None, metadata={"description": "Python only: a ToolRegistry used instead of tool_suite / shop_dir."}
+        default=None, metadata={"description": "A ToolRegistry used instead of tool_suite / shop_dir.", "python_only": True}
     )
-    classifier_dir: str = field(
-        default_factory=lambda: _env("RAGPLAN_CLASSIFIER_DIR"),
-        metadata={"description": "classifier_planner: the route classifier trained with `ragplan reaper train-classifier`."},
+    classifier_dir: str = env_field(
+        "RAGPLAN_CLASSIFIER_DIR", flag="--classifier",
+        description="classifier_planner: the route classifier trained with `ragplan reaper train-classifier`.",
     )
 
 

@@ -12,14 +12,13 @@ the next prompt (furthest reasoning).
 from __future__ import annotations
 
 import operator
-import os
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 from typing_extensions import Required, TypedDict
 
-from ragplan.state.context import TextRAGContext
+from ragplan.state.context import TextRAGContext, env_field
 from ragplan.state.result import GraphResult, dump
 from ragplan.state.review import PlanReview, PlanReviews, PlanReviewSettings
 from ragplan.state.stop_reason import StopReason
@@ -37,20 +36,21 @@ class FuRePAContext(PlanReviewSettings, TextRAGContext):
     max_iterations: int = field(
         default=6, metadata={"description": "Most proposals (LLM iterations) before answering from the evidence gathered."})
     n_candidates: int = field(
-        default=3, metadata={"description": "Candidate queries the LLM proposes per iteration (ircot always uses 1)."})
+        default=3, metadata={"description": "Candidate queries the LLM proposes per iteration (ircot always uses 1).",
+                             "flag": "--candidates"})
     assessor_mode: Literal["trained", "first", "random"] = field(
         default="trained",
         metadata={"description": "How the plan assessor picks a candidate: trained = the query scorer at assessor_dir; "
                   "first = the LLM's first candidate; random = a seeded random one (the paper's ablations)."})
-    assessor_dir: str = field(
-        default_factory=lambda: os.environ.get("RAGPLAN_FUREPA_ASSESSOR", ""),
-        metadata={"description": "The trained plan assessor (`ragplan furepa train-assessor --out DIR`); "
-                  "needed when assessor_mode = trained. Default from RAGPLAN_FUREPA_ASSESSOR."})
+    assessor_dir: str = env_field(
+        "RAGPLAN_FUREPA_ASSESSOR", flag="--assessor",
+        description="The trained plan assessor (`ragplan furepa train-assessor --out DIR`); needed when assessor_mode = trained.")
     assessor_seed: int = field(default=0, metadata={"description": "Seed of the random assessor (per question and iteration)."})
     mask_reasoning: bool = field(
         default=True,
         metadata={"description": "Furthest reasoning: the prompt holds only the question and the evidence. False = "
-                  "earlier thoughts and executed queries are shown too (the masking-off ablation)."})
+                  "earlier thoughts and executed queries are shown too (the masking-off ablation: --no-masking).",
+                  "flag": "--masking"})
     tp0: float = field(default=0.2, metadata={"description": "Temperature of a proposal before any repetition (paper: 0.2 or 1.0)."})
     delta_tp: float = field(
         default=0.8, metadata={"description": "Temperature raise after the picked query repeats an executed one (paper: 0.8 or 0.5)."})

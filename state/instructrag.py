@@ -8,13 +8,12 @@ every Thought / Action / Observation step.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 from typing_extensions import Annotated, NotRequired, Required, TypedDict
 
-from ragplan.state.context import TextRAGContext
+from ragplan.state.context import TextRAGContext, env_field
 from ragplan.state.result import GraphResult
 from ragplan.state.review import PlanReview, PlanReviews, PlanReviewSettings
 from ragplan.state.stop_reason import StopReason
@@ -29,16 +28,14 @@ __all__ = ["InstructRAGContext", "PlannedPath", "TAOStep", "InstructRAGInput", "
 class InstructRAGContext(PlanReviewSettings, TextRAGContext):
     """Settings of InstructRAG and its baselines (instructrag_rap, instructrag_threshold, instructrag_no_ml, react)."""
 
-    instruction_graph_dir: str = field(
-        default_factory=lambda: os.environ.get("RAGPLAN_INSTRUCTION_GRAPH", ""),
-        metadata={"description": "The instruction graph folder (`ragplan instructrag build-graph`, or an adapted graph of "
-                  "`ragplan instructrag adapt`)."},
-    )
-    agents_dir: str = field(
-        default_factory=lambda: os.environ.get("RAGPLAN_INSTRUCTRAG_AGENTS", ""),
-        metadata={"description": "The trained RL-Agent and ML-Agent folder (`ragplan instructrag train`, or `adapt`'s output "
-                  "with per-task agents)."},
-    )
+    instruction_graph_dir: str = env_field(
+        "RAGPLAN_INSTRUCTION_GRAPH", flag="--instruction-graph",
+        description="The instruction graph folder (`ragplan instructrag build-graph`, or an adapted graph of "
+        "`ragplan instructrag adapt`).")
+    agents_dir: str = env_field(
+        "RAGPLAN_INSTRUCTRAG_AGENTS", flag="--agents",
+        description="The trained RL-Agent and ML-Agent folder (`ragplan instructrag train`, or `adapt`'s output "
+        "with per-task agents).")
     candidate_paths: int = field(default=3, metadata={"description": "K: candidate paths the RL-Agent proposes (paper: 3)."})
     max_path_len: int = field(default=8, metadata={"description": "Most instructions in one candidate path."})
     traversal_threshold: float = field(

@@ -39,7 +39,7 @@ class PlanReviewSettings:
     review_plan: bool = field(
         default=False,
         metadata={"description": "Pause after planning until a person approves, edits or rejects the plan "
-                  "(LangGraph interrupt; resume with approve / edit / reject). Needs a checkpointer."},
+                  "(LangGraph interrupt; resume with approve / edit / reject). Needs a checkpointer.", "flag": "--review"},
     )
     review_replans: bool = field(
         default=False,

@@ -131,7 +131,7 @@ def settings_for(method: str, eval_flags: list[str], base_url: str, limit: int, 
                  concurrency: int = 2) -> Any:
     """Run settings for ``method`` from a family's ``ragplan eval`` flags (tests/family_data), as the CLI builds them."""
     from ragplan.cli import build_parser
-    from ragplan.cli.ask import parse_assignments
+    from ragplan.cli.settings import parse_assignments
     from ragplan.eval.runner import RunSettings
 
     args = build_parser().parse_args(["eval", "--method", method, *eval_flags])

@@ -133,9 +133,10 @@ def test_sweep_refuses_bad_input(tmp_path, capsys):
     assert "--set beta_threshold='high'" in capsys.readouterr().err
     assert not (tmp_path / "e").exists() and not (tmp_path / "c").exists()
     assert main(base + ["--sweep", "beta_threshold=0,1", "--set", "beta_threshold=0.3"]) == 2
-    assert main(["eval", "--method", "standard", "--benchmark", "hotpotqa", "--data", str(data),
-                 "--sweep", "beta_threshold=0,1"]) == 2
-    assert "--sweep goes with `ragplan eval sweep" in capsys.readouterr().err
+    assert "both set beta_threshold" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:  # --sweep is a flag of the `eval sweep` sub-command only
+        main(["eval", "--method", "standard", "--benchmark", "hotpotqa", "--data", str(data), "--sweep", "beta_threshold=0,1"])
+    assert e.value.code == 2 and "usage: ragplan eval" in capsys.readouterr().err
     assert not (tmp_path / "s").exists()
 
 

@@ -149,8 +149,8 @@ def test_dev_server_lists_all_graphs_with_typed_settings(dev_server):
             continue
         props = client.assistants.get_schemas(a["assistant_id"])["context_schema"]["properties"]
         fam = family_of(a["graph_id"])
-        for opt in fam.options:
-            assert opt.field in props and props[opt.field].get("description"), (a["graph_id"], opt.field)
+        for name in fam.settable():
+            assert name in props and props[name].get("description"), (a["graph_id"], name)
     planrag = next(a for a in assistants if a["graph_id"] == "planrag")
     schemas = client.assistants.get_schemas(planrag["assistant_id"])
     props = schemas["context_schema"]["properties"]

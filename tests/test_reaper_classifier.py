@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ragplan.methods.reaper.cli_classifier import add_classifier_parser, run_classifier
+from ragplan.methods.reaper.cli import add_classifier_parser, run_classifier
 from ragplan.nodes.reaper.fill_arguments import FilledArguments, build_skeleton
 from ragplan.nodes.reaper.respond import Response
 from ragplan.methods.reaper import parse_plan, check_plan

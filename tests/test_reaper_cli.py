@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ragplan.methods.reaper.cli_validate import add_validate_parser, run_validate
+from ragplan.methods.reaper.cli import add_validate_parser, run_validate
 from ragplan.tools import suites as tool_registry
 from tests.test_reaper_plan import FIGURE_2, FIGURE_4, FIGURE_6, examples
 from tests.test_reaper_validate import retail_like_registry

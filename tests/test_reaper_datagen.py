@@ -9,8 +9,8 @@ import random
 import numpy as np
 import pytest
 
-from ragplan.methods.reaper import cli_datagen as reaper_datagen
-from ragplan.methods.reaper.cli_datagen import add_datagen_parser, run_datagen
+from ragplan.methods.reaper import cli as reaper_datagen
+from ragplan.methods.reaper.cli import add_datagen_parser, run_datagen
 from ragplan.methods.reaper import datagen as dg, sft
 from ragplan.methods.reaper.plan import parse_plan
 from ragplan.methods.reaper.ttg import NO_PLAN_POSSIBLE, TASKS

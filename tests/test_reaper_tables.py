@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ragplan.cli import main
-from ragplan.methods.reaper.cli_datagen import add_datagen_parser, run_datagen
+from ragplan.methods.reaper.cli import add_datagen_parser, run_datagen
 from ragplan.methods.reaper.benchmark import ReaperBenchmark
 from ragplan.methods.reaper.metrics import aggregate
 from ragplan.eval.runfolder import RunSettings

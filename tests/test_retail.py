@@ -271,7 +271,7 @@ def test_bound_registry_matches_its_specs(shop_dir: Path) -> None:
 
 
 def test_cli_make_shop(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from ragplan.methods.reaper.cli_shop import add_shop_parser, run_shop
+    from ragplan.methods.reaper.cli import add_shop_parser, run_shop
 
     parser = argparse.ArgumentParser()
     add_shop_parser(parser.add_subparsers(dest="cmd"))

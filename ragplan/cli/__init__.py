@@ -10,12 +10,17 @@
     ragplan eval --method M --benchmark B --data PATH   run a method over a benchmark (resumable)
     ragplan eval report RUN_DIR… [--html OUT.html]   compare runs in one table (and one HTML page)
     ragplan eval sweep --method M --benchmark B --data PATH --sweep beta_threshold=0,0.5,1   one run per value, one figure
+    ragplan eval retrieval --benchmark B --data PATH --index DIR   score retrieval against gold support (no LLM)
     ragplan compare --benchmark B --data PATH --methods a,b   several methods on the same items, one report
     ragplan index build|search …                a local FAISS passage index (Sentence-BERT embeddings)
     ragplan reaper validate PLAN_FILE --tools retail   parse and validate a REAPER plan
     ragplan reaper make-shop --out DIR          generate the retail shop the REAPER tools read
     ragplan reaper datagen --seed-plans F --out DIR   instruction-tuning data for a planner (TEvo, TTG, DQS)
     ragplan reaper train-classifier --shop DIR --out DIR   the classifier_planner baseline's route classifier
+
+The commands that run graphs (ask, eval, eval sweep, compare, resume) take every setting of the method's
+context as a flag generated from it (:mod:`ragplan.cli.settings`; ``ragplan ask --method M --help`` lists
+them, ``ragplan graphs --settings-md`` prints docs/settings.md) or as ``--set KEY=VALUE``.
 
 Exit codes: 0 success; 1 the run or query failed (the reason is printed); 2 bad input or
 configuration (a refused write query, a script line that does not load, no LLM endpoint, …).
@@ -30,11 +35,12 @@ import sys
 
 from ragplan import __version__
 
-__all__ = ["main", "build_parser", "COMMAND_MODULES"]
+__all__ = ["main", "build_parser", "COMMAND_MODULES", "SETTINGS_COMMANDS"]
 
 #: Sub-commands that live in a module of their own: name -> module with ``add_parser(sub)`` and ``run(args)``.
 #: A method family's commands (``ragplan furepa …``, ``ragplan instructrag …``) are one module each.
 COMMAND_MODULES = {
+    "ask": "ragplan.cli.ask",
     "dqa": "ragplan.methods.planrag.cli",
     "eval": "ragplan.cli.eval",
     "compare": "ragplan.cli.compare",
@@ -44,6 +50,9 @@ COMMAND_MODULES = {
     "instructrag": "ragplan.methods.instructrag.cli",
     "resume": "ragplan.cli.resume",
 }
+
+#: The commands that run graphs: their ``add_parser(sub, settings)`` takes the generated setting flags.
+SETTINGS_COMMANDS = ("ask", "eval", "compare", "resume")
 
 
 def _add_store_args(p: argparse.ArgumentParser, *, graph_required: bool = False) -> None:
@@ -60,12 +69,21 @@ def _add_store_args(p: argparse.ArgumentParser, *, graph_required: bool = False)
     p.add_argument("--query-timeout", type=float, default=None, metavar="SEC", help="time budget of one query")
 
 
-def build_parser(*, with_family_options: bool = True) -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser of every ``ragplan`` command.
 
-    ``ask`` takes the flags of every method family (``--graph``, ``--index``, ``--shop`` …); finding the
-    families imports every graph, so commands other than ``ask`` build the parser without them.
+    The commands that run graphs get the setting flags generated from every family's context when ``argv`` is
+    None or one of them (finding the families imports every graph); their ``--help`` shows the settings of the
+    families of the methods ``argv`` names (``--method M`` / ``--methods A,B``).
     """
+    settings = None
+    if argv is None or argv[:1] and argv[0] in SETTINGS_COMMANDS:
+        from ragplan.cli.settings import add_setting_flags, methods_in
+        from ragplan.registry import families
+
+        fams, names = families(), methods_in(argv or [])
+        shown = [f for f in fams if any(g.name in names for g in f.graphs)]
+        settings = lambda p: add_setting_flags(p, fams, shown)  # noqa: E731
     parser = argparse.ArgumentParser(
         prog="ragplan",
         description="Planning-based retrieval-augmented generation methods as LangGraph graphs.",
@@ -79,6 +97,8 @@ def build_parser(*, with_family_options: bool = True) -> argparse.ArgumentParser
                                                                      "(--set KEY=VALUE / --sweep KEY=… take these)")
     graphs.add_argument("--langgraph-json", action="store_true",
                         help="print the langgraph.json that serves every graph (for `langgraph dev` / Studio)")
+    graphs.add_argument("--settings-md", action="store_true",
+                        help="print docs/settings.md: every family's settings, their flags, types and defaults")
     studio = sub.add_parser("studio", help="serve every graph for LangGraph Studio / the SDK (`langgraph dev`, set up for ragplan)",
                             description="Runs `langgraph dev` with the environment ragplan's graphs need (a larger glibc "
                                         "static-TLS reserve so kglite, torch and faiss can share the server process). "
@@ -93,12 +113,10 @@ def build_parser(*, with_family_options: bool = True) -> argparse.ArgumentParser
     cy.add_argument("--schema", action="store_true", help="print the graph schema (labels, relationships, example values)")
     cy.add_argument("query", nargs="?", help="the Cypher query")
 
-    from ragplan.cli.ask import add_ask_parser
-
-    add_ask_parser(sub, with_family_options=with_family_options)
-    for module in COMMAND_MODULES.values():
+    for name, module in COMMAND_MODULES.items():
         if importlib.util.find_spec(module) is not None:
-            importlib.import_module(module).add_parser(sub)
+            add = importlib.import_module(module).add_parser
+            add(sub, settings) if name in SETTINGS_COMMANDS else add(sub)
     return parser
 
 
@@ -135,6 +153,11 @@ def _graphs(args: argparse.Namespace) -> int:
                           "graphs": langgraph_graphs()}, indent=2))
         return 0
     fams = families()
+    if args.settings_md:
+        from ragplan.cli.settings import settings_markdown
+
+        print(settings_markdown(fams), end="")
+        return 0
     width = max(len(g.name) for f in fams for g in f.graphs)
     for fam in fams:
         if args.families:
@@ -154,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
 
         reexec_with_static_tls()
     raw = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(with_family_options=raw[:1] == ["ask"])
+    parser = build_parser(raw)
     if raw[:1] == ["studio"] and not ({"-h", "--help"} & set(raw[1:2])):
         args = argparse.Namespace(command="studio", langgraph_args=raw[1:])  # everything after goes to langgraph dev
     else:
@@ -187,10 +210,6 @@ def main(argv: list[str] | None = None) -> int:
             return run_cypher(args)
         if args.command in COMMAND_MODULES:
             return importlib.import_module(COMMAND_MODULES[args.command]).run(args)
-        if args.command == "ask":
-            from ragplan.cli.ask import run_ask
-
-            return run_ask(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

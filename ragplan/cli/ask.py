@@ -1,9 +1,11 @@
 """``ragplan ask``: answer one question with any method graph, printing its family's trace as it runs.
 
-Every family contributes its own flags (``--graph`` for PlanRAG, ``--retriever``/``--index`` for text
-methods, ``--shop``/``--classifier`` for REAPER …); a flag that the chosen method's settings do not
-have is an error, not silently ignored. ``--set KEY=VALUE`` sets any other field of the method's
-context and ``--input KEY=JSON`` any extra graph input (REAPER's ``page_context``).
+The settings are flags generated from the method's context (:mod:`ragplan.cli.settings`: ``--graph`` for
+PlanRAG, ``--retriever``/``--index`` for text methods, ``--shop`` for REAPER …, ``--review`` to pause for plan
+review); a flag the method's settings do not have is an error, not silently ignored. ``--input KEY=JSON`` gives
+an extra graph input (REAPER's ``page_context``). Every ask runs as a checkpointed thread in a SQLite file
+(:mod:`ragplan.checkpoints`), so a run that was interrupted, killed or left paused for review continues with
+``ragplan resume ID``.
 """
 
 from __future__ import annotations
@@ -12,24 +14,26 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from ragplan.cli.checkpointing import add_run_options, apply_run_options, ask_checkpointed
-from ragplan.family import MethodFamily, Option
+from ragplan.family import MethodFamily
 
-__all__ = ["add_ask_parser", "run_ask", "print_result", "TracePrinter", "parse_assignments", "add_cache_options", "cache_problem"]
-
-#: Flags every family shares, and the LLM context fields they set.
-COMMON_FIELDS = [("model", "model"), ("base_url", "base_url"), ("temperature", "temperature"),
-                 ("structured_output", "structured_output"), ("llm_cache", "llm_cache_dir"), ("replay", "llm_replay")]
+__all__ = ["add_parser", "run", "print_result", "resume_hint", "add_checkpoint_db"]
 
 
-def add_ask_parser(sub: Any, *, with_family_options: bool = True) -> argparse.ArgumentParser:
-    """The ``ask`` sub-command, with the flags of every method family when ``with_family_options``."""
+def add_checkpoint_db(p: argparse.ArgumentParser) -> None:
+    """``--checkpoint-db FILE`` (``ask`` and ``resume``)."""
+    p.add_argument("--checkpoint-db", metavar="FILE", default=None,
+                   help="the SQLite checkpoint file [env RAGPLAN_CHECKPOINT_DB, default "
+                        "${XDG_STATE_HOME:-~/.local/state}/ragplan/checkpoints.sqlite]")
+
+
+def add_parser(sub: Any, settings: Any = None) -> argparse.ArgumentParser:
+    """The ``ask`` sub-command; ``settings(parser)`` adds the generated setting flags."""
     ask = sub.add_parser("ask", help="answer a question with any method graph and print its trace",
                          description="Run a method graph and print its trace as it goes (the plan, every query or tool "
                                      "call and what came back, every decision), then the answer, LLM calls, tokens and "
-                                     "wall time. Each method family adds the flags that name its data.")
+                                     "wall time. `ragplan ask --method M --help` lists M's settings.")
     ask.add_argument("--method", default="planrag", help="graph name (see `ragplan graphs`), default planrag")
     q = ask.add_mutually_exclusive_group(required=True)
     q.add_argument("--question", help="the question text")
@@ -38,167 +42,58 @@ def add_ask_parser(sub: Any, *, with_family_options: bool = True) -> argparse.Ar
                    "its prompt and script are used and the answer is checked by simulation")
     ask.add_argument("--scenario", choices=["locating", "building"], help="with --dqa")
     ask.add_argument("--question-num", type=int, metavar="N", help="with --dqa")
-    ask.add_argument("--model", default=None, help="chat model provider:name, e.g. openai:gpt-4o-mini [env RAGPLAN_MODEL]")
-    ask.add_argument("--base-url", default=None,
-                     help="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, LM Studio) [env RAGPLAN_BASE_URL]")
-    ask.add_argument("--temperature", type=float, default=None)
-    ask.add_argument("--structured-output", choices=["function_calling", "json_schema", "text"], default=None,
-                     help="how LLM decisions are parsed (text for endpoints without tool calling)")
-    add_cache_options(ask)
-    ask.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                     help="any other setting of the method's context (repeatable; VALUE is JSON or text)")
     ask.add_argument("--input", action="append", default=[], metavar="KEY=JSON",
                      help="an extra graph input, e.g. --input page_context='{\"product_id\": \"…\"}' for REAPER")
     ask.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
     ask.add_argument("--quiet", action="store_true", help="print only the answer and the totals")
-    add_run_options(ask)
-    if with_family_options:
-        from ragplan.registry import families
-
-        add_family_options(ask, families())
+    ask.add_argument("--thread", metavar="ID", default=None,
+                     help="the run's thread id in the checkpoint file (default: a fresh one, printed at the start)")
+    add_checkpoint_db(ask)
+    if settings is not None:
+        settings(ask)
     return ask
 
 
-def add_cache_options(parser: argparse.ArgumentParser) -> None:
-    """``--llm-cache DIR`` and ``--replay`` (the LLM record/replay cache, :mod:`ragplan.llm_cache`)."""
-    parser.add_argument("--llm-cache", metavar="DIR", default=None,
-                        help="record every LLM request and its response in DIR (an identical request is answered "
-                             "from it); see 'Record and replay' in the README")
-    parser.add_argument("--replay", action="store_true", default=None,
-                        help="with --llm-cache: serve every LLM call from the cache only (offline, no endpoint); "
-                             "a request that was not recorded fails with llm_error")
-
-
-def cache_problem(cache_dir: str, replay: bool) -> str | None:
-    """Why ``--llm-cache`` / ``--replay`` cannot work as given, or None."""
-    if replay and not cache_dir:
-        return "--replay needs --llm-cache DIR (the cache to replay from)"
-    if replay and not Path(cache_dir).is_dir():
-        return f"--llm-cache {cache_dir}: no such folder, nothing to replay"
-    if cache_dir and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
-        return f"--llm-cache {cache_dir}: not a folder"
-    return None
-
-
-def add_family_options(parser: argparse.ArgumentParser, fams: list[MethodFamily]) -> None:
-    """One argument group per family with its flags; a flag two families share is added once (same field)."""
-    seen: dict[str, Option] = {}
-    for fam in fams:
-        group = parser.add_argument_group(f"{fam.title} ({', '.join(g.name for g in fam.graphs)})")
-        for opt in fam.options:
-            if opt.flag in seen:
-                if seen[opt.flag].field != opt.field:
-                    raise RuntimeError(f"{opt.flag} sets {seen[opt.flag].field} in one family and {opt.field} in {fam.name}")
-                continue
-            seen[opt.flag] = opt
-            kw: dict[str, Any] = {"dest": _dest(opt.flag), "default": None, "help": opt.help}
-            if opt.action:
-                kw["action"] = opt.action
-            else:
-                kw.update(type=opt.type, metavar=opt.metavar)
-                if opt.choices:
-                    kw["choices"] = list(opt.choices)
-            group.add_argument(opt.flag, **kw)
-
-
-def _dest(flag: str) -> str:
-    return "opt_" + flag.lstrip("-").replace("-", "_")
-
-
-def parse_assignments(pairs: list[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` pairs with JSON values where they parse (``max_steps=8``, ``page_context={…}``), text otherwise.
-
-    A value that starts like a JSON object or list (``{`` or ``[``) must be one: ``page_context='{bad json'`` is a
-    ValueError naming the key, not a string passed on.
-    """
-    out: dict[str, Any] = {}
-    for p in pairs:
-        if "=" not in p:
-            raise ValueError(f"expected KEY=VALUE, got {p!r}")
-        k, v = p.split("=", 1)
-        try:
-            out[k.strip()] = json.loads(v)
-        except json.JSONDecodeError as exc:
-            if v.lstrip().startswith(("{", "[")):
-                raise ValueError(f"{k.strip()}: not valid JSON ({exc.msg} at column {exc.colno}): {v[:80]!r}") from None
-            out[k.strip()] = v
-    return out
-
-
-class TracePrinter:
-    """Prints each node's update with the method family's trace printer."""
-
-    def __init__(self, family: MethodFamily, out: TextIO = sys.stdout) -> None:
-        self.family = family
-        self.out = out
-
-    def __call__(self, node: str, update: dict[str, Any]) -> None:
-        self.family.trace(node, update, lambda line: print(line, file=self.out, flush=True))
-
-
-def _dqa_item(args: argparse.Namespace) -> Any:
-    """The DQA benchmark item named by --dqa/--scenario/--question-num, or an exit code after a message."""
-    from ragplan.methods.planrag.data import DQAError
+def _question(args: argparse.Namespace) -> tuple[str, Any] | str:
+    """The question text and the benchmark item it came from (or None), or a message."""
     from ragplan.eval.registry import get_benchmark
+    from ragplan.methods.planrag.data import DQAError
 
-    if not args.scenario or args.question_num is None:
-        print("error: --dqa needs --scenario locating|building and --question-num N", file=sys.stderr)
-        return 2
-    try:
-        items = get_benchmark(f"dqa-{args.scenario}", args.dqa).items()
-    except (DQAError, OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    found = [it for it in items if it.meta.get("question_num") == args.question_num]
-    if not found:
-        print(f"error: no {args.scenario} question number {args.question_num} in {args.dqa}", file=sys.stderr)
-        return 2
-    return found[0]
-
-
-def _question(args: argparse.Namespace) -> tuple[str, Any] | int:
-    """The question text and the benchmark item it came from (or None), or an exit code after a message."""
     item = None
     if args.dqa:
-        item = _dqa_item(args)
-        if isinstance(item, int):
-            return item
+        if not args.scenario or args.question_num is None:
+            return "--dqa needs --scenario locating|building and --question-num N"
+        try:
+            items = get_benchmark(f"dqa-{args.scenario}", args.dqa).items()
+        except (DQAError, OSError, ValueError) as exc:
+            return str(exc)
+        item = next((it for it in items if it.meta.get("question_num") == args.question_num), None)
+        if item is None:
+            return f"no {args.scenario} question number {args.question_num} in {args.dqa}"
         question = item.question
     elif args.question_file:
         try:
             question = Path(args.question_file).read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
-            print(f"error: cannot read the question file: {exc}", file=sys.stderr)
-            return 2
+            return f"cannot read the question file: {exc}"
     else:
         question = (args.question or "").strip()
-    if not question:
-        print("error: the question is empty", file=sys.stderr)
-        return 2
-    return question, item
+    return (question, item) if question else "the question is empty"
 
 
 def _context(args: argparse.Namespace, family: MethodFamily, item: Any) -> Any:
-    """The method's context from the flags (an error message string when a flag does not apply)."""
-    from ragplan.registry import families
+    """The method's context from the flags (a message string when a flag does not apply or a value is bad)."""
+    from ragplan.cli.settings import settings_from_args
 
-    names = family.context_fields()
-    kw: dict[str, Any] = {fld: getattr(args, flag) for flag, fld in COMMON_FIELDS if getattr(args, flag, None) is not None}
-    all_options = {o.flag: o for f in families() for o in f.options}
-    for flag, opt in all_options.items():
-        value = getattr(args, _dest(flag), None)
-        if value is None:
-            continue
-        if opt.field not in names:
-            return f"{flag} does not apply to {args.method} ({family.title}); its data: {family.data_help or '-'}"
-        kw[opt.field] = value
-    try:
-        extra = family.check_settings(args.method, parse_assignments(args.set))
-    except ValueError as exc:
-        return f"--set {exc}"
-    kw.update(extra)
+    if (getattr(args, "set_review_plan", None) or getattr(args, "set_review_replans", None)) and \
+            "review_plan" not in family.graph(args.method).build().nodes:
+        flag = "--review" if args.set_review_plan else "--review-replans"
+        return f"{flag}: {args.method} writes no plan to review (plan review: planrag, planrag_no_replan, reaper, furepa, instructrag …)"
+    kw = settings_from_args(args, family, args.method)
+    if isinstance(kw, str):
+        return kw
     if item is not None:  # a benchmark item's own settings (a DQA question's script and simulator check)
-        foreign = sorted(set(item.context) - names)
+        foreign = sorted(set(item.context) - family.context_fields())
         if foreign:
             return (f"--dqa: {args.method} cannot run this question: it has no setting for its data "
                     f"({', '.join(foreign)}); use a method whose data is a property graph (see `ragplan graphs --families`)")
@@ -209,61 +104,97 @@ def _context(args: argparse.Namespace, family: MethodFamily, item: Any) -> Any:
         return f"bad setting: {exc}"
 
 
-def run_ask(args: argparse.Namespace) -> int:
-    """Run ``ragplan ask``: check the LLM configuration and the method's data at once, run and print."""
+def _checkpoint_problem(args: argparse.Namespace) -> str | None:
+    """Why ``--thread`` / ``--checkpoint-db`` cannot be used (the file must work before the run starts)."""
+    from ragplan.checkpoints import RunStore, UnknownThread, checkpoint_db
+
+    if args.thread is not None and (not args.thread.strip() or any(c.isspace() for c in args.thread)):
+        return "--thread: a thread id has no spaces"
+    try:
+        with RunStore(args.checkpoint_db) as store:
+            if args.thread is not None:
+                store.get(args.thread)  # a thread holds one run
+                return f"thread {args.thread} already exists in {store.path}; continue it with " \
+                       f"`ragplan resume {args.thread}` or choose another --thread"
+    except UnknownThread:
+        return None
+    except Exception as exc:  # a file that is not a SQLite database, a folder without rights
+        return f"the checkpoint file {checkpoint_db(args.checkpoint_db)} cannot be used: {exc}"
+    return None
+
+
+def resume_hint(thread_id: str, db: str | None) -> str:
+    """The command that continues ``thread_id``."""
+    return f"ragplan resume {thread_id}" + (f" --checkpoint-db {db}" if db else "")
+
+
+def _prepare(args: argparse.Namespace) -> tuple[MethodFamily, str, Any, dict[str, Any]] | str:
+    """The family, question, context and inputs of the ask, every check done before any LLM call; or a message."""
+    from ragplan.cli.settings import cache_problem, parse_assignments
     from ragplan.llm import endpoint_problem
-    from ragplan.llm_cache import track_cache_usage
     from ragplan.registry import family_of
 
     try:
         family = family_of(args.method)
     except KeyError:
-        print(f"error: unknown method {args.method!r}; see `ragplan graphs`", file=sys.stderr)
-        return 2
+        return f"unknown method {args.method!r}; see `ragplan graphs`"
     got = _question(args)
-    if isinstance(got, int):
+    if isinstance(got, str):
         return got
     question, item = got
     ctx = _context(args, family, item)
     if isinstance(ctx, str):
-        print(f"error: {ctx}", file=sys.stderr)
-        return 2
+        return ctx
     try:
         inputs = {**(item.inputs if item is not None else {}), **parse_assignments(args.input)}
     except ValueError as exc:
-        print(f"error: --input: {exc}", file=sys.stderr)
-        return 2
+        return f"--input: {exc}"
     unknown = sorted(set(inputs) - set(family.input_keys))
     if unknown:
-        print(f"error: --input {', '.join(unknown)}: {args.method} takes {', '.join(family.input_keys)}", file=sys.stderr)
+        return f"--input {', '.join(unknown)}: {args.method} takes {', '.join(family.input_keys)}"
+    problem = (cache_problem(ctx.llm_cache_dir, ctx.llm_replay) or endpoint_problem(ctx.model, ctx.base_url, ctx.llm_replay)
+               or family.prepare(args.method, ctx) or _checkpoint_problem(args))
+    return problem or (family, question, ctx, inputs)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``ragplan ask``: check the LLM configuration and the method's data at once, run and print."""
+    from ragplan.checkpoints import new_thread_id
+    from ragplan.cli.review import TerminalReview
+    from ragplan.llm_cache import track_cache_usage
+    from ragplan.runs import start_run
+    from ragplan.state.review import AWAITING_REVIEW
+
+    got = _prepare(args)
+    if isinstance(got, str):
+        print(f"error: {got}", file=sys.stderr)
         return 2
-    problem = cache_problem(ctx.llm_cache_dir, ctx.llm_replay) or endpoint_problem(ctx.model, ctx.base_url, ctx.llm_replay)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
-    problem = family.prepare(args.method, ctx)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
-    problem = apply_run_options(args, family, ctx)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
+    family, question, ctx, inputs = got
     out = sys.stderr if args.json else sys.stdout
-    printer = None if args.quiet else TracePrinter(family, out)
+    printer = None if args.quiet else (lambda node, update: family.trace(node, update, lambda ln: print(ln, file=out, flush=True)))
     if printer:
         where = family.data_line(ctx) if family.graph(args.method).uses_data else ""
         print(f"Method: {args.method}   Model: {ctx.model}{'  @ ' + ctx.base_url if ctx.base_url else ''}"
               f"{'   ' + where if where else ''}", file=out)
         print(f"Question: {question}", file=out)
+    thread = args.thread or new_thread_id()
+    hint = resume_hint(thread, args.checkpoint_db)
+    print(f"Thread: {thread}  (resume with: {hint})", file=out if printer is not None else sys.stderr, flush=True)
     with track_cache_usage() as cache_usage:
-        res = ask_checkpointed(args, question, ctx, inputs, printer, out)
-    cache_line = ""
+        try:
+            res = start_run(args.method, question, ctx, inputs=inputs, thread_id=thread, checkpoint_db=args.checkpoint_db,
+                            review=TerminalReview(out), on_update=printer)
+        except KeyboardInterrupt:
+            print(f"\nstopped; continue with: {hint}", file=sys.stderr)
+            raise
+    if res.stop_reason == AWAITING_REVIEW:
+        print(f"\nThe run is paused for plan review; continue with: {hint}", file=sys.stderr)
+    extra = []
     if ctx.llm_cache_dir:
         c = cache_usage.summary()
-        cache_line = (f"LLM cache: {ctx.llm_cache_dir}{' (replay)' if ctx.llm_replay else ''}   entries used: {c['entries']} "
-                      f"({c['replayed']} replayed, {c['recorded']} recorded)   fingerprint: {c['fingerprint'][:16]}")
-    return print_result(res, args.json, extra=[cache_line] if cache_line else [])
+        extra.append(f"LLM cache: {ctx.llm_cache_dir}{' (replay)' if ctx.llm_replay else ''}   entries used: {c['entries']} "
+                     f"({c['replayed']} replayed, {c['recorded']} recorded)   fingerprint: {c['fingerprint'][:16]}")
+    return print_result(res, args.json, extra=extra)
 
 
 def print_result(res: Any, as_json: bool, extra: list[str] | None = None) -> int:

@@ -1,27 +1,27 @@
 """``ragplan compare``: several methods on the same benchmark items with the same model, then one report.
 
-    ragplan compare --benchmark B --data FILE --methods a,b,c [--limit N] [--model M --base-url URL]
-                    [--concurrency C] [--set KEY=VALUE …] [--benchmark-option KEY=VALUE …]
-                    [--context-only] [--out DIR] [--llm-cache DIR [--replay]]
+    ragplan compare --benchmark B --data FILE --methods a,b,c [--limit N] [--concurrency C] [--out DIR]
+                    [--model M --base-url URL] [setting flags | --set KEY=VALUE …] [--benchmark-option KEY=VALUE …]
 
 Each method runs through the evaluation runner (:func:`ragplan.eval.runner.run_evaluation`) into its own run
 folder ``DIR/<method>``, one method after the other, on the same items (same benchmark, data, limit and
 year) with the same model and settings. Then ``DIR/report.html`` (:mod:`ragplan.eval.html_report`) is
 written and the comparison table printed. Running the same command again with the same ``--out`` resumes:
 questions already in a run folder are not asked again. A run folder made with other settings is refused
-(exit 2) rather than mixed. A ``--set`` key that is not a setting of one of the methods is an error naming
-that method (exit 2), as for ``ragplan eval``.
+(exit 2) rather than mixed. The settings are the flags generated from the methods' contexts (or ``--set``);
+one that is not a setting of every method is an error naming that method (exit 2), as for ``ragplan eval``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ragplan.cli.ask import add_cache_options
+from ragplan.cli.eval import add_run_flags, llm_problem, new_settings
 
 __all__ = ["add_parser", "run"]
 
@@ -29,34 +29,15 @@ __all__ = ["add_parser", "run"]
 _SAME = ("method", "benchmark", "data", "model", "limit", "year", "context", "benchmark_options")
 
 
-def add_parser(sub: Any) -> None:
-    """Register ``ragplan compare`` on the top-level subparsers."""
+def add_parser(sub: Any, settings: Any = None) -> None:
+    """Register ``ragplan compare`` on the top-level subparsers; ``settings(parser)`` adds the setting flags."""
     p = sub.add_parser(
         "compare", help="run several methods on the same benchmark items with the same model; one HTML report",
         description="Run each method of --methods over the same benchmark items with the same model and settings, one run "
-                    "folder per method under --out, then write --out/report.html and print the comparison table. "
-                    "The same command with the same --out resumes unfinished runs.")
-    p.add_argument("--benchmark", required=True, help="dqa-locating | dqa-building | hotpotqa | 2wikimultihopqa | musique | "
-                                                      "strategyqa | fever | flashrag | reaper-retail")
-    p.add_argument("--data", required=True, metavar="PATH", help="the benchmark's data (for DQA: a clone of the repository)")
+                    "folder per method under --out (default runs/compare-<benchmark>-<time>), then write --out/report.html "
+                    "and print the comparison table. The same command with the same --out resumes unfinished runs.")
     p.add_argument("--methods", required=True, metavar="A,B,C", help="graph names, comma-separated (see `ragplan graphs`)")
-    p.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N questions")
-    p.add_argument("--year", type=int, default=None, help="only questions of this year (DQA)")
-    p.add_argument("--model", default=None, help="chat model provider:name for every method [env RAGPLAN_MODEL]")
-    p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint [env RAGPLAN_BASE_URL]")
-    p.add_argument("--concurrency", type=int, default=4, metavar="C", help="questions in flight at once (per method)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="a context setting for every method and question (repeatable); it must be a setting of every method")
-    p.add_argument("--benchmark-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="an option of the benchmark itself (repeatable)")
-    p.add_argument("--context-only", action="store_true",
-                   help="text benchmarks: retrieve from a local index of the questions' own context paragraphs (offline)")
-    p.add_argument("--item-timeout", type=float, default=None, metavar="SEC", help="wall-time budget of one question")
-    p.add_argument("--out", metavar="DIR", default=None,
-                   help="folder of the runs and the report (default runs/compare-<benchmark>-<time>); give the same "
-                        "folder again to resume")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    add_cache_options(p)
+    add_run_flags(p, settings, required=True)
 
 
 def _err(msg: str) -> int:
@@ -66,15 +47,12 @@ def _err(msg: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ragplan compare`` (exit 0: every method ran; 1: a method's run failed as a whole; 2: bad input)."""
-    from ragplan.cli.ask import cache_problem, parse_assignments
     from ragplan.eval.html_report import write_html_report
     from ragplan.eval.registry import get_benchmark
     from ragplan.eval.report import compare_runs, every_question_failed
     from ragplan.eval.runfolder import RunSettings
     from ragplan.eval.runner import run_evaluation
-    from ragplan.llm import endpoint_problem
     from ragplan.registry import family_of
-    from ragplan.state.context import LLMContext
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     if not methods:
@@ -82,24 +60,14 @@ def run(args: argparse.Namespace) -> int:
     twice = sorted({m for m in methods if methods.count(m) > 1})
     if twice:
         return _err(f"--methods names {', '.join(twice)} twice")
-    try:
-        extra = parse_assignments(args.set)
-        bench_opts = {**parse_assignments(args.benchmark_option), **({"context_only": True} if args.context_only else {})}
-        families = {m: family_of(m) for m in methods}
-    except (ValueError, KeyError) as exc:
-        return _err(str(exc.args[0]) if exc.args else str(exc))
-    for m, fam in families.items():
-        try:
-            fam.check_settings(m, extra)
-        except ValueError as exc:
-            return _err(f"--set {exc}")
-    default = LLMContext()
-    model, base_url = args.model or default.model, args.base_url or default.base_url
-    cache_dir, replay = str(Path(args.llm_cache).resolve()) if args.llm_cache else "", bool(args.replay)
-    problem = cache_problem(cache_dir, replay) or endpoint_problem(model, base_url, replay)
+    base = new_settings(args, methods)
+    if isinstance(base, str):
+        return _err(base)
+    problem = llm_problem(base)
     if problem:
         return _err(problem)
-    data = str(Path(args.data).resolve())
+    families = {m: family_of(m) for m in methods}
+    data, bench_opts, model = base.data, base.benchmark_options, base.model
     try:  # the benchmark and its data are checked once, before any LLM call
         n_items = len(get_benchmark(args.benchmark, data, limit=args.limit, year=args.year, **bench_opts).items())
     except KeyError as exc:
@@ -109,12 +77,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out or f"runs/compare-{args.benchmark}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
     plan: list[tuple[str, RunSettings]] = []
     for m in methods:
-        st = RunSettings(method=m, benchmark=args.benchmark, data=data, model=model, base_url=base_url, limit=args.limit,
-                         year=args.year, concurrency=args.concurrency, context=dict(extra),
-                         benchmark_options=dict(bench_opts),
-                         llm_cache_dir=cache_dir, llm_replay=replay)
-        if args.item_timeout:
-            st.item_timeout_s = args.item_timeout
+        st = replace(base, method=m, context=dict(base.context), benchmark_options=dict(bench_opts))
         saved_file = out / m / "settings.json"
         if saved_file.exists():
             try:

@@ -1,10 +1,11 @@
 """``ragplan resume ID``: continue a checkpointed ``ragplan ask`` run.
 
-    ragplan resume ID [--checkpoint-db FILE] [--json] [--quiet]
+    ragplan resume ID [--checkpoint-db FILE] [--json] [--quiet] [setting flags]
     ragplan resume --list [--checkpoint-db FILE]
 
 The run's method, question, inputs and settings come from the checkpoint file (:mod:`ragplan.checkpoints`);
-the context is rebuilt from them (secrets such as API keys come from the environment again). Then:
+the context is rebuilt from them (secrets such as API keys come from the environment again), with the
+setting flags given (``--base-url``, ``--max-steps`` …, :mod:`ragplan.cli.settings`) on top. Then:
 
 * a run paused for plan review shows the plan and asks ``approve / edit / reject [a/e/r]``;
 * a run that was interrupted or killed continues from its last finished node: the LLM calls of
@@ -23,26 +24,25 @@ import sys
 from typing import Any
 
 from ragplan.checkpoints import RunStore, UnknownThread, checkpoint_db
-from ragplan.cli.checkpointing import resume_hint
+from ragplan.cli.ask import add_checkpoint_db, print_result, resume_hint
 from ragplan.cli.review import TerminalReview
-from ragplan.cli.ask import print_result
 from ragplan.state.review import AWAITING_REVIEW
 
 __all__ = ["add_parser", "run"]
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    """The ``resume`` sub-command."""
+def add_parser(sub: Any, settings: Any = None) -> argparse.ArgumentParser:
+    """The ``resume`` sub-command; ``settings(parser)`` adds the generated setting flags."""
     p = sub.add_parser("resume", help="continue a checkpointed `ragplan ask` run (paused for review, interrupted or killed)",
                        description="Continue the run of thread ID from its last finished node (or answer the plan "
                                    "review it is paused at). A finished run prints its answer.")
     p.add_argument("thread_id", nargs="?", metavar="ID", help="the thread id `ragplan ask` printed")
     p.add_argument("--list", action="store_true", help="list the runs in the checkpoint file, newest first")
-    p.add_argument("--checkpoint-db", metavar="FILE", default=None,
-                   help="the SQLite checkpoint file [env RAGPLAN_CHECKPOINT_DB, default "
-                        "${XDG_STATE_HOME:-~/.local/state}/ragplan/checkpoints.sqlite]")
+    add_checkpoint_db(p)
     p.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
     p.add_argument("--quiet", action="store_true", help="print only the answer and the totals")
+    if settings is not None:
+        settings(p)
     return p
 
 
@@ -61,6 +61,7 @@ def _list(db: str | None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ragplan resume``."""
+    from ragplan.cli.settings import settings_from_args
     from ragplan.llm import endpoint_problem
     from ragplan.registry import family_of
     from ragplan.runs import rebuild_context, resume_run, thread_status
@@ -92,8 +93,12 @@ def run(args: argparse.Namespace) -> int:
     if status == "finished":
         print(f"Thread {args.thread_id} is finished; nothing to run.", file=out)
         return print_result(resume_run(args.thread_id, checkpoint_db=args.checkpoint_db), args.json)
+    overrides = settings_from_args(args, family, info.method)
+    if isinstance(overrides, str):
+        print(f"error: {overrides}", file=sys.stderr)
+        return 2
     try:
-        ctx = rebuild_context(info)
+        ctx = rebuild_context(info, **overrides)
     except (TypeError, ValueError) as exc:
         print(f"error: the run's settings do not make a context: {exc}", file=sys.stderr)
         return 2

@@ -1,43 +1,376 @@
-"""``ragplan reaper …``: REAPER's tools and data (validate plans, make the shop, training data, the classifier)."""
+"""``ragplan reaper …``: REAPER's tools and data, each a sub-command.
+
+    ragplan reaper validate PLAN_FILE --tools retail [--json]     parse a plan and check it against a tool suite
+    ragplan reaper make-shop --out DIR [--seed S] [--products N] [--orders N] [--today YYYY-MM-DD] [--build-index]
+    ragplan reaper datagen --seed-plans FILE --out DIR [--seed S] [--per-example K] [--tools retail]
+                           [--extra-queries FILE] [--no-dqs] [--trim F] [--model-path DIR] [--ttg-tasks a,b,c]
+    ragplan reaper train-classifier --shop DIR [--goldset FILE] --out DIR [--seed S] [--model-path DIR] [--json]
+
+``validate`` prints the parsed steps (step, evidence variable, tool, arguments by name) of a valid plan, or
+its problems (``line N: message``); ``--json`` prints ``{"valid", "steps", "errors", "notes"}``; ``PLAN_FILE``
+may be ``-`` for standard input; only the suite's specs are used, no store is opened (exit 0 valid, 1 invalid,
+2 unreadable file or unknown suite). ``make-shop`` writes a deterministic shop for a seed (the same seed and
+sizes give byte-identical files; the FAISS indexes are built on the first search unless ``--build-index``).
+``datagen`` turns a small pool of human-written plans (JSONL ``{"query", "context": {...}, "plan"}``, every
+plan checked against the suite) into SFT data: TEvo, TTG's secondary tasks (names or the paper's numbers
+1–7, ``all`` or ``none``; Table 3 compares 0, 3, 4 and 5 tasks) and DQS (as many extra queries as the seed
+pool has, from ``--extra-queries`` or template variations of the seeds, after dropping the most- and
+least-similar ``--trim`` fraction; picked queries without a plan go to ``dqs_queries.jsonl``); it writes
+``{task}.jsonl``, ``train.jsonl`` and ``stats.json``, byte-identical for the same inputs and seed.
+``train-classifier`` trains the classification baseline's route classifier on the gold set's ``train``
+split (default: the shop's ``goldset.jsonl``, or its default gold set generated) and prints per-class
+precision / recall / F1 on the ``test`` split with the accuracy next to the majority-class rate.
+
+Exit codes: 0 success (validate: valid); 1 validate: invalid plan; 2 bad input.
+"""
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import json
+import random
+import sys
+from pathlib import Path
 from typing import Any
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "run", "add_validate_parser", "run_validate", "add_shop_parser", "run_shop", "add_datagen_parser",
+           "run_datagen", "add_classifier_parser", "run_classifier", "format_report"]
 
 
 def add_parser(sub: Any) -> None:
     """The ``reaper`` command and its sub-commands."""
-    from ragplan.methods.reaper.cli_classifier import add_classifier_parser
-    from ragplan.methods.reaper.cli_datagen import add_datagen_parser
-    from ragplan.methods.reaper.cli_shop import add_shop_parser
-    from ragplan.methods.reaper.cli_validate import add_validate_parser
-
     reaper = sub.add_parser("reaper", help="REAPER: validate retrieval plans, make the retail shop, training data",
                             description="REAPER (one-call retrieval plans over a tool registry): tools and data.")
     rsub = reaper.add_subparsers(dest="reaper_command", metavar="SUBCOMMAND", required=True)
-    add_validate_parser(rsub)
-    add_shop_parser(rsub)
-    add_datagen_parser(rsub)
-    add_classifier_parser(rsub)
+    for add in (add_validate_parser, add_shop_parser, add_datagen_parser, add_classifier_parser):
+        add(rsub)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the chosen ``reaper`` sub-command."""
-    if args.reaper_command == "validate":
-        from ragplan.methods.reaper.cli_validate import run_validate
+    return {"validate": run_validate, "make-shop": run_shop, "datagen": run_datagen,
+            "train-classifier": run_classifier}[args.reaper_command](args)
 
-        return run_validate(args)
-    if args.reaper_command == "train-classifier":
-        from ragplan.methods.reaper.cli_classifier import run_classifier
 
-        return run_classifier(args)
-    if args.reaper_command == "datagen":
-        from ragplan.methods.reaper.cli_datagen import run_datagen
+def add_validate_parser(sub: Any) -> argparse.ArgumentParser:
+    """Register ``validate`` on the subparsers of the ``reaper`` command (``ragplan reaper validate``)."""
+    v = sub.add_parser("validate", help="parse a REAPER plan file and check it against a tool suite",
+                       description="Parse a REAPER plan (`Step k: purpose - #Ek = tool(args)` lines) and check "
+                                   "tools, arguments, evidence variables and references against a tool suite. "
+                                   "Exit 0 valid, 1 invalid, 2 unreadable file or unknown suite.")
+    v.add_argument("plan_file", metavar="PLAN_FILE", help="the plan text (- for standard input)")
+    v.add_argument("--tools", default="retail", metavar="SUITE", help="tool suite to check against (default retail)")
+    v.add_argument("--json", action="store_true", help='print {"valid", "steps", "errors", "notes"} as JSON')
+    v.set_defaults(reaper_command="validate")
+    return v
 
-        return run_datagen(args)
-    from ragplan.methods.reaper.cli_shop import run_shop
 
-    return run_shop(args)
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _arg_json(arg: Any) -> Any:
+    return arg.value if arg.kind != "ref" else f"#E{arg.refs[0]}"
+
+
+def _step_json(step: Any, registry: Any) -> dict[str, Any]:
+    from ragplan.methods.reaper.validate import bind_args
+
+    spec = registry.get(step.tool)
+    names = [a.name for a in spec.args] if spec is not None else []
+    bound, surplus, _ = bind_args(step, names)
+    args = {k: _arg_json(a) for k, a in bound.items()}
+    return {"step": step.index, "line": step.line, "evidence_var": f"#{step.evidence_var}", "tool": step.tool,
+            "purpose": step.purpose, "args": args, "extra_positional": [_arg_json(a) for a in surplus],
+            "refs": [f"#E{r}" for r in step.refs], "call": step.call_text()}
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    """Run ``ragplan reaper validate``; returns the exit code (0 valid, 1 invalid, 2 bad input)."""
+    from ragplan.methods.reaper.plan import format_arg, parse_plan
+    from ragplan.methods.reaper.validate import bind_args, check_plan
+    from ragplan.tools import suites as tool_registry
+
+    try:
+        text = _read(args.plan_file)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error: cannot read the plan file {args.plan_file}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        registry = tool_registry.get_suite(args.tools)
+    except KeyError as exc:
+        print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    except ImportError as exc:
+        print(f"error: the tool suite {args.tools!r} cannot be loaded: {exc}", file=sys.stderr)
+        return 2
+    parsed = parse_plan(text)
+    errors = sorted([*parsed.errors, *check_plan(parsed.plan, registry)], key=lambda e: (e.line, e.step or 0))
+    valid = not errors
+    if args.json:
+        print(json.dumps({
+            "valid": valid,
+            "steps": [_step_json(s, registry) for s in parsed.plan.steps],
+            "errors": [e.model_dump() for e in errors],
+            "notes": [n.model_dump() for n in parsed.notes],
+        }, ensure_ascii=False, indent=2))
+        return 0 if valid else 1
+    for n in parsed.notes:
+        print(f"note: {n}", file=sys.stderr)
+    if not valid:
+        for e in errors:
+            print(str(e))
+        print(f"{args.plan_file}: invalid ({len(errors)} problem{'s' if len(errors) != 1 else ''}, "
+              f"tools: {args.tools})")
+        return 1
+    steps = parsed.plan.steps
+    if steps:
+        rows = [["STEP", "VAR", "TOOL", "ARGUMENTS"]]
+        for s in steps:
+            spec = registry.get(s.tool)
+            bound, _, _ = bind_args(s, [a.name for a in spec.args] if spec is not None else [])
+            rows.append([str(s.index), f"#{s.evidence_var}", s.tool,
+                         ", ".join(f"{k}={format_arg(a)}" for k, a in bound.items())])
+        print(_table(rows))
+    print(f"{args.plan_file}: valid, {len(steps)} step{'s' if len(steps) != 1 else ''} (tools: {args.tools})")
+    return 0
+
+
+def add_shop_parser(sub: Any) -> None:
+    """Register ``make-shop`` on the ``reaper`` command's subparsers."""
+    p = sub.add_parser("make-shop", help="generate the retail shop (catalogue, orders, help centre) for the retail tools",
+                       description="Write a deterministic shop for a seed: products with attributes, Q&A and reviews "
+                                   "(JSONL), orders and shipments dated relative to --today (SQLite), and help-centre "
+                                   "articles (JSONL). Bind the retail tools to it with --shop-dir / shop_dir.")
+    p.add_argument("--out", required=True, metavar="DIR", help="shop directory (created; a shop already there is replaced)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--products", type=int, default=400, metavar="N", help="catalogue size (default 400)")
+    p.add_argument("--orders", type=int, default=150, metavar="N", help="customer orders (default 150)")
+    p.add_argument("--today", default="2026-11-22", metavar="YYYY-MM-DD",
+                   help="the shop's today: order dates and date_math are relative to it (default 2026-11-22)")
+    p.add_argument("--build-index", action="store_true",
+                   help="build the catalogue and help-centre FAISS indexes now (default: on first search)")
+    p.add_argument("--model-path", default="", metavar="DIR",
+                   help="with --build-index: local sentence-transformers model (default: the packaged all-MiniLM-L6-v2)")
+    p.add_argument("--json", action="store_true", help="print the shop's meta.json instead of a summary")
+
+
+def _bad(msg: str) -> int:
+    print(f"error: {msg}", file=sys.stderr)
+    return 2
+
+
+def run_shop(args: argparse.Namespace) -> int:
+    """Run ``ragplan reaper make-shop``; returns the exit code."""
+    from ragplan.tools.retail import generate_shop, load_shop
+
+    if args.products < 1 or args.orders < 0:
+        return _bad("--products must be at least 1 and --orders at least 0")
+    try:
+        dt.date.fromisoformat(args.today)
+    except ValueError:
+        return _bad(f"--today must be a date YYYY-MM-DD, got {args.today!r}")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        return _bad(f"--out {str(out)!r} exists and is not a directory")
+    path = generate_shop(out, seed=args.seed, n_products=args.products, n_orders=args.orders, today=args.today)
+    meta = json.loads((path / "meta.json").read_text())
+    if args.build_index:
+        from ragplan.tools.embeddings import EmbeddingModelError, StaticTLSError
+        from ragplan.tools.textindex import TextIndexError
+
+        try:
+            shop = load_shop(path, model_path=args.model_path)
+            shop.build_indexes()
+            shop.close()
+        except (EmbeddingModelError, StaticTLSError, TextIndexError) as exc:
+            return _bad(str(exc))
+    if args.json:
+        print(json.dumps(meta, indent=2))
+        return 0
+    c = meta["counts"]
+    print(f"shop (seed {meta['seed']}, today {meta['today']}) -> {path}")
+    print(f"  {c['products']} products in {len(c['product_types'])} types, {c['reviews']} reviews, "
+          f"{c['orders']} orders, {c['faq']} help-centre articles")
+    print("  indexes: " + ("built" if args.build_index else "built on first search (or rerun with --build-index)"))
+    return 0
+
+
+def add_datagen_parser(rsub: Any) -> argparse.ArgumentParser:
+    """Register ``datagen`` on the ``reaper`` command's subparsers (``ragplan reaper datagen``)."""
+    p = rsub.add_parser("datagen", help="generate REAPER SFT data (TEvo, TTG, DQS) from seed plans",
+                        description="Turn a small pool of annotated plans into chat-format SFT data: the planning task "
+                                    "with evolved tool prompts (TEvo), seven secondary tasks (TTG) and diverse extra "
+                                    "queries (DQS). Exit 0 success, 2 bad input.")
+    p.add_argument("--seed-plans", required=True, metavar="FILE", help='JSONL {"query", "context", "plan"} per line')
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory (created)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--per-example", type=int, default=2, metavar="K", help="TEvo variants of each task per example "
+                                                                            "(default 2)")
+    p.add_argument("--tools", default="retail", metavar="SUITE", help="tool suite (default retail)")
+    p.add_argument("--extra-queries", default=None, metavar="FILE",
+                   help='DQS pool: JSONL {"query", "context"?, "plan"?} (default: template variations of the seeds)')
+    p.add_argument("--no-dqs", action="store_true", help="skip DQS (no embedding model is loaded)")
+    p.add_argument("--trim", type=float, default=0.1, metavar="F",
+                   help="DQS: fraction dropped at each extreme of similarity (default 0.1)")
+    p.add_argument("--model-path", default="", metavar="DIR", help="DQS: local sentence-transformers model")
+    p.add_argument("--ttg-tasks", default="all", metavar="TASKS",
+                   help="TTG secondary tasks to generate, comma-separated names or the paper's numbers: 1 query_from_plan, "
+                        "2 complete_partial_plan, 3 identify_tools, 4 masked_step, 5 reorder_steps, 6 masked_params, "
+                        "7 use_provided_tools; `all` (default) or `none` (the primary planning task only)")
+    p.set_defaults(reaper_command="datagen")
+    return p
+
+
+def _embedder(model_path: str) -> Any:
+    from ragplan.tools.embeddings import get_embedder
+
+    return get_embedder(model_path)
+
+
+def run_datagen(args: argparse.Namespace) -> int:
+    """Run ``ragplan reaper datagen``; returns the exit code."""
+    from ragplan.methods.reaper import datagen as dg, sft
+    from ragplan.tools import suites as tool_registry
+
+    if args.per_example < 1:
+        print("error: --per-example must be at least 1", file=sys.stderr)
+        return 2
+    if not 0 <= args.trim < 0.5:
+        print("error: --trim must be in [0, 0.5)", file=sys.stderr)
+        return 2
+    try:
+        ttg_tasks = sft.parse_ttg_tasks(args.ttg_tasks)
+    except ValueError as exc:
+        print(f"error: --ttg-tasks: {exc}", file=sys.stderr)
+        return 2
+    try:
+        registry = tool_registry.get_suite(args.tools)
+    except (KeyError, ImportError) as exc:
+        print(f"error: the tool suite {args.tools!r} cannot be loaded: {exc}", file=sys.stderr)
+        return 2
+    try:
+        seeds = dg.load_seed_examples(args.seed_plans, registry)
+        rng = random.Random(f"{args.seed}|dqs")
+        if args.extra_queries:
+            pool = dg.load_query_pool(args.extra_queries, registry)
+        else:
+            pool = dg.template_variants(seeds, rng)
+    except dg.DatagenError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        print(f"error: --out {out} is a file", file=sys.stderr)
+        return 2
+    extra: list[Any] = []
+    unannotated: list[dict[str, Any]] = []
+    dqs_stats: dict[str, Any] = {"enabled": not args.no_dqs}
+    if not args.no_dqs and pool:
+        try:
+            embedder = _embedder(args.model_path)
+            kept, report = dg.diverse_query_sample([s.query for s in seeds], [q["query"] for q in pool], embedder, rng,
+                                                   trim=args.trim)
+        except (ValueError, ImportError, OSError) as exc:
+            print(f"error: DQS cannot embed the queries: {exc}", file=sys.stderr)
+            return 2
+        for j in kept:
+            q = pool[j]
+            if q["plan"] is None:
+                unannotated.append({"id": q["id"], "query": q["query"], "context": q["context"]})
+            else:
+                extra.append(dg.SeedExample(f"dqs:{q['id']}", q["query"], q["context"], q["plan"]))
+        dqs_stats.update({"pool": report["large"], "dropped_similar": len(report["dropped_similar"]),
+                          "dropped_dissimilar": len(report["dropped_dissimilar"]), "sampled": len(kept),
+                          "annotated": len(extra), "unannotated": len(unannotated)})
+    records = sft.generate_dataset(seeds, registry, seed=args.seed, per_example=args.per_example, extra=extra,
+                                   ttg_tasks=ttg_tasks)
+    out.mkdir(parents=True, exist_ok=True)
+    if unannotated:
+        (out / "dqs_queries.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in unannotated),
+                                               encoding="utf-8")
+    stats = sft.write_dataset(records, out, seed=args.seed, ttg_tasks=ttg_tasks,
+                             extra_stats={"seed_examples": len(seeds), "per_example": args.per_example,
+                                          "tools": args.tools, "ttg_tasks": ttg_tasks, "dqs": dqs_stats})
+    tasks = ", ".join(f"{k} {v}" for k, v in stats["tasks"].items())
+    print(f"wrote {stats['total']} records to {out} ({len(seeds)} seed + {len(extra)} DQS examples): {tasks}")
+    return 0
+
+
+def add_classifier_parser(rsub: Any) -> argparse.ArgumentParser:
+    """Register ``train-classifier`` on the subparsers of the ``reaper`` command."""
+    p = rsub.add_parser("train-classifier", help="train the classification baseline's route classifier",
+                        description="Train the route classifier (Sentence-BERT features, logistic regression + kNN) "
+                                    "on the gold set's train split; report per-class P/R/F1 on the test split next "
+                                    "to the majority-class rate. Exit 2 on bad input.")
+    p.add_argument("--shop", required=True, metavar="DIR", help="the shop folder (`ragplan reaper make-shop`)")
+    p.add_argument("--goldset", default="", metavar="FILE",
+                   help="gold-set JSONL (default: DIR/goldset.jsonl, or the shop's default gold set generated)")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder to save the classifier to")
+    p.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
+    p.add_argument("--model-path", default="", metavar="DIR",
+                   help="a local Sentence-BERT model folder (default: the packaged all-MiniLM-L6-v2)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(reaper_command="train-classifier")
+    return p
+
+
+def format_report(report: Any) -> str:
+    """The per-class table and the summary lines of a :class:`~ragplan.methods.reaper.classifier.ClassifierReport`."""
+    rows = [["class", "precision", "recall", "f1", "support"]]
+    for cls, m in report.per_class.items():
+        rows.append([cls, f"{m['precision']:.3f}", f"{m['recall']:.3f}", f"{m['f1']:.3f}", str(m["support"])])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    table = "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+                      for r in rows)
+    heads = ", ".join(f"{k} {v:.3f}" for k, v in report.head_accuracy.items())
+    return (f"{table}\n\n"
+            f"accuracy {report.accuracy:.3f} (macro F1 {report.macro_f1:.3f}; heads alone: {heads})\n"
+            f"majority-class rate {report.majority_rate:.3f} (always {report.majority_class})\n"
+            f"train {report.n_train}, test {report.n_test} examples; {len(report.classes)} classes; "
+            f"saved to {report.out_dir}")
+
+
+def _examples(args: argparse.Namespace) -> list[Any]:
+    from ragplan.methods.reaper.goldset import generate_goldset, load_goldset
+
+    shop = Path(args.shop)
+    if not shop.is_dir():
+        raise ValueError(f"the shop folder {shop} does not exist")
+    path = Path(args.goldset) if args.goldset else shop / "goldset.jsonl"
+    if args.goldset or path.exists():
+        try:
+            return load_goldset(path)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ValueError(f"cannot read the gold set {path}: {exc}") from exc
+    try:
+        return generate_goldset(shop)
+    except Exception as exc:  # not a shop folder
+        raise ValueError(f"cannot generate a gold set from {shop}: {exc}") from exc
+
+
+def run_classifier(args: argparse.Namespace) -> int:
+    """Run ``ragplan reaper train-classifier``; returns the exit code (0 saved, 2 bad input)."""
+    from ragplan.methods.reaper.classifier import train_classifier
+    from ragplan.tools.embeddings import EmbeddingModelError
+
+    try:
+        examples = _examples(args)
+        report = train_classifier(examples, model_path=args.model_path, seed=args.seed, out_dir=args.out)
+    except (ValueError, EmbeddingModelError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(format_report(report))
+    return 0

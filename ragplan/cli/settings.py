@@ -1,0 +1,172 @@
+"""Command-line flags and docs/settings.md, generated from the families' context classes.
+
+A family's context class is the only declaration of its settings (:mod:`ragplan.state.context`). Every field a
+user may give as text (:meth:`~ragplan.family.MethodFamily.settable`) becomes a flag named after it
+(``max_steps`` -> ``--max-steps``) plus the short alias in its metadata (``"flag": "--graph"``); a bool is a
+``--x / --no-x`` switch; the help is the field's description. Values are validated by the field's type
+(:meth:`~ragplan.family.MethodFamily.check_settings`), the same as ``--set KEY=VALUE``. ``ask``, ``eval``,
+``eval sweep``, ``compare`` and ``resume`` take these flags; ``--help`` shows the LLM settings every family shares
+and, with ``--method M``, M's family's; a flag of another family is accepted by the parser and refused by name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import MISSING, Field, fields
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin, get_type_hints
+
+from ragplan.family import MethodFamily
+from ragplan.state.context import LLMContext
+
+__all__ = ["add_setting_flags", "settings_from_args", "flag_of", "parse_assignments", "cache_problem", "settings_markdown",
+           "methods_in"]
+
+#: The settings every family shares (shown in every command's --help).
+SHARED = [f.name for f in fields(LLMContext) if not f.metadata.get("python_only")]
+
+
+def flag_of(f: Field[Any]) -> list[str]:
+    """The flags of a field: its alias (``--graph``) first, then the one from its name (``--graph-path``)."""
+    own = "--" + f.name.replace("_", "-")
+    alias = f.metadata.get("flag")
+    return [alias, own] if alias and alias != own else [own]
+
+
+def _metavar(kind: Any, name: str) -> str:
+    if get_origin(kind) is Literal:
+        return "{" + ",".join(map(str, get_args(kind))) + "}"
+    return {int: "N", float: "X"}.get(kind) or ("DIR" if name.endswith("_dir") else "FILE" if name.endswith("_path") else "TEXT")
+
+
+def _help(f: Field[Any], default: Any) -> str:
+    env = f.metadata.get("env")
+    return (str(f.metadata.get("description", "")).replace("%", "%%")
+            + (f" [env {' / '.join(env)}]" if env else "") + f" (default: {default!r})".replace("%", "%%"))
+
+
+def add_setting_flags(parser: argparse.ArgumentParser, fams: list[MethodFamily], shown: list[MethodFamily]) -> None:
+    """Add one flag per settable field of every family in ``fams``; ``--help`` lists the shared LLM settings and the
+    settings of the families in ``shown`` (the others are accepted, so a flag of another family is refused by name)."""
+    groups = {"": parser.add_argument_group("LLM settings (every method; also --set KEY=VALUE)")}
+    seen: dict[str, list[str]] = {}
+    for fam in [*shown, *(f for f in fams if f not in shown)]:
+        hints = get_type_hints(fam.context)
+        for f in fields(fam.context):
+            if f.metadata.get("python_only"):
+                continue
+            flags = flag_of(f)
+            if f.name in seen:
+                if seen[f.name] != flags:
+                    raise RuntimeError(f"{f.name} has flags {seen[f.name]} in one family and {flags} in {fam.name}")
+                continue
+            seen[f.name] = flags
+            default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc,operator]
+            if f.name in SHARED:
+                group: Any = groups[""]
+            elif fam in shown:
+                group = groups.get(fam.name) or groups.setdefault(fam.name, parser.add_argument_group(
+                    f"{fam.title} settings ({', '.join(g.name for g in fam.graphs)})"))
+            else:
+                group = parser
+            kw: dict[str, Any] = {"dest": "set_" + f.name, "default": None,
+                                  "help": _help(f, default) if group is not parser else argparse.SUPPRESS}
+            if hints[f.name] is bool:
+                kw["action"] = argparse.BooleanOptionalAction
+            else:
+                kw["metavar"] = _metavar(hints[f.name], f.name)
+            group.add_argument(*flags, **kw)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="any setting by its name (repeatable; VALUE is JSON or text), e.g. --set max_steps=8")
+
+
+def methods_in(argv: list[str]) -> list[str]:
+    """The methods an (unparsed) command line names with ``--method M`` or ``--methods A,B``."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--method", default="")
+    pre.add_argument("--methods", default="")
+    known, _ = pre.parse_known_args(argv)
+    return [m.strip() for m in f"{known.method},{known.methods}".split(",") if m.strip()]
+
+
+def settings_from_args(args: argparse.Namespace, fam: MethodFamily, method: str) -> dict[str, Any] | str:
+    """The settings the command line gives ``method`` (flags, then ``--set``), converted to their fields' types;
+    or a message naming the flag or setting that does not apply or does not validate."""
+    given = {k[4:]: v for k, v in vars(args).items() if k.startswith("set_") and v is not None}
+    foreign = sorted(set(given) - set(fam.settable()))
+    if foreign:
+        flag = flag_of(next(f for f in fields(_context_with(foreign[0])) if f.name == foreign[0]))[0]
+        return f"{flag} does not apply to {method} ({fam.title}); its data: {fam.data_help or '-'}"
+    try:
+        out = fam.check_settings(method, given)
+    except ValueError as exc:
+        return f"bad setting {exc}"
+    try:
+        return {**out, **fam.check_settings(method, parse_assignments(getattr(args, "set", None) or []))}
+    except ValueError as exc:
+        return f"--set {exc}"
+
+
+def _context_with(name: str) -> type:
+    from ragplan.registry import families
+
+    return next(f.context for f in families() if any(x.name == name for x in fields(f.context)))
+
+
+def parse_assignments(pairs: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs with JSON values where they parse (``max_steps=8``, ``page_context={…}``), text otherwise.
+
+    A value that starts like a JSON object or list (``{`` or ``[``) must be one: ``page_context='{bad json'`` is a
+    ValueError naming the key, not a string passed on.
+    """
+    out: dict[str, Any] = {}
+    for p in pairs:
+        if "=" not in p:
+            raise ValueError(f"expected KEY=VALUE, got {p!r}")
+        k, v = p.split("=", 1)
+        try:
+            out[k.strip()] = json.loads(v)
+        except json.JSONDecodeError as exc:
+            if v.lstrip().startswith(("{", "[")):
+                raise ValueError(f"{k.strip()}: not valid JSON ({exc.msg} at column {exc.colno}): {v[:80]!r}") from None
+            out[k.strip()] = v
+    return out
+
+
+def cache_problem(cache_dir: str, replay: bool) -> str | None:
+    """Why ``--llm-cache`` / ``--replay`` cannot work as given, or None."""
+    if replay and not cache_dir:
+        return "--replay needs --llm-cache DIR (the cache to replay from)"
+    if replay and not Path(cache_dir).is_dir():
+        return f"--llm-cache {cache_dir}: no such folder, nothing to replay"
+    if cache_dir and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
+        return f"--llm-cache {cache_dir}: not a folder"
+    return None
+
+
+def settings_markdown(fams: list[MethodFamily]) -> str:
+    """docs/settings.md: one table of the shared LLM settings, then one per family of its own settings."""
+    def row(f: Field[Any], kind: Any) -> str:
+        env = f.metadata.get("env")
+        default = repr(f.metadata.get("env_default", "")) if env else repr(f.default) if f.default is not MISSING else "-"
+        how = "Python only" if f.metadata.get("python_only") else " ".join(f"`{x}`" for x in flag_of(f))
+        desc = str(f.metadata.get("description", "")) + (f" Default from {' / '.join(env)}." if env else "")
+        kind = (kind.__name__ if isinstance(kind, type) else
+                "one of " + ", ".join(map(str, get_args(kind))) if get_origin(kind) is Literal else str(kind).replace("typing.", ""))
+        return f"| `{f.name}` | {how} | {kind} | `{default}` | {desc.replace('|', '/')} |"
+
+    head = "| setting | flags | type | default | description |\n| --- | --- | --- | --- | --- |"
+    shared = {f.name for f in fields(LLMContext)}
+    out = ["# Settings", "", "Generated by `ragplan graphs --settings-md` from the families' context classes (the only "
+           "declaration of a setting): each is a field of the graph's context (Studio's form, `ragplan.api.ask(…, "
+           "name=value)`) and a flag of `ragplan ask`, `eval`, `eval sweep`, `compare` and `resume` (or `--set "
+           "name=value`). A `--x` switch is turned off with `--no-x`. Python-only fields take live objects and have no "
+           "flag.", "", "## Every method (LLM)", "", head]
+    out += [row(f, get_type_hints(LLMContext)[f.name]) for f in fields(LLMContext)]
+    for fam in fams:
+        hints = get_type_hints(fam.context)
+        out += ["", f"## {fam.title}", "", f"Graphs: {', '.join(f'`{g.name}`' for g in fam.graphs)}. Data: "
+                f"{fam.data_help or '-'}.", "", head]
+        out += [row(f, hints[f.name]) for f in fields(fam.context) if f.name not in shared]
+    return "\n".join(out) + "\n"
