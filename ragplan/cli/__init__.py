@@ -80,8 +80,7 @@ def build_parser(*, with_family_options: bool = True) -> argparse.ArgumentParser
     graphs.add_argument("--langgraph-json", action="store_true",
                         help="print the langgraph.json that serves every graph (for `langgraph dev` / Studio)")
     studio = sub.add_parser("studio", help="serve every graph for LangGraph Studio / the SDK (`langgraph dev`, set up for ragplan)",
-                            description="Runs `langgraph dev` with the environment ragplan's graphs need (a larger glibc "
-                                        "static-TLS reserve so kglite, torch and faiss can share the server process). "
+                            description="Checks that langgraph.json serves every registered graph, then runs `langgraph dev`. "
                                         "Extra arguments go to `langgraph dev`, e.g. --port 2024 --no-browser.")
     studio.add_argument("langgraph_args", nargs=argparse.REMAINDER, help="arguments for `langgraph dev`")
 
@@ -149,10 +148,6 @@ def _graphs(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ragplan`` command."""
-    if argv is None:  # a real command line: make sure kglite, torch and faiss can share the process
-        from ragplan.tools.embeddings import reexec_with_static_tls
-
-        reexec_with_static_tls()
     raw = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(with_family_options=raw[:1] == ["ask"])
     if raw[:1] == ["studio"] and not ({"-h", "--help"} & set(raw[1:2])):
