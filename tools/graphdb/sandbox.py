@@ -288,21 +288,10 @@ class _Worker:
 
     def _reap(self, timeout_s: float) -> int | None:
         """Collect the ended process; ``None`` if it is still running after ``timeout_s``."""
-        if self.proc.returncode is not None:
-            return self.proc.returncode
-        end = time.monotonic() + timeout_s
-        while True:
-            try:
-                pid, status = os.waitpid(self.proc.pid, os.WNOHANG)
-            except ChildProcessError:  # reaped elsewhere
-                self.proc.returncode = self.proc.returncode if self.proc.returncode is not None else -signal.SIGKILL
-                return self.proc.returncode
-            if pid:
-                self.proc.returncode = os.waitstatus_to_exitcode(status)
-                return self.proc.returncode
-            if time.monotonic() >= end:
-                return None
-            time.sleep(0.005)
+        try:
+            return self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
 
     def kill(self, reason: str = "closed") -> None:
         """End the process now (if it still runs) and release its pipes."""
