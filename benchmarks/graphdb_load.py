@@ -26,10 +26,9 @@ import statistics
 import sys
 import tempfile
 import time
+from importlib.metadata import version
 from pathlib import Path
 from typing import Callable
-
-import kglite
 
 from ragplan.tools.graphdb import EmbeddedGraphStore, read_script
 
@@ -151,7 +150,7 @@ def run(args: argparse.Namespace) -> dict:
     return {
         "config": {k: getattr(args, k) for k in ("nodes", "countries", "relationships", "repeat", "query_runs")},
         "info": info,
-        "environment": {"python": platform.python_version(), "kglite": getattr(kglite, "__version__", "?"),
+        "environment": {"python": platform.python_version(), "kglite": version("kglite"),
                         "machine": platform.machine()},
         "results": results,
     }
