@@ -61,12 +61,6 @@ class EmbeddedGraphStore(GraphStore):
             raise
 
     @classmethod
-    def from_statements(cls, statements: list[Statement], *, source: str = "<script>",
-                        sandbox: SandboxSettings = DEFAULT_SANDBOX) -> "EmbeddedGraphStore":
-        """Load statements in order into a fresh graph; a failing one raises :class:`ScriptError` with its line."""
-        return cls(statements, source=source, sandbox=sandbox)
-
-    @classmethod
     def from_script(cls, path: str | Path, *, sandbox: SandboxSettings = DEFAULT_SANDBOX) -> "EmbeddedGraphStore":
         """Load a ``.cql`` script file (messy DQA lines included)."""
         return cls(read_script(path), source=str(path), sandbox=sandbox)
