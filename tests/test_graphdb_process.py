@@ -73,7 +73,7 @@ def plain_process_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     passages = tmp / "passages.jsonl"
     passages.write_text("".join(json.dumps({"id": f"p{i}", "title": t, "contents": c}) + "\n"
                                 for i, (t, c) in enumerate(PASSAGES)))
-    env = {k: v for k, v in os.environ.items() if k not in ("GLIBC_TUNABLES", "RAGPLAN_TLS_REEXEC")}
+    env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
     env.update(HF_HUB_OFFLINE="1", PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
                RAGPLAN_CHECKPOINT_DB=str(tmp / "checkpoints.sqlite"))
     question = (ROOT / "examples" / "trade_question.txt").read_text()
