@@ -54,11 +54,6 @@ class EmbeddedGraphStore(GraphStore):
         self._labels_with_id = {m.group(1) for st in statements if "id" in st.text for m in _ID_IN_CREATE.finditer(st.text)}
         self.sandbox = QuerySandbox(statements, settings=sandbox, source=source)
         """The worker pool that holds the graph and runs this store's queries."""
-        try:
-            self.sandbox.warm_up()
-        except BaseException:
-            self.sandbox.close()
-            raise
 
     @classmethod
     def from_script(cls, path: str | Path, *, sandbox: SandboxSettings = DEFAULT_SANDBOX) -> "EmbeddedGraphStore":

@@ -421,7 +421,11 @@ class QuerySandbox:
     """A small pool of worker processes serving one graph; thread-safe."""
 
     def __init__(self, statements: list[Statement], *, settings: SandboxSettings = DEFAULT_SANDBOX, source: str = "<graph>") -> None:
-        """Write the script's statements to an anonymous file; workers start on first use (see :meth:`warm_up`)."""
+        """Load the script's statements in a first worker (the others start on demand from the graph it leaves).
+
+        Raises :class:`ScriptError` for a statement that does not load, :class:`QueryError` when no worker could
+        load the script; either way nothing is left running.
+        """
         self.settings, self.source = settings, source
         self._graph = tempfile.TemporaryFile(prefix="ragplan-graph-")  # already unlinked: no leftovers
         self._graph.write(json.dumps([source, [(st.line, st.text) for st in statements]]).encode())
@@ -434,6 +438,11 @@ class QuerySandbox:
         self.exits: deque[WorkerExit] = deque(maxlen=64)
         """The most recent worker exits, oldest first."""
         self._finalizer = weakref.finalize(self, _shutdown, self._workers, self._graph, self._pid)
+        try:
+            self.warm_up()  # before any other worker can start: the first one rewrites the file
+        except BaseException:
+            self.close()
+            raise
 
     def run(self, cypher: str, *, row_cap: int, timeout_s: float) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
         """Run one checked query in a worker: ``(columns, rows, total_rows, warnings)``, or a query error."""
@@ -453,7 +462,7 @@ class QuerySandbox:
             return sorted(w.proc.pid for w in self._workers if not w.dead)
 
     def warm_up(self) -> None:
-        """Start one worker and wait until it has loaded the graph; raises :class:`ScriptError` for a bad statement."""
+        """Take a worker and wait until it has loaded the graph (starting one if none is idle)."""
         worker = self._checkout()
         try:
             worker.ensure_ready()
