@@ -9,7 +9,7 @@ graphs: questions, finished, failed with a reason, crashed, lost, duplicated, fa
 requests faulted and of those retried, wall time against the deadline. Goal: 0 lost, 0 duplicated, 0 crashed, every failure with a
 reason, every injected fault retried, every run inside its deadline.
 
-    GLIBC_TUNABLES=glibc.rtld.optional_static_tls=8192 .venv/bin/python benchmarks/faults.py \
+    .venv/bin/python benchmarks/faults.py \
         [--repeat 1] [--families planrag,reaper] [--save FILE.json] [--baseline FILE.json]
 """
 

@@ -34,10 +34,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from ragplan.tools.embeddings import reexec_with_static_tls  # noqa: E402
-
-reexec_with_static_tls()
-
 from benchmarks.common import load_baseline, print_rows, save_report  # noqa: E402
 from ragplan.datasets import load_qa  # noqa: E402
 from ragplan.tools.textindex import TextIndex  # noqa: E402

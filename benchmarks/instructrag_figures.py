@@ -34,10 +34,6 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ragplan.tools.embeddings import reexec_with_static_tls  # noqa: E402
-
-reexec_with_static_tls()
-
 from ragplan.state.instructrag import InstructRAGContext  # noqa: E402
 from ragplan.tools.retrievers import make_retriever  # noqa: E402
 from ragplan.tools.textindex import build_index  # noqa: E402

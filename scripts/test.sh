@@ -16,6 +16,4 @@ if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   fi
 fi
 export HF_HUB_OFFLINE=1
-# kglite + torch + faiss in one process need a larger glibc static-TLS reserve (see tools/embeddings.py)
-export GLIBC_TUNABLES="${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.rtld.optional_static_tls=8192"
 exec .venv/bin/python -m pytest "$@"

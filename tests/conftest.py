@@ -9,14 +9,6 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-
-def pytest_configure(config: pytest.Config) -> None:
-    """Restart pytest with a larger glibc static-TLS reserve when it lacks one (kglite + torch + faiss)."""
-    from ragplan.tools.embeddings import reexec_with_static_tls
-
-    reexec_with_static_tls(config)
-
-
 from ragplan.tools.graphdb import EmbeddedGraphStore  # noqa: E402
 from tests.data import QUESTION, TRADE_NETWORK  # noqa: E402
 

@@ -344,18 +344,29 @@ class TestSandbox:
         for pid in pids:
             assert not os.path.exists(f"/proc/{pid}")
 
-    def test_no_worker_for_the_schema(self) -> None:
-        s = EmbeddedGraphStore.from_text(graph_script())
+    def test_bad_statement_stops_the_loading_worker(self) -> None:
+        """The script loads in a worker: a failing statement is a ScriptError with its line, and no worker is left."""
+        from ragplan.tools.graphdb import ScriptError
+
+        before = set(os.listdir("/proc"))
+        with pytest.raises(ScriptError, match=r"^bad\.cql:2: ") as err:
+            EmbeddedGraphStore.from_text("CREATE (a:X {i: 1});\nCREATE (b:X {i: });\n", source="bad.cql")
+        assert (err.value.line, err.value.statement) == (2, "CREATE (b:X {i: })")
+        workers = [p for p in set(os.listdir("/proc")) - before if p.isdigit() and os.path.exists(f"/proc/{p}/cmdline")
+                   and b"sandbox_worker" in open(f"/proc/{p}/cmdline", "rb").read()]
+        assert workers == []
+
+    def test_restarted_worker_loads_the_saved_graph(self) -> None:
+        """Workers after the first start from the loaded graph the first one left, not from the script."""
+        s = EmbeddedGraphStore.from_text(graph_script(), sandbox=SandboxSettings(max_workers=1))
         try:
-            assert {lab.label for lab in s.schema().labels} == {"City", "Port"}
-            assert s._sandbox is None  # the schema is read in-process; workers start with the first LLM query
+            assert os.pread(s.sandbox._graph.fileno(), 1, 0) != b"["  # the statements were replaced by the graph
+            for pid in s.sandbox.worker_pids():
+                os.kill(pid, 9)
+            time.sleep(0.1)
+            assert s.query("MATCH (n:Port) RETURN count(n) AS c").rows == [{"c": N // 2}]
         finally:
             s.close()
-
-    def test_in_process_mode_still_returns_errors(self) -> None:
-        s = EmbeddedGraphStore.from_text(graph_script(), sandbox=None)
-        out = run_graph_query(s, "RETURN reduce(acc = [], i IN range(1, 1000) | [acc]) AS x", row_cap=10, timeout_s=5)
-        assert not out.ok and out.error_kind == "error" and "nests values too deeply" in out.observation
 
 
 def test_recursion_error_never_leaves_the_tool(monkeypatch: pytest.MonkeyPatch, store: EmbeddedGraphStore) -> None:

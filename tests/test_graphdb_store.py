@@ -225,6 +225,27 @@ class TestOpenStoreAndTool:
         second = open_store(StoreSpec(graph_path=str(trade_cql)))
         assert second is not first and second.node_count() == 7
 
+    def test_distinct_scripts_load_at_the_same_time(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Each script loads in its own worker: two loads run at once (one lock per script, not one for all)."""
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        import ragplan.tools.graphdb.tool as tool_mod
+
+        both_loading, real = threading.Barrier(2, timeout=10), tool_mod._build
+
+        def build(spec: StoreSpec) -> GraphStore:
+            both_loading.wait()  # fails (BrokenBarrierError) if the second load waits for the first
+            return real(spec)
+
+        monkeypatch.setattr(tool_mod, "_build", build)
+        paths = [tmp_path / "a.cql", tmp_path / "b.cql"]
+        for p in paths:
+            p.write_text(TRADE_NETWORK)
+        with ThreadPoolExecutor(2) as pool:
+            stores = list(pool.map(lambda p: open_store(StoreSpec(graph_path=str(p))), paths))
+        assert stores[0] is not stores[1] and [s.node_count() for s in stores] == [6, 6]
+
     def test_bad_specs(self, tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="no graph store configured"):
             open_store(StoreSpec())

@@ -50,7 +50,8 @@ SCRIPT = [
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
+    """Plain ``langgraph dev``: no GLIBC_TUNABLES (the graph store keeps kglite out of the server process)."""
+    env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
     env.update(LANGGRAPH_CLI_NO_ANALYTICS="1", LANGSMITH_TRACING="false", LANGCHAIN_TRACING_V2="false",
                HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
     if any(k.lower().endswith("_proxy") for k in env):  # keep 127.0.0.1 off any configured proxy

@@ -3,11 +3,6 @@ HNSW), resumable and atomic builds, opening errors, the ``local`` retriever and 
 
 Everything runs the real all-MiniLM-L6-v2 (loaded once per session) over a 30-passage corpus the
 tests write.
-
-kglite (loaded by conftest), torch and faiss together need a larger glibc static TLS reserve than
-the default, which only a process's start can set (see ``ragplan.tools.embeddings``). When this
-process lacks it, the model tests are skipped here and run instead by
-``test_model_tests_in_child_process`` in a child pytest started with ``GLIBC_TUNABLES`` set.
 """
 
 from __future__ import annotations
@@ -16,8 +11,6 @@ import argparse
 import gzip
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -26,7 +19,6 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from ragplan.tools.embeddings import TLS_RESERVE, TLS_TUNABLE, static_tls_ready  # noqa: E402
 from ragplan.tools.retrieval import Passage, Retriever  # noqa: E402
 from ragplan.tools.retrievers import make_retriever  # noqa: E402
 from ragplan.tools.textindex import (  # noqa: E402
@@ -97,28 +89,12 @@ class CountingEncoder:
         return self.inner(texts, *args, **kwargs)
 
 
-NEEDS_CHILD = "kglite" in sys.modules and not static_tls_ready()
-
-
 @pytest.fixture(scope="session")
 def embedder():
     """The process-wide default embedder (the model loads once per test session)."""
     from ragplan.tools.embeddings import get_embedder
 
-    if NEEDS_CHILD:
-        pytest.skip(f"kglite is loaded and {TLS_TUNABLE} is not raised: run by test_model_tests_in_child_process")
     return get_embedder()
-
-
-if NEEDS_CHILD:
-    def test_model_tests_in_child_process():
-        """Run this file in a child pytest whose glibc reserves enough static TLS for kglite + torch + faiss."""
-        env = dict(os.environ, GLIBC_TUNABLES=f"{TLS_TUNABLE}={TLS_RESERVE}", HF_HUB_OFFLINE="1")
-        proc = subprocess.run([sys.executable, "-m", "pytest", __file__, "-q", "-p", "no:cacheprovider"],
-                              cwd=Path(__file__).resolve().parents[1], env=env, capture_output=True, text=True,
-                              timeout=600)
-        assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
-        assert " passed" in proc.stdout and "skipped" not in proc.stdout.splitlines()[-1], proc.stdout[-2000:]
 
 
 @pytest.fixture(scope="module")
@@ -180,20 +156,6 @@ def test_model_path_must_be_a_local_model_dir(tmp_path):
         get_embedder(str(tmp_path))  # a directory, but no model in it
     with pytest.raises(EmbeddingModelError, match="never fetched from a hub"):
         get_embedder("sentence-transformers/all-mpnet-base-v2")
-
-
-def test_static_tls_reexec_lets_kglite_torch_and_faiss_coexist():
-    from ragplan.tools.embeddings import StaticTLSError, explain_import_error
-
-    script = ("from ragplan.tools.embeddings import reexec_with_static_tls; reexec_with_static_tls(); "
-              "import kglite, torch, faiss; print('loaded')")
-    env = {k: v for k, v in os.environ.items() if k not in ("GLIBC_TUNABLES", "RAGPLAN_TLS_REEXEC")}
-    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0 and proc.stdout.strip() == "loaded", proc.stderr[-2000:]
-    err = explain_import_error(ImportError("libgomp.so: cannot allocate memory in static TLS block"))
-    assert isinstance(err, StaticTLSError) and f"GLIBC_TUNABLES={TLS_TUNABLE}" in str(err)
-    other = ImportError("No module named x")
-    assert explain_import_error(other) is other
 
 
 # --- readers --------------------------------------------------------------------------------------

@@ -104,6 +104,16 @@ def test_missing_page_is_none(wiki: MediaWikiStub, tmp_path: Path) -> None:
     assert len(wiki.requests) == 1
 
 
+def test_the_library_is_used_as_published(wiki: MediaWikiStub, tmp_path: Path) -> None:
+    """wikipedia-api's own class, reached through its public transport option (no override of its request path)."""
+    import wikipediaapi
+
+    client = make_client(wiki, tmp_path)
+    assert type(client._wiki) is wikipediaapi.Wikipedia
+    assert client.search("snakes", limit=1) == ["Cobra"]
+    assert [r.path for r in wiki.requests] == ["/w/api.php"]  # the library's request, sent to api_url
+
+
 # -- cache ------------------------------------------------------------------------------------------
 def test_cache_answers_with_the_server_stopped(wiki: MediaWikiStub, tmp_path: Path) -> None:
     first = make_client(wiki, tmp_path)

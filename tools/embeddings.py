@@ -22,22 +22,15 @@ Choices:
   ``RAGPLAN_TORCH_THREADS`` environment variable overrides it (e.g. 1 when several worker processes
   share a machine). Calls into the model are serialised by a lock: on a CPU two concurrent
   forward passes only fight over the same cores.
-* **Static TLS.** kglite (the embedded graph store), torch's ``libgomp.so.1`` and the second
-  libgomp that faiss-cpu and scikit-learn (imported by sentence-transformers) bundle all need
-  glibc's static TLS; the three together need more than glibc's default reserve, so in a process
-  that already has kglite the model (or faiss) fails to load with "cannot allocate memory in static
-  TLS block", and the other way round kglite does. The reserve can only be set when a process
-  starts (``GLIBC_TUNABLES=glibc.rtld.optional_static_tls=8192``): :func:`reexec_with_static_tls`
-  restarts the current command with it, for entry points (the CLI, the test suite's conftest) to call
-  first thing; a load that fails this way raises :class:`StaticTLSError` saying so.
+* **Static TLS.** torch's ``libgomp.so.1`` and the one faiss-cpu bundles fit in glibc's default
+  static-TLS reserve together; kglite's would not, which is why the embedded graph store keeps
+  kglite in its worker processes (:mod:`ragplan.tools.graphdb.sandbox`) and never loads it here.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import platform
-import sys
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -45,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Embedder", "EmbeddingModelError", "StaticTLSError", "get_embedder", "resolve_model_path",
-           "model_fingerprint", "reexec_with_static_tls", "static_tls_ready", "DEFAULT_CACHE_SIZE"]
+__all__ = ["Embedder", "EmbeddingModelError", "get_embedder", "resolve_model_path", "model_fingerprint",
+           "DEFAULT_CACHE_SIZE"]
 
 DEFAULT_CACHE_SIZE = 50_000
 _MODEL_FILES = ("modules.json", "config_sentence_transformers.json", "config.json")
@@ -54,57 +47,6 @@ _MODEL_FILES = ("modules.json", "config_sentence_transformers.json", "config.jso
 
 class EmbeddingModelError(ValueError):
     """The embedding model setting does not name a usable local model directory."""
-
-
-TLS_TUNABLE = "glibc.rtld.optional_static_tls"
-TLS_RESERVE = 8192
-
-
-class StaticTLSError(ImportError):
-    """torch, faiss or kglite could not be loaded because glibc's static TLS reserve is used up."""
-
-
-def static_tls_ready() -> bool:
-    """Whether this process can load kglite, torch and faiss together (not glibc, or the reserve was raised)."""
-    if not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc":
-        return True
-    return TLS_TUNABLE in os.environ.get("GLIBC_TUNABLES", "")
-
-
-def reexec_with_static_tls(pytest_config: Any = None) -> None:
-    """Restart the current command with a larger static TLS reserve, once, when it lacks one.
-
-    Call it first thing in an entry point (before kglite, torch or faiss are loaded, or at least
-    before the second of them). It returns at once on a non-glibc system, when ``GLIBC_TUNABLES``
-    already sets the reserve, or when a restart was already tried; otherwise it does not return
-    (``os.execve`` of ``sys.orig_argv``). Under pytest pass the config (from a conftest's
-    ``pytest_configure(config)``) so its output capture is undone first and the restarted run's
-    output is not swallowed.
-    """
-    if static_tls_ready() or os.environ.get("RAGPLAN_TLS_REEXEC"):
-        return
-    if pytest_config is not None:
-        capman = pytest_config.pluginmanager.getplugin("capturemanager")
-        if capman is not None:
-            capman.suspend_global_capture(in_=True)
-    env = dict(os.environ)
-    tunables = env.get("GLIBC_TUNABLES", "")
-    env["GLIBC_TUNABLES"] = f"{tunables}:{TLS_TUNABLE}={TLS_RESERVE}" if tunables else f"{TLS_TUNABLE}={TLS_RESERVE}"
-    env["RAGPLAN_TLS_REEXEC"] = "1"
-    argv = list(getattr(sys, "orig_argv", []) or [sys.executable, *sys.argv])
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execve(sys.executable, argv, env)
-
-
-def explain_import_error(exc: BaseException) -> BaseException:
-    """A :class:`StaticTLSError` with the remedy when ``exc`` is the static-TLS failure, else ``exc``."""
-    if "static TLS" not in str(exc):
-        return exc
-    return StaticTLSError(
-        f"{exc}. kglite, torch and faiss together need more of glibc's static TLS than it reserves by "
-        f"default: start Python with GLIBC_TUNABLES={TLS_TUNABLE}={TLS_RESERVE} (entry points can call "
-        "ragplan.tools.embeddings.reexec_with_static_tls() first thing to do this)")
 
 
 def _default_model_path() -> str:
@@ -189,11 +131,8 @@ class Embedder:
         """Texts served from the cache."""
         self.misses = 0
         """Texts that went through the model."""
-        try:
-            import torch
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
-            raise explain_import_error(exc) from exc
+        import torch
+        from sentence_transformers import SentenceTransformer
 
         _configure_torch_threads(torch)
         try:

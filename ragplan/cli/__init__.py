@@ -100,8 +100,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     graphs.add_argument("--settings-md", action="store_true",
                         help="print docs/settings.md: every family's settings, their flags, types and defaults")
     studio = sub.add_parser("studio", help="serve every graph for LangGraph Studio / the SDK (`langgraph dev`, set up for ragplan)",
-                            description="Runs `langgraph dev` with the environment ragplan's graphs need (a larger glibc "
-                                        "static-TLS reserve so kglite, torch and faiss can share the server process). "
+                            description="Checks that langgraph.json serves every registered graph, then runs `langgraph dev`. "
                                         "Extra arguments go to `langgraph dev`, e.g. --port 2024 --no-browser.")
     studio.add_argument("langgraph_args", nargs=argparse.REMAINDER, help="arguments for `langgraph dev`")
 
@@ -172,10 +171,6 @@ def _graphs(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ragplan`` command."""
-    if argv is None:  # a real command line: make sure kglite, torch and faiss can share the process
-        from ragplan.tools.embeddings import reexec_with_static_tls
-
-        reexec_with_static_tls()
     raw = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(raw)
     if raw[:1] == ["studio"] and not ({"-h", "--help"} & set(raw[1:2])):

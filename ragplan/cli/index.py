@@ -55,14 +55,14 @@ def add_index_parser(sub: Any) -> None:
 
 def run_index(args: argparse.Namespace) -> int:
     """Run ``ragplan index build`` or ``ragplan index search``; returns the exit code."""
-    from ragplan.tools.embeddings import EmbeddingModelError, StaticTLSError
+    from ragplan.tools.embeddings import EmbeddingModelError
     from ragplan.tools.textindex import PassageFormatError, TextIndexError
 
     try:
         if args.index_command == "build":
             return _build(args)
         return _search(args)
-    except (PassageFormatError, TextIndexError, EmbeddingModelError, StaticTLSError, FileNotFoundError) as exc:
+    except (PassageFormatError, TextIndexError, EmbeddingModelError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

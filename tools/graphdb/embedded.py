@@ -1,21 +1,21 @@
-"""The embedded backend: an in-process Cypher engine (kglite) loaded from a Neo4j-dialect script.
+"""The embedded backend: a Cypher engine (kglite) loaded from a Neo4j-dialect script, in worker processes.
 
 Why kglite: it is a pip-installable Rust engine that runs the Neo4j dialect of DQA's scripts
 unchanged (``CREATE``, ``MATCH … CREATE`` with inline property maps, booleans, floats), loads a
 2,300-statement locating script in well under a second, and has a per-query ``timeout_ms``, a
 ``row_limit`` that reports the pre-cap row count, and ``freeze()`` — an immutable snapshot that
-refuses mutations and can be read from many threads at once (the evaluation runner's concurrency).
+refuses mutations.
 
-Its read-only mode is not a sandbox: ``LOAD CSV FROM "file:///…"`` and ``CALL`` procedures still
-run there. The statement check in :mod:`ragplan.tools.graphdb.readonly` refuses those before the
-engine sees them; the frozen snapshot refuses every mutation clause as a second wall.
+Why in worker processes: its guards do not hold against hostile queries (they crash the process,
+grow to gigabytes or outrun ``timeout_ms``), and its native library, torch's and faiss's together
+need more of glibc's static TLS than a plain Python process reserves. So this process never imports
+kglite: the store is a handle on a small pool of workers (:mod:`ragplan.tools.graphdb.sandbox`,
+budgets :class:`SandboxSettings`) that load the script, answer the schema queries and run every
+query, each with a time and a memory budget.
 
-Nor are its resource guards: hostile queries crash the process, grow to gigabytes or outrun
-``timeout_ms``. So the store loads and reads its schema in-process (trusted, fast), but every query
-through :meth:`~ragplan.tools.graphdb.GraphStore.query` runs in a worker process with a time and a
-memory budget (:mod:`ragplan.tools.graphdb.sandbox`, settings :class:`SandboxSettings`, passed as
-``sandbox=``). ``sandbox=None`` runs queries in-process instead — only for trusted queries and
-benchmarks.
+Its read-only mode is not a sandbox either: ``LOAD CSV FROM "file:///…"`` and ``CALL`` procedures
+still run there. The statement check in :mod:`ragplan.tools.graphdb.readonly` refuses those before
+the engine sees them; the frozen snapshot refuses every mutation clause as a second wall.
 
 Divergences from Neo4j that matter here, and how they are handled:
 
@@ -28,130 +28,48 @@ Divergences from Neo4j that matter here, and how they are handled:
 from __future__ import annotations
 
 import re
-import threading
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-import kglite
-
-from ragplan.tools.graphdb.readonly import QueryRefused, check_read_only
-from ragplan.tools.graphdb.sandbox import DEFAULT_SANDBOX, QuerySandbox, SandboxSettings, timeout_message
-from ragplan.tools.graphdb.script import ScriptError, Statement, read_script, split_statements
-from ragplan.tools.graphdb.store import GraphStore, QueryError, QueryResult, QueryTimeout
+from ragplan.tools.graphdb.sandbox import DEFAULT_SANDBOX, QuerySandbox, SandboxSettings
+from ragplan.tools.graphdb.script import Statement, read_script, split_statements
+from ragplan.tools.graphdb.store import GraphStore, QueryResult
 
 __all__ = ["EmbeddedGraphStore"]
-
-# Warnings go into QueryResult.warnings (and so to the LLM), not to stderr.
-kglite.set_query_warning_policy("silent")
 
 _STRUCTURAL = ("title", "type")
 _ID_IN_CREATE = re.compile(r"\(\s*\w*\s*:\s*(\w+)\s*\{[^}]*?\bid\s*:", re.S)
 
 
 class EmbeddedGraphStore(GraphStore):
-    """A kglite graph loaded from a script, then frozen: read-only, thread-safe, time- and memory-boxed."""
+    """A script's graph, loaded and frozen in worker processes: read-only, thread-safe, time- and memory-boxed."""
 
     backend = "embedded"
 
-    def __init__(
-        self,
-        graph: "kglite.KnowledgeGraph",
-        *,
-        source: str = "<memory>",
-        labels_with_id: Iterable[str] = (),
-        sandbox: SandboxSettings | None = DEFAULT_SANDBOX,
-    ) -> None:
-        """Wrap an already-loaded kglite graph; it is switched to read-only and frozen.
-
-        ``sandbox`` sets the budgets of the worker processes that run queries (``None``: in-process).
-        """
+    def __init__(self, statements: list[Statement], *, source: str = "<script>",
+                 sandbox: SandboxSettings = DEFAULT_SANDBOX) -> None:
+        """Load ``statements`` in order in a first worker; a failing one raises :class:`ScriptError` with its line."""
         super().__init__()
         self.source = source
-        self._labels_with_id = set(labels_with_id)
-        graph.read_only(True)
-        self._graph = graph
-        self._frozen = graph.freeze()
-        self.sandbox_settings = sandbox
-        self._sandbox: QuerySandbox | None = None
-        self._sandbox_lock = threading.Lock()
+        self._labels_with_id = {m.group(1) for st in statements if "id" in st.text for m in _ID_IN_CREATE.finditer(st.text)}
+        self.sandbox = QuerySandbox(statements, settings=sandbox, source=source)
+        """The worker pool that holds the graph and runs this store's queries."""
 
     @classmethod
-    def from_statements(
-        cls, statements: list[Statement], *, source: str = "<script>", sandbox: SandboxSettings | None = DEFAULT_SANDBOX
-    ) -> "EmbeddedGraphStore":
-        """Load statements in order into a fresh graph; a failing one raises :class:`ScriptError` with its line."""
-        g = kglite.KnowledgeGraph()
-        labels_with_id: set[str] = set()
-        for st in statements:
-            try:
-                g.cypher(st.text)
-            except Exception as exc:  # kglite raises several classes; all mean "this statement failed"
-                raise ScriptError(source, st.line, _first_line(exc), st.text) from exc
-            if "id" in st.text:
-                labels_with_id.update(m.group(1) for m in _ID_IN_CREATE.finditer(st.text))
-        return cls(g, source=source, labels_with_id=labels_with_id, sandbox=sandbox)
-
-    @classmethod
-    def from_script(cls, path: str | Path, *, sandbox: SandboxSettings | None = DEFAULT_SANDBOX) -> "EmbeddedGraphStore":
+    def from_script(cls, path: str | Path, *, sandbox: SandboxSettings = DEFAULT_SANDBOX) -> "EmbeddedGraphStore":
         """Load a ``.cql`` script file (messy DQA lines included)."""
-        return cls.from_statements(read_script(path), source=str(path), sandbox=sandbox)
+        return cls(read_script(path), source=str(path), sandbox=sandbox)
 
     @classmethod
-    def from_text(
-        cls, text: str, *, source: str = "<script>", sandbox: SandboxSettings | None = DEFAULT_SANDBOX
-    ) -> "EmbeddedGraphStore":
+    def from_text(cls, text: str, *, source: str = "<script>", sandbox: SandboxSettings = DEFAULT_SANDBOX) -> "EmbeddedGraphStore":
         """Load a script given as a string."""
-        return cls.from_statements(split_statements(text, source), source=source, sandbox=sandbox)
-
-    @property
-    def sandbox(self) -> QuerySandbox | None:
-        """The worker pool that runs this store's queries (created on first use; ``None`` when in-process)."""
-        if self.sandbox_settings is None:
-            return None
-        with self._sandbox_lock:
-            if self._sandbox is None:
-                if self._graph is None:
-                    raise QueryError("the graph store is closed")
-                self._sandbox = QuerySandbox(self._graph.to_bytes(), settings=self.sandbox_settings, source=self.source)
-            return self._sandbox
+        return cls(split_statements(text, source), source=source, sandbox=sandbox)
 
     def _run_read(self, cypher: str, *, row_cap: int, timeout_s: float) -> QueryResult:
-        pool = self.sandbox
-        if pool is None:
-            return self._run_in_process(cypher, row_cap=row_cap, timeout_s=timeout_s)
-        columns, rows, total, warnings = pool.run(cypher, row_cap=row_cap, timeout_s=timeout_s)
-        return self._result(columns, rows, total, warnings)
-
-    def _query_trusted(self, cypher: str, *, row_cap: int, timeout_s: float) -> QueryResult:
-        """The store's own schema queries run in-process: no worker is started just to read the schema."""
-        return self._run_in_process(check_read_only(cypher, self.caps), row_cap=row_cap, timeout_s=timeout_s)
-
-    def _run_in_process(self, cypher: str, *, row_cap: int, timeout_s: float) -> QueryResult:
-        if self._frozen is None:
-            raise QueryError("the graph store is closed")
-        try:
-            rv = self._frozen.cypher(cypher, timeout_ms=max(1, int(timeout_s * 1000)), row_limit=row_cap)
-        except kglite.CypherTimeoutError as exc:
-            raise QueryTimeout(timeout_message(timeout_s, _first_line(exc))) from exc
-        except kglite.ReadOnlyError as exc:
-            raise QueryRefused(f"the store is read-only: {_first_line(exc)}") from exc
-        except Exception as exc:
-            raise QueryError(str(exc).strip()) from exc
-        if isinstance(rv, str):  # `… FORMAT CSV` makes kglite return text instead of rows
-            raise QueryError("FORMAT CSV is not supported here: return columns (RETURN a, b …) instead")
-        columns = list(getattr(rv, "columns", []) or [])
-        rows = [dict(row.items()) for row in rv]
-        diag = getattr(rv, "diagnostics", None) or {}
-        total = diag.get("total_rows") if isinstance(diag, dict) else None
-        warnings = list(getattr(rv, "warnings", None) or [])
-        return self._result(columns, rows, int(total) if total is not None else len(rows), warnings)
-
-    def _result(self, columns: list[str], rows: list[dict[str, Any]], total: int, warnings: list[str]) -> QueryResult:
+        columns, rows, total, warnings = self.sandbox.run(cypher, row_cap=row_cap, timeout_s=timeout_s)
         rows = [{k: self._clean_value(v) for k, v in row.items()} for row in rows]
-        if not columns and rows:
-            columns = list(rows[0].keys())
         warnings = [w for w in warnings if not w.startswith("Result truncated by row_limit")]
-        return QueryResult(columns, rows, total, 0.0, warnings)
+        return QueryResult(columns or (list(rows[0]) if rows else []), rows, total, 0.0, warnings)
 
     def _clean_value(self, value: Any) -> Any:
         """Hide kglite's structural keys inside returned nodes and relationships."""
@@ -175,17 +93,8 @@ class EmbeddedGraphStore(GraphStore):
 
     def node_count(self) -> int:
         """Number of nodes in the graph."""
-        return int(self._frozen.node_count())
+        return int(self.query("MATCH (n) RETURN count(n) AS c").rows[0]["c"])
 
     def close(self) -> None:
-        """Stop the query workers and drop the engine's references so the memory can be freed."""
-        with self._sandbox_lock:
-            if self._sandbox is not None:
-                self._sandbox.close()
-        self._frozen = None  # type: ignore[assignment]
-        self._graph = None  # type: ignore[assignment]
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
+        """Stop the query workers (a busy one when its query ends); later queries fail as closed."""
+        self.sandbox.close()

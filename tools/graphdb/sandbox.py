@@ -1,21 +1,25 @@
-"""Untrusted queries of the embedded store run in worker processes with a time and a memory budget.
+"""The embedded store's graph lives in worker processes, which run every query with a time and a memory budget.
 
-**Why a worker process.** kglite runs inside the caller's process, and its own guards do not hold
-against hostile Cypher: ``timeout_ms`` is not checked inside ``reduce`` or some path expansions (a
-``reduce`` over a 100,000-element range ran on for minutes against a 2 s timeout), ``row_limit``
-only trims what is kept, a string doubled by ``reduce`` or a seven-way cartesian product reaches
-gigabytes, and a few hundred nested ``CALL { … }`` or ``UNION`` arms crash the process with a
-segmentation fault. Python cannot interrupt native code running in a thread, and no allocator
-limit can be set for one thread. A separate process can be limited, killed and replaced, so every
-LLM-written query of an :class:`~ragplan.tools.graphdb.EmbeddedGraphStore` runs in one (the
+**Why a worker process.** kglite runs inside the process that imports it, and its own guards do
+not hold against hostile Cypher: ``timeout_ms`` is not checked inside ``reduce`` or some path
+expansions (a ``reduce`` over a 100,000-element range ran on for minutes against a 2 s timeout),
+``row_limit`` only trims what is kept, a string doubled by ``reduce`` or a seven-way cartesian
+product reaches gigabytes, and a few hundred nested ``CALL { … }`` or ``UNION`` arms crash the
+process with a segmentation fault. Python cannot interrupt native code running in a thread, and no
+allocator limit can be set for one thread. A separate process can be limited, killed and replaced.
+And kglite, torch and faiss together need more of glibc's static TLS than a plain Python process
+reserves, so the process that runs the graphs (a notebook, ``langgraph dev``, the CLI) must not
+import kglite at all: the script load, the schema read and every query happen in a worker (the
 statement check's caps still refuse the known parser crashes before any process sees them).
 
-**How.** The store serialises its loaded graph once (``to_bytes``, about 10 ms for a DQA script)
-into an anonymous temporary file (unlinked at once, so nothing is left behind even if the process is
-killed); each worker inherits its descriptor. A worker (:mod:`ragplan.tools.graphdb.sandbox_worker`) is started
-with ``subprocess`` — a fresh interpreter, never a fork of a caller that may hold threads, torch
-and faiss — loads that file, and then serves queries over a pipe, one at a time, for as long as it
-lives; start-up takes well under 0.1 s for a DQA-size graph, and a query about 0.1 ms more than
+**How.** The store writes its script's statements once into an anonymous temporary file (unlinked
+at once, so nothing is left behind even if the process is killed); each worker inherits its
+descriptor. A worker (:mod:`ragplan.tools.graphdb.sandbox_worker`) is started with ``subprocess`` —
+a fresh interpreter, never a fork of a caller that may hold threads, torch and faiss. The first one
+loads the statements (a failing one comes back as a :class:`~ragplan.tools.graphdb.ScriptError`
+with its line) and replaces the file's content with the loaded graph (``to_bytes``), so later and
+replacement workers start from that in well under 0.1 s for a DQA-size graph. A worker then serves
+queries over a pipe, one at a time, for as long as it lives; a query costs about 0.1 ms more than
 in-process (``benchmarks/graphdb_sandbox.py``). Each query gets, with the defaults of
 :class:`SandboxSettings`:
 
@@ -35,11 +39,11 @@ whose message says why — "ran past the 5 s time budget and was stopped", "exce
 budget", "crashed the query engine" — with a hint for the rewrite, which the ``graph_db`` tool
 hands to the LLM as its observation.
 
-**Concurrency.** A store keeps a small pool (``max_workers``, default 2) started on demand; a
-query takes an idle worker or starts one, and waits for one only when all are busy (each is busy
-for at most its query's time budget + grace). Workers end when the store is closed or garbage
-collected, when the parent process exits (their stdin closes), and, if the parent dies mid-query,
-at a CPU-time limit the worker sets itself before each query.
+**Concurrency.** A store keeps a small pool (``max_workers``, default 2); a query takes an idle
+worker or starts one, and waits for one only when all are busy (each is busy for at most its
+query's time budget + grace). Workers end when the store is closed or garbage collected, when the
+parent process exits (their stdin closes), and, if the parent dies mid-query, at a CPU-time limit
+the worker sets itself before each query.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ from typing import IO, Any, ClassVar
 
 from ragplan.tools.graphdb.readonly import QueryRefused
 from ragplan.tools.graphdb.sandbox_worker import HEADER, encode_frame
+from ragplan.tools.graphdb.script import ScriptError, Statement
 from ragplan.tools.graphdb.store import QueryError, QueryTimeout
 
 __all__ = ["DEFAULT_SANDBOX", "QuerySandbox", "SandboxSettings", "WorkerExit"]
@@ -266,6 +271,9 @@ class _Worker:
             tail = self._stderr_tail(0)
             self.kill("start")
             raise QueryError("the query worker could not load the graph: " + (tail.strip().splitlines() or ["it exited"])[-1]) from None
+        if isinstance(reply, tuple) and len(reply) == 5 and reply[0] == "script_error":
+            self.kill("start")
+            raise ScriptError(*reply[1:])
         if not (isinstance(reply, tuple) and reply and reply[0] == "ready"):
             self.kill("start")
             raise QueryError("the query worker did not start properly")
@@ -280,21 +288,10 @@ class _Worker:
 
     def _reap(self, timeout_s: float) -> int | None:
         """Collect the ended process; ``None`` if it is still running after ``timeout_s``."""
-        if self.proc.returncode is not None:
-            return self.proc.returncode
-        end = time.monotonic() + timeout_s
-        while True:
-            try:
-                pid, status = os.waitpid(self.proc.pid, os.WNOHANG)
-            except ChildProcessError:  # reaped elsewhere
-                self.proc.returncode = self.proc.returncode if self.proc.returncode is not None else -signal.SIGKILL
-                return self.proc.returncode
-            if pid:
-                self.proc.returncode = os.waitstatus_to_exitcode(status)
-                return self.proc.returncode
-            if time.monotonic() >= end:
-                return None
-            time.sleep(0.005)
+        try:
+            return self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
 
     def kill(self, reason: str = "closed") -> None:
         """End the process now (if it still runs) and release its pipes."""
@@ -423,11 +420,15 @@ def _shutdown(workers: set[_Worker], graph: IO[bytes], owner_pid: int) -> None:
 class QuerySandbox:
     """A small pool of worker processes serving one graph; thread-safe."""
 
-    def __init__(self, graph_bytes: bytes, *, settings: SandboxSettings = DEFAULT_SANDBOX, source: str = "<graph>") -> None:
-        """Write ``graph_bytes`` (kglite ``to_bytes``) to an anonymous file; workers start on first use."""
+    def __init__(self, statements: list[Statement], *, settings: SandboxSettings = DEFAULT_SANDBOX, source: str = "<graph>") -> None:
+        """Load the script's statements in a first worker (the others start on demand from the graph it leaves).
+
+        Raises :class:`ScriptError` for a statement that does not load, :class:`QueryError` when no worker could
+        load the script; either way nothing is left running.
+        """
         self.settings, self.source = settings, source
         self._graph = tempfile.TemporaryFile(prefix="ragplan-graph-")  # already unlinked: no leftovers
-        self._graph.write(graph_bytes)
+        self._graph.write(json.dumps([source, [(st.line, st.text) for st in statements]]).encode())
         self._graph.flush()
         self._cond = threading.Condition()
         self._idle: list[_Worker] = []
@@ -437,6 +438,11 @@ class QuerySandbox:
         self.exits: deque[WorkerExit] = deque(maxlen=64)
         """The most recent worker exits, oldest first."""
         self._finalizer = weakref.finalize(self, _shutdown, self._workers, self._graph, self._pid)
+        try:
+            self.warm_up()  # before any other worker can start: the first one rewrites the file
+        except BaseException:
+            self.close()
+            raise
 
     def run(self, cypher: str, *, row_cap: int, timeout_s: float) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
         """Run one checked query in a worker: ``(columns, rows, total_rows, warnings)``, or a query error."""
@@ -456,7 +462,7 @@ class QuerySandbox:
             return sorted(w.proc.pid for w in self._workers if not w.dead)
 
     def warm_up(self) -> None:
-        """Start one worker and wait until it has loaded the graph (otherwise the first query does)."""
+        """Take a worker and wait until it has loaded the graph (starting one if none is idle)."""
         worker = self._checkout()
         try:
             worker.ensure_ready()

@@ -4,8 +4,10 @@
 (a fresh interpreter, never a fork of the caller, which may hold threads, torch and faiss). It
 imports only the standard library and kglite, so it starts in about 50 ms, and then:
 
-1. loads the graph from the ``.kgl`` bytes the parent wrote to an unlinked file whose descriptor
-   it inherits (``kglite.from_bytes``), and freezes it;
+1. loads the graph from the unlinked file whose descriptor it inherits: the script's statements
+   (JSON) the first time — a failing statement is reported with its line and the worker exits —
+   after which it overwrites the file with the loaded graph (``to_bytes``), so that the workers
+   started later load that (``kglite.from_bytes``); then it freezes the graph;
 2. caps its own memory: ``RLIMIT_DATA`` = what it holds after loading + the query memory budget
    (kglite's allocator, mimalloc, is told to reserve 64 MiB arenas instead of 1 GiB ones, so the
    limit counts what queries use rather than address space reserved in advance);
@@ -186,7 +188,20 @@ def main(argv: list[str]) -> int:
     import kglite
 
     kglite.set_query_warning_policy("silent")
-    graph = kglite.from_bytes(_read_all(graph_fd))
+    data = _read_all(graph_fd)
+    if data[:1] == b"[":  # the script's statements: load them, then leave the graph for later workers
+        source, statements = json.loads(data)
+        graph = kglite.KnowledgeGraph()
+        for line, text in statements:
+            try:
+                graph.cypher(text)
+            except Exception as exc:  # kglite raises several classes; all mean "this statement failed"
+                _send(replies, encode_frame(("script_error", source, line, _first_line(exc), text)))
+                return 1
+        os.ftruncate(graph_fd, 0)
+        os.pwrite(graph_fd, graph.to_bytes(), 0)
+    else:
+        graph = kglite.from_bytes(data)
     os.close(graph_fd)
     graph.read_only(True)
     frozen = graph.freeze()

@@ -92,10 +92,6 @@ class GraphStore(ABC):
         result.elapsed_ms = (time.perf_counter() - t0) * 1000
         return result
 
-    def _query_trusted(self, cypher: str, *, row_cap: int, timeout_s: float) -> QueryResult:
-        """Run one query the store wrote itself (schema introspection); backends may skip their sandbox."""
-        return self.query(cypher, row_cap=row_cap, timeout_s=timeout_s)
-
     @abstractmethod
     def _run_read(self, cypher: str, *, row_cap: int, timeout_s: float) -> QueryResult:
         """Run a checked statement in the backend's read-only mode."""
@@ -108,7 +104,7 @@ class GraphStore(ABC):
 
     def _introspect(self) -> GraphSchema:
         """Sample the store with read queries; backends may clean the property maps."""
-        q = lambda c: self._query_trusted(c, row_cap=100_000, timeout_s=60).rows  # noqa: E731 - trusted, bounded
+        q = lambda c: self.query(c, row_cap=100_000, timeout_s=60).rows  # noqa: E731 - the store's own queries, bounded
         labels: list[LabelInfo] = []
         for row in q("CALL db.labels() YIELD label RETURN label"):
             label = row["label"]

@@ -66,13 +66,16 @@ class StoreSpec:
 
 _cache: "OrderedDict[tuple, GraphStore]" = OrderedDict()
 _cache_lock = threading.Lock()
+_loading: dict[tuple, threading.Lock] = {}
 
 
 def open_store(spec: StoreSpec) -> GraphStore:
     """The store for ``spec``, loaded once per process and kept in a small LRU cache.
 
     An embedded store is keyed by the script's path, size and modification time, so an edited file
-    is reloaded. Raises :class:`ScriptError` for a bad script and ``ValueError`` for an empty spec.
+    is reloaded. Different scripts load at the same time (each in its own worker process); callers
+    asking for one script meanwhile wait for that load. Raises :class:`ScriptError` for a bad script
+    and ``ValueError`` for an empty spec.
     """
     if spec.neo4j_uri:
         key: tuple = ("neo4j", spec.neo4j_uri, spec.neo4j_user, spec.neo4j_database, spec.graph_path)
@@ -87,14 +90,19 @@ def open_store(spec: StoreSpec) -> GraphStore:
         raise ValueError("no graph store configured: give a .cql script (graph_path / --graph) or a Neo4j URI")
     limit = _cache_size()
     with _cache_lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
+        loading = _loading.setdefault(key, threading.Lock())
+    with loading:
+        with _cache_lock:
+            if key in _cache:
+                _cache.move_to_end(key)
+                return _cache[key]
         store = _build(spec)
-        _cache[key] = store
-        while len(_cache) > limit:
-            # not closed here: a run on another thread may still hold it; it is freed when unused
-            _cache.popitem(last=False)
+        with _cache_lock:
+            _cache[key] = store
+            _loading.pop(key, None)
+            while len(_cache) > limit:
+                # not closed here: a run on another thread may still hold it; it is freed when unused
+                _cache.popitem(last=False)
         return store
 
 

@@ -96,13 +96,9 @@ class BuildReport:
 
 
 def import_faiss() -> Any:
-    """The faiss module (a static-TLS load failure becomes a :class:`StaticTLSError` with the remedy)."""
-    try:
-        import faiss
-    except ImportError as exc:
-        from ragplan.tools.embeddings import explain_import_error
+    """The faiss module (imported on first use: it costs a second)."""
+    import faiss
 
-        raise explain_import_error(exc) from exc
     return faiss
 
 

@@ -1,18 +1,19 @@
 """Live Wikipedia through the ``wikipedia-api`` package, made polite, bounded and repeatable.
 
-:class:`WikipediaClient` wraps ``wikipediaapi.Wikipedia`` (0.16: ``httpx`` transport). The library
-builds every MediaWiki request (``list=search``, ``prop=extracts`` with ``redirects=1``) and parses
-the answers (redirects, sections, missing pages); this module owns the one method every request
-goes through, ``_get(language, params)``, and adds:
+:class:`WikipediaClient` wraps ``wikipediaapi.Wikipedia`` (0.16, on ``httpx``). The library builds
+every MediaWiki request (``list=search``, ``prop=extracts`` with ``redirects=1``) and parses the
+answers (redirects, sections, missing pages). It takes an ``httpx`` transport as a constructor
+option; this module's transport answers each request the library sends, and adds:
 
 * an endpoint setting (``api_url``; default ``https://{lang}.wikipedia.org/w/api.php``) for tests
-  and mirrors — the library hard-codes the Wikipedia URL in ``_build_url``;
+  and mirrors — the library always addresses ``{lang}.wikipedia.org``, the transport sends to ``api_url``;
 * an on-disk response cache (:mod:`ragplan.tools.wikipedia.cache`), read before the network, so a
   second run of a benchmark sends no request and gets the same pages;
 * bounded retries on timeouts, connection errors, HTTP 429 / 5xx and MediaWiki ``maxlag`` /
   ``ratelimited`` errors, with exponential backoff, ``Retry-After`` honoured (seconds or an HTTP
   date) but capped at ``max_wait_s`` so a run never hangs;
-* a descriptive ``User-Agent`` (Wikimedia User-Agent policy), sent exactly as configured.
+* a descriptive ``User-Agent`` (Wikimedia User-Agent policy), sent exactly as configured (the
+  library's own retries are off: ``max_retries=0``).
 
 Anything that still fails raises :class:`WikipediaError` with the request and the last reason.
 """
@@ -150,18 +151,15 @@ def _describe(params: dict[str, Any]) -> str:
     return "&".join(f"{k}={v}" for k, v in params.items() if k != "format")
 
 
-class _Endpoint(wikipediaapi.Wikipedia):
-    """wikipedia-api's synchronous client whose every request goes through its owner."""
+class _Transport(httpx.BaseTransport):
+    """The ``httpx`` transport wikipedia-api sends through: each request it builds is answered by its owner."""
 
-    def __init__(self, owner: "WikipediaClient", **kwargs: Any) -> None:
+    def __init__(self, owner: "WikipediaClient") -> None:
         self._owner = owner
-        super().__init__(**kwargs)
 
-    def _build_url(self, language: str) -> str:  # type: ignore[override]  # a staticmethod upstream
-        return self._owner.api_url
-
-    def _get(self, language: str, params: dict[str, Any]) -> dict[str, Any]:
-        return self._owner._request(params)
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Answer with the JSON of :meth:`WikipediaClient._request` for the request's query parameters."""
+        return httpx.Response(200, json=self._owner._request(dict(request.url.params)), request=request)
 
 
 class WikipediaClient:
@@ -205,11 +203,9 @@ class WikipediaClient:
         self._lock = threading.Lock()
         if user_agent is None and api_url is None:
             _warn_without_contact(ua)
-        self._wiki = _Endpoint(self, user_agent=ua, language=lang, extract_format=wikipediaapi.ExtractFormat.WIKI,
-                               max_retries=0, timeout=self.timeout_s)
-        # wikipedia-api appends its own token to the User-Agent; send the configured string verbatim
-        # (the default already names the library and httpx).
-        self._wiki._client.headers["User-Agent"] = ua
+        self._http = httpx.Client(headers={"User-Agent": ua}, timeout=self.timeout_s)
+        self._wiki = wikipediaapi.Wikipedia(user_agent=ua, language=lang, extract_format=wikipediaapi.ExtractFormat.WIKI,
+                                            max_retries=0, transport=_Transport(self))
 
     # -- public API ------------------------------------------------------------------------------
     def search(self, query: str, limit: int = 3) -> list[str]:
@@ -252,7 +248,7 @@ class WikipediaClient:
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
-        self._wiki._client.close()
+        self._http.close()
 
     def __enter__(self) -> "WikipediaClient":
         return self
@@ -299,7 +295,7 @@ class WikipediaClient:
         """One HTTP GET; raises :class:`_Retryable` for transient failures, :class:`WikipediaError` otherwise."""
         self._count("requests")
         try:
-            r = self._wiki._client.get(self.api_url, params=params)
+            r = self._http.get(self.api_url, params=params)
         except httpx.TimeoutException:
             raise _Retryable(f"timed out (timeout {self.timeout_s:g}s)") from None
         except httpx.TransportError as err:

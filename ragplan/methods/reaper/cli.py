@@ -185,14 +185,14 @@ def run_shop(args: argparse.Namespace) -> int:
     path = generate_shop(out, seed=args.seed, n_products=args.products, n_orders=args.orders, today=args.today)
     meta = json.loads((path / "meta.json").read_text())
     if args.build_index:
-        from ragplan.tools.embeddings import EmbeddingModelError, StaticTLSError
+        from ragplan.tools.embeddings import EmbeddingModelError
         from ragplan.tools.textindex import TextIndexError
 
         try:
             shop = load_shop(path, model_path=args.model_path)
             shop.build_indexes()
             shop.close()
-        except (EmbeddingModelError, StaticTLSError, TextIndexError) as exc:
+        except (EmbeddingModelError, TextIndexError) as exc:
             return _bad(str(exc))
     if args.json:
         print(json.dumps(meta, indent=2))
