@@ -35,11 +35,6 @@ ALLOWED: set[tuple[str, str]] = {
     ("ragplan/llm_openai.py", "_lc_openai._handle_openai_bad_request"),
     ("ragplan/llm_openai.py", "override langchain_openai.ChatOpenAI._generate"),
     ("ragplan/llm_openai.py", "override langchain_openai.ChatOpenAI._agenerate"),
-    # tools/wikipedia/client.py: overrides of wikipedia-api's request path (dropped by the tools part)
-    ("tools/wikipedia/client.py", "override wikipediaapi.Wikipedia._get"),
-    ("tools/wikipedia/client.py", "override wikipediaapi.Wikipedia._build_url"),
-    # ragplan/methods/reaper/execute.py: whether a tool overrides BaseTool._arun (no one's part yet: the lead decides)
-    ("ragplan/methods/reaper/execute.py", "BaseTool._arun"),
 }
 
 

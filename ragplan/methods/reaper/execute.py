@@ -116,9 +116,9 @@ def _tool_kind(tool: Any) -> str:
         return ""
     if not isinstance(tool, BaseTool):
         return ""
-    if hasattr(tool, "coroutine"):  # StructuredTool / Tool
-        return "async" if getattr(tool, "coroutine", None) is not None else "sync"
-    return "async" if type(tool)._arun is not BaseTool._arun else "sync"
+    # a StructuredTool / Tool made with a coroutine runs on the loop; any other tool through its synchronous
+    # ``invoke``, in a daemon thread that a time-out can abandon
+    return "async" if getattr(tool, "coroutine", None) is not None else "sync"
 
 
 def _in_daemon_thread(fn: Callable[[], Any]) -> "asyncio.Future[Any]":
