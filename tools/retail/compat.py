@@ -1,13 +1,4 @@
-"""Which products fit which: the attribute rules behind ``compatible_products``, and product-type names.
-
-A candidate fits a base product when the attributes say so, never by text similarity:
-
-* an accessory's ``compatible_with`` names the base's ``model`` (a case for a phone, ink for a
-  printer, a battery for a camera), or the other way round, or both accessories fit a common model;
-* a ``tire_size`` listed in the other's ``tire_sizes`` (snow chains), or the same ``tire_size``;
-* the same ``pod_format`` (coffee pods and single-serve brewers);
-* a laptop's ``screen_size`` not above a bag's ``fits_laptops_up_to``.
-"""
+"""Which products fit which (``compatible_products``, by attributes only), and product-type names."""
 
 from __future__ import annotations
 

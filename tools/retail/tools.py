@@ -1,22 +1,8 @@
-"""REAPER's retail tools as LangChain tools over a generated shop, and the ``retail`` tool registry.
+"""REAPER's seven retail tools as LangChain tools over a generated shop, and the ``retail`` tool registry.
 
-Seven tools (paper §3–4; ``compatible_products`` is the paper's "novel tool" case):
-
-========================  ============================================================================
-``prod_search(query)``    top products by FAISS over titles + descriptions (id, title, price, rating)
-``prod_qna(id, q)``       the product's attributes and the attribute lines / Q&A / description
-                          sentences most similar to the question (Sentence-BERT)
-``review_summary(id)``    average rating, star counts, pros and cons phrases counted in the reviews
-``shipment_status(…)``    orders from SQLite by keywords and an estimated-delivery date range
-``customer_support(q)``   the help-centre articles most similar to the question (FAISS)
-``date_math(expr, …)``    date ranges for expressions relative to the shop's today; formatting
-``compatible_products``   products of a type that fit a base product (attributes: models, sizes, pods)
-========================  ============================================================================
-
-Every tool returns JSON-ready dicts or lists of dicts and raises :class:`ToolError` with a clear
-message when a call cannot be answered. The planner fills only the arguments a plan shows; the
-shop, its ``today`` and the result sizes are settings of :func:`build_retail_registry` (STYLE 8).
-"""
+``compatible_products`` is the paper's novel tool. Each tool returns JSON-ready data or raises
+:class:`ToolError` with a message a planner can act on; the shop, its ``today`` and result sizes are
+settings of :func:`build_retail_registry`, never plan arguments (STYLE 8)."""
 
 from __future__ import annotations
 
