@@ -264,15 +264,12 @@ class ReaperBenchmark:
             follow = {"removed_tools": self.removed,
                       "instruction_following": instruction_following(g, self.removed),
                       "instruction_following_first_call": instruction_following(f, self.removed)}
-        return {**follow, "correct": g["correct"], "chosen": chosen, "plan_status": g["status"],
-                "tool_accuracy": g["tool_accuracy"], "argument_accuracy": g["argument_accuracy"],
-                "plan_valid": g["plan_valid"],
-                "tool_accuracy_first_call": f["tool_accuracy"], "argument_accuracy_first_call": f["argument_accuracy"],
-                "plan_valid_first_call": f["plan_valid"], "correct_first_call": f["correct"],
-                "tools_correct": g["tools_correct"], "args_correct": g["args_correct"], "valid": g["valid"],
-                "pred_tools": g["pred_tools"], "pred_classes": g["pred_classes"], "gold_tools": g["gold_tools"],
-                "args_matched": g["args_matched"], "args_scored": g["args_scored"], "pred_errors": g["errors"],
-                "pred_plan": g["pred_plan"], "first_call": f}
+        final = {k: g[k] for k in ("correct", "tool_accuracy", "argument_accuracy", "plan_valid", "tools_correct",
+                                   "args_correct", "valid", "pred_tools", "pred_classes", "gold_tools", "args_matched",
+                                   "args_scored", "pred_plan")}
+        first = {f"{k}_first_call": f[k] for k in ("tool_accuracy", "argument_accuracy", "plan_valid", "correct")}
+        return {**follow, **final, **first, "chosen": chosen, "plan_status": g["status"], "pred_errors": g["errors"],
+                "first_call": f}
 
 
 def _factory(data: str, **options: Any) -> ReaperBenchmark:

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from ragplan.jsonl import read_jsonl_objects
 from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanStep, format_plan, parse_plan
-from ragplan.tools.retail.compat import singular
+from ragplan.tools.retail.tools import singular
 from ragplan.tools.retail.dates import resolve_range
 from ragplan.tools.retail.shop import load_shop
 

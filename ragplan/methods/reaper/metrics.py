@@ -20,7 +20,7 @@ from typing import Any
 from ragplan.eval.benchmark import ComparedRun
 from ragplan.methods.reaper.plan import PlanArg, PlanStep, RetrievalPlan, as_steps, parse_plan
 from ragplan.methods.reaper.validate import bind_args, check_plan, is_date_range_literal
-from ragplan.tools.retail.compat import singular
+from ragplan.tools.retail.tools import singular
 from ragplan.tools.retail.dates import parse_range_arg
 
 __all__ = ["NO_RETRIEVAL", "NO_VALID_PLAN", "SCORED_ARGS", "STOP_WORDS", "STATUSES", "PlanScore", "PlanMetrics",
