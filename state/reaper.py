@@ -1,15 +1,8 @@
 """State of REAPER and its baselines: the typed plan, every planner call's validated plan, the evidence.
 
-The input is the customer question and its page context; the output is the answer plus what a user
-needs to trust it: the plan that was executed (typed steps, and its printed form), every plan a
-planner call wrote with its validity and errors (the first call is the paper's one-call setting, a
-later one the plan after a repair round), every tool call with its arguments, output and timing, the
-planner's latency and usage.
-
-The plan stays typed from node to node: ``plan`` is a list of :class:`~ragplan.methods.reaper.plan.PlanStep`
-(overwritten, no reducer), ``execute_plan`` runs those steps, and ``plan_text`` is only the printed
-form for people. Dicts from a LangGraph server or a run record load back with ``model_validate``.
-"""
+``plan`` stays typed from node to node (a list of :class:`~ragplan.methods.reaper.plan.PlanStep`, no
+reducer); ``plan_text`` is its printed form for people. Server or run-record dicts load back with
+``model_validate``."""
 
 from __future__ import annotations
 

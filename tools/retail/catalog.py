@@ -1,13 +1,8 @@
-"""The generated product catalogue: sixteen product types, their attributes, descriptions and Q&A.
+"""The generated product catalogue: sixteen product types with attributes, descriptions and Q&A.
 
-Every product is a plain dict (``product_id``, ``title``, ``brand``, ``category``, ``product_type``,
-``price``, ``attributes``, ``description``, ``qna``, ``keywords``; reviews are added by
-:mod:`ragplan.tools.retail.reviews`). Brands and models are invented. Devices (phones, laptops,
-printers, cameras, coffee makers, tires) are generated before the accessories that fit them, so an
-accessory's ``compatible_with`` (phone, printer or camera models), ``tire_sizes``, ``pod_format`` or
-``fits_laptops_up_to`` names devices of the same shop — what
-:func:`ragplan.tools.retail.compat.compatibility` reads (the paper's ``compatible_products`` tool).
-"""
+Brands and models are invented. Devices are generated before the accessories that fit them, so an
+accessory's ``compatible_with``, ``tire_sizes``, ``pod_format`` or ``fits_laptops_up_to`` names devices of
+the same shop (what ``compatible_products`` reads)."""
 
 from __future__ import annotations
 

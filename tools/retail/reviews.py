@@ -1,13 +1,7 @@
 """Product reviews: generated per product type, and summarised by counting (``review_summary``).
 
-Generation: each product gets a hidden quality level; each review draws a star rating around it and
-says one to three things from the product type's pools of praise and complaints, wrapped in varied
-sentence frames. Summary: the average and the star histogram, and the pros and cons *found* in the
-texts — word n-grams (2–5 words, no stop word at either end) counted once per review, kept when
-they recur in favourable (4–5 star) reviews more than in critical (1–2 star) ones (pros) or the
-other way round (cons), longest phrase first, each phrase not inside another kept one. Nothing is
-read back from the generator's pools, so the summary works on any review texts.
-"""
+The summary finds pros and cons in the texts themselves: word n-grams (2–5 words) recurring more in 4–5
+star reviews than in 1–2 star ones, or the other way round, longest first, none inside another."""
 
 from __future__ import annotations
 

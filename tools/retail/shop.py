@@ -1,23 +1,9 @@
-"""A small generated shop: catalogue (JSONL), orders and shipments (SQLite), help centre (JSONL).
+"""A small generated shop: catalogue and help centre (JSONL), orders and shipments (SQLite), FAISS indexes.
 
-Layout of a shop directory (all written by :func:`generate_shop`, deterministic for a seed)::
-
-    meta.json              format, seed, today, counts (written last: its presence means complete)
-    products.jsonl         one product a line: id, title, brand, category, product_type, price,
-                           attributes, description, qna [{question, answer}], reviews [...], keywords
-    orders.sqlite          tables orders and shipments (see _SCHEMA), dates relative to ``today``
-    faq.jsonl              help-centre articles: faq_id, topic, question, answer, url
-    catalog_passages.jsonl / faq_passages.jsonl   what the FAISS indexes embed
-    index/catalog, index/faq   the FAISS indexes, built on first search (not by generate_shop)
-
-Orders: a few scripted ones make the paper's plans answerable (a sheet pan arriving tomorrow, a
-phone delivered three days ago, a camera ordered yesterday, running shoes out for delivery today,
-a printer delivered last week); the rest are random over the last 90 days, their status following
-from their dates (delivered, out for delivery, shipped, preparing for shipment, delayed, cancelled,
-returned). Generating a shop needs no model; the indexes are built lazily with
-:func:`ragplan.tools.textindex.build_index` the first time a search needs them (the embedding model
-is loaded once per process by :func:`ragplan.tools.embeddings.get_embedder`).
-"""
+:func:`generate_shop` writes it deterministically for a seed, ``meta.json`` last (its presence means
+complete); the indexes are built on first search. A few scripted orders make the paper's plans
+answerable (a sheet pan arriving tomorrow, a phone delivered three days ago …); the rest are random over
+the last 90 days, their status following from their dates."""
 
 from __future__ import annotations
 

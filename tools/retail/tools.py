@@ -1,22 +1,8 @@
-"""REAPER's retail tools as LangChain tools over a generated shop, and the ``retail`` tool registry.
+"""REAPER's seven retail tools as LangChain tools over a generated shop, and the ``retail`` tool registry.
 
-Seven tools (paper §3–4; ``compatible_products`` is the paper's "novel tool" case):
-
-========================  ============================================================================
-``prod_search(query)``    top products by FAISS over titles + descriptions (id, title, price, rating)
-``prod_qna(id, q)``       the product's attributes and the attribute lines / Q&A / description
-                          sentences most similar to the question (Sentence-BERT)
-``review_summary(id)``    average rating, star counts, pros and cons phrases counted in the reviews
-``shipment_status(…)``    orders from SQLite by keywords and an estimated-delivery date range
-``customer_support(q)``   the help-centre articles most similar to the question (FAISS)
-``date_math(expr, …)``    date ranges for expressions relative to the shop's today; formatting
-``compatible_products``   products of a type that fit a base product (attributes: models, sizes, pods)
-========================  ============================================================================
-
-Every tool returns JSON-ready dicts or lists of dicts and raises :class:`ToolError` with a clear
-message when a call cannot be answered. The planner fills only the arguments a plan shows; the
-shop, its ``today`` and the result sizes are settings of :func:`build_retail_registry` (STYLE 8).
-"""
+``compatible_products`` is the paper's novel tool. Each tool returns JSON-ready data or raises
+:class:`ToolError` with a message a planner can act on; the shop, its ``today`` and result sizes are
+settings of :func:`build_retail_registry`, never plan arguments (STYLE 8)."""
 
 from __future__ import annotations
 
@@ -27,15 +13,15 @@ from typing import Any, Callable
 from pydantic import Field, create_model
 
 from ragplan.tools.registry import ArgSpec, ToolRegistry, ToolSpec
-from ragplan.tools.retail.catalog import PRODUCT_TYPES
-from ragplan.tools.retail.compat import compatibility, resolve_product_type, singular
+from ragplan.tools.retail.catalog import PRODUCT_TYPES, TYPE_SYNONYMS
 from ragplan.tools.retail.dates import date_range as range_dict
 from ragplan.tools.retail.dates import format_values, parse_datetime, parse_range_arg, resolve_range
 from ragplan.tools.retail.errors import ToolError
 from ragplan.tools.retail.reviews import summarise_reviews
 from ragplan.tools.retail.shop import Shop, load_shop
 
-__all__ = ["RetailTools", "build_retail_registry", "retail_specs", "TOOL_NAMES", "NEW_TOOLS"]
+__all__ = ["RetailTools", "build_retail_registry", "retail_specs", "TOOL_NAMES", "NEW_TOOLS", "compatibility", "resolve_product_type",
+           "singular"]
 
 # name -> (description, args, example, aliases)
 _SPECS: dict[str, tuple[str, list[ArgSpec], str, list[str]]] = {
@@ -96,6 +82,73 @@ _TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, 
 _QUESTION_WORDS = set("what which how does did the this that these are is can will for with and has have product item "
                       "they them its".split())
 _NOISE = set("my the a an of for order orders package packages item items delivery shipment shipments new".split())
+
+
+# ---------------------------------------------------------------------------------------------- compatibility
+# A candidate fits a base product when the attributes say so (compatible_with / model, tire sizes, pod format,
+# laptop screen and bag size), never by text similarity.
+
+def _num(v: Any) -> float | None:
+    m = re.search(r"\d+(?:\.\d+)?", str(v or ""))
+    return float(m.group()) if m else None
+
+
+def compatibility(base: dict[str, Any], cand: dict[str, Any]) -> str | None:
+    """Why ``cand`` fits ``base`` (a short reason), or None when it does not; reads attributes only."""
+    a, b = base["attributes"], cand["attributes"]
+    a_fits, b_fits = set(a.get("compatible_with") or []), set(b.get("compatible_with") or [])
+    if a.get("model") and a["model"] in b_fits:
+        return f"made for the {a['model']}"
+    if b.get("model") and b["model"] in a_fits:
+        return f"the base product is made for the {b['model']}"
+    if a_fits & b_fits:
+        return f"both fit the {', '.join(sorted(a_fits & b_fits))}"
+    if a.get("tire_size") and a["tire_size"] in (b.get("tire_sizes") or []):
+        return f"fits tire size {a['tire_size']}"
+    if b.get("tire_size") and b["tire_size"] in (a.get("tire_sizes") or []):
+        return f"is tire size {b['tire_size']}, which the base product fits"
+    if a.get("tire_size") and a["tire_size"] == b.get("tire_size"):
+        return f"same tire size {a['tire_size']}"
+    if a.get("pod_format") and a["pod_format"] == b.get("pod_format"):
+        return f"uses {a['pod_format']} pods"
+    if base["product_type"] == "laptops" and b.get("fits_laptops_up_to"):
+        if (_num(a.get("screen_size")) or 99) <= (_num(b["fits_laptops_up_to"]) or 0):
+            return f"holds laptops up to {b['fits_laptops_up_to']} (base is {a.get('screen_size')})"
+    if cand["product_type"] == "laptops" and a.get("fits_laptops_up_to"):
+        if (_num(b.get("screen_size")) or 99) <= (_num(a["fits_laptops_up_to"]) or 0):
+            return f"its {b.get('screen_size')} screen fits a bag for up to {a['fits_laptops_up_to']}"
+    return None
+
+
+def singular(word: str) -> str:
+    """A plural word's singular, roughly (``batteries`` → ``battery``, ``cases`` → ``case``, ``boxes`` → ``box``)."""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "ches", "shes", "zzes")):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") and len(word) > 3 else word
+
+
+def _norm(text: str) -> tuple[str, ...]:
+    return tuple(singular(w) for w in re.findall(r"[a-z0-9\-]+", text.lower()))
+
+
+def resolve_product_type(text: str) -> str | None:
+    """The product type a free-text name means (``"ink cartridge"`` → ``ink cartridges``), or None."""
+    q = _norm(text)
+    if not q:
+        return None
+    best, best_score = None, 0.0
+    for t, syns in TYPE_SYNONYMS.items():
+        for name in (t, *syns):
+            n = _norm(name)
+            if n == q:
+                return t
+            shared = len(set(n) & set(q))
+            score = shared / len(set(n) | set(q)) + (0.5 if shared == len(set(n)) else 0.0) if shared else 0.0
+            if score > best_score:
+                best, best_score = t, score
+    return best
 
 
 def _words(text: str) -> list[str]:

@@ -1,40 +1,14 @@
-"""The ``reaper-retail`` benchmark: REAPER retrieval plans graded against the retail gold set (paper Table 1).
+"""The ``reaper-retail`` benchmark: REAPER retrieval plans graded against the retail gold set (paper Tables 1–2).
 
-``data`` is a shop directory (its gold set ``goldset.jsonl`` is read, or generated there with
-:func:`ragplan.methods.reaper.goldset.generate_goldset` when missing) or a gold-set JSONL file (the shop is
-the file's folder when that holds a shop). Each item's text is the paper's input block::
-
-    Context: {"product_id": "…", "product_title": "…", "history": [], "date": "2026-11-22"}
-    Question: "does it come in red?"
-
-and its ``context`` settings carry ``shop_dir`` (for executing plans), ``meta`` the category, split,
-gold tool sequence and the page context.
-
-:meth:`ReaperBenchmark.grade` reads the graph's output with :func:`predicted_plans`: a failed run
-(LLM error, crash, empty output) has no plan; a plan the graph left invalid after its repair round is
-invalid; otherwise the typed ``plan`` (agent_planner: its executed tool calls) is the prediction.
-Each is scored with :func:`ragplan.methods.reaper.metrics.score_plan` (failed and invalid predictions are
-wrong on every metric, never "no retrieval"), twice: the **final plan** (``tool_accuracy``,
-``argument_accuracy``, ``plan_valid``, ``correct``) and the **first planner call** — the paper's
-one-call setting — (``tool_accuracy_first_call``, ``argument_accuracy_first_call``,
-``plan_valid_first_call``, ``correct_first_call``; the whole score in ``first_call``). The report
-prints the paper's Table 1 for both (:func:`ragplan.methods.reaper.metrics.aggregate`).
-
-Options: ``limit``, ``split`` (``test`` default, ``train`` or ``all``), ``year`` (ignored), and ``remove_tool``
-(one tool or several, comma-separated): the paper's instruction-following experiment (Table 2). The tool is
-taken out of the planner's registry (its tool list, its examples and the validator: the run's
-``removed_tools`` setting) and every plan is scored ``instruction_following`` = 0 when it still uses a
-removed tool, 1 otherwise (``None`` for a failed run, which has no plan); its mean is the paper's score,
-1 − the share of plans that use the removed tool. ``instruction_following_first_call`` is the same for the
-first planner call (the paper's one-call setting).
-
-:meth:`ReaperBenchmark.compare` is the ``ragplan eval report`` hook: reaper, agent_planner and
-classifier_planner runs side by side in the shape of the paper's Table 1.
-"""
+``data`` is a shop directory (its ``goldset.jsonl``, generated there when missing) or a gold-set JSONL file.
+:meth:`ReaperBenchmark.grade` reads an output with :func:`predicted_plans` and scores the final plan and the
+first planner call (the paper's one-call setting, the ``*_first_call`` fields) with
+:func:`~ragplan.methods.reaper.metrics.score_plan`. Options: ``limit``, ``split`` (test, train, all),
+``year`` (ignored) and ``remove_tool`` (Table 2's instruction-following experiment); see
+docs/methods/reaper.md, "Evaluation"."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,21 +17,17 @@ from pydantic import ValidationError
 
 from ragplan.eval.benchmark import ComparedRun, Item
 from ragplan.methods.reaper.goldset import GoldExample, generate_goldset, load_goldset, write_goldset
-from ragplan.methods.reaper.tables import instruction_following, instruction_following_table, table_one
-from ragplan.methods.reaper.metrics import aggregate, default_registry, render_comparison, render_table, score_plan
+from ragplan.methods.reaper.metrics import (aggregate, default_registry, instruction_following,
+                                            instruction_following_table, render_comparison, render_table, score_plan,
+                                            table_one)
 from ragplan.methods.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan, as_steps, format_plan, parse_plan
 from ragplan.state.reaper import FINISHED
 
-__all__ = ["ReaperBenchmark", "GOLDSET_FILE", "PredictedPlan", "input_text", "plan_from_output", "predicted_plans"]
+__all__ = ["ReaperBenchmark", "GOLDSET_FILE", "PredictedPlan", "plan_from_output", "predicted_plans"]
 
 GOLDSET_FILE = "goldset.jsonl"
 _OPTIONS = ("limit", "year", "split", "remove_tool")
 _SPLITS = ("test", "train", "all")
-
-
-def input_text(question: str, context: dict[str, Any]) -> str:
-    """The planner input of the paper: ``Context: {json}`` then ``Question: "…"``."""
-    return f"Context: {json.dumps(context, ensure_ascii=False)}\nQuestion: {json.dumps(question, ensure_ascii=False)}"
 
 
 def _arg(v: Any) -> PlanArg:
@@ -133,15 +103,10 @@ def _from_call(call: Any) -> PredictedPlan:
 def predicted_plans(output: Any) -> tuple[PredictedPlan, PredictedPlan]:
     """(first planner call, final plan) of a REAPER-family graph's output (or a run record).
 
-    * a failed run (empty output, a recorded error, a stop reason other than answered / invalid_plan /
-      max_steps) has no plan: both are ``failed``;
-    * the final plan is the typed ``plan`` (the agent's executed tool calls, in call order); an output
-      without ``plan`` is read from its last planner call, its ``plan_text`` or else its evidence (the
-      tool calls in call order, with their arguments); an output with none of these is ``failed``;
-      the plan is ``invalid`` when the graph recorded plan errors, stopped with ``invalid_plan`` or its
-      last planner call was invalid;
-    * the first call is ``plan_calls[0]`` (REAPER's first planner call, the classifier's one plan);
-      without plan calls (agent_planner, which has no repair round) it is the final plan.
+    A failed or unfinished run has no plan (both ``failed``). The final plan is the typed ``plan``, else the
+    last planner call, ``plan_text`` or the evidence's tool calls; ``invalid`` when the graph recorded plan
+    errors, stopped with ``invalid_plan`` or its last call was invalid. The first call is ``plan_calls[0]``,
+    else (agent_planner: no repair round) the final plan.
     """
     why = _failure(output)
     if why is not None:
@@ -274,8 +239,7 @@ class ReaperBenchmark:
         return "\n\n".join(parts)
 
     def compare(self, runs: list[ComparedRun]) -> str:
-        """``ragplan eval report``: the runs side by side in the shape of the paper's Table 1 (see
-        :func:`ragplan.methods.reaper.tables.table_one`)."""
+        """``ragplan eval report``: the runs side by side in the shape of the paper's Table 1 (:func:`table_one`)."""
         return table_one(runs)
 
     def _score(self, item: Item, pred: PredictedPlan) -> dict[str, Any]:
@@ -288,14 +252,8 @@ class ReaperBenchmark:
                 "planner_latency_s": pred.latency_s}
 
     def grade(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
-        """Tool/argument correctness and validity of the final plan and of the first planner call.
-
-        ``correct`` is a valid plan with the tool sequence right and the scored arguments right;
-        ``chosen`` the predicted tool sequence (``invalid`` / ``failed`` when there is no valid plan).
-        ``argument_accuracy`` is None on questions whose arguments are not scored (see
-        :mod:`ragplan.methods.reaper.metrics`). The ``*_first_call`` metrics and ``first_call`` hold the same
-        for the first planner call.
-        """
+        """Tool/argument correctness and validity of the final plan, and (``*_first_call``, ``first_call``) of
+        the first planner call; ``chosen`` is the predicted tool sequence, or ``invalid`` / ``failed``."""
         if self._registry is None:
             self._registry = default_registry()
         first, final = predicted_plans(output)
@@ -306,15 +264,12 @@ class ReaperBenchmark:
             follow = {"removed_tools": self.removed,
                       "instruction_following": instruction_following(g, self.removed),
                       "instruction_following_first_call": instruction_following(f, self.removed)}
-        return {**follow, "correct": g["correct"], "chosen": chosen, "plan_status": g["status"],
-                "tool_accuracy": g["tool_accuracy"], "argument_accuracy": g["argument_accuracy"],
-                "plan_valid": g["plan_valid"],
-                "tool_accuracy_first_call": f["tool_accuracy"], "argument_accuracy_first_call": f["argument_accuracy"],
-                "plan_valid_first_call": f["plan_valid"], "correct_first_call": f["correct"],
-                "tools_correct": g["tools_correct"], "args_correct": g["args_correct"], "valid": g["valid"],
-                "pred_tools": g["pred_tools"], "pred_classes": g["pred_classes"], "gold_tools": g["gold_tools"],
-                "args_matched": g["args_matched"], "args_scored": g["args_scored"], "pred_errors": g["errors"],
-                "pred_plan": g["pred_plan"], "first_call": f}
+        final = {k: g[k] for k in ("correct", "tool_accuracy", "argument_accuracy", "plan_valid", "tools_correct",
+                                   "args_correct", "valid", "pred_tools", "pred_classes", "gold_tools", "args_matched",
+                                   "args_scored", "pred_plan")}
+        first = {f"{k}_first_call": f[k] for k in ("tool_accuracy", "argument_accuracy", "plan_valid", "correct")}
+        return {**follow, **final, **first, "chosen": chosen, "plan_status": g["status"], "pred_errors": g["errors"],
+                "first_call": f}
 
 
 def _factory(data: str, **options: Any) -> ReaperBenchmark:

@@ -1,31 +1,10 @@
 """The classification-based baseline planner (REAPER paper §3.1, §5.2): route a question to one retrieval class.
 
-The paper's baseline is an ensemble of two fine-tuned RoBERTa models that sort customer queries into
-six classes — one per retriever, no retrieval, and *one* class for multi-step queries that starts a
-static multi-step workflow — after which an LLM (Mistral 7B) writes the arguments of that class's
-workflow. Ours differs where the gold set asks for it:
-
-* **Classes** come from a gold example's tool sequence (:func:`route_class`): a single tool → that
-  tool's name; no tool → ``no_retrieval``; a multi-step sequence → ``workflow:a>b`` for that exact
-  sequence. The paper had one multi-step class; we keep **one class per distinct workflow seen in
-  training**, so each multi-step class still names a fixed workflow (the paper notes these classes
-  grow combinatorially with the retrievers — visible here as one class per chain).
-* **Features**: the question's Sentence-BERT embedding (:func:`ragplan.tools.embeddings.get_embedder`,
-  L2-normalised) plus one page-context feature, whether the page has a ``product_title`` (anaphora
-  such as "does it come in red?" only makes sense on a product page).
-* **Heads**: an ensemble of two small heads whose class probabilities are mixed (0.75 / 0.25) — a
-  multinomial logistic regression (scikit-learn, lbfgs; deterministic) and a cosine
-  k-nearest-neighbour vote over the training questions (the paper ensembled two classifiers; on our
-  generated gold set the kNN head alone is weaker, so it gets the smaller share). Both are stored as
-  plain arrays (``weights.npz``), so loading needs no pickles.
-* **Workflow skeletons** are read from the training plans too: for each workflow class, which argument
-  of which step takes an earlier step's output (``shipment_status(date_range=#E1)``), kept in
-  ``meta.json`` for the argument-filling step (``nodes/fill_arguments.py``).
-
-:func:`train_classifier` trains on ``split == "train"``, evaluates on ``split == "test"`` (per-class
-precision/recall/F1, accuracy, and the majority-class rate as the floor to beat) and saves to a
-folder; :func:`load_classifier` reads it back as a :class:`RouteClassifier`.
-"""
+Classes come from a tool sequence (:func:`route_class`: a tool's name, ``no_retrieval`` or one
+``workflow:a>b`` class per multi-step sequence seen in training). Features are the question's
+Sentence-BERT embedding plus a product-page flag; two heads, a logistic regression and a cosine kNN vote,
+are mixed 0.75 / 0.25 and saved as plain arrays (``weights.npz``, no pickles). Each workflow's skeleton
+(which argument takes an earlier step's output) is kept in ``meta.json`` for argument filling."""
 
 from __future__ import annotations
 
@@ -108,10 +87,7 @@ def _arg_names(registry: Any, tool: str) -> list[str]:
 
 
 def workflow_chains(examples: list[Any], registry: Any = None) -> dict[str, list[dict[str, int]]]:
-    """For each workflow class in ``examples``, per step ``{argument name: referenced step}`` (most common pattern).
-
-    ``registry`` (default: the retail specs) maps positional arguments to names.
-    """
+    """Per workflow class in ``examples``, per step ``{argument name: referenced step}`` (most common pattern)."""
     from ragplan.methods.reaper.validate import bind_args
 
     if registry is None:
@@ -231,12 +207,8 @@ def _metrics(gold: list[str], pred: list[str], classes: list[str]) -> tuple[dict
 
 def train_classifier(goldset_examples: list[Any], *, model_path: str = "", seed: int = 0, out_dir: str | Path,
                      c: float = 10.0, knn_weight: float = KNN_WEIGHT) -> ClassifierReport:
-    """Train the route classifier on the ``train`` split, evaluate on ``test``, save to ``out_dir``.
-
-    Deterministic for (examples, model, seed). Raises ``ValueError`` when either split is empty or
-    the training split has fewer than two classes; :class:`~ragplan.tools.embeddings.EmbeddingModelError`
-    for an unusable ``model_path``.
-    """
+    """Train on the ``train`` split, evaluate on ``test``, save to ``out_dir`` (deterministic); ``ValueError``
+    when a split is empty or training has fewer than two classes."""
     from sklearn.linear_model import LogisticRegression
 
     from ragplan.tools.embeddings import get_embedder, resolve_model_path

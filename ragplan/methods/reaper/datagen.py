@@ -1,18 +1,7 @@
-"""REAPER training data (paper §4.1–4.2): seed examples, TEvo and DQS.
+"""REAPER training data (paper §4.1–4.2): the seed pool, TEvo tool views and DQS sampling.
 
-* :func:`build_planner_prompt` / :func:`build_planner_messages` — the planner prompt, re-exported from
-  beside its node (:mod:`ragplan.nodes.reaper.planner_prompt`): training and run time share one form.
-* :func:`load_seed_examples` — the human-written pool (JSONL ``{query, context, plan}``), each plan
-  parsed and checked against the tool registry; problems are reported as ``file:line: message``.
-* :func:`evolve_tools` / :func:`rename_plan` (TEvo) — a prompt that reads differently but keeps the
-  target plan: tool-name variants renamed in the prompt *and* the target, description paraphrases,
-  the needed tools plus a random subset of the others, shuffled, with resampled in-context examples.
-* :func:`diverse_query_sample` (DQS) — Sentence-BERT similarity of a large query pool to the
-  initial pool; the most- and least-similar extremes dropped; the rest sampled to the initial size.
-
-The SFT records (the primary task and TTG's seven secondary tasks) are written by
-:mod:`ragplan.methods.reaper.sft`.
-"""
+The planner prompt is re-exported from beside its node (:mod:`ragplan.nodes.reaper.planner_prompt`), so
+training and run time share one form; the SFT records are written by :mod:`ragplan.methods.reaper.sft`."""
 
 from __future__ import annotations
 
@@ -188,12 +177,8 @@ def rename_plan(plan: RetrievalPlan, mapping: dict[str, str]) -> RetrievalPlan:
 
 def evolve_tools(registry: ToolRegistry, needed: Iterable[str], rng: random.Random, *, rename_prob: float = 0.5,
                  paraphrase_prob: float = 0.7, keep_all: bool = False) -> ToolView:
-    """A TEvo tool view: the needed tools plus a random subset of the rest, renamed, paraphrased and shuffled.
-
-    Names are drawn from each spec's ``aliases`` (kept with probability ``1 - rename_prob``);
-    descriptions from :data:`DESCRIPTION_PARAPHRASES` or the spec's own. The renaming never maps two
-    tools to one name.
-    """
+    """A TEvo tool view: the needed tools plus a random subset of the rest, shuffled, renamed from each spec's
+    ``aliases`` (never two to one name) and paraphrased from :data:`DESCRIPTION_PARAPHRASES`."""
     needed = [n for n in dict.fromkeys(needed) if n in registry]
     others = [n for n in registry.names() if n not in needed]
     extra = others if keep_all else sorted(rng.sample(others, rng.randint(0, len(others))), key=others.index)
@@ -251,13 +236,9 @@ def template_variants(examples: Sequence[SeedExample], rng: random.Random, per_e
 
 def diverse_query_sample(initial: Sequence[str], large: Sequence[str], embedder: Any, rng: random.Random, *,
                          trim: float = 0.1, size: int | None = None) -> tuple[list[int], dict[str, Any]]:
-    """DQS: indices into ``large`` (sorted) and a report.
-
-    Each large-pool query is scored by its highest cosine similarity to the initial pool; the
-    ``trim`` fraction with the highest scores (near-duplicates) and the ``trim`` fraction with the
-    lowest (outliers) are dropped (at least one each when the pool has 3 or more), and ``size``
-    (default: the initial pool's size) of the rest are sampled.
-    """
+    """DQS: sorted indices into ``large`` and a report. Queries are scored by their highest cosine similarity
+    to ``initial``; the ``trim`` fractions at both ends are dropped (at least one each from 3 queries on) and
+    ``size`` (default ``len(initial)``) of the rest sampled."""
     size = len(initial) if size is None else size
     if not large:
         return [], {"large": 0, "dropped_similar": [], "dropped_dissimilar": [], "kept": []}

@@ -1,16 +1,10 @@
 """Running a REAPER plan: every step once, in dependency order, independent steps in parallel.
 
-REAPER generates the whole retrieval plan in one LLM call (paper §1.1, after ReWOO); executing it
-needs no further reasoning. :func:`run_plan_async` starts each step as soon as the steps it refers to
-have finished, at most ``max_parallel`` at a time, each under a time limit. ``#Ej`` in an argument is
-replaced by step *j*'s output: a whole-argument reference passes the output object itself, a
-reference inside a string is replaced by a compact rendering (the text itself, or compact JSON).
-
-It never raises and never hangs: a step whose tool fails, times out or is missing records the error;
-the steps that depend on it are skipped with the reason; steps in a reference cycle, or referring to
-an evidence variable no step assigns, are skipped before anything runs. Synchronous tools run in
-daemon threads, so a stuck tool costs its thread, not the plan.
-"""
+:func:`run_plan_async` starts each step when the steps it refers to have finished (at most
+``max_parallel`` at once, each under a time limit); ``#Ej`` is replaced by step *j*'s output (the object
+itself, or its text inside a string). It never raises or hangs: failures, timeouts and missing tools are
+recorded, dependants and steps in cycles or referring to unassigned variables are skipped with the reason,
+and synchronous tools run in daemon threads."""
 
 from __future__ import annotations
 
@@ -148,11 +142,7 @@ def _in_daemon_thread(fn: Callable[[], Any]) -> "asyncio.Future[Any]":
 
 
 def _call(tool: Any, kwargs: dict[str, Any]) -> Any:
-    """An awaitable that calls ``tool`` with ``kwargs`` (LangChain tool, other runnable, or plain callable).
-
-    Synchronous tools run in a daemon thread rather than the event loop's executor, so a tool that
-    never returns cannot hold up the end of the run.
-    """
+    """An awaitable calling ``tool`` (LangChain tool, runnable or callable); sync tools in a daemon thread."""
     kind = _tool_kind(tool)
     if kind == "async":
         return tool.ainvoke(kwargs)
@@ -175,13 +165,8 @@ def _resolve(arg: PlanArg, outputs: dict[int, Any], limit: int | None) -> Any:
 
 
 def _coerce(name: str, type_: str, value: Any, limit: int | None) -> Any:
-    """Fit an earlier step's output to a text parameter.
-
-    A whole ``#Ej`` reference passes the step's object. Where the parameter takes text, the field
-    named like the parameter is taken from it (``product_id`` from an order or a search hit, the first
-    one of a list), else the object is rendered as text, so ``prod_qna(#E1, …)`` after
-    ``shipment_status`` asks about the order's product as the paper's plans intend.
-    """
+    """Fit an earlier step's output to a text parameter: the field named like it (``product_id`` of an order or
+    the first search hit, as the paper's ``prod_qna(#E1, …)`` intends), else the output as text."""
     if type_ != "str" or isinstance(value, str):
         return value
     first = value[0] if isinstance(value, list) and value else value
@@ -248,11 +233,8 @@ def _waves(plan: RetrievalPlan, deps: dict[int, list[int]], skip: dict[int, str]
 
 async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float | None = 30.0, max_parallel: int = 4,
                        ref_text_limit: int | None = 2000) -> ExecutionResult:
-    """Run every step of ``plan`` with the bound tools of ``registry``; never raises.
-
-    ``timeout_s`` limits each tool call (None: no limit), ``max_parallel`` the steps running at once,
-    ``ref_text_limit`` the length of an output rendered into a string argument (None: no limit).
-    """
+    """Run every step of ``plan`` with the bound tools of ``registry``; never raises. ``timeout_s`` limits each
+    call, ``ref_text_limit`` an output rendered into a string argument (None: no limit)."""
     t0 = time.perf_counter()
     steps = plan.steps
     _, deps, skip = _static_skips(plan)

@@ -1,39 +1,11 @@
 """A deterministic gold set of retail questions with their REAPER plans, grounded in a generated shop.
 
-:func:`generate_goldset` reads a shop made by :func:`ragplan.tools.retail.generate_shop` and writes
-questions about its real products (ids, titles, attributes) and real orders (keywords, estimated
-delivery dates relative to the shop's ``today``), each with the canonical gold plan
-(:func:`~ragplan.methods.reaper.plan.format_plan`). Categories (paper §3–5, Figure 2):
-
-=====================  ==================================================================
-``no_retrieval``       small talk and general knowledge: the empty plan
-``prod_search``        shopping needs → ``prod_search``
-``prod_qna``           a question naming the product type on a product page → ``prod_qna``
-``context_qna``        anaphora on a product page ("does it come in red?") → ``prod_qna``
-``review_summary``     what buyers think of the product on the page → ``review_summary``
-``customer_support``   policies and how-tos → ``customer_support``
-``shipment_status``    where is my <ordered item> → ``shipment_status``
-``date_math``          what dates a relative expression covers → ``date_math``
-``date_shipment``      my <item> arriving <when> → ``date_math`` → ``shipment_status``
-``search_qna``         find X and tell me Y → ``prod_search`` → ``prod_qna``
-``shipment_qna``       a question about an ordered item → ``shipment_status`` → ``prod_qna``
-``compatible``         accessories that fit the product on the page → ``compatible_products``
-``shipment_compat``    accessories for an ordered device → ``shipment_status`` → ``compatible_products``
-=====================  ==================================================================
-
-Argument conventions of the gold plans, under the argument rule of :mod:`ragplan.methods.reaper.metrics`
-(paper §5.2: only ``prod_search`` and ``shipment_status`` arguments are scored):
-
-* scored — ``prod_search`` takes the shopping phrase of the question (compared as a keyword set);
-  ``shipment_status`` ``keywords=`` the ordered item's words as the customer said them (a keyword
-  set; none when the customer names no item) and ``date_range=#E1`` from a ``date_math`` step on the
-  date expression as said (compared as the resolved dates);
-* not scored — ``customer_support`` and single-step ``prod_qna`` copy the customer's question verbatim
-  (as in the paper's Figure 2), multi-step ``prod_qna`` the sub-question; a planner may rephrase them
-  (the in-context examples do). Product ids come from the page context or ``#E1``.
-
-Every example is split train/test (about 80/20) within its category.
-"""
+:func:`generate_goldset` writes questions about the shop's real products and orders, spread over
+:data:`CATEGORIES` (no retrieval, single tools, page-context anaphora, date + shipment, search + Q&A,
+the novel ``compatible_products`` …), each with its canonical gold plan, split about 80/20 train/test
+within each category. Gold arguments follow the argument rule of :mod:`ragplan.methods.reaper.metrics`:
+scored ``prod_search`` / ``shipment_status`` arguments use the customer's words, other free text copies
+the question."""
 
 from __future__ import annotations
 
@@ -47,7 +19,7 @@ from typing import Any, Callable
 
 from ragplan.jsonl import read_jsonl_objects
 from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanStep, format_plan, parse_plan
-from ragplan.tools.retail.compat import singular
+from ragplan.tools.retail.tools import singular
 from ragplan.tools.retail.dates import resolve_range
 from ragplan.tools.retail.shop import load_shop
 
@@ -344,12 +316,8 @@ class _Gen:
 
 
 def generate_goldset(shop_dir: str | Path, seed: int = 0, n: int = 360, test_fraction: float = 0.2) -> list[GoldExample]:
-    """``n`` gold examples over the shop at ``shop_dir``, spread evenly over :data:`CATEGORIES`.
-
-    Deterministic for (shop, seed, n); questions are distinct within a category (a category that
-    runs out of distinct questions yields fewer). In each category the first ``round(test_fraction
-    * count)`` examples of a seeded shuffle are ``test``, the rest ``train``.
-    """
+    """``n`` gold examples over the shop, spread evenly over :data:`CATEGORIES`, distinct within a category,
+    deterministic for (shop, seed, n); ``test_fraction`` of each category (seeded) is ``test``."""
     shop = load_shop(shop_dir)
     try:
         rng = random.Random(f"{seed}:goldset")

@@ -1,79 +1,32 @@
-"""Plan metrics of the REAPER paper (Table 1): tool selection P/R/F1 per tool class, tool and argument accuracy.
+"""Plan metrics of the REAPER paper: Table 1 (tool-class P/R/F1, tool and argument accuracy) and Table 2.
 
-For one (predicted, gold) pair, :func:`score_plan` gives a :class:`PlanScore`. A prediction is first
-judged as a whole (``status``):
-
-* ``failed`` — the run did not finish (LLM error, crash, timeout, empty output): there is no plan to
-  grade;
-* ``invalid`` — the plan does not parse, :func:`~ragplan.methods.reaper.validate.check_plan` rejects it (an
-  invented tool, a wrong argument name …), or the graph itself reported it invalid after its repair
-  round;
-* ``valid`` — otherwise.
-
-A failed or invalid prediction is wrong on everything: tool accuracy, argument accuracy and
-``correct``; its tool class is ``no_valid_plan`` — never ``no_retrieval``, which only a valid
-zero-step plan earns. For a valid prediction:
-
-* **tool classes** — the set of tools a plan uses, or ``{"no_retrieval"}`` for an empty plan;
-  per class, a pair counts a true positive when both plans use the class, a false positive when
-  only the prediction does and a false negative when only the gold plan does;
-* **tool accuracy** — the predicted tool sequence equals the gold one, in order;
-* **argument accuracy** — by the argument rule below;
-* ``correct`` — valid, tools right, and arguments right where they are scored.
-
-The argument rule (one rule for the gold set, the in-context examples and this scorer)
----------------------------------------------------------------------------------------
-The paper (§5.2): "only two tools ``prod_search`` and ``shipment_status`` require the arguments
-different from the customer query. We thus restrict our evaluation to plans involving these tools."
-
-* **Scored arguments** (:data:`SCORED_ARGS`): ``prod_search(query)``, ``shipment_status(keywords,
-  date_range)``. No other argument is scored: free text that restates the customer's words (the
-  ``prod_qna`` and ``customer_support`` question …) may be rephrased freely — the paper's own plans
-  and our in-context examples rewrite it while the gold set copies it — and ids copied from the page
-  context or a reference (``product_id``), the novel tool's arguments and ``date_math``'s expression
-  (scored through the date range it produces) are not part of the paper's metric.
-* **Which questions**: argument accuracy is computed on the questions whose *gold* plan uses
-  ``prod_search`` or ``shipment_status``; for the others it is not applicable (``None``) and left out
-  of the mean (``PlanMetrics.argument_n`` says how many were scored).
-* **Normalisation**:
-
-  - ``query`` and ``keywords`` compare as **keyword sets**: NFKC, lower case, punctuation dropped,
-    split into words, stop words and generic request/order words dropped (:data:`STOP_WORDS`:
-    *a, the, some, my, for, me, show, find, order, package, item …*), plurals folded to the singular.
-    So ``"Waterproof backpacks for hiking"`` matches ``"waterproof hiking backpack"``; ``"blue sheet
-    pan"`` does not match ``"sheet pan"``. An absent, ``null``, empty or all-stop-word value is absent.
-  - ``date_range`` compares as the **resolved dates** (start, end). A reference ``#Ej`` to a
-    ``date_math(expr)`` step is resolved as the tool resolves it, against the question's date (the
-    page context's ``date``, the shop's today); literal ranges (``{"start", "end"}``, ``[start, end]``,
-    ``"A..B"``, an ISO date) and expressions are resolved the same way. So ``date_math("in 2 days")``
-    matches ``date_math("day after tomorrow")`` and the agent's literal ``{"start": …, "end": …}``.
-    Without a question date, expressions compare as normalised text. Absent means no date filter.
-  - a scored argument given as a reference to another kind of step compares as the referenced tool.
-* **Match**: the prediction's scored calls (each tool with its normalised scored arguments) equal the
-  gold plan's one to one, as a multiset (order and step numbers do not matter).
-
-:func:`aggregate` averages many pairs (also from graded benchmark records, which carry
-``pred_tools``/``gold_tools``), and :func:`render_table` / :func:`render_comparison` print the result
-as markdown tables.
-"""
+:func:`score_plan` grades one prediction: ``failed`` (no plan) and ``invalid`` (unparseable or rejected by
+:func:`~ragplan.methods.reaper.validate.check_plan`) predictions are wrong on everything, with tool class
+``no_valid_plan`` (only a valid empty plan is ``no_retrieval``). Arguments follow the paper's rule (§5.2,
+"The argument rule" in docs/methods/reaper.md): only :data:`SCORED_ARGS` are scored, search phrases and
+keywords as keyword sets, date ranges as the dates they resolve to, matched one to one as a multiset.
+:func:`aggregate` averages scores or graded records; :func:`render_table`, :func:`render_comparison` and
+:func:`table_one` print Markdown tables."""
 
 from __future__ import annotations
 
 import datetime as dt
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ragplan.eval.benchmark import ComparedRun
 from ragplan.methods.reaper.plan import PlanArg, PlanStep, RetrievalPlan, as_steps, parse_plan
 from ragplan.methods.reaper.validate import bind_args, check_plan, is_date_range_literal
-from ragplan.tools.retail.compat import singular
+from ragplan.tools.retail.tools import singular
 from ragplan.tools.retail.dates import parse_range_arg
 
 __all__ = ["NO_RETRIEVAL", "NO_VALID_PLAN", "SCORED_ARGS", "STOP_WORDS", "STATUSES", "PlanScore", "PlanMetrics",
            "tool_classes", "normalize_text", "keyword_set", "scored_calls", "score_plan", "class_prf", "aggregate",
-           "render_table", "render_comparison", "default_registry"]
+           "render_table", "render_comparison", "default_registry", "instruction_following", "instruction_following_table",
+           "table_one"]
 
 NO_RETRIEVAL = "no_retrieval"
 NO_VALID_PLAN = "no_valid_plan"
@@ -247,13 +200,10 @@ def score_plan(pred: RetrievalPlan | list[Any] | str | None, gold: RetrievalPlan
                registry: Any = None, *, status: str | None = None, errors: Iterable[str] = (),
                today: dt.date | str | None = None,
                scored_args: Mapping[str, tuple[str, ...]] = SCORED_ARGS) -> PlanScore:
-    """Score one prediction (plan text, typed steps or a :class:`RetrievalPlan`) against the gold plan.
+    """Score one prediction (plan text, typed steps or a plan) against the gold plan.
 
-    ``status`` is what the caller knows of the run: ``"failed"`` (no plan: LLM error, crash, empty
-    output) and ``"invalid"`` (the graph reported the plan invalid) force a wrong score; ``None`` or
-    ``"valid"`` let the plan's own parse and :func:`check_plan` decide. ``errors`` are kept with the
-    score; ``today`` (the question's date) resolves date expressions; ``registry`` defaults to the
-    retail one.
+    ``status`` ``"failed"`` or ``"invalid"`` forces a wrong score; None or ``"valid"`` lets the parse and
+    :func:`check_plan` decide. ``today`` (the question's date) resolves date expressions.
     """
     registry = default_registry() if registry is None else registry
     if status not in (None, *STATUSES):
@@ -285,12 +235,13 @@ def score_plan(pred: RetrievalPlan | list[Any] | str | None, gold: RetrievalPlan
 
 # ---------------------------------------------------------------------------------------------- many pairs
 
-def class_prf(pairs: Iterable[tuple[Iterable[str], Iterable[str]]]) -> dict[str, dict[str, float]]:
-    """Per tool class ``{precision, recall, f1, support, tp, fp, fn}`` from (pred classes, gold classes) pairs.
+def _class_key(c: str) -> tuple[bool, bool, str]:
+    return c == NO_VALID_PLAN, c != NO_RETRIEVAL, c
 
-    Empty class lists stand for the class ``no_retrieval``; ``support`` counts gold plans using the
-    class. A class never predicted has precision 0 (and never in gold: recall 0).
-    """
+
+def class_prf(pairs: Iterable[tuple[Iterable[str], Iterable[str]]]) -> dict[str, dict[str, float]]:
+    """Per tool class ``{precision, recall, f1, support, tp, fp, fn}`` from (pred classes, gold classes) pairs
+    (an empty list is ``no_retrieval``; support counts gold plans with the class)."""
     counts: dict[str, list[int]] = {}
     for pred, gold in pairs:
         ps, gs = set(pred) or {NO_RETRIEVAL}, set(gold) or {NO_RETRIEVAL}
@@ -303,7 +254,7 @@ def class_prf(pairs: Iterable[tuple[Iterable[str], Iterable[str]]]) -> dict[str,
             else:
                 tp_fp_fn[2] += 1
     out = {}
-    for c in sorted(counts, key=lambda c: (c == NO_VALID_PLAN, c != NO_RETRIEVAL, c)):
+    for c in sorted(counts, key=_class_key):
         tp, fp, fn = counts[c]
         prec = tp / (tp + fp) if tp + fp else 0.0
         rec = tp / (tp + fn) if tp + fn else 0.0
@@ -361,13 +312,8 @@ def _pred_classes(r: Mapping[str, Any]) -> list[str]:
 
 def aggregate(items: Iterable[PlanScore | Mapping[str, Any] | tuple[Any, Any]], registry: Any = None,
               latency_key: str = "latency") -> PlanMetrics:
-    """Aggregate :class:`PlanScore` objects, graded records (dicts) or (pred, gold) pairs.
-
-    A record needs ``pred_tools``, ``gold_tools`` and ``tools_correct``/``tool_accuracy``,
-    ``args_correct``/``argument_accuracy`` (None: not scored) and ``valid``/``plan_valid``;
-    ``pred_classes``, ``correct``, ``status``, ``args_matched``/``args_scored`` and ``latency_key``
-    (seconds) are optional.
-    """
+    """Aggregate :class:`PlanScore` objects, graded records (dicts, as :meth:`PlanScore.to_dict` or the
+    benchmark's ``tool_accuracy`` / ``argument_accuracy`` / ``plan_valid`` names) or (pred, gold) pairs."""
     recs: list[Mapping[str, Any]] = []
     for x in items:
         if isinstance(x, tuple):
@@ -441,4 +387,84 @@ def render_comparison(columns: Mapping[str, PlanMetrics], title: str = "") -> st
             ("planner latency (s, mean)", lambda m: _f(m.latency_mean))]
     for label, get in rows:
         lines.append(f"| {label} | " + " | ".join(get(columns[k]) for k in names) + " |")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------- paper tables
+
+def instruction_following(score: Mapping[str, Any], removed: Sequence[str]) -> float | None:
+    """Table 2 for one plan: 0.0 when it uses a ``removed`` tool (valid or not), 1.0 otherwise, None for a failed run."""
+    if score.get("status") == "failed":
+        return None
+    return 0.0 if any(t in removed for t in score.get("pred_tools") or []) else 1.0
+
+
+def _share(records: Sequence[Mapping[str, Any]], key: str) -> tuple[int, int, float | None]:
+    """(plans scored, plans that used a removed tool, the score) of one instruction-following column."""
+    vals = [float(r[key]) for r in records if isinstance(r.get(key), (int, float))]
+    return len(vals), sum(1 for v in vals if v == 0.0), (sum(vals) / len(vals) if vals else None)
+
+
+def _firsts(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [r.get("first_call") or r for r in records]
+
+
+def instruction_following_table(records: Sequence[Mapping[str, Any]], removed: Sequence[str]) -> str:
+    """A run's Table 2 row: tool accuracy and instruction following, first planner call and final plan."""
+    first, final = aggregate(_firsts(records)), aggregate(list(records))
+    n1, used1, s1 = _share(records, "instruction_following_first_call")
+    n2, used2, s2 = _share(records, "instruction_following")
+    return "\n".join([
+        f"### Instruction following (paper Table 2): {', '.join(removed)} removed from the planner's tools", "",
+        "| | first planner call | after the repair round |", "|---|---:|---:|",
+        f"| plans (failed runs left out) | {n1} | {n2} |",
+        f"| plans that still use {' or '.join(removed)} | {used1} | {used2} |",
+        f"| instruction following (1 − their share) | {_f(s1)} | {_f(s2)} |",
+        f"| tool accuracy | {_f(first.tool_accuracy)} | {_f(final.tool_accuracy)} |"])
+
+
+def _mean(records: Sequence[Mapping[str, Any]], key: str) -> float | None:
+    vals = [float(r[key]) for r in records if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool)]
+    return sum(vals) / len(vals) if vals else None
+
+
+def table_one(runs: Sequence[ComparedRun]) -> str:
+    """Runs side by side in the shape of the paper's Table 1 (Markdown): per-class P/R/F1 of the final plan
+    (support from the first run), then tool and argument accuracy (final and first planner call), validity,
+    macro F1, planner latency, LLM calls and, when a run removed tools, instruction following."""
+    finals = {run.label: aggregate(run.records, latency_key="planner_latency_s") for run in runs}
+    firsts = {run.label: aggregate(_firsts(run.records), latency_key="planner_latency_s") for run in runs}
+    labels = list(finals)
+    ref = finals[labels[0]].per_class if labels else {}
+    head = ["tool class", "support"] + [f"{lab} {x}" for lab in labels for x in ("P", "R", "F1")]
+    lines = ["### REAPER plan metrics by method (paper Table 1)", "",
+             "Per tool class, final plan (P / R / F1; support = gold plans with the class):", "",
+             "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for c in sorted({c for m in finals.values() for c in m.per_class}, key=_class_key):
+        cells = [c, str(int(ref.get(c, {}).get("support", 0)))]
+        for lab in labels:
+            m = finals[lab].per_class.get(c)
+            cells += [_f(m["precision"]), _f(m["recall"]), _f(m["f1"])] if m else ["-", "-", "-"]
+        lines.append("| " + " | ".join(cells) + " |")
+    rows = [(name, [_f(get(lab)) for lab in labels]) for name, get in [
+        ("tool accuracy", lambda lab: finals[lab].tool_accuracy),
+        ("argument accuracy", lambda lab: finals[lab].argument_accuracy),
+        ("tool accuracy, first planner call", lambda lab: firsts[lab].tool_accuracy),
+        ("argument accuracy, first planner call", lambda lab: firsts[lab].argument_accuracy),
+        ("plan validity", lambda lab: finals[lab].plan_valid), ("macro F1", lambda lab: finals[lab].macro_f1),
+        ("planner latency (s, mean per question)", lambda lab: finals[lab].latency_mean)]]
+    rows = [("plans", [str(finals[lab].n) for lab in labels]), *rows,
+            ("LLM calls per question", [_f(_mean(run.records, "llm_calls")) for run in runs])]
+    removed = {run.label: list(dict.fromkeys(t for r in run.records for t in (r.get("removed_tools") or [])))
+               for run in runs}
+    if any(removed.values()):
+        rows += [("removed tools (Table 2)", [", ".join(removed[lab]) or "-" for lab in labels]),
+                 *[(f"instruction following, {name}", [_f(_share(run.records, key)[2]) for run in runs])
+                   for name, key in [("first planner call", "instruction_following_first_call"),
+                                     ("final plan", "instruction_following")]]]
+    lines += ["", "| metric | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    lines += ["| " + " | ".join([name, *cells]) + " |" for name, cells in rows]
+    ids = [{str(r.get("id")) for r in run.records} for run in runs]
+    if any(i != ids[0] for i in ids[1:]):
+        lines += ["", "Note: the runs cover different questions (compare their `plans` row)."]
     return "\n".join(lines)

@@ -1,22 +1,11 @@
 """REAPER retrieval plans: the typed plan model, a tolerant parser and the canonical printer.
 
-A REAPER plan (paper §3–4, Figures 2–6) is one step per line::
-
-    Step 1: Fetch the date range - #E1 = date_math("tomorrow")
-    Step 2: Fetch shipment status - #E2 = shipment_status(date_range=#E1, keywords="sheet pan")
-
-:func:`parse_plan` reads what planners actually print: steps with or without ``Step k: purpose -``,
-calls wrapped over several lines (the lines are joined with one space), positional and ``key=value``
-arguments, double- or single-quoted strings with escapes, numbers, ``true``/``false``/``null``, JSON
-lists and objects, trailing commas, markdown fences and a leading ``# Answer:``. References are
-``#Ej``, bare or quoted (``"#E1"``); inside a longer string (``"Is tread depth #E1 between …"``) they
-make a *template*. A plan may have no steps at all (empty output, ``No retrieval needed``).
-
-The parser never raises on bad input: a step it cannot read becomes a :class:`PlanError` with the
-line number, text outside any step is kept as a note, and everything after a later ``# Input:`` /
-``# Output:`` header (a model continuing its few-shot examples) is ignored with a note.
-:func:`format_plan` prints the canonical form above, which parses back to the same plan.
-"""
+A plan is one step per line, ``Step k: purpose - #Ek = tool(args)`` (paper §3–4). :func:`parse_plan` never
+raises: it reads wrapped calls, positional and keyword arguments, quoted strings, numbers,
+``true/false/null``, JSON, references ``#Ej`` (inside a string: a *template*), markdown fences and a
+leading ``# Answer:``; an unreadable step becomes a :class:`PlanError` with its line, other text a note,
+and text after a later ``# Input:`` / ``# Output:`` header is ignored. :func:`format_plan` prints the
+canonical form, which parses back to the same plan."""
 
 from __future__ import annotations
 

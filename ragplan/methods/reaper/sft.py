@@ -1,9 +1,5 @@
-"""The supervised fine-tuning set of a REAPER planner: the primary task and TTG's seven secondary tasks.
-
-Every seed example (and every DQS pick) gives ``per_example`` TEvo variants of each task
-(:mod:`ragplan.methods.reaper.ttg`) as chat-format records; :func:`write_dataset` writes one JSONL per
-task, a shuffled ``train.jsonl`` and ``stats.json``, byte-identical for a seed.
-"""
+"""The supervised fine-tuning set of a REAPER planner: the primary task and TTG's seven secondary tasks,
+``per_example`` TEvo variants each, as chat records (byte-identical for a seed)."""
 
 from __future__ import annotations
 
@@ -51,10 +47,8 @@ def chat_record(system: str, user: str, assistant: str, task: str, source_id: st
 
 def generate_dataset(seeds: Sequence[SeedExample], registry: ToolRegistry, *, seed: int = 0, per_example: int = 2,
                      extra: Sequence[SeedExample] = (), ttg_tasks: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """The records for every example (seed pool then ``extra``, e.g. DQS picks): the primary plan task and the
-    TTG tasks ``ttg_tasks`` (default all seven; the paper's Table 3 varies how many), ``per_example`` TEvo
-    variants each (tasks that do not apply to a plan are skipped). A task's records do not depend on which
-    other tasks are chosen (each draws from its own seeded random stream)."""
+    """Records of the plan task and ``ttg_tasks`` (default all seven) for the seeds then ``extra`` (DQS picks),
+    ``per_example`` variants each; every task draws from its own seeded stream."""
     chosen = {"plan", *(SECONDARY_TASKS if ttg_tasks is None else ttg_tasks)}
     unknown = sorted(chosen - set(TASKS))
     if unknown:

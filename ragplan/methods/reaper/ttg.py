@@ -1,15 +1,7 @@
-"""Tool-Task Generator (TTG, paper §4.2.2): the primary planning task and seven secondary tasks.
+"""Tool-Task Generator (TTG, paper §4.2.2): the primary ``plan`` task and seven secondary tasks, in order.
 
-Every task maps one annotated example (query, context, plan) to a (system, user, target) triple. Each
-prompt is built on a fresh TEvo tool view (:func:`ragplan.methods.reaper.datagen.evolve_tools`), so tool
-names in the prompt and the target always agree. :data:`TASKS` lists them in output order:
-
-``plan`` (primary), ``query_from_plan`` (1), ``complete_partial_plan`` (2), ``identify_tools`` (3),
-``masked_step`` (4), ``reorder_steps`` (5), ``masked_params`` (6), ``use_provided_tools`` (7).
-
-A task that does not apply to a plan (reordering a one-step plan, masking a step of an empty one)
-returns None.
-"""
+Each maps an annotated example to a (system, user, target) triple on a fresh TEvo tool view (tool names
+in prompt and target agree); a task that does not apply to a plan returns None."""
 
 from __future__ import annotations
 

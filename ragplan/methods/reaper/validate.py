@@ -1,13 +1,5 @@
-"""Checking a REAPER plan against a tool registry, and the repair request given back to the planner.
-
-The paper's requirements (§3, items 3 and 6): no invented tools, the right tool signatures and
-arguments, and a sensible order. :func:`check_plan` checks exactly that against the same
-:class:`~ragplan.tools.registry.ToolRegistry` the planner prompt lists — tool names (with the closest
-real name suggested), keyword names, required and surplus arguments, evidence variables and step
-numbers, references (to missing, later or the same step, and cycles) and, where a literal can be
-checked, the argument type (a ``date_range`` argument given ``"tomorrow"`` instead of ``#E1`` from
-``date_math``). :func:`repair_prompt` turns the errors into the text for one repair round.
-"""
+"""Checking a REAPER plan against a tool registry (paper §3: no invented tools, right signatures, sensible
+order), and the repair request given back to the planner for one repair round."""
 
 from __future__ import annotations
 
@@ -25,12 +17,8 @@ _DATE_RANGE = re.compile(rf"\s*{_DATE}\s*(?:(?:\.\.|to)\s*{_DATE}\s*)?", re.I)
 
 
 def bind_args(step: PlanStep, arg_names: list[str]) -> tuple[dict[str, PlanArg], list[PlanArg], list[str]]:
-    """Map a step's arguments onto a tool's argument names.
-
-    Returns ``(bound, surplus, duplicates)``: name -> argument (positional ones by position, then the
-    keyword ones), positional arguments beyond the tool's arguments, and names given both by
-    position and by keyword (the keyword value wins in ``bound``).
-    """
+    """``(bound, surplus, duplicates)``: name -> argument (keywords win), positional arguments beyond the
+    tool's, and names given both by position and by keyword."""
     bound: dict[str, PlanArg] = {}
     for name, arg in zip(arg_names, step.args):
         bound[name] = arg
@@ -133,40 +121,18 @@ def _check_call(step: PlanStep, registry: Any) -> list[PlanError]:
 
 
 def find_cycles(deps: dict[int, list[int]]) -> list[list[int]]:
-    """Strongly connected components with more than one node (Tarjan), each in plan order."""
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    stack: list[int] = []
-    on: set[int] = set()
-    out: list[list[int]] = []
-    counter = [0]
-
-    def visit(v: int) -> None:
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in deps.get(v, []):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(sorted(comp))
-
-    for v in sorted(deps):
-        if v not in index:
-            visit(v)
-    return out
+    """The reference cycles: strongly connected components with more than one node, each sorted, in plan order."""
+    reach: dict[int, set[int]] = {}
+    for v in deps:  # plans are a few steps long: reachability by search is enough
+        seen, todo = set(), list(deps[v])
+        while todo:
+            w = todo.pop()
+            if w not in seen:
+                seen.add(w)
+                todo.extend(deps.get(w, []))
+        reach[v] = seen
+    comps = {tuple(sorted(w for w in reach[v] if v in reach.get(w, ()))) for v in deps if v in reach[v]}
+    return sorted(list(c) for c in comps if len(c) > 1)
 
 
 def check_plan(plan: RetrievalPlan, registry: Any) -> list[PlanError]:
@@ -219,10 +185,7 @@ def check_plan(plan: RetrievalPlan, registry: Any) -> list[PlanError]:
 
 
 def repair_prompt(errors: list[PlanError], registry: Any = None, *, plan_text: str | None = None) -> str:
-    """The text given back to the planner for one repair round: what is wrong, line by line, and the rules.
-
-    With ``registry`` the valid tool signatures are repeated; with ``plan_text`` the faulty plan is quoted.
-    """
+    """The text for one repair round: the faulty plan (``plan_text``), its problems, the tools (``registry``), the rules."""
     lines = ["Your retrieval plan cannot be run as written."]
     if plan_text is not None:
         lines += ["", "Your plan:", plan_text.strip() or "(empty)"]
