@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     os.environ.pop("OPENAI_API_KEY", None)
     warnings.simplefilter("ignore")
-    import ragplan.llm_retry as llm_retry
+    import ragplan.llm as llm_retry
     from ragplan.registry import families
     from tests.auto_reply import auto_responder
     from tests.fault_injection import run_with_faults

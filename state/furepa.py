@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import Required, TypedDict
 
 from ragplan.state.context import TextRAGContext
+from ragplan.state.failure import Failure
 from ragplan.state.result import GraphResult, dump
 from ragplan.state.review import PlanReview, PlanReviews, PlanReviewSettings
 from ragplan.state.trace_sections import TraceSection
@@ -180,6 +181,8 @@ class FuRePAOutput(TypedDict, total=False):
     """answered, max_iterations, repetition, llm_unparseable, llm_error, assessor_error, plan_rejected."""
     error: str
     """A recorded failure, empty when none."""
+    failure: Failure
+    """The typed failure behind ``error`` (its kind from the exception's type, the node, the message)."""
     plan_reviews: PlanReviews
     """Every answer a person gave to a paused plan (review_plan / review_replans), in order."""
 

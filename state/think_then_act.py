@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, Required, TypedDict
 
+from ragplan.state.failure import Failure as RunFailure
+from ragplan.state.failure import FailureKind
 from ragplan.state.result import GraphResult
 from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
@@ -55,11 +57,13 @@ class Failure(BaseModel):
         description="llm_error: the endpoint or configuration failed (the run ends); llm_unparseable: the reply did not parse.")
     message: str = Field(description="What went wrong (the client's error, with its status code).")
     query: int = Field(default=0, description="The sub-query being solved (its index).")
+    cause: FailureKind = Field(default="error", description="What failed, from the exception's type (state.failure).")
 
 
 def failure_of(update: dict[str, Any], node: str, query: int = 0) -> Failure:
     """The :class:`Failure` of a node's failed-decision update (``failure_update`` from :mod:`ragplan.llm`)."""
-    return Failure(node=node, kind=update.get("stop_reason") or "llm_error", message=update.get("error", ""), query=query)
+    return Failure(node=node, kind=update.get("stop_reason") or "llm_error", message=update.get("error", ""), query=query,
+                   cause=(update.get("failure") or {}).get("kind", "error"))
 
 
 def merge_queries(left: list[Any] | None, right: list[Any] | None) -> list[SubQuery]:
@@ -110,6 +114,8 @@ class TextQAOutput(TypedDict, total=False):
     """answered, no_answer, llm_error (an endpoint failure, also inside a branch), llm_unparseable, …"""
     error: str
     """A recorded failure, empty when none."""
+    failure: RunFailure
+    """The typed failure behind ``error`` (its kind from the exception's type, the node, the message)."""
 
 
 class TextQAState(TextQAInput, TextQAOutput, total=False):

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
 from ragplan.state.context import LLMContext
+from ragplan.state.failure import failure
 from ragplan.state.think_then_act import Failure, SubQuery, failure_of, references
 
 __all__ = ["branch_outcome", "ShortAnswer", "answer_subquery", "final_answer", "resolve_text", "ANSWER_STYLE",
@@ -94,9 +95,11 @@ def branch_outcome(state: Any) -> dict[str, Any]:
     message = "; ".join(dict.fromkeys(f"{f.node} (sub-query {f.query}): {f.message}" for f in failures))
     if state.get("error"):
         message = f"{state['error']}; {message}"
-    if any(f.kind == "llm_error" for f in failures):
-        return {"stop_reason": "llm_error", "error": message, "answer": ""}
-    return {"error": message}
+    first = next((f for f in failures if f.kind == "llm_error"), failures[0])
+    typed = failure(first.cause, first.node, message)
+    if first.kind == "llm_error":
+        return {"stop_reason": "llm_error", "error": message, "failure": typed, "answer": ""}
+    return {"error": message, "failure": typed}
 
 
 def final_answer(state: Any, runtime: Runtime[LLMContext]) -> dict[str, Any]:

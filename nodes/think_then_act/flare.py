@@ -47,9 +47,10 @@ def flare_draft(state: Any, runtime: Runtime[ThinkThenActContext]) -> dict[str, 
         model = chat_model_for(ctx)
     except Exception as exc:
         return {"error": f"flare_draft: no usable chat model: {exc}", "stop_reason": "llm_error", "answer": ""}
-    msg, usage, err = generate(model, messages, options={"logprobs": True})  # token probabilities where given
-    if msg is None:
-        return {"usage": usage, "error": f"flare_draft: {err}", "stop_reason": "llm_error", "answer": ""}
+    g = generate(model, messages, options={"logprobs": True})  # token probabilities where given
+    if not g.ok:
+        return failure_update(g, "flare_draft")
+    msg, usage = g.value, g.usage
     draft = message_text(msg)
     probs = token_probabilities(msg)
     if probs:
