@@ -101,3 +101,26 @@ def test_tool_arguments_that_are_not_an_object_are_repaired_not_retried():
         d = decide(_model(stub, 0), [HumanMessage("q")], FinalAnswer)
     assert d.ok and d.attempts == 2 and len(stub.requests) == 2
     assert "tool_calls.0.args: Input should be a valid dictionary" in stub.requests[1].prompt_text  # the repair says why
+
+
+def test_the_runner_retries_a_question_on_a_rate_limit_only(tmp_path):
+    """Issue 19 §4's regression: the evaluation runner re-runs a question on the typed kind ``rate_limit`` only. A 404
+    "model `qwen-429` not found" fails at once (one attempt, one request); a real 429 is re-run ``rate_limit_retries``
+    times, each time after the client's own retries."""
+    import asyncio
+
+    from ragplan.eval.runner import RunFolder, RunSettings, evaluate
+    from ragplan.methods.planrag.generate import generate_clone
+
+    clone = tmp_path / "clone"
+    generate_clone(clone, "locating", 1, seed=3)
+    missing = Fault(status=404, message="The model `qwen-429` does not exist or you do not have access to it.")
+    for name, fault, kind, attempts in [("missing", missing, "not_found", 1), ("limited", Fault(status=429), "rate_limit", 3)]:
+        with OpenAIStub(responder=lambda req: fault) as stub:
+            st = RunSettings(method="single_rag", benchmark="dqa-locating", data=str(clone), model="openai:qwen-429",
+                             base_url=stub.base_url, rate_limit_retries=2, backoff_s=0.01, context={"llm_max_retries": 1})
+            asyncio.run(evaluate(st, tmp_path / name))
+        (rec,) = RunFolder(tmp_path / name).load_records().values()
+        assert rec["stop_reason"] == "llm_error" and rec["failure"]["kind"] == kind and rec["attempts"] == attempts
+        assert rec["failure"]["node"] and rec["failure"]["message"] == rec["error"]  # the node that caught it
+        assert len(stub.requests) == attempts * (1 if kind == "not_found" else 2)  # the client retries a 429 once more
