@@ -40,7 +40,7 @@ from pydantic import BaseModel, SecretStr, ValidationError
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from ragplan.llm_cache import LLMCache, LLMCacheMiss, attach_cache, llm_cache
-from ragplan.state.failure import Failure, FailureKind, failure
+from ragplan.state.failure import FailureKind, failure
 from ragplan.state.usage import Usage
 
 __all__ = ["load_chat_model", "endpoint_problem", "chat_model_for", "Decision", "decide", "decide_for", "LLMConfigError",
@@ -149,8 +149,8 @@ def load_chat_model(
             from langchain_openai import ChatOpenAI
 
             secret = os.environ.get("OPENAI_API_KEY") or "not-needed"  # (an empty key is refused by the endpoint)
-            transport = {"base_url": base_url or None, "api_key": secret, "timeout": timeout_s, "max_retries": max_retries}
-            sync, async_ = openai.OpenAI(**transport), openai.AsyncOpenAI(**transport)
+            sync = openai.OpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries)
+            async_ = openai.AsyncOpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries)
             model: BaseChatModel = ChatOpenAI(
                 model=name, temperature=temperature, stream_usage=True, api_key=SecretStr(secret), root_client=sync,
                 client=sync.chat.completions, root_async_client=async_, async_client=async_.chat.completions, **cached,

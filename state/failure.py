@@ -7,11 +7,11 @@ only, whatever the message says (a model named ``qwen-429`` that is not found is
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from typing_extensions import TypedDict
 
-__all__ = ["Failure", "FailureKind", "failure"]
+__all__ = ["Failure", "FailureKind", "failure", "failed"]
 
 FailureKind = Literal[
     "rate_limit",  # 429 after the client's own retries
@@ -28,6 +28,7 @@ FailureKind = Literal[
     "query_refused",  # a retrieval query refused by the store (a write, a bad statement)
     "query_error",  # a retrieval query that failed in the store
     "tool_error",  # a tool that raised
+    "setup",  # a model, index or store the run needs could not be loaded
     "budget",  # a time or step budget ran out
     "error",  # anything else
 ]
@@ -47,3 +48,8 @@ class Failure(TypedDict):
 def failure(kind: FailureKind, node: str, message: str) -> Failure:
     """A :class:`Failure` record."""
     return {"kind": kind, "node": node, "message": message}
+
+
+def failed(kind: FailureKind, node: str, error: str, **update: Any) -> dict[str, Any]:
+    """A node's state update for a failure: ``update``, the readable ``error`` and its typed ``failure``."""
+    return {**update, "error": error, "failure": failure(kind, node, error)}

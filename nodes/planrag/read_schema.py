@@ -8,6 +8,7 @@ from langgraph.runtime import Runtime
 
 from ragplan.nodes.planrag.prompt import store_for
 from ragplan.state.context import GraphDBContext
+from ragplan.state.failure import failed
 
 __all__ = ["read_schema"]
 
@@ -21,5 +22,5 @@ def read_schema(state: Any, runtime: Runtime[GraphDBContext]) -> dict[str, Any]:
     try:
         schema = store_for(runtime.context).schema()
     except Exception as exc:  # ScriptError, ValueError, driver errors: all end the run with a reason
-        return {"error": f"graph store unavailable: {exc}", "stop_reason": "store_error", "answer": ""}
+        return failed("setup", "read_schema", f"graph store unavailable: {exc}", stop_reason="store_error", answer="")
     return {"schema_text": schema.to_prompt()}

@@ -22,6 +22,7 @@ from ragplan.nodes.reaper.planner_examples import examples_for
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
+from ragplan.state.failure import failed
 
 __all__ = ["plan_retrieval"]
 
@@ -34,7 +35,8 @@ def plan_retrieval(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[
         registry = suite_for(ctx)
         model = chat_model_for(ctx, "planner")
     except Exception as exc:
-        return {"plan_attempts": attempts, "error": f"plan_retrieval: {exc}", "stop_reason": "llm_error", "answer": ""}
+        return failed("config", "plan_retrieval", f"plan_retrieval: {exc}", plan_attempts=attempts, stop_reason="llm_error",
+                      answer="")
     system, user = build_planner_messages(registry, examples_for(registry), state["question"], state.get("page_context") or {})
     messages: list[Any] = [SystemMessage(system), HumanMessage(user)]
     calls = state.get("plan_calls") or []

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from ragplan.llm import decide_for, failure_update
 from ragplan.state.context import LLMContext
 from ragplan.state.failure import failure
-from ragplan.state.think_then_act import Failure, SubQuery, failure_of, references
+from ragplan.state.think_then_act import BranchFailure, SubQuery, failure_of, references
 
 __all__ = ["branch_outcome", "ShortAnswer", "answer_subquery", "final_answer", "resolve_text", "ANSWER_STYLE",
            "instructions_line", "retrieval_figures"]
@@ -89,7 +89,7 @@ def answer_subquery(state: Any, runtime: Runtime[LLMContext]) -> dict[str, Any]:
 def branch_outcome(state: Any) -> dict[str, Any]:
     """What the branches' failures mean for the run: ``llm_error`` ends it (the endpoint is not called again);
     unparseable replies are recorded in ``error`` while the answer step still tries. Empty when none failed."""
-    failures = [f if isinstance(f, Failure) else Failure.model_validate(f) for f in state.get("failures") or []]
+    failures = [f if isinstance(f, BranchFailure) else BranchFailure.model_validate(f) for f in state.get("failures") or []]
     if not failures:
         return {}
     message = "; ".join(dict.fromkeys(f"{f.node} (sub-query {f.query}): {f.message}" for f in failures))

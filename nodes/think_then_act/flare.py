@@ -20,6 +20,7 @@ from ragplan.nodes.think_then_act.answer_subquery import ANSWER_STYLE, instructi
 from ragplan.nodes.think_then_act.confidence_gate import Confidence
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import SubQuery
+from ragplan.state.failure import failed
 
 __all__ = ["flare_draft", "token_probabilities"]
 
@@ -46,7 +47,7 @@ def flare_draft(state: Any, runtime: Runtime[ThinkThenActContext]) -> dict[str, 
     try:
         model = chat_model_for(ctx)
     except Exception as exc:
-        return {"error": f"flare_draft: no usable chat model: {exc}", "stop_reason": "llm_error", "answer": ""}
+        return failed("config", "flare_draft", f"flare_draft: no usable chat model: {exc}", stop_reason="llm_error", answer="")
     g = generate(model, messages, options={"logprobs": True})  # token probabilities where given
     if not g.ok:
         return failure_update(g, "flare_draft")
