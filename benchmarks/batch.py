@@ -1,175 +1,113 @@
-"""Batch throughput of the evaluation runner against an endpoint with a fixed latency.
+"""Throughput of one cold `ragplan eval` run against an endpoint with a fixed latency.
 
-A local OpenAI-compatible server (the tests' stub, in a process of its own as a real endpoint would
-be) answers every request after ``--latency`` seconds; ``single_rag`` runs over ``--n`` generated DQA
-building questions (two LLM calls each: the query and the answer) at each concurrency. Efficiency is
-the ideal wall time (calls × latency / concurrency) divided by the measured one: 1.0 means the runner
-kept ``concurrency`` requests in flight all the time. ``wall_s`` is the whole ``evaluate()`` call
-(settings, questions, summary and plot); ``run_s`` is the run's own wall time as its summary reports it
-(from the start of the run to its last finished question), and ``run_efficiency`` the efficiency over it:
-the summary and the plot are written once per run whatever its concurrency (about 0.1-0.2 s here), which
-weighs on a 64-question run at concurrency 32 (ideal 0.8 s) and not on a real one.
+What a user runs: a fresh ``ragplan eval`` process (imports and start-up count) runs ``--n`` one-call
+HotpotQA questions with the ``cot`` baseline at ``--concurrency`` against a local OpenAI-compatible
+endpoint (the tests' stub, in a process of its own as a real endpoint would be) that answers every
+request after ``--latency`` seconds. The questions are written to a temporary file in HotpotQA's
+published JSON format (``hotpot_dev_distractor_v1.json``).
 
-Imports and script loading happen before the timed part: a first pass over every question (the
-``cold`` row, which loads each of the questions' distinct scripts once and starts their query
-workers) warms the process, and the store cache is made large enough to keep every script of the
-run, so the timed rows measure the runner, not loading.
+Efficiency is the ideal wall time (calls × latency / concurrency) over the runner's wall time as the run
+reports it (``summary.json``'s ``cost.wall_time_s``: from the start of the run to its summary); 1.0
+means the runner kept ``concurrency`` requests in flight all the time. The whole process's wall time
+(interpreter start, imports, reading the data, the summary and the plot) is printed beside it.
 
-    .venv/bin/python benchmarks/batch.py [--n 64] [--latency 0.2] [--concurrency 1,4,16,32] [--repeat N]
-                                         [--no-checkpoints] [--save FILE.json] [--baseline FILE.json]
+    .venv/bin/python benchmarks/batch.py [--n 64] [--latency 1] [--concurrency 32] [--no-checkpoints]
+                                         [--save FILE.json] [--baseline FILE.json]
 
-A pass at concurrency 32 lasts about a second, and two passes of the same code differ by a few hundredths
-of efficiency on a shared 2-core machine; ``--repeat N`` runs each concurrency N times and reports the
-pass with the median efficiency (``passes`` shows all of them).
-
-Targets (issue 13): efficiency ≥ 0.8 at 16 and ≥ 0.7 at 32.
+Target (issue 19): efficiency ≥ 0.85 at the defaults.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import json
+import multiprocessing
 import os
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from benchmarks.common import load_baseline, print_rows, save_report  # noqa: E402
 
 
-def _responder(latency: float) -> Any:
-    from ragplan.nodes.planrag.answer import FinalAnswer
-    from ragplan.nodes.planrag.retrieve import RetrievalAction
-    from tests.openai_server import Fault
-
-    def respond(req: Any) -> Any:
-        if req.forced_tool == "RetrievalAction":
-            reply: Any = RetrievalAction(thought="prices", action="graph_db",
-                                         action_input="MATCH (b:Building) RETURN b.id AS id LIMIT 5")
-        else:
-            reply = FinalAnswer(answer="1", rationale="r")
-        return Fault(delay_s=latency, reply=reply)
-
-    return respond
-
-
 def serve(latency: float, ready: Any) -> None:
-    """The endpoint process: the stub answering every request after ``latency`` seconds (until killed)."""
-    from tests.openai_server import OpenAIStub
+    """The endpoint process: every request answered with a chain of thought after ``latency`` seconds."""
+    from ragplan.nodes.think_then_act.direct_answer import ChainOfThought
+    from tests.openai_server import Fault, OpenAIStub
 
-    stub = OpenAIStub(responder=_responder(latency), keep_alive=True).start()
+    reply = ChainOfThought(reasoning="The question names it.", answer="yes")
+    stub = OpenAIStub(responder=lambda req: Fault(delay_s=latency, reply=reply), keep_alive=True).start()
     ready.put(stub.base_url)
     while True:
         time.sleep(3600)
 
 
-@contextmanager
-def latency_endpoint(latency: float, scripts: int) -> Iterator[str]:
-    """The endpoint process (:func:`serve`) for the duration of a benchmark; yields its base URL.
-
-    Also keeps ``scripts`` stores loaded at once (``RAGPLAN_STORE_CACHE_SIZE``, which the runner's worker
-    processes read too), so every script of the run is loaded once, in the cold pass.
-    """
-    import multiprocessing
-
-    import ragplan.tools.graphdb.tool as graph_tools
-
-    os.environ.pop("OPENAI_API_KEY", None)
-    spawn = multiprocessing.get_context("spawn")
-    ready = spawn.Queue()
-    endpoint = spawn.Process(target=serve, args=(latency, ready), daemon=True)
-    endpoint.start()
-    try:
-        base_url = ready.get(timeout=120)
-        os.environ["RAGPLAN_STORE_CACHE_SIZE"] = str(max(graph_tools.STORE_CACHE_SIZE, scripts))
-        yield base_url
-    finally:
-        endpoint.kill()
+def hotpot_records(n: int) -> list[dict[str, Any]]:
+    """``n`` questions in HotpotQA's published format (``_id``, question, answer, type, level, facts, context)."""
+    return [{"_id": f"q{i:04d}", "question": f"Is city {i} in the same country as city {i + 1}?", "answer": "yes",
+             "type": "comparison", "level": "easy", "supporting_facts": [[f"City {i}", 0], [f"City {i + 1}", 0]],
+             "context": [[f"City {i}", [f"City {i} is in Country {i % 7}."]],
+                         [f"City {i + 1}", [f"City {i + 1} is in Country {i % 7}."]]]}
+            for i in range(n)]
 
 
-def _workers_cpu() -> dict[int, float]:
-    """CPU seconds (user + system) of each live ``ragplan eval`` worker process, by pid (Linux /proc)."""
-    from ragplan.eval.workers import worker_pool
-
-    tick = os.sysconf("SC_CLK_TCK")
-    out: dict[int, float] = {}
-    for w in worker_pool().workers:
-        try:
-            fields = Path(f"/proc/{w.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        out[w.process.pid] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
-    return out
-
-
-def measure(n: int, latency: float, concurrency: int, clone: Path, work: Path, base_url: str,
-            label: str = "", checkpoints: bool = True, workers: int | str = "auto") -> dict[str, Any]:
-    """One runner pass at ``concurrency``: wall time, calls, efficiency and the runner's CPU."""
-    from ragplan.eval.runner import RunSettings, evaluate
-
-    settings = RunSettings(method="single_rag", benchmark="dqa-building", data=str(clone), model="openai:stub",
-                           base_url=base_url, limit=n, concurrency=concurrency, context={"llm_max_retries": 0},
-                           checkpoints=checkpoints, workers=workers)
-    w0 = _workers_cpu()
-    t0, c0 = time.perf_counter(), time.process_time()
-    summary = asyncio.run(evaluate(settings, work / f"run-c{concurrency}{label}"))
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    cpu += sum(t - w0.get(pid, 0.0) for pid, t in _workers_cpu().items())  # and the worker processes' CPU
+def cold_run(base_url: str, data: Path, out: Path, n: int, concurrency: int, latency: float,
+             checkpoints: bool) -> dict[str, Any]:
+    """One fresh ``ragplan eval`` process; its figures."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+    env.pop("OPENAI_API_KEY", None)
+    cmd = [sys.executable, "-m", "ragplan", "eval", "--method", "cot", "--benchmark", "hotpotqa", "--data", str(data),
+           "--limit", str(n), "--concurrency", str(concurrency), "--model", "openai:stub", "--base-url", base_url,
+           "--out", str(out), "--no-progress", *([] if checkpoints else ["--no-checkpoints"])]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    process_s = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"ragplan eval failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    summary = json.loads((out / "summary.json").read_text())
     calls = int(summary["cost"]["llm_calls"])
-    run_s = float(summary["cost"].get("wall_time_s") or wall)  # the run's own wall time: first start to last answer
-    errors = int(summary["overall"].get("errors", 0))
+    run_s = float(summary["cost"]["wall_time_s"])
     ideal = calls * latency / concurrency
-    return {"concurrency": f"{concurrency}{label}", "workers": summary["runner"]["workers"], "questions": summary["overall"]["n"], "errors": errors,
-            "calls": calls, "wall_s": round(wall, 3), "ideal_s": round(ideal, 3), "efficiency": round(ideal / wall, 3),
-            "run_s": round(run_s, 3), "run_efficiency": round(ideal / run_s, 3) if run_s else 0.0,
-            "cpu_ms_per_q": round(cpu / max(1, n) * 1000, 2)}
+    return {"concurrency": concurrency, "questions": summary["overall"]["n"], "errors": summary["overall"].get("errors", 0),
+            "calls": calls, "ideal_s": round(ideal, 3), "run_s": round(run_s, 3), "efficiency": round(ideal / run_s, 3),
+            "process_s": round(process_s, 3), "process_efficiency": round(ideal / process_s, 3)}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the table."""
+    """Start the endpoint, run one cold ``ragplan eval``, print its row."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=64, help="questions (default 64)")
-    ap.add_argument("--latency", type=float, default=0.2, help="seconds per LLM request (default 0.2)")
-    ap.add_argument("--concurrency", default="1,4,16,32", help="comma-separated concurrencies")
-    ap.add_argument("--repeat", type=int, default=1,
-                    help="passes per concurrency; the row is the pass with the median efficiency (default 1)")
-    ap.add_argument("--no-checkpoints", action="store_true",
-                    help="run without per-question checkpoints (ragplan eval --no-checkpoints)")
-    ap.add_argument("--workers", default="auto",
-                    help="worker processes per run: a number or auto (ragplan eval --workers; default auto)")
-    ap.add_argument("--save", type=Path, help="write this run's rows as JSON")
+    ap.add_argument("--latency", type=float, default=1.0, help="seconds per LLM request (default 1)")
+    ap.add_argument("--concurrency", type=int, default=32, help="questions in flight (default 32)")
+    ap.add_argument("--no-checkpoints", action="store_true", help="ragplan eval --no-checkpoints")
+    ap.add_argument("--save", type=Path, help="write this run's row as JSON")
     ap.add_argument("--baseline", type=Path, help="a report saved with --save: show its efficiency and the ratio")
     args = ap.parse_args(argv)
-    from ragplan.methods.planrag.generate import generate_clone
-
-    with latency_endpoint(args.latency, args.n) as base_url, tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        generate_clone(work / "clone", "building", args.n, seed=0)
-        concurrencies = [int(c) for c in args.concurrency.split(",")]
-        ck = not args.no_checkpoints
-        workers = args.workers if args.workers == "auto" else int(args.workers)
-        rows = [{**measure(args.n, args.latency, max(concurrencies), work / "clone", work, base_url, " (cold)", ck,
-                           workers), "passes": ""}]
-        for c in concurrencies:
-            passes = [measure(args.n, args.latency, c, work / "clone", work, base_url, f"#{k}" if k else "", ck, workers)
-                      for k in range(max(1, args.repeat))]
-            row = sorted(passes, key=lambda r: r["efficiency"])[len(passes) // 2]  # the median pass
-            rows.append({**row, "concurrency": str(c), "passes": " ".join(f"{r['efficiency']:.2f}" for r in passes)})
-    print(f"single_rag, {args.n} questions, {args.latency:g} s per request (endpoint in its own process), "
-          f"checkpoints {'off' if args.no_checkpoints else 'on'}, workers {args.workers}")
-    print_rows(rows, [("concurrency", "s"), ("workers", "d"), ("questions", "d"), ("errors", "d"), ("calls", "d"), ("wall_s", ".2f"),
-                      ("ideal_s", ".2f"), ("efficiency", ".2f"), ("run_s", ".2f"), ("run_efficiency", ".2f"),
-                      ("cpu_ms_per_q", ".1f"), ("passes", "s")], key="concurrency",
-               baseline=load_baseline(args.baseline), compare="efficiency")
-    save_report(args.save, "batch", rows, n=args.n, latency=args.latency)
+    spawn = multiprocessing.get_context("spawn")
+    ready = spawn.Queue()
+    endpoint = spawn.Process(target=serve, args=(args.latency, ready), daemon=True)
+    endpoint.start()
+    try:
+        base_url = ready.get(timeout=120)
+        with tempfile.TemporaryDirectory() as tmp:
+            data = Path(tmp) / "hotpot_dev_distractor_v1.json"
+            data.write_text(json.dumps(hotpot_records(args.n)))
+            row = cold_run(base_url, data, Path(tmp) / "run", args.n, args.concurrency, args.latency,
+                           not args.no_checkpoints)
+    finally:
+        endpoint.kill()
+    print(f"cot, {args.n} HotpotQA questions, one cold `ragplan eval` process, {args.latency:g} s per request "
+          f"(endpoint in its own process), checkpoints {'off' if args.no_checkpoints else 'on'}")
+    print_rows([row], [("concurrency", "d"), ("questions", "d"), ("errors", "d"), ("calls", "d"), ("ideal_s", ".2f"),
+                       ("run_s", ".2f"), ("efficiency", ".2f"), ("process_s", ".2f"), ("process_efficiency", ".2f")],
+               key="concurrency", baseline=load_baseline(args.baseline), compare="efficiency")
+    save_report(args.save, "batch", [row], n=args.n, latency=args.latency)
     return 0
 
 

@@ -37,7 +37,7 @@ from pydantic import BaseModel, Field
 
 from ragplan.registry import families
 
-__all__ = ["DB_ENV", "default_checkpoint_db", "checkpoint_db", "state_classes", "checkpoint_serde", "open_saver",
+__all__ = ["DB_ENV", "default_checkpoint_db", "checkpoint_db", "state_classes", "StateSerializer", "checkpoint_serde", "open_saver",
            "RunInfo", "RunStore", "UnknownThread", "context_settings", "new_thread_id"]
 
 DB_ENV = "RAGPLAN_CHECKPOINT_DB"
@@ -98,15 +98,35 @@ def state_classes() -> set[type]:
     return seen
 
 
-_serde: JsonPlusSerializer | None = None
+class StateSerializer:
+    """LangGraph's :class:`JsonPlusSerializer`, reading back only the registered graphs' state classes.
+
+    Writing needs no allowlist, so the allowlist (every registered graph built once, :func:`state_classes`) is
+    made at the first read: a fresh run, which only writes, never pays for it.
+    """
+
+    def __init__(self) -> None:
+        """A serializer whose reader is made at its first use."""
+        self._writer = JsonPlusSerializer()
+        self._reader: JsonPlusSerializer | None = None
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        """``obj`` as LangGraph's serializer writes it."""
+        return self._writer.dumps_typed(obj)
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        """The object back, rebuilding only the allowed state classes."""
+        if self._reader is None:
+            allowed = sorted((c.__module__, c.__name__) for c in state_classes())
+            self._reader = JsonPlusSerializer(allowed_msgpack_modules=allowed)
+        return self._reader.loads_typed(data)
 
 
-def checkpoint_serde() -> JsonPlusSerializer:
-    """LangGraph's serializer, allowed to rebuild exactly the registered graphs' state classes (built once)."""
-    global _serde
-    if _serde is None:
-        allowed = sorted((c.__module__, c.__name__) for c in state_classes())
-        _serde = JsonPlusSerializer(allowed_msgpack_modules=allowed)
+_serde = StateSerializer()
+
+
+def checkpoint_serde() -> StateSerializer:
+    """The serializer every checkpointer of ragplan uses (one per process; see :class:`StateSerializer`)."""
     return _serde
 
 

@@ -23,16 +23,12 @@ from ragplan.state.context import TextRAGContext
 from ragplan.state.failure import Failure
 from ragplan.state.result import GraphResult, dump
 from ragplan.state.review import PlanReview, PlanReviews, PlanReviewSettings
+from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
 __all__ = ["FuRePAContext", "Candidate", "Iteration", "EvidencePassage", "TemperatureChange", "merge_iterations",
-           "merge_evidence", "FuRePAInput", "FuRePAOutput", "FuRePAState", "FuRePAResult", "STOP_REASONS"]
-
-STOP_REASONS = ("answered", "max_iterations", "repetition", "llm_unparseable", "llm_error", "assessor_error", "plan_rejected")
-"""Why a run ends: the LLM answered; the iteration bound; queries kept repeating after every temperature
-raise; a reply that did not parse (the answer step still tries); an endpoint failure; no usable assessor;
-a reviewer rejected the picked query."""
+           "merge_evidence", "FuRePAInput", "FuRePAOutput", "FuRePAState", "FuRePAResult"]
 
 
 @dataclass(kw_only=True)
@@ -177,8 +173,10 @@ class FuRePAOutput(TypedDict, total=False):
     """Executed queries whose retrieval failed."""
     usage: Annotated[Usage, add_usage]
     """LLM calls, tokens and LLM time of the whole run."""
-    stop_reason: str
-    """answered, max_iterations, repetition, llm_unparseable, llm_error, assessor_error, plan_rejected."""
+    stop_reason: StopReason
+    """Why the run ended: answered (the LLM answered); max_iterations (the iteration bound); repetition (queries kept
+    repeating after every temperature raise); llm_unparseable (a reply did not parse; the answer step still tries);
+    llm_error (an endpoint failure); assessor_error (no usable assessor); plan_rejected (a reviewer rejected the pick)."""
     error: str
     """A recorded failure, empty when none."""
     failure: Failure

@@ -18,6 +18,7 @@ from ragplan.state.context import TextRAGContext
 from ragplan.state.failure import Failure
 from ragplan.state.result import GraphResult
 from ragplan.state.review import PlanReview, PlanReviews, PlanReviewSettings
+from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
@@ -110,7 +111,7 @@ class InstructRAGOutput(TypedDict, total=False):
     """Every Thought / Action / Observation step."""
     usage: Annotated[Usage, add_usage]
     """LLM calls, tokens and LLM time."""
-    stop_reason: str
+    stop_reason: StopReason
     """answered (Finish), max_steps (bound reached, answered from the steps), setup_error, llm_error, llm_unparseable,
     plan_rejected (a reviewer rejected the path: no answer)."""
     error: str

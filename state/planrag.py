@@ -17,6 +17,7 @@ from typing_extensions import Required, TypedDict
 from ragplan.state.failure import Failure
 from ragplan.state.result import GraphResult
 from ragplan.state.review import PlanReview, PlanReviews
+from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
@@ -87,7 +88,7 @@ class PlanRAGOutput(TypedDict, total=False):
     """Every re-plan verdict in order (appended by replan)."""
     usage: Annotated[Usage, add_usage]
     """LLM calls, tokens and LLM time of the whole run, summed over nodes."""
-    stop_reason: str
+    stop_reason: StopReason
     """Why retrieval ended: plan_done, answered, answered_early, single_retrieval, max_steps, max_repairs,
     recursion_limit, llm_unparseable (reply not parseable after repairs), llm_error (endpoint or model
     configuration failed), store_error, plan_rejected (a reviewer rejected the plan: no answer)."""

@@ -23,12 +23,13 @@ from ragplan.methods.reaper.plan import PlanCall, PlanStep, RetrievalPlan
 from ragplan.state.failure import Failure
 from ragplan.state.result import GraphResult
 from ragplan.state.review import PlanReview, PlanReviews
+from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
 __all__ = ["ReaperInput", "ReaperOutput", "ReaperState", "ReaperResult", "FINISHED"]
 
-FINISHED = ("answered", "invalid_plan", "max_steps")
+FINISHED: tuple[StopReason, ...] = ("answered", "invalid_plan", "max_steps")
 """Stop reasons of a run that ran to its end (any other stop reason, or an error, is a failed run)."""
 
 
@@ -67,7 +68,7 @@ class ReaperOutput(TypedDict, total=False):
     """Wall time of the planner's LLM calls (the paper's planner latency)."""
     usage: Annotated[Usage, add_usage]
     """LLM calls, tokens and LLM time of the whole run."""
-    stop_reason: str
+    stop_reason: StopReason
     """answered, invalid_plan (no valid plan after the repair), max_steps, classifier_error, llm_error,
     plan_rejected (a reviewer rejected the plan: nothing executed, no answer), …"""
     error: str

@@ -17,7 +17,7 @@ says, in three small methods, what the entry points need without knowing the fam
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -56,7 +56,7 @@ class GraphResult(BaseModel):
                                            "(the interrupt's payload) when stop_reason is awaiting_review.")
 
     @classmethod
-    def from_state(cls, state: dict[str, Any], **extra: Any):
+    def from_state(cls, state: dict[str, Any], **extra: Any) -> Self:
         """Build from a graph's output dict (objects, or plain dicts from a LangGraph server)."""
         data = {k: v for k, v in (state or {}).items() if k in cls.model_fields and v is not None}
         return cls.model_validate({**data, **extra})

@@ -14,9 +14,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from ragplan.state.stop_reason import StopReason
+
 __all__ = ["PlanReviewSettings", "PlanReview", "PlanReviews", "REVIEW_OFF", "REVIEW_ANSWERS", "PLAN_REJECTED", "AWAITING_REVIEW"]
 
-PLAN_REJECTED = "plan_rejected"
+PLAN_REJECTED: StopReason = "plan_rejected"
 """The stop reason of a run whose plan a reviewer rejected (no answer is generated)."""
 
 AWAITING_REVIEW = "awaiting_review"

@@ -17,6 +17,7 @@ from typing_extensions import NotRequired, Required, TypedDict
 from ragplan.state.failure import Failure as RunFailure
 from ragplan.state.failure import FailureKind
 from ragplan.state.result import GraphResult
+from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
@@ -110,7 +111,7 @@ class TextQAOutput(TypedDict, total=False):
     """LLM calls, tokens and LLM time of the whole run."""
     failures: Annotated[list[BranchFailure], operator.add]
     """Failed LLM decisions of the sub-query branches (parallel branches append; a plain string could hold one)."""
-    stop_reason: str
+    stop_reason: StopReason
     """answered, no_answer, llm_error (an endpoint failure, also inside a branch), llm_unparseable, …"""
     error: str
     """A recorded failure, empty when none."""

@@ -260,8 +260,7 @@ def _building_responder(hold: dict[str, bool]) -> Any:
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_eval_question_in_flight_at_a_kill_continues_from_its_last_node(tmp_path, capsys, workers):
-    """One process (one question in flight), and two worker processes sharing the run's checkpoint file (both in
-    flight, one in each): after kill -9 and --resume no finished LLM call is made again."""
+    """One and two questions in flight at the kill: after kill -9 and --resume no finished LLM call is made again."""
     from ragplan.methods.planrag.generate import generate_clone
 
     generate_clone(tmp_path / "clone", "building", 2, seed=0)
@@ -270,7 +269,7 @@ def test_eval_question_in_flight_at_a_kill_continues_from_its_last_node(tmp_path
     with OpenAIStub(responder=_building_responder(hold)) as stub:
         proc = subprocess.Popen(
             [sys.executable, "-m", "ragplan", "eval", "--method", "single_rag", "--benchmark", "dqa-building",
-             "--data", str(tmp_path / "clone"), "--limit", "2", "--concurrency", str(workers), "--workers", str(workers),
+             "--data", str(tmp_path / "clone"), "--limit", "2", "--concurrency", str(workers),
              "--out", str(run), "--no-progress", "--model", MODEL, "--base-url", stub.base_url,
              "--set", "llm_max_retries=0"],
             cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -283,7 +282,7 @@ def test_eval_question_in_flight_at_a_kill_continues_from_its_last_node(tmp_path
         assert main(["eval", "--resume", str(run), "--no-progress"]) == 0
         tools = [r.forced_tool for r in stub.requests]
         summary = json.loads((run / "summary.json").read_text())
-    assert summary["runner"]["workers"] == workers  # the resume keeps the run's workers
+    assert summary["overall"]["n"] == 2
     assert tools.count("RetrievalAction") == 2, tools  # the killed questions' queries were not asked again
     assert tools.count("FinalAnswer") == 2 + workers, tools  # their answers were (they were in flight)
     recs = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
@@ -338,147 +337,55 @@ def test_item_checkpoints_finished_unrecorded_and_fresh_attempts(trade_cql, tmp_
     assert first.remaining == 0 and second.remaining == 0 and len(second.prompts) == 2  # only the retry called the model
 
 
-def _saver_rows(path: Path) -> tuple[int, int]:
-    """(checkpoints, writes) committed in the file, read by a connection of its own."""
-    with sqlite3.connect(path) as conn:
-        return (conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0],
-                conn.execute("SELECT count(*) FROM writes").fetchone()[0])
+def test_item_checkpoints_close_the_file_on_every_exit_path(tmp_path):
+    """A file that cannot be opened leaves no connection (no thread) behind; close is safe twice and unopened;
+    a recorded question's threads are deleted from the file."""
+    import threading
+
+    from ragplan.eval.item_checkpoints import ItemCheckpoints
+
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(b"not a database " * 200)
+
+    async def go() -> tuple[int, int, int, int]:
+        before = threading.active_count()
+        ck = ItemCheckpoints(bad)
+        with pytest.raises(sqlite3.DatabaseError):
+            await ck.open()
+        await ck.close()
+        after_failure = threading.active_count()
+        ok = ItemCheckpoints(tmp_path / "ok.sqlite")
+        await ItemCheckpoints(tmp_path / "never.sqlite").close()
+        saver = await ok.open()
+        assert saver is not None
+        opened = threading.active_count()
+        await ok.close()
+        await ok.close()
+        return before, after_failure, opened, threading.active_count()
+
+    before, after_failure, opened, closed = asyncio.run(go())
+    assert after_failure == before and opened == before + 1 and closed == before
 
 
-def _checkpoint(n: int) -> dict[str, Any]:
-    """A small checkpoint (the shape LangGraph saves) with the id ``n``."""
-    from langgraph.checkpoint.base import empty_checkpoint
-
-    return {**empty_checkpoint(), "id": f"00000000-0000-0000-0000-{n:012d}", "channel_values": {"answer": f"a{n}"}}
-
-
-def _open_loop_saver(path: Path) -> Any:
-    """A :class:`LoopSqliteSaver` over ``path`` on a connection of its own (as the runner opens it)."""
-    from ragplan.checkpoints import checkpoint_serde
-    from ragplan.eval.item_checkpoints import LoopSqliteSaver
-
-    saver = LoopSqliteSaver(sqlite3.connect(str(path), check_same_thread=False), serde=checkpoint_serde())
-    saver.setup()
-    return saver
-
-
-def test_loop_saver_commits_the_writes_of_one_loop_turn_in_one_transaction(tmp_path):
-    """Writes made on a running loop are queued and committed together by the loop's next callback (one COMMIT
-    for several questions' writes); outside a loop a write commits at once; a read sees queued writes."""
-    path = tmp_path / "c.sqlite"
-    saver = _open_loop_saver(path)
-    statements: list[str] = []
-    saver.conn.set_trace_callback(statements.append)
-    cfg = {"configurable": {"thread_id": "t0", "checkpoint_ns": ""}}
-    saver.put(cfg, _checkpoint(0), {"source": "input", "step": -1}, {})  # no loop: committed at once
-    assert _saver_rows(path) == (1, 0)
-
-    async def turn() -> tuple[tuple[int, int], tuple[int, int], Any]:
-        for q in (1, 2, 3):  # three questions in flight write in the same turn of the loop
-            c = {"configurable": {"thread_id": f"t{q}", "checkpoint_ns": ""}}
-            saved = await saver.aput(c, _checkpoint(q), {"source": "loop", "step": 0}, {})
-            await saver.aput_writes(saved, [("answer", f"a{q}"), ("usage", {"llm_calls": 1})], "task")
-        queued = _saver_rows(path)  # nothing committed yet: the loop has not turned
-        statements.clear()
-        await asyncio.sleep(0)
-        after = _saver_rows(path)
-        c = {"configurable": {"thread_id": "t4", "checkpoint_ns": ""}}
-        await saver.aput(c, _checkpoint(4), {"source": "loop", "step": 0}, {})
-        read = await saver.aget_tuple(c)  # a read commits the queue first
-        return queued, after, read
-
-    queued, after, read = asyncio.run(turn())
-    assert queued == (1, 0) and after == (4, 6)
-    assert sum(s.strip().upper() == "COMMIT" for s in statements) == 2  # the turn's six writes, then the read's
-    assert read is not None and read.checkpoint["channel_values"] == {"answer": "a4"}
-    saver.conn.close()
-
-
-def test_loop_saver_keeps_what_a_graph_saves(trade_cql, tmp_path):
-    """A graph checkpointed through the loop saver reads back from the file with LangGraph's own SqliteSaver:
-    the same final state, every step's checkpoint and the task writes."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    from ragplan.checkpoints import checkpoint_serde
+def test_item_checkpoints_recorded_question_leaves_no_thread(trade_cql, tmp_path):
+    """forget deletes every attempt's thread through the saver; another question's thread stays."""
+    from ragplan.eval.item_checkpoints import ItemCheckpoints
     from ragplan.graphs.planrag import build_single_rag
     from ragplan.state.context import PlanRAGContext
 
-    path = tmp_path / "c.sqlite"
-    saver = _open_loop_saver(path)
-    replies = [RetrievalAction(thought="t", action="graph_db", action_input=Q), FinalAnswer(answer="lubeck")]
-    ctx = PlanRAGContext(model="-", chat_model=ScriptedChatModel(replies=replies), graph_path=str(trade_cql))
-    cfg = {"configurable": {"thread_id": "q"}}
-
-    async def go() -> dict[str, Any]:
-        graph = build_single_rag().compile(checkpointer=saver)
-        return dict(await graph.ainvoke({"question": QUESTION}, context=ctx, config=cfg, durability="async"))
-
-    out = asyncio.run(go())
-    saver.flush()
-    plain = SqliteSaver(sqlite3.connect(str(path), check_same_thread=False), serde=checkpoint_serde())
-    graph = build_single_rag().compile(checkpointer=plain)
-    snap = graph.get_state(cfg)
-    history = list(graph.get_state_history(cfg))
-    assert not snap.next and snap.values["answer"] == out["answer"] == "lubeck"
-    assert {k: snap.values.get(k) for k in out} == out and snap.values["schema_text"]
-    assert len(history) == 6 and [h.metadata["step"] for h in history] == [4, 3, 2, 1, 0, -1]
-    assert _saver_rows(path)[1] > 0  # the task writes are there too
-    saver.delete_thread("q")  # outside a loop: deleted at once
-    assert _saver_rows(path) == (0, 0)
-    saver.conn.close()
-    plain.conn.close()
-
-
-def test_loop_saver_drops_a_deleted_threads_queued_writes(tmp_path):
-    """A thread deleted while its writes are queued leaves nothing; another thread's writes are kept."""
-    path = tmp_path / "c.sqlite"
-    saver = _open_loop_saver(path)
+    path = tmp_path / "items.sqlite"
 
     async def go() -> None:
-        for t in ("done", "other"):
-            await saver.aput({"configurable": {"thread_id": t, "checkpoint_ns": ""}}, _checkpoint(1 if t == "done" else 2),
-                             {"source": "loop", "step": 0}, {})
-        await saver.adelete_thread("done")
-        await asyncio.sleep(0)
+        ck = ItemCheckpoints(path)
+        graph = build_single_rag().compile(checkpointer=await ck.open())
+        for item in ("q1", "q2"):
+            replies = [RetrievalAction(thought="t", action="graph_db", action_input=Q), FinalAnswer(answer="lubeck")]
+            ctx = PlanRAGContext(model="-", chat_model=ScriptedChatModel(replies=replies), graph_path=str(trade_cql))
+            await ck.run(graph, item, 1, {"question": QUESTION}, ctx, 50)
+        await ck.forget("q1")
+        await ck.close()
 
     asyncio.run(go())
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT thread_id FROM checkpoints").fetchall() == [("other",)]
-    saver.conn.close()
-
-
-def test_loop_saver_a_failed_commit_writes_nothing_and_reaches_the_next_writer(tmp_path, recwarn):
-    """A commit that fails in the loop's callback rolls the whole turn back (no half-written turn) and is raised
-    by the next write, where the question records it; a failure while the run closes is a warning."""
-    from ragplan.eval.item_checkpoints import ItemCheckpoints
-
-    path = tmp_path / "c.sqlite"
-    ck = ItemCheckpoints(path)
-
-    async def go() -> str:
-        saver = await ck.open()
-        assert saver is not None
-        await saver.aput({"configurable": {"thread_id": "a", "checkpoint_ns": ""}}, _checkpoint(1),
-                         {"source": "loop", "step": 0}, {})
-        await saver.aput_writes({"configurable": {"thread_id": "a", "checkpoint_ns": "", "checkpoint_id": "x"}},
-                                [("answer", "a")], "task")
-        with sqlite3.connect(path) as other:  # the writes table goes away under the queued turn
-            other.execute("DROP TABLE writes")
-        await asyncio.sleep(0)
-        try:
-            await saver.aput({"configurable": {"thread_id": "b", "checkpoint_ns": ""}}, _checkpoint(2),
-                             {"source": "loop", "step": 0}, {})
-        except sqlite3.OperationalError as exc:
-            raised = str(exc)
-        else:
-            raised = ""
-        await saver.aput_writes({"configurable": {"thread_id": "b", "checkpoint_ns": "", "checkpoint_id": "y"}},
-                                [("answer", "b")], "task")
-        await ck.close()  # its last commit fails too: a warning, and the file is closed
-        await ck.close()
-        return raised
-
-    assert "no such table: writes" in asyncio.run(go())
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT count(*) FROM checkpoints").fetchone() == (0,)  # the failed turn left nothing
-    assert any("the last checkpoints could not be written" in str(w.message) for w in recwarn.list)
+        assert {r[0] for r in conn.execute("SELECT thread_id FROM checkpoints")} == {"q2#1"}
+        assert {r[0] for r in conn.execute("SELECT thread_id FROM writes")} <= {"q2#1"}

@@ -220,26 +220,3 @@ def test_wall_time_counts_a_killed_invocation(tmp_path):
     recs = {"a": {"id": "a", "invocation": 1, "finished_at": 1030.0}, "b": {"id": "b", "invocation": 1, "finished_at": 1042.5},
             "c": {"id": "c", "invocation": 2, "finished_at": 2010.0}}
     assert folder.wall_time(recs, now=2011.0) == 42.5 + 11.0
-
-
-def test_a_run_freezes_the_heap_it_starts_with_and_thaws_it_after():
-    import gc
-
-    from ragplan.eval.question_runner import frozen_heap
-
-    assert gc.get_freeze_count() == 0
-    keep = [object() for _ in range(10)]
-    with frozen_heap():
-        assert gc.get_freeze_count() > 0
-        with frozen_heap():  # a worker's job inside a run of this process: frozen once
-            pass
-        assert gc.get_freeze_count() > 0
-    assert gc.get_freeze_count() == 0 and keep
-    gc.freeze()  # a caller that manages its own frozen heap keeps it
-    try:
-        n = gc.get_freeze_count()
-        with frozen_heap():
-            assert gc.get_freeze_count() == n
-        assert gc.get_freeze_count() == n
-    finally:
-        gc.unfreeze()

@@ -291,12 +291,12 @@ def test_the_page_is_self_contained(hostile_page):
     assert not re.search(r"(?:src|href)\s*=\s*[\"']?(?:https?:)?//", hostile_page)
     assert not re.search(r"@import|url\(", hostile_page)  # no fetched CSS or fonts
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', hostile_page).group(1)
-    assert "default-src &#x27;none&#x27;" in csp and "img-src data:" in csp
+    assert "default-src 'none'" in csp and "img-src data:" in csp
 
 
 def test_record_text_is_escaped(hostile_page):
     assert HOSTILE not in hostile_page and "<img src=x" not in hostile_page and "evil.example/'>" not in hostile_page
-    assert "&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;" in hostile_page
+    assert "&lt;script&gt;alert(&#39;pwned&#39;)&lt;/script&gt;" in hostile_page
     assert "&lt;i&gt;node_02 vs best&lt;/i&gt;" in hostile_page  # the grade's verdict too
     assert hostile_page.count("<script>") == 1  # the page's own filter script, nothing from a record
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import ast
+import inspect
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import UnionType
+from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 import pytest
 
@@ -154,3 +157,113 @@ def test_one_home_per_method():
               if not {"graphs", "nodes", "state", "tools", "methods"} & set(p.relative_to(PKG).parts[:1])
               and (p.stem in names or p.stem.split("_")[0] in names | {"dqa", "training"})]
     assert strays == []
+
+
+def _builders() -> list[tuple[str, Any]]:
+    """Every (graph name, uncompiled builder) of the registry, compiled sub-graphs (Think-then-Act's sub-query
+    branch) included."""
+    from ragplan.registry import graph_registry
+
+    out: list[tuple[str, Any]] = []
+    todo = [(name, build()) for name, (build, _) in graph_registry().items()]
+    while todo:
+        name, builder = todo.pop()
+        out.append((name, builder))
+        todo += [(f"{name}/{n}", spec.runnable.builder) for n, spec in builder.nodes.items()
+                 if getattr(spec.runnable, "builder", None) is not None]
+    return out
+
+
+def _members(hint: Any) -> set[Any]:
+    """The types a state annotation admits: the union's members, a type variable's bound's."""
+    if isinstance(hint, TypeVar):
+        hint = hint.__bound__
+    return set(get_args(hint)) if get_origin(hint) in (Union, UnionType) else {hint}
+
+
+def test_every_node_names_its_family_state():
+    """Each node's first parameter is annotated with its graph's state type (alone, in a union of the states the node
+    serves, or as the bound of a type variable): never ``Any``. LangGraph reads that annotation as the node's input
+    schema, so a node must still get the graph's whole state."""
+    bad: list[str] = []
+    for graph, builder in _builders():
+        for node, spec in builder.nodes.items():
+            fn = getattr(spec.runnable, "func", None)
+            if fn is None or getattr(spec.runnable, "builder", None) is not None:
+                continue
+            first = next(iter(inspect.signature(fn).parameters))
+            hint = get_type_hints(fn).get(first, Any)
+            if builder.state_schema not in _members(hint):
+                bad.append(f"{graph}.{node}: {first}: {hint} (graph state {builder.state_schema.__name__})")
+            if spec.input_schema is not builder.state_schema:
+                bad.append(f"{graph}.{node} reads {spec.input_schema.__name__}, not the graph's state")
+    assert bad == []
+    assert sum(1 for _, b in _builders() for _ in b.nodes) >= 42
+
+
+def test_mypy_checks_the_node_bodies():
+    """pyproject.toml's mypy settings check every function body of ragplan.nodes and ragplan.state and refuse an
+    unannotated one there; there and in the graphs' routers a comparison with a value the type cannot hold (a
+    misspelt ``stop_reason``) is an error."""
+    import tomllib
+
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]
+
+    def setting(module: str, key: str) -> Any:
+        return next((o[key] for o in conf.get("overrides", []) if module in o["module"] and key in o), conf.get(key))
+
+    for key in ("check_untyped_defs", "disallow_untyped_defs", "strict_equality"):
+        assert setting("ragplan.nodes.*", key) is True and setting("ragplan.state.*", key) is True, key
+    assert setting("ragplan.graphs.*", "strict_equality") is True
+    assert "ragplan" in conf["packages"]
+
+
+def _strings(expr: ast.expr | None) -> list[str]:
+    """The string constants an expression can evaluate to (``"a"``, ``x or "a"``, ``"a" if c else "b"``, tuples)."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return [expr.value]
+    if isinstance(expr, ast.IfExp):
+        return _strings(expr.body) + _strings(expr.orelse)
+    if isinstance(expr, ast.BoolOp):
+        return [s for v in expr.values for s in _strings(v)]
+    if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+        return [s for e in expr.elts for s in _strings(e)]
+    return []
+
+
+def _is_stop_reason(expr: ast.expr) -> bool:
+    """``state.get("stop_reason")``, ``x["stop_reason"]`` or ``x.stop_reason``."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "get" and expr.args:
+        return _strings(expr.args[0]) == ["stop_reason"]
+    if isinstance(expr, ast.Subscript):
+        return _strings(expr.slice) == ["stop_reason"]
+    return isinstance(expr, ast.Attribute) and expr.attr == "stop_reason"
+
+
+def test_stop_reason_is_one_literal_every_family_uses():
+    """``stop_reason`` is :data:`~ragplan.state.stop_reason.StopReason` in every graph's state, and every reason the
+    nodes, routers and LLM layer set or test is one of its values (so a misspelt reason fails here)."""
+    from ragplan.state.stop_reason import StopReason
+
+    for graph, builder in _builders():
+        if "stop_reason" in get_type_hints(builder.state_schema):
+            assert get_type_hints(builder.state_schema)["stop_reason"] == StopReason, graph
+    allowed = set(get_args(StopReason))
+    used: dict[str, set[str]] = {}
+    files = [*(ROOT / "nodes").rglob("*.py"), *(ROOT / "graphs").glob("*.py"), *PKG.glob("llm*.py")]
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            found: list[str] = []
+            if isinstance(node, ast.Dict):
+                found = [s for k, v in zip(node.keys, node.values) if k is not None and _strings(k) == ["stop_reason"]
+                         for s in _strings(v)]
+            elif isinstance(node, ast.keyword) and node.arg == "stop_reason":
+                found = _strings(node.value)
+            elif isinstance(node, ast.Assign) and any(_is_stop_reason(t) for t in node.targets):
+                found = _strings(node.value)
+            elif isinstance(node, ast.Compare) and _is_stop_reason(node.left):
+                found = [s for c in node.comparators for s in _strings(c)]
+            for s in found:
+                used.setdefault(s, set()).add(path.relative_to(ROOT).as_posix())
+    assert {"llm_error", "llm_unparseable", "max_steps", "plan_done", "answered"} <= set(used)
+    assert {s: sorted(f) for s, f in used.items() if s not in allowed} == {}

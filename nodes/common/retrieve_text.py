@@ -14,7 +14,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from ragplan.state.context import TextRAGContext
-from ragplan.state.think_then_act import SubQuery
+from ragplan.state.think_then_act import SingleQueryState, SubQuery, SubQueryState
 from ragplan.tools.retrievers import make_retriever, ranker_for
 
 __all__ = ["retrieve_text", "retrieve_evidence"]
@@ -34,7 +34,7 @@ def retrieve_evidence(ctx: TextRAGContext, query: str) -> tuple[list[dict[str, A
         return [], f"{type(exc).__name__}: {str(exc)[:300]}"
 
 
-def retrieve_text(state: Any, runtime: Runtime[TextRAGContext]) -> dict[str, Any]:
+def retrieve_text(state: SubQueryState | SingleQueryState, runtime: Runtime[TextRAGContext]) -> dict[str, Any]:
     """Retrieve evidence for the branch's sub-query (its resolved text)."""
     q: SubQuery = state["query"]
     t0 = time.perf_counter()

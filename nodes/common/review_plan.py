@@ -24,15 +24,26 @@ Interrupts need a checkpointer: ``ragplan ask`` / ``ragplan.api.ask`` use a SQLi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from ragplan.state.review import PLAN_REJECTED, REVIEW_ANSWERS, PlanReview
+from ragplan.nodes import Node
+from ragplan.state.furepa import FuRePAState
+from ragplan.state.instructrag import InstructRAGState
+from ragplan.state.planrag import PlanRAGState
+from ragplan.state.reaper import ReaperState
+from ragplan.state.review import PLAN_REJECTED, REVIEW_ANSWERS, PlanReview, PlanReviewSettings
 
 __all__ = ["PlanView", "PlanEdit", "PlanEditError", "PlanReviewer", "ReviewDecision", "parse_decision",
-           "make_review_plan", "review_payload"]
+           "make_review_plan", "review_payload", "PlannedState"]
+
+PlannedState = PlanRAGState | ReaperState | FuRePAState | InstructRAGState
+"""The state of a family that writes a plan: what the review node reads and updates."""
+
+S = TypeVar("S", bound=PlannedState)
+C = TypeVar("C", bound=PlanReviewSettings)
 
 
 @dataclass
@@ -63,14 +74,15 @@ class PlanEditError(ValueError):
     """An edited plan that does not validate; its message is shown to the reviewer."""
 
 
-class PlanReviewer:
-    """What a family tells the review node: the waiting plan and how an edit is parsed. Subclass per family."""
+class PlanReviewer(Generic[S, C]):
+    """What a family tells the review node: the waiting plan and how an edit is parsed. Subclass per family,
+    naming its state and context (``PlanReviewer[PlanRAGState, PlanRAGContext]``)."""
 
-    def pending(self, state: Any, ctx: Any) -> PlanView | None:
+    def pending(self, state: S, ctx: C) -> PlanView | None:
         """The plan waiting for review in ``state`` (None when there is none at this point)."""
         raise NotImplementedError
 
-    def apply_edit(self, state: Any, ctx: Any, text: str) -> PlanEdit:
+    def apply_edit(self, state: S, ctx: C, text: str) -> PlanEdit:
         """Parse and validate ``text`` as the family's plan; raise :class:`PlanEditError` when it is not one."""
         raise NotImplementedError
 
@@ -123,10 +135,10 @@ def _wanted(kind: str, ctx: Any) -> bool:
     return bool(getattr(ctx, "review_plan" if kind == "plan" else "review_replans", False))
 
 
-def make_review_plan(method: str, reviewer: PlanReviewer) -> Any:
+def make_review_plan(method: str, reviewer: PlanReviewer[S, C]) -> Node[S, C]:
     """The review node of graph ``method``, showing and editing plans the way ``reviewer`` says."""
 
-    def review_plan(state: Any, runtime: Runtime[Any]) -> dict[str, Any]:
+    def review_plan(state: S, runtime: Runtime[C]) -> dict[str, Any]:
         """Pause for a person's verdict on the waiting plan (pass through when review is off or nothing waits)."""
         ctx = runtime.context
         view = reviewer.pending(state, ctx)

@@ -16,8 +16,8 @@ from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.furepa.mask_reasoning import ANSWER_FORM, clip
-from ragplan.state.furepa import EvidencePassage, FuRePAContext
 from ragplan.state.failure import failed
+from ragplan.state.furepa import EvidencePassage, FuRePAContext, FuRePAState
 
 __all__ = ["EvidenceAnswer", "answer_from_evidence", "STOP_EXPLANATIONS"]
 
@@ -35,7 +35,7 @@ class EvidenceAnswer(BaseModel):
     answer: str = Field(description="The short answer only.")
 
 
-def answer_from_evidence(state: Any, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
+def answer_from_evidence(state: FuRePAState, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
     """Answer from the evidence gathered (one LLM call at the context's temperature)."""
     ctx = runtime.context
     evidence: list[EvidencePassage] = list(state.get("evidence") or [])

@@ -18,8 +18,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragplan.state.furepa import EvidencePassage, FuRePAContext, Iteration
 from ragplan.state.failure import failed
+from ragplan.state.furepa import EvidencePassage, FuRePAContext, FuRePAState, Iteration
 
 __all__ = ["assess_plan", "assessor_problem", "NO_ASSESSOR"]
 
@@ -42,7 +42,7 @@ def assessor_problem(ctx: Any) -> str | None:
     return None
 
 
-def assess_plan(state: Any, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
+def assess_plan(state: FuRePAState, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
     """Score the current iteration's candidates (trained mode) and pick one."""
     ctx = runtime.context
     it: Iteration = (state.get("iterations") or [])[-1].model_copy(deep=True)

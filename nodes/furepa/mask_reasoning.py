@@ -15,7 +15,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragplan.state.furepa import EvidencePassage, FuRePAContext, Iteration
+from ragplan.state.furepa import EvidencePassage, FuRePAContext, FuRePAState, Iteration
 
 __all__ = ["ANSWER_FORM", "build_prompt", "mask_reasoning", "keep_reasoning", "clip"]
 
@@ -74,17 +74,17 @@ def build_prompt(question: str, evidence: list[EvidencePassage], iterations: lis
     return "\n\n".join(parts)
 
 
-def _prompt_update(state: Any, ctx: FuRePAContext, masked: bool, n_queries: int) -> dict[str, Any]:
+def _prompt_update(state: FuRePAState, ctx: FuRePAContext, masked: bool, n_queries: int) -> dict[str, Any]:
     return {"prompt": build_prompt(state["question"], list(state.get("evidence") or []), list(state.get("iterations") or []),
                                    masked=masked, n_queries=n_queries, passage_chars=ctx.passage_chars)}
 
 
-def mask_reasoning(state: Any, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
+def mask_reasoning(state: FuRePAState, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
     """FuRePA: this iteration's prompt from the question and the evidence (history shown only when masking is off)."""
     ctx = runtime.context
     return _prompt_update(state, ctx, bool(ctx.mask_reasoning), max(1, ctx.n_candidates))
 
 
-def keep_reasoning(state: Any, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
+def keep_reasoning(state: FuRePAState, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
     """IRCoT-style: the prompt keeps every earlier thought and search, and asks for one query."""
     return _prompt_update(state, runtime.context, False, 1)

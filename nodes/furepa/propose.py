@@ -25,7 +25,8 @@ from pydantic import BaseModel, Field, model_validator
 
 from ragplan.llm import Decision, chat_model_for, decide, failure_update, load_chat_model
 from ragplan.llm_cache import model_with
-from ragplan.state.furepa import Candidate, FuRePAContext, Iteration
+from ragplan.nodes import Node
+from ragplan.state.furepa import Candidate, FuRePAContext, FuRePAState, Iteration
 from ragplan.state.usage import Usage
 
 __all__ = ["Proposal", "SYSTEM_PROMPT", "chat_model_at", "ask_proposal", "make_propose", "normalize_query", "distinct_queries"]
@@ -102,11 +103,11 @@ def ask_proposal(ctx: Any, prompt: str, temperature: float) -> Decision[Proposal
                   max_repairs=ctx.max_repairs)
 
 
-def make_propose(single_query: bool = False) -> Any:
+def make_propose(single_query: bool = False) -> Node[FuRePAState, FuRePAContext]:
     """The propose node: FuRePA's (N candidates at the state's temperature), or with ``single_query`` the
     IRCoT-style step (one query at the context's temperature, picked as is, earlier reasoning shown)."""
 
-    def propose(state: Any, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
+    def propose(state: FuRePAState, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
         """Ask the LLM for a fresh chain of thought and candidate queries, or the answer."""
         ctx = runtime.context
         index = len(state.get("iterations") or []) + 1

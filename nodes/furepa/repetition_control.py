@@ -20,7 +20,7 @@ from typing import Any, Sequence
 from langgraph.runtime import Runtime
 
 from ragplan.nodes.furepa.propose import normalize_query
-from ragplan.state.furepa import FuRePAContext, Iteration, TemperatureChange
+from ragplan.state.furepa import FuRePAContext, FuRePAState, Iteration, TemperatureChange
 
 __all__ = ["raised_temperature", "find_repeat", "repetition_control"]
 
@@ -51,7 +51,7 @@ def find_repeat(query: str, executed: Sequence[str], threshold: float, embedder:
     return (executed[best] if sim >= threshold else ""), sim
 
 
-def repetition_control(state: Any, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
+def repetition_control(state: FuRePAState, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
     """Check the pick against the executed queries; raise the temperature, stop, or let it run."""
     ctx = runtime.context
     iterations: list[Iteration] = list(state.get("iterations") or [])

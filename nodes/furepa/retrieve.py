@@ -16,13 +16,13 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from ragplan.nodes.furepa.mask_reasoning import clip
-from ragplan.state.furepa import EvidencePassage, FuRePAContext, Iteration
+from ragplan.state.furepa import EvidencePassage, FuRePAContext, FuRePAState, Iteration
 from ragplan.tools.retrievers import make_retriever
 
 __all__ = ["retrieve_passages"]
 
 
-def retrieve_passages(state: Any, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
+def retrieve_passages(state: FuRePAState, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
     """Retrieve for the current iteration's picked query and add what is new to the evidence."""
     ctx = runtime.context
     iterations: list[Iteration] = list(state.get("iterations") or [])

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from ragplan.nodes.common.review_plan import PlanEdit, PlanEditError, PlanReviewer, PlanView
 from ragplan.nodes.furepa.propose import normalize_query
-from ragplan.state.furepa import Candidate, Iteration
+from ragplan.state.furepa import Candidate, FuRePAContext, FuRePAState, Iteration
 
 __all__ = ["FuRePAReviewer", "MAX_QUERY_CHARS"]
 
@@ -22,10 +22,10 @@ MAX_QUERY_CHARS = 300
 """Longest edited query accepted (a search query, not a passage)."""
 
 
-class FuRePAReviewer(PlanReviewer):
+class FuRePAReviewer(PlanReviewer[FuRePAState, FuRePAContext]):
     """The assessor's pick of the current iteration."""
 
-    def pending(self, state: Any, ctx: Any) -> PlanView | None:
+    def pending(self, state: FuRePAState, ctx: FuRePAContext) -> PlanView | None:
         """The current iteration's picked query (None when it answered or picked nothing)."""
         its: list[Iteration] = list(state.get("iterations") or [])
         if not its or its[-1].pick is None:
@@ -38,7 +38,7 @@ class FuRePAReviewer(PlanReviewer):
             lines.append(f"  {'→' if i == it.pick else ' '} {score}  {c.query}")
         return PlanView(kind=kind, plan="\n".join(lines), steps=[it.query], format="one search query on one line")
 
-    def apply_edit(self, state: Any, ctx: Any, text: str) -> PlanEdit:
+    def apply_edit(self, state: FuRePAState, ctx: FuRePAContext, text: str) -> PlanEdit:
         """The edited query as this iteration's pick."""
         lines = [ln for ln in (text or "").splitlines() if ln.strip()]
         if len(lines) != 1:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.instructrag.prompt import scratchpad
-from ragplan.state.instructrag import InstructRAGContext
+from ragplan.state.instructrag import InstructRAGContext, InstructRAGState
 
 __all__ = ["PlannedAnswer", "answer_from_steps"]
 
@@ -26,7 +26,7 @@ class PlannedAnswer(BaseModel):
     answer: str = Field(description="A short answer: a name, a date, a number, yes or no.")
 
 
-def answer_from_steps(state: Any, runtime: Runtime[InstructRAGContext]) -> dict[str, Any]:
+def answer_from_steps(state: InstructRAGState, runtime: Runtime[InstructRAGContext]) -> dict[str, Any]:
     """One LLM call for the answer from the steps taken."""
     ctx = runtime.context
     steps = list(state.get("steps") or [])

@@ -10,14 +10,14 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragplan.state.instructrag import InstructRAGContext, TAOStep
+from ragplan.state.instructrag import InstructRAGContext, InstructRAGState, TAOStep
 from ragplan.tools.react_docstore import ReActDocstore
 from ragplan.tools.retrievers import make_retriever
 
 __all__ = ["observe"]
 
 
-def observe(state: Any, runtime: Runtime[InstructRAGContext]) -> dict[str, Any]:
+def observe(state: InstructRAGState, runtime: Runtime[InstructRAGContext]) -> dict[str, Any]:
     """Execute the last step's action (a retriever that cannot be built is recorded on the step); mark the step bound."""
     ctx = runtime.context
     steps: list[TAOStep] = list(state.get("steps") or [])

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.instructrag.prompt import planning_prompt
-from ragplan.state.instructrag import InstructRAGContext, PlannedPath, TAOStep
+from ragplan.state.instructrag import InstructRAGContext, InstructRAGState, PlannedPath, TAOStep
 
 __all__ = ["TAODecision", "plan_step"]
 
@@ -29,7 +29,7 @@ class TAODecision(BaseModel):
     argument: str = Field(description="The entity to search, the keyword to look up, or the final answer.")
 
 
-def plan_step(state: Any, runtime: Runtime[InstructRAGContext]) -> dict[str, Any]:
+def plan_step(state: InstructRAGState, runtime: Runtime[InstructRAGContext]) -> dict[str, Any]:
     """Ask for the next Thought and Action; record it as a step (observed by ``observe``)."""
     ctx = runtime.context
     steps: list[TAOStep] = list(state.get("steps") or [])

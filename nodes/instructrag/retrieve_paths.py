@@ -18,19 +18,20 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from ragplan.methods.instructrag.selection import graph_candidates, load_parts, stored_candidates
-from ragplan.state.instructrag import InstructRAGContext, PlannedPath
+from ragplan.nodes import Node
+from ragplan.state.instructrag import InstructRAGContext, InstructRAGState, PlannedPath
 from ragplan.methods.instructrag.tasks import question_type, task_split
 from ragplan.state.failure import failed
 
 __all__ = ["make_retrieve_paths", "retrieve_stored_paths", "task_of"]
 
 
-def task_of(state: Any, ctx: InstructRAGContext) -> str:
+def task_of(state: InstructRAGState, ctx: InstructRAGContext) -> str:
     """The question's task: the input's, the setting's, or the one its wording asks for."""
     return str(state.get("task") or ctx.task or question_type(state["question"]))
 
 
-def _given(state: Any, task: str) -> dict[str, Any] | None:
+def _given(state: InstructRAGState, task: str) -> dict[str, Any] | None:
     given = state.get("given_path")
     if not given:
         return None
@@ -38,10 +39,10 @@ def _given(state: Any, task: str) -> dict[str, Any] | None:
     return {"task": task, "task_split": task_split(task), "candidate_paths": [path], "selected_path": path, "selection": "given"}
 
 
-def make_retrieve_paths(mode: str, *, pick_first: bool = False) -> Any:
+def make_retrieve_paths(mode: str, *, pick_first: bool = False) -> Node[InstructRAGState, InstructRAGContext]:
     """The node for graph walks (``rl_agent`` or ``threshold``); ``pick_first`` selects the first path (no ML-Agent)."""
 
-    def retrieve_paths(state: Any, runtime: Runtime[InstructRAGContext]) -> dict[str, Any]:
+    def retrieve_paths(state: InstructRAGState, runtime: Runtime[InstructRAGContext]) -> dict[str, Any]:
         """K candidate paths from the instruction graph."""
         ctx = runtime.context
         task = task_of(state, ctx)
@@ -62,7 +63,7 @@ def make_retrieve_paths(mode: str, *, pick_first: bool = False) -> Any:
     return retrieve_paths
 
 
-def retrieve_stored_paths(state: Any, runtime: Runtime[InstructRAGContext]) -> dict[str, Any]:
+def retrieve_stored_paths(state: InstructRAGState, runtime: Runtime[InstructRAGContext]) -> dict[str, Any]:
     """RAP-style: the paths of the most similar stored questions; the most similar one is used."""
     ctx = runtime.context
     task = task_of(state, ctx)

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from ragplan.nodes.common.review_plan import PlanEdit, PlanEditError, PlanReviewer, PlanView
-from ragplan.state.instructrag import PlannedPath
+from ragplan.state.instructrag import InstructRAGContext, InstructRAGState, PlannedPath
 from ragplan.methods.instructrag.paths import ACTIONS, parse_instruction
 
 __all__ = ["InstructRAGReviewer"]
@@ -26,10 +26,10 @@ def _path(value: Any) -> PlannedPath | None:
     return value if value is None or isinstance(value, PlannedPath) else PlannedPath.model_validate(value)
 
 
-class InstructRAGReviewer(PlanReviewer):
+class InstructRAGReviewer(PlanReviewer[InstructRAGState, InstructRAGContext]):
     """The instruction path that goes into the planning prompt."""
 
-    def pending(self, state: Any, ctx: Any) -> PlanView | None:
+    def pending(self, state: InstructRAGState, ctx: InstructRAGContext) -> PlanView | None:
         """The selected path and the candidates it was chosen from."""
         path = _path(state.get("selected_path"))
         lines = [f"Path ({state.get('selection') or '-'}): {path.text if path else '(none: plan without a path)'}"]
@@ -40,7 +40,7 @@ class InstructRAGReviewer(PlanReviewer):
         return PlanView(kind="plan", plan="\n".join(lines), steps=list(path.instructions) if path else [],
                         format=f"instructions {', '.join(a + '[…]' for a in ACTIONS)}, separated by → or one per line")
 
-    def apply_edit(self, state: Any, ctx: Any, text: str) -> PlanEdit:
+    def apply_edit(self, state: InstructRAGState, ctx: InstructRAGContext, text: str) -> PlanEdit:
         """The edited path, each instruction read by the path parser."""
         items = [s for s in _SPLIT.split((text or "").strip()) if s.strip()]
         parsed = []

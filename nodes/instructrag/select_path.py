@@ -11,13 +11,13 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from ragplan.methods.instructrag.selection import load_parts, ml_pick
-from ragplan.state.instructrag import InstructRAGContext, PlannedPath
 from ragplan.state.failure import failed
+from ragplan.state.instructrag import InstructRAGContext, InstructRAGState, PlannedPath
 
 __all__ = ["select_path"]
 
 
-def select_path(state: Any, runtime: Runtime[InstructRAGContext]) -> dict[str, Any]:
+def select_path(state: InstructRAGState, runtime: Runtime[InstructRAGContext]) -> dict[str, Any]:
     """Choose among ``candidate_paths`` with the ML-Agent (a given path is kept)."""
     if state.get("selection") == "given":
         return {}

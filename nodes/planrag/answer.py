@@ -19,6 +19,7 @@ from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.planrag.prompt import plan_block, system_frame, trace_block
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.failure import failed
+from ragplan.state.planrag import PlanRAGState
 
 __all__ = ["FinalAnswer", "answer", "ANSWER_INSTRUCTION"]
 
@@ -42,7 +43,7 @@ class FinalAnswer(BaseModel):
     rationale: str = Field(default="", description="A short justification citing observed numbers.")
 
 
-def answer(state: Any, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
+def answer(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
     """Generate the final answer; on failure record the error and leave ``answer`` empty."""
     ctx = runtime.context
     parts = [f"Question: {state['question']}"]

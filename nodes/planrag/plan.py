@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.planrag.prompt import system_frame
 from ragplan.state.context import PlanRAGContext
-from ragplan.state.planrag import PlanVersion
+from ragplan.state.planrag import PlanRAGState, PlanVersion
 
 __all__ = ["Plan", "plan", "PLAN_INSTRUCTION"]
 
@@ -34,7 +34,7 @@ class Plan(BaseModel):
     reason: str = Field(default="", description="One or two sentences on why this plan answers the question.")
 
 
-def plan(state: Any, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
+def plan(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
     """Ask the LLM for the initial plan; record it as plan version 0."""
     ctx = runtime.context
     messages = [

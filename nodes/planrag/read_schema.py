@@ -9,11 +9,12 @@ from langgraph.runtime import Runtime
 from ragplan.nodes.planrag.prompt import store_for
 from ragplan.state.context import GraphDBContext
 from ragplan.state.failure import failed
+from ragplan.state.planrag import PlanRAGState
 
 __all__ = ["read_schema"]
 
 
-def read_schema(state: Any, runtime: Runtime[GraphDBContext]) -> dict[str, Any]:
+def read_schema(state: PlanRAGState, runtime: Runtime[GraphDBContext]) -> dict[str, Any]:
     """Load (or reuse) the store named by the context and put its schema text in state.
 
     A store that cannot be opened (bad script line, unreachable server, nothing configured) ends the

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.planrag.prompt import plan_block, system_frame, trace_block
 from ragplan.state.context import PlanRAGContext
-from ragplan.state.planrag import PlanVersion, ReplanVerdict, RetrievalStep
+from ragplan.state.planrag import PlanRAGState, PlanVersion, ReplanVerdict, RetrievalStep
 
 __all__ = ["ReplanDecision", "replan", "advance_plan", "REPLAN_INSTRUCTION"]
 
@@ -42,8 +42,9 @@ class ReplanDecision(BaseModel):
     new_steps: list[str] = Field(default_factory=list, description="When replan is true: the steps to run from now on, in order.")
 
 
-def _advance(state: Any) -> dict[str, Any]:
-    """Move the pointer past the current step; mark the plan done when it runs out."""
+def advance_plan(state: PlanRAGState) -> dict[str, Any]:
+    """Go to the next plan step without re-planning (PlanRAG w/o RP, and replan when it keeps the plan); mark the
+    plan done when it runs out."""
     nxt = state.get("current_step", 0) + 1
     update: dict[str, Any] = {"current_step": nxt, "repairs": 0}
     if nxt >= len(state.get("plan") or []):
@@ -51,12 +52,7 @@ def _advance(state: Any) -> dict[str, Any]:
     return update
 
 
-def advance_plan(state: Any) -> dict[str, Any]:
-    """Go to the next plan step without re-planning (PlanRAG w/o RP)."""
-    return _advance(state)
-
-
-def replan(state: Any, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
+def replan(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
     """Ask for the re-plan verdict on the latest observation and apply it within ``max_replans``."""
     ctx = runtime.context
     steps: list[RetrievalStep] = state.get("steps") or []
@@ -64,7 +60,7 @@ def replan(state: Any, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
     applied = sum(1 for v in state.get("replans") or [] if v.replan and v.applied)
     if applied >= ctx.max_replans:
         verdict = ReplanVerdict(after_step=after, replan=False, reason=f"max_replans ({ctx.max_replans}) reached: plan kept without asking")
-        return {**_advance(state), "replans": [verdict]}
+        return {**advance_plan(state), "replans": [verdict]}
     plan = state.get("plan") or []
     cur = state.get("current_step", 0)
     messages = [
@@ -78,7 +74,7 @@ def replan(state: Any, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
     new_steps = [s.strip() for s in v.new_steps if s.strip()]
     verdict = ReplanVerdict(after_step=after, replan=v.replan, reason=v.reason, new_steps=new_steps if v.replan else [])
     if not v.replan:
-        return {**_advance(state), "replans": [verdict], "usage": d.usage}
+        return {**advance_plan(state), "replans": [verdict], "usage": d.usage}
     revised = plan[: cur + 1] + new_steps
     version = len(state.get("plan_history") or [])
     update = {

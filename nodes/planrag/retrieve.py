@@ -19,14 +19,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
+from ragplan.nodes import Node
 from ragplan.nodes.planrag.prompt import plan_block, store_for, system_frame, trace_block
 from ragplan.state.context import PlanRAGContext
-from ragplan.state.planrag import RetrievalStep
+from ragplan.state.planrag import PlanRAGState, RetrievalStep
 from ragplan.tools.graphdb import make_graph_db_tool
 
 __all__ = ["RetrievalAction", "make_retrieve", "RetrieveMode"]
@@ -74,7 +75,7 @@ class RetrievalAction(BaseModel):
     action_input: str = Field(default="", description="The Cypher query (graph_db) or your reasoning (self_thinking).")
 
 
-def _prompt(state: Any, mode: RetrieveMode, ctx: PlanRAGContext) -> list:
+def _prompt(state: PlanRAGState, mode: RetrieveMode, ctx: PlanRAGContext) -> list[BaseMessage]:
     steps: list[RetrievalStep] = state.get("steps") or []
     parts = [f"Question: {state['question']}"]
     if mode == "plan":
@@ -89,10 +90,10 @@ def _prompt(state: Any, mode: RetrieveMode, ctx: PlanRAGContext) -> list:
     return [SystemMessage(system_frame(state.get("schema_text", ""), ctx.row_cap)), HumanMessage("\n\n".join(parts))]
 
 
-def make_retrieve(mode: RetrieveMode):
+def make_retrieve(mode: RetrieveMode) -> Node[PlanRAGState, PlanRAGContext]:
     """Build the retrieve node for ``mode`` (plan / react / single)."""
 
-    def retrieve(state: Any, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
+    def retrieve(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
         """Ask for one action, run it, record the step, and say where to go next."""
         ctx = runtime.context
         done: list[RetrievalStep] = state.get("steps") or []

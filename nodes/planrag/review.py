@@ -16,7 +16,8 @@ from pydantic import ValidationError
 
 from ragplan.nodes.common.review_plan import PlanEdit, PlanEditError, PlanReviewer, PlanView
 from ragplan.nodes.planrag.plan import Plan
-from ragplan.state.planrag import PlanVersion
+from ragplan.state.context import PlanRAGContext
+from ragplan.state.planrag import PlanRAGState, PlanVersion
 
 __all__ = ["PlanRAGReviewer", "plan_steps_from_text", "EDITED_REASON"]
 
@@ -35,10 +36,10 @@ def _numbered(steps: list[str], start: int = 1) -> list[str]:
     return [f"{i}. {s}" for i, s in enumerate(steps, start)]
 
 
-class PlanRAGReviewer(PlanReviewer):
+class PlanRAGReviewer(PlanReviewer[PlanRAGState, PlanRAGContext]):
     """The first plan (kind plan) and each applied revision (kind replan) of PlanRAG."""
 
-    def pending(self, state: Any, ctx: Any) -> PlanView | None:
+    def pending(self, state: PlanRAGState, ctx: PlanRAGContext) -> PlanView | None:
         """The plan after ``plan`` (no retrieval yet), or the remaining steps after an applied re-plan."""
         if not state.get("plan_history"):
             return None
@@ -53,7 +54,7 @@ class PlanRAGReviewer(PlanReviewer):
                 *((f"  {s}" for s in _numbered(rest, cur + 1)) if rest else ["  (none: answer from the data observed)"])]
         return PlanView(kind="replan", plan="\n".join(text), steps=rest, format=fmt + "; they replace the remaining steps")
 
-    def apply_edit(self, state: Any, ctx: Any, text: str) -> PlanEdit:
+    def apply_edit(self, state: PlanRAGState, ctx: PlanRAGContext, text: str) -> PlanEdit:
         """The edited steps in force: the whole plan (first plan) or the remaining steps (re-plan)."""
         try:
             edited = Plan(steps=plan_steps_from_text(text), reason=EDITED_REASON).steps

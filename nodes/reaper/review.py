@@ -17,16 +17,18 @@ from ragplan.nodes.common.review_plan import PlanEdit, PlanEditError, PlanReview
 from ragplan.nodes.reaper.validate_plan import registry_errors
 from ragplan.methods.reaper import as_steps, format_plan, parse_plan
 from ragplan.methods.reaper.plan import RetrievalPlan
+from ragplan.state.context import ReaperContext
+from ragplan.state.reaper import ReaperState
 
 __all__ = ["ReaperReviewer"]
 
 NO_RETRIEVAL = "(no retrieval: the responder answers without evidence)"
 
 
-class ReaperReviewer(PlanReviewer):
+class ReaperReviewer(PlanReviewer[ReaperState, ReaperContext]):
     """REAPER's validated plan, before execution."""
 
-    def pending(self, state: Any, ctx: Any) -> PlanView | None:
+    def pending(self, state: ReaperState, ctx: ReaperContext) -> PlanView | None:
         """The validated plan (the node is reached only when validation passed)."""
         if state.get("plan_errors"):
             return None
@@ -36,7 +38,7 @@ class ReaperReviewer(PlanReviewer):
                         format="REAPER's plan format, one step per line: Step k: purpose - #Ek = tool(arg=value, …); "
                                "a later step may take #Ej as an argument")
 
-    def apply_edit(self, state: Any, ctx: Any, text: str) -> PlanEdit:
+    def apply_edit(self, state: ReaperState, ctx: ReaperContext, text: str) -> PlanEdit:
         """Parse and validate the edited plan like the planner's; it becomes the plan to execute."""
         parsed = parse_plan(text)
         errors = list(parsed.errors)

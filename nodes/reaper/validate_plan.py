@@ -24,7 +24,7 @@ from ragplan.state.failure import failed
 __all__ = ["validate_plan", "registry_errors"]
 
 
-def registry_errors(plan: RetrievalPlan, ctx: Any) -> list[PlanError]:
+def registry_errors(plan: RetrievalPlan, ctx: ReaperContext) -> list[PlanError]:
     """A parsed plan's errors against the context's tool registry and its ``max_steps`` bound (raises when the
     registry cannot be opened). The planner's plans and a reviewer's edited plans are checked alike."""
     errors = check_plan(plan, suite_for(ctx))

@@ -8,16 +8,17 @@ final and costs no extra call.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
-from ragplan.state.context import LLMContext
+from ragplan.state.context import ThinkThenActContext
 from ragplan.state.failure import failure
-from ragplan.state.think_then_act import BranchFailure, SubQuery, failure_of, references
+from ragplan.state.think_then_act import (BranchFailure, SingleQueryState, SubQuery, SubQueryState, TextQAState, failure_of,
+                                          references)
 
 __all__ = ["branch_outcome", "ShortAnswer", "answer_subquery", "final_answer", "resolve_text", "ANSWER_STYLE",
            "instructions_line", "retrieval_figures"]
@@ -33,7 +34,7 @@ class ShortAnswer(BaseModel):
     reasoning: str = Field(default="", description="One or two sentences of reasoning (optional).")
 
 
-def instructions_line(state: Any) -> str:
+def instructions_line(state: Mapping[str, object]) -> str:
     """The question's answer instructions (the ``instructions`` input, e.g. FEVER's labels) as a prompt line,
     or '' when there are none. Retrieval never sees them."""
     text = str(state.get("instructions") or "").strip()
@@ -67,7 +68,7 @@ def _evidence_block(q: SubQuery) -> str:
     return "Context:\n" + "\n".join(lines) + "\n"
 
 
-def answer_subquery(state: Any, runtime: Runtime[LLMContext]) -> dict[str, Any]:
+def answer_subquery(state: SubQueryState | SingleQueryState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
     """Answer the branch's (sub-)query and hand it back to the parent graph as done."""
     q: SubQuery = state["query"]
     prior = [p for p in state.get("prior") or [] if p.answer]
@@ -86,7 +87,7 @@ def answer_subquery(state: Any, runtime: Runtime[LLMContext]) -> dict[str, Any]:
     return out
 
 
-def branch_outcome(state: Any) -> dict[str, Any]:
+def branch_outcome(state: TextQAState) -> dict[str, Any]:
     """What the branches' failures mean for the run: ``llm_error`` ends it (the endpoint is not called again);
     unparseable replies are recorded in ``error`` while the answer step still tries. Empty when none failed."""
     failures = [f if isinstance(f, BranchFailure) else BranchFailure.model_validate(f) for f in state.get("failures") or []]
@@ -102,7 +103,7 @@ def branch_outcome(state: Any) -> dict[str, Any]:
     return {"error": message, "failure": typed}
 
 
-def final_answer(state: Any, runtime: Runtime[LLMContext]) -> dict[str, Any]:
+def final_answer(state: TextQAState | SingleQueryState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
     """The final answer: the single query's answer, or the sub-answers composed by the LLM."""
     queries: list[SubQuery] = state.get("queries") or []
     stats = retrieval_figures(queries)

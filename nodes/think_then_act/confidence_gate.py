@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.think_then_act.answer_subquery import instructions_line, resolve_text
 from ragplan.state.context import ThinkThenActContext
-from ragplan.state.think_then_act import SubQuery, failure_of
+from ragplan.state.think_then_act import SubQuery, SubQueryState, failure_of
 
 __all__ = ["Confidence", "DirectDecision", "confidence_gate", "needs_retrieval"]
 
@@ -55,7 +55,7 @@ def needs_retrieval(beta: float, threshold: float) -> bool:
     return beta < threshold
 
 
-def confidence_gate(state: Any, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
+def confidence_gate(state: SubQueryState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
     """Decide whether the branch's sub-query retrieves; records β (or the direct decision) on it."""
     ctx = runtime.context
     q: SubQuery = state["query"]

@@ -18,10 +18,11 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
+from ragplan.nodes import Node
 from ragplan.nodes.think_then_act.answer_subquery import ANSWER_STYLE, ShortAnswer, instructions_line
 from ragplan.nodes.think_then_act.in_context_examples import answer_examples, cot_examples
-from ragplan.state.context import LLMContext
-from ragplan.state.think_then_act import SubQuery
+from ragplan.state.context import ThinkThenActContext
+from ragplan.state.think_then_act import SubQuery, TextQAState
 
 __all__ = ["ChainOfThought", "make_direct_answer"]
 
@@ -40,10 +41,10 @@ class ChainOfThought(BaseModel):
     answer: str = Field(description="The short answer only.")
 
 
-def make_direct_answer(cot: bool):
+def make_direct_answer(cot: bool) -> Node[TextQAState, ThinkThenActContext]:
     """The ``standard`` (cot=False) or ``cot`` (cot=True) answer node."""
 
-    def direct_answer(state: Any, runtime: Runtime[LLMContext]) -> dict[str, Any]:
+    def direct_answer(state: TextQAState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
         """Answer the question without retrieval."""
         extra = f"\n{COT_INSTRUCTION if cot else STANDARD_INSTRUCTION}"
         messages = [SystemMessage("You are a careful question-answering assistant."),

@@ -19,8 +19,8 @@ from ragplan.llm import chat_model_for, decide_for, failure_update, generate, me
 from ragplan.nodes.think_then_act.answer_subquery import ANSWER_STYLE, instructions_line
 from ragplan.nodes.think_then_act.confidence_gate import Confidence
 from ragplan.state.context import ThinkThenActContext
-from ragplan.state.think_then_act import SubQuery
 from ragplan.state.failure import failed
+from ragplan.state.think_then_act import SingleQueryState, SubQuery
 
 __all__ = ["flare_draft", "token_probabilities"]
 
@@ -38,7 +38,7 @@ def token_probabilities(message: Any) -> list[tuple[str, float]]:
     return out
 
 
-def flare_draft(state: Any, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
+def flare_draft(state: SingleQueryState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
     """Draft an answer, measure its confidence, and prepare the query that retrieval would use."""
     ctx = runtime.context
     question = state["question"]

@@ -1,7 +1,7 @@
 """``ragplan compare``: several methods on the same benchmark items with the same model, then one report.
 
     ragplan compare --benchmark B --data FILE --methods a,b,c [--limit N] [--model M --base-url URL]
-                    [--concurrency C] [--workers N|auto] [--set KEY=VALUE …] [--benchmark-option KEY=VALUE …]
+                    [--concurrency C] [--set KEY=VALUE …] [--benchmark-option KEY=VALUE …]
                     [--context-only] [--out DIR] [--llm-cache DIR [--replay]]
 
 Each method runs through the evaluation runner (:func:`ragplan.eval.runner.run_evaluation`) into its own run
@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from ragplan.cli.ask import add_cache_options
-from ragplan.cli.eval import workers_flag
 
 __all__ = ["add_parser", "run"]
 
@@ -46,8 +45,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--model", default=None, help="chat model provider:name for every method [env RAGPLAN_MODEL]")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint [env RAGPLAN_BASE_URL]")
     p.add_argument("--concurrency", type=int, default=4, metavar="C", help="questions in flight at once (per method)")
-    p.add_argument("--workers", type=workers_flag, default="auto", metavar="N|auto",
-                   help="processes that run each method's questions (default auto; see `ragplan eval --workers`)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a context setting for every method and question (repeatable); it must be a setting of every method")
     p.add_argument("--benchmark-option", action="append", default=[], metavar="KEY=VALUE",
@@ -113,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     plan: list[tuple[str, RunSettings]] = []
     for m in methods:
         st = RunSettings(method=m, benchmark=args.benchmark, data=data, model=model, base_url=base_url, limit=args.limit,
-                         year=args.year, concurrency=args.concurrency, workers=args.workers, context=dict(extra),
+                         year=args.year, concurrency=args.concurrency, context=dict(extra),
                          benchmark_options=dict(bench_opts),
                          llm_cache_dir=cache_dir, llm_replay=replay)
         if args.item_timeout:

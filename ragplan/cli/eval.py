@@ -43,10 +43,6 @@ def add_eval_parser(sub: Any) -> None:
     ev.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint [env RAGPLAN_BASE_URL]")
     ev.add_argument("--concurrency", type=int, default=None, metavar="C",
                     help="questions in flight at once (default 4; with --resume the run's own unless given)")
-    ev.add_argument("--workers", type=workers_flag, default=None, metavar="N|auto",
-                    help="processes that run the questions (default auto: min(cores, concurrency // 8) with at least 4 "
-                         "questions each, else 1; 1 = every question in this process; with --resume the run's own "
-                         "unless given)")
     ev.add_argument("--out", metavar="RUN_DIR", default=None,
                     help="run folder (default runs/<method>-<benchmark>-<time>); for `eval retrieval` the JSON file "
                          "(default runs/retrieval-<benchmark>-<time>.json)")
@@ -124,8 +120,6 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.rerun:
         try:
             settings = rerun_settings(args.rerun, data=args.data, concurrency=args.concurrency)
-            if args.workers is not None:
-                settings.workers = args.workers
         except (OSError, json.JSONDecodeError, TypeError) as exc:
             print(f"error: {args.rerun} is not a run folder: {exc}", file=sys.stderr)
             return 2
@@ -163,7 +157,6 @@ def run_eval(args: argparse.Namespace) -> int:
                                model=args.model or default.model, base_url=args.base_url or default.base_url,
                                limit=args.limit, year=args.year, context=extra,
                                concurrency=args.concurrency if args.concurrency is not None else DEFAULT_CONCURRENCY,
-                               workers=args.workers if args.workers is not None else "auto",
                                benchmark_options={**bench_opts, **({"context_only": True} if args.context_only else {})})
         if args.item_timeout:
             settings.item_timeout_s = args.item_timeout
@@ -240,16 +233,6 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def workers_flag(text: str) -> int | str:
-    """``--workers``: ``auto`` or a positive number (argparse reports anything else, exit 2)."""
-    from ragplan.eval.workers import workers_setting
-
-    try:
-        return workers_setting(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 #: Questions in flight when ``--concurrency`` is not given (a new run; a resumed run keeps its own).
 DEFAULT_CONCURRENCY = 4
 
@@ -258,16 +241,14 @@ def _resume_overrides(settings: Any, args: argparse.Namespace) -> str | None:
     """Apply the flags given with ``--resume`` to the saved settings; a message when one would change what the run measures.
 
     Only flags given on the command line count (their defaults are None), so a resumed run keeps its
-    concurrency, workers, endpoint, time budget and limit unless they are given again. The endpoint,
-    concurrency, workers, time budget, limit and the data's location may change; the method, benchmark, model, year, context
+    concurrency, endpoint, time budget and limit unless they are given again. The endpoint,
+    concurrency, time budget, limit and the data's location may change; the method, benchmark, model, year, context
     settings and benchmark options may not (the finished answers would mix two runs).
     """
     from ragplan.cli.ask import parse_assignments
 
     if args.concurrency is not None:
         settings.concurrency = args.concurrency
-    if args.workers is not None:
-        settings.workers = args.workers
     if args.base_url is not None:
         settings.base_url = args.base_url
     if args.item_timeout is not None:

@@ -1,7 +1,7 @@
 """``ragplan eval sweep``: one run folder per value of a context setting, then the sweep's table and figure.
 
     ragplan eval sweep --method think_then_act --benchmark hotpotqa --data FILE --sweep beta_threshold=0,0.25,0.5,0.75,1
-                       [--limit N] [--model …] [--base-url …] [--concurrency C] [--workers N|auto] [--set K=V]
+                       [--limit N] [--model …] [--base-url …] [--concurrency C] [--set K=V]
                        [--benchmark-option K=V] [--context-only] [--item-timeout SEC] [--out DIR]
                        [--llm-cache DIR [--replay]]
 
@@ -62,7 +62,6 @@ def run_eval_sweep(args: argparse.Namespace) -> int:
     base = RunSettings(method=args.method, benchmark=args.benchmark, data=str(Path(args.data).resolve()),
                        model=args.model or default.model, base_url=args.base_url or default.base_url,
                        limit=args.limit, year=args.year, concurrency=args.concurrency, context=extra,
-                       workers=args.workers if args.workers is not None else "auto",
                        benchmark_options={**bench_opts, **({"context_only": True} if args.context_only else {})})
     if args.item_timeout:
         base.item_timeout_s = args.item_timeout

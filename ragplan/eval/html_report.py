@@ -15,8 +15,11 @@ The page holds, for the run folders given:
 
 Self-contained: CSS and JavaScript are inline, plots are base64 PNGs, nothing is fetched (a Content
 Security Policy in the page forbids any network request, and allows only its own script, by hash).
-Without JavaScript everything is shown (the filters only hide). All record text is escaped
-(:mod:`ragplan.eval.html_values`).
+Without JavaScript everything is shown (the filters only hide). The page is the Jinja2 template
+``templates/report.html.j2`` rendered with autoescape, so all record text is escaped. Values are drawn by
+their shape (see :mod:`ragplan.state.trace_sections`): a list of dicts is a table, a list of short values
+an ordered list, a dict a list of labelled values, a long or multi-line string preformatted text. Very
+long strings are cut (the run folder keeps them whole).
 """
 
 from __future__ import annotations
@@ -24,24 +27,29 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import json
 import re
 import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ragplan.eval.html_values import esc, sections_html, value_html
+from jinja2 import Environment, PackageLoader
+
 from ragplan.eval.report import RunComparison, benchmark_comparison, comparison, plot_comparison
 from ragplan.eval.runfolder import RunSettings, atomic_write
 from ragplan.registry import family_of
 from ragplan.state.result import GraphResult
 from ragplan.state.trace_sections import TraceSection, field_sections
 
-__all__ = ["render_html_report", "write_html_report", "outcome_of", "OPEN_UP_TO"]
+__all__ = ["render_html_report", "write_html_report", "outcome_of", "OPEN_UP_TO", "MAX_TEXT"]
 
 OPEN_UP_TO = 40
 """Results are shown unfolded when the page has at most this many; past it they start folded (one click, or
 "expand all", opens them) so a large run stays readable."""
+
+MAX_TEXT = 20_000
+"""Characters of one string shown in a report; the rest is cut with a note (results.jsonl keeps it all)."""
 
 #: Keys every run record has (written by the runner, :mod:`ragplan.eval.runner`), shown in each result's header
 #: part; the other non-family keys are the item's metadata and the benchmark's grade.
@@ -49,47 +57,23 @@ _RUNNER_KEYS = {"id", "method", "model", "question", "answer", "gold", "retrieva
                 "executed_queries", "llm_calls", "input_tokens", "output_tokens", "llm_seconds", "latency_s",
                 "stop_reason", "error", "attempts", "invocation", "finished_at"}
 
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;max-width:1240px;padding:16px 24px;
-color:#1d1d1f;background:#fff}
-h1{font-size:22px;margin:8px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd}
-h3{font-size:15px;margin:0 0 4px}.muted,.note{color:#666}.note{font-size:13px;margin:2px 0 4px}
-table.data{border-collapse:collapse;font-size:13px}table.data th,table.data td{border:1px solid #d6d6d6;padding:3px 7px;
-vertical-align:top;text-align:left}table.data th{background:#f2f2f7}.scroll{overflow-x:auto;max-width:100%}
-pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f9;border:1px solid #e4e4ea;padding:6px 8px;margin:2px 0;
-max-height:28em;overflow:auto;font-size:12.5px}
-dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:4px 0}dt{color:#555;font-weight:600}dd{margin:0;min-width:0}
-.question{border:1px solid #ddd;border-radius:6px;padding:10px 12px;margin:12px 0}.qid{color:#666;font-weight:400;margin-right:6px}
-details.result{border-left:4px solid #aaa;margin:8px 0;padding:2px 0 2px 10px}details.result>summary{cursor:pointer;padding:3px 0}
-details.result.correct{border-color:#2e9d4a}details.result.wrong{border-color:#d08a00}details.result.failed{border-color:#c62828}
-.badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;color:#fff;margin:0 6px}
-.badge.correct{background:#2e9d4a}.badge.wrong{background:#d08a00}.badge.failed{background:#c62828}
-.ans{font-style:italic}.cost{color:#666;font-size:12px;margin-left:8px}
-.sec{border:1px solid #e6e6ea;border-radius:4px;padding:6px 9px;margin:6px 0}.sec.bad{border-color:#e57373;background:#fff6f6}
-.sec.ok{border-color:#9ccc9c}.sec-title{font-weight:600}ol.items{padding-left:22px;margin:4px 0}
-.none,.cut{color:#999}#filters{position:sticky;top:0;background:#fff;border-bottom:1px solid #ddd;padding:6px 0;z-index:1}
-#filters fieldset{display:inline-block;border:1px solid #ddd;margin-right:10px}[hidden]{display:none!important}
-img.plot{max-width:100%;border:1px solid #eee;margin:6px 0}
-"""
 
-_JS = """(function(){
-var f=document.getElementById('filters');if(!f)return;f.hidden=false;
-function apply(){var o=f.querySelector('input[name=outcome]:checked').value,ms={},n=0,t=0;
-f.querySelectorAll('input[name=method]').forEach(function(c){ms[c.value]=c.checked;});
-document.querySelectorAll('.question').forEach(function(q){var any=false;
-q.querySelectorAll('.result').forEach(function(r){t++;var ok=(o==='all'||r.dataset.outcome===o)&&ms[r.dataset.method]===true;
-r.hidden=!ok;if(ok){any=true;n++;}});q.hidden=!any;});
-document.getElementById('shown').textContent=n+' of '+t+' results shown';}
-f.addEventListener('change',function(){apply();try{var o=f.querySelector('input[name=outcome]:checked').value,off=[];
-f.querySelectorAll('input[name=method]').forEach(function(c){if(!c.checked)off.push(encodeURIComponent(c.value));});
-history.replaceState(null,'','#outcome='+o+(off.length?'&hide='+off.join(','):''));}catch(e){}});
-var h=new URLSearchParams(location.hash.slice(1)),ho=h.get('outcome'),hide=(h.get('hide')||'').split(',');
-f.querySelectorAll('input[name=outcome]').forEach(function(r){if(r.value===ho)r.checked=true;});
-f.querySelectorAll('input[name=method]').forEach(function(c){if(hide.indexOf(c.value)>=0)c.checked=false;});
-function fold(open){document.querySelectorAll('details.result').forEach(function(d){d.open=open;});}
-document.getElementById('expand').addEventListener('click',function(){fold(true);});
-document.getElementById('collapse').addEventListener('click',function(){fold(false);});
-apply();})();"""
+def _columns(rows: list[dict[str, Any]]) -> list[str]:
+    """Every key of the rows, in the order first seen (a table's columns)."""
+    return list(dict.fromkeys(k for r in rows for k in r))
+
+
+def _environment() -> Environment:
+    """The template's environment: autoescape on, and the few helpers the template calls."""
+    env = Environment(loader=PackageLoader("ragplan.eval", "templates"), autoescape=True)
+    env.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False, default=str)
+    env.filters["csp_hash"] = lambda s: base64.b64encode(hashlib.sha256(str(s).encode()).digest()).decode()
+    env.globals.update(columns=_columns, max_text=MAX_TEXT, max_depth=5, max_rows=200,
+                       non_empty=lambda d: {k: v for k, v in d.items() if v not in (None, "", [], {})})
+    return env
+
+
+_ENV = _environment()
 
 
 def outcome_of(record: dict[str, Any]) -> str:
@@ -132,11 +116,12 @@ def _family_part(cls: type[GraphResult] | None, rec: dict[str, Any]) -> tuple[li
         return [TraceSection(title="trace", status="bad", note=note)] + field_sections(own, cls.model_fields), keys
 
 
-def _png(data: bytes, alt: str) -> str:
-    return f'<img class="plot" alt="{esc(alt)}" src="data:image/png;base64,{base64.b64encode(data).decode()}">'
+def _png(data: bytes, alt: str, caption: str = "") -> dict[str, str]:
+    """A plot for the template: base64 PNG data, its alt text and (for a run's own plot) a caption."""
+    return {"data": base64.b64encode(data).decode(), "alt": alt, "caption": caption}
 
 
-def _comparison_plot(labels: list[str], c: RunComparison) -> str:
+def _comparison_plot(labels: list[str], c: RunComparison) -> dict[str, str]:
     """Accuracy, LLM calls per question and latency per question of each run, as one PNG."""
     import matplotlib
 
@@ -163,24 +148,24 @@ def _comparison_plot(labels: list[str], c: RunComparison) -> str:
     return _png(buf.getvalue(), "comparison of the runs: accuracy, LLM calls and latency per question")
 
 
-def _benchmark_parts(run_dirs: list[str | Path], c: RunComparison) -> tuple[str, str]:
-    """The benchmark's own comparison tables (e.g. REAPER's Table 1) and PlanRAG's Figure 5 plot (accuracy on SR and
-    MR questions per method); a part that cannot be made (the data is not on this machine …) becomes a note."""
+def _benchmark_parts(run_dirs: list[str | Path], c: RunComparison) -> tuple[str, list[dict[str, str]], list[str]]:
+    """The benchmark's own comparison tables (e.g. REAPER's Table 1), PlanRAG's Figure 5 plot (accuracy on SR and
+    MR questions per method), and a note for each part that cannot be made (the data is not on this machine …)."""
+    tables, plots, notes = "", [], []
     try:
-        extra = benchmark_comparison(c, run_dirs)
-        tables = f"<pre>{esc(extra)}</pre>" if extra else ""
+        tables = benchmark_comparison(c, run_dirs) or ""
     except Exception as exc:  # the report is still written without it
-        tables = f'<div class="note">the benchmark\'s own comparison could not be made: {esc(type(exc).__name__)}: {esc(exc)}</div>'
+        notes.append(f"the benchmark's own comparison could not be made: {type(exc).__name__}: {exc}")
     try:
         with tempfile.TemporaryDirectory() as tmp:
             png = plot_comparison(run_dirs, Path(tmp) / "split.png").read_bytes()
-        figure = _png(png, "accuracy on single- and multi-retrieval questions per method (PlanRAG's Figure 5)")
+        plots.append(_png(png, "accuracy on single- and multi-retrieval questions per method (PlanRAG's Figure 5)"))
     except Exception as exc:
-        figure = f'<div class="note">the SR/MR plot could not be drawn: {esc(type(exc).__name__)}: {esc(exc)}</div>'
-    return tables, figure
+        notes.append(f"the SR/MR plot could not be drawn: {type(exc).__name__}: {exc}")
+    return tables, plots, notes
 
 
-def _runs_table(labels: list[str], c: RunComparison, run_dirs: list[Path]) -> str:
+def _runs_rows(labels: list[str], c: RunComparison, run_dirs: list[Path]) -> list[dict[str, Any]]:
     rows = []
     for lab, (st, recs, _), d in zip(labels, c.runs, run_dirs):
         outs = [outcome_of(r) for r in recs.values()]
@@ -191,18 +176,13 @@ def _runs_table(labels: list[str], c: RunComparison, run_dirs: list[Path]) -> st
         rows.append({"run": lab, "family": fam, "model": st.model or "-", "benchmark": st.benchmark, "data": st.data,
                      "questions": len(outs), "correct": outs.count("correct"), "wrong": outs.count("wrong"),
                      "failed": outs.count("failed"), "folder": str(d), "created": st.created})
-    return value_html(rows)
+    return rows
 
 
-def _result(label: str, cls: type[GraphResult] | None, rec: dict[str, Any], open_: bool) -> str:
+def _result(label: str, cls: type[GraphResult] | None, rec: dict[str, Any], open_: bool) -> dict[str, Any]:
+    """One run's result of a question, for the template: its header and its trace sections."""
     outcome = outcome_of(rec)
     answer = str(rec.get("answer") or "")
-    short = answer if len(answer) <= 100 else answer[:100] + "…"
-    tokens = (rec.get("input_tokens") or 0) + (rec.get("output_tokens") or 0)
-    summary = (f'<b>{esc(label)}</b><span class="badge {outcome}">{outcome}</span>'
-               f'<span class="ans">{esc(short) if short else "(no answer)"}</span>'
-               f'<span class="cost">{esc(rec.get("llm_calls", 0))} LLM calls · {esc(tokens)} tokens · '
-               f'{esc(rec.get("latency_s", 0))} s</span>')
     common = {"answer": answer, "gold": rec.get("gold"), "stop reason": rec.get("stop_reason"), "error": rec.get("error"),
               "retrievals": f"{rec.get('retrievals', 0)} ({rec.get('retrieval_errors', 0)} failed)",
               "LLM calls": rec.get("llm_calls"),
@@ -210,18 +190,20 @@ def _result(label: str, cls: type[GraphResult] | None, rec: dict[str, Any], open
               "LLM time (s)": rec.get("llm_seconds"), "latency (s)": rec.get("latency_s"), "attempts": rec.get("attempts")}
     sections, family_keys = _family_part(cls, rec)
     grade = {k: v for k, v in rec.items() if k not in _RUNNER_KEYS and k not in family_keys}
-    grade_sec = [TraceSection(title="Grade and item", fields=grade)] if grade else []
-    body = sections_html([TraceSection(title="Result", fields=common, status="bad" if outcome == "failed" else "")]
-                         + grade_sec + sections)
-    return (f'<details class="result {outcome}" data-method="{esc(label)}" data-outcome="{outcome}"{" open" if open_ else ""}>'
-            f"<summary>{summary}</summary>{body}</details>")
+    return {"label": label, "outcome": outcome, "open": open_,
+            "short": answer if len(answer) <= 100 else answer[:100] + "…",
+            "llm_calls": rec.get("llm_calls", 0), "latency_s": rec.get("latency_s", 0),
+            "tokens": (rec.get("input_tokens") or 0) + (rec.get("output_tokens") or 0),
+            "sections": [TraceSection(title="Result", fields=common, status="bad" if outcome == "failed" else "")]
+                        + ([TraceSection(title="Grade and item", fields=grade)] if grade else []) + sections}
 
 
 def _natural(key: str) -> list[Any]:
     return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", key)]
 
 
-def _questions(labels: list[str], c: RunComparison) -> tuple[str, int]:
+def _questions(labels: list[str], c: RunComparison) -> tuple[list[dict[str, Any]], int]:
+    """Every question (in natural id order) with each run's result of it; and how many results there are."""
     classes = [_result_class(st.method) for st, _, _ in c.runs]
     ids: dict[str, dict[str, Any]] = {}
     for _, recs, _ in c.runs:
@@ -230,34 +212,14 @@ def _questions(labels: list[str], c: RunComparison) -> tuple[str, int]:
     total = sum(len(recs) for _, recs, _ in c.runs)
     open_ = total <= OPEN_UP_TO
     out = []
-    for n, qid in enumerate(sorted(ids, key=_natural), 1):
-        first = ids[qid]
-        text = str(first.get("question") or "")
+    for qid in sorted(ids, key=_natural):
+        text = str(ids[qid].get("question") or "")
         head = text if len(text) <= 200 and "\n" not in text else text.split("\n")[0][:200] + " …"
-        parts = [f'<section class="question" id="q{n}"><h3><span class="qid">{esc(qid)}</span>{esc(head)}</h3>']
-        if head != text:
-            parts.append(f"<details><summary>full question</summary>{value_html(text)}</details>")
-        parts.append(f'<div class="muted">gold: {esc(first.get("gold", ""))}</div>')
-        missing = [lab for lab, (_, recs, _) in zip(labels, c.runs) if qid not in recs]
-        for lab, cls, (_, recs, _) in zip(labels, classes, c.runs):
-            if qid in recs:
-                parts.append(_result(lab, cls, recs[qid], open_))
-        if missing:
-            parts.append(f'<div class="note">no result in: {esc(", ".join(missing))}</div>')
-        out.append("".join(parts) + "</section>")
-    return "".join(out), total
-
-
-def _filters(labels: list[str], c: RunComparison) -> str:
-    outs = [outcome_of(r) for _, recs, _ in c.runs for r in recs.values()]
-    radios = "".join(f'<label><input type="radio" name="outcome" value="{o}"{" checked" if o == "all" else ""}> {o} '
-                     f'({len(outs) if o == "all" else outs.count(o)})</label> ' for o in ("all", "correct", "wrong", "failed"))
-    boxes = "".join(f'<label><input type="checkbox" name="method" value="{esc(lab)}" checked> {esc(lab)}</label> '
-                    for lab in labels)
-    return (f'<form id="filters" hidden><fieldset><legend>outcome</legend>{radios}</fieldset>'
-            f'<fieldset><legend>method</legend>{boxes}</fieldset>'
-            f'<button type="button" id="expand">expand all</button> <button type="button" id="collapse">collapse all</button> '
-            f'<span id="shown" class="muted"></span></form>')
+        out.append({"id": qid, "head": head, "full": text if head != text else "", "gold": ids[qid].get("gold", ""),
+                    "results": [_result(lab, cls, recs[qid], open_)
+                                for lab, cls, (_, recs, _) in zip(labels, classes, c.runs) if qid in recs],
+                    "missing": [lab for lab, (_, recs, _) in zip(labels, c.runs) if qid not in recs]})
+    return out, total
 
 
 def render_html_report(run_dirs: list[str | Path], title: str = "") -> str:
@@ -266,30 +228,20 @@ def render_html_report(run_dirs: list[str | Path], title: str = "") -> str:
     c = comparison(list(run_dirs))
     labels = _labels([st for st, _, _ in c.runs], dirs)
     benchmarks = sorted({st.benchmark for st, _, _ in c.runs})
-    title = title or f"ragplan report: {', '.join(labels)} on {', '.join(benchmarks)}"
-    extra, split_plot = _benchmark_parts(list(run_dirs), c) if c.runs else ("", "")
-    plots = [_comparison_plot(labels, c), split_plot] if c.runs else []
+    tables, plots, notes = _benchmark_parts(list(run_dirs), c) if c.runs else ("", [], [])
+    plots = ([_comparison_plot(labels, c)] + plots) if c.runs else []
     for lab, d in zip(labels, dirs):
         png = d / "plot.png"
         if png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n":
-            plots.append(f"<figure><figcaption>{esc(lab)}</figcaption>{_png(png.read_bytes(), f'{lab}: accuracy plot')}</figure>")
+            plots.append(_png(png.read_bytes(), f"{lab}: accuracy plot", caption=lab))
     questions, total = _questions(labels, c)
-    table = value_html([dict(zip(c.headers, row)) for row in c.rows])
-    digest = base64.b64encode(hashlib.sha256(_JS.encode()).digest()).decode()
-    csp = f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'"
-    return "".join([
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{esc(csp)}">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>",
-        f'<h1>{esc(title)}</h1><div class="muted">written {esc(datetime.now().isoformat(timespec="seconds"))} · '
-        f"{len(dirs)} run(s) · {total} result(s)</div>",
-        f'<h2 id="runs">Runs</h2>{_runs_table(labels, c, dirs)}',
-        f'<h2 id="comparison">Comparison</h2>{table}<div class="note">({esc(c.note)})</div>{extra}',
-        f'<h2 id="plots">Plots</h2>{"".join(plots) or "<p class=muted>no plots</p>"}',
-        f'<h2 id="questions">Questions</h2>{_filters(labels, c)}{questions or "<p class=muted>no results yet</p>"}',
-        f"<script>{_JS}</script></body></html>\n",
-    ])
+    outs = [outcome_of(r) for _, recs, _ in c.runs for r in recs.values()]
+    return _ENV.get_template("report.html.j2").render(
+        title=title or f"ragplan report: {', '.join(labels)} on {', '.join(benchmarks)}",
+        written=datetime.now().isoformat(timespec="seconds"), runs=_runs_rows(labels, c, dirs), total=total,
+        comparison=[dict(zip(c.headers, row)) for row in c.rows], comparison_note=c.note,
+        benchmark_tables=tables, notes=notes, plots=plots, labels=labels, questions=questions,
+        outcome_counts=[(o, len(outs) if o == "all" else outs.count(o)) for o in ("all", "correct", "wrong", "failed")])
 
 
 def write_html_report(run_dirs: list[str | Path], out: str | Path, title: str = "") -> Path:

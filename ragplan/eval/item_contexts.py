@@ -43,7 +43,6 @@ class ItemContexts:
         self.family, self.method, self.base = family, method, base
         self.fields = family.context_fields()
         self._pending: Counter[str] = Counter(self._key(it) for it in items)
-        self._more: set[str] = set()  # data whose further questions may still arrive (expect(…, more=True))
         self._handles: dict[str, dict[str, Any]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self.prepared = 0
@@ -80,20 +79,10 @@ class ItemContexts:
             setattr(ctx, name, value)
         return ctx
 
-    def expect(self, item: Item, more: bool) -> None:
-        """One more question to run, handed over during the run (a worker process's next question); ``more``:
-        further questions of its data may follow, so its data is kept when this one is done."""
-        key = self._key(item)
-        self._pending[key] += 1
-        if more:
-            self._more.add(key)
-        else:
-            self._more.discard(key)
-
     def release(self, item: Item) -> None:
         """``item`` is done: when it was the last question of its data, let the data go."""
         key = self._key(item)
         self._pending[key] -= 1
-        if self._pending[key] <= 0 and key not in self._more:
+        if self._pending[key] <= 0:
             self._handles.pop(key, None)
             self._locks.pop(key, None)

@@ -1,26 +1,20 @@
-"""The per-question part of an evaluation run: run, retry, grade and record each question of one share.
+"""The per-question part of an evaluation run: run, retry, grade and record each question.
 
-:func:`run_questions` is what both ways of running a batch call (:mod:`ragplan.eval.runner`): the whole
-run in this process (``--workers 1``), or one worker process's share of it (:mod:`ragplan.eval.workers`).
-It compiles the method's graph with the run's checkpoints, runs its questions with bounded async
+:func:`run_questions` (called by :mod:`ragplan.eval.runner`) compiles the method's graph with the run's checkpoints, runs its questions with bounded async
 concurrency (a rate-limited question is retried with exponential backoff, a question past its time
 budget or one that crashes is recorded with the reason), grades each and appends its line to
 ``results.jsonl`` (fsynced before the question counts as done; lines that finish together share one write and
-one fsync, under a file lock, so lines of several processes never interleave).
+one fsync).
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import random
-import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
 from ragplan.eval.benchmark import Benchmark, Item
 from ragplan.eval.item_checkpoints import CHECKPOINT_FILE, ItemCheckpoints
@@ -31,41 +25,7 @@ from ragplan.registry import family_of
 from ragplan.state.result import GraphResult
 from ragplan.state.usage import Usage
 
-__all__ = ["RunJob", "QuestionSource", "ResultWriter", "run_questions", "is_rate_limited", "frozen_heap"]
-
-
-_frozen = 0
-_owned = False
-_frozen_lock = threading.Lock()
-
-
-@contextmanager
-def frozen_heap() -> Iterator[None]:
-    """Keep the objects alive now out of the garbage collector's full passes while a run goes on.
-
-    A process holding loaded scripts, chat models and the libraries' modules has a large heap, and
-    CPython's full (generation 2) collection walks all of it: ~145 ms in a worker with 35 DQA scripts
-    loaded (``benchmarks/batch.py``), a pause in which none of its questions moves, at a moment chosen
-    by the allocator. ``gc.freeze()`` moves every object alive now to a permanent generation that
-    collections skip, so a full pass during the run walks only what the run made; ``gc.unfreeze()`` at
-    the end hands them back, so whatever became garbage among them is collected after the run as
-    before. Nested uses (a run in this process inside :func:`~ragplan.eval.runner.evaluate`) freeze once; a
-    process that froze its heap itself (``gc.get_freeze_count()`` > 0) is left as it is.
-    """
-    global _frozen, _owned
-    with _frozen_lock:
-        _frozen += 1
-        if _frozen == 1:
-            _owned = gc.get_freeze_count() == 0
-            if _owned:
-                gc.freeze()
-    try:
-        yield
-    finally:
-        with _frozen_lock:
-            _frozen -= 1
-            if _frozen == 0 and _owned:
-                gc.unfreeze()
+__all__ = ["RunJob", "ResultWriter", "run_questions", "is_rate_limited"]
 
 
 def is_rate_limited(out: dict[str, Any]) -> bool:
@@ -92,13 +52,6 @@ class RunJob:
     """The benchmark that grades the answers."""
     concurrency: int
     """Questions of this job in flight at once."""
-
-
-class QuestionSource(Protocol):
-    """Questions handed over one at a time while the run goes on (a worker process asks its parent for each)."""
-
-    async def next(self) -> tuple[Item, bool] | None:
-        """The next question and whether more questions of its data may follow; None when there are no more."""
 
 
 class ResultWriter:
@@ -176,21 +129,13 @@ def _typed(family: MethodFamily, out: dict[str, Any]) -> GraphResult:
 
 
 async def run_questions(job: RunJob, on_finished: Callable[[], None] | None = None,
-                        source: QuestionSource | None = None, family: MethodFamily | None = None) -> int:
-    """Run every question of ``job`` (or, with ``source``, every question it hands over, ``job.concurrency`` at a
-    time) and append its record; ``on_finished`` after each line is written. ``family`` is the method's family
-    when the caller has it already (a worker process looks it up by the method's name).
+                        family: MethodFamily | None = None) -> int:
+    """Run every question of ``job``, ``job.concurrency`` at a time, and append its record; ``on_finished`` after
+    each line is written. ``family`` is the method's family when the caller has it already.
 
     Returns how many distinct data (scripts, indexes …) were prepared: each once, however many questions
     read it (:class:`~ragplan.eval.item_contexts.ItemContexts`).
     """
-    with frozen_heap():  # no full garbage-collector pass over the whole heap in the middle of the run
-        return await _run_questions(job, on_finished, source, family)
-
-
-async def _run_questions(job: RunJob, on_finished: Callable[[], None] | None, source: QuestionSource | None,
-                         family: MethodFamily | None) -> int:
-    """:func:`run_questions`' work."""
     settings, bench = job.settings, job.bench
     folder = RunFolder(job.run_dir)
     family = family or family_of(settings.method)
@@ -249,16 +194,8 @@ async def _run_questions(job: RunJob, on_finished: Callable[[], None] | None, so
             if on_finished:
                 on_finished()
 
-    async def take_turns(feed: QuestionSource) -> None:
-        while (got := await feed.next()) is not None:
-            contexts.expect(*got)
-            await one(got[0])
-
     try:  # the loop shuts its default executor down when it closes
-        if source is None:
-            await asyncio.gather(*(one(it) for it in job.items))
-        else:
-            await asyncio.gather(*(take_turns(source) for _ in range(max(1, job.concurrency))))
+        await asyncio.gather(*(one(it) for it in job.items))
     finally:
         await checkpoints.close()
     return contexts.prepared

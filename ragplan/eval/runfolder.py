@@ -41,9 +41,6 @@ class RunSettings:
     limit: int | None = None
     year: int | None = None
     concurrency: int = 4
-    workers: int | str = "auto"
-    """Processes that run the questions (:mod:`ragplan.eval.workers`): a number, or ``"auto"`` = min(cores,
-    concurrency // 8), at least 4 questions each, else 1; 1 runs every question in this process."""
     context: dict[str, Any] = field(default_factory=dict)
     """Extra context settings for every item (max_steps, row_cap, temperature …)."""
     benchmark_options: dict[str, Any] = field(default_factory=dict)
@@ -176,7 +173,7 @@ class RunFolder:
     def append_lines(self, lines: list[bytes]) -> None:
         """Append whole lines (:func:`record_line`) in one write, flushed to disk before returning; thread- and
         process-safe: one write under an exclusive ``flock`` (the runner appends from a worker thread, so the
-        fsync does not hold up its event loop, and with ``--workers`` from several processes), so lines are
+        fsync does not hold up its event loop, or from two processes), so lines are
         never cut by another's."""
         with _append_lock, open(self.results_file, "ab") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file is closed

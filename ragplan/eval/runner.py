@@ -12,9 +12,8 @@ A run folder holds:
 ``--resume RUN_DIR`` reads the folder's settings, skips every question already in ``results.jsonl``
 and runs the rest; a question that was in flight at a kill continues from its last finished node
 (``checkpoints.sqlite``, :mod:`ragplan.eval.item_checkpoints`). Plan review is always off in a batch. Errors of one question (endpoint down, a bad script, a timeout) are recorded in its
-line; they never stop the run. The questions run in this process or, with ``workers`` > 1 (``--workers``,
-by default chosen from the cores and the concurrency), in worker processes (:mod:`ragplan.eval.workers`);
-``summary.json`` says how under ``runner``.
+line; they never stop the run. The questions run in this process, ``concurrency`` at a time on one event loop
+(the work is bound by LLM latency; past one machine, runs belong on a LangGraph server).
 """
 
 from __future__ import annotations
@@ -22,18 +21,16 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
 from ragplan.eval.benchmark import Benchmark
 from ragplan.eval.item_contexts import data_keys
-from ragplan.eval.question_runner import RunJob, frozen_heap, is_rate_limited, run_questions
+from ragplan.eval.question_runner import RunJob, is_rate_limited, run_questions
 from ragplan.eval.registry import get_benchmark
 from ragplan.eval.report import summarise, write_summary
 from ragplan.eval.runfolder import RunFolder, RunSettings
-from ragplan.eval.workers import choose_workers, run_in_workers
 from ragplan.llm_cache import track_cache_usage
 from ragplan.registry import family_of
 from ragplan.state.review import REVIEW_OFF
@@ -42,26 +39,15 @@ __all__ = ["RunSettings", "RunFolder", "RunRefused", "evaluate", "run_evaluation
 
 
 class RunRefused(ValueError):
-    """The run cannot start: the method's family refused it (:meth:`~ragplan.family.MethodFamily.check_run`), or
-    its ``workers`` setting cannot be met (a chat-model object with ``workers`` > 1 …)."""
+    """The run cannot start: the method's family refused it (:meth:`~ragplan.family.MethodFamily.check_run`)."""
 
 
 async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: Any = None,
                    on_progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Run (or resume) ``settings`` into ``run_dir``; returns the summary. ``chat_model`` is for Python callers.
 
-    The questions run in this process, or with ``settings.workers`` > 1 in worker processes
-    (:mod:`ragplan.eval.workers`); either way through :func:`~ragplan.eval.question_runner.run_questions`.
-    No full garbage-collector pass walks the heap this process had before the run while it goes on
-    (:func:`~ragplan.eval.question_runner.frozen_heap`).
+    The questions run through :func:`~ragplan.eval.question_runner.run_questions` in this process.
     """
-    with frozen_heap():
-        return await _evaluate(settings, run_dir, chat_model=chat_model, on_progress=on_progress)
-
-
-async def _evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: Any,
-                    on_progress: Callable[[int, int], None] | None) -> dict[str, Any]:
-    """:func:`evaluate`'s work."""
     folder = RunFolder(run_dir)
     bench: Benchmark = get_benchmark(settings.benchmark, settings.data, limit=settings.limit, year=settings.year,
                                      **settings.benchmark_options)
@@ -94,9 +80,6 @@ async def _evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: A
             raise RunRefused(problem)
     job = RunJob(settings=settings, run_dir=str(folder.path), invocation=invocation, items=pending, base=base,
                  bench=bench, concurrency=max(1, settings.concurrency))
-    workers, problem = choose_workers(job, chat_model_given=chat_model is not None)
-    if problem:
-        raise RunRefused(problem)
     finished = len(items) - len(pending)
     if on_progress:
         on_progress(finished, len(items))
@@ -107,27 +90,17 @@ async def _evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: A
         if on_progress:
             on_progress(finished, len(items))
 
-    unfinished: list[str] = []
-    shared = 0
-    if workers == 1:
-        with track_cache_usage() as cache_usage:  # the LLM cache entries this run reads or writes
-            prepared = await run_questions(job, one_more, family=family)
-        digests = cache_usage.digests()
-    else:
-        outcome = await run_in_workers(job, family, workers, one_more)
-        prepared, digests, unfinished, shared = outcome.prepared, outcome.digests, outcome.unfinished, outcome.shared
-        for line in unfinished:
-            warnings.warn(f"{folder.path}: {line}", RuntimeWarning, stacklevel=1)
+    with track_cache_usage() as cache_usage:  # the LLM cache entries this run reads or writes
+        prepared = await run_questions(job, one_more, family=family)
+    digests = cache_usage.digests()
     records = folder.load_records()
     ordered = [records[it.id] for it in items if it.id in records]
     summary = summarise(ordered, list(bench.group_by), settings, list(getattr(bench, "metrics", ())),
                         run_metrics=family.result.run_metrics)  # and the family's figures (FuRePA's iterations …)
     summary["cost"]["wall_time_s"] = folder.wall_time(records, now=time.time())
     summary["plot_metrics"] = list(getattr(bench, "plot_metrics", ()) or ())  # what plot.png draws (EM/F1 …)
-    # how the run ran: its processes, its distinct data (scripts …), how often data was opened (once per data, plus
-    # once per worker that took over questions of data another worker held), what a dead worker left unfinished
-    summary["runner"] = {"workers": workers, "data": len(set(data_keys(family, pending))), "data_prepared": prepared,
-                         "data_shared": shared, "unfinished": unfinished}
+    # how the run ran: its distinct data (scripts …) and how often data was opened (once per distinct data)
+    summary["runner"] = {"data": len(set(data_keys(family, pending))), "data_prepared": prepared}
     if settings.llm_cache_dir:
         summary["llm_cache"] = folder.record_llm_cache(settings.llm_cache_dir, settings.llm_replay, digests)
     if hasattr(bench, "report"):  # a benchmark's own tables (e.g. REAPER's per-tool precision/recall/F1)

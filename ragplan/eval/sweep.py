@@ -172,7 +172,7 @@ def run_sweep(base: RunSettings, key: str, values: Sequence[Any], out_dir: str |
             if diff:
                 raise SweepError(f"{run_dir} holds a run with other settings: {'; '.join(diff)}. "
                                  f"Use another --out for this sweep.")
-            new = replace(old, concurrency=base.concurrency, workers=base.workers, base_url=base.base_url,  # resume: keep its creation time
+            new = replace(old, concurrency=base.concurrency, base_url=base.base_url,  # resume: keep its creation time
                           llm_cache_dir=base.llm_cache_dir, llm_replay=base.llm_replay)
             results = run_dir / "results.jsonl"
             done = sum(1 for line in results.read_bytes().splitlines() if line.strip()) if results.exists() else 0
