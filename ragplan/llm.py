@@ -330,23 +330,18 @@ def _from_text(text: str, schema: type[T]) -> tuple[T | None, str]:
 
 def _parsed(out: Any, schema: type[T]) -> tuple[T | None, str, Any]:
     """``(object or None, why not, raw message)`` of one structured-output call (``include_raw=True``) or a text reply."""
-    if not isinstance(out, dict):  # text mode: the model's message
-        parsed, problem = _from_text(message_text(out), schema)
-        return parsed, problem, out
-    raw, parsed, error = out.get("raw"), out.get("parsed"), out.get("parsing_error")
+    raw, parsed, error = (out.get("raw"), out.get("parsed"), out.get("parsing_error")) if isinstance(out, dict) else (out, None, None)
     if isinstance(parsed, schema):
         return parsed, "", raw
-    if error is not None:
-        problem = _short_validation(error) if isinstance(error, ValidationError) else str(error).splitlines()[0][:200]
-        bad = getattr(raw, "invalid_tool_calls", None) or []
-        problem = f"the tool call's arguments do not parse: {str(bad[0].get('error'))[:200]}" if bad and not problem else problem
-        return None, problem, raw
-    content = message_text(raw) if raw is not None else ""
-    if not content:  # no tool call and no text
-        bad = getattr(raw, "invalid_tool_calls", None) or []
-        return None, (f"the tool call's arguments do not parse: {str(bad[0].get('error') or bad[0].get('args'))[:200]}"
-                      if bad else f"the reply holds no {schema.__name__} tool call"), raw
-    return (*_from_text(content, schema), raw)  # a JSON object in the text instead of the tool call
+    bad = getattr(raw, "invalid_tool_calls", None) or []
+    text_mode = not isinstance(out, dict)
+    if error is None and not bad and (text_mode or message_text(raw)):  # JSON in the text (or instead of the tool call)
+        return (*_from_text(message_text(raw), schema), raw)
+    problem = (_short_validation(error) if isinstance(error, ValidationError) else str(error).splitlines()[0][:200] if error
+               else f"the reply holds no {schema.__name__} tool call")
+    if bad:
+        problem = f"the tool call's arguments do not parse: {str(bad[0].get('error') or bad[0].get('args'))[:200]}"
+    return None, problem, raw
 
 
 def decide(
