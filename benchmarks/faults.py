@@ -49,12 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     os.environ.pop("OPENAI_API_KEY", None)
     warnings.simplefilter("ignore")
-    import ragplan.llm_retry as llm_retry
+    import ragplan.llm as llm
     from ragplan.registry import families
     from tests.auto_reply import auto_responder
     from tests.fault_injection import run_with_faults
 
-    llm_retry.BACKOFF_S = 0.05  # the malformed-reply backoff, short so the table takes minutes, not hours
+    llm.BACKOFF_S = 0.05  # the malformed-reply backoff, short so the table takes minutes, not hours
     wanted = {f for f in args.families.split(",") if f}
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -32,8 +32,8 @@ from langchain_core.outputs import ChatGeneration
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import load_baseline, print_rows, save_report  # noqa: E402
 
-from ragplan.llm import decide, load_chat_model, structured_model  # noqa: E402
-from ragplan.llm_cache import LLMCache, cache_request  # noqa: E402
+from ragplan.llm import decide, load_chat_model  # noqa: E402
+from ragplan.llm_cache import LLMCache, digest_of  # noqa: E402
 from ragplan.nodes.planrag.plan import Plan  # noqa: E402
 
 
@@ -49,16 +49,23 @@ def _ms(fn, n: int) -> float:
 def measure(size: int, calls: int, root: Path) -> dict[str, float]:
     """The per-call figures for prompts of ``size`` characters."""
     model = load_chat_model("openai:bench-model", cache_dir=str(root / f"c{size}"), replay=True)
-    bound = structured_model(model, Plan, "function_calling")
-    llm_string = model._get_llm_string(**bound.kwargs)
     text = ("The trade node upstream sends value downstream in proportion to power. " * (size // 72 + 1))[:size]
     prompts = [[SystemMessage(text), HumanMessage(f"Question {i}: where should the merchant go?")] for i in range(calls)]
     serialised = [dumps(p) for p in prompts]
     writer = LLMCache(root / f"c{size}")
     reply = AIMessage("", tool_calls=[{"name": "Plan", "args": {"steps": ["count the nodes", "compare flows"]}, "id": "c1"}],
                       usage_metadata={"input_tokens": size // 4, "output_tokens": 20, "total_tokens": size // 4 + 20})
+    seen: dict[str, str] = {}
+
+    class Capture(LLMCache):  # what LangChain hands the cache for this decision
+        def lookup(self, prompt: str, llm_string: str):  # type: ignore[override]
+            seen["llm_string"] = llm_string
+            return [ChatGeneration(message=reply)]
+
+    decide(model.model_copy(update={"cache": Capture(root)}), prompts[0], Plan)
+    llm_string = seen["llm_string"]
     row = {"prompt_chars": size}
-    row["key_ms"] = _ms(lambda i: cache_request(serialised[i], llm_string), calls)
+    row["key_ms"] = _ms(lambda i: digest_of(serialised[i], llm_string), calls)
     row["write_ms"] = _ms(lambda i: writer.update(serialised[i], llm_string, [ChatGeneration(message=reply)]), calls)
     row["hit_ms"] = _ms(lambda i: writer.lookup(serialised[i], llm_string), calls)
     row["replay_decide_ms"] = _ms(lambda i: decide(model, prompts[i], Plan), calls)

@@ -32,7 +32,7 @@ from ragplan.nodes.think_then_act.flare import flare_draft
 from ragplan.nodes.common.retrieve_text import retrieve_text
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import (
-    Failure, SingleQueryState, SubQuery, SubQueryState, TextQAInput, TextQAOutput, TextQAResult, TextQAState, merge_queries,
+    BranchFailure, SingleQueryState, SubQuery, SubQueryState, TextQAInput, TextQAOutput, TextQAResult, TextQAState, merge_queries,
 )
 from ragplan.tools.retrievers import make_retriever
 from ragplan.state.usage import Usage, add_usage
@@ -66,7 +66,7 @@ class _SubQueryOut(TypedDict, total=False):
 
     queries: Annotated[list[SubQuery], merge_queries]
     usage: Annotated[Usage, add_usage]
-    failures: Annotated[list[Failure], operator.add]
+    failures: Annotated[list[BranchFailure], operator.add]
 
 
 def schedule(state: TextQAState) -> dict[str, Any]:

@@ -3,34 +3,60 @@
 * :func:`load_chat_model` turns ``provider:name`` (+ an optional OpenAI-compatible base URL) into a
   LangChain chat model, once per process. Graphs never build a model at import time; nodes get it
   from the run's context through :func:`chat_model_for`.
-* :func:`decide` asks the model for one pydantic object (a plan, a verdict, an action) with
-  structured output, shows a parse error back to the model for a bounded number of repairs, and never
-  raises: a failure comes back as a :class:`Decision` with ``error`` set, which nodes record in state.
+* :func:`decide` asks the model for one pydantic object (a plan, a verdict, an action) with LangChain's
+  structured output (``with_structured_output(schema, include_raw=True)``; in ``text`` mode a JSON reply read
+  by LangChain's ``JsonOutputParser`` after its format instructions), shows a parse error back to the model
+  for a bounded number of repairs, and never raises: a failure comes back as a :class:`Decision` whose
+  ``kind`` (:data:`~ragplan.state.failure.FailureKind`) is set from the exception's type.
+
+Retries. The OpenAI client retries a 429, a 5xx, a timeout and a dropped connection itself (``max_retries``,
+with its backoff and ``Retry-After``). A ``200 OK`` whose body is not a chat completion fails only while it is
+read, so the client does not retry it; with ``ChatOpenAI`` as published it surfaces as one of
+:data:`MALFORMED_REPLY` (the body is not JSON or not UTF-8: ``json.JSONDecodeError`` / ``UnicodeDecodeError``;
+no, empty or ``null`` ``choices``, a choice without a message: ``TypeError`` / ``IndexError`` /
+``AttributeError`` / ``KeyError``; a body of another content type: ``ValueError``). Those types are retried
+here with tenacity, as many times as the model's ``max_retries``, waiting 0.5 s, 1 s, 2 s … (at most 8 s,
+jittered). A pydantic ``ValidationError`` is not retried: it is the model's output that LangChain could not
+turn into a message (tool-call arguments that are JSON but not an object), repaired like a reply that does
+not parse. Nothing else is retried here: a 4xx comes back at once.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 import time
-import weakref
 from dataclasses import dataclass, field
-from typing import Any, Generic, Sequence, TypeVar
+from typing import Any, Callable, Generic, Sequence, TypeVar
 
+import httpx
+import openai
+from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from pydantic import BaseModel, ValidationError
+from langchain_core.output_parsers import JsonOutputParser
+from pydantic import BaseModel, SecretStr, ValidationError
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from ragplan.llm_cache import LLMCache, LLMCacheMiss, attach_cache, llm_cache
-from ragplan.llm_retry import call_with_retries, malformed_reply, retries_of, unusable_output
+from ragplan.state.failure import FailureKind, failure
 from ragplan.state.usage import Usage
 
 __all__ = ["load_chat_model", "endpoint_problem", "chat_model_for", "Decision", "decide", "decide_for", "LLMConfigError",
-           "generate", "structured_model", "parse_reply", "cache_of"]
+           "generate", "message_text", "cache_of", "kind_of", "failure_update", "MALFORMED_REPLY", "BACKOFF_S", "MAX_BACKOFF_S"]
 
 T = TypeVar("T", bound=BaseModel)
+
+#: The exception types a malformed ``200 OK`` reply raises while LangChain reads it (see the module docstring).
+MALFORMED_REPLY: tuple[type[BaseException], ...] = (json.JSONDecodeError, UnicodeDecodeError, TypeError, IndexError,
+                                                    AttributeError, KeyError, ValueError)
+#: First wait before a retry of a malformed reply (doubles each retry); the OpenAI client's own first delay.
+BACKOFF_S = 0.5
+#: Longest wait between two attempts.
+MAX_BACKOFF_S = 8.0
+#: Retries when the model does not say how many it allows (a chat model object without ``max_retries``).
+DEFAULT_RETRIES = 2
 
 
 class LLMConfigError(RuntimeError):
@@ -83,12 +109,12 @@ _models: dict[tuple, BaseChatModel] = {}
 _models_lock = threading.Lock()
 
 
-def cache_of(cache_dir: str, replay: bool) -> LLMCache | None:
-    """The record/replay cache of these settings (None without ``cache_dir``); raises :class:`LLMConfigError`
-    for replay without a cache."""
+def cache_of(cache_dir: str, replay: bool, model: str = "") -> LLMCache | None:
+    """The record/replay cache of these settings for the chat model named ``model`` (None without ``cache_dir``);
+    raises :class:`LLMConfigError` for replay without a cache."""
     if replay and not cache_dir:
         raise LLMConfigError("llm_replay (--replay) needs llm_cache_dir (--llm-cache DIR): the cache to replay from")
-    return llm_cache(cache_dir, replay) if cache_dir else None
+    return llm_cache(cache_dir, replay, model) if cache_dir else None
 
 
 def load_chat_model(
@@ -97,16 +123,19 @@ def load_chat_model(
 ) -> BaseChatModel:
     """The chat model for ``spec``, built once per process per setting.
 
-    With ``base_url`` (or provider ``openai``) it is a ``ChatOpenAI`` pointed at that endpoint, which
+    With ``base_url`` (or provider ``openai``) it is LangChain's ``ChatOpenAI`` pointed at that endpoint, which
     covers OpenAI, vLLM, Ollama, llama.cpp server and LM Studio; other providers go through LangChain's
-    ``init_chat_model``. With ``cache_dir`` every call goes through the record/replay cache
-    (:mod:`ragplan.llm_cache`); with ``replay`` only through it, and no key or endpoint is needed.
-    Raises :class:`LLMConfigError` when no endpoint is configured.
+    ``init_chat_model``. The endpoint, key, timeout and retries of a ``ChatOpenAI`` are set on the OpenAI
+    clients it is given, so LangChain's description of the model (what its cache keys a request by) holds
+    only what changes the answer: a run recorded against one server replays without it. With ``cache_dir``
+    every call goes through the record/replay cache (:mod:`ragplan.llm_cache`); with ``replay`` only
+    through it, and no key or endpoint is needed. Raises :class:`LLMConfigError` when no endpoint is configured.
     """
     problem = endpoint_problem(spec, base_url, replay)
     if problem:
         raise LLMConfigError(problem)
-    cache = cache_of(cache_dir, replay)
+    provider, name = split_model_spec(spec)
+    cache = cache_of(cache_dir, replay, f"{provider}:{name}")
     key = (spec, base_url, float(temperature), float(timeout_s), int(max_retries),
            str(cache.directory) if cache else "", bool(replay))
     known = _models.get(key)  # the common case, without the lock (every node of every question asks)
@@ -115,18 +144,16 @@ def load_chat_model(
     with _models_lock:
         if key in _models:
             return _models[key]
-        provider, name = split_model_spec(spec)
         cached: dict[str, Any] = {"cache": cache} if cache is not None else {}
         if base_url or provider == "openai":
-            from pydantic import SecretStr
+            from langchain_openai import ChatOpenAI
 
-            from ragplan.llm_openai import OpenAICompatibleChat
-
-            secret = os.environ.get("OPENAI_API_KEY") or ("not-needed" if base_url or replay else None)
-            api_key = SecretStr(secret) if secret else None
-            model: BaseChatModel = OpenAICompatibleChat(
-                model=name, base_url=base_url or None, api_key=api_key, temperature=temperature,
-                timeout=timeout_s, max_retries=max_retries, stream_usage=True, **cached,
+            secret = os.environ.get("OPENAI_API_KEY") or "not-needed"  # (an empty key is refused by the endpoint)
+            sync = openai.OpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries)
+            async_ = openai.AsyncOpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries)
+            model: BaseChatModel = ChatOpenAI(
+                model=name, temperature=temperature, stream_usage=True, api_key=SecretStr(secret), root_client=sync,
+                client=sync.chat.completions, root_async_client=async_, async_client=async_.chat.completions, **cached,
             )
         else:
             from langchain.chat_models import init_chat_model
@@ -154,7 +181,7 @@ def chat_model_for(ctx: Any, role: str = "") -> BaseChatModel:
         if not isinstance(obj, BaseChatModel):
             raise LLMConfigError(f"chat_model must be a LangChain chat model object, not {type(obj).__name__}; "
                                  "to name a model use the `model` setting (e.g. openai:gpt-4o-mini)")
-        cache = cache_of(cache_dir, replay)
+        cache = cache_of(cache_dir, replay, f"{type(obj).__name__}:{getattr(obj, 'model_name', '') or getattr(obj, 'model', '')}")
         return attach_cache(obj, cache) if cache is not None else obj  # a copy: the caller's object is left as it is
     spec = (getattr(ctx, f"{role}_model", "") if role else "") or ctx.model
     return load_chat_model(spec, base_url=ctx.base_url, temperature=ctx.temperature,
@@ -171,8 +198,9 @@ class Decision(Generic[T]):
     usage: Usage = field(default_factory=Usage)
     error: str = ""
     attempts: int = 0
-    kind: str = ""
-    """Why there is no value: ``endpoint`` (request failed), ``config`` (no usable model), ``parse`` (no valid reply)."""
+    kind: FailureKind | None = None
+    """Why there is no value (None when there is): from the exception's type (:func:`kind_of`), ``unparseable``
+    (no valid reply after the repairs) or ``config`` (no usable model)."""
 
     @property
     def ok(self) -> bool:
@@ -187,54 +215,94 @@ class Decision(Generic[T]):
         return self.result
 
 
+def kind_of(exc: BaseException) -> FailureKind:
+    """The :data:`~ragplan.state.failure.FailureKind` of an exception an LLM call raised, from its type."""
+    if isinstance(exc, LLMCacheMiss):
+        return "replay_miss"
+    if isinstance(exc, LLMConfigError):
+        return "config"
+    if isinstance(exc, openai.RateLimitError):
+        return "rate_limit"
+    if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException, TimeoutError)):
+        return "timeout"
+    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError, ConnectionError)):
+        return "connection"
+    if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
+        return "auth"
+    if isinstance(exc, openai.NotFoundError):
+        return "not_found"
+    if isinstance(exc, openai.APIStatusError):
+        return "server_error" if exc.status_code >= 500 else "bad_request"
+    if _malformed(exc):
+        return "malformed_reply"
+    return "error"
+
+
+def _malformed(exc: BaseException) -> bool:
+    return isinstance(exc, MALFORMED_REPLY) and not isinstance(exc, (ValidationError, openai.OpenAIError, LLMCacheMiss))
+
+
+def _retries_of(model: Any) -> int:
+    """How many retries the model's client allows for a 5xx (its ``max_retries``), used for malformed replies too."""
+    bound = getattr(model, "bound", model)  # a model with tools bound: the chat model underneath
+    n = getattr(getattr(bound, "root_client", None), "max_retries", None)
+    n = getattr(bound, "max_retries", None) if n is None else n
+    return max(0, int(n)) if isinstance(n, int) else DEFAULT_RETRIES
+
+
+def _invoke(call: Callable[[], Any], retries: int, spent: list[Usage]) -> tuple[Any, float]:
+    """``(call(), seconds)``, retrying a malformed reply (:data:`MALFORMED_REPLY`) up to ``retries`` times with
+    backoff; every failed attempt's cost goes to ``spent`` (a replay miss sent nothing: no call)."""
+    for attempt in Retrying(stop=stop_after_attempt(retries + 1), retry=retry_if_exception(_malformed), reraise=True,
+                            wait=wait_exponential_jitter(initial=BACKOFF_S, max=MAX_BACKOFF_S, jitter=BACKOFF_S / 4)):
+        with attempt:
+            t0 = time.perf_counter()
+            try:
+                return call(), time.perf_counter() - t0
+            except Exception as exc:
+                took = round(time.perf_counter() - t0, 4)
+                spent.append(Usage(llm_seconds=took) if isinstance(exc, LLMCacheMiss) else Usage(llm_calls=1, llm_seconds=took))
+                raise
+    raise AssertionError("unreachable")  # Retrying returns or re-raises
+
+
 def _usage_of(msg: Any, seconds: float) -> Usage:
     meta = getattr(msg, "usage_metadata", None) or {}
     return Usage(llm_calls=1, input_tokens=int(meta.get("input_tokens", 0) or 0),
                  output_tokens=int(meta.get("output_tokens", 0) or 0), llm_seconds=round(seconds, 4))
 
 
-def generate(model: Any, messages: Sequence[BaseMessage], *, options: dict[str, Any] | None = None) -> tuple[Any, Usage, str]:
-    """One free-text call (a draft, a plan in a text format): ``(message or None, usage, error)``; never raises.
+def request_failed(exc: BaseException, attempts: int, model: Any = None, limit: int = 500) -> str:
+    """The recorded reason of a failed LLM request: a malformed reply says so, with how many were tried; an endpoint
+    that could not be reached is named."""
+    if _malformed(exc):
+        what = ("not JSON" if isinstance(exc, json.JSONDecodeError) else "not UTF-8" if isinstance(exc, UnicodeDecodeError)
+                else "not a chat completion")
+        return (f"LLM request failed: malformed reply ({attempts} attempt{'s' * (attempts != 1)}): the reply is {what} "
+                f"({type(exc).__name__}: {str(exc)[:160]})")
+    url = str(getattr(getattr(model, "root_client", None), "base_url", "") or "").rstrip("/")
+    where = f" (endpoint {url})" if url and kind_of(exc) in ("connection", "timeout") and url not in str(exc) else ""
+    return f"LLM request failed: {type(exc).__name__}: {str(exc)[:limit]}{where}"
+
+
+def generate(model: Any, messages: Sequence[BaseMessage], *, options: dict[str, Any] | None = None) -> Decision[Any]:
+    """One free-text call (a draft, a plan in a text format): a :class:`Decision` holding the message; never raises.
 
     ``options`` are extra request parameters (e.g. ``logprobs=True``); a model that rejects them is
     called without. For outputs that are text by nature; every *decision* goes through :func:`decide`.
     """
-    spent: list[Usage] = []  # failed attempts (a malformed reply is retried: ragplan.llm_retry)
-
-    def call() -> Any:
-        try:
-            return (model.bind(**options) if options else model).invoke(list(messages))
-        except (TypeError, ValueError, NotImplementedError) as exc:
-            if not options or malformed_reply(exc):
-                raise
-            return model.invoke(list(messages))
-
+    spent: list[Usage] = []
     try:
-        msg, took = call_with_retries(call, retries_of(model), lambda e, s: spent.append(failed_attempt(e, s)))
+        if options:
+            try:  # once with the options: a model or endpoint that refuses them (or a malformed reply) is asked without
+                msg, took = _invoke(lambda: model.bind(**options).invoke(list(messages)), 0, [])
+                return Decision(msg, _usage_of(msg, took), "", 1)
+            except (TypeError, ValueError, NotImplementedError):
+                pass
+        msg, took = _invoke(lambda: model.invoke(list(messages)), _retries_of(model), spent)
     except Exception as exc:  # endpoint down, auth, timeout after the client's retries, malformed replies after ours
-        return None, sum(spent, Usage()), request_failed(exc, len(spent), 300, model)
-    return msg, sum(spent, Usage()) + _usage_of(msg, took), ""
-
-
-def failed_attempt(exc: BaseException, seconds: float) -> Usage:
-    """What a failed request cost: one call and its time, except a replay miss (nothing was sent: no call)."""
-    if isinstance(exc, LLMCacheMiss):
-        return Usage(llm_seconds=round(seconds, 4))
-    return Usage(llm_calls=1, llm_seconds=round(seconds, 4))
-
-
-def request_failed(exc: BaseException, attempts: int, limit: int = 500, model: Any = None) -> str:
-    """The recorded reason of a failed LLM request (a malformed reply says so, with how many were tried; an
-    endpoint that could not be reached is named, when ``model`` knows its URL)."""
-    malformed = malformed_reply(exc)
-    if malformed:
-        return f"LLM request failed: malformed reply ({attempts} attempt{'s' * (attempts != 1)}): {malformed}"
-    where = ""
-    name = type(exc).__name__
-    url = getattr(model, "openai_api_base", None)
-    if url and ("Connection" in name or "Timeout" in name) and url not in str(exc):
-        where = f" (endpoint {url})"
-    return f"LLM request failed: {name}: {str(exc)[:limit]}{where}"
+        return Decision(None, sum(spent, Usage()), request_failed(exc, len(spent), model, 300), 1, kind_of(exc))
+    return Decision(msg, sum(spent, Usage()) + _usage_of(msg, took), "", 1)
 
 
 def message_text(msg: Any) -> str:
@@ -242,93 +310,38 @@ def message_text(msg: Any) -> str:
     return (msg.content if isinstance(msg.content, str) else str(msg.content)).strip()
 
 
-_JSON_BLOCK = re.compile(r"\{.*\}", re.S)
-
-
-def parse_json_object(text: str, schema: type[T]) -> T:
-    """Parse the first JSON object in ``text`` (fenced or bare) into ``schema``; raises ValueError."""
-    m = _JSON_BLOCK.search(text or "")
-    if not m:
-        raise ValueError("the reply holds no JSON object")
-    try:
-        data = json.loads(m.group(0))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"the JSON object does not parse: {exc}") from exc
-    if isinstance(data, dict) and set(data) == {"name", "arguments"} and isinstance(data["arguments"], dict):
-        data = data["arguments"]
-    try:
-        return schema.model_validate(data)
-    except ValidationError as exc:
-        raise ValueError(_short_validation(exc)) from exc
-
-
 def _short_validation(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()[:6])
 
 
-def _text_instruction(schema: type[T]) -> str:
-    return (
-        "Reply with one JSON object only (no prose around it) that matches this JSON schema:\n"
-        + json.dumps(schema.model_json_schema(), separators=(",", ":"))
-    )
-
-
-_structured: dict[tuple[int, type, str], tuple[Any, Any]] = {}
-_structured_lock = threading.Lock()
-
-
-def structured_model(model: BaseChatModel, schema: type[BaseModel], method: str) -> Any:
-    """``model`` with ``schema`` bound the way its provider does structured output (a forced tool, or a
-    response format), built once per (model, schema, method).
-
-    The parsing is ours (:func:`parse_reply`), so a call is one plain model call: no schema rebuilt per
-    call and none of the parallel runnable (and its threads) that ``include_raw=True`` adds.
-    Raises ``NotImplementedError`` for a model without structured output.
-    """
-    key = (id(model), schema, method)
-    with _structured_lock:
-        hit = _structured.get(key)
-        if hit is not None and hit[0]() is model:
-            return hit[1]
-    chain = model.with_structured_output(schema, method=method)  # type: ignore[arg-type]
-    bound = getattr(chain, "first", None)  # RunnableSequence(model with the tool / format bound | parser)
-    if bound is None:
-        raise NotImplementedError(f"{type(model).__name__} gives no bindable structured output")
-    kwargs = getattr(bound, "kwargs", None)
-    ls_format = (kwargs or {}).get("ls_structured_output_format")
-    if isinstance(ls_format, dict) and isinstance(ls_format.get("schema"), type):
-        # the tracing metadata names the schema as a class, which LangChain turns into a JSON schema on
-        # every call (~0.4 ms of pydantic work); give it the JSON schema, made once, instead
-        from langchain_core.utils.function_calling import convert_to_json_schema
-
-        bound = bound.bind(ls_structured_output_format={**ls_format, "schema": convert_to_json_schema(ls_format["schema"])})
-    with _structured_lock:
-        if len(_structured) > 512:  # models are long-lived (cached by name); drop entries of collected ones
-            for k in [k for k, (ref, _) in _structured.items() if ref() is None]:
-                del _structured[k]
-        _structured[key] = (weakref.ref(model), bound)
-    return bound
-
-
-def parse_reply(raw: Any, schema: type[T]) -> tuple[T | None, str]:
-    """The ``schema`` object in a reply (its forced tool call, or a JSON object in its text), or the reason there is none."""
-    calls = getattr(raw, "tool_calls", None) or []
-    problem = ""
-    for call in sorted(calls, key=lambda c: c.get("name") != schema.__name__):
-        try:
-            return schema.model_validate(call.get("args") or {}), ""
-        except ValidationError as exc:
-            problem = _short_validation(exc)
-            break
-    for bad in getattr(raw, "invalid_tool_calls", None) or []:
-        problem = problem or f"the tool call's arguments do not parse: {str(bad.get('error') or bad.get('args'))[:200]}"
-    content = raw.content if isinstance(raw.content, str) else str(raw.content)
-    if problem and not content.strip():
-        return None, problem
+def _from_text(text: str, schema: type[T]) -> tuple[T | None, str]:
+    """The ``schema`` object in a JSON reply (fenced or bare; ``{"name", "arguments"}`` unwrapped), or why not."""
     try:
-        return parse_json_object(content, schema), ""
-    except ValueError as exc:
-        return None, problem or str(exc)
+        data = JsonOutputParser().parse(text or "")
+    except OutputParserException as exc:
+        return None, f"the reply holds no JSON object ({str(exc).splitlines()[0][:160]})"
+    if isinstance(data, dict) and set(data) == {"name", "arguments"} and isinstance(data["arguments"], dict):
+        data = data["arguments"]
+    try:
+        return schema.model_validate(data), ""
+    except ValidationError as exc:
+        return None, _short_validation(exc)
+
+
+def _parsed(out: Any, schema: type[T]) -> tuple[T | None, str, Any]:
+    """``(object or None, why not, raw message)`` of one structured-output call (``include_raw=True``) or a text reply."""
+    raw, parsed, error = (out.get("raw"), out.get("parsed"), out.get("parsing_error")) if isinstance(out, dict) else (out, None, None)
+    if isinstance(parsed, schema):
+        return parsed, "", raw
+    bad = getattr(raw, "invalid_tool_calls", None) or []
+    text_mode = not isinstance(out, dict)
+    if error is None and not bad and (text_mode or message_text(raw)):  # JSON in the text (or instead of the tool call)
+        return (*_from_text(message_text(raw), schema), raw)
+    problem = (_short_validation(error) if isinstance(error, ValidationError) else str(error).splitlines()[0][:200] if error
+               else f"the reply holds no {schema.__name__} tool call")
+    if bad:
+        problem = f"the tool call's arguments do not parse: {str(bad[0].get('error') or bad[0].get('args'))[:200]}"
+    return None, problem, raw
 
 
 def decide(
@@ -337,45 +350,42 @@ def decide(
 ) -> Decision[T]:
     """Ask ``model`` for one ``schema`` object; repair up to ``max_repairs`` times; never raise.
 
-    ``method`` is ``function_calling`` (tool calling), ``json_schema`` (the endpoint's JSON mode) or
-    ``text`` (a JSON object in the reply). A model without tool calling falls back to ``text``. A
-    reply that does not parse is shown back to the model with the error; an endpoint failure (after
-    the client's own retries) ends the decision with the error recorded.
+    ``method`` is ``function_calling`` (tool calling), ``json_schema`` (the endpoint's JSON mode) — both through
+    ``model.with_structured_output(schema, method=…, include_raw=True)`` — or ``text`` (a JSON object in the
+    reply, asked for with ``JsonOutputParser``'s format instructions). A model without structured output falls
+    back to ``text``. A reply that does not parse is shown back to the model with the error; an endpoint
+    failure (after the retries) ends the decision with its kind and reason.
     """
     convo: list[BaseMessage] = list(messages)
-    usage = Usage()
     runnable: Any = model
     if method != "text":
         try:
-            runnable = structured_model(model, schema, method)
+            runnable = model.with_structured_output(schema, method=method, include_raw=True)  # type: ignore[call-overload]
         except (NotImplementedError, ValueError, TypeError):
-            method, runnable = "text", model
+            method = "text"
     if method == "text":
-        convo = [*convo[:-1], SystemMessage(_text_instruction(schema)), convo[-1]] if convo else convo
-    last_error = ""
-    retries = retries_of(runnable)
+        instructions = JsonOutputParser(pydantic_object=schema).get_format_instructions()
+        convo = [*convo[:-1], SystemMessage("Reply with one JSON object only (no prose around it). " + instructions),
+                 *convo[-1:]]
+    usage, problem, retries = Usage(), "", _retries_of(model)
     for attempt in range(1, max_repairs + 2):
         spent: list[Usage] = []
-        try:  # a malformed reply (JSON cut off, no choices …) is retried like a 5xx: ragplan.llm_retry
-            raw, took = call_with_retries(lambda: runnable.invoke(convo), retries,
-                                          lambda e, s: spent.append(failed_attempt(e, s)))
+        try:
+            out, took = _invoke(lambda: runnable.invoke(convo), retries, spent)
+        except ValidationError as exc:  # LangChain could not make a message of the model's output: repaired
+            usage, problem, shown = sum(spent, usage), _short_validation(exc), "(a reply that could not be read)"
         except Exception as exc:  # endpoint down, auth, timeout after retries: recorded, never raised
-            usage = sum(spent, usage)
-            last_error = unusable_output(exc)
-            if last_error:  # the model's output could not even be read (a tool call's arguments not an object)
-                convo = [*convo, HumanMessage(f"That reply could not be used: {last_error}. Answer again with a "
-                                              f"valid {schema.__name__} object and nothing else.")]
-                continue
-            return Decision(None, usage, request_failed(exc, len(spent), model=model), attempt, "endpoint")
-        usage = sum(spent, usage) + _usage_of(raw, took)
-        parsed, last_error = parse_reply(raw, schema)
-        if parsed is not None:
-            return Decision(parsed, usage, "", attempt)
-        convo = [*convo, AIMessage(content=_visible(raw)),
-                 HumanMessage(f"That reply could not be used: {last_error}. Answer again with a valid "
-                              f"{schema.__name__} object and nothing else.")]
-    return Decision(None, usage, f"no valid {schema.__name__} after {max_repairs + 1} attempts: {last_error}", max_repairs + 1,
-                    "parse")
+            return Decision(None, sum(spent, usage), request_failed(exc, len(spent), model), attempt, kind_of(exc))
+        else:
+            parsed, problem, raw = _parsed(out, schema)
+            usage = sum(spent, usage) + _usage_of(raw, took)
+            if parsed is not None:
+                return Decision(parsed, usage, "", attempt)
+            shown = _visible(raw)
+        convo = [*convo, AIMessage(content=shown), HumanMessage(
+            f"That reply could not be used: {problem}. Answer again with a valid {schema.__name__} object and nothing else.")]
+    return Decision(None, usage, f"no valid {schema.__name__} after {max_repairs + 1} attempts: {problem}", max_repairs + 1,
+                    "unparseable")
 
 
 def decide_for(ctx: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: str = "") -> Decision[T]:
@@ -392,13 +402,16 @@ def decide_for(ctx: Any, messages: Sequence[BaseMessage], schema: type[T], *, ro
 
 
 def failure_update(d: Decision[Any], node: str) -> dict[str, Any]:
-    """The state update a node returns for a failed decision: the error, its usage, and why the run stops.
+    """The state update a node returns for a failed decision: the error, its typed failure, its usage, and why the
+    run stops.
 
-    An endpoint or configuration failure ends the run (``llm_error``); output that could not be parsed
-    after the repairs ends retrieval (``llm_unparseable``) but still lets the answer step try.
+    Output that could not be parsed after the repairs ends retrieval (``llm_unparseable``) but still lets the
+    answer step try; any other failure (endpoint, configuration) ends the run (``llm_error``).
     """
-    reason = "llm_unparseable" if d.kind == "parse" else "llm_error"
-    return {"usage": d.usage, "error": f"{node}: {d.error}", "stop_reason": reason, "answer": ""}
+    reason = "llm_unparseable" if d.kind == "unparseable" else "llm_error"
+    error = f"{node}: {d.error}"
+    return {"usage": d.usage, "error": error, "failure": failure(d.kind or "error", node, error), "stop_reason": reason,
+            "answer": ""}
 
 
 def _visible(msg: Any) -> str:

@@ -1,34 +1,29 @@
-"""Record and replay of every LLM call: a content-addressed on-disk cache of chat requests and their responses.
+"""Record and replay of every LLM call: an on-disk cache of chat requests and their responses.
 
 :class:`LLMCache` is a LangChain :class:`~langchain_core.caches.BaseCache` set as a chat model's ``cache``
 field (:func:`ragplan.llm.load_chat_model` builds models with it; a model object a Python caller gave is
 copied with it). LangChain asks the cache before every request and hands it every response, so each
 decision and each free-text call of every node goes through it, streamed or not, sync or async.
 
-**The key** of a request is the SHA-256 of one canonical JSON object (keys sorted, compact)::
-
-    {"v": 1, "model": "openai:gpt-4o-mini", "settings": {...}, "messages": [...]}
-
-* ``model`` — ``provider:name`` of the chat model;
-* ``settings`` — what changes the answer: the model's own settings (temperature, top_p, seed, max_tokens,
-  logprobs …) and the call's bound arguments (``tools``, ``tool_choice``, ``response_format`` — a pydantic
-  class there is replaced by its JSON schema —, ``logprobs``, ``stop`` …). Transport settings are left
-  out (base URL, API key, timeout, retries, organisation, proxy, headers, ``stream_usage``), and so are
-  LangSmith's ``ls_*`` tracing arguments: a cache recorded against one server replays without it;
-* ``messages`` — the conversation as LangChain serialises it, without message ids and without the
-  ``response_metadata`` / ``usage_metadata`` of earlier replies (neither is sent to the endpoint).
+**The key** of a request is what LangChain's cache interface hands over, as given: the SHA-256 of
+``prompt`` (the conversation as LangChain serialises it) and ``llm_string`` (LangChain's description of the
+model and the call's arguments: model name, temperature, tools, tool choice, response format, stop …),
+joined by a NUL. Models built by :func:`ragplan.llm.load_chat_model` keep the endpoint, key, timeout and
+retries on their OpenAI clients, outside that description, so a run recorded against one server replays
+without it.
 
 **An entry** is one JSON file ``DIR/ab/cd/<digest>.json`` (two levels of fan-out by the digest's first
-four hex digits) holding the request (model, settings, messages) and the response's generations (each
-message's full ``model_dump``: content, tool calls, ``usage_metadata``, ``response_metadata`` with
-logprobs). Files are written to a temporary name, fsynced and linked into place, so a kill never leaves
-a torn entry and concurrent writers (threads, processes) are safe: the first entry written for a key
-wins, and every caller — the one that lost the race included — continues with what the file holds. So a
-recording run sees exactly what a replay of it will see.
+four hex digits) holding the model's name, the ``llm_string``, the conversation (the ``prompt`` read as
+JSON) and the response's generations (each message's full ``model_dump``: content, tool calls,
+``usage_metadata``, ``response_metadata`` with logprobs). Files are written to a temporary name, fsynced
+and linked into place, so a kill never leaves a torn entry and concurrent writers (threads, processes) are
+safe: the first entry written for a key wins, and every caller — the one that lost the race included —
+continues with what the file holds. So a recording run sees exactly what a replay of it will see.
 
 **Replay** (``replay=True``) serves from the cache only: a miss raises :class:`LLMCacheMiss` before any
 request is sent, which :func:`ragplan.llm.decide` / :func:`~ragplan.llm.generate` record like any endpoint
-failure (``stop_reason = llm_error``, the reason in ``error``).
+failure (``stop_reason = llm_error``, the reason in ``error``, failure kind ``replay_miss``). A cache folder
+written by an older ragplan (entry format 1, keyed differently) is named as such in the miss.
 
 **Which entries a run used** is counted per run with :func:`track_cache_usage` (a context variable, so
 the questions of one run count together across threads and async tasks); :meth:`CacheUsage.summary` gives
@@ -37,20 +32,15 @@ the count and a fingerprint (SHA-256 over the sorted digests) that a run folder 
 
 from __future__ import annotations
 
-import ast
 import contextvars
 import hashlib
 import json
 import os
-import re
-import sys
 import threading
 import uuid
 import weakref
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -58,21 +48,12 @@ from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, message_chunk_to_message, messages_from_dict
 from langchain_core.outputs import ChatGeneration, Generation
-from pydantic import BaseModel
 
-__all__ = ["LLMCache", "LLMCacheMiss", "CacheRequest", "CacheUsage", "cache_request", "llm_cache", "track_cache_usage",
-           "attach_cache", "model_with", "fingerprint_of", "FORMAT"]
+__all__ = ["LLMCache", "LLMCacheMiss", "CacheUsage", "digest_of", "llm_cache", "track_cache_usage", "attach_cache",
+           "model_with", "fingerprint_of", "FORMAT"]
 
-FORMAT = 1
-"""Version of the key and of the entry files; part of every key, so a format change never serves stale entries."""
-
-#: Model and call settings that only say how to reach the endpoint (never what it answers): not keyed.
-TRANSPORT = re.compile(r"api_key|api_base|api_url|base_url|endpoint|timeout|retries|organization|proxy|headers|"
-                       r"http_client|http_async_client|default_query|stream_usage|^streaming$|^stream$|verbose|"
-                       r"callbacks|^tags$|^metadata$|rate_limiter|^cache$|^client$|^async_client$|^ls_")
-#: Settings that name the model (they go into ``model``).
-MODEL_NAME_KEYS = ("model_name", "model", "model_id", "deployment_name")
-_CLASS = re.compile(r"<class '([A-Za-z_][\w.]*)'>")
+FORMAT = 2
+"""Version of the entry files (format 1 keyed requests by a parse of ``llm_string``; it is not read any more)."""
 
 
 class LLMCacheMiss(LookupError):
@@ -86,110 +67,9 @@ class LLMCacheMiss(LookupError):
             "record them first by running without --replay")
 
 
-@dataclass(frozen=True)
-class CacheRequest:
-    """One chat request as the cache keys it (see the module docstring)."""
-
-    model: str
-    """``provider:name`` of the chat model."""
-    settings: dict[str, Any]
-    """The request-affecting settings (model settings and the call's bound arguments), transport left out."""
-    messages: list[Any]
-    """The conversation, serialised by LangChain, ids and earlier replies' metadata left out."""
-    digest: str
-    """SHA-256 (hex) of the canonical JSON of the other three fields and the format version."""
-
-
-def _resolve(path: str) -> Any:
-    """The class a ``<class 'path'>`` in a call's arguments names (among loaded modules), or its last name."""
-    parts = path.split(".")
-    for i in range(len(parts) - 1, 0, -1):
-        obj: Any = sys.modules.get(".".join(parts[:i]))
-        for name in parts[i:]:
-            obj = getattr(obj, name, None)
-        if isinstance(obj, type):
-            return obj
-    return parts[-1]
-
-
-@lru_cache(maxsize=512)
-def _class_value(cls: Any) -> str:
-    """What a class in a call's arguments stands for, as a Python literal: a pydantic class's JSON schema, else its name."""
-    if isinstance(cls, type) and issubclass(cls, BaseModel):
-        return repr({"class": cls.__name__, "json_schema": cls.model_json_schema()})
-    return repr(f"class {getattr(cls, '__name__', cls)}")
-
-
-def _literal(text: str, classes: Sequence[Any] = ()) -> Any:
-    """A Python repr of call arguments as data (the n-th class replaced by ``classes[n]``'s schema), or the text."""
-    found = iter(classes)
-    try:
-        return ast.literal_eval(_CLASS.sub(lambda m: _class_value(next(found, m.group(1))), text))
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return text
-
-
-def _kept(settings: dict[str, Any]) -> dict[str, Any]:
-    """``settings`` without transport, secrets, model names and unset values."""
-    return {k: v for k, v in settings.items()
-            if not TRANSPORT.search(k) and k not in MODEL_NAME_KEYS and k != "_type" and v is not None
-            and not (isinstance(v, dict) and v.get("type") == "secret")}
-
-
-def _split_llm_string(llm_string: str, classes: Sequence[Any] = ()) -> tuple[str, dict[str, Any]]:
-    """``(provider:name, settings)`` from LangChain's ``llm_string`` (see the module docstring)."""
-    try:
-        ser, end = json.JSONDecoder().raw_decode(llm_string)
-    except json.JSONDecodeError:
-        ser, end = None, 0
-    if isinstance(ser, dict) and llm_string[end:end + 3] == "---":  # an lc-serialisable model: its constructor + call
-        kwargs = ser.get("kwargs") or {}
-        ids = ser.get("id") or []
-        provider = str(ids[-2]) if len(ids) >= 2 else str(ser.get("name") or "")
-        name = next((str(kwargs[k]) for k in MODEL_NAME_KEYS if kwargs.get(k)), "")
-        call = _literal(llm_string[end + 3:], classes)
-        call = dict(call) if isinstance(call, list) and all(isinstance(x, tuple) and len(x) == 2 for x in call) else {"call": call}
-        return f"{provider}:{name}", {**_kept(kwargs), **_kept(call)}
-    params = _literal(llm_string, classes)  # another model: its invocation parameters and the call's
-    if isinstance(params, list) and all(isinstance(x, tuple) and len(x) == 2 for x in params):
-        d = dict(params)
-        name = next((str(d[k]) for k in MODEL_NAME_KEYS if d.get(k)), "")
-        return f"{d.get('_type', 'unknown')}:{name}", _kept(d)
-    return "unknown:", {"llm_string": llm_string}
-
-
-def _message(d: Any) -> Any:
-    """A serialised message as keyed: without its id and the metadata of an earlier reply."""
-    if isinstance(d, dict) and isinstance(d.get("kwargs"), dict):
-        d = {**d, "kwargs": {k: v for k, v in d["kwargs"].items() if k not in ("id", "response_metadata", "usage_metadata")}}
-    return d
-
-
-def _canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-@lru_cache(maxsize=1024)
-def _settings_memo(llm_string: str, classes: tuple[Any, ...]) -> tuple[str, str]:
-    model, settings = _split_llm_string(llm_string, classes)
-    return model, _canonical(settings)
-
-
-def _settings_of(llm_string: str) -> tuple[str, str]:
-    """``(model, canonical settings)``, memoised by the string and the classes it names (a reloaded module's
-    class is another class)."""
-    return _settings_memo(llm_string, tuple(_resolve(p) for p in _CLASS.findall(llm_string)))
-
-
-def cache_request(prompt: str, llm_string: str) -> CacheRequest:
-    """The :class:`CacheRequest` of one LangChain cache lookup (``prompt`` = the serialised messages)."""
-    model, settings = _settings_of(llm_string)
-    try:
-        messages = [_message(m) for m in json.loads(prompt)]
-    except (json.JSONDecodeError, TypeError):
-        messages = [prompt]
-    body = {"v": FORMAT, "model": model, "settings": json.loads(settings), "messages": messages}
-    return CacheRequest(model, body["settings"], messages, hashlib.sha256(_canonical(body).encode()).hexdigest())
+def digest_of(prompt: str, llm_string: str) -> str:
+    """The key of one LangChain cache lookup: SHA-256 (hex) of ``prompt`` and ``llm_string`` as given."""
+    return hashlib.sha256(f"{prompt}\0{llm_string}".encode()).hexdigest()
 
 
 def _dump_generation(gen: Generation) -> dict[str, Any]:
@@ -262,14 +142,18 @@ def _note(digest: str, recorded: bool) -> None:
 
 
 class LLMCache(BaseCache):
-    """The on-disk record of chat requests and responses in ``directory``; ``replay`` serves from it only."""
+    """The on-disk record of chat requests and responses in ``directory``; ``replay`` serves from it only.
 
-    def __init__(self, directory: str | Path, replay: bool = False) -> None:
+    ``model`` names the chat model the cache is attached to (``provider:name``), for entries and messages.
+    """
+
+    def __init__(self, directory: str | Path, replay: bool = False, model: str = "") -> None:
         self.directory = Path(directory)
         self.replay = bool(replay)
+        self.model = model or "chat model"
 
     def __repr__(self) -> str:
-        return f"LLMCache({str(self.directory)!r}, replay={self.replay})"
+        return f"LLMCache({str(self.directory)!r}, replay={self.replay}, model={self.model!r})"
 
     def path_of(self, digest: str) -> Path:
         """Where the entry of ``digest`` lives."""
@@ -285,36 +169,55 @@ class LLMCache(BaseCache):
 
     def _read(self, path: Path) -> list[Generation]:
         data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != FORMAT:
+            raise ValueError(f"entry format {data.get('format')}, this ragplan reads format {FORMAT}")
         return [_load_generation(g) for g in data["generations"]]
+
+    def _older(self) -> str:
+        """Why the folder's entries cannot serve this ragplan (written in an older format), or ``""``."""
+        for path in self.directory.glob("??/??/*.json"):
+            try:
+                old = json.loads(path.read_text(encoding="utf-8")).get("format")
+            except (OSError, ValueError, AttributeError):
+                continue
+            if old != FORMAT:
+                return (f"the folder was recorded by an older ragplan (entry format {old}, keyed differently; this "
+                        f"ragplan reads format {FORMAT}): record it again")
+            return ""
+        return ""
 
     def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
         """The recorded generations of this request; a miss is None (record) or :class:`LLMCacheMiss` (replay)."""
-        req = cache_request(prompt, llm_string)
-        path = self.path_of(req.digest)
+        digest = digest_of(prompt, llm_string)
+        path = self.path_of(digest)
         try:
             gens = self._read(path)
         except FileNotFoundError:
             if self.replay:
-                raise LLMCacheMiss(req.model, req.digest, self.directory) from None
+                raise LLMCacheMiss(self.model, digest, self.directory, self._older()) from None
             return None
         except (OSError, ValueError, KeyError, TypeError) as exc:  # a damaged entry: re-recorded, or a clear miss
             if self.replay:
-                raise LLMCacheMiss(req.model, req.digest, self.directory, f"its entry {path} is unreadable: {exc}") from None
+                raise LLMCacheMiss(self.model, digest, self.directory, f"its entry {path} is unreadable: {exc}") from None
             return None
-        _note(req.digest, recorded=False)
+        _note(digest, recorded=False)
         return gens
 
     def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
         """Store a response (first writer wins) and hand the caller what the entry holds, in place."""
         if self.replay:  # never reached: a replay miss raises before the request
             return
-        req = cache_request(prompt, llm_string)
-        path = self.path_of(req.digest)
-        entry = {"format": FORMAT, "digest": req.digest, "model": req.model, "settings": req.settings,
-                 "messages": req.messages, "generations": [_dump_generation(g) for g in return_val],
+        digest = digest_of(prompt, llm_string)
+        path = self.path_of(digest)
+        try:
+            messages: Any = json.loads(prompt)
+        except ValueError:
+            messages = prompt
+        entry = {"format": FORMAT, "digest": digest, "model": self.model, "llm_string": llm_string, "messages": messages,
+                 "generations": [_dump_generation(g) for g in return_val],
                  "recorded": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{req.digest}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+        tmp = path.with_name(f".{digest}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(json.dumps(entry, ensure_ascii=False, indent=1, default=str))
             fh.flush()
@@ -332,7 +235,7 @@ class LLMCache(BaseCache):
             tmp.unlink(missing_ok=True)
         stored = self._read(path)
         return_val[:] = stored  # type: ignore[index]  # LangChain returns this very list to the caller
-        _note(req.digest, recorded=True)
+        _note(digest, recorded=True)
 
     def clear(self, **kwargs: Any) -> None:
         """Delete every entry (not in replay mode)."""
@@ -342,16 +245,16 @@ class LLMCache(BaseCache):
             path.unlink(missing_ok=True)
 
 
-_caches: dict[tuple[str, bool], LLMCache] = {}
+_caches: dict[tuple[str, bool, str], LLMCache] = {}
 _caches_lock = threading.Lock()
 
 
-def llm_cache(directory: str | Path, replay: bool = False) -> LLMCache:
-    """The process-wide :class:`LLMCache` of ``directory`` in the given mode."""
-    key = (str(Path(directory).expanduser().resolve()), bool(replay))
+def llm_cache(directory: str | Path, replay: bool = False, model: str = "") -> LLMCache:
+    """The process-wide :class:`LLMCache` of ``directory`` in the given mode, for the chat model named ``model``."""
+    key = (str(Path(directory).expanduser().resolve()), bool(replay), model)
     with _caches_lock:
         if key not in _caches:
-            _caches[key] = LLMCache(key[0], key[1])
+            _caches[key] = LLMCache(key[0], key[1], model)
         return _caches[key]
 
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import Required, TypedDict
 
 from ragplan.state.context import TextRAGContext, env_field
+from ragplan.state.failure import Failure
 from ragplan.state.result import GraphResult, dump
 from ragplan.state.review import PlanReview, PlanReviews, PlanReviewSettings
 from ragplan.state.stop_reason import StopReason
@@ -178,6 +179,8 @@ class FuRePAOutput(TypedDict, total=False):
     llm_error (an endpoint failure); assessor_error (no usable assessor); plan_rejected (a reviewer rejected the pick)."""
     error: str
     """A recorded failure, empty when none."""
+    failure: Failure
+    """The typed failure behind ``error`` (its kind from the exception's type, the node, the message)."""
     plan_reviews: PlanReviews
     """Every answer a person gave to a paused plan (review_plan / review_replans), in order."""
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import Annotated, NotRequired, Required, TypedDict
 
 from ragplan.state.context import TextRAGContext, env_field
+from ragplan.state.failure import Failure
 from ragplan.state.result import GraphResult
 from ragplan.state.review import PlanReview, PlanReviews, PlanReviewSettings
 from ragplan.state.stop_reason import StopReason
@@ -112,6 +113,8 @@ class InstructRAGOutput(TypedDict, total=False):
     plan_rejected (a reviewer rejected the path: no answer)."""
     error: str
     """A recorded failure, empty when none."""
+    failure: Failure
+    """The typed failure behind ``error`` (its kind from the exception's type, the node, the message)."""
     plan_reviews: PlanReviews
     """Every answer a person gave to a paused plan (review_plan / review_replans), in order."""
 

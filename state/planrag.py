@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from langgraph.managed import RemainingSteps
 from typing_extensions import Required, TypedDict
 
+from ragplan.state.failure import Failure
 from ragplan.state.result import GraphResult
 from ragplan.state.review import PlanReview, PlanReviews
 from ragplan.state.stop_reason import StopReason
@@ -93,6 +94,8 @@ class PlanRAGOutput(TypedDict, total=False):
     configuration failed), store_error, plan_rejected (a reviewer rejected the plan: no answer)."""
     error: str
     """A recorded failure (endpoint down, unparseable output after repairs), empty when none."""
+    failure: Failure
+    """The typed failure behind ``error`` (its kind from the exception's type, the node, the message)."""
     decision_check: dict[str, Any]
     """On DQA data: the simulator's verdict on the chosen option (chosen, best, correct, effects, text)."""
     plan_reviews: PlanReviews

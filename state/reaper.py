@@ -13,6 +13,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from ragplan.methods.reaper.plan import PlanCall, PlanStep, RetrievalPlan
+from ragplan.state.failure import Failure
 from ragplan.state.result import GraphResult
 from ragplan.state.review import PlanReview, PlanReviews
 from ragplan.state.stop_reason import StopReason
@@ -65,6 +66,8 @@ class ReaperOutput(TypedDict, total=False):
     plan_rejected (a reviewer rejected the plan: nothing executed, no answer), …"""
     error: str
     """A recorded failure, empty when none."""
+    failure: Failure
+    """The typed failure behind ``error`` (its kind from the exception's type, the node, the message)."""
     route: dict[str, Any]
     """classifier_planner: the routed class, its probability, its tools and the routing time."""
     plan_reviews: PlanReviews

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, Field, ValidationError
 
+from ragplan.state.failure import Failure
 from ragplan.state.trace_sections import TraceSection, field_sections
 from ragplan.state.usage import Usage
 
@@ -47,6 +48,7 @@ class GraphResult(BaseModel):
     usage: Usage = Field(default_factory=Usage, description="LLM calls, tokens and LLM time of the whole run.")
     stop_reason: str = Field(default="", description="Why the run ended (the family's stop reasons).")
     error: str = Field(default="", description="A recorded failure, empty when none.")
+    failure: Failure | None = Field(default=None, description="The typed failure behind `error` (kind, node, message).")
     wall_time_s: float = Field(default=0.0, description="Wall time of the whole run in seconds (set by the caller).")
     thread_id: str = Field(default="", description="The checkpoint thread of the run ('' when it was not checkpointed); "
                            "continue it with `ragplan resume ID` or `ragplan.api.resume(ID)`.")

@@ -14,12 +14,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, Required, TypedDict
 
+from ragplan.state.failure import Failure as RunFailure
+from ragplan.state.failure import FailureKind
 from ragplan.state.result import GraphResult
 from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
-__all__ = ["SubQuery", "Failure", "failure_of", "merge_queries", "TextQAInput", "TextQAOutput", "TextQAState", "SubQueryState", "SingleQueryState",
+__all__ = ["SubQuery", "BranchFailure", "failure_of", "merge_queries", "TextQAInput", "TextQAOutput", "TextQAState", "SubQueryState", "SingleQueryState",
            "TextQAResult",
            "references"]
 
@@ -48,7 +50,7 @@ class SubQuery(BaseModel):
     done: bool = Field(default=False, description="Answered.")
 
 
-class Failure(BaseModel):
+class BranchFailure(BaseModel):
     """A failed LLM decision inside a (parallel) sub-query branch, handed to the parent through a reducer."""
 
     node: str = Field(description="The node whose LLM call failed.")
@@ -56,11 +58,13 @@ class Failure(BaseModel):
         description="llm_error: the endpoint or configuration failed (the run ends); llm_unparseable: the reply did not parse.")
     message: str = Field(description="What went wrong (the client's error, with its status code).")
     query: int = Field(default=0, description="The sub-query being solved (its index).")
+    cause: FailureKind = Field(default="error", description="What failed, from the exception's type (state.failure).")
 
 
-def failure_of(update: dict[str, Any], node: str, query: int = 0) -> Failure:
-    """The :class:`Failure` of a node's failed-decision update (``failure_update`` from :mod:`ragplan.llm`)."""
-    return Failure(node=node, kind=update.get("stop_reason") or "llm_error", message=update.get("error", ""), query=query)
+def failure_of(update: dict[str, Any], node: str, query: int = 0) -> BranchFailure:
+    """The :class:`BranchFailure` of a node's failed-decision update (``failure_update`` from :mod:`ragplan.llm`)."""
+    return BranchFailure(node=node, kind=update.get("stop_reason") or "llm_error", message=update.get("error", ""), query=query,
+                   cause=(update.get("failure") or {}).get("kind", "error"))
 
 
 def merge_queries(left: list[Any] | None, right: list[Any] | None) -> list[SubQuery]:
@@ -105,12 +109,14 @@ class TextQAOutput(TypedDict, total=False):
     """FLARE: ``logprobs`` (token probabilities from the endpoint) or ``stated`` (the model's stated confidence)."""
     usage: Annotated[Usage, add_usage]
     """LLM calls, tokens and LLM time of the whole run."""
-    failures: Annotated[list[Failure], operator.add]
+    failures: Annotated[list[BranchFailure], operator.add]
     """Failed LLM decisions of the sub-query branches (parallel branches append; a plain string could hold one)."""
     stop_reason: StopReason
     """answered, no_answer, llm_error (an endpoint failure, also inside a branch), llm_unparseable, …"""
     error: str
     """A recorded failure, empty when none."""
+    failure: RunFailure
+    """The typed failure behind ``error`` (its kind from the exception's type, the node, the message)."""
 
 
 class TextQAState(TextQAInput, TextQAOutput, total=False):
@@ -135,7 +141,7 @@ class SubQueryState(TypedDict, total=False):
     """Output to the parent: the solved sub-query."""
     usage: Annotated[Usage, add_usage]
     """Output to the parent: usage of this branch."""
-    failures: Annotated[list[Failure], operator.add]
+    failures: Annotated[list[BranchFailure], operator.add]
     """Output to the parent: this branch's failed LLM decisions."""
 
 
@@ -158,7 +164,7 @@ class TextQAResult(GraphResult):
     retrieval_count: int = Field(default=0, description="How many (sub-)queries ran a retrieval (failed ones included).")
     retrieval_ratio: float = Field(default=0.0, description="Share of (sub-)queries that retrieved successfully.")
     confidence_source: str = Field(default="", description="FLARE: logprobs or stated.")
-    failures: list[Failure] = Field(default_factory=list, description="Failed LLM decisions inside sub-query branches.")
+    failures: list[BranchFailure] = Field(default_factory=list, description="Failed LLM decisions inside sub-query branches.")
 
     def retrievals(self) -> int:
         """(Sub-)queries for which retrieval ran (a failed retrieval included)."""

@@ -71,7 +71,7 @@ class Fault:
     message: str = "scripted fault"
     retry_after_ms: int | None = 20
     reply: Any = None
-    body: str | None = None
+    body: str | bytes | None = None
     """A raw response body sent as is (a malformed 200 reply), instead of an error or a reply."""
     retry_after_s: float | None = None
     """Send ``Retry-After: <seconds>`` (and no ``retry-after-ms``) with the error."""
@@ -333,7 +333,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if reply.body is not None:
                 rec.answered = f"malformed {reply.status or 200}"
-                data = reply.body.encode()
+                data = reply.body if isinstance(reply.body, bytes) else reply.body.encode()
                 self.send_response(reply.status or 200)
                 self.send_header("Content-Type", reply.content_type)
                 self.send_header("Content-Length", str(len(data)))

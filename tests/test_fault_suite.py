@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-import ragplan.llm_retry as llm_retry
+import ragplan.llm as llm
 from ragplan.registry import families, langgraph_graphs
 from tests.auto_reply import auto_responder
 from tests.fault_injection import KINDS, REASON_WORDS, run_with_faults
@@ -27,7 +27,7 @@ GRAPHS = sorted(langgraph_graphs())
 @pytest.fixture(autouse=True)
 def _fast_and_keyless(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.setattr(llm_retry, "BACKOFF_S", 0.02)  # the malformed-reply backoff, kept short in tests
+    monkeypatch.setattr(llm, "BACKOFF_S", 0.02)  # the malformed-reply backoff, kept short in tests
 
 
 @pytest.fixture(scope="module")

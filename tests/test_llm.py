@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from pydantic import BaseModel
 
-from ragplan.llm import LLMConfigError, decide, endpoint_problem, load_chat_model, parse_json_object, split_model_spec
+from ragplan.llm import LLMConfigError, decide, endpoint_problem, kind_of, load_chat_model, split_model_spec
 from tests.scripted import ScriptedChatModel
 
 
@@ -52,14 +54,36 @@ def test_model_without_tool_calling_falls_back_to_text():
 
 def test_endpoint_exception_is_returned_not_raised():
     d = decide(ScriptedChatModel(replies=[TimeoutError("read timed out")]), MSG, Verdict)
-    assert not d.ok and "TimeoutError" in d.error and d.usage.llm_calls == 1
+    assert not d.ok and "TimeoutError" in d.error and d.usage.llm_calls == 1 and d.kind == "timeout"
 
 
-def test_parse_json_object_errors():
-    with pytest.raises(ValueError, match="no JSON"):
-        parse_json_object("nothing", Verdict)
-    with pytest.raises(ValueError, match="reason"):
-        parse_json_object('{"replan": true}', Verdict)
+def test_text_mode_asks_with_format_instructions_and_repairs():
+    """``text``: LangChain's JsonOutputParser format instructions, its parse, the pydantic error shown back."""
+    model = ScriptedChatModel(replies=["nothing", '{"replan": true}', '```json\n{"replan": true, "reason": "r"}\n```'])
+    d = decide(model, MSG, Verdict, method="text")
+    assert d.ok and d.value.reason == "r" and d.attempts == 3
+    assert "JSON schema" in model.prompts[0][0].content and '"replan"' in model.prompts[0][0].content
+    assert "holds no JSON object" in model.prompts[1][-1].content and "reason: Field required" in model.prompts[2][-1].content
+
+
+def test_failure_kinds_come_from_the_exception_type():
+    import httpx
+    import openai
+
+    request = httpx.Request("POST", "http://x/v1/chat/completions")
+
+    def status(cls, code):
+        return cls("Error code: %d - model `qwen-429` ..." % code, response=httpx.Response(code, request=request), body=None)
+
+    assert kind_of(status(openai.NotFoundError, 404)) == "not_found"  # whatever the message says
+    assert kind_of(status(openai.RateLimitError, 429)) == "rate_limit"
+    assert kind_of(status(openai.AuthenticationError, 401)) == kind_of(status(openai.PermissionDeniedError, 403)) == "auth"
+    assert kind_of(status(openai.BadRequestError, 400)) == "bad_request"
+    assert kind_of(status(openai.InternalServerError, 500)) == "server_error"
+    assert kind_of(openai.APITimeoutError(request=request)) == kind_of(httpx.ReadTimeout("t")) == "timeout"
+    assert kind_of(openai.APIConnectionError(request=request)) == "connection"
+    assert kind_of(json.JSONDecodeError("Expecting value", "", 0)) == "malformed_reply"
+    assert kind_of(RuntimeError("rate limit 429")) == "error"
 
 
 def test_model_spec_and_endpoint_checks(monkeypatch):
@@ -74,7 +98,7 @@ def test_model_spec_and_endpoint_checks(monkeypatch):
         load_chat_model("openai:gpt-4o-mini")
     m = load_chat_model("openai:llama3", base_url="http://127.0.0.1:9/v1", timeout_s=5, max_retries=1)
     assert m is load_chat_model("openai:llama3", base_url="http://127.0.0.1:9/v1", timeout_s=5, max_retries=1)
-    assert m.model_name == "llama3" and m.max_retries == 1
+    assert m.model_name == "llama3" and m.root_client.max_retries == 1 and m.root_client.timeout == 5
 
 
 def test_model_roles_pick_their_own_model_or_fall_back():
@@ -97,10 +121,11 @@ def test_generate_text_call_usage_fallback_and_failure():
         def bind(self, **kwargs):
             raise TypeError("no such parameter")
 
-    msg, usage, err = generate(NoOptions(replies=["draft"]), MSG, options={"logprobs": True})
-    assert message_text(msg) == "draft" and err == "" and usage.llm_calls == 1 and usage.input_tokens == 100
-    msg, usage, err = generate(ScriptedChatModel(replies=[ConnectionError("down")]), MSG)
-    assert msg is None and err.startswith("LLM request failed: ConnectionError") and usage.llm_calls == 1
+    g = generate(NoOptions(replies=["draft"]), MSG, options={"logprobs": True})
+    assert message_text(g.value) == "draft" and g.error == "" and g.usage.llm_calls == 1 and g.usage.input_tokens == 100
+    g = generate(ScriptedChatModel(replies=[ConnectionError("down")]), MSG)
+    assert g.result is None and g.error.startswith("LLM request failed: ConnectionError") and g.usage.llm_calls == 1
+    assert g.kind == "connection"
 
 
 def test_an_unreachable_endpoint_is_named_in_the_reason():
@@ -114,7 +139,7 @@ def test_an_unreachable_endpoint_is_named_in_the_reason():
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}/v1"
     model = load_chat_model("openai:m", base_url=url, timeout_s=5, max_retries=0)
-    msg, usage, err = generate(model, MSG)
-    assert msg is None and "Connection" in err and f"(endpoint {url})" in err
+    g = generate(model, MSG)
+    assert g.result is None and "Connection" in g.error and f"(endpoint {url})" in g.error and g.kind == "connection"
     d = decide(model, MSG, Verdict, max_repairs=0)
     assert d.result is None and f"(endpoint {url})" in d.error

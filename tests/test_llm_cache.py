@@ -14,12 +14,11 @@ import pytest
 from langchain_core.load import dumps
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_openai import ChatOpenAI
-from pydantic import BaseModel
 
-from ragplan.eval.runner import is_rate_limited
+from ragplan.eval.question_runner import is_rate_limited
 from ragplan.graphs.planrag import build_planrag
 from ragplan.llm import LLMConfigError, chat_model_for, decide, decide_for, endpoint_problem, generate, load_chat_model
-from ragplan.llm_cache import LLMCache, LLMCacheMiss, cache_request, llm_cache, model_with, track_cache_usage
+from ragplan.llm_cache import FORMAT, LLMCache, LLMCacheMiss, digest_of, llm_cache, model_with, track_cache_usage
 from ragplan.nodes.planrag.plan import Plan
 from ragplan.state.context import LLMContext, PlanRAGContext
 from ragplan.state.planrag import PlanRAGResult
@@ -32,56 +31,50 @@ MESSAGES = [SystemMessage("You plan."), HumanMessage("Which trade node?")]
 pytestmark = pytest.mark.usefixtures("local_endpoint")  # no proxy for 127.0.0.1, no real key (tests/conftest.py)
 
 
-def _digest(model, messages=MESSAGES, **call) -> str:
-    return cache_request(dumps(messages), model._get_llm_string(**call)).digest
-
-
 def _entries(d: Path) -> list[Path]:
     return sorted(d.glob("??/??/*.json"))
 
 
-def test_key_is_model_settings_and_messages_not_transport():
-    a = ChatOpenAI(model="m", base_url="http://a:1/v1", api_key="k1", temperature=0.0, timeout=5, max_retries=1)
-    b = ChatOpenAI(model="m", base_url="http://b:2/v1", api_key="k2", temperature=0.0, timeout=60, max_retries=7,
-                   stream_usage=True)
-    assert _digest(a) == _digest(b)  # server, key, timeout, retries are not keyed
-    hotter = ChatOpenAI(model="m", api_key="k", temperature=0.7)
-    other = ChatOpenAI(model="m2", api_key="k", temperature=0.0)
-    assert len({_digest(a), _digest(hotter), _digest(other)}) == 3
-    assert _digest(a) != _digest(a, messages=[*MESSAGES[:1], HumanMessage("Which node?")])
-    assert _digest(a) != _digest(a, logprobs=True) != _digest(a, stop=["\n"])
-    # ids and an earlier reply's metadata are not sent to the endpoint, so they are not keyed
-    said = AIMessage("ok", id="run-1", response_metadata={"id": "chatcmpl-1"}, usage_metadata={
-        "input_tokens": 1, "output_tokens": 1, "total_tokens": 2})
-    bare = AIMessage("ok")
-    assert _digest(a, messages=[*MESSAGES, said]) == _digest(a, messages=[*MESSAGES, bare])
-    req = cache_request(dumps(MESSAGES), b._get_llm_string())
-    assert req.model == "openai:m" and req.settings == {"temperature": 0.0}
-    assert "b:2" not in json.dumps(req.settings) and "k2" not in json.dumps(req.settings)
+def test_key_is_what_langchain_hands_over_without_the_transport(tmp_path):
+    """The key hashes LangChain's prompt and llm_string as given; the endpoint, key, timeout and retries of a model
+    built by name are on its OpenAI clients, outside the llm_string, so they are not keyed."""
+    cache = str(tmp_path / "c")
+    with OpenAIStub(responder=lambda req: "ok") as one, OpenAIStub(responder=lambda req: "ok") as two:
+        a = load_chat_model("openai:m", base_url=one.base_url, timeout_s=5, max_retries=1, cache_dir=cache)
+        b = load_chat_model("openai:m", base_url=two.base_url, timeout_s=60, max_retries=7, cache_dir=cache)
+        a.invoke(MESSAGES)
+        b.invoke(MESSAGES)
+        assert len(one.requests) == 1 and two.requests == []  # the same request: served from the cache
+        load_chat_model("openai:m", base_url=one.base_url, temperature=0.7, cache_dir=cache).invoke(MESSAGES)
+        load_chat_model("openai:m2", base_url=one.base_url, cache_dir=cache).invoke(MESSAGES)
+        a.invoke([*MESSAGES[:1], HumanMessage("Which node?")])
+        a.bind(logprobs=True).invoke(MESSAGES)
+        a.bind(stop=["\n"]).invoke(MESSAGES)
+    entries = [json.loads(p.read_text()) for p in _entries(tmp_path / "c")]
+    assert len(entries) == len(one.requests) == 6
+    for p, e in zip(_entries(tmp_path / "c"), entries):
+        assert e["format"] == FORMAT and p.stem == e["digest"]
+        assert "127.0.0.1" not in json.dumps(e) and e["model"] in ("openai:m", "openai:m2")
+    assert sum(digest_of(dumps(MESSAGES), e["llm_string"]) == e["digest"] for e in entries) == 5  # all but "Which node?"
 
 
-def test_a_copy_at_another_temperature_is_keyed_by_it():
-    """LangChain caches a model's serialised form; model_with drops it so the copy keys by its own settings."""
-    m = ChatOpenAI(model="m", api_key="k", temperature=0.2)
-    before = _digest(m)
-    assert _digest(m.model_copy(update={"temperature": 1.0})) == before  # LangChain's stale copy
-    assert _digest(model_with(m, temperature=1.0)) != before
-    assert _digest(model_with(m, temperature=1.0)) == _digest(ChatOpenAI(model="m", api_key="k", temperature=1.0))
+def test_a_copy_at_another_temperature_is_keyed_by_it(tmp_path):
+    """LangChain keeps a model's serialised form; model_with drops it so the copy keys by its own settings."""
+    with OpenAIStub(responder=lambda req: "ok") as stub:
+        m = ChatOpenAI(model="m", base_url=stub.base_url, api_key="k", temperature=0.2, cache=LLMCache(tmp_path))
+        m.invoke(MESSAGES)
+        m.model_copy(update={"temperature": 1.0}).invoke(MESSAGES)  # LangChain's stale copy: a hit
+        assert len(stub.requests) == 1
+        model_with(m, temperature=1.0).invoke(MESSAGES)
+        assert len(stub.requests) == 2 and stub.requests[1].body["temperature"] == 1.0
 
 
-def test_a_response_format_class_is_keyed_by_its_schema():
-    def named(fields: dict) -> type[BaseModel]:
-        return type("Verdict", (BaseModel,), {"__annotations__": fields, "__module__": __name__})
-
-    m = ChatOpenAI(model="m", api_key="k", temperature=0.0)
-    one, two = named({"ok": bool}), named({"ok": bool, "why": str})
-    globals()["Verdict"] = one
-    d1 = cache_request(dumps(MESSAGES), m._get_llm_string(response_format=one))
-    globals()["Verdict"] = two
-    d2 = cache_request(dumps(MESSAGES), m._get_llm_string(response_format=two))
-    del globals()["Verdict"]
-    assert d1.digest != d2.digest
-    assert d1.settings["response_format"]["json_schema"]["required"] == ["ok"]
+def test_an_older_cache_folder_is_named_in_a_replay_miss(tmp_path):
+    old = tmp_path / "ab" / "cd" / ("ab" + "cd" + "0" * 60 + ".json")
+    old.parent.mkdir(parents=True)
+    old.write_text(json.dumps({"format": 1, "digest": old.stem, "generations": []}))
+    with pytest.raises(LLMCacheMiss, match="recorded by an older ragplan \\(entry format 1"):
+        load_chat_model("openai:stub-model", cache_dir=str(tmp_path), replay=True).invoke(MESSAGES)
 
 
 def test_record_then_replay_offline_from_another_address(tmp_path):
@@ -90,14 +83,14 @@ def test_record_then_replay_offline_from_another_address(tmp_path):
         model = load_chat_model("openai:stub-model", base_url=stub.base_url, cache_dir=str(cache))
         with track_cache_usage() as used:
             d = decide(model, MESSAGES, Plan)
-            msg, usage, err = generate(model, MESSAGES)
-    assert d.ok and d.value.steps == ["count the nodes"] and msg.content == "Stockholm." and not err
+            g = generate(model, MESSAGES)
+    assert d.ok and d.value.steps == ["count the nodes"] and g.value.content == "Stockholm." and not g.error
     assert len(stub.requests) == 2 and used.summary()["recorded"] == 2
     entries = _entries(cache)
     assert len(entries) == 2 and all(p.parent.parent.parent == cache for p in entries)
-    by_kind = {("tools" in json.loads(p.read_text())["settings"]): json.loads(p.read_text()) for p in entries}
+    by_kind = {("tool_choice" in json.loads(p.read_text())["llm_string"]): json.loads(p.read_text()) for p in entries}
     plan_entry = by_kind[True]
-    assert plan_entry["model"] == "openai:stub-model" and plan_entry["settings"]["tool_choice"]["function"]["name"] == "Plan"
+    assert plan_entry["model"] == "openai:stub-model" and "Plan" in plan_entry["llm_string"]
     assert plan_entry["messages"][1]["kwargs"]["content"] == "Which trade node?"
     saved = plan_entry["generations"][0]["message"]
     assert saved["tool_calls"][0]["args"] == {"steps": ["count the nodes"], "reason": "r"}
@@ -108,9 +101,9 @@ def test_record_then_replay_offline_from_another_address(tmp_path):
     replay = load_chat_model("openai:stub-model", cache_dir=str(cache), replay=True)
     with track_cache_usage() as used:
         d2 = decide(replay, MESSAGES, Plan)
-        msg2, usage2, err2 = generate(replay, MESSAGES)
+        g2 = generate(replay, MESSAGES)
     assert d2.value == d.value and d2.usage.input_tokens == d.usage.input_tokens > 0
-    assert msg2.content == "Stockholm." and usage2.output_tokens == usage.output_tokens and not err2
+    assert g2.value.content == "Stockholm." and g2.usage.output_tokens == g.usage.output_tokens and not g2.error
     assert used.summary() == {**used.summary(), "entries": 2, "replayed": 2, "recorded": 0}
 
 
@@ -122,11 +115,11 @@ def test_a_replay_miss_is_recorded_as_an_llm_error_and_sends_nothing(tmp_path, t
         d = decide_for(ctx, MESSAGES, Plan)
         out = build_planrag().compile().invoke({"question": question}, context=ctx, config={"recursion_limit": 40})
     assert stub.requests == [] and stub.remaining == 1
-    assert not d.ok and d.kind == "endpoint" and "LLMCacheMiss" in d.error and "openai:stub-model" in d.error
+    assert not d.ok and d.kind == "replay_miss" and "LLMCacheMiss" in d.error and "openai:stub-model" in d.error
     assert "replay: no recorded response" in d.error and "request key " in d.error
     res = PlanRAGResult.from_state(out)
     assert res.stop_reason == "llm_error" and res.answer == "" and res.error.startswith("plan: LLM request failed: LLMCacheMiss")
-    assert not is_rate_limited(res.error)
+    assert res.failure["kind"] == "replay_miss" and not is_rate_limited(out)
     with pytest.raises(LLMCacheMiss) as miss:
         load_chat_model("openai:stub-model", cache_dir=str(tmp_path / "empty"), replay=True).invoke("hi")
     assert miss.value.model == "openai:stub-model" and len(miss.value.digest) == 64
@@ -166,22 +159,23 @@ def test_a_python_model_object_is_copied_with_the_cache_and_logprobs_survive(tmp
     model = chat_model_for(ctx)
     assert model is not obj and obj.cache is None and isinstance(model.cache, LLMCache)
     assert chat_model_for(ctx) is model  # one copy per object and cache
-    msg, usage, err = generate(model, MESSAGES, options={"logprobs": True})
-    assert not err and msg.response_metadata["logprobs"] == logprobs and usage.input_tokens == 7
+    g = generate(model, MESSAGES, options={"logprobs": True})
+    assert not g.error and g.value.response_metadata["logprobs"] == logprobs and g.usage.input_tokens == 7
     (entry,) = _entries(tmp_path / "c")
-    assert json.loads(entry.read_text())["model"].startswith("scripted:")
+    assert json.loads(entry.read_text())["model"].startswith("ScriptedChatModel:")
     replay = chat_model_for(LLMContext(chat_model=obj, llm_cache_dir=str(tmp_path / "c"), llm_replay=True))
-    msg2, usage2, err2 = generate(replay, MESSAGES, options={"logprobs": True})
-    assert not err2 and msg2.content == "Paris" and msg2.response_metadata["logprobs"] == logprobs
-    assert usage2.input_tokens == 7 and len(obj.prompts) == 1  # the object was not called again
-    _, _, err3 = generate(replay, MESSAGES)  # without logprobs: another request, not recorded
-    assert "LLMCacheMiss" in err3
+    g2 = generate(replay, MESSAGES, options={"logprobs": True})
+    assert not g2.error and g2.value.content == "Paris" and g2.value.response_metadata["logprobs"] == logprobs
+    assert g2.usage.input_tokens == 7 and len(obj.prompts) == 1  # the object was not called again
+    g3 = generate(replay, MESSAGES)  # without logprobs: another request, not recorded
+    assert "LLMCacheMiss" in g3.error and g3.kind == "replay_miss"
 
 
 def test_replay_needs_no_endpoint_but_needs_a_cache(tmp_path):
     assert endpoint_problem("openai:gpt-4o-mini", "") is not None
     assert endpoint_problem("openai:gpt-4o-mini", "", replay=True) is None
-    assert load_chat_model("openai:gpt-4o-mini", cache_dir=str(tmp_path), replay=True).cache is llm_cache(tmp_path, True)
+    assert load_chat_model("openai:gpt-4o-mini", cache_dir=str(tmp_path), replay=True).cache is llm_cache(
+        tmp_path, True, "openai:gpt-4o-mini")
     with pytest.raises(LLMConfigError, match="needs llm_cache_dir"):
         chat_model_for(LLMContext(model="openai:stub-model", base_url="http://x/v1", llm_replay=True))
     d = decide_for(LLMContext(model="openai:stub-model", base_url="http://x/v1", llm_replay=True), MESSAGES, Plan)
@@ -201,6 +195,8 @@ def test_a_damaged_entry_is_re_recorded_or_a_clear_miss(tmp_path):
     assert replay.invoke(MESSAGES).content == "second"
 
 
-def test_rate_limit_detection_ignores_429_inside_a_digest():
-    assert is_rate_limited("LLM request failed: RateLimitError: Error code: 429")
-    assert not is_rate_limited("replay: no recorded response … (request key a4291fc0be12)")
+def test_rate_limit_detection_reads_the_failure_kind_not_the_text():
+    assert is_rate_limited({"error": "x", "failure": {"kind": "rate_limit", "node": "plan", "message": "x"}})
+    assert not is_rate_limited({"error": "model `qwen-429` not found: rate limit 429",
+                                "failure": {"kind": "not_found", "node": "plan", "message": "…429…"}})
+    assert not is_rate_limited({"error": "LLM request failed: RateLimitError: Error code: 429"})  # no typed failure

@@ -26,16 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OURS = {"ragplan", "graphs", "nodes", "state", "tools", "tests", "benchmarks"}
 SKIP_DIRS = {"tests", "benchmarks", ".venv", "build", "dist", "node_modules"}
 
-# Known uses being removed by other parts of issue 19; the lead empties this list after merging them.
-# Each entry is (path, what the checker prints for it). A new use anywhere fails; so does a stale entry.
-ALLOWED: set[tuple[str, str]] = {
-    # ragplan/llm_openai.py: the ChatOpenAI subclass (dropped by the LLM-layer part)
-    ("ragplan/llm_openai.py", "from openai._base_client import make_request_options"),
-    ("ragplan/llm_openai.py", "_lc_openai._handle_openai_api_error"),
-    ("ragplan/llm_openai.py", "_lc_openai._handle_openai_bad_request"),
-    ("ragplan/llm_openai.py", "override langchain_openai.ChatOpenAI._generate"),
-    ("ragplan/llm_openai.py", "override langchain_openai.ChatOpenAI._agenerate"),
-}
+# Uses of another package's private API that are accepted, each with its reason: none. A new use anywhere fails.
+ALLOWED: set[tuple[str, str]] = set()
 
 
 def product_files() -> list[Path]:

@@ -88,6 +88,7 @@ def test_retries_exhausted_end_the_run_with_the_error(trade_store, question):
     assert len(stub.requests) == 2
     assert res.stop_reason == "llm_error" and res.answer == ""
     assert "Error code: 500" in res.error and "overloaded" in res.error
+    assert res.failure == {"kind": "server_error", "node": "plan", "message": res.error}
 
 
 def test_endpoint_timeout_ends_with_llm_error_without_raising(trade_store, question):
@@ -99,6 +100,7 @@ def test_endpoint_timeout_ends_with_llm_error_without_raising(trade_store, quest
     assert len(stub.requests) == 1
     assert res.stop_reason == "llm_error" and res.answer == "" and res.steps == []
     assert res.error.startswith("plan: LLM request failed") and "Timeout" in res.error
+    assert res.failure is not None and res.failure["kind"] == "timeout" and res.failure["node"] == "plan"
     assert res.usage.llm_calls == 1 and res.usage.input_tokens == 0
 
 
@@ -112,7 +114,8 @@ def test_text_structured_output_parses_plain_json_replies(trade_store, question)
     assert all("tools" not in r.body and "tool_choice" not in r.body for r in stub.requests)
     assert all(r.answered == "text" for r in stub.requests)
     assert "Reply with one JSON object only" in stub.requests[0].prompt_text
-    assert '"title":"Plan"' in stub.requests[0].prompt_text
+    assert "conforms to the JSON schema below" in stub.requests[0].prompt_text  # JsonOutputParser's instructions
+    assert '"steps"' in stub.requests[0].prompt_text
     assert res.usage.input_tokens == sum(r.usage["prompt_tokens"] for r in stub.requests)
 
 
@@ -131,7 +134,7 @@ def test_text_mode_repairs_a_reply_without_json(trade_store, question):
     with OpenAIStub(replies=replies) as stub:
         res = run(stub, trade_store, question, structured_output="text")
     assert res.answer == "novgorod" and res.usage.llm_calls == 7
-    assert "could not be used: the reply holds no JSON object" in stub.requests[1].prompt_text
+    assert "could not be used: the reply holds no JSON object (Invalid json output" in stub.requests[1].prompt_text
 
 
 def test_streaming_requests_are_answered_with_sse(trade_store, question):

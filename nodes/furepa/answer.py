@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.furepa.mask_reasoning import ANSWER_FORM, clip
+from ragplan.state.failure import failed
 from ragplan.state.furepa import EvidencePassage, FuRePAContext, FuRePAState
 
 __all__ = ["EvidenceAnswer", "answer_from_evidence", "STOP_EXPLANATIONS"]
@@ -49,6 +50,6 @@ def answer_from_evidence(state: FuRePAState, runtime: Runtime[FuRePAContext]) ->
     if not d.ok:
         update = failure_update(d, "answer")
         if state.get("error"):
-            update["error"] = f"{state['error']}; {update['error']}"
+            update = {**update, **failed(d.kind or "error", "answer", f"{state['error']}; {update['error']}")}
         return update
     return {"answer": d.value.answer.strip(), "reasoning": d.value.reasoning.strip(), "usage": d.usage}

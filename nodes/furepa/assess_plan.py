@@ -18,6 +18,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from ragplan.state.failure import failed
 from ragplan.state.furepa import EvidencePassage, FuRePAContext, FuRePAState, Iteration
 
 __all__ = ["assess_plan", "assessor_problem", "NO_ASSESSOR"]
@@ -50,7 +51,7 @@ def assess_plan(state: FuRePAState, runtime: Runtime[FuRePAContext]) -> dict[str
     if mode == "trained":
         problem = assessor_problem(ctx)
         if problem:
-            return {"iterations": [it], "error": f"assess_plan: {problem}", "stop_reason": "assessor_error", "answer": ""}
+            return failed("setup", "assess_plan", f"assess_plan: {problem}", iterations=[it], stop_reason="assessor_error", answer="")
         from ragplan.methods.furepa.scorer import load_assessor
 
         evidence: list[EvidencePassage] = list(state.get("evidence") or [])
@@ -58,8 +59,8 @@ def assess_plan(state: FuRePAState, runtime: Runtime[FuRePAContext]) -> dict[str
             scores = load_assessor(ctx.assessor_dir).score(state["question"], [(p.title, p.text) for p in evidence],
                                                            [c.query for c in it.candidates])
         except Exception as exc:  # an unreadable model, an embedding model that will not load: recorded, never raised
-            return {"iterations": [it], "error": f"assess_plan: scoring failed: {type(exc).__name__}: {str(exc)[:300]}",
-                    "stop_reason": "assessor_error", "answer": ""}
+            return failed("setup", "assess_plan", f"assess_plan: scoring failed: {type(exc).__name__}: {str(exc)[:300]}",
+                          iterations=[it], stop_reason="assessor_error", answer="")
         for c, s in zip(it.candidates, scores):
             c.score = round(s, 4)
         pick = max(range(n), key=lambda i: (scores[i], -i))

@@ -21,6 +21,7 @@ from ragplan.methods.instructrag.selection import graph_candidates, load_parts, 
 from ragplan.nodes import Node
 from ragplan.state.instructrag import InstructRAGContext, InstructRAGState, PlannedPath
 from ragplan.methods.instructrag.tasks import question_type, task_split
+from ragplan.state.failure import failed
 
 __all__ = ["make_retrieve_paths", "retrieve_stored_paths", "task_of"]
 
@@ -53,7 +54,7 @@ def make_retrieve_paths(mode: str, *, pick_first: bool = False) -> Node[Instruct
             cands = graph_candidates(parts, state["question"], task, mode=mode, k=ctx.candidate_paths,
                                      threshold=ctx.traversal_threshold, max_len=ctx.max_path_len, adapted=ctx.use_adapted)
         except Exception as exc:  # missing or damaged graph / agents
-            return {"task": task, "stop_reason": "setup_error", "error": f"retrieve_paths: {exc}", "answer": ""}
+            return failed("setup", "retrieve_paths", f"retrieve_paths: {exc}", task=task, stop_reason="setup_error", answer="")
         update: dict[str, Any] = {"task": task, "task_split": task_split(task), "candidate_paths": cands}
         if pick_first:
             update.update(selected_path=cands[0] if cands else None, selection="first" if cands else "none")
@@ -73,6 +74,7 @@ def retrieve_stored_paths(state: InstructRAGState, runtime: Runtime[InstructRAGC
         parts = load_parts(ctx.instruction_graph_dir, ctx.agents_dir, ctx.embedding_model)
         cands = stored_candidates(parts, state["question"], k=ctx.candidate_paths)
     except Exception as exc:
-        return {"task": task, "stop_reason": "setup_error", "error": f"retrieve_stored_paths: {exc}", "answer": ""}
+        return failed("setup", "retrieve_stored_paths", f"retrieve_stored_paths: {exc}", task=task, stop_reason="setup_error",
+                      answer="")
     return {"task": task, "task_split": task_split(task), "candidate_paths": cands,
             "selected_path": cands[0] if cands else None, "selection": "stored" if cands else "none"}

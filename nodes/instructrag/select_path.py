@@ -11,6 +11,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from ragplan.methods.instructrag.selection import load_parts, ml_pick
+from ragplan.state.failure import failed
 from ragplan.state.instructrag import InstructRAGContext, InstructRAGState, PlannedPath
 
 __all__ = ["select_path"]
@@ -28,6 +29,6 @@ def select_path(state: InstructRAGState, runtime: Runtime[InstructRAGContext]) -
         parts = load_parts(ctx.instruction_graph_dir, ctx.agents_dir, ctx.embedding_model)
         best, scores = ml_pick(parts, state["question"], state.get("task", ""), cands, ctx.use_adapted)
     except Exception as exc:
-        return {"stop_reason": "setup_error", "error": f"select_path: {exc}", "answer": ""}
+        return failed("setup", "select_path", f"select_path: {exc}", stop_reason="setup_error", answer="")
     scored = [c.model_copy(update={"score": s}) for c, s in zip(cands, scores)]
     return {"candidate_paths": scored, "selected_path": scored[best], "selection": "ml_agent"}

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.planrag.prompt import plan_block, system_frame, trace_block
 from ragplan.state.context import PlanRAGContext
+from ragplan.state.failure import failed
 from ragplan.state.planrag import PlanRAGState
 
 __all__ = ["FinalAnswer", "answer", "ANSWER_INSTRUCTION"]
@@ -58,6 +59,6 @@ def answer(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, A
     if not d.ok:  # the run ends without an answer: why it stopped is this failure (retrieval's own reason is kept in error)
         prev = state.get("error", "")
         ended = f" (retrieval had ended: {state['stop_reason']})" if state.get("stop_reason") else ""
-        return {"usage": d.usage, "answer": "", "error": "; ".join(e for e in (prev, f"answer: {d.error}{ended}") if e),
-                "stop_reason": failure_update(d, "answer")["stop_reason"]}
+        return failed(d.kind or "error", "answer", "; ".join(e for e in (prev, f"answer: {d.error}{ended}") if e), usage=d.usage,
+                      answer="", stop_reason=failure_update(d, "answer")["stop_reason"])
     return {"answer": d.value.answer.strip(), "rationale": d.value.rationale.strip(), "usage": d.usage}

@@ -8,6 +8,7 @@ from langgraph.runtime import Runtime
 
 from ragplan.nodes.planrag.prompt import store_for
 from ragplan.state.context import GraphDBContext
+from ragplan.state.failure import failed
 from ragplan.state.planrag import PlanRAGState
 
 __all__ = ["read_schema"]
@@ -22,5 +23,5 @@ def read_schema(state: PlanRAGState, runtime: Runtime[GraphDBContext]) -> dict[s
     try:
         schema = store_for(runtime.context).schema()
     except Exception as exc:  # ScriptError, ValueError, driver errors: all end the run with a reason
-        return {"error": f"graph store unavailable: {exc}", "stop_reason": "store_error", "answer": ""}
+        return failed("setup", "read_schema", f"graph store unavailable: {exc}", stop_reason="store_error", answer="")
     return {"schema_text": schema.to_prompt()}

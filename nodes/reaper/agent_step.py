@@ -22,6 +22,7 @@ from ragplan.methods.reaper import PlanArg, PlanStep, RetrievalPlan, as_steps, f
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
+from ragplan.state.failure import failed
 
 __all__ = ["AgentAction", "agent_step"]
 
@@ -45,7 +46,7 @@ def agent_step(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[str,
     try:
         registry = suite_for(ctx)
     except Exception as exc:
-        return {"agent_done": True, "error": f"agent_step: {exc}", "stop_reason": "tool_error"}
+        return failed("tool_error", "agent_step", f"agent_step: {exc}", agent_done=True, stop_reason="tool_error")
     page = state.get("page_context") or {}
     prompt = (f"Tools:\n{registry.prompt_block()}\n\n"
               f"{'Page context: ' + json.dumps(page, ensure_ascii=False) + chr(10) if page else ''}"

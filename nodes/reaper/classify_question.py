@@ -19,6 +19,7 @@ from langgraph.runtime import Runtime
 
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
+from ragplan.state.failure import failed
 
 __all__ = ["classify_question", "classifier_for"]
 
@@ -49,9 +50,9 @@ def classify_question(state: ReaperState, runtime: Runtime[ReaperContext]) -> di
         clf = classifier_for(directory)
         cls, prob = clf.predict(state["question"], state.get("page_context") or {})
     except Exception as exc:  # no folder, not a classifier, the embedding model cannot be loaded
-        return {"route": {"class": "", "probability": 0.0, "tools": [], "error": str(exc)},
-                "error": f"classify_question: {type(exc).__name__}: {exc}", "stop_reason": "classifier_error",
-                "answer": ""}
+        return failed("setup", "classify_question", f"classify_question: {type(exc).__name__}: {exc}",
+                      route={"class": "", "probability": 0.0, "tools": [], "error": str(exc)}, stop_reason="classifier_error",
+                      answer="")
     took = round(time.perf_counter() - t0, 4)
     return {"route": {"class": cls, "probability": round(prob, 4), "tools": class_tools(cls), "latency_s": took},
             "planner_latency_s": took}

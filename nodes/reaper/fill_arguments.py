@@ -32,6 +32,7 @@ from ragplan.methods.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPl
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
+from ragplan.state.failure import failed
 
 __all__ = ["FilledArguments", "fill_arguments", "build_skeleton", "skeleton_prompt"]
 
@@ -141,8 +142,8 @@ def fill_arguments(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[
     try:
         registry = suite_for(ctx)
     except Exception as exc:  # an unknown suite or a shop that cannot be opened
-        return {"plan_errors": [f"tool registry unavailable: {exc}"], "error": f"fill_arguments: {exc}",
-                "stop_reason": "tool_error", "plan_attempts": 0, "plan": [], "plan_text": ""}
+        return failed("tool_error", "fill_arguments", f"fill_arguments: {exc}", plan_errors=[f"tool registry unavailable: {exc}"],
+                      stop_reason="tool_error", plan_attempts=0, plan=[], plan_text="")
     user = (f"Page context: {json.dumps(page, ensure_ascii=False)}\n"
             f"Customer question: {state['question']}\n\n"
             f"Workflow ({cls}):\n{skeleton_prompt(skeleton, registry)}\n\n"

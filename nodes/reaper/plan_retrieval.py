@@ -15,13 +15,14 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from ragplan.llm import chat_model_for, generate, message_text
+from ragplan.llm import chat_model_for, failure_update, generate, message_text
 from ragplan.methods.reaper import PlanCall, repair_prompt
 from ragplan.nodes.reaper.planner_prompt import build_planner_messages
 from ragplan.nodes.reaper.planner_examples import examples_for
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
+from ragplan.state.failure import failed
 
 __all__ = ["plan_retrieval"]
 
@@ -34,16 +35,17 @@ def plan_retrieval(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[
         registry = suite_for(ctx)
         model = chat_model_for(ctx, "planner")
     except Exception as exc:
-        return {"plan_attempts": attempts, "error": f"plan_retrieval: {exc}", "stop_reason": "llm_error", "answer": ""}
+        return failed("config", "plan_retrieval", f"plan_retrieval: {exc}", plan_attempts=attempts, stop_reason="llm_error",
+                      answer="")
     system, user = build_planner_messages(registry, examples_for(registry), state["question"], state.get("page_context") or {})
     messages: list[Any] = [SystemMessage(system), HumanMessage(user)]
     calls = state.get("plan_calls") or []
     last = PlanCall.model_validate(calls[-1]) if calls else None
     if last is not None and not last.valid:  # the repair round: the faulty plan and its typed errors, line by line
         messages += [AIMessage(last.raw), HumanMessage(repair_prompt(last.errors, registry=registry, plan_text=last.raw))]
-    msg, usage, err = generate(model, messages)
-    latency = {"plan_attempts": attempts, "planner_latency_s": usage.llm_seconds, "planner_call_s": usage.llm_seconds,
-               "usage": usage}
-    if msg is None:
-        return {**latency, "error": f"plan_retrieval: {err}", "stop_reason": "llm_error", "answer": ""}
-    return {**latency, "plan_raw": message_text(msg)}
+    g = generate(model, messages)
+    latency = {"plan_attempts": attempts, "planner_latency_s": g.usage.llm_seconds, "planner_call_s": g.usage.llm_seconds,
+               "usage": g.usage}
+    if not g.ok:
+        return {**latency, **failure_update(g, "plan_retrieval")}
+    return {**latency, "plan_raw": message_text(g.value)}

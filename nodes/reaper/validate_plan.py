@@ -19,6 +19,7 @@ from ragplan.methods.reaper import PlanCall, PlanError, RetrievalPlan, check_pla
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
+from ragplan.state.failure import failed
 
 __all__ = ["validate_plan", "registry_errors"]
 
@@ -49,8 +50,8 @@ def validate_plan(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[s
             errors = registry_errors(parsed.plan, ctx)
         except Exception as exc:  # an unknown suite or a shop that cannot be opened
             err = PlanError(line=0, kind="registry", message=f"tool registry unavailable: {exc}")
-            return {"plan_errors": [str(err)], "plan": [], "plan_text": "", "error": f"validate_plan: {exc}",
-                    "stop_reason": "tool_error", "plan_calls": [call([err])]}
+            return failed("tool_error", "validate_plan", f"validate_plan: {exc}", plan_errors=[str(err)], plan=[], plan_text="",
+                          stop_reason="tool_error", plan_calls=[call([err])])
     update: dict[str, Any] = {"plan_errors": [str(e) for e in errors], "plan_calls": [call(errors)]}
     if not errors:
         update["plan"] = list(parsed.plan.steps)

@@ -16,7 +16,8 @@ from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
 from ragplan.state.context import ThinkThenActContext
-from ragplan.state.think_then_act import (Failure, SingleQueryState, SubQuery, SubQueryState, TextQAState, failure_of,
+from ragplan.state.failure import failure
+from ragplan.state.think_then_act import (BranchFailure, SingleQueryState, SubQuery, SubQueryState, TextQAState, failure_of,
                                           references)
 
 __all__ = ["branch_outcome", "ShortAnswer", "answer_subquery", "final_answer", "resolve_text", "ANSWER_STYLE",
@@ -89,15 +90,17 @@ def answer_subquery(state: SubQueryState | SingleQueryState, runtime: Runtime[Th
 def branch_outcome(state: TextQAState) -> dict[str, Any]:
     """What the branches' failures mean for the run: ``llm_error`` ends it (the endpoint is not called again);
     unparseable replies are recorded in ``error`` while the answer step still tries. Empty when none failed."""
-    failures = [f if isinstance(f, Failure) else Failure.model_validate(f) for f in state.get("failures") or []]
+    failures = [f if isinstance(f, BranchFailure) else BranchFailure.model_validate(f) for f in state.get("failures") or []]
     if not failures:
         return {}
     message = "; ".join(dict.fromkeys(f"{f.node} (sub-query {f.query}): {f.message}" for f in failures))
     if state.get("error"):
         message = f"{state['error']}; {message}"
-    if any(f.kind == "llm_error" for f in failures):
-        return {"stop_reason": "llm_error", "error": message, "answer": ""}
-    return {"error": message}
+    first = next((f for f in failures if f.kind == "llm_error"), failures[0])
+    typed = failure(first.cause, first.node, message)
+    if first.kind == "llm_error":
+        return {"stop_reason": "llm_error", "error": message, "failure": typed, "answer": ""}
+    return {"error": message, "failure": typed}
 
 
 def final_answer(state: TextQAState | SingleQueryState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from ragplan.llm import chat_model_for, decide_for, failure_update, generate, me
 from ragplan.nodes.think_then_act.answer_subquery import ANSWER_STYLE, instructions_line
 from ragplan.nodes.think_then_act.confidence_gate import Confidence
 from ragplan.state.context import ThinkThenActContext
+from ragplan.state.failure import failed
 from ragplan.state.think_then_act import SingleQueryState, SubQuery
 
 __all__ = ["flare_draft", "token_probabilities"]
@@ -46,10 +47,11 @@ def flare_draft(state: SingleQueryState, runtime: Runtime[ThinkThenActContext]) 
     try:
         model = chat_model_for(ctx)
     except Exception as exc:
-        return {"error": f"flare_draft: no usable chat model: {exc}", "stop_reason": "llm_error", "answer": ""}
-    msg, usage, err = generate(model, messages, options={"logprobs": True})  # token probabilities where given
-    if msg is None:
-        return {"usage": usage, "error": f"flare_draft: {err}", "stop_reason": "llm_error", "answer": ""}
+        return failed("config", "flare_draft", f"flare_draft: no usable chat model: {exc}", stop_reason="llm_error", answer="")
+    g = generate(model, messages, options={"logprobs": True})  # token probabilities where given
+    if not g.ok:
+        return failure_update(g, "flare_draft")
+    msg, usage = g.value, g.usage
     draft = message_text(msg)
     probs = token_probabilities(msg)
     if probs:

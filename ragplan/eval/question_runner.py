@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -29,10 +28,10 @@ from ragplan.state.usage import Usage
 __all__ = ["RunJob", "ResultWriter", "run_questions", "is_rate_limited"]
 
 
-def is_rate_limited(error: str | None) -> bool:
-    """Whether a recorded LLM error is a rate limit (worth waiting for) rather than a real failure."""
-    e = (error or "").lower()
-    return re.search(r"\b429\b", e) is not None or "ratelimit" in e or "rate limit" in e or "rate_limit" in e
+def is_rate_limited(out: dict[str, Any]) -> bool:
+    """Whether a run's output failed on a rate limit (worth waiting for): its typed failure's kind, never its text."""
+    failed = out.get("failure")
+    return (failed.get("kind") if isinstance(failed, dict) else getattr(failed, "kind", None)) == "rate_limit"
 
 
 @dataclass
@@ -109,7 +108,7 @@ def _record(item: Item, res: GraphResult, graded: dict[str, Any], settings: RunS
         "executed_queries": res.executed_queries(),
         "llm_calls": u.llm_calls, "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
         "llm_seconds": u.llm_seconds, "latency_s": round(latency, 3), "stop_reason": res.stop_reason,
-        "error": res.error, "attempts": attempts,
+        "error": res.error, "failure": res.failure, "attempts": attempts,
         **{k: v for k, v in res.record().items() if k not in graded},
     }
 
@@ -174,7 +173,7 @@ async def run_questions(job: RunJob, on_finished: Callable[[], None] | None = No
                 except Exception as exc:  # a crash of one question is that question's recorded failure
                     out = {"answer": "", "error": f"{type(exc).__name__}: {exc}", "stop_reason": "crash"}
                 spent = spent + _usage(out)
-                if is_rate_limited(out.get("error")) and attempts <= settings.rate_limit_retries:
+                if is_rate_limited(out) and attempts <= settings.rate_limit_retries:
                     delay = settings.backoff_s * 2 ** (attempts - 1) * (1 + random.random() / 2)
                     await asyncio.sleep(delay)
                     continue
