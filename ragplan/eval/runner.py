@@ -31,6 +31,7 @@ from ragplan.eval.question_runner import RunJob, is_rate_limited, run_questions
 from ragplan.eval.registry import get_benchmark
 from ragplan.eval.report import summarise, write_summary
 from ragplan.eval.runfolder import RunFolder, RunSettings
+from ragplan.llm import chat_model_for
 from ragplan.llm_cache import track_cache_usage
 from ragplan.registry import family_of
 from ragplan.state.review import REVIEW_OFF
@@ -58,7 +59,6 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     done = folder.load_records(repair=True)
     # items that share their settings (a DQA script …) run next to each other, so each store is loaded once per run
     pending = sorted((it for it in items if it.id not in done), key=lambda it: json.dumps(it.context, sort_keys=True, default=str))
-    invocation = folder.start_invocation()
     family = family_of(settings.method)
     ctx_cls = family.context
     ctx_fields = family.context_fields()
@@ -75,9 +75,15 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
         base.update({k: v for k, v in bench.prepare(folder.path, settings.context).items() if k in ctx_fields})
     if pending:  # the family's run-wide check (a trained model, the index …), before any LLM call
         first = {k: v for k, v in pending[0].context.items() if k in ctx_fields}
-        problem = family.check_run(settings.method, ctx_cls(**{**base, **first}))
+        first_ctx = ctx_cls(**{**base, **first})
+        problem = family.check_run(settings.method, first_ctx)
         if problem:
             raise RunRefused(problem)
+        try:  # build the run's chat model once now, not inside the first questions' nodes while the others wait
+            chat_model_for(first_ctx)
+        except Exception:  # noqa: BLE001  (a model that cannot be built is each question's recorded failure)
+            pass
+    invocation = folder.start_invocation()  # the run's clock (summary's wall time) starts with its questions
     job = RunJob(settings=settings, run_dir=str(folder.path), invocation=invocation, items=pending, base=base,
                  bench=bench, concurrency=max(1, settings.concurrency))
     finished = len(items) - len(pending)
