@@ -1,28 +1,17 @@
 """The building scenario: which building, raised by 5 levels, lowers the price of goods G the most?
 
-Implements the annotator's rules of shared/DQA.md ("Building: how the gold answer is decided")
-exactly, including its quirks (the demand and supply accumulators are *added to* the script's
-values before the 10 rounds, a building without inputs keeps its script output, ties go to the
-earlier building in file order, and an answer needs a price strictly below the script's price).
+Implements the annotator's rules of shared/DQA.md ("Building: how the gold answer is decided"),
+quirks included (accumulators *added to*, a building without inputs keeps its output, ties to the
+earlier building, an answer strictly below the script's price).
 
-Speed: every option of a script (one per building) is simulated at once as one row of NumPy arrays
-(a round: goods' satisfied shares → buildings' input ratios → goods' supply, as gathers and
-bincounts), and the prices of *all* goods come out of the same pass, so the questions that share a
-script (one per goods) cost one simulation. ``ragplan.methods.planrag.reference`` holds the
-straightforward dict-and-deepcopy version of the same rules that the benchmark compares against.
-
-Near-ties: the vectorised pass does the same arithmetic in another order than the annotator did (it
-sums each option's edges before adding them to the script's totals, sums edges in file order rather
-than building by building, and divides supply by demand once per goods rather than per input), so
-two options whose prices are equal on paper can come out a few ulps apart the other way round. When the decision hangs on such a difference — several options within
-:data:`NEAR_TIE_REL` (relative) of the lowest price, or the lowest price that close to the script's —
-those options are simulated again one by one with the annotator's order of operations
-(:func:`sequential_prices`, the order of ``ragplan.methods.planrag.reference``) and the annotator's rule is applied
-to those prices; all other options are farther from the best than any rounding can move them.
+Every option (one per building) is simulated at once as one row of NumPy arrays, and the prices of
+*all* goods come out of the same pass. That pass adds in another order than the annotator, so options
+within :data:`NEAR_TIE_REL` of the lowest price (or of the script's) are simulated again one by one in
+the annotator's order (:func:`sequential_prices`) before the annotator's rule picks.
 
 Guards for values the rules leave undefined (never seen in DQA's data): a building at level 0 is
 raised with factor (0 + 5) / 1; an input with ``max_demand`` 0 counts as satisfied; goods with
-no demand at all get no input (``current_input`` 0).
+no demand at all get no input.
 """
 
 from __future__ import annotations
@@ -157,12 +146,9 @@ def simulate_prices(sc: BuildingScenario, raised: Sequence[int] | np.ndarray | N
     denom = sc.pop_demand[None, :] + building_demand                   # fixed over the rounds
     inv = np.where(denom > 0, 1.0 / np.where(denom > 0, denom, 1.0), 0.0)  # no demand: no input
     # An input's share min(current_input, max_demand) / max_demand is min(supply / demand, 1) of its
-    # goods (current_input = max_demand × supply / demand), so each round needs that share once per
-    # goods, a building's ratio is the mean of its inputs' goods' shares (an input with max_demand 0
-    # counts as satisfied), and supply is the sum of max_supply × factor × ratio over the outputs of
-    # buildings with inputs plus what the buildings without inputs keep. The sums are bincounts over
-    # (row, edge) pairs, in file order; NumPy's matrix product would do the same in fewer steps but
-    # through a multi-threaded BLAS, which stalls for tenths of a second on a busy machine.
+    # goods, a building's ratio the mean of its inputs' shares, and supply the sum of max_supply ×
+    # factor × ratio over producing buildings plus what buildings without inputs keep. Bincounts, not
+    # a matrix product: a multi-threaded BLAS stalls for tenths of a second on a busy machine.
     n_inputs = np.bincount(sc.d_building, minlength=nb)
     per_input = 1.0 / np.maximum(n_inputs, 1)
     positive = sc.max_demand > 0
@@ -188,9 +174,8 @@ def simulate_prices(sc: BuildingScenario, raised: Sequence[int] | np.ndarray | N
 def sequential_prices(sc: BuildingScenario, raised: int = -1) -> list[float]:
     """Prices of every goods with building index ``raised`` raised (-1: none), one number at a time.
 
-    The annotator's order of operations (that of ``ragplan.methods.planrag.reference``): buildings in file order,
-    each building's edges in file order, every accumulator added to one value at a time, left to
-    right. Slow (plain Python); :func:`solve_building` uses it only to decide near-ties.
+    The annotator's order of operations: buildings and their edges in file order, every accumulator
+    added to left to right. Slow (plain Python): the reference, and the decider of near-ties.
     """
     nb, ng = len(sc.building_ids), len(sc.goods_names)
     inputs: list[list[list[Any]]] = [[] for _ in range(nb)]   # per building: [goods, max_demand, current_input]

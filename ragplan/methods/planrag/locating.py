@@ -1,20 +1,13 @@
 """The locating scenario: where should country C place its merchant to maximise its profit at home?
 
-Implements the annotator's rules of shared/DQA.md ("Locating: how the gold answer is decided")
-exactly, including its quirks (the merchant bonus uses ``max(50, development)``, a node's total power
-is half the script's ``total_power`` plus its records' powers, accumulated flows are multiplied by
-1.05, nodes on a cycle are never processed, ties go to the earlier node in file order).
+Implements the annotator's rules of shared/DQA.md ("Locating: how the gold answer is decided"),
+quirks included (``max(50, development)``, half the script's ``total_power``, flows × 1.05, nodes on
+a cycle never processed, ties to the earlier node in file order).
 
-Speed: one scenario is compiled once into index arrays — the topological order, downstream lists in
-edge order, each country's steering target per node — and each option then changes a single record,
-so a simulation is one pass over nodes and edges with no copying. ``ragplan.methods.planrag.reference`` holds the
-straightforward dict-and-deepcopy version of the same rules that the benchmark compares against.
-
-Near-ties: options that tie on paper (two nodes whose merchant has the same effect) can differ in
-the last bits, and the annotator's ``>`` then picks by those bits. Every sum and product here is
-done in the annotator's order of operations (records and edges in file order, nodes in topological
-order, ``1.05 × (outgoing × steer / weight)``), so the profits are bit for bit those of the sequential
-reference and near-ties are decided as the annotator decided them; a test holds the two equal.
+A scenario is compiled once into index form (topological order, downstream lists in edge order,
+steering targets); an option changes one record, so only its node's sums are redone. Every sum is in
+the annotator's order of operations, so profits are bit for bit those of
+:mod:`ragplan.methods.planrag.reference` and near-ties are decided as the annotator decided them.
 """
 
 from __future__ import annotations
