@@ -156,17 +156,24 @@ class RawRecord:
             self.fail(f"{key!r} should be a list of strings")
         return [str(x) for x in v]
 
+    def _pairs(self, value: Any, key: str, column: str, what: str = "sentences") -> list[Any] | None:
+        """``[[title, x], …]`` as given, or from the column form ``{"title": [...], column: [...]}`` (FlashRAG / HF)."""
+        if value is None:
+            return None
+        if isinstance(value, dict):
+            titles, xs = value.get("title"), value.get(column)
+            if not isinstance(titles, list) or not isinstance(xs, list) or len(titles) != len(xs):
+                self.fail(f"{key!r} in column form needs lists 'title' and {column!r} of equal length")
+            value = [list(p) for p in zip(titles, xs)]
+        if not isinstance(value, list):
+            self.fail(f"{key!r} should be a list of [title, {what}] pairs")
+        return value
+
     def contexts(self, value: Any, key: str = "context") -> list[tuple[str, list[str]]]:
         """``[[title, [sentence, …]], …]`` (HotpotQA) or ``{"title": [...], "sentences": [[...]]}`` (HF columns)."""
+        value = self._pairs(value, key, "sentences")
         if value is None:
             return []
-        if isinstance(value, dict):  # column form, as FlashRAG / HF datasets store it
-            titles, sents = value.get("title"), value.get("sentences")
-            if not isinstance(titles, list) or not isinstance(sents, list) or len(titles) != len(sents):
-                self.fail(f"{key!r} in column form needs lists 'title' and 'sentences' of equal length")
-            value = [list(p) for p in zip(titles, sents)]
-        if not isinstance(value, list):
-            self.fail(f"{key!r} should be a list of [title, sentences] pairs")
         out: list[tuple[str, list[str]]] = []
         for j, para in enumerate(value):
             if not isinstance(para, (list, tuple)) or len(para) != 2 or not isinstance(para[0], str):
@@ -181,15 +188,9 @@ class RawRecord:
 
     def facts(self, value: Any, key: str = "supporting_facts") -> list[tuple[str, int]]:
         """``[[title, sentence index], …]`` or ``{"title": [...], "sent_id": [...]}``."""
+        value = self._pairs(value, key, "sent_id", "sentence index")
         if value is None:
             return []
-        if isinstance(value, dict):
-            titles, ids = value.get("title"), value.get("sent_id")
-            if not isinstance(titles, list) or not isinstance(ids, list) or len(titles) != len(ids):
-                self.fail(f"{key!r} in column form needs lists 'title' and 'sent_id' of equal length")
-            value = [list(p) for p in zip(titles, ids)]
-        if not isinstance(value, list):
-            self.fail(f"{key!r} should be a list of [title, sentence index] pairs")
         out: list[tuple[str, int]] = []
         for j, fact in enumerate(value):
             ok = isinstance(fact, (list, tuple)) and len(fact) == 2 and isinstance(fact[0], str)

@@ -1,11 +1,7 @@
 """The passage store of a text index: passages in SQLite, addressed by row (= the FAISS label).
 
-SQLite keeps memory flat for any corpus size (a search reads only the rows it returns), is one
-file that can be renamed into place atomically, and needs nothing beyond the standard library.
-
-A passage's given sentences (:attr:`~ragplan.tools.retrieval.Passage.sentences`) are kept in the
-``sentences`` column as a JSON list (NULL when the corpus gives none). Stores written before that
-column existed are read as they are (every passage without sentences).
+Given sentences are kept in the ``sentences`` column as a JSON list (NULL when the corpus gives none);
+stores written before that column existed are read as passages without sentences.
 """
 
 from __future__ import annotations
