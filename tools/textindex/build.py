@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -281,13 +282,9 @@ def _embed_shards(work: Path, store_path: Path, count: int, shard_size: int, dim
                 embedded += len(texts)
                 if vecs.shape != (rows[s], dim):
                     raise TextIndexError(f"the embedder returned shape {vecs.shape} for {rows[s]} texts of dim {dim}")
-                path = _shard_path(work, s)
-                tmp = path.with_name(path.name + ".tmp")
-                with open(tmp, "wb") as fh:
-                    np.save(fh, vecs)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.replace(tmp, path)
+                buf = io.BytesIO()
+                np.save(buf, vecs)
+                _write_atomic(_shard_path(work, s), buf.getvalue())
                 bar.update(rows[s])
     finally:
         store.close()
