@@ -166,18 +166,16 @@ class _Compiled:
         for k, rec in enumerate(sc.records):
             self.at_node[rec.node].append(k)
             self.outward.append(not rec.is_home)
-            if rec.has_merchant:
-                self.powers.append(self.power(rec, True))
-                self.targets.append(None if rec.is_home else self.steer_target(rec))
-            else:
-                self.powers.append(rec.base)
-                self.targets.append(None)
-        self._base_sums: list[tuple[float, float, dict[int, float], float]] | None = None
+            power, target = self.with_merchant(rec) if rec.has_merchant else (rec.base, None)
+            self.powers.append(power)
+            self.targets.append(target)
+        #: :meth:`node_sums` of every node without the decision
+        self.base_sums = [self.node_sums(s, self.powers, self.targets) for s in range(n)]
 
-    def power(self, rec: Record, merchant: bool) -> float:
-        if not merchant:
-            return rec.base
-        return merchant_power(rec.base, self.sc.development.get(rec.country, 0.0), self.sc.inland[rec.node])
+    def with_merchant(self, rec: Record) -> tuple[float, int | None]:
+        """The power of ``rec`` with a merchant, and where that merchant steers (None: nowhere, or home)."""
+        power = merchant_power(rec.base, self.sc.development.get(rec.country, 0.0), self.sc.inland[rec.node])
+        return power, None if rec.is_home else self.steer_target(rec)
 
     def reaches(self, home: int) -> list[bool]:
         """reach[i] = whether ``home`` can be reached from node i along source edges."""
@@ -226,13 +224,6 @@ class _Compiled:
             weight += w
         return self.sc.script_total[s] / 2 + total, p_out, steer, weight
 
-    @property
-    def base_sums(self) -> list[tuple[float, float, dict[int, float], float]]:
-        """:meth:`node_sums` of every node without the decision, computed once."""
-        if self._base_sums is None:
-            self._base_sums = [self.node_sums(s, self.powers, self.targets) for s in range(len(self.sc.names))]
-        return self._base_sums
-
     def profit(self, country: str, home: int, placed: int | None) -> float:
         """C's profit at ``home`` with C's merchant on record ``placed`` (None = no merchant).
 
@@ -242,8 +233,7 @@ class _Compiled:
         powers, sums = self.powers, self.base_sums
         if placed is not None:
             powers, targets, sums = list(powers), list(self.targets), list(sums)
-            powers[placed] = self.power(recs[placed], True)
-            targets[placed] = None if recs[placed].is_home else self.steer_target(recs[placed])
+            powers[placed], targets[placed] = self.with_merchant(recs[placed])
             sums[recs[placed].node] = self.node_sums(recs[placed].node, powers, targets)
         n = len(sc.names)
         ingoing = [0.0] * n
