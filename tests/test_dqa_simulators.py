@@ -15,7 +15,7 @@ from ragplan.methods.planrag.generate import generate_clone
 from ragplan.methods.planrag.data import load_questions
 from ragplan.methods.planrag.cql import read_graph_data
 from ragplan.methods.planrag.locating import scenario_from_data as locating_scenario, solve_locating
-from ragplan.methods.planrag.reference import reference_building, reference_locating
+from tests.dqa_reference import reference_building, reference_locating
 
 # A feeds X and H (edge order: X first). C's home is H; D's home is X. No node is inland.
 STEERING = """\

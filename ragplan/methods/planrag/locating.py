@@ -7,7 +7,7 @@ a cycle never processed, ties to the earlier node in file order).
 A scenario is compiled once into index form (topological order, downstream lists in edge order,
 steering targets); an option changes one record, so only its node's sums are redone. Every sum is in
 the annotator's order of operations, so profits are bit for bit those of
-:mod:`ragplan.methods.planrag.reference` and near-ties are decided as the annotator decided them.
+the plain reference in ``tests/dqa_reference.py`` and near-ties are decided as the annotator decided them.
 """
 
 from __future__ import annotations
