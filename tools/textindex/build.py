@@ -81,12 +81,9 @@ def import_faiss() -> Any:
 
 
 def file_sha256(path: str | Path) -> str:
-    """SHA-256 of a file's bytes (read in 4 MiB blocks)."""
-    h = hashlib.sha256()
+    """SHA-256 of a file's bytes."""
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -123,10 +120,7 @@ def _build_lock(out: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise TextIndexError(f"another build is writing {out} (its .build.lock is held)") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+        yield  # closing the file releases the lock
 
 
 def _shard_path(work: Path, s: int) -> Path:
@@ -158,13 +152,10 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
                 embedder: Any = None, force: bool = False) -> BuildReport:
     """Embed a passage file (JSONL or TSV, see :func:`read_passages`) into a FAISS index at ``out_dir``.
 
-    ``model_path`` names a local sentence-transformers directory ("" = the packaged MiniLM);
-    ``embedder`` may instead be any object with ``dim`` and ``encode(texts, batch_size=…, cache=…)``
-    returning unit rows (benchmarks use a fast stand-in). Fewer than ``flat_threshold`` passages
-    give an exact flat index, more an HNSW index (``hnsw_m``, ``ef_construction``, ``ef_search``).
-    Resumable and atomic (see the module docstring); ``force`` rebuilds a finished index. Raises
-    :class:`PassageFormatError` for a malformed line (before anything is embedded),
-    ``FileNotFoundError`` for a missing file and :class:`TextIndexError` for an unusable setting.
+    ``model_path``: a local sentence-transformers directory ("" = the packaged MiniLM); ``embedder``
+    instead: any object with ``dim`` and ``encode(texts, batch_size=…, cache=…)`` giving unit rows.
+    ``force`` rebuilds a finished index. A malformed line raises :class:`PassageFormatError` before
+    anything is embedded; an unusable setting :class:`TextIndexError`.
     """
     t0 = time.perf_counter()
     src = Path(passages_path)
