@@ -253,11 +253,7 @@ PARSERS: dict[str, Callable[[RawRecord, ParseOptions], QAExample]] = {
 
 
 def looks_like(data: dict) -> str | None:
-    """The format a raw record's keys point to, or ``None`` when they fit none.
-
-    Each format is recognised by keys only it has, so a record of another dataset is never read as
-    HotpotQA because it happens to have ``question`` and ``answer``.
-    """
+    """The format a raw record's keys point to (keys only that format has), or ``None`` when they fit none."""
     keys = set(data)
     if "golden_answers" in keys:
         return "flashrag"

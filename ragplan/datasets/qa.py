@@ -112,10 +112,7 @@ def _whole_json(path: Path) -> list[Any]:
 
 
 def read_records(path: str | Path) -> Iterator[RawRecord]:
-    """The raw records of a JSON or JSON Lines file, each wrapped with its location.
-
-    JSON Lines files are streamed (a limit stops reading early); blank lines are skipped.
-    """
+    """The raw records of a JSON or JSON Lines file (streamed; blank lines skipped), each with its location."""
     p = Path(path)
     first = _first_char(p)
     if not first:
@@ -194,11 +191,9 @@ def load_qa(path: str | Path, fmt: str | None = None, *, limit: int | None = Non
             aliases_path: str | Path | None = None) -> list[QAExample]:
     """Read a QA dataset file (or a release folder) into examples, in file order.
 
-    ``fmt`` names the format (one of :data:`FORMATS`; detected when ``None``); ``limit`` keeps the
-    first N records (JSON Lines are not read past them); ``aliases_path`` is 2Wiki's
-    ``id_aliases.json`` (by default the one next to the data file, when present).
-    Raises :class:`DatasetError` for a malformed file or record, ``FileNotFoundError`` for a
-    missing one and ``ValueError`` for an unknown ``fmt``.
+    ``fmt``: one of :data:`FORMATS` (detected when ``None``; unknown: ``ValueError``); ``limit``: the
+    first N records (JSON Lines are not read past them); ``aliases_path``: 2Wiki's ``id_aliases.json``
+    (by default the one beside the data file, when present).
     """
     fmt = normalize_format(fmt)
     p = resolve_data_file(path, fmt)
