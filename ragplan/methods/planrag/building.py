@@ -120,11 +120,7 @@ def scenario_from_data(data: GraphData) -> BuildingScenario:
 
 
 def simulate_prices(sc: BuildingScenario, raised: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
-    """Prices of every goods (columns) for each option (rows).
-
-    ``raised`` lists building indices, one per row (-1 = raise nothing); default: every building in
-    file order. Implements DQA.md's rules 1–3 on all rows at once.
-    """
+    """Prices of every goods (columns) with building ``raised[row]`` raised (-1: none; default: each in turn)."""
     nb, ng = len(sc.building_ids), len(sc.goods_names)
     if raised is None:
         raised = np.arange(nb)
@@ -274,11 +270,7 @@ def _decide_near_ties(sc: BuildingScenario, g: int, column: list[float], script_
 
 
 def solve_building(sc: BuildingScenario, goods: str | int, prices: np.ndarray | None = None) -> BuildingSolution:
-    """Rank every building for ``goods``; ``prices`` from :func:`simulate_prices` may be reused.
-
-    The annotator's rule (file order, strictly below the running best, starting from the script's
-    price) is applied to the fast prices, with near-ties decided by :func:`sequential_prices`.
-    """
+    """Rank every building for ``goods`` by the annotator's rule; ``prices`` from :func:`simulate_prices` may be reused."""
     g = sc.goods_index(goods)
     prices = sc.all_prices() if prices is None else prices
     script_price = float(sc.current_price[g])

@@ -1,16 +1,9 @@
-"""Reading DQA's ``.cql`` scripts into plain records, in file order, without a graph engine.
+"""Reading DQA's ``.cql`` scripts into plain records in file order (the annotator's tie-breaking
+depends on it, and a graph engine does not promise it), without a graph engine.
 
-The simulators need the data *in file order* (the annotator tries options in file order and breaks
-ties by it; a merchant steers toward the first downstream neighbour in edge order), which a graph
-engine does not promise. DQA scripts use two statement shapes, in Neo4j's dialect:
-
-    CREATE (var:Label {key: value, …})
-    MATCH (a:L1 {key: value}), (b:L2 {key: value}) CREATE (a)-[r:TYPE {key: value, …}]->(b)
-
-with the spacing variants real files have (``(n: Goods {…})``, ``Goods{code: 14}``, a missing
-``;``). This module parses exactly those shapes on top of :mod:`ragplan.tools.graphdb.script`'s
-statement splitter, and names the file and line of anything else. A map body is parsed once per
-distinct text (DQA repeats them: every record of a country matches the same ``{name:"SWE"}``).
+DQA's two statement shapes, ``CREATE (var:Label {…})`` and ``MATCH (a:L1 {…}), (b:L2 {…}) CREATE
+(a)-[r:TYPE {…}]->(b)``, with the spacing variants real files have, are parsed on top of
+:mod:`ragplan.tools.graphdb.script`'s statement splitter; anything else names its file and line.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""Reading a clone of the DQA repository: its questions and their scripts, as they are.
+"""Reading a clone of the DQA repository (its layout: shared/DQA.md): its questions and their scripts.
 
-Layout (shared/DQA.md): ``data/locating/questions/simulated_question.json`` with one script
-``data/locating/queries/LPG_format/q<N>.cql`` per question, and
-``data/building/questions/simulated_questions.json`` with one script per country+year
-``data/building/queries/LPG_format/<C><YEAR>.cql``. ``CLONE`` may be the repository root or its
-``data/`` folder. Scripts are parsed once per process: :func:`load_scenario` caches compiled scripts
-by the hash of their bytes, since many building questions share one script and the official
-locating set holds 200 question files with only 10 distinct scripts among them.
+``CLONE`` may be the repository root or its ``data/`` folder. :func:`load_scenario` caches compiled
+scripts by the hash of their bytes: the official locating set has 200 questions over 10 scripts.
 """
 
 from __future__ import annotations
@@ -156,12 +151,8 @@ def _compile(data: bytes, source: str, scenario: str) -> Any:
 
 
 def load_scenario(path: str | Path, scenario: Scenario) -> Any:
-    """The compiled :class:`LocatingScenario` / :class:`BuildingScenario` of a script, parsed once per content.
-
-    Keyed by the BLAKE2b hash of the file's bytes, so a file that changes is read again and files
-    with the same bytes (the official locating questions) share one compiled script; it is shown
-    under the path asked for (its ``source``).
-    """
+    """The compiled :class:`LocatingScenario` / :class:`BuildingScenario` of a script, parsed once per content
+    (a BLAKE2b hash of its bytes) and shown under the path asked for (its ``source``)."""
     p = Path(path).resolve()
     try:
         data = p.read_bytes()

@@ -1,12 +1,8 @@
-"""Synthetic DQA-style scenarios: the project's own test data, in the clone's file layout.
+"""Synthetic DQA-style scenarios in a clone's file layout: the project's own test data.
 
-``generate_clone(out_dir, scenario, n, seed)`` writes questions and ``.cql`` scripts exactly where a clone
-of the official repository has them (see shared/DQA.md), in the same Neo4j dialect and with the
-same mess (some lines without ``;``, spacing variants, the ``has_has_merchant`` misspelling), and
-sets each question's gold answer with ragplan's simulator. Same seed, same files.
-
-Sizes: ``small`` (a handful of nodes, for tests and demos) or ``official`` (≈80 trade nodes, ≈665
-countries, ≈1,600 relationships; ≈50 goods, ≈250 buildings — for benchmarks).
+Scripts in the same dialect and with the same mess as DQA's (lines without ``;``, spacing variants,
+``has_has_merchant``), gold answers from ragplan's simulators; same seed, same files. Sizes:
+``small`` (a handful of nodes) or ``official`` (≈80 trade nodes, ≈665 countries; ≈50 goods, ≈250 buildings).
 """
 
 from __future__ import annotations
@@ -166,11 +162,7 @@ MAX_FRUITLESS_SCRIPTS = 20_000
 
 
 def max_questions(scenario: str, size: str = "small") -> int | None:
-    """How many distinct questions ``scenario`` can have at ``size`` (None: no limit).
-
-    Every locating question asks about a different (country, home node) pair, and the scripts of a size
-    have ``countries`` countries and ``trade_nodes`` nodes; building questions name a new country each.
-    """
+    """How many distinct questions ``scenario`` can have at ``size``: one per (country, home node); building: no limit."""
     sz = SIZES[size]
     return sz.countries * sz.trade_nodes if scenario == "locating" else None
 

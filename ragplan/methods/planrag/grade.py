@@ -1,9 +1,5 @@
-"""Grading a DQA decision by simulation, not by string match.
-
-An answer is normalised to an option (a trade node name, a building id) — tolerant of case, quotes,
-spaces/underscores and a sentence around it — and then simulated: the verdict says whether it is the
-annotator's best decision and what the chosen option does compared with the best
-("+1.3 % vs best +16.6 %").
+"""Grading a DQA decision by simulation, not by string match: the answer is normalised to an option
+(a trade node name, a building id) and simulated against the best ("+1.3 % vs best +16.6 %").
 """
 
 from __future__ import annotations
