@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -55,14 +56,12 @@ class BuildingScenario:
     s_goods: np.ndarray
     max_supply: np.ndarray
     current_output: np.ndarray
-    _prices: np.ndarray | None = field(default=None, repr=False, compare=False)
     _sequential: dict[int, list[float]] = field(default_factory=dict, repr=False, compare=False)
 
+    @cached_property
     def all_prices(self) -> np.ndarray:
         """Prices of every goods for every building raised (rows in file order), computed once."""
-        if self._prices is None:
-            self._prices = simulate_prices(self)
-        return self._prices
+        return simulate_prices(self)
 
     def sequential_prices(self, raised: int) -> list[float]:
         """:func:`sequential_prices` of building index ``raised``, computed once."""
@@ -246,7 +245,6 @@ class BuildingSolution:
     best: int | None
 
     def option(self, building_id: int) -> BuildingOption | None:
-        """The option for ``building_id``, if it is one."""
         return next((o for o in self.options if o.building_id == building_id), None)
 
     def ranked(self) -> list[BuildingOption]:
@@ -272,7 +270,7 @@ def _decide_near_ties(sc: BuildingScenario, g: int, column: list[float], script_
 def solve_building(sc: BuildingScenario, goods: str | int, prices: np.ndarray | None = None) -> BuildingSolution:
     """Rank every building for ``goods`` by the annotator's rule; ``prices`` from :func:`simulate_prices` may be reused."""
     g = sc.goods_index(goods)
-    prices = sc.all_prices() if prices is None else prices
+    prices = sc.all_prices if prices is None else prices
     script_price = float(sc.current_price[g])
     column = _decide_near_ties(sc, g, prices[:, g].tolist(), script_price)
     options, best, best_price = [], None, script_price

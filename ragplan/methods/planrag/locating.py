@@ -127,7 +127,6 @@ class LocatingSolution:
     best: str | None
 
     def option(self, node: str) -> LocatingOption | None:
-        """The option for ``node`` (exact name), if it is one."""
         return next((o for o in self.options if o.node == node), None)
 
     def ranked(self) -> list[LocatingOption]:
@@ -204,10 +203,7 @@ class _Compiled:
         return next((d for d in down if reach[d]), None)
 
     def node_sums(self, s: int, powers: list[float], targets: list[int | None]) -> tuple[float, float, dict[int, float], float]:
-        """Node ``s``'s total power, outgoing power, steering powers per target and their sum.
-
-        Every sum left to right, one value at a time, records in file order (as the annotator added).
-        """
+        """Node ``s``'s total power, outgoing power, steering powers per target and their sum (left to right)."""
         outward = self.outward
         total = p_out = 0.0
         steer: dict[int, float] = {}
@@ -225,10 +221,7 @@ class _Compiled:
         return self.sc.script_total[s] / 2 + total, p_out, steer, weight
 
     def profit(self, country: str, home: int, placed: int | None) -> float:
-        """C's profit at ``home`` with C's merchant on record ``placed`` (None = no merchant).
-
-        Placing the merchant changes one record, so only that record's node is summed again.
-        """
+        """C's profit at ``home`` with C's merchant on record ``placed`` (None: no merchant; only its node is re-summed)."""
         sc, recs = self.sc, self.sc.records
         powers, sums = self.powers, self.base_sums
         if placed is not None:
