@@ -13,7 +13,7 @@ the plain reference in ``tests/dqa_reference.py`` and near-ties are decided as t
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ragplan.methods.planrag.cql import GraphData
@@ -57,10 +57,122 @@ class LocatingScenario:
     home_of: dict[str, str]
     edges: list[tuple[int, int]]
     records: list[Record]
-    index: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.index = {n: i for i, n in enumerate(self.names)}
+        """Compile once: the topological order, downstream lists in edge order, records per node, base sums."""
+        n = len(self.names)
+        self.index = {name: i for i, name in enumerate(self.names)}
+        self.down: list[list[int]] = [[] for _ in range(n)]
+        up: list[list[int]] = [[] for _ in range(n)]
+        indeg = [0] * n
+        for a, b in self.edges:
+            self.down[a].append(b)
+            up[b].append(a)
+            indeg[b] += 1
+        queue = deque(i for i in range(n) if indeg[i] == 0)
+        self.order: list[int] = []
+        while queue:  # Kahn: nodes on a cycle never become ready, so they are never processed
+            s = queue.popleft()
+            self.order.append(s)
+            for d in self.down[s]:
+                indeg[d] -= 1
+                if indeg[d] == 0:
+                    queue.append(d)
+        self._reach: dict[int, list[bool]] = {}
+        self._up = up
+        self.at_node: list[list[int]] = [[] for _ in range(n)]
+        self.powers: list[float] = []
+        self.targets: list[int | None] = []
+        self.outward: list[bool] = []  # the record is not anyone's home
+        for k, rec in enumerate(self.records):
+            self.at_node[rec.node].append(k)
+            self.outward.append(not rec.is_home)
+            power, target = self.with_merchant(rec) if rec.has_merchant else (rec.base, None)
+            self.powers.append(power)
+            self.targets.append(target)
+        #: :meth:`node_sums` of every node without the decision
+        self.base_sums = [self.node_sums(s, self.powers, self.targets) for s in range(n)]
+
+    def with_merchant(self, rec: Record) -> tuple[float, int | None]:
+        """The power of ``rec`` with a merchant, and where that merchant steers (None: nowhere, or home)."""
+        power = merchant_power(rec.base, self.development.get(rec.country, 0.0), self.inland[rec.node])
+        return power, None if rec.is_home else self.steer_target(rec)
+
+    def reaches(self, home: int) -> list[bool]:
+        """reach[i] = whether ``home`` can be reached from node i along source edges."""
+        if home not in self._reach:
+            reach = [False] * len(self.names)
+            reach[home] = True
+            stack = [home]
+            while stack:
+                x = stack.pop()
+                for u in self._up[x]:
+                    if not reach[u]:
+                        reach[u] = True
+                        stack.append(u)
+            self._reach[home] = reach
+        return self._reach[home]
+
+    def steer_target(self, rec: Record) -> int | None:
+        """The downstream neighbour a merchant of ``rec`` steers toward (None: it cannot steer home)."""
+        home = self.index.get(self.home_of.get(rec.country, ""))
+        if home is None:
+            return None
+        down = self.down[rec.node]
+        if home in down:
+            return home
+        reach = self.reaches(home)
+        return next((d for d in down if reach[d]), None)
+
+    def node_sums(self, s: int, powers: list[float], targets: list[int | None]) -> tuple[float, float, dict[int, float], float]:
+        """Node ``s``'s total power, outgoing power, steering powers per target and their sum (left to right)."""
+        outward = self.outward
+        total = p_out = 0.0
+        steer: dict[int, float] = {}
+        for k in self.at_node[s]:
+            power = powers[k]
+            total += power
+            if outward[k]:
+                p_out += power
+            t = targets[k]
+            if t is not None:
+                steer[t] = steer.get(t, 0.0) + power
+        weight = 0.0
+        for w in steer.values():
+            weight += w
+        return self.script_total[s] / 2 + total, p_out, steer, weight
+
+    def profit(self, country: str, home: int, placed: int | None) -> float:
+        """C's profit at ``home`` with C's merchant on record ``placed`` (None: no merchant; only its node is re-summed)."""
+        recs = self.records
+        powers, sums = self.powers, self.base_sums
+        if placed is not None:
+            powers, targets, sums = list(powers), list(self.targets), list(sums)
+            powers[placed], targets[placed] = self.with_merchant(recs[placed])
+            sums[recs[placed].node] = self.node_sums(recs[placed].node, powers, targets)
+        n = len(self.names)
+        ingoing = [0.0] * n
+        outgoing = [0.0] * n
+        local_value, down_of = self.local_value, self.down
+        for s in self.order:
+            total, p_out, steer, weight = sums[s]
+            out = (local_value[s] + ingoing[s]) * p_out / total if total else 0.0
+            outgoing[s] = out
+            down = down_of[s]
+            if not down:
+                continue
+            if weight > 0:
+                for d in down:  # flow first, then the 1.05: the annotator's order of operations
+                    ingoing[d] += 1.05 * (out * steer.get(d, 0.0) / weight)
+            else:
+                share = out / len(down)
+                for d in down:
+                    ingoing[d] += 1.05 * share
+        mine = next((k for k in self.at_node[home] if recs[k].country == country), None)
+        total = sums[home][0]
+        if mine is None or not total:
+            return 0.0
+        return (local_value[home] - outgoing[home] + ingoing[home]) * powers[mine] / total
 
 
 def scenario_from_data(data: GraphData) -> LocatingScenario:
@@ -134,132 +246,12 @@ class LocatingSolution:
         return sorted(self.options, key=lambda o: -o.profit)
 
 
-class _Compiled:
-    """Per-scenario precomputation shared by all simulations of it."""
-
-    def __init__(self, sc: LocatingScenario) -> None:
-        n = len(sc.names)
-        self.sc = sc
-        self.down: list[list[int]] = [[] for _ in range(n)]
-        up: list[list[int]] = [[] for _ in range(n)]
-        indeg = [0] * n
-        for a, b in sc.edges:
-            self.down[a].append(b)
-            up[b].append(a)
-            indeg[b] += 1
-        queue = deque(i for i in range(n) if indeg[i] == 0)
-        self.order: list[int] = []
-        while queue:  # Kahn: nodes on a cycle never become ready, so they are never processed
-            s = queue.popleft()
-            self.order.append(s)
-            for d in self.down[s]:
-                indeg[d] -= 1
-                if indeg[d] == 0:
-                    queue.append(d)
-        self._reach: dict[int, list[bool]] = {}
-        self._up = up
-        self.at_node: list[list[int]] = [[] for _ in range(n)]
-        self.powers: list[float] = []
-        self.targets: list[int | None] = []
-        self.outward: list[bool] = []  # the record is not anyone's home
-        for k, rec in enumerate(sc.records):
-            self.at_node[rec.node].append(k)
-            self.outward.append(not rec.is_home)
-            power, target = self.with_merchant(rec) if rec.has_merchant else (rec.base, None)
-            self.powers.append(power)
-            self.targets.append(target)
-        #: :meth:`node_sums` of every node without the decision
-        self.base_sums = [self.node_sums(s, self.powers, self.targets) for s in range(n)]
-
-    def with_merchant(self, rec: Record) -> tuple[float, int | None]:
-        """The power of ``rec`` with a merchant, and where that merchant steers (None: nowhere, or home)."""
-        power = merchant_power(rec.base, self.sc.development.get(rec.country, 0.0), self.sc.inland[rec.node])
-        return power, None if rec.is_home else self.steer_target(rec)
-
-    def reaches(self, home: int) -> list[bool]:
-        """reach[i] = whether ``home`` can be reached from node i along source edges."""
-        if home not in self._reach:
-            reach = [False] * len(self.sc.names)
-            reach[home] = True
-            stack = [home]
-            while stack:
-                x = stack.pop()
-                for u in self._up[x]:
-                    if not reach[u]:
-                        reach[u] = True
-                        stack.append(u)
-            self._reach[home] = reach
-        return self._reach[home]
-
-    def steer_target(self, rec: Record) -> int | None:
-        """The downstream neighbour a merchant of ``rec`` steers toward (None: it cannot steer home)."""
-        home = self.sc.index.get(self.sc.home_of.get(rec.country, ""))
-        if home is None:
-            return None
-        down = self.down[rec.node]
-        if home in down:
-            return home
-        reach = self.reaches(home)
-        return next((d for d in down if reach[d]), None)
-
-    def node_sums(self, s: int, powers: list[float], targets: list[int | None]) -> tuple[float, float, dict[int, float], float]:
-        """Node ``s``'s total power, outgoing power, steering powers per target and their sum (left to right)."""
-        outward = self.outward
-        total = p_out = 0.0
-        steer: dict[int, float] = {}
-        for k in self.at_node[s]:
-            power = powers[k]
-            total += power
-            if outward[k]:
-                p_out += power
-            t = targets[k]
-            if t is not None:
-                steer[t] = steer.get(t, 0.0) + power
-        weight = 0.0
-        for w in steer.values():
-            weight += w
-        return self.sc.script_total[s] / 2 + total, p_out, steer, weight
-
-    def profit(self, country: str, home: int, placed: int | None) -> float:
-        """C's profit at ``home`` with C's merchant on record ``placed`` (None: no merchant; only its node is re-summed)."""
-        sc, recs = self.sc, self.sc.records
-        powers, sums = self.powers, self.base_sums
-        if placed is not None:
-            powers, targets, sums = list(powers), list(self.targets), list(sums)
-            powers[placed], targets[placed] = self.with_merchant(recs[placed])
-            sums[recs[placed].node] = self.node_sums(recs[placed].node, powers, targets)
-        n = len(sc.names)
-        ingoing = [0.0] * n
-        outgoing = [0.0] * n
-        local_value, down_of = sc.local_value, self.down
-        for s in self.order:
-            total, p_out, steer, weight = sums[s]
-            out = (local_value[s] + ingoing[s]) * p_out / total if total else 0.0
-            outgoing[s] = out
-            down = down_of[s]
-            if not down:
-                continue
-            if weight > 0:
-                for d in down:  # flow first, then the 1.05: the annotator's order of operations
-                    ingoing[d] += 1.05 * (out * steer.get(d, 0.0) / weight)
-            else:
-                share = out / len(down)
-                for d in down:
-                    ingoing[d] += 1.05 * share
-        mine = next((k for k in self.at_node[home] if recs[k].country == country), None)
-        total = sums[home][0]
-        if mine is None or not total:
-            return 0.0
-        return (local_value[home] - outgoing[home] + ingoing[home]) * powers[mine] / total
-
-
 def solve_locating(sc: LocatingScenario, country: str, home: str) -> LocatingSolution:
     """Try the merchant at every node except ``home`` (file order) and pick the annotator's best."""
     if home not in sc.index:
         raise ValueError(f"home node {home!r} is not a trade node of {sc.source}")
-    comp = _Compiled(sc)
     h = sc.index[home]
-    base = comp.profit(country, h, None)
+    base = sc.profit(country, h, None)
     mine = {rec.node: k for k, rec in enumerate(sc.records) if rec.country == country}
     options: list[LocatingOption] = []
     best, best_profit = None, 0.0
@@ -267,7 +259,7 @@ def solve_locating(sc: LocatingScenario, country: str, home: str) -> LocatingSol
         if o == h:
             continue
         k = mine.get(o)
-        p = comp.profit(country, h, k) if k is not None else base
+        p = sc.profit(country, h, k) if k is not None else base
         change = (p - base) / base * 100 if base else 0.0
         options.append(LocatingOption(name, p, change, k is not None))
         if p > best_profit:
