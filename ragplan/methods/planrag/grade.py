@@ -114,8 +114,9 @@ def grade(q: DQAQuestion, answer: str) -> Verdict:
     else:
         chosen = normalise_building(answer, sc.building_ids)
         unit, value, effect, no_best = "price", (lambda o: o.price), (lambda o: o.price), sol.script_price
-    best = sol.option(sol.best) if sol.best is not None else None
-    opt = sol.option(chosen) if chosen is not None else None
+    option: Any = sol.option  # a node name or a building id, as the scenario has it
+    best = option(sol.best) if sol.best is not None else None
+    opt = option(chosen) if chosen is not None else None
     correct = chosen is not None and (chosen == sol.best or (opt is not None and best is not None
                                                              and abs(value(opt) - value(best)) < 1e-12))
     return Verdict(None if chosen is None else str(chosen), None if sol.best is None else str(sol.best), correct,
