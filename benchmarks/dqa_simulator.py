@@ -9,7 +9,7 @@ Generates a DQA-style clone of official size for each scenario (``ragplan.method
   content) and ``ragplan.methods.planrag.grade.best_decision`` per question (``solve_locating`` /
   ``solve_building``);
 * straightforward — ``ragplan.methods.planrag.cql.read_graph_data`` (read and parse the question's script) and
-  ``ragplan.methods.planrag.reference.reference_locating`` / ``reference_building`` per question (dicts, loops and
+  ``tests.dqa_reference.reference_locating`` / ``reference_building`` per question (dicts, loops and
   a deepcopy of the whole state per option).
 
 Columns: "parse" (each distinct script once on the fast side, with compiling; each question's script
@@ -42,13 +42,15 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ holds the straightforward reference
+
 from ragplan.methods.planrag import data as dqa_data
 from ragplan.methods.planrag.cql import read_graph_data
 from ragplan.methods.planrag.data import load_questions, load_scenario
 from ragplan.methods.planrag.generate import generate_clone
 from ragplan.methods.planrag.grade import best_decision, solve_question
 from ragplan.methods.planrag.locating import LocatingSolution
-from ragplan.methods.planrag.reference import reference_building, reference_locating
+from tests.dqa_reference import reference_building, reference_locating
 
 TARGET = 10.0       # simulation: straightforward / fast
 E2E_TARGET = 100.0  # dqa verify per question, reading and parsing included

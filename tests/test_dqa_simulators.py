@@ -15,7 +15,7 @@ from ragplan.methods.planrag.generate import generate_clone
 from ragplan.methods.planrag.data import load_questions
 from ragplan.methods.planrag.cql import read_graph_data
 from ragplan.methods.planrag.locating import scenario_from_data as locating_scenario, solve_locating
-from ragplan.methods.planrag.reference import reference_building, reference_locating
+from tests.dqa_reference import reference_building, reference_locating
 
 # A feeds X and H (edge order: X first). C's home is H; D's home is X. No node is inland.
 STEERING = """\
@@ -296,13 +296,3 @@ def test_fast_locating_is_bit_for_bit_the_sequential_reference(tmp_path, size):
         sol = solve_locating(locating_scenario(data), q.country, q.home)
         best, effects = reference_locating(data, q.country, q.home)
         assert {o.node: o.profit for o in sol.options} == effects and sol.best == best
-
-
-def test_sequential_prices_are_bit_for_bit_the_reference(tmp_path):
-    generate_clone(tmp_path, "building", 2, seed=5)
-    for q in load_questions(tmp_path, "building"):
-        data = read_graph_data(q.script)
-        sc = building_scenario(data)
-        g = sc.goods_index(q.goods)
-        _, effects = reference_building(data, q.goods)
-        assert {bid: sequential_prices(sc, b)[g] for b, bid in enumerate(sc.building_ids)} == effects

@@ -1,8 +1,4 @@
-"""Question-answering datasets as the files users download, read into one :class:`QAExample` shape.
-
-HotpotQA, 2WikiMultihopQA, StrategyQA, FEVER, FlashRAG-style JSONL and KILT JSONL; the format is
-detected from the file (or named with ``fmt=``). See :mod:`ragplan.datasets.qa`.
-"""
+"""Question-answering datasets as the files users download, read into one :class:`QAExample` shape."""
 
 from ragplan.datasets.qa import (
     FORMATS, DatasetError, QAExample, detect_format, infer_kind, load_qa, read_records, resolve_data_file,

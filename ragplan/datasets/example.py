@@ -1,7 +1,6 @@
 """The one shape every QA dataset is read into, and a checked view of one raw record.
 
-:class:`RawRecord` wraps one raw JSON object with where it came from (file, record index, line), so
-every format parser reports a malformed record the same way: ``FILE: record N (line L): problem``.
+:class:`RawRecord` reports a malformed record the same way for every format: ``FILE: record N (line L): problem``.
 """
 
 from __future__ import annotations
@@ -31,13 +30,10 @@ class DecompositionStep:
     question: str
     """The step's question; ``#1``, ``#2`` … refer to earlier steps' answers (``"#1 >> spouse"``)."""
     answer: str
-    """The step's gold answer."""
     paragraph_support_idx: int | None
-    """The ``idx`` of the paragraph that answers it, as the file writes it (``None`` when the dataset gives none).
-    MuSiQue's ``idx`` is the paragraph's own number, not necessarily its place in the list: use
-    :attr:`paragraph_position` to index :attr:`QAExample.contexts`."""
+    """The answering paragraph's own ``idx`` as the file writes it (not necessarily its place in the list)."""
     paragraph_position: int | None = None
-    """The position in :attr:`QAExample.contexts` of the paragraph whose ``idx`` is :attr:`paragraph_support_idx`."""
+    """That paragraph's position in :attr:`QAExample.contexts`."""
 
 
 @dataclass
@@ -53,16 +49,13 @@ class QAExample:
     kind: Kind
     """``span`` (free text, EM/F1), ``yesno`` (answers are "yes"/"no") or ``fever`` (a FEVER label)."""
     contexts: list[tuple[str, list[str]]] = field(default_factory=list)
-    """Paragraphs shipped with the question: ``(title, sentences)`` (HotpotQA/2Wiki ``context``; MuSiQue's
-    ``paragraphs`` as ``(title, [paragraph_text])``, in file order)."""
+    """Paragraphs shipped with the question: ``(title, sentences)``; MuSiQue's as ``(title, [paragraph_text])``."""
     sentence_segmented: bool = True
-    """Whether each context's list holds the dataset's own sentences (HotpotQA, 2Wiki, StrategyQA facts)
-    or one whole unsegmented paragraph (MuSiQue)."""
+    """Whether each context holds the dataset's own sentences (False: one unsegmented paragraph, MuSiQue)."""
     supporting_facts: list[tuple[str, int]] = field(default_factory=list)
     """Gold evidence sentences as ``(title, sentence index)`` (FEVER: every set's sentences, united)."""
     evidence_sets: list[list[tuple[str, int]]] = field(default_factory=list)
-    """FEVER's evidence sets, each a list of ``(title, sentence index)`` that verify the claim *together*;
-    any one complete set suffices. Empty for datasets with one set (HotpotQA's ``supporting_facts``)."""
+    """FEVER's evidence sets, each verifying the claim *together*; any one complete set suffices."""
     supporting_paragraphs: list[int] = field(default_factory=list)
     """Positions in :attr:`contexts` of the gold supporting paragraphs (MuSiQue's ``is_supporting``)."""
     decomposition: list[str] = field(default_factory=list)
@@ -102,8 +95,7 @@ class RawRecord:
 
     def __init__(self, data: Any, path: Path, index: int, line: int | None = None) -> None:
         self.path, self.index, self.line = path, index, line
-        where = f"{path}: record {index}" + (f" (line {line})" if line is not None else "")
-        self.where = where
+        self.where = f"{path}: record {index}" + (f" (line {line})" if line is not None else "")
         if not isinstance(data, dict):
             self.fail(f"expected a JSON object, got {type(data).__name__}")
         self.data: dict[str, Any] = data
@@ -156,17 +148,24 @@ class RawRecord:
             self.fail(f"{key!r} should be a list of strings")
         return [str(x) for x in v]
 
+    def _pairs(self, value: Any, key: str, column: str, what: str = "sentences") -> list[Any] | None:
+        """``[[title, x], …]`` as given, or from the column form ``{"title": [...], column: [...]}`` (FlashRAG / HF)."""
+        if value is None:
+            return None
+        if isinstance(value, dict):
+            titles, xs = value.get("title"), value.get(column)
+            if not isinstance(titles, list) or not isinstance(xs, list) or len(titles) != len(xs):
+                self.fail(f"{key!r} in column form needs lists 'title' and {column!r} of equal length")
+            value = [list(p) for p in zip(titles, xs)]
+        if not isinstance(value, list):
+            self.fail(f"{key!r} should be a list of [title, {what}] pairs")
+        return value
+
     def contexts(self, value: Any, key: str = "context") -> list[tuple[str, list[str]]]:
         """``[[title, [sentence, …]], …]`` (HotpotQA) or ``{"title": [...], "sentences": [[...]]}`` (HF columns)."""
+        value = self._pairs(value, key, "sentences")
         if value is None:
             return []
-        if isinstance(value, dict):  # column form, as FlashRAG / HF datasets store it
-            titles, sents = value.get("title"), value.get("sentences")
-            if not isinstance(titles, list) or not isinstance(sents, list) or len(titles) != len(sents):
-                self.fail(f"{key!r} in column form needs lists 'title' and 'sentences' of equal length")
-            value = [list(p) for p in zip(titles, sents)]
-        if not isinstance(value, list):
-            self.fail(f"{key!r} should be a list of [title, sentences] pairs")
         out: list[tuple[str, list[str]]] = []
         for j, para in enumerate(value):
             if not isinstance(para, (list, tuple)) or len(para) != 2 or not isinstance(para[0], str):
@@ -181,15 +180,9 @@ class RawRecord:
 
     def facts(self, value: Any, key: str = "supporting_facts") -> list[tuple[str, int]]:
         """``[[title, sentence index], …]`` or ``{"title": [...], "sent_id": [...]}``."""
+        value = self._pairs(value, key, "sent_id", "sentence index")
         if value is None:
             return []
-        if isinstance(value, dict):
-            titles, ids = value.get("title"), value.get("sent_id")
-            if not isinstance(titles, list) or not isinstance(ids, list) or len(titles) != len(ids):
-                self.fail(f"{key!r} in column form needs lists 'title' and 'sent_id' of equal length")
-            value = [list(p) for p in zip(titles, ids)]
-        if not isinstance(value, list):
-            self.fail(f"{key!r} should be a list of [title, sentence index] pairs")
         out: list[tuple[str, int]] = []
         for j, fact in enumerate(value):
             ok = isinstance(fact, (list, tuple)) and len(fact) == 2 and isinstance(fact[0], str)

@@ -1,33 +1,8 @@
 """One parser per dataset format: a raw :class:`RawRecord` in, a :class:`QAExample` out.
 
-Formats (the files as their authors release them):
-
-* ``hotpotqa`` — ``hotpot_dev_distractor_v1.json`` / ``hotpot_dev_fullwiki_v1.json``: a JSON list of
-  ``{_id, question, answer, type, level, supporting_facts, context}``;
-* ``2wikimultihopqa`` — ``dev.json``: ``{_id, type, question, context, supporting_facts, evidences,
-  answer}``; ``evidences`` (``[subject, relation, object]`` triples) are kept in ``meta["evidences"]``;
-  the ID-enhanced release adds ``answer_id``, whose aliases (and demonyms) from ``id_aliases.json``
-  become extra gold answers, as the official 2Wiki evaluation does;
-* ``musique`` — ``musique_ans_v1.0_dev.jsonl`` / ``musique_full_v1.0_dev.jsonl`` (or a JSON list of the
-  same records): ``{id, paragraphs: [{idx, title, paragraph_text, is_supporting}], question,
-  question_decomposition: [{id, question, answer, paragraph_support_idx}], answer, answer_aliases,
-  answerable}``; the (20) paragraphs become contexts (unsegmented), the supporting ones
-  ``supporting_paragraphs`` (positions in the list), the answer and its aliases the gold answers, the
-  decomposition ``decomposition_steps`` (each step's ``paragraph_support_idx`` also as the position of
-  the paragraph with that ``idx``, which need not equal it); ``answerable`` and the hop count (``2hop__…`` → 2) go to ``meta``;
-* ``strategyqa`` — ``strategyqa_train.json``: ``{qid, term, description, question, answer: bool,
-  facts, decomposition, evidence}``; the annotators' ``facts`` become one context paragraph titled
-  by ``term`` (so ``context_only`` runs can retrieve them);
-* ``fever`` — ``shared_task_dev.jsonl`` / ``paper_dev.jsonl``: ``{id, claim, label, evidence}``; each
-  evidence set (a list of ``[annotation, evidence id, page, sentence]``) becomes one of
-  ``evidence_sets`` — sentences that verify the claim together — with the page title unescaped
-  (``Nikolaj_Coster-Waldau`` → ``Nikolaj Coster-Waldau``, ``-LRB-`` → ``(``); ``supporting_facts`` is
-  their union;
-* ``flashrag`` — FlashRAG's ``{id, question, golden_answers, metadata}`` JSONL (any dataset it
-  packages; ``metadata`` may carry HotpotQA's type/level/context in column form);
-* ``kilt`` — KILT's ``{id, input, output: [{answer, provenance}], meta}`` JSONL.
-
-A record that fits none of these is refused (:func:`looks_like` returns ``None``); :func:`unsupported_format`
+The formats are the files as their authors release them (HotpotQA, 2WikiMultihopQA with
+``id_aliases.json``, MuSiQue, StrategyQA, FEVER, FlashRAG JSONL, KILT JSONL; docs/evaluation.md).
+A record that fits none is refused (:func:`looks_like` returns ``None``); :func:`unsupported_format`
 names the well-known formats that ragplan does not read (SQuAD, Natural Questions, TriviaQA, MS MARCO …).
 """
 
@@ -60,8 +35,14 @@ def _dedupe(xs: list[str]) -> list[str]:
     return [x for x in dict.fromkeys(xs) if x]
 
 
-def _dedupe_facts(facts: Any) -> list[tuple[str, int]]:
-    return list(dict.fromkeys(facts))
+def _labelled(answers: list[str], meta: dict) -> tuple[Any, list[str]]:
+    """The kind of FlashRAG/KILT answers, FEVER labels spelt canonically, and ``meta["label"]`` set."""
+    kind = infer_kind(answers)
+    if kind == "fever":
+        answers = [_FEVER_LABELS.get(a.upper().replace("_", " "), a) for a in answers]
+    if kind != "span":
+        meta["label"] = answers[0].lower() if kind == "yesno" else answers[0]
+    return kind, answers
 
 
 def _yes_no(answer: str) -> bool:
@@ -205,7 +186,7 @@ def parse_fever(rec: RawRecord, opts: ParseOptions) -> QAExample:
                     group.append(fact)
         if group and group not in sets:  # NOT ENOUGH INFO sets ([ann, None, None, None]) carry no sentence
             sets.append(group)
-    facts = _dedupe_facts(f for g in sets for f in g)
+    facts = list(dict.fromkeys(f for g in sets for f in g))
     meta = {"dataset": opts.dataset, "label": label}
     if rec.has("verifiable"):
         meta["verifiable"] = str(rec.get("verifiable"))
@@ -226,11 +207,7 @@ def parse_flashrag(rec: RawRecord, opts: ParseOptions) -> QAExample:
     for key in ("type", "level"):
         if md.get(key) is not None:
             meta[key] = str(md[key])
-    kind = infer_kind(answers)
-    if kind == "fever":
-        answers = [_FEVER_LABELS.get(a.upper().replace("_", " "), a) for a in answers]
-    if kind != "span":
-        meta["label"] = answers[0].lower() if kind == "yesno" else answers[0]
+    kind, answers = _labelled(answers, meta)
     raw = md.get("decomposition")
     decomposition: list[Any] = raw if isinstance(raw, list) else []
     return QAExample(qid, question, answers, kind, contexts=rec.contexts(md.get("context"), "metadata.context"),
@@ -258,12 +235,8 @@ def parse_kilt(rec: RawRecord, opts: ParseOptions) -> QAExample:
     answers = _dedupe(answers)
     if not answers:
         rec.fail("no 'output' with an 'answer' (a test split without gold answers cannot be graded)")
-    kind = infer_kind(answers)
     meta: dict = {"dataset": opts.dataset, "provenance_titles": _dedupe(titles)}
-    if kind == "fever":
-        answers = [_FEVER_LABELS.get(a.upper().replace("_", " "), a) for a in answers]
-    if kind != "span":
-        meta["label"] = answers[0].lower() if kind == "yesno" else answers[0]
+    kind, answers = _labelled(answers, meta)
     return QAExample(qid, question, answers, kind, meta=meta)
 
 
@@ -280,11 +253,7 @@ PARSERS: dict[str, Callable[[RawRecord, ParseOptions], QAExample]] = {
 
 
 def looks_like(data: dict) -> str | None:
-    """The format a raw record's keys point to, or ``None`` when they fit none.
-
-    Each format is recognised by keys only it has, so a record of another dataset is never read as
-    HotpotQA because it happens to have ``question`` and ``answer``.
-    """
+    """The format a raw record's keys point to (keys only that format has), or ``None`` when they fit none."""
     keys = set(data)
     if "golden_answers" in keys:
         return "flashrag"

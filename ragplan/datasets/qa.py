@@ -1,21 +1,17 @@
 """Loaders for the QA datasets of the Think-then-Act evaluation, from the files users download.
 
-:func:`load_qa` reads HotpotQA, 2WikiMultihopQA, MuSiQue, StrategyQA, FEVER, FlashRAG-style and KILT
-files into :class:`QAExample` objects. JSON (a list of records, or an object whose ``data`` is one) and
-JSON Lines are both read, gzip-compressed too (``.gz``). The format is detected from the first
-record's keys unless ``fmt=`` names it (see :mod:`ragplan.datasets.formats` for each format); a
-file whose records fit no format is refused with a message naming the format when it is a well-known
-one ragplan does not read (SQuAD, Natural Questions …), never read as the nearest known one.
-
-A file that cannot be read raises :class:`DatasetError` naming the file, the record (its 0-based
-index, and for JSON Lines its line number) and the problem; ids must be unique within a file, since
-an evaluation run resumes by id.
+:func:`load_qa` reads JSON (a list of records, or an object whose ``data`` is one) and JSON Lines,
+gzip-compressed too; the format is detected from the first record's keys unless ``fmt=`` names it
+(:mod:`ragplan.datasets.formats`). A file that cannot be read raises :class:`DatasetError` naming the
+file, the record (0-based index, and for JSON Lines its line) and the problem; ids must be unique
+within a file, since an evaluation run resumes by id.
 """
 
 from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -116,10 +112,7 @@ def _whole_json(path: Path) -> list[Any]:
 
 
 def read_records(path: str | Path) -> Iterator[RawRecord]:
-    """The raw records of a JSON or JSON Lines file, each wrapped with its location.
-
-    JSON Lines files are streamed (a limit stops reading early); blank lines are skipped.
-    """
+    """The raw records of a JSON or JSON Lines file (streamed; blank lines skipped), each with its location."""
     p = Path(path)
     first = _first_char(p)
     if not first:
@@ -198,11 +191,9 @@ def load_qa(path: str | Path, fmt: str | None = None, *, limit: int | None = Non
             aliases_path: str | Path | None = None) -> list[QAExample]:
     """Read a QA dataset file (or a release folder) into examples, in file order.
 
-    ``fmt`` names the format (one of :data:`FORMATS`; detected when ``None``); ``limit`` keeps the
-    first N records (JSON Lines are not read past them); ``aliases_path`` is 2Wiki's
-    ``id_aliases.json`` (by default the one next to the data file, when present).
-    Raises :class:`DatasetError` for a malformed file or record, ``FileNotFoundError`` for a
-    missing one and ``ValueError`` for an unknown ``fmt``.
+    ``fmt``: one of :data:`FORMATS` (detected when ``None``; unknown: ``ValueError``); ``limit``: the
+    first N records (JSON Lines are not read past them); ``aliases_path``: 2Wiki's ``id_aliases.json``
+    (by default the one beside the data file, when present).
     """
     fmt = normalize_format(fmt)
     p = resolve_data_file(path, fmt)
@@ -221,7 +212,7 @@ def load_qa(path: str | Path, fmt: str | None = None, *, limit: int | None = Non
     seen: dict[str, int] = {}
     if limit is not None and limit <= 0:
         return out
-    for rec in _chain(first, records):
+    for rec in itertools.chain([first], records):
         ex = parse(rec, opts)
         if ex.id in seen:
             rec.fail(f"id {ex.id!r} already used by record {seen[ex.id]} (ids must be unique)")
@@ -230,8 +221,3 @@ def load_qa(path: str | Path, fmt: str | None = None, *, limit: int | None = Non
         if limit is not None and len(out) >= limit:
             break
     return out
-
-
-def _chain(first: RawRecord, rest: Iterator[RawRecord]) -> Iterator[RawRecord]:
-    yield first
-    yield from rest

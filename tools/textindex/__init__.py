@@ -1,11 +1,6 @@
 """The local text index: passages embedded with Sentence-BERT into FAISS, searched by cosine.
 
-* :func:`read_passages` — JSONL (incl. FlashRAG's corpora) and DPR-style TSV passage files.
-* :func:`build_index` — resumable, atomic index build (flat below a size threshold, HNSW above).
-* :class:`TextIndex` — ``search(query, k)`` / ``search_many`` over a built index directory.
-* :class:`LocalIndexRetriever` — the ``local`` retriever of :mod:`ragplan.tools.retrieval`.
-
-``ragplan index build|search`` is the command line over these. faiss and torch are imported only
+``ragplan index build|search`` is the command line over these; faiss and torch are imported only
 when an index is built or opened.
 """
 

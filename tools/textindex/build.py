@@ -1,40 +1,13 @@
 """Build a FAISS text index from a passage file: resumable, atomic, with a progress bar.
 
-Layout of an index directory::
-
-    meta.json          written last: its presence means the index is complete
-    index.faiss        the vectors (IndexFlatIP or IndexHNSWFlat, inner product on unit vectors = cosine)
-    passages.sqlite    the passages by row (row = FAISS label), see store.py
-    .build/            work area while a build runs: manifest.json, passages.sqlite, emb_00000.npy …
-
-How a build goes:
-
-1. The passage file is read once into ``.build/passages.sqlite`` (a temporary name renamed when
-   done). A malformed line stops the build here, before any embedding and with no index written.
-2. Passages are embedded in fixed-size shards (``shard_size`` rows, default 4,096 ≈ 20 s of
-   MiniLM on two cores); each shard is saved as ``emb_NNNNN.npy`` through a temporary name.
-3. The shards are added to the FAISS index, which is written to a temporary file; then the old
-   ``meta.json`` is removed, ``index.faiss`` and ``passages.sqlite`` are renamed into place and a new
-   ``meta.json`` is written (temp + rename). ``.build/`` is deleted.
-
-A killed build leaves no ``meta.json`` (so :class:`TextIndex` refuses the directory with a clear
-message) and keeps ``.build/``: rerunning with the same inputs skips the passages already read and
-the shards already embedded. The manifest carries a fingerprint of the passage file's bytes, the
-model's files, the shard size and the reading options; when it differs the old shards are
-discarded rather than mixed with new ones. Rerunning a finished build with the same inputs and
-index settings does nothing.
-
-Flat or approximate: below ``flat_threshold`` passages (50,000) an exact ``IndexFlatIP`` is used —
-at 50k × 384 dimensions a brute-force query takes a few milliseconds. Above it, HNSW
-(``IndexHNSWFlat``, M=32, inner product). HNSW rather than IVF because it needs no training pass
-(IVF's k-means wants a representative sample and a ``nlist`` sized to the corpus, and a
-badly-trained IVF silently loses recall), it can be built incrementally shard by shard, and it
-gives the best recall-for-latency at 10⁵–10⁷ vectors. Its cost is memory (the full vectors plus
-~256 bytes of links per vector); for a 21M-passage Wikipedia, IVF-PQ would be the choice.
-``efConstruction`` 200 and ``efSearch`` 128 are generous on purpose: on a CPU, embedding a passage
-with MiniLM costs ~40 ms and a query ~25 ms, while building the HNSW graph costs well under 1 ms per
-passage and an efSearch-128 search about 1 ms at 100k passages (benchmarks/retrieval.py), so
-recall is bought at no visible price.
+An index directory holds ``index.faiss`` (IndexFlatIP below ``flat_threshold`` passages, else
+IndexHNSWFlat; inner product on unit vectors = cosine), ``passages.sqlite`` (rows = FAISS labels) and
+``meta.json``, written last: its presence means the index is complete. While a build runs, ``.build/``
+holds the passages read, a manifest and the embedding shards (``emb_NNNNN.npy``, ``shard_size`` rows
+each), every file written through a temporary name. A killed build leaves no ``meta.json`` and keeps
+``.build/``: rerunning with the same inputs reuses what was read and embedded; when the fingerprint
+(passage bytes, model files, shard size, reading options) differs, the old shards are discarded.
+Figures and the choice of HNSW: docs/methods/think_then_act.md and docs/performance.md.
 """
 
 from __future__ import annotations
@@ -42,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -103,12 +77,9 @@ def import_faiss() -> Any:
 
 
 def file_sha256(path: str | Path) -> str:
-    """SHA-256 of a file's bytes (read in 4 MiB blocks)."""
-    h = hashlib.sha256()
+    """SHA-256 of a file's bytes."""
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -145,10 +116,7 @@ def _build_lock(out: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise TextIndexError(f"another build is writing {out} (its .build.lock is held)") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+        yield  # closing the file releases the lock
 
 
 def _shard_path(work: Path, s: int) -> Path:
@@ -180,13 +148,10 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
                 embedder: Any = None, force: bool = False) -> BuildReport:
     """Embed a passage file (JSONL or TSV, see :func:`read_passages`) into a FAISS index at ``out_dir``.
 
-    ``model_path`` names a local sentence-transformers directory ("" = the packaged MiniLM);
-    ``embedder`` may instead be any object with ``dim`` and ``encode(texts, batch_size=…, cache=…)``
-    returning unit rows (benchmarks use a fast stand-in). Fewer than ``flat_threshold`` passages
-    give an exact flat index, more an HNSW index (``hnsw_m``, ``ef_construction``, ``ef_search``).
-    Resumable and atomic (see the module docstring); ``force`` rebuilds a finished index. Raises
-    :class:`PassageFormatError` for a malformed line (before anything is embedded),
-    ``FileNotFoundError`` for a missing file and :class:`TextIndexError` for an unusable setting.
+    ``model_path``: a local sentence-transformers directory ("" = the packaged MiniLM); ``embedder``
+    instead: any object with ``dim`` and ``encode(texts, batch_size=…, cache=…)`` giving unit rows.
+    ``force`` rebuilds a finished index. A malformed line raises :class:`PassageFormatError` before
+    anything is embedded; an unusable setting :class:`TextIndexError`.
     """
     t0 = time.perf_counter()
     src = Path(passages_path)
@@ -304,13 +269,9 @@ def _embed_shards(work: Path, store_path: Path, count: int, shard_size: int, dim
                 embedded += len(texts)
                 if vecs.shape != (rows[s], dim):
                     raise TextIndexError(f"the embedder returned shape {vecs.shape} for {rows[s]} texts of dim {dim}")
-                path = _shard_path(work, s)
-                tmp = path.with_name(path.name + ".tmp")
-                with open(tmp, "wb") as fh:
-                    np.save(fh, vecs)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.replace(tmp, path)
+                buf = io.BytesIO()
+                np.save(buf, vecs)
+                _write_atomic(_shard_path(work, s), buf.getvalue())
                 bar.update(rows[s])
     finally:
         store.close()

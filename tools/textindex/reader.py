@@ -1,17 +1,10 @@
 """Passage files: JSONL (``{id, title, contents}``, FlashRAG's ``{id, contents}``) and TSV (DPR style).
 
-Formats, told apart by the file name (``.jsonl``/``.json``/``.ndjson`` or ``.tsv``, optionally
-``.gz``) or else by the first character (``{`` = JSONL):
-
-* JSONL, one object a line: ``id`` (string or number), ``contents`` (or ``text``), optional
-  ``title``. FlashRAG's corpora have no title field and start ``contents`` with the title in
-  quotes on its own line (``"Aaron"\\nAaron is a prophet …``): that title is split off.
-* TSV with a header line naming the columns: DPR's ``id<TAB>text<TAB>title`` or
-  ``id<TAB>title<TAB>text`` (other orders and extra columns work too). Fields may be CSV-quoted
-  (DPR quotes texts and doubles inner quotes).
-
-A malformed line is a :class:`PassageFormatError` naming ``file:line``; with ``skip_malformed`` it
-is skipped and counted in a :class:`ReadStats` instead.
+Told apart by the file name (``.jsonl``/``.json``/``.ndjson`` or ``.tsv``, optionally ``.gz``) or
+else by the first character (``{`` = JSONL). JSONL: ``id``, ``contents`` (or ``text``), optional
+``title`` (FlashRAG's ``"Title"\ntext`` contents are split) and ``sentences``. TSV: a header naming the
+columns (``id``, ``text``, ``title`` in any order), CSV quoting. A malformed line is a
+:class:`PassageFormatError` naming ``file:line``; with ``skip_malformed`` it is skipped and counted.
 """
 
 from __future__ import annotations

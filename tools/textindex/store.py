@@ -1,11 +1,7 @@
 """The passage store of a text index: passages in SQLite, addressed by row (= the FAISS label).
 
-SQLite keeps memory flat for any corpus size (a search reads only the rows it returns), is one
-file that can be renamed into place atomically, and needs nothing beyond the standard library.
-
-A passage's given sentences (:attr:`~ragplan.tools.retrieval.Passage.sentences`) are kept in the
-``sentences`` column as a JSON list (NULL when the corpus gives none). Stores written before that
-column existed are read as they are (every passage without sentences).
+Given sentences are kept in the ``sentences`` column as a JSON list (NULL when the corpus gives none);
+stores written before that column existed are read as passages without sentences.
 """
 
 from __future__ import annotations
@@ -15,7 +11,7 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from ragplan.tools.retrieval import Passage
 
@@ -34,24 +30,21 @@ def write_store(passages: Iterable[Passage], path: str | Path, *, on_row: object
     p = Path(path)
     for extra in ("", "-journal", "-wal"):
         Path(str(p) + extra).unlink(missing_ok=True)
+    n = 0
+
+    def rows() -> Iterator[tuple[int, str, str, str, str | None]]:
+        nonlocal n
+        for n, psg in enumerate(passages, 1):
+            if on_row is not None:
+                on_row()  # type: ignore[operator]
+            yield n - 1, psg.id, psg.title, psg.text, json.dumps(psg.sentences, ensure_ascii=False) if psg.sentences else None
+
     con = sqlite3.connect(p)
     try:
         con.execute("PRAGMA journal_mode=OFF")
         con.execute("PRAGMA synchronous=OFF")
         con.execute(_SCHEMA)
-        n = 0
-        batch: list[tuple[int, str, str, str, str | None]] = []
-        for psg in passages:
-            sents = json.dumps(psg.sentences, ensure_ascii=False) if psg.sentences else None
-            batch.append((n, psg.id, psg.title, psg.text, sents))
-            n += 1
-            if on_row is not None:
-                on_row()  # type: ignore[operator]
-            if len(batch) >= 10_000:
-                con.executemany("INSERT INTO passages VALUES (?, ?, ?, ?, ?)", batch)
-                batch.clear()
-        if batch:
-            con.executemany("INSERT INTO passages VALUES (?, ?, ?, ?, ?)", batch)
+        con.executemany("INSERT INTO passages VALUES (?, ?, ?, ?, ?)", rows())
         con.commit()
     finally:
         con.close()

@@ -45,12 +45,7 @@ class DQABenchmark:
         return out
 
     def grade(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
-        """Normalise the answer to an option and simulate it.
-
-        ``correct`` compares the chosen option with the dataset's gold answer; ``simulator_correct``
-        says whether it is the simulator's best (the two differ only where the simulator and the
-        annotator disagree); effects quantify near-misses.
-        """
+        """``correct``: the chosen option is the gold answer; ``simulator_correct``: it is the simulator's best."""
         q: DQAQuestion = item.meta["_question"]
         v = grade(q, output.get("answer") or "")
         correct = v.chosen is not None and v.chosen.strip().lower() == item.gold.strip().lower()

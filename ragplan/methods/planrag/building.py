@@ -1,39 +1,29 @@
 """The building scenario: which building, raised by 5 levels, lowers the price of goods G the most?
 
-Implements the annotator's rules of shared/DQA.md ("Building: how the gold answer is decided")
-exactly, including its quirks (the demand and supply accumulators are *added to* the script's
-values before the 10 rounds, a building without inputs keeps its script output, ties go to the
-earlier building in file order, and an answer needs a price strictly below the script's price).
+Implements the annotator's rules of shared/DQA.md ("Building: how the gold answer is decided"),
+quirks included (accumulators *added to*, a building without inputs keeps its output, ties to the
+earlier building, an answer strictly below the script's price).
 
-Speed: every option of a script (one per building) is simulated at once as one row of NumPy arrays
-(a round: goods' satisfied shares → buildings' input ratios → goods' supply, as gathers and
-bincounts), and the prices of *all* goods come out of the same pass, so the questions that share a
-script (one per goods) cost one simulation. ``ragplan.methods.planrag.reference`` holds the
-straightforward dict-and-deepcopy version of the same rules that the benchmark compares against.
-
-Near-ties: the vectorised pass does the same arithmetic in another order than the annotator did (it
-sums each option's edges before adding them to the script's totals, sums edges in file order rather
-than building by building, and divides supply by demand once per goods rather than per input), so
-two options whose prices are equal on paper can come out a few ulps apart the other way round. When the decision hangs on such a difference — several options within
-:data:`NEAR_TIE_REL` (relative) of the lowest price, or the lowest price that close to the script's —
-those options are simulated again one by one with the annotator's order of operations
-(:func:`sequential_prices`, the order of ``ragplan.methods.planrag.reference``) and the annotator's rule is applied
-to those prices; all other options are farther from the best than any rounding can move them.
+Every option (one per building) is simulated at once as one row of NumPy arrays, and the prices of
+*all* goods come out of the same pass. That pass adds in another order than the annotator, so options
+within :data:`NEAR_TIE_REL` of the lowest price (or of the script's) are simulated again one by one in
+the annotator's order (:func:`sequential_prices`) before the annotator's rule picks.
 
 Guards for values the rules leave undefined (never seen in DQA's data): a building at level 0 is
 raised with factor (0 + 5) / 1; an input with ``max_demand`` 0 counts as satisfied; goods with
-no demand at all get no input (``current_input`` 0).
+no demand at all get no input.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from ragplan.methods.planrag.cql import GraphData, GraphRows
+from ragplan.methods.planrag.cql import GraphData
 from ragplan.tools.graphdb.script import ScriptError
 
 __all__ = ["BuildingScenario", "BuildingOption", "BuildingSolution", "scenario_from_data", "simulate_prices",
@@ -66,14 +56,12 @@ class BuildingScenario:
     s_goods: np.ndarray
     max_supply: np.ndarray
     current_output: np.ndarray
-    _prices: np.ndarray | None = field(default=None, repr=False, compare=False)
     _sequential: dict[int, list[float]] = field(default_factory=dict, repr=False, compare=False)
 
+    @cached_property
     def all_prices(self) -> np.ndarray:
         """Prices of every goods for every building raised (rows in file order), computed once."""
-        if self._prices is None:
-            self._prices = simulate_prices(self)
-        return self._prices
+        return simulate_prices(self)
 
     def sequential_prices(self, raised: int) -> list[float]:
         """:func:`sequential_prices` of building index ``raised``, computed once."""
@@ -89,53 +77,49 @@ class BuildingScenario:
         raise ValueError(f"goods {goods!r} is not in {self.source}")
 
 
-def scenario_from_data(data: GraphData | GraphRows) -> BuildingScenario:
+def scenario_from_data(data: GraphData) -> BuildingScenario:
     """Build a scenario from a parsed script; an edge to unknown goods or building names its line."""
-    rows = data if isinstance(data, GraphRows) else GraphRows.of(data)
     g_names, g_codes, base, cur, pop = [], [], [], [], []
     b_ids, b_names, levels = [], [], []
-    for label, props, line in rows.nodes:
-        if label in ("Goods", "Building") and props.get("code" if label == "Goods" else "id") is None:
-            raise ScriptError(rows.source, line, f"a {label} node without its {'code' if label == 'Goods' else 'id'}")
-        if label == "Goods":
+    for n in data.nodes:
+        props = n.props
+        if n.label in ("Goods", "Building") and props.get("code" if n.label == "Goods" else "id") is None:
+            raise ScriptError(data.source, n.line, f"a {n.label} node without its {'code' if n.label == 'Goods' else 'id'}")
+        if n.label == "Goods":
             g_names.append(str(props.get("name")))
             g_codes.append(int(props["code"]))
             base.append(float(props.get("base_price", 0) or 0))
             cur.append(float(props.get("current_price", 0) or 0))
             pop.append(float(props.get("pop_demand", 0) or 0))
-        elif label == "Building":
+        elif n.label == "Building":
             b_ids.append(int(props["id"]))
             b_names.append(str(props.get("name", "")))
             levels.append(float(props.get("level", 0) or 0))
     g_idx = {c: i for i, c in enumerate(g_codes)}
     b_idx = {b: i for i, b in enumerate(b_ids)}
     dg, db, md, sb, sg, ms, co = [], [], [], [], [], [], []
-    for rtype, _, src_key, _, dst_key, props, line in rows.rels:
+    for r in data.rels:
         try:
-            if rtype == "Demand":
-                dg.append(g_idx[int(src_key["code"])])
-                db.append(b_idx[int(dst_key["id"])])
-                md.append(float(props.get("max_demand", 0) or 0))
-            elif rtype == "Supply":
-                sb.append(b_idx[int(src_key["id"])])
-                sg.append(g_idx[int(dst_key["code"])])
-                ms.append(float(props.get("max_supply", 0) or 0))
-                co.append(float(props.get("current_output", 0) or 0))
+            if r.type == "Demand":
+                dg.append(g_idx[int(r.src_key["code"])])
+                db.append(b_idx[int(r.dst_key["id"])])
+                md.append(float(r.props.get("max_demand", 0) or 0))
+            elif r.type == "Supply":
+                sb.append(b_idx[int(r.src_key["id"])])
+                sg.append(g_idx[int(r.dst_key["code"])])
+                ms.append(float(r.props.get("max_supply", 0) or 0))
+                co.append(float(r.props.get("current_output", 0) or 0))
         except (KeyError, TypeError, ValueError) as exc:
-            raise ScriptError(rows.source, line, f"relationship refers to unknown goods or building ({exc})") from exc
+            raise ScriptError(data.source, r.line, f"relationship refers to unknown goods or building ({exc})") from exc
     arr = lambda x, t=float: np.asarray(x, dtype=t)  # noqa: E731
     return BuildingScenario(
-        rows.source, g_names, g_codes, arr(base), arr(cur), arr(pop), b_ids, b_names, arr(levels),
+        data.source, g_names, g_codes, arr(base), arr(cur), arr(pop), b_ids, b_names, arr(levels),
         arr(dg, np.int64), arr(db, np.int64), arr(md), arr(sb, np.int64), arr(sg, np.int64), arr(ms), arr(co),
     )
 
 
 def simulate_prices(sc: BuildingScenario, raised: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
-    """Prices of every goods (columns) for each option (rows).
-
-    ``raised`` lists building indices, one per row (-1 = raise nothing); default: every building in
-    file order. Implements DQA.md's rules 1–3 on all rows at once.
-    """
+    """Prices of every goods (columns) with building ``raised[row]`` raised (-1: none; default: each in turn)."""
     nb, ng = len(sc.building_ids), len(sc.goods_names)
     if raised is None:
         raised = np.arange(nb)
@@ -157,12 +141,9 @@ def simulate_prices(sc: BuildingScenario, raised: Sequence[int] | np.ndarray | N
     denom = sc.pop_demand[None, :] + building_demand                   # fixed over the rounds
     inv = np.where(denom > 0, 1.0 / np.where(denom > 0, denom, 1.0), 0.0)  # no demand: no input
     # An input's share min(current_input, max_demand) / max_demand is min(supply / demand, 1) of its
-    # goods (current_input = max_demand × supply / demand), so each round needs that share once per
-    # goods, a building's ratio is the mean of its inputs' goods' shares (an input with max_demand 0
-    # counts as satisfied), and supply is the sum of max_supply × factor × ratio over the outputs of
-    # buildings with inputs plus what the buildings without inputs keep. The sums are bincounts over
-    # (row, edge) pairs, in file order; NumPy's matrix product would do the same in fewer steps but
-    # through a multi-threaded BLAS, which stalls for tenths of a second on a busy machine.
+    # goods, a building's ratio the mean of its inputs' shares, and supply the sum of max_supply ×
+    # factor × ratio over producing buildings plus what buildings without inputs keep. Bincounts, not
+    # a matrix product: a multi-threaded BLAS stalls for tenths of a second on a busy machine.
     n_inputs = np.bincount(sc.d_building, minlength=nb)
     per_input = 1.0 / np.maximum(n_inputs, 1)
     positive = sc.max_demand > 0
@@ -188,9 +169,8 @@ def simulate_prices(sc: BuildingScenario, raised: Sequence[int] | np.ndarray | N
 def sequential_prices(sc: BuildingScenario, raised: int = -1) -> list[float]:
     """Prices of every goods with building index ``raised`` raised (-1: none), one number at a time.
 
-    The annotator's order of operations (that of ``ragplan.methods.planrag.reference``): buildings in file order,
-    each building's edges in file order, every accumulator added to one value at a time, left to
-    right. Slow (plain Python); :func:`solve_building` uses it only to decide near-ties.
+    The annotator's order of operations: buildings and their edges in file order, every accumulator
+    added to left to right. Slow (plain Python): the reference, and the decider of near-ties.
     """
     nb, ng = len(sc.building_ids), len(sc.goods_names)
     inputs: list[list[list[Any]]] = [[] for _ in range(nb)]   # per building: [goods, max_demand, current_input]
@@ -265,7 +245,6 @@ class BuildingSolution:
     best: int | None
 
     def option(self, building_id: int) -> BuildingOption | None:
-        """The option for ``building_id``, if it is one."""
         return next((o for o in self.options if o.building_id == building_id), None)
 
     def ranked(self) -> list[BuildingOption]:
@@ -289,13 +268,9 @@ def _decide_near_ties(sc: BuildingScenario, g: int, column: list[float], script_
 
 
 def solve_building(sc: BuildingScenario, goods: str | int, prices: np.ndarray | None = None) -> BuildingSolution:
-    """Rank every building for ``goods``; ``prices`` from :func:`simulate_prices` may be reused.
-
-    The annotator's rule (file order, strictly below the running best, starting from the script's
-    price) is applied to the fast prices, with near-ties decided by :func:`sequential_prices`.
-    """
+    """Rank every building for ``goods`` by the annotator's rule; ``prices`` from :func:`simulate_prices` may be reused."""
     g = sc.goods_index(goods)
-    prices = sc.all_prices() if prices is None else prices
+    prices = sc.all_prices if prices is None else prices
     script_price = float(sc.current_price[g])
     column = _decide_near_ties(sc, g, prices[:, g].tolist(), script_price)
     options, best, best_price = [], None, script_price

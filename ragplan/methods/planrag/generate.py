@@ -1,12 +1,8 @@
-"""Synthetic DQA-style scenarios: the project's own test data, in the clone's file layout.
+"""Synthetic DQA-style scenarios in a clone's file layout: the project's own test data.
 
-``generate_clone(out_dir, scenario, n, seed)`` writes questions and ``.cql`` scripts exactly where a clone
-of the official repository has them (see shared/DQA.md), in the same Neo4j dialect and with the
-same mess (some lines without ``;``, spacing variants, the ``has_has_merchant`` misspelling), and
-sets each question's gold answer with ragplan's simulator. Same seed, same files.
-
-Sizes: ``small`` (a handful of nodes, for tests and demos) or ``official`` (≈80 trade nodes, ≈665
-countries, ≈1,600 relationships; ≈50 goods, ≈250 buildings — for benchmarks).
+Scripts in the same dialect and with the same mess as DQA's (lines without ``;``, spacing variants,
+``has_has_merchant``), gold answers from ragplan's simulators; same seed, same files. Sizes:
+``small`` (a handful of nodes) or ``official`` (≈80 trade nodes, ≈665 countries; ≈50 goods, ≈250 buildings).
 """
 
 from __future__ import annotations
@@ -166,11 +162,7 @@ MAX_FRUITLESS_SCRIPTS = 20_000
 
 
 def max_questions(scenario: str, size: str = "small") -> int | None:
-    """How many distinct questions ``scenario`` can have at ``size`` (None: no limit).
-
-    Every locating question asks about a different (country, home node) pair, and the scripts of a size
-    have ``countries`` countries and ``trade_nodes`` nodes; building questions name a new country each.
-    """
+    """How many distinct questions ``scenario`` can have at ``size``: one per (country, home node); building: no limit."""
     sz = SIZES[size]
     return sz.countries * sz.trade_nodes if scenario == "locating" else None
 
@@ -183,89 +175,85 @@ def generate_clone(out_dir: str | Path, scenario: str, n: int, seed: int = 0, si
     """
     if size not in SIZES:
         raise ValueError(f"size must be one of {', '.join(SIZES)}, not {size!r}")
+    if scenario not in ("locating", "building"):
+        raise ValueError("scenario must be locating or building")
     if n < 0:
         raise ValueError(f"the number of questions must be 0 or more, not {n}")
+    sz = SIZES[size]
     top = max_questions(scenario, size)
     if top is not None and n > top:
-        sz0 = SIZES[size]
-        raise ValueError(f"at most {top} distinct {scenario} questions exist at size {size} ({sz0.countries} countries x "
-                         f"{sz0.trade_nodes} home nodes); ask for --n {top} or fewer"
+        raise ValueError(f"at most {top} distinct {scenario} questions exist at size {size} ({sz.countries} countries x "
+                         f"{sz.trade_nodes} home nodes); ask for --n {top} or fewer"
                          + (", or use --size official" if size != "official" else ""))
     rng = random.Random(f"{scenario}:{seed}:{size}")
-    sz = SIZES[size]
-    out = Path(out_dir)
+    locating = scenario == "locating"
+    qfile = Path(out_dir) / (LOCATING_QUESTIONS if locating else BUILDING_QUESTIONS)
+    sdir = Path(out_dir) / (LOCATING_SCRIPTS if locating else BUILDING_SCRIPTS)
+    sdir.mkdir(parents=True, exist_ok=True)
     questions: list[dict[str, Any]] = []
-    fruitless = 0
-
-    def no_progress() -> None:
-        nonlocal fruitless
+    fruitless = scripts = 0
+    while len(questions) < n:
         fruitless += 1
         if fruitless > MAX_FRUITLESS_SCRIPTS:
             raise ValueError(f"only {len(questions)} of {n} {scenario} questions could be made at size {size} "
                              f"({MAX_FRUITLESS_SCRIPTS} scripts in a row gave no new one)")
-
-    if scenario == "locating":
-        qdir, sdir = out / LOCATING_QUESTIONS, out / LOCATING_SCRIPTS
-        sdir.mkdir(parents=True, exist_ok=True)
-        while len(questions) < n:
-            no_progress()
-            text, cands = locating_script(rng, sz)
-            if not cands:
-                continue
-            asked = {(q["country"], q["home"]) for q in questions}
-            cands = [c for c in cands if (c["country"], c["home"]) not in asked]  # every question reads differently
-            if not cands:
-                continue
-            pick = rng.choice(cands)
-            sol = solve_locating(locating_scenario(graph_data_from_text(text)), pick["country"], pick["home"])
-            best = sol.option(sol.best) if sol.best else None
-            if best is None or not best.has_presence or best.change_pct <= 0.01:
-                continue  # keep questions whose answer is a real improvement
-            num = len(questions) + 1
+        scripts += 1
+        made = (_locating_question(rng, sz, sdir, questions) if locating
+                else _building_questions(rng, sz, sdir, questions, n, scripts))
+        if made:
             fruitless = 0
-            (sdir / f"q{num}.cql").write_text(text)
-            questions.append({
-                "question_num": num, "country": pick["country"], "home": pick["home"], "year": rng.choice(YEARS),
-                "business_rules": LOCATING_RULES,
-                "question": f"We are {pick['country']} with home trade node {pick['home']} and one merchant to place. "
-                            f"In which trade node should we place the merchant?",
-                "goal": f"Maximise {pick['country']}'s profit in its home trade node {pick['home']}.",
-                "answer": sol.best, "target_gdb": f"q{num}",
-            })
-        qdir.parent.mkdir(parents=True, exist_ok=True)
-        qdir.write_text(json.dumps(questions, indent=1))
-        return questions
-    if scenario != "building":
-        raise ValueError("scenario must be locating or building")
-    qdir, sdir = out / BUILDING_QUESTIONS, out / BUILDING_SCRIPTS
-    sdir.mkdir(parents=True, exist_ok=True)
-    k = 0
-    while len(questions) < n:
-        no_progress()
-        k += 1
-        country = f"C{k:02d}{rng.choice(YEARS)}"
-        text = building_script(rng, sz, country)
-        sc = building_scenario(graph_data_from_text(text, country))
-        prices = simulate_prices(sc)
-        goods_order = list(sc.goods_names)
-        rng.shuffle(goods_order)
-        wrote = False
-        for goods in goods_order[: max(1, min(3, n - len(questions)))]:
-            bsol = solve_building(sc, goods, prices)
-            bbest = bsol.option(bsol.best) if bsol.best is not None else None
-            if bbest is None or bbest.change_pct > -0.5:
-                continue  # keep questions whose answer really lowers the price
-            if not wrote:
-                (sdir / f"{country}.cql").write_text(text)
-                wrote = True
-                fruitless = 0
-            questions.append({
-                "question_num": len(questions) + 1, "country": country, "goods": goods,
-                "question": f"Which building id should we increase a level by 5 to maximally decrease the market price of {goods}?",
-                "business_rules": BUILDING_RULES, "answer": bsol.best, "target_gdb": country,
-            })
-            if len(questions) >= n:
-                break
-    qdir.parent.mkdir(parents=True, exist_ok=True)
-    qdir.write_text(json.dumps(questions, indent=1))
+    qfile.parent.mkdir(parents=True, exist_ok=True)
+    qfile.write_text(json.dumps(questions, indent=1))
     return questions
+
+
+def _locating_question(rng: random.Random, sz: Size, sdir: Path, questions: list[dict[str, Any]]) -> bool:
+    """One new script and question about a (country, home) pair not asked yet, if its best answer is a real improvement."""
+    text, cands = locating_script(rng, sz)
+    asked = {(q["country"], q["home"]) for q in questions}
+    cands = [c for c in cands if (c["country"], c["home"]) not in asked]  # every question reads differently
+    if not cands:
+        return False
+    pick = rng.choice(cands)
+    sol = solve_locating(locating_scenario(graph_data_from_text(text)), pick["country"], pick["home"])
+    best = sol.option(sol.best) if sol.best else None
+    if best is None or not best.has_presence or best.change_pct <= 0.01:
+        return False
+    num = len(questions) + 1
+    (sdir / f"q{num}.cql").write_text(text)
+    questions.append({
+        "question_num": num, "country": pick["country"], "home": pick["home"], "year": rng.choice(YEARS),
+        "business_rules": LOCATING_RULES,
+        "question": f"We are {pick['country']} with home trade node {pick['home']} and one merchant to place. "
+                    f"In which trade node should we place the merchant?",
+        "goal": f"Maximise {pick['country']}'s profit in its home trade node {pick['home']}.",
+        "answer": sol.best, "target_gdb": f"q{num}",
+    })
+    return True
+
+
+def _building_questions(rng: random.Random, sz: Size, sdir: Path, questions: list[dict[str, Any]], n: int, k: int) -> bool:
+    """One new market script and up to 3 questions about its goods whose best answer really lowers the price."""
+    country = f"C{k:02d}{rng.choice(YEARS)}"
+    text = building_script(rng, sz, country)
+    sc = building_scenario(graph_data_from_text(text, country))
+    prices = simulate_prices(sc)
+    goods_order = list(sc.goods_names)
+    rng.shuffle(goods_order)
+    wrote = False
+    for goods in goods_order[: max(1, min(3, n - len(questions)))]:
+        sol = solve_building(sc, goods, prices)
+        best = sol.option(sol.best) if sol.best is not None else None
+        if best is None or best.change_pct > -0.5:
+            continue
+        if not wrote:
+            (sdir / f"{country}.cql").write_text(text)
+            wrote = True
+        questions.append({
+            "question_num": len(questions) + 1, "country": country, "goods": goods,
+            "question": f"Which building id should we increase a level by 5 to maximally decrease the market price of {goods}?",
+            "business_rules": BUILDING_RULES, "answer": sol.best, "target_gdb": country,
+        })
+        if len(questions) >= n:
+            break
+    return wrote

@@ -1,9 +1,5 @@
-"""Grading a DQA decision by simulation, not by string match.
-
-An answer is normalised to an option (a trade node name, a building id) — tolerant of case, quotes,
-spaces/underscores and a sentence around it — and then simulated: the verdict says whether it is the
-annotator's best decision and what the chosen option does compared with the best
-("+1.3 % vs best +16.6 %").
+"""Grading a DQA decision by simulation, not by string match: the answer is normalised to an option
+(a trade node name, a building id) and simulated against the best ("+1.3 % vs best +16.6 %").
 """
 
 from __future__ import annotations
@@ -12,9 +8,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ragplan.methods.planrag.building import BuildingScenario, BuildingSolution, solve_building
+from ragplan.methods.planrag.building import BuildingSolution, solve_building
 from ragplan.methods.planrag.data import DQAQuestion, load_scenario
-from ragplan.methods.planrag.locating import LocatingScenario, LocatingSolution, solve_locating
+from ragplan.methods.planrag.locating import LocatingSolution, solve_locating
 
 __all__ = ["Verdict", "solve_question", "normalise_node", "normalise_building", "grade", "best_decision"]
 
@@ -108,22 +104,20 @@ def best_decision(q: DQAQuestion) -> str | None:
 def grade(q: DQAQuestion, answer: str) -> Verdict:
     """Normalise ``answer`` to an option of ``q`` and simulate it against the best."""
     sol = solve_question(q)
+    sc = load_scenario(q.script, q.scenario)
+    note = ""
     if isinstance(sol, LocatingSolution):
-        sc: LocatingScenario = load_scenario(q.script, q.scenario)
-        chosen = normalise_node(answer, [n for n in sc.names if n != q.home])
-        best = sol.option(sol.best) if sol.best else None
-        opt = sol.option(chosen) if chosen else None
-        eff = opt.change_pct if opt else None
-        best_eff = best.change_pct if best else 0.0
-        correct = chosen is not None and (chosen == sol.best or (opt is not None and best is not None and abs(opt.profit - best.profit) < 1e-12))
-        note = ""
+        chosen: Any = normalise_node(answer, [n for n in sc.names if n != q.home])
         if chosen is None and normalise_node(answer, sc.names) == q.home:
             note = f"{q.home} is the home node, not an option"
-        return Verdict(chosen, sol.best, correct, eff, best_eff, "%", note)
-    bsc: BuildingScenario = load_scenario(q.script, q.scenario)
-    chosen_id = normalise_building(answer, bsc.building_ids)
-    best_b = sol.option(sol.best) if sol.best is not None else None
-    opt_b = sol.option(chosen_id) if chosen_id is not None else None
-    correct = chosen_id is not None and (chosen_id == sol.best or (opt_b is not None and best_b is not None and abs(opt_b.price - best_b.price) < 1e-12))
-    return Verdict(None if chosen_id is None else str(chosen_id), None if sol.best is None else str(sol.best), correct,
-                   opt_b.price if opt_b else None, best_b.price if best_b else sol.script_price, "price")
+        unit, value, effect, no_best = "%", (lambda o: o.profit), (lambda o: o.change_pct), 0.0
+    else:
+        chosen = normalise_building(answer, sc.building_ids)
+        unit, value, effect, no_best = "price", (lambda o: o.price), (lambda o: o.price), sol.script_price
+    option: Any = sol.option  # a node name or a building id, as the scenario has it
+    best = option(sol.best) if sol.best is not None else None
+    opt = option(chosen) if chosen is not None else None
+    correct = chosen is not None and (chosen == sol.best or (opt is not None and best is not None
+                                                             and abs(value(opt) - value(best)) < 1e-12))
+    return Verdict(None if chosen is None else str(chosen), None if sol.best is None else str(sol.best), correct,
+                   effect(opt) if opt else None, effect(best) if best else no_best, unit, note)

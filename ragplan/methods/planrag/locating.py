@@ -1,29 +1,22 @@
 """The locating scenario: where should country C place its merchant to maximise its profit at home?
 
-Implements the annotator's rules of shared/DQA.md ("Locating: how the gold answer is decided")
-exactly, including its quirks (the merchant bonus uses ``max(50, development)``, a node's total power
-is half the script's ``total_power`` plus its records' powers, accumulated flows are multiplied by
-1.05, nodes on a cycle are never processed, ties go to the earlier node in file order).
+Implements the annotator's rules of shared/DQA.md ("Locating: how the gold answer is decided"),
+quirks included (``max(50, development)``, half the script's ``total_power``, flows × 1.05, nodes on
+a cycle never processed, ties to the earlier node in file order).
 
-Speed: one scenario is compiled once into index arrays — the topological order, downstream lists in
-edge order, each country's steering target per node — and each option then changes a single record,
-so a simulation is one pass over nodes and edges with no copying. ``ragplan.methods.planrag.reference`` holds the
-straightforward dict-and-deepcopy version of the same rules that the benchmark compares against.
-
-Near-ties: options that tie on paper (two nodes whose merchant has the same effect) can differ in
-the last bits, and the annotator's ``>`` then picks by those bits. Every sum and product here is
-done in the annotator's order of operations (records and edges in file order, nodes in topological
-order, ``1.05 × (outgoing × steer / weight)``), so the profits are bit for bit those of the sequential
-reference and near-ties are decided as the annotator decided them; a test holds the two equal.
+A scenario is compiled once into index form (topological order, downstream lists in edge order,
+steering targets); an option changes one record, so only its node's sums are redone. Every sum is in
+the annotator's order of operations, so profits are bit for bit those of
+the plain reference in ``tests/dqa_reference.py`` and near-ties are decided as the annotator decided them.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from ragplan.methods.planrag.cql import GraphData, GraphRows
+from ragplan.methods.planrag.cql import GraphData
 from ragplan.tools.graphdb.script import ScriptError
 
 __all__ = ["LocatingScenario", "Record", "LocatingOption", "LocatingSolution", "scenario_from_data", "solve_locating",
@@ -64,68 +57,165 @@ class LocatingScenario:
     home_of: dict[str, str]
     edges: list[tuple[int, int]]
     records: list[Record]
-    index: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.index = {n: i for i, n in enumerate(self.names)}
+        """Compile once: the topological order, downstream lists in edge order, records per node, base sums."""
+        n = len(self.names)
+        self.index = {name: i for i, name in enumerate(self.names)}
+        self.down: list[list[int]] = [[] for _ in range(n)]
+        up: list[list[int]] = [[] for _ in range(n)]
+        indeg = [0] * n
+        for a, b in self.edges:
+            self.down[a].append(b)
+            up[b].append(a)
+            indeg[b] += 1
+        queue = deque(i for i in range(n) if indeg[i] == 0)
+        self.order: list[int] = []
+        while queue:  # Kahn: nodes on a cycle never become ready, so they are never processed
+            s = queue.popleft()
+            self.order.append(s)
+            for d in self.down[s]:
+                indeg[d] -= 1
+                if indeg[d] == 0:
+                    queue.append(d)
+        self._reach: dict[int, list[bool]] = {}
+        self._up = up
+        self.at_node: list[list[int]] = [[] for _ in range(n)]
+        self.powers: list[float] = []
+        self.targets: list[int | None] = []
+        self.outward: list[bool] = []  # the record is not anyone's home
+        for k, rec in enumerate(self.records):
+            self.at_node[rec.node].append(k)
+            self.outward.append(not rec.is_home)
+            power, target = self.with_merchant(rec) if rec.has_merchant else (rec.base, None)
+            self.powers.append(power)
+            self.targets.append(target)
+        #: :meth:`node_sums` of every node without the decision
+        self.base_sums = [self.node_sums(s, self.powers, self.targets) for s in range(n)]
+
+    def with_merchant(self, rec: Record) -> tuple[float, int | None]:
+        """The power of ``rec`` with a merchant, and where that merchant steers (None: nowhere, or home)."""
+        power = merchant_power(rec.base, self.development.get(rec.country, 0.0), self.inland[rec.node])
+        return power, None if rec.is_home else self.steer_target(rec)
+
+    def reaches(self, home: int) -> list[bool]:
+        """reach[i] = whether ``home`` can be reached from node i along source edges."""
+        if home not in self._reach:
+            reach = [False] * len(self.names)
+            reach[home] = True
+            stack = [home]
+            while stack:
+                x = stack.pop()
+                for u in self._up[x]:
+                    if not reach[u]:
+                        reach[u] = True
+                        stack.append(u)
+            self._reach[home] = reach
+        return self._reach[home]
+
+    def steer_target(self, rec: Record) -> int | None:
+        """The downstream neighbour a merchant of ``rec`` steers toward (None: it cannot steer home)."""
+        home = self.index.get(self.home_of.get(rec.country, ""))
+        if home is None:
+            return None
+        down = self.down[rec.node]
+        if home in down:
+            return home
+        reach = self.reaches(home)
+        return next((d for d in down if reach[d]), None)
+
+    def node_sums(self, s: int, powers: list[float], targets: list[int | None]) -> tuple[float, float, dict[int, float], float]:
+        """Node ``s``'s total power, outgoing power, steering powers per target and their sum (left to right)."""
+        outward = self.outward
+        total = p_out = 0.0
+        steer: dict[int, float] = {}
+        for k in self.at_node[s]:
+            power = powers[k]
+            total += power
+            if outward[k]:
+                p_out += power
+            t = targets[k]
+            if t is not None:
+                steer[t] = steer.get(t, 0.0) + power
+        weight = 0.0
+        for w in steer.values():
+            weight += w
+        return self.script_total[s] / 2 + total, p_out, steer, weight
+
+    def profit(self, country: str, home: int, placed: int | None) -> float:
+        """C's profit at ``home`` with C's merchant on record ``placed`` (None: no merchant; only its node is re-summed)."""
+        recs = self.records
+        powers, sums = self.powers, self.base_sums
+        if placed is not None:
+            powers, targets, sums = list(powers), list(self.targets), list(sums)
+            powers[placed], targets[placed] = self.with_merchant(recs[placed])
+            sums[recs[placed].node] = self.node_sums(recs[placed].node, powers, targets)
+        n = len(self.names)
+        ingoing = [0.0] * n
+        outgoing = [0.0] * n
+        local_value, down_of = self.local_value, self.down
+        for s in self.order:
+            total, p_out, steer, weight = sums[s]
+            out = (local_value[s] + ingoing[s]) * p_out / total if total else 0.0
+            outgoing[s] = out
+            down = down_of[s]
+            if not down:
+                continue
+            if weight > 0:
+                for d in down:  # flow first, then the 1.05: the annotator's order of operations
+                    ingoing[d] += 1.05 * (out * steer.get(d, 0.0) / weight)
+            else:
+                share = out / len(down)
+                for d in down:
+                    ingoing[d] += 1.05 * share
+        mine = next((k for k in self.at_node[home] if recs[k].country == country), None)
+        total = sums[home][0]
+        if mine is None or not total:
+            return 0.0
+        return (local_value[home] - outgoing[home] + ingoing[home]) * powers[mine] / total
 
 
-#: :func:`truthy` of DQA's usual flag values, looked up (1 and 0 hash as True and False: truthy agrees).
-_FLAGS: dict[Any, bool] = {True: True, False: False, "True": True, "False": False, "true": True, "false": False}
-
-
-def _flag(value: Any) -> bool:
-    """:func:`truthy`, by a lookup for the usual values (script values are scalars, so hashable)."""
-    known = _FLAGS.get(value)
-    return truthy(value) if known is None else known
-
-
-def scenario_from_data(data: GraphData | GraphRows) -> LocatingScenario:
+def scenario_from_data(data: GraphData) -> LocatingScenario:
     """Build a scenario from a parsed script; a relationship to an unknown node names its line."""
-    rows = data if isinstance(data, GraphRows) else GraphRows.of(data)
     names, lv, inland, tp = [], [], [], []
     dev: dict[str, float] = {}
     home_of: dict[str, str] = {}
-    for label, props, line in rows.nodes:
-        if label not in ("Trade_node", "Country"):
+    for n in data.nodes:
+        props = n.props
+        if n.label not in ("Trade_node", "Country"):
             continue
         if props.get("name") is None:  # every relationship finds its nodes by name
-            raise ScriptError(rows.source, line, f"a {label} node without its name")
+            raise ScriptError(data.source, n.line, f"a {n.label} node without its name")
         try:
-            if label == "Trade_node":
+            if n.label == "Trade_node":
                 names.append(str(props["name"]))
                 lv.append(float(props.get("local_value", 0) or 0))
-                inland.append(_flag(props.get("is_inland", False)))
+                inland.append(truthy(props.get("is_inland", False)))
                 tp.append(float(props.get("total_power", 0) or 0))
             else:
-                name = str(props["name"])
-                dev[name] = float(props.get("development", 0) or 0)
+                dev[str(props["name"])] = float(props.get("development", 0) or 0)
                 if props.get("home_node") is not None:
-                    home_of[name] = str(props["home_node"])
+                    home_of[str(props["name"])] = str(props["home_node"])
         except (TypeError, ValueError) as exc:
-            raise ScriptError(rows.source, line, f"a {label} property is not a number ({exc})") from exc
+            raise ScriptError(data.source, n.line, f"a {n.label} property is not a number ({exc})") from exc
     index = {n: i for i, n in enumerate(names)}
     edges: list[tuple[int, int]] = []
     records: list[Record] = []
-    flags = _FLAGS
-    for rtype, src_label, src_key, _, dst_key, props, line in rows.rels:
+    for r in data.rels:
         try:
-            if rtype == "NodeCountry":
-                country, node = (src_key, dst_key) if src_label == "Country" else (dst_key, src_key)
-                merchant = props["has_merchant"] if "has_merchant" in props else props.get("has_has_merchant", False)
-                home, merchant_flag = flags.get(props.get("is_home", False)), flags.get(merchant)
-                records.append(Record(str(country["name"]), index[str(node["name"])],
-                                      truthy(props.get("is_home", False)) if home is None else home,
-                                      truthy(merchant) if merchant_flag is None else merchant_flag,
-                                      float(props.get("base_trading_power", 0) or 0)))
-            elif rtype == "source":
-                edges.append((index[str(src_key["name"])], index[str(dst_key["name"])]))
+            if r.type == "NodeCountry":
+                country, node = (r.src_key, r.dst_key) if r.src_label == "Country" else (r.dst_key, r.src_key)
+                merchant = r.props["has_merchant"] if "has_merchant" in r.props else r.props.get("has_has_merchant", False)
+                records.append(Record(str(country["name"]), index[str(node["name"])], truthy(r.props.get("is_home", False)),
+                                      truthy(merchant), float(r.props.get("base_trading_power", 0) or 0)))
+            elif r.type == "source":
+                edges.append((index[str(r.src_key["name"])], index[str(r.dst_key["name"])]))
         except KeyError as exc:
-            raise ScriptError(rows.source, line, f"relationship refers to an unknown trade node or key {exc}") from exc
+            raise ScriptError(data.source, r.line, f"relationship refers to an unknown trade node or key {exc}") from exc
     for rec in records:  # countries without home_node: the is_home record says it
         if rec.is_home:
             home_of.setdefault(rec.country, names[rec.node])
-    return LocatingScenario(rows.source, names, lv, inland, tp, dev, home_of, edges, records)
+    return LocatingScenario(data.source, names, lv, inland, tp, dev, home_of, edges, records)
 
 
 @dataclass
@@ -149,7 +239,6 @@ class LocatingSolution:
     best: str | None
 
     def option(self, node: str) -> LocatingOption | None:
-        """The option for ``node`` (exact name), if it is one."""
         return next((o for o in self.options if o.node == node), None)
 
     def ranked(self) -> list[LocatingOption]:
@@ -157,148 +246,12 @@ class LocatingSolution:
         return sorted(self.options, key=lambda o: -o.profit)
 
 
-class _Compiled:
-    """Per-scenario precomputation shared by all simulations of it."""
-
-    def __init__(self, sc: LocatingScenario) -> None:
-        n = len(sc.names)
-        self.sc = sc
-        self.down: list[list[int]] = [[] for _ in range(n)]
-        up: list[list[int]] = [[] for _ in range(n)]
-        indeg = [0] * n
-        for a, b in sc.edges:
-            self.down[a].append(b)
-            up[b].append(a)
-            indeg[b] += 1
-        queue = deque(i for i in range(n) if indeg[i] == 0)
-        self.order: list[int] = []
-        while queue:  # Kahn: nodes on a cycle never become ready, so they are never processed
-            s = queue.popleft()
-            self.order.append(s)
-            for d in self.down[s]:
-                indeg[d] -= 1
-                if indeg[d] == 0:
-                    queue.append(d)
-        self._reach: dict[int, list[bool]] = {}
-        self._up = up
-        self.at_node: list[list[int]] = [[] for _ in range(n)]
-        self.powers: list[float] = []
-        self.targets: list[int | None] = []
-        self.outward: list[bool] = []  # the record is not anyone's home
-        for k, rec in enumerate(sc.records):
-            self.at_node[rec.node].append(k)
-            self.outward.append(not rec.is_home)
-            if rec.has_merchant:
-                self.powers.append(self.power(rec, True))
-                self.targets.append(None if rec.is_home else self.steer_target(rec))
-            else:
-                self.powers.append(rec.base)
-                self.targets.append(None)
-        self._base_sums: list[tuple[float, float, dict[int, float], float]] | None = None
-
-    def power(self, rec: Record, merchant: bool) -> float:
-        if not merchant:
-            return rec.base
-        return merchant_power(rec.base, self.sc.development.get(rec.country, 0.0), self.sc.inland[rec.node])
-
-    def reaches(self, home: int) -> list[bool]:
-        """reach[i] = whether ``home`` can be reached from node i along source edges."""
-        if home not in self._reach:
-            reach = [False] * len(self.sc.names)
-            reach[home] = True
-            stack = [home]
-            while stack:
-                x = stack.pop()
-                for u in self._up[x]:
-                    if not reach[u]:
-                        reach[u] = True
-                        stack.append(u)
-            self._reach[home] = reach
-        return self._reach[home]
-
-    def steer_target(self, rec: Record) -> int | None:
-        """The downstream neighbour a merchant of ``rec`` steers toward (None: it cannot steer home)."""
-        home = self.sc.index.get(self.sc.home_of.get(rec.country, ""))
-        if home is None:
-            return None
-        down = self.down[rec.node]
-        if home in down:
-            return home
-        reach = self.reaches(home)
-        return next((d for d in down if reach[d]), None)
-
-    def node_sums(self, s: int, powers: list[float], targets: list[int | None]) -> tuple[float, float, dict[int, float], float]:
-        """Node ``s``'s total power, outgoing power, steering powers per target and their sum.
-
-        Every sum left to right, one value at a time, records in file order (as the annotator added).
-        """
-        outward = self.outward
-        total = p_out = 0.0
-        steer: dict[int, float] = {}
-        for k in self.at_node[s]:
-            power = powers[k]
-            total += power
-            if outward[k]:
-                p_out += power
-            t = targets[k]
-            if t is not None:
-                steer[t] = steer.get(t, 0.0) + power
-        weight = 0.0
-        for w in steer.values():
-            weight += w
-        return self.sc.script_total[s] / 2 + total, p_out, steer, weight
-
-    @property
-    def base_sums(self) -> list[tuple[float, float, dict[int, float], float]]:
-        """:meth:`node_sums` of every node without the decision, computed once."""
-        if self._base_sums is None:
-            self._base_sums = [self.node_sums(s, self.powers, self.targets) for s in range(len(self.sc.names))]
-        return self._base_sums
-
-    def profit(self, country: str, home: int, placed: int | None) -> float:
-        """C's profit at ``home`` with C's merchant on record ``placed`` (None = no merchant).
-
-        Placing the merchant changes one record, so only that record's node is summed again.
-        """
-        sc, recs = self.sc, self.sc.records
-        powers, sums = self.powers, self.base_sums
-        if placed is not None:
-            powers, targets, sums = list(powers), list(self.targets), list(sums)
-            powers[placed] = self.power(recs[placed], True)
-            targets[placed] = None if recs[placed].is_home else self.steer_target(recs[placed])
-            sums[recs[placed].node] = self.node_sums(recs[placed].node, powers, targets)
-        n = len(sc.names)
-        ingoing = [0.0] * n
-        outgoing = [0.0] * n
-        local_value, down_of = sc.local_value, self.down
-        for s in self.order:
-            total, p_out, steer, weight = sums[s]
-            out = (local_value[s] + ingoing[s]) * p_out / total if total else 0.0
-            outgoing[s] = out
-            down = down_of[s]
-            if not down:
-                continue
-            if weight > 0:
-                for d in down:  # flow first, then the 1.05: the annotator's order of operations
-                    ingoing[d] += 1.05 * (out * steer.get(d, 0.0) / weight)
-            else:
-                share = out / len(down)
-                for d in down:
-                    ingoing[d] += 1.05 * share
-        mine = next((k for k in self.at_node[home] if recs[k].country == country), None)
-        total = sums[home][0]
-        if mine is None or not total:
-            return 0.0
-        return (local_value[home] - outgoing[home] + ingoing[home]) * powers[mine] / total
-
-
 def solve_locating(sc: LocatingScenario, country: str, home: str) -> LocatingSolution:
     """Try the merchant at every node except ``home`` (file order) and pick the annotator's best."""
     if home not in sc.index:
         raise ValueError(f"home node {home!r} is not a trade node of {sc.source}")
-    comp = _Compiled(sc)
     h = sc.index[home]
-    base = comp.profit(country, h, None)
+    base = sc.profit(country, h, None)
     mine = {rec.node: k for k, rec in enumerate(sc.records) if rec.country == country}
     options: list[LocatingOption] = []
     best, best_profit = None, 0.0
@@ -306,7 +259,7 @@ def solve_locating(sc: LocatingScenario, country: str, home: str) -> LocatingSol
         if o == h:
             continue
         k = mine.get(o)
-        p = comp.profit(country, h, k) if k is not None else base
+        p = sc.profit(country, h, k) if k is not None else base
         change = (p - base) / base * 100 if base else 0.0
         options.append(LocatingOption(name, p, change, k is not None))
         if p > best_profit:

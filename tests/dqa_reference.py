@@ -1,36 +1,30 @@
-"""The straightforward implementation of DQA's annotator rules: dicts, loops and a deepcopy per option.
+"""The straightforward reading of DQA's annotator rules, for clarity, not speed.
 
-This is the plain reading of shared/DQA.md, written for clarity, not speed. It is the baseline of
-``benchmarks/dqa_simulator.py`` and the cross-check of the fast simulators in the tests (both must
-pick the same decisions and compute the same effects on every generated scenario). Its order of
-operations is the annotator's — records, edges and buildings in file order, every sum left to right —
-and the fast simulators decide near-ties by it (``ragplan.methods.planrag.building.sequential_prices`` repeats it
-for the building options that tie with the best; ``ragplan.methods.planrag.locating`` keeps it throughout).
+The baseline of ``benchmarks/dqa_simulator.py`` and the cross-check of the fast simulators in the
+tests. Locating: dicts, loops and a deepcopy per option; building: every option simulated one number
+at a time (:func:`~ragplan.methods.planrag.building.sequential_prices`). The order of operations is
+the annotator's — records, edges and buildings in file order, every sum left to right.
 """
 
 from __future__ import annotations
 
 import copy
-import sys
 from typing import Any
 
+from ragplan.methods.planrag.building import scenario_from_data as building_scenario, sequential_prices
 from ragplan.methods.planrag.cql import GraphData
 from ragplan.methods.planrag.locating import merchant_power, truthy
 
-__all__ = ["locating_state", "reference_locating", "building_state", "reference_building"]
+__all__ = ["locating_state", "reference_locating", "reference_building"]
 
 
-def _left_to_right_sum(values: Any) -> Any:
+def _sum(values: Any) -> Any:
+    """Left-to-right addition, one value at a time: the annotator's arithmetic (the builtin ``sum``
+    compensates float rounding from Python 3.12 on, which would decide near-ties differently)."""
     total = 0
     for v in values:
         total += v
     return total
-
-
-#: Left-to-right addition, one value at a time: the annotator's arithmetic. The builtin ``sum`` is
-#: exactly that before Python 3.12; from 3.12 on it compensates float rounding, which would decide
-#: near-ties differently, so a plain loop stands in for it there.
-_sum = sum if sys.version_info < (3, 12) else _left_to_right_sum
 
 
 def locating_state(data: GraphData) -> dict[str, Any]:
@@ -125,71 +119,19 @@ def reference_locating(data: GraphData, country: str, home: str) -> tuple[str | 
     return best, profits
 
 
-def building_state(data: GraphData) -> dict[str, Any]:
-    """The building graph as nested dicts, in file order."""
-    goods = {n.props["code"]: dict(n.props) for n in data.nodes if n.label == "Goods"}
-    buildings = {n.props["id"]: {**n.props, "inputs": [], "outputs": []} for n in data.nodes if n.label == "Building"}
-    for r in data.rels:
-        if r.type == "Demand":
-            buildings[r.dst_key["id"]]["inputs"].append({"goods": r.src_key["code"], **r.props})
-        elif r.type == "Supply":
-            buildings[r.src_key["id"]]["outputs"].append({"goods": r.dst_key["code"], **r.props})
-    for g in goods.values():
-        g["building_demand"] = _sum(i["max_demand"] for b in buildings.values() for i in b["inputs"] if i["goods"] == g["code"])
-        g["supply"] = _sum(o["current_output"] for b in buildings.values() for o in b["outputs"] if o["goods"] == g["code"])
-    return {"goods": goods, "buildings": buildings}
-
-
-def _simulate_building(state: dict[str, Any]) -> dict[int, float]:
-    goods, buildings = state["goods"], state["buildings"]
-    for b in buildings.values():
-        for i in b["inputs"]:
-            goods[i["goods"]]["building_demand"] += i["max_demand"]
-        for o in b["outputs"]:
-            goods[o["goods"]]["supply"] += o["max_supply"]
-    for _ in range(10):
-        for b in buildings.values():
-            for i in b["inputs"]:
-                g = goods[i["goods"]]
-                denom = g["pop_demand"] + g["building_demand"]
-                i["current_input"] = i["max_demand"] * g["supply"] / denom if denom else 0.0
-        for g in goods.values():
-            g["supply"] = 0.0
-        for b in buildings.values():
-            if b["inputs"]:
-                terms = [min(i["current_input"], i["max_demand"]) / i["max_demand"] if i["max_demand"] else 1.0 for i in b["inputs"]]
-                r = _sum(terms) / len(terms)
-                for o in b["outputs"]:
-                    o["current_output"] = o["max_supply"] * r
-            for o in b["outputs"]:
-                goods[o["goods"]]["supply"] += o["current_output"]
-    prices = {}
-    for code, g in goods.items():
-        demand, supply = g["pop_demand"] + g["building_demand"], g["supply"]
-        if demand == 0 and supply == 0:
-            prices[code] = g["base_price"]
-        else:
-            prices[code] = g["base_price"] * (1 + 0.75 * (demand - supply) / max(demand, supply))
-    return prices
-
-
 def reference_building(data: GraphData, goods_name: str) -> tuple[int | None, dict[int, float]]:
-    """The annotator's best building id and every building's resulting price of the goods."""
-    state = building_state(data)
-    code = next(c for c, g in state["goods"].items() if g["name"] == goods_name)
-    script_price = state["goods"][code]["current_price"]
+    """The annotator's best building id and every building's resulting price of the goods.
+
+    Each option is simulated by :func:`~ragplan.methods.planrag.building.sequential_prices`, the
+    annotator's rules one number at a time in the annotator's order.
+    """
+    sc = building_scenario(data)
+    g = sc.goods_index(goods_name)
+    script_price = float(sc.current_price[g])
     prices: dict[int, float] = {}
     best, best_price = None, script_price
-    for bid in list(state["buildings"]):
-        trial = copy.deepcopy(state)
-        b = trial["buildings"][bid]
-        level = b["level"]
-        f = (level + 5) / max(level, 1)
-        for i in b["inputs"]:
-            i["max_demand"] *= f
-        for o in b["outputs"]:
-            o["max_supply"] *= f
-        prices[bid] = _simulate_building(trial)[code]
+    for b, bid in enumerate(sc.building_ids):
+        prices[bid] = sequential_prices(sc, b)[g]
         if prices[bid] < best_price:
             best, best_price = bid, prices[bid]
     return best, prices
