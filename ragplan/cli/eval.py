@@ -1,17 +1,5 @@
-"""``ragplan eval``: run a method over a benchmark into a run folder, and its sub-commands.
-
-    ragplan eval --method M --benchmark B --data PATH [settings] [--limit N] [--out DIR]   one run (resumable)
-    ragplan eval --resume RUN_DIR | --rerun RUN_DIR [--out DIR]     finish a run / execute it again and compare
-    ragplan eval report RUN_DIR… [--plot OUT.png] [--html OUT.html]      compare runs in one table
-    ragplan eval sweep --method M --benchmark B --data PATH --sweep SETTING=V1,V2,…   one run per value, one figure
-    ragplan eval retrieval --benchmark B --data FILE --index DIR|--context-only [--queries RUN_DIR] [-k 1,2,5,10]
-
-The settings are the flags generated from the method's context (:mod:`ragplan.cli.settings`), as for ``ask``;
-they go into the run's ``settings.json``. ``eval sweep`` writes one run folder per value under ``--out``
-(default ``runs/sweep-<method>-<benchmark>-<setting>``; the same command again finishes what is unfinished;
-see :mod:`ragplan.eval.sweep`). ``eval retrieval`` scores retrieval against the data's gold supporting titles
-and sentences (recall@k, all-supporting@k, MRR) without an LLM.
-"""
+"""``ragplan eval``: run a method over a benchmark into a run folder (resumable); ``eval report | sweep | retrieval``
+compare runs, sweep one setting, score retrieval without an LLM (docs/evaluation.md)."""
 
 from __future__ import annotations
 
@@ -22,7 +10,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_parser", "run", "add_run_flags", "new_settings", "llm_problem", "DEFAULT_CONCURRENCY"]
+from ragplan.cli import fail
+
+__all__ = ["add_parser", "run", "add_run_flags", "new_settings", "llm_problem", "reason", "DEFAULT_CONCURRENCY"]
 
 #: Questions in flight when ``--concurrency`` is not given (a new run; a resumed run keeps its own).
 DEFAULT_CONCURRENCY = 4
@@ -57,18 +47,15 @@ def add_parser(sub: Any, settings: Any = None) -> None:
                                     "and write a run folder (settings.json, results.jsonl, summary.md/json, plot.png).")
     ev.add_argument("--method", help="graph name (see `ragplan graphs`)")
     ev.add_argument("--resume", metavar="RUN_DIR", default=None, help="finish an interrupted run folder")
-    ev.add_argument("--rerun", metavar="RUN_DIR", default=None,
-                    help="execute a finished run again into --out with its settings (with --llm-cache DIR --replay: "
-                         "offline from the cache it recorded) and check the records are the same")
+    ev.add_argument("--rerun", metavar="RUN_DIR", default=None, help="execute a finished run again into --out with its "
+                    "settings (offline with --llm-cache DIR --replay) and check the records are the same")
     ev.add_argument("--no-checkpoints", action="store_true",
-                    help="keep no per-question checkpoints (a question in flight at a kill restarts from scratch on "
-                         "--resume instead of from its last node; saves a SQLite write per node)")
+                    help="no per-question checkpoints (a question in flight at a kill restarts from scratch on --resume)")
     add_run_flags(ev, settings)
     es = ev.add_subparsers(dest="eval_command", metavar="{report,sweep,retrieval}")
     r = es.add_parser("report", help="compare run folders in one table", description="Print one table comparing runs.")
     r.add_argument("runs", nargs="+", metavar="RUN_DIR")
-    r.add_argument("--plot", metavar="OUT.png", default=None,
-                   help="also draw accuracy on SR and MR questions per method (PlanRAG's Figure 5)")
+    r.add_argument("--plot", metavar="OUT.png", default=None, help="also draw accuracy on SR and MR questions per method")
     r.add_argument("--html", metavar="OUT.html", default=None,
                    help="also write one self-contained HTML page (table, plots, every question's trace, filters)")
     s = es.add_parser("sweep", help="one run per value of a setting, then the sweep's table and figure",
@@ -95,11 +82,7 @@ def add_parser(sub: Any, settings: Any = None) -> None:
     t.add_argument("--benchmark-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an option of the benchmark, e.g. fmt=kilt or embedding_model=DIR (repeatable)")
     t.add_argument("--out", metavar="FILE.json", default=None, help="default runs/retrieval-<benchmark>-<time>.json")
-
-
-def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return 2
+    t.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def new_settings(args: argparse.Namespace, methods: list[str]) -> Any:
@@ -140,14 +123,8 @@ def llm_problem(st: Any) -> str | None:
 
 
 def _resume_overrides(settings: Any, args: argparse.Namespace) -> str | None:
-    """Apply the flags given with ``--resume`` (or ``--rerun``) to the saved settings; a message when one would change
-    what the run measures.
-
-    Only flags given on the command line count, so a resumed run keeps its concurrency, endpoint, time budget and
-    limit unless they are given again. The endpoint, LLM cache, concurrency, time budget, limit and the data's location
-    may change; the method, benchmark, model, year, context settings and benchmark options may not (the finished
-    answers would mix two runs).
-    """
+    """Apply the flags given with ``--resume`` / ``--rerun`` to the saved settings (the endpoint, cache, concurrency,
+    time budget, limit and data location may change); a message when one would change what the run measures."""
     from ragplan.cli.settings import parse_assignments, settings_from_args
     from ragplan.registry import family_of
 
@@ -183,52 +160,40 @@ def _resume_overrides(settings: Any, args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ragplan eval`` or one of its sub-commands."""
-    if args.eval_command == "report":
-        return _report(args)
-    if args.eval_command == "retrieval":
-        return _retrieval(args)
-    if args.eval_command == "sweep":
-        return _sweep(args)
+    if args.eval_command:
+        return {"report": _report, "retrieval": _retrieval, "sweep": _sweep}[args.eval_command](args)
+    from ragplan.eval.report import every_question_failed
     from ragplan.eval.rerun import missing_entries, record_differences, rerun_settings
     from ragplan.eval.runfolder import RunSettings
     from ragplan.registry import family_of
 
-    if args.rerun:
+    if args.rerun or args.resume:
         try:
-            settings = rerun_settings(args.rerun, data=args.data, concurrency=args.concurrency)
+            settings = (rerun_settings(args.rerun, data=args.data, concurrency=args.concurrency) if args.rerun
+                        else RunSettings.load(Path(args.resume) / "settings.json"))
         except (OSError, json.JSONDecodeError, TypeError) as exc:
-            return _fail(f"{args.rerun} is not a run folder: {exc}")
-        run_dir = Path(args.out or f"runs/{settings.method}-{settings.benchmark}-{datetime.now():%Y%m%d-%H%M%S}")
-        if run_dir.resolve() == Path(args.rerun).resolve() or (run_dir / "results.jsonl").exists():
-            return _fail(f"--rerun writes a new run folder: {run_dir} already holds a run (give --out NEW_DIR)")
+            return fail(f"{Path(args.rerun or args.resume)} is not a run folder: {exc}")
+        run_dir = Path(args.out or _stamped(settings)) if args.rerun else Path(args.resume)
+        if args.rerun and (run_dir.resolve() == Path(args.rerun).resolve() or (run_dir / "results.jsonl").exists()):
+            return fail(f"--rerun writes a new run folder: {run_dir} already holds a run (give --out NEW_DIR)")
         problem = _resume_overrides(settings, args)
         if problem:
-            return _fail(problem)
-    elif args.resume:
-        run_dir = Path(args.resume)
-        try:
-            settings = RunSettings.load(run_dir / "settings.json")
-        except (OSError, json.JSONDecodeError, TypeError) as exc:
-            return _fail(f"{run_dir} is not a run folder: {exc}")
-        problem = _resume_overrides(settings, args)
-        if problem:
-            return _fail(problem)
+            return fail(problem)
     else:
         missing = [f"--{n}" for n in ("method", "benchmark", "data") if not getattr(args, n)]
         if missing:
-            return _fail(f"missing {', '.join(missing)} (or give --resume RUN_DIR)")
+            return fail(f"missing {', '.join(missing)} (or give --resume RUN_DIR)")
         settings = new_settings(args, [args.method])
         if isinstance(settings, str):
-            return _fail(settings)
-        run_dir = Path(args.out or f"runs/{settings.method}-{settings.benchmark}-{datetime.now():%Y%m%d-%H%M%S}")
+            return fail(settings)
+        run_dir = Path(args.out or _stamped(settings))
     try:  # a saved run's values converted to their settings' types (a wrong one is refused here, not in every question)
         settings.context = family_of(settings.method).check_settings(settings.method, settings.context)
     except KeyError:
-        return _fail(f"unknown method {settings.method!r}; see `ragplan graphs`")
+        return fail(f"unknown method {settings.method!r}; see `ragplan graphs`")
     except ValueError as exc:
-        return _fail(f"--set {exc}")
-    if args.no_checkpoints:
-        settings.checkpoints = False
+        return fail(f"--set {exc}")
+    settings.checkpoints = settings.checkpoints and not args.no_checkpoints
     problem = llm_problem(settings)
     if not problem and args.rerun and settings.llm_replay:
         lacking, used = missing_entries(args.rerun, settings.llm_cache_dir)
@@ -239,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
             problem = (f"the LLM cache {settings.llm_cache_dir} lacks {lacking} of the {used} responses {args.rerun} "
                        "used (its llm_cache.json): the replay would fail on them")
     if problem:
-        return _fail(problem)
+        return fail(problem)
     summary = _evaluate(settings, run_dir, args)
     if isinstance(summary, int):
         return summary
@@ -251,13 +216,19 @@ def run(args: argparse.Namespace) -> int:
             shown = "; ".join(f"{q} ({', '.join(f[:6])})" for q, f in list(diffs.items())[:5])
             print(f"replay check: {len(diffs)} of {compared} records differ from {args.rerun}: {shown}")
             return 1 if settings.llm_replay else 0
-    from ragplan.eval.report import every_question_failed
-
     failure = every_question_failed(summary, run_dir)
-    if failure:
-        print(f"error: {failure}", file=sys.stderr)
-        return 1
-    return 0
+    return fail(failure, 1) if failure else 0
+
+
+def reason(exc: Exception, *plain: type) -> str:
+    """What a failed step says: a KeyError's message (an unknown benchmark) or a ``plain`` type's, else ``Type: msg``."""
+    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc) if isinstance(exc, plain) else \
+        f"{type(exc).__name__}: {exc}"
+
+
+def _stamped(settings: Any) -> str:
+    """The default folder of a new run."""
+    return f"runs/{settings.method}-{settings.benchmark}-{datetime.now():%Y%m%d-%H%M%S}"
 
 
 def _evaluate(settings: Any, run_dir: Path, args: argparse.Namespace) -> dict[str, Any] | int:
@@ -267,12 +238,8 @@ def _evaluate(settings: Any, run_dir: Path, args: argparse.Namespace) -> dict[st
 
     try:
         summary = run_evaluation(settings, run_dir, progress=not args.no_progress)
-    except KeyError as exc:  # unknown benchmark
-        return _fail(exc.args[0])
-    except RunRefused as exc:  # the family's run-wide check (e.g. furepa without a trained assessor): nothing ran
-        return _fail(str(exc))
-    except Exception as exc:  # e.g. a DQA clone that cannot be read: nothing ran
-        return _fail(f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # an unknown benchmark, a refused run (furepa without an assessor), unreadable data: nothing ran
+        return fail(reason(exc, RunRefused))
     print(summary_markdown(summary))
     print(f"run folder: {run_dir}")
     if "llm_cache" in summary:
@@ -295,7 +262,7 @@ def _report(args: argparse.Namespace) -> int:
 
             print(f"written: {write_html_report(args.runs, args.html)}")
     except (FileNotFoundError, json.JSONDecodeError) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     return 0
 
 
@@ -307,20 +274,20 @@ def _sweep(args: argparse.Namespace) -> int:
 
     missing = [f"--{n}" for n in ("method", "benchmark", "data", "sweep") if not getattr(args, n, None)]
     if missing:
-        return _fail(f"missing {', '.join(missing)}: use `ragplan eval sweep --method M --benchmark B --data FILE "
+        return fail(f"missing {', '.join(missing)}: use `ragplan eval sweep --method M --benchmark B --data FILE "
                      "--sweep SETTING=V1,V2,…`")
     try:
         key, values = parse_sweep(args.sweep)
     except ValueError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     base = new_settings(args, [args.method])
     if isinstance(base, str):
-        return _fail(base)
+        return fail(base)
     if key in base.context:
-        return _fail(f"--set {key} and --sweep {key} both set {key}; leave out the --set")
+        return fail(f"--set {key} and --sweep {key} both set {key}; leave out the --set")
     problem = llm_problem(base)
     if problem:
-        return _fail(problem)
+        return fail(problem)
     out = Path(args.out or f"runs/sweep-{base.method}-{base.benchmark}-{key}")
     all_failed: list[str] = []
 
@@ -337,12 +304,8 @@ def _sweep(args: argparse.Namespace) -> int:
 
     try:
         result = run_sweep(base, key, values, out, evaluate_run=evaluate_run, on_start=started)
-    except SweepError as exc:
-        return _fail(str(exc))
-    except KeyError as exc:  # unknown benchmark
-        return _fail(str(exc.args[0]))
     except Exception as exc:  # data that cannot be read: the runs so far are kept, the rest is not started
-        return _fail(f"{type(exc).__name__}: {exc}")
+        return fail(reason(exc, SweepError))
     paths = write_sweep(out, result)
     print(sweep_markdown(result))
     print(f"sweep folder: {out}")
@@ -359,28 +322,26 @@ def _retrieval(args: argparse.Namespace) -> int:
 
     missing = [f"--{n}" for n in ("benchmark", "data") if not getattr(args, n)]
     if missing or bool(args.index) == bool(args.context_only):
-        return _fail("use `ragplan eval retrieval --benchmark B --data FILE --index DIR|--context-only "
+        return fail("use `ragplan eval retrieval --benchmark B --data FILE --index DIR|--context-only "
                      "[--queries RUN_DIR] [-k 1,2,5,10]`" + (f" (missing {', '.join(missing)})" if missing else ""))
     try:
         ks = [int(k) for k in args.ks.split(",") if k.strip()]
         if not ks or min(ks) < 1:
             raise ValueError
     except ValueError:
-        return _fail(f"-k takes positive integers separated by commas, got {args.ks!r}")
+        return fail(f"-k takes positive integers separated by commas, got {args.ks!r}")
     try:
         opts = parse_assignments(args.benchmark_option)
     except ValueError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     out = Path(args.out or f"runs/retrieval-{args.benchmark}-{datetime.now():%Y%m%d-%H%M%S}.json")
     try:
         result = evaluate_retrieval(args.benchmark, str(Path(args.data).resolve()), index_dir=args.index,
                                     context_only=args.context_only, queries=args.queries, ks=ks, limit=args.limit,
                                     passages=args.passages, embedding_model=str(opts.get("embedding_model") or ""),
                                     fmt=opts.get("fmt"), work_dir=out.parent)
-    except KeyError as exc:  # unknown benchmark
-        return _fail(exc.args[0])
-    except Exception as exc:  # a file that cannot be read, an index that cannot be opened …
-        return _fail(f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # an unknown benchmark, a file that cannot be read, an index that cannot be opened …
+        return fail(reason(exc))
     print(retrieval_table(result))
     print(f"written: {write_result(result, out)}")
     return 0
