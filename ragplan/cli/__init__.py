@@ -13,8 +13,9 @@ import importlib.util
 import sys
 
 from ragplan import __version__
+from ragplan.cli.errors import BadInput, fail
 
-__all__ = ["main", "build_parser", "fail", "COMMAND_MODULES", "SETTINGS_COMMANDS"]
+__all__ = ["main", "build_parser", "COMMAND_MODULES", "SETTINGS_COMMANDS"]
 
 #: Sub-commands: name -> module with ``add_parser(sub)`` and ``run(args)``; a method family's commands are one module.
 COMMAND_MODULES = {
@@ -32,12 +33,6 @@ COMMAND_MODULES = {
 
 #: The commands that run graphs: their ``add_parser(sub, settings)`` takes the generated setting flags.
 SETTINGS_COMMANDS = ("ask", "eval", "compare", "resume")
-
-
-def fail(message: str, code: int = 2, prefix: str = "error") -> int:
-    """Print ``prefix: message`` on standard error and return the exit code ``code`` (2: bad input)."""
-    print(f"{prefix}: {message}", file=sys.stderr)
-    return code
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -169,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
             os.execv(exe, [exe, "dev", *args.langgraph_args])
         if args.command in COMMAND_MODULES:
             return importlib.import_module(COMMAND_MODULES[args.command]).run(args)
+    except BadInput as exc:
+        return fail(str(exc))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ragplan.cli import fail
+from ragplan.cli.errors import BadInput
 from ragplan.family import MethodFamily
 
 __all__ = ["add_parser", "run", "print_result", "resume_hint", "add_shared_flags", "print_header", "run_traced"]
@@ -48,54 +48,55 @@ def add_parser(sub: Any, settings: Any = None) -> argparse.ArgumentParser:
     return ask
 
 
-def _question(args: argparse.Namespace) -> tuple[str, Any] | str:
-    """The question text and the benchmark item it came from (or None), or a message."""
+def _question(args: argparse.Namespace) -> tuple[str, Any]:
+    """The question text and the benchmark item it came from (or None)."""
     from ragplan.eval.registry import get_benchmark
     from ragplan.methods.planrag.data import DQAError
 
     item = None
     if args.dqa:
         if not args.scenario or args.question_num is None:
-            return "--dqa needs --scenario locating|building and --question-num N"
+            raise BadInput("--dqa needs --scenario locating|building and --question-num N")
         try:
             items = get_benchmark(f"dqa-{args.scenario}", args.dqa).items()
         except (DQAError, OSError, ValueError) as exc:
-            return str(exc)
+            raise BadInput(str(exc)) from None
         item = next((it for it in items if it.meta.get("question_num") == args.question_num), None)
         if item is None:
-            return f"no {args.scenario} question number {args.question_num} in {args.dqa}"
+            raise BadInput(f"no {args.scenario} question number {args.question_num} in {args.dqa}")
         question = item.question
     elif args.question_file:
         try:
             question = Path(args.question_file).read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
-            return f"cannot read the question file: {exc}"
+            raise BadInput(f"cannot read the question file: {exc}") from None
     else:
         question = (args.question or "").strip()
-    return (question, item) if question else "the question is empty"
+    if not question:
+        raise BadInput("the question is empty")
+    return question, item
 
 
 def _context(args: argparse.Namespace, family: MethodFamily, item: Any) -> Any:
-    """The method's context from the flags (a message string when a flag does not apply or a value is bad)."""
+    """The method's context from the flags (BadInput when a flag does not apply or a value is bad)."""
     from ragplan.cli.settings import settings_from_args
 
     if (getattr(args, "set_review_plan", None) or getattr(args, "set_review_replans", None)) and \
             "review_plan" not in family.graph(args.method).build().nodes:
         flag = "--review" if args.set_review_plan else "--review-replans"
-        return f"{flag}: {args.method} writes no plan to review (plan review: planrag, planrag_no_replan, reaper, furepa, instructrag …)"
+        raise BadInput(f"{flag}: {args.method} writes no plan to review (plan review: planrag, planrag_no_replan, reaper, "
+                       "furepa, instructrag …)")
     kw = settings_from_args(args, family, args.method)
-    if isinstance(kw, str):
-        return kw
     if item is not None:  # a benchmark item's own settings (a DQA question's script and simulator check)
         foreign = sorted(set(item.context) - family.context_fields())
         if foreign:
-            return (f"--dqa: {args.method} cannot run this question: it has no setting for its data "
-                    f"({', '.join(foreign)}); use a method whose data is a property graph (see `ragplan graphs --families`)")
+            raise BadInput(f"--dqa: {args.method} cannot run this question: it has no setting for its data "
+                           f"({', '.join(foreign)}); use a method whose data is a property graph (see `ragplan graphs --families`)")
         kw.update(item.context)
     try:
         return family.context(**kw)
     except (TypeError, ValueError) as exc:
-        return f"bad setting: {exc}"
+        raise BadInput(f"bad setting: {exc}") from None
 
 
 def _checkpoint_problem(args: argparse.Namespace) -> str | None:
@@ -122,8 +123,8 @@ def resume_hint(thread_id: str, db: str | None) -> str:
     return f"ragplan resume {thread_id}" + (f" --checkpoint-db {db}" if db else "")
 
 
-def _prepare(args: argparse.Namespace) -> tuple[MethodFamily, str, Any, dict[str, Any]] | str:
-    """The family, question, context and inputs of the ask, every check done before any LLM call; or a message."""
+def _prepare(args: argparse.Namespace) -> tuple[MethodFamily, str, Any, dict[str, Any]]:
+    """The family, question, context and inputs of the ask, every check done before any LLM call."""
     from ragplan.cli.settings import cache_problem, parse_assignments
     from ragplan.llm import endpoint_problem
     from ragplan.registry import family_of
@@ -131,24 +132,21 @@ def _prepare(args: argparse.Namespace) -> tuple[MethodFamily, str, Any, dict[str
     try:
         family = family_of(args.method)
     except KeyError:
-        return f"unknown method {args.method!r}; see `ragplan graphs`"
-    got = _question(args)
-    if isinstance(got, str):
-        return got
-    question, item = got
+        raise BadInput(f"unknown method {args.method!r}; see `ragplan graphs`") from None
+    question, item = _question(args)
     ctx = _context(args, family, item)
-    if isinstance(ctx, str):
-        return ctx
     try:
         inputs = {**(item.inputs if item is not None else {}), **parse_assignments(args.input)}
     except ValueError as exc:
-        return f"--input: {exc}"
+        raise BadInput(f"--input: {exc}") from None
     unknown = sorted(set(inputs) - set(family.input_keys))
     if unknown:
-        return f"--input {', '.join(unknown)}: {args.method} takes {', '.join(family.input_keys)}"
+        raise BadInput(f"--input {', '.join(unknown)}: {args.method} takes {', '.join(family.input_keys)}")
     problem = (cache_problem(ctx.llm_cache_dir, ctx.llm_replay) or endpoint_problem(ctx.model, ctx.base_url, ctx.llm_replay)
                or family.prepare(args.method, ctx) or _checkpoint_problem(args))
-    return problem or (family, question, ctx, inputs)
+    if problem:
+        raise BadInput(problem)
+    return family, question, ctx, inputs
 
 
 def print_header(out: Any, method: str, model: str, base_url: str, question: str, where: str = "") -> None:
@@ -180,10 +178,7 @@ def run(args: argparse.Namespace) -> int:
     from ragplan.llm_cache import track_cache_usage
     from ragplan.runs import start_run
 
-    got = _prepare(args)
-    if isinstance(got, str):
-        return fail(got)
-    family, question, ctx, inputs = got
+    family, question, ctx, inputs = _prepare(args)
     out = sys.stderr if args.json else sys.stdout
     if not args.quiet:
         print_header(out, args.method, ctx.model, ctx.base_url, question,

@@ -10,8 +10,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ragplan.cli import fail
-from ragplan.cli.eval import add_run_flags, llm_problem, new_settings, reason
+from ragplan.cli.errors import fail
+from ragplan.cli.eval import add_run_flags, check_llm, new_settings, reason
 
 __all__ = ["add_parser", "run"]
 
@@ -46,11 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if twice:
         return fail(f"--methods names {', '.join(twice)} twice")
     base = new_settings(args, methods)
-    if isinstance(base, str):
-        return fail(base)
-    problem = llm_problem(base)
-    if problem:
-        return fail(problem)
+    check_llm(base)
     families = {m: family_of(m) for m in methods}
     data, bench_opts, model = base.data, base.benchmark_options, base.model
     try:  # the benchmark and its data are checked once, before any LLM call

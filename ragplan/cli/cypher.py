@@ -8,7 +8,7 @@ import sys
 from dataclasses import fields
 from typing import Any, get_type_hints
 
-from ragplan.cli import fail
+from ragplan.cli.errors import fail
 
 __all__ = ["add_parser", "run"]
 

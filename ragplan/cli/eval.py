@@ -10,31 +10,34 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ragplan.cli import fail
+from ragplan.cli.errors import BadInput, fail
 
-__all__ = ["add_parser", "run", "add_run_flags", "new_settings", "llm_problem", "reason", "DEFAULT_CONCURRENCY"]
+__all__ = ["add_parser", "run", "add_run_flags", "new_settings", "check_llm", "reason", "DEFAULT_CONCURRENCY"]
 
 #: Questions in flight when ``--concurrency`` is not given (a new run; a resumed run keeps its own).
 DEFAULT_CONCURRENCY = 4
 BENCHMARKS = "dqa-locating | dqa-building | hotpotqa | 2wikimultihopqa | musique | strategyqa | fever | flashrag | reaper-retail"
 
 
-def add_run_flags(p: argparse.ArgumentParser, settings: Any, *, required: bool = False) -> None:
-    """The flags of a batch run (``eval``, ``eval sweep``, ``compare``): benchmark, data, bounds and the settings."""
+def add_run_flags(p: argparse.ArgumentParser, settings: Any, *, required: bool = False, out: str = "") -> None:
+    """The flags of a batch run (``eval``, ``eval sweep``, ``compare``; ``eval retrieval`` the data's, given ``out``)."""
     p.add_argument("--benchmark", required=required, help=BENCHMARKS)
     p.add_argument("--data", required=required, metavar="PATH", help="the benchmark's data (for DQA: a clone of the repository)")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N questions")
-    p.add_argument("--year", type=int, default=None, help="only questions of this year (DQA)")
-    p.add_argument("--concurrency", type=int, default=None, metavar="C",
-                   help=f"questions in flight at once (default {DEFAULT_CONCURRENCY}; with --resume the run's own unless given)")
     p.add_argument("--benchmark-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an option of the benchmark itself, e.g. fmt=kilt or embedding_model=DIR (repeatable)")
     p.add_argument("--context-only", action="store_true",
-                   help="HotpotQA/2Wiki/MuSiQue/StrategyQA data: build a local index from the questions' own context "
-                        "paragraphs (keeping the dataset's sentences) and retrieve from it (fully offline)")
-    p.add_argument("--item-timeout", type=float, default=None, metavar="SEC", help="wall-time budget of one question")
-    p.add_argument("--out", metavar="DIR", default=None, help="the run folder (default under runs/)")
+                   help="HotpotQA/2Wiki/MuSiQue/StrategyQA data: a local index of the questions' own context paragraphs "
+                        "(keeping the dataset's sentences), fully offline")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    if out:
+        p.add_argument("--out", metavar="FILE.json", default=None, help=out)
+        return
+    p.add_argument("--out", metavar="DIR", default=None, help="the run folder (default under runs/)")
+    p.add_argument("--year", type=int, default=None, help="only questions of this year (DQA)")
+    p.add_argument("--concurrency", type=int, default=None, metavar="C",
+                   help=f"questions in flight at once (default {DEFAULT_CONCURRENCY}; with --resume the run's own unless given)")
+    p.add_argument("--item-timeout", type=float, default=None, metavar="SEC", help="wall-time budget of one question")
     if settings is not None:
         settings(p)
 
@@ -69,39 +72,28 @@ def add_parser(sub: Any, settings: Any = None) -> None:
     t = es.add_parser("retrieval", help="score retrieval against a dataset's gold support (no LLM)",
                       description="Recall@k, all-supporting@k and MRR of the passages an index returns for the questions "
                                   "(or for the queries a run executed), against the data's gold supporting facts.")
-    t.add_argument("--benchmark", help=BENCHMARKS)
-    t.add_argument("--data", metavar="PATH", help="the benchmark's data")
+    add_run_flags(t, None, out="default runs/retrieval-<benchmark>-<time>.json")
     t.add_argument("--index", metavar="DIR", default=None, help="the index to search (ragplan index build)")
-    t.add_argument("--context-only", action="store_true", help="search an index of the questions' own paragraphs")
     t.add_argument("--queries", metavar="RUN_DIR", default=None,
                    help="score the queries a method executed (a run folder or its results.jsonl) instead of the questions")
     t.add_argument("-k", "--ks", default="1,2,5,10", metavar="K,K,…", help="the cut-offs (default 1,2,5,10)")
     t.add_argument("--passages", type=int, default=None, metavar="N",
                    help="passages searched per query and ranked into sentences (default: the largest k)")
-    t.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N questions")
-    t.add_argument("--benchmark-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="an option of the benchmark, e.g. fmt=kilt or embedding_model=DIR (repeatable)")
-    t.add_argument("--out", metavar="FILE.json", default=None, help="default runs/retrieval-<benchmark>-<time>.json")
-    t.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def new_settings(args: argparse.Namespace, methods: list[str]) -> Any:
     """The run settings of a new run of ``methods[0]`` from the command line, every setting checked against each
-    method's family (``compare`` runs several); a message when one does not apply or does not validate."""
+    method's family (``compare`` runs several); BadInput when one does not apply or does not validate."""
     from ragplan.cli.settings import parse_assignments, settings_from_args
     from ragplan.eval.runfolder import RunSettings
     from ragplan.registry import family_of
     from ragplan.state.context import LLMContext
 
-    context: dict[str, Any] = {}
     try:
-        for m in methods:
-            context = settings_from_args(args, family_of(m), m)  # type: ignore[assignment]
-            if isinstance(context, str):
-                return context
+        context = [settings_from_args(args, family_of(m), m) for m in methods][-1]
         opts = parse_assignments(args.benchmark_option)
     except (KeyError, ValueError) as exc:
-        return str(exc.args[0]) if exc.args else str(exc)
+        raise BadInput(str(exc.args[0]) if exc.args else str(exc)) from None
     default, cache = LLMContext(), context.pop("llm_cache_dir", "")
     st = RunSettings(method=methods[0], benchmark=args.benchmark, data=str(Path(args.data).resolve()),
                      model=context.pop("model", "") or default.model, base_url=context.pop("base_url", "") or default.base_url,
@@ -114,17 +106,19 @@ def new_settings(args: argparse.Namespace, methods: list[str]) -> Any:
     return st
 
 
-def llm_problem(st: Any) -> str | None:
-    """Why the run's LLM cache or endpoint cannot work (checked before any question runs)."""
+def check_llm(st: Any) -> None:
+    """BadInput when the run's LLM cache or endpoint cannot work (checked before any question runs)."""
     from ragplan.cli.settings import cache_problem
     from ragplan.llm import endpoint_problem
 
-    return cache_problem(st.llm_cache_dir, st.llm_replay) or endpoint_problem(st.model, st.base_url, st.llm_replay)
+    problem = cache_problem(st.llm_cache_dir, st.llm_replay) or endpoint_problem(st.model, st.base_url, st.llm_replay)
+    if problem:
+        raise BadInput(problem)
 
 
-def _resume_overrides(settings: Any, args: argparse.Namespace) -> str | None:
+def _resume_overrides(settings: Any, args: argparse.Namespace) -> None:
     """Apply the flags given with ``--resume`` / ``--rerun`` to the saved settings (the endpoint, cache, concurrency,
-    time budget, limit and data location may change); a message when one would change what the run measures."""
+    time budget, limit and data location may change); BadInput when one would change what the run measures."""
     from ragplan.cli.settings import parse_assignments, settings_from_args
     from ragplan.registry import family_of
 
@@ -137,9 +131,7 @@ def _resume_overrides(settings: Any, args: argparse.Namespace) -> str | None:
         given = settings_from_args(args, family_of(settings.method), settings.method)
         options = parse_assignments(args.benchmark_option)
     except (KeyError, ValueError) as exc:
-        return str(exc)
-    if isinstance(given, str):
-        return given
+        raise BadInput(str(exc)) from None
     settings.base_url = given.pop("base_url", settings.base_url)
     if given.get("llm_cache_dir"):
         settings.llm_cache_dir = str(Path(given.pop("llm_cache_dir")).resolve())
@@ -153,9 +145,8 @@ def _resume_overrides(settings: Any, args: argparse.Namespace) -> str | None:
     fixed += [(f"--benchmark-option {k}", v, settings.benchmark_options.get(k)) for k, v in options.items()]
     changed = [f"{flag} {new!r} (the run has {saved!r})" for flag, new, saved in fixed if new is not None and new != saved]
     if changed:
-        return (f"{'--resume ' + args.resume if args.resume else '--rerun ' + args.rerun}: " + "; ".join(changed) + " would change what the run measures; "
-                "resume without it, or start a new run with --out")
-    return None
+        raise BadInput(f"{'--resume ' + args.resume if args.resume else '--rerun ' + args.rerun}: " + "; ".join(changed)
+                       + " would change what the run measures; resume without it, or start a new run with --out")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -176,16 +167,12 @@ def run(args: argparse.Namespace) -> int:
         run_dir = Path(args.out or _stamped(settings)) if args.rerun else Path(args.resume)
         if args.rerun and (run_dir.resolve() == Path(args.rerun).resolve() or (run_dir / "results.jsonl").exists()):
             return fail(f"--rerun writes a new run folder: {run_dir} already holds a run (give --out NEW_DIR)")
-        problem = _resume_overrides(settings, args)
-        if problem:
-            return fail(problem)
+        _resume_overrides(settings, args)
     else:
         missing = [f"--{n}" for n in ("method", "benchmark", "data") if not getattr(args, n)]
         if missing:
             return fail(f"missing {', '.join(missing)} (or give --resume RUN_DIR)")
         settings = new_settings(args, [args.method])
-        if isinstance(settings, str):
-            return fail(settings)
         run_dir = Path(args.out or _stamped(settings))
     try:  # a saved run's values converted to their settings' types (a wrong one is refused here, not in every question)
         settings.context = family_of(settings.method).check_settings(settings.method, settings.context)
@@ -194,17 +181,15 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return fail(f"--set {exc}")
     settings.checkpoints = settings.checkpoints and not args.no_checkpoints
-    problem = llm_problem(settings)
-    if not problem and args.rerun and settings.llm_replay:
+    check_llm(settings)
+    if args.rerun and settings.llm_replay:
         lacking, used = missing_entries(args.rerun, settings.llm_cache_dir)
         if not (Path(args.rerun) / "llm_cache.json").exists():
-            problem = (f"{args.rerun} was recorded without --llm-cache (it has no llm_cache.json): there are no recorded "
-                       "responses to replay; re-run it against an endpoint without --replay")
-        elif lacking:
-            problem = (f"the LLM cache {settings.llm_cache_dir} lacks {lacking} of the {used} responses {args.rerun} "
-                       "used (its llm_cache.json): the replay would fail on them")
-    if problem:
-        return fail(problem)
+            return fail(f"{args.rerun} was recorded without --llm-cache (it has no llm_cache.json): there are no recorded "
+                        "responses to replay; re-run it against an endpoint without --replay")
+        if lacking:
+            return fail(f"the LLM cache {settings.llm_cache_dir} lacks {lacking} of the {used} responses {args.rerun} "
+                        "used (its llm_cache.json): the replay would fail on them")
     summary = _evaluate(settings, run_dir, args)
     if isinstance(summary, int):
         return summary
@@ -281,13 +266,9 @@ def _sweep(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return fail(str(exc))
     base = new_settings(args, [args.method])
-    if isinstance(base, str):
-        return fail(base)
     if key in base.context:
         return fail(f"--set {key} and --sweep {key} both set {key}; leave out the --set")
-    problem = llm_problem(base)
-    if problem:
-        return fail(problem)
+    check_llm(base)
     out = Path(args.out or f"runs/sweep-{base.method}-{base.benchmark}-{key}")
     all_failed: list[str] = []
 

@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from ragplan.cli import fail
+from ragplan.cli.errors import fail
 
 __all__ = ["add_index_parser", "run_index"]
 

@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from ragplan.checkpoints import RunStore, UnknownThread, checkpoint_db
-from ragplan.cli import fail
+from ragplan.cli.errors import fail
 from ragplan.cli.ask import add_shared_flags, print_header, print_result, resume_hint, run_traced
 
 __all__ = ["add_parser", "run"]
@@ -69,11 +69,8 @@ def run(args: argparse.Namespace) -> int:
     if status == "finished":
         print(f"Thread {args.thread_id} is finished; nothing to run.", file=out)
         return print_result(resume_run(args.thread_id, checkpoint_db=args.checkpoint_db), args.json)
-    overrides = settings_from_args(args, family, info.method)
-    if isinstance(overrides, str):
-        return fail(overrides)
     try:
-        ctx = rebuild_context(info, **overrides)
+        ctx = rebuild_context(info, **settings_from_args(args, family, info.method))
     except (TypeError, ValueError) as exc:
         return fail(f"the run's settings do not make a context: {exc}")
     problem = endpoint_problem(ctx.model, ctx.base_url, bool(getattr(ctx, "llm_replay", False))) or \

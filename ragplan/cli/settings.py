@@ -12,6 +12,7 @@ from dataclasses import MISSING, Field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, get_type_hints
 
+from ragplan.cli.errors import BadInput
 from ragplan.state.context import LLMContext
 
 if TYPE_CHECKING:
@@ -96,22 +97,22 @@ def methods_in(argv: list[str]) -> list[str]:
     return [m.strip() for m in f"{known.method},{known.methods}".split(",") if m.strip()]
 
 
-def settings_from_args(args: argparse.Namespace, fam: MethodFamily, method: str) -> dict[str, Any] | str:
+def settings_from_args(args: argparse.Namespace, fam: MethodFamily, method: str) -> dict[str, Any]:
     """The settings the command line gives ``method`` (flags, then ``--set``), converted to their fields' types;
-    or a message naming the flag or setting that does not apply or does not validate."""
+    BadInput naming the flag or setting that does not apply or does not validate."""
     given = given_settings(args)
     foreign = sorted(set(given) - set(fam.settable()))
     if foreign:
         flag = flag_of(next(f for f in fields(_context_with(foreign[0])) if f.name == foreign[0]))[0]
-        return f"{flag} does not apply to {method} ({fam.title}); its data: {fam.data_help or '-'}"
+        raise BadInput(f"{flag} does not apply to {method} ({fam.title}); its data: {fam.data_help or '-'}")
     try:
         out = fam.check_settings(method, given)
     except ValueError as exc:
-        return f"bad setting {exc}"
+        raise BadInput(f"bad setting {exc}") from None
     try:
         return {**out, **fam.check_settings(method, parse_assignments(getattr(args, "set", None) or []))}
     except ValueError as exc:
-        return f"--set {exc}"
+        raise BadInput(f"--set {exc}") from None
 
 
 def _context_with(name: str) -> type:

@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from ragplan.cli import fail
+from ragplan.cli.errors import fail
 
 __all__ = ["add_parser", "run"]
 

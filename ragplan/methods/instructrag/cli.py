@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ragplan.cli import fail
+from ragplan.cli.errors import fail
 
 __all__ = ["add_parser", "run", "make_reward"]
 
@@ -94,8 +94,11 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the chosen ``instructrag`` sub-command."""
-    return {"synth": run_synth, "split": run_split, "build-graph": run_build_graph, "stats": run_stats, "train": run_train,
-            "adapt": run_adapt, "figures": run_figures, "report": run_report}[args.instructrag_command](args)
+    try:
+        return {"synth": run_synth, "split": run_split, "build-graph": run_build_graph, "stats": run_stats, "train": run_train,
+                "adapt": run_adapt, "figures": run_figures, "report": run_report}[args.instructrag_command](args)
+    except (OSError, ValueError) as exc:  # a missing or unreadable file or folder, a flag that cannot be used, no reward
+        return fail(str(exc))
 
 
 def _read(files: list[str]) -> Any:
@@ -129,10 +132,7 @@ def run_split(args: argparse.Namespace) -> int:
     from ragplan.methods.instructrag.paths import write_paths_jsonl
     from ragplan.methods.instructrag.synth import split_failed, split_paths
 
-    try:
-        rep = _read(args.paths)
-    except (OSError, ValueError) as exc:
-        return fail(str(exc))
+    rep = _read(args.paths)
     parts = split_paths(rep.successful, query_fraction=args.query_fraction, seed=args.seed)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -187,25 +187,19 @@ def run_build_graph(args: argparse.Namespace) -> int:
     """Build or extend an instruction graph."""
     from ragplan.methods.instructrag.graph import GRAPH_FILE, build_instruction_graph, embedder_for_graph
 
-    try:
-        rep = _read(args.paths)
-    except (OSError, ValueError) as exc:
-        return fail(str(exc))
+    rep = _read(args.paths)
     if not rep.successful:
         return fail(f"no successful paths in {', '.join(args.paths)} ({rep.skipped} skipped: {'; '.join(rep.problems[:3])})")
     if not 0 <= args.noise_rate < 1:
         return fail(f"--noise-rate must be in [0, 1), not {args.noise_rate}")
-    try:
-        if args.insert and (Path(args.out) / GRAPH_FILE).is_file():
-            g = _insert_into(args, rep)
-        else:
-            if args.noise_rate > 0:
-                _noise_note(rep, args.noise_rate)
-            g = build_instruction_graph(rep.successful, delta=0.4 if args.delta is None else args.delta, failed=rep.failed,
-                                        noise_rate=args.noise_rate, seed=args.seed, embedder=embedder_for_graph(args.model_path),
-                                        progress=not args.no_progress)
-    except ValueError as exc:
-        return fail(str(exc))
+    if args.insert and (Path(args.out) / GRAPH_FILE).is_file():
+        g = _insert_into(args, rep)
+    else:
+        if args.noise_rate > 0:
+            _noise_note(rep, args.noise_rate)
+        g = build_instruction_graph(rep.successful, delta=0.4 if args.delta is None else args.delta, failed=rep.failed,
+                                    noise_rate=args.noise_rate, seed=args.seed, embedder=embedder_for_graph(args.model_path),
+                                    progress=not args.no_progress)
     g.save(args.out)
     if rep.skipped:
         print(f"skipped {rep.skipped} block(s)/line(s): {'; '.join(rep.problems[:3])}", file=sys.stderr)
@@ -217,11 +211,7 @@ def run_stats(args: argparse.Namespace) -> int:
     """Print a graph's statistics."""
     from ragplan.methods.instructrag.graph import InstructionGraph
 
-    try:
-        g = InstructionGraph.load(args.graph)
-    except ValueError as exc:
-        return fail(str(exc))
-    _print_stats(g.stats(), args.json)
+    _print_stats(InstructionGraph.load(args.graph).stats(), args.json)
     return 0
 
 
@@ -270,11 +260,8 @@ def run_train(args: argparse.Namespace) -> int:
     """Meta-train the agents and print the curves."""
     from ragplan.methods.instructrag.meta import meta_train
 
-    try:
-        g, emb, reward = _graph_and_reward(args)
-        rep = _read(args.paths)
-    except (OSError, ValueError) as exc:
-        return fail(str(exc))
+    g, emb, reward = _graph_and_reward(args)
+    rep = _read(args.paths)
     if not rep.successful:
         return fail("no successful query paths to train on")
     _, _, report = meta_train(g, rep.successful, emb, reward, _settings(args), args.out, progress=not args.no_progress)
@@ -292,13 +279,9 @@ def run_adapt(args: argparse.Namespace) -> int:
     """Few-shot adaptation to unseen tasks."""
     from ragplan.methods.instructrag.meta import adapt_agents
 
-    try:
-        g, emb, reward = _graph_and_reward(args)
-        rep = _read(args.paths)
-        report = adapt_agents(g, args.agents, rep.successful, emb, reward, _settings(args), args.out, shots=args.shots,
-                              progress=not args.no_progress)
-    except (OSError, ValueError) as exc:
-        return fail(str(exc))
+    g, emb, reward = _graph_and_reward(args)
+    report = adapt_agents(g, args.agents, _read(args.paths).successful, emb, reward, _settings(args), args.out,
+                          shots=args.shots, progress=not args.no_progress)
     print(f"inserted the support paths into the graph in {report.insert_seconds:.2f} s; adapted {len(report.tasks)} task(s) "
           f"in {report.seconds:.2f} s")
     for task, d in report.tasks.items():
@@ -314,14 +297,11 @@ def run_figures(args: argparse.Namespace) -> int:
     from ragplan.methods.instructrag.graph import InstructionGraph, graph_embedder
     from ragplan.methods.instructrag.agents import load_agents
 
-    try:
-        g = InstructionGraph.load(args.graph)
-        emb = graph_embedder(g, where=args.graph)
-        rl, ml = load_agents(args.agents) if args.agents else (None, None)
-        rep = _read(args.paths)
-        reward = make_reward(argparse.Namespace(reward="proxy", index=args.index)) if args.index else None
-    except (OSError, ValueError) as exc:
-        return fail(str(exc))
+    g = InstructionGraph.load(args.graph)
+    emb = graph_embedder(g, where=args.graph)
+    rl, ml = load_agents(args.agents) if args.agents else (None, None)
+    rep = _read(args.paths)
+    reward = make_reward(argparse.Namespace(reward="proxy", index=args.index)) if args.index else None
     methods = SELECTION_METHODS if rl is not None else ("threshold", "rap", "random")
     cache: dict[str, Any] = {}
 

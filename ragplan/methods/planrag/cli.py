@@ -8,7 +8,7 @@ import sys
 from collections import defaultdict
 from typing import Any
 
-from ragplan.cli import fail
+from ragplan.cli.errors import fail
 
 __all__ = ["add_parser", "run"]
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ragplan.cli import fail
+from ragplan.cli.errors import fail
 
 __all__ = ["add_parser", "run", "add_validate_parser", "run_validate", "add_shop_parser", "run_shop", "add_datagen_parser",
            "run_datagen", "add_classifier_parser", "run_classifier", "format_report"]
