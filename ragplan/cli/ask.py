@@ -125,8 +125,7 @@ def resume_hint(thread_id: str, db: str | None) -> str:
 
 def _prepare(args: argparse.Namespace) -> tuple[MethodFamily, str, Any, dict[str, Any]]:
     """The family, question, context and inputs of the ask, every check done before any LLM call."""
-    from ragplan.cli.settings import cache_problem, parse_assignments
-    from ragplan.llm import endpoint_problem
+    from ragplan.cli.settings import check_llm, parse_assignments
     from ragplan.registry import family_of
 
     try:
@@ -142,8 +141,8 @@ def _prepare(args: argparse.Namespace) -> tuple[MethodFamily, str, Any, dict[str
     unknown = sorted(set(inputs) - set(family.input_keys))
     if unknown:
         raise BadInput(f"--input {', '.join(unknown)}: {args.method} takes {', '.join(family.input_keys)}")
-    problem = (cache_problem(ctx.llm_cache_dir, ctx.llm_replay) or endpoint_problem(ctx.model, ctx.base_url, ctx.llm_replay)
-               or family.prepare(args.method, ctx) or _checkpoint_problem(args))
+    check_llm(ctx)
+    problem = family.prepare(args.method, ctx) or _checkpoint_problem(args)
     if problem:
         raise BadInput(problem)
     return family, question, ctx, inputs

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ragplan.cli.errors import fail
-from ragplan.cli.eval import add_run_flags, check_llm, new_settings, reason
+from ragplan.cli.eval import add_run_flags, new_settings, reason
 
 __all__ = ["add_parser", "run"]
 
@@ -32,6 +32,7 @@ def add_parser(sub: Any, settings: Any = None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ragplan compare`` (exit 0: every method ran; 1: a method's run failed as a whole; 2: bad input)."""
+    from ragplan.cli.settings import check_llm
     from ragplan.eval.html_report import write_html_report
     from ragplan.eval.registry import get_benchmark
     from ragplan.eval.report import compare_runs, every_question_failed

@@ -12,7 +12,7 @@ from typing import Any
 
 from ragplan.cli.errors import BadInput, fail
 
-__all__ = ["add_parser", "run", "add_run_flags", "new_settings", "check_llm", "reason", "DEFAULT_CONCURRENCY"]
+__all__ = ["add_parser", "run", "add_run_flags", "new_settings", "reason", "DEFAULT_CONCURRENCY"]
 
 #: Questions in flight when ``--concurrency`` is not given (a new run; a resumed run keeps its own).
 DEFAULT_CONCURRENCY = 4
@@ -106,16 +106,6 @@ def new_settings(args: argparse.Namespace, methods: list[str]) -> Any:
     return st
 
 
-def check_llm(st: Any) -> None:
-    """BadInput when the run's LLM cache or endpoint cannot work (checked before any question runs)."""
-    from ragplan.cli.settings import cache_problem
-    from ragplan.llm import endpoint_problem
-
-    problem = cache_problem(st.llm_cache_dir, st.llm_replay) or endpoint_problem(st.model, st.base_url, st.llm_replay)
-    if problem:
-        raise BadInput(problem)
-
-
 def _resume_overrides(settings: Any, args: argparse.Namespace) -> None:
     """Apply the flags given with ``--resume`` / ``--rerun`` to the saved settings (the endpoint, cache, concurrency,
     time budget, limit and data location may change); BadInput when one would change what the run measures."""
@@ -155,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
         return {"report": _report, "retrieval": _retrieval, "sweep": _sweep}[args.eval_command](args)
     from ragplan.eval.report import every_question_failed
     from ragplan.eval.rerun import missing_entries, record_differences, rerun_settings
+    from ragplan.cli.settings import check_llm
     from ragplan.eval.runfolder import RunSettings
     from ragplan.registry import family_of
 
@@ -253,6 +244,7 @@ def _report(args: argparse.Namespace) -> int:
 
 def _sweep(args: argparse.Namespace) -> int:
     """``ragplan eval sweep``: one run per value of the setting, then the sweep's table, JSON and figure."""
+    from ragplan.cli.settings import check_llm
     from ragplan.eval.report import every_question_failed
     from ragplan.eval.runner import run_evaluation
     from ragplan.eval.sweep import SweepError, parse_sweep, run_sweep, sweep_markdown, write_sweep

@@ -44,8 +44,7 @@ def _list(db: str | None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ragplan resume``."""
-    from ragplan.cli.settings import settings_from_args
-    from ragplan.llm import endpoint_problem
+    from ragplan.cli.settings import check_llm, settings_from_args
     from ragplan.registry import family_of
     from ragplan.runs import rebuild_context, resume_run, thread_status
 
@@ -73,8 +72,8 @@ def run(args: argparse.Namespace) -> int:
         ctx = rebuild_context(info, **settings_from_args(args, family, info.method))
     except (TypeError, ValueError) as exc:
         return fail(f"the run's settings do not make a context: {exc}")
-    problem = endpoint_problem(ctx.model, ctx.base_url, bool(getattr(ctx, "llm_replay", False))) or \
-        family.prepare(info.method, ctx)
+    check_llm(ctx)
+    problem = family.prepare(info.method, ctx)
     if problem:
         return fail(problem)
     what = {"paused": "paused for plan review", "unfinished": "continuing from its last finished node",

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ragplan.family import MethodFamily
 
 __all__ = ["add_setting_flags", "add_field_flag", "given_settings", "settings_from_args", "flag_of", "parse_assignments",
-           "cache_problem", "settings_markdown", "methods_in"]
+           "check_llm", "settings_markdown", "methods_in"]
 
 #: The settings every family shares (shown in every command's --help).
 SHARED = [f.name for f in fields(LLMContext) if not f.metadata.get("python_only")]
@@ -141,15 +141,21 @@ def parse_assignments(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-def cache_problem(cache_dir: str, replay: bool) -> str | None:
-    """Why ``--llm-cache`` / ``--replay`` cannot work as given, or None."""
-    if replay and not cache_dir:
-        return "--replay needs --llm-cache DIR (the cache to replay from)"
-    if replay and not Path(cache_dir).is_dir():
-        return f"--llm-cache {cache_dir}: no such folder, nothing to replay"
-    if cache_dir and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
-        return f"--llm-cache {cache_dir}: not a folder"
-    return None
+def check_llm(st: Any) -> None:
+    """BadInput when the LLM cache (``--llm-cache`` / ``--replay``) or the endpoint of a run's settings or context
+    cannot work; checked before any question runs."""
+    from ragplan.llm import endpoint_problem
+
+    cache, replay = st.llm_cache_dir, st.llm_replay
+    if replay and not cache:
+        raise BadInput("--replay needs --llm-cache DIR (the cache to replay from)")
+    if replay and not Path(cache).is_dir():
+        raise BadInput(f"--llm-cache {cache}: no such folder, nothing to replay")
+    if cache and Path(cache).exists() and not Path(cache).is_dir():
+        raise BadInput(f"--llm-cache {cache}: not a folder")
+    problem = endpoint_problem(st.model, st.base_url, replay)
+    if problem:
+        raise BadInput(problem)
 
 
 def settings_markdown(fams: list[MethodFamily]) -> str:
