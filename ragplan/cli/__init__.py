@@ -1,29 +1,8 @@
-"""The ``ragplan`` command line.
+"""The ``ragplan`` command line: ``ragplan --help`` lists the commands, ``ragplan COMMAND --help`` their flags.
 
-    ragplan graphs                               list every method graph
-    ragplan studio [--port P --no-browser]       serve the graphs for LangGraph Studio (langgraph dev)
-    ragplan cypher --graph FILE.cql "QUERY"      run a read-only Cypher query on a script's graph
-    ragplan ask --method planrag --graph FILE.cql --question "…"   answer a question with a method
-                 [--review] [--thread ID]       … pausing for plan review; every ask is checkpointed
-    ragplan resume ID                           continue a checkpointed ask (paused, interrupted or killed)
-    ragplan dqa verify|solve|generate …        the DQA benchmark's simulators (no LLM)
-    ragplan eval --method M --benchmark B --data PATH   run a method over a benchmark (resumable)
-    ragplan eval report RUN_DIR… [--html OUT.html]   compare runs in one table (and one HTML page)
-    ragplan eval sweep --method M --benchmark B --data PATH --sweep beta_threshold=0,0.5,1   one run per value, one figure
-    ragplan eval retrieval --benchmark B --data PATH --index DIR   score retrieval against gold support (no LLM)
-    ragplan compare --benchmark B --data PATH --methods a,b   several methods on the same items, one report
-    ragplan index build|search …                a local FAISS passage index (Sentence-BERT embeddings)
-    ragplan reaper validate PLAN_FILE --tools retail   parse and validate a REAPER plan
-    ragplan reaper make-shop --out DIR          generate the retail shop the REAPER tools read
-    ragplan reaper datagen --seed-plans F --out DIR   instruction-tuning data for a planner (TEvo, TTG, DQS)
-    ragplan reaper train-classifier --shop DIR --out DIR   the classifier_planner baseline's route classifier
-
-The commands that run graphs (ask, eval, eval sweep, compare, resume) take every setting of the method's
-context as a flag generated from it (:mod:`ragplan.cli.settings`; ``ragplan ask --method M --help`` lists
-them, ``ragplan graphs --settings-md`` prints docs/settings.md) or as ``--set KEY=VALUE``.
-
-Exit codes: 0 success; 1 the run or query failed (the reason is printed); 2 bad input or
-configuration (a refused write query, a script line that does not load, no LLM endpoint, …).
+The commands that run graphs (ask, eval, eval sweep, compare, resume) take every setting of the method's context
+as a flag generated from it (:mod:`ragplan.cli.settings`). Exit codes: 0 success; 1 the run or query failed (the
+reason is printed); 2 bad input or configuration.
 """
 
 from __future__ import annotations
@@ -34,12 +13,13 @@ import importlib.util
 import sys
 
 from ragplan import __version__
+from ragplan.cli.errors import BadInput, fail
 
 __all__ = ["main", "build_parser", "COMMAND_MODULES", "SETTINGS_COMMANDS"]
 
-#: Sub-commands that live in a module of their own: name -> module with ``add_parser(sub)`` and ``run(args)``.
-#: A method family's commands (``ragplan furepa …``, ``ragplan instructrag …``) are one module each.
+#: Sub-commands: name -> module with ``add_parser(sub)`` and ``run(args)``; a method family's commands are one module.
 COMMAND_MODULES = {
+    "cypher": "ragplan.cli.cypher",
     "ask": "ragplan.cli.ask",
     "dqa": "ragplan.methods.planrag.cli",
     "eval": "ragplan.cli.eval",
@@ -53,20 +33,6 @@ COMMAND_MODULES = {
 
 #: The commands that run graphs: their ``add_parser(sub, settings)`` takes the generated setting flags.
 SETTINGS_COMMANDS = ("ask", "eval", "compare", "resume")
-
-
-def _add_store_args(p: argparse.ArgumentParser, *, graph_required: bool = False) -> None:
-    p.add_argument("--graph", metavar="FILE.cql", required=graph_required,
-                   help="Neo4j-dialect Cypher script (e.g. a DQA .cql file) loaded into the embedded engine "
-                        "(or into Neo4j with --neo4j-uri)")
-    p.add_argument("--neo4j-uri", metavar="URI", default=None,
-                   help="use a Neo4j server (bolt://host:7687) instead of the embedded engine [env NEO4J_URI]")
-    p.add_argument("--neo4j-user", metavar="USER", default=None, help="Neo4j user [env NEO4J_USER, default neo4j]")
-    p.add_argument("--neo4j-database", metavar="DB", default=None, help="Neo4j database [env NEO4J_DATABASE]")
-    p.add_argument("--neo4j-replace", action="store_true",
-                   help="with --graph and Neo4j: clear a non-empty database before loading the script")
-    p.add_argument("--row-cap", type=int, default=None, metavar="N", help="most result rows shown")
-    p.add_argument("--query-timeout", type=float, default=None, metavar="SEC", help="time budget of one query")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -103,14 +69,6 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                             description="Checks that langgraph.json serves every registered graph, then runs `langgraph dev`. "
                                         "Extra arguments go to `langgraph dev`, e.g. --port 2024 --no-browser.")
     studio.add_argument("langgraph_args", nargs=argparse.REMAINDER, help="arguments for `langgraph dev`")
-
-    cy = sub.add_parser("cypher", help="run one read-only Cypher query against a script's graph (or Neo4j)",
-                        description="Load a Neo4j-dialect script into the embedded store and print the rows of a "
-                                    "read-only query. Write queries are refused (exit 2) and change nothing.")
-    _add_store_args(cy)
-    cy.add_argument("--json", action="store_true", help="print one JSON object per row instead of a table")
-    cy.add_argument("--schema", action="store_true", help="print the graph schema (labels, relationships, example values)")
-    cy.add_argument("query", nargs="?", help="the Cypher query")
 
     for name, module in COMMAND_MODULES.items():
         if importlib.util.find_spec(module) is not None:
@@ -199,12 +157,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: {problem}", file=sys.stderr)
                 return 2
             os.execv(exe, [exe, "dev", *args.langgraph_args])
-        if args.command == "cypher":
-            from ragplan.cli.cypher import run_cypher
-
-            return run_cypher(args)
         if args.command in COMMAND_MODULES:
             return importlib.import_module(COMMAND_MODULES[args.command]).run(args)
+    except BadInput as exc:
+        return fail(str(exc))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -1,12 +1,5 @@
-"""``ragplan ask``: answer one question with any method graph, printing its family's trace as it runs.
-
-The settings are flags generated from the method's context (:mod:`ragplan.cli.settings`: ``--graph`` for
-PlanRAG, ``--retriever``/``--index`` for text methods, ``--shop`` for REAPER …, ``--review`` to pause for plan
-review); a flag the method's settings do not have is an error, not silently ignored. ``--input KEY=JSON`` gives
-an extra graph input (REAPER's ``page_context``). Every ask runs as a checkpointed thread in a SQLite file
-(:mod:`ragplan.checkpoints`), so a run that was interrupted, killed or left paused for review continues with
-``ragplan resume ID``.
-"""
+"""``ragplan ask``: answer one question with any method graph, printing its family's trace as it runs; every ask is a
+checkpointed thread that ``ragplan resume ID`` continues (docs/settings.md lists the setting flags)."""
 
 from __future__ import annotations
 
@@ -16,13 +9,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ragplan.cli.errors import BadInput
 from ragplan.family import MethodFamily
 
-__all__ = ["add_parser", "run", "print_result", "resume_hint", "add_checkpoint_db"]
+__all__ = ["add_parser", "run", "print_result", "resume_hint", "add_shared_flags", "print_header", "run_traced"]
 
 
-def add_checkpoint_db(p: argparse.ArgumentParser) -> None:
-    """``--checkpoint-db FILE`` (``ask`` and ``resume``)."""
+def add_shared_flags(p: argparse.ArgumentParser) -> None:
+    """The flags ``ask`` and ``resume`` share: ``--json``, ``--quiet``, ``--checkpoint-db FILE``."""
+    p.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
+    p.add_argument("--quiet", action="store_true", help="print only the answer and the totals")
     p.add_argument("--checkpoint-db", metavar="FILE", default=None,
                    help="the SQLite checkpoint file [env RAGPLAN_CHECKPOINT_DB, default "
                         "${XDG_STATE_HOME:-~/.local/state}/ragplan/checkpoints.sqlite]")
@@ -44,64 +40,63 @@ def add_parser(sub: Any, settings: Any = None) -> argparse.ArgumentParser:
     ask.add_argument("--question-num", type=int, metavar="N", help="with --dqa")
     ask.add_argument("--input", action="append", default=[], metavar="KEY=JSON",
                      help="an extra graph input, e.g. --input page_context='{\"product_id\": \"…\"}' for REAPER")
-    ask.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
-    ask.add_argument("--quiet", action="store_true", help="print only the answer and the totals")
     ask.add_argument("--thread", metavar="ID", default=None,
                      help="the run's thread id in the checkpoint file (default: a fresh one, printed at the start)")
-    add_checkpoint_db(ask)
+    add_shared_flags(ask)
     if settings is not None:
         settings(ask)
     return ask
 
 
-def _question(args: argparse.Namespace) -> tuple[str, Any] | str:
-    """The question text and the benchmark item it came from (or None), or a message."""
+def _question(args: argparse.Namespace) -> tuple[str, Any]:
+    """The question text and the benchmark item it came from (or None)."""
     from ragplan.eval.registry import get_benchmark
     from ragplan.methods.planrag.data import DQAError
 
     item = None
     if args.dqa:
         if not args.scenario or args.question_num is None:
-            return "--dqa needs --scenario locating|building and --question-num N"
+            raise BadInput("--dqa needs --scenario locating|building and --question-num N")
         try:
             items = get_benchmark(f"dqa-{args.scenario}", args.dqa).items()
         except (DQAError, OSError, ValueError) as exc:
-            return str(exc)
+            raise BadInput(str(exc)) from None
         item = next((it for it in items if it.meta.get("question_num") == args.question_num), None)
         if item is None:
-            return f"no {args.scenario} question number {args.question_num} in {args.dqa}"
+            raise BadInput(f"no {args.scenario} question number {args.question_num} in {args.dqa}")
         question = item.question
     elif args.question_file:
         try:
             question = Path(args.question_file).read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
-            return f"cannot read the question file: {exc}"
+            raise BadInput(f"cannot read the question file: {exc}") from None
     else:
         question = (args.question or "").strip()
-    return (question, item) if question else "the question is empty"
+    if not question:
+        raise BadInput("the question is empty")
+    return question, item
 
 
 def _context(args: argparse.Namespace, family: MethodFamily, item: Any) -> Any:
-    """The method's context from the flags (a message string when a flag does not apply or a value is bad)."""
+    """The method's context from the flags (BadInput when a flag does not apply or a value is bad)."""
     from ragplan.cli.settings import settings_from_args
 
     if (getattr(args, "set_review_plan", None) or getattr(args, "set_review_replans", None)) and \
             "review_plan" not in family.graph(args.method).build().nodes:
         flag = "--review" if args.set_review_plan else "--review-replans"
-        return f"{flag}: {args.method} writes no plan to review (plan review: planrag, planrag_no_replan, reaper, furepa, instructrag …)"
+        raise BadInput(f"{flag}: {args.method} writes no plan to review (plan review: planrag, planrag_no_replan, reaper, "
+                       "furepa, instructrag …)")
     kw = settings_from_args(args, family, args.method)
-    if isinstance(kw, str):
-        return kw
     if item is not None:  # a benchmark item's own settings (a DQA question's script and simulator check)
         foreign = sorted(set(item.context) - family.context_fields())
         if foreign:
-            return (f"--dqa: {args.method} cannot run this question: it has no setting for its data "
-                    f"({', '.join(foreign)}); use a method whose data is a property graph (see `ragplan graphs --families`)")
+            raise BadInput(f"--dqa: {args.method} cannot run this question: it has no setting for its data "
+                           f"({', '.join(foreign)}); use a method whose data is a property graph (see `ragplan graphs --families`)")
         kw.update(item.context)
     try:
         return family.context(**kw)
     except (TypeError, ValueError) as exc:
-        return f"bad setting: {exc}"
+        raise BadInput(f"bad setting: {exc}") from None
 
 
 def _checkpoint_problem(args: argparse.Namespace) -> str | None:
@@ -128,67 +123,72 @@ def resume_hint(thread_id: str, db: str | None) -> str:
     return f"ragplan resume {thread_id}" + (f" --checkpoint-db {db}" if db else "")
 
 
-def _prepare(args: argparse.Namespace) -> tuple[MethodFamily, str, Any, dict[str, Any]] | str:
-    """The family, question, context and inputs of the ask, every check done before any LLM call; or a message."""
-    from ragplan.cli.settings import cache_problem, parse_assignments
-    from ragplan.llm import endpoint_problem
+def _prepare(args: argparse.Namespace) -> tuple[MethodFamily, str, Any, dict[str, Any]]:
+    """The family, question, context and inputs of the ask, every check done before any LLM call."""
+    from ragplan.cli.settings import check_llm, parse_assignments
     from ragplan.registry import family_of
 
     try:
         family = family_of(args.method)
     except KeyError:
-        return f"unknown method {args.method!r}; see `ragplan graphs`"
-    got = _question(args)
-    if isinstance(got, str):
-        return got
-    question, item = got
+        raise BadInput(f"unknown method {args.method!r}; see `ragplan graphs`") from None
+    question, item = _question(args)
     ctx = _context(args, family, item)
-    if isinstance(ctx, str):
-        return ctx
     try:
         inputs = {**(item.inputs if item is not None else {}), **parse_assignments(args.input)}
     except ValueError as exc:
-        return f"--input: {exc}"
+        raise BadInput(f"--input: {exc}") from None
     unknown = sorted(set(inputs) - set(family.input_keys))
     if unknown:
-        return f"--input {', '.join(unknown)}: {args.method} takes {', '.join(family.input_keys)}"
-    problem = (cache_problem(ctx.llm_cache_dir, ctx.llm_replay) or endpoint_problem(ctx.model, ctx.base_url, ctx.llm_replay)
-               or family.prepare(args.method, ctx) or _checkpoint_problem(args))
-    return problem or (family, question, ctx, inputs)
+        raise BadInput(f"--input {', '.join(unknown)}: {args.method} takes {', '.join(family.input_keys)}")
+    check_llm(ctx)
+    problem = family.prepare(args.method, ctx) or _checkpoint_problem(args)
+    if problem:
+        raise BadInput(problem)
+    return family, question, ctx, inputs
+
+
+def print_header(out: Any, method: str, model: str, base_url: str, question: str, where: str = "") -> None:
+    """The ``Method: … Model: …`` and ``Question: …`` lines ``ask`` and ``resume`` print before a run."""
+    print(f"Method: {method}   Model: {model}{'  @ ' + base_url if base_url else ''}{'   ' + where if where else ''}", file=out)
+    print(f"Question: {question}", file=out)
+
+
+def run_traced(start: Any, family: MethodFamily, out: Any, quiet: bool, hint: str) -> Any:
+    """``start(review, on_update)`` with a terminal plan review and the family's trace on ``out`` (none when ``quiet``);
+    a kill or a pause for review prints the command that continues (``hint``)."""
+    from ragplan.cli.review import TerminalReview
+    from ragplan.state.review import AWAITING_REVIEW
+
+    printer = None if quiet else (lambda node, update: family.trace(node, update, lambda ln: print(ln, file=out, flush=True)))
+    try:
+        res = start(TerminalReview(out), printer)
+    except KeyboardInterrupt:
+        print(f"\nstopped; continue with: {hint}", file=sys.stderr)
+        raise
+    if res.stop_reason == AWAITING_REVIEW:
+        print(f"\nThe run is paused for plan review; continue with: {hint}", file=sys.stderr)
+    return res
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ragplan ask``: check the LLM configuration and the method's data at once, run and print."""
     from ragplan.checkpoints import new_thread_id
-    from ragplan.cli.review import TerminalReview
     from ragplan.llm_cache import track_cache_usage
     from ragplan.runs import start_run
-    from ragplan.state.review import AWAITING_REVIEW
 
-    got = _prepare(args)
-    if isinstance(got, str):
-        print(f"error: {got}", file=sys.stderr)
-        return 2
-    family, question, ctx, inputs = got
+    family, question, ctx, inputs = _prepare(args)
     out = sys.stderr if args.json else sys.stdout
-    printer = None if args.quiet else (lambda node, update: family.trace(node, update, lambda ln: print(ln, file=out, flush=True)))
-    if printer:
-        where = family.data_line(ctx) if family.graph(args.method).uses_data else ""
-        print(f"Method: {args.method}   Model: {ctx.model}{'  @ ' + ctx.base_url if ctx.base_url else ''}"
-              f"{'   ' + where if where else ''}", file=out)
-        print(f"Question: {question}", file=out)
+    if not args.quiet:
+        print_header(out, args.method, ctx.model, ctx.base_url, question,
+                     family.data_line(ctx) if family.graph(args.method).uses_data else "")
     thread = args.thread or new_thread_id()
     hint = resume_hint(thread, args.checkpoint_db)
-    print(f"Thread: {thread}  (resume with: {hint})", file=out if printer is not None else sys.stderr, flush=True)
+    print(f"Thread: {thread}  (resume with: {hint})", file=sys.stderr if args.quiet else out, flush=True)
     with track_cache_usage() as cache_usage:
-        try:
-            res = start_run(args.method, question, ctx, inputs=inputs, thread_id=thread, checkpoint_db=args.checkpoint_db,
-                            review=TerminalReview(out), on_update=printer)
-        except KeyboardInterrupt:
-            print(f"\nstopped; continue with: {hint}", file=sys.stderr)
-            raise
-    if res.stop_reason == AWAITING_REVIEW:
-        print(f"\nThe run is paused for plan review; continue with: {hint}", file=sys.stderr)
+        res = run_traced(lambda review, on_update: start_run(
+            args.method, question, ctx, inputs=inputs, thread_id=thread, checkpoint_db=args.checkpoint_db, review=review,
+            on_update=on_update), family, out, args.quiet, hint)
     extra = []
     if ctx.llm_cache_dir:
         c = cache_usage.summary()

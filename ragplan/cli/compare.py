@@ -1,16 +1,5 @@
-"""``ragplan compare``: several methods on the same benchmark items with the same model, then one report.
-
-    ragplan compare --benchmark B --data FILE --methods a,b,c [--limit N] [--concurrency C] [--out DIR]
-                    [--model M --base-url URL] [setting flags | --set KEY=VALUE …] [--benchmark-option KEY=VALUE …]
-
-Each method runs through the evaluation runner (:func:`ragplan.eval.runner.run_evaluation`) into its own run
-folder ``DIR/<method>``, one method after the other, on the same items (same benchmark, data, limit and
-year) with the same model and settings. Then ``DIR/report.html`` (:mod:`ragplan.eval.html_report`) is
-written and the comparison table printed. Running the same command again with the same ``--out`` resumes:
-questions already in a run folder are not asked again. A run folder made with other settings is refused
-(exit 2) rather than mixed. The settings are the flags generated from the methods' contexts (or ``--set``);
-one that is not a setting of every method is an error naming that method (exit 2), as for ``ragplan eval``.
-"""
+"""``ragplan compare``: several methods on the same benchmark items with the same model and settings, one run folder
+per method under ``--out``, then one table and ``report.html``; the same command again resumes (docs/evaluation.md)."""
 
 from __future__ import annotations
 
@@ -21,7 +10,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ragplan.cli.eval import add_run_flags, llm_problem, new_settings
+from ragplan.cli.errors import fail
+from ragplan.cli.eval import add_run_flags, new_settings, reason
 
 __all__ = ["add_parser", "run"]
 
@@ -40,13 +30,9 @@ def add_parser(sub: Any, settings: Any = None) -> None:
     add_run_flags(p, settings, required=True)
 
 
-def _err(msg: str) -> int:
-    print(f"error: {msg}", file=sys.stderr)
-    return 2
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``ragplan compare`` (exit 0: every method ran; 1: a method's run failed as a whole; 2: bad input)."""
+    from ragplan.cli.settings import check_llm
     from ragplan.eval.html_report import write_html_report
     from ragplan.eval.registry import get_benchmark
     from ragplan.eval.report import compare_runs, every_question_failed
@@ -56,24 +42,18 @@ def run(args: argparse.Namespace) -> int:
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     if not methods:
-        return _err("--methods names no method")
+        return fail("--methods names no method")
     twice = sorted({m for m in methods if methods.count(m) > 1})
     if twice:
-        return _err(f"--methods names {', '.join(twice)} twice")
+        return fail(f"--methods names {', '.join(twice)} twice")
     base = new_settings(args, methods)
-    if isinstance(base, str):
-        return _err(base)
-    problem = llm_problem(base)
-    if problem:
-        return _err(problem)
+    check_llm(base)
     families = {m: family_of(m) for m in methods}
     data, bench_opts, model = base.data, base.benchmark_options, base.model
     try:  # the benchmark and its data are checked once, before any LLM call
         n_items = len(get_benchmark(args.benchmark, data, limit=args.limit, year=args.year, **bench_opts).items())
-    except KeyError as exc:
-        return _err(str(exc.args[0]))
-    except Exception as exc:  # a file that cannot be read, an option the benchmark does not take …
-        return _err(f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # an unknown benchmark, a file that cannot be read, an option the benchmark does not take …
+        return fail(reason(exc))
     out = Path(args.out or f"runs/compare-{args.benchmark}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
     plan: list[tuple[str, RunSettings]] = []
     for m in methods:
@@ -83,11 +63,11 @@ def run(args: argparse.Namespace) -> int:
             try:
                 saved = RunSettings.load(saved_file)
             except (OSError, ValueError, TypeError) as exc:
-                return _err(f"{out / m} is not a run folder: {exc}")
+                return fail(f"{out / m} is not a run folder: {exc}")
             diff = [k for k in _SAME if getattr(saved, k) != getattr(st, k)]
             if diff:
                 what = "; ".join(f"{k}: {getattr(saved, k)!r} there, {getattr(st, k)!r} now" for k in diff)
-                return _err(f"{out / m} was run with other settings ({what}); give another --out")
+                return fail(f"{out / m} was run with other settings ({what}); give another --out")
             st.created = saved.created
         plan.append((m, st))
     print(f"compare folder: {out}  ({len(methods)} methods x {n_items} questions; the same command with --out {out} resumes)",
@@ -96,14 +76,12 @@ def run(args: argparse.Namespace) -> int:
     for i, (m, st) in enumerate(plan, 1):
         print(f"[{i}/{len(plan)}] {m} ({families[m].title})", flush=True)
         try:
-            summary = run_evaluation(st, out / m, progress=not args.no_progress)
-            failure = every_question_failed(summary, out / m)
-            if failure:  # its rows stay in the report (as wrong); the command says so
-                failed[m] = failure
-                print(f"error: {m}: {failure}", file=sys.stderr, flush=True)
+            failure = every_question_failed(run_evaluation(st, out / m, progress=not args.no_progress), out / m)
         except Exception as exc:  # this method's run failed as a whole (its store cannot be opened …): the others go on
-            failed[m] = f"{type(exc).__name__}: {exc}"
-            print(f"error: {m}: {failed[m]}", file=sys.stderr, flush=True)
+            failure = f"{type(exc).__name__}: {exc}"
+        if failure:  # its rows stay in the report (as wrong); the command says so
+            failed[m] = failure
+            print(f"error: {m}: {failure}", file=sys.stderr, flush=True)
     # the report covers the methods that answered something (a method refused before its first question has
     # a settings.json but no results: no row of zeros for it)
     runs: list[str | Path] = [out / m for m, _ in plan if (out / m / "results.jsonl").is_file()

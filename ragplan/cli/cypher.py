@@ -5,70 +5,74 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from dataclasses import fields
+from typing import Any, get_type_hints
 
-from ragplan.tools.graphdb import QueryError, QueryRefused, QueryTimeout, ScriptError, StoreSpec, open_store
-from ragplan.tools.graphdb.schema import format_value
+from ragplan.cli.errors import fail
 
-__all__ = ["run_cypher", "store_spec_from_args", "open_store_or_exit"]
+__all__ = ["add_parser", "run"]
 
-
-def store_spec_from_args(args: argparse.Namespace) -> StoreSpec:
-    """The store spec named by ``--graph`` / ``--neo4j-*`` flags, environment variables filling the gaps."""
-    return StoreSpec.from_env(
-        graph_path=args.graph or "", neo4j_uri=args.neo4j_uri, neo4j_user=args.neo4j_user,
-        neo4j_database=args.neo4j_database, neo4j_replace=bool(args.neo4j_replace),
-    )
+#: The store settings of the property-graph context that ``cypher`` takes, with its own bounds for a person reading.
+STORE = ("graph_path", "neo4j_uri", "neo4j_user", "neo4j_database", "neo4j_replace", "row_cap", "query_timeout_s")
+DEFAULTS = {"row_cap": 1000, "query_timeout_s": 30.0}
 
 
-def open_store_or_exit(spec: StoreSpec) -> Any:
-    """Open the store, or print why not and return None (the caller exits 2)."""
-    if not spec.graph_path and not spec.neo4j_uri:
-        print("error: give --graph FILE.cql (or --neo4j-uri / NEO4J_URI for a Neo4j server)", file=sys.stderr)
-        return None
-    try:
-        return open_store(spec)
-    except ScriptError as exc:
-        print(f"error: the graph script does not load: {exc}", file=sys.stderr)
-    except Exception as exc:  # driver / connection errors
-        print(f"error: the graph store could not be opened: {type(exc).__name__}: {exc}", file=sys.stderr)
-    return None
+def add_parser(sub: Any) -> None:
+    """Register ``ragplan cypher``; its store flags are generated from :class:`~ragplan.state.context.GraphDBContext`."""
+    from ragplan.cli.settings import add_field_flag
+    from ragplan.state.context import GraphDBContext
+
+    cy = sub.add_parser("cypher", help="run one read-only Cypher query against a script's graph (or Neo4j)",
+                        description="Load a Neo4j-dialect script into the embedded store and print the rows of a "
+                                    "read-only query. Write queries are refused (exit 2) and change nothing.")
+    hints, ctx = get_type_hints(GraphDBContext), GraphDBContext()
+    for f in fields(GraphDBContext):
+        if f.name in STORE:  # the numbers typed by argparse (the run commands validate theirs by the family)
+            kind = hints[f.name]
+            add_field_flag(cy, f, kind, DEFAULTS.get(f.name, getattr(ctx, f.name)), **({"type": kind} if kind in (int, float) else {}))
+    cy.add_argument("--json", action="store_true", help="print one JSON object per row instead of a table")
+    cy.add_argument("--schema", action="store_true", help="print the graph schema (labels, relationships, example values)")
+    cy.add_argument("query", nargs="?", help="the Cypher query")
 
 
 def _table(columns: list[str], rows: list[dict[str, Any]]) -> str:
+    from ragplan.tools.graphdb.schema import format_value
+
     cells = [[format_value(r.get(c)) for c in columns] for r in rows]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
     line = lambda vals: " | ".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip()  # noqa: E731
-    out = [line(columns), "-+-".join("-" * w for w in widths)]
-    out += [line(row) for row in cells]
-    return "\n".join(out)
+    return "\n".join([line(columns), "-+-".join("-" * w for w in widths), *map(line, cells)])
 
 
-def run_cypher(args: argparse.Namespace) -> int:
-    """Run ``ragplan cypher``; see the module docstring."""
+def run(args: argparse.Namespace) -> int:
+    """Run ``ragplan cypher``: 0 rows printed, 1 the query failed or timed out, 2 bad input or a refused write."""
+    from ragplan.cli.settings import given_settings
+    from ragplan.state.context import GraphDBContext
+    from ragplan.tools.graphdb import QueryError, QueryRefused, QueryTimeout, ScriptError, StoreSpec, open_store
+
     if not args.query and not args.schema:
-        print("error: give a QUERY (or --schema)", file=sys.stderr)
-        return 2
-    store = open_store_or_exit(store_spec_from_args(args))
-    if store is None:
-        return 2
+        return fail("give a QUERY (or --schema)")
+    ctx = GraphDBContext(**{**DEFAULTS, **given_settings(args)})  # the environment fills the Neo4j settings not given
+    if not ctx.graph_path and not ctx.neo4j_uri:
+        return fail("give --graph FILE.cql (or --neo4j-uri / NEO4J_URI for a Neo4j server)")
+    try:
+        store = open_store(StoreSpec.from_env(**{k: getattr(ctx, k) for k in STORE[:5]}))
+    except ScriptError as exc:
+        return fail(f"the graph script does not load: {exc}")
+    except Exception as exc:  # driver / connection errors
+        return fail(f"the graph store could not be opened: {type(exc).__name__}: {exc}")
     if args.schema:
         print(json.dumps(store.schema().to_dict(), default=str) if args.json else store.schema().to_prompt())
         if not args.query:
             return 0
-    row_cap = args.row_cap if args.row_cap is not None else 1000
-    timeout = args.query_timeout if args.query_timeout is not None else 30.0
     try:
-        res = store.query(args.query, row_cap=row_cap, timeout_s=timeout)
+        res = store.query(args.query, row_cap=ctx.row_cap, timeout_s=ctx.query_timeout_s)
     except QueryRefused as exc:
-        print(f"refused: {exc}. The store was not changed.", file=sys.stderr)
-        return 2
+        return fail(f"{exc}. The store was not changed.", 2, "refused")
     except QueryTimeout as exc:
-        print(f"timeout: {exc}", file=sys.stderr)
-        return 1
+        return fail(f"{exc}", 1, "timeout")
     except QueryError as exc:
-        print(f"query error: {exc}", file=sys.stderr)
-        return 1
+        return fail(f"{exc}", 1, "query error")
     if args.json:
         for row in res.rows:
             print(json.dumps(row, ensure_ascii=False, default=str))

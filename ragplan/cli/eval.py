@@ -1,17 +1,5 @@
-"""``ragplan eval``: run a method over a benchmark into a run folder, and its sub-commands.
-
-    ragplan eval --method M --benchmark B --data PATH [settings] [--limit N] [--out DIR]   one run (resumable)
-    ragplan eval --resume RUN_DIR | --rerun RUN_DIR [--out DIR]     finish a run / execute it again and compare
-    ragplan eval report RUN_DIR… [--plot OUT.png] [--html OUT.html]      compare runs in one table
-    ragplan eval sweep --method M --benchmark B --data PATH --sweep SETTING=V1,V2,…   one run per value, one figure
-    ragplan eval retrieval --benchmark B --data FILE --index DIR|--context-only [--queries RUN_DIR] [-k 1,2,5,10]
-
-The settings are the flags generated from the method's context (:mod:`ragplan.cli.settings`), as for ``ask``;
-they go into the run's ``settings.json``. ``eval sweep`` writes one run folder per value under ``--out``
-(default ``runs/sweep-<method>-<benchmark>-<setting>``; the same command again finishes what is unfinished;
-see :mod:`ragplan.eval.sweep`). ``eval retrieval`` scores retrieval against the data's gold supporting titles
-and sentences (recall@k, all-supporting@k, MRR) without an LLM.
-"""
+"""``ragplan eval``: run a method over a benchmark into a run folder (resumable); ``eval report | sweep | retrieval``
+compare runs, sweep one setting, score retrieval without an LLM (docs/evaluation.md)."""
 
 from __future__ import annotations
 
@@ -22,29 +10,34 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_parser", "run", "add_run_flags", "new_settings", "llm_problem", "DEFAULT_CONCURRENCY"]
+from ragplan.cli.errors import BadInput, fail
+
+__all__ = ["add_parser", "run", "add_run_flags", "new_settings", "reason", "DEFAULT_CONCURRENCY"]
 
 #: Questions in flight when ``--concurrency`` is not given (a new run; a resumed run keeps its own).
 DEFAULT_CONCURRENCY = 4
 BENCHMARKS = "dqa-locating | dqa-building | hotpotqa | 2wikimultihopqa | musique | strategyqa | fever | flashrag | reaper-retail"
 
 
-def add_run_flags(p: argparse.ArgumentParser, settings: Any, *, required: bool = False) -> None:
-    """The flags of a batch run (``eval``, ``eval sweep``, ``compare``): benchmark, data, bounds and the settings."""
+def add_run_flags(p: argparse.ArgumentParser, settings: Any, *, required: bool = False, out: str = "") -> None:
+    """The flags of a batch run (``eval``, ``eval sweep``, ``compare``; ``eval retrieval`` the data's, given ``out``)."""
     p.add_argument("--benchmark", required=required, help=BENCHMARKS)
     p.add_argument("--data", required=required, metavar="PATH", help="the benchmark's data (for DQA: a clone of the repository)")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N questions")
-    p.add_argument("--year", type=int, default=None, help="only questions of this year (DQA)")
-    p.add_argument("--concurrency", type=int, default=None, metavar="C",
-                   help=f"questions in flight at once (default {DEFAULT_CONCURRENCY}; with --resume the run's own unless given)")
     p.add_argument("--benchmark-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an option of the benchmark itself, e.g. fmt=kilt or embedding_model=DIR (repeatable)")
     p.add_argument("--context-only", action="store_true",
-                   help="HotpotQA/2Wiki/MuSiQue/StrategyQA data: build a local index from the questions' own context "
-                        "paragraphs (keeping the dataset's sentences) and retrieve from it (fully offline)")
-    p.add_argument("--item-timeout", type=float, default=None, metavar="SEC", help="wall-time budget of one question")
-    p.add_argument("--out", metavar="DIR", default=None, help="the run folder (default under runs/)")
+                   help="HotpotQA/2Wiki/MuSiQue/StrategyQA data: a local index of the questions' own context paragraphs "
+                        "(keeping the dataset's sentences), fully offline")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    if out:
+        p.add_argument("--out", metavar="FILE.json", default=None, help=out)
+        return
+    p.add_argument("--out", metavar="DIR", default=None, help="the run folder (default under runs/)")
+    p.add_argument("--year", type=int, default=None, help="only questions of this year (DQA)")
+    p.add_argument("--concurrency", type=int, default=None, metavar="C",
+                   help=f"questions in flight at once (default {DEFAULT_CONCURRENCY}; with --resume the run's own unless given)")
+    p.add_argument("--item-timeout", type=float, default=None, metavar="SEC", help="wall-time budget of one question")
     if settings is not None:
         settings(p)
 
@@ -57,18 +50,15 @@ def add_parser(sub: Any, settings: Any = None) -> None:
                                     "and write a run folder (settings.json, results.jsonl, summary.md/json, plot.png).")
     ev.add_argument("--method", help="graph name (see `ragplan graphs`)")
     ev.add_argument("--resume", metavar="RUN_DIR", default=None, help="finish an interrupted run folder")
-    ev.add_argument("--rerun", metavar="RUN_DIR", default=None,
-                    help="execute a finished run again into --out with its settings (with --llm-cache DIR --replay: "
-                         "offline from the cache it recorded) and check the records are the same")
+    ev.add_argument("--rerun", metavar="RUN_DIR", default=None, help="execute a finished run again into --out with its "
+                    "settings (offline with --llm-cache DIR --replay) and check the records are the same")
     ev.add_argument("--no-checkpoints", action="store_true",
-                    help="keep no per-question checkpoints (a question in flight at a kill restarts from scratch on "
-                         "--resume instead of from its last node; saves a SQLite write per node)")
+                    help="no per-question checkpoints (a question in flight at a kill restarts from scratch on --resume)")
     add_run_flags(ev, settings)
     es = ev.add_subparsers(dest="eval_command", metavar="{report,sweep,retrieval}")
     r = es.add_parser("report", help="compare run folders in one table", description="Print one table comparing runs.")
     r.add_argument("runs", nargs="+", metavar="RUN_DIR")
-    r.add_argument("--plot", metavar="OUT.png", default=None,
-                   help="also draw accuracy on SR and MR questions per method (PlanRAG's Figure 5)")
+    r.add_argument("--plot", metavar="OUT.png", default=None, help="also draw accuracy on SR and MR questions per method")
     r.add_argument("--html", metavar="OUT.html", default=None,
                    help="also write one self-contained HTML page (table, plots, every question's trace, filters)")
     s = es.add_parser("sweep", help="one run per value of a setting, then the sweep's table and figure",
@@ -82,43 +72,28 @@ def add_parser(sub: Any, settings: Any = None) -> None:
     t = es.add_parser("retrieval", help="score retrieval against a dataset's gold support (no LLM)",
                       description="Recall@k, all-supporting@k and MRR of the passages an index returns for the questions "
                                   "(or for the queries a run executed), against the data's gold supporting facts.")
-    t.add_argument("--benchmark", help=BENCHMARKS)
-    t.add_argument("--data", metavar="PATH", help="the benchmark's data")
+    add_run_flags(t, None, out="default runs/retrieval-<benchmark>-<time>.json")
     t.add_argument("--index", metavar="DIR", default=None, help="the index to search (ragplan index build)")
-    t.add_argument("--context-only", action="store_true", help="search an index of the questions' own paragraphs")
     t.add_argument("--queries", metavar="RUN_DIR", default=None,
                    help="score the queries a method executed (a run folder or its results.jsonl) instead of the questions")
     t.add_argument("-k", "--ks", default="1,2,5,10", metavar="K,K,…", help="the cut-offs (default 1,2,5,10)")
     t.add_argument("--passages", type=int, default=None, metavar="N",
                    help="passages searched per query and ranked into sentences (default: the largest k)")
-    t.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N questions")
-    t.add_argument("--benchmark-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="an option of the benchmark, e.g. fmt=kilt or embedding_model=DIR (repeatable)")
-    t.add_argument("--out", metavar="FILE.json", default=None, help="default runs/retrieval-<benchmark>-<time>.json")
-
-
-def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return 2
 
 
 def new_settings(args: argparse.Namespace, methods: list[str]) -> Any:
     """The run settings of a new run of ``methods[0]`` from the command line, every setting checked against each
-    method's family (``compare`` runs several); a message when one does not apply or does not validate."""
+    method's family (``compare`` runs several); BadInput when one does not apply or does not validate."""
     from ragplan.cli.settings import parse_assignments, settings_from_args
     from ragplan.eval.runfolder import RunSettings
     from ragplan.registry import family_of
     from ragplan.state.context import LLMContext
 
-    context: dict[str, Any] = {}
     try:
-        for m in methods:
-            context = settings_from_args(args, family_of(m), m)  # type: ignore[assignment]
-            if isinstance(context, str):
-                return context
+        context = [settings_from_args(args, family_of(m), m) for m in methods][-1]
         opts = parse_assignments(args.benchmark_option)
     except (KeyError, ValueError) as exc:
-        return str(exc.args[0]) if exc.args else str(exc)
+        raise BadInput(str(exc.args[0]) if exc.args else str(exc)) from None
     default, cache = LLMContext(), context.pop("llm_cache_dir", "")
     st = RunSettings(method=methods[0], benchmark=args.benchmark, data=str(Path(args.data).resolve()),
                      model=context.pop("model", "") or default.model, base_url=context.pop("base_url", "") or default.base_url,
@@ -131,23 +106,9 @@ def new_settings(args: argparse.Namespace, methods: list[str]) -> Any:
     return st
 
 
-def llm_problem(st: Any) -> str | None:
-    """Why the run's LLM cache or endpoint cannot work (checked before any question runs)."""
-    from ragplan.cli.settings import cache_problem
-    from ragplan.llm import endpoint_problem
-
-    return cache_problem(st.llm_cache_dir, st.llm_replay) or endpoint_problem(st.model, st.base_url, st.llm_replay)
-
-
-def _resume_overrides(settings: Any, args: argparse.Namespace) -> str | None:
-    """Apply the flags given with ``--resume`` (or ``--rerun``) to the saved settings; a message when one would change
-    what the run measures.
-
-    Only flags given on the command line count, so a resumed run keeps its concurrency, endpoint, time budget and
-    limit unless they are given again. The endpoint, LLM cache, concurrency, time budget, limit and the data's location
-    may change; the method, benchmark, model, year, context settings and benchmark options may not (the finished
-    answers would mix two runs).
-    """
+def _resume_overrides(settings: Any, args: argparse.Namespace) -> None:
+    """Apply the flags given with ``--resume`` / ``--rerun`` to the saved settings (the endpoint, cache, concurrency,
+    time budget, limit and data location may change); BadInput when one would change what the run measures."""
     from ragplan.cli.settings import parse_assignments, settings_from_args
     from ragplan.registry import family_of
 
@@ -160,9 +121,7 @@ def _resume_overrides(settings: Any, args: argparse.Namespace) -> str | None:
         given = settings_from_args(args, family_of(settings.method), settings.method)
         options = parse_assignments(args.benchmark_option)
     except (KeyError, ValueError) as exc:
-        return str(exc)
-    if isinstance(given, str):
-        return given
+        raise BadInput(str(exc)) from None
     settings.base_url = given.pop("base_url", settings.base_url)
     if given.get("llm_cache_dir"):
         settings.llm_cache_dir = str(Path(given.pop("llm_cache_dir")).resolve())
@@ -176,70 +135,52 @@ def _resume_overrides(settings: Any, args: argparse.Namespace) -> str | None:
     fixed += [(f"--benchmark-option {k}", v, settings.benchmark_options.get(k)) for k, v in options.items()]
     changed = [f"{flag} {new!r} (the run has {saved!r})" for flag, new, saved in fixed if new is not None and new != saved]
     if changed:
-        return (f"{'--resume ' + args.resume if args.resume else '--rerun ' + args.rerun}: " + "; ".join(changed) + " would change what the run measures; "
-                "resume without it, or start a new run with --out")
-    return None
+        raise BadInput(f"{'--resume ' + args.resume if args.resume else '--rerun ' + args.rerun}: " + "; ".join(changed)
+                       + " would change what the run measures; resume without it, or start a new run with --out")
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ragplan eval`` or one of its sub-commands."""
-    if args.eval_command == "report":
-        return _report(args)
-    if args.eval_command == "retrieval":
-        return _retrieval(args)
-    if args.eval_command == "sweep":
-        return _sweep(args)
+    if args.eval_command:
+        return {"report": _report, "retrieval": _retrieval, "sweep": _sweep}[args.eval_command](args)
+    from ragplan.eval.report import every_question_failed
     from ragplan.eval.rerun import missing_entries, record_differences, rerun_settings
+    from ragplan.cli.settings import check_llm
     from ragplan.eval.runfolder import RunSettings
     from ragplan.registry import family_of
 
-    if args.rerun:
+    if args.rerun or args.resume:
         try:
-            settings = rerun_settings(args.rerun, data=args.data, concurrency=args.concurrency)
+            settings = (rerun_settings(args.rerun, data=args.data, concurrency=args.concurrency) if args.rerun
+                        else RunSettings.load(Path(args.resume) / "settings.json"))
         except (OSError, json.JSONDecodeError, TypeError) as exc:
-            return _fail(f"{args.rerun} is not a run folder: {exc}")
-        run_dir = Path(args.out or f"runs/{settings.method}-{settings.benchmark}-{datetime.now():%Y%m%d-%H%M%S}")
-        if run_dir.resolve() == Path(args.rerun).resolve() or (run_dir / "results.jsonl").exists():
-            return _fail(f"--rerun writes a new run folder: {run_dir} already holds a run (give --out NEW_DIR)")
-        problem = _resume_overrides(settings, args)
-        if problem:
-            return _fail(problem)
-    elif args.resume:
-        run_dir = Path(args.resume)
-        try:
-            settings = RunSettings.load(run_dir / "settings.json")
-        except (OSError, json.JSONDecodeError, TypeError) as exc:
-            return _fail(f"{run_dir} is not a run folder: {exc}")
-        problem = _resume_overrides(settings, args)
-        if problem:
-            return _fail(problem)
+            return fail(f"{Path(args.rerun or args.resume)} is not a run folder: {exc}")
+        run_dir = Path(args.out or _stamped(settings)) if args.rerun else Path(args.resume)
+        if args.rerun and (run_dir.resolve() == Path(args.rerun).resolve() or (run_dir / "results.jsonl").exists()):
+            return fail(f"--rerun writes a new run folder: {run_dir} already holds a run (give --out NEW_DIR)")
+        _resume_overrides(settings, args)
     else:
         missing = [f"--{n}" for n in ("method", "benchmark", "data") if not getattr(args, n)]
         if missing:
-            return _fail(f"missing {', '.join(missing)} (or give --resume RUN_DIR)")
+            return fail(f"missing {', '.join(missing)} (or give --resume RUN_DIR)")
         settings = new_settings(args, [args.method])
-        if isinstance(settings, str):
-            return _fail(settings)
-        run_dir = Path(args.out or f"runs/{settings.method}-{settings.benchmark}-{datetime.now():%Y%m%d-%H%M%S}")
+        run_dir = Path(args.out or _stamped(settings))
     try:  # a saved run's values converted to their settings' types (a wrong one is refused here, not in every question)
         settings.context = family_of(settings.method).check_settings(settings.method, settings.context)
     except KeyError:
-        return _fail(f"unknown method {settings.method!r}; see `ragplan graphs`")
+        return fail(f"unknown method {settings.method!r}; see `ragplan graphs`")
     except ValueError as exc:
-        return _fail(f"--set {exc}")
-    if args.no_checkpoints:
-        settings.checkpoints = False
-    problem = llm_problem(settings)
-    if not problem and args.rerun and settings.llm_replay:
+        return fail(f"--set {exc}")
+    settings.checkpoints = settings.checkpoints and not args.no_checkpoints
+    check_llm(settings)
+    if args.rerun and settings.llm_replay:
         lacking, used = missing_entries(args.rerun, settings.llm_cache_dir)
         if not (Path(args.rerun) / "llm_cache.json").exists():
-            problem = (f"{args.rerun} was recorded without --llm-cache (it has no llm_cache.json): there are no recorded "
-                       "responses to replay; re-run it against an endpoint without --replay")
-        elif lacking:
-            problem = (f"the LLM cache {settings.llm_cache_dir} lacks {lacking} of the {used} responses {args.rerun} "
-                       "used (its llm_cache.json): the replay would fail on them")
-    if problem:
-        return _fail(problem)
+            return fail(f"{args.rerun} was recorded without --llm-cache (it has no llm_cache.json): there are no recorded "
+                        "responses to replay; re-run it against an endpoint without --replay")
+        if lacking:
+            return fail(f"the LLM cache {settings.llm_cache_dir} lacks {lacking} of the {used} responses {args.rerun} "
+                        "used (its llm_cache.json): the replay would fail on them")
     summary = _evaluate(settings, run_dir, args)
     if isinstance(summary, int):
         return summary
@@ -251,13 +192,19 @@ def run(args: argparse.Namespace) -> int:
             shown = "; ".join(f"{q} ({', '.join(f[:6])})" for q, f in list(diffs.items())[:5])
             print(f"replay check: {len(diffs)} of {compared} records differ from {args.rerun}: {shown}")
             return 1 if settings.llm_replay else 0
-    from ragplan.eval.report import every_question_failed
-
     failure = every_question_failed(summary, run_dir)
-    if failure:
-        print(f"error: {failure}", file=sys.stderr)
-        return 1
-    return 0
+    return fail(failure, 1) if failure else 0
+
+
+def reason(exc: Exception, *plain: type) -> str:
+    """What a failed step says: a KeyError's message (an unknown benchmark) or a ``plain`` type's, else ``Type: msg``."""
+    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc) if isinstance(exc, plain) else \
+        f"{type(exc).__name__}: {exc}"
+
+
+def _stamped(settings: Any) -> str:
+    """The default folder of a new run."""
+    return f"runs/{settings.method}-{settings.benchmark}-{datetime.now():%Y%m%d-%H%M%S}"
 
 
 def _evaluate(settings: Any, run_dir: Path, args: argparse.Namespace) -> dict[str, Any] | int:
@@ -267,12 +214,8 @@ def _evaluate(settings: Any, run_dir: Path, args: argparse.Namespace) -> dict[st
 
     try:
         summary = run_evaluation(settings, run_dir, progress=not args.no_progress)
-    except KeyError as exc:  # unknown benchmark
-        return _fail(exc.args[0])
-    except RunRefused as exc:  # the family's run-wide check (e.g. furepa without a trained assessor): nothing ran
-        return _fail(str(exc))
-    except Exception as exc:  # e.g. a DQA clone that cannot be read: nothing ran
-        return _fail(f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # an unknown benchmark, a refused run (furepa without an assessor), unreadable data: nothing ran
+        return fail(reason(exc, RunRefused))
     print(summary_markdown(summary))
     print(f"run folder: {run_dir}")
     if "llm_cache" in summary:
@@ -295,32 +238,29 @@ def _report(args: argparse.Namespace) -> int:
 
             print(f"written: {write_html_report(args.runs, args.html)}")
     except (FileNotFoundError, json.JSONDecodeError) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     return 0
 
 
 def _sweep(args: argparse.Namespace) -> int:
     """``ragplan eval sweep``: one run per value of the setting, then the sweep's table, JSON and figure."""
+    from ragplan.cli.settings import check_llm
     from ragplan.eval.report import every_question_failed
     from ragplan.eval.runner import run_evaluation
     from ragplan.eval.sweep import SweepError, parse_sweep, run_sweep, sweep_markdown, write_sweep
 
     missing = [f"--{n}" for n in ("method", "benchmark", "data", "sweep") if not getattr(args, n, None)]
     if missing:
-        return _fail(f"missing {', '.join(missing)}: use `ragplan eval sweep --method M --benchmark B --data FILE "
+        return fail(f"missing {', '.join(missing)}: use `ragplan eval sweep --method M --benchmark B --data FILE "
                      "--sweep SETTING=V1,V2,…`")
     try:
         key, values = parse_sweep(args.sweep)
     except ValueError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     base = new_settings(args, [args.method])
-    if isinstance(base, str):
-        return _fail(base)
     if key in base.context:
-        return _fail(f"--set {key} and --sweep {key} both set {key}; leave out the --set")
-    problem = llm_problem(base)
-    if problem:
-        return _fail(problem)
+        return fail(f"--set {key} and --sweep {key} both set {key}; leave out the --set")
+    check_llm(base)
     out = Path(args.out or f"runs/sweep-{base.method}-{base.benchmark}-{key}")
     all_failed: list[str] = []
 
@@ -337,12 +277,8 @@ def _sweep(args: argparse.Namespace) -> int:
 
     try:
         result = run_sweep(base, key, values, out, evaluate_run=evaluate_run, on_start=started)
-    except SweepError as exc:
-        return _fail(str(exc))
-    except KeyError as exc:  # unknown benchmark
-        return _fail(str(exc.args[0]))
     except Exception as exc:  # data that cannot be read: the runs so far are kept, the rest is not started
-        return _fail(f"{type(exc).__name__}: {exc}")
+        return fail(reason(exc, SweepError))
     paths = write_sweep(out, result)
     print(sweep_markdown(result))
     print(f"sweep folder: {out}")
@@ -359,28 +295,26 @@ def _retrieval(args: argparse.Namespace) -> int:
 
     missing = [f"--{n}" for n in ("benchmark", "data") if not getattr(args, n)]
     if missing or bool(args.index) == bool(args.context_only):
-        return _fail("use `ragplan eval retrieval --benchmark B --data FILE --index DIR|--context-only "
+        return fail("use `ragplan eval retrieval --benchmark B --data FILE --index DIR|--context-only "
                      "[--queries RUN_DIR] [-k 1,2,5,10]`" + (f" (missing {', '.join(missing)})" if missing else ""))
     try:
         ks = [int(k) for k in args.ks.split(",") if k.strip()]
         if not ks or min(ks) < 1:
             raise ValueError
     except ValueError:
-        return _fail(f"-k takes positive integers separated by commas, got {args.ks!r}")
+        return fail(f"-k takes positive integers separated by commas, got {args.ks!r}")
     try:
         opts = parse_assignments(args.benchmark_option)
     except ValueError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     out = Path(args.out or f"runs/retrieval-{args.benchmark}-{datetime.now():%Y%m%d-%H%M%S}.json")
     try:
         result = evaluate_retrieval(args.benchmark, str(Path(args.data).resolve()), index_dir=args.index,
                                     context_only=args.context_only, queries=args.queries, ks=ks, limit=args.limit,
                                     passages=args.passages, embedding_model=str(opts.get("embedding_model") or ""),
                                     fmt=opts.get("fmt"), work_dir=out.parent)
-    except KeyError as exc:  # unknown benchmark
-        return _fail(exc.args[0])
-    except Exception as exc:  # a file that cannot be read, an index that cannot be opened …
-        return _fail(f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # an unknown benchmark, a file that cannot be read, an index that cannot be opened …
+        return fail(reason(exc))
     print(retrieval_table(result))
     print(f"written: {write_result(result, out)}")
     return 0

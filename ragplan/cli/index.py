@@ -1,12 +1,5 @@
-"""``ragplan index build | search``: the local FAISS text index from the command line.
-
-    ragplan index build --passages FILE.jsonl|.tsv --out DIR [--model-path DIR] [--batch-size N]
-                        [--flat-threshold N] [--shard-size N] [--skip-malformed] [--force] [--no-progress]
-    ragplan index search --index DIR "QUERY" [-k 5] [--json] [--model-path DIR] [--ef-search N]
-
-Exit codes: 0 success; 2 bad input (a missing or malformed passage file, a path that is not a model
-directory, a missing or incomplete index, a bad option).
-"""
+"""``ragplan index build | search``: the local FAISS passage index (Sentence-BERT embeddings) from the command line.
+Exit codes: 0 success; 2 bad input (a malformed passage file, no model, a missing or incomplete index, a bad option)."""
 
 from __future__ import annotations
 
@@ -14,6 +7,8 @@ import argparse
 import json
 import sys
 from typing import Any
+
+from ragplan.cli.errors import fail
 
 __all__ = ["add_index_parser", "run_index"]
 
@@ -59,17 +54,9 @@ def run_index(args: argparse.Namespace) -> int:
     from ragplan.tools.textindex import PassageFormatError, TextIndexError
 
     try:
-        if args.index_command == "build":
-            return _build(args)
-        return _search(args)
+        return _build(args) if args.index_command == "build" else _search(args)
     except (PassageFormatError, TextIndexError, EmbeddingModelError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-
-
-def _bad(msg: str) -> int:
-    print(f"error: {msg}", file=sys.stderr)
-    return 2
+        return fail(str(exc))
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -78,7 +65,7 @@ def _build(args: argparse.Namespace) -> int:
 
     shard = DEFAULT_SHARD_SIZE if args.shard_size is None else args.shard_size
     if args.batch_size < 1 or shard < 1 or args.flat_threshold < 0 or args.ef_search < 1:
-        return _bad("--batch-size, --shard-size and --ef-search must be at least 1, --flat-threshold at least 0")
+        return fail("--batch-size, --shard-size and --ef-search must be at least 1, --flat-threshold at least 0")
     r = build_index(args.passages, args.out, model_path=args.model_path, batch_size=args.batch_size,
                     flat_threshold=args.flat_threshold, progress=not args.no_progress, shard_size=shard,
                     skip_malformed=args.skip_malformed, ef_search=args.ef_search, force=args.force)
@@ -106,9 +93,9 @@ def _search(args: argparse.Namespace) -> int:
     from ragplan.tools.textindex import TextIndex
 
     if args.k < 1:
-        return _bad("-k must be at least 1")
+        return fail("-k must be at least 1")
     if args.ef_search is not None and args.ef_search < 1:
-        return _bad("--ef-search must be at least 1")
+        return fail("--ef-search must be at least 1")
     with TextIndex.open(args.index, model_path=args.model_path, ef_search=args.ef_search) as index:
         hits = index.search(args.query, args.k)
     if args.json:

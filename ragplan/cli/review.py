@@ -1,12 +1,5 @@
-"""The terminal side of plan review: show a paused plan and ask ``approve / edit / reject [a/e/r]``.
-
-Used by ``ragplan ask --review`` and ``ragplan resume``. ``e`` opens ``$EDITOR`` on the plan (lines that
-start with ``# `` are comments and are dropped); without ``EDITOR`` the new plan is read from standard
-input until an empty line. ``r`` asks for an optional reason. The answer goes back to the graph as the
-resume value; an edit the family's parser refuses comes back with its error and is asked again. When
-standard input ends (no terminal, a closed pipe) the run is left paused, to continue with ``ragplan
-resume ID``.
-"""
+"""The terminal side of plan review (``ask --review``, ``resume``): show a paused plan, ask ``approve / edit / reject``;
+``e`` opens ``$EDITOR`` (or reads lines up to an empty one); when standard input ends the run stays paused."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""Command-line flags and docs/settings.md, generated from the families' context classes.
+"""Command-line flags and docs/settings.md, generated from the families' context classes (docs/settings.md).
 
-A family's context class is the only declaration of its settings (:mod:`ragplan.state.context`). Every field a
-user may give as text (:meth:`~ragplan.family.MethodFamily.settable`) becomes a flag named after it
-(``max_steps`` -> ``--max-steps``) plus the short alias in its metadata (``"flag": "--graph"``); a bool is a
-``--x / --no-x`` switch; the help is the field's description. Values are validated by the field's type
-(:meth:`~ragplan.family.MethodFamily.check_settings`), the same as ``--set KEY=VALUE``. ``ask``, ``eval``,
-``eval sweep``, ``compare`` and ``resume`` take these flags; ``--help`` shows the LLM settings every family shares
-and, with ``--method M``, M's family's; a flag of another family is accepted by the parser and refused by name.
+A settable field becomes ``--field-name`` plus its metadata's alias (``--graph``), a bool a ``--x / --no-x``
+switch; values are validated by the field's type, as ``--set KEY=VALUE`` is.
 """
 
 from __future__ import annotations
@@ -15,13 +10,16 @@ import argparse
 import json
 from dataclasses import MISSING, Field, fields
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, get_type_hints
 
-from ragplan.family import MethodFamily
+from ragplan.cli.errors import BadInput
 from ragplan.state.context import LLMContext
 
-__all__ = ["add_setting_flags", "settings_from_args", "flag_of", "parse_assignments", "cache_problem", "settings_markdown",
-           "methods_in"]
+if TYPE_CHECKING:
+    from ragplan.family import MethodFamily
+
+__all__ = ["add_setting_flags", "add_field_flag", "given_settings", "settings_from_args", "flag_of", "parse_assignments",
+           "check_llm", "settings_markdown", "methods_in"]
 
 #: The settings every family shares (shown in every command's --help).
 SHARED = [f.name for f in fields(LLMContext) if not f.metadata.get("python_only")]
@@ -44,6 +42,21 @@ def _help(f: Field[Any], default: Any) -> str:
     env = f.metadata.get("env")
     return (str(f.metadata.get("description", "")).replace("%", "%%")
             + (f" [env {' / '.join(env)}]" if env else "") + f" (default: {default!r})".replace("%", "%%"))
+
+
+def add_field_flag(group: Any, f: Field[Any], kind: Any, default: Any, shown: bool = True, **extra: Any) -> None:
+    """The flag(s) of field ``f`` (dest ``set_<name>``, None when not given); its help names ``default``."""
+    kw: dict[str, Any] = {"dest": "set_" + f.name, "default": None, "help": _help(f, default) if shown else argparse.SUPPRESS}
+    if kind is bool:
+        kw["action"] = argparse.BooleanOptionalAction
+    else:
+        kw["metavar"] = _metavar(kind, f.name)
+    group.add_argument(*flag_of(f), **kw, **extra)
+
+
+def given_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given by flags (``set_<name>`` values that are not None)."""
+    return {k[4:]: v for k, v in vars(args).items() if k.startswith("set_") and v is not None}
 
 
 def add_setting_flags(parser: argparse.ArgumentParser, fams: list[MethodFamily], shown: list[MethodFamily]) -> None:
@@ -70,13 +83,7 @@ def add_setting_flags(parser: argparse.ArgumentParser, fams: list[MethodFamily],
                     f"{fam.title} settings ({', '.join(g.name for g in fam.graphs)})"))
             else:
                 group = parser
-            kw: dict[str, Any] = {"dest": "set_" + f.name, "default": None,
-                                  "help": _help(f, default) if group is not parser else argparse.SUPPRESS}
-            if hints[f.name] is bool:
-                kw["action"] = argparse.BooleanOptionalAction
-            else:
-                kw["metavar"] = _metavar(hints[f.name], f.name)
-            group.add_argument(*flags, **kw)
+            add_field_flag(group, f, hints[f.name], default, shown=group is not parser)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="any setting by its name (repeatable; VALUE is JSON or text), e.g. --set max_steps=8")
 
@@ -90,22 +97,22 @@ def methods_in(argv: list[str]) -> list[str]:
     return [m.strip() for m in f"{known.method},{known.methods}".split(",") if m.strip()]
 
 
-def settings_from_args(args: argparse.Namespace, fam: MethodFamily, method: str) -> dict[str, Any] | str:
+def settings_from_args(args: argparse.Namespace, fam: MethodFamily, method: str) -> dict[str, Any]:
     """The settings the command line gives ``method`` (flags, then ``--set``), converted to their fields' types;
-    or a message naming the flag or setting that does not apply or does not validate."""
-    given = {k[4:]: v for k, v in vars(args).items() if k.startswith("set_") and v is not None}
+    BadInput naming the flag or setting that does not apply or does not validate."""
+    given = given_settings(args)
     foreign = sorted(set(given) - set(fam.settable()))
     if foreign:
         flag = flag_of(next(f for f in fields(_context_with(foreign[0])) if f.name == foreign[0]))[0]
-        return f"{flag} does not apply to {method} ({fam.title}); its data: {fam.data_help or '-'}"
+        raise BadInput(f"{flag} does not apply to {method} ({fam.title}); its data: {fam.data_help or '-'}")
     try:
         out = fam.check_settings(method, given)
     except ValueError as exc:
-        return f"bad setting {exc}"
+        raise BadInput(f"bad setting {exc}") from None
     try:
         return {**out, **fam.check_settings(method, parse_assignments(getattr(args, "set", None) or []))}
     except ValueError as exc:
-        return f"--set {exc}"
+        raise BadInput(f"--set {exc}") from None
 
 
 def _context_with(name: str) -> type:
@@ -134,15 +141,21 @@ def parse_assignments(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-def cache_problem(cache_dir: str, replay: bool) -> str | None:
-    """Why ``--llm-cache`` / ``--replay`` cannot work as given, or None."""
-    if replay and not cache_dir:
-        return "--replay needs --llm-cache DIR (the cache to replay from)"
-    if replay and not Path(cache_dir).is_dir():
-        return f"--llm-cache {cache_dir}: no such folder, nothing to replay"
-    if cache_dir and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
-        return f"--llm-cache {cache_dir}: not a folder"
-    return None
+def check_llm(st: Any) -> None:
+    """BadInput when the LLM cache (``--llm-cache`` / ``--replay``) or the endpoint of a run's settings or context
+    cannot work; checked before any question runs."""
+    from ragplan.llm import endpoint_problem
+
+    cache, replay = st.llm_cache_dir, st.llm_replay
+    if replay and not cache:
+        raise BadInput("--replay needs --llm-cache DIR (the cache to replay from)")
+    if replay and not Path(cache).is_dir():
+        raise BadInput(f"--llm-cache {cache}: no such folder, nothing to replay")
+    if cache and Path(cache).exists() and not Path(cache).is_dir():
+        raise BadInput(f"--llm-cache {cache}: not a folder")
+    problem = endpoint_problem(st.model, st.base_url, replay)
+    if problem:
+        raise BadInput(problem)
 
 
 def settings_markdown(fams: list[MethodFamily]) -> str:

@@ -1,24 +1,13 @@
-"""``ragplan furepa …``: FuRePA's plan assessor and its training data.
-
-    ragplan furepa train-assessor --data FILE (--index DIR | --context-only) --out MODEL [--seed S] [--json]
-    ragplan furepa make-data --out FILE [--n 300] [--seed S] [--format flashrag|musique]
-
-``train-assessor`` builds candidate queries per question and hop (from the data, or from an LLM when
-``--model``/``--base-url`` name an endpoint), labels each with the reciprocal rank of the hop's gold
-passage against the index, trains the query scorer and prints, for held-out questions, the Spearman
-correlation and the MRR of the trained pick next to first, random and the oracle.
-``make-data`` writes the synthetic multi-hop corpus (FlashRAG-style JSONL, or its bridge questions as
-MuSiQue records) the assessor can be trained and measured on without third-party data.
-
-Exit codes: 0 done; 2 bad input (no such file, no gold supporting passages, no index, no endpoint).
-"""
+"""``ragplan furepa train-assessor | make-data``: FuRePA's plan assessor and the synthetic multi-hop corpus it is
+trained and measured on (docs/methods/furepa.md). Exit codes: 0 done; 2 bad input."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
+
+from ragplan.cli.errors import fail
 
 __all__ = ["add_parser", "run"]
 
@@ -89,12 +78,8 @@ def _train(args: argparse.Namespace) -> int:
                                     label_k=args.label_k, test_share=args.test_share, model_path=args.model_path,
                                     llm_context=_llm_context(args), n_trees=args.trees, progress=not args.no_progress)
     except (DatasetError, FileNotFoundError, LLMConfigError, EmbeddingModelError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(report.to_dict(), ensure_ascii=False))
-    else:
-        print("\n".join(report.lines()))
+        return fail(str(exc))
+    print(json.dumps(report.to_dict(), ensure_ascii=False) if args.json else "\n".join(report.lines()))
     return 0
 
 

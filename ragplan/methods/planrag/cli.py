@@ -1,4 +1,4 @@
-"""``ragplan dqa verify | solve | generate``: the DQA benchmark without an LLM."""
+"""``ragplan dqa verify | solve | generate``: the DQA benchmark's simulators, without an LLM."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ import sys
 from collections import defaultdict
 from typing import Any
 
-__all__ = ["add_dqa_parser", "run_dqa"]
+from ragplan.cli.errors import fail
+
+__all__ = ["add_parser", "run"]
 
 
-def add_dqa_parser(sub: Any) -> None:
+def add_parser(sub: Any) -> None:
     """Register ``ragplan dqa …`` on the top-level subparsers."""
     dqa = sub.add_parser("dqa", help="DQA benchmark: verify gold answers, solve a question, generate scenarios",
                          description="Decision QA (PlanRAG's benchmark) with ragplan's exact simulators; no LLM involved.")
@@ -46,23 +48,17 @@ def _same(gold: str, best: str | None) -> bool:
     return best is not None and gold.strip().strip('"').lower() == best.strip().lower()
 
 
-def run_dqa(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Dispatch a ``ragplan dqa`` subcommand."""
     from ragplan.methods.planrag.data import DQAError
     from ragplan.tools.graphdb.script import ScriptError
 
     if getattr(args, "limit", None) is not None and args.limit < 0:
-        print("error: --limit must be 0 or more", file=sys.stderr)
-        return 2
+        return fail("--limit must be 0 or more")
     try:
-        if args.dqa_command == "verify":
-            return _verify(args)
-        if args.dqa_command == "solve":
-            return _solve(args)
-        return _generate(args)
+        return {"verify": _verify, "solve": _solve, "generate": _generate}[args.dqa_command](args)
     except (DQAError, ScriptError, ValueError) as exc:  # a clone, script or question that cannot be used
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return fail(str(exc))
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -89,21 +85,16 @@ def _verify(args: argparse.Namespace) -> int:
         elif not row["agree"]:
             print(f"q{q.num}: gold {q.answer!r}, simulator {row['simulated']!r}"
                   + (f"  ({row['error']})" if "error" in row else ""), file=sys.stderr)
+    failed = sum(v[2] for v in stats.values())  # a script that does not load is an error of the clone: exit 2
     if not args.json:
         print(f"{args.scenario} — agreement of the simulator with the gold answers")
         print(f"{'year':<8} {'questions':>9} {'agree':>6} {'errors':>6} {'rate':>7}")
         for key in sorted(stats):
             n, a, e = stats[key]
             print(f"{key:<8} {n:>9} {a:>6} {e:>6} {a / n:>7.1%}")
-        tot_e = sum(v[2] for v in stats.values())
-        print(f"{'all':<8} {len(questions):>9} {agree:>6} {tot_e:>6} {agree / max(1, len(questions)):>7.1%}")
+        print(f"{'all':<8} {len(questions):>9} {agree:>6} {failed:>6} {agree / max(1, len(questions)):>7.1%}")
     print(f"agree {agree}/{len(questions)}")
-    failed = sum(v[2] for v in stats.values())
-    if failed:  # a script that does not load is an error of the clone, not a disagreement: exit 2
-        print(f"error: {failed} question(s) could not be simulated (their lines above name the file and line)",
-              file=sys.stderr)
-        return 2
-    return 0
+    return fail(f"{failed} question(s) could not be simulated (their lines above name the file and line)") if failed else 0
 
 
 def _solve(args: argparse.Namespace) -> int:
@@ -152,8 +143,3 @@ def _generate(args: argparse.Namespace) -> int:
     scripts = len({q["target_gdb"] for q in qs})
     print(f"wrote {len(qs)} {args.scenario} questions and {scripts} scripts under {args.out}/data/{args.scenario}")
     return 0
-
-
-#: The sub-command interface of ragplan.cli (COMMAND_MODULES).
-add_parser = add_dqa_parser
-run = run_dqa

@@ -1,28 +1,6 @@
-"""``ragplan reaper …``: REAPER's tools and data, each a sub-command.
-
-    ragplan reaper validate PLAN_FILE --tools retail [--json]     parse a plan and check it against a tool suite
-    ragplan reaper make-shop --out DIR [--seed S] [--products N] [--orders N] [--today YYYY-MM-DD] [--build-index]
-    ragplan reaper datagen --seed-plans FILE --out DIR [--seed S] [--per-example K] [--tools retail]
-                           [--extra-queries FILE] [--no-dqs] [--trim F] [--model-path DIR] [--ttg-tasks a,b,c]
-    ragplan reaper train-classifier --shop DIR [--goldset FILE] --out DIR [--seed S] [--model-path DIR] [--json]
-
-``validate`` prints the parsed steps (step, evidence variable, tool, arguments by name) of a valid plan, or
-its problems (``line N: message``); ``--json`` prints ``{"valid", "steps", "errors", "notes"}``; ``PLAN_FILE``
-may be ``-`` for standard input; only the suite's specs are used, no store is opened (exit 0 valid, 1 invalid,
-2 unreadable file or unknown suite). ``make-shop`` writes a deterministic shop for a seed (the same seed and
-sizes give byte-identical files; the FAISS indexes are built on the first search unless ``--build-index``).
-``datagen`` turns a small pool of human-written plans (JSONL ``{"query", "context": {...}, "plan"}``, every
-plan checked against the suite) into SFT data: TEvo, TTG's secondary tasks (names or the paper's numbers
-1–7, ``all`` or ``none``; Table 3 compares 0, 3, 4 and 5 tasks) and DQS (as many extra queries as the seed
-pool has, from ``--extra-queries`` or template variations of the seeds, after dropping the most- and
-least-similar ``--trim`` fraction; picked queries without a plan go to ``dqs_queries.jsonl``); it writes
-``{task}.jsonl``, ``train.jsonl`` and ``stats.json``, byte-identical for the same inputs and seed.
-``train-classifier`` trains the classification baseline's route classifier on the gold set's ``train``
-split (default: the shop's ``goldset.jsonl``, or its default gold set generated) and prints per-class
-precision / recall / F1 on the ``test`` split with the accuracy next to the majority-class rate.
-
-Exit codes: 0 success (validate: valid); 1 validate: invalid plan; 2 bad input.
-"""
+"""``ragplan reaper validate | make-shop | datagen | train-classifier``: REAPER's plan check, retail shop, planner
+training data and the classification baseline (docs/methods/reaper.md). Exit codes: 0 success (validate: valid);
+1 validate: invalid plan; 2 bad input."""
 
 from __future__ import annotations
 
@@ -33,6 +11,8 @@ import random
 import sys
 from pathlib import Path
 from typing import Any
+
+from ragplan.cli.errors import fail
 
 __all__ = ["add_parser", "run", "add_validate_parser", "run_validate", "add_shop_parser", "run_shop", "add_datagen_parser",
            "run_datagen", "add_classifier_parser", "run_classifier", "format_report"]
@@ -56,13 +36,11 @@ def run(args: argparse.Namespace) -> int:
 def add_validate_parser(sub: Any) -> argparse.ArgumentParser:
     """Register ``validate`` on the subparsers of the ``reaper`` command (``ragplan reaper validate``)."""
     v = sub.add_parser("validate", help="parse a REAPER plan file and check it against a tool suite",
-                       description="Parse a REAPER plan (`Step k: purpose - #Ek = tool(args)` lines) and check "
-                                   "tools, arguments, evidence variables and references against a tool suite. "
-                                   "Exit 0 valid, 1 invalid, 2 unreadable file or unknown suite.")
+                       description="Parse a REAPER plan (`Step k: purpose - #Ek = tool(args)` lines) and check it "
+                                   "against a tool suite. Exit 0 valid, 1 invalid, 2 unreadable file or unknown suite.")
     v.add_argument("plan_file", metavar="PLAN_FILE", help="the plan text (- for standard input)")
     v.add_argument("--tools", default="retail", metavar="SUITE", help="tool suite to check against (default retail)")
     v.add_argument("--json", action="store_true", help='print {"valid", "steps", "errors", "notes"} as JSON')
-    v.set_defaults(reaper_command="validate")
     return v
 
 
@@ -89,9 +67,11 @@ def _step_json(step: Any, registry: Any) -> dict[str, Any]:
             "refs": [f"#E{r}" for r in step.refs], "call": step.call_text()}
 
 
-def _table(rows: list[list[str]]) -> str:
+def _table(rows: list[list[str]], numbers: bool = False) -> str:
+    """Aligned columns (with ``numbers``, every column but the first right-aligned)."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+    return "\n".join("  ".join(c.rjust(w) if numbers and i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+                     for r in rows)
 
 
 def run_validate(args: argparse.Namespace) -> int:
@@ -103,16 +83,13 @@ def run_validate(args: argparse.Namespace) -> int:
     try:
         text = _read(args.plan_file)
     except (OSError, UnicodeDecodeError) as exc:
-        print(f"error: cannot read the plan file {args.plan_file}: {exc}", file=sys.stderr)
-        return 2
+        return fail(f"cannot read the plan file {args.plan_file}: {exc}")
     try:
         registry = tool_registry.get_suite(args.tools)
     except KeyError as exc:
-        print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
-        return 2
+        return fail(f"{exc.args[0] if exc.args else exc}")
     except ImportError as exc:
-        print(f"error: the tool suite {args.tools!r} cannot be loaded: {exc}", file=sys.stderr)
-        return 2
+        return fail(f"the tool suite {args.tools!r} cannot be loaded: {exc}")
     parsed = parse_plan(text)
     errors = sorted([*parsed.errors, *check_plan(parsed.plan, registry)], key=lambda e: (e.line, e.step or 0))
     valid = not errors
@@ -148,9 +125,8 @@ def run_validate(args: argparse.Namespace) -> int:
 def add_shop_parser(sub: Any) -> None:
     """Register ``make-shop`` on the ``reaper`` command's subparsers."""
     p = sub.add_parser("make-shop", help="generate the retail shop (catalogue, orders, help centre) for the retail tools",
-                       description="Write a deterministic shop for a seed: products with attributes, Q&A and reviews "
-                                   "(JSONL), orders and shipments dated relative to --today (SQLite), and help-centre "
-                                   "articles (JSONL). Bind the retail tools to it with --shop-dir / shop_dir.")
+                       description="Write a deterministic shop for a seed (the same seed and sizes give the same files); "
+                                   "bind the retail tools to it with --shop / shop_dir.")
     p.add_argument("--out", required=True, metavar="DIR", help="shop directory (created; a shop already there is replaced)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--products", type=int, default=400, metavar="N", help="catalogue size (default 400)")
@@ -164,24 +140,19 @@ def add_shop_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the shop's meta.json instead of a summary")
 
 
-def _bad(msg: str) -> int:
-    print(f"error: {msg}", file=sys.stderr)
-    return 2
-
-
 def run_shop(args: argparse.Namespace) -> int:
     """Run ``ragplan reaper make-shop``; returns the exit code."""
     from ragplan.tools.retail import generate_shop, load_shop
 
     if args.products < 1 or args.orders < 0:
-        return _bad("--products must be at least 1 and --orders at least 0")
+        return fail("--products must be at least 1 and --orders at least 0")
     try:
         dt.date.fromisoformat(args.today)
     except ValueError:
-        return _bad(f"--today must be a date YYYY-MM-DD, got {args.today!r}")
+        return fail(f"--today must be a date YYYY-MM-DD, got {args.today!r}")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
-        return _bad(f"--out {str(out)!r} exists and is not a directory")
+        return fail(f"--out {str(out)!r} exists and is not a directory")
     path = generate_shop(out, seed=args.seed, n_products=args.products, n_orders=args.orders, today=args.today)
     meta = json.loads((path / "meta.json").read_text())
     if args.build_index:
@@ -193,7 +164,7 @@ def run_shop(args: argparse.Namespace) -> int:
             shop.build_indexes()
             shop.close()
         except (EmbeddingModelError, TextIndexError) as exc:
-            return _bad(str(exc))
+            return fail(str(exc))
     if args.json:
         print(json.dumps(meta, indent=2))
         return 0
@@ -208,9 +179,7 @@ def run_shop(args: argparse.Namespace) -> int:
 def add_datagen_parser(rsub: Any) -> argparse.ArgumentParser:
     """Register ``datagen`` on the ``reaper`` command's subparsers (``ragplan reaper datagen``)."""
     p = rsub.add_parser("datagen", help="generate REAPER SFT data (TEvo, TTG, DQS) from seed plans",
-                        description="Turn a small pool of annotated plans into chat-format SFT data: the planning task "
-                                    "with evolved tool prompts (TEvo), seven secondary tasks (TTG) and diverse extra "
-                                    "queries (DQS). Exit 0 success, 2 bad input.")
+                        description="Turn a small pool of annotated plans into chat-format SFT data (TEvo, TTG, DQS).")
     p.add_argument("--seed-plans", required=True, metavar="FILE", help='JSONL {"query", "context", "plan"} per line')
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (created)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -227,7 +196,6 @@ def add_datagen_parser(rsub: Any) -> argparse.ArgumentParser:
                    help="TTG secondary tasks to generate, comma-separated names or the paper's numbers: 1 query_from_plan, "
                         "2 complete_partial_plan, 3 identify_tools, 4 masked_step, 5 reorder_steps, 6 masked_params, "
                         "7 use_provided_tools; `all` (default) or `none` (the primary planning task only)")
-    p.set_defaults(reaper_command="datagen")
     return p
 
 
@@ -243,35 +211,26 @@ def run_datagen(args: argparse.Namespace) -> int:
     from ragplan.tools import suites as tool_registry
 
     if args.per_example < 1:
-        print("error: --per-example must be at least 1", file=sys.stderr)
-        return 2
+        return fail("--per-example must be at least 1")
     if not 0 <= args.trim < 0.5:
-        print("error: --trim must be in [0, 0.5)", file=sys.stderr)
-        return 2
+        return fail("--trim must be in [0, 0.5)")
     try:
         ttg_tasks = sft.parse_ttg_tasks(args.ttg_tasks)
     except ValueError as exc:
-        print(f"error: --ttg-tasks: {exc}", file=sys.stderr)
-        return 2
+        return fail(f"--ttg-tasks: {exc}")
     try:
         registry = tool_registry.get_suite(args.tools)
     except (KeyError, ImportError) as exc:
-        print(f"error: the tool suite {args.tools!r} cannot be loaded: {exc}", file=sys.stderr)
-        return 2
+        return fail(f"the tool suite {args.tools!r} cannot be loaded: {exc}")
     try:
         seeds = dg.load_seed_examples(args.seed_plans, registry)
         rng = random.Random(f"{args.seed}|dqs")
-        if args.extra_queries:
-            pool = dg.load_query_pool(args.extra_queries, registry)
-        else:
-            pool = dg.template_variants(seeds, rng)
+        pool = dg.load_query_pool(args.extra_queries, registry) if args.extra_queries else dg.template_variants(seeds, rng)
     except dg.DatagenError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return fail(str(exc))
     out = Path(args.out)
     if out.exists() and not out.is_dir():
-        print(f"error: --out {out} is a file", file=sys.stderr)
-        return 2
+        return fail(f"--out {out} is a file")
     extra: list[Any] = []
     unannotated: list[dict[str, Any]] = []
     dqs_stats: dict[str, Any] = {"enabled": not args.no_dqs}
@@ -281,8 +240,7 @@ def run_datagen(args: argparse.Namespace) -> int:
             kept, report = dg.diverse_query_sample([s.query for s in seeds], [q["query"] for q in pool], embedder, rng,
                                                    trim=args.trim)
         except (ValueError, ImportError, OSError) as exc:
-            print(f"error: DQS cannot embed the queries: {exc}", file=sys.stderr)
-            return 2
+            return fail(f"DQS cannot embed the queries: {exc}")
         for j in kept:
             q = pool[j]
             if q["plan"] is None:
@@ -309,9 +267,8 @@ def run_datagen(args: argparse.Namespace) -> int:
 def add_classifier_parser(rsub: Any) -> argparse.ArgumentParser:
     """Register ``train-classifier`` on the subparsers of the ``reaper`` command."""
     p = rsub.add_parser("train-classifier", help="train the classification baseline's route classifier",
-                        description="Train the route classifier (Sentence-BERT features, logistic regression + kNN) "
-                                    "on the gold set's train split; report per-class P/R/F1 on the test split next "
-                                    "to the majority-class rate. Exit 2 on bad input.")
+                        description="Train the route classifier on the gold set's train split; report per-class P/R/F1 "
+                                    "on the test split next to the majority-class rate.")
     p.add_argument("--shop", required=True, metavar="DIR", help="the shop folder (`ragplan reaper make-shop`)")
     p.add_argument("--goldset", default="", metavar="FILE",
                    help="gold-set JSONL (default: DIR/goldset.jsonl, or the shop's default gold set generated)")
@@ -320,7 +277,6 @@ def add_classifier_parser(rsub: Any) -> argparse.ArgumentParser:
     p.add_argument("--model-path", default="", metavar="DIR",
                    help="a local Sentence-BERT model folder (default: the packaged all-MiniLM-L6-v2)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.set_defaults(reaper_command="train-classifier")
     return p
 
 
@@ -329,9 +285,7 @@ def format_report(report: Any) -> str:
     rows = [["class", "precision", "recall", "f1", "support"]]
     for cls, m in report.per_class.items():
         rows.append([cls, f"{m['precision']:.3f}", f"{m['recall']:.3f}", f"{m['f1']:.3f}", str(m["support"])])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    table = "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
-                      for r in rows)
+    table = _table(rows, numbers=True)
     heads = ", ".join(f"{k} {v:.3f}" for k, v in report.head_accuracy.items())
     return (f"{table}\n\n"
             f"accuracy {report.accuracy:.3f} (macro F1 {report.macro_f1:.3f}; heads alone: {heads})\n"
@@ -367,10 +321,6 @@ def run_classifier(args: argparse.Namespace) -> int:
         examples = _examples(args)
         report = train_classifier(examples, model_path=args.model_path, seed=args.seed, out_dir=args.out)
     except (ValueError, EmbeddingModelError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
-    else:
-        print(format_report(report))
+        return fail(str(exc))
+    print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) if args.json else format_report(report))
     return 0
