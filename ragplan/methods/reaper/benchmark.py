@@ -264,11 +264,11 @@ class ReaperBenchmark:
             follow = {"removed_tools": self.removed,
                       "instruction_following": instruction_following(g, self.removed),
                       "instruction_following_first_call": instruction_following(f, self.removed)}
-        final = {k: g[k] for k in ("correct", "tool_accuracy", "argument_accuracy", "plan_valid", "tools_correct",
+        final_rec = {k: g[k] for k in ("correct", "tool_accuracy", "argument_accuracy", "plan_valid", "tools_correct",
                                    "args_correct", "valid", "pred_tools", "pred_classes", "gold_tools", "args_matched",
                                    "args_scored", "pred_plan")}
-        first = {f"{k}_first_call": f[k] for k in ("tool_accuracy", "argument_accuracy", "plan_valid", "correct")}
-        return {**follow, **final, **first, "chosen": chosen, "plan_status": g["status"], "pred_errors": g["errors"],
+        first_rec = {f"{k}_first_call": f[k] for k in ("tool_accuracy", "argument_accuracy", "plan_valid", "correct")}
+        return {**follow, **final_rec, **first_rec, "chosen": chosen, "plan_status": g["status"], "pred_errors": g["errors"],
                 "first_call": f}
 
 
