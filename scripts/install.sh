@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install ragplan and everything it needs into ./.venv (idempotent; fast when already installed).
-# CPU torch is pinned first so nothing pulls the multi-GB CUDA wheels later (embeddings, issue 4+).
+# CPU torch is pinned first so nothing pulls the multi-GB CUDA wheels later (the embedding model).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}

@@ -258,8 +258,8 @@ def _building_responder(hold: dict[str, bool]) -> Any:
     return respond
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_eval_question_in_flight_at_a_kill_continues_from_its_last_node(tmp_path, capsys, workers):
+@pytest.mark.parametrize("in_flight", [1, 2])
+def test_eval_question_in_flight_at_a_kill_continues_from_its_last_node(tmp_path, capsys, in_flight):
     """One and two questions in flight at the kill: after kill -9 and --resume no finished LLM call is made again."""
     from ragplan.methods.planrag.generate import generate_clone
 
@@ -269,12 +269,12 @@ def test_eval_question_in_flight_at_a_kill_continues_from_its_last_node(tmp_path
     with OpenAIStub(responder=_building_responder(hold)) as stub:
         proc = subprocess.Popen(
             [sys.executable, "-m", "ragplan", "eval", "--method", "single_rag", "--benchmark", "dqa-building",
-             "--data", str(tmp_path / "clone"), "--limit", "2", "--concurrency", str(workers),
+             "--data", str(tmp_path / "clone"), "--limit", "2", "--concurrency", str(in_flight),
              "--out", str(run), "--no-progress", "--model", MODEL, "--base-url", stub.base_url,
              "--set", "llm_max_retries=0"],
             cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:  # the answer requests of the questions in flight are held
-            _wait_for(lambda: sum(r.forced_tool == "FinalAnswer" for r in stub.requests) == workers, proc=proc)
+            _wait_for(lambda: sum(r.forced_tool == "FinalAnswer" for r in stub.requests) == in_flight, proc=proc)
         finally:
             _kill(proc)
         assert not (run / "results.jsonl").exists() or (run / "results.jsonl").read_text() == ""
@@ -284,7 +284,7 @@ def test_eval_question_in_flight_at_a_kill_continues_from_its_last_node(tmp_path
         summary = json.loads((run / "summary.json").read_text())
     assert summary["overall"]["n"] == 2
     assert tools.count("RetrievalAction") == 2, tools  # the killed questions' queries were not asked again
-    assert tools.count("FinalAnswer") == 2 + workers, tools  # their answers were (they were in flight)
+    assert tools.count("FinalAnswer") == 2 + in_flight, tools  # their answers were (they were in flight)
     recs = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
     assert len(recs) == 2 and all(r["answer"] == "1" and r["error"] == "" for r in recs)
     with sqlite3.connect(run / "checkpoints.sqlite") as conn:  # recorded questions leave no thread behind
@@ -347,21 +347,24 @@ def test_item_checkpoints_close_the_file_on_every_exit_path(tmp_path):
     bad = tmp_path / "bad.sqlite"
     bad.write_bytes(b"not a database " * 200)
 
+    def sqlite_threads() -> int:  # aiosqlite's connection threads (other tests' threads may come and go meanwhile)
+        return sum("_connection_worker_thread" in t.name for t in threading.enumerate())
+
     async def go() -> tuple[int, int, int, int]:
-        before = threading.active_count()
+        before = sqlite_threads()
         ck = ItemCheckpoints(bad)
         with pytest.raises(sqlite3.DatabaseError):
             await ck.open()
         await ck.close()
-        after_failure = threading.active_count()
+        after_failure = sqlite_threads()
         ok = ItemCheckpoints(tmp_path / "ok.sqlite")
         await ItemCheckpoints(tmp_path / "never.sqlite").close()
         saver = await ok.open()
         assert saver is not None
-        opened = threading.active_count()
+        opened = sqlite_threads()
         await ok.close()
         await ok.close()
-        return before, after_failure, opened, threading.active_count()
+        return before, after_failure, opened, sqlite_threads()
 
     before, after_failure, opened, closed = asyncio.run(go())
     assert after_failure == before and opened == before + 1 and closed == before

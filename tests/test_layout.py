@@ -139,7 +139,7 @@ def test_nodes_import_only_nodes_state_tools_the_core_and_their_family_folder():
             if parts[1] == "methods" and len(parts) > 2 and parts[2] == family and not any(
                     p.startswith(_NOT_FOR_NODES) for p in parts[3:]):
                 continue
-            if parts[1] in ("llm", "llm_cache", "llm_retry", "llm_openai", "family") and len(parts) == 2:
+            if parts[1] in ("llm", "llm_cache", "family") and len(parts) == 2:
                 continue
             bad.append(f"{name} imports {dep}")
     assert bad == []

@@ -3,7 +3,7 @@
 Registered as ``hotpotqa``, ``2wikimultihopqa``, ``musique``, ``strategyqa``, ``fever`` and ``flashrag``
 (Think-then-Act §4.1, plus MuSiQue). Each reads its file with :func:`ragplan.datasets.load_qa`.
 
-Grading (:meth:`TextQABenchmark.grade`; the README's "Metrics: exact definitions" has the details):
+Grading (:meth:`TextQABenchmark.grade`; docs/evaluation.md "Metrics and grading" has the details):
 
 * ``em`` / ``f1`` — the official evaluation script's EM and F1 **over the raw answer**, the best over
   the gold answers (MuSiQue's ``answer_aliases``, 2Wiki's ``id_aliases.json``, FlashRAG's list):
