@@ -1,16 +1,7 @@
-"""The evaluation's figures: a run's ``plot.png``, a sweep's curve (Think-then-Act Figures 3/4) and the SR/MR
-split across methods (PlanRAG Figure 5).
+"""The evaluation's figures: a run's ``plot.png``, a sweep's curve and the SR/MR split across methods.
 
-Every function draws with matplotlib's Agg backend into a PNG and returns the :class:`Figure` (made
-outside pyplot, so there is nothing to close), so a caller or a test can read what was drawn: the axes'
-tick labels (category order), legend entries and titles. Readability rules shared by all three:
-
-* categories in reading order (:func:`ragplan.eval.ordering.ordered_categories`: easy, medium, hard;
-  years and hop counts as numbers);
-* the figure widens with the number of bars, long labels are wrapped, and tick labels are turned 30°
-  when a panel has many or long categories, so labels never run into each other;
-* shares are drawn in percent on a 0–100 axis (a little headroom for the ``n=`` labels); bar panels are
-  marked at 0, 50 and 100 %.
+Each draws with matplotlib's Agg backend (no pyplot) and returns the :class:`Figure`: categories in reading
+order, widened and wrapped so labels never collide, shares in percent on a 0–100 axis.
 """
 
 from __future__ import annotations

@@ -1,25 +1,7 @@
-"""``ragplan eval report RUN… --html OUT.html``: one self-contained HTML page a person can open.
+"""``ragplan eval report RUN… --html OUT.html``: one self-contained HTML page (docs/evaluation.md, "Reports").
 
-The page holds, for the run folders given:
-
-* the runs (method, family, model, benchmark, data, questions correct / wrong / failed);
-* the comparison table of :func:`ragplan.eval.report.comparison` (the same rows ``eval report`` prints);
-* the benchmark's own comparison tables where it has them (e.g. REAPER's Table 1, a column per method);
-* a comparison plot (accuracy, LLM calls and latency per question, per run), PlanRAG's Figure 5 (accuracy on
-  single- and multi-retrieval questions per method) and each run's own ``plot.png``;
-* per question, every run's result: the answer, the gold answer, the grade (and the simulator's verdict
-  where the benchmark has one), cost (LLM calls, tokens, LLM time) and latency, the stop reason and any
-  error, then the family's trace — plan and its versions, queries and observations, evidence, decisions —
-  as the family's result class draws it (:meth:`~ragplan.state.result.GraphResult.report_sections`);
-* filters by outcome (correct / wrong / failed) and by method.
-
-Self-contained: CSS and JavaScript are inline, plots are base64 PNGs, nothing is fetched (a Content
-Security Policy in the page forbids any network request, and allows only its own script, by hash).
-Without JavaScript everything is shown (the filters only hide). The page is the Jinja2 template
-``templates/report.html.j2`` rendered with autoescape, so all record text is escaped. Values are drawn by
-their shape (see :mod:`ragplan.state.trace_sections`): a list of dicts is a table, a list of short values
-an ordered list, a dict a list of labelled values, a long or multi-line string preformatted text. Very
-long strings are cut (the run folder keeps them whole).
+The Jinja2 template ``templates/report.html.j2`` rendered with autoescape; values are drawn by their shape
+(:mod:`ragplan.state.trace_sections`), the trace by the family's result class.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """Per-question checkpoints of an evaluation run: a question in flight at a kill continues from its last node.
 
-The runner compiles its graph with LangGraph's :class:`AsyncSqliteSaver` (``langgraph-checkpoint-sqlite``,
-as published) over ``RUN_DIR/checkpoints.sqlite``; each attempt at a question is its own LangGraph thread,
-``<item id>#<attempt>``. On ``--resume`` a question that has no result line yet but has a checkpoint
-continues from its last finished node (its finished LLM calls are not made again), and one whose graph had
-finished before the kill (the record was not written yet) is graded from its checkpointed state without
-running anything. A rate-limited attempt that finished (with the 429 recorded) is retried in a fresh
-thread, the next attempt number. Once a question's result line is written its threads are deleted
-(``adelete_thread``), so the file holds only questions in flight.
-
-Each node's checkpoint is written while the next node runs (LangGraph's ``durability="async"``): a
-question's LLM calls do not wait for the disk, and a kill loses at most the checkpoint of the node that
-had just finished besides the node in flight. The file is in WAL mode (the saver's own setup) with
-``synchronous=NORMAL``: a killed process loses nothing committed, and no commit waits for the disk. With
-``RunSettings.checkpoints = False`` (``ragplan eval --no-checkpoints``) the runner runs each question from
-scratch instead.
+LangGraph's :class:`AsyncSqliteSaver` over ``RUN_DIR/checkpoints.sqlite``, one thread per attempt
+(``<item id>#<attempt>``), ``durability="async"``, WAL with ``synchronous=NORMAL``. A question whose graph
+finished before the kill is graded from its checkpointed state; threads are deleted once the result line
+is written.
 """
 
 from __future__ import annotations

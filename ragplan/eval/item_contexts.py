@@ -1,18 +1,8 @@
 """The context each question of a run gets, with its data opened once per run, not once per question.
 
-Questions that read the same data (a DQA script, an index, a shop) run next to each other (the runner
-sorts them so). For each distinct data — the family's :meth:`~ragplan.family.MethodFamily.data_key` of a
-question's settings (PlanRAG: the script or server; by default all of them) — this module builds the
-first question's context and calls the family's :meth:`~ragplan.family.MethodFamily.prepare` on it, in
-a worker thread so the event loop never waits on it. What ``prepare`` put into the context (PlanRAG's
-loaded ``graph_store``) is the data's handle; every question of that data gets its own context with the
-same handles, and they are let go when the last of those questions has finished. So each distinct
-script is loaded once per run, however many questions read it and whatever the concurrency (before,
-each node re-opened the store through a small process-wide cache, and at a concurrency above its size
-scripts were loaded again and again).
-
-A ``prepare`` that reports a problem (or raises) hands nothing on: the questions get their unprepared
-contexts, and the graph records its own failure for each of them, as it would without this module.
+For each distinct :meth:`~ragplan.family.MethodFamily.data_key` the first question's context is prepared
+(:meth:`~ragplan.family.MethodFamily.prepare`, in a worker thread); its handles are shared by every question
+of that data and let go after the last. A failed ``prepare`` hands nothing on: the graph records its own failure.
 """
 
 from __future__ import annotations

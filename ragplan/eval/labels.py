@@ -1,52 +1,17 @@
 """Reading a label out of a free-text answer: yes/no and FEVER's SUPPORTS / REFUTES / NOT ENOUGH INFO.
 
-Models rarely answer with the bare label. This reader takes what they write ("Hence, no.", "I think
-yes.", "Probably not.", "Nope", "A: no", ``Finish[SUPPORTS]``, "The evidence refutes the claim.",
-"I cannot verify this claim.") and gives the label, or ``None`` when the reply does not say one
-clearly. ``None`` is scored as wrong by :func:`ragplan.eval.metrics.label_accuracy`.
+The order (docs/evaluation.md, "Metrics and grading"; the first step that finds a label decides):
 
-How a reply is read (the first step that finds a label decides):
+0. lower case, contractions expanded, idioms with an answer word blanked (``_NEUTRAL``: "no doubt" …);
+1. explicit markers (``Finish[X]``, "answer: X", "A: X" …), the last that reads wins;
+2. conclusion clauses ("so no", "therefore yes"), the last that reads wins;
+3. yes/no: the first and the last clause (after hedges), which must agree; only the first may merely
+   *start* with an answer word ("No, it would not"; not "no evidence");
+4. yes/no: sentence openings, when exactly one label among them.
 
-0. **Preparation.** Lowercased; curly quotes straightened; contractions expanded ("can't" → "cannot",
-   "n't" → " not", "I'm" → "I am"); underscores become spaces (``NOT_ENOUGH_INFO``). Idioms that
-   contain an answer word without being an answer are blanked: "correct me if I am wrong",
-   "no doubt (about it)", "without a doubt", "no question", "no one", "no matter", "no longer",
-   "no more/less", "not only/just", "not sure/certain", "no idea", "yes and no", "yes or no",
-   "true or false", "whether or not", "if not", "if so". So "Correct me if I'm wrong, but no."
-   reads *no* and "No doubt about it: yes." reads *yes*.
-1. **Explicit markers**: ``Finish[X]`` (ReAct's answer action), "answer (is|:) X", "final answer X",
-   "label: X", "verdict: X", "prediction: X", "classification: X", and "A: X" at the start of a line
-   or sentence. The words after the marker, up to the end of the clause, are read as in step 2's
-   clause reading; the **last** marker that reads as a label wins.
-2. **Conclusion**: a clause led by *so, hence, thus, therefore, consequently, accordingly, in
-   conclusion, in short, in summary, to sum up, to conclude, overall, ultimately, all in all, in the
-   end, as a result* (or such a word alone, then the next clause). The last conclusion that reads
-   as a label wins.
-3. yes/no — **first and last clause**. Clauses are split at ``. , ; : ! ? ( ) [ ]``, dashes and new
-   lines, and before "but" / "however". A clause *reads* as an answer when, after leading hedges
-   ("I think", "I believe", "I would say", "probably", "most likely", "well", "but", "it seems" …)
-   are dropped, it is exactly an answer phrase — yes, yeah, yep, true, correct, of course,
-   definitely, I think so, it is / it would / they are …; no, nope, nah, false, incorrect, not,
-   not really, not at all, unlikely, I doubt it, I think not, it is not / it would not … — or, for the
-   first clause only, *starts* with yes / no / nope / true / false / correct / incorrect / "not true"
-   ("No, it would not", "Yes because …"; but not "no" as a determiner: "no information", "no evidence"). When the first and the last clause both read and disagree,
-   the reply is unreadable.
-4. yes/no — **sentence openings**: otherwise, every sentence whose first clause starts with an answer
-   word; exactly one distinct label among them decides.
-
-FEVER (``kind="fever"``) uses steps 0–2 with FEVER's phrases, then:
-
-3. **Strong phrases** anywhere: supports / supported / entails / confirms / verified (SUPPORTS);
-   refutes / refuted / contradicts / disproves / debunked (REFUTES); not enough info(rmation) /
-   evidence, NEI, insufficient, inconclusive, cannot (be) verif(y|ied) / determine(d), unable to
-   verify, unverifiable, not verifiable, no evidence / information, neither supports nor refutes,
-   not supported / does not support / unsupported (NOT ENOUGH INFO: FEVER's third class is a claim
-   the evidence neither supports nor refutes). Negated refutations ("does not refute", "not
-   contradicted") are ignored. One distinct label decides; several: the first strong phrase of the
-   first clause decides, else unreadable.
-4. **Weak words**: the yes/no reading of steps 3–4 (with "the claim is", "this statement is" … as
-   extra hedges): yes / true / correct → SUPPORTS, no / false / incorrect → REFUTES; and a first or
-   last clause that is exactly "unknown", "unclear", "uncertain" or "undetermined" → NOT ENOUGH INFO.
+FEVER: steps 0–2, then strong phrases (``_FEVER_PHRASES``: one label decides, several the first clause's),
+then the yes/no reading of the first and last clause (yes → SUPPORTS, no → REFUTES) or an exact
+"unknown"/"unclear" → NOT ENOUGH INFO. ``None`` (unreadable) scores as wrong.
 """
 
 from __future__ import annotations

@@ -1,27 +1,7 @@
 """Answer metrics for open-domain QA: official EM and F1, label accuracy, retrieval statistics.
 
-EM and F1 follow the official evaluation scripts; ``rule`` names which one:
-
-* ``"hotpotqa"`` — HotpotQA's ``hotpot_evaluate_v1.py`` (the 2WikiMultihopQA script uses the same
-  rules). :func:`normalize_answer` lowercases, deletes every ASCII punctuation character
-  (``string.punctuation``, so ``"U.S."`` becomes ``"us"`` and ``"Jay-Z"`` ``"jayz"``), replaces the
-  whole words *a*, *an*, *the* with a space and collapses whitespace, in that order. EM is 1 when the
-  normalised strings are equal. F1 is over whitespace tokens of the normalised strings (a bag of
-  words); when either normalised side is ``yes``, ``no`` or ``noanswer`` and the two differ, F1 is 0,
-  and when no token is shared (an empty side included) F1 is 0.
-* ``"musique"`` — MuSiQue's ``metrics/answer.py`` (SQuAD's rules): the same normalisation and EM;
-  F1 has no yes/no rule, and when either side has no tokens F1 is 1 if both have none, else 0.
-
-With several gold answers (2Wiki's aliases, MuSiQue's ``answer_aliases``, FlashRAG's
-``golden_answers``) the best score over them counts, as the official scripts do. The answer is scored
-exactly as the method wrote it: no label is read out of it first.
-
-Labels are a separate figure: :func:`label_accuracy` reads a yes/no or FEVER label out of the answer
-(:mod:`ragplan.eval.labels`) and compares it with the gold label; a reply without a readable label
-scores 0.
-
-:func:`retrieval_stats` counts a run's (sub-)queries, the retrievals it attempted and those that failed
-(a failed retrieval is not a retrieval).
+``rule`` names the official script (``"hotpotqa"``: hotpot_evaluate_v1.py, also 2Wiki's; ``"musique"``:
+metrics/answer.py, SQuAD's); the rules are in docs/evaluation.md, "Metrics and grading".
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""The order of group values in summary tables and plots: ordinal words in their order, numbers as numbers.
+"""The order of group values in summary tables and plots (docs/evaluation.md, "Order of groups").
 
-A summary groups questions by a meta key (HotpotQA's ``level``, DQA's ``year``, MuSiQue's ``hops`` …).
-Sorted as text, ``easy, hard, medium`` and ``10, 2, 3`` read wrongly; :func:`ordered_categories`
-puts them as a reader expects:
-
-1. values of one known ordinal scale in the scale's order (:data:`ORDINAL_SCALES`: easy < medium <
-   hard, low < medium < high, none < SR < MR, SUPPORTS < REFUTES < NOT ENOUGH INFO, …);
-2. otherwise in "natural" order: text with its numbers compared as numbers (``1440 < 1445``,
-   ``2hop < 3hop1 < 10hop``, ``item 2 < item 10``), numbers before words;
-3. ``None``/``null`` values last.
+Known ordinal scales (:data:`ORDINAL_SCALES`) in their order, else natural order (numbers as numbers,
+numbers before words), ``None`` last.
 """
 
 from __future__ import annotations

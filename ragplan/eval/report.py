@@ -1,11 +1,7 @@
-"""Summaries of a run and comparison tables across runs.
+"""Summaries of a run and comparison tables across runs (docs/evaluation.md, "Reports").
 
-The retrieval split follows PlanRAG's Figure 5: a question is *SR* (single retrieval) when IterRAG
-answered it after one retrieval and *MR* when after several. In one run's summary the split uses that
-run's own retrieval count; ``ragplan eval report`` uses the counts of the run whose graph defines the
-split (its family description says so: ``GraphSpec.splits_retrievals``, IterRAG in PlanRAG's family)
-for every method of the same benchmark when such a run is compared (as the paper does), and each run's
-own otherwise.
+SR/MR follows the run whose graph defines the split (``GraphSpec.splits_retrievals``: IterRAG) for every
+run of the same benchmark when one is compared, each run's own retrieval count otherwise.
 """
 
 from __future__ import annotations

@@ -1,30 +1,7 @@
 """Retrieval scores against a dataset's gold support: recall@k, all-supporting@k, MRR (no LLM).
 
-The small API other code imports (FuRePA's plan assessor is trained and measured with it):
-
-* :func:`gold_support` — an example's gold support as :class:`GoldSupport`: evidence sets of titles
-  and sentences (HotpotQA / 2Wiki ``supporting_facts``: one set; FEVER: its evidence sets; MuSiQue:
-  the titles of its ``is_supporting`` paragraphs; KILT: provenance titles);
-* :func:`score_ranking` — the scores of one query's ranked passages (and, optionally, its ranked
-  sentences) against a :class:`GoldSupport`;
-* :func:`score_queries` — the same for a question that ran several queries: the question's retrieved
-  set at k is the **union of every query's top k**, and its reciprocal rank the best over its queries;
-* :func:`mean_scores` — the mean of each score over questions (``None`` scores left out).
-
-Definitions (``k`` counts passages for titles and MRR, sentences for sentence recall):
-
-* ``title_recall@k`` — the share of a gold evidence set's titles among the titles of the top-k
-  passages; the best over evidence sets (HotpotQA, 2Wiki and MuSiQue have one set, FEVER several);
-* ``all_supporting@k`` — 1 when every title of some evidence set is among the top-k passages' titles;
-* ``sentence_recall@k`` — the share of an evidence set's sentences among the top-k ranked sentences,
-  best over sets; ``None`` for data without sentence-level support (MuSiQue, KILT). A retrieved
-  sentence is a gold sentence ``(title, i)`` when its passage has that title and either it is the
-  passage's given sentence ``i`` (``sentence_index``) or its text equals the gold sentence's text;
-* ``mrr`` — 1 / the rank of the first passage whose title is a gold title (any set), 0 when none of
-  the retrieved passages has one.
-
-Titles are compared after Unicode NFC, whitespace collapsing and case folding; sentence texts after
-whitespace collapsing.
+Definitions: docs/evaluation.md, "Retrieval without an LLM". ``k`` counts passages for titles and MRR,
+sentences for sentence recall; a question with several queries is scored on the union of their top k.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """``ragplan eval retrieval``: score a retriever (and a method's queries) against gold support, no LLM.
 
-For every question of a text benchmark with gold supporting titles/sentences, the queries — the
-question itself, or the queries a method executed (``executed_queries`` of a run folder's
-``results.jsonl``) — are searched in the index (a built one, or the questions' own context
-paragraphs with ``context_only``); each query's top passages are scored, and its sentences ranked by
-the sentence ranker the methods use (Sentence-BERT similarity to the query, over the top
-``passages`` passages) for sentence recall. A question with several queries is scored on the union of
-their top-k (:func:`ragplan.eval.retrieval.score_queries`). The means go to a table and, with every
-question's scores, to a JSON file.
-
-Questions without gold support (FEVER's NOT ENOUGH INFO claims) are left out and counted. With a run
-folder, questions the run did not finish are left out (``missing``); a finished question whose method
-executed no query scores 0 on everything (it retrieved nothing) and is counted (``without_queries``).
+See docs/evaluation.md, "Retrieval without an LLM". Questions without gold support are left out and counted;
+with a run folder, unfinished questions are ``missing`` and one with no executed query scores 0
+(``without_queries``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """A run folder on disk: its settings and its results, written so that a kill loses nothing finished.
 
-* ``settings.json`` — what was run (:class:`RunSettings`), written atomically;
-* ``results.jsonl`` — one JSON line per finished question, appended and fsynced one at a time;
-* ``invocations.jsonl`` — when each run or resume started, so the wall time counts killed runs too;
-* ``llm_cache.json`` — with an LLM cache: its folder, the mode, and the entries the run used (their
-  count, a fingerprint, and their digests), so a shipped cache can be checked against the run.
-
-The runner (:mod:`ragplan.eval.runner`) writes folders; the reports (:mod:`ragplan.eval.report`) read them.
+Its files are listed in docs/evaluation.md, "A run"; ``invocations.jsonl`` records when each run or resume
+started, so the wall time counts killed runs too.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """Run a method graph over a benchmark: bounded async concurrency, rate-limit backoff, resumable.
 
-A run folder holds:
-
-* ``settings.json`` — what was run (method, benchmark, data, model, context settings, filters);
-* ``results.jsonl`` — one JSON line per finished question, appended and fsynced one at a time, so a
-  killed run loses at most the questions in flight; a torn last line is cut off on resume;
-* ``summary.json`` / ``summary.md`` — accuracy overall, per group (scenario, year …), split into
-  single- vs multi-retrieval questions (PlanRAG's Figure 5), LLM calls, tokens and latency;
-* ``plot.png`` — accuracy per group and per retrieval class.
-
-``--resume RUN_DIR`` reads the folder's settings, skips every question already in ``results.jsonl``
-and runs the rest; a question that was in flight at a kill continues from its last finished node
-(``checkpoints.sqlite``, :mod:`ragplan.eval.item_checkpoints`). Plan review is always off in a batch. Errors of one question (endpoint down, a bad script, a timeout) are recorded in its
-line; they never stop the run. The questions run in this process, ``concurrency`` at a time on one event loop
-(the work is bound by LLM latency; past one machine, runs belong on a LangGraph server).
+The run folder and ``--resume``: docs/evaluation.md, "A run" and "Resume, rerun and replay".
 """
 
 from __future__ import annotations

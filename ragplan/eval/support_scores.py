@@ -1,18 +1,8 @@
 """Retrieval-only figures of each question's executed queries, graded inline by the text benchmarks.
 
-When a text-benchmark run retrieves from a local index (``--context-only``, or ``--set retriever=local
---set index_dir=DIR``) and its questions have gold support (HotpotQA / 2Wiki ``supporting_facts``, MuSiQue's
-``is_supporting`` paragraphs, FEVER's evidence sets), every finished question's executed queries (the
-family's :meth:`~ragplan.state.result.GraphResult.executed_queries`) are searched again in that index and
-scored against the gold support with :func:`ragplan.eval.retrieval.score_queries`:
-
-* ``support_recall@k`` — the share of the gold titles among the union of the queries' top-k passages
-  (``title_recall@k`` of ``ragplan eval retrieval``), for k in :data:`SUPPORT_KS`;
-* ``support_mrr`` — 1 / the best rank of a gold passage over the queries (``mrr`` there).
-
-A question that executed no query scores 0 (it retrieved nothing); one without gold support has no figure
-(``None``, left out of the means). These are the figures ``ragplan eval retrieval --queries RUN_DIR``
-computes afterwards, inline in the run's summary.
+``support_recall@k`` (k in :data:`SUPPORT_KS`) and ``support_mrr``: ``ragplan eval retrieval --queries``'s
+``title_recall@k`` and ``mrr`` (docs/evaluation.md, "Metrics and grading"). No query scores 0; no gold
+support, ``None``.
 """
 
 from __future__ import annotations

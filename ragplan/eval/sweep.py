@@ -1,23 +1,7 @@
-"""A sweep: one evaluation run per value of one context setting, then a table and a figure of the scores.
+"""A sweep: one evaluation run per value of one context setting, then a table and a figure (docs/evaluation.md, "Sweeps").
 
-``ragplan eval sweep --method think_then_act --benchmark hotpotqa --data FILE --sweep beta_threshold=0,0.25,0.5,0.75,1``
-is Think-then-Act's Figures 3/4 (EM, F1 and retrieval ratio against β′), but nothing here knows a
-method: any setting of the method's typed context can be swept (``max_replans`` of PlanRAG,
-``max_plan_repairs`` of REAPER …).
-
-The sweep folder (``--out``, default ``runs/sweep-<method>-<benchmark>-<setting>``) holds one ordinary
-run folder per value, named ``<setting>=<value>``, and
-
-* ``sweep.json`` — the setting, its values, the shared settings and one row per value (its run
-  folder, its overall scores and cost);
-* ``sweep.md`` — the same as a table;
-* ``sweep.png`` — the benchmark's headline scores (EM and F1 for text benchmarks, else accuracy) and the
-  retrieval ratio (when the benchmark reports one) against the value.
-
-Running the same command again finishes what is unfinished: a value whose run folder exists is resumed
-(its finished questions are kept, the rest run), a missing one is started. A run folder whose settings
-differ from the command's (another method, data, limit, model …) is refused with the fields that
-differ, never mixed into the sweep.
+Running the same command again resumes it; a run folder made with other settings is refused with the fields
+that differ.
 """
 
 from __future__ import annotations

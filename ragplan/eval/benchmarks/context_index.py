@@ -1,12 +1,7 @@
 """A local index of the questions' own context paragraphs (``--context-only``), built once per folder.
 
-HotpotQA (distractor and fullwiki), 2WikiMultihopQA, MuSiQue and StrategyQA ship the paragraphs a
-question is about. :func:`context_passages` turns them into one passage per distinct (title,
-paragraph), **keeping the dataset's own sentence segmentation** where it gives one (HotpotQA's and
-2Wiki's sentences, StrategyQA's facts): the passage carries ``sentences`` and the sentence ranker uses
-them as they are, instead of re-splitting the joined text (a regex splitter breaks sentences at
-initials such as "O.F.M. ( c. 1221"). MuSiQue's paragraphs are not segmented, so their text is split
-as any corpus passage is. :func:`build_context_index` writes the passages and builds the index.
+One passage per distinct (title, paragraph), keeping the dataset's own sentences (HotpotQA, 2Wiki,
+StrategyQA's facts) so the sentence ranker does not re-split them.
 """
 
 from __future__ import annotations

@@ -1,38 +1,7 @@
 """Open-domain QA benchmarks of the runner: HotpotQA, 2WikiMultihopQA, MuSiQue, StrategyQA, FEVER, FlashRAG.
 
-Registered as ``hotpotqa``, ``2wikimultihopqa``, ``musique``, ``strategyqa``, ``fever`` and ``flashrag``
-(Think-then-Act §4.1, plus MuSiQue). Each reads its file with :func:`ragplan.datasets.load_qa`.
-
-Grading (:meth:`TextQABenchmark.grade`; docs/evaluation.md "Metrics and grading" has the details):
-
-* ``em`` / ``f1`` — the official evaluation script's EM and F1 **over the raw answer**, the best over
-  the gold answers (MuSiQue's ``answer_aliases``, 2Wiki's ``id_aliases.json``, FlashRAG's list):
-  HotpotQA's rules for every dataset but MuSiQue, MuSiQue's own (SQuAD's) for ``musique``. MuSiQue's
-  unanswerable questions (the full release) have no EM/F1 (``None``: left out of the means, as the
-  official script scores answers on answerable questions only).
-* ``label_acc`` — for yes/no and FEVER questions only (``None`` for others): 1 when the label read
-  out of the answer (:mod:`ragplan.eval.labels`) is the gold label; an answer without a readable
-  label scores 0. Never mixed into ``em``/``f1``.
-* ``correct`` (the summary's accuracy) — ``label_acc == 1`` on label datasets (every question
-  yes/no or FEVER: StrategyQA, FEVER, such FlashRAG files), ``em == 1`` otherwise.
-* ``retrieval_ratio`` — 1 when the question retrieved successfully at least once (a failed
-  retrieval is not a retrieval), so its mean is the share of questions that retrieved (the paper's
-  Figure 3); ``subquery_retrieval_ratio`` — the share of the question's (sub-)queries that retrieved
-  successfully; ``retrieval_count`` / ``retrieval_errors`` — retrievals run and failed.
-* ``support_recall@2``, ``support_recall@5``, ``support_mrr`` — when the run retrieves from a local
-  index (``context_only``, or the run's ``retriever = local`` with an ``index_dir``): the retrieval-only
-  figures of the question's executed queries against its gold support
-  (:mod:`ragplan.eval.support_scores`; ``None`` for a question without gold support).
-
-FEVER: the claim is the question (what retrieval searches for) and the label instructions go in the
-separate graph input ``instructions`` (:data:`FEVER_INSTRUCTIONS`), which answer prompts use and
-retrieval never searches for.
-
-Options (``RunSettings.benchmark_options``): ``context_only`` builds a local FAISS index from the
-loaded questions' own context paragraphs (:mod:`ragplan.eval.benchmarks.context_index`, which keeps
-the dataset's sentence segmentation) and points every question's retriever at it; ``fmt`` names the
-file format when detection should not decide; ``embedding_model`` is the Sentence-BERT model path of
-that index (it must be the one the retriever embeds queries with).
+Grading and options: docs/evaluation.md, "Benchmarks and their files" and "Metrics and grading". A FEVER
+claim is the question; its label instructions go in the separate graph input ``instructions``.
 """
 
 from __future__ import annotations
