@@ -36,10 +36,7 @@ class ItemCheckpoints:
         self._first: dict[str, int] = {}
 
     async def open(self) -> AsyncSqliteSaver | None:
-        """Connect and read which threads the file holds; the saver to compile the graph with (None when off).
-
-        The connection is closed again when anything here fails.
-        """
+        """Connect and read which threads the file holds; the saver (None when off). Closed again on failure."""
         if not self.enabled:
             return None
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -281,11 +281,8 @@ def _read_fever(t: str) -> str | None:
 
 
 def read_label(reply: str, kind: LabelKind) -> str | None:
-    """The label a free-text reply gives (see the module docstring for the rules), or ``None``.
-
-    ``kind="yesno"`` returns ``"yes"`` / ``"no"``; ``kind="fever"`` one of :data:`FEVER_LABELS`.
-    Raises ``ValueError`` for another kind.
-    """
+    """The label a reply gives (see the module docstring), or ``None``: ``"yes"``/``"no"`` for ``kind="yesno"``,
+    one of :data:`FEVER_LABELS` for ``"fever"``; ``ValueError`` for another kind."""
     if kind not in ("yesno", "fever"):
         raise ValueError(f"unknown label kind {kind!r}: use 'yesno' or 'fever'")
     t = _prepare(reply)

@@ -43,9 +43,7 @@ def _golds(gold: str | Iterable[str]) -> list[str]:
 
 
 def exact_match(prediction: str, gold: str | Iterable[str], rule: ScoreRule = "hotpotqa") -> float:
-    """1.0 when the normalised prediction equals a normalised gold answer (best over several), else 0.0.
-
-    Both official scripts compare normalised strings the same way, so ``rule`` does not change EM."""
+    """1.0 when the normalised prediction equals a normalised gold answer (``rule`` does not change EM)."""
     _check_rule(rule)
     p = normalize_answer(prediction)
     return float(any(p == normalize_answer(g) for g in _golds(gold)))
@@ -79,13 +77,7 @@ def f1_score(prediction: str, gold: str | Iterable[str], rule: ScoreRule = "hotp
 # ---------------------------------------------------------------------------------------- labels
 
 def extract_label(prediction: str, kind: str) -> str | None:
-    """The label a free-text reply gives, or ``None`` when it names none clearly.
-
-    ``kind`` is ``"yesno"`` (``"yes"``/``"no"``) or ``"fever"`` (a :data:`FEVER_LABELS` value). The
-    rules (explicit markers such as ``Finish[X]`` and "answer: X", then a conclusion clause, then the
-    first and last clause, with idioms such as "no doubt" and "correct me if I'm wrong" blanked) are
-    those of :func:`ragplan.eval.labels.read_label`.
-    """
+    """The label a free-text reply gives, or ``None`` (:func:`ragplan.eval.labels.read_label`)."""
     return read_label(prediction, kind)  # type: ignore[arg-type]
 
 
@@ -101,9 +93,7 @@ def canonical_label(gold: str, kind: str) -> str:
 
 
 def label_accuracy(prediction: str, gold: str | Iterable[str], kind: str) -> float:
-    """1.0 when the label read from ``prediction`` equals the (canonical) gold label, else 0.0.
-
-    A reply from which no label can be read scores 0.0 (never partial credit)."""
+    """1.0 when the label read from ``prediction`` is the (canonical) gold label; unreadable scores 0.0."""
     label = extract_label(prediction, kind)
     if label is None:
         return 0.0
@@ -150,13 +140,8 @@ def _field(q: Any, name: str) -> Any:
 
 
 def retrieval_stats(output: Mapping[str, Any]) -> RetrievalStats:
-    """Retrieval counts of a text-QA graph's output.
-
-    From its ``queries`` (Think-then-Act's sub-queries: ``retrieve`` says a retrieval ran and a
-    non-empty ``retrieval_error`` that it failed) when the output lists them; otherwise from its
-    ``retrievals`` (a family's typed count of retrievals run, else ``retrieval_count``) and
-    ``retrieval_errors`` numbers; zero when it has none of them (a failed run).
-    """
+    """Retrieval counts of a text-QA graph's output: from its ``queries`` (``retrieve``,
+    ``retrieval_error``) when listed, else its ``retrievals`` (or ``retrieval_count``) and ``retrieval_errors``."""
     qs = output.get("queries")
     if isinstance(qs, list) and qs:
         ran = [q for q in qs if _field(q, "retrieve")]

@@ -55,13 +55,8 @@ class RunJob:
 
 
 class ResultWriter:
-    """Appends a run's result lines from the event loop, the lines that are ready together (group commit).
-
-    Each line is on disk (written and fsynced) before :meth:`write` returns, as with one write per line;
-    lines that finish while a write is under way go in the next write, one ``fsync`` for all of them. At
-    high concurrency many questions finish at the same moment, and one fsync each, one after the other,
-    held the last of them (and the next questions waiting for their slots) by tens of milliseconds.
-    """
+    """Appends a run's result lines from the event loop, the lines that are ready together (group commit):
+    each is fsynced before :meth:`write` returns, with one ``fsync`` for the lines that finished meanwhile."""
 
     def __init__(self, folder: RunFolder) -> None:
         """Lines go to ``folder``'s ``results.jsonl``."""
@@ -130,12 +125,8 @@ def _typed(family: MethodFamily, out: dict[str, Any]) -> GraphResult:
 
 async def run_questions(job: RunJob, on_finished: Callable[[], None] | None = None,
                         family: MethodFamily | None = None) -> int:
-    """Run every question of ``job``, ``job.concurrency`` at a time, and append its record; ``on_finished`` after
-    each line is written. ``family`` is the method's family when the caller has it already.
-
-    Returns how many distinct data (scripts, indexes …) were prepared: each once, however many questions
-    read it (:class:`~ragplan.eval.item_contexts.ItemContexts`).
-    """
+    """Run every question of ``job``, ``job.concurrency`` at a time, appending its record (``on_finished``
+    after each); returns how many distinct data were prepared (:class:`~ragplan.eval.item_contexts.ItemContexts`)."""
     settings, bench = job.settings, job.bench
     folder = RunFolder(job.run_dir)
     family = family or family_of(settings.method)

@@ -63,12 +63,8 @@ def _figures(records: list[dict[str, Any]], run_metrics: RunMetrics | None) -> t
 
 def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any = None,
               metrics: list[str] | None = None, run_metrics: RunMetrics | None = None) -> dict[str, Any]:
-    """Accuracy (and the benchmark's own metrics) overall, per group key and per retrieval class, plus cost.
-
-    ``run_metrics`` is the method family's hook (:meth:`~ragplan.state.result.GraphResult.run_metrics`): its
-    figures are averaged the same way and listed in ``run_metrics``. ``stop_reasons`` counts the records' stop
-    reasons (every family).
-    """
+    """Accuracy, the benchmark's ``metrics`` and the family's ``run_metrics`` figures overall, per group key
+    and per retrieval class, plus stop reasons and cost."""
     metrics = list(metrics or [])
     figures, names = _figures(records, run_metrics)
     names = [m for m in names if m not in metrics]
@@ -271,13 +267,8 @@ def benchmark_comparison(c: RunComparison, run_dirs: list[str | Path]) -> str:
 
 
 def retrieval_split(c: RunComparison, labels: list[str]) -> dict[str, dict[str, Any]]:
-    """PlanRAG's Figure 5 data: per benchmark, the SR and MR question counts and each run's accuracy on them.
-
-    A question is SR / MR by the retrieval count of the benchmark's reference run (the graph that defines the
-    split, IterRAG) when one is compared (as in the paper), else by each run's own count; the counts (``n``,
-    ``total``) are the reference run's (else the benchmark's first run). A run without questions of a class has
-    accuracy None there.
-    """
+    """PlanRAG's Figure 5 data: per benchmark, the SR/MR counts (of the reference run, else the first) and
+    each run's accuracy on them (None without questions of a class); split as in :func:`comparison`."""
     refs = _reference_counts([(st, recs) for st, recs, _ in c.runs])
     out: dict[str, dict[str, Any]] = {}
     for label, (st, recs, _) in zip(labels, c.runs):

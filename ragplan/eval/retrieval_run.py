@@ -22,11 +22,8 @@ SearchMany = Callable[[Sequence[str], int], list[list[Any]]]
 
 
 def read_executed_queries(path: str | Path) -> dict[str, list[str]]:
-    """Question id → the queries a method executed, from a run folder (or its ``results.jsonl``).
-
-    Records without an ``executed_queries`` list (a run from before the field existed) are refused,
-    since "no queries" and "not recorded" must not be confused.
-    """
+    """Question id → the queries a method executed, from a run folder or its ``results.jsonl``; a record
+    without an ``executed_queries`` list is refused (no queries is not unrecorded)."""
     from ragplan.eval.runfolder import RunFolder
 
     p = Path(path)
@@ -48,13 +45,9 @@ def read_executed_queries(path: str | Path) -> dict[str, list[str]]:
 def score_examples(examples: Sequence[QAExample], search: SearchMany, *, ks: Sequence[int] = DEFAULT_KS,
                    queries: dict[str, list[str]] | None = None, ranker: Any = None, passages: int | None = None,
                    group_by: Sequence[str] = ()) -> dict[str, Any]:
-    """Retrieve for every example with gold support and score it (see the module docstring).
-
-    ``queries`` maps ids to executed queries (None: each question is its own one query); ``ranker`` is a
-    :class:`~ragplan.tools.retrieval.SentenceRanker` (None: no sentence recall); ``passages`` is the
-    depth searched and the sentence ranker's pool (default: the largest k). Returns ``overall`` means,
-    per-group means for each ``group_by`` meta key, the counts and every question's scores.
-    """
+    """Retrieve for every example with gold support and score it: ``queries`` (None: the questions),
+    ``ranker`` (None: no sentence recall), ``passages`` (depth and ranker pool, default the largest k).
+    Returns the ``overall`` and per-group means, the counts and every question's scores."""
     ks = sorted({int(k) for k in ks if int(k) > 0}) or list(DEFAULT_KS)
     depth = max(int(passages or 0), max(ks))
     pool = int(passages or max(ks))
@@ -125,12 +118,8 @@ def evaluate_retrieval(benchmark: str, data: str, *, index_dir: str | Path | Non
                        queries: str | Path | None = None, ks: Sequence[int] = DEFAULT_KS, limit: int | None = None,
                        passages: int | None = None, embedding_model: str = "", fmt: str | None = None,
                        work_dir: str | Path = ".") -> dict[str, Any]:
-    """Everything ``ragplan eval retrieval`` does but printing: load, index, search, score; returns the result.
-
-    ``index_dir`` names a built index; ``context_only`` builds one of the questions' own paragraphs in
-    ``work_dir/context_index-<benchmark>`` (reused when the passages are the same). ``queries`` is a run
-    folder or a ``results.jsonl`` (None: the questions themselves).
-    """
+    """Everything ``ragplan eval retrieval`` does but printing; ``context_only`` indexes the questions'
+    paragraphs in ``work_dir/context_index-<benchmark>``, ``queries`` is a run folder or ``results.jsonl``."""
     from ragplan.eval.benchmarks.context_index import build_context_index
     from ragplan.eval.registry import get_benchmark
     from ragplan.tools.retrieval import SentenceRanker

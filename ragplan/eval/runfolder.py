@@ -78,13 +78,8 @@ class RunFolder:
         atomic_write(self.settings_file, json.dumps(asdict(settings), indent=2, default=str))
 
     def load_records(self, repair: bool = False) -> dict[str, dict[str, Any]]:
-        """Finished records by id: every valid line is kept, whatever lines around it are broken.
-
-        A line that is not a JSON record with an ``id`` (a torn last line after a kill, a corrupt line
-        in the middle) is skipped with a warning naming its line number; with ``repair`` the bad lines
-        are moved to ``results.rejected.jsonl`` and ``results.jsonl`` is rewritten (atomically) without
-        them, so appends continue on a clean file. A later line for the same id replaces an earlier one.
-        """
+        """Finished records by id, a later line replacing an earlier one; broken lines are skipped with a
+        warning (with ``repair``: moved to ``results.rejected.jsonl`` and ``results.jsonl`` rewritten atomically)."""
         if not self.results_file.exists():
             return {}
         raw = self.results_file.read_bytes()
@@ -166,10 +161,8 @@ class RunFolder:
         self.append_lines([record_line(record)])
 
     def append_lines(self, lines: list[bytes]) -> None:
-        """Append whole lines (:func:`record_line`) in one write, flushed to disk before returning; thread- and
-        process-safe: one write under an exclusive ``flock`` (the runner appends from a worker thread, so the
-        fsync does not hold up its event loop, or from two processes), so lines are
-        never cut by another's."""
+        """Append whole lines in one write under an exclusive ``flock``, fsynced before returning (thread- and
+        process-safe)."""
         with _append_lock, open(self.results_file, "ab") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file is closed
             fh.write(b"".join(lines))

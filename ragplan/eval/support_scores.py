@@ -33,10 +33,8 @@ class SupportScorer:
         self._lock = threading.Lock()
 
     def score(self, gold: GoldSupport, queries: Sequence[str] | None) -> dict[str, float | None]:
-        """The figures of one question (``None`` each without gold support or without a list of executed queries).
-
-        Raises what opening or searching the index raises; the caller records it.
-        """
+        """The figures of one question (``None`` each without gold support or a list of queries); raises what
+        the index raises."""
         names = support_metric_names(self.ks)
         if not gold or queries is None:
             return dict.fromkeys(names)

@@ -132,12 +132,8 @@ def sweep_metrics(rows: Sequence[dict[str, Any]]) -> list[str]:
 def run_sweep(base: RunSettings, key: str, values: Sequence[Any], out_dir: str | Path, *,
               evaluate_run: Callable[[RunSettings, Path], dict[str, Any]],
               on_start: Callable[[Any, Path, int], None] | None = None) -> SweepResult:
-    """Run (or finish) one run per value with ``evaluate_run(settings, run_dir) -> summary`` and write the
-    sweep's files. ``base`` holds the shared settings; each run gets ``base.context[key] = value``.
-
-    Every run folder is checked before any runs (a folder of another sweep is a SweepError, nothing is
-    started); ``on_start(value, run_dir, finished_questions)`` is told about each run as it starts.
-    """
+    """Run (or finish) one run per value (``base.context[key] = value``) with ``evaluate_run`` and write
+    the sweep's files; every folder is checked first (SweepError); ``on_start(value, run_dir, done)`` per run."""
     check_sweep_setting(base.method, key, values)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():

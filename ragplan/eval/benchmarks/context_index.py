@@ -18,13 +18,8 @@ __all__ = ["context_passages", "build_context_index"]
 
 
 def context_passages(examples: list[QAExample]) -> list[dict[str, Any]]:
-    """One ``{id, title, contents[, sentences]}`` passage per distinct (title, paragraph) of the contexts.
-
-    ``contents`` is the paragraph's sentences stripped and joined by single spaces; ``sentences`` (the
-    stripped, non-empty given sentences, in order) is there when the dataset segments its paragraphs.
-    Ids are a hash of title and contents, so the same paragraph has the same id whichever questions
-    are loaded.
-    """
+    """One ``{id, title, contents[, sentences]}`` passage per distinct (title, paragraph); ids hash title and
+    contents, ``sentences`` are the given ones when the dataset segments its paragraphs."""
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     for ex in examples:
@@ -51,14 +46,9 @@ def _read_json(path: Path) -> Any:
 
 
 def build_context_index(examples: list[QAExample], root: str | Path, *, model: str = "", what: str = "") -> Path:
-    """Write the examples' context passages to ``root/passages.jsonl`` and build ``root/index``; the index dir.
-
-    ``root/manifest.json`` is written only after the build finished, so a rerun reuses a complete
-    index of the same passages and model at once, and hands an interrupted or outdated one back to
-    ``build_index`` (which resumes or rebuilds it). ``model`` is the embedding model path ("" = the
-    packaged default). Raises :class:`DatasetError` when the examples ship no context paragraphs
-    (``what`` names the data in that message).
-    """
+    """Write ``root/passages.jsonl`` and build ``root/index``; the index dir. ``root/manifest.json`` is written
+    last, so a complete index of the same passages and model is reused and any other resumed or rebuilt.
+    :class:`DatasetError` when the examples ship no paragraphs (``what`` names the data)."""
     passages = context_passages(examples)
     if not passages:
         raise DatasetError(f"{what or 'these questions'}: context_only needs the questions' own context paragraphs, "

@@ -151,11 +151,8 @@ class TextQABenchmark:
         return out
 
     def grade(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
-        """Official ``em``/``f1`` over the raw answer, ``label_acc``, ``correct`` and the retrieval counts.
-
-        ``chosen`` is the normalised answer (what EM compares), ``label`` the label read from it (yes/no
-        and FEVER questions; ``None`` when unreadable). Missing output keys count as empty / zero.
-        """
+        """Official ``em``/``f1`` over the raw answer, ``label_acc``, ``correct``, ``chosen`` (the normalised
+        answer), ``label`` and the retrieval counts; missing output keys count as empty / zero."""
         prediction = str(output.get("answer") or "")
         golds = list(item.meta.get("_answers") or [item.gold])
         kind = item.meta.get("kind", "span")
@@ -195,16 +192,9 @@ class TextQABenchmark:
         return text_report(records, self.spec.rule, self.label_only)
 
     def prepare(self, run_dir: str | Path, context: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """With ``context_only``: a local index of the questions' own paragraphs, built once per run folder.
-
-        Writes ``RUN_DIR/context_index/passages.jsonl`` (with each paragraph's given sentences) and
-        builds the index into ``RUN_DIR/context_index/index`` (see :func:`build_context_index`: a
-        resumed run reuses a complete index of the same passages and model). The embedding model is
-        the ``embedding_model`` option, else the run's context setting of that name (``context``, when
-        the runner passes it), else the packaged default — the retriever must embed queries with the
-        same model. Returns the context settings ``retriever`` = ``local`` and ``index_dir`` (and
-        ``embedding_model`` when one is named); without ``context_only``, nothing.
-        """
+        """With ``context_only``: build a local index of the questions' own paragraphs under
+        ``RUN_DIR/context_index`` (reused on resume) and return the context settings ``retriever``, ``index_dir``
+        (and ``embedding_model``: the option, else the run's context setting); without it, nothing."""
         given = dict(context or {})
         if not self.context_only:
             if given.get("retriever") == "local" and given.get("index_dir"):  # the run's own index: score against it
