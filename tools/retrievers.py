@@ -1,10 +1,4 @@
-"""The retriever (and sentence ranker) a run's context selects, built once per process per setting.
-
-``retriever = "wiki"`` gives live Wikipedia (:mod:`ragplan.tools.wikipedia`), ``"local"`` a FAISS
-index (:mod:`ragplan.tools.textindex`); a Python caller may put any :class:`~ragplan.tools.retrieval.Retriever`
-in the context as ``retriever_object``. The interface (:mod:`ragplan.tools.retrieval`) and the
-retrievers never import each other; this factory imports both.
-"""
+"""The retriever and sentence ranker a run's context selects (``wiki``, ``local`` or ``retriever_object``), built once."""
 
 from __future__ import annotations
 

@@ -1,53 +1,8 @@
 """The statement check that keeps LLM-written Cypher read-only and small enough to parse safely.
 
-Engines have read-only modes, but they are not enough on their own: kglite's read-only graph still
-runs ``LOAD CSV FROM "file:///etc/passwd"`` and any ``CALL`` procedure. So every query the graph-DB
-tool runs passes this check first, whatever the backend, and the backend's own read-only mode
-(kglite's frozen snapshot, Neo4j's read transaction) is the second wall.
-
-The check works on the query's tokens after string literals, backtick-quoted names and comments are
-removed, so a keyword inside a string (``WHERE n.name = "CREATE"``) or a property called ``set``
-(``n.set``, ``{set: 1}``) does not trip it. It refuses:
-
-* several statements (a ``;`` followed by more text);
-* any write clause: CREATE, MERGE, SET, DELETE, DETACH, REMOVE, DROP, FOREACH, INSERT, TERMINATE,
-  LOAD (``LOAD CSV``), ``IN [n] [CONCURRENT] TRANSACTIONS``, ``PERIODIC COMMIT``;
-* a statement that does not start with a read clause (MATCH, OPTIONAL MATCH, WITH, UNWIND, RETURN,
-  CALL, SHOW, optionally after CYPHER / EXPLAIN / PROFILE) — which also refuses the administration
-  commands (ALTER, RENAME, GRANT, DENY, REVOKE, START, STOP, ENABLE, …): they can only start a
-  statement, so later in a query such words are names (``MATCH (start)-->(end)``) and pass;
-* a ``CALL`` of any procedure outside a small allow-list of schema procedures (``CALL { … }``
-  subqueries are allowed, their bodies are checked like the rest);
-* a call of an APOC function (``apoc.cypher.runFirstColumnSingle("LOAD CSV …")`` runs Cypher text
-  the check cannot see) or of a function whose name is backtick-quoted;
-* ``SHOW`` commands other than indexes, constraints, procedures and functions (users, roles,
-  privileges, settings, transactions, servers and databases describe the server, not the graph).
-
-**Size caps** (:class:`QueryCaps`). Parsers recurse: kglite crashes the whole process (a
-segmentation fault, not an error) on about 400 nested ``CALL { … }`` or 600 ``UNION`` arms. So
-before any engine sees a query, the check refuses one that is
-
-* longer than ``max_chars`` (50,000 characters) — tested first, before any other work;
-* nested deeper than ``max_depth`` (40) brackets ``()``, ``[]`` and ``{}`` together (list
-  literals, comprehensions, maps, patterns, function calls);
-* nested deeper than ``max_subquery_depth`` (8) subqueries (``CALL { … }``, ``CALL (x) { … }``,
-  ``EXISTS { … }``, ``COUNT { … }``, ``COLLECT { … }``);
-* made of more than ``max_union_arms`` (32) parts joined by ``UNION`` (or kglite's ``INTERSECT`` /
-  ``EXCEPT``), counted over the whole query.
-
-Real questions stay far below these (PlanRAG's queries nest a handful of brackets and rarely use
-UNION). The refusal says which cap was hit and how to rewrite the query. What the caps cannot
-see — a ``reduce`` that doubles a string, a seven-way cartesian product — is bounded at run time
-by the embedded store's worker process (:mod:`ragplan.tools.graphdb.sandbox`) or by Neo4j's
-transaction timeout.
-
-The check runs in time linear in the query's length: literals are found by a left-to-right scan
-that stops at the first unterminated one, and every later step looks only at nearby characters
-(an earlier version sliced the text per word and took 18 s on a 668 KB query).
-
-Line breaks are normalised to ``\n`` first, and the normalised text is what runs: Neo4j ends a
-``//`` comment at a lone ``\r`` while kglite does not, so without this a comment could hide a
-clause from the check that the server then runs.
+The rules, the size caps and why (kglite's read-only mode still runs ``LOAD CSV``): docs/reliability.md.
+It works on tokens after literals and comments are removed, on ``\n``-normalised text (which is what
+runs), in time linear in the query's length.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
-"""The graph-store interface every backend implements, and the results it returns.
+"""The graph-store interface every backend implements: the statement check, then the backend's read-only path.
 
-A :class:`GraphStore` answers read-only Cypher queries with a row cap and a timeout, and describes
-its schema. Every query goes through :func:`check_read_only` first (the statement check, with the
-store's size caps :attr:`GraphStore.caps`), then through the backend's own read-only path (kglite's
-frozen snapshot in a worker process with time and memory budgets, Neo4j's read transaction with a
-transaction timeout).
-
-Whatever a query does, ``query`` ends in rows or in one of three exceptions — :class:`QueryRefused`
-(the check), :class:`QueryTimeout` or :class:`QueryError` — whose message says what went wrong; an
-unexpected exception from the check or the backend (a ``RecursionError`` on a deeply nested value,
-say) is turned into a :class:`QueryError` rather than escaping to the caller.
+``query`` ends in rows or in :class:`QueryRefused`, :class:`QueryTimeout` or :class:`QueryError` (docs/reliability.md).
 """
 
 from __future__ import annotations

@@ -1,13 +1,4 @@
-"""Opening stores (cached per process) and the ``graph_db`` LangChain tool over a store.
-
-The tool's settings (store handle, row cap, timeout) are injected when the tool is made from the
-run's context; the LLM fills only the query text. A refused, failed or timed-out query is not an
-exception for the caller: it comes back as an observation that says what went wrong, so the LLM can
-repair its query on the next step. That holds for every outcome — a query over the size caps, one
-stopped for time or memory, one that crashed the engine's worker, and any unexpected exception —
-and an observation longer than :data:`OBSERVATION_CHARS` is cut with a note, so one huge value
-cannot flood the LLM's context.
-"""
+"""Opening stores (cached per process) and the ``graph_db`` LangChain tool; every failure becomes the observation."""
 
 from __future__ import annotations
 

@@ -1,21 +1,5 @@
-"""Live Wikipedia through the ``wikipedia-api`` package, made polite, bounded and repeatable.
-
-:class:`WikipediaClient` wraps ``wikipediaapi.Wikipedia`` (0.16, on ``httpx``). The library builds
-every MediaWiki request (``list=search``, ``prop=extracts`` with ``redirects=1``) and parses the
-answers (redirects, sections, missing pages). It takes an ``httpx`` transport as a constructor
-option; this module's transport answers each request the library sends, and adds:
-
-* an endpoint setting (``api_url``; default ``https://{lang}.wikipedia.org/w/api.php``) for tests
-  and mirrors — the library always addresses ``{lang}.wikipedia.org``, the transport sends to ``api_url``;
-* an on-disk response cache (:mod:`ragplan.tools.wikipedia.cache`), read before the network, so a
-  second run of a benchmark sends no request and gets the same pages;
-* bounded retries on timeouts, connection errors, HTTP 429 / 5xx and MediaWiki ``maxlag`` /
-  ``ratelimited`` errors, with exponential backoff, ``Retry-After`` honoured (seconds or an HTTP
-  date) but capped at ``max_wait_s`` so a run never hangs;
-* a descriptive ``User-Agent`` (Wikimedia User-Agent policy), sent exactly as configured (the
-  library's own retries are off: ``max_retries=0``).
-
-Anything that still fails raises :class:`WikipediaError` with the request and the last reason.
+"""Live Wikipedia through ``wikipedia-api``'s public API; its httpx transport adds the on-disk cache,
+bounded retries (429 / 5xx / ``maxlag``; ``Retry-After`` capped at ``max_wait_s``) and ``api_url``.
 """
 
 from __future__ import annotations
