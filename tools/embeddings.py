@@ -36,11 +36,7 @@ def _default_model_path() -> str:
 
 
 def resolve_model_path(model_path: str = "") -> str:
-    """The absolute local model directory for a ``model_path`` setting ("" = the packaged default).
-
-    Raises :class:`EmbeddingModelError` naming the path when it is not a sentence-transformers
-    model directory (nothing is ever fetched from a model hub).
-    """
+    """The absolute local model directory for a ``model_path`` setting ("" = the packaged default); never a hub."""
     raw = (str(model_path) if model_path else "").strip() or _default_model_path()
     path = Path(raw).expanduser()
     if not path.is_dir():
@@ -128,11 +124,7 @@ class Embedder:
 
     def encode(self, texts: list[str], batch_size: int = 64, show_progress: bool = False, *,
                cache: bool = True) -> np.ndarray:
-        """Embed ``texts``: a ``(len(texts), dim)`` float32 array of L2-normalised rows.
-
-        Cached texts are not re-embedded; duplicates within one call are embedded once. With
-        ``cache=False`` nothing is looked up or stored (index builds: every passage is new).
-        """
+        """``(len(texts), dim)`` float32 L2-normalised rows; ``cache=False`` (index builds) bypasses the cache."""
         texts = [t if isinstance(t, str) else str(t) for t in texts]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
@@ -193,10 +185,7 @@ _embedders: dict[str, Embedder] = {}
 
 
 def get_embedder(model_path: str = "") -> Embedder:
-    """The process-wide :class:`Embedder` for ``model_path`` ("" = the packaged default); built on first use.
-
-    Thread-safe: concurrent first calls load the model once.
-    """
+    """The process-wide :class:`Embedder` for ``model_path``, loaded once even by concurrent first calls."""
     key = resolve_model_path(model_path)
     with _lock:
         emb = _embedders.get(key)

@@ -64,10 +64,7 @@ class Retriever(Protocol):
     name: str
 
     def search(self, query: str, k: int = 5) -> list[Passage]:
-        """The ``k`` best passages for ``query`` (fewer when fewer exist).
-
-        May raise on misconfiguration or when the backing service fails after its retries
-        (``WikipediaError``); callers record the failure (see ``nodes.retrieve_text``)."""
+        """The ``k`` best passages for ``query``; may raise (e.g. ``WikipediaError``), callers record it."""
         ...
 
 
@@ -77,11 +74,7 @@ _ABBREV = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|Inc|Ltd|Co|vs|etc|e\.g|i\
 
 
 def split_sentences(text: str, *, min_chars: int = 12, max_chars: int = _MAX_CHARS) -> list[str]:
-    """Split text into sentences (paragraph breaks and sentence ends; common abbreviations kept whole).
-
-    Very short fragments (headings) are dropped and very long sentences cut, so a ranked sentence
-    stays a useful, bounded piece of context.
-    """
+    """Sentences of ``text`` (abbreviations kept whole), headings and fragments dropped, long ones cut."""
     out: list[str] = []
     for para in re.split(r"\n\s*\n|\n(?=[=#])|\n", text or ""):
         para = para.strip()
@@ -109,10 +102,7 @@ class SentenceRanker:
         self.embedder = embedder
 
     def rank(self, query: str, passages: list[Passage], n: int = 3) -> list[Evidence]:
-        """The ``n`` most similar sentences across ``passages`` (ties keep passage order).
-
-        A passage's given sentences (:attr:`Passage.sentences`) are used as they are; other passages'
-        texts are split. The same sentence text is ranked once (its first passage)."""
+        """The ``n`` most similar sentences across ``passages`` (ties keep passage order; each text ranked once)."""
         import numpy as np
 
         cands: list[tuple[str, Passage, int | None]] = []

@@ -15,11 +15,7 @@ _retrievers: dict[tuple, Retriever] = {}
 
 
 def make_retriever(ctx: Any) -> Retriever:
-    """The retriever named by the context (``retriever``: wiki | local), or its ``retriever_object``.
-
-    Built once per process per setting. Raises ``ValueError`` with a clear message for a missing or
-    unknown configuration.
-    """
+    """The retriever the context names (``retriever``: wiki | local) or its ``retriever_object``, built once."""
     obj = getattr(ctx, "retriever_object", None)
     if obj is not None:
         return obj

@@ -78,12 +78,7 @@ class Neo4jGraphStore(GraphStore):
         return not self.query("MATCH (n) RETURN n LIMIT 1", row_cap=1).rows
 
     def load_statements(self, statements: list[Statement], *, source: str, replace: bool = False) -> int:
-        """Write a script into the database (trusted path); returns the number of statements run.
-
-        Refuses a database that already holds data unless ``replace`` (which deletes everything
-        first). All statements run in one write transaction, so a failing statement leaves the
-        database as it was; the error names its file and line.
-        """
+        """Write a script in one write transaction (trusted path); refuses a non-empty database unless ``replace``."""
         if not self.is_empty():
             if not replace:
                 raise ScriptError(

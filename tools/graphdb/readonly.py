@@ -81,11 +81,7 @@ _QUOTED_CALL = re.compile(r"__lit__\s*\(")
 
 
 def normalize_newlines(query: str) -> str:
-    """Turn ``\r\n``, a lone ``\r`` and Unicode line separators into ``\n``.
-
-    Engines disagree on where a ``//`` comment ends (Neo4j stops at ``\r``, kglite does not); with
-    one kind of line break they agree, so the check sees the comments the engine will see.
-    """
+    """Turn ``\r\n``, a lone ``\r`` and Unicode line separators into ``\n`` (engines then agree where ``//`` ends)."""
     return _NEWLINES.sub("\n", query)
 
 
@@ -96,10 +92,7 @@ def _skip_space(text: str, at: int) -> int:
 
 
 def _literal_spans(text: str) -> list[tuple[int, int, bool]]:
-    """``(start, end, is_comment)`` of every comment, string and quoted name, left to right, in linear time.
-
-    An unterminated one is refused at once: reading on would make the rest of the query one literal.
-    """
+    """``(start, end, is_comment)`` of every comment, string and quoted name; an unterminated one is refused."""
     spans: list[tuple[int, int, bool]] = []
     pos = 0
     while (m := _OPENER.search(text, pos)) is not None:
@@ -144,20 +137,13 @@ def _mask(query: str) -> str:
 
 
 def strip_literals(query: str) -> str:
-    """Return ``query`` with comments removed and strings / quoted names replaced by placeholders.
-
-    An unterminated string, quoted name or comment is refused with :class:`QueryRefused`.
-    """
+    """``query`` without comments, strings and quoted names as placeholders; an unterminated one is refused."""
     text = normalize_newlines(query)
     return _replace_spans(text, _literal_spans(text), lambda c: " ", lambda s: " __lit__ ")
 
 
 def check_read_only(query: str, caps: QueryCaps = DEFAULT_CAPS) -> str:
-    """Refuse ``query`` with :class:`QueryRefused` unless it is one read-only Cypher statement within ``caps``.
-
-    Returns the query with surrounding whitespace and one trailing ``;`` removed, ready to run.
-    Runs in time linear in the query's length.
-    """
+    """Refuse ``query`` unless it is one read-only statement within ``caps``; return it ready to run."""
     if len(query) > caps.max_chars:
         raise QueryRefused(
             f"the query is {len(query):,} characters long; at most {caps.max_chars:,} are allowed: "

@@ -366,11 +366,7 @@ class QuerySandbox:
     """A small pool of worker processes serving one graph; thread-safe."""
 
     def __init__(self, statements: list[Statement], *, settings: SandboxSettings = DEFAULT_SANDBOX, source: str = "<graph>") -> None:
-        """Load the script's statements in a first worker (the others start on demand from the graph it leaves).
-
-        Raises :class:`ScriptError` for a statement that does not load, :class:`QueryError` when no worker could
-        load the script; either way nothing is left running.
-        """
+        """Load the statements in a first worker; :class:`ScriptError` or :class:`QueryError` leave nothing running."""
         self.settings, self.source = settings, source
         self._graph = tempfile.TemporaryFile(prefix="ragplan-graph-")  # already unlinked: no leftovers
         self._graph.write(json.dumps([source, [(st.line, st.text) for st in statements]]).encode())

@@ -64,7 +64,7 @@ class _Budget:
         if value is None or isinstance(value, (bool, int, float)):
             self._spend(9)
             return value
-        if isinstance(value, str):
+        if isinstance(value, (str, bytes)):
             self._spend(len(value) + 8)
             return value
         if isinstance(value, dict):
@@ -74,17 +74,12 @@ class _Budget:
             self._spend(8)
             items = [self.plain(v, depth + 1) for v in value]
             return tuple(items) if isinstance(value, tuple) else items
-        if isinstance(value, bytes):
-            self._spend(len(value) + 8)
-            return value
-        if isinstance(value, (datetime.datetime, datetime.time)):
-            self._spend(32)
-            if value.tzinfo is not None and not isinstance(value.tzinfo, datetime.timezone):  # only fixed offsets travel
-                offset = value.utcoffset()
-                return value.replace(tzinfo=datetime.timezone(offset) if offset is not None else None)
-            return value
         if isinstance(value, _PLAIN_DATES):
             self._spend(32)
+            fixed = (datetime.timezone, type(None))  # only fixed offsets travel
+            if isinstance(value, (datetime.datetime, datetime.time)) and not isinstance(value.tzinfo, fixed):
+                offset = value.utcoffset()
+                return value.replace(tzinfo=datetime.timezone(offset) if offset is not None else None)
             return value
         text = str(value)
         self._spend(len(text) + 8)
@@ -194,11 +189,8 @@ def main(argv: list[str]) -> int:
     _send(replies, encode_frame(("ready", {"pid": os.getpid(), "nodes": int(frozen.node_count())})))
     while True:
         request = read_frame(requests)
-        if request is None or request.get("op") == "exit":
+        if request is None:
             return 0
-        if request.get("op") == "ping":
-            _send(replies, encode_frame(("pong",)))
-            continue
         cpu_cap = int(_cpu_seconds() + 3 * float(request["hard_timeout_s"]) + 10)
         if cpu_hard == resource.RLIM_INFINITY or cpu_cap <= cpu_hard:
             resource.setrlimit(resource.RLIMIT_CPU, (cpu_cap, cpu_hard))

@@ -56,11 +56,7 @@ class GraphStore(ABC):
         self._schema: GraphSchema | None = None
 
     def query(self, cypher: str, *, row_cap: int = 100, timeout_s: float = 10.0) -> QueryResult:
-        """Run one untrusted read-only statement: checked, capped to ``row_cap`` rows, time-boxed.
-
-        Raises :class:`QueryRefused` for anything that could write, :class:`QueryTimeout` past
-        ``timeout_s`` and :class:`QueryError` for any other failure.
-        """
+        """Run one untrusted read-only statement: checked, capped to ``row_cap`` rows, time-boxed."""
         try:
             text = check_read_only(cypher, self.caps)
         except QueryRefused:

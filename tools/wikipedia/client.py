@@ -36,11 +36,7 @@ class WikipediaError(RuntimeError):
 
 @dataclass(frozen=True)
 class WikiPage:
-    """One fetched article: its (redirect-resolved) title, plain text, URL and page id.
-
-    ``text`` is the TextExtracts plain text with section headings kept as ``== Heading ==`` lines,
-    which :func:`ragplan.tools.retrieval.split_sentences` skips.
-    """
+    """One fetched article (redirect-resolved title); ``text`` keeps headings as ``== Heading ==`` lines."""
 
     title: str
     text: str
@@ -146,21 +142,13 @@ class _Transport(httpx.BaseTransport):
 
 
 class WikipediaClient:
-    """Page text and title search on one Wikipedia (or a MediaWiki-compatible mirror).
-
-    Thread-safe: the underlying ``httpx.Client`` is shared, cache writes are atomic.
-    """
+    """Page text and title search on one Wikipedia (or a MediaWiki mirror); thread-safe."""
 
     def __init__(self, language: str = "en", user_agent: str | None = None, cache_dir: str | os.PathLike[str] | None = None,
                  api_url: str | None = None, timeout_s: float = 10.0, retries: int = 3, backoff_s: float = 1.0,
                  *, max_wait_s: float = 30.0, offline: bool | None = None) -> None:
-        """Configure the client; no request is sent until :meth:`search` or :meth:`page`.
-
-        ``cache_dir`` defaults to :func:`~ragplan.tools.wikipedia.cache.default_cache_dir`;
-        ``user_agent`` to :func:`default_user_agent`. ``timeout_s`` bounds each HTTP phase of one
-        attempt; there are at most ``1 + retries`` attempts, separated by ``backoff_s * 2**i``
-        seconds or the server's ``Retry-After``, never more than ``max_wait_s``. ``offline`` (default
-        ``$RAGPLAN_WIKI_OFFLINE``) answers from the cache only.
+        """No request is sent until :meth:`search` or :meth:`page`; at most ``1 + retries`` attempts per request,
+        ``backoff_s * 2**i`` or ``Retry-After`` apart, never more than ``max_wait_s``; ``offline``: the cache only.
         """
         lang = (language or "").strip().lower()
         if not lang or not all(c.isalnum() or c == "-" for c in lang):
