@@ -31,7 +31,7 @@ class Passage:
             for i, s in enumerate(self.sentences):
                 s = " ".join(s.split())
                 if s:
-                    out.append((i, s if len(s) <= _MAX_CHARS else s[:_MAX_CHARS].rsplit(" ", 1)[0] + " …"))
+                    out.append((i, _cut(s, _MAX_CHARS)))
             return out
         return [(None, s) for s in split_sentences(self.text)]
 
@@ -90,8 +90,12 @@ def split_sentences(text: str, *, min_chars: int = 12, max_chars: int = _MAX_CHA
         for s in merged:
             s = " ".join(s.split())
             if len(s) >= min_chars:
-                out.append(s if len(s) <= max_chars else s[:max_chars].rsplit(" ", 1)[0] + " …")
+                out.append(_cut(s, max_chars))
     return out
+
+
+def _cut(s: str, max_chars: int) -> str:
+    return s if len(s) <= max_chars else s[:max_chars].rsplit(" ", 1)[0] + " …"
 
 
 class SentenceRanker:

@@ -135,21 +135,22 @@ def run_graph_query(store: GraphStore, query: str, *, row_cap: int, timeout_s: f
         if res.warnings:
             text += "\n" + "\n".join(f"(warning: {w})" for w in res.warnings)
     except QueryRefused as exc:
-        return QueryOutcome(ok=False, observation=_cut(f"Query refused: {exc}"), error_kind="refused")
+        return _failed("refused", f"Query refused: {exc}")
     except QueryTimeout as exc:
-        return QueryOutcome(ok=False, observation=_cut(f"Query timed out: {exc}"), error_kind="timeout")
+        return _failed("timeout", f"Query timed out: {exc}")
     except QueryError as exc:
-        return QueryOutcome(ok=False, observation=_cut(f"Query error: {exc}"), error_kind="error")
+        return _failed("error", f"Query error: {exc}")
     except RecursionError:
-        return QueryOutcome(
-            ok=False, observation="Query error: the result nests values too deeply to show: return something flatter",
-            error_kind="error",
-        )
+        return _failed("error", "Query error: the result nests values too deeply to show: return something flatter")
     except Exception as exc:  # whatever else happened, the LLM gets an observation and the run goes on
-        return QueryOutcome(ok=False, observation=_cut(f"Query error: {type(exc).__name__}: {exc}"), error_kind="error")
+        return _failed("error", f"Query error: {type(exc).__name__}: {exc}")
     return QueryOutcome(
         ok=True, observation=_cut(text), row_count=len(res.rows), total_rows=res.total_rows, elapsed_ms=round(res.elapsed_ms, 2)
     )
+
+
+def _failed(kind: str, message: str) -> QueryOutcome:
+    return QueryOutcome(ok=False, observation=_cut(message), error_kind=kind)
 
 
 def _cut(text: str) -> str:
@@ -193,7 +194,7 @@ def make_graph_db_tool(store: GraphStore, *, row_cap: int = 100, timeout_s: floa
     def graph_db(query: str) -> tuple[str, QueryOutcome]:
         current = ref()
         if current is None:  # the caller dropped the store between making the tool and calling it
-            outcome = QueryOutcome(ok=False, observation="Query error: the graph store is closed", error_kind="error")
+            outcome = _failed("error", "Query error: the graph store is closed")
         else:
             outcome = run_graph_query(current, query, row_cap=row_cap, timeout_s=timeout_s)
         return outcome.observation, outcome
