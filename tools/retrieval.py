@@ -1,15 +1,4 @@
-"""One retriever interface over live Wikipedia and a local FAISS index, and the sentence ranker.
-
-* :class:`Passage` — a retrieved page or passage; :class:`Retriever` — ``search(query, k)``.
-* :class:`SentenceRanker` — takes the sentences of passages and keeps the top-n by Sentence-BERT
-  similarity to the query (Think-then-Act §4.2 uses the top 3 sentences of the Wikipedia pages). A
-  passage that carries its corpus's own sentence segmentation (:attr:`Passage.sentences`, e.g.
-  HotpotQA's given sentences) is ranked by those sentences; other passages are split by
-  :func:`split_sentences`.
-
-The two concrete retrievers live with their stores: :mod:`ragplan.tools.wikipedia` and
-:mod:`ragplan.tools.textindex`; :mod:`ragplan.tools.retrievers` builds the one a run's context selects.
-"""
+"""One retriever interface (:class:`Passage`, :class:`Retriever`) and the Sentence-BERT :class:`SentenceRanker`."""
 
 from __future__ import annotations
 
@@ -28,8 +17,7 @@ class Passage:
     title: str
     text: str
     score: float = 0.0
-    source: str = ""
-    """``wiki`` or ``local``."""
+    source: str = ""  # wiki or local
     meta: dict[str, Any] = field(default_factory=dict)
     sentences: list[str] = field(default_factory=list)
     """The corpus's own sentences of the passage, in order, when it gives them (HotpotQA's contexts,
@@ -43,7 +31,7 @@ class Passage:
             for i, s in enumerate(self.sentences):
                 s = " ".join(s.split())
                 if s:
-                    out.append((i, s if len(s) <= _MAX_CHARS else s[:_MAX_CHARS].rsplit(" ", 1)[0] + " …"))
+                    out.append((i, _cut(s, _MAX_CHARS)))
             return out
         return [(None, s) for s in split_sentences(self.text)]
 
@@ -76,10 +64,7 @@ class Retriever(Protocol):
     name: str
 
     def search(self, query: str, k: int = 5) -> list[Passage]:
-        """The ``k`` best passages for ``query`` (fewer when fewer exist).
-
-        May raise on misconfiguration or when the backing service fails after its retries
-        (``WikipediaError``); callers record the failure (see ``nodes.retrieve_text``)."""
+        """The ``k`` best passages for ``query``; may raise (e.g. ``WikipediaError``), callers record it."""
         ...
 
 
@@ -89,11 +74,7 @@ _ABBREV = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|Inc|Ltd|Co|vs|etc|e\.g|i\
 
 
 def split_sentences(text: str, *, min_chars: int = 12, max_chars: int = _MAX_CHARS) -> list[str]:
-    """Split text into sentences (paragraph breaks and sentence ends; common abbreviations kept whole).
-
-    Very short fragments (headings) are dropped and very long sentences cut, so a ranked sentence
-    stays a useful, bounded piece of context.
-    """
+    """Sentences of ``text`` (abbreviations kept whole), headings and fragments dropped, long ones cut."""
     out: list[str] = []
     for para in re.split(r"\n\s*\n|\n(?=[=#])|\n", text or ""):
         para = para.strip()
@@ -109,8 +90,12 @@ def split_sentences(text: str, *, min_chars: int = 12, max_chars: int = _MAX_CHA
         for s in merged:
             s = " ".join(s.split())
             if len(s) >= min_chars:
-                out.append(s if len(s) <= max_chars else s[:max_chars].rsplit(" ", 1)[0] + " …")
+                out.append(_cut(s, max_chars))
     return out
+
+
+def _cut(s: str, max_chars: int) -> str:
+    return s if len(s) <= max_chars else s[:max_chars].rsplit(" ", 1)[0] + " …"
 
 
 class SentenceRanker:
@@ -121,10 +106,7 @@ class SentenceRanker:
         self.embedder = embedder
 
     def rank(self, query: str, passages: list[Passage], n: int = 3) -> list[Evidence]:
-        """The ``n`` most similar sentences across ``passages`` (ties keep passage order).
-
-        A passage's given sentences (:attr:`Passage.sentences`) are used as they are; other passages'
-        texts are split. The same sentence text is ranked once (its first passage)."""
+        """The ``n`` most similar sentences across ``passages`` (ties keep passage order; each text ranked once)."""
         import numpy as np
 
         cands: list[tuple[str, Passage, int | None]] = []

@@ -1,10 +1,4 @@
-"""The retriever (and sentence ranker) a run's context selects, built once per process per setting.
-
-``retriever = "wiki"`` gives live Wikipedia (:mod:`ragplan.tools.wikipedia`), ``"local"`` a FAISS
-index (:mod:`ragplan.tools.textindex`); a Python caller may put any :class:`~ragplan.tools.retrieval.Retriever`
-in the context as ``retriever_object``. The interface (:mod:`ragplan.tools.retrieval`) and the
-retrievers never import each other; this factory imports both.
-"""
+"""The retriever and sentence ranker a run's context selects (``wiki``, ``local`` or ``retriever_object``), built once."""
 
 from __future__ import annotations
 
@@ -21,11 +15,7 @@ _retrievers: dict[tuple, Retriever] = {}
 
 
 def make_retriever(ctx: Any) -> Retriever:
-    """The retriever named by the context (``retriever``: wiki | local), or its ``retriever_object``.
-
-    Built once per process per setting. Raises ``ValueError`` with a clear message for a missing or
-    unknown configuration.
-    """
+    """The retriever the context names (``retriever``: wiki | local) or its ``retriever_object``, built once."""
     obj = getattr(ctx, "retriever_object", None)
     if obj is not None:
         return obj

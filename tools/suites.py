@@ -1,9 +1,4 @@
-"""Tool suites by name: the registries a planner can plan over (``tool_suite`` / ``--tools retail``).
-
-The interface is :mod:`ragplan.tools.registry`; the suites are built here from their packages (the
-built-in ``retail`` suite from :mod:`ragplan.tools.retail`), so the interface and the tools never
-import each other. :func:`suite_for` gives a run its registry bound to its store, built once.
-"""
+"""Tool suites by name (``tool_suite`` / ``--tools retail``): :func:`suite_for` binds one to a run's store, once."""
 
 from __future__ import annotations
 

@@ -1,13 +1,4 @@
-"""The graph-DB tool: one read-only Cypher store interface with an embedded and a Neo4j backend.
-
-* :class:`GraphStore` — the interface (``query``, ``schema``), :class:`QueryResult` its rows.
-* :class:`EmbeddedGraphStore` — kglite, loaded from a Neo4j-dialect script (default) in worker processes that
-  run every query with time and memory budgets (:class:`SandboxSettings`); this process never imports kglite.
-* :class:`Neo4jGraphStore` — a Neo4j server over Bolt, read transactions.
-* :func:`check_read_only` — the statement check every query passes first, with size caps (:class:`QueryCaps`).
-* :func:`open_store` — a cached store for a script path or a Neo4j URI (each script loads once per process).
-* :func:`make_graph_db_tool` — the LangChain tool the retrieve node calls.
-"""
+"""The graph-DB tool: one read-only Cypher store interface, embedded (kglite) and Neo4j (docs/reliability.md)."""
 
 from ragplan.tools.graphdb.embedded import EmbeddedGraphStore
 from ragplan.tools.graphdb.neo4j_store import Neo4jGraphStore

@@ -1,28 +1,7 @@
-"""The embedded backend: a Cypher engine (kglite) loaded from a Neo4j-dialect script, in worker processes.
+"""The embedded backend: kglite loaded from a Neo4j-dialect script, only ever in worker processes (docs/reliability.md).
 
-Why kglite: it is a pip-installable Rust engine that runs the Neo4j dialect of DQA's scripts
-unchanged (``CREATE``, ``MATCH … CREATE`` with inline property maps, booleans, floats), loads a
-2,300-statement locating script in well under a second, and has a per-query ``timeout_ms``, a
-``row_limit`` that reports the pre-cap row count, and ``freeze()`` — an immutable snapshot that
-refuses mutations.
-
-Why in worker processes: its guards do not hold against hostile queries (they crash the process,
-grow to gigabytes or outrun ``timeout_ms``), and its native library, torch's and faiss's together
-need more of glibc's static TLS than a plain Python process reserves. So this process never imports
-kglite: the store is a handle on a small pool of workers (:mod:`ragplan.tools.graphdb.sandbox`,
-budgets :class:`SandboxSettings`) that load the script, answer the schema queries and run every
-query, each with a time and a memory budget.
-
-Its read-only mode is not a sandbox either: ``LOAD CSV FROM "file:///…"`` and ``CALL`` procedures
-still run there. The statement check in :mod:`ragplan.tools.graphdb.readonly` refuses those before
-the engine sees them; the frozen snapshot refuses every mutation clause as a second wall.
-
-Divergences from Neo4j that matter here, and how they are handled:
-
-* kglite keeps ``id``, ``title`` and ``type`` as structural keys on every node (``id`` is auto-
-  assigned when a script does not set one). The store hides ``title``/``type`` in results and in the
-  schema, and shows ``id`` only for labels whose script sets it (DQA's ``Building {id: …}``).
-* ``n.id`` on a label without a script-set id returns the engine's number rather than null.
+kglite keeps ``id``, ``title`` and ``type`` on every node: ``title``/``type`` are hidden, ``id`` shown only
+for labels whose script sets it.
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
-"""The Neo4j backend: a Neo4j server over Bolt with the official ``neo4j`` driver.
+"""The Neo4j backend over Bolt: read transactions with a server-side timeout, ``row_cap + 1`` records fetched.
 
-Untrusted queries run in a managed **read** transaction (``session.execute_read`` on a session whose
-default access mode is READ), so the server itself refuses writes, after the statement check has
-refused them first. Each transaction carries a server-side timeout (the driver's transaction
-``timeout``, set to the query's time budget), and only ``row_cap + 1`` records are fetched, so a
-huge result never crosses the wire.
-
-Resource attacks get the same first wall as on the embedded store: the statement check's size caps
-(query length, bracket and subquery nesting, UNION arms; :class:`~ragplan.tools.graphdb.QueryCaps`)
-refuse them before the driver is used. What runs is bounded by the server: the transaction timeout
-stops it in time, and the server's memory guard (``db.memory.transaction.max``, worth setting on a
-shared server) in memory; the client only ever holds ``row_cap + 1`` records.
-
-Loading a script (``load_script``) is the one trusted write path: it refuses a non-empty database
-unless asked to clear it, runs the statements in one write transaction (all or nothing), and names the
-file and line of a statement that fails.
+``load_script`` is the one trusted write path: one write transaction, refused on a non-empty database
+unless asked to clear it (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -91,12 +78,7 @@ class Neo4jGraphStore(GraphStore):
         return not self.query("MATCH (n) RETURN n LIMIT 1", row_cap=1).rows
 
     def load_statements(self, statements: list[Statement], *, source: str, replace: bool = False) -> int:
-        """Write a script into the database (trusted path); returns the number of statements run.
-
-        Refuses a database that already holds data unless ``replace`` (which deletes everything
-        first). All statements run in one write transaction, so a failing statement leaves the
-        database as it was; the error names its file and line.
-        """
+        """Write a script in one write transaction (trusted path); refuses a non-empty database unless ``replace``."""
         if not self.is_empty():
             if not replace:
                 raise ScriptError(

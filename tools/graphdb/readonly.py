@@ -1,53 +1,8 @@
 """The statement check that keeps LLM-written Cypher read-only and small enough to parse safely.
 
-Engines have read-only modes, but they are not enough on their own: kglite's read-only graph still
-runs ``LOAD CSV FROM "file:///etc/passwd"`` and any ``CALL`` procedure. So every query the graph-DB
-tool runs passes this check first, whatever the backend, and the backend's own read-only mode
-(kglite's frozen snapshot, Neo4j's read transaction) is the second wall.
-
-The check works on the query's tokens after string literals, backtick-quoted names and comments are
-removed, so a keyword inside a string (``WHERE n.name = "CREATE"``) or a property called ``set``
-(``n.set``, ``{set: 1}``) does not trip it. It refuses:
-
-* several statements (a ``;`` followed by more text);
-* any write clause: CREATE, MERGE, SET, DELETE, DETACH, REMOVE, DROP, FOREACH, INSERT, TERMINATE,
-  LOAD (``LOAD CSV``), ``IN [n] [CONCURRENT] TRANSACTIONS``, ``PERIODIC COMMIT``;
-* a statement that does not start with a read clause (MATCH, OPTIONAL MATCH, WITH, UNWIND, RETURN,
-  CALL, SHOW, optionally after CYPHER / EXPLAIN / PROFILE) — which also refuses the administration
-  commands (ALTER, RENAME, GRANT, DENY, REVOKE, START, STOP, ENABLE, …): they can only start a
-  statement, so later in a query such words are names (``MATCH (start)-->(end)``) and pass;
-* a ``CALL`` of any procedure outside a small allow-list of schema procedures (``CALL { … }``
-  subqueries are allowed, their bodies are checked like the rest);
-* a call of an APOC function (``apoc.cypher.runFirstColumnSingle("LOAD CSV …")`` runs Cypher text
-  the check cannot see) or of a function whose name is backtick-quoted;
-* ``SHOW`` commands other than indexes, constraints, procedures and functions (users, roles,
-  privileges, settings, transactions, servers and databases describe the server, not the graph).
-
-**Size caps** (:class:`QueryCaps`). Parsers recurse: kglite crashes the whole process (a
-segmentation fault, not an error) on about 400 nested ``CALL { … }`` or 600 ``UNION`` arms. So
-before any engine sees a query, the check refuses one that is
-
-* longer than ``max_chars`` (50,000 characters) — tested first, before any other work;
-* nested deeper than ``max_depth`` (40) brackets ``()``, ``[]`` and ``{}`` together (list
-  literals, comprehensions, maps, patterns, function calls);
-* nested deeper than ``max_subquery_depth`` (8) subqueries (``CALL { … }``, ``CALL (x) { … }``,
-  ``EXISTS { … }``, ``COUNT { … }``, ``COLLECT { … }``);
-* made of more than ``max_union_arms`` (32) parts joined by ``UNION`` (or kglite's ``INTERSECT`` /
-  ``EXCEPT``), counted over the whole query.
-
-Real questions stay far below these (PlanRAG's queries nest a handful of brackets and rarely use
-UNION). The refusal says which cap was hit and how to rewrite the query. What the caps cannot
-see — a ``reduce`` that doubles a string, a seven-way cartesian product — is bounded at run time
-by the embedded store's worker process (:mod:`ragplan.tools.graphdb.sandbox`) or by Neo4j's
-transaction timeout.
-
-The check runs in time linear in the query's length: literals are found by a left-to-right scan
-that stops at the first unterminated one, and every later step looks only at nearby characters
-(an earlier version sliced the text per word and took 18 s on a 668 KB query).
-
-Line breaks are normalised to ``\n`` first, and the normalised text is what runs: Neo4j ends a
-``//`` comment at a lone ``\r`` while kglite does not, so without this a comment could hide a
-clause from the check that the server then runs.
+The rules, the size caps and why (kglite's read-only mode still runs ``LOAD CSV``): docs/reliability.md.
+It works on tokens after literals and comments are removed, on ``\n``-normalised text (which is what
+runs), in time linear in the query's length.
 """
 
 from __future__ import annotations
@@ -67,14 +22,10 @@ class QueryRefused(ValueError):
 class QueryCaps:
     """How big a query may be before the engine sees it (see the module docstring for why)."""
 
-    max_chars: int = 50_000
-    """Longest query text, in characters."""
-    max_depth: int = 40
-    """Deepest nesting of ``()``, ``[]`` and ``{}`` together."""
-    max_subquery_depth: int = 8
-    """Deepest nesting of ``CALL { … }`` / ``EXISTS { … }`` / ``COUNT { … }`` / ``COLLECT { … }``."""
-    max_union_arms: int = 32
-    """Most parts joined by ``UNION`` / ``INTERSECT`` / ``EXCEPT`` in one query."""
+    max_chars: int = 50_000  # longest query text, in characters
+    max_depth: int = 40  # deepest nesting of ``()``, ``[]`` and ``{}`` together
+    max_subquery_depth: int = 8  # deepest nesting of CALL { … } / EXISTS { … } / COUNT { … } / COLLECT { … }
+    max_union_arms: int = 32  # most parts joined by ``UNION`` / ``INTERSECT`` / ``EXCEPT`` in one query
 
 
 #: The caps every store applies unless given others.
@@ -130,11 +81,7 @@ _QUOTED_CALL = re.compile(r"__lit__\s*\(")
 
 
 def normalize_newlines(query: str) -> str:
-    """Turn ``\r\n``, a lone ``\r`` and Unicode line separators into ``\n``.
-
-    Engines disagree on where a ``//`` comment ends (Neo4j stops at ``\r``, kglite does not); with
-    one kind of line break they agree, so the check sees the comments the engine will see.
-    """
+    """Turn ``\r\n``, a lone ``\r`` and Unicode line separators into ``\n`` (engines then agree where ``//`` ends)."""
     return _NEWLINES.sub("\n", query)
 
 
@@ -145,10 +92,7 @@ def _skip_space(text: str, at: int) -> int:
 
 
 def _literal_spans(text: str) -> list[tuple[int, int, bool]]:
-    """``(start, end, is_comment)`` of every comment, string and quoted name, left to right, in linear time.
-
-    An unterminated one is refused at once: reading on would make the rest of the query one literal.
-    """
+    """``(start, end, is_comment)`` of every comment, string and quoted name; an unterminated one is refused."""
     spans: list[tuple[int, int, bool]] = []
     pos = 0
     while (m := _OPENER.search(text, pos)) is not None:
@@ -193,20 +137,13 @@ def _mask(query: str) -> str:
 
 
 def strip_literals(query: str) -> str:
-    """Return ``query`` with comments removed and strings / quoted names replaced by placeholders.
-
-    An unterminated string, quoted name or comment is refused with :class:`QueryRefused`.
-    """
+    """``query`` without comments, strings and quoted names as placeholders; an unterminated one is refused."""
     text = normalize_newlines(query)
     return _replace_spans(text, _literal_spans(text), lambda c: " ", lambda s: " __lit__ ")
 
 
 def check_read_only(query: str, caps: QueryCaps = DEFAULT_CAPS) -> str:
-    """Refuse ``query`` with :class:`QueryRefused` unless it is one read-only Cypher statement within ``caps``.
-
-    Returns the query with surrounding whitespace and one trailing ``;`` removed, ready to run.
-    Runs in time linear in the query's length.
-    """
+    """Refuse ``query`` unless it is one read-only statement within ``caps``; return it ready to run."""
     if len(query) > caps.max_chars:
         raise QueryRefused(
             f"the query is {len(query):,} characters long; at most {caps.max_chars:,} are allowed: "

@@ -1,50 +1,4 @@
-"""The embedded store's graph lives in worker processes, which run every query with a time and a memory budget.
-
-**Why a worker process.** kglite runs inside the process that imports it, and its own guards do
-not hold against hostile Cypher: ``timeout_ms`` is not checked inside ``reduce`` or some path
-expansions (a ``reduce`` over a 100,000-element range ran on for minutes against a 2 s timeout),
-``row_limit`` only trims what is kept, a string doubled by ``reduce`` or a seven-way cartesian
-product reaches gigabytes, and a few hundred nested ``CALL { … }`` or ``UNION`` arms crash the
-process with a segmentation fault. Python cannot interrupt native code running in a thread, and no
-allocator limit can be set for one thread. A separate process can be limited, killed and replaced.
-And kglite, torch and faiss together need more of glibc's static TLS than a plain Python process
-reserves, so the process that runs the graphs (a notebook, ``langgraph dev``, the CLI) must not
-import kglite at all: the script load, the schema read and every query happen in a worker (the
-statement check's caps still refuse the known parser crashes before any process sees them).
-
-**How.** The store writes its script's statements once into an anonymous temporary file (unlinked
-at once, so nothing is left behind even if the process is killed); each worker inherits its
-descriptor. A worker (:mod:`ragplan.tools.graphdb.sandbox_worker`) is started with ``subprocess`` —
-a fresh interpreter, never a fork of a caller that may hold threads, torch and faiss. The first one
-loads the statements (a failing one comes back as a :class:`~ragplan.tools.graphdb.ScriptError`
-with its line) and replaces the file's content with the loaded graph (``to_bytes``), so later and
-replacement workers start from that in well under 0.1 s for a DQA-size graph. A worker then serves
-queries over a pipe, one at a time, for as long as it lives; a query costs about 0.1 ms more than
-in-process (``benchmarks/graphdb_sandbox.py``). Each query gets, with the defaults of
-:class:`SandboxSettings`:
-
-* **time**: kglite's own ``timeout_ms`` first (the worker survives); if the engine ignores it, the
-  worker is killed at the budget + ``grace_s`` (1 s);
-* **memory**: ``memory_budget_mb`` (1 GB) beyond the loaded graph, enforced in the worker by
-  ``RLIMIT_DATA`` (an allocation past it fails and the engine aborts) and watched from here by
-  polling the worker's resident size (killed past the budget + 64 MB);
-* **result size**: at most ``max_result_mb`` (16 MB) of values, nested at most
-  ``max_value_depth`` (64) lists or maps deep, so a huge or deeply nested value becomes an error
-  in the worker instead of a ``RecursionError`` or a memory spike here.
-
-After a kill or a crash the worker is replaced at once in the background (the graph is loaded
-again), so the next query finds a fresh one; the query that caused it gets a
-:class:`~ragplan.tools.graphdb.QueryTimeout` or :class:`~ragplan.tools.graphdb.QueryError`
-whose message says why — "ran past the 5 s time budget and was stopped", "exceeded the 1 GB memory
-budget", "crashed the query engine" — with a hint for the rewrite, which the ``graph_db`` tool
-hands to the LLM as its observation.
-
-**Concurrency.** A store keeps a small pool (``max_workers``, default 2); a query takes an idle
-worker or starts one, and waits for one only when all are busy (each is busy for at most its
-query's time budget + grace). Workers end when the store is closed or garbage collected, when the
-parent process exits (their stdin closes), and, if the parent dies mid-query, at a CPU-time limit
-the worker sets itself before each query.
-"""
+"""The embedded store's worker processes: every query with a time, memory and result budget (docs/reliability.md)."""
 
 from __future__ import annotations
 
@@ -83,18 +37,12 @@ _POLL_S = 0.05
 class SandboxSettings:
     """Budgets of the worker processes that run an embedded store's untrusted queries."""
 
-    memory_budget_mb: int = 1024
-    """Memory one query may use beyond the loaded graph; past it the query is stopped."""
-    grace_s: float = 1.0
-    """How long past its time budget a query may run before its worker is killed."""
-    max_workers: int = 2
-    """Worker processes per store (each holds a copy of the graph); more queries wait."""
-    max_result_mb: int = 16
-    """Largest result (all returned values together) a query may send back."""
-    max_value_depth: int = 64
-    """Deepest nesting of lists / maps in a returned value."""
-    start_timeout_s: float = 60.0
-    """How long a worker may take to start and load the graph."""
+    memory_budget_mb: int = 1024  # memory one query may use beyond the loaded graph; past it the query is stopped
+    grace_s: float = 1.0  # how long past its time budget a query may run before its worker is killed
+    max_workers: int = 2  # worker processes per store (each holds a copy of the graph); more queries wait
+    max_result_mb: int = 16  # largest result (all returned values together) a query may send back
+    max_value_depth: int = 64  # deepest nesting of lists / maps in a returned value
+    start_timeout_s: float = 60.0  # how long a worker may take to start and load the graph
 
 
 #: The budgets stores use unless given others.
@@ -141,8 +89,7 @@ class WorkerExit:
     """A worker process that has ended, for monitoring and tests."""
 
     pid: int
-    reason: str
-    """timeout, memory, crash, closed, start (failed to start) or broken."""
+    reason: str  # timeout, memory, crash, closed, start (failed to start) or broken
     peak_rss_bytes: int
     """The highest peak resident size seen (sampled every 50 ms while a query runs, and before a kill)."""
 
@@ -208,10 +155,8 @@ class _Worker:
         self.dead = False
         self.ready = False
         self.rss_limit = 0
-        self.exit_reason = ""
-        """Why the process ended: timeout, memory, crash, closed, start (failed to start) or broken."""
-        self.peak_rss = 0
-        """Highest peak resident size seen, in bytes (sampled while queries run and before a kill)."""
+        self.exit_reason = ""  # see WorkerExit.reason
+        self.peak_rss = 0  # highest peak resident size seen, in bytes
         self._stderr = tempfile.TemporaryFile(prefix="ragplan-graph-worker-")
         env = dict(os.environ)
         env.setdefault("MIMALLOC_ARENA_RESERVE", "64MiB")  # reserve small arenas so RLIMIT_DATA counts use
@@ -421,11 +366,7 @@ class QuerySandbox:
     """A small pool of worker processes serving one graph; thread-safe."""
 
     def __init__(self, statements: list[Statement], *, settings: SandboxSettings = DEFAULT_SANDBOX, source: str = "<graph>") -> None:
-        """Load the script's statements in a first worker (the others start on demand from the graph it leaves).
-
-        Raises :class:`ScriptError` for a statement that does not load, :class:`QueryError` when no worker could
-        load the script; either way nothing is left running.
-        """
+        """Load the statements in a first worker; :class:`ScriptError` or :class:`QueryError` leave nothing running."""
         self.settings, self.source = settings, source
         self._graph = tempfile.TemporaryFile(prefix="ragplan-graph-")  # already unlinked: no leftovers
         self._graph.write(json.dumps([source, [(st.line, st.text) for st in statements]]).encode())
@@ -435,8 +376,7 @@ class QuerySandbox:
         self._workers: set[_Worker] = set()
         self._pid = os.getpid()
         self._closed = False
-        self.exits: deque[WorkerExit] = deque(maxlen=64)
-        """The most recent worker exits, oldest first."""
+        self.exits: deque[WorkerExit] = deque(maxlen=64)  # the most recent worker exits, oldest first
         self._finalizer = weakref.finalize(self, _shutdown, self._workers, self._graph, self._pid)
         try:
             self.warm_up()  # before any other worker can start: the first one rewrites the file

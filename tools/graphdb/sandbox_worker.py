@@ -1,28 +1,6 @@
-"""The query worker: a child process that holds one frozen kglite graph and runs untrusted queries.
+"""The query worker (``python -P sandbox_worker.py GRAPH_FD SETTINGS``): one frozen kglite graph, untrusted queries.
 
-:mod:`ragplan.tools.graphdb.sandbox` starts it as ``python -P sandbox_worker.py GRAPH_FD SETTINGS``
-(a fresh interpreter, never a fork of the caller, which may hold threads, torch and faiss). It
-imports only the standard library and kglite, so it starts in about 50 ms, and then:
-
-1. loads the graph from the unlinked file whose descriptor it inherits: the script's statements
-   (JSON) the first time — a failing statement is reported with its line and the worker exits —
-   after which it overwrites the file with the loaded graph (``to_bytes``), so that the workers
-   started later load that (``kglite.from_bytes``); then it freezes the graph;
-2. caps its own memory: ``RLIMIT_DATA`` = what it holds after loading + the query memory budget
-   (kglite's allocator, mimalloc, is told to reserve 64 MiB arenas instead of 1 GiB ones, so the
-   limit counts what queries use rather than address space reserved in advance);
-3. answers ``ready`` and then serves one query at a time, read from stdin, answered on the pipe
-   that was its stdout (stdout itself is pointed at stderr, so nothing the engine prints can corrupt
-   the replies). Before each query it sets ``RLIMIT_CPU`` a little past the time budget, so even an
-   orphaned worker (parent gone mid-query) stops on its own. Core dumps are off (``RLIMIT_CORE`` 0):
-   a crash is expected here and must not write a file the size of the process.
-
-Replies are plain data: result values are walked with a depth and size budget (a ``reduce`` that
-nests lists 1,000 deep or a 500 MB string becomes a clear error here, not a ``RecursionError`` or
-a huge pickle in the parent), and anything that is not a plain value, a list, a map or a date/time
-travels as text. The worker exits when stdin closes.
-
-Frames in both directions are an 8-byte big-endian length followed by a pickle.
+Standard library and kglite only. Frames both ways: an 8-byte big-endian length, then a pickle (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -86,7 +64,7 @@ class _Budget:
         if value is None or isinstance(value, (bool, int, float)):
             self._spend(9)
             return value
-        if isinstance(value, str):
+        if isinstance(value, (str, bytes)):
             self._spend(len(value) + 8)
             return value
         if isinstance(value, dict):
@@ -96,17 +74,12 @@ class _Budget:
             self._spend(8)
             items = [self.plain(v, depth + 1) for v in value]
             return tuple(items) if isinstance(value, tuple) else items
-        if isinstance(value, bytes):
-            self._spend(len(value) + 8)
-            return value
-        if isinstance(value, (datetime.datetime, datetime.time)):
-            self._spend(32)
-            if value.tzinfo is not None and not isinstance(value.tzinfo, datetime.timezone):  # only fixed offsets travel
-                offset = value.utcoffset()
-                return value.replace(tzinfo=datetime.timezone(offset) if offset is not None else None)
-            return value
         if isinstance(value, _PLAIN_DATES):
             self._spend(32)
+            fixed = (datetime.timezone, type(None))  # only fixed offsets travel
+            if isinstance(value, (datetime.datetime, datetime.time)) and not isinstance(value.tzinfo, fixed):
+                offset = value.utcoffset()
+                return value.replace(tzinfo=datetime.timezone(offset) if offset is not None else None)
             return value
         text = str(value)
         self._spend(len(text) + 8)
@@ -216,11 +189,8 @@ def main(argv: list[str]) -> int:
     _send(replies, encode_frame(("ready", {"pid": os.getpid(), "nodes": int(frozen.node_count())})))
     while True:
         request = read_frame(requests)
-        if request is None or request.get("op") == "exit":
+        if request is None:
             return 0
-        if request.get("op") == "ping":
-            _send(replies, encode_frame(("pong",)))
-            continue
         cpu_cap = int(_cpu_seconds() + 3 * float(request["hard_timeout_s"]) + 10)
         if cpu_hard == resource.RLIM_INFINITY or cpu_cap <= cpu_hard:
             resource.setrlimit(resource.RLIMIT_CPU, (cpu_cap, cpu_hard))

@@ -1,9 +1,4 @@
-"""Graph schema and result rows, formatted compactly for an LLM prompt.
-
-The schema text follows the style PlanRAG shows its LLM (``(:Label {prop, …})`` and
-``(:A)-[:TYPE {prop}]->(:B)``) and adds one example value per property and the counts, which tells
-the model the types (``"False"`` is a string, ``false`` a boolean) and the sizes it will query.
-"""
+"""Graph schema (PlanRAG's ``(:Label {prop, …})`` style, with an example value and counts) and rows, for a prompt."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
-"""The graph-store interface every backend implements, and the results it returns.
+"""The graph-store interface every backend implements: the statement check, then the backend's read-only path.
 
-A :class:`GraphStore` answers read-only Cypher queries with a row cap and a timeout, and describes
-its schema. Every query goes through :func:`check_read_only` first (the statement check, with the
-store's size caps :attr:`GraphStore.caps`), then through the backend's own read-only path (kglite's
-frozen snapshot in a worker process with time and memory budgets, Neo4j's read transaction with a
-transaction timeout).
-
-Whatever a query does, ``query`` ends in rows or in one of three exceptions — :class:`QueryRefused`
-(the check), :class:`QueryTimeout` or :class:`QueryError` — whose message says what went wrong; an
-unexpected exception from the check or the backend (a ``RecursionError`` on a deeply nested value,
-say) is turned into a :class:`QueryError` rather than escaping to the caller.
+``query`` ends in rows or in :class:`QueryRefused`, :class:`QueryTimeout` or :class:`QueryError` (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -37,14 +28,10 @@ class QueryTimeout(QueryError):
 class QueryResult:
     """Rows of one read query, capped."""
 
-    columns: list[str]
-    """Column names in RETURN order."""
-    rows: list[dict[str, Any]]
-    """At most ``row_cap`` rows, each a mapping column -> plain Python value."""
-    total_rows: int
-    """Rows the query produced before the cap (a lower bound ``row_cap + 1`` where the backend stops early)."""
-    elapsed_ms: float
-    """Wall time of the query in milliseconds."""
+    columns: list[str]  # column names in RETURN order
+    rows: list[dict[str, Any]]  # at most ``row_cap`` rows, each a mapping column -> plain Python value
+    total_rows: int  # rows the query produced before the cap (a lower bound row_cap + 1 where the backend stops early)
+    elapsed_ms: float  # wall time of the query in milliseconds
     warnings: list[str] = field(default_factory=list)
     """Advisories from the engine (unknown label, truncation, …), useful to the LLM."""
     total_exact: bool = True
@@ -69,11 +56,7 @@ class GraphStore(ABC):
         self._schema: GraphSchema | None = None
 
     def query(self, cypher: str, *, row_cap: int = 100, timeout_s: float = 10.0) -> QueryResult:
-        """Run one untrusted read-only statement: checked, capped to ``row_cap`` rows, time-boxed.
-
-        Raises :class:`QueryRefused` for anything that could write, :class:`QueryTimeout` past
-        ``timeout_s`` and :class:`QueryError` for any other failure.
-        """
+        """Run one untrusted read-only statement: checked, capped to ``row_cap`` rows, time-boxed."""
         try:
             text = check_read_only(cypher, self.caps)
         except QueryRefused:

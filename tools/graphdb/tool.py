@@ -1,13 +1,4 @@
-"""Opening stores (cached per process) and the ``graph_db`` LangChain tool over a store.
-
-The tool's settings (store handle, row cap, timeout) are injected when the tool is made from the
-run's context; the LLM fills only the query text. A refused, failed or timed-out query is not an
-exception for the caller: it comes back as an observation that says what went wrong, so the LLM can
-repair its query on the next step. That holds for every outcome — a query over the size caps, one
-stopped for time or memory, one that crashed the engine's worker, and any unexpected exception —
-and an observation longer than :data:`OBSERVATION_CHARS` is cut with a note, so one huge value
-cannot flood the LLM's context.
-"""
+"""Opening stores (cached per process) and the ``graph_db`` LangChain tool; every failure becomes the observation."""
 
 from __future__ import annotations
 
@@ -41,16 +32,11 @@ OBSERVATION_CHARS = 100_000
 class StoreSpec:
     """Where a run's graph lives: a script for the embedded engine, or a Neo4j server."""
 
-    graph_path: str = ""
-    """A Neo4j-dialect ``.cql`` script; loaded into the embedded engine (or into Neo4j with a URI)."""
-    neo4j_uri: str = ""
-    """``bolt://host:7687`` / ``neo4j://…``: use a Neo4j server instead of the embedded engine."""
-    neo4j_user: str = ""
-    """Neo4j user (default ``NEO4J_USER`` or ``neo4j``); the password comes from ``NEO4J_PASSWORD``."""
-    neo4j_database: str = ""
-    """Neo4j database name (default: the server's default database)."""
-    neo4j_replace: bool = False
-    """When loading ``graph_path`` into Neo4j, clear a non-empty database first."""
+    graph_path: str = ""  # a Neo4j-dialect ``.cql`` script; loaded into the embedded engine (or into Neo4j with a URI)
+    neo4j_uri: str = ""  # bolt://host:7687 or neo4j://…: use a Neo4j server instead of the embedded engine
+    neo4j_user: str = ""  # default NEO4J_USER or neo4j; the password comes from NEO4J_PASSWORD
+    neo4j_database: str = ""  # default: the server's default database
+    neo4j_replace: bool = False  # when loading graph_path into Neo4j, clear a non-empty database first
 
     @classmethod
     def from_env(cls, **overrides: Any) -> "StoreSpec":
@@ -149,21 +135,22 @@ def run_graph_query(store: GraphStore, query: str, *, row_cap: int, timeout_s: f
         if res.warnings:
             text += "\n" + "\n".join(f"(warning: {w})" for w in res.warnings)
     except QueryRefused as exc:
-        return QueryOutcome(ok=False, observation=_cut(f"Query refused: {exc}"), error_kind="refused")
+        return _failed("refused", f"Query refused: {exc}")
     except QueryTimeout as exc:
-        return QueryOutcome(ok=False, observation=_cut(f"Query timed out: {exc}"), error_kind="timeout")
+        return _failed("timeout", f"Query timed out: {exc}")
     except QueryError as exc:
-        return QueryOutcome(ok=False, observation=_cut(f"Query error: {exc}"), error_kind="error")
+        return _failed("error", f"Query error: {exc}")
     except RecursionError:
-        return QueryOutcome(
-            ok=False, observation="Query error: the result nests values too deeply to show: return something flatter",
-            error_kind="error",
-        )
+        return _failed("error", "Query error: the result nests values too deeply to show: return something flatter")
     except Exception as exc:  # whatever else happened, the LLM gets an observation and the run goes on
-        return QueryOutcome(ok=False, observation=_cut(f"Query error: {type(exc).__name__}: {exc}"), error_kind="error")
+        return _failed("error", f"Query error: {type(exc).__name__}: {exc}")
     return QueryOutcome(
         ok=True, observation=_cut(text), row_count=len(res.rows), total_rows=res.total_rows, elapsed_ms=round(res.elapsed_ms, 2)
     )
+
+
+def _failed(kind: str, message: str) -> QueryOutcome:
+    return QueryOutcome(ok=False, observation=_cut(message), error_kind=kind)
 
 
 def _cut(text: str) -> str:
@@ -207,7 +194,7 @@ def make_graph_db_tool(store: GraphStore, *, row_cap: int = 100, timeout_s: floa
     def graph_db(query: str) -> tuple[str, QueryOutcome]:
         current = ref()
         if current is None:  # the caller dropped the store between making the tool and calling it
-            outcome = QueryOutcome(ok=False, observation="Query error: the graph store is closed", error_kind="error")
+            outcome = _failed("error", "Query error: the graph store is closed")
         else:
             outcome = run_graph_query(current, query, row_cap=row_cap, timeout_s=timeout_s)
         return outcome.observation, outcome

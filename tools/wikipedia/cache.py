@@ -1,10 +1,5 @@
-"""On-disk cache of MediaWiki API responses: one JSON file per request, written atomically.
-
-A request is identified by the endpoint, the language and its query parameters (values compared as
-strings, order ignored), hashed with SHA-256. Entries live under
-``<cache_dir>/<language>/<key[:2]>/<key>.json`` and hold the request next to the response, so a
-cache directory can be inspected by hand and shipped with a benchmark run to make it repeatable
-offline. Only successful responses are stored; failures are never cached.
+"""On-disk cache of MediaWiki API responses: one JSON file per request (SHA-256 of endpoint, language and
+parameters), written atomically, holding the request beside the response; failures are never cached.
 """
 
 from __future__ import annotations
@@ -22,8 +17,7 @@ __all__ = ["ResponseCache", "default_cache_dir", "request_key"]
 
 log = logging.getLogger(__name__)
 
-_FORMAT = 1
-"""Bumped when the key derivation or the entry layout changes (old entries are then ignored)."""
+_FORMAT = 1  # bumped when the key derivation or the entry layout changes (old entries are then ignored)
 
 
 def default_cache_dir() -> Path:

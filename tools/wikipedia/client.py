@@ -1,21 +1,5 @@
-"""Live Wikipedia through the ``wikipedia-api`` package, made polite, bounded and repeatable.
-
-:class:`WikipediaClient` wraps ``wikipediaapi.Wikipedia`` (0.16, on ``httpx``). The library builds
-every MediaWiki request (``list=search``, ``prop=extracts`` with ``redirects=1``) and parses the
-answers (redirects, sections, missing pages). It takes an ``httpx`` transport as a constructor
-option; this module's transport answers each request the library sends, and adds:
-
-* an endpoint setting (``api_url``; default ``https://{lang}.wikipedia.org/w/api.php``) for tests
-  and mirrors — the library always addresses ``{lang}.wikipedia.org``, the transport sends to ``api_url``;
-* an on-disk response cache (:mod:`ragplan.tools.wikipedia.cache`), read before the network, so a
-  second run of a benchmark sends no request and gets the same pages;
-* bounded retries on timeouts, connection errors, HTTP 429 / 5xx and MediaWiki ``maxlag`` /
-  ``ratelimited`` errors, with exponential backoff, ``Retry-After`` honoured (seconds or an HTTP
-  date) but capped at ``max_wait_s`` so a run never hangs;
-* a descriptive ``User-Agent`` (Wikimedia User-Agent policy), sent exactly as configured (the
-  library's own retries are off: ``max_retries=0``).
-
-Anything that still fails raises :class:`WikipediaError` with the request and the last reason.
+"""Live Wikipedia through ``wikipedia-api``'s public API; its httpx transport adds the on-disk cache,
+bounded retries (429 / 5xx / ``maxlag``; ``Retry-After`` capped at ``max_wait_s``) and ``api_url``.
 """
 
 from __future__ import annotations
@@ -41,8 +25,7 @@ log = logging.getLogger(__name__)
 
 USER_AGENT_ENV = "RAGPLAN_WIKI_USER_AGENT"
 """Environment variable overriding the default User-Agent (put your contact address in it)."""
-OFFLINE_ENV = "RAGPLAN_WIKI_OFFLINE"
-"""Set to 1 to answer from the cache only (a miss raises :class:`WikipediaError`)."""
+OFFLINE_ENV = "RAGPLAN_WIKI_OFFLINE"  # set to 1 to answer from the cache only (a miss raises WikipediaError)
 
 _RETRY_API_CODES = ("maxlag", "ratelimited", "readonly")
 
@@ -53,11 +36,7 @@ class WikipediaError(RuntimeError):
 
 @dataclass(frozen=True)
 class WikiPage:
-    """One fetched article: its (redirect-resolved) title, plain text, URL and page id.
-
-    ``text`` is the TextExtracts plain text with section headings kept as ``== Heading ==`` lines,
-    which :func:`ragplan.tools.retrieval.split_sentences` skips.
-    """
+    """One fetched article (redirect-resolved title); ``text`` keeps headings as ``== Heading ==`` lines."""
 
     title: str
     text: str
@@ -163,21 +142,13 @@ class _Transport(httpx.BaseTransport):
 
 
 class WikipediaClient:
-    """Page text and title search on one Wikipedia (or a MediaWiki-compatible mirror).
-
-    Thread-safe: the underlying ``httpx.Client`` is shared, cache writes are atomic.
-    """
+    """Page text and title search on one Wikipedia (or a MediaWiki mirror); thread-safe."""
 
     def __init__(self, language: str = "en", user_agent: str | None = None, cache_dir: str | os.PathLike[str] | None = None,
                  api_url: str | None = None, timeout_s: float = 10.0, retries: int = 3, backoff_s: float = 1.0,
                  *, max_wait_s: float = 30.0, offline: bool | None = None) -> None:
-        """Configure the client; no request is sent until :meth:`search` or :meth:`page`.
-
-        ``cache_dir`` defaults to :func:`~ragplan.tools.wikipedia.cache.default_cache_dir`;
-        ``user_agent`` to :func:`default_user_agent`. ``timeout_s`` bounds each HTTP phase of one
-        attempt; there are at most ``1 + retries`` attempts, separated by ``backoff_s * 2**i``
-        seconds or the server's ``Retry-After``, never more than ``max_wait_s``. ``offline`` (default
-        ``$RAGPLAN_WIKI_OFFLINE``) answers from the cache only.
+        """No request is sent until :meth:`search` or :meth:`page`; at most ``1 + retries`` attempts per request,
+        ``backoff_s * 2**i`` or ``Retry-After`` apart, never more than ``max_wait_s``; ``offline``: the cache only.
         """
         lang = (language or "").strip().lower()
         if not lang or not all(c.isalnum() or c == "-" for c in lang):

@@ -9,13 +9,7 @@ __all__ = ["WikipediaRetriever"]
 
 
 class WikipediaRetriever:
-    """:class:`~ragplan.tools.retrieval.Retriever` over live Wikipedia (or a cached / mirrored copy).
-
-    ``search(query, k)`` asks MediaWiki search for ``min(pages, k)`` titles and returns those pages'
-    full text as passages in search order, scored by rank (``1 / rank``). The sentence ranker then
-    keeps the top sentences across them. Network failures after the client's retries propagate as
-    :class:`~ragplan.tools.wikipedia.WikipediaError` for the calling node to record.
-    """
+    """Live Wikipedia as a retriever: the pages of ``min(pages, k)`` search titles, scored ``1 / rank``."""
 
     name = "wiki"
 
