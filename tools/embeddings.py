@@ -98,8 +98,10 @@ class Embedder:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._model_lock = threading.Lock()
-        self.hits = 0  # texts served from the cache
-        self.misses = 0  # texts that went through the model
+        self.hits = 0
+        """Texts served from the cache."""
+        self.misses = 0
+        """Texts that went through the model."""
         import torch
         from sentence_transformers import SentenceTransformer
 
@@ -120,7 +122,8 @@ class Embedder:
             if hf_logging is not None and bars:
                 hf_logging.enable_progress_bar()
         get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.dim = int(get_dim() or 0)  # length of every vector
+        self.dim = int(get_dim() or 0)
+        """Length of every vector."""
 
     def encode(self, texts: list[str], batch_size: int = 64, show_progress: bool = False, *,
                cache: bool = True) -> np.ndarray:

@@ -24,9 +24,12 @@ class DocstoreResult:
     """What one action returned."""
 
     observation: str
-    title: str = ""  # the page the action read (Search: the page found; Lookup: the current page)
-    error: str = ""  # why the action failed (the retriever raised), '' otherwise
-    searched: bool = False  # whether the retriever was queried
+    title: str = ""
+    """The page the action read (Search: the page found; Lookup: the current page)."""
+    error: str = ""
+    """Why the action failed (the retriever raised), '' otherwise."""
+    searched: bool = False
+    """Whether the retriever was queried."""
 
 
 @dataclass
@@ -34,13 +37,19 @@ class ReActDocstore:
     """Search / Lookup over a retriever, with ReAct's current-page and lookup state (one per run)."""
 
     retriever: Any
-    k: int = 5  # passages fetched per Search
-    first_sentences: int = 5  # sentences of the page shown for a Search (ReAct shows five)
+    k: int = 5
+    """Passages fetched per Search."""
+    first_sentences: int = 5
+    """Sentences of the page shown for a Search (ReAct shows five)."""
     max_chars: int = 1500
-    page_title: str = ""  # the current page (a run's state may restore it)
-    page_sentences: list[str] = field(default_factory=list)  # the current page's sentences
-    lookup_keyword: str = ""  # the keyword of the Lookup walk in progress
-    lookup_next: int = 0  # how many of that keyword's sentences were shown
+    page_title: str = ""
+    """The current page (a run's state may restore it)."""
+    page_sentences: list[str] = field(default_factory=list)
+    """The current page's sentences."""
+    lookup_keyword: str = ""
+    """The keyword of the Lookup walk in progress."""
+    lookup_next: int = 0
+    """How many of that keyword's sentences were shown."""
 
     def _hits(self) -> list[str]:
         k = self.lookup_keyword.casefold()

@@ -13,7 +13,8 @@ class ArgSpec:
     """One argument of a tool."""
 
     name: str
-    type: str = "str"  # a short type name for prompts and checks: str, int, float, bool, date_range, any
+    type: str = "str"
+    """A short type name for prompts and checks: str, int, float, bool, date_range, any."""
     required: bool = True
     description: str = ""
 
@@ -24,9 +25,12 @@ class ToolSpec:
 
     name: str
     description: str
-    args: list[ArgSpec]  # arguments in positional order (a plan may pass them by position or by name)
-    example: str  # one example use in the plan format, e.g. #E1 = prod_search("nut free chocolate coins")
-    tool: Any = None  # the bound LangChain BaseTool (None: the spec is for planning and validation only)
+    args: list[ArgSpec]
+    """Arguments in positional order (a plan may pass them by position or by name)."""
+    example: str
+    """One example use in the plan format, e.g. ``#E1 = prod_search("nut free chocolate coins")``."""
+    tool: Any = None
+    """The bound LangChain ``BaseTool`` (None: the spec is for planning and validation only)."""
     aliases: list[str] = field(default_factory=list)
     """Other names of the same tool (TEvo's name variants), accepted by nothing but data generation."""
 

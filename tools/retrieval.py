@@ -17,7 +17,8 @@ class Passage:
     title: str
     text: str
     score: float = 0.0
-    source: str = ""  # wiki or local
+    source: str = ""
+    """``wiki`` or ``local``."""
     meta: dict[str, Any] = field(default_factory=dict)
     sentences: list[str] = field(default_factory=list)
     """The corpus's own sentences of the passage, in order, when it gives them (HotpotQA's contexts,

@@ -22,10 +22,14 @@ class QueryRefused(ValueError):
 class QueryCaps:
     """How big a query may be before the engine sees it (see the module docstring for why)."""
 
-    max_chars: int = 50_000  # longest query text, in characters
-    max_depth: int = 40  # deepest nesting of ``()``, ``[]`` and ``{}`` together
-    max_subquery_depth: int = 8  # deepest nesting of CALL { … } / EXISTS { … } / COUNT { … } / COLLECT { … }
-    max_union_arms: int = 32  # most parts joined by ``UNION`` / ``INTERSECT`` / ``EXCEPT`` in one query
+    max_chars: int = 50_000
+    """Longest query text, in characters."""
+    max_depth: int = 40
+    """Deepest nesting of ``()``, ``[]`` and ``{}`` together."""
+    max_subquery_depth: int = 8
+    """Deepest nesting of ``CALL { … }`` / ``EXISTS { … }`` / ``COUNT { … }`` / ``COLLECT { … }``."""
+    max_union_arms: int = 32
+    """Most parts joined by ``UNION`` / ``INTERSECT`` / ``EXCEPT`` in one query."""
 
 
 #: The caps every store applies unless given others.

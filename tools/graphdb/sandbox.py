@@ -37,12 +37,18 @@ _POLL_S = 0.05
 class SandboxSettings:
     """Budgets of the worker processes that run an embedded store's untrusted queries."""
 
-    memory_budget_mb: int = 1024  # memory one query may use beyond the loaded graph; past it the query is stopped
-    grace_s: float = 1.0  # how long past its time budget a query may run before its worker is killed
-    max_workers: int = 2  # worker processes per store (each holds a copy of the graph); more queries wait
-    max_result_mb: int = 16  # largest result (all returned values together) a query may send back
-    max_value_depth: int = 64  # deepest nesting of lists / maps in a returned value
-    start_timeout_s: float = 60.0  # how long a worker may take to start and load the graph
+    memory_budget_mb: int = 1024
+    """Memory one query may use beyond the loaded graph; past it the query is stopped."""
+    grace_s: float = 1.0
+    """How long past its time budget a query may run before its worker is killed."""
+    max_workers: int = 2
+    """Worker processes per store (each holds a copy of the graph); more queries wait."""
+    max_result_mb: int = 16
+    """Largest result (all returned values together) a query may send back."""
+    max_value_depth: int = 64
+    """Deepest nesting of lists / maps in a returned value."""
+    start_timeout_s: float = 60.0
+    """How long a worker may take to start and load the graph."""
 
 
 #: The budgets stores use unless given others.
@@ -89,7 +95,8 @@ class WorkerExit:
     """A worker process that has ended, for monitoring and tests."""
 
     pid: int
-    reason: str  # timeout, memory, crash, closed, start (failed to start) or broken
+    reason: str
+    """timeout, memory, crash, closed, start (failed to start) or broken."""
     peak_rss_bytes: int
     """The highest peak resident size seen (sampled every 50 ms while a query runs, and before a kill)."""
 
@@ -155,8 +162,10 @@ class _Worker:
         self.dead = False
         self.ready = False
         self.rss_limit = 0
-        self.exit_reason = ""  # see WorkerExit.reason
-        self.peak_rss = 0  # highest peak resident size seen, in bytes
+        self.exit_reason = ""
+        """Why the process ended: timeout, memory, crash, closed, start (failed to start) or broken."""
+        self.peak_rss = 0
+        """Highest peak resident size seen, in bytes (sampled while queries run and before a kill)."""
         self._stderr = tempfile.TemporaryFile(prefix="ragplan-graph-worker-")
         env = dict(os.environ)
         env.setdefault("MIMALLOC_ARENA_RESERVE", "64MiB")  # reserve small arenas so RLIMIT_DATA counts use
@@ -376,7 +385,8 @@ class QuerySandbox:
         self._workers: set[_Worker] = set()
         self._pid = os.getpid()
         self._closed = False
-        self.exits: deque[WorkerExit] = deque(maxlen=64)  # the most recent worker exits, oldest first
+        self.exits: deque[WorkerExit] = deque(maxlen=64)
+        """The most recent worker exits, oldest first."""
         self._finalizer = weakref.finalize(self, _shutdown, self._workers, self._graph, self._pid)
         try:
             self.warm_up()  # before any other worker can start: the first one rewrites the file

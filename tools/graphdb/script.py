@@ -27,8 +27,10 @@ _FINISHING = re.compile(r"(?<![\w.:$])(?:CREATE|MERGE|SET|DELETE|REMOVE|RETURN|F
 class Statement:
     """One statement of a script and where it starts."""
 
-    text: str  # the statement without its trailing ;
-    line: int  # 1-based line number where the statement starts
+    text: str
+    """The statement without its trailing ``;``."""
+    line: int
+    """1-based line number where the statement starts."""
 
 
 class ScriptError(ValueError):

@@ -28,10 +28,14 @@ class QueryTimeout(QueryError):
 class QueryResult:
     """Rows of one read query, capped."""
 
-    columns: list[str]  # column names in RETURN order
-    rows: list[dict[str, Any]]  # at most ``row_cap`` rows, each a mapping column -> plain Python value
-    total_rows: int  # rows the query produced before the cap (a lower bound row_cap + 1 where the backend stops early)
-    elapsed_ms: float  # wall time of the query in milliseconds
+    columns: list[str]
+    """Column names in RETURN order."""
+    rows: list[dict[str, Any]]
+    """At most ``row_cap`` rows, each a mapping column -> plain Python value."""
+    total_rows: int
+    """Rows the query produced before the cap (a lower bound ``row_cap + 1`` where the backend stops early)."""
+    elapsed_ms: float
+    """Wall time of the query in milliseconds."""
     warnings: list[str] = field(default_factory=list)
     """Advisories from the engine (unknown label, truncation, …), useful to the LLM."""
     total_exact: bool = True

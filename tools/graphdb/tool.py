@@ -32,11 +32,16 @@ OBSERVATION_CHARS = 100_000
 class StoreSpec:
     """Where a run's graph lives: a script for the embedded engine, or a Neo4j server."""
 
-    graph_path: str = ""  # a Neo4j-dialect ``.cql`` script; loaded into the embedded engine (or into Neo4j with a URI)
-    neo4j_uri: str = ""  # bolt://host:7687 or neo4j://…: use a Neo4j server instead of the embedded engine
-    neo4j_user: str = ""  # default NEO4J_USER or neo4j; the password comes from NEO4J_PASSWORD
-    neo4j_database: str = ""  # default: the server's default database
-    neo4j_replace: bool = False  # when loading graph_path into Neo4j, clear a non-empty database first
+    graph_path: str = ""
+    """A Neo4j-dialect ``.cql`` script; loaded into the embedded engine (or into Neo4j with a URI)."""
+    neo4j_uri: str = ""
+    """``bolt://host:7687`` / ``neo4j://…``: use a Neo4j server instead of the embedded engine."""
+    neo4j_user: str = ""
+    """Neo4j user (default ``NEO4J_USER`` or ``neo4j``); the password comes from ``NEO4J_PASSWORD``."""
+    neo4j_database: str = ""
+    """Neo4j database name (default: the server's default database)."""
+    neo4j_replace: bool = False
+    """When loading ``graph_path`` into Neo4j, clear a non-empty database first."""
 
     @classmethod
     def from_env(cls, **overrides: Any) -> "StoreSpec":

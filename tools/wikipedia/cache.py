@@ -17,7 +17,8 @@ __all__ = ["ResponseCache", "default_cache_dir", "request_key"]
 
 log = logging.getLogger(__name__)
 
-_FORMAT = 1  # bumped when the key derivation or the entry layout changes (old entries are then ignored)
+_FORMAT = 1
+"""Bumped when the key derivation or the entry layout changes (old entries are then ignored)."""
 
 
 def default_cache_dir() -> Path:

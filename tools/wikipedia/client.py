@@ -25,7 +25,8 @@ log = logging.getLogger(__name__)
 
 USER_AGENT_ENV = "RAGPLAN_WIKI_USER_AGENT"
 """Environment variable overriding the default User-Agent (put your contact address in it)."""
-OFFLINE_ENV = "RAGPLAN_WIKI_OFFLINE"  # set to 1 to answer from the cache only (a miss raises WikipediaError)
+OFFLINE_ENV = "RAGPLAN_WIKI_OFFLINE"
+"""Set to 1 to answer from the cache only (a miss raises :class:`WikipediaError`)."""
 
 _RETRY_API_CODES = ("maxlag", "ratelimited", "readonly")
 
