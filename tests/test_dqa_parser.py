@@ -1,8 +1,10 @@
-"""The DQA script parser against the parser it replaced (a frozen copy in tests/dqa_legacy_parser.py).
+"""The fast DQA script parser against the parser it replaced (a frozen copy in tests/dqa_legacy_parser.py).
 
-The result must be the old parser's: the same :class:`GraphData`, or the same error with the same file
-and line. Checked on generated clones of both scenarios, on files mangled the way DQA's real files are
-messy, and on a seeded corpus of several thousand small scripts with hostile lines.
+``graph_data_from_text`` reads plain DQA files with one regex pass and one ``json.loads`` and sends
+anything else through the general path (statement splitter + ``parse_statements``). Whatever path a
+file takes, the result must be the old parser's: the same :class:`GraphData`, or the same error with
+the same file and line. Checked on generated clones of both scenarios, on files mangled the way DQA's
+real files are messy, and on a seeded corpus of several thousand small scripts with hostile lines.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import re
 
 import pytest
 
-from ragplan.methods.planrag.cql import graph_data_from_bytes, graph_data_from_text, read_graph_data
+from ragplan.methods.planrag import cql
+from ragplan.methods.planrag.cql import GraphRows, graph_data_from_bytes, graph_data_from_text, graph_rows_from_bytes, read_graph_data
 from ragplan.methods.planrag.data import load_questions
 from ragplan.methods.planrag.generate import generate_clone
 from ragplan.tools.graphdb.script import ScriptError, split_statements
@@ -26,6 +29,11 @@ def _outcome(parse, text: str):
         return "error", str(exc)
 
 
+def _plain(text: str) -> bool:
+    """Whether the fast path reads ``text`` by itself (without the general path)."""
+    return cql._plain_rows(text.replace("\r\n", "\n").replace("\r", "\n"), "f.cql") is not None
+
+
 @pytest.mark.parametrize("scenario", ["locating", "building"])
 @pytest.mark.parametrize("size", ["small", "official"])
 def test_generated_clones_parse_to_the_same_graph_data(tmp_path, scenario, size):
@@ -34,9 +42,12 @@ def test_generated_clones_parse_to_the_same_graph_data(tmp_path, scenario, size)
         text = q.script.read_text()
         new = read_graph_data(q.script)
         assert new == legacy.legacy_graph_data(text, str(q.script))
+        assert _plain(text)  # generated files (messy lines and all) take the fast path
         assert new.nodes and new.rels
         maps = [m for r in new.rels for m in (r.src_key, r.dst_key, r.props)] + [n.props for n in new.nodes]
-        assert len({id(m) for m in maps}) == len(maps)  # every record has dicts of its own (map parses are memoised)
+        assert len({id(m) for m in maps}) == len(maps)  # every record has dicts of its own
+        rows = graph_rows_from_bytes(q.script.read_bytes(), str(q.script))  # what the loader compiles
+        assert rows == GraphRows.of(new) and len({id(r[4]) for r in rows.rels}) < len(rows.rels)  # maps shared
 
 
 # The ways DQA's real files are messy (shared/DQA.md): lines without ';', spacing variants, blank
@@ -67,6 +78,7 @@ def test_messy_lines_parse_to_the_same_graph_data(tmp_path, scenario):
         text = _messy(q.script.read_text(), rng)
         assert text != q.script.read_text()
         assert graph_data_from_text(text, "f.cql") == legacy.legacy_graph_data(text, "f.cql")
+        assert _plain(text)
         data = text.encode("utf-8")
         assert graph_data_from_bytes(b"\xef\xbb\xbf" + data, "f.cql") == legacy.legacy_graph_data(text, "f.cql")  # BOM
 
@@ -75,7 +87,7 @@ BASE = ('CREATE (a:T {name:"a", x: 1});\n'
         'MATCH (a:T {name:"a"}), (b:T {name:"b"}) CREATE (a)-[r:R {w: 2}]->(b);\n')
 
 
-def test_unusual_maps_parse_as_before():
+def test_maps_json_does_not_read_exactly_are_read_item_by_item():
     variants = {
         "colon in a string": BASE.replace('name:"a", x', 'name:"a: b", x'),
         "number JSON does not read": BASE.replace("x: 1", "x: .5"),
@@ -87,10 +99,13 @@ def test_unusual_maps_parse_as_before():
         "empty map with a space": BASE.replace("{w: 2}", "{ }"),
     }
     for name, text in variants.items():
+        bodies = [b for f in cql._LINE.findall("\n" + text + "\n") for b in (f[1], f[4], f[7], f[10]) if b]
+        assert cql._json_maps(list(dict.fromkeys(bodies))) is None, name
+        assert _plain(text), name
         assert _outcome(graph_data_from_text, text) == _outcome(legacy.legacy_graph_data, text), name
 
 
-def test_unusual_files_parse_as_before():
+def test_files_outside_the_plain_form_take_the_general_path_and_agree():
     variants = {
         "wrapped statement": BASE + 'MATCH (a:T {name:"a"}),\n      (b:T {name:"b"})\nCREATE (a)-[:R]->(b);\n',
         "indented line": BASE + '  CREATE (c:T {name:"c"});\n',
@@ -110,6 +125,7 @@ def test_unusual_files_parse_as_before():
         "non-ASCII spacing": BASE.replace("(a:T {name", "(a:T\xa0{name", 1),
     }
     for name, text in variants.items():
+        assert not _plain(text), name
         assert _outcome(graph_data_from_text, text) == _outcome(legacy.legacy_graph_data, text), name
     for name in ("no DQA statement", "unknown variable", "malformed map", "NaN", "list value"):
         assert _outcome(graph_data_from_text, variants[name])[0] == "error", name
@@ -180,6 +196,7 @@ def _mutate(line: str, rng: random.Random) -> str:
 @pytest.mark.parametrize("seed", range(4))
 def test_a_hostile_corpus_parses_as_the_old_parser_did(seed):
     rng = random.Random(seed)
+    plain = 0
     for _ in range(1500):
         lines = [rng.choice(LINES) for _ in range(rng.randint(1, 8))]
         for _ in range(rng.randint(0, 6)):
@@ -188,8 +205,11 @@ def test_a_hostile_corpus_parses_as_the_old_parser_did(seed):
         text = rng.choice(["\n", "\n", "\r\n", "\r"]).join(lines) + rng.choice(["", "\n", "\n\n", " "])
         expected = _outcome(legacy.legacy_graph_data, text)
         assert _outcome(graph_data_from_text, text) == expected, repr(text)
-        assert _outcome(lambda t, s: graph_data_from_bytes(t.encode("utf-8"), s), text) == expected, repr(text)  # the loader's form
+        rows = _outcome(lambda t, s: graph_rows_from_bytes(t.encode("utf-8"), s), text)  # the loader's form
+        assert rows == (expected if expected[0] == "error" else ("ok", GraphRows.of(expected[1]))), repr(text)
         assert _outcome(split_statements, text) == _outcome(legacy.split_statements, text), repr(text)
+        plain += _plain(text)
+    assert 200 < plain < 1300  # both paths are exercised
 
 
 # --------------------------------------------------------------------------- the splitter on any Cypher

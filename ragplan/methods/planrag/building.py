@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ragplan.methods.planrag.cql import GraphData
+from ragplan.methods.planrag.cql import GraphData, GraphRows
 from ragplan.tools.graphdb.script import ScriptError
 
 __all__ = ["BuildingScenario", "BuildingOption", "BuildingSolution", "scenario_from_data", "simulate_prices",
@@ -77,43 +77,43 @@ class BuildingScenario:
         raise ValueError(f"goods {goods!r} is not in {self.source}")
 
 
-def scenario_from_data(data: GraphData) -> BuildingScenario:
+def scenario_from_data(data: GraphData | GraphRows) -> BuildingScenario:
     """Build a scenario from a parsed script; an edge to unknown goods or building names its line."""
+    rows = data if isinstance(data, GraphRows) else GraphRows.of(data)
     g_names, g_codes, base, cur, pop = [], [], [], [], []
     b_ids, b_names, levels = [], [], []
-    for n in data.nodes:
-        props = n.props
-        if n.label in ("Goods", "Building") and props.get("code" if n.label == "Goods" else "id") is None:
-            raise ScriptError(data.source, n.line, f"a {n.label} node without its {'code' if n.label == 'Goods' else 'id'}")
-        if n.label == "Goods":
+    for label, props, line in rows.nodes:
+        if label in ("Goods", "Building") and props.get("code" if label == "Goods" else "id") is None:
+            raise ScriptError(rows.source, line, f"a {label} node without its {'code' if label == 'Goods' else 'id'}")
+        if label == "Goods":
             g_names.append(str(props.get("name")))
             g_codes.append(int(props["code"]))
             base.append(float(props.get("base_price", 0) or 0))
             cur.append(float(props.get("current_price", 0) or 0))
             pop.append(float(props.get("pop_demand", 0) or 0))
-        elif n.label == "Building":
+        elif label == "Building":
             b_ids.append(int(props["id"]))
             b_names.append(str(props.get("name", "")))
             levels.append(float(props.get("level", 0) or 0))
     g_idx = {c: i for i, c in enumerate(g_codes)}
     b_idx = {b: i for i, b in enumerate(b_ids)}
     dg, db, md, sb, sg, ms, co = [], [], [], [], [], [], []
-    for r in data.rels:
+    for rtype, _, src_key, _, dst_key, props, line in rows.rels:
         try:
-            if r.type == "Demand":
-                dg.append(g_idx[int(r.src_key["code"])])
-                db.append(b_idx[int(r.dst_key["id"])])
-                md.append(float(r.props.get("max_demand", 0) or 0))
-            elif r.type == "Supply":
-                sb.append(b_idx[int(r.src_key["id"])])
-                sg.append(g_idx[int(r.dst_key["code"])])
-                ms.append(float(r.props.get("max_supply", 0) or 0))
-                co.append(float(r.props.get("current_output", 0) or 0))
+            if rtype == "Demand":
+                dg.append(g_idx[int(src_key["code"])])
+                db.append(b_idx[int(dst_key["id"])])
+                md.append(float(props.get("max_demand", 0) or 0))
+            elif rtype == "Supply":
+                sb.append(b_idx[int(src_key["id"])])
+                sg.append(g_idx[int(dst_key["code"])])
+                ms.append(float(props.get("max_supply", 0) or 0))
+                co.append(float(props.get("current_output", 0) or 0))
         except (KeyError, TypeError, ValueError) as exc:
-            raise ScriptError(data.source, r.line, f"relationship refers to unknown goods or building ({exc})") from exc
+            raise ScriptError(rows.source, line, f"relationship refers to unknown goods or building ({exc})") from exc
     arr = lambda x, t=float: np.asarray(x, dtype=t)  # noqa: E731
     return BuildingScenario(
-        data.source, g_names, g_codes, arr(base), arr(cur), arr(pop), b_ids, b_names, arr(levels),
+        rows.source, g_names, g_codes, arr(base), arr(cur), arr(pop), b_ids, b_names, arr(levels),
         arr(dg, np.int64), arr(db, np.int64), arr(md), arr(sb, np.int64), arr(sg, np.int64), arr(ms), arr(co),
     )
 

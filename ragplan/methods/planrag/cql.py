@@ -4,20 +4,26 @@ depends on it, and a graph engine does not promise it), without a graph engine.
 DQA's two statement shapes, ``CREATE (var:Label {…})`` and ``MATCH (a:L1 {…}), (b:L2 {…}) CREATE
 (a)-[r:TYPE {…}]->(b)``, with the spacing variants real files have, are parsed on top of
 :mod:`ragplan.tools.graphdb.script`'s statement splitter; anything else names its file and line.
+
+Speed (parsing is most of ``ragplan dqa verify``'s time; ``benchmarks/dqa_simulator.py``): a file whose every
+code line is one statement in the plain form DQA writes is read by one compiled regex pass and one
+``json.loads`` of all distinct maps; anything else goes through the general path. Both give the same
+:class:`GraphData` (the tests compare them with a frozen copy of an earlier parser); the simulators read
+:class:`GraphRows`, the same content as tuples.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ragplan.tools.graphdb.script import ScriptError, Statement, decode_script, read_script_bytes, split_statements
 
-__all__ = ["NodeRec", "RelRec", "GraphData", "parse_map", "parse_statements", "read_graph_data",
-           "graph_data_from_text", "graph_data_from_bytes"]
+__all__ = ["NodeRec", "RelRec", "GraphData", "GraphRows", "NodeRow", "RelRow", "parse_map", "parse_statements",
+           "read_graph_data", "graph_data_from_text", "graph_data_from_bytes", "graph_rows_from_bytes"]
 
 
 @dataclass
@@ -51,6 +57,31 @@ class GraphData:
     rels: list[RelRec] = field(default_factory=list)
 
 
+#: A node as the simulators' compilers read it: (label, props, line).
+NodeRow = tuple[str, dict[str, Any], int]
+#: A relationship: (type, src_label, src_key, dst_label, dst_key, props, line).
+RelRow = tuple[str, str, dict[str, Any], str, dict[str, Any], dict[str, Any], int]
+
+
+@dataclass
+class GraphRows:
+    """The same content as :class:`GraphData` as plain tuples, for code that only reads it once.
+
+    Cheaper to build than records; maps with the same text may be one shared dict, so the rows are
+    read-only. ``ragplan.methods.planrag.data.load_scenario`` compiles scripts from these.
+    """
+
+    source: str
+    nodes: list[NodeRow]
+    rels: list[RelRow]
+
+    @classmethod
+    def of(cls, data: GraphData) -> GraphRows:
+        """The rows of parsed data (its dicts, not copies)."""
+        return cls(data.source, [(n.label, n.props, n.line) for n in data.nodes],
+                   [(r.type, r.src_label, r.src_key, r.dst_label, r.dst_key, r.props, r.line) for r in data.rels])
+
+
 _VALUE = re.compile(
     r"""\s*(?:
         "(?P<dq>(?:[^"\\]|\\.)*)"
@@ -61,7 +92,6 @@ _VALUE = re.compile(
     re.VERBOSE,
 )
 _KEY = re.compile(r"\s*(`[^`]+`|[A-Za-z_][\w]*)\s*:")
-_WORDS = {"true": True, "false": False, "null": None}
 
 
 def _unescape(s: str) -> str:
@@ -70,10 +100,9 @@ def _unescape(s: str) -> str:
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), s)
 
 
-@lru_cache(maxsize=65536)
-def _parse_items(text: str) -> tuple[tuple[str, Any], ...]:
-    """The items of a map body, parsed once per distinct body text."""
-    out: list[tuple[str, Any]] = []
+def parse_map(text: str) -> dict[str, Any]:
+    """Parse a Cypher map literal body (``name:"a", x: 1.5, ok:true``) into a dict; ValueError if malformed."""
+    out: dict[str, Any] = {}
     pos, n = 0, len(text)
     while pos < n and text[pos:].strip():
         km = _KEY.match(text, pos)
@@ -83,25 +112,22 @@ def _parse_items(text: str) -> tuple[tuple[str, Any], ...]:
         vm = _VALUE.match(text, km.end())
         if not vm:
             raise ValueError(f"expected a value for {key!r} at {text[km.end():km.end() + 20]!r}")
-        if vm.group("dq") is not None or vm.group("sq") is not None:
-            val: Any = _unescape(vm.group("dq") if vm.group("dq") is not None else vm.group("sq"))
+        if vm.group("dq") is not None:
+            val: Any = _unescape(vm.group("dq"))
+        elif vm.group("sq") is not None:
+            val = _unescape(vm.group("sq"))
         elif vm.group("num") is not None:
             t = vm.group("num")
             val = float(t) if any(c in t for c in ".eE") else int(t)
         else:
-            val = _WORDS[vm.group("word").lower()]
-        out.append((key, val))
+            val = {"true": True, "false": False, "null": None}[vm.group("word").lower()]
+        out[key] = val
         pos = vm.end()
         if pos < n and text[pos] == ",":
             pos += 1
         elif text[pos:].strip():
             raise ValueError(f"expected ',' at {text[pos:pos + 20]!r}")
-    return tuple(out)
-
-
-def parse_map(text: str) -> dict[str, Any]:
-    """Parse a Cypher map literal body (``name:"a", x: 1.5, ok:true``) into a dict; ValueError if malformed."""
-    return dict(_parse_items(text))
+    return out
 
 
 _NODE = r"\(\s*(?P<{v}>\w*)\s*:\s*(?P<{l}>\w+)\s*\{{(?P<{m}>[^{{}}]*)\}}\s*\)"
@@ -138,16 +164,189 @@ def parse_statements(statements: list[Statement], source: str) -> GraphData:
     return data
 
 
-def graph_data_from_text(text: str, source: str = "<script>") -> GraphData:
-    """Parse a DQA script given as a string."""
+# ------------------------------------------------------------------------------------- the fast path
+
+_W = r"[^\S\n]*+"            # spacing inside one line (possessive: what follows is never a space)
+_BODY = r"\{([^{}\n]*+)\}"    # a map body on one line
+_CREATE, _MATCH = "[Cc][Rr][Ee][Aa][Tt][Ee]", "[Mm][Aa][Tt][Cc][Hh]"  # as re.I reads them, a little faster
+#: One line of a plain file (the text is searched as "\n" + text + "\n", one match per line): a DQA
+#: statement that is the whole line — a node (label and map: groups 1-2) or a relationship (groups
+#: 3-12: the two matched nodes' variable, label and map, the created relationship's from-variable,
+#: type, map and to-variable), then the line's ``;`` (group 13) — or a blank or comment line (all
+#: groups empty). The shapes and spacing are those of parse_statements's patterns, within one line.
+_LINE = re.compile(
+    rf"\n(?:{_CREATE}{_W}\({_W}\w*+{_W}:{_W}(\w++){_W}{_BODY}{_W}\)"
+    rf"|{_MATCH}{_W}\({_W}(\w*+){_W}:{_W}(\w++){_W}{_BODY}{_W}\){_W},{_W}\({_W}(\w*+){_W}:{_W}(\w++){_W}{_BODY}{_W}\)"
+    rf"{_W}{_CREATE}{_W}\({_W}(\w++){_W}\){_W}-{_W}\[{_W}\w*+{_W}:{_W}(\w++){_W}(?:{_BODY})?{_W}\]{_W}->{_W}"
+    rf"\({_W}(\w++){_W}\)){_W}(;?){_W}(?=\n)"
+    r"|\n(?u:[^\S\n]*+)(?://[^\n]*+)?(?=\n)",  # (Unicode spacing here, as str.strip sees a blank line)
+    re.ASCII,  # faster; a statement with non-ASCII names or spacing is left to the general path
+)
+_KEY_NAME = re.compile(r"[A-Za-z_]\w*")
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_WORDS = {w: {"true": True, "false": False, "null": None}[w.lower()]
+          for w in ("true", "false", "null", "TRUE", "FALSE", "NULL", "True", "False")}
+
+
+class _NotPlain(Exception):
+    """The file is not in the plain form the fast path reads; the general path decides."""
+
+
+def _value(raw: str) -> Any:
+    """A value in the plain form (what :func:`parse_map` gives for it), else :class:`_NotPlain`."""
+    if raw[:1] == '"':
+        inner = raw[1:-1]
+        if len(raw) < 2 or raw[-1] != '"' or '"' in inner or "\\" in inner:
+            raise _NotPlain
+        return inner
+    if raw in _WORDS:
+        return _WORDS[raw]
+    if raw.replace(".", "", 1).isdecimal():  # 12, 1.5, .5, 1. (the common numbers, without the regex)
+        return float(raw) if "." in raw else int(raw)
+    if _NUMBER.fullmatch(raw):
+        return float(raw) if any(c in raw for c in ".eE") else int(raw)
+    raise _NotPlain
+
+
+def _map_parser() -> Any:
+    """A reader of one file's distinct map bodies, item by item; each distinct item and key is read once.
+
+    A body is split on its commas; a string holding a comma leaves a piece with an unbalanced quote,
+    which is not plain, so the general path reads such a file.
+    """
+    items: dict[str, tuple[str, Any]] = {}   # "key: value" piece -> (key, value)
+    keys: dict[str, str] = {}                # the piece's text before ':' -> the key
+
+    def parse(body: str) -> dict[str, Any]:
+        parts = body.split(",")
+        if len(parts) > 1 and (not parts[-1] or parts[-1].isspace()):
+            parts = parts[:-1]  # a trailing comma
+        elif len(parts) == 1 and (not parts[0] or parts[0].isspace()):
+            return {}  # an empty map
+        for part in parts:
+            if part not in items:
+                raw_key, colon, raw = part.partition(":")
+                key = keys.get(raw_key)
+                if key is None:
+                    key = raw_key.strip()
+                    if not colon or not _KEY_NAME.fullmatch(key):
+                        raise _NotPlain
+                    keys[raw_key] = key
+                items[part] = (key, _value(raw.strip()))
+        return dict(map(items.__getitem__, parts))
+
+    return parse
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is no Cypher value")
+
+
+def _json_maps(bodies: list[str]) -> dict[str, dict[str, Any]] | None:
+    """Every distinct non-empty body -> its map, all read by one ``json.loads``; None if that cannot be trusted.
+
+    The bodies are turned into JSON objects by quoting the keys: a ``"`` after each ``{`` and ``,``
+    (one space after a comma dropped) and before each ``:``. That is exact when no string holds a
+    ``:`` or ``,``, which the counts check afterwards (every ``:`` and ``,`` must be one the parsed
+    maps account for); keys must come out as plain names (no spacing left around them), and JSON's
+    strings (no escapes here), numbers and true/false/null are a subset of what :func:`parse_map`
+    reads, to the same values.
+    """
+    if not bodies:
+        return {}
+    joined = "\n".join(bodies)
+    if "\\" in joined or "[" in joined:
+        return None
+    text = joined.replace(", ", ",").replace(",", ',"').replace(":", '":').replace("\n", '},{"')
+    try:
+        loaded = json.loads('[{"' + text + "}]", parse_constant=_no_constant)
+    except ValueError:
+        return None
+    if len(loaded) != len(bodies):
+        return None
+    n_keys = sum(map(len, loaded))
+    if joined.count(":") != n_keys or joined.count(",") != n_keys - len(bodies):
+        return None  # a ':' or ',' inside a string, a repeated key, …
+    if not all(map(_KEY_NAME.fullmatch, set().union(*loaded))):
+        return None  # spacing around a key, or a key that is no name
+    return dict(zip(bodies, loaded))
+
+
+def _plain_rows(text: str, source: str) -> GraphRows | None:
+    """The fast path: the rows of a file in the plain form (maps with the same text shared), else None."""
+    found = _LINE.findall("\n" + text + "\n")
+    if len(found) != text.count("\n") + 1:
+        return None  # some line is neither a plain one-line statement nor blank nor a comment
+    statements = [(no, f) for no, f in enumerate(found, 1) if f[0] or f[9]]
+    with_semi = sum(1 for _, f in statements if f[12])
+    if with_semi and with_semi * 2 < len(statements):
+        return None  # the splitter would read this file in semicolon mode
+    distinct = dict.fromkeys([f[1] for _, f in statements if f[0]] + [f[i] for _, f in statements if not f[0] for i in (4, 7, 10)])
+    distinct.pop("", None)
+    maps = _json_maps(list(distinct))
+    if maps is None:  # the slower per-item reading decides (it gives up on what is not plain)
+        parse_one = _map_parser()
+        try:
+            maps = {body: parse_one(body) for body in distinct}
+        except _NotPlain:
+            return None
+    maps[""] = {}
+    get = maps.__getitem__
+    nodes: list[NodeRow] = []
+    rels: list[RelRow] = []
+    for no, (label, body, v1, l1, m1, v2, l2, m2, a, rtype, props, b, _) in statements:
+        if label:
+            nodes.append((label, get(body), no))
+            continue
+        # as parse_statements's {v1: …, v2: …}: the second variable wins when both are the same
+        if a == v2:
+            sl, sk = l2, get(m2)
+        elif a == v1:
+            sl, sk = l1, get(m1)
+        else:
+            return None  # not a matched variable: the general path names the error
+        if b == v2:
+            dl, dk = l2, get(m2)
+        elif b == v1:
+            dl, dk = l1, get(m1)
+        else:
+            return None
+        rels.append((rtype, sl, sk, dl, dk, get(props), no))
+    return GraphRows(source, nodes, rels)
+
+
+def _graph_data(rows: GraphRows) -> GraphData:
+    """Records of rows, each with dicts of its own."""
+    return GraphData(rows.source, [NodeRec(label, props.copy(), no) for label, props, no in rows.nodes],
+                     [RelRec(t, sl, sk.copy(), dl, dk.copy(), props.copy(), no) for t, sl, sk, dl, dk, props, no in rows.rels])
+
+
+# --------------------------------------------------------------------------------------------- entry
+
+
+def _normalise(text: str) -> str:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")  # lines as the splitter counts them
-    return parse_statements(split_statements(text, source), source)
+    return text
+
+
+def graph_data_from_text(text: str, source: str = "<script>") -> GraphData:
+    """Parse a DQA script given as a string (the fast path when the file is plain, else the general one)."""
+    text = _normalise(text)
+    rows = _plain_rows(text, source)
+    return _graph_data(rows) if rows is not None else parse_statements(split_statements(text, source), source)
 
 
 def graph_data_from_bytes(data: bytes, source: str = "<script>") -> GraphData:
     """Parse a DQA script given as the bytes of its file (UTF-8, a BOM dropped)."""
     return graph_data_from_text(decode_script(data, source), source)
+
+
+def graph_rows_from_bytes(data: bytes, source: str = "<script>") -> GraphRows:
+    """:class:`GraphRows` of a script's bytes: what :func:`graph_data_from_bytes` reads, without the records."""
+    text = _normalise(decode_script(data, source))
+    rows = _plain_rows(text, source)
+    return rows if rows is not None else GraphRows.of(parse_statements(split_statements(text, source), source))
 
 
 def read_graph_data(path: str | Path) -> GraphData:

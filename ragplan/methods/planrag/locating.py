@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from ragplan.methods.planrag.cql import GraphData
+from ragplan.methods.planrag.cql import GraphData, GraphRows
 from ragplan.tools.graphdb.script import ScriptError
 
 __all__ = ["LocatingScenario", "Record", "LocatingOption", "LocatingSolution", "scenario_from_data", "solve_locating",
@@ -175,47 +175,62 @@ class LocatingScenario:
         return (local_value[home] - outgoing[home] + ingoing[home]) * powers[mine] / total
 
 
-def scenario_from_data(data: GraphData) -> LocatingScenario:
+#: :func:`truthy` of DQA's usual flag values, looked up (1 and 0 hash as True and False: truthy agrees).
+_FLAGS: dict[Any, bool] = {True: True, False: False, "True": True, "False": False, "true": True, "false": False}
+
+
+def _flag(value: Any) -> bool:
+    """:func:`truthy`, by a lookup for the usual values (script values are scalars, so hashable)."""
+    known = _FLAGS.get(value)
+    return truthy(value) if known is None else known
+
+
+def scenario_from_data(data: GraphData | GraphRows) -> LocatingScenario:
     """Build a scenario from a parsed script; a relationship to an unknown node names its line."""
+    rows = data if isinstance(data, GraphRows) else GraphRows.of(data)
     names, lv, inland, tp = [], [], [], []
     dev: dict[str, float] = {}
     home_of: dict[str, str] = {}
-    for n in data.nodes:
-        props = n.props
-        if n.label not in ("Trade_node", "Country"):
+    for label, props, line in rows.nodes:
+        if label not in ("Trade_node", "Country"):
             continue
         if props.get("name") is None:  # every relationship finds its nodes by name
-            raise ScriptError(data.source, n.line, f"a {n.label} node without its name")
+            raise ScriptError(rows.source, line, f"a {label} node without its name")
         try:
-            if n.label == "Trade_node":
+            if label == "Trade_node":
                 names.append(str(props["name"]))
                 lv.append(float(props.get("local_value", 0) or 0))
-                inland.append(truthy(props.get("is_inland", False)))
+                inland.append(_flag(props.get("is_inland", False)))
                 tp.append(float(props.get("total_power", 0) or 0))
             else:
-                dev[str(props["name"])] = float(props.get("development", 0) or 0)
+                name = str(props["name"])
+                dev[name] = float(props.get("development", 0) or 0)
                 if props.get("home_node") is not None:
-                    home_of[str(props["name"])] = str(props["home_node"])
+                    home_of[name] = str(props["home_node"])
         except (TypeError, ValueError) as exc:
-            raise ScriptError(data.source, n.line, f"a {n.label} property is not a number ({exc})") from exc
+            raise ScriptError(rows.source, line, f"a {label} property is not a number ({exc})") from exc
     index = {n: i for i, n in enumerate(names)}
     edges: list[tuple[int, int]] = []
     records: list[Record] = []
-    for r in data.rels:
+    flags = _FLAGS
+    for rtype, src_label, src_key, _, dst_key, props, line in rows.rels:
         try:
-            if r.type == "NodeCountry":
-                country, node = (r.src_key, r.dst_key) if r.src_label == "Country" else (r.dst_key, r.src_key)
-                merchant = r.props["has_merchant"] if "has_merchant" in r.props else r.props.get("has_has_merchant", False)
-                records.append(Record(str(country["name"]), index[str(node["name"])], truthy(r.props.get("is_home", False)),
-                                      truthy(merchant), float(r.props.get("base_trading_power", 0) or 0)))
-            elif r.type == "source":
-                edges.append((index[str(r.src_key["name"])], index[str(r.dst_key["name"])]))
+            if rtype == "NodeCountry":
+                country, node = (src_key, dst_key) if src_label == "Country" else (dst_key, src_key)
+                merchant = props["has_merchant"] if "has_merchant" in props else props.get("has_has_merchant", False)
+                home, merchant_flag = flags.get(props.get("is_home", False)), flags.get(merchant)
+                records.append(Record(str(country["name"]), index[str(node["name"])],
+                                      truthy(props.get("is_home", False)) if home is None else home,
+                                      truthy(merchant) if merchant_flag is None else merchant_flag,
+                                      float(props.get("base_trading_power", 0) or 0)))
+            elif rtype == "source":
+                edges.append((index[str(src_key["name"])], index[str(dst_key["name"])]))
         except KeyError as exc:
-            raise ScriptError(data.source, r.line, f"relationship refers to an unknown trade node or key {exc}") from exc
+            raise ScriptError(rows.source, line, f"relationship refers to an unknown trade node or key {exc}") from exc
     for rec in records:  # countries without home_node: the is_home record says it
         if rec.is_home:
             home_of.setdefault(rec.country, names[rec.node])
-    return LocatingScenario(data.source, names, lv, inland, tp, dev, home_of, edges, records)
+    return LocatingScenario(rows.source, names, lv, inland, tp, dev, home_of, edges, records)
 
 
 @dataclass
