@@ -65,9 +65,9 @@ def add_setting_flags(parser: argparse.ArgumentParser, fams: list[MethodFamily],
     groups = {"": parser.add_argument_group("LLM settings (every method; also --set KEY=VALUE)")}
     seen: dict[str, list[str]] = {}
     for fam in [*shown, *(f for f in fams if f not in shown)]:
-        hints = get_type_hints(fam.context)
+        settable = fam.settable()  # name -> (type, default, description); Python-only fields left out
         for f in fields(fam.context):
-            if f.metadata.get("python_only"):
+            if f.name not in settable:
                 continue
             flags = flag_of(f)
             if f.name in seen:
@@ -75,7 +75,7 @@ def add_setting_flags(parser: argparse.ArgumentParser, fams: list[MethodFamily],
                     raise RuntimeError(f"{f.name} has flags {seen[f.name]} in one family and {flags} in {fam.name}")
                 continue
             seen[f.name] = flags
-            default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc,operator]
+            kind, default, _ = settable[f.name]
             if f.name in SHARED:
                 group: Any = groups[""]
             elif fam in shown:
@@ -83,7 +83,7 @@ def add_setting_flags(parser: argparse.ArgumentParser, fams: list[MethodFamily],
                     f"{fam.title} settings ({', '.join(g.name for g in fam.graphs)})"))
             else:
                 group = parser
-            add_field_flag(group, f, hints[f.name], default, shown=group is not parser)
+            add_field_flag(group, f, kind, default, shown=group is not parser)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="any setting by its name (repeatable; VALUE is JSON or text), e.g. --set max_steps=8")
 
