@@ -21,7 +21,6 @@ from ragplan.eval.item_checkpoints import CHECKPOINT_FILE, ItemCheckpoints
 from ragplan.eval.item_contexts import ItemContexts
 from ragplan.eval.runfolder import RunFolder, RunSettings, record_line
 from ragplan.family import MethodFamily
-from ragplan.registry import family_of
 from ragplan.state.result import GraphResult
 from ragplan.state.usage import Usage
 
@@ -123,13 +122,11 @@ def _typed(family: MethodFamily, out: dict[str, Any]) -> GraphResult:
                              error=f"the output does not fit {family.result.__name__}: {type(exc).__name__}: {exc}")
 
 
-async def run_questions(job: RunJob, on_finished: Callable[[], None] | None = None,
-                        family: MethodFamily | None = None) -> int:
-    """Run every question of ``job``, ``job.concurrency`` at a time, appending its record (``on_finished``
-    after each); returns how many distinct data were prepared (:class:`~ragplan.eval.item_contexts.ItemContexts`)."""
+async def run_questions(job: RunJob, family: MethodFamily, on_finished: Callable[[], None] | None = None) -> int:
+    """Run every question of ``job`` with ``family``'s graph, ``job.concurrency`` at a time, appending its record
+    (``on_finished`` after each); returns how many distinct data were prepared (:class:`~ragplan.eval.item_contexts.ItemContexts`)."""
     settings, bench = job.settings, job.bench
     folder = RunFolder(job.run_dir)
-    family = family or family_of(settings.method)
     checkpoints = ItemCheckpoints(folder.path / CHECKPOINT_FILE, enabled=settings.checkpoints)
     try:
         graph = family.graph(settings.method).build().compile(name=settings.method, checkpointer=await checkpoints.open())

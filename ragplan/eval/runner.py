@@ -84,7 +84,7 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
             on_progress(finished, len(items))
 
     with track_cache_usage() as cache_usage:  # the LLM cache entries this run reads or writes
-        prepared = await run_questions(job, one_more, family=family)
+        prepared = await run_questions(job, family, one_more)
     digests = cache_usage.digests()
     records = folder.load_records()
     ordered = [records[it.id] for it in items if it.id in records]
