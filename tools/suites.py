@@ -2,68 +2,49 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from ragplan.tools.registry import ToolRegistry
 
-__all__ = ["register_suite", "get_suite", "suite_names", "suite_for", "removed_tool_names"]
-
-
-_SUITES: dict[str, Callable[..., ToolRegistry]] = {}
-
-
-def register_suite(name: str, factory: Callable[..., ToolRegistry]) -> None:
-    """Make a tool suite available by name (``--tools retail``); ``factory(**options) -> ToolRegistry``."""
-    _SUITES[name] = factory
+__all__ = ["get_suite", "suite_for"]
 
 
 def get_suite(name: str, **options: Any) -> ToolRegistry:
     """The registry of the suite ``name`` (specs only unless options bind it to a store)."""
-    if name == "retail" and name not in _SUITES:
-        from ragplan.tools.retail.tools import build_retail_registry
+    if name != "retail":
+        raise KeyError(f"unknown tool suite {name!r}; known: retail")
+    from ragplan.tools.retail.tools import build_retail_registry
 
-        _SUITES["retail"] = build_retail_registry
-    if name not in _SUITES:
-        raise KeyError(f"unknown tool suite {name!r}; known: {', '.join(sorted(_SUITES)) or '(none)'}")
-    return _SUITES[name](**options)
-
-
-def suite_names() -> list[str]:
-    """Registered suite names."""
-    return sorted(_SUITES)
+    return build_retail_registry(**options)
 
 
 _bound: dict[tuple, ToolRegistry] = {}
 
 
-def removed_tool_names(ctx: Any) -> list[str]:
-    """The tools a run takes out of its registry (``removed_tools``, comma-separated; none when unset)."""
-    return [t.strip() for t in str(getattr(ctx, "removed_tools", "") or "").split(",") if t.strip()]
-
-
 def suite_for(ctx: Any) -> ToolRegistry:
     """The run's tool registry, bound to its store (``tool_suite``, ``shop_dir``, ``include_new_tool``), built once,
-    without the tools named in ``removed_tools`` (REAPER's instruction-following experiment: a removed tool is
-    neither offered to the planner nor accepted by the validator, as if the tool collection had changed).
+    without the tools named in ``removed_tools`` (comma-separated; REAPER's instruction-following experiment: a
+    removed tool is neither offered to the planner nor accepted by the validator).
 
     A Python caller may put a ready registry in the context as ``tool_registry`` (``removed_tools`` applies to it too).
     A removed name that is not a tool of the registry is a ValueError (a typo would remove nothing).
     """
-    removed = removed_tool_names(ctx)
+    removed = [t.strip() for t in str(getattr(ctx, "removed_tools", "") or "").split(",") if t.strip()]
     given = getattr(ctx, "tool_registry", None)
     if given is not None:
-        return _without(given, removed) if removed else given
+        return _without(given, removed)
     key = (ctx.tool_suite, getattr(ctx, "shop_dir", ""), getattr(ctx, "include_new_tool", True), tuple(removed))
     if key not in _bound:
         options: dict[str, Any] = {"include_new_tool": key[2]}
         if key[1]:
             options["shop_dir"] = key[1]
-        full = get_suite(key[0], **options)
-        _bound[key] = _without(full, removed) if removed else full
+        _bound[key] = _without(get_suite(key[0], **options), removed)
     return _bound[key]
 
 
 def _without(registry: ToolRegistry, removed: list[str]) -> ToolRegistry:
+    if not removed:
+        return registry
     unknown = [t for t in removed if t not in registry]
     if unknown:
         raise ValueError(f"removed_tools: {', '.join(unknown)} is not a tool of the registry; tools: "

@@ -1,24 +1,12 @@
 """review_plan: pause after planning until a person approves, edits or rejects the plan (human in the loop).
 
-One node for every family that writes a plan. The family says, through a :class:`PlanReviewer` given to
-:func:`make_review_plan`, which plan is waiting (and whether it is the first plan or a re-plan), how it is
-shown, and how an edited plan is parsed and validated — the same way the LLM's plan is (PlanRAG's steps,
-REAPER's parser and validator, FuRePA's query, InstructRAG's path parser). The node itself:
-
-* passes straight through when ``review_plan`` is off (or ``review_replans`` for a re-plan), or when no
-  plan is waiting;
-* otherwise calls LangGraph's ``interrupt`` with a JSON-able payload (``method``, ``kind`` plan|replan,
-  ``plan`` as text, ``steps``, ``format`` of an edit, ``accepts`` the answers it takes, ``error`` of the
-  last answer) and resumes with ``{"action": "approve"}``, ``{"action": "edit", "plan": "…"}``,
-  ``{"action": "reject", "reason": "…"}`` or the bare strings ``"approve"`` / ``"reject"``;
-* an edit that does not validate (or an unreadable answer) is shown again with its error, at most
-  ``max_review_rounds`` answers; after that the plan counts as rejected, so an unapproved plan never runs;
-* a rejection ends the run with ``stop_reason = "plan_rejected"`` (the family's routers go to the end:
-  no answer call);
-* every answer is recorded in ``plan_reviews``.
-
-Interrupts need a checkpointer: ``ragplan ask`` / ``ragplan.api.ask`` use a SQLite one
-(:mod:`ragplan.checkpoints`), ``langgraph dev`` and the LangGraph server their own.
+One node for every family that writes a plan; the family's :class:`PlanReviewer` says which plan waits
+and how an edit is parsed and validated (the same way as the LLM's plan). The node passes through when
+review is off or nothing waits; otherwise it calls LangGraph's ``interrupt`` with a JSON payload and
+reads the resume value (answers: ``REVIEW_ANSWERS``). An edit that does not validate is shown again
+with its error, at most ``max_review_rounds`` answers; then the plan counts as rejected. A rejection
+ends the run with ``stop_reason = "plan_rejected"``. Every answer is recorded in ``plan_reviews``.
+Interrupts need a checkpointer (docs/reliability.md, "Plan review").
 """
 
 from __future__ import annotations
@@ -37,7 +25,7 @@ from ragplan.state.reaper import ReaperState
 from ragplan.state.review import PLAN_REJECTED, REVIEW_ANSWERS, PlanReview, PlanReviewSettings
 
 __all__ = ["PlanView", "PlanEdit", "PlanEditError", "PlanReviewer", "ReviewDecision", "parse_decision",
-           "make_review_plan", "review_payload", "PlannedState"]
+           "make_review_plan", "PlannedState"]
 
 PlannedState = PlanRAGState | ReaperState | FuRePAState | InstructRAGState
 """The state of a family that writes a plan: what the review node reads and updates."""
@@ -100,39 +88,22 @@ class ReviewDecision:
 
 
 def parse_decision(value: Any) -> ReviewDecision:
-    """Read a resume value (see the module docstring); ValueError with what is accepted otherwise."""
-    accepted = "expected one of " + ", ".join(REVIEW_ANSWERS)
-    if isinstance(value, str):
-        word = value.strip().lower()
-        if word in ("approve", "reject"):
-            return ReviewDecision(action=word)  # type: ignore[arg-type]
-        raise ValueError(f"unreadable answer {value!r}: {accepted}")
+    """Read a resume value (see ``REVIEW_ANSWERS``); ValueError with what is accepted otherwise."""
+    if isinstance(value, str) and value.strip().lower() in ("approve", "reject"):
+        value = {"action": value}
     if not isinstance(value, dict):
-        raise ValueError(f"unreadable answer of type {type(value).__name__}: {accepted}")
+        raise ValueError(f"unreadable answer {value!r}: expected one of {', '.join(REVIEW_ANSWERS)}")
     action = str(value.get("action") or "").strip().lower()
-    if action == "approve":
-        return ReviewDecision(action="approve")
-    if action == "reject":
-        return ReviewDecision(action="reject", reason=str(value.get("reason") or "").strip())
-    if action == "edit":
-        plan = value.get("plan")
-        if isinstance(plan, list):
-            plan = "\n".join(str(p) for p in plan)
-        if not isinstance(plan, str) or not plan.strip():
-            raise ValueError('an edit needs the new plan: {"action": "edit", "plan": "<text>"}')
-        return ReviewDecision(action="edit", plan=plan)
-    raise ValueError(f"unknown action {action or value!r}: {accepted}")
-
-
-def review_payload(method: str, question: str, view: PlanView, *, round_: int, max_rounds: int, error: str = "") -> dict[str, Any]:
-    """The JSON-able interrupt value a reviewer sees (CLI, Python callback, Studio, the SDK)."""
-    return {"method": method, "kind": view.kind, "question": question, "plan": view.plan, "steps": list(view.steps),
-            "format": view.format, "round": round_, "max_rounds": max_rounds, "error": error,
-            "accepts": list(REVIEW_ANSWERS)}
-
-
-def _wanted(kind: str, ctx: Any) -> bool:
-    return bool(getattr(ctx, "review_plan" if kind == "plan" else "review_replans", False))
+    if action in ("approve", "reject"):
+        return ReviewDecision(action=action, reason=str(value.get("reason") or "").strip())  # type: ignore[arg-type]
+    if action != "edit":
+        raise ValueError(f"unknown action {action or value!r}: expected one of {', '.join(REVIEW_ANSWERS)}")
+    plan = value.get("plan")
+    if isinstance(plan, list):
+        plan = "\n".join(str(p) for p in plan)
+    if not isinstance(plan, str) or not plan.strip():
+        raise ValueError('an edit needs the new plan: {"action": "edit", "plan": "<text>"}')
+    return ReviewDecision(action="edit", plan=plan)
 
 
 def make_review_plan(method: str, reviewer: PlanReviewer[S, C]) -> Node[S, C]:
@@ -142,14 +113,15 @@ def make_review_plan(method: str, reviewer: PlanReviewer[S, C]) -> Node[S, C]:
         """Pause for a person's verdict on the waiting plan (pass through when review is off or nothing waits)."""
         ctx = runtime.context
         view = reviewer.pending(state, ctx)
-        if view is None or not _wanted(view.kind, ctx):
+        if view is None or not getattr(ctx, "review_plan" if view.kind == "plan" else "review_replans", False):
             return {}
         rounds = max(1, int(getattr(ctx, "max_review_rounds", 3) or 1))
         records: list[PlanReview] = []
         error = ""
         for rnd in range(1, rounds + 1):
-            answer = interrupt(review_payload(method, str(state.get("question", "")), view, round_=rnd,
-                                              max_rounds=rounds, error=error))
+            answer = interrupt({"method": method, "kind": view.kind, "question": str(state.get("question", "")),
+                                "plan": view.plan, "steps": list(view.steps), "format": view.format, "round": rnd,
+                                "max_rounds": rounds, "error": error, "accepts": list(REVIEW_ANSWERS)})
             try:
                 decision = parse_decision(answer)
                 if decision.action == "approve":

@@ -20,7 +20,7 @@ import json
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -34,6 +34,8 @@ __all__ = ["build_index", "BuildReport", "TextIndexError", "DEFAULT_SHARD_SIZE",
 FORMAT = "ragplan-textindex/1"
 DEFAULT_SHARD_SIZE = 4096
 WORK_DIR = ".build"
+HNSW_M = 32
+"""Neighbours per HNSW node."""
 _RECIPE = "title\\ntext, L2-normalised"
 _STORE_VERSION = "store/2 (given sentences kept)"  # a store written by an older version is not resumed into this one
 
@@ -64,22 +66,12 @@ class BuildReport:
     embedded: int = 0
     """Passages embedded by this run."""
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return asdict(self)
-
 
 def import_faiss() -> Any:
     """The faiss module (imported on first use: it costs a second)."""
     import faiss
 
     return faiss
-
-
-def file_sha256(path: str | Path) -> str:
-    """SHA-256 of a file's bytes."""
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -89,10 +81,6 @@ def _write_atomic(path: Path, data: bytes) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-
-
-def _write_json(path: Path, obj: dict[str, Any]) -> None:
-    _write_atomic(path, (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode())
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -105,10 +93,10 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 @contextlib.contextmanager
 def _build_lock(out: Path) -> Iterator[None]:
-    """One build per directory at a time (an advisory lock on ``out/.build.lock``)."""
+    """One build per directory at a time (an advisory lock on ``out/.build.lock``; none off POSIX)."""
     try:
         import fcntl
-    except ImportError:  # not POSIX: no lock
+    except ImportError:
         yield
         return
     with open(out / ".build.lock", "w") as fh:
@@ -131,20 +119,9 @@ def _shard_ok(path: Path, rows: int, dim: int) -> bool:
     return arr.shape == (rows, dim) and arr.dtype == np.float32
 
 
-def _resolve_embedder(model_path: str, embedder: Any) -> tuple[Any, str, str]:
-    """(embedder or None if not loaded yet, model path, model fingerprint)."""
-    if embedder is not None:
-        return embedder, str(getattr(embedder, "model_path", type(embedder).__name__)), \
-            str(getattr(embedder, "fingerprint", type(embedder).__name__))
-    from ragplan.tools.embeddings import model_fingerprint, resolve_model_path
-
-    path = resolve_model_path(model_path)
-    return None, path, model_fingerprint(path)
-
-
 def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: str = "", batch_size: int = 128,
                 flat_threshold: int = 50_000, progress: bool = True, shard_size: int = DEFAULT_SHARD_SIZE,
-                skip_malformed: bool = False, hnsw_m: int = 32, ef_construction: int = 200, ef_search: int = 128,
+                skip_malformed: bool = False, ef_construction: int = 200, ef_search: int = 128,
                 embedder: Any = None, force: bool = False) -> BuildReport:
     """Embed a passage file (JSONL or TSV, see :func:`read_passages`) into a FAISS index at ``out_dir``.
 
@@ -157,18 +134,26 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
     src = Path(passages_path)
     if not src.is_file():
         raise FileNotFoundError(f"passage file {str(src)!r} does not exist")
-    if shard_size < 1 or batch_size < 1 or flat_threshold < 0 or hnsw_m < 2 or ef_search < 1 or ef_construction < 1:
-        raise TextIndexError("shard_size, batch_size, hnsw_m, ef_search and ef_construction must be positive "
+    if shard_size < 1 or batch_size < 1 or flat_threshold < 0 or ef_search < 1 or ef_construction < 1:
+        raise TextIndexError("shard_size, batch_size, ef_search and ef_construction must be positive "
                              "and flat_threshold not negative")
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise TextIndexError(f"index output {str(out)!r} exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
-    embedder, model_dir, model_fp = _resolve_embedder(model_path, embedder)
-    input_sha = file_sha256(src)
-    fingerprint = hashlib.sha256(json.dumps(
-        [FORMAT, input_sha, model_fp, shard_size, bool(skip_malformed), _RECIPE, _STORE_VERSION]).encode()).hexdigest()[:24]
-    settings = {"flat_threshold": flat_threshold, "hnsw_m": hnsw_m, "ef_construction": ef_construction}
+    if embedder is not None:
+        model_dir = str(getattr(embedder, "model_path", type(embedder).__name__))
+        model_fp = str(getattr(embedder, "fingerprint", type(embedder).__name__))
+    else:
+        from ragplan.tools.embeddings import model_fingerprint, resolve_model_path
+
+        model_dir = resolve_model_path(model_path)
+        model_fp = model_fingerprint(model_dir)
+    with open(src, "rb") as fh:
+        input_sha = hashlib.file_digest(fh, "sha256").hexdigest()
+    recipe = [FORMAT, input_sha, model_fp, shard_size, bool(skip_malformed), _RECIPE, _STORE_VERSION]
+    fingerprint = hashlib.sha256(json.dumps(recipe).encode()).hexdigest()[:24]
+    settings = {"flat_threshold": flat_threshold, "hnsw_m": HNSW_M, "ef_construction": ef_construction}
 
     with _build_lock(out):
         meta = _read_json(out / "meta.json")
@@ -184,12 +169,11 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
             manifest = None
         work.mkdir(exist_ok=True)
         store_path = work / "passages.sqlite"
-        stats = ReadStats()
         if manifest is None or not store_path.is_file():
-            manifest = _read_into_store(src, store_path, skip_malformed, stats, progress)
+            manifest = _read_into_store(src, store_path, skip_malformed, progress)
             manifest.update(fingerprint=fingerprint, passages_file=str(src.resolve()), input_sha256=input_sha,
                             model_path=model_dir, model_fingerprint=model_fp, shard_size=shard_size)
-            _write_json(work / "manifest.json", manifest)
+            _write_atomic(work / "manifest.json", _json_bytes(manifest))
         count = int(manifest["count"])
         if count == 0:
             raise TextIndexError(f"no passages in {src}" + (f" ({manifest['skipped']} malformed lines skipped)"
@@ -205,8 +189,12 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
         reused, embed_seconds, embedded = _embed_shards(work, store_path, count, shard_size, dim, embedder,
                                                         batch_size, progress)
         index_type = "flat" if count < flat_threshold else "hnsw"
-        index = _make_index(index_type, dim, hnsw_m, ef_construction, ef_search)
-        _add_shards(index, work, n_shards, progress and index_type == "hnsw")
+        index = _make_index(index_type, dim, ef_construction, ef_search)
+        from tqdm.auto import tqdm
+
+        for s in tqdm(range(n_shards), desc="indexing (HNSW)", unit=" shards",
+                      disable=not progress or index_type == "flat"):
+            index.add(np.load(_shard_path(work, s)))
         import_faiss().write_index(index, str(work / "index.faiss.tmp"))
         with open(work / "index.faiss.tmp", "rb") as fh:
             os.fsync(fh.fileno())
@@ -214,26 +202,31 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
         (out / "meta.json").unlink(missing_ok=True)  # from here until the new meta.json: incomplete
         os.replace(work / "index.faiss.tmp", out / "index.faiss")
         os.replace(store_path, out / "passages.sqlite")
+        hnsw = {"M": HNSW_M, "efConstruction": ef_construction, "efSearch": ef_search}
         meta = {
             "format": FORMAT, "count": count, "dim": dim, "index_type": index_type, "metric": "cosine",
-            "hnsw": {"M": hnsw_m, "efConstruction": ef_construction, "efSearch": ef_search} if index_type == "hnsw" else None,
+            "hnsw": hnsw if index_type == "hnsw" else None,
             "model_path": model_dir, "model_fingerprint": model_fp, "embed_text": _RECIPE,
             "passages_file": manifest["passages_file"], "input_sha256": input_sha, "fingerprint": fingerprint,
             "skipped_lines": int(manifest.get("skipped", 0)), "settings": settings,
             "build_seconds": round(seconds, 3), "shards": n_shards, "shards_reused": reused,
             "built_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         }
-        _write_json(out / "meta.json", meta)
+        _write_atomic(out / "meta.json", _json_bytes(meta))
         shutil.rmtree(work, ignore_errors=True)
     return BuildReport(str(out), count, index_type, dim, seconds, n_shards, reused, int(manifest.get("skipped", 0)),
                        skipped_errors=list(manifest.get("errors", [])), model_seconds=model_seconds,
                        embed_seconds=embed_seconds, embedded=embedded)
 
 
-def _read_into_store(src: Path, store_path: Path, skip_malformed: bool, stats: ReadStats,
-                     progress: bool) -> dict[str, Any]:
+def _json_bytes(obj: dict[str, Any]) -> bytes:
+    return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def _read_into_store(src: Path, store_path: Path, skip_malformed: bool, progress: bool) -> dict[str, Any]:
     from tqdm.auto import tqdm
 
+    stats = ReadStats()
     tmp = store_path.with_name(store_path.name + ".tmp")
     with tqdm(desc="reading passages", unit=" passages", disable=not progress, mininterval=0.5) as bar:
         try:
@@ -259,12 +252,10 @@ def _embed_shards(work: Path, store_path: Path, count: int, shard_size: int, dim
     try:
         with tqdm(total=count, initial=sum(rows[s] for s in done), desc="embedding", unit=" passages",
                   disable=not progress, smoothing=0.1) as bar:
-            for s in range(n_shards):
-                if s in done:
-                    continue
+            for s in (s for s in range(n_shards) if s not in done):
                 texts = [embed_text(p) for p in store.range(s * shard_size, s * shard_size + rows[s])]
                 t0 = time.perf_counter()
-                vecs = np.ascontiguousarray(embedder.encode(texts, batch_size=batch_size, cache=False), dtype=np.float32)
+                vecs = np.asarray(embedder.encode(texts, batch_size=batch_size, cache=False), dtype=np.float32)
                 seconds += time.perf_counter() - t0
                 embedded += len(texts)
                 if vecs.shape != (rows[s], dim):
@@ -278,19 +269,11 @@ def _embed_shards(work: Path, store_path: Path, count: int, shard_size: int, dim
     return len(done), seconds, embedded
 
 
-def _make_index(index_type: str, dim: int, m: int, ef_construction: int, ef_search: int) -> Any:
+def _make_index(index_type: str, dim: int, ef_construction: int, ef_search: int) -> Any:
     faiss = import_faiss()
-
     if index_type == "flat":
         return faiss.IndexFlatIP(dim)
-    index = faiss.IndexHNSWFlat(dim, m, faiss.METRIC_INNER_PRODUCT)
+    index = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
     index.hnsw.efConstruction = ef_construction
     index.hnsw.efSearch = ef_search
     return index
-
-
-def _add_shards(index: Any, work: Path, n_shards: int, progress: bool) -> None:
-    from tqdm.auto import tqdm
-
-    for s in tqdm(range(n_shards), desc="indexing (HNSW)", unit=" shards", disable=not progress):
-        index.add(np.ascontiguousarray(np.load(_shard_path(work, s)), dtype=np.float32))
