@@ -28,8 +28,11 @@ class DocstoreResult:
     """The page the action read (Search: the page found; Lookup: the current page)."""
     error: str = ""
     """Why the action failed (the retriever raised), '' otherwise."""
-    searched: bool = False
-    """Whether the retriever was queried."""
+
+
+_FIRST_SENTENCES = 5
+"""Sentences of the page shown for a Search (ReAct shows five)."""
+_MAX_CHARS = 1500
 
 
 @dataclass
@@ -39,9 +42,6 @@ class ReActDocstore:
     retriever: Any
     k: int = 5
     """Passages fetched per Search."""
-    first_sentences: int = 5
-    """Sentences of the page shown for a Search (ReAct shows five)."""
-    max_chars: int = 1500
     page_title: str = ""
     """The current page (a run's state may restore it)."""
     page_sentences: list[str] = field(default_factory=list)
@@ -51,10 +51,6 @@ class ReActDocstore:
     lookup_next: int = 0
     """How many of that keyword's sentences were shown."""
 
-    def _hits(self) -> list[str]:
-        k = self.lookup_keyword.casefold()
-        return [s for s in self.page_sentences if k in s.casefold()] if k else []
-
     def search(self, entity: str) -> DocstoreResult:
         """``Search[entity]``: the entity's page (or the closest), its first sentences as the observation."""
         entity = " ".join((entity or "").split())
@@ -63,24 +59,22 @@ class ReActDocstore:
         try:
             passages: list[Passage] = list(self.retriever.search(entity, k=self.k))
         except Exception as exc:  # network, index: the observation says so
-            return DocstoreResult(f"Search failed: {type(exc).__name__}: {str(exc)[:200]}", error=str(exc)[:300], searched=True)
+            return DocstoreResult(f"Search failed: {type(exc).__name__}: {str(exc)[:200]}", error=str(exc)[:300])
         if not passages:
-            return DocstoreResult(f"Could not find {entity}.", searched=True)
-        titles: list[str] = []
-        for p in passages:
-            if p.title not in titles:
-                titles.append(p.title)
+            return DocstoreResult(f"Could not find {entity}.")
+        titles = list(dict.fromkeys(p.title for p in passages))
         want = _norm_title(entity)
-        exact = next((t for t in titles if _norm_title(t) == want or _norm_title(re.sub(r"\s*\(.*\)$", "", t)) == want), None)
+        exact = next((t for t in titles if want in (_norm_title(t), _norm_title(re.sub(r"\s*\(.*\)$", "", t)))), None)
         title = exact or titles[0]
         text = "\n".join(p.text for p in passages if p.title == title)
         self.page_title, self.page_sentences = title, split_sentences(text)
         self.lookup_keyword, self.lookup_next = "", 0
-        head = " ".join(self.page_sentences[: self.first_sentences])[: self.max_chars]
+        head = " ".join(self.page_sentences[:_FIRST_SENTENCES])[:_MAX_CHARS]
         if exact is None:
             others = [t for t in titles if t != title][:5]
-            head = f"(No page named {entity}; closest: {title}.{' Similar: ' + str(others) + '.' if others else ''}) {head}"
-        return DocstoreResult(head, title=title, searched=True)
+            similar = f" Similar: {others}." if others else ""
+            head = f"(No page named {entity}; closest: {title}.{similar}) {head}"
+        return DocstoreResult(head, title=title)
 
     def lookup(self, keyword: str) -> DocstoreResult:
         """``Lookup[keyword]``: the next sentence of the current page that contains ``keyword``."""
@@ -91,17 +85,16 @@ class ReActDocstore:
             return DocstoreResult("Lookup needs a keyword: Lookup[keyword].", title=self.page_title)
         if keyword.casefold() != self.lookup_keyword.casefold():
             self.lookup_keyword, self.lookup_next = keyword, 0
-        hits = self._hits()
+        hits = [s for s in self.page_sentences if keyword.casefold() in s.casefold()]
         if self.lookup_next >= len(hits):
             return DocstoreResult("No more results.", title=self.page_title)
         self.lookup_next += 1
-        return DocstoreResult(f"(Result {self.lookup_next} / {len(hits)}) {hits[self.lookup_next - 1][: self.max_chars]}",
-                              title=self.page_title)
+        shown = hits[self.lookup_next - 1][:_MAX_CHARS]
+        return DocstoreResult(f"(Result {self.lookup_next} / {len(hits)}) {shown}", title=self.page_title)
 
     def execute(self, action: str, argument: str) -> DocstoreResult:
         """Run ``Search`` or ``Lookup`` (``Finish`` and other actions are not the docstore's)."""
-        if action == "Search":
-            return self.search(argument)
-        if action == "Lookup":
-            return self.lookup(argument)
-        return DocstoreResult(f"Invalid action: {action}[{argument}] (use Search[entity], Lookup[keyword] or Finish[answer]).")
+        if action in ("Search", "Lookup"):
+            return self.search(argument) if action == "Search" else self.lookup(argument)
+        return DocstoreResult(f"Invalid action: {action}[{argument}] "
+                              "(use Search[entity], Lookup[keyword] or Finish[answer]).")

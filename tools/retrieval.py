@@ -28,12 +28,7 @@ class Passage:
         """``(index, sentence)`` pairs: the given sentences with their positions, else the text split by
         :func:`split_sentences` (index ``None``: a split sentence has no position in the corpus)."""
         if self.sentences:
-            out: list[tuple[int | None, str]] = []
-            for i, s in enumerate(self.sentences):
-                s = " ".join(s.split())
-                if s:
-                    out.append((i, _cut(s, _MAX_CHARS)))
-            return out
+            return [(i, _cut(" ".join(s.split()), _MAX_CHARS)) for i, s in enumerate(self.sentences) if s.strip()]
         return [(None, s) for s in split_sentences(self.text)]
 
 
@@ -77,7 +72,7 @@ _ABBREV = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|Inc|Ltd|Co|vs|etc|e\.g|i\
 def split_sentences(text: str, *, min_chars: int = 12, max_chars: int = _MAX_CHARS) -> list[str]:
     """Sentences of ``text`` (abbreviations kept whole), headings and fragments dropped, long ones cut."""
     out: list[str] = []
-    for para in re.split(r"\n\s*\n|\n(?=[=#])|\n", text or ""):
+    for para in (text or "").split("\n"):
         para = para.strip()
         if not para or para.startswith(("==", "#")):
             continue

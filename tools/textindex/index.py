@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -116,15 +117,8 @@ class TextIndex:
             return [[] for _ in range(len(vecs))]
         scores, labels = self.index.search(vecs, k)
         found = self.store.get(int(x) for x in labels.ravel() if x >= 0)
-        out: list[list[Passage]] = []
-        for srow, lrow in zip(scores, labels):
-            hits = []
-            for s, lab in zip(srow, lrow):
-                p = found.get(int(lab))
-                if lab >= 0 and p is not None:
-                    hits.append(Passage(p.id, p.title, p.text, float(s), "local", dict(p.meta), list(p.sentences)))
-            out.append(hits)
-        return out
+        return [[replace(found[lab], score=float(s), meta=dict(found[lab].meta), sentences=list(found[lab].sentences))
+                 for s, lab in zip(srow, lrow.tolist()) if lab in found] for srow, lrow in zip(scores, labels)]
 
     def close(self) -> None:
         """Release the passage store (the FAISS index is freed with the object)."""

@@ -48,9 +48,7 @@ def embed_text(p: Passage) -> str:
 
 
 def _open(path: Path) -> IO[bytes]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return path.open("rb")
+    return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")  # type: ignore[return-value]
 
 
 def detect_passage_format(path: str | Path) -> str:
@@ -121,29 +119,28 @@ def _passage(pid: object, title: object, text: object, sentences: object = None)
 def _read_jsonl(path: Path) -> Iterator[Passage | PassageFormatError]:
     with _open(path) as fh:
         for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                yield PassageFormatError(path, lineno, f"not UTF-8 ({exc.reason} at byte {exc.start})")
-                continue
-            except json.JSONDecodeError as exc:
-                yield PassageFormatError(path, lineno, f"not a JSON object ({exc.msg}, column {exc.colno})")
-                continue
-            if not isinstance(obj, dict):
-                yield PassageFormatError(path, lineno, f"expected a JSON object, got {type(obj).__name__}")
-                continue
-            pid = next((obj[k] for k in _ID_KEYS if k in obj), None)
-            text_key = next((k for k in _TEXT_KEYS if k in obj), None)
-            if text_key is None:
-                yield PassageFormatError(path, lineno, "no 'contents' (or 'text') field")
-                continue
-            text, title = obj[text_key], obj.get("title")
-            if title is None and isinstance(text, str):
-                title, text = split_flashrag_title(text)
-            res = _passage(pid, title, text, obj.get("sentences"))
-            yield PassageFormatError(path, lineno, res) if isinstance(res, str) else res
+            if raw.strip():
+                res = _json_passage(raw)
+                yield PassageFormatError(path, lineno, res) if isinstance(res, str) else res
+
+
+def _json_passage(raw: bytes) -> Passage | str:
+    """The passage of one JSONL line, or the reason it is not one."""
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 ({exc.reason} at byte {exc.start})"
+    except json.JSONDecodeError as exc:
+        return f"not a JSON object ({exc.msg}, column {exc.colno})"
+    if not isinstance(obj, dict):
+        return f"expected a JSON object, got {type(obj).__name__}"
+    text_key = next((k for k in _TEXT_KEYS if k in obj), None)
+    if text_key is None:
+        return "no 'contents' (or 'text') field"
+    text, title = obj[text_key], obj.get("title")
+    if title is None and isinstance(text, str):
+        title, text = split_flashrag_title(text)
+    return _passage(next((obj[k] for k in _ID_KEYS if k in obj), None), title, text, obj.get("sentences"))
 
 
 def _header_columns(header: list[str]) -> dict[str, int] | None:
@@ -173,33 +170,25 @@ def _read_tsv(path: Path) -> Iterator[Passage | PassageFormatError]:
     rows = csv.reader(_decoded_lines(path, bad_utf8), delimiter="\t", quotechar='"')
     cols: dict[str, int] | None = None
     last = 0
-    while True:
-        start = last + 1
-        try:
-            row = next(rows)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            yield PassageFormatError(path, start, f"unreadable TSV line ({exc})")
-            return  # the csv reader cannot continue past a broken quoted field
-        last = rows.line_num
-        if bad_utf8 and bad_utf8[-1] >= start:
-            bad_utf8.clear()
-            yield PassageFormatError(path, start, "not UTF-8")
-            continue
-        if not row or all(not c.strip() for c in row):
-            continue
-        if cols is None:
-            cols = _header_columns(row)
-            if cols is None:
-                raise PassageFormatError(path, start, "the first line of a TSV passage file must be a header naming "
-                                         "the columns, e.g. 'id<TAB>text<TAB>title' (DPR) or "
-                                         f"'id<TAB>title<TAB>text'; got {row[:4]!r}")
-            width = len(row)
-            continue
-        if len(row) != width:
-            yield PassageFormatError(path, start, f"{len(row)} tab-separated fields, the header has {width}")
-            continue
-        title = row[cols["title"]] if "title" in cols else ""
-        res = _passage(row[cols["id"]], title, row[cols["text"]])
-        yield PassageFormatError(path, start, res) if isinstance(res, str) else res
+    try:
+        for row in rows:
+            start, last = last + 1, rows.line_num
+            if bad_utf8 and bad_utf8[-1] >= start:
+                bad_utf8.clear()
+                yield PassageFormatError(path, start, "not UTF-8")
+            elif not row or all(not c.strip() for c in row):
+                continue
+            elif cols is None:
+                cols = _header_columns(row)
+                if cols is None:
+                    raise PassageFormatError(path, start, "the first line of a TSV passage file must be a header "
+                                             "naming the columns, e.g. 'id<TAB>text<TAB>title' (DPR) or "
+                                             f"'id<TAB>title<TAB>text'; got {row[:4]!r}")
+                width = len(row)
+            elif len(row) != width:
+                yield PassageFormatError(path, start, f"{len(row)} tab-separated fields, the header has {width}")
+            else:
+                res = _passage(row[cols["id"]], row[cols["title"]] if "title" in cols else "", row[cols["text"]])
+                yield PassageFormatError(path, start, res) if isinstance(res, str) else res
+    except csv.Error as exc:  # the csv reader cannot continue past a broken quoted field
+        yield PassageFormatError(path, last + 1, f"unreadable TSV line ({exc})")

@@ -4,6 +4,7 @@ parameters), written atomically, holding the request beside the response; failur
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -27,8 +28,7 @@ def default_cache_dir() -> Path:
     if root:
         return Path(root).expanduser() / "wikipedia"
     xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "ragplan" / "wikipedia"
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "ragplan" / "wikipedia"
 
 
 def _request(endpoint: str, language: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -59,8 +59,7 @@ class ResponseCache:
         """The stored response for this request, or ``None``."""
         path = self.path_for(endpoint, language, params)
         try:
-            with open(path, encoding="utf-8") as fh:
-                entry = json.load(fh)
+            entry = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as err:
@@ -75,8 +74,8 @@ class ResponseCache:
         """Store a response atomically (temporary file in the same directory, then ``os.replace``)."""
         path = self.path_for(endpoint, language, params)
         path.parent.mkdir(parents=True, exist_ok=True)
-        entry = {"request": _request(endpoint, language, params), "fetched_at": time.strftime(
-            "%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "response": response}
+        entry = {"request": _request(endpoint, language, params),
+                 "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "response": response}
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -85,9 +84,7 @@ class ResponseCache:
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
         except BaseException:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
             raise
         return path

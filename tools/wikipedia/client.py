@@ -23,11 +23,6 @@ __all__ = ["WikipediaClient", "WikiPage", "WikipediaError", "default_user_agent"
 
 log = logging.getLogger(__name__)
 
-USER_AGENT_ENV = "RAGPLAN_WIKI_USER_AGENT"
-"""Environment variable overriding the default User-Agent (put your contact address in it)."""
-OFFLINE_ENV = "RAGPLAN_WIKI_OFFLINE"
-"""Set to 1 to answer from the cache only (a miss raises :class:`WikipediaError`)."""
-
 _RETRY_API_CODES = ("maxlag", "ratelimited", "readonly")
 
 
@@ -45,41 +40,24 @@ class WikiPage:
     pageid: int
 
 
-def _dist_version(name: str, fallback: str = "unknown") -> str:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return fallback
-
-
-def _project_url() -> str:
-    """The project's home page from the installed metadata (``[project.urls]``), or ``""``."""
-    try:
-        meta = importlib.metadata.metadata("ragplan")
-    except importlib.metadata.PackageNotFoundError:
-        return ""
-    for entry in meta.get_all("Project-URL") or []:
-        _, _, url = entry.partition(",")
-        if url.strip().startswith("http"):
-            return url.strip()
-    home = meta["Home-page"] if "Home-page" in meta else ""
-    return home if home.startswith("http") else ""
-
-
 def default_user_agent() -> str:
     """``$RAGPLAN_WIKI_USER_AGENT``, else ``ragplan/<version> (<project URL>; research use) Wikipedia-API/<v> httpx/<v>``.
 
     The project URL comes from the package metadata (``[project.urls]``); without one the string
     carries no contact and a warning asks for it (Wikimedia's policy wants a way to reach you).
     """
-    env = os.environ.get(USER_AGENT_ENV, "").strip()
+    env = os.environ.get("RAGPLAN_WIKI_USER_AGENT", "").strip()
     if env:
         return env
     from ragplan import __version__
 
-    url = _project_url()
+    try:
+        entries = importlib.metadata.metadata("ragplan").get_all("Project-URL") or []
+    except importlib.metadata.PackageNotFoundError:
+        entries = []
+    url = next((u for e in entries if (u := e.partition(",")[2].strip()).startswith("http")), "")
     contact = f"{url}; research use" if url else "research use"
-    libs = f"Wikipedia-API/{_dist_version('Wikipedia-API')} httpx/{httpx.__version__}"
+    libs = f"Wikipedia-API/{importlib.metadata.version('Wikipedia-API')} httpx/{httpx.__version__}"
     return f"ragplan/{__version__} ({contact}) {libs}"
 
 
@@ -91,35 +69,30 @@ def _warn_without_contact(ua: str) -> None:
     global _warned
     if not _warned and "http" not in ua and "@" not in ua:
         _warned = True
-        log.warning("the Wikipedia User-Agent %r names no contact; set %s or [project.urls] in pyproject "
-                    "(https://meta.wikimedia.org/wiki/User-Agent_policy)", ua, USER_AGENT_ENV)
+        log.warning("the Wikipedia User-Agent %r names no contact; set RAGPLAN_WIKI_USER_AGENT or [project.urls] "
+                    "in pyproject (https://meta.wikimedia.org/wiki/User-Agent_policy)", ua)
 
 
+@dataclass(eq=False)
 class _Retryable(Exception):
     """One attempt failed in a way worth retrying; ``wait`` is the server's Retry-After, if any."""
 
-    def __init__(self, reason: str, wait: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.wait = wait
+    reason: str
+    wait: float | None = None
 
 
 def _retry_after(value: str | None) -> float | None:
     """Seconds from a ``Retry-After`` header: delta-seconds (decimals tolerated) or an HTTP date."""
     if not value:
         return None
-    value = value.strip()
     try:
         return max(0.0, float(value))
     except ValueError:
         pass
     try:
-        when = email.utils.parsedate_to_datetime(value)
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError):
         return None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _describe(params: dict[str, Any]) -> str:
@@ -129,17 +102,6 @@ def _describe(params: dict[str, Any]) -> str:
     if "titles" in params:
         return f"{params.get('prop', 'query')} of {params['titles']!r}"
     return "&".join(f"{k}={v}" for k, v in params.items() if k != "format")
-
-
-class _Transport(httpx.BaseTransport):
-    """The ``httpx`` transport wikipedia-api sends through: each request it builds is answered by its owner."""
-
-    def __init__(self, owner: "WikipediaClient") -> None:
-        self._owner = owner
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        """Answer with the JSON of :meth:`WikipediaClient._request` for the request's query parameters."""
-        return httpx.Response(200, json=self._owner._request(dict(request.url.params)), request=request)
 
 
 class WikipediaClient:
@@ -167,7 +129,7 @@ class WikipediaClient:
         self.backoff_s = float(backoff_s)
         self.max_wait_s = float(max_wait_s)
         if offline is None:
-            offline = os.environ.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+            offline = os.environ.get("RAGPLAN_WIKI_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
         self.offline = bool(offline)
         self.cache = ResponseCache(cache_dir or default_cache_dir())
         self.stats = {"requests": 0, "cache_hits": 0, "retries": 0}
@@ -176,8 +138,10 @@ class WikipediaClient:
         if user_agent is None and api_url is None:
             _warn_without_contact(ua)
         self._http = httpx.Client(headers={"User-Agent": ua}, timeout=self.timeout_s)
+        # wikipedia-api builds and parses each request; the transport answers it through _request
+        answer = httpx.MockTransport(lambda req: httpx.Response(200, json=self._request(dict(req.url.params))))
         self._wiki = wikipediaapi.Wikipedia(user_agent=ua, language=lang, extract_format=wikipediaapi.ExtractFormat.WIKI,
-                                            max_retries=0, transport=_Transport(self))
+                                            max_retries=0, transport=answer)
 
     # -- public API ------------------------------------------------------------------------------
     def search(self, query: str, limit: int = 3) -> list[str]:
@@ -221,12 +185,6 @@ class WikipediaClient:
     def close(self) -> None:
         """Close the HTTP connection pool."""
         self._http.close()
-
-    def __enter__(self) -> "WikipediaClient":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"WikipediaClient(language={self.language!r}, api_url={self.api_url!r}, cache={str(self.cache.root)!r})"
