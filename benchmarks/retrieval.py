@@ -110,9 +110,10 @@ class BowEmbedder:
         return (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
 
 
-def pct(samples: list[float], q: float) -> float:
-    """Linear-interpolated percentile (q in 0..100)."""
-    return float(np.percentile(np.asarray(samples), q)) if samples else float("nan")
+def add_percentiles(res: dict[str, tuple[float, str]], name: str, samples: list[float]) -> None:
+    """p50 and p95 of ``samples`` (ms) into ``res`` as ``name`` with ``{}`` replaced by ``p50`` / ``p95``."""
+    for q in (50, 95):
+        res[name.format(f"p{q}")] = (float(np.percentile(np.asarray(samples), q)), "ms")
 
 
 def recall_at(index_a: Any, index_b: Any, qvecs: np.ndarray, k: int = 10) -> float:
@@ -122,13 +123,12 @@ def recall_at(index_a: Any, index_b: Any, qvecs: np.ndarray, k: int = 10) -> flo
     return float(np.mean([len(set(a[a >= 0]) & set(b[b >= 0])) / k for a, b in zip(la, lb)]))
 
 
-def latency_ms(index: TextIndex, qvecs: np.ndarray, k: int = 10) -> list[float]:
-    """Per-query wall time of ``search_vectors`` (FAISS + passage fetch), one query at a time."""
-    index.search_vectors(qvecs[:5], k)  # warm up
+def latency_ms(search: Any, queries: Any) -> list[float]:
+    """Per-query wall time of ``search(query)``, one query at a time."""
     out = []
-    for q in qvecs:
+    for q in queries:
         t0 = time.perf_counter()
-        index.search_vectors(q[None, :], k)
+        search(q)
         out.append((time.perf_counter() - t0) * 1000)
     return out
 
@@ -149,13 +149,8 @@ def real_model_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[fl
     res[f"real: est. time to embed {args.n // 1000}k passages"] = (args.n / res["real: embedding only"][0] / 60, "min")
     idx = TextIndex.open(tmp / "real-idx", embedder=model)
     queries = make_queries(passages, min(100, args.queries), seed=5)
-    lat = []
-    for q, _ in queries:
-        t0 = time.perf_counter()
-        idx.search(q + " ?", 10)  # a text not seen before: embedded, not cached
-        lat.append((time.perf_counter() - t0) * 1000)
-    res["real: query embed+search p50 (flat)"] = (pct(lat, 50), "ms")
-    res["real: query embed+search p95 (flat)"] = (pct(lat, 95), "ms")
+    texts = [q + " ?" for q, _ in queries]  # texts not seen before: embedded, not cached
+    add_percentiles(res, "real: query embed+search {} (flat)", latency_ms(lambda q: idx.search(q, 10), texts))
     vecs = idx.index.reconstruct_n(0, idx.count)
     hnsw = _make_index("hnsw", model.dim, args.ef_construction, 64)
     hnsw.add(vecs)
@@ -193,15 +188,15 @@ def scale_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[float, 
     qv = emb.encode([q for q, _ in queries])
     _, top = flat.index.search(qv, 10)
     info["flat_source_in_top10"] = round(float(np.mean([row in t for (_, row), t in zip(queries, top)])), 3)
-    lat = latency_ms(flat, qv)
-    res[f"{args.n // 1000}k: flat search p50"] = (pct(lat, 50), "ms")
-    res[f"{args.n // 1000}k: flat search p95"] = (pct(lat, 95), "ms")
+    size = f"{args.n // 1000}k"
+    flat.search_vectors(qv[:5], 10)  # warm up
+    add_percentiles(res, size + ": flat search {}", latency_ms(lambda v: flat.search_vectors(v[None, :], 10), qv))
     for ef in args.ef_search:
         hnsw.index.hnsw.efSearch = ef
-        lat = latency_ms(hnsw, qv)
-        res[f"{args.n // 1000}k: HNSW ef={ef} search p50"] = (pct(lat, 50), "ms")
-        res[f"{args.n // 1000}k: HNSW ef={ef} search p95"] = (pct(lat, 95), "ms")
-        res[f"{args.n // 1000}k: HNSW ef={ef} recall@10 vs flat"] = (recall_at(hnsw.index, flat.index, qv), "")
+        hnsw.search_vectors(qv[:5], 10)
+        add_percentiles(res, f"{size}: HNSW ef={ef} search {{}}",
+                        latency_ms(lambda v: hnsw.search_vectors(v[None, :], 10), qv))
+        res[f"{size}: HNSW ef={ef} recall@10 vs flat"] = (recall_at(hnsw.index, flat.index, qv), "")
     flat.close()
     hnsw.close()
 

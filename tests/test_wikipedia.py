@@ -17,8 +17,7 @@ import pytest
 from ragplan.tools.retrieval import Retriever, split_sentences
 from ragplan.tools.retrievers import make_retriever
 from ragplan.tools.wikipedia import WikiPage, WikipediaClient, WikipediaError, WikipediaRetriever
-from ragplan.tools.wikipedia.cache import request_key
-from ragplan.tools.wikipedia.client import _retry_after
+from ragplan.tools.wikipedia.client import _retry_after, request_key
 from tests.mediawiki_server import Fault, MediaWikiStub
 
 PAGES = {

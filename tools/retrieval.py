@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = ["Passage", "Evidence", "Retriever", "SentenceRanker", "split_sentences"]
@@ -46,11 +46,8 @@ class Evidence:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (``sentence_index`` only when known)."""
-        out: dict[str, Any] = {"sentence": self.sentence, "title": self.title, "passage_id": self.passage_id,
-                               "score": round(float(self.score), 4), "source": self.source}
-        if self.sentence_index is not None:
-            out["sentence_index"] = self.sentence_index
-        return out
+        out = {**asdict(self), "score": round(float(self.score), 4)}
+        return out if self.sentence_index is not None else {k: v for k, v in out.items() if k != "sentence_index"}
 
 
 @runtime_checkable

@@ -22,13 +22,8 @@ _bound: dict[tuple, ToolRegistry] = {}
 
 
 def suite_for(ctx: Any) -> ToolRegistry:
-    """The run's tool registry, bound to its store (``tool_suite``, ``shop_dir``, ``include_new_tool``), built once,
-    without the tools named in ``removed_tools`` (comma-separated; REAPER's instruction-following experiment: a
-    removed tool is neither offered to the planner nor accepted by the validator).
-
-    A Python caller may put a ready registry in the context as ``tool_registry`` (``removed_tools`` applies to it too).
-    A removed name that is not a tool of the registry is a ValueError (a typo would remove nothing).
-    """
+    """The run's ``tool_registry``, or its ``tool_suite`` bound to ``shop_dir`` (built once), without the tools named
+    in ``removed_tools`` (REAPER's instruction-following experiment; a name the registry lacks is a ValueError)."""
     removed = [t.strip() for t in str(getattr(ctx, "removed_tools", "") or "").split(",") if t.strip()]
     given = getattr(ctx, "tool_registry", None)
     if given is not None:

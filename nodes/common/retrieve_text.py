@@ -1,9 +1,6 @@
-"""retrieve_text: fetch passages for a (sub-)query and keep the top sentences as evidence.
-
-Think-then-Act §4.2: Wikipedia pages for the query, split into sentences, the top 3 by Sentence-BERT
-similarity to the query. The retriever (live Wikipedia or a local FAISS index) and the number of
-sentences come from the run's context. A retrieval failure is recorded on the query, which is then
-answered without context; it never fails the run.
+"""retrieve_text: fetch passages for a (sub-)query and keep the top sentences by Sentence-BERT similarity as
+evidence (Think-then-Act §4.2; retriever and counts from the run's context). A retrieval failure is recorded
+on the query, which is then answered without context; it never fails the run.
 """
 
 from __future__ import annotations

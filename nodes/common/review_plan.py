@@ -12,6 +12,7 @@ Interrupts need a checkpointer (docs/reliability.md, "Plan review").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Generic, Literal, TypeVar
 
 from langgraph.runtime import Runtime
@@ -116,6 +117,7 @@ def make_review_plan(method: str, reviewer: PlanReviewer[S, C]) -> Node[S, C]:
         if view is None or not getattr(ctx, "review_plan" if view.kind == "plan" else "review_replans", False):
             return {}
         rounds = max(1, int(getattr(ctx, "max_review_rounds", 3) or 1))
+        review = partial(PlanReview, kind=view.kind, plan=view.plan)
         records: list[PlanReview] = []
         error = ""
         for rnd in range(1, rounds + 1):
@@ -125,18 +127,17 @@ def make_review_plan(method: str, reviewer: PlanReviewer[S, C]) -> Node[S, C]:
             try:
                 decision = parse_decision(answer)
                 if decision.action == "approve":
-                    records.append(PlanReview(kind=view.kind, round=rnd, action="approve", plan=view.plan))
+                    records.append(review(round=rnd, action="approve"))
                     return {"plan_reviews": records}
                 if decision.action == "reject":
-                    records.append(PlanReview(kind=view.kind, round=rnd, action="reject", plan=view.plan,
-                                              reason=decision.reason))
+                    records.append(review(round=rnd, action="reject", reason=decision.reason))
                     return {"plan_reviews": records, "stop_reason": PLAN_REJECTED, "answer": ""}
                 edit = reviewer.apply_edit(state, ctx, decision.plan)
             except ValueError as exc:  # PlanEditError included: shown again with the error
                 error = str(exc)
-                records.append(PlanReview(kind=view.kind, round=rnd, action="invalid", plan=view.plan, error=error))
+                records.append(review(round=rnd, action="invalid", error=error))
                 continue
-            records.append(PlanReview(kind=view.kind, round=rnd, action="edit", plan=view.plan, edited=edit.text))
+            records.append(review(round=rnd, action="edit", edited=edit.text))
             return {**edit.update, "plan_reviews": records}
         return {"plan_reviews": records, "stop_reason": PLAN_REJECTED, "answer": "",
                 "error": f"plan review: no acceptable answer in {rounds} rounds (last: {error})"}

@@ -1,6 +1,5 @@
-"""The one shape every QA dataset is read into, and a checked view of one raw record.
-
-:class:`RawRecord` reports a malformed record the same way for every format: ``FILE: record N (line L): problem``.
+"""The one shape every QA dataset is read into, and a checked view of one raw record (:class:`RawRecord` reports
+a malformed record the same way for every format: ``FILE: record N (line L): problem``).
 """
 
 from __future__ import annotations
@@ -148,10 +147,10 @@ class RawRecord:
             self.fail(f"{key!r} should be a list of strings")
         return [str(x) for x in v]
 
-    def _pairs(self, value: Any, key: str, column: str, what: str = "sentences") -> list[Any] | None:
-        """``[[title, x], …]`` as given, or from the column form ``{"title": [...], column: [...]}`` (FlashRAG / HF)."""
+    def _pairs(self, value: Any, key: str, column: str, what: str = "sentences") -> list[Any]:
+        """``[[title, x], …]`` as given (``[]`` for none), or from the column form ``{"title": [...], column: [...]}``."""
         if value is None:
-            return None
+            return []
         if isinstance(value, dict):
             titles, xs = value.get("title"), value.get(column)
             if not isinstance(titles, list) or not isinstance(xs, list) or len(titles) != len(xs):
@@ -164,8 +163,6 @@ class RawRecord:
     def contexts(self, value: Any, key: str = "context") -> list[tuple[str, list[str]]]:
         """``[[title, [sentence, …]], …]`` (HotpotQA) or ``{"title": [...], "sentences": [[...]]}`` (HF columns)."""
         value = self._pairs(value, key, "sentences")
-        if value is None:
-            return []
         out: list[tuple[str, list[str]]] = []
         for j, para in enumerate(value):
             if not isinstance(para, (list, tuple)) or len(para) != 2 or not isinstance(para[0], str):
@@ -181,8 +178,6 @@ class RawRecord:
     def facts(self, value: Any, key: str = "supporting_facts") -> list[tuple[str, int]]:
         """``[[title, sentence index], …]`` or ``{"title": [...], "sent_id": [...]}``."""
         value = self._pairs(value, key, "sent_id", "sentence index")
-        if value is None:
-            return []
         out: list[tuple[str, int]] = []
         for j, fact in enumerate(value):
             ok = isinstance(fact, (list, tuple)) and len(fact) == 2 and isinstance(fact[0], str)

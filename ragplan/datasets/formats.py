@@ -1,9 +1,6 @@
-"""One parser per dataset format: a raw :class:`RawRecord` in, a :class:`QAExample` out.
-
-The formats are the files as their authors release them (HotpotQA, 2WikiMultihopQA with
-``id_aliases.json``, MuSiQue, StrategyQA, FEVER, FlashRAG JSONL, KILT JSONL; docs/evaluation.md).
-A record that fits none is refused (:func:`looks_like` returns ``None``); :func:`unsupported_format`
-names the well-known formats that ragplan does not read (SQuAD, Natural Questions, TriviaQA, MS MARCO …).
+"""One parser per dataset format, as the authors release it (docs/evaluation.md): a :class:`RawRecord` in,
+a :class:`QAExample` out; :func:`looks_like` detects the format, :func:`unsupported_format` names the
+well-known ones ragplan does not read (SQuAD, Natural Questions, TriviaQA, MS MARCO …).
 """
 
 from __future__ import annotations
@@ -45,10 +42,6 @@ def _labelled(answers: list[str], meta: dict) -> tuple[Any, list[str]]:
     return kind, answers
 
 
-def _yes_no(answer: str) -> bool:
-    return answer.strip().lower() in ("yes", "no")
-
-
 def fever_title(page: str) -> str:
     """A FEVER page id as a title: underscores to spaces, PTB bracket escapes undone."""
     for k, v in _PTB.items():
@@ -71,8 +64,8 @@ def parse_multihop(rec: RawRecord, opts: ParseOptions) -> QAExample:
     if rec.has("answer_id"):
         meta["answer_id"] = str(rec.get("answer_id"))
         answers += opts.aliases.get(meta["answer_id"], [])
-    answers = _dedupe(answers)
-    return QAExample(qid, question, answers, "yesno" if _yes_no(answer) else "span",
+    kind = "yesno" if answer.strip().lower() in ("yes", "no") else "span"
+    return QAExample(qid, question, _dedupe(answers), kind,
                      contexts=rec.contexts(rec.get("context")), supporting_facts=rec.facts(rec.get("supporting_facts")),
                      meta=meta)
 
@@ -145,12 +138,10 @@ def parse_strategyqa(rec: RawRecord, opts: ParseOptions) -> QAExample:
     if "answer" not in rec.data or rec.data["answer"] is None:
         rec.fail("missing 'answer' (strategyqa_test.json has no gold answers and cannot be graded)")
     raw = rec.data["answer"]
-    if isinstance(raw, bool):
-        answer = "yes" if raw else "no"
-    elif isinstance(raw, str) and raw.strip().lower() in ("yes", "no", "true", "false"):
-        answer = "yes" if raw.strip().lower() in ("yes", "true") else "no"
-    else:
+    word = str(raw).strip().lower()
+    if not isinstance(raw, (bool, str)) or word not in ("yes", "no", "true", "false"):
         rec.fail(f"'answer' should be true or false, got {raw!r}")
+    answer = "yes" if word in ("yes", "true") else "no"
     facts = rec.str_list("facts")
     term = str(rec.get("term", "")).strip()
     meta = {"dataset": opts.dataset, "label": answer, "term": term, "description": str(rec.get("description", ""))}
@@ -273,19 +264,18 @@ def looks_like(data: dict) -> str | None:
 
 
 # keys that give away a well-known format ragplan does not read: (name, test)
-_UNSUPPORTED: list[tuple[str, Callable[[set[str], dict], bool]]] = [
+_UNSUPPORTED: list[tuple[str, Callable[[set[str]], bool]]] = [
     ("SQuAD (a {title, paragraphs: [{context, qas}]} article)",
-     lambda k, d: "paragraphs" in k and "title" in k and "question" not in k),
-    ("SQuAD (flattened {id, title, context, question, answers})", lambda k, d: {"context", "question", "answers"} <= k),
-    ("Natural Questions", lambda k, d: "question_text" in k and ("annotations" in k or "document_tokens" in k)),
-    ("TriviaQA", lambda k, d: "Question" in k and "Answer" in k),
-    ("MS MARCO", lambda k, d: "query" in k and "passages" in k),
-    ("IIRC", lambda k, d: "questions" in k and "links" in k),
-    ("a bare {question, answer} file (no dataset structure)", lambda k, d: {"question", "answer"} <= k),
+     lambda k: "paragraphs" in k and "title" in k and "question" not in k),
+    ("SQuAD (flattened {id, title, context, question, answers})", lambda k: {"context", "question", "answers"} <= k),
+    ("Natural Questions", lambda k: "question_text" in k and ("annotations" in k or "document_tokens" in k)),
+    ("TriviaQA", lambda k: "Question" in k and "Answer" in k),
+    ("MS MARCO", lambda k: "query" in k and "passages" in k),
+    ("IIRC", lambda k: "questions" in k and "links" in k),
+    ("a bare {question, answer} file (no dataset structure)", lambda k: {"question", "answer"} <= k),
 ]
 
 
 def unsupported_format(data: dict) -> str | None:
     """The name of a well-known QA format a record is in that ragplan does not read, or ``None``."""
-    keys = set(data)
-    return next((name for name, test in _UNSUPPORTED if test(keys, data)), None)
+    return next((name for name, test in _UNSUPPORTED if test(set(data))), None)

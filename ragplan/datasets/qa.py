@@ -1,16 +1,11 @@
-"""Loaders for the QA datasets of the Think-then-Act evaluation, from the files users download.
-
-:func:`load_qa` reads JSON (a list of records, or an object whose ``data`` is one) and JSON Lines,
-gzip-compressed too; the format is detected from the first record's keys unless ``fmt=`` names it
-(:mod:`ragplan.datasets.formats`). A file that cannot be read raises :class:`DatasetError` naming the
-file, the record (0-based index, and for JSON Lines its line) and the problem; ids must be unique
-within a file, since an evaluation run resumes by id.
+"""Loaders for the QA datasets of the Think-then-Act evaluation, from the files users download: JSON (a list
+of records, or an object whose ``data`` is one) or JSON Lines, gzipped too. A file that cannot be read raises
+:class:`DatasetError` naming the file, the record (0-based, and for JSON Lines its line) and the problem.
 """
 
 from __future__ import annotations
 
 import gzip
-import io
 import itertools
 import json
 import re
@@ -74,20 +69,15 @@ def resolve_data_file(path: str | Path, dataset: str | None = None) -> Path:
 
 
 def _open(path: Path) -> IO[str]:
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
+    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
 
 
 def _first_char(path: Path) -> str:
     with _open(path) as fh:
-        while True:
-            chunk = fh.read(4096)
-            if not chunk:
-                return ""
-            stripped = chunk.lstrip("\ufeff \t\r\n")
-            if stripped:
+        while chunk := fh.read(4096):
+            if stripped := chunk.lstrip("\ufeff \t\r\n"):
                 return stripped[0]
+    return ""
 
 
 def _json_error(path: Path, exc: json.JSONDecodeError, line: int | None = None) -> DatasetError:
@@ -102,10 +92,7 @@ def _whole_json(path: Path) -> list[Any]:
         except json.JSONDecodeError as exc:
             raise _json_error(path, exc) from None
     if isinstance(data, dict):
-        for key in ("data", "examples", "questions"):
-            if isinstance(data.get(key), list):
-                return data[key]
-        return [data]
+        return next((data[k] for k in ("data", "examples", "questions") if isinstance(data.get(k), list)), [data])
     if not isinstance(data, list):
         raise DatasetError(f"{path}: expected a list of records, got {type(data).__name__}")
     return data
@@ -117,33 +104,32 @@ def read_records(path: str | Path) -> Iterator[RawRecord]:
     first = _first_char(p)
     if not first:
         raise DatasetError(f"{p}: the file is empty")
-    if first == "[":
-        for i, data in enumerate(_whole_json(p)):
-            yield RawRecord(data, p, i)
-        return
-    if first != "{":
+    if first not in "[{":
         raise DatasetError(f"{p}: neither JSON nor JSON Lines (starts with {first!r})")
-    index = 0
     first_error: DatasetError | None = None
-    with _open(p) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                if index > 0:
-                    raise _json_error(p, exc, lineno) from None
-                first_error = _json_error(p, exc, lineno)  # maybe one pretty-printed object ({"data": [...]})
-                break
-            yield RawRecord(data, p, index, lineno)
-            index += 1
-    if first_error is None:
-        return
+    if first == "{":
+        index = 0
+        with _open(p) as fh:
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    data = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    if index > 0:
+                        raise _json_error(p, exc, lineno) from None
+                    first_error = _json_error(p, exc, lineno)  # maybe one pretty-printed object ({"data": [...]})
+                    break
+                yield RawRecord(data, p, index, lineno)
+                index += 1
+            else:
+                return
     try:
         whole = _whole_json(p)
     except DatasetError:
-        raise first_error from None
+        if first_error is not None:
+            raise first_error from None
+        raise
     for i, data in enumerate(whole):
         yield RawRecord(data, p, i)
 
@@ -180,11 +166,7 @@ def _dataset_name(path: Path, fmt: str) -> str:
 
 def _load_aliases(path: Path) -> dict[str, list[str]]:
     """2Wiki's ``id_aliases.json`` (JSON Lines of ``{Q_id, aliases, demonyms}``) → id → aliases."""
-    out: dict[str, list[str]] = {}
-    for rec in read_records(path):
-        qid = rec.ident("Q_id")
-        out[qid] = rec.str_list("aliases") + rec.str_list("demonyms")
-    return out
+    return {rec.ident("Q_id"): rec.str_list("aliases") + rec.str_list("demonyms") for rec in read_records(path)}
 
 
 def load_qa(path: str | Path, fmt: str | None = None, *, limit: int | None = None,

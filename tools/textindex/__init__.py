@@ -1,8 +1,4 @@
-"""The local text index: passages embedded with Sentence-BERT into FAISS, searched by cosine.
-
-``ragplan index build|search`` is the command line over these; faiss and torch are imported only
-when an index is built or opened.
-"""
+"""The local text index (``ragplan index``): passages embedded with Sentence-BERT into FAISS, searched by cosine."""
 
 from ragplan.tools.textindex.build import BuildReport, TextIndexError, build_index
 from ragplan.tools.textindex.index import LocalIndexRetriever, TextIndex

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import fcntl
 import hashlib
 import io
 import json
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from ragplan.tools.textindex.reader import ReadStats, embed_text, read_passages
 from ragplan.tools.textindex.store import PassageStore, write_store
@@ -93,12 +95,7 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 @contextlib.contextmanager
 def _build_lock(out: Path) -> Iterator[None]:
-    """One build per directory at a time (an advisory lock on ``out/.build.lock``; none off POSIX)."""
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
+    """One build per directory at a time (an advisory lock on ``out/.build.lock``)."""
     with open(out / ".build.lock", "w") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -170,9 +167,18 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
         work.mkdir(exist_ok=True)
         store_path = work / "passages.sqlite"
         if manifest is None or not store_path.is_file():
-            manifest = _read_into_store(src, store_path, skip_malformed, progress)
-            manifest.update(fingerprint=fingerprint, passages_file=str(src.resolve()), input_sha256=input_sha,
-                            model_path=model_dir, model_fingerprint=model_fp, shard_size=shard_size)
+            stats, tmp = ReadStats(), store_path.with_name(store_path.name + ".tmp")
+            passages = read_passages(src, skip_malformed=skip_malformed, stats=stats)
+            try:
+                count = write_store(tqdm(passages, desc="reading passages", unit=" passages", disable=not progress,
+                                         mininterval=0.5), tmp)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+            os.replace(tmp, store_path)
+            manifest = {"count": count, "skipped": stats.skipped, "errors": stats.errors, "fingerprint": fingerprint,
+                        "passages_file": str(src.resolve()), "input_sha256": input_sha, "model_path": model_dir,
+                        "model_fingerprint": model_fp, "shard_size": shard_size}
             _write_atomic(work / "manifest.json", _json_bytes(manifest))
         count = int(manifest["count"])
         if count == 0:
@@ -190,8 +196,6 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
                                                         batch_size, progress)
         index_type = "flat" if count < flat_threshold else "hnsw"
         index = _make_index(index_type, dim, ef_construction, ef_search)
-        from tqdm.auto import tqdm
-
         for s in tqdm(range(n_shards), desc="indexing (HNSW)", unit=" shards",
                       disable=not progress or index_type == "flat"):
             index.add(np.load(_shard_path(work, s)))
@@ -223,27 +227,9 @@ def _json_bytes(obj: dict[str, Any]) -> bytes:
     return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode()
 
 
-def _read_into_store(src: Path, store_path: Path, skip_malformed: bool, progress: bool) -> dict[str, Any]:
-    from tqdm.auto import tqdm
-
-    stats = ReadStats()
-    tmp = store_path.with_name(store_path.name + ".tmp")
-    with tqdm(desc="reading passages", unit=" passages", disable=not progress, mininterval=0.5) as bar:
-        try:
-            count = write_store(read_passages(src, skip_malformed=skip_malformed, stats=stats), tmp,
-                                on_row=lambda: bar.update(1))
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-    os.replace(tmp, store_path)
-    return {"count": count, "skipped": stats.skipped, "errors": stats.errors}
-
-
 def _embed_shards(work: Path, store_path: Path, count: int, shard_size: int, dim: int, embedder: Any,
                   batch_size: int, progress: bool) -> tuple[int, float, int]:
     """Embed every shard not already on disk; returns (shards reused, seconds embedding, passages embedded)."""
-    from tqdm.auto import tqdm
-
     n_shards = (count + shard_size - 1) // shard_size
     rows = [min(shard_size, count - s * shard_size) for s in range(n_shards)]
     done = [s for s in range(n_shards) if _shard_ok(_shard_path(work, s), rows[s], dim)]

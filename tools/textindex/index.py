@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -17,8 +18,6 @@ __all__ = ["TextIndex", "LocalIndexRetriever"]
 
 def _check_dir(root: Path) -> dict[str, Any]:
     """The meta of a complete index directory, or a TextIndexError saying what is wrong and what to do."""
-    import json
-
     build_hint = f"build one with `ragplan index build --passages FILE --out {root}`"
     if not root.is_dir():
         raise TextIndexError(f"no text index at {root}: the directory does not exist ({build_hint})")
@@ -54,13 +53,10 @@ class TextIndex:
     @classmethod
     def open(cls, index_dir: str | Path, model_path: str = "", *, ef_search: int | None = None,
              embedder: Any = None) -> "TextIndex":
-        """Open a finished index directory.
+        """Open a finished index directory (:class:`TextIndexError` if it is missing, incomplete or mismatched).
 
-        The query model is ``model_path`` when given, else the model recorded at build time (else the
-        packaged default); it must be the model the index was built with (compared by content
-        fingerprint, so a moved model directory is fine). ``embedder`` replaces the model with any
-        object with ``dim`` and ``encode`` (benchmarks). ``ef_search`` overrides HNSW's search breadth.
-        Raises :class:`TextIndexError` for a missing, incomplete or mismatched index.
+        The query model is ``model_path``, else the build model (else the packaged default), and must be the
+        build model by content fingerprint; ``embedder``: any object with ``dim`` and ``encode`` instead.
         """
         root = Path(index_dir)
         meta = _check_dir(root)
@@ -129,9 +125,6 @@ class TextIndex:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def __repr__(self) -> str:
-        return f"TextIndex({str(self.root)!r}, {self.count} passages, {self.index_type})"
 
 
 class LocalIndexRetriever:

@@ -77,12 +77,8 @@ def split_flashrag_title(contents: str) -> tuple[str, str]:
 
 
 def read_passages(path: str | Path, *, skip_malformed: bool = False, stats: ReadStats | None = None) -> Iterator[Passage]:
-    """Yield the passages of a JSONL or TSV file in file order (see the module docstring for formats).
-
-    Raises :class:`PassageFormatError` (``file:line: reason``) at the first malformed line, or with
-    ``skip_malformed`` skips it and counts it in ``stats``. Raises ``FileNotFoundError`` for a
-    missing file.
-    """
+    """Yield the passages of a JSONL or TSV file in file order; a malformed line raises
+    :class:`PassageFormatError`, or with ``skip_malformed`` is skipped and counted in ``stats``."""
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"passage file {str(p)!r} does not exist")

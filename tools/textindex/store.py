@@ -1,7 +1,5 @@
-"""The passage store of a text index: passages in SQLite, addressed by row (= the FAISS label).
-
-Given sentences are kept in the ``sentences`` column as a JSON list (NULL when the corpus gives none);
-stores written before that column existed are read as passages without sentences.
+"""The passage store of a text index: passages in SQLite, addressed by row (= the FAISS label); given sentences
+in a JSON ``sentences`` column (stores from before that column are read as passages without sentences).
 """
 
 from __future__ import annotations
@@ -11,7 +9,7 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable
 
 from ragplan.tools.retrieval import Passage
 
@@ -21,36 +19,28 @@ _SCHEMA = ("CREATE TABLE passages (row INTEGER PRIMARY KEY, id TEXT NOT NULL, ti
            "sentences TEXT)")
 
 
-def write_store(passages: Iterable[Passage], path: str | Path, *, on_row: object = None) -> int:
-    """Write ``passages`` (rows 0, 1, …) to a new SQLite file at ``path``; returns the count.
+def write_store(passages: Iterable[Passage], path: str | Path) -> int:
+    """Write ``passages`` (rows 0, 1, …) to a new SQLite file at ``path`` (replacing one); returns the count.
 
-    Any existing file at ``path`` is replaced. The file is complete only when this returns: callers
-    write to a temporary name and rename it. ``on_row`` (a callable) is called once per passage.
+    The file is complete only when this returns: callers write to a temporary name and rename it.
     """
     p = Path(path)
     for extra in ("", "-journal", "-wal"):
         Path(str(p) + extra).unlink(missing_ok=True)
-    n = 0
-
-    def rows() -> Iterator[tuple[int, str, str, str, str | None]]:
-        nonlocal n
-        for n, psg in enumerate(passages, 1):
-            if on_row is not None:
-                on_row()  # type: ignore[operator]
-            yield n - 1, psg.id, psg.title, psg.text, json.dumps(psg.sentences, ensure_ascii=False) if psg.sentences else None
-
+    rows = ((i, q.id, q.title, q.text, json.dumps(q.sentences, ensure_ascii=False) if q.sentences else None)
+            for i, q in enumerate(passages))
     con = sqlite3.connect(p)
     try:
         con.execute("PRAGMA journal_mode=OFF")
         con.execute("PRAGMA synchronous=OFF")
         con.execute(_SCHEMA)
-        con.executemany("INSERT INTO passages VALUES (?, ?, ?, ?, ?)", rows())
+        count = con.executemany("INSERT INTO passages VALUES (?, ?, ?, ?, ?)", rows).rowcount
         con.commit()
     finally:
         con.close()
     with open(p, "rb") as fh:
         os.fsync(fh.fileno())
-    return n
+    return count
 
 
 def _passage(rec: tuple) -> Passage:

@@ -1,27 +1,107 @@
-"""Live Wikipedia through ``wikipedia-api``'s public API; its httpx transport adds the on-disk cache,
-bounded retries (429 / 5xx / ``maxlag``; ``Retry-After`` capped at ``max_wait_s``) and ``api_url``.
+"""Live Wikipedia through ``wikipedia-api``'s public API; its httpx transport adds the on-disk cache (one JSON
+file per request, keyed by SHA-256 of endpoint, language and parameters, written atomically; failures never
+cached), bounded retries (429 / 5xx / ``maxlag``; ``Retry-After`` capped at ``max_wait_s``) and ``api_url``.
+:class:`WikipediaRetriever` is the ``wiki`` retriever on it (Think-then-Act §4.2).
 """
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
+import hashlib
 import importlib.metadata
+import json
 import logging
 import os
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterator
 from urllib.parse import quote
 
 import httpx
 import wikipediaapi
 
-from ragplan.tools.wikipedia.cache import ResponseCache, default_cache_dir
+from ragplan.tools.retrieval import Passage
 
-__all__ = ["WikipediaClient", "WikiPage", "WikipediaError", "default_user_agent"]
+__all__ = ["WikipediaClient", "WikipediaRetriever", "WikiPage", "WikipediaError", "ResponseCache", "default_user_agent",
+           "default_cache_dir", "request_key"]
 
 log = logging.getLogger(__name__)
+
+_FORMAT = 1
+"""Bumped when the key derivation or the entry layout changes (old entries are then ignored)."""
+
+
+def default_cache_dir() -> Path:
+    """``$RAGPLAN_CACHE_DIR/wikipedia``, else ``$XDG_CACHE_HOME/ragplan/wikipedia``, else ``~/.cache/ragplan/wikipedia``."""
+    root = os.environ.get("RAGPLAN_CACHE_DIR", "").strip()
+    if root:
+        return Path(root).expanduser() / "wikipedia"
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "ragplan" / "wikipedia"
+
+
+def _request_record(endpoint: str, language: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"format": _FORMAT, "endpoint": endpoint, "language": language,
+            "params": {str(k): str(v) for k, v in sorted(params.items())}}
+
+
+def request_key(endpoint: str, language: str, params: dict[str, Any]) -> str:
+    """The hex SHA-256 naming one request's cache entry (endpoint, language and every parameter)."""
+    blob = json.dumps(_request_record(endpoint, language, params), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """JSON files under ``root``; ``get`` returns ``None`` on a miss or an unreadable entry."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        """Use (and create on first write) the directory ``root``."""
+        self.root = Path(root).expanduser()
+
+    def path_for(self, endpoint: str, language: str, params: dict[str, Any]) -> Path:
+        """Where the entry for this request is (or would be) stored."""
+        key = request_key(endpoint, language, params)
+        lang = "".join(c for c in language if c.isalnum() or c in "-_") or "_"
+        return self.root / lang / key[:2] / f"{key}.json"
+
+    def get(self, endpoint: str, language: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        """The stored response for this request, or ``None``."""
+        path = self.path_for(endpoint, language, params)
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as err:
+            log.warning("ignoring unreadable Wikipedia cache entry %s: %s", path, err)
+            return None
+        if not isinstance(entry, dict) or entry.get("request") != _request_record(endpoint, language, params):
+            return None
+        response = entry.get("response")
+        return response if isinstance(response, dict) else None
+
+    def put(self, endpoint: str, language: str, params: dict[str, Any], response: dict[str, Any]) -> Path:
+        """Store a response atomically (temporary file in the same directory, then ``os.replace``)."""
+        path = self.path_for(endpoint, language, params)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        entry = {"request": _request_record(endpoint, language, params),
+                 "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "response": response}
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(entry, fh, ensure_ascii=False, indent=1)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        return path
+
 
 _RETRY_API_CODES = ("maxlag", "ratelimited", "readonly")
 
@@ -41,11 +121,8 @@ class WikiPage:
 
 
 def default_user_agent() -> str:
-    """``$RAGPLAN_WIKI_USER_AGENT``, else ``ragplan/<version> (<project URL>; research use) Wikipedia-API/<v> httpx/<v>``.
-
-    The project URL comes from the package metadata (``[project.urls]``); without one the string
-    carries no contact and a warning asks for it (Wikimedia's policy wants a way to reach you).
-    """
+    """``$RAGPLAN_WIKI_USER_AGENT``, else ``ragplan/<v> (<[project.urls] URL>; research use) Wikipedia-API/<v>
+    httpx/<v>`` (without a URL it has no contact, and a warning asks for one: Wikimedia's policy)."""
     env = os.environ.get("RAGPLAN_WIKI_USER_AGENT", "").strip()
     if env:
         return env
@@ -121,16 +198,12 @@ class WikipediaClient:
         ua = (user_agent or default_user_agent()).strip()
         if len(ua) < 5:
             raise ValueError(f"user_agent {user_agent!r} is too short: describe the tool and a contact")
-        self.language = lang
+        self.language, self.user_agent = lang, ua
         self.api_url = (api_url or f"https://{lang}.wikipedia.org/w/api.php").strip()
-        self.user_agent = ua
-        self.timeout_s = float(timeout_s)
-        self.retries = int(retries)
-        self.backoff_s = float(backoff_s)
-        self.max_wait_s = float(max_wait_s)
-        if offline is None:
-            offline = os.environ.get("RAGPLAN_WIKI_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
-        self.offline = bool(offline)
+        self.timeout_s, self.retries = float(timeout_s), int(retries)
+        self.backoff_s, self.max_wait_s = float(backoff_s), float(max_wait_s)
+        env_offline = os.environ.get("RAGPLAN_WIKI_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+        self.offline = env_offline if offline is None else bool(offline)
         self.cache = ResponseCache(cache_dir or default_cache_dir())
         self.stats = {"requests": 0, "cache_hits": 0, "retries": 0}
         """Counters: HTTP attempts sent, requests answered from the cache, retries slept for."""
@@ -181,13 +254,6 @@ class WikipediaClient:
         if base.endswith("api.php"):
             return base[: -len("api.php")] + "index.php?title=" + path
         return base.rstrip("/") + "/wiki/" + path
-
-    def close(self) -> None:
-        """Close the HTTP connection pool."""
-        self._http.close()
-
-    def __repr__(self) -> str:
-        return f"WikipediaClient(language={self.language!r}, api_url={self.api_url!r}, cache={str(self.cache.root)!r})"
 
     # -- the one request path --------------------------------------------------------------------
     def _request(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -255,16 +321,41 @@ class WikipediaClient:
 
 def _render(summary: str, sections: list[Any]) -> str:
     """Page text: the lead, then every section as ``== Heading ==`` and its body (nested by level)."""
-    parts = [summary.strip()] if summary.strip() else []
+    return "\n\n".join(part for part in [summary.strip(), *_section_parts(sections)] if part)
 
-    def walk(secs: list[Any]) -> None:
-        for s in secs:
-            marks = "=" * (int(s.level) + 1)
-            parts.append(f"{marks} {s.title} {marks}")
-            body = (s.text or "").strip()
-            if body:
-                parts.append(body)
-            walk(s.sections)
 
-    walk(sections)
-    return "\n\n".join(parts)
+def _section_parts(sections: list[Any]) -> Iterator[str]:
+    for s in sections:
+        marks = "=" * (int(s.level) + 1)
+        yield f"{marks} {s.title} {marks}"
+        yield (s.text or "").strip()
+        yield from _section_parts(s.sections)
+
+
+class WikipediaRetriever:
+    """Live Wikipedia as a retriever: the pages of ``min(pages, k)`` search titles, scored ``1 / rank``."""
+
+    name = "wiki"
+
+    def __init__(self, client: WikipediaClient, pages: int = 3) -> None:
+        """Fetch at most ``pages`` pages per query (Think-then-Act retrieves a few pages per query)."""
+        if int(pages) < 1:
+            raise ValueError(f"pages must be >= 1, got {pages!r}")
+        self.client = client
+        self.pages = int(pages)
+
+    def search(self, query: str, k: int = 5) -> list[Passage]:
+        """Up to ``min(pages, k)`` Wikipedia pages for ``query``, best first (missing or duplicate pages skipped)."""
+        n = min(self.pages, int(k))
+        if n <= 0 or not (query or "").strip():
+            return []
+        out: list[Passage] = []
+        seen: set[int] = set()
+        for rank, title in enumerate(self.client.search(query, limit=n), start=1):
+            page = self.client.page(title)
+            if page is None or page.pageid in seen:  # deleted since the search, or two redirects to one page
+                continue
+            seen.add(page.pageid)
+            out.append(Passage(id=str(page.pageid), title=page.title, text=page.text, score=1.0 / rank, source="wiki",
+                               meta={"url": page.url, "rank": rank, "search_title": title}))
+        return out
