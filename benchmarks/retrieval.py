@@ -1,19 +1,10 @@
 """Benchmark the local text index: build throughput, search latency, HNSW recall against exact search.
 
-Over a synthetic corpus from a seeded vocabulary (topics of ~100 passages, each a bag of its topic's
-words and Zipf-distributed common words), two parts:
-
-* **Real model** (``--embed-n`` passages, default 1,000): all-MiniLM-L6-v2 as ``ragplan index build``
-  uses it: model load time, build throughput (embedding dominates), query latency, HNSW recall@10
-  against flat on these real vectors.
-* **Scale** (``--n`` passages, default 100,000): the same ``build_index`` / ``TextIndex`` code with a
-  stand-in embedder (hashed bag of words), since embedding 100k passages with MiniLM on two cores
-  takes ~10 minutes: reading, the SQLite store, shards, FAISS flat and HNSW builds, search latency
-  p50/p95 for flat and HNSW at several efSearch, recall@10 of HNSW against flat. ``--real-scale``
-  uses the real model here too (slow).
-
-Prints one table; ``--save FILE.json`` writes the run, ``--baseline FILE.json`` adds the ratio of
-each figure to a saved run. A measurement, not a test: nothing is asserted.
+Over a seeded synthetic corpus (topics of ~100 passages of topic words and Zipf-distributed common words):
+all-MiniLM-L6-v2 on ``--embed-n`` passages (model load, build rate, query latency, HNSW recall@10), and the
+same code at ``--n`` passages with a hashed bag-of-words stand-in embedder (MiniLM would take ~10 minutes
+for 100k on two cores; ``--real-scale`` uses it anyway): flat and HNSW builds, search p50/p95, recall@10.
+Prints one table; ``--save FILE.json`` keeps the run, ``--baseline FILE.json`` adds ratios to a saved one.
 
     python benchmarks/retrieval.py [--n 100000] [--embed-n 2000] [--queries 200]
                                    [--ef-search 16,32,64,128] [--save FILE.json] [--baseline FILE.json]
@@ -36,6 +27,7 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from ragplan.tools.embeddings import get_embedder  # noqa: E402
 from ragplan.tools.textindex import TextIndex, build_index  # noqa: E402
 from ragplan.tools.textindex.build import _make_index  # noqa: E402
 
@@ -134,8 +126,6 @@ def latency_ms(search: Any, queries: Any) -> list[float]:
 
 
 def real_model_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[float, str]]) -> None:
-    from ragplan.tools.embeddings import get_embedder
-
     t0 = time.perf_counter()
     model = get_embedder(args.model_path)
     res["real: model load"] = (time.perf_counter() - t0, "s")
@@ -162,12 +152,7 @@ def real_model_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[fl
 
 
 def scale_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[float, str]], info: dict[str, Any]) -> None:
-    if args.real_scale:
-        from ragplan.tools.embeddings import get_embedder
-
-        emb: Any = get_embedder(args.model_path)
-    else:
-        emb = BowEmbedder()
+    emb: Any = get_embedder(args.model_path) if args.real_scale else BowEmbedder()
     t0 = time.perf_counter()
     passages = synthetic_corpus(args.n)
     src = tmp / "scale.jsonl"
@@ -235,9 +220,8 @@ def print_table(report: dict[str, Any], baseline: dict[str, Any] | None) -> None
     print(f"sanity: the query's source passage is in the flat top-10 for {info.get('flat_source_in_top10')} of queries")
     base = (baseline or {}).get("results", {})
     width = max(len(k) for k in report["results"]) + 1
-    header = f"{'metric':<{width}} {'value':>12} {'unit':<11}"
-    if baseline is not None:
-        header += f" {'baseline':>12} {'ratio':>7}"
+    extra = f" {'baseline':>12} {'ratio':>7}" if baseline is not None else ""
+    header = f"{'metric':<{width}} {'value':>12} {'unit':<11}{extra}"
     print(header)
     print("-" * len(header))
     for key, r in report["results"].items():

@@ -1,8 +1,5 @@
-"""A ReAct-style docstore over any retriever: ``Search[entity]`` and ``Lookup[keyword]`` (InstructRAG Table 9).
-
-Search takes the title equal to the entity (else the best-ranked) as the page and names the other titles;
-Lookup walks the page's sentences with the keyword. A retriever failure becomes the observation.
-"""
+"""A ReAct-style docstore over any retriever: ``Search[entity]`` and ``Lookup[keyword]`` (InstructRAG Table 9);
+a retriever failure becomes the observation."""
 
 from __future__ import annotations
 

@@ -91,4 +91,5 @@ class ToolRegistry:
 
     def prompt_block(self) -> str:
         """The numbered tool list for a planner prompt: signature, description, example."""
-        return "\n".join(f"{i}. {s.signature} - {s.description}\n   Example: {s.example}" for i, s in enumerate(self, 1))
+        return "\n".join(f"{i}. {s.signature} - {s.description}\n   Example: {s.example}"
+                         for i, s in enumerate(self, 1))

@@ -102,13 +102,11 @@ class SentenceRanker:
         """The ``n`` most similar sentences across ``passages`` (ties keep passage order; each text ranked once)."""
         import numpy as np
 
-        cands: list[tuple[str, Passage, int | None]] = []
-        seen: set[str] = set()
+        first: dict[str, tuple[Passage, int | None]] = {}
         for p in passages:
             for idx, s in p.sentence_list():
-                if s not in seen:
-                    seen.add(s)
-                    cands.append((s, p, idx))
+                first.setdefault(s, (p, idx))
+        cands = [(s, p, idx) for s, (p, idx) in first.items()]
         if not cands or n <= 0:
             return []
         vecs = self.embedder.encode([query] + [s for s, _, _ in cands])

@@ -36,8 +36,6 @@ def retrieve_text(state: SubQueryState | SingleQueryState, runtime: Runtime[Text
     q: SubQuery = state["query"]
     t0 = time.perf_counter()
     evidence, error = retrieve_evidence(runtime.context, q.search_query or q.resolved or q.text)
-    q = q.model_copy(update={"retrieve": True, "evidence": evidence, "retrieval_error": error})
-    if not q.decision:
-        q.decision = "RETRIEVAL (always)"
-    q.decision += f" [{len(evidence)} sentences, {time.perf_counter() - t0:.2f} s]"
-    return {"query": q}
+    decision = (q.decision or "RETRIEVAL (always)") + f" [{len(evidence)} sentences, {time.perf_counter() - t0:.2f} s]"
+    return {"query": q.model_copy(update={"retrieve": True, "evidence": evidence, "retrieval_error": error,
+                                          "decision": decision})}

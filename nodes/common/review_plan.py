@@ -1,12 +1,8 @@
 """review_plan: pause after planning until a person approves, edits or rejects the plan (human in the loop).
 
-One node for every family that writes a plan; the family's :class:`PlanReviewer` says which plan waits
-and how an edit is parsed and validated (the same way as the LLM's plan). The node passes through when
-review is off or nothing waits; otherwise it calls LangGraph's ``interrupt`` with a JSON payload and
-reads the resume value (answers: ``REVIEW_ANSWERS``). An edit that does not validate is shown again
-with its error, at most ``max_review_rounds`` answers; then the plan counts as rejected. A rejection
-ends the run with ``stop_reason = "plan_rejected"``. Every answer is recorded in ``plan_reviews``.
-Interrupts need a checkpointer (docs/reliability.md, "Plan review").
+One node for every family that writes a plan; the family's :class:`PlanReviewer` says which plan waits and
+how an edit is validated. An invalid edit is asked again, at most ``max_review_rounds`` answers, then the
+plan counts as rejected (``stop_reason = "plan_rejected"``). Behaviour: docs/reliability.md, "Plan review".
 """
 
 from __future__ import annotations
@@ -64,8 +60,7 @@ class PlanEditError(ValueError):
 
 
 class PlanReviewer(Generic[S, C]):
-    """What a family tells the review node: the waiting plan and how an edit is parsed. Subclass per family,
-    naming its state and context (``PlanReviewer[PlanRAGState, PlanRAGContext]``)."""
+    """The waiting plan and how an edit is parsed; subclass per family (``PlanReviewer[PlanRAGState, …]``)."""
 
     def pending(self, state: S, ctx: C) -> PlanView | None:
         """The plan waiting for review in ``state`` (None when there is none at this point)."""

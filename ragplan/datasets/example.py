@@ -148,7 +148,7 @@ class RawRecord:
         return [str(x) for x in v]
 
     def _pairs(self, value: Any, key: str, column: str, what: str = "sentences") -> list[Any]:
-        """``[[title, x], …]`` as given (``[]`` for none), or from the column form ``{"title": [...], column: [...]}``."""
+        """``[[title, x], …]`` as given (``[]`` for none) or from the column form ``{"title": [...], column: […]}``."""
         if value is None:
             return []
         if isinstance(value, dict):

@@ -59,8 +59,14 @@ def parse_multihop(rec: RawRecord, opts: ParseOptions) -> QAExample:
     for key in ("type", "level"):
         if rec.has(key):
             meta[key] = str(rec.get(key))
-    if rec.has("evidences"):
-        meta["evidences"] = _evidences(rec)
+    if rec.has("evidences"):  # 2Wiki's [subject, relation, object] triples, kept as given
+        evidences = rec.get("evidences")
+        if not isinstance(evidences, list):
+            rec.fail("'evidences' should be a list of [subject, relation, object] triples")
+        for j, ev in enumerate(evidences):
+            if not (isinstance(ev, list) and len(ev) == 3 and all(isinstance(x, str) for x in ev)):
+                rec.fail(f"'evidences'[{j}] should be [subject, relation, object], got {ev!r}")
+        meta["evidences"] = [list(ev) for ev in evidences]
     if rec.has("answer_id"):
         meta["answer_id"] = str(rec.get("answer_id"))
         answers += opts.aliases.get(meta["answer_id"], [])
@@ -68,17 +74,6 @@ def parse_multihop(rec: RawRecord, opts: ParseOptions) -> QAExample:
     return QAExample(qid, question, _dedupe(answers), kind,
                      contexts=rec.contexts(rec.get("context")), supporting_facts=rec.facts(rec.get("supporting_facts")),
                      meta=meta)
-
-
-def _evidences(rec: RawRecord) -> list[list[str]]:
-    """2Wiki's ``evidences``: ``[subject, relation, object]`` triples (strings), kept as given."""
-    value = rec.get("evidences")
-    if not isinstance(value, list):
-        rec.fail("'evidences' should be a list of [subject, relation, object] triples")
-    for j, ev in enumerate(value):
-        if not (isinstance(ev, list) and len(ev) == 3 and all(isinstance(x, str) for x in ev)):
-            rec.fail(f"'evidences'[{j}] should be [subject, relation, object], got {ev!r}")
-    return [list(ev) for ev in value]
 
 
 def parse_musique(rec: RawRecord, opts: ParseOptions) -> QAExample:

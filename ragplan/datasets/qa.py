@@ -58,10 +58,9 @@ def resolve_data_file(path: str | Path, dataset: str | None = None) -> Path:
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file or folder")
     names = _DEFAULT_FILES.get(dataset or "", []) if dataset else [n for ns in _DEFAULT_FILES.values() for n in ns]
-    for name in names:
-        for cand in (p / name, p / (name + ".gz")):
-            if cand.is_file():
-                return cand
+    found = next((c for name in names for c in (p / name, p / (name + ".gz")) if c.is_file()), None)
+    if found is not None:
+        return found
     present = sorted(x.name for x in p.iterdir() if x.suffix in (".json", ".jsonl", ".gz"))
     raise FileNotFoundError(f"{p} is a folder without a {dataset or 'dataset'} file "
                             f"(looked for {', '.join(names) or 'any known name'}; found {', '.join(present) or 'none'}); "
@@ -171,12 +170,8 @@ def _load_aliases(path: Path) -> dict[str, list[str]]:
 
 def load_qa(path: str | Path, fmt: str | None = None, *, limit: int | None = None,
             aliases_path: str | Path | None = None) -> list[QAExample]:
-    """Read a QA dataset file (or a release folder) into examples, in file order.
-
-    ``fmt``: one of :data:`FORMATS` (detected when ``None``; unknown: ``ValueError``); ``limit``: the
-    first N records (JSON Lines are not read past them); ``aliases_path``: 2Wiki's ``id_aliases.json``
-    (by default the one beside the data file, when present).
-    """
+    """Read a QA dataset file (or a release folder) into examples, in file order: ``fmt`` one of :data:`FORMATS`
+    (else detected), ``limit`` the first N records, ``aliases_path`` 2Wiki's ``id_aliases.json`` (default: beside)."""
     fmt = normalize_format(fmt)
     p = resolve_data_file(path, fmt)
     records = read_records(p)

@@ -1,13 +1,10 @@
 """Build a FAISS text index from a passage file: resumable, atomic, with a progress bar.
 
-An index directory holds ``index.faiss`` (IndexFlatIP below ``flat_threshold`` passages, else
-IndexHNSWFlat; inner product on unit vectors = cosine), ``passages.sqlite`` (rows = FAISS labels) and
-``meta.json``, written last: its presence means the index is complete. While a build runs, ``.build/``
-holds the passages read, a manifest and the embedding shards (``emb_NNNNN.npy``, ``shard_size`` rows
-each), every file written through a temporary name. A killed build leaves no ``meta.json`` and keeps
-``.build/``: rerunning with the same inputs reuses what was read and embedded; when the fingerprint
-(passage bytes, model files, shard size, reading options) differs, the old shards are discarded.
-Figures and the choice of HNSW: docs/methods/think_then_act.md and docs/performance.md.
+An index directory holds ``index.faiss`` (IndexFlatIP below ``flat_threshold`` passages, else IndexHNSWFlat;
+inner product on unit vectors = cosine), ``passages.sqlite`` (rows = FAISS labels) and ``meta.json``, written
+last, so its presence means the index is complete. A build works in ``.build/`` (passages, manifest, embedding
+shards ``emb_NNNNN.npy``), every file written through a temporary name; rerun with the same inputs (the same
+fingerprint of passages, model, shard size, reading options), a killed build reuses what it had done.
 """
 
 from __future__ import annotations
@@ -122,10 +119,8 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
                 embedder: Any = None, force: bool = False) -> BuildReport:
     """Embed a passage file (JSONL or TSV, see :func:`read_passages`) into a FAISS index at ``out_dir``.
 
-    ``model_path``: a local sentence-transformers directory ("" = the packaged MiniLM); ``embedder``
-    instead: any object with ``dim`` and ``encode(texts, batch_size=…, cache=…)`` giving unit rows.
-    ``force`` rebuilds a finished index. A malformed line raises :class:`PassageFormatError` before
-    anything is embedded; an unusable setting :class:`TextIndexError`.
+    ``model_path``: a local sentence-transformers directory ("" = the packaged MiniLM), or ``embedder``: any
+    object with ``dim`` and ``encode(texts, batch_size=…, cache=…)`` giving unit rows. ``force`` rebuilds.
     """
     t0 = time.perf_counter()
     src = Path(passages_path)

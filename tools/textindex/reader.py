@@ -29,7 +29,6 @@ class PassageFormatError(ValueError):
     """A passage file line that cannot be read; the message starts with ``file:line:``."""
 
     def __init__(self, path: str | Path, line: int, message: str) -> None:
-        self.path, self.line = str(path), line
         super().__init__(f"{path}:{line}: {message}")
 
 

@@ -54,8 +54,7 @@ class PassageStore:
 
     def __init__(self, path: str | Path) -> None:
         """Open ``path`` read-only; raises ``sqlite3.DatabaseError`` for a file that is not a store."""
-        self.path = Path(path)
-        uri = self.path.resolve().as_uri() + "?mode=ro&immutable=1"
+        uri = Path(path).resolve().as_uri() + "?mode=ro&immutable=1"
         self._con = sqlite3.connect(uri, uri=True, check_same_thread=False)
         self._lock = threading.Lock()
         with self._lock:

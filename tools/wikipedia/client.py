@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -36,7 +37,7 @@ _FORMAT = 1
 
 
 def default_cache_dir() -> Path:
-    """``$RAGPLAN_CACHE_DIR/wikipedia``, else ``$XDG_CACHE_HOME/ragplan/wikipedia``, else ``~/.cache/ragplan/wikipedia``."""
+    """``$RAGPLAN_CACHE_DIR/wikipedia``, else ``$XDG_CACHE_HOME`` or ``~/.cache``, then ``ragplan/wikipedia``."""
     root = os.environ.get("RAGPLAN_CACHE_DIR", "").strip()
     if root:
         return Path(root).expanduser() / "wikipedia"
@@ -138,14 +139,10 @@ def default_user_agent() -> str:
     return f"ragplan/{__version__} ({contact}) {libs}"
 
 
-_warned = False
-
-
+@functools.cache
 def _warn_without_contact(ua: str) -> None:
-    """Warn once per process when live Wikipedia would get a User-Agent without any URL or e-mail."""
-    global _warned
-    if not _warned and "http" not in ua and "@" not in ua:
-        _warned = True
+    """Warn (once per User-Agent) when live Wikipedia would get a User-Agent without any URL or e-mail."""
+    if "http" not in ua and "@" not in ua:
         log.warning("the Wikipedia User-Agent %r names no contact; set RAGPLAN_WIKI_USER_AGENT or [project.urls] "
                     "in pyproject (https://meta.wikimedia.org/wiki/User-Agent_policy)", ua)
 
