@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ragplan.datasets.example import DecompositionStep, QAExample, RawRecord, infer_kind
+from ragplan.datasets.example import DecompositionStep, Kind, QAExample, RawRecord, infer_kind
 
 __all__ = ["ParseOptions", "PARSERS", "fever_title", "looks_like", "unsupported_format"]
 
@@ -70,7 +70,7 @@ def parse_multihop(rec: RawRecord, opts: ParseOptions) -> QAExample:
     if rec.has("answer_id"):
         meta["answer_id"] = str(rec.get("answer_id"))
         answers += opts.aliases.get(meta["answer_id"], [])
-    kind = "yesno" if answer.strip().lower() in ("yes", "no") else "span"
+    kind: Kind = "yesno" if answer.strip().lower() in ("yes", "no") else "span"
     return QAExample(qid, question, _dedupe(answers), kind,
                      contexts=rec.contexts(rec.get("context")), supporting_facts=rec.facts(rec.get("supporting_facts")),
                      meta=meta)
