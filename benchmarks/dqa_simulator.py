@@ -86,7 +86,8 @@ def run_scenario(scenario: str, n: int, seed: int, repeat: int, workdir: Path) -
         t0 = time.perf_counter()
         data = read_graph_data(q.script)
         t1 = time.perf_counter()
-        ref.append(reference_locating(data, q.country, q.home) if scenario == "locating" else reference_building(data, q.goods))
+        ref.append(reference_locating(data, q.country, q.home) if scenario == "locating"
+                   else reference_building(data, q.goods))
         ref_parse, ref_sim = ref_parse + t1 - t0, ref_sim + time.perf_counter() - t1
     agree = sum(1 for fb, fe, (rb, re_) in zip(fast_best, fast_effects, ref)
                 if fb == (None if rb is None else str(rb)) and _close(fe, re_))
@@ -95,7 +96,8 @@ def run_scenario(scenario: str, n: int, seed: int, repeat: int, workdir: Path) -
             "script_relationships": len(first.rels), "script_kb": round(scripts[0].stat().st_size / 1024, 1),
             "generate_s": round(gen_s, 3), "fast_parse_s": round(fast_parse, 4), "fast_sim_s": round(fast_sim, 4),
             "ref_parse_s": round(ref_parse, 4), "ref_sim_s": round(ref_sim, 4), "ratio": round(ref_sim / fast_sim, 1),
-            "fast_verify_ms_per_q": round(fast_verify / n * 1000, 3), "ref_verify_ms_per_q": round(ref_total / n * 1000, 2),
+            "fast_verify_ms_per_q": round(fast_verify / n * 1000, 3),
+            "ref_verify_ms_per_q": round(ref_total / n * 1000, 2),
             "e2e_ratio": round(ref_total / fast_verify, 1), "agree": agree,
             "gold": sum(1 for fb, q in zip(fast_best, questions) if fb == q.answer)}
 

@@ -30,7 +30,7 @@ from ragplan.tools.graphdb import EmbeddedGraphStore, QueryError, run_graph_quer
 QUERIES = {
     "trivial (RETURN 1)": "RETURN 1 AS x",
     "typical (countries at a node)": (
-        "MATCH (c:Country)-[r:NodeCountry]->(t:Trade_node {name: 'node_0'}) "
+        "MATCH (c:Country)-[r:NodeCountry]->(t:Trade_node {name: 'node_00'}) "
         "RETURN c.name AS country, r.base_trading_power AS power ORDER BY power DESC LIMIT 10"
     ),
 }
@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> list[dict]:
         graph.cypher(st.text)
     in_process = graph.freeze()
     for _ in range(args.repeat):
-        store = timed(samples, "store open (spawn + load script)", lambda: EmbeddedGraphStore.from_text(text, source="bench.cql"))
+        store = timed(samples, "store open (spawn + load script)",
+                      lambda: EmbeddedGraphStore.from_text(text, source="bench.cql"))
         for name, cypher in QUERIES.items():
             for label, run_query in (("in-process", lambda: list(in_process.cypher(cypher, row_limit=100))),
                                      ("worker", lambda: store.query(cypher, row_cap=100))):
@@ -109,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     print_steps(rows, args.baseline)
     p50 = {r["step"]: r["p50_ms"] for r in rows}
     for name in QUERIES:  # the check and the pipe round trip
-        print(f"per-query overhead of the worker, {name}: {p50[f'{name}, worker'] - p50[f'{name}, in-process']:+.3f} ms (p50)")
+        overhead = p50[f"{name}, worker"] - p50[f"{name}, in-process"]
+        print(f"per-query overhead of the worker, {name}: {overhead:+.3f} ms (p50)")
     save_report(args.save, "graphdb_sandbox", rows, kglite=getattr(kglite, "__version__", "?"),
                 config={"repeat": args.repeat, "query_runs": args.query_runs})
     return 0
