@@ -40,14 +40,6 @@ def add_parser(sub: Any) -> None:
                    help="small (a handful of nodes) or official (DQA's sizes, for benchmarks)")
 
 
-def _subset(q: Any) -> str:
-    return str(q.year) if q.year is not None else "-"
-
-
-def _same(gold: str, best: str | None) -> bool:
-    return best is not None and gold.strip().strip('"').lower() == best.strip().lower()
-
-
 def run(args: argparse.Namespace) -> int:
     """Dispatch a ``ragplan dqa`` subcommand."""
     from ragplan.methods.planrag.data import DQAError
@@ -69,17 +61,17 @@ def _verify(args: argparse.Namespace) -> int:
     stats: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     agree = 0
     for q in questions:
-        row: dict[str, Any] = {"question_num": q.num, "subset": _subset(q), "gold": q.answer}
+        subset = "-" if q.year is None else str(q.year)
+        row: dict[str, Any] = {"question_num": q.num, "subset": subset, "gold": q.answer}
         try:
             best = best_decision(q)
-            row.update(simulated=best, agree=_same(q.answer, best))
+            gold = q.answer.strip().strip('"').lower()
+            row.update(simulated=best, agree=best is not None and gold == best.strip().lower())
         except Exception as exc:  # a bad script is one recorded failure, never the end of the run
             row.update(simulated=None, agree=False, error=f"{type(exc).__name__}: {exc}")
         st = stats[row["subset"]]
-        st[0] += 1
-        st[1] += int(row["agree"])
-        st[2] += int("error" in row)
-        agree += int(row["agree"])
+        st[:] = st[0] + 1, st[1] + row["agree"], st[2] + ("error" in row)
+        agree += row["agree"]
         if args.json:
             print(json.dumps(row, ensure_ascii=False))
         elif not row["agree"]:
