@@ -1,20 +1,11 @@
 """Benchmark DQA's fast simulators against the straightforward implementation, on official-size data.
 
-Generates an official-size DQA-style clone per scenario (``ragplan.methods.planrag.generate``: one
-≈80-node, ≈665-country locating script per question; ≈50-goods, ≈250-building scripts shared by up to
-three questions) and times what ``ragplan dqa verify`` does, two ways:
-
-* fast — ``load_scenario`` (read, hash, parse, compile; cached by content) and ``best_decision`` per question;
-* straightforward — ``read_graph_data`` of the question's script and ``tests.dqa_reference``'s
-  ``reference_locating`` / ``reference_building`` (dicts, loops, a deepcopy of the state per option).
-
-"parse" and "sim" are seconds (the fast side parses each distinct script once), "ratio" is
-straightforward ÷ fast simulation (target ≥ 10×); "verify/q" is milliseconds per question of the
-``dqa verify`` loop from a cold cache, "e2e" their ratio (target ≥ 100×). "agree" counts questions
-where both sides pick the same decision and compute the same effect for every option, "gold" those
-where it is the clone's gold answer. The fast side is the best of ``--repeat`` cold runs. With
-``--baseline FILE.json`` (saved with ``--save``) the table adds the saved fast verify/q and the
-ratio this run / saved. A measurement, not a test.
+On a generated official-size clone per scenario, times what ``ragplan dqa verify`` does two ways: fast
+(``load_scenario`` + ``best_decision``) and straightforward (``read_graph_data`` + ``tests.dqa_reference``).
+"ratio" is straightforward ÷ fast simulation (target ≥ 10×), "e2e" the same for the whole verify loop per
+question from a cold cache (target ≥ 100×); "agree" counts questions where both sides pick the same decision
+with the same effect for every option, "gold" those matching the clone's answer. The fast side is the best
+of ``--repeat`` cold runs. A measurement, not a test.
 
     python benchmarks/dqa_simulator.py [--questions 5] [--seed 0] [--scenario both]
                                        [--repeat 3] [--save FILE.json] [--baseline FILE.json]

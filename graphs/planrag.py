@@ -188,7 +188,7 @@ class PlanRAGFamily(MethodFamily):
             for i, s in enumerate(update["plan"], 1):
                 emit(f"  Step {i}: {s}")
         for step in update.get("steps") or []:
-            step = RetrievalStep.model_validate(step) if isinstance(step, dict) else step
+            step = RetrievalStep.model_validate(step)
             where = f" (plan step {step.plan_step}: {step.plan_step_text})" if step.plan_step else ""
             emit(f"\n[{step.index}]{where}")
             if step.thought:
@@ -205,7 +205,7 @@ class PlanRAGFamily(MethodFamily):
             for ln in shown if len(shown) > 1 else []:
                 emit(f"    {ln}")
         for v in update.get("replans") or []:
-            v = ReplanVerdict.model_validate(v) if isinstance(v, dict) else v
+            v = ReplanVerdict.model_validate(v)
             emit(f"  Re-plan: {'Y' if v.replan else 'N'} — {v.reason}")
             if v.replan and v.new_steps:
                 emit("  New remaining steps:")
@@ -218,11 +218,7 @@ class PlanRAGFamily(MethodFamily):
 
 
 FAMILY = PlanRAGFamily(
-    name="planrag",
-    title="PlanRAG (Lee et al., NAACL 2024)",
-    order=10,
-    context=PlanRAGContext,
-    result=PlanRAGResult,
+    name="planrag", title="PlanRAG (Lee et al., NAACL 2024)", order=10, context=PlanRAGContext, result=PlanRAGResult,
     graphs=(
         GraphSpec("planrag", build_planrag, "PlanRAG: plan data analyses from the schema, retrieve step by step with Cypher, re-plan after each observation, answer"),
         GraphSpec("planrag_no_replan", build_planrag_no_replan, "PlanRAG without re-planning (the paper's w/o RP ablation)"),

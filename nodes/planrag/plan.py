@@ -37,10 +37,5 @@ def plan(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, Any
     if not d.ok:
         return {**failure_update(d, "plan"), "plan": []}
     steps = [s.strip() for s in d.value.steps if s.strip()]
-    return {
-        "plan": steps,
-        "current_step": 0,
-        "repairs": 0,
-        "plan_history": [PlanVersion(version=0, steps=steps, reason=d.value.reason, after_step=0)],
-        "usage": d.usage,
-    }
+    return {"plan": steps, "current_step": 0, "repairs": 0, "usage": d.usage,
+            "plan_history": [PlanVersion(version=0, steps=steps, reason=d.value.reason, after_step=0)]}

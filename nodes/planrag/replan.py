@@ -71,14 +71,8 @@ def replan(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, A
         return {**advance_plan(state), "replans": [verdict], "usage": d.usage}
     revised = plan[: cur + 1] + new_steps
     version = len(state.get("plan_history") or [])
-    update = {
-        "plan": revised,
-        "current_step": cur + 1,
-        "repairs": 0,
-        "replans": [verdict],
-        "plan_history": [PlanVersion(version=version, steps=revised, reason=v.reason, after_step=after)],
-        "usage": d.usage,
-    }
+    update = {"plan": revised, "current_step": cur + 1, "repairs": 0, "replans": [verdict], "usage": d.usage,
+              "plan_history": [PlanVersion(version=version, steps=revised, reason=v.reason, after_step=after)]}
     if cur + 1 >= len(revised):
         update["stop_reason"] = "plan_done"
     return update

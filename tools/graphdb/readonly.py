@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import takewhile
 
 __all__ = ["DEFAULT_CAPS", "QueryCaps", "QueryRefused", "check_read_only", "normalize_newlines", "strip_literals"]
 
@@ -157,11 +158,8 @@ def check_read_only(query: str, caps: QueryCaps = DEFAULT_CAPS) -> str:
                            f"{first or '?'}{kind} is refused")
     _check_nesting(bare, caps)
     if first == "SHOW":
-        head = set()
-        for word, _, _ in words[k + 1 :]:
-            if word.upper() in ("YIELD", "WHERE", "RETURN"):
-                break
-            head.add(word.upper())
+        upper = (word.upper() for word, _, _ in words[k + 1 :])
+        head = set(takewhile(lambda w: w not in ("YIELD", "WHERE", "RETURN"), upper))
         if not head & SHOW_ALLOWED or head & SHOW_REFUSED:
             raise QueryRefused("only SHOW INDEXES / CONSTRAINTS / PROCEDURES / FUNCTIONS are allowed")
     set_operations = 0

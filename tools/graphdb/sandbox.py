@@ -16,6 +16,7 @@ import threading
 import time
 import weakref
 from collections import deque
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, ClassVar
@@ -121,16 +122,6 @@ class _ReplyUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"unexpected type {module}.{name} in a worker reply")
 
 
-def _memory(pid: int) -> tuple[int, int]:
-    """Current and peak resident size of a live process in bytes; zeros if unknown. (The peak is ``VmHWM``, not
-    ``wait4``'s ``ru_maxrss``, which also counts the parent's memory that the child had before ``exec``.)"""
-    try:
-        rss, hwm = proc_status(pid, "VmRSS", "VmHWM")
-    except (OSError, ValueError, IndexError):
-        return 0, 0
-    return rss, hwm
-
-
 class _Worker:
     """One worker process: started at once, ready after it has loaded the graph, then one query at a time."""
 
@@ -212,8 +203,12 @@ class _Worker:
         self.ready = True
 
     def _sample_memory(self) -> int:
-        """The worker's resident size now; keeps :attr:`peak_rss` up to date."""
-        rss, hwm = _memory(self.proc.pid)
+        """The worker's resident size now (0 if unknown); keeps :attr:`peak_rss` up to date (from ``VmHWM``:
+        ``wait4``'s ``ru_maxrss`` would also count the parent's memory that the child had before ``exec``)."""
+        try:
+            rss, hwm = proc_status(self.proc.pid, "VmRSS", "VmHWM")
+        except (OSError, ValueError, IndexError):
+            return 0
         self.peak_rss = max(self.peak_rss, hwm)
         return rss
 
@@ -232,16 +227,12 @@ class _Worker:
         self.exit_reason = self.exit_reason or reason
         if self.proc.returncode is None:
             self._sample_memory()
-            try:
+            with suppress(ProcessLookupError):
                 os.kill(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self._reap(10.0)
         for stream in (self.proc.stdin, self.proc.stdout):
-            try:
+            with suppress(OSError):
                 stream.close()  # type: ignore[union-attr]
-            except OSError:
-                pass
         self._stderr.close()
 
     def _stderr_tail(self, mark: int) -> str:
@@ -410,11 +401,8 @@ class QuerySandbox:
                 self._workers.discard(worker)
                 self.exits.append(WorkerExit(worker.proc.pid, worker.exit_reason, worker.peak_rss))
                 if not self._closed and worker.ready:  # replace a worker that died serving: start loading now
-                    try:
+                    with suppress(QueryError):
                         fresh = _Worker(self._graph.fileno(), self.settings)
-                    except QueryError:
-                        pass
-                    else:
                         self._workers.add(fresh)
                         self._idle.append(fresh)
             else:

@@ -120,12 +120,10 @@ def run_graph_query(store: GraphStore, query: str, *, row_cap: int, timeout_s: f
         text = format_rows(res.columns, res.rows, res.total_rows, res.total_exact)
         if res.warnings:
             text += "\n" + "\n".join(f"(warning: {w})" for w in res.warnings)
-    except QueryRefused as exc:
-        return _failed("refused", f"Query refused: {exc}")
-    except QueryTimeout as exc:
-        return _failed("timeout", f"Query timed out: {exc}")
-    except QueryError as exc:
-        return _failed("error", f"Query error: {exc}")
+    except (QueryRefused, QueryError) as exc:  # a QueryTimeout is a QueryError
+        kind, what = (("refused", "refused") if isinstance(exc, QueryRefused) else
+                      ("timeout", "timed out") if isinstance(exc, QueryTimeout) else ("error", "error"))
+        return _failed(kind, f"Query {what}: {exc}")
     except RecursionError:
         return _failed("error", "Query error: the result nests values too deeply to show: return something flatter")
     except Exception as exc:  # whatever else happened, the LLM gets an observation and the run goes on
