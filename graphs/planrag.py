@@ -15,6 +15,7 @@ the run. ``build_*`` return the uncompiled ``StateGraph``; ``FAMILY`` is what ev
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
@@ -100,7 +101,7 @@ def build_planrag(*, with_replan: bool = True) -> Builder:
     g.add_conditional_edges("plan", route_after_plan, {"review_plan": "review_plan", END: END})
     g.add_conditional_edges("review_plan", route_after_plan_review, {"retrieve": "retrieve", "answer": "answer", END: END})
     g.add_conditional_edges("retrieve", route_after_retrieve, {"repair": "retrieve", "continue": step, "answer": "answer", "stop": END})
-    review = {"review_plan": "review_plan"} if with_replan else {}
+    review: dict[Hashable, str] = {"review_plan": "review_plan"} if with_replan else {}
     g.add_conditional_edges(step, route_after_step, {**review, "retrieve": "retrieve", "answer": "answer", END: END})
     return g
 

@@ -158,8 +158,8 @@ def check_read_only(query: str, caps: QueryCaps = DEFAULT_CAPS) -> str:
                            f"{first or '?'}{kind} is refused")
     _check_nesting(bare, caps)
     if first == "SHOW":
-        upper = (word.upper() for word, _, _ in words[k + 1 :])
-        head = set(takewhile(lambda w: w not in ("YIELD", "WHERE", "RETURN"), upper))
+        after_show = (word.upper() for word, _, _ in words[k + 1 :])
+        head = set(takewhile(lambda w: w not in ("YIELD", "WHERE", "RETURN"), after_show))
         if not head & SHOW_ALLOWED or head & SHOW_REFUSED:
             raise QueryRefused("only SHOW INDEXES / CONSTRAINTS / PROCEDURES / FUNCTIONS are allowed")
     set_operations = 0
