@@ -1,16 +1,10 @@
 """Benchmark the embedded graph store on a synthetic DQA-locating-size script.
 
-Writes a messy Neo4j-dialect script (≈80 trade nodes, ≈665 countries, ≈1,600 relationships, with
-missing ``;``, odd spacing, ``has_has_merchant``, blank lines and comments, like DQA's ``q<N>.cql``)
-to a temporary directory, then times, over ``--repeat`` rounds:
-
-* ``read_script`` (reading and splitting the file),
-* ``from_script`` (reading, splitting, starting the query worker that loads it into kglite and freezes it),
-* schema introspection (what the prompt shows the LLM; its queries run in the worker),
-* a few typical PlanRAG queries through ``GraphStore.query`` (statement check and worker round trip included).
-
-It prints p50 / p95 per step and, with ``--baseline FILE.json`` (written earlier with ``--save``),
-the ratio of each p50 to the saved one. It is a measurement, not a test: nothing is asserted.
+Writes a messy locating script as ``ragplan dqa generate`` does (≈80 trade nodes, ≈665 countries, ≈1,600
+relationships, with missing ``;``, odd spacing, ``has_has_merchant``) and times, over ``--repeat`` rounds:
+``read_script``, ``from_script`` (worker start, load, freeze), schema introspection, and a few typical
+PlanRAG queries through ``GraphStore.query``. Prints p50 / p95 per step (with ``--baseline``, the ratio
+of each p50 to the saved one). A measurement, not a test.
 
     python benchmarks/graphdb_load.py [--nodes 80 --countries 665 --relationships 1600]
                                       [--repeat 3] [--baseline FILE.json] [--save FILE.json]
@@ -19,105 +13,66 @@ the ratio of each p50 to the saved one. It is a measurement, not a test: nothing
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import random
-import statistics
 import sys
 import tempfile
 import time
 from importlib.metadata import version
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
-from ragplan.tools.graphdb import EmbeddedGraphStore, read_script
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import load_baseline, print_rows, save_report  # noqa: E402
+
+from ragplan.methods.planrag.generate import Size, locating_script  # noqa: E402
+from ragplan.tools.graphdb import EmbeddedGraphStore, read_script  # noqa: E402
 
 QUERIES = {
     "q: countries at a node": (
-        "MATCH (c:Country)-[r:NodeCountry]->(t:Trade_node {name: 'node_0'}) "
+        "MATCH (c:Country)-[r:NodeCountry]->(t:Trade_node {name: 'node_00'}) "
         "RETURN c.name AS country, r.base_trading_power AS power ORDER BY power DESC LIMIT 10"
     ),
-    "q: downstream nodes": "MATCH (a:Trade_node {name: 'node_0'})-[r:source]->(b) RETURN b.name AS node, r.flow AS flow",
+    "q: downstream nodes": "MATCH (:Trade_node {name: 'node_00'})-[r:source]->(b) RETURN b.name AS node, r.flow AS f",
     "q: power per node (agg)": (
         "MATCH (:Country)-[r:NodeCountry]->(t:Trade_node) "
         "RETURN t.name AS node, sum(r.calculated_trading_power) AS power ORDER BY power DESC LIMIT 5"
     ),
-    "q: paths up to 3 hops": "MATCH p = (:Trade_node {name: 'node_0'})-[:source*1..3]->(b) RETURN count(p) AS paths",
+    "q: paths up to 3 hops": "MATCH p = (:Trade_node {name: 'node_00'})-[:source*1..3]->(b) RETURN count(p) AS paths",
     "q: all countries (capped)": "MATCH (c:Country) RETURN c.name AS name, c.development AS dev",
 }
 
 
 def synthetic_script(nodes: int, countries: int, relationships: int, seed: int = 1445) -> str:
-    """A DQA-locating-style script with the messiness real files have."""
-    rnd = random.Random(seed)
-    out: list[str] = ["// synthetic DQA locating script", ""]
-
-    def emit(stmt: str) -> None:
-        r = rnd.random()
-        if r < 0.03:
-            out.append(stmt)  # missing ';'
-        elif r < 0.05:
-            out.extend(["", stmt + ";"])  # a blank line first
-        elif r < 0.06:
-            out.extend(["// comment line", stmt + ";"])
-        else:
-            out.append(stmt + ";")
-
-    names = [f"node_{i}" for i in range(nodes)]
-    for i, name in enumerate(names):
-        spacing = "(n: Trade_node {" if i % 7 == 0 else f"({name}:Trade_node {{"
-        emit(
-            f'CREATE {spacing}name:"{name}", local_value:{rnd.uniform(0.5, 12):.3f}, '
-            f"is_inland:{str(rnd.random() < 0.3).lower()}, total_power:{rnd.uniform(10, 900):.2f}, "
-            f"outgoing:{rnd.uniform(0, 3):.3f}, ingoing:{rnd.uniform(0, 3):.3f}}})"
-        )
-    tags = [f"C{i:03d}" for i in range(countries)]
-    homes = {tag: rnd.choice(names) for tag in tags}
-    for tag in tags:
-        emit(f'CREATE ({tag}:Country {{name:"{tag}", home_node:"{homes[tag]}", development:{rnd.uniform(1, 400):.3f}}})')
-    edges = set()
-    n_source = min(relationships // 10, nodes * 3, nodes * (nodes - 1) // 2)
-    while len(edges) < n_source:
-        a, b = rnd.sample(range(nodes), 2)
-        edges.add((min(a, b), max(a, b)))  # a DAG: upstream has the lower index
-    for a, b in sorted(edges):
-        emit(
-            f'MATCH (a:Trade_node {{name:"{names[a]}"}}), (b:Trade_node {{name:"{names[b]}"}}) '
-            f"CREATE (a)-[r:source{{flow:{rnd.uniform(0, 2):.3f}}}]->(b)"
-        )
-    links = {(tag, homes[tag]) for tag in tags}
-    while len(links) < min(relationships - n_source, countries * nodes):
-        links.add((rnd.choice(tags), rnd.choice(names)))
-    for tag, node in sorted(links):
-        power = rnd.uniform(0, 60)
-        merchant = "has_has_merchant" if rnd.random() < 0.01 else "has_merchant"
-        emit(
-            f'MATCH (t:Trade_node {{name:"{node}"}}), ({tag}:Country {{name:"{tag}"}}) '
-            f"CREATE ({tag})-[r:NodeCountry{{is_home: {str(homes[tag] == node).lower()}, "
-            f'{merchant}: "{rnd.choice(["True", "False"])}",base_trading_power: {power:.2f},'
-            f"calculated_trading_power: {power * 1.05:.2f}}}]->(t)"
-        )
-    return "\n".join(out) + "\n"
+    """A messy DQA-locating-style script (``ragplan dqa generate``'s) with about ``relationships`` relationships."""
+    per_country = max(0.1, (relationships - 2 * nodes) / countries - 1)  # besides each country's home record
+    return locating_script(random.Random(seed), Size(nodes, countries, per_country, goods=0, buildings=0))[0]
 
 
-def percentile(samples: list[float], q: float) -> float:
-    """Linear-interpolated percentile (q in 0..100) of the samples."""
-    s = sorted(samples)
-    if len(s) == 1:
-        return s[0]
-    pos = (len(s) - 1) * q / 100
-    lo = int(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
-
-
-def timed(fn: Callable[[], object]) -> tuple[float, object]:
+def timed(samples: dict[str, list[float]], step: str, fn: Callable[[], Any]) -> Any:
+    """Run ``fn``, add its wall time in ms to ``samples[step]`` and return its value."""
     t0 = time.perf_counter()
     value = fn()
-    return (time.perf_counter() - t0) * 1000, value
+    samples.setdefault(step, []).append((time.perf_counter() - t0) * 1000)
+    return value
 
 
-def run(args: argparse.Namespace) -> dict:
+def step_rows(samples: dict[str, list[float]]) -> list[dict]:
+    """One row per step: ``n``, ``p50_ms``, ``p95_ms`` and ``mean_ms`` of its samples."""
+    return [{"step": step, "n": len(v), "p50_ms": round(float(np.percentile(v, 50)), 3),
+             "p95_ms": round(float(np.percentile(v, 95)), 3), "mean_ms": round(float(np.mean(v)), 3)}
+            for step, v in samples.items()]
+
+
+def print_steps(rows: list[dict], baseline_path: Path | None) -> None:
+    """The p50 / p95 table, with the baseline's p50 and the ratio when a saved report is given."""
+    print_rows(rows, [("step", "s"), ("n", "d"), ("p50_ms", ".3f"), ("p95_ms", ".3f")], key="step",
+               baseline=load_baseline(baseline_path), compare="p50_ms")
+
+
+def run(args: argparse.Namespace) -> tuple[list[dict], dict[str, object]]:
+    """Time every step over ``args.repeat`` rounds; the rows and what the script and graph hold."""
     samples: dict[str, list[float]] = {}
     info: dict[str, object] = {}
     with tempfile.TemporaryDirectory(prefix="graphdb-bench-") as tmp:
@@ -125,66 +80,25 @@ def run(args: argparse.Namespace) -> dict:
         path.write_text(synthetic_script(args.nodes, args.countries, args.relationships))
         info["script_kb"] = round(path.stat().st_size / 1024, 1)
         for _ in range(args.repeat):
-            ms, stmts = timed(lambda: read_script(path))
-            samples.setdefault("read_script", []).append(ms)
-            ms, store = timed(lambda: EmbeddedGraphStore.from_script(path))
-            samples.setdefault("from_script (read+worker start+load+freeze)", []).append(ms)
-            ms, schema = timed(store.schema)
-            samples.setdefault("schema introspection", []).append(ms)
+            stmts = timed(samples, "read_script", lambda: read_script(path))
+            store = timed(samples, "from_script (read+worker start+load+freeze)",
+                          lambda: EmbeddedGraphStore.from_script(path))
+            schema = timed(samples, "schema introspection", store.schema)
             for name, cypher in QUERIES.items():
                 for _ in range(args.query_runs):
-                    res = store.query(cypher, row_cap=100)
-                    samples.setdefault(name, []).append(res.elapsed_ms)
-            info.update(
-                statements=len(stmts),
-                nodes=store.node_count(),
-                relationships=store.query("MATCH ()-[r]->() RETURN count(r) AS c").rows[0]["c"],
-                schema_chars=len(schema.to_prompt()),
-            )
+                    samples.setdefault(name, []).append(store.query(cypher, row_cap=100).elapsed_ms)
+            info.update(statements=len(stmts), nodes=store.node_count(),
+                        relationships=store.query("MATCH ()-[r]->() RETURN count(r) AS c").rows[0]["c"],
+                        schema_chars=len(schema.to_prompt()))
             store.close()
-    results = {
-        step: {"n": len(v), "p50_ms": round(percentile(v, 50), 3), "p95_ms": round(percentile(v, 95), 3),
-               "mean_ms": round(statistics.fmean(v), 3)}
-        for step, v in samples.items()
-    }
-    return {
-        "config": {k: getattr(args, k) for k in ("nodes", "countries", "relationships", "repeat", "query_runs")},
-        "info": info,
-        "environment": {"python": platform.python_version(), "kglite": version("kglite"),
-                        "machine": platform.machine()},
-        "results": results,
-    }
-
-
-def print_table(report: dict, baseline: dict | None) -> None:
-    info = report["info"]
-    print(
-        f"script {info['script_kb']} KB, {info['statements']} statements -> {info['nodes']} nodes, "
-        f"{info['relationships']} relationships; schema prompt {info['schema_chars']} chars; "
-        f"kglite {report['environment']['kglite']}, Python {report['environment']['python']}"
-    )
-    base = (baseline or {}).get("results", {})
-    header = f"{'step':34} {'n':>4} {'p50 ms':>10} {'p95 ms':>10}"
-    if baseline is not None:
-        header += f" {'base p50':>10} {'ratio':>7}"
-    print(header)
-    print("-" * len(header))
-    for step, r in report["results"].items():
-        line = f"{step:34} {r['n']:>4} {r['p50_ms']:>10.3f} {r['p95_ms']:>10.3f}"
-        if baseline is not None:
-            b = base.get(step)
-            if b and b.get("p50_ms"):
-                line += f" {b['p50_ms']:>10.3f} {r['p50_ms'] / b['p50_ms']:>6.2f}x"
-            else:
-                line += f" {'-':>10} {'-':>7}"
-        print(line)
+    return step_rows(samples), info
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=80, help="trade nodes (default 80)")
     ap.add_argument("--countries", type=int, default=665, help="countries (default 665)")
-    ap.add_argument("--relationships", type=int, default=1600, help="relationships in all (default 1600)")
+    ap.add_argument("--relationships", type=int, default=1600, help="relationships in all, about (default 1600)")
     ap.add_argument("--repeat", type=int, default=3, help="rounds of load + schema + queries (default 3)")
     ap.add_argument("--query-runs", type=int, default=10, help="runs of each query per round (default 10)")
     ap.add_argument("--baseline", type=Path, help="a JSON report saved earlier with --save: print ratios against it")
@@ -192,14 +106,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if min(args.nodes, args.countries, args.repeat, args.query_runs) < 1 or args.nodes < 2:
         ap.error("--nodes must be at least 2; --countries, --repeat and --query-runs at least 1")
-    if args.relationships < args.countries + args.relationships // 10:
-        ap.error("--relationships must cover one home link per country plus the source edges")
-    baseline = json.loads(args.baseline.read_text()) if args.baseline else None
-    report = run(args)
-    print_table(report, baseline)
-    if args.save:
-        args.save.write_text(json.dumps(report, indent=2) + "\n")
-        print(f"saved {args.save}")
+    if args.relationships < 2 * (args.countries + args.nodes):
+        ap.error("--relationships must cover two records per country plus the source edges (about two per node)")
+    rows, info = run(args)
+    print(f"script {info['script_kb']} KB, {info['statements']} statements -> {info['nodes']} nodes, "
+          f"{info['relationships']} relationships; schema prompt {info['schema_chars']} chars; "
+          f"kglite {version('kglite')}")
+    print_steps(rows, args.baseline)
+    save_report(args.save, "graphdb_load", rows, info=info, kglite=version("kglite"),
+                config={k: getattr(args, k) for k in ("nodes", "countries", "relationships", "repeat", "query_runs")})
     return 0
 
 

@@ -1,22 +1,11 @@
 """Benchmark what the query sandbox costs: worker start-up and per-query overhead against in-process.
 
-Builds the synthetic DQA-locating-size graph of ``benchmarks/graphdb_load.py`` once, loads it into
-kglite here (in-process, as a reference) and in an embedded store (queries in a worker process), and
-times, over ``--repeat`` rounds:
-
-* ``store open``: spawning the first worker and waiting until it has loaded the script;
-* a trivial query (``RETURN 1``) and a typical PlanRAG query, in-process (kglite directly) and in
-  the worker through ``GraphStore.query`` (statement check included); the difference of the p50s is
-  the per-query overhead of the check and the pipe round trip;
-* ``restart after a crash``: a query that crashes the engine (sent past the check) and the next
-  normal query, which waits for the replacement worker.
-
-It prints p50 / p95 per step and, with ``--baseline FILE.json`` (written earlier with ``--save``),
-the ratio of each p50 to the saved one. It is a measurement, not a test: nothing is asserted.
-
-With ``--attacks`` it instead runs the resource-attack corpus of ``tests/test_graphdb_resources.py``
-against that file's graph and prints, per attack, the wall time, the worker's peak resident size and
-the start of the observation the LLM would see.
+On the synthetic graph of ``benchmarks/graphdb_load.py``, over ``--repeat`` rounds: opening a store
+(spawn the first worker, load the script); a trivial and a typical query in-process (kglite here) and
+in the worker (statement check and pipe round trip included: the p50 difference is the overhead); the
+restart after a query that crashes the engine. p50 / p95 per step, ratios with ``--baseline``.
+``--attacks`` instead runs the resource-attack corpus of ``tests/test_graphdb_resources.py`` and prints
+each attack's wall time, peak worker memory and observation. A measurement, not a test.
 
     python benchmarks/graphdb_sandbox.py [--repeat 3] [--query-runs 200] [--baseline FILE.json] [--save FILE.json]
     python benchmarks/graphdb_sandbox.py --attacks [--timeout 2]
@@ -25,9 +14,6 @@ the start of the observation the LLM would see.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -36,21 +22,32 @@ import kglite
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from graphdb_load import percentile, synthetic_script  # noqa: E402
+from common import save_report  # noqa: E402
+from graphdb_load import print_steps, step_rows, synthetic_script, timed  # noqa: E402
 
 from ragplan.tools.graphdb import EmbeddedGraphStore, QueryError, run_graph_query, split_statements  # noqa: E402
 
 QUERIES = {
     "trivial (RETURN 1)": "RETURN 1 AS x",
     "typical (countries at a node)": (
-        "MATCH (c:Country)-[r:NodeCountry]->(t:Trade_node {name: 'node_0'}) "
+        "MATCH (c:Country)-[r:NodeCountry]->(t:Trade_node {name: 'node_00'}) "
         "RETURN c.name AS country, r.base_trading_power AS power ORDER BY power DESC LIMIT 10"
     ),
 }
 CRASH = " UNION ".join(f"RETURN {i} AS x" for i in range(600))  # segfaults kglite 0.21 (the check refuses it)
 
 
-def run(args: argparse.Namespace) -> dict:
+def crash_and_query(store: EmbeddedGraphStore) -> None:
+    """Crash the engine past the check, then run a normal query (which waits for the new worker)."""
+    try:
+        store.sandbox.run(CRASH, row_cap=10, timeout_s=5)
+    except QueryError:
+        pass
+    store.query("RETURN 1 AS x")
+
+
+def run(args: argparse.Namespace) -> list[dict]:
+    """Time worker start-up, queries in-process and in the worker, and the restart after a crash."""
     samples: dict[str, list[float]] = {}
     text = synthetic_script(80, 665, 1600)
     graph = kglite.KnowledgeGraph()
@@ -58,39 +55,16 @@ def run(args: argparse.Namespace) -> dict:
         graph.cypher(st.text)
     in_process = graph.freeze()
     for _ in range(args.repeat):
-        t0 = time.perf_counter()
-        store = EmbeddedGraphStore.from_text(text, source="bench.cql")
-        samples.setdefault("store open (spawn + load script)", []).append((time.perf_counter() - t0) * 1000)
+        store = timed(samples, "store open (spawn + load script)",
+                      lambda: EmbeddedGraphStore.from_text(text, source="bench.cql"))
         for name, cypher in QUERIES.items():
-            for label, run_query in (("in-process", lambda c: list(in_process.cypher(c, row_limit=100))),
-                                     ("worker", lambda c: store.query(c, row_cap=100))):
+            for label, run_query in (("in-process", lambda: list(in_process.cypher(cypher, row_limit=100))),
+                                     ("worker", lambda: store.query(cypher, row_cap=100))):
                 for _ in range(args.query_runs):
-                    t0 = time.perf_counter()
-                    run_query(cypher)
-                    samples.setdefault(f"{name}, {label}", []).append((time.perf_counter() - t0) * 1000)
-        t0 = time.perf_counter()
-        try:
-            store.sandbox.run(CRASH, row_cap=10, timeout_s=5)
-        except QueryError:
-            pass
-        store.query("RETURN 1 AS x")
-        samples.setdefault("restart after a crash (crash + next query)", []).append((time.perf_counter() - t0) * 1000)
+                    timed(samples, f"{name}, {label}", run_query)
+        timed(samples, "restart after a crash (crash + next query)", lambda: crash_and_query(store))
         store.close()
-    results = {
-        step: {"n": len(v), "p50_ms": round(percentile(v, 50), 3), "p95_ms": round(percentile(v, 95), 3),
-               "mean_ms": round(statistics.fmean(v), 3)}
-        for step, v in samples.items()
-    }
-    overhead = {
-        name: round(results[f"{name}, worker"]["p50_ms"] - results[f"{name}, in-process"]["p50_ms"], 3) for name in QUERIES
-    }
-    return {
-        "config": {"repeat": args.repeat, "query_runs": args.query_runs},
-        "environment": {"python": platform.python_version(), "kglite": getattr(kglite, "__version__", "?"),
-                        "machine": platform.machine()},
-        "results": results,
-        "overhead_p50_ms": overhead,
-    }
+    return step_rows(samples)
 
 
 def run_attacks(timeout_s: float) -> None:
@@ -117,25 +91,6 @@ def run_attacks(timeout_s: float) -> None:
     store.close()
 
 
-def print_table(report: dict, baseline: dict | None) -> None:
-    env = report["environment"]
-    print(f"kglite {env['kglite']}, Python {env['python']}, {env['machine']}")
-    base = (baseline or {}).get("results", {})
-    header = f"{'step':46} {'n':>5} {'p50 ms':>9} {'p95 ms':>9}"
-    if baseline is not None:
-        header += f" {'base p50':>9} {'ratio':>7}"
-    print(header)
-    print("-" * len(header))
-    for step, r in report["results"].items():
-        line = f"{step:46} {r['n']:>5} {r['p50_ms']:>9.3f} {r['p95_ms']:>9.3f}"
-        if baseline is not None:
-            b = base.get(step)
-            line += f" {b['p50_ms']:>9.3f} {r['p50_ms'] / b['p50_ms']:>6.2f}x" if b and b.get("p50_ms") else f" {'-':>9} {'-':>7}"
-        print(line)
-    for name, ms in report["overhead_p50_ms"].items():
-        print(f"per-query overhead of the worker, {name}: {ms:+.3f} ms (p50)")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3, help="rounds (a fresh store and worker each; default 3)")
@@ -150,12 +105,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.attacks:
         run_attacks(args.timeout)
         return 0
-    baseline = json.loads(args.baseline.read_text()) if args.baseline else None
-    report = run(args)
-    print_table(report, baseline)
-    if args.save:
-        args.save.write_text(json.dumps(report, indent=2) + "\n")
-        print(f"saved {args.save}")
+    rows = run(args)
+    print(f"kglite {getattr(kglite, '__version__', '?')}")
+    print_steps(rows, args.baseline)
+    p50 = {r["step"]: r["p50_ms"] for r in rows}
+    for name in QUERIES:  # the check and the pipe round trip
+        overhead = p50[f"{name}, worker"] - p50[f"{name}, in-process"]
+        print(f"per-query overhead of the worker, {name}: {overhead:+.3f} ms (p50)")
+    save_report(args.save, "graphdb_sandbox", rows, kglite=getattr(kglite, "__version__", "?"),
+                config={"repeat": args.repeat, "query_runs": args.query_runs})
     return 0
 
 

@@ -1,24 +1,21 @@
 """PlanRAG and its baselines (Lee et al., NAACL 2024, §5 and Appendix C), as four LangGraph graphs.
 
-All four share the same nodes — ``read_schema``, ``retrieve``, ``answer``, ``check_decision`` (the
-simulator's verdict on DQA data) and the graph-DB tool — and differ only in wiring:
+All four share ``read_schema``, ``retrieve``, ``answer``, ``check_decision`` (the simulator's verdict on
+DQA data) and the graph-DB tool, and differ only in wiring:
 
 * ``planrag``: read_schema → plan → review_plan → retrieve ⇄ (repair) → replan [→ review_plan] → … → answer
 * ``planrag_no_replan``: the same with ``advance`` (no LLM) instead of ``replan`` (the paper's "w/o RP")
-
-``review_plan`` is the shared human-in-the-loop node (:mod:`ragplan.nodes.common.review_plan`): it passes
-through unless ``review_plan`` is set (after ``plan``) or ``review_replans`` (after a ``replan`` that changed
-the plan, which is the only time the run goes there after a re-plan). A rejected plan ends the run.
 * ``iter_rag``: read_schema → retrieve (ReAct: reason what to retrieve, or finish) ⇄ … → answer
-* ``single_rag``: read_schema → retrieve (one retrieval, as in the paper; ``single_rag_repairs`` allows repairs) → answer
+* ``single_rag``: read_schema → retrieve (one retrieval; ``single_rag_repairs`` allows repairs) → answer
 
-Each module-level name is a compiled graph for ``langgraph.json``; ``build_*`` return the uncompiled
-``StateGraph`` so tests and the evaluation runner can compile their own copy with a checkpointer.
-``FAMILY`` is the description every entry point reads (:mod:`ragplan.family`).
+``review_plan`` (:mod:`ragplan.nodes.common.review_plan`) passes through unless ``review_plan`` (after
+``plan``) or ``review_replans`` (after a ``replan`` that changed the plan) is set; a rejected plan ends
+the run. ``build_*`` return the uncompiled ``StateGraph``; ``FAMILY`` is what every entry point reads.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
@@ -104,10 +101,8 @@ def build_planrag(*, with_replan: bool = True) -> Builder:
     g.add_conditional_edges("plan", route_after_plan, {"review_plan": "review_plan", END: END})
     g.add_conditional_edges("review_plan", route_after_plan_review, {"retrieve": "retrieve", "answer": "answer", END: END})
     g.add_conditional_edges("retrieve", route_after_retrieve, {"repair": "retrieve", "continue": step, "answer": "answer", "stop": END})
-    if with_replan:
-        g.add_conditional_edges(step, route_after_step, {"review_plan": "review_plan", "retrieve": "retrieve", "answer": "answer", END: END})
-    else:
-        g.add_conditional_edges(step, route_after_step, {"retrieve": "retrieve", "answer": "answer", END: END})
+    review: dict[Hashable, str] = {"review_plan": "review_plan"} if with_replan else {}
+    g.add_conditional_edges(step, route_after_step, {**review, "retrieve": "retrieve", "answer": "answer", END: END})
     return g
 
 
@@ -116,22 +111,24 @@ def build_planrag_no_replan() -> Builder:
     return build_planrag(with_replan=False)
 
 
+def _without_plan(mode: Literal["react", "single"], then: str) -> Builder:
+    """read_schema → retrieve in ``mode`` ⇄ (repair) → ``then`` … → answer."""
+    g = _base()
+    g.add_node("retrieve", make_retrieve(mode))
+    g.add_conditional_edges("read_schema", route_after_schema, {"start": "retrieve", END: END})
+    g.add_conditional_edges("retrieve", route_after_retrieve,
+                            {"repair": "retrieve", "continue": then, "answer": "answer", "stop": END})
+    return g
+
+
 def build_iter_rag() -> Builder:
     """IterRAG: ReAct-style iterative retrieval without a plan; the LLM decides when it knows enough."""
-    g = _base()
-    g.add_node("retrieve", make_retrieve("react"))
-    g.add_conditional_edges("read_schema", route_after_schema, {"start": "retrieve", END: END})
-    g.add_conditional_edges("retrieve", route_after_retrieve, {"repair": "retrieve", "continue": "retrieve", "answer": "answer", "stop": END})
-    return g
+    return _without_plan("react", "retrieve")
 
 
 def build_single_rag() -> Builder:
     """SingleRAG: one retrieval, then the answer (``single_rag_repairs`` > 0 lets a failed query be repaired)."""
-    g = _base()
-    g.add_node("retrieve", make_retrieve("single"))
-    g.add_conditional_edges("read_schema", route_after_schema, {"start": "retrieve", END: END})
-    g.add_conditional_edges("retrieve", route_after_retrieve, {"repair": "retrieve", "continue": "answer", "answer": "answer", "stop": END})
-    return g
+    return _without_plan("single", "answer")
 
 
 #: Default recursion limit of the compiled graphs (for Studio and the SDK, where no limit is passed).
@@ -192,7 +189,7 @@ class PlanRAGFamily(MethodFamily):
             for i, s in enumerate(update["plan"], 1):
                 emit(f"  Step {i}: {s}")
         for step in update.get("steps") or []:
-            step = RetrievalStep.model_validate(step) if isinstance(step, dict) else step
+            step = RetrievalStep.model_validate(step)
             where = f" (plan step {step.plan_step}: {step.plan_step_text})" if step.plan_step else ""
             emit(f"\n[{step.index}]{where}")
             if step.thought:
@@ -206,11 +203,10 @@ class PlanRAGFamily(MethodFamily):
             shown = lines[:OBS_LINES] + ([f"… ({len(lines) - OBS_LINES} more lines)"] if len(lines) > OBS_LINES else [])
             status = "" if step.ok else f" [{step.error_kind}]"
             emit(f"  Observation{status}:" + ("" if len(shown) > 1 else f" {shown[0]}"))
-            if len(shown) > 1:
-                for ln in shown:
-                    emit(f"    {ln}")
+            for ln in shown if len(shown) > 1 else []:
+                emit(f"    {ln}")
         for v in update.get("replans") or []:
-            v = ReplanVerdict.model_validate(v) if isinstance(v, dict) else v
+            v = ReplanVerdict.model_validate(v)
             emit(f"  Re-plan: {'Y' if v.replan else 'N'} — {v.reason}")
             if v.replan and v.new_steps:
                 emit("  New remaining steps:")
@@ -223,11 +219,7 @@ class PlanRAGFamily(MethodFamily):
 
 
 FAMILY = PlanRAGFamily(
-    name="planrag",
-    title="PlanRAG (Lee et al., NAACL 2024)",
-    order=10,
-    context=PlanRAGContext,
-    result=PlanRAGResult,
+    name="planrag", title="PlanRAG (Lee et al., NAACL 2024)", order=10, context=PlanRAGContext, result=PlanRAGResult,
     graphs=(
         GraphSpec("planrag", build_planrag, "PlanRAG: plan data analyses from the schema, retrieve step by step with Cypher, re-plan after each observation, answer"),
         GraphSpec("planrag_no_replan", build_planrag_no_replan, "PlanRAG without re-planning (the paper's w/o RP ablation)"),

@@ -1,9 +1,5 @@
-"""State of PlanRAG and its baselines: the plan, the retrieval steps, the re-plan verdicts.
-
-The input is the question; the output is the answer plus everything a user needs to trust it (the
-plan and its revisions, every query with its observation, every re-plan verdict, usage). Fields the
-graph only needs while running (the step pointer, the repair counter) stay internal.
-"""
+"""State of PlanRAG and its baselines: the question in; the answer out with what a user needs to trust it (the
+plan and its revisions, every query with its observation, every re-plan verdict, usage); run-time fields internal."""
 
 from __future__ import annotations
 

@@ -1,22 +1,19 @@
-"""answer: the final decision from the observed data (PlanRAG's "answer generating" step).
+"""answer: the final decision from the observed data (PlanRAG's "answer generating" step), for all four graphs.
 
-Shared by all four graphs. When retrieval ended on a bound (max steps, repairs, an unparseable LLM
-reply) the prompt says so and asks for the best decision the observations support. A run whose LLM
-endpoint failed does not come here: it ends at once with the failure recorded (``llm_error``). A
-failed answer call itself ends the run the same way: ``stop_reason`` is ``llm_error`` (or
-``llm_unparseable`` after the repairs), ``answer`` is empty and ``error`` says why.
+When retrieval ended on a bound (max steps, repairs, an unparseable reply) the prompt says so and asks for
+the best decision the observations support. A failed answer call ends the run with ``stop_reason``
+``llm_error`` (or ``llm_unparseable``), an empty ``answer`` and the reason in ``error``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
-from ragplan.nodes.planrag.prompt import plan_block, system_frame, trace_block
+from ragplan.nodes.planrag.prompt import messages, plan_block, trace_block
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.failure import failed
 from ragplan.state.planrag import PlanRAGState
@@ -54,8 +51,7 @@ def answer(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, A
     if note:
         parts.append(note + " Answer with the best decision the observations support.")
     parts.append(ANSWER_INSTRUCTION)
-    messages = [SystemMessage(system_frame(state.get("schema_text", ""), ctx.row_cap)), HumanMessage("\n\n".join(parts))]
-    d = decide_for(ctx, messages, FinalAnswer)
+    d = decide_for(ctx, messages(state, ctx.row_cap, *parts), FinalAnswer)
     if not d.ok:  # the run ends without an answer: why it stopped is this failure (retrieval's own reason is kept in error)
         prev = state.get("error", "")
         ended = f" (retrieval had ended: {state['stop_reason']})" if state.get("stop_reason") else ""

@@ -1,19 +1,15 @@
-"""plan: PlanRAG's planning step — an ordered list of data analyses from the question and the schema.
-
-The plan is made once before any retrieval (PlanRAG §5.2, "Planning"); it is real state that the
-retrieve node follows step by step and the replan node may revise.
-"""
+"""plan: PlanRAG's planning step (§5.2) — an ordered list of data analyses from the question and the schema,
+made once before any retrieval; retrieve follows it step by step and replan may revise it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
-from ragplan.nodes.planrag.prompt import system_frame
+from ragplan.nodes.planrag.prompt import messages
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.planrag import PlanRAGState, PlanVersion
 
@@ -37,18 +33,9 @@ class Plan(BaseModel):
 def plan(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
     """Ask the LLM for the initial plan; record it as plan version 0."""
     ctx = runtime.context
-    messages = [
-        SystemMessage(system_frame(state.get("schema_text", ""), ctx.row_cap)),
-        HumanMessage(f"Question: {state['question']}\n\n{PLAN_INSTRUCTION}"),
-    ]
-    d = decide_for(ctx, messages, Plan)
+    d = decide_for(ctx, messages(state, ctx.row_cap, f"Question: {state['question']}", PLAN_INSTRUCTION), Plan)
     if not d.ok:
         return {**failure_update(d, "plan"), "plan": []}
     steps = [s.strip() for s in d.value.steps if s.strip()]
-    return {
-        "plan": steps,
-        "current_step": 0,
-        "repairs": 0,
-        "plan_history": [PlanVersion(version=0, steps=steps, reason=d.value.reason, after_step=0)],
-        "usage": d.usage,
-    }
+    return {"plan": steps, "current_step": 0, "repairs": 0, "usage": d.usage,
+            "plan_history": [PlanVersion(version=0, steps=steps, reason=d.value.reason, after_step=0)]}

@@ -1,18 +1,16 @@
-"""Prompt pieces shared by the PlanRAG-family nodes, and the store a run uses.
-
-The papers' prompts (PlanRAG Appendix C) all carry the same frame: the agent's role, the tool
-descriptions with the graph schema, the question, and the trace so far. Each node adds its own
-instruction (plan, act on the current step, re-plan, answer) beside it in its own module.
-"""
+"""Prompt pieces shared by the PlanRAG-family nodes (PlanRAG Appendix C: role, tools with the schema,
+question, trace so far; each node adds its instruction), and the store a run uses."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ragplan.state.planrag import RetrievalStep
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from ragplan.state.planrag import PlanRAGState, RetrievalStep
 from ragplan.tools.graphdb import GraphStore, StoreSpec, open_store
 
-__all__ = ["store_for", "system_frame", "plan_block", "trace_block"]
+__all__ = ["store_for", "system_frame", "messages", "plan_block", "trace_block"]
 
 ROLE = (
     "You are a decision-making agent. You answer a decision question by analysing data that is stored "
@@ -46,6 +44,11 @@ def system_frame(schema_text: str, row_cap: int) -> str:
     return ROLE + "\n\n" + TOOLS.format(row_cap=row_cap, schema=schema)
 
 
+def messages(state: PlanRAGState, row_cap: int, *parts: str) -> list[BaseMessage]:
+    """The system frame over the state's schema, then ``parts`` (blank-line separated) as the human message."""
+    return [SystemMessage(system_frame(state.get("schema_text", ""), row_cap)), HumanMessage("\n\n".join(parts))]
+
+
 def plan_block(plan: list[str], current: int | None = None) -> str:
     """The plan as numbered lines, marking done steps and the current one."""
     if not plan:
@@ -60,11 +63,7 @@ def plan_block(plan: list[str], current: int | None = None) -> str:
 
 
 def trace_block(steps: list[RetrievalStep], max_chars: int = 24_000) -> str:
-    """The retrieval trace so far (thought, action, input, observation), oldest first.
-
-    Observations of old steps are shortened first when the trace would exceed ``max_chars``, so a
-    long run keeps its most recent evidence whole.
-    """
+    """The retrieval trace so far, oldest first; past ``max_chars`` the oldest observations are shortened first."""
     if not steps:
         return "Retrieval so far: nothing yet."
     blocks = []

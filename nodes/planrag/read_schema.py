@@ -15,11 +15,8 @@ __all__ = ["read_schema"]
 
 
 def read_schema(state: PlanRAGState, runtime: Runtime[GraphDBContext]) -> dict[str, Any]:
-    """Load (or reuse) the store named by the context and put its schema text in state.
-
-    A store that cannot be opened (bad script line, unreachable server, nothing configured) ends the
-    run with the reason in ``error``; it never raises.
-    """
+    """Load (or reuse) the context's store and put its schema text in state; a store that cannot be opened
+    ends the run with the reason in ``error`` (never raises)."""
     try:
         schema = store_for(runtime.context).schema()
     except Exception as exc:  # ScriptError, ValueError, driver errors: all end the run with a reason

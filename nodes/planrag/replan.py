@@ -1,11 +1,8 @@
 """replan: after each observation, keep the plan and move on, or revise the remaining steps.
 
-PlanRAG §5.2: the initial plan is made before any data is seen, so after every retrieval the LLM
-checks whether the plan still holds (the "Re-plan: Y/N" line of the paper's prompt) and, if not,
-writes a new plan for the rest. Here the verdict and the revision are real state: the plan in force,
-every version in ``plan_history``, every verdict in ``replans``. At most ``max_replans`` revisions
-are applied; past that the node keeps the plan without asking the LLM.
-
+PlanRAG §5.2: after every retrieval the LLM checks whether the plan still holds (the paper's "Re-plan:
+Y/N") and, if not, writes the rest anew. The plan in force, every version (``plan_history``) and every
+verdict (``replans``) are state; past ``max_replans`` revisions the plan is kept without asking.
 ``advance_plan`` is the same move without the LLM, for ``planrag_no_replan`` (the paper's "w/o RP").
 """
 
@@ -13,12 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
-from ragplan.nodes.planrag.prompt import plan_block, system_frame, trace_block
+from ragplan.nodes.planrag.prompt import messages, plan_block, trace_block
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.planrag import PlanRAGState, PlanVersion, ReplanVerdict, RetrievalStep
 
@@ -63,11 +59,9 @@ def replan(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, A
         return {**advance_plan(state), "replans": [verdict]}
     plan = state.get("plan") or []
     cur = state.get("current_step", 0)
-    messages = [
-        SystemMessage(system_frame(state.get("schema_text", ""), ctx.row_cap)),
-        HumanMessage("\n\n".join([f"Question: {state['question']}", plan_block(plan, cur), trace_block(steps), REPLAN_INSTRUCTION])),
-    ]
-    d = decide_for(ctx, messages, ReplanDecision)
+    prompt = messages(state, ctx.row_cap, f"Question: {state['question']}", plan_block(plan, cur), trace_block(steps),
+                      REPLAN_INSTRUCTION)
+    d = decide_for(ctx, prompt, ReplanDecision)
     if not d.ok:
         return failure_update(d, "replan")
     v = d.value
@@ -77,14 +71,8 @@ def replan(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, A
         return {**advance_plan(state), "replans": [verdict], "usage": d.usage}
     revised = plan[: cur + 1] + new_steps
     version = len(state.get("plan_history") or [])
-    update = {
-        "plan": revised,
-        "current_step": cur + 1,
-        "repairs": 0,
-        "replans": [verdict],
-        "plan_history": [PlanVersion(version=version, steps=revised, reason=v.reason, after_step=after)],
-        "usage": d.usage,
-    }
+    update = {"plan": revised, "current_step": cur + 1, "repairs": 0, "replans": [verdict], "usage": d.usage,
+              "plan_history": [PlanVersion(version=version, steps=revised, reason=v.reason, after_step=after)]}
     if cur + 1 >= len(revised):
         update["stop_reason"] = "plan_done"
     return update

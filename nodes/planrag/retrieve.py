@@ -1,31 +1,27 @@
 """retrieve: the LLM writes one action (a Cypher query, or self-thinking) and the tool runs it.
 
-One node serves all four graphs; its ``mode`` is the variant the papers describe:
+One node serves all four graphs; its ``mode`` is the papers' variant: ``plan`` (PlanRAG: act on the
+current plan step), ``react`` (IterRAG: reason what to retrieve next, or finish), ``single`` (SingleRAG:
+one retrieval that gathers everything).
 
-* ``plan`` (PlanRAG): act on the current plan step, no reasoning about *what* to analyse next;
-* ``react`` (IterRAG, ReAct): reason each step about what to retrieve next, or decide to answer;
-* ``single`` (SingleRAG): one retrieval that should gather everything, then answer.
-
-A query that is refused, fails or times out comes back as the observation, and the next attempt at
-the same step sees it, so the LLM can repair its query (at most ``max_query_repairs`` times; SingleRAG
-makes exactly one retrieval, as in the paper and its official code, unless ``single_rag_repairs`` allows
-repairs).
-The node also sets ``next`` — ``repair`` (same step again), ``continue`` (on to replan / the next
-step), ``answer``, or ``stop`` (the LLM endpoint failed: end the run) — and ``stop_reason`` when a
-bound ends retrieval.
+A query that is refused, fails or times out comes back as the observation, so the next attempt at the
+same step can repair it (at most ``max_query_repairs`` times; SingleRAG makes exactly one retrieval, as
+in the paper, unless ``single_rag_repairs`` allows repairs). The node sets ``next`` — ``repair``,
+``continue`` (replan / next step), ``answer`` or ``stop`` (the LLM endpoint failed) — and
+``stop_reason`` when a bound ends retrieval.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes import Node
-from ragplan.nodes.planrag.prompt import plan_block, store_for, system_frame, trace_block
+from ragplan.nodes.planrag.prompt import messages, plan_block, store_for, trace_block
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.planrag import PlanRAGState, RetrievalStep
 from ragplan.tools.graphdb import make_graph_db_tool
@@ -87,7 +83,7 @@ def _prompt(state: PlanRAGState, mode: RetrieveMode, ctx: PlanRAGContext) -> lis
     finish = mode == "react"
     parts.append(FORMAT.format(finish=', or "finish" when you can answer' if finish else "",
                                finish_input="; for finish leave it empty" if finish else ""))
-    return [SystemMessage(system_frame(state.get("schema_text", ""), ctx.row_cap)), HumanMessage("\n\n".join(parts))]
+    return messages(state, ctx.row_cap, *parts)
 
 
 def make_retrieve(mode: RetrieveMode) -> Node[PlanRAGState, PlanRAGContext]:
@@ -108,14 +104,10 @@ def make_retrieve(mode: RetrieveMode) -> Node[PlanRAGState, PlanRAGContext]:
             failed = failure_update(d, "retrieve")
             return {**failed, "next": "answer" if failed["stop_reason"] == "llm_unparseable" else "stop"}
         act = d.value
-        if act.action == "finish" and mode != "react":
-            # Outside ReAct the LLM may still say it knows enough: take it as the end of retrieval.
-            stop = "answered_early"
+        if act.action == "finish":  # outside ReAct too: the LLM says it knows enough, retrieval ends
             step = RetrievalStep(**base, thought=act.thought, action="finish")
+            stop = "answered" if mode == "react" else "answered_early"
             return {"steps": [step], "usage": d.usage, "stop_reason": stop, "next": "answer"}
-        if act.action == "finish":
-            step = RetrievalStep(**base, thought=act.thought, action="finish")
-            return {"steps": [step], "usage": d.usage, "stop_reason": "answered", "next": "answer"}
         if act.action == "self_thinking":
             step = RetrievalStep(**base, thought=act.thought, action="self_thinking", query=act.action_input,
                                  observation=act.action_input or act.thought)
@@ -126,9 +118,8 @@ def make_retrieve(mode: RetrieveMode) -> Node[PlanRAGState, PlanRAGContext]:
             step = RetrievalStep(**base, thought=act.thought, action="graph_db", query=act.action_input,
                                  observation=out.observation, ok=out.ok, error_kind=out.error_kind,
                                  row_count=out.row_count, total_rows=out.total_rows, query_ms=out.elapsed_ms)
-        update: dict[str, Any] = {"steps": [step], "usage": d.usage}
         repairs = 0 if step.ok else state.get("repairs", 0) + 1
-        update["repairs"] = repairs
+        update: dict[str, Any] = {"steps": [step], "usage": d.usage, "repairs": repairs}
         if index >= ctx.max_steps:
             update.update(stop_reason="max_steps", next="answer")
         elif state.get("remaining_steps", RECURSION_MARGIN + 1) <= RECURSION_MARGIN:

@@ -1,10 +1,9 @@
 """How PlanRAG's plan is reviewed by a person (the family part of :mod:`ragplan.nodes.common.review_plan`).
 
-The first plan is shown whole; after a re-plan that changed the plan, the steps already done are shown
-for context and the revised remaining steps are what a reviewer approves or edits. An edit is a list
-of steps, one per line (numbers, ``Step k:`` or bullets in front are dropped), validated like the
-LLM's plan (:class:`~ragplan.nodes.planrag.plan.Plan`: at least one step). It becomes a new version in
-``plan_history`` (reason ``edited by the reviewer``), so the plan's history shows the person's change.
+The first plan is shown whole; after a re-plan that changed it, the done steps are shown for context and
+the revised remaining ones are reviewed. An edit is one step per line (numbers, ``Step k:`` or bullets
+dropped), validated like the LLM's :class:`~ragplan.nodes.planrag.plan.Plan`, and becomes a new version
+in ``plan_history`` (reason ``edited by the reviewer``).
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ class EmbeddedGraphStore(GraphStore):
         return value
 
     def _clean_props(self, label: str, props: dict[str, Any]) -> dict[str, Any]:
-        drop = set(_STRUCTURAL) | ({"id"} if label not in self._labels_with_id else set())
+        drop = _STRUCTURAL if label in self._labels_with_id else (*_STRUCTURAL, "id")
         return {k: v for k, v in (props or {}).items() if k not in drop}
 
     def _clean_rel_props(self, props: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The Neo4j backend over Bolt: read transactions with a server-side timeout, ``row_cap + 1`` records fetched.
 
-``load_script`` is the one trusted write path: one write transaction, refused on a non-empty database
+``load_statements`` is the one trusted write path: one write transaction, refused on a non-empty database
 unless asked to clear it (docs/reliability.md).
 """
 
@@ -21,15 +21,8 @@ class Neo4jGraphStore(GraphStore):
 
     backend = "neo4j"
 
-    def __init__(
-        self,
-        uri: str,
-        user: str | None = None,
-        password: str | None = None,
-        database: str | None = None,
-        *,
-        connection_timeout_s: float = 10.0,
-    ) -> None:
+    def __init__(self, uri: str, user: str | None = None, password: str | None = None, database: str | None = None, *,
+                 connection_timeout_s: float = 10.0) -> None:
         """Connect to ``uri`` (``bolt://`` or ``neo4j://``); password defaults to ``NEO4J_PASSWORD``."""
         super().__init__()
         import neo4j
@@ -38,9 +31,8 @@ class Neo4jGraphStore(GraphStore):
         user = user if user is not None else os.environ.get("NEO4J_USER", os.environ.get("NEO4J_USERNAME", "neo4j"))
         password = password if password is not None else os.environ.get("NEO4J_PASSWORD", "")
         self.uri, self.database = uri, database or os.environ.get("NEO4J_DATABASE") or None
-        self._driver = neo4j.GraphDatabase.driver(
-            uri, auth=(user, password), connection_timeout=connection_timeout_s, max_transaction_retry_time=5.0
-        )
+        self._driver = neo4j.GraphDatabase.driver(uri, auth=(user, password), connection_timeout=connection_timeout_s,
+                                                  max_transaction_retry_time=5.0)
         self.source = f"{uri}/{self.database or '(default database)'}"
 
     def _session(self, write: bool = False) -> Any:
@@ -50,15 +42,14 @@ class Neo4jGraphStore(GraphStore):
     def _run_read(self, cypher: str, *, row_cap: int, timeout_s: float) -> QueryResult:
         neo4j = self._neo4j
 
+        @neo4j.unit_of_work(timeout=timeout_s)
         def work(tx: Any) -> tuple[list[str], list[Any]]:
             result = tx.run(cypher)
-            records = result.fetch(row_cap + 1)
-            return list(result.keys()), records
+            return list(result.keys()), result.fetch(row_cap + 1)
 
         try:
             with self._session() as session:
-                tx_fn = neo4j.unit_of_work(timeout=timeout_s)(work)
-                keys, records = session.execute_read(tx_fn)
+                keys, records = session.execute_read(work)
         except neo4j.exceptions.ClientError as exc:
             code = exc.code or ""
             if "Timeout" in code or "TransactionTimedOut" in code:
@@ -81,11 +72,8 @@ class Neo4jGraphStore(GraphStore):
         """Write a script in one write transaction (trusted path); refuses a non-empty database unless ``replace``."""
         if not self.is_empty():
             if not replace:
-                raise ScriptError(
-                    source, 0,
-                    f"the Neo4j database at {self.source} is not empty; use an empty database or pass "
-                    "--neo4j-replace to clear it first",
-                )
+                raise ScriptError(source, 0, f"the Neo4j database at {self.source} is not empty; use an empty database "
+                                  "or pass --neo4j-replace to clear it first")
             with self._session(write=True) as session:
                 session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
         neo4j = self._neo4j

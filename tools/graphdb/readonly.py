@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import takewhile
 
 __all__ = ["DEFAULT_CAPS", "QueryCaps", "QueryRefused", "check_read_only", "normalize_newlines", "strip_literals"]
 
@@ -36,33 +37,22 @@ class QueryCaps:
 DEFAULT_CAPS = QueryCaps()
 
 #: Clause keywords that write, load files or stop work, wherever they stand in a query.
-WRITE_KEYWORDS = frozenset(
-    {"CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "FOREACH", "LOAD", "TERMINATE", "INSERT"}
-)
+WRITE_KEYWORDS = frozenset({"CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "FOREACH", "LOAD",
+                            "TERMINATE", "INSERT"})
 #: Administration commands: refused because a statement must start with a read clause; they cannot
 #: appear later in a statement, so there the same words are names and pass.
-ADMIN_KEYWORDS = frozenset(
-    {"ALTER", "RENAME", "GRANT", "DENY", "REVOKE", "START", "STOP", "ENABLE", "DEALLOCATE", "REALLOCATE"}
-)
+ADMIN_KEYWORDS = frozenset({"ALTER", "RENAME", "GRANT", "DENY", "REVOKE", "START", "STOP", "ENABLE", "DEALLOCATE",
+                            "REALLOCATE"})
 #: Keywords a read statement may start with (after an optional CYPHER / EXPLAIN / PROFILE prefix).
 READ_STARTS = frozenset({"MATCH", "OPTIONAL", "WITH", "UNWIND", "RETURN", "CALL", "SHOW"})
 #: What a SHOW command may list; it must name one of these and none of SHOW_REFUSED.
-SHOW_ALLOWED = frozenset(
-    {"INDEX", "INDEXES", "CONSTRAINT", "CONSTRAINTS", "PROCEDURE", "PROCEDURES", "FUNCTION", "FUNCTIONS"}
-)
-SHOW_REFUSED = frozenset(
-    {
-        "USERS", "ROLE", "ROLES", "PRIVILEGE", "PRIVILEGES", "SETTING", "SETTINGS", "TRANSACTION",
-        "TRANSACTIONS", "SERVER", "SERVERS", "DATABASE", "DATABASES", "ALIAS", "ALIASES",
-    }
-)
+SHOW_ALLOWED = frozenset({"INDEX", "INDEXES", "CONSTRAINT", "CONSTRAINTS", "PROCEDURE", "PROCEDURES", "FUNCTION",
+                          "FUNCTIONS"})
+SHOW_REFUSED = frozenset({"USERS", "ROLE", "ROLES", "PRIVILEGE", "PRIVILEGES", "SETTING", "SETTINGS", "TRANSACTION",
+                          "TRANSACTIONS", "SERVER", "SERVERS", "DATABASE", "DATABASES", "ALIAS", "ALIASES"})
 #: Procedures that only describe the schema; every other ``CALL proc()`` is refused.
-ALLOWED_PROCEDURES = frozenset(
-    {
-        "db.labels", "db.relationshiptypes", "db.propertykeys", "db.schema.visualization",
-        "db.schema.nodetypeproperties", "db.schema.reltypeproperties",
-    }
-)
+ALLOWED_PROCEDURES = frozenset({"db.labels", "db.relationshiptypes", "db.propertykeys", "db.schema.visualization",
+                                "db.schema.nodetypeproperties", "db.schema.reltypeproperties"})
 #: Words before ``{`` that open a subquery (``CALL (x) {`` is recognised by its parentheses).
 SUBQUERY_OPENERS = frozenset({"CALL", "EXISTS", "COUNT", "COLLECT"})
 #: Set operations; each joins one more part to the query.
@@ -119,15 +109,12 @@ def _literal_spans(text: str) -> list[tuple[int, int, bool]]:
     return spans
 
 
-def _replace_spans(
-    text: str, spans: list[tuple[int, int, bool]], comment: Callable[[str], str], literal: Callable[[str], str]
-) -> str:
+def _replace_spans(text: str, comment: Callable[[str], str], literal: Callable[[str], str]) -> str:
+    """``text`` with each comment, string and quoted name replaced by what ``comment`` / ``literal`` make of it."""
     out: list[str] = []
     pos = 0
-    for start, end, is_comment in spans:
-        out.append(text[pos:start])
-        piece = text[start:end]
-        out.append(comment(piece) if is_comment else literal(piece))
+    for start, end, is_comment in _literal_spans(text):
+        out += [text[pos:start], (comment if is_comment else literal)(text[start:end])]
         pos = end
     out.append(text[pos:])
     return "".join(out)
@@ -135,24 +122,19 @@ def _replace_spans(
 
 def _mask(query: str) -> str:
     """``query`` with comments blanked and strings / quoted names filled, keeping every offset."""
-    return _replace_spans(
-        query, _literal_spans(query), lambda c: re.sub(r"[^\n]", " ", c), lambda s: "_" * len(s)
-    )
+    return _replace_spans(query, lambda c: re.sub(r"[^\n]", " ", c), lambda s: "_" * len(s))
 
 
 def strip_literals(query: str) -> str:
     """``query`` without comments, strings and quoted names as placeholders; an unterminated one is refused."""
-    text = normalize_newlines(query)
-    return _replace_spans(text, _literal_spans(text), lambda c: " ", lambda s: " __lit__ ")
+    return _replace_spans(normalize_newlines(query), lambda c: " ", lambda s: " __lit__ ")
 
 
 def check_read_only(query: str, caps: QueryCaps = DEFAULT_CAPS) -> str:
     """Refuse ``query`` unless it is one read-only statement within ``caps``; return it ready to run."""
     if len(query) > caps.max_chars:
-        raise QueryRefused(
-            f"the query is {len(query):,} characters long; at most {caps.max_chars:,} are allowed: "
-            "send one shorter query (filter with WHERE or IN [...] rather than spelling out every case)"
-        )
+        raise QueryRefused(f"the query is {len(query):,} characters long; at most {caps.max_chars:,} are allowed: "
+                           "send one shorter query (filter with WHERE or IN [...] rather than spelling out every case)")
     text = normalize_newlines(query).strip()
     if not text:
         raise QueryRefused("the query is empty")
@@ -166,24 +148,18 @@ def check_read_only(query: str, caps: QueryCaps = DEFAULT_CAPS) -> str:
     words = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(bare)]
     if not words:
         raise QueryRefused("the query has no Cypher clause")
-    k = 0
-    if words[0][0].upper() == "CYPHER":  # version / planner prefix such as "CYPHER 5"
-        k = 1
+    k = int(words[0][0].upper() == "CYPHER")  # version / planner prefix such as "CYPHER 5"
     while k < len(words) and words[k][0].upper() in ("EXPLAIN", "PROFILE"):
         k += 1
     first = words[k][0].upper() if k < len(words) else ""
     if first not in READ_STARTS:
         kind = " (an administration command)" if first in ADMIN_KEYWORDS else ""
-        raise QueryRefused(
-            f"only read queries are allowed (MATCH … RETURN …); a statement starting with {first or '?'}{kind} is refused"
-        )
+        raise QueryRefused("only read queries are allowed (MATCH … RETURN …); a statement starting with "
+                           f"{first or '?'}{kind} is refused")
     _check_nesting(bare, caps)
     if first == "SHOW":
-        head = set()
-        for word, _, _ in words[k + 1 :]:
-            if word.upper() in ("YIELD", "WHERE", "RETURN"):
-                break
-            head.add(word.upper())
+        after_show = (word.upper() for word, _, _ in words[k + 1 :])
+        head = set(takewhile(lambda w: w not in ("YIELD", "WHERE", "RETURN"), after_show))
         if not head & SHOW_ALLOWED or head & SHOW_REFUSED:
             raise QueryRefused("only SHOW INDEXES / CONSTRAINTS / PROCEDURES / FUNCTIONS are allowed")
     set_operations = 0
@@ -200,23 +176,16 @@ def check_read_only(query: str, caps: QueryCaps = DEFAULT_CAPS) -> str:
         # property access (n.set), labels/types (:Set), map keys ({set: 1}) and parameters ($set)
         # are names, not clauses. A parameter's '$' must touch the name: Neo4j reads "x$ CREATE" as
         # the variable x$ followed by a CREATE clause ('$' may end an identifier).
-        is_name = (
-            before in (".", ":")
-            or bare[start - 1 : start] == "$"
-            or after.startswith(":") and not after.startswith("::")
-        )
-        if is_name:
+        if before in (".", ":") or bare[start - 1 : start] == "$" or after[:1] == ":" and after[:2] != "::":
             continue
         if upper in WRITE_KEYWORDS:
             raise QueryRefused(f"the query would write or load data ({upper}); only read queries are allowed")
         if upper in SET_OPERATIONS:
             set_operations += 1
             if set_operations + 1 > caps.max_union_arms:
-                raise QueryRefused(
-                    f"the query joins more than {caps.max_union_arms} parts with UNION (or INTERSECT / EXCEPT); "
-                    f"at most {caps.max_union_arms} are allowed: match once and filter with WHERE … IN [...], "
-                    "or UNWIND a list, instead of a UNION per case"
-                )
+                raise QueryRefused(f"the query joins more than {caps.max_union_arms} parts with UNION (or INTERSECT "
+                                   f"/ EXCEPT); at most {caps.max_union_arms} are allowed: match once and filter with "
+                                   "WHERE … IN [...], or UNWIND a list, instead of a UNION per case")
         if upper == "TRANSACTIONS" and first != "SHOW":  # CALL { … } IN [n] [CONCURRENT] TRANSACTIONS
             raise QueryRefused("CALL … IN TRANSACTIONS is a write form; only read queries are allowed")
         if upper == "PERIODIC" and after.upper().startswith("COMMIT"):
@@ -227,10 +196,8 @@ def check_read_only(query: str, caps: QueryCaps = DEFAULT_CAPS) -> str:
             name = re.sub(r"\s+", "", m.group(1)).lower() if m else ""
             if name not in ALLOWED_PROCEDURES:
                 shown = name or bare[after_at : after_at + 200].split("(")[0].strip()[:60] or "?"
-                raise QueryRefused(
-                    f"procedure {shown} is not allowed; only schema procedures "
-                    f"({', '.join(sorted(ALLOWED_PROCEDURES))}) may be called"
-                )
+                raise QueryRefused(f"procedure {shown} is not allowed; only schema procedures "
+                                   f"({', '.join(sorted(ALLOWED_PROCEDURES))}) may be called")
     _check_function_names(bare)
     return text
 
@@ -250,9 +217,8 @@ def _check_function_names(bare: str) -> None:
         if suspect and len(chain) > 1:
             after_at = _skip_space(bare, m.end())
             if bare[after_at : after_at + 1] == "(":
-                raise QueryRefused(
-                    f"function {'.'.join(chain)[:200]} is not allowed: APOC functions and quoted function names are refused"
-                )
+                raise QueryRefused(f"function {'.'.join(chain)[:200]} is not allowed: APOC functions and quoted "
+                                   "function names are refused")
     if _QUOTED_CALL.search(bare):
         raise QueryRefused("a backtick-quoted function name is not allowed")
 
@@ -278,18 +244,15 @@ def _check_nesting(bare: str, caps: QueryCaps) -> None:
                 call_scope_opened.append(len(stack))
             stack.append(opens_subquery)
             if len(stack) > caps.max_depth:
-                raise QueryRefused(
-                    f"the query nests brackets more than {caps.max_depth} levels deep; at most {caps.max_depth} "
-                    "levels of (), [] and {} are allowed: flatten it, e.g. name intermediate results with WITH"
-                )
+                raise QueryRefused(f"the query nests brackets more than {caps.max_depth} levels deep; at most "
+                                   f"{caps.max_depth} levels of (), [] and {{}} are allowed: flatten it, e.g. name "
+                                   "intermediate results with WITH")
             if opens_subquery:
                 subqueries += 1
                 if subqueries > caps.max_subquery_depth:
-                    raise QueryRefused(
-                        f"the query nests subqueries (CALL {{ … }}, EXISTS {{ … }}, COUNT {{ … }}, COLLECT {{ … }}) "
-                        f"more than {caps.max_subquery_depth} levels deep; at most {caps.max_subquery_depth} "
-                        "are allowed: chain the steps with WITH instead"
-                    )
+                    raise QueryRefused("the query nests subqueries (CALL { … }, EXISTS { … }, COUNT { … }, COLLECT "
+                                       f"{{ … }}) more than {caps.max_subquery_depth} levels deep; at most "
+                                       f"{caps.max_subquery_depth} are allowed: chain the steps with WITH instead")
         elif stack:  # a stray closing bracket is the engine's syntax error to report
             subqueries -= stack.pop()
             if ch == ")" and call_scope_opened and call_scope_opened[-1] == len(stack):

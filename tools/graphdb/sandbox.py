@@ -16,12 +16,13 @@ import threading
 import time
 import weakref
 from collections import deque
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
 from ragplan.tools.graphdb.readonly import QueryRefused
-from ragplan.tools.graphdb.sandbox_worker import HEADER, encode_frame
+from ragplan.tools.graphdb.sandbox_worker import HEADER, encode_frame, proc_status
 from ragplan.tools.graphdb.script import ScriptError, Statement
 from ragplan.tools.graphdb.store import QueryError, QueryTimeout
 
@@ -57,11 +58,10 @@ DEFAULT_SANDBOX = SandboxSettings()
 
 def size_text(n_bytes: int) -> str:
     """``1073741824`` -> ``"1 GB"``, ``536870912`` -> ``"512 MB"``."""
-    if n_bytes >= 1 << 30 and n_bytes % (1 << 30) == 0:
-        return f"{n_bytes >> 30} GB"
-    if n_bytes >= 1 << 30:
-        return f"{n_bytes / (1 << 30):.1f} GB"
-    return f"{max(1, round(n_bytes / (1 << 20)))} MB"
+    gb = n_bytes / (1 << 30)
+    if gb < 1:
+        return f"{max(1, round(n_bytes / (1 << 20)))} MB"
+    return f"{gb:.0f} GB" if gb.is_integer() else f"{gb:.1f} GB"
 
 
 def timeout_message(timeout_s: float, detail: str = "") -> str:
@@ -101,20 +101,8 @@ class WorkerExit:
     """The highest peak resident size seen (sampled every 50 ms while a query runs, and before a kill)."""
 
 
-class _Expired(Exception):
-    pass
-
-
-class _OverMemory(Exception):
-    pass
-
-
-class _Died(Exception):
-    pass
-
-
-class _Malformed(Exception):
-    pass
+class _Stop(Exception):
+    """Reading a reply ended early: ``timeout``, ``memory``, ``died`` or ``broken`` (a malformed reply)."""
 
 
 class _GoneWhileIdle(Exception):
@@ -132,25 +120,6 @@ class _ReplyUnpickler(pickle.Unpickler):
         if (module, name) in self._ALLOWED:
             return getattr(datetime, name)
         raise pickle.UnpicklingError(f"unexpected type {module}.{name} in a worker reply")
-
-
-def _memory(pid: int) -> tuple[int, int]:
-    """Current and peak resident size of a live process in bytes (``VmRSS``, ``VmHWM``); zeros if unknown.
-
-    (The peak is read here rather than from ``wait4``'s ``ru_maxrss``, which also counts the parent's
-    memory that the child had before ``exec``.)
-    """
-    rss = hwm = 0
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    rss = int(line.split()[1]) * 1024
-                elif line.startswith("VmHWM:"):
-                    hwm = int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return rss, hwm
 
 
 class _Worker:
@@ -192,24 +161,24 @@ class _Worker:
             if watch_memory and now >= next_check:
                 next_check = now + _POLL_S
                 if self._sample_memory() > self.rss_limit > 0:
-                    raise _OverMemory
+                    raise _Stop("memory")
             if now >= deadline:
-                raise _Expired
+                raise _Stop("timeout")
             if self._poller.poll(max(1, int(min(deadline - now, _POLL_S) * 1000))):
                 chunk = os.read(self._fd, min(n - len(buf), 1 << 20))
                 if not chunk:
-                    raise _Died
+                    raise _Stop("died")
                 buf += chunk
         return bytes(buf)
 
     def _read_reply(self, deadline: float, watch_memory: bool) -> Any:
         (size,) = HEADER.unpack(self._read_exact(HEADER.size, deadline, watch_memory))
         if size > (int(self.settings.max_result_mb) << 20) + (1 << 20):
-            raise _Malformed  # the worker broke the protocol (it caps its replies itself)
+            raise _Stop("broken")  # the worker broke the protocol (it caps its replies itself)
         try:
             return _ReplyUnpickler(io.BytesIO(self._read_exact(size, deadline, watch_memory))).load()
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as exc:
-            raise _Malformed from exc
+            raise _Stop("broken") from exc
 
     # -- life cycle --------------------------------------------------------------------------
     def ensure_ready(self) -> None:
@@ -218,12 +187,11 @@ class _Worker:
             return
         try:
             reply = self._read_reply(time.monotonic() + self.settings.start_timeout_s, watch_memory=False)
-        except _Expired:
-            self.kill("start")
-            raise QueryError(f"the query worker did not load the graph within {self.settings.start_timeout_s:g} s") from None
-        except (_Died, _Malformed):
+        except _Stop as stop:
             tail = self._stderr_tail(0)
             self.kill("start")
+            if stop.args[0] == "timeout":
+                raise QueryError(f"the query worker did not load the graph within {self.settings.start_timeout_s:g} s") from None
             raise QueryError("the query worker could not load the graph: " + (tail.strip().splitlines() or ["it exited"])[-1]) from None
         if isinstance(reply, tuple) and len(reply) == 5 and reply[0] == "script_error":
             self.kill("start")
@@ -235,8 +203,12 @@ class _Worker:
         self.ready = True
 
     def _sample_memory(self) -> int:
-        """The worker's resident size now; keeps :attr:`peak_rss` up to date."""
-        rss, hwm = _memory(self.proc.pid)
+        """The worker's resident size now (0 if unknown); keeps :attr:`peak_rss` up to date (from ``VmHWM``:
+        ``wait4``'s ``ru_maxrss`` would also count the parent's memory that the child had before ``exec``)."""
+        try:
+            rss, hwm = proc_status(self.proc.pid, "VmRSS", "VmHWM")
+        except (OSError, ValueError, IndexError):
+            return 0
         self.peak_rss = max(self.peak_rss, hwm)
         return rss
 
@@ -255,16 +227,12 @@ class _Worker:
         self.exit_reason = self.exit_reason or reason
         if self.proc.returncode is None:
             self._sample_memory()
-            try:
+            with suppress(ProcessLookupError):
                 os.kill(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self._reap(10.0)
         for stream in (self.proc.stdin, self.proc.stdout):
-            try:
+            with suppress(OSError):
                 stream.close()  # type: ignore[union-attr]
-            except OSError:
-                pass
         self._stderr.close()
 
     def _stderr_tail(self, mark: int) -> str:
@@ -293,17 +261,15 @@ class _Worker:
                 self.proc.stdin.write(encode_frame(request))  # type: ignore[union-attr]
                 self.proc.stdin.flush()  # type: ignore[union-attr]
                 reply = self._read_reply(time.monotonic() + hard_timeout, watch_memory=True)
-            except _Expired:
-                self.kill("timeout")
-                raise QueryTimeout(timeout_message(timeout_s, "the engine did not stop, so its worker was ended")) from None
-            except _OverMemory:
-                self.kill("memory")
-                raise QueryError(memory_message(self.budget)) from None
-            except _Malformed:
-                self.kill("broken")
-                raise QueryError("the query worker sent a malformed reply and was restarted; try the query again") from None
-            except (_Died, BrokenPipeError):
-                raise self._death_error(mark, timeout_s) from None
+            except (_Stop, BrokenPipeError) as stop:
+                kind = stop.args[0] if isinstance(stop, _Stop) else "died"
+                if kind == "died":
+                    raise self._death_error(mark, timeout_s) from None
+                self.kill(kind)
+                if kind == "timeout":
+                    raise QueryTimeout(timeout_message(timeout_s, "the engine did not stop, so its worker was ended")) from None
+                broken = "the query worker sent a malformed reply and was restarted; try the query again"
+                raise QueryError(memory_message(self.budget) if kind == "memory" else broken) from None
         except QueryError:
             raise
         except BaseException as exc:  # KeyboardInterrupt, a broken reply: the worker's state is unknown
@@ -344,21 +310,15 @@ class _Worker:
             raise QueryTimeout(timeout_message(timeout_s, message))
         if kind == "refused":
             raise QueryRefused(f"the store is read-only: {message}")
-        if kind == "memory":
-            raise QueryError(memory_message(self.budget))
-        if kind == "format":
-            raise QueryError("FORMAT CSV is not supported here: return columns (RETURN a, b …) instead")
-        if kind == "too_big":
-            raise QueryError(
-                f"the result is larger than {size_text(int(self.settings.max_result_mb) << 20)} and was not returned: "
-                "return fewer or smaller values (count(*), size(x) or a LIMIT instead of a huge list or string)"
-            )
-        if kind == "too_deep":
-            raise QueryError(
-                f"a returned value nests lists or maps more than {self.settings.max_value_depth} levels deep: "
-                "return something flatter"
-            )
-        raise QueryError(message or "the query failed in the engine")
+        raise QueryError({
+            "memory": memory_message(self.budget),
+            "format": "FORMAT CSV is not supported here: return columns (RETURN a, b …) instead",
+            "too_big": f"the result is larger than {size_text(int(self.settings.max_result_mb) << 20)} and was not "
+                       "returned: return fewer or smaller values (count(*), size(x) or a LIMIT instead of a huge "
+                       "list or string)",
+            "too_deep": f"a returned value nests lists or maps more than {self.settings.max_value_depth} levels deep: "
+                        "return something flatter",
+        }.get(kind) or message or "the query failed in the engine")
 
 
 def _shutdown(workers: set[_Worker], graph: IO[bytes], owner_pid: int) -> None:
@@ -441,11 +401,8 @@ class QuerySandbox:
                 self._workers.discard(worker)
                 self.exits.append(WorkerExit(worker.proc.pid, worker.exit_reason, worker.peak_rss))
                 if not self._closed and worker.ready:  # replace a worker that died serving: start loading now
-                    try:
+                    with suppress(QueryError):
                         fresh = _Worker(self._graph.fileno(), self.settings)
-                    except QueryError:
-                        pass
-                    else:
                         self._workers.add(fresh)
                         self._idle.append(fresh)
             else:

@@ -15,7 +15,7 @@ import struct
 import sys
 from typing import Any, BinaryIO
 
-__all__ = ["HEADER", "encode_frame", "main", "read_frame"]
+__all__ = ["HEADER", "encode_frame", "main", "proc_status", "read_frame"]
 
 HEADER = struct.Struct(">Q")
 _PLAIN_DATES = (datetime.date, datetime.time, datetime.timedelta)  # datetime.datetime is a date
@@ -30,21 +30,13 @@ def encode_frame(obj: Any) -> bytes:
 def read_frame(stream: BinaryIO) -> Any:
     """Read one frame (blocking); ``None`` at end of input."""
     head = stream.read(HEADER.size)
-    if len(head) < HEADER.size:
-        return None
-    (size,) = HEADER.unpack(head)
-    data = stream.read(size)
-    if len(data) < size:
-        return None
-    return pickle.loads(data)
+    size = HEADER.unpack(head)[0] if len(head) == HEADER.size else -1
+    data = stream.read(size) if size >= 0 else b""
+    return pickle.loads(data) if size >= 0 and len(data) == size else None
 
 
-class _ResultTooBig(Exception):
-    pass
-
-
-class _ResultTooDeep(Exception):
-    pass
+class _OverBudget(Exception):
+    """The result is ``too_big`` or ``too_deep`` to send back."""
 
 
 class _Budget:
@@ -56,11 +48,11 @@ class _Budget:
     def _spend(self, n: int) -> None:
         self.left -= n
         if self.left < 0:
-            raise _ResultTooBig
+            raise _OverBudget("too_big")
 
     def plain(self, value: Any, depth: int = 1) -> Any:
         if depth > self.max_depth:
-            raise _ResultTooDeep
+            raise _OverBudget("too_deep")
         if value is None or isinstance(value, (bool, int, float)):
             self._spend(9)
             return value
@@ -108,9 +100,9 @@ def _run_query(kglite: Any, frozen: Any, request: dict[str, Any]) -> tuple:
         return ("error", "timeout", _first_line(exc))
     except kglite.ReadOnlyError as exc:
         return ("error", "refused", _first_line(exc))
-    except _ResultTooBig:
-        return ("error", "too_big", "")
-    except (_ResultTooDeep, RecursionError):
+    except _OverBudget as exc:
+        return ("error", exc.args[0], "")
+    except RecursionError:
         return ("error", "too_deep", "")
     except MemoryError:
         return ("error", "memory", "")
@@ -118,29 +110,15 @@ def _run_query(kglite: Any, frozen: Any, request: dict[str, Any]) -> tuple:
         return ("error", "error", (str(exc).strip() or type(exc).__name__)[:4000])
 
 
-def _vm_data_bytes() -> int:
-    with open("/proc/self/status") as fh:
+def proc_status(pid: int | str, *keys: str) -> list[int]:
+    """The ``keys`` of ``/proc/<pid>/status`` (``VmRSS``, ``VmHWM``, …) in bytes; 0 where absent."""
+    found = dict.fromkeys(keys, 0)
+    with open(f"/proc/{pid}/status") as fh:
         for line in fh:
-            if line.startswith("VmData:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def _cpu_seconds() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
-
-
-def _read_all(fd: int) -> bytes:
-    """The whole file behind ``fd``, read by position (the offset is shared with the parent)."""
-    size, chunks, pos = os.fstat(fd).st_size, [], 0
-    while pos < size:
-        chunk = os.pread(fd, min(size - pos, 1 << 24), pos)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        pos += len(chunk)
-    return b"".join(chunks)
+            key, _, value = line.partition(":")
+            if key in found:
+                found[key] = int(value.split()[0]) * 1024
+    return list(found.values())
 
 
 def _send(replies: BinaryIO, frame: bytes) -> None:
@@ -161,7 +139,8 @@ def main(argv: list[str]) -> int:
     import kglite
 
     kglite.set_query_warning_policy("silent")
-    data = _read_all(graph_fd)
+    with open(f"/proc/self/fd/{graph_fd}", "rb") as fh:  # an offset of its own (the fd's is shared with the parent)
+        data = fh.read()
     if data[:1] == b"[":  # the script's statements: load them, then leave the graph for later workers
         source, statements = json.loads(data)
         graph = kglite.KnowledgeGraph()
@@ -180,7 +159,7 @@ def main(argv: list[str]) -> int:
     frozen = graph.freeze()
     memory_budget = int(settings["memory_budget_bytes"])
     if memory_budget > 0:
-        limit = _vm_data_bytes() + memory_budget
+        limit = proc_status("self", "VmData")[0] + memory_budget
         _, hard = resource.getrlimit(resource.RLIMIT_DATA)
         if hard != resource.RLIM_INFINITY:
             limit = min(limit, hard)
@@ -191,7 +170,8 @@ def main(argv: list[str]) -> int:
         request = read_frame(requests)
         if request is None:
             return 0
-        cpu_cap = int(_cpu_seconds() + 3 * float(request["hard_timeout_s"]) + 10)
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        cpu_cap = int(used.ru_utime + used.ru_stime + 3 * float(request["hard_timeout_s"]) + 10)
         if cpu_hard == resource.RLIM_INFINITY or cpu_cap <= cpu_hard:
             resource.setrlimit(resource.RLIMIT_CPU, (cpu_cap, cpu_hard))
         reply = _run_query(kglite, frozen, request)

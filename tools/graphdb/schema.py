@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = ["GraphSchema", "LabelInfo", "RelInfo", "merge_examples", "format_value", "format_rows"]
@@ -40,28 +40,20 @@ class GraphSchema:
     def to_prompt(self) -> str:
         """Render the schema as prompt text: one line per label and per relationship pattern."""
         out = ["Nodes (label {property: example value}) and their counts:"]
-        for lab in self.labels:
-            out.append(f"  (:{lab.label} {_props(lab.properties)})  -- {lab.count} nodes")
+        out += [f"  (:{lab.label} {_props(lab.properties)})  -- {lab.count} nodes" for lab in self.labels]
         out.append("Relationships (direction as stored) and their counts:")
-        for rel in self.relationships:
-            out.append(
-                f"  (:{rel.source})-[:{rel.type} {_props(rel.properties)}]->(:{rel.target})  -- {rel.count} relationships"
-            )
+        out += [f"  (:{r.source})-[:{r.type} {_props(r.properties)}]->(:{r.target})  -- {r.count} relationships"
+                for r in self.relationships]
         if not self.labels:
             out.append("  (the graph is empty)")
         return "\n".join(out)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form of the schema."""
-        return {
-            "labels": [lab.__dict__ for lab in self.labels],
-            "relationships": [rel.__dict__ for rel in self.relationships],
-        }
+        return asdict(self)
 
 
 def _props(props: dict[str, Any]) -> str:
-    if not props:
-        return "{}"
     return "{" + ", ".join(f"{k}: {format_value(v, quote=True)}" for k, v in props.items()) + "}"
 
 
@@ -95,7 +87,7 @@ def format_value(value: Any, *, quote: bool = False) -> str:
             return f"(:{':'.join(value['labels'])} {_props(value['properties'])})"
         if "type" in value and "properties" in value and "start" in value:  # a relationship
             return f"[:{value['type']} {_props(value['properties'])}]"
-        return "{" + ", ".join(f"{k}: {format_value(v, quote=True)}" for k, v in value.items()) + "}"
+        return _props(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(format_value(v, quote=True) for v in value) + "]"
     return str(value)
@@ -109,8 +101,6 @@ def format_rows(columns: list[str], rows: list[dict[str, Any]], total_rows: int 
     lines = [" | ".join(columns)]
     lines += [" | ".join(format_value(r.get(c)) for c in columns) for r in rows]
     if total_rows is not None and total_rows > len(rows):
-        lines.append(
-            f"({len(rows)} of {'' if total_exact else 'at least '}{total_rows} rows shown: the row cap was reached; aggregate, filter or "
-            f"ORDER BY … LIMIT to see what matters)"
-        )
+        lines.append(f"({len(rows)} of {'' if total_exact else 'at least '}{total_rows} rows shown: the row cap was "
+                     "reached; aggregate, filter or ORDER BY … LIMIT to see what matters)")
     return "\n".join(lines)

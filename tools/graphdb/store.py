@@ -97,25 +97,19 @@ class GraphStore(ABC):
             label = row["label"]
             esc = label.replace("`", "``")
             count = q(f"MATCH (n:`{esc}`) RETURN count(n) AS c")[0]["c"]
-            props = [
-                self._clean_props(label, r["p"])
-                for r in q(f"MATCH (n:`{esc}`) RETURN properties(n) AS p LIMIT {self.schema_sample}")
-            ]
-            labels.append(LabelInfo(label, int(count), merge_examples(props)))
+            sample = q(f"MATCH (n:`{esc}`) RETURN properties(n) AS p LIMIT {self.schema_sample}")
+            props = merge_examples([self._clean_props(label, r["p"]) for r in sample])
+            labels.append(LabelInfo(label, int(count), props))
         rels: list[RelInfo] = []
         for row in q("CALL db.relationshipTypes() YIELD relationshipType RETURN relationshipType AS t"):
             rtype = row["t"]
             esc = rtype.replace("`", "``")
             count = q(f"MATCH ()-[r:`{esc}`]->() RETURN count(r) AS c")[0]["c"]
-            sample = q(
-                f"MATCH (a)-[r:`{esc}`]->(b) RETURN labels(a) AS la, labels(b) AS lb, properties(r) AS p "
-                f"LIMIT {self.schema_sample}"
-            )
-            ends = sorted({(tuple(r["la"])[:1] or ("?",))[0] + "\x00" + (tuple(r["lb"])[:1] or ("?",))[0] for r in sample})
+            sample = q(f"MATCH (a)-[r:`{esc}`]->(b) RETURN labels(a) AS la, labels(b) AS lb, properties(r) AS p "
+                       f"LIMIT {self.schema_sample}")
+            ends = sorted({((r["la"] or ["?"])[0], (r["lb"] or ["?"])[0]) for r in sample}) or [("?", "?")]
             rel_props = merge_examples([self._clean_rel_props(r["p"]) for r in sample])
-            for pair in ends or ["?\x00?"]:
-                src, dst = pair.split("\x00")
-                rels.append(RelInfo(rtype, src, dst, int(count), rel_props))
+            rels += [RelInfo(rtype, src, dst, int(count), rel_props) for src, dst in ends]
         return GraphSchema(labels=labels, relationships=rels)
 
     def _clean_props(self, label: str, props: dict[str, Any]) -> dict[str, Any]:

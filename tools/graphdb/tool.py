@@ -21,8 +21,7 @@ from ragplan.tools.graphdb.store import GraphStore, QueryError, QueryTimeout
 
 __all__ = ["StoreSpec", "QueryOutcome", "open_store", "run_graph_query", "make_graph_db_tool", "GRAPH_DB_DESCRIPTION"]
 
-#: How many embedded stores stay loaded at once (DQA has one script per question); the environment variable
-#: ``RAGPLAN_STORE_CACHE_SIZE`` overrides it (read at each load, so ``ragplan eval`` worker processes see it too).
+#: How many stores stay loaded at once (DQA has one script per question).
 STORE_CACHE_SIZE = 8
 #: Longest observation handed to the LLM, in characters (100 rows of full nodes stay well below it).
 OBSERVATION_CHARS = 100_000
@@ -46,13 +45,8 @@ class StoreSpec:
     @classmethod
     def from_env(cls, **overrides: Any) -> "StoreSpec":
         """A spec from ``NEO4J_URI`` / ``NEO4J_USER`` / ``NEO4J_DATABASE`` with explicit overrides winning."""
-        base: dict[str, Any] = {
-            "neo4j_uri": os.environ.get("NEO4J_URI", ""),
-            "neo4j_user": os.environ.get("NEO4J_USER", ""),
-            "neo4j_database": os.environ.get("NEO4J_DATABASE", ""),
-        }
-        base.update({k: v for k, v in overrides.items() if v not in (None, "")})
-        return cls(**base)
+        base = {f"neo4j_{k}": os.environ.get(f"NEO4J_{k.upper()}", "") for k in ("uri", "user", "database")}
+        return cls(**{**base, **{k: v for k, v in overrides.items() if v not in (None, "")}})
 
 
 _cache: "OrderedDict[tuple, GraphStore]" = OrderedDict()
@@ -63,10 +57,9 @@ _loading: dict[tuple, threading.Lock] = {}
 def open_store(spec: StoreSpec) -> GraphStore:
     """The store for ``spec``, loaded once per process and kept in a small LRU cache.
 
-    An embedded store is keyed by the script's path, size and modification time, so an edited file
-    is reloaded. Different scripts load at the same time (each in its own worker process); callers
-    asking for one script meanwhile wait for that load. Raises :class:`ScriptError` for a bad script
-    and ``ValueError`` for an empty spec.
+    An embedded store is keyed by the script's path, size and modification time, so an edited file is
+    reloaded. Different scripts load at the same time; callers asking for one script meanwhile wait for
+    that load. Raises :class:`ScriptError` for a bad script and ``ValueError`` for an empty spec.
     """
     if spec.neo4j_uri:
         key: tuple = ("neo4j", spec.neo4j_uri, spec.neo4j_user, spec.neo4j_database, spec.graph_path)
@@ -79,7 +72,6 @@ def open_store(spec: StoreSpec) -> GraphStore:
         key = ("embedded", str(p), st.st_size, st.st_mtime_ns)
     else:
         raise ValueError("no graph store configured: give a .cql script (graph_path / --graph) or a Neo4j URI")
-    limit = _cache_size()
     with _cache_lock:
         loading = _loading.setdefault(key, threading.Lock())
     with loading:
@@ -91,20 +83,9 @@ def open_store(spec: StoreSpec) -> GraphStore:
         with _cache_lock:
             _cache[key] = store
             _loading.pop(key, None)
-            while len(_cache) > limit:
-                # not closed here: a run on another thread may still hold it; it is freed when unused
-                _cache.popitem(last=False)
+            while len(_cache) > STORE_CACHE_SIZE:
+                _cache.popitem(last=False)  # not closed: a run on another thread may still hold it
         return store
-
-
-def _cache_size() -> int:
-    """How many stores the cache keeps: ``RAGPLAN_STORE_CACHE_SIZE`` when set, else :data:`STORE_CACHE_SIZE`."""
-    raw = os.environ.get("RAGPLAN_STORE_CACHE_SIZE", "").strip()
-    if not raw:
-        return STORE_CACHE_SIZE
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"RAGPLAN_STORE_CACHE_SIZE must be a positive whole number, not {raw!r}")
-    return int(raw)
 
 
 def _build(spec: StoreSpec) -> GraphStore:
@@ -139,19 +120,16 @@ def run_graph_query(store: GraphStore, query: str, *, row_cap: int, timeout_s: f
         text = format_rows(res.columns, res.rows, res.total_rows, res.total_exact)
         if res.warnings:
             text += "\n" + "\n".join(f"(warning: {w})" for w in res.warnings)
-    except QueryRefused as exc:
-        return _failed("refused", f"Query refused: {exc}")
-    except QueryTimeout as exc:
-        return _failed("timeout", f"Query timed out: {exc}")
-    except QueryError as exc:
-        return _failed("error", f"Query error: {exc}")
+    except (QueryRefused, QueryError) as exc:  # a QueryTimeout is a QueryError
+        kind, what = (("refused", "refused") if isinstance(exc, QueryRefused) else
+                      ("timeout", "timed out") if isinstance(exc, QueryTimeout) else ("error", "error"))
+        return _failed(kind, f"Query {what}: {exc}")
     except RecursionError:
         return _failed("error", "Query error: the result nests values too deeply to show: return something flatter")
     except Exception as exc:  # whatever else happened, the LLM gets an observation and the run goes on
         return _failed("error", f"Query error: {type(exc).__name__}: {exc}")
-    return QueryOutcome(
-        ok=True, observation=_cut(text), row_count=len(res.rows), total_rows=res.total_rows, elapsed_ms=round(res.elapsed_ms, 2)
-    )
+    return QueryOutcome(ok=True, observation=_cut(text), row_count=len(res.rows), total_rows=res.total_rows,
+                        elapsed_ms=round(res.elapsed_ms, 2))
 
 
 def _failed(kind: str, message: str) -> QueryOutcome:
@@ -161,10 +139,8 @@ def _failed(kind: str, message: str) -> QueryOutcome:
 def _cut(text: str) -> str:
     if len(text) <= OBSERVATION_CHARS:
         return text
-    return (
-        text[:OBSERVATION_CHARS]
-        + f"\n(observation cut at {OBSERVATION_CHARS:,} of {len(text):,} characters: return fewer or shorter values)"
-    )
+    return text[:OBSERVATION_CHARS] + (f"\n(observation cut at {OBSERVATION_CHARS:,} of {len(text):,} characters: "
+                                       "return fewer or shorter values)")
 
 
 GRAPH_DB_DESCRIPTION = (
@@ -178,22 +154,22 @@ class _GraphDBArgs(BaseModel):
     query: str = Field(description="One syntactically correct, read-only Cypher statement.")
 
 
-_tools: dict[tuple[int, int, float], tuple["weakref.ref[GraphStore]", StructuredTool]] = {}
+#: Per store, its tools by (row cap, timeout); a tool holds its store weakly, so this never keeps a store alive.
+_tools: weakref.WeakKeyDictionary[GraphStore, dict[tuple[int, float], StructuredTool]] = weakref.WeakKeyDictionary()
 _tools_lock = threading.Lock()
 
 
 def make_graph_db_tool(store: GraphStore, *, row_cap: int = 100, timeout_s: float = 10.0) -> StructuredTool:
     """The ``graph_db`` LangChain tool over ``store``; returns text content and a :class:`QueryOutcome` artifact.
 
-    One tool per (store, row cap, timeout), made on first use: a retrieve step that asks again gets the
-    same object (a new tool inspects its function's signature and type hints on its first call, which
-    cost more than the query). The tool holds the store weakly, so the cache never keeps a store alive.
+    Made once per (store, row cap, timeout): a new tool inspects its function's signature on its first
+    call, which costs more than the query.
     """
-    key = (id(store), int(row_cap), float(timeout_s))
+    key = (int(row_cap), float(timeout_s))
     with _tools_lock:
-        hit = _tools.get(key)
-        if hit is not None and hit[0]() is store:
-            return hit[1]
+        tools = _tools.setdefault(store, {})
+        if key in tools:
+            return tools[key]
     ref = weakref.ref(store)
 
     def graph_db(query: str) -> tuple[str, QueryOutcome]:
@@ -204,16 +180,7 @@ def make_graph_db_tool(store: GraphStore, *, row_cap: int = 100, timeout_s: floa
             outcome = run_graph_query(current, query, row_cap=row_cap, timeout_s=timeout_s)
         return outcome.observation, outcome
 
-    tool = StructuredTool.from_function(
-        graph_db,
-        name="graph_db",
-        description=GRAPH_DB_DESCRIPTION,
-        args_schema=_GraphDBArgs,
-        response_format="content_and_artifact",
-    )
+    tool = StructuredTool.from_function(graph_db, name="graph_db", description=GRAPH_DB_DESCRIPTION,
+                                        args_schema=_GraphDBArgs, response_format="content_and_artifact")
     with _tools_lock:
-        if len(_tools) > 256:  # drop the tools of stores that are gone
-            for k in [k for k, (r, _) in _tools.items() if r() is None]:
-                del _tools[k]
-        _tools[key] = (ref, tool)
-    return tool
+        return tools.setdefault(key, tool)

@@ -1,17 +1,12 @@
 """The building scenario: which building, raised by 5 levels, lowers the price of goods G the most?
 
-Implements the annotator's rules of shared/DQA.md ("Building: how the gold answer is decided"),
-quirks included (accumulators *added to*, a building without inputs keeps its output, ties to the
-earlier building, an answer strictly below the script's price).
-
-Every option (one per building) is simulated at once as one row of NumPy arrays, and the prices of
-*all* goods come out of the same pass. That pass adds in another order than the annotator, so options
-within :data:`NEAR_TIE_REL` of the lowest price (or of the script's) are simulated again one by one in
-the annotator's order (:func:`sequential_prices`) before the annotator's rule picks.
-
-Guards for values the rules leave undefined (never seen in DQA's data): a building at level 0 is
-raised with factor (0 + 5) / 1; an input with ``max_demand`` 0 counts as satisfied; goods with
-no demand at all get no input.
+The annotator's rules of shared/DQA.md, quirks included (accumulators *added to*, a building without
+inputs keeps its output, ties to the earlier building, an answer strictly below the script's price).
+All options (one per building) are simulated at once as rows of NumPy arrays, which add in another
+order than the annotator, so options within :data:`NEAR_TIE_REL` of the lowest price (or the script's)
+are simulated again in the annotator's order (:func:`sequential_prices`) before the rule picks.
+Where the rules are silent: a level-0 building is raised by (0 + 5) / 1; an input with ``max_demand``
+0 counts as satisfied; goods with no demand at all get no input.
 """
 
 from __future__ import annotations
@@ -140,10 +135,9 @@ def simulate_prices(sc: BuildingScenario, raised: Sequence[int] | np.ndarray | N
     supply = sup0[None, :] + gsum(sc.s_goods, ms)
     denom = sc.pop_demand[None, :] + building_demand                   # fixed over the rounds
     inv = np.where(denom > 0, 1.0 / np.where(denom > 0, denom, 1.0), 0.0)  # no demand: no input
-    # An input's share min(current_input, max_demand) / max_demand is min(supply / demand, 1) of its
-    # goods, a building's ratio the mean of its inputs' shares, and supply the sum of max_supply ×
-    # factor × ratio over producing buildings plus what buildings without inputs keep. Bincounts, not
-    # a matrix product: a multi-threaded BLAS stalls for tenths of a second on a busy machine.
+    # An input's share is min(supply / demand, 1) of its goods, a building's ratio the mean of its inputs'
+    # shares, supply the sum of max_supply × factor × ratio plus what buildings without inputs keep.
+    # Bincounts, not a matrix product: a multi-threaded BLAS stalls for tenths of a second on a busy machine.
     n_inputs = np.bincount(sc.d_building, minlength=nb)
     per_input = 1.0 / np.maximum(n_inputs, 1)
     positive = sc.max_demand > 0
@@ -167,11 +161,8 @@ def simulate_prices(sc: BuildingScenario, raised: Sequence[int] | np.ndarray | N
 
 
 def sequential_prices(sc: BuildingScenario, raised: int = -1) -> list[float]:
-    """Prices of every goods with building index ``raised`` raised (-1: none), one number at a time.
-
-    The annotator's order of operations: buildings and their edges in file order, every accumulator
-    added to left to right. Slow (plain Python): the reference, and the decider of near-ties.
-    """
+    """Prices of every goods with building index ``raised`` raised (-1: none), one number at a time in the
+    annotator's order (file order, left to right): the slow reference, and the decider of near-ties."""
     nb, ng = len(sc.building_ids), len(sc.goods_names)
     inputs: list[list[list[Any]]] = [[] for _ in range(nb)]   # per building: [goods, max_demand, current_input]
     outputs: list[list[list[Any]]] = [[] for _ in range(nb)]  # per building: [goods, max_supply, current_output]

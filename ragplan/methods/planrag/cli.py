@@ -40,14 +40,6 @@ def add_parser(sub: Any) -> None:
                    help="small (a handful of nodes) or official (DQA's sizes, for benchmarks)")
 
 
-def _subset(q: Any) -> str:
-    return str(q.year) if q.year is not None else "-"
-
-
-def _same(gold: str, best: str | None) -> bool:
-    return best is not None and gold.strip().strip('"').lower() == best.strip().lower()
-
-
 def run(args: argparse.Namespace) -> int:
     """Dispatch a ``ragplan dqa`` subcommand."""
     from ragplan.methods.planrag.data import DQAError
@@ -69,17 +61,17 @@ def _verify(args: argparse.Namespace) -> int:
     stats: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     agree = 0
     for q in questions:
-        row: dict[str, Any] = {"question_num": q.num, "subset": _subset(q), "gold": q.answer}
+        subset = "-" if q.year is None else str(q.year)
+        row: dict[str, Any] = {"question_num": q.num, "subset": subset, "gold": q.answer}
         try:
             best = best_decision(q)
-            row.update(simulated=best, agree=_same(q.answer, best))
+            gold = q.answer.strip().strip('"').lower()
+            row.update(simulated=best, agree=best is not None and gold == best.strip().lower())
         except Exception as exc:  # a bad script is one recorded failure, never the end of the run
             row.update(simulated=None, agree=False, error=f"{type(exc).__name__}: {exc}")
         st = stats[row["subset"]]
-        st[0] += 1
-        st[1] += int(row["agree"])
-        st[2] += int("error" in row)
-        agree += int(row["agree"])
+        st[:] = st[0] + 1, st[1] + row["agree"], st[2] + ("error" in row)
+        agree += row["agree"]
         if args.json:
             print(json.dumps(row, ensure_ascii=False))
         elif not row["agree"]:
@@ -107,32 +99,30 @@ def _solve(args: argparse.Namespace) -> int:
         raise DQAError(f"no {args.scenario} question number {args.question_num}")
     q = qs[0]
     sol = solve_question(q)
+    head: dict[str, Any] = {"question_num": q.num, "country": q.country}
     if isinstance(sol, LocatingSolution):
         ranked: list[dict[str, Any]] = [{"node": o.node, "profit": round(o.profit, 6), "change_pct": round(o.change_pct, 4),
-                   "has_presence": o.has_presence} for o in sol.ranked()]
-        head = {"question_num": q.num, "country": q.country, "home": q.home, "best": sol.best, "gold": q.answer,
-                "profit_without_merchant": round(sol.baseline_profit, 6)}
+                                         "has_presence": o.has_presence} for o in sol.ranked()]
+        head.update(home=q.home, best=sol.best, gold=q.answer, profit_without_merchant=round(sol.baseline_profit, 6))
+        table = [f"profit at {q.home} without the merchant: {sol.baseline_profit:.4f}",
+                 f"{'rank':>4}  {'trade node':<28} {'profit':>10} {'change':>9}  presence"]
+        table += [f"{i:>4}  {o['node']:<28} {o['profit']:>10.4f} {o['change_pct']:>+8.2f}%  "
+                  f"{'yes' if o['has_presence'] else 'no'}" for i, o in enumerate(ranked, 1)]
     else:
         ranked = [{"building_id": o.building_id, "name": o.building_name, "price": round(o.price, 6),
                    "change_pct": round(o.change_pct, 4)} for o in sol.ranked()]
-        head = {"question_num": q.num, "country": q.country, "goods": sol.goods,
-                "best": None if sol.best is None else str(sol.best), "gold": q.answer,
-                "price_in_script": round(sol.script_price, 6)}
+        head.update(goods=sol.goods, best=None if sol.best is None else str(sol.best), gold=q.answer,
+                    price_in_script=round(sol.script_price, 6))
+        table = [f"price of {sol.goods} in the script: {sol.script_price:.4f}",
+                 f"{'rank':>4}  {'building id':>11}  {'name':<40} {'price':>10} {'change':>9}"]
+        table += [f"{i:>4}  {o['building_id']:>11}  {o['name'][:40]:<40} {o['price']:>10.4f} {o['change_pct']:>+8.2f}%"
+                  for i, o in enumerate(ranked, 1)]
     if args.json:
         print(json.dumps({**head, "options": ranked}, ensure_ascii=False))
         return 0
     print(f"{args.scenario} question {q.num} ({q.country}{', home ' + q.home if q.home else ', goods ' + q.goods})")
     print(f"best decision: {sol.best}   gold answer: {q.answer}")
-    if isinstance(sol, LocatingSolution):
-        print(f"profit at {q.home} without the merchant: {sol.baseline_profit:.4f}")
-        print(f"{'rank':>4}  {'trade node':<28} {'profit':>10} {'change':>9}  presence")
-        for i, o in enumerate(ranked, 1):
-            print(f"{i:>4}  {o['node']:<28} {o['profit']:>10.4f} {o['change_pct']:>+8.2f}%  {'yes' if o['has_presence'] else 'no'}")
-    else:
-        print(f"price of {sol.goods} in the script: {sol.script_price:.4f}")
-        print(f"{'rank':>4}  {'building id':>11}  {'name':<40} {'price':>10} {'change':>9}")
-        for i, o in enumerate(ranked, 1):
-            print(f"{i:>4}  {o['building_id']:>11}  {o['name'][:40]:<40} {o['price']:>10.4f} {o['change_pct']:>+8.2f}%")
+    print("\n".join(table))
     return 0
 
 

@@ -1,14 +1,11 @@
-"""Reading DQA's ``.cql`` scripts into plain records in file order (the annotator's tie-breaking
-depends on it, and a graph engine does not promise it), without a graph engine.
+"""Reading DQA's ``.cql`` scripts into records in file order (the annotator's tie-breaking depends on
+it, which a graph engine does not promise), without a graph engine.
 
 DQA's two statement shapes, ``CREATE (var:Label {…})`` and ``MATCH (a:L1 {…}), (b:L2 {…}) CREATE
-(a)-[r:TYPE {…}]->(b)``, with the spacing variants real files have, are parsed on top of
-:mod:`ragplan.tools.graphdb.script`'s statement splitter; anything else names its file and line.
-
-Speed (parsing is most of ``ragplan dqa verify``'s time; ``benchmarks/dqa_simulator.py``): a file whose every
-code line is one statement in the plain form DQA writes is read by one compiled regex pass and one
-``json.loads`` of all distinct maps; anything else goes through the general path. Both give the same
-:class:`GraphData` (the tests compare them with a frozen copy of an earlier parser); the simulators read
+(a)-[r:TYPE {…}]->(b)``, are parsed on top of the statement splitter; anything else names its line.
+For speed (parsing is most of ``ragplan dqa verify``), a file in the plain form DQA writes (one
+statement per line) is read by one regex pass and one ``json.loads`` of its distinct maps; anything
+else takes the general path. Both give the same :class:`GraphData`; the simulators read
 :class:`GraphRows`, the same content as tuples.
 """
 
@@ -23,7 +20,8 @@ from typing import Any
 from ragplan.tools.graphdb.script import ScriptError, Statement, decode_script, read_script_bytes, split_statements
 
 __all__ = ["NodeRec", "RelRec", "GraphData", "GraphRows", "NodeRow", "RelRow", "parse_map", "parse_statements",
-           "read_graph_data", "graph_data_from_text", "graph_data_from_bytes", "graph_rows_from_bytes"]
+           "read_graph_data", "graph_data_from_text", "graph_data_from_bytes", "graph_rows_from_text",
+           "graph_rows_from_bytes"]
 
 
 @dataclass
@@ -65,11 +63,8 @@ RelRow = tuple[str, str, dict[str, Any], str, dict[str, Any], dict[str, Any], in
 
 @dataclass
 class GraphRows:
-    """The same content as :class:`GraphData` as plain tuples, for code that only reads it once.
-
-    Cheaper to build than records; maps with the same text may be one shared dict, so the rows are
-    read-only. ``ragplan.methods.planrag.data.load_scenario`` compiles scripts from these.
-    """
+    """The content of :class:`GraphData` as tuples, cheaper to build; maps with the same text may be one
+    shared dict, so the rows are read-only."""
 
     source: str
     nodes: list[NodeRow]
@@ -169,11 +164,9 @@ def parse_statements(statements: list[Statement], source: str) -> GraphData:
 _W = r"[^\S\n]*+"            # spacing inside one line (possessive: what follows is never a space)
 _BODY = r"\{([^{}\n]*+)\}"    # a map body on one line
 _CREATE, _MATCH = "[Cc][Rr][Ee][Aa][Tt][Ee]", "[Mm][Aa][Tt][Cc][Hh]"  # as re.I reads them, a little faster
-#: One line of a plain file (the text is searched as "\n" + text + "\n", one match per line): a DQA
-#: statement that is the whole line — a node (label and map: groups 1-2) or a relationship (groups
-#: 3-12: the two matched nodes' variable, label and map, the created relationship's from-variable,
-#: type, map and to-variable), then the line's ``;`` (group 13) — or a blank or comment line (all
-#: groups empty). The shapes and spacing are those of parse_statements's patterns, within one line.
+#: One line of a plain file (searched in "\n" + text + "\n"): a whole-line DQA statement — a node (groups
+#: 1-2: label, map) or a relationship (3-12: both matched nodes' variable, label and map, then from-variable,
+#: type, map, to-variable) and its ``;`` (13) — or a blank or comment line (all groups empty).
 _LINE = re.compile(
     rf"\n(?:{_CREATE}{_W}\({_W}\w*+{_W}:{_W}(\w++){_W}{_BODY}{_W}\)"
     rf"|{_MATCH}{_W}\({_W}(\w*+){_W}:{_W}(\w++){_W}{_BODY}{_W}\){_W},{_W}\({_W}(\w*+){_W}:{_W}(\w++){_W}{_BODY}{_W}\)"
@@ -209,10 +202,9 @@ def _value(raw: str) -> Any:
 
 
 def _map_parser() -> Any:
-    """A reader of one file's distinct map bodies, item by item; each distinct item and key is read once.
+    """A reader of one file's distinct map bodies, item by item (each distinct item and key read once).
 
-    A body is split on its commas; a string holding a comma leaves a piece with an unbalanced quote,
-    which is not plain, so the general path reads such a file.
+    A body is split on its commas; a string holding a comma leaves an unbalanced quote: not plain.
     """
     items: dict[str, tuple[str, Any]] = {}   # "key: value" piece -> (key, value)
     keys: dict[str, str] = {}                # the piece's text before ':' -> the key
@@ -245,12 +237,9 @@ def _no_constant(name: str) -> Any:
 def _json_maps(bodies: list[str]) -> dict[str, dict[str, Any]] | None:
     """Every distinct non-empty body -> its map, all read by one ``json.loads``; None if that cannot be trusted.
 
-    The bodies are turned into JSON objects by quoting the keys: a ``"`` after each ``{`` and ``,``
-    (one space after a comma dropped) and before each ``:``. That is exact when no string holds a
-    ``:`` or ``,``, which the counts check afterwards (every ``:`` and ``,`` must be one the parsed
-    maps account for); keys must come out as plain names (no spacing left around them), and JSON's
-    strings (no escapes here), numbers and true/false/null are a subset of what :func:`parse_map`
-    reads, to the same values.
+    Keys are quoted (a ``"`` after each ``{`` and ``,`` and before each ``:``), which is exact when no
+    string holds a ``:`` or ``,``: the counts check that afterwards, and keys must come out as plain
+    names. JSON's values (no escapes here) are a subset of what :func:`parse_map` reads, to the same values.
     """
     if not bodies:
         return {}
@@ -315,38 +304,32 @@ def _plain_rows(text: str, source: str) -> GraphRows | None:
     return GraphRows(source, nodes, rels)
 
 
-def _graph_data(rows: GraphRows) -> GraphData:
-    """Records of rows, each with dicts of its own."""
-    return GraphData(rows.source, [NodeRec(label, props.copy(), no) for label, props, no in rows.nodes],
-                     [RelRec(t, sl, sk.copy(), dl, dk.copy(), props.copy(), no) for t, sl, sk, dl, dk, props, no in rows.rels])
-
-
 # --------------------------------------------------------------------------------------------- entry
 
 
-def _normalise(text: str) -> str:
+def graph_rows_from_text(text: str, source: str = "<script>") -> GraphRows:
+    """:class:`GraphRows` of a DQA script given as a string (the fast path for a plain file, else the general one)."""
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")  # lines as the splitter counts them
-    return text
+    rows = _plain_rows(text, source)
+    return rows if rows is not None else GraphRows.of(parse_statements(split_statements(text, source), source))
+
+
+def graph_rows_from_bytes(data: bytes, source: str = "<script>") -> GraphRows:
+    """:class:`GraphRows` of a script given as the bytes of its file (UTF-8, a BOM dropped)."""
+    return graph_rows_from_text(decode_script(data, source), source)
 
 
 def graph_data_from_text(text: str, source: str = "<script>") -> GraphData:
-    """Parse a DQA script given as a string (the fast path when the file is plain, else the general one)."""
-    text = _normalise(text)
-    rows = _plain_rows(text, source)
-    return _graph_data(rows) if rows is not None else parse_statements(split_statements(text, source), source)
+    """Parse a DQA script given as a string into records, each with dicts of its own."""
+    rows = graph_rows_from_text(text, source)
+    return GraphData(rows.source, [NodeRec(label, props.copy(), no) for label, props, no in rows.nodes],
+                     [RelRec(t, sl, sk.copy(), dl, dk.copy(), props.copy(), no) for t, sl, sk, dl, dk, props, no in rows.rels])
 
 
 def graph_data_from_bytes(data: bytes, source: str = "<script>") -> GraphData:
     """Parse a DQA script given as the bytes of its file (UTF-8, a BOM dropped)."""
     return graph_data_from_text(decode_script(data, source), source)
-
-
-def graph_rows_from_bytes(data: bytes, source: str = "<script>") -> GraphRows:
-    """:class:`GraphRows` of a script's bytes: what :func:`graph_data_from_bytes` reads, without the records."""
-    text = _normalise(decode_script(data, source))
-    rows = _plain_rows(text, source)
-    return rows if rows is not None else GraphRows.of(parse_statements(split_statements(text, source), source))
 
 
 def read_graph_data(path: str | Path) -> GraphData:

@@ -13,8 +13,6 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -144,35 +142,22 @@ _cache: OrderedDict[tuple[bytes, str], Any] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a script is parsed and compiled.
-
-    Parsing makes some ten thousand short-lived objects that form no reference cycles; counted as
-    allocations they set off collections that walk the whole heap (the graph-DB and LangChain
-    modules: ~90k objects) about once per script, which cost more than the parse itself. Reference
-    counting still frees everything; the collector resumes (if it was on) when the script is done.
-    The pause is process-wide: other threads' garbage waits for it too (a few milliseconds).
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 def _compile(data: bytes, source: str, scenario: str) -> Any:
     from ragplan.methods.planrag import building, locating  # here: NumPy is imported when a building script is first read
 
     compile_graph = locating.scenario_from_data if scenario == "locating" else building.scenario_from_data
-    with _gc_paused():
+    # Parsing makes ~10k short-lived objects without cycles; the collections they would set off walk the
+    # whole heap and cost more than the parse, so the collector pauses (process-wide) meanwhile.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
         rows = graph_rows_from_bytes(data, source)
         if not rows.nodes:  # a comments-only or truncated file would compile to a scenario without options
             raise DQAError(f"{source}:1: the script creates no nodes (an empty or truncated file?)")
-        return compile_graph(rows)  # rows: read once by the compiler, then dropped
+        return compile_graph(rows)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def load_scenario(path: str | Path, scenario: Scenario) -> Any:

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from ragplan.methods.planrag.building import scenario_from_data as building_scenario, simulate_prices, solve_building
-from ragplan.methods.planrag.cql import graph_data_from_text
+from ragplan.methods.planrag.cql import graph_rows_from_text
 from ragplan.methods.planrag.data import BUILDING_QUESTIONS, BUILDING_SCRIPTS, LOCATING_QUESTIONS, LOCATING_SCRIPTS
 from ragplan.methods.planrag.locating import merchant_power, scenario_from_data as locating_scenario, solve_locating
 
-__all__ = ["generate_clone", "max_questions", "SIZES", "LOCATING_RULES", "BUILDING_RULES"]
+__all__ = ["generate_clone", "max_questions", "locating_script", "building_script", "Size", "SIZES", "LOCATING_RULES",
+           "BUILDING_RULES"]
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ def building_script(rng: random.Random, size: Size, country: str) -> str:
         return "\n".join(head + body + rel_lines) + "\n"
 
     draft = compose([float(spec[2]) for spec in goods_specs])
-    prices = simulate_prices(building_scenario(graph_data_from_text(draft, country)), raised=[-1])[0]
+    prices = simulate_prices(building_scenario(graph_rows_from_text(draft, country)), raised=[-1])[0]
     return compose([float(p) for p in prices])
 
 
@@ -215,7 +216,7 @@ def _locating_question(rng: random.Random, sz: Size, sdir: Path, questions: list
     if not cands:
         return False
     pick = rng.choice(cands)
-    sol = solve_locating(locating_scenario(graph_data_from_text(text)), pick["country"], pick["home"])
+    sol = solve_locating(locating_scenario(graph_rows_from_text(text)), pick["country"], pick["home"])
     best = sol.option(sol.best) if sol.best else None
     if best is None or not best.has_presence or best.change_pct <= 0.01:
         return False
@@ -236,7 +237,7 @@ def _building_questions(rng: random.Random, sz: Size, sdir: Path, questions: lis
     """One new market script and up to 3 questions about its goods whose best answer really lowers the price."""
     country = f"C{k:02d}{rng.choice(YEARS)}"
     text = building_script(rng, sz, country)
-    sc = building_scenario(graph_data_from_text(text, country))
+    sc = building_scenario(graph_rows_from_text(text, country))
     prices = simulate_prices(sc)
     goods_order = list(sc.goods_names)
     rng.shuffle(goods_order)

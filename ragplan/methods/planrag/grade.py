@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ragplan.methods.planrag.building import BuildingSolution, solve_building
@@ -45,14 +45,11 @@ class Verdict:
         return f"{self.chosen}: {self._fmt(self.chosen_effect)} {verdict}"
 
     def _fmt(self, v: float | None) -> str:
-        if v is None:
-            return "n/a"
-        return f"{v:+.1f} %" if self.unit == "%" else f"price {v:.2f}"
+        return "n/a" if v is None else f"{v:+.1f} %" if self.unit == "%" else f"price {v:.2f}"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {"chosen": self.chosen, "best": self.best, "correct": self.correct, "chosen_effect": self.chosen_effect,
-                "best_effect": self.best_effect, "unit": self.unit, "note": self.note, "text": self.describe()}
+        return {**asdict(self), "text": self.describe()}
 
 
 def _squash(s: str) -> str:
@@ -81,10 +78,7 @@ def normalise_node(answer: str, names: list[str]) -> str | None:
 
 def normalise_building(answer: str, ids: list[int]) -> int | None:
     """The building id an answer names: the first integer in it that is a building id."""
-    for tok in re.findall(r"\d+", answer or ""):
-        if int(tok) in ids:
-            return int(tok)
-    return None
+    return next((int(tok) for tok in re.findall(r"\d+", answer or "") if int(tok) in ids), None)
 
 
 def solve_question(q: DQAQuestion) -> LocatingSolution | BuildingSolution:

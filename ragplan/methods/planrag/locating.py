@@ -1,13 +1,10 @@
 """The locating scenario: where should country C place its merchant to maximise its profit at home?
 
-Implements the annotator's rules of shared/DQA.md ("Locating: how the gold answer is decided"),
-quirks included (``max(50, development)``, half the script's ``total_power``, flows × 1.05, nodes on
-a cycle never processed, ties to the earlier node in file order).
-
-A scenario is compiled once into index form (topological order, downstream lists in edge order,
-steering targets); an option changes one record, so only its node's sums are redone. Every sum is in
-the annotator's order of operations, so profits are bit for bit those of
-the plain reference in ``tests/dqa_reference.py`` and near-ties are decided as the annotator decided them.
+The annotator's rules of shared/DQA.md, quirks included (``max(50, development)``, half the script's
+``total_power``, flows × 1.05, nodes on a cycle never processed, ties to the earlier node). A scenario
+is compiled once into index form; an option changes one record, so only its node's sums are redone.
+Every sum is in the annotator's order, so profits are bit for bit the plain reference's and near-ties
+are decided as the annotator decided them.
 """
 
 from __future__ import annotations
