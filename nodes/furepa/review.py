@@ -1,11 +1,8 @@
 """How FuRePA's plan is reviewed by a person (the family part of :mod:`ragplan.nodes.common.review_plan`).
 
-FuRePA's plan is the query the plan assessor picks each iteration: the first pick is the plan (kind
-plan), every later pick a re-plan (kind replan, reviewed with ``review_replans``). The reviewer sees the
-pick among the candidates with their scores; an edit is one search query (on one line), checked like the
-LLM's candidates (non-empty, spaces collapsed). The edited query becomes the iteration's pick (added as a
-candidate when it is none of them, with ``assessor = "edited"``), and repetition control then checks it
-against the executed queries like any pick.
+The plan is the assessor's pick: the first pick is the plan, later picks re-plans (``review_replans``). An edit is
+one search query on one line; it becomes the pick (added as a candidate when new, ``assessor = "edited"``) and is
+then checked for repetition like any pick.
 """
 
 from __future__ import annotations

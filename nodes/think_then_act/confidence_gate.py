@@ -48,11 +48,7 @@ class DirectDecision(BaseModel):
 
 def needs_retrieval(beta: float, threshold: float) -> bool:
     """The paper's rule: retrieve when β < β′ (β′ ≥ 1 always retrieves, β′ ≤ 0 never does)."""
-    if threshold >= 1.0:
-        return True
-    if threshold <= 0.0:
-        return False
-    return beta < threshold
+    return threshold >= 1.0 or (threshold > 0.0 and beta < threshold)
 
 
 def confidence_gate(state: SubQueryState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
