@@ -163,9 +163,8 @@ class FuRePAFamily(MethodFamily):
                     emit(f"  Candidate: {c.query}")
         elif node == "assess_plan" and it is not None and it.pick is not None:
             emit(f"  Assessor ({it.assessor}):")
-            for i, c in enumerate(it.candidates):
-                score = f"{c.score:.3f}" if c.score is not None else "  -  "
-                emit(f"    {'→' if i == it.pick else ' '} {score}  {c.query}")
+            for line in it.candidate_lines():
+                emit(f"    {line}")
         elif node == "repetition_control" and it is not None and (it.repeated or it.repeat_check_error):
             if it.repeat_check_error:
                 emit(f"  Repeat check: {it.repeat_check_error}")

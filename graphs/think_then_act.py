@@ -1,17 +1,12 @@
 """Think-then-Act (Shen et al. 2024) and its baselines, as five LangGraph graphs.
 
-* ``think_then_act``: assess_query → schedule → solve_subquery ×N in parallel (confidence_gate →
-  [retrieve_text] → answer_subquery) → schedule → … → final_answer. Sub-queries that do not depend on
-  each other (no ``#k`` reference to an unanswered one) are solved in the same wave, fanned out with
-  ``Send``; a sub-query that refers to ``#k`` waits for k's answer.
-* ``standard``: direct_answer (no retrieval).
-* ``cot``: cot_answer (chain of thought, no retrieval).
+* ``think_then_act``: assess_query → schedule → solve_subquery ×N in parallel (confidence_gate → [retrieve_text] →
+  answer_subquery) → schedule → … → final_answer. Sub-queries without a ``#k`` reference to an unanswered one are
+  solved in the same wave (``Send``); one that refers to ``#k`` waits for k's answer.
+* ``standard`` / ``cot``: direct_answer / cot_answer (no retrieval).
 * ``retrieve_then_read``: as_single_query → retrieve_text → answer_subquery → final_answer (always retrieves).
-* ``flare``: flare_draft → [retrieve_text → answer_subquery] → final_answer (retrieves only when the
-  draft's confidence is low).
-
-The sub-query branch (``solve_subquery``) is one compiled subgraph reused by every wave; the retrieve
-and answer nodes are the same objects in every graph that retrieves.
+* ``flare``: flare_draft → [retrieve_text → answer_subquery] → final_answer (retrieves when the draft's confidence is
+  low).
 """
 
 from __future__ import annotations
@@ -69,11 +64,8 @@ def schedule(state: TextQAState) -> dict[str, Any]:
 
 
 def dispatch(state: TextQAState) -> list[Send] | Literal["final_answer"]:
-    """Send every sub-query whose references are answered to ``solve_subquery``, in parallel; else finish.
-
-    Bounded: at most one wave per sub-query (+1); when nothing is ready but queries remain (a reference
-    to a later or missing sub-query), they are all sent with the reference left as written.
-    """
+    """Send every sub-query whose references are answered to ``solve_subquery``, in parallel; else finish. At most one
+    wave per sub-query (+1); when none is ready but some remain, all are sent with the references as written."""
     queries: list[SubQuery] = state.get("queries") or []
     done = {q.index for q in queries if q.done}
     pending = [q for q in queries if not q.done]

@@ -91,6 +91,11 @@ class Iteration(BaseModel):
     new_evidence: int = Field(default=0, description="Passages this retrieval added to the evidence (not seen before).")
     retrieval_error: str = Field(default="", description="Why retrieval failed, if it did.")
 
+    def candidate_lines(self) -> list[str]:
+        """Each candidate as ``→ 0.123  query`` (the arrow on the pick; ``-`` without a score)."""
+        return [f"{'→' if i == self.pick else ' '} {f'{c.score:.3f}' if c.score is not None else '  -  '}  {c.query}"
+                for i, c in enumerate(self.candidates)]
+
 
 class EvidencePassage(BaseModel):
     """A retrieved passage kept as evidence, with where it came from."""
@@ -205,13 +210,9 @@ class FuRePAResult(GraphResult):
         """The queries actually run, in order (what retrieval-only evaluation scores)."""
         return [it.query for it in self.iterations if it.executed]
 
-    def picks(self) -> int:
-        """Iterations that picked a query (the rest answered or failed before picking)."""
-        return sum(1 for it in self.iterations if it.pick is not None)
-
     def repeated_query_rate(self) -> float:
         """Share of picked queries that repeated an executed one."""
-        n = self.picks()
+        n = sum(1 for it in self.iterations if it.pick is not None)
         return round(sum(1 for it in self.iterations if it.repeated) / n, 4) if n else 0.0
 
     def temperature_raises(self) -> int:

@@ -25,11 +25,8 @@ def raised_temperature(current: float, delta: float, ceiling: float) -> float:
 
 
 def find_repeat(query: str, executed: Sequence[str], threshold: float, embedder: Any = None) -> tuple[str, float | None]:
-    """The executed query that ``query`` repeats ('' when none) and its cosine to the closest executed query.
-
-    Exact repeats (by :func:`~ragplan.nodes.furepa.propose.normalize_query`) always count, with
-    similarity 1.0; a cosine ≥ ``threshold`` counts when ``threshold`` < 1 and an ``embedder`` is given.
-    """
+    """The executed query ``query`` repeats ('' when none) and its cosine to the closest executed one: exact
+    repeats (by :func:`normalize_query`) with 1.0; a cosine ≥ ``threshold`` < 1 when an ``embedder`` is given."""
     if not executed:
         return "", None
     key = normalize_query(query)

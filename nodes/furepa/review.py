@@ -29,10 +29,8 @@ class FuRePAReviewer(PlanReviewer[FuRePAState, FuRePAContext]):
             return None
         it = its[-1]
         kind: Literal["plan", "replan"] = "replan" if any(i.pick is not None for i in its[:-1]) else "plan"
-        lines = [f"Query (iteration {it.index}): {it.query}", f"Candidates ({it.assessor or '-'}):"]
-        for i, c in enumerate(it.candidates):
-            score = f"{c.score:.3f}" if c.score is not None else "  -  "
-            lines.append(f"  {'→' if i == it.pick else ' '} {score}  {c.query}")
+        lines = [f"Query (iteration {it.index}): {it.query}", f"Candidates ({it.assessor or '-'}):",
+                 *(f"  {line}" for line in it.candidate_lines())]
         return PlanView(kind=kind, plan="\n".join(lines), steps=[it.query], format="one search query on one line")
 
     def apply_edit(self, state: FuRePAState, ctx: FuRePAContext, text: str) -> PlanEdit:
@@ -46,11 +44,10 @@ class FuRePAReviewer(PlanReviewer[FuRePAState, FuRePAContext]):
         if len(query) > MAX_QUERY_CHARS:
             raise PlanEditError(f"the query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
         it = list(state.get("iterations") or [])[-1].model_copy(deep=True)
-        match = [i for i, c in enumerate(it.candidates) if normalize_query(c.query) == normalize_query(query)]
-        if match:
-            it.pick = match[0]
-        else:
+        key = normalize_query(query)
+        pick = next((i for i, c in enumerate(it.candidates) if normalize_query(c.query) == key), None)
+        if pick is None:
             it.candidates.append(Candidate(query=query))
-            it.pick = len(it.candidates) - 1
-        it.query, it.assessor = it.candidates[it.pick].query, "edited"
+            pick = len(it.candidates) - 1
+        it.pick, it.query, it.assessor = pick, it.candidates[pick].query, "edited"
         return PlanEdit(update={"iterations": [it]}, text=it.query)
