@@ -180,8 +180,8 @@ class FuRePAFamily(MethodFamily):
                 emit(f"  Nothing new retrieved ({len(it.retrieved)} passages already held)")
         elif node == "answer" and update.get("answer"):
             emit(f"\nAnswer from the evidence: {update['answer']}")
-        for c in map(TemperatureChange.model_validate, update.get("temperature_changes") or []):
-            emit(f"  Temperature {c.before:g} → {c.after:g}: {c.reason}")
+        for change in map(TemperatureChange.model_validate, update.get("temperature_changes") or []):
+            emit(f"  Temperature {change.before:g} → {change.after:g}: {change.reason}")
         if update.get("stop_reason") and update.get("stop_reason") != "answered" and node != "answer":
             emit(f"  Stop: {update['stop_reason']}")
         super().trace(node, update, emit)

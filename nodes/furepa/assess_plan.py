@@ -43,18 +43,18 @@ def assess_plan(state: FuRePAState, runtime: Runtime[FuRePAContext]) -> dict[str
     n = len(it.candidates)
     mode = ctx.assessor_mode
     if mode == "trained":
+        problem = assessor_problem(ctx)
+        if problem:
+            return failed("setup", "assess_plan", f"assess_plan: {problem}", iterations=[it], stop_reason="assessor_error", answer="")
         from ragplan.methods.furepa.scorer import load_assessor
 
         evidence: list[EvidencePassage] = list(state.get("evidence") or [])
-        problem = assessor_problem(ctx)
         try:
-            scores = [] if problem else load_assessor(ctx.assessor_dir).score(
-                state["question"], [(p.title, p.text) for p in evidence], [c.query for c in it.candidates])
+            scores = load_assessor(ctx.assessor_dir).score(state["question"], [(p.title, p.text) for p in evidence],
+                                                           [c.query for c in it.candidates])
         except Exception as exc:  # an unreadable model, an embedding model that will not load: recorded, never raised
-            problem = f"scoring failed: {type(exc).__name__}: {str(exc)[:300]}"
-        if problem:
-            return failed("setup", "assess_plan", f"assess_plan: {problem}", iterations=[it],
-                          stop_reason="assessor_error", answer="")
+            return failed("setup", "assess_plan", f"assess_plan: scoring failed: {type(exc).__name__}: {str(exc)[:300]}",
+                          iterations=[it], stop_reason="assessor_error", answer="")
         for c, s in zip(it.candidates, scores):
             c.score = round(s, 4)
         pick = max(range(n), key=lambda i: (scores[i], -i))
