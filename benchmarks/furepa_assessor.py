@@ -1,22 +1,11 @@
 """How far the plan assessor's held-out figures carry: the trained pick's MRR in three candidate pools.
 
-For each seed, the same pipeline as ``ragplan furepa train-assessor --context-only`` (data candidates,
-reciprocal-rank labels, a 25 % held-out split by question) trains an assessor, then scores the held-out
-picking points three ways:
-
-* ``all`` — the pool the command reports on (six data-built candidates, shuffled: ``first`` is a random
-  one, so ``first`` ≈ ``random``; the pool holds the hop's gold title as a candidate, which bounds
-  ``oracle`` from above and is what the trained scorer mostly learns to pick);
-* ``no gold title`` — the same groups without any candidate that is a target passage's title (the
-  harder choice an LLM's candidates pose: no query is the answer page's name); groups left with fewer
-  than two candidates are dropped;
-* ``noisy context`` — the full pool, but the context the scorer sees holds, beside the earlier hops' gold
-  passages, two distractor paragraphs of the question (a real run's evidence is never gold-only); the
-  labels are recomputed against the index with those passages held.
-
-It also prints the share of held-out points where the trained pick is a gold title. Prints one table;
-``--save FILE.json`` writes the rows, ``--baseline FILE.json`` adds the ratio of the trained MRR to a
-saved run. A measurement, not a test: nothing is asserted.
+Per seed, the pipeline of ``ragplan furepa train-assessor --context-only`` trains an assessor, then scores the
+held-out picking points: ``all`` (the command's pool: six shuffled data-built candidates, the gold title among
+them); ``no gold title`` (those candidates without any target passage's title; groups left with fewer than two
+dropped); ``noisy context`` (two distractor paragraphs of the question added to the context, labels recomputed).
+Also prints the share of points where the trained pick is a gold title. ``--save FILE.json`` writes the rows,
+``--baseline FILE.json`` adds ratios to a saved run. A measurement, not a test.
 
     python benchmarks/furepa_assessor.py --data FILE [--seeds 0,1,2] [--limit N] [--save FILE.json]
 """
@@ -28,6 +17,7 @@ import os
 import random
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +26,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from benchmarks.common import load_baseline, print_rows, save_report  # noqa: E402
 from ragplan.datasets import load_qa  # noqa: E402
+from ragplan.eval.retrieval import title_key  # noqa: E402
 from ragplan.tools.textindex import TextIndex  # noqa: E402
-from ragplan.methods.furepa.data import HopGroup, build_groups, label_groups, norm_title  # noqa: E402
+from ragplan.methods.furepa.data import HopGroup, build_groups, label_groups  # noqa: E402
 from ragplan.methods.furepa.pipeline import context_index  # noqa: E402
 from ragplan.methods.furepa.scorer import load_assessor  # noqa: E402
 from ragplan.methods.furepa.train import pick_mrr, split_by_question, train_assessor  # noqa: E402
@@ -50,28 +41,26 @@ def _scores(assessor: Any, groups: list[HopGroup]) -> list[list[float]]:
 def _without_gold_titles(groups: list[HopGroup]) -> list[HopGroup]:
     out = []
     for g in groups:
-        gold = {norm_title(t) for t in g.targets}
-        keep = [(c, y) for c, y in zip(g.candidates, g.labels) if norm_title(c) not in gold]
+        gold = {title_key(t) for t in g.targets}
+        keep = [(c, y) for c, y in zip(g.candidates, g.labels) if title_key(c) not in gold]
         if len(keep) >= 2:
-            out.append(HopGroup(g.qid, g.question, g.hop, g.context, g.targets, [c for c, _ in keep],
-                                [y for _, y in keep], g.source))
+            out.append(replace(g, candidates=[c for c, _ in keep], labels=[y for _, y in keep]))
     return out
 
 
 def _with_distractors(groups: list[HopGroup], paragraphs: dict[str, list[tuple[str, str]]], seed: int) -> list[HopGroup]:
     out = []
     for g in groups:
-        held = {norm_title(t) for t in g.targets} | {norm_title(t) for t, _ in g.context}
-        pool = [p for p in paragraphs.get(g.qid, []) if norm_title(p[0]) not in held]
+        held = {title_key(t) for t in g.targets} | {title_key(t) for t, _ in g.context}
+        pool = [p for p in paragraphs.get(g.qid, []) if title_key(p[0]) not in held]
         extra = random.Random(f"{seed}:{g.qid}:{g.hop}").sample(pool, min(2, len(pool)))
-        out.append(HopGroup(g.qid, g.question, g.hop, list(g.context) + extra, g.targets, list(g.candidates),
-                            source=g.source))
+        out.append(replace(g, context=list(g.context) + extra, candidates=list(g.candidates), labels=[]))
     return out
 
 
 def _row(seed: int, pool: str, groups: list[HopGroup], scores: list[list[float]]) -> dict[str, Any]:
     picks = [max(range(len(s)), key=lambda i: (s[i], -i)) for s in scores]
-    gold_pick = sum(1 for g, i in zip(groups, picks) if norm_title(g.candidates[i]) in {norm_title(t) for t in g.targets})
+    gold_pick = sum(1 for g, i in zip(groups, picks) if title_key(g.candidates[i]) in {title_key(t) for t in g.targets})
     return {"key": f"{seed}/{pool}", "seed": seed, "pool": pool, "points": len(groups), **pick_mrr(groups, scores),
             "gold_title_picked": round(gold_pick / len(groups), 4) if groups else 0.0}
 

@@ -1,19 +1,14 @@
 """FuRePA (furthest reasoning with plan assessment, arXiv 2309.12767) and an IRCoT-style baseline, as LangGraph graphs.
 
 * ``furepa``: mask_reasoning → propose → assess_plan → review_plan → repetition_control → retrieve → mask_reasoning …
-  Each iteration the LLM sees only the question and the evidence (its earlier thoughts and queries are
-  masked), writes a fresh chain of thought and N candidate queries or the answer; the plan assessor
-  picks a candidate; a pick that repeats an executed query is not run but raises the next proposal's
-  temperature; a fresh pick is run against the retriever and its passages join the evidence. The loop
-  ends when the LLM answers, or on a bound (iterations, repeated queries), where ``answer`` gives the
-  best answer the evidence supports. ``review_plan`` (the shared human-in-the-loop node) lets a person
-  approve, edit or reject the first pick (``review_plan``) and later picks (``review_replans``); it passes
-  through otherwise.
-* ``ircot``: keep_reasoning → propose (one query) → retrieve → keep_reasoning … (IRCoT-style: earlier
-  reasoning and searches stay in the prompt, one query per step, no assessor, no temperature raise).
+  The LLM sees only the question and the evidence, writes a fresh chain of thought and N candidate queries or the
+  answer; the plan assessor picks one; a pick repeating an executed query is not run but raises the next proposal's
+  temperature. The loop ends when the LLM answers, or on a bound, where ``answer`` answers from the evidence.
+  ``review_plan`` (the shared human-in-the-loop node) lets a person approve, edit or reject the picks.
+* ``ircot``: keep_reasoning → propose (one query) → retrieve → keep_reasoning … (earlier reasoning stays in the
+  prompt, one query per step, no assessor, no temperature raise).
 
-Ablations are settings of ``furepa``: ``mask_reasoning = False`` (masking off) and ``assessor_mode =
-first | random``. Both graphs share the same propose, retrieve and answer nodes and the text retrievers.
+Ablations are settings of ``furepa``: ``mask_reasoning = False`` and ``assessor_mode = first | random``.
 """
 
 from __future__ import annotations
@@ -32,29 +27,29 @@ from ragplan.nodes.furepa.repetition_control import repetition_control
 from ragplan.nodes.furepa.retrieve import retrieve_passages
 from ragplan.nodes.furepa.review import FuRePAReviewer
 from ragplan.state.furepa import (
-    EvidencePassage, FuRePAContext, FuRePAInput, FuRePAOutput, FuRePAResult, FuRePAState, Iteration,
-    TemperatureChange,
+    EvidencePassage, FuRePAContext, FuRePAInput, FuRePAOutput, FuRePAResult, FuRePAState, Iteration, TemperatureChange,
 )
 from ragplan.state.review import PLAN_REJECTED
-from ragplan.tools.retrievers import make_retriever
+from ragplan.tools.retrievers import retriever_problem
 
-__all__ = ["build_furepa", "build_ircot", "FAMILY", "FuRePAFamily", "furepa", "ircot", "route_after_propose", "route_after_assessment",
-           "route_after_pick_review", "route_after_repetition", "route_after_retrieval", "route_ircot_after_propose", "route_ircot_after_retrieval"]
+__all__ = ["build_furepa", "build_ircot", "FAMILY", "FuRePAFamily", "furepa", "ircot", "route_after_propose",
+           "route_after_assessment", "route_after_pick_review", "route_after_repetition", "route_after_retrieval",
+           "route_ircot_after_propose", "route_ircot_after_retrieval"]
 
 _ENDED = ("answered", "llm_error", "assessor_error")
 
 
-def _last(state: FuRePAState) -> Iteration | None:
-    its = state.get("iterations") or []
-    return its[-1] if its else None
+def _after_propose(state: FuRePAState) -> Literal["answer", "__end__"] | None:
+    """END when the LLM answered or a call failed; answer after an unparseable reply; None to go on."""
+    reason = state.get("stop_reason")
+    if reason in _ENDED:
+        return END
+    return "answer" if reason else None
 
 
 def route_after_propose(state: FuRePAState) -> Literal["assess_plan", "answer", "__end__"]:
     """Assess the candidates; END when the LLM answered or the endpoint failed; answer after an unparseable reply."""
-    reason = state.get("stop_reason")
-    if reason in _ENDED:
-        return END
-    return "answer" if reason else "assess_plan"
+    return _after_propose(state) or "assess_plan"
 
 
 def route_after_assessment(state: FuRePAState) -> Literal["review_plan", "__end__"]:
@@ -71,8 +66,8 @@ def route_after_repetition(state: FuRePAState) -> Literal["retrieve", "mask_reas
     """Run a fresh pick; re-propose (at the raised temperature) after a repeat; answer when a bound was reached."""
     if state.get("stop_reason"):
         return "answer"
-    last = _last(state)
-    return "mask_reasoning" if last is not None and last.repeated else "retrieve"
+    its = state.get("iterations") or []
+    return "mask_reasoning" if its and its[-1].repeated else "retrieve"
 
 
 def route_after_retrieval(state: FuRePAState) -> Literal["mask_reasoning", "answer"]:
@@ -82,10 +77,7 @@ def route_after_retrieval(state: FuRePAState) -> Literal["mask_reasoning", "answ
 
 def route_ircot_after_propose(state: FuRePAState) -> Literal["retrieve", "answer", "__end__"]:
     """IRCoT-style: run the one query; END when answered or the endpoint failed; answer after an unparseable reply."""
-    reason = state.get("stop_reason")
-    if reason in _ENDED:
-        return END
-    return "answer" if reason else "retrieve"
+    return _after_propose(state) or "retrieve"
 
 
 def route_ircot_after_retrieval(state: FuRePAState) -> Literal["keep_reasoning", "answer"]:
@@ -137,29 +129,12 @@ furepa = build_furepa().compile(name="furepa")
 ircot = build_ircot().compile(name="ircot")
 
 
-def _as(model: Any, x: Any) -> Any:
-    return x if isinstance(x, model) else model.model_validate(x)
-
-
 class FuRePAFamily(MethodFamily):
     """FuRePA's family: text retrieval as data, the trained plan assessor checked before a run, the iteration trace."""
 
     def prepare(self, method: str, ctx: Any) -> str | None:
         """Check the assessor (``furepa`` in trained mode) and the retriever before any LLM call."""
-        if method == "furepa":
-            problem = assessor_problem(ctx)
-            if problem:
-                return problem
-        if ctx.retriever_object is not None:
-            return None
-        if ctx.retriever == "local" and not ctx.index_dir:
-            return "--retriever local needs --index DIR (build one with `ragplan index build`)"
-        if ctx.retriever == "local":
-            try:
-                make_retriever(ctx)
-            except Exception as exc:
-                return f"the local index cannot be opened: {exc}"
-        return None
+        return (assessor_problem(ctx) if method == "furepa" else None) or retriever_problem(ctx)
 
     def recursion_limit(self, ctx: Any) -> int:
         """Six graph steps per iteration (prompt, propose, assess, review, repetition check, retrieve), the answer, margin."""
@@ -173,8 +148,8 @@ class FuRePAFamily(MethodFamily):
 
     def trace(self, node: str, update: dict[str, Any], emit: Emit) -> None:
         """Per iteration: the thought, the candidates with scores and the pick, repeats and temperature, retrieval."""
-        its = [_as(Iteration, x) for x in update.get("iterations") or []]
-        it = its[-1] if its else None
+        its = update.get("iterations") or []
+        it = Iteration.model_validate(its[-1]) if its else None
         if node == "propose" and it is not None:
             emit(f"\n[iteration {it.index}] temperature {it.temperature:g}{'' if it.masked else ', earlier reasoning shown'}")
             if it.thought:
@@ -188,9 +163,8 @@ class FuRePAFamily(MethodFamily):
                     emit(f"  Candidate: {c.query}")
         elif node == "assess_plan" and it is not None and it.pick is not None:
             emit(f"  Assessor ({it.assessor}):")
-            for i, c in enumerate(it.candidates):
-                score = f"{c.score:.3f}" if c.score is not None else "  -  "
-                emit(f"    {'→' if i == it.pick else ' '} {score}  {c.query}")
+            for line in it.candidate_lines():
+                emit(f"    {line}")
         elif node == "repetition_control" and it is not None and (it.repeated or it.repeat_check_error):
             if it.repeat_check_error:
                 emit(f"  Repeat check: {it.repeat_check_error}")
@@ -200,14 +174,14 @@ class FuRePAFamily(MethodFamily):
         elif node == "retrieve" and it is not None:
             if it.retrieval_error:
                 emit(f"  Retrieval failed: {it.retrieval_error}")
-            for p in (_as(EvidencePassage, x) for x in update.get("evidence") or []):
+            for p in map(EvidencePassage.model_validate, update.get("evidence") or []):
                 emit(f"  Evidence [{p.rank}] {p.title} ({p.source}, {p.score:.2f}): {p.text[:160]}")
             if not it.retrieval_error and not it.new_evidence:
                 emit(f"  Nothing new retrieved ({len(it.retrieved)} passages already held)")
         elif node == "answer" and update.get("answer"):
             emit(f"\nAnswer from the evidence: {update['answer']}")
-        for c in (_as(TemperatureChange, x) for x in update.get("temperature_changes") or []):
-            emit(f"  Temperature {c.before:g} → {c.after:g}: {c.reason}")
+        for change in map(TemperatureChange.model_validate, update.get("temperature_changes") or []):
+            emit(f"  Temperature {change.before:g} → {change.after:g}: {change.reason}")
         if update.get("stop_reason") and update.get("stop_reason") != "answered" and node != "answer":
             emit(f"  Stop: {update['stop_reason']}")
         super().trace(node, update, emit)

@@ -1,44 +1,40 @@
 """Think-then-Act (Shen et al. 2024) and its baselines, as five LangGraph graphs.
 
-* ``think_then_act``: assess_query → schedule → solve_subquery ×N in parallel (confidence_gate →
-  [retrieve_text] → answer_subquery) → schedule → … → final_answer. Sub-queries that do not depend on
-  each other (no ``#k`` reference to an unanswered one) are solved in the same wave, fanned out with
-  ``Send``; a sub-query that refers to ``#k`` waits for k's answer.
-* ``standard``: direct_answer (no retrieval).
-* ``cot``: cot_answer (chain of thought, no retrieval).
+* ``think_then_act``: assess_query → schedule → solve_subquery ×N in parallel (confidence_gate → [retrieve_text] →
+  answer_subquery) → schedule → … → final_answer. Sub-queries without a ``#k`` reference to an unanswered one are
+  solved in the same wave (``Send``); one that refers to ``#k`` waits for k's answer.
+* ``standard`` / ``cot``: direct_answer / cot_answer (no retrieval).
 * ``retrieve_then_read``: as_single_query → retrieve_text → answer_subquery → final_answer (always retrieves).
-* ``flare``: flare_draft → [retrieve_text → answer_subquery] → final_answer (retrieves only when the
-  draft's confidence is low).
-
-The sub-query branch (``solve_subquery``) is one compiled subgraph reused by every wave; the retrieve
-and answer nodes are the same objects in every graph that retrieves.
+* ``flare``: flare_draft → [retrieve_text → answer_subquery] → final_answer (retrieves when the draft's confidence is
+  low).
 """
 
 from __future__ import annotations
 
-import operator
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from langgraph.graph import START, StateGraph
 from langgraph.types import Send
-from typing_extensions import TypedDict
 
 from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, input_keys_of
+from ragplan.nodes.common.retrieve_text import retrieve_text
 from ragplan.nodes.think_then_act.answer_subquery import answer_subquery, branch_outcome, final_answer
 from ragplan.nodes.think_then_act.assess_query import assess_query
 from ragplan.nodes.think_then_act.confidence_gate import confidence_gate
 from ragplan.nodes.think_then_act.direct_answer import make_direct_answer
 from ragplan.nodes.think_then_act.flare import flare_draft
-from ragplan.nodes.common.retrieve_text import retrieve_text
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import (
-    BranchFailure, SingleQueryState, SubQuery, SubQueryState, TextQAInput, TextQAOutput, TextQAResult, TextQAState, merge_queries,
+    SingleQueryState, SubQuery, SubQueryOutput, SubQueryState, TextQAInput, TextQAOutput, TextQAResult, TextQAState,
 )
-from ragplan.tools.retrievers import make_retriever
-from ragplan.state.usage import Usage, add_usage
+from ragplan.tools.retrievers import retriever_problem
 
 __all__ = ["build_subquery_graph", "build_think_then_act", "build_standard", "build_cot", "build_retrieve_then_read",
            "build_flare", "FAMILY", "think_then_act", "standard", "cot", "retrieve_then_read", "flare"]
+
+
+def _graph(state: Any) -> Builder:
+    return StateGraph(state, context_schema=ThinkThenActContext, input_schema=TextQAInput, output_schema=TextQAOutput)
 
 
 def route_after_gate(state: SubQueryState) -> Literal["retrieve_text", "answer_subquery", "__end__"]:
@@ -50,7 +46,7 @@ def route_after_gate(state: SubQueryState) -> Literal["retrieve_text", "answer_s
 
 def build_subquery_graph() -> Builder:
     """One (sub-)query: confidence_gate → [retrieve_text] → answer_subquery."""
-    g: Builder = StateGraph(SubQueryState, context_schema=ThinkThenActContext, output_schema=_SubQueryOut)
+    g: Builder = StateGraph(SubQueryState, context_schema=ThinkThenActContext, output_schema=SubQueryOutput)
     g.add_node("confidence_gate", confidence_gate)
     g.add_node("retrieve_text", retrieve_text)
     g.add_node("answer_subquery", answer_subquery)
@@ -61,14 +57,6 @@ def build_subquery_graph() -> Builder:
     return g
 
 
-class _SubQueryOut(TypedDict, total=False):
-    """What a sub-query branch hands back to the parent: only keys that merge across parallel branches."""
-
-    queries: Annotated[list[SubQuery], merge_queries]
-    usage: Annotated[Usage, add_usage]
-    failures: Annotated[list[BranchFailure], operator.add]
-
-
 def schedule(state: TextQAState) -> dict[str, Any]:
     """Count a wave of sub-query solving; an endpoint failure in a branch of the last wave ends the run."""
     outcome = branch_outcome(state)
@@ -76,11 +64,8 @@ def schedule(state: TextQAState) -> dict[str, Any]:
 
 
 def dispatch(state: TextQAState) -> list[Send] | Literal["final_answer"]:
-    """Send every sub-query whose references are answered to ``solve_subquery``, in parallel; else finish.
-
-    Bounded: at most one wave per sub-query (+1); when nothing is ready but queries remain (a reference
-    to a later or missing sub-query), they are all sent with the reference left as written.
-    """
+    """Send every sub-query whose references are answered to ``solve_subquery``, in parallel; else finish. At most one
+    wave per sub-query (+1); when none is ready but some remain, all are sent with the references as written."""
     queries: list[SubQuery] = state.get("queries") or []
     done = {q.index for q in queries if q.done}
     pending = [q for q in queries if not q.done]
@@ -96,7 +81,7 @@ def dispatch(state: TextQAState) -> list[Send] | Literal["final_answer"]:
 
 def build_think_then_act() -> Builder:
     """Think-then-Act: assess and rewrite the query, gate each (sub-)query by confidence, retrieve if needed, answer."""
-    g: Builder = StateGraph(TextQAState, context_schema=ThinkThenActContext, input_schema=TextQAInput, output_schema=TextQAOutput)
+    g = _graph(TextQAState)
     g.add_node("assess_query", assess_query)
     g.add_node("schedule", schedule)
     g.add_node("solve_subquery", build_subquery_graph().compile())
@@ -110,7 +95,7 @@ def build_think_then_act() -> Builder:
 
 
 def _direct(cot: bool) -> Builder:
-    g: Builder = StateGraph(TextQAState, context_schema=ThinkThenActContext, input_schema=TextQAInput, output_schema=TextQAOutput)
+    g = _graph(TextQAState)
     node = make_direct_answer(cot)
     g.add_node(node.__name__, node)
     g.add_edge(START, node.__name__)
@@ -134,40 +119,37 @@ def as_single_query(state: SingleQueryState) -> dict[str, Any]:
     return {"query": q, "queries": [q]}
 
 
-def build_retrieve_then_read() -> Builder:
-    """Retrieve-then-Read: always retrieve for the question, then answer with the evidence."""
-    g: Builder = StateGraph(SingleQueryState, context_schema=ThinkThenActContext, input_schema=TextQAInput, output_schema=TextQAOutput)
-    g.add_node("as_single_query", as_single_query)
-    g.add_node("retrieve_text", retrieve_text)
-    g.add_node("answer_subquery", answer_subquery)
-    g.add_node("final_answer", final_answer)
-    g.add_edge(START, "as_single_query")
-    g.add_edge("as_single_query", "retrieve_text")
-    g.add_edge("retrieve_text", "answer_subquery")
-    g.add_edge("answer_subquery", "final_answer")
-    g.add_edge("final_answer", END)
-    return g
-
-
 def route_after_draft(state: SingleQueryState) -> Literal["retrieve_text", "final_answer"]:
     """Retrieve when the draft was not trusted; otherwise the draft is the answer."""
     q = state.get("query")
     return "retrieve_text" if q is not None and q.retrieve and state.get("stop_reason") != "llm_error" else "final_answer"
 
 
-def build_flare() -> Builder:
-    """FLARE-style: draft, check token confidence (or stated confidence), retrieve and regenerate when low."""
-    g: Builder = StateGraph(SingleQueryState, context_schema=ThinkThenActContext, input_schema=TextQAInput, output_schema=TextQAOutput)
-    g.add_node("flare_draft", flare_draft)
-    g.add_node("retrieve_text", retrieve_text)
-    g.add_node("answer_subquery", answer_subquery)
-    g.add_node("final_answer", final_answer)
-    g.add_edge(START, "flare_draft")
-    g.add_conditional_edges("flare_draft", route_after_draft, ["retrieve_text", "final_answer"])
+def _single_query(first: Any, route: Any = None) -> Builder:
+    """``first`` → [retrieve_text → answer_subquery] → final_answer; ``route`` may skip retrieval."""
+    g = _graph(SingleQueryState)
+    for name, node in ((first.__name__, first), ("retrieve_text", retrieve_text), ("answer_subquery", answer_subquery),
+                       ("final_answer", final_answer)):
+        g.add_node(name, node)
+    g.add_edge(START, first.__name__)
+    if route is None:
+        g.add_edge(first.__name__, "retrieve_text")
+    else:
+        g.add_conditional_edges(first.__name__, route, ["retrieve_text", "final_answer"])
     g.add_edge("retrieve_text", "answer_subquery")
     g.add_edge("answer_subquery", "final_answer")
     g.add_edge("final_answer", END)
     return g
+
+
+def build_retrieve_then_read() -> Builder:
+    """Retrieve-then-Read: always retrieve for the question, then answer with the evidence."""
+    return _single_query(as_single_query)
+
+
+def build_flare() -> Builder:
+    """FLARE-style: draft, check token confidence (or stated confidence), retrieve and regenerate when low."""
+    return _single_query(flare_draft, route_after_draft)
 
 
 think_then_act = build_think_then_act().compile(name="think_then_act")
@@ -176,21 +158,13 @@ cot = build_cot().compile(name="cot")
 retrieve_then_read = build_retrieve_then_read().compile(name="retrieve_then_read")
 flare = build_flare().compile(name="flare")
 
+
 class ThinkThenActFamily(MethodFamily):
     """Think-then-Act's family: text retrieval as data (``--retriever wiki|local --index DIR``), the gate trace."""
 
     def prepare(self, method: str, ctx: Any) -> str | None:
         """Check the retriever a retrieving graph needs (a local index is opened now, so a bad folder is reported early)."""
-        if not self.graph(method).uses_data or ctx.retriever_object is not None:
-            return None
-        if ctx.retriever == "local" and not ctx.index_dir:
-            return "--retriever local needs --index DIR (build one with `ragplan index build`)"
-        if ctx.retriever == "local":
-            try:
-                make_retriever(ctx)
-            except Exception as exc:
-                return f"the local index cannot be opened: {exc}"
-        return None
+        return retriever_problem(ctx) if self.graph(method).uses_data else None
 
     def data_line(self, ctx: Any) -> str:
         """``Retriever: wiki`` or ``Retriever: local DIR``."""
@@ -198,14 +172,13 @@ class ThinkThenActFamily(MethodFamily):
 
     def trace(self, node: str, update: dict[str, Any], emit: Emit) -> None:
         """The query assessment, then per (sub-)query its gate verdict, evidence sentences and answer."""
+        queries = [SubQuery.model_validate(q) for q in update.get("queries") or []]
         if update.get("assessment"):
             emit(f"Assessment: {update['assessment']}" + (f" — {update['assessment_reason']}" if update.get("assessment_reason") else ""))
-            for q in update.get("queries") or []:
-                q = SubQuery.model_validate(q) if isinstance(q, dict) else q
+            for q in queries:
                 emit(f"  ({q.index}) {q.text}")
         if node in ("solve_subquery", "answer_subquery", "direct_answer", "cot_answer", "flare_draft"):
-            for q in update.get("queries") or []:
-                q = SubQuery.model_validate(q) if isinstance(q, dict) else q
+            for q in queries:
                 if not q.done and node != "flare_draft":
                     continue
                 emit(f"\n[{q.index}] {q.resolved or q.text}")

@@ -1,12 +1,8 @@
 """State, settings and result of FuRePA (furthest reasoning with a plan assessor) and its IRCoT-style baseline.
 
-The input is the question. The output is the answer plus what a user needs to trust it: the evidence
-passages (each with its source and the query that found it), every iteration (its fresh chain of
-thought, the candidate queries with the assessor's scores, the pick, whether the pick repeated an
-executed query, what retrieval added), every temperature change, and why the run stopped.
-
-Earlier thoughts and queries stay here, in state and in the trace; ``mask_reasoning`` keeps them out of
-the next prompt (furthest reasoning).
+The output is the answer plus what a user needs to trust it: the evidence passages, every iteration (thought,
+candidates with scores, pick, repeat check, retrieval), every temperature change, and why the run stopped.
+Earlier thoughts stay in state and in the trace; ``mask_reasoning`` keeps them out of the next prompt.
 """
 
 from __future__ import annotations
@@ -20,7 +16,7 @@ from typing_extensions import Required, TypedDict
 
 from ragplan.state.context import TextRAGContext, env_field
 from ragplan.state.failure import Failure
-from ragplan.state.result import GraphResult, dump
+from ragplan.state.result import GraphResult
 from ragplan.state.review import PlanReview, PlanReviews, PlanReviewSettings
 from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
@@ -95,6 +91,11 @@ class Iteration(BaseModel):
     new_evidence: int = Field(default=0, description="Passages this retrieval added to the evidence (not seen before).")
     retrieval_error: str = Field(default="", description="Why retrieval failed, if it did.")
 
+    def candidate_lines(self) -> list[str]:
+        """Each candidate as ``→ 0.123  query`` (the arrow on the pick; ``-`` without a score)."""
+        return [f"{'→' if i == self.pick else ' '} {f'{c.score:.3f}' if c.score is not None else '  -  '}  {c.query}"
+                for i, c in enumerate(self.candidates)]
+
 
 class EvidencePassage(BaseModel):
     """A retrieved passage kept as evidence, with where it came from."""
@@ -123,24 +124,16 @@ class TemperatureChange(BaseModel):
     reason: str = Field(default="", description="Why (the repeated query, or new evidence).")
 
 
-def _as(model: type[BaseModel], x: Any) -> Any:
-    return x if isinstance(x, model) else model.model_validate(x)
-
-
 def merge_iterations(left: list[Any] | None, right: list[Any] | None) -> list[Iteration]:
     """Reducer: iterations by index, a later version replacing an earlier one; kept in index order."""
-    out: dict[int, Iteration] = {}
-    for it in (left or []) + (right or []):
-        it = _as(Iteration, it)
-        out[it.index] = it
+    out = {it.index: it for it in map(Iteration.model_validate, (left or []) + (right or []))}
     return [out[i] for i in sorted(out)]
 
 
 def merge_evidence(left: list[Any] | None, right: list[Any] | None) -> list[EvidencePassage]:
     """Reducer: evidence appended in order, a passage already held (same source and id) not added again."""
     out: dict[str, EvidencePassage] = {}
-    for p in (left or []) + (right or []):
-        p = _as(EvidencePassage, p)
+    for p in map(EvidencePassage.model_validate, (left or []) + (right or [])):
         out.setdefault(p.key, p)
     return list(out.values())
 
@@ -217,13 +210,9 @@ class FuRePAResult(GraphResult):
         """The queries actually run, in order (what retrieval-only evaluation scores)."""
         return [it.query for it in self.iterations if it.executed]
 
-    def picks(self) -> int:
-        """Iterations that picked a query (the rest answered or failed before picking)."""
-        return sum(1 for it in self.iterations if it.pick is not None)
-
     def repeated_query_rate(self) -> float:
         """Share of picked queries that repeated an executed one."""
-        n = self.picks()
+        n = sum(1 for it in self.iterations if it.pick is not None)
         return round(sum(1 for it in self.iterations if it.repeated) / n, 4) if n else 0.0
 
     def temperature_raises(self) -> int:
@@ -232,9 +221,8 @@ class FuRePAResult(GraphResult):
 
     def record(self) -> dict[str, Any]:
         """The family's fields plus the run's counts (iterations, repeated-query rate, temperature raises)."""
-        return {**{k: dump(getattr(self, k)) for k in ("reasoning", "evidence", "iterations", "temperature_changes", "plan_reviews")},
-                "iteration_count": len(self.iterations), "repeated_query_rate": self.repeated_query_rate(),
-                "temperature_raises": self.temperature_raises()}
+        return {**super().record(), "iteration_count": len(self.iterations),
+                "repeated_query_rate": self.repeated_query_rate(), "temperature_raises": self.temperature_raises()}
 
     @classmethod
     def run_metrics(cls, record: dict[str, Any]) -> dict[str, float]:

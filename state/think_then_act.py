@@ -21,9 +21,8 @@ from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
-__all__ = ["SubQuery", "BranchFailure", "failure_of", "merge_queries", "TextQAInput", "TextQAOutput", "TextQAState", "SubQueryState", "SingleQueryState",
-           "TextQAResult",
-           "references"]
+__all__ = ["SubQuery", "BranchFailure", "failure_of", "merge_queries", "TextQAInput", "TextQAOutput", "TextQAState",
+           "SubQueryOutput", "SubQueryState", "SingleQueryState", "TextQAResult", "references"]
 
 _REF = re.compile(r"#(\d+)")
 
@@ -69,10 +68,7 @@ def failure_of(update: dict[str, Any], node: str, query: int = 0) -> BranchFailu
 
 def merge_queries(left: list[Any] | None, right: list[Any] | None) -> list[SubQuery]:
     """Reducer: sub-queries by index, a later version replacing an earlier one; kept in index order."""
-    out: dict[int, SubQuery] = {}
-    for q in (left or []) + (right or []):
-        q = q if isinstance(q, SubQuery) else SubQuery.model_validate(q)
-        out[q.index] = q
+    out = {q.index: q for q in map(SubQuery.model_validate, (left or []) + (right or []))}
     return [out[i] for i in sorted(out)]
 
 
@@ -126,7 +122,18 @@ class TextQAState(TextQAInput, TextQAOutput, total=False):
     """Rounds of sub-query solving so far (each round solves every ready sub-query in parallel)."""
 
 
-class SubQueryState(TypedDict, total=False):
+class SubQueryOutput(TypedDict, total=False):
+    """What a sub-query branch hands back to the parent: only keys that merge across parallel branches."""
+
+    queries: Annotated[list[SubQuery], merge_queries]
+    """The solved sub-query."""
+    usage: Annotated[Usage, add_usage]
+    """Usage of this branch."""
+    failures: Annotated[list[BranchFailure], operator.add]
+    """This branch's failed LLM decisions."""
+
+
+class SubQueryState(SubQueryOutput, total=False):
     """The state of one sub-query's branch (gate → retrieve → answer), sent in parallel per sub-query."""
 
     question: str
@@ -137,12 +144,6 @@ class SubQueryState(TypedDict, total=False):
     """The sub-query being solved."""
     prior: list[SubQuery]
     """Sub-queries answered before (for #k references and as context)."""
-    queries: Annotated[list[SubQuery], merge_queries]
-    """Output to the parent: the solved sub-query."""
-    usage: Annotated[Usage, add_usage]
-    """Output to the parent: usage of this branch."""
-    failures: Annotated[list[BranchFailure], operator.add]
-    """Output to the parent: this branch's failed LLM decisions."""
 
 
 class SingleQueryState(TextQAState, total=False):

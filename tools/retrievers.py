@@ -7,7 +7,7 @@ from typing import Any
 
 from ragplan.tools.retrieval import Retriever, SentenceRanker
 
-__all__ = ["make_retriever", "ranker_for"]
+__all__ = ["make_retriever", "ranker_for", "retriever_problem"]
 
 
 _lock = threading.Lock()
@@ -49,3 +49,16 @@ def ranker_for(ctx: Any) -> SentenceRanker:
     from ragplan.tools.embeddings import get_embedder
 
     return SentenceRanker(get_embedder(getattr(ctx, "embedding_model", "") or ""))
+
+
+def retriever_problem(ctx: Any) -> str | None:
+    """Why the context's retriever cannot be used (a local index is opened now, so a bad folder is reported early)."""
+    if getattr(ctx, "retriever_object", None) is not None or ctx.retriever != "local":
+        return None
+    if not ctx.index_dir:
+        return "--retriever local needs --index DIR (build one with `ragplan index build`)"
+    try:
+        make_retriever(ctx)
+    except Exception as exc:
+        return f"the local index cannot be opened: {exc}"
+    return None

@@ -1,9 +1,7 @@
 """answer: the best answer the evidence supports, when the loop ended without the LLM answering.
 
-Reached when the iteration bound is used up, when queries kept repeating after every temperature
-raise, or after a proposal that would not parse. The LLM sees the question and the evidence (no
-earlier reasoning, as in every FuRePA prompt) and the reason searching stopped, and answers as well
-as it can. ``stop_reason`` keeps why searching stopped.
+Reached on the iteration bound, after repeats outlasted every temperature raise, or after a proposal that
+would not parse. The LLM sees the question, the evidence and why searching stopped; ``stop_reason`` keeps why.
 """
 
 from __future__ import annotations
@@ -15,9 +13,9 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
-from ragplan.nodes.furepa.mask_reasoning import ANSWER_FORM, clip
+from ragplan.nodes.furepa.mask_reasoning import ANSWER_FORM, evidence_lines
 from ragplan.state.failure import failed
-from ragplan.state.furepa import EvidencePassage, FuRePAContext, FuRePAState
+from ragplan.state.furepa import FuRePAContext, FuRePAState
 
 __all__ = ["EvidenceAnswer", "answer_from_evidence", "STOP_EXPLANATIONS"]
 
@@ -38,9 +36,7 @@ class EvidenceAnswer(BaseModel):
 def answer_from_evidence(state: FuRePAState, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
     """Answer from the evidence gathered (one LLM call at the context's temperature)."""
     ctx = runtime.context
-    evidence: list[EvidencePassage] = list(state.get("evidence") or [])
-    block = "\n".join(f"[{i}] {p.title} ({p.source or 'retrieved'}): {clip(p.text, ctx.passage_chars)}"
-                      for i, p in enumerate(evidence, 1)) or "none"
+    block = evidence_lines(list(state.get("evidence") or []), ctx.passage_chars) or "none"
     why = STOP_EXPLANATIONS.get(state.get("stop_reason") or "", "searching stopped")
     messages = [SystemMessage("You answer multi-hop questions from retrieved evidence."),
                 HumanMessage(f"Question: {state['question']}\n\nEvidence:\n{block}\n\nSearching has stopped: {why}. "

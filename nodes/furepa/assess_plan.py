@@ -1,14 +1,8 @@
 """assess_plan: the plan assessor picks one of the iteration's candidate queries (FuRePA §3.2.3).
 
-Modes (``assessor_mode``):
-
-* ``trained`` — the query scorer trained with ``ragplan furepa train-assessor`` (loaded from
-  ``assessor_dir``) scores each candidate in its context (the question and the evidence so far) and the
-  best score wins (ties go to the earlier candidate). Without a usable model the run stops at once
-  with ``stop_reason = assessor_error`` and says how to get one; no query is guessed.
-* ``first`` — the LLM's first candidate (ablation);
-* ``random`` — a random candidate, seeded by ``assessor_seed``, the question and the iteration, so a
-  run is repeatable (ablation).
+``assessor_mode``: ``trained`` — the query scorer at ``assessor_dir`` scores each candidate given the question and
+the evidence, the best wins (ties to the earlier); without a usable model the run stops with ``assessor_error``.
+``first`` — the LLM's first candidate; ``random`` — seeded by ``assessor_seed``, the question and the iteration.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """mask_reasoning: the iteration's prompt from the question and the evidence only (furthest reasoning, FuRePA §3.1.2).
 
-Each iteration the LLM reasons from scratch: its earlier chains of thought and the queries it already
-ran stay in state and in the trace, never in the prompt, so a wrong early thought cannot steer later
-ones. With ``mask_reasoning = False`` (the ablation) and in the IRCoT-style baseline
-(:func:`keep_reasoning`) the earlier thoughts and searches are shown as well.
-
-The prompt ends with the proposal instruction: a fresh chain of thought, then either the answer (when
-the evidence suffices) or N candidate queries for what is still missing.
+Earlier chains of thought and executed queries stay in state and in the trace, never in the prompt, so a wrong
+early thought cannot steer later ones. With ``mask_reasoning = False`` (the ablation) and in the IRCoT-style
+baseline (:func:`keep_reasoning`) they are shown as well. The prompt ends with the proposal instruction.
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ from langgraph.runtime import Runtime
 
 from ragplan.state.furepa import EvidencePassage, FuRePAContext, FuRePAState, Iteration
 
-__all__ = ["ANSWER_FORM", "build_prompt", "mask_reasoning", "keep_reasoning", "clip"]
+__all__ = ["ANSWER_FORM", "build_prompt", "mask_reasoning", "keep_reasoning", "clip", "evidence_lines"]
 
 ANSWER_FORM = ("as briefly as possible: a name, date, number or short phrase, or \"yes\" / \"no\" for a yes/no "
                "question; no full sentence")
@@ -40,11 +36,10 @@ def clip(text: str, limit: int) -> str:
     return text[:limit].rsplit(" ", 1)[0] + " …"
 
 
-def _evidence_block(evidence: list[EvidencePassage], passage_chars: int) -> str:
-    if not evidence:
-        return "Evidence gathered so far: none yet."
-    lines = [f"[{i}] {p.title} ({p.source or 'retrieved'}): {clip(p.text, passage_chars)}" for i, p in enumerate(evidence, 1)]
-    return "Evidence gathered so far:\n" + "\n".join(lines)
+def evidence_lines(evidence: list[EvidencePassage], passage_chars: int) -> str:
+    """The evidence as numbered lines (title, source, clipped text); '' when there is none."""
+    return "\n".join(f"[{i}] {p.title} ({p.source or 'retrieved'}): {clip(p.text, passage_chars)}"
+                     for i, p in enumerate(evidence, 1))
 
 
 def _history_block(iterations: list[Iteration]) -> str:
@@ -60,11 +55,12 @@ def _history_block(iterations: list[Iteration]) -> str:
 def build_prompt(question: str, evidence: list[EvidencePassage], iterations: list[Iteration], *, masked: bool,
                  n_queries: int, passage_chars: int = 700) -> str:
     """The proposal prompt: question, evidence, (earlier thoughts and searches when not ``masked``), instruction."""
-    parts = [f"Question: {question}", _evidence_block(evidence, passage_chars)]
-    if not masked:
-        history = _history_block(iterations)
-        if history:
-            parts.append(history)
+    block = evidence_lines(evidence, passage_chars)
+    parts = [f"Question: {question}",
+             f"Evidence gathered so far:\n{block}" if block else "Evidence gathered so far: none yet."]
+    history = "" if masked else _history_block(iterations)
+    if history:
+        parts.append(history)
     search = _SEARCH_ONE if n_queries <= 1 else _SEARCH_MANY.format(n=n_queries)
     parts.append(
         "Reason about the question from scratch, using only the evidence above. In `thought`, work out step by step "

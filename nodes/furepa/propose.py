@@ -1,15 +1,9 @@
 """propose: a fresh chain of thought and N candidate queries, or the final answer (FuRePA §3.1, §3.2.1).
 
-The LLM reads the prompt ``mask_reasoning`` wrote (question + evidence) and returns one
-:class:`Proposal`: its reasoning, then ``action = "answer"`` with the answer when the evidence
-suffices, or ``action = "search"`` with candidate queries. The proposal is sampled at the state's
-temperature (``tp0``, raised by repetition control after a repeated query); the IRCoT-style baseline
-asks for one query at the context's ``temperature`` and runs it as is.
-
-A per-call temperature needs a model whose temperature can be set: a model built by name is built at
-that temperature (once per process and temperature); a chat-model object given from Python is copied
-with ``temperature`` replaced when it has that field (``ChatOpenAI`` and most providers do), and used
-unchanged otherwise.
+The LLM reads the prompt ``mask_reasoning`` wrote and returns one :class:`Proposal`, sampled at the state's
+temperature (``tp0``, raised by repetition control after a repeat); the IRCoT-style baseline asks for one query at
+the context's ``temperature``. A model built by name is built at that temperature; a chat-model object is copied
+with ``temperature`` replaced when it has that field, and used unchanged otherwise.
 """
 
 from __future__ import annotations

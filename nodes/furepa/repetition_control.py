@@ -1,16 +1,10 @@
-"""repetition_control: a picked query that repeats an executed one raises the next proposal's temperature (FuRePA §3.2.2).
+"""repetition_control: a pick repeating an executed query raises the next proposal's temperature (FuRePA §3.2.2).
 
-A pick repeats when it equals an executed query (after lower-casing and dropping punctuation) or when
-its Sentence-BERT cosine to one reaches ``repeat_similarity``. A repeat is not run again (it would add
-nothing): the next proposal is sampled at a raised temperature, starting from ``tp0`` and adding
-``delta_tp`` per raise, up to ``max_temperature`` (the paper uses tp0 0.2 with Δtp 0.8, and 1.0 with
-0.5). After ``max_temperature_raises`` raises in a row the run stops (``stop_reason = repetition``)
-and answers with what the evidence supports. A fresh pick sets the temperature back to ``tp0``.
-A repeat on the last allowed iteration stops the run (``max_iterations``) without a raise: no proposal
-would be sampled at the raised temperature.
-
-When the embedding model cannot be loaded or fails to encode, the check falls back to exact repeats
-for that pick and says so on the iteration (``repeat_check_error``, shown in the trace); the run goes on.
+A pick repeats when it equals an executed query (case and punctuation aside) or its Sentence-BERT cosine to one
+reaches ``repeat_similarity``. A repeat is not run: the temperature rises by ``delta_tp`` (up to
+``max_temperature``); after ``max_temperature_raises`` raises in a row the run stops (``repetition``), and a repeat
+on the last iteration stops it (``max_iterations``). A fresh pick resets the temperature to ``tp0``. When the
+embedding model fails, only exact repeats count and ``repeat_check_error`` says so.
 """
 
 from __future__ import annotations
@@ -31,11 +25,8 @@ def raised_temperature(current: float, delta: float, ceiling: float) -> float:
 
 
 def find_repeat(query: str, executed: Sequence[str], threshold: float, embedder: Any = None) -> tuple[str, float | None]:
-    """The executed query that ``query`` repeats ('' when none) and its cosine to the closest executed query.
-
-    Exact repeats (by :func:`~ragplan.nodes.furepa.propose.normalize_query`) always count, with
-    similarity 1.0; a cosine ≥ ``threshold`` counts when ``threshold`` < 1 and an ``embedder`` is given.
-    """
+    """The executed query ``query`` repeats ('' when none) and its cosine to the closest executed one: exact
+    repeats (by :func:`normalize_query`) with 1.0; a cosine ≥ ``threshold`` < 1 when an ``embedder`` is given."""
     if not executed:
         return "", None
     key = normalize_query(query)

@@ -1,12 +1,8 @@
-"""retrieve: run the picked query against the shared retriever and append the new passages to the evidence.
+"""retrieve: run the picked query against the run's retriever and append the new passages to the evidence.
 
-The retriever is the run's (:func:`ragplan.tools.retrievers.make_retriever`: a local FAISS index or live
-Wikipedia); it returns the top ``retrieval_k`` passages (``wiki_pages`` pages for Wikipedia). Each
-becomes an :class:`~ragplan.state.furepa.EvidencePassage` with its source, the query and its rank; a
-passage already held is not added again (the state's reducer de-duplicates by source and id). Stored
-text is cut to ``passage_chars`` (what the LLM is shown: a Wikipedia page's lead). A retrieval failure
-is recorded on the iteration and the loop goes on; it never fails the run. After the last allowed
-iteration ``stop_reason`` becomes ``max_iterations`` and the answer step follows.
+Top ``retrieval_k`` passages (``wiki_pages`` for Wikipedia), each an
+:class:`~ragplan.state.furepa.EvidencePassage` cut to ``passage_chars``; the reducer drops passages already held.
+A failure is recorded on the iteration, never raised. After the last iteration ``stop_reason`` is ``max_iterations``.
 """
 
 from __future__ import annotations

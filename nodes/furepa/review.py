@@ -1,11 +1,8 @@
 """How FuRePA's plan is reviewed by a person (the family part of :mod:`ragplan.nodes.common.review_plan`).
 
-FuRePA's plan is the query the plan assessor picks each iteration: the first pick is the plan (kind
-plan), every later pick a re-plan (kind replan, reviewed with ``review_replans``). The reviewer sees the
-pick among the candidates with their scores; an edit is one search query (on one line), checked like the
-LLM's candidates (non-empty, spaces collapsed). The edited query becomes the iteration's pick (added as a
-candidate when it is none of them, with ``assessor = "edited"``), and repetition control then checks it
-against the executed queries like any pick.
+The plan is the assessor's pick: the first pick is the plan, later picks re-plans (``review_replans``). An edit is
+one search query on one line; it becomes the pick (added as a candidate when new, ``assessor = "edited"``) and is
+then checked for repetition like any pick.
 """
 
 from __future__ import annotations
@@ -32,10 +29,8 @@ class FuRePAReviewer(PlanReviewer[FuRePAState, FuRePAContext]):
             return None
         it = its[-1]
         kind: Literal["plan", "replan"] = "replan" if any(i.pick is not None for i in its[:-1]) else "plan"
-        lines = [f"Query (iteration {it.index}): {it.query}", f"Candidates ({it.assessor or '-'}):"]
-        for i, c in enumerate(it.candidates):
-            score = f"{c.score:.3f}" if c.score is not None else "  -  "
-            lines.append(f"  {'→' if i == it.pick else ' '} {score}  {c.query}")
+        lines = [f"Query (iteration {it.index}): {it.query}", f"Candidates ({it.assessor or '-'}):",
+                 *(f"  {line}" for line in it.candidate_lines())]
         return PlanView(kind=kind, plan="\n".join(lines), steps=[it.query], format="one search query on one line")
 
     def apply_edit(self, state: FuRePAState, ctx: FuRePAContext, text: str) -> PlanEdit:
@@ -49,11 +44,10 @@ class FuRePAReviewer(PlanReviewer[FuRePAState, FuRePAContext]):
         if len(query) > MAX_QUERY_CHARS:
             raise PlanEditError(f"the query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
         it = list(state.get("iterations") or [])[-1].model_copy(deep=True)
-        match = [i for i, c in enumerate(it.candidates) if normalize_query(c.query) == normalize_query(query)]
-        if match:
-            it.pick = match[0]
-        else:
+        key = normalize_query(query)
+        pick = next((i for i, c in enumerate(it.candidates) if normalize_query(c.query) == key), None)
+        if pick is None:
             it.candidates.append(Candidate(query=query))
-            it.pick = len(it.candidates) - 1
-        it.query, it.assessor = it.candidates[it.pick].query, "edited"
+            pick = len(it.candidates) - 1
+        it.pick, it.query, it.assessor = pick, it.candidates[pick].query, "edited"
         return PlanEdit(update={"iterations": [it]}, text=it.query)

@@ -1,9 +1,7 @@
 """answer_subquery and final_answer: answer each (sub-)query, then the question.
 
-``answer_subquery`` answers one (sub-)query, with its evidence sentences when it retrieved (the paper's
-``LM([D, q])``) and from the model's own knowledge otherwise (``LM(q)``). ``final_answer`` composes the
-sub-answers into the final answer ("So the final answer is: …"); a single query's answer is already
-final and costs no extra call.
+``answer_subquery`` answers one (sub-)query with its evidence sentences when it retrieved (``LM([D, q])``), else
+unaided (``LM(q)``). ``final_answer`` composes the sub-answers; a single query's answer is already final.
 """
 
 from __future__ import annotations

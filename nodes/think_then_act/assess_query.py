@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.think_then_act.answer_subquery import instructions_line
-from ragplan.nodes.think_then_act.in_context_examples import assessment_examples
+from ragplan.nodes.think_then_act.in_context_examples import ASSESSMENT_EXAMPLES
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import SubQuery, TextQAState, references
 
@@ -30,7 +30,7 @@ ASSESS_INSTRUCTION = ("""Before answering, judge the question itself.
   earlier one by writing #1, #2, … for it.
 
 """
-+ assessment_examples())
++ ASSESSMENT_EXAMPLES)
 """The assessment instruction with the shared in-context examples (one per category; see ``in_context_examples``)."""
 
 

@@ -1,11 +1,7 @@
 """confidence_gate: does this (sub-)query need retrieval? (Think-then-Act §3.2, "model capability check").
 
-Two modes, as in the paper:
-
-* ``confidence``: the LLM states β ∈ [0, 1], its probability of answering correctly unaided; the query
-  retrieves when β < β′ (``beta_threshold``, default 0.5). β′ = 0 never retrieves and β′ = 1 always
-  does, so at those two settings the decision is fixed and no LLM call is made.
-* ``direct``: the LLM answers RETRIEVAL or NO RETRIEVAL.
+``confidence``: the LLM states β ∈ [0, 1], its chance of answering unaided; retrieve when β < β′ (``beta_threshold``;
+β′ = 0 never and β′ = 1 always retrieves, without an LLM call). ``direct``: the LLM answers RETRIEVAL or NO RETRIEVAL.
 """
 
 from __future__ import annotations
@@ -48,11 +44,7 @@ class DirectDecision(BaseModel):
 
 def needs_retrieval(beta: float, threshold: float) -> bool:
     """The paper's rule: retrieve when β < β′ (β′ ≥ 1 always retrieves, β′ ≤ 0 never does)."""
-    if threshold >= 1.0:
-        return True
-    if threshold <= 0.0:
-        return False
-    return beta < threshold
+    return threshold >= 1.0 or (threshold > 0.0 and beta < threshold)
 
 
 def confidence_gate(state: SubQueryState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:

@@ -1,12 +1,7 @@
 """direct_answer: the no-retrieval baselines of Think-then-Act (paper §4.3).
 
-* ``standard``: the model answers directly;
-* ``cot``: the model reasons step by step first (chain of thought), then answers.
-
-Both show the same in-context examples as Think-then-Act's query assessment (paper §4.3: "the same
-number of in-context learning examples as our framework"): the questions of
-:data:`~ragplan.nodes.think_then_act.in_context_examples.IN_CONTEXT_EXAMPLES`, answered directly
-(``standard``) or with their reasoning (``cot``).
+``standard`` answers directly, ``cot`` reasons step by step first; both show the same in-context examples as the
+query assessment (:mod:`~ragplan.nodes.think_then_act.in_context_examples`), answered directly or with reasoning.
 """
 
 from __future__ import annotations
@@ -20,18 +15,15 @@ from pydantic import BaseModel, Field
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes import Node
 from ragplan.nodes.think_then_act.answer_subquery import ANSWER_STYLE, ShortAnswer, instructions_line
-from ragplan.nodes.think_then_act.in_context_examples import answer_examples, cot_examples
+from ragplan.nodes.think_then_act.in_context_examples import ANSWER_EXAMPLES, COT_EXAMPLES
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import SubQuery, TextQAState
 
 __all__ = ["ChainOfThought", "make_direct_answer"]
 
 COT_INSTRUCTION = ("Think step by step: write the facts you need and how they combine in `reasoning`, then give the\n"
-                   "answer in `answer`.\n" + cot_examples())
+                   "answer in `answer`.\n" + COT_EXAMPLES)
 """The chain-of-thought instruction with the shared in-context examples, worked with their reasoning."""
-
-STANDARD_INSTRUCTION = answer_examples()
-"""The standard baseline's in-context examples: the same questions, answered directly."""
 
 
 class ChainOfThought(BaseModel):
@@ -46,7 +38,7 @@ def make_direct_answer(cot: bool) -> Node[TextQAState, ThinkThenActContext]:
 
     def direct_answer(state: TextQAState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
         """Answer the question without retrieval."""
-        extra = f"\n{COT_INSTRUCTION if cot else STANDARD_INSTRUCTION}"
+        extra = f"\n{COT_INSTRUCTION if cot else ANSWER_EXAMPLES}"
         messages = [SystemMessage("You are a careful question-answering assistant."),
                     HumanMessage(f"Question: {state['question']}\n{instructions_line(state)}\n{ANSWER_STYLE}{extra}")]
         d = decide_for(runtime.context, messages, ChainOfThought if cot else ShortAnswer)

@@ -1,10 +1,9 @@
 """flare_draft: FLARE-style generate-then-check (the paper's LM-preprocess comparison, §5.1).
 
-The model first drafts an answer. When the endpoint returns token log-probabilities, the draft's
-least likely token decides: below ``flare_threshold`` the draft is not trusted, the low-probability
-tokens are masked out, and the question plus the masked draft becomes the retrieval query (as FLARE
-does); the answer is then regenerated with the retrieved sentences. Without log-probabilities the
-model's stated confidence in its draft is used instead. ``confidence_source`` says which.
+The model drafts an answer. With token log-probabilities, a least likely token below ``flare_threshold`` means the
+draft is not trusted: its low-probability tokens are masked out and the question plus the masked draft becomes the
+retrieval query; the answer is then regenerated with the retrieved sentences. Without log-probabilities the model's
+stated confidence decides. ``confidence_source`` says which.
 """
 
 from __future__ import annotations

@@ -1,25 +1,17 @@
 """The in-context examples of Think-then-Act and its no-retrieval baselines (paper §4.3).
 
-The paper gives its Standard baseline "the same number of in-context learning examples as our
-framework". One list, :data:`IN_CONTEXT_EXAMPLES`, is therefore rendered three ways, so the count
-cannot drift apart:
-
-* ``assess_query`` (Think-then-Act's first decision) shows each as a query assessment
-  (:func:`assessment_examples`: one example per category);
-* ``standard`` shows each as question → short answer (:func:`answer_examples`);
-* ``cot`` shows each as question → reasoning → answer (:func:`cot_examples`).
-
-The examples are for the style only; they are written in our own words (the paper's appendix has
-StrategyQA-style decompositions such as the first one).
+The paper gives Standard "the same number of in-context learning examples as our framework", so one list,
+:data:`IN_CONTEXT_EXAMPLES`, is rendered three ways: as query assessments (``assess_query``), as question → short
+answer (``standard``) and as question → reasoning → answer (``cot``). They are written in our own words.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Callable, Literal
 
-__all__ = ["InContextExample", "IN_CONTEXT_EXAMPLES", "assessment_examples", "answer_examples", "cot_examples"]
+__all__ = ["InContextExample", "IN_CONTEXT_EXAMPLES", "ASSESSMENT_EXAMPLES", "ANSWER_EXAMPLES", "COT_EXAMPLES"]
 
 
 @dataclass(frozen=True)
@@ -56,25 +48,21 @@ IN_CONTEXT_EXAMPLES: tuple[InContextExample, ...] = (
 """The worked examples every Think-then-Act-family prompt with examples shows (one per assessment category)."""
 
 
-def assessment_examples(examples: tuple[InContextExample, ...] = IN_CONTEXT_EXAMPLES) -> str:
-    """The examples as query assessments (``assess_query``)."""
-    blocks = []
-    for ex in examples:
-        lines = [f"Question: {ex.question}", f"Category: {ex.category}"]
-        if ex.category == "AMBIGUOUS":
-            lines.append(f"Sub-questions: {json.dumps(list(ex.sub_queries))}")
-        elif ex.category == "INCOMPLETE":
-            lines.append(f"Rewritten: {ex.rewritten}")
-        blocks.append("\n".join(lines))
-    return "Examples (for the style only):\n" + "\n\n".join(blocks)
+def _shown(render: Callable[[InContextExample], str]) -> str:
+    return "Examples (for the style only):\n" + "\n\n".join(map(render, IN_CONTEXT_EXAMPLES))
 
 
-def answer_examples(examples: tuple[InContextExample, ...] = IN_CONTEXT_EXAMPLES) -> str:
-    """The examples as question → short answer (``standard``)."""
-    return "Examples (for the style only):\n" + "\n\n".join(f"Question: {ex.question}\nanswer: {ex.answer}" for ex in examples)
+def _assessment(ex: InContextExample) -> str:
+    detail = {"AMBIGUOUS": f"\nSub-questions: {json.dumps(list(ex.sub_queries))}",
+              "INCOMPLETE": f"\nRewritten: {ex.rewritten}"}.get(ex.category, "")
+    return f"Question: {ex.question}\nCategory: {ex.category}{detail}"
 
 
-def cot_examples(examples: tuple[InContextExample, ...] = IN_CONTEXT_EXAMPLES) -> str:
-    """The examples as question → reasoning → answer (``cot``)."""
-    return "Examples (for the style only):\n" + "\n\n".join(
-        f"Question: {ex.question}\nreasoning: {ex.reasoning}\nanswer: {ex.answer}" for ex in examples)
+ASSESSMENT_EXAMPLES = _shown(_assessment)
+"""The examples as query assessments (``assess_query``)."""
+
+ANSWER_EXAMPLES = _shown(lambda ex: f"Question: {ex.question}\nanswer: {ex.answer}")
+"""The examples as question → short answer (``standard``)."""
+
+COT_EXAMPLES = _shown(lambda ex: f"Question: {ex.question}\nreasoning: {ex.reasoning}\nanswer: {ex.answer}")
+"""The examples as question → reasoning → answer (``cot``)."""

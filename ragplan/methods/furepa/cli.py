@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
 from typing import Any
 
 from ragplan.cli.errors import fail
@@ -79,7 +80,7 @@ def _train(args: argparse.Namespace) -> int:
                                     llm_context=_llm_context(args), n_trees=args.trees, progress=not args.no_progress)
     except (DatasetError, FileNotFoundError, LLMConfigError, EmbeddingModelError, ValueError) as exc:
         return fail(str(exc))
-    print(json.dumps(report.to_dict(), ensure_ascii=False) if args.json else "\n".join(report.lines()))
+    print(json.dumps(asdict(report), ensure_ascii=False) if args.json else "\n".join(report.lines()))
     return 0
 
 

@@ -1,24 +1,16 @@
 """Training groups for the plan assessor: per question and hop, a context, candidate queries and their labels.
 
-A *group* is one point where FuRePA would pick a query: the question, the evidence a perfect run would
-hold by then (the gold passages of the earlier hops), the passage(s) still needed, and candidate queries.
+A *group* is one point where FuRePA would pick a query: the question, the gold passages of the earlier hops (the
+evidence a perfect run would hold), the passage(s) still needed, and candidate queries.
 
-* **Hops** (:func:`question_hops`) come from the dataset's gold supporting passages
-  (:func:`ragplan.eval.retrieval.gold_support`: HotpotQA/2Wiki ``supporting_facts`` titles, MuSiQue's
-  ``is_supporting`` paragraphs), in the order of the decomposition when there is one (MuSiQue's
-  ``question_decomposition`` names each step's paragraph; FlashRAG ``decomposition`` lists one
-  sub-question per supporting title). HotpotQA has none: a title the question names (without its
-  parenthesised disambiguation) is the first hop, and a comparison (or a question naming every title) has no order, so any remaining gold passage
-  counts at each hop.
-* **Candidates** (:func:`data_candidates`) are built from the data when no LLM is used: the hop's
-  sub-question with earlier answers filled in (and left unfilled), the supporting title, the whole
-  question, the question plus the bridge entity, keyword and half-question rewrites, and poor variants
-  (an already-retrieved title, a distractor title, a generic query). They are shuffled with the seed, so
-  the "first" candidate is an arbitrary one. :func:`llm_candidates` asks the run's LLM instead, with the
-  very prompt ``mask_reasoning`` writes (then "first" is the LLM's first).
-* **Labels** (:func:`label_groups`): the reciprocal rank of the hop's gold passage when the candidate is
-  run against the index (the paper's MRR target), among the top ``k`` results with the passages the
-  context already holds left out (retrieving them again adds nothing); 0 when not in the top ``k``.
+* **Hops** (:func:`question_hops`): the gold supporting passages, in the decomposition's order when there is one
+  (MuSiQue's ``question_decomposition``, FlashRAG's ``decomposition``); else a title the question names comes first,
+  and a comparison has no order (any remaining gold passage counts at each hop).
+* **Candidates**: built from the data (:func:`data_candidates`: sub-questions, titles, the question, rewrites and
+  poor variants, shuffled with the seed) or asked of the LLM with ``mask_reasoning``'s prompt
+  (:func:`llm_candidates`).
+* **Labels** (:func:`label_groups`): the reciprocal rank of the hop's gold passage among the top ``k`` results,
+  passages the context holds left out; 0 when absent.
 """
 
 from __future__ import annotations
@@ -33,7 +25,7 @@ from ragplan.eval.retrieval import EvidenceSet, GoldSupport, gold_support, score
 from ragplan.methods.furepa.features import content_words
 
 __all__ = ["Hop", "HopGroup", "question_hops", "data_candidates", "llm_candidates", "build_groups", "label_groups",
-           "reciprocal_rank", "norm_title"]
+           "reciprocal_rank"]
 
 _REF = re.compile(r"#(\d+)")
 _PAREN = re.compile(r"\s*\([^)]*\)")
@@ -75,11 +67,6 @@ class HopGroup:
     """Where the candidates came from: data or llm."""
 
 
-def norm_title(title: str) -> str:
-    """A title as compared across the dataset and the index (:func:`ragplan.eval.retrieval.title_key`)."""
-    return title_key(title)
-
-
 def _names(question: str, title: str) -> bool:
     """Whether ``question`` names the page ``title`` (its words in a row, the disambiguation left out)."""
     words = content_words(_PAREN.sub("", title))
@@ -101,11 +88,8 @@ def _step_hops(ex: QAExample) -> list[Hop]:
 
 
 def question_hops(ex: QAExample) -> tuple[list[Hop], bool]:
-    """The question's gold passages as hops, and whether their order matters (see the module docstring).
-
-    The gold titles are :func:`ragplan.eval.retrieval.gold_support`'s (supporting facts, MuSiQue's
-    supporting paragraphs, KILT provenance), so the assessor learns what retrieval-only evaluation scores.
-    """
+    """The question's gold passages (:func:`ragplan.eval.retrieval.gold_support`) as hops, and whether their order
+    matters (see the module docstring)."""
     hops = _step_hops(ex)
     if hops:
         return hops, True
@@ -138,10 +122,6 @@ def _filled(sub: str, hops: list[Hop]) -> str:
     return _REF.sub(fill, sub)
 
 
-def _keywords(text: str) -> str:
-    return " ".join(content_words(text))
-
-
 def data_candidates(ex: QAExample, hops: list[Hop], h: int, rng: random.Random, n: int) -> list[str]:
     """Up to ``n`` candidate queries for hop ``h`` built from the data, shuffled (see the module docstring)."""
     hop = hops[h]
@@ -150,15 +130,15 @@ def data_candidates(ex: QAExample, hops: list[Hop], h: int, rng: random.Random, 
         pool.append(_filled(hop.sub_question, hops))
         if _REF.search(hop.sub_question):
             pool.append(hop.sub_question)
-    pool += [hop.title, ex.question, _keywords(ex.question)]
     words = content_words(ex.question)
+    pool += [hop.title, ex.question, " ".join(words)]
     if len(words) >= 4:
         half = len(words) // 2
         pool += [" ".join(words[:half]), " ".join(words[half:])]
     if h > 0:
         pool += [f"{ex.question} {hop.title}", hops[h - 1].title, f"{hops[h - 1].title} {' '.join(words[-3:])}"]
-    gold = {norm_title(x.title) for x in hops}
-    distractors = [t for t, _ in ex.contexts if norm_title(t) not in gold]
+    gold = {title_key(x.title) for x in hops}
+    distractors = [t for t, _ in ex.contexts if title_key(t) not in gold]
     if distractors:
         d = rng.choice(distractors)
         pool += [d, f"{d} {' '.join(words[:3])}"]
@@ -185,11 +165,8 @@ def llm_candidates(ctx: Any, question: str, context: Sequence[tuple[str, str]], 
 def build_groups(examples: Sequence[QAExample], *, seed: int = 0, n_candidates: int = 6,
                  propose: Callable[[str, Sequence[tuple[str, str]], int], list[str]] | None = None,
                  progress: bool = False) -> list[HopGroup]:
-    """Every question's picking points with candidates (from ``propose`` when given, else from the data).
-
-    Questions without gold supporting passages are skipped. ``propose(question, context, n)`` returning
-    nothing falls back to data candidates for that group.
-    """
+    """Every question's picking points with candidates from ``propose(question, context, n)`` when given (falling
+    back to the data's when it returns none), else from the data; questions without gold passages are skipped."""
     from tqdm import tqdm
 
     groups: list[HopGroup] = []
@@ -208,13 +185,9 @@ def build_groups(examples: Sequence[QAExample], *, seed: int = 0, n_candidates: 
 
 
 def reciprocal_rank(result_titles: Sequence[str], targets: Sequence[str], known: Sequence[str]) -> float:
-    """1/rank of the first target title among the results, the ``known`` (already held) titles left out; 0 if absent.
-
-    The rank is :func:`ragplan.eval.retrieval.score_ranking`'s MRR of the results without the known titles,
-    against the targets as the gold support.
-    """
-    skip = {norm_title(t) for t in known}
-    ranking = [t for t in result_titles if norm_title(t) not in skip]
+    """1/rank of the first target title among the results, the ``known`` (already held) titles left out; 0 if absent."""
+    skip = {title_key(t) for t in known}
+    ranking = [t for t in result_titles if title_key(t) not in skip]
     score = score_ranking(ranking, GoldSupport((EvidenceSet(tuple(targets)),)), ks=(1,))["mrr"]
     return float(score or 0.0)
 

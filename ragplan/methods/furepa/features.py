@@ -1,18 +1,9 @@
 """Features of a candidate query in its context (question + evidence so far), for the plan assessor.
 
-The paper's query scorer reads the context and the query and predicts the query's MRR against the
-corpus. Ours is a regressor over features computed with the same Sentence-BERT model the retrievers
-use (:func:`ragplan.tools.embeddings.get_embedder`) plus word-overlap counts:
-
-* similarity of the query to the question and to the evidence passages (max and mean cosine);
-* which of its words come from the question, from the evidence only (a bridge entity the evidence
-  revealed) or from neither (a guess), and how much of the question it covers;
-* whether it names a page the evidence already holds (asking again for what is known), whether it
-  has an unresolved reference (``#1``, a bare pronoun), whether it is just the question;
-* the same signals relative to the other candidates of the iteration (difference to the group's best
-  and mean), since the assessor picks *within* a group.
-
-All features are computed for a whole group of candidates at once (:func:`group_features`).
+Cosines (Sentence-BERT, as the retrievers use) of the query to the question and the evidence; where its words
+come from (question, evidence only, neither); whether it names a page already held, has an unresolved reference or
+is the question itself; and the same signals relative to the group's other candidates (the assessor picks within a
+group). :func:`group_features` computes them for a whole group at once.
 """
 
 from __future__ import annotations
@@ -54,11 +45,8 @@ def content_words(text: str) -> list[str]:
 
 def _entities(text: str) -> set[str]:
     """Capitalised words and numbers (names, years) in ``text``, lower-cased, stop words excluded."""
-    out = set()
-    for m in _WORD.findall(text or ""):
-        if (m[0].isupper() or m.isdigit()) and m.lower() not in STOPWORDS:
-            out.add(m.lower())
-    return out
+    words = _WORD.findall(text or "")
+    return {m.lower() for m in words if (m[0].isupper() or m.isdigit()) and m.lower() not in STOPWORDS}
 
 
 def _norm(text: str) -> str:
@@ -75,11 +63,8 @@ def group_texts(question: str, evidence: Sequence[tuple[str, str]], queries: Seq
 
 
 def group_features(embedder: Any, question: str, evidence: Sequence[tuple[str, str]], queries: Sequence[str]) -> np.ndarray:
-    """The feature matrix (one row per query, columns :data:`FEATURE_NAMES`) of one group of candidates.
-
-    ``evidence`` is the context's passages as ``(title, text)``; ``embedder`` has ``encode(list[str])``
-    returning L2-normalised rows.
-    """
+    """The feature matrix (one row per query, columns :data:`FEATURE_NAMES`) of one group of candidates; ``evidence``
+    is ``(title, text)`` pairs, ``embedder.encode`` returns L2-normalised rows."""
     queries = list(queries)
     if not queries:
         return np.zeros((0, len(FEATURE_NAMES)))

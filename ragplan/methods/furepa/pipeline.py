@@ -1,18 +1,15 @@
 """From a dataset file to a trained plan assessor: load, index, candidates, labels, training, held-out report.
 
-The dataset is any file :func:`ragplan.datasets.load_qa` reads with gold supporting passages, as
-:func:`ragplan.eval.retrieval.gold_support` finds them: HotpotQA and 2Wiki ``supporting_facts``, MuSiQue's
-``is_supporting`` paragraphs (with ``question_decomposition`` for the hop order), FlashRAG files with
-``metadata.supporting_facts`` such as the synthetic corpus of :mod:`ragplan.methods.furepa.synthetic`.
-Labels need an index holding those passages: an existing local index (``index_dir``; gold passages are
-found by title), or with ``context_only`` one built from the questions' own paragraphs under
-``<out>/context_index`` (reused when the passages are the same).
+The data needs gold supporting passages (:func:`ragplan.eval.retrieval.gold_support`). Labels need an index holding
+them: ``index_dir`` (gold passages found by title), or with ``context_only`` one built from the questions' own
+paragraphs under ``<out>/context_index`` (reused when the passages are the same).
 """
 
 from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +43,8 @@ def assessor_from_data(data: str | Path, out_dir: str | Path, *, index_dir: str 
                        fmt: str | None = None, limit: int | None = None, seed: int = 0, n_candidates: int = 6,
                        label_k: int = 20, test_share: float = 0.25, model_path: str = "", llm_context: Any = None,
                        n_trees: int = 300, progress: bool = True) -> AssessorReport:
-    """Train an assessor from a dataset file and report on held-out questions (see the module docstring).
-
-    ``llm_context`` (a :class:`~ragplan.state.furepa.FuRePAContext` with a model) makes the candidates
-    come from that LLM; without it they are built from the data. Raises ``ValueError`` for data or an
-    index that cannot give labelled groups.
-    """
+    """Train an assessor from a dataset file and report on held-out questions; candidates come from the LLM of
+    ``llm_context`` when given, else from the data. ``ValueError`` for data or an index without labelled groups."""
     from ragplan.datasets import load_qa
     from ragplan.tools.textindex import TextIndex
 
@@ -64,11 +57,7 @@ def assessor_from_data(data: str | Path, out_dir: str | Path, *, index_dir: str 
         raise ValueError("name the index to label against: --index DIR or --context-only (one of them)")
     if context_only:
         index_dir = str(context_index(examples, Path(out_dir) / "context_index", model_path=model_path, progress=progress))
-    propose = None
-    if llm_context is not None:
-        def propose(question: str, context: Any, n: int) -> list[str]:
-            """Candidates from the LLM for one picking point."""
-            return llm_candidates(llm_context, question, context, n)
+    propose = partial(llm_candidates, llm_context) if llm_context is not None else None
     groups = build_groups(examples, seed=seed, n_candidates=n_candidates, propose=propose, progress=progress)
     index = TextIndex.open(index_dir, model_path=model_path)
     try:

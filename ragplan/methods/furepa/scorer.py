@@ -1,11 +1,8 @@
 """The plan assessor's query scorer: gradient-boosted trees over (context, query) features, saved as plain arrays.
 
-:func:`fit_trees` trains scikit-learn's ``GradientBoostingRegressor`` (squared error on the candidate's
-reciprocal-rank label; deterministic for a seed) in stages with a progress bar, and keeps its trees as
-numpy arrays (:class:`TreeEnsemble`), so a saved assessor is two files (``meta.json`` and
-``trees.npz``) and loading needs neither pickles nor scikit-learn. :class:`PlanAssessor` scores a group
-of candidate queries in their context; :func:`load_assessor` reads one from its folder, once per
-process per folder.
+:func:`fit_trees` trains scikit-learn's ``GradientBoostingRegressor`` and keeps its trees as numpy arrays
+(:class:`TreeEnsemble`), so a saved assessor is ``meta.json`` and ``trees.npz`` and loading needs neither pickle nor
+scikit-learn. :func:`load_assessor` reads a :class:`PlanAssessor` once per process per folder.
 """
 
 from __future__ import annotations
@@ -32,24 +29,20 @@ class AssessorError(ValueError):
 
 @dataclass
 class TreeEnsemble:
-    """Regression trees stored as flat arrays: ``init + rate * sum(tree values)``."""
+    """Regression trees as flat arrays over global node ids, predicting ``init + rate * sum(leaf values)``.
+
+    ``left``/``right``: a node's children (-1 at a leaf); rows with ``x[feature] <= threshold`` go left; ``value``:
+    a leaf's value; ``roots``: each tree's root; ``init``: the training labels' mean; ``rate``: the learning rate.
+    """
 
     left: np.ndarray
-    """Left child of each node (-1 at a leaf); node ids are global across trees."""
     right: np.ndarray
-    """Right child of each node (-1 at a leaf)."""
     feature: np.ndarray
-    """The feature an inner node splits on."""
     threshold: np.ndarray
-    """The split: rows with ``x[feature] <= threshold`` go left."""
     value: np.ndarray
-    """A leaf's value."""
     roots: np.ndarray
-    """The root node of each tree."""
     init: float
-    """The constant the boosting starts from (the training labels' mean)."""
     rate: float
-    """The learning rate every tree's value is scaled by."""
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """The ensemble's prediction for each row of ``x`` (compared in float32, as scikit-learn's trees do)."""
@@ -83,20 +76,19 @@ class TreeEnsemble:
 
 def fit_trees(x: np.ndarray, y: np.ndarray, *, seed: int = 0, n_trees: int = 300, depth: int = 3, rate: float = 0.05,
               subsample: float = 0.8, min_leaf: int = 5, progress: bool = True) -> TreeEnsemble:
-    """Gradient-boosted regression trees on ``(x, y)``, fitted in stages with a progress bar; deterministic for ``seed``."""
+    """Gradient-boosted regression trees on ``(x, y)``, with a progress bar per tree; deterministic for ``seed``."""
     from sklearn.ensemble import GradientBoostingRegressor
     from tqdm import tqdm
 
     gbr = GradientBoostingRegressor(loss="squared_error", learning_rate=rate, max_depth=depth, subsample=subsample,
-                                    min_samples_leaf=min_leaf, random_state=seed, warm_start=True, n_estimators=0)
-    step = 25
+                                    min_samples_leaf=min_leaf, random_state=seed, n_estimators=n_trees)
     with tqdm(total=n_trees, desc="fitting the query scorer", unit="tree", disable=not progress) as bar:
-        done = 0
-        while done < n_trees:
-            done = min(n_trees, done + step)
-            gbr.set_params(n_estimators=done)
-            gbr.fit(x, y)
-            bar.update(done - bar.n)
+        def tick(*_: Any) -> bool:
+            """The fit's monitor: one tree more, never stop early."""
+            bar.update(1)
+            return False
+
+        gbr.fit(x, y, monitor=tick)
     left, right, feat, thr, val, roots = [], [], [], [], [], []
     offset = 0
     for est in gbr.estimators_[:, 0]:
@@ -121,27 +113,20 @@ def fit_trees(x: np.ndarray, y: np.ndarray, *, seed: int = 0, n_trees: int = 300
 class PlanAssessor:
     """A trained query scorer: ``score(question, evidence, queries)`` predicts each query's reciprocal rank."""
 
-    def __init__(self, meta: dict[str, Any], trees: TreeEnsemble, embedder: Any = None) -> None:
+    def __init__(self, meta: dict[str, Any], trees: TreeEnsemble) -> None:
         if list(meta.get("features") or []) != list(FEATURE_NAMES):
             raise AssessorError("the assessor was trained on other features than this version computes; retrain it")
         self.meta = meta
         self.trees = trees
-        self._embedder = embedder
-
-    @property
-    def embedder(self) -> Any:
-        """The Sentence-BERT model the features were computed with at training time (loaded on first use)."""
-        if self._embedder is None:
-            from ragplan.tools.embeddings import get_embedder
-
-            self._embedder = get_embedder(self.meta.get("model_path", ""))
-        return self._embedder
 
     def score(self, question: str, evidence: Sequence[tuple[str, str]], queries: Sequence[str]) -> list[float]:
         """Predicted reciprocal rank of each candidate query, given the question and the evidence ``(title, text)``."""
         if not queries:
             return []
-        return [float(v) for v in self.trees.predict(group_features(self.embedder, question, evidence, queries))]
+        from ragplan.tools.embeddings import get_embedder
+
+        embedder = get_embedder(self.meta.get("model_path", ""))  # the model the features were trained with
+        return [float(v) for v in self.trees.predict(group_features(embedder, question, evidence, queries))]
 
 
 def save_assessor(out_dir: str | Path, trees: TreeEnsemble, meta: dict[str, Any]) -> Path:
@@ -158,7 +143,7 @@ _loaded: dict[tuple[str, float], PlanAssessor] = {}
 _lock = threading.Lock()
 
 
-def load_assessor(directory: str | Path, embedder: Any = None) -> PlanAssessor:
+def load_assessor(directory: str | Path) -> PlanAssessor:
     """The assessor saved in ``directory`` (read once per process per folder version); :class:`AssessorError` if none."""
     d = Path(directory).expanduser()
     meta_path = d / META_FILE
@@ -168,7 +153,7 @@ def load_assessor(directory: str | Path, embedder: Any = None) -> PlanAssessor:
         raise AssessorError(f"{d} holds no trained plan assessor (no {META_FILE}); train one with "
                             "`ragplan furepa train-assessor`") from None
     with _lock:
-        if embedder is None and key in _loaded:
+        if key in _loaded:
             return _loaded[key]
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
@@ -179,7 +164,5 @@ def load_assessor(directory: str | Path, embedder: Any = None) -> PlanAssessor:
                                 "truncated file?)") from exc
         except (OSError, ValueError, KeyError) as exc:
             raise AssessorError(f"{d} is not a saved plan assessor ({TREES_FILE}): {type(exc).__name__}: {exc}") from exc
-        assessor = PlanAssessor(meta, trees, embedder)
-        if embedder is None:
-            _loaded[key] = assessor
-        return assessor
+        _loaded[key] = PlanAssessor(meta, trees)
+        return _loaded[key]

@@ -1,18 +1,10 @@
 """A synthetic multi-hop QA corpus with gold supporting passages: the project's own data for the plan assessor.
 
-A small fictional world (cities on rivers, people born in cities, companies founded by people, novels
-written by people) written as short encyclopedia paragraphs, and questions that need two or three of
-them in order (bridge questions: the first paragraph names the entity the second is about) or two in
-any order (comparisons). Each question ships, as HotpotQA does, its gold paragraphs among distractors
-of the same kinds, ``supporting_facts`` in hop order, and a decomposition into sub-questions (``#k``
-refers to the answer of sub-question k, as in MuSiQue).
-
-:func:`write_synthetic` writes FlashRAG-style JSON Lines (``{id, question, golden_answers, metadata:
-{dataset, type, context, supporting_facts, decomposition}}``), which :func:`ragplan.datasets.load_qa`
-reads and ``ragplan eval --benchmark hotpotqa|flashrag --context-only`` runs on; with ``fmt="musique"``
-it writes the bridge questions in MuSiQue's own format instead (:func:`musique_records`: the official
-``musique_ans_v1.0_*.jsonl`` record shape, for ``--benchmark musique`` and training on MuSiQue-shaped data).
-Deterministic for a seed; no third-party data.
+A fictional world (cities on rivers, people born in cities, companies founded by people, novels written by people)
+as short encyclopedia paragraphs, with bridge questions (two or three paragraphs in order) and comparisons (two in
+any order). Each ships its gold paragraphs among distractors, ``supporting_facts`` in hop order and a decomposition
+(``#k`` = the answer of sub-question k). :func:`write_synthetic` writes FlashRAG-style JSON Lines, or with
+``fmt="musique"`` the bridge questions as MuSiQue records. Deterministic for a seed.
 """
 
 from __future__ import annotations
@@ -206,14 +198,8 @@ def synthetic_records(n: int, seed: int = 0, distractors: int = 6) -> list[dict[
 
 
 def musique_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The bridge questions of :func:`synthetic_records` as MuSiQue records (comparisons are left out: MuSiQue has none).
-
-    Each becomes ``{id: "<hops>hop__<id>", paragraphs: [{idx, title, paragraph_text, is_supporting}], question,
-    question_decomposition: [{id, question, answer, paragraph_support_idx}], answer, answer_aliases: [],
-    answerable: true}``: paragraphs in the context's order with ``idx`` 0, 1, … as in the official files, the
-    gold paragraphs supporting, and one decomposition step per hop whose answer is the next hop's title
-    (the last step's, the question's answer).
-    """
+    """The bridge questions of :func:`synthetic_records` as official MuSiQue records (``paragraphs`` with ``idx`` and
+    ``is_supporting``, one ``question_decomposition`` step per hop whose answer is the next hop's title)."""
     out: list[dict[str, Any]] = []
     for r in records:
         m = r["metadata"]

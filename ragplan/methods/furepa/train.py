@@ -1,18 +1,8 @@
 """Train the plan assessor and measure it on held-out questions.
 
-:func:`train_assessor` takes labelled groups (:mod:`ragplan.methods.furepa.data`), splits them by
-question (a seeded share held out), computes the features, fits the scorer
-(:mod:`ragplan.methods.furepa.scorer`) and reports on the held-out questions:
-
-* **Spearman** correlation of the predicted score with the true label (over every held-out
-  candidate, and the mean over groups whose labels are not all equal);
-* the **MRR of the pick**: the mean label of the candidate each selector picks per group — the
-  trained scorer's best, the ``first`` candidate, a ``random`` one (its expected value, the mean of
-  the group's labels) and the ``oracle`` (the best label; the ceiling).
-
-This is the retrieval-quality MRR of the picked query against the index (``ragplan.eval.retrieval``,
-the evaluation-fidelity module, scores executed queries of whole runs; it had not landed when this
-was written, so the figures here are computed by :func:`pick_mrr`).
+:func:`train_assessor` splits labelled groups by question, fits the scorer and reports on the held-out questions:
+the Spearman correlation of score and label (overall, and the mean within groups whose labels differ) and the MRR
+of the pick of each selector: the trained scorer, ``first``, ``random`` (expected) and ``oracle`` (the ceiling).
 """
 
 from __future__ import annotations
@@ -65,10 +55,6 @@ class AssessorReport:
     """Wall time of the training (of the whole command when run from data)."""
     importances: dict[str, float] = field(default_factory=dict)
     """Share of the trees' splits on each feature."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return asdict(self)
 
     def lines(self) -> list[str]:
         """The report as printed by ``ragplan furepa train-assessor``."""
@@ -127,21 +113,15 @@ def pick_mrr(groups: Sequence[HopGroup], scores: Sequence[Sequence[float]]) -> d
 
 
 def _per_group(groups: Sequence[HopGroup], flat: np.ndarray) -> list[list[float]]:
-    out, i = [], 0
-    for g in groups:
-        out.append([float(v) for v in flat[i:i + len(g.candidates)]])
-        i += len(g.candidates)
-    return out
+    bounds = np.cumsum([len(g.candidates) for g in groups])[:-1]
+    return [part.tolist() for part in np.split(np.asarray(flat, dtype=float), bounds)] if groups else []
 
 
 def train_assessor(groups: Sequence[HopGroup], out_dir: str | Path, *, seed: int = 0, test_share: float = 0.25,
                    model_path: str = "", label_k: int = 20, n_trees: int = 300, progress: bool = True,
                    extra_meta: dict[str, Any] | None = None) -> AssessorReport:
-    """Fit the scorer on the training questions, measure it on the held-out ones, save it to ``out_dir``.
-
-    Deterministic for (groups, model, seed). Raises ``ValueError`` when there are too few labelled
-    groups to split, or when no training candidate ever retrieved its gold passage (nothing to learn).
-    """
+    """Fit the scorer on the training questions, measure it on the held-out ones, save it to ``out_dir``; deterministic.
+    Raises ``ValueError`` with too few usable groups, or when no training candidate retrieved its gold passage."""
     from ragplan.tools.embeddings import get_embedder, resolve_model_path
 
     t0 = time.perf_counter()
@@ -177,7 +157,7 @@ def train_assessor(groups: Sequence[HopGroup], out_dir: str | Path, *, seed: int
     report.seconds = round(time.perf_counter() - t0, 1)
     meta = {"model_path": model_path, "resolved_model_path": resolve_model_path(model_path), "seed": seed,
             "test_share": test_share, "label_k": label_k, "n_trees": n_trees, "data_digest": digest,
-            "metrics": {k: v for k, v in report.to_dict().items() if k not in ("out_dir", "seconds")},
+            "metrics": {k: v for k, v in asdict(report).items() if k not in ("out_dir", "seconds")},
             **(extra_meta or {})}
     save_assessor(out_dir, trees, meta)
     return report
