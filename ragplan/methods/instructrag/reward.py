@@ -1,19 +1,11 @@
-"""Rewards of a candidate path for a question (InstructRAG Eq. 3), with and without an LLM.
+"""Rewards Δ(path, question) of a candidate path (InstructRAG Eq. 3), with and without an LLM; all deterministic.
 
-* :class:`LLMF1Reward` — the paper's reward: the LLM plans with the path in its prompt (the
-  ``react`` planning loop given the path), and the reward is the answer's F1 against the gold answer.
-  Replies are cached per (question, path), as the paper caches its LLM inputs and outputs.
-* :class:`ProxyReward` — retrieval-only, no LLM: the path's ``Search`` / ``Lookup`` actions are
-  executed literally by a deterministic ReAct docstore over the local corpus
-  (:class:`~ragplan.tools.react_docstore.ReActDocstore`). The reward is the mean of (a) the recall of
-  the question's gold supporting titles among the pages the path reached, and (b) for span answers,
-  whether the gold answer appears in what the path observed (or is its ``Finish`` argument). When a
-  question has no supporting titles, the pages reached by its own successful path stand in for them.
-* :class:`PathMatchReward` — no LLM and no corpus: instruction-level F1 between the candidate and the
-  question's own successful path (case-insensitive instruction texts, ``Finish`` included). Cheap;
-  the training default when no index is given.
-
-All three are deterministic for the same inputs (the LLM one at temperature 0, up to the endpoint).
+* :class:`LLMF1Reward`, the paper's: the answer F1 of the ``react`` planning loop given the path
+  (cached per question and path, as the paper caches its LLM calls);
+* :class:`ProxyReward`, no LLM: the path's Search / Lookup actions run literally on the ReAct docstore
+  over a local corpus; the mean of the recall of the gold supporting titles (else the pages the
+  question's own path reaches) and, for span answers, whether the answer was observed;
+* :class:`PathMatchReward`, no LLM and no corpus: instruction F1 against the question's own path.
 """
 
 from __future__ import annotations
