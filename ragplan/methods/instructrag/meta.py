@@ -28,7 +28,6 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
-from matplotlib.figure import Figure
 from torch.func import functional_call
 from tqdm import tqdm
 
@@ -273,6 +272,8 @@ class _Trainer:
 
 
 def _plot_curves(curves: dict[str, list[float]], out: Path) -> None:
+    from matplotlib.figure import Figure
+
     keys = [k for k, v in curves.items() if v]
     fig = Figure(figsize=(3.2 * max(1, len(keys)), 2.8))
     for ax, k in zip(fig.subplots(1, len(keys), squeeze=False)[0], keys):
