@@ -1,12 +1,9 @@
 """InstructRAG's LLM-free figures on the synthetic world: ablations (Table 5), δ and K sweeps, few-shot time.
 
-Without an LLM what can be measured is how good the *selected path* is for held-out questions whose own
-path is known (:mod:`ragplan.methods.instructrag.figures`). Steps: a synthetic world → its local index →
-support/query sets of the seen and unseen tasks → the graph of the seen support set (δ = 0.4) →
-meta-training with the proxy reward (full, and without WS / PG / PT / FT) → few-shot adaptation → tables:
-1. selection quality on the seen query set per method and ablation; 2. unseen tasks before and after
-adaptation; 3. δ sweep; 4. K sweep; 5. noise in the graph (0–50 %); and ``curves.png``. The paper's LLM
-F1 needs an endpoint: ``ragplan eval --method instructrag …`` then ``ragplan instructrag report``.
+How good the *selected path* is for held-out questions whose own path is known
+(:mod:`ragplan.methods.instructrag.figures`): selection per method and training ablation, unseen tasks
+before and after adaptation, δ and K sweeps, noise in the graph, and ``curves.png``. The paper's LLM F1
+needs an endpoint: ``ragplan eval --method instructrag …`` then ``ragplan instructrag report``.
 
     python benchmarks/instructrag_figures.py [--questions 240] [--seed 0] [--epochs 10] [--out DIR]
 """
@@ -73,6 +70,9 @@ def main() -> int:
     def one(g, agents, query, **kw):
         return quality(g, agents, query, methods=("instructrag",), **kw)[0]
 
+    def figures(r) -> list[str]:
+        return [f"{r.action_match:.3f}", f"{r.instruction_f1:.3f}", f"{r.proxy_reward:.3f}"]
+
     g0 = graph()
     settings = MetaSettings(epochs=args.epochs, seed=args.seed)
     agents, times = {}, {}
@@ -135,8 +135,7 @@ def main() -> int:
         train_s = time.perf_counter() - t1
         r = one(g, trained, seen)
         body.append([f"{delta:.1f}", str(st.nodes), str(st.edges), str(st.junction_nodes), f"{st.build_seconds:.3f}",
-                     f"{train_s:.1f}", f"{r.action_match:.3f}", f"{r.instruction_f1:.3f}", f"{r.proxy_reward:.3f}",
-                     f"{r.ms:.1f}"])
+                     f"{train_s:.1f}", *figures(r), f"{r.ms:.1f}"])
         results["delta"].append({"delta": delta, **st.to_dict(), "train_s": round(train_s, 2), **r.__dict__})
     print(format_table(["δ", "nodes", "edges", "junctions", "build s", "train s", "action match", "instr F1", "proxy",
                         "ms/q"], body) + "\n")
@@ -145,8 +144,7 @@ def main() -> int:
     body, results["k"] = [], []
     for k in (1, 2, 3, 4, 5):
         r = one(g0, base, seen, k=k)
-        body.append([str(k), f"{r.action_match:.3f}", f"{r.instruction_f1:.3f}", f"{r.proxy_reward:.3f}",
-                     f"{r.ms:.1f}"])
+        body.append([str(k), *figures(r), f"{r.ms:.1f}"])
         results["k"].append({"k": k, **r.__dict__})
     print(format_table(["K", "action match", "instr F1", "proxy", "ms/q"], body))
 
@@ -159,8 +157,7 @@ def main() -> int:
         rows_n = quality(g, base if rate == 0 else meta_train(g, seen, emb, reward, settings)[:2], seen,
                          methods=("instructrag", "rap"))
         st = g.stats()
-        body.append([f"{rate:.1f}", f"{st.noisy_paths}/{st.paths}"] +
-                    [f"{r.action_match:.3f} / {r.instruction_f1:.3f} / {r.proxy_reward:.3f}" for r in rows_n])
+        body.append([f"{rate:.1f}", f"{st.noisy_paths}/{st.paths}"] + [" / ".join(figures(r)) for r in rows_n])
         results["noise"].append({"noise_rate": rate, "noisy_paths": st.noisy_paths, "paths": st.paths,
                                  "rows": [r.__dict__ for r in rows_n]})
     print(format_table(["noise", "noisy/paths", "instructrag (action / F1 / proxy)", "RAP-style (action / F1 / proxy)"],

@@ -1,15 +1,11 @@
 """InstructRAG (Wang et al., SIGIR 2025) and its baselines and ablations, as five LangGraph graphs.
 
-* ``instructrag``: retrieve_paths (the RL-Agent walks the instruction graph: K candidate paths) →
-  select_path (the ML-Agent picks one) → review_plan → plan_step ⇄ observe → [answer_from_steps];
-* ``instructrag_threshold``: a similarity threshold walks the graph instead of the RL-Agent;
-* ``instructrag_no_ml``: the RL-Agent's first path goes into the prompt (no ML-Agent);
-* ``instructrag_rap``: retrieve_stored_paths (RAP-style: the most similar past question's path, no graph);
-* ``react``: plan_step ⇄ observe with no path, or with a ``given_path`` (the LLM reward of training).
-
-The planning loop is the same nodes in every graph; a found path passes ``review_plan`` (the shared
-human-in-the-loop node, a pass-through unless ``review_plan`` is set). Training ablations (no WS / PG /
-PT / FT) are agents trained with a loss off (``ragplan instructrag train --no-ws …``), run with ``instructrag``.
+``instructrag``: retrieve_paths (the RL-Agent's K candidate paths) → select_path (the ML-Agent's pick) →
+review_plan → plan_step ⇄ observe → [answer_from_steps]; ``instructrag_threshold``: a similarity threshold
+walks the graph; ``instructrag_no_ml``: the RL-Agent's first path; ``instructrag_rap``: the most similar past
+question's stored path, no graph; ``react``: no path, or a ``given_path`` (the LLM reward of training).
+``review_plan`` is the shared human-in-the-loop node (a pass-through unless set). Training ablations are
+agents trained with a loss off (``ragplan instructrag train --no-ws …``), run with ``instructrag``.
 """
 
 from __future__ import annotations
@@ -167,8 +163,7 @@ class InstructRAGFamily(MethodFamily):
             if update.get("task"):
                 emit(f"Task: {update['task']} ({update.get('task_split', '-')})")
             for i, p in enumerate(cands, start=1):
-                score = f" ({p.score:.3f})" if p.score is not None else ""
-                emit(f"  Candidate {i}{score}: {p.text}")
+                emit(p.line(i))
                 if p.derived_from:
                     emit(f"    from: {' | '.join(p.derived_from)}")
         if node == "select_path" and cands:  # the ML-Agent's scores of the candidates listed above
@@ -187,12 +182,8 @@ class InstructRAGFamily(MethodFamily):
 
 
 FAMILY = InstructRAGFamily(
-    name="instructrag",
-    title="InstructRAG (Wang et al., SIGIR 2025)",
-    order=50,
-    context=InstructRAGContext,
-    result=InstructRAGResult,
-    graphs=(
+    name="instructrag", title="InstructRAG (Wang et al., SIGIR 2025)", order=50, context=InstructRAGContext,
+    result=InstructRAGResult, graphs=(
         GraphSpec("instructrag", build_instructrag, "InstructRAG: RL-Agent walks the instruction graph for K paths, ML-Agent "
                   "picks one, the LLM plans Search/Lookup/Finish steps with it"),
         GraphSpec("instructrag_threshold", build_instructrag_threshold, "InstructRAG ablation: a similarity threshold walks "

@@ -15,6 +15,8 @@ from typing import Any
 
 from ragplan.cli.errors import fail
 from ragplan.methods.instructrag.paths import read_paths, write_paths_jsonl
+from ragplan.methods.instructrag.synth import split_failed, split_paths, write_world
+from ragplan.methods.instructrag.tasks import answer_type, task_split
 
 __all__ = ["add_parser", "run", "make_reward"]
 
@@ -105,8 +107,6 @@ def run(args: argparse.Namespace) -> int:
 
 def run_synth(args: argparse.Namespace) -> int:
     """Write a synthetic world."""
-    from ragplan.methods.instructrag.synth import write_world
-
     w = write_world(args.out, args.questions, args.seed)
     print(f"{len(w.passages)} passages, {len(w.successful)} successful and {len(w.failed)} failed paths, "
           f"{len(w.hotpot)} HotpotQA-format questions in {args.out}")
@@ -122,8 +122,6 @@ def run_synth(args: argparse.Namespace) -> int:
 def run_split(args: argparse.Namespace) -> int:
     """Split paths into support/query sets of seen and unseen tasks; ``failed_<set>.jsonl`` holds the failed paths of
     that set's questions (the noise of a graph built from it), ``failed_unmatched.jsonl`` those of the others."""
-    from ragplan.methods.instructrag.synth import split_failed, split_paths
-
     rep = read_paths(args.paths)
     parts = split_paths(rep.successful, query_fraction=args.query_fraction, seed=args.seed)
     out = Path(args.out)
@@ -225,8 +223,7 @@ def make_reward(args: argparse.Namespace) -> Any:
     from ragplan.llm import endpoint_problem
 
     base = args.base_url or os.environ.get("RAGPLAN_BASE_URL", "")
-    problem = endpoint_problem(model, base)
-    if problem:
+    if problem := endpoint_problem(model, base):
         raise ValueError(problem)
     return LLMF1Reward(InstructRAGContext(model=model, base_url=base, retriever="local", index_dir=args.index))
 
@@ -301,8 +298,6 @@ def run_figures(args: argparse.Namespace) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     """F1 / EM of eval runs grouped by seen / unseen task (the task from the gold answer and question)."""
-    from ragplan.methods.instructrag.tasks import answer_type, task_split
-
     out: dict[str, Any] = {}
     for run_dir in args.runs:
         f = Path(run_dir) / "results.jsonl"
@@ -311,11 +306,9 @@ def run_report(args: argparse.Namespace) -> int:
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
         method = ""
         for line in f.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
             try:
                 r = json.loads(line)
-            except ValueError:
+            except ValueError:  # a blank or cut-off line
                 continue
             method = r.get("method", method)
             task = answer_type(str(r.get("gold", "")), str(r.get("question", "")))

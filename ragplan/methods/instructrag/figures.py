@@ -1,12 +1,10 @@
 """LLM-free figures of InstructRAG: how good is the selected path, without asking an LLM to plan with it?
 
-For held-out questions whose own successful path is known, each selection method picks one path; the
-figures compare it with the question's own path: ``action match`` (1 − normalised edit distance of the
-action sequences: the plan's shape), ``instruction F1`` (the same instructions, case-insensitive: the
-right entities and keywords), the ``proxy reward`` of the executed path when a corpus index is given,
-and ``ms`` (selection time per question). Methods: ``instructrag`` (RL-Agent → ML-Agent), ``threshold``
-(threshold walk → ML-Agent), ``no_ml`` (the RL-Agent's first path), ``rap`` (the most similar stored
-question's path, no graph) and ``random`` (a random stored path: the floor).
+For held-out questions with a known successful path, each method's pick is compared with it: ``action
+match`` (1 − normalised edit distance of the actions: the plan's shape), ``instruction F1`` (the right
+entities and keywords), the ``proxy reward`` (with a corpus index) and ``ms`` per question. Methods:
+``instructrag`` (RL-Agent → ML-Agent), ``threshold`` (threshold walk → ML-Agent), ``no_ml`` (the
+RL-Agent's first path), ``rap`` (the most similar stored question's path) and ``random`` (the floor).
 """
 
 from __future__ import annotations
@@ -65,7 +63,7 @@ def select_path_offline(method: str, graph: InstructionGraph, rl: RLAgent | None
     if not paths or method == "no_ml" or ml is None:
         return paths[0] if paths else []
     vecs = path_backbone_vectors([[i.text for i in p] for p in paths], embedder, g.instruction_vectors())
-    return paths[ml.pick(ex.qvec, vecs)]
+    return paths[int(np.argmax(ml.scores(ex.qvec, vecs)))]
 
 
 @dataclass

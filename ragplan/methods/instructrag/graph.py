@@ -1,21 +1,12 @@
 """The instruction graph (InstructRAG §4.2, Algorithm 1): nodes are sets of similar instructions, edges task sets.
 
-Every instruction of every successful path is inserted in order. Its most similar instruction (FAISS
-over Sentence-BERT vectors, cosine ψ; exact up to 50,000 instructions, HNSW above) is searched *outside*
-the node the previous instruction went to, so adjacent instructions never share a node; at ψ ≥ δ (0.4)
-it joins that instruction's node, else it opens a new one. The edge from the previous node records the
-path's task with its question. Where the paper is silent:
-
-* every path's first instruction hangs off a virtual start node (:data:`START`, -1), so a first node
-  has an in-edge whose tasks the RL-Agent's state can read;
-* paths are kept with their node sequence (warm-start labels, ML-Agent positives, the RAP-style store);
-* **noise** (Table 4) is drawn only from failed paths of the support questions (:func:`noise_pool`),
-  so no query or unseen question leaks into G; it is mixed among the support paths by a seeded
-  shuffle, and stored like any other path (its ``success: false`` is read by the statistics only).
-
-Saved as a folder: ``graph.json``, ``instructions.npy`` and ``questions.npy`` (embeddings),
-``failed.jsonl`` (failed paths kept aside). :meth:`InstructionGraph.insert` extends a loaded graph
-(Algorithm 3's G → G′).
+Each instruction of each path joins the node of its most similar instruction (FAISS over Sentence-BERT, ψ ≥ δ
+= 0.4; exact up to 50,000 instructions, HNSW above) outside the previous instruction's node, else opens a new
+one; the edge from the previous node records the path's task and question. Ours: paths start from a virtual
+node (:data:`START`) so a first node has an in-edge; paths keep their node sequence; **noise** (Table 4) comes
+only from failed paths of the support questions (:func:`noise_pool`), shuffled in with a seed. Saved as a
+folder (``graph.json``, ``instructions.npy``, ``questions.npy``, ``failed.jsonl``); :meth:`InstructionGraph.insert`
+extends it (G → G′).
 """
 
 from __future__ import annotations
@@ -120,8 +111,7 @@ class InstructionGraph:
             return []
         want = min(len(self.instructions), k + len(exclude))
         scores, ids = self._faiss().search(_unit(vector).reshape(1, -1), want)
-        out = [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0 and int(i) not in exclude]
-        return out[:k]
+        return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0 and int(i) not in exclude][:k]
 
     def _adjacency(self) -> None:
         if self.edges and not self._out:
@@ -159,8 +149,7 @@ class InstructionGraph:
         bar = tqdm(total=len(texts), desc="instruction graph", unit="instr", disable=not progress)
         vecs = iter(ivecs)
         for p in paths:
-            qid = len(self.questions)
-            pid = len(self.paths)
+            qid, pid = len(self.questions), len(self.paths)
             self.questions.append({"id": qid, "text": p.question, "task": p.task, "answer": p.answer, "path": pid})
             prev, seq_nodes, seq_ins = START, [], []
             for ins in p.instructions:
@@ -176,8 +165,7 @@ class InstructionGraph:
                 self.instructions.append({"id": iid, "action": ins.action, "argument": ins.argument, "text": ins.text,
                                           "node": node, "path": pid})
                 index.add(vec.reshape(1, -1))
-                tasks = self.edges.setdefault((prev, node), {})
-                qs = tasks.setdefault(p.task, [])
+                qs = self.edges.setdefault((prev, node), {}).setdefault(p.task, [])
                 if qid not in qs:
                     qs.append(qid)
                 seq_nodes.append(node)
@@ -195,10 +183,7 @@ class InstructionGraph:
 
     def instruction_vectors(self) -> dict[str, np.ndarray]:
         """Instruction text -> its stored unit vector (the first occurrence)."""
-        out: dict[str, np.ndarray] = {}
-        for r in self.instructions:
-            out.setdefault(r["text"], self.vectors[r["id"]])
-        return out
+        return {r["text"]: self.vectors[r["id"]] for r in reversed(self.instructions)}
 
     def instruction(self, iid: int) -> Instruction:
         """The instruction with id ``iid``."""
@@ -272,12 +257,8 @@ embedder_for_graph = get_embedder
 
 
 def graph_embedder(graph: InstructionGraph, model_path: str = "", *, where: str = "") -> Any:
-    """The embedder of ``graph``'s vectors: ``model_path`` when given, else the graph's own model.
-
-    The graph's own model is the folder it was built with (the packaged default when that folder is
-    gone). ValueError when the model's fingerprint differs from the one the graph recorded: vectors of
-    two models must not meet in one graph.
-    """
+    """The embedder of ``graph``'s vectors: ``model_path`` when given, else the folder it was built with (the
+    packaged default when that is gone); ValueError when its fingerprint is not the one the graph recorded."""
     own = graph.model_path if graph.model_path and Path(graph.model_path).is_dir() else ""
     emb = embedder_for_graph(model_path or own)
     fp = str(getattr(emb, "fingerprint", "") or "")
@@ -297,13 +278,8 @@ def noise_pool(successful: list[InstructionPath], failed: list[InstructionPath])
 def build_instruction_graph(successful: list[InstructionPath], *, delta: float = 0.4,
                             failed: list[InstructionPath] | None = None, noise_rate: float = 0.0, seed: int = 0,
                             embedder: Any = None, model_path: str = "", progress: bool = False) -> InstructionGraph:
-    """Algorithm 1 over ``successful`` paths (task by task, in the order given).
-
-    ``noise_rate`` inserts failed paths of the support questions (:func:`noise_pool`) as if they had
-    succeeded, so that share of the graph's paths is noise when the pool is large enough (the paper's
-    robustness experiment; 0 by default); the pool's other paths are kept aside (``failed.jsonl``).
-    Failed paths of other questions are neither inserted nor kept.
-    """
+    """Algorithm 1 over ``successful`` paths, task by task; ``noise_rate`` makes that share of the graph's paths
+    failed paths of the support questions (as the pool allows), the pool's others are kept aside."""
     embedder = embedder if embedder is not None else embedder_for_graph(model_path)
     g = InstructionGraph(delta=float(delta), model_path=getattr(embedder, "model_path", model_path) or model_path,
                          model_fingerprint=str(getattr(embedder, "fingerprint", "") or ""))

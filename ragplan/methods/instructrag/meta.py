@@ -1,19 +1,15 @@
 """Meta-training (InstructRAG Algorithm 2) and few-shot adaptation (Algorithm 3) of the two agents.
 
-**Training** over the seen tasks (support set: the graph's paths; query set: held-out paths of the
-same tasks): per task of a batch, one inner step on the support set, θ′ᵢ = θ − α∇L_WS (BCE warm start)
-and η′ᵢ = η − α∇L_PT (QPA + QPM); then the adapted agents are scored on the task's query questions with
-REINFORCE (L_PG, rewards discounted by 0.99, a running-mean baseline) and fine-tuning (L_FT). The outer
-Adam step (β = 1e-3) goes through the inner step (second-order MAML unless ``first_order``). The sampled
-walk's selected path is the ML-Agent's pick, and its reward is the walk's return (§4.3).
+**Training** over the seen tasks (support: the graph's paths; query: held-out paths): per task of a batch,
+one inner step on the support set, θ′ = θ − α∇L_WS (BCE warm start) and η′ = η − α∇L_PT (QPA + QPM); the
+adapted agents are scored on the query questions by REINFORCE (L_PG; returns discounted by 0.99, a running
+mean baseline; the walk's reward is that of the ML-Agent's pick) and fine-tuning (L_FT); the outer Adam step
+(β = 1e-3) goes through the inner one (second-order MAML unless ``first_order``).
 
-**Adaptation** to an unseen task inserts its support paths into the graph (G → G′), then takes
-``adapt_steps`` steps θ′ = θ − α∇L_WS − β∇L_PG, η′ = η − α∇L_PT − β∇L_FT with both gradients at the
-same parameters; the α-terms are plain steps, the β-terms Adam steps at 1e-3 (a plain step of 1e-3
-changes no decision). α = 0.05 is ours. Each task gets its own agents (``tasks/<task>/``).
-
-Ablations (Table 5): ``ws`` / ``pg`` / ``pt`` / ``ft`` switch a loss off; an agent whose inner loss is
-off is trained by its outer loss alone, and the other way round. Deterministic for a seed (CPU).
+**Adaptation** inserts an unseen task's support paths (G → G′), then takes ``adapt_steps`` steps θ′ = θ −
+α∇L_WS − β∇L_PG, η′ = η − α∇L_PT − β∇L_FT, both gradients at the same parameters, α plain, β an Adam step
+(a plain step of 1e-3 changes no decision); α = 0.05 is ours. Each task gets its agents (``tasks/<task>/``).
+Ablations (Table 5): ``ws`` / ``pg`` / ``pt`` / ``ft`` switch a loss off. Deterministic for a seed (CPU).
 """
 
 from __future__ import annotations
@@ -36,9 +32,7 @@ from ragplan.methods.instructrag.graph import START, InstructionGraph
 from ragplan.methods.instructrag.ml_agent import MLAgent, ft_loss, path_backbone_vectors, qpa_loss
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath
 from ragplan.methods.instructrag.reward import PathReward, QueryExample
-from ragplan.methods.instructrag.rl_agent import (
-    RLAgent, StateBuilder, TraversalResult, include_decider, include_probability_np, policy_weights, traverse,
-)
+from ragplan.methods.instructrag.rl_agent import RLAgent, StateBuilder, TraversalResult, policy_decider, traverse
 
 __all__ = ["MetaSettings", "MetaReport", "AdaptReport", "meta_train", "adapt_agents", "query_examples"]
 
@@ -111,11 +105,8 @@ FT_UNUSED = ("match.weight", "match.bias")
 
 
 def _grads(loss: torch.Tensor, params: Params, *, create_graph: bool = False, unused: tuple[str, ...] = ()) -> Params:
-    """∇loss with respect to ``params``, the tensors ``loss`` was computed from.
-
-    A constant loss (no data) has zero gradients, and so have the ``unused`` parameters; for every other
-    one torch must find a path from the loss, so a loss of other tensors raises instead of updating nothing.
-    """
+    """∇loss with respect to ``params``: zeros for a constant loss and the ``unused`` parameters; for the others
+    torch must find a path from the loss, so a loss of other tensors raises instead of updating nothing."""
     if not loss.requires_grad:
         return {n: torch.zeros_like(p) for n, p in params.items()}
     names = [n for n in params if n not in unused]
@@ -172,8 +163,6 @@ class _Trainer:
         return functional_call(self.ml.heads, params, (torch.as_tensor(x), side))
 
     def path_vectors(self, paths: list[list[Instruction]]) -> torch.Tensor:
-        if not paths:
-            return torch.zeros((0, 1))
         if len(self._known) != len(self.g.instructions):
             self._known = self.g.instruction_vectors()
         return torch.as_tensor(path_backbone_vectors([[i.text for i in p] for p in paths], self.emb, self._known))
@@ -198,14 +187,9 @@ class _Trainer:
 
     def walk(self, params: Params, ex: QueryExample,
              greedy: bool = False) -> tuple[TraversalResult, list[list[Instruction]]]:
-        w = policy_weights(params)
-
-        def sampled(st: np.ndarray) -> int:
-            p1 = include_probability_np(w, np.asarray(st, dtype=np.float64))
-            return int(torch.rand((), generator=self.gen).item() < p1)
-
-        res = traverse(self.g, ex.qvec, include_decider(params) if greedy else sampled, k=self.s.k,
-                       start_nodes=self.s.start_nodes, max_len=self.s.max_len)
+        draw = None if greedy else lambda: torch.rand((), generator=self.gen).item()
+        res = traverse(self.g, ex.qvec, policy_decider(params, draw), k=self.s.k, start_nodes=self.s.start_nodes,
+                       max_len=self.s.max_len)
         return res, [[self.g.instruction(i) for i in p] for p in res.paths]
 
     def pick(self, ml_params: Params, ex: QueryExample, paths: list[list[Instruction]]) -> int:
@@ -292,9 +276,8 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
     random.seed(s.seed)
     np.random.seed(s.seed)
     torch.manual_seed(s.seed)
-    dim = int(graph.vectors.shape[1])
     rl = RLAgent(k=s.k, max_len=s.max_len, start_nodes=s.start_nodes)
-    ml = MLAgent(tau=s.tau, dim=dim)
+    ml = MLAgent(tau=s.tau, dim=int(graph.vectors.shape[1]))
     tr = _Trainer(graph, embedder, reward, s, rl, ml)
     support: dict[str, list[int]] = {}  # every stored path, noisy ones included (the method cannot tell them apart)
     for i, p in enumerate(graph.paths):
@@ -309,14 +292,12 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
     report = MetaReport(curves={k: [] for k in ("ws", "pg", "pt", "ft", "reward")}, support=len(graph.paths),
                         query=len(qexs), tasks=tasks, reward=getattr(reward, "name", type(reward).__name__))
     t0 = time.perf_counter()
-    bar = tqdm(total=s.epochs, desc="meta-training", unit="epoch", disable=not progress)
-    for _ in range(s.epochs):
+    bar = tqdm(range(s.epochs), desc="meta-training", unit="epoch", disable=not progress)
+    for _ in bar:
         order = tasks[:]
         tr.rng.shuffle(order)
         sums: dict[str, list[float]] = {k: [] for k in report.curves}
         for b in range(0, len(order), max(1, s.tasks_per_batch)):
-            opt_rl.zero_grad()
-            opt_ml.zero_grad()
             total_rl: list[torch.Tensor] = []
             total_ml: list[torch.Tensor] = []
             for task in order[b:b + s.tasks_per_batch]:
@@ -345,13 +326,12 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
             for opt, terms in ((opt_rl, total_rl), (opt_ml, total_ml)):
                 live = [t for t in terms if t.requires_grad]
                 if live:
+                    opt.zero_grad()
                     torch.stack(live).sum().backward()
                     opt.step()
         for k, v in sums.items():
             report.curves[k].append(round(float(np.mean(v)), 5) if v else float("nan"))
         bar.set_postfix(reward=f"{report.curves['reward'][-1]:.3f}")
-        bar.update(1)
-    bar.close()
     report.curves = {k: v for k, v in report.curves.items() if any(x == x for x in v)}
     report.seconds = round(time.perf_counter() - t0, 3)
     report.reward_failures = int(getattr(reward, "failures", 0))
@@ -394,7 +374,7 @@ def adapt_agents(graph: InstructionGraph, agents_dir: str | Path, support: list[
             agent.save(out)
     for task in tqdm(sorted(by_task), desc="few-shot adaptation", unit="task", disable=not progress):
         t1 = time.perf_counter()
-        rl, ml = RLAgent.load(agents_dir), MLAgent.load(agents_dir)
+        rl, ml = load_agents(agents_dir)
         tr = _Trainer(graph, embedder, reward, s, rl, ml)
         paths = by_task[task]
         path_ids = [i for i, p in enumerate(graph.paths) if p["task"] == task and p["id"] in {x.id for x in paths}]
@@ -411,12 +391,9 @@ def adapt_agents(graph: InstructionGraph, agents_dir: str | Path, support: list[
             l_ft = tr.ft_loss(eta, exs, _detached(theta)) if s.ft else torch.zeros(())
             _apply(theta, _grads(l_ws, theta), _grads(l_pg, theta), s.inner_lr, opt_theta)
             _apply(eta, _grads(l_pt, eta), _grads(l_ft, eta, unused=FT_UNUSED), s.inner_lr, opt_eta)
-            logs = {"ws": float(l_ws.detach()), "pg": float(l_pg.detach()), "pt": float(l_pt.detach()),
-                    "ft": float(l_ft.detach())}
-        with torch.no_grad():
-            for module, params in ((rl.net, theta), (ml.heads, eta)):
-                for k, v in module.named_parameters():
-                    v.copy_(params[k])
+            logs = {k: float(v.detach()) for k, v in zip(logs, (l_ws, l_pg, l_pt, l_ft))}
+        rl.net.load_state_dict(_detached(theta))
+        ml.heads.load_state_dict(_detached(eta))
         if out is not None:
             rl.save(out / "tasks" / task_slug(task))
             ml.save(out / "tasks" / task_slug(task))

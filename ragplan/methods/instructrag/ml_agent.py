@@ -1,15 +1,10 @@
 """The ML-Agent (InstructRAG §4.4): question and path encoders that pick the path for the prompt.
 
-The paper trains a CLIP-style encoder pair; on a CPU Sentence-BERT stays **frozen** as the shared
-backbone and small heads are trained on top: a shared layer ``S`` (384 → 128, tanh) and one output
-layer per side (128 → 384, starting at zero, so an untrained agent ranks by plain cosine),
-``v = unit(x + W tanh(S x))``, plus a QPM matching head over ``[v_q ⊙ v_p, |v_q − v_p|]``.
-Losses (batch means): QPA (Eqs. 6–7, contrastive with temperature τ, negatives only in the
-denominator), QPM (Eq. 8, BCE on matched / mismatched pairs) and FT (Eq. 10, the best-rewarded path
-of a pool against the rest, and against the other questions).
-
-A path's backbone vector is the normalised mean of its instructions' vectors; the pick is the
-candidate with the highest cosine to the question (so K can change without retraining).
+For a CPU, Sentence-BERT stays **frozen** as the shared backbone (the paper trains a CLIP-style pair) with
+small heads on top: ``v = unit(x + W tanh(S x))`` (``S`` shared 384 → 128, one ``W`` per side starting at
+zero, so an untrained agent ranks by plain cosine) and a QPM matching head over ``[v_q ⊙ v_p, |v_q − v_p|]``.
+Losses: QPA (Eqs. 6–7, negatives only in the denominator), QPM (Eq. 8) and FT (Eq. 10). A path's backbone
+vector is the mean of its instructions'; the pick is the highest cosine (K can change without retraining).
 """
 
 from __future__ import annotations
@@ -29,11 +24,8 @@ ML_FILE, ML_META = "ml_agent.pt", "ml_agent.json"
 
 
 def path_backbone_vectors(paths: list[list[str]], embedder: Any, known: dict[str, np.ndarray] | None = None) -> np.ndarray:
-    """Unit backbone vectors of paths given as instruction texts: the normalised mean of their instructions' vectors.
-
-    ``known`` maps instruction texts to vectors already computed (the graph's); the rest are embedded in
-    one call (the embedder caches them).
-    """
+    """Unit backbone vectors of paths given as instruction texts: the normalised mean of their instructions'
+    vectors, from ``known`` (the graph's) or embedded in one call."""
     known = known if known is not None else {}
     todo = list(dict.fromkeys(t for p in paths for t in p if t not in known))
     extra = dict(zip(todo, embedder.encode(todo))) if todo else {}
@@ -73,12 +65,10 @@ def _neg_logsumexp(sims: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 def qpa_loss(q: torch.Tensor, p: torch.Tensor, tau: float, same: torch.Tensor | None = None) -> torch.Tensor:
     """Eq. 7 on encoded pairs ``q[i] ↔ p[i]``; ``same[i, j]`` marks pairs that are not negatives (same path)."""
     n = q.shape[0]
-    if n < 2:
-        return q.sum() * 0.0
     sims = q @ p.T / tau
     neg = ~torch.eye(n, dtype=torch.bool) if same is None else ~(same | torch.eye(n, dtype=torch.bool))
     rows_ok = neg.any(dim=1)
-    if not bool(rows_ok.any()):
+    if not bool(rows_ok.any()):  # fewer than two different paths: no negatives
         return q.sum() * 0.0
     pos = sims.diagonal()
     l_qp = (-pos + _neg_logsumexp(sims, neg))[rows_ok].mean()
@@ -95,13 +85,11 @@ def ft_loss(q: torch.Tensor, pools: list[torch.Tensor], best: list[int], tau: fl
         sims = pool @ q[i] / tau
         mask = torch.ones(pool.shape[0], dtype=torch.bool)
         mask[b] = False
-        l_qp = -sims[b] + torch.logsumexp(sims[mask], dim=0)
-        if q.shape[0] > 1:
+        loss = -sims[b] + torch.logsumexp(sims[mask], dim=0)
+        if q.shape[0] > 1:  # and the path against the other questions
             others = torch.cat([q[:i], q[i + 1:]])
-            l_pq = -sims[b] + torch.logsumexp(others @ pool[b] / tau, dim=0)
-            terms.append((l_qp + l_pq) / 2)
-        else:
-            terms.append(l_qp)
+            loss = (loss + (-sims[b] + torch.logsumexp(others @ pool[b] / tau, dim=0))) / 2
+        terms.append(loss)
     return torch.stack(terms).mean() if terms else q.sum() * 0.0
 
 
@@ -119,12 +107,6 @@ class MLAgent:
             q = self.heads(torch.as_tensor(np.asarray(qvec, dtype=np.float32).reshape(1, -1)), "question")
             p = self.heads(torch.as_tensor(np.asarray(path_vecs, dtype=np.float32).reshape(len(path_vecs), -1)), "path")
             return (p @ q[0]).numpy()
-
-    def pick(self, qvec: np.ndarray, path_vecs: np.ndarray) -> int:
-        """Index of the best path (the first on ties)."""
-        if len(path_vecs) == 0:
-            return -1
-        return int(np.argmax(self.scores(qvec, path_vecs)))
 
     def save(self, out_dir: str | Path) -> None:
         """Write ``ml_agent.pt`` and ``ml_agent.json`` into ``out_dir``."""

@@ -1,15 +1,10 @@
 """Instruction paths in: JSONL records and ReAct-format trajectory logs (ReAct's and Reflexion's published logs).
 
-An *instruction* is one action with its argument (``Search[Scott Derrickson]``); an *instruction path*
-the instructions that solved (or failed to solve) one question (InstructRAG §4.2). Sources:
-
-* **JSONL**, one path per line: ``{question, task, answer, path: [{action, argument}], success}``
-  (optional ``id``, ``supporting_titles``); an empty ``task`` is derived from the answer and question
-  (:func:`~ragplan.methods.instructrag.tasks.answer_type`);
-* **trajectory logs**: ``Question:`` blocks of ``Thought N:`` / ``Action N: Search[…] | Lookup[…] |
-  Finish[…]`` / ``Observation N:`` lines, labelled by what the log says (:func:`parse_trajectory_log`).
-
-Only successful paths enter the instruction graph; failed ones are kept for the noise experiment.
+An *instruction* is one action with its argument (``Search[Scott Derrickson]``), an *instruction path* the
+instructions that solved (or failed to solve) one question (InstructRAG §4.2). JSONL lines are
+``{question, task, answer, path: [{action, argument}], success}`` (optional ``id``, ``supporting_titles``;
+an empty ``task`` is derived, :func:`~ragplan.methods.instructrag.tasks.answer_type`); logs are read by
+:func:`parse_trajectory_log`. Only successful paths enter the graph; failed ones are kept for the noise test.
 """
 
 from __future__ import annotations
@@ -200,10 +195,7 @@ def parse_trajectory_log(text: str, source: str = "log", report: PathReadReport 
 
     for n, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
-        if in_examples:
-            in_examples = _EXAMPLES_END not in line
-            continue
-        if _EXAMPLES_END in line or _EXAMPLES_START.search(line):
+        if in_examples or _EXAMPLES_END in line or _EXAMPLES_START.search(line):  # few-shot examples, to their end
             in_examples = _EXAMPLES_END not in line
             supersede("example")
             continue
@@ -240,38 +232,31 @@ def parse_trajectory_log(text: str, source: str = "log", report: PathReadReport 
                 cur["verdict"] = False
     for b in blocks:
         where = f"{source}:{b['line']}"
-        if b["superseded"]:
-            report.skip(f"{where}: a few-shot example, not a trial" if b["superseded"] == "example"
-                        else f"{where}: an earlier block before the label line (the label is the last trial's)")
-            continue
-        steps = [ins for ins in (parse_instruction(a) for a in b["actions"]) if ins is not None]
-        if not b["question"] or not steps:
-            report.skip(f"{where}: no question or no Search/Lookup/Finish action")
-            continue
-        success: bool | None
+        steps = [ins for ins in map(parse_instruction, b["actions"]) if ins is not None]
+        success: bool | None = b["verdict"]
         gold = b["gold"]
         if b["section"] is not None and (b["closed"] or not gold_lines):
             success = b["section"] == "CORRECT"
         elif b["info"] is not None and b["info"][0] is not None:
             success, gold = b["info"][0], gold or b["info"][1]
-        else:
-            success = b["verdict"]
-        if success is None:
+        if b["superseded"]:
+            report.skip(f"{where}: a few-shot example, not a trial" if b["superseded"] == "example"
+                        else f"{where}: an earlier block before the label line (the label is the last trial's)")
+        elif not b["question"] or not steps:
+            report.skip(f"{where}: no question or no Search/Lookup/Finish action")
+        elif success is None:
             report.skip(f"{where}: no correct/incorrect label")
-            continue
-        finish = [s.argument for s in steps if s.action == "Finish"]
-        report.add(InstructionPath(question=b["question"], answer=gold or (finish[-1] if finish else ""),
-                                   instructions=steps, success=success, source=where))
+        else:
+            finish = [s.argument for s in steps if s.action == "Finish"]
+            report.add(InstructionPath(question=b["question"], answer=gold or (finish[-1] if finish else ""),
+                                       instructions=steps, success=success, source=where))
     return report
 
 
 def read_paths(files: Iterable[str | Path]) -> PathReadReport:
-    """Read every file: ``.jsonl`` / ``.json`` lines as JSONL records, anything else as a trajectory log.
-
-    The same (question, path) read twice (a question repeated across trials) is kept once. A file that is
-    empty or yields no path at all (another format, a truncated file) is a ValueError naming it and the
-    first problem; bad lines among good ones are skipped and counted in the report.
-    """
+    """Read every file: ``.jsonl`` / ``.json`` as JSONL records, anything else as a trajectory log; a (question,
+    path) read twice is kept once. A file that yields no path at all is a ValueError naming it and the first
+    problem; bad lines among good ones are skipped and counted."""
     report = PathReadReport()
     for f in files:
         p = Path(f)

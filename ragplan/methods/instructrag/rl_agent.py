@@ -1,19 +1,14 @@
 """The RL-Agent (InstructRAG §4.3): a DFS over the instruction graph deciding node by node, include or exclude.
 
-* **State** (Eq. 1) of question Q̂ at node 𝕀 over edge 𝕋: the best cosine of Q̂ with an instruction of 𝕀,
-  with a task of 𝕋 (the mean of the questions the edge recorded for it), and with a question of that task.
-  A node reached first uses its start edge, else all its in-edges together.
-* **Policy**: 3 features → 20 tanh units → 2 logits (exclude, include), the paper's network.
-* **Walk**: from the nodes of Q̂'s nearest instructions, *include* appends the node's most similar
-  instruction that the rules allow and goes on to its successors (most similar first, no edge twice);
-  *exclude*, a dead end, a ``Finish`` or the length bound closes the path. It stops at K distinct paths
-  or the visit bound. A node none of whose instructions the rules allow is excluded without the policy.
-* **Rules**: no ``Lookup`` before a ``Search`` (the paper's example); ours: no ``Finish`` before a
-  ``Search`` (else bare ``Finish[X]`` paths came out), and no instruction text twice in a path, except a
-  ``Lookup`` on another page.
-
-:func:`traverse` takes the decision function: the greedy policy (run time), the sampled one (training)
-and the threshold baseline (no RL-Agent) share the walk.
+**State** (Eq. 1) of question Q̂ at node 𝕀 over edge 𝕋 (a first node: its start edge, else all in-edges):
+the best cosine of Q̂ with an instruction of 𝕀, with a task of 𝕋 (the mean of the questions the edge
+recorded for it), and with a question of that task. **Policy**: 3 → 20 tanh → 2 (exclude, include).
+**Walk**: from the nodes of Q̂'s nearest instructions, *include* appends the node's most similar allowed
+instruction and goes on to its successors (most similar first, no edge twice); *exclude*, a dead end, a
+``Finish`` or the length bound closes the path; it stops at K distinct paths or the visit bound.
+**Rules**: no ``Lookup`` before a ``Search`` (the paper's); ours: no ``Finish`` before a ``Search``, no
+instruction twice in a path (a ``Lookup`` may repeat on another page); a node with no allowed instruction
+is excluded without the policy. :func:`traverse` takes the decision (greedy, sampled or threshold).
 """
 
 from __future__ import annotations
@@ -29,8 +24,7 @@ from torch import nn
 
 from ragplan.methods.instructrag.graph import START, InstructionGraph
 
-__all__ = ["PolicyNet", "StateBuilder", "TraversalResult", "traverse", "RLAgent", "threshold_decider",
-           "include_decider", "include_probability_np", "policy_weights"]
+__all__ = ["PolicyNet", "StateBuilder", "TraversalResult", "traverse", "RLAgent", "threshold_decider", "policy_decider"]
 
 RL_FILE, RL_META = "rl_agent.pt", "rl_agent.json"
 Edge = tuple[int, int]
@@ -64,20 +58,15 @@ class StateBuilder:
         """``[max cos(Q̂, I ∈ 𝕀), max cos(Q̂, T ∈ 𝕋), max cos(Q̂, Q ∈ T_c)]``."""
         if (node, edge) not in self._cache:
             g = self.graph
-            if edge is not None and edge in g.edges:
-                tasks = g.edges[edge]
-            else:
-                tasks = {}
-                for e in g.in_edges(node):
-                    for t, qs in g.edges[e].items():
-                        tasks.setdefault(t, []).extend(qs)
+            tasks: dict[str, list[int]] = {}
+            for e in [edge] if edge is not None and edge in g.edges else g.in_edges(node):
+                for t, qs in g.edges[e].items():
+                    tasks.setdefault(t, []).extend(qs)
             ids = g.nodes[node]
             s1 = float(max(self.isim[i] for i in ids)) if ids else 0.0
             s2 = s3 = 0.0
             best = -2.0
-            for qs in tasks.values():
-                if not qs:
-                    continue
+            for qs in filter(None, tasks.values()):
                 v = g.qvectors[qs].mean(axis=0)
                 nv = float(np.linalg.norm(v))
                 sim = float(v @ self.q / nv) if nv > 0 else 0.0
@@ -169,23 +158,18 @@ def traverse(graph: InstructionGraph, qvec: np.ndarray, decide: Decider, *, k: i
     return out
 
 
-def include_probability_np(weights: tuple[np.ndarray, ...], state: np.ndarray) -> float:
-    """P(include | s) of the policy with NumPy weights ``(W1, b1, W2, b2)`` (fast path for walks)."""
-    w1, b1, w2, b2 = weights
-    z = w2 @ np.tanh(w1 @ state + b1) + b2
-    return float(1.0 / (1.0 + np.exp(z[0] - z[1])))
+def policy_decider(params: dict[str, torch.Tensor], draw: Callable[[], float] | None = None) -> Decider:
+    """The decision of the policy with ``params`` (NumPy, fast for walks): include when P(include | s) ≥ 0.5,
+    or, given ``draw`` (uniform in [0, 1)), when ``draw() < P(include | s)`` (the sampled walk of training)."""
+    w1, b1, w2, b2 = (params[k].detach().numpy().astype(np.float64)
+                      for k in ("layer1.weight", "layer1.bias", "layer2.weight", "layer2.bias"))
 
+    def decide(s: np.ndarray) -> int:
+        z = w2 @ np.tanh(w1 @ np.asarray(s, dtype=np.float64) + b1) + b2
+        p = float(1.0 / (1.0 + np.exp(z[0] - z[1])))
+        return int(p >= 0.5) if draw is None else int(draw() < p)
 
-def policy_weights(params: dict[str, torch.Tensor]) -> tuple[np.ndarray, ...]:
-    """``(W1, b1, W2, b2)`` as NumPy arrays from policy parameters (a state dict or functional parameters)."""
-    return tuple(params[k].detach().numpy().astype(np.float64) for k in
-                 ("layer1.weight", "layer1.bias", "layer2.weight", "layer2.bias"))
-
-
-def include_decider(params: dict[str, torch.Tensor]) -> Decider:
-    """The greedy decision of a policy's parameters: include when P(include) ≥ 0.5."""
-    w = policy_weights(params)
-    return lambda s: int(include_probability_np(w, np.asarray(s, dtype=np.float64)) >= 0.5)
+    return decide
 
 
 def threshold_decider(threshold: float = 0.4) -> Decider:
@@ -203,7 +187,7 @@ class RLAgent:
 
     def greedy(self) -> Decider:
         """Include when P(include) ≥ 0.5 (run time)."""
-        return include_decider(dict(self.net.named_parameters()))
+        return policy_decider(dict(self.net.named_parameters()))
 
     def save(self, out_dir: str | Path) -> None:
         """Write ``rl_agent.pt`` (weights) and ``rl_agent.json`` (settings) into ``out_dir``."""

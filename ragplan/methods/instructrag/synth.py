@@ -1,10 +1,8 @@
 """A small synthetic multi-hop world for InstructRAG's tests and LLM-free figures (the project's own data).
 
-People, films, bands and cities are made up from name pools with a seed, one passage each, written so
-ReAct's actions work on it. Questions cover the 12 answer types, each with its gold answer, supporting
-titles, a successful path and a failed one; entities recur across questions, so instructions of
-different paths can be combined for a new question. :func:`write_world` writes ``passages.jsonl`` (for
-``ragplan index build``), ``paths.jsonl`` and ``hotpot.json`` (for ``ragplan eval --benchmark hotpotqa``).
+Made-up people, films, bands and cities (one passage each, written so ReAct's actions work on it) and
+questions of the 12 answer types with answers, supporting titles, a successful and a failed path; entities
+recur, so paths can be combined. :func:`write_world` writes ``passages.jsonl``, ``paths.jsonl``, ``hotpot.json``.
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath, write_paths_jsonl
+from ragplan.methods.instructrag.tasks import task_split
 
 __all__ = ["SynthWorld", "make_world", "write_world", "split_paths", "split_failed"]
 
@@ -65,12 +64,8 @@ def _path(*steps: str) -> list[Instruction]:
 
 
 def make_world(n_questions: int = 120, seed: int = 0, n_people: int = 24) -> SynthWorld:
-    """Generate a world with up to ``n_questions`` distinct questions, round robin over the 12 answer types.
-
-    A task whose questions run out (its entities allow no more distinct ones: e.g. one question per band
-    member) leaves the rotation and the others go on; ``exhausted`` names them. When every task is
-    exhausted the world has fewer questions than asked for.
-    """
+    """Generate a world with up to ``n_questions`` distinct questions, round robin over the 12 answer types; a
+    task whose questions run out leaves the rotation (``exhausted`` names it) and the others go on."""
     rng = random.Random(seed)
     names = rng.sample([f"{f} {l}" for f in _FIRST for l in _LAST], n_people)
     people: dict[str, dict[str, Any]] = {}
@@ -211,12 +206,8 @@ def make_world(n_questions: int = 120, seed: int = 0, n_people: int = 24) -> Syn
 
 
 def split_paths(paths: list[InstructionPath], *, query_fraction: float = 0.3, seed: int = 0) -> dict[str, list[InstructionPath]]:
-    """Support / query sets of the seen and unseen tasks: ``support_seen``, ``query_seen``, ``support_unseen``, ``query_unseen``.
-
-    A task's questions (not paths) are split, so all paths of one question land in the same set.
-    """
-    from ragplan.methods.instructrag.tasks import task_split
-
+    """Support / query sets of the seen and unseen tasks (``support_seen``, ``query_seen``, ``support_unseen``,
+    ``query_unseen``); a task's questions are split, so all paths of one question land in the same set."""
     rng = random.Random(seed)
     out: dict[str, list[InstructionPath]] = {k: [] for k in ("support_seen", "query_seen", "support_unseen", "query_unseen")}
     by_task: dict[str, dict[str, list[InstructionPath]]] = {}
@@ -233,12 +224,8 @@ def split_paths(paths: list[InstructionPath], *, query_fraction: float = 0.3, se
 
 
 def split_failed(parts: dict[str, list[InstructionPath]], failed: list[InstructionPath]) -> dict[str, list[InstructionPath]]:
-    """Failed paths by the set their question is in: ``failed_<set>`` for each set of ``parts``, and ``failed_unmatched``.
-
-    A failed path follows its question, so the noise of a support set's graph never holds a query
-    question or an unseen task. ``failed_unmatched`` holds failed paths of questions with no successful
-    path in any set (never used as noise: :func:`~ragplan.methods.instructrag.graph.noise_pool`).
-    """
+    """Failed paths by the set their question is in (``failed_<set>``; so a support set's noise never holds a
+    query question or an unseen task), and ``failed_unmatched`` for questions in no set (never noise)."""
     where = {p.question: name for name, paths in parts.items() for p in paths}
     out: dict[str, list[InstructionPath]] = {f"failed_{name}": [] for name in parts}
     out["failed_unmatched"] = []

@@ -1,11 +1,9 @@
 """Tasks for InstructRAG on HotpotQA: the dataset's 12 answer types, 6 seen (training) and 6 unseen (testing).
 
-The paper's tasks are HotpotQA's answer types. The files carry no type field, so it is derived by a
-fixed rule: from the answer (yes/no, a date, a number, a quoted title), else from the question's cue
-words ("who" → person, "which city" → location, "which band" → group/org, …), else from the answer's
-form (a nationality → adjective, a capitalised name → other proper noun, lower-case → common noun).
-At run time :func:`question_type` reads the question alone; a user's own task label wins over both.
-The seen/unseen split is drawn once with ``random.Random(0)``: :data:`SEEN_TASKS`, :data:`UNSEEN_TASKS`.
+The files carry no type, so it is derived by a fixed rule: the answer (yes/no, a date, a number, a quoted
+title), else the question's cue words ("who" → person, "which city" → location, …), else the answer's form
+(a nationality → adjective, a name → other proper noun, lower case → common noun); :func:`question_type`
+reads the question alone (run time). The split is drawn once with ``random.Random(0)``.
 """
 
 from __future__ import annotations
@@ -79,10 +77,8 @@ def answer_type(answer: str, question: str = "") -> str:
         return "number"
     if a.startswith(('"', "“", "'")) and a.endswith(('"', "”", "'")) and len(a) > 2:
         return "artwork"
-    for task, cue in _CUES:
-        if task not in ("date", "number") and cue.search(question or ""):  # those two the answer's form decided
-            return task
-    return _form_type(a) if a else "other"
+    cued = (task for task, cue in _CUES if task not in ("date", "number") and cue.search(question or ""))
+    return next(cued, _form_type(a) if a else "other")  # date and number: the answer's form decided above
 
 
 def question_type(question: str) -> str:
@@ -90,12 +86,8 @@ def question_type(question: str) -> str:
     q = question or ""
     if _AUX.match(q):
         return "yes/no"
-    for task, cue in _CUES:
-        if cue.search(q):
-            return task
-    if re.match(r"^\s*what\b", q, re.I):
-        return "common noun"
-    return "other proper noun"
+    return next((task for task, cue in _CUES if cue.search(q)),
+                "common noun" if re.match(r"^\s*what\b", q, re.I) else "other proper noun")
 
 
 def task_split(task: str) -> str:
