@@ -303,7 +303,8 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
             for task in order[b:b + s.tasks_per_batch]:
                 sup = tr.sample(support[task], s.questions_per_task)
                 qry = tr.sample(qby.get(task, []), s.questions_per_task)
-                theta, eta = dict(rl.net.named_parameters()), dict(ml.heads.named_parameters())
+                theta: Params = {k: v for k, v in rl.net.named_parameters()}
+                eta: Params = {k: v for k, v in ml.heads.named_parameters()}
                 l_ws = tr.ws_loss(theta, sup) if s.ws else torch.zeros(())
                 l_pt = tr.pt_loss(eta, sup) if s.pt else torch.zeros(())
                 theta_i = _step(theta, l_ws, s.inner_lr, not s.first_order) if (s.ws and s.pg) else theta
