@@ -1,20 +1,11 @@
 """InstructRAG (Wang et al., SIGIR 2025) and its baselines and ablations, as five LangGraph graphs.
 
-* ``instructrag``: retrieve_paths (the RL-Agent walks the instruction graph: K candidate paths) →
-  select_path (the ML-Agent picks one) → plan_step ⇄ observe (Thought / Action / Observation with
-  Search / Lookup / Finish over the ReAct docstore, the path in the prompt) → [answer_from_steps];
-* ``instructrag_threshold``: the same with a similarity threshold walking the graph (no RL-Agent);
-* ``instructrag_no_ml``: the RL-Agent's first path goes into the prompt (no ML-Agent);
-* ``instructrag_rap``: retrieve_stored_paths (RAP-style: the most similar past question's stored
-  path, no graph) → plan_step ⇄ observe;
-* ``react``: plan_step ⇄ observe with no path (ReAct; also how a given path is planned with, which
-  the LLM reward of training uses).
-
-The planning loop (plan_step, observe, answer_from_steps) is the same nodes in every graph; the graphs
-differ in how the path is found. Every graph that finds a path passes it through ``review_plan`` (the
-shared human-in-the-loop node) before planning: with ``review_plan`` set a person approves, edits or
-rejects the path; otherwise it passes through. Training ablations (no WS / PG / PT / FT) are agents trained with a
-loss switched off (``ragplan instructrag train --no-ws …``), run with ``instructrag``.
+``instructrag``: retrieve_paths (the RL-Agent's K candidate paths) → select_path (the ML-Agent's pick) →
+review_plan → plan_step ⇄ observe → [answer_from_steps]; ``instructrag_threshold``: a similarity threshold
+walks the graph; ``instructrag_no_ml``: the RL-Agent's first path; ``instructrag_rap``: the most similar past
+question's stored path, no graph; ``react``: no path, or a ``given_path`` (the LLM reward of training).
+``review_plan`` is the shared human-in-the-loop node (a pass-through unless set). Training ablations are
+agents trained with a loss off (``ragplan instructrag train --no-ws …``), run with ``instructrag``.
 """
 
 from __future__ import annotations
@@ -47,8 +38,7 @@ def route_after_paths(state: InstructRAGState) -> Literal["select_path", "__end_
 
 
 def route_to_planning(state: InstructRAGState) -> Literal["review_plan", "__end__"]:
-    """The selected path goes to review (which passes through when review is off), unless the graph or agents
-    could not be loaded."""
+    """The path goes to review (a pass-through when review is off), unless the graph or agents could not be loaded."""
     return END if state.get("stop_reason") == "setup_error" else "review_plan"
 
 
@@ -57,19 +47,12 @@ def route_after_path_review(state: InstructRAGState) -> Literal["plan_step", "__
     return END if state.get("stop_reason") == PLAN_REJECTED else "plan_step"
 
 
-def _reviewed(g: Builder, method: str) -> None:
-    g.add_node("review_plan", make_review_plan(method, InstructRAGReviewer()))
-    g.add_conditional_edges("review_plan", route_after_path_review, ["plan_step", END])
-
-
 def route_after_plan_step(state: InstructRAGState) -> Literal["observe", "answer_from_steps", "__end__"]:
     """Finish and endpoint failures end the run; an unparseable step goes to the answer; else observe."""
     reason = state.get("stop_reason")
     if reason in ("answered", "llm_error"):
         return END
-    if reason == "llm_unparseable":
-        return "answer_from_steps"
-    return "observe"
+    return "answer_from_steps" if reason == "llm_unparseable" else "observe"
 
 
 def route_after_observe(state: InstructRAGState) -> Literal["plan_step", "answer_from_steps"]:
@@ -77,70 +60,55 @@ def route_after_observe(state: InstructRAGState) -> Literal["plan_step", "answer
     return "answer_from_steps" if state.get("stop_reason") == "max_steps" else "plan_step"
 
 
-def _loop(g: Builder) -> None:
+def _build(find: tuple[str, Any] | None = None, method: str = "", *, select: bool = False) -> Builder:
+    """The planning loop, after a path-finding node ``(name, node)``, the ML-Agent's pick (``select``) and review."""
+    g = StateGraph(InstructRAGState, context_schema=InstructRAGContext, input_schema=InstructRAGInput,
+                   output_schema=InstructRAGOutput)
+    if find:
+        g.add_node(*find)
+        if select:
+            g.add_node("select_path", select_path)
     g.add_node("plan_step", plan_step)
     g.add_node("observe", observe)
     g.add_node("answer_from_steps", answer_from_steps)
     g.add_conditional_edges("plan_step", route_after_plan_step, ["observe", "answer_from_steps", END])
     g.add_conditional_edges("observe", route_after_observe, ["plan_step", "answer_from_steps"])
     g.add_edge("answer_from_steps", END)
-
-
-def _new() -> Builder:
-    return StateGraph(InstructRAGState, context_schema=InstructRAGContext, input_schema=InstructRAGInput,
-                      output_schema=InstructRAGOutput)
-
-
-def _with_selection(mode: str, method: str) -> Builder:
-    g = _new()
-    g.add_node("retrieve_paths", make_retrieve_paths(mode))
-    g.add_node("select_path", select_path)
-    _loop(g)
-    _reviewed(g, method)
-    g.add_edge(START, "retrieve_paths")
-    g.add_conditional_edges("retrieve_paths", route_after_paths, ["select_path", END])
-    g.add_conditional_edges("select_path", route_to_planning, ["review_plan", END])
+    if not find:
+        g.add_edge(START, "plan_step")
+        return g
+    g.add_node("review_plan", make_review_plan(method, InstructRAGReviewer()))
+    g.add_conditional_edges("review_plan", route_after_path_review, ["plan_step", END])
+    g.add_edge(START, find[0])
+    if select:
+        g.add_conditional_edges(find[0], route_after_paths, ["select_path", END])
+    g.add_conditional_edges("select_path" if select else find[0], route_to_planning, ["review_plan", END])
     return g
 
 
 def build_instructrag() -> Builder:
     """InstructRAG: RL-Agent candidates on the instruction graph, ML-Agent pick, planning with the path."""
-    return _with_selection("rl_agent", "instructrag")
+    return _build(("retrieve_paths", make_retrieve_paths("rl_agent")), "instructrag", select=True)
 
 
 def build_instructrag_threshold() -> Builder:
     """Ablation: a similarity threshold walks the graph instead of the RL-Agent; the ML-Agent still picks."""
-    return _with_selection("threshold", "instructrag_threshold")
+    return _build(("retrieve_paths", make_retrieve_paths("threshold")), "instructrag_threshold", select=True)
 
 
 def build_instructrag_no_ml() -> Builder:
     """Ablation: the RL-Agent's first candidate is used (no ML-Agent)."""
-    g = _new()
-    g.add_node("retrieve_paths", make_retrieve_paths("rl_agent", pick_first=True))
-    _loop(g)
-    _reviewed(g, "instructrag_no_ml")
-    g.add_edge(START, "retrieve_paths")
-    g.add_conditional_edges("retrieve_paths", route_to_planning, ["review_plan", END])
-    return g
+    return _build(("retrieve_paths", make_retrieve_paths("rl_agent", pick_first=True)), "instructrag_no_ml")
 
 
 def build_instructrag_rap() -> Builder:
     """Baseline: the stored path of the most similar past question (RAP-style, no instruction graph)."""
-    g = _new()
-    g.add_node("retrieve_stored_paths", retrieve_stored_paths)
-    _loop(g)
-    _reviewed(g, "instructrag_rap")
-    g.add_edge(START, "retrieve_stored_paths")
-    g.add_conditional_edges("retrieve_stored_paths", route_to_planning, ["review_plan", END])
-    return g
+    return _build(("retrieve_stored_paths", retrieve_stored_paths), "instructrag_rap")
 
 
 def build_react() -> Builder:
     """ReAct: Thought / Action / Observation over the same docstore with no path (or with a given path)."""
-    g = _new()
-    _loop(g)
-    g.add_edge(START, "plan_step")
-    return g
+    return _build()
 
 
 instructrag = build_instructrag().compile(name="instructrag")
@@ -160,14 +128,13 @@ class InstructRAGFamily(MethodFamily):
         """Open the retriever, the instruction graph and the agents the graph needs; say what is missing."""
         from ragplan.methods.instructrag.selection import load_parts
 
-        if ctx.retriever_object is None:
-            if ctx.retriever == "local" and not ctx.index_dir:
+        if ctx.retriever_object is None and ctx.retriever == "local":
+            if not ctx.index_dir:
                 return "--retriever local needs --index DIR (build one with `ragplan index build`)"
-            if ctx.retriever == "local":
-                try:
-                    make_retriever(ctx)
-                except Exception as exc:
-                    return f"the local index cannot be opened: {exc}"
+            try:
+                make_retriever(ctx)
+            except Exception as exc:
+                return f"the local index cannot be opened: {exc}"
         needs = _NEEDS.get(method, ())
         if "graph" in needs and not ctx.instruction_graph_dir:
             return (f"{method} needs --instruction-graph DIR (build one with `ragplan instructrag build-graph --paths FILE… "
@@ -191,24 +158,21 @@ class InstructRAGFamily(MethodFamily):
 
     def trace(self, node: str, update: dict[str, Any], emit: Emit) -> None:
         """The task, the candidate paths, the pick, then every Thought / Action / Observation."""
-        if node in ("retrieve_paths", "retrieve_stored_paths") and update.get("task"):
-            emit(f"Task: {update['task']} ({update.get('task_split', '-')})")
-        cands = [PlannedPath.model_validate(p) if isinstance(p, dict) else p for p in update.get("candidate_paths") or []]
+        cands = [PlannedPath.model_validate(p) for p in update.get("candidate_paths") or []]
         if node in ("retrieve_paths", "retrieve_stored_paths"):  # each candidate once, with the past questions it combines
+            if update.get("task"):
+                emit(f"Task: {update['task']} ({update.get('task_split', '-')})")
             for i, p in enumerate(cands, start=1):
-                score = f" ({p.score:.3f})" if p.score is not None else ""
-                emit(f"  Candidate {i}{score}: {p.text}")
+                emit(p.line(i))
                 if p.derived_from:
                     emit(f"    from: {' | '.join(p.derived_from)}")
         if node == "select_path" and cands:  # the ML-Agent's scores of the candidates listed above
             emit("ML-Agent scores: " + "  ".join(f"{i}: {p.score:.3f}" for i, p in enumerate(cands, start=1) if p.score is not None))
         if update.get("selected_path") is not None:
-            p = update["selected_path"]
-            p = PlannedPath.model_validate(p) if isinstance(p, dict) else p
-            emit(f"Selected ({update.get('selection', '-')}): {p.text}")
+            path = PlannedPath.model_validate(update["selected_path"])
+            emit(f"Selected ({update.get('selection', '-')}): {path.text}")
         if node in ("plan_step", "observe") and update.get("steps"):
-            s = update["steps"][-1]
-            s = TAOStep.model_validate(s) if isinstance(s, dict) else s
+            s = TAOStep.model_validate(update["steps"][-1])
             if node == "plan_step":
                 emit(f"\nThought {s.index}: {s.thought}")
                 emit(f"Action {s.index}: {s.action}[{s.argument}]")
@@ -218,12 +182,8 @@ class InstructRAGFamily(MethodFamily):
 
 
 FAMILY = InstructRAGFamily(
-    name="instructrag",
-    title="InstructRAG (Wang et al., SIGIR 2025)",
-    order=50,
-    context=InstructRAGContext,
-    result=InstructRAGResult,
-    graphs=(
+    name="instructrag", title="InstructRAG (Wang et al., SIGIR 2025)", order=50, context=InstructRAGContext,
+    result=InstructRAGResult, graphs=(
         GraphSpec("instructrag", build_instructrag, "InstructRAG: RL-Agent walks the instruction graph for K paths, ML-Agent "
                   "picks one, the LLM plans Search/Lookup/Finish steps with it"),
         GraphSpec("instructrag_threshold", build_instructrag_threshold, "InstructRAG ablation: a similarity threshold walks "

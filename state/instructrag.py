@@ -1,10 +1,5 @@
-"""InstructRAG's settings, state and result: the candidate paths, the selected path, the thought-action-observation steps.
-
-The input is the question (optionally its task label, or a path to plan with); the output is the
-answer plus what a user needs to trust it: the task and whether it was seen in training, the K
-candidate paths the RL-Agent (or a baseline) proposed, the path the ML-Agent put into the prompt, and
-every Thought / Action / Observation step.
-"""
+"""InstructRAG's settings, state and result: the task (seen or unseen in training), the K candidate paths, the
+path put into the prompt and every Thought / Action / Observation step."""
 
 from __future__ import annotations
 
@@ -62,6 +57,10 @@ class PlannedPath(BaseModel):
     def text(self) -> str:
         """``Search[A] → Lookup[b] → …``."""
         return " → ".join(self.instructions)
+
+    def line(self, i: int) -> str:
+        """``  Candidate i (score): path``, as traces and reviews list the candidates."""
+        return f"  Candidate {i}{f' ({self.score:.3f})' if self.score is not None else ''}: {self.text}"
 
 
 class TAOStep(BaseModel):

@@ -1,9 +1,5 @@
-"""answer: the final answer when the planning loop ended without ``Finish`` (step bound, unparseable step).
-
-ReAct forces ``finish[]`` with an empty answer at its step bound; we ask the LLM once more for the best
-short answer the observations support, so a bounded run still answers (``stop_reason`` keeps why the
-loop ended).
-"""
+"""answer: when the planning loop ended without ``Finish`` (step bound, unparseable step), one more call asks for
+the best short answer the observations support (ReAct answers empty there); ``stop_reason`` keeps why."""
 
 from __future__ import annotations
 

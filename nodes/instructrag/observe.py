@@ -1,8 +1,5 @@
-"""observe: run the step's Search or Lookup on the ReAct docstore and record the observation (the tool step).
-
-The docstore works over the run's retriever (local index or Wikipedia); its current page and lookup
-walk live in the state, so each step continues where the last one stopped.
-"""
+"""observe: run the step's Search or Lookup on the ReAct docstore and record the observation (the tool step); the
+docstore's page and lookup walk live in the state, so each step continues where the last stopped."""
 
 from __future__ import annotations
 
@@ -27,8 +24,7 @@ def observe(state: InstructRAGState, runtime: Runtime[InstructRAGContext]) -> di
     try:
         retriever = make_retriever(ctx)
     except Exception as exc:
-        obs = f"Search failed: {exc}"
-        steps[-1] = step.model_copy(update={"observation": obs, "error": str(exc)[:300]})
+        steps[-1] = step.model_copy(update={"observation": f"Search failed: {exc}", "error": str(exc)[:300]})
         return {"steps": steps, **_bound(steps, ctx)}
     k = ctx.wiki_pages if getattr(retriever, "name", "") == "wiki" else ctx.retrieval_k
     store = ReActDocstore(retriever, k=k, page_title=state.get("page_title", ""),

@@ -1,10 +1,6 @@
-"""plan_step: one Thought and Action of the planning loop (InstructRAG §4.4, with the selected path in the prompt).
-
-The LLM returns a typed :class:`TAODecision` (thought, action ∈ {Search, Lookup, Finish}, argument).
-``Finish`` ends the run with its argument as the answer. An endpoint failure ends the run
-(``llm_error``); a reply that does not parse after the repairs goes to the answer step
-(``llm_unparseable``).
-"""
+"""plan_step: one Thought and Action (a typed :class:`TAODecision`) of the planning loop, with the selected path in
+the prompt (InstructRAG §4.4). ``Finish`` ends the run with its answer; an endpoint failure ends it (``llm_error``);
+a reply that does not parse goes to the answer step (``llm_unparseable``)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The planning prompt of InstructRAG (paper Table 9), in our own words, with our own worked examples.
-
-Its four parts, in the paper's order: (1) the task description with the action definitions
-(Search / Lookup / Finish), (2) demonstrations, (3) the selected instruction path as the plan to
-follow, with the advice to adjust it, (4) the question, followed by the steps taken so far. The
-``react`` baseline gets the same prompt without part (3).
-"""
+"""The planning prompt of InstructRAG (paper Table 9), in our own words, with our own worked examples: the task
+with the Search / Lookup / Finish actions, demonstrations, the selected path as the plan (with the advice to
+adjust it; not for ``react``), the question and the steps so far."""
 
 from __future__ import annotations
 
@@ -48,30 +44,20 @@ Action 3: Finish[Norway]""",
 
 def scratchpad(steps: list[TAOStep]) -> str:
     """The steps so far as ``Thought i / Action i / Observation i`` lines."""
-    lines = []
-    for s in steps:
-        lines.append(f"Thought {s.index}: {s.thought}")
-        lines.append(f"Action {s.index}: {s.action}[{s.argument}]")
-        if s.observation:
-            lines.append(f"Observation {s.index}: {s.observation}")
-    return "\n".join(lines)
+    return "\n".join(f"Thought {s.index}: {s.thought}\nAction {s.index}: {s.action}[{s.argument}]"
+                     + (f"\nObservation {s.index}: {s.observation}" if s.observation else "") for s in steps)
 
 
 def planning_prompt(question: str, path: PlannedPath | None, steps: list[TAOStep], demonstrations: int = 2) -> str:
     """The whole prompt for the next step (Table 9's structure)."""
-    parts = [TASK_DESCRIPTION]
     demos = DEMONSTRATIONS[: max(0, demonstrations)]
-    if demos:
-        parts.append("Here are some examples.\n\n" + "\n\n".join(demos))
+    parts = [TASK_DESCRIPTION, "Here are some examples.\n\n" + "\n\n".join(demos) if demos else ""]
     if path is not None and path.instructions:
         parts.append("Here is an action sequence that solved similar questions before; use it as a plan, with the "
                      "entities and keywords of your own question in place of its own:\n" + path.text)
         parts.append("Check your first understanding of the task and change the approach when new facts or needs come up "
                      "on the way. If an action brings nothing useful or leads to a dead end, go back to an earlier step "
                      "or switch between Search and Lookup.")
-    parts.append(f"Now solve this task.\nQuestion: {question}")
-    pad = scratchpad(steps)
-    if pad:
-        parts.append(pad)
-    parts.append(f"Give Thought {len(steps) + 1} and Action {len(steps) + 1}.")
-    return "\n\n".join(parts)
+    parts += [f"Now solve this task.\nQuestion: {question}", scratchpad(steps),
+              f"Give Thought {len(steps) + 1} and Action {len(steps) + 1}."]
+    return "\n\n".join(p for p in parts if p)

@@ -1,17 +1,13 @@
 """How InstructRAG's plan is reviewed by a person (the family part of :mod:`ragplan.nodes.common.review_plan`).
 
-The plan under review is the instruction path chosen for the planning prompt (by the ML-Agent, the
-RL-Agent's first path, the RAP-style stored path, or given), shown with the other candidates. An edit is
-a path written like the instruction graph's, ``Search[A] → Lookup[b] → Finish[c]`` (or one instruction
-per line), read with the path parser (:func:`~ragplan.methods.instructrag.paths.parse_instruction`:
-Search, Lookup or Finish with an argument in brackets) and at most ``max_path_len`` instructions. It
-becomes the selected path (``source`` and ``selection`` = ``edited``).
+The plan is the path chosen for the planning prompt, shown with the other candidates. An edit is a path
+``Search[A] → Lookup[b] → Finish[c]`` (or one instruction per line) read with the path parser, at most
+``max_path_len`` long; it becomes the selected path (``source`` and ``selection`` = ``edited``).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from ragplan.nodes.common.review_plan import PlanEdit, PlanEditError, PlanReviewer, PlanView
 from ragplan.state.instructrag import InstructRAGContext, InstructRAGState, PlannedPath
@@ -20,10 +16,7 @@ from ragplan.methods.instructrag.paths import ACTIONS, parse_instruction
 __all__ = ["InstructRAGReviewer"]
 
 _SPLIT = re.compile(r"\s*(?:→|->|\n)\s*")
-
-
-def _path(value: Any) -> PlannedPath | None:
-    return value if value is None or isinstance(value, PlannedPath) else PlannedPath.model_validate(value)
+_FORMS = ", ".join(a + "[…]" for a in ACTIONS)
 
 
 class InstructRAGReviewer(PlanReviewer[InstructRAGState, InstructRAGContext]):
@@ -31,14 +24,11 @@ class InstructRAGReviewer(PlanReviewer[InstructRAGState, InstructRAGContext]):
 
     def pending(self, state: InstructRAGState, ctx: InstructRAGContext) -> PlanView | None:
         """The selected path and the candidates it was chosen from."""
-        path = _path(state.get("selected_path"))
+        path = PlannedPath.model_validate(state["selected_path"]) if state.get("selected_path") is not None else None
         lines = [f"Path ({state.get('selection') or '-'}): {path.text if path else '(none: plan without a path)'}"]
-        for i, c in enumerate(_path(p) for p in state.get("candidate_paths") or []):
-            if c is not None:
-                score = f" ({c.score:.3f})" if c.score is not None else ""
-                lines.append(f"  Candidate {i + 1}{score}: {c.text}")
+        lines += [PlannedPath.model_validate(c).line(i) for i, c in enumerate(state.get("candidate_paths") or [], 1)]
         return PlanView(kind="plan", plan="\n".join(lines), steps=list(path.instructions) if path else [],
-                        format=f"instructions {', '.join(a + '[…]' for a in ACTIONS)}, separated by → or one per line")
+                        format=f"instructions {_FORMS}, separated by → or one per line")
 
     def apply_edit(self, state: InstructRAGState, ctx: InstructRAGContext, text: str) -> PlanEdit:
         """The edited path, each instruction read by the path parser."""
@@ -47,7 +37,7 @@ class InstructRAGReviewer(PlanReviewer[InstructRAGState, InstructRAGContext]):
         for n, item in enumerate(items, 1):
             ins = parse_instruction(item)
             if ins is None or not ins.argument:
-                raise PlanEditError(f"instruction {n} {item!r} is not {', '.join(a + '[…]' for a in ACTIONS)}")
+                raise PlanEditError(f"instruction {n} {item!r} is not {_FORMS}")
             parsed.append(ins)
         if not parsed:
             raise PlanEditError("the path needs at least one instruction")

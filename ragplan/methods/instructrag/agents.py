@@ -1,8 +1,5 @@
-"""Where trained agents live on disk: the base pair and the per-task adapted pairs of an agents folder.
-
-An agents folder holds ``rl_agent.pt`` / ``ml_agent.pt`` (with their ``.json`` settings), ``agents.json``
-(training settings, curves and the graph's statistics) and, after few-shot adaptation,
-``tasks/<task>/`` with each unseen task's adapted pair.
+"""An agents folder: ``rl_agent.pt`` / ``ml_agent.pt`` with their ``.json`` settings, ``agents.json`` (training
+settings, curves, graph statistics) and, after few-shot adaptation, each task's pair in ``tasks/<task>/``.
 """
 
 from __future__ import annotations

@@ -8,11 +8,15 @@ import argparse
 import json
 import os
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from ragplan.cli.errors import fail
+from ragplan.methods.instructrag.paths import read_paths, write_paths_jsonl
+from ragplan.methods.instructrag.synth import split_failed, split_paths, write_world
+from ragplan.methods.instructrag.tasks import answer_type, task_split
 
 __all__ = ["add_parser", "run", "make_reward"]
 
@@ -101,23 +105,12 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc))
 
 
-def _read(files: list[str]) -> Any:
-    from ragplan.methods.instructrag.paths import read_paths
-
-    return read_paths(files)
-
-
 def run_synth(args: argparse.Namespace) -> int:
     """Write a synthetic world."""
-    from ragplan.methods.instructrag.synth import write_world
-
     w = write_world(args.out, args.questions, args.seed)
     print(f"{len(w.passages)} passages, {len(w.successful)} successful and {len(w.failed)} failed paths, "
           f"{len(w.hotpot)} HotpotQA-format questions in {args.out}")
-    counts: dict[str, int] = defaultdict(int)
-    for p in w.successful:
-        counts[p.task] += 1
-    print("questions per task: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
+    print("questions per task: " + ", ".join(f"{t} {n}" for t, n in Counter(p.task for p in w.successful).items()))
     limit = f"ran out of distinct questions (the world's {len(w.passages)} entities allow no more)"
     if len(w.successful) < args.questions:
         print(f"note: made {len(w.successful)} distinct questions of the {args.questions} asked for: every task {limit}")
@@ -129,20 +122,15 @@ def run_synth(args: argparse.Namespace) -> int:
 def run_split(args: argparse.Namespace) -> int:
     """Split paths into support/query sets of seen and unseen tasks; ``failed_<set>.jsonl`` holds the failed paths of
     that set's questions (the noise of a graph built from it), ``failed_unmatched.jsonl`` those of the others."""
-    from ragplan.methods.instructrag.paths import write_paths_jsonl
-    from ragplan.methods.instructrag.synth import split_failed, split_paths
-
-    rep = _read(args.paths)
+    rep = read_paths(args.paths)
     parts = split_paths(rep.successful, query_fraction=args.query_fraction, seed=args.seed)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for name, paths in parts.items():
+    for name, paths in {**parts, **split_failed(parts, rep.failed)}.items():
         write_paths_jsonl(paths, out / f"{name}.jsonl")
-        print(f"{name}: {len(paths)} paths, tasks {', '.join(sorted({p.task for p in paths})) or '-'}")
-    for name, paths in split_failed(parts, rep.failed).items():
-        write_paths_jsonl(paths, out / f"{name}.jsonl")
-        print(f"{name}: {len(paths)} paths" + (" (questions with no successful path: never noise)"
-                                               if name == "failed_unmatched" else ""))
+        about = (f", tasks {', '.join(sorted({p.task for p in paths})) or '-'}" if name in parts
+                 else " (questions with no successful path: never noise)" if name == "failed_unmatched" else "")
+        print(f"{name}: {len(paths)} paths{about}")
     print("noise experiment: build-graph --paths support_seen.jsonl failed_support_seen.jsonl --noise-rate R")
     return 0
 
@@ -187,7 +175,7 @@ def run_build_graph(args: argparse.Namespace) -> int:
     """Build or extend an instruction graph."""
     from ragplan.methods.instructrag.graph import GRAPH_FILE, build_instruction_graph, embedder_for_graph
 
-    rep = _read(args.paths)
+    rep = read_paths(args.paths)
     if not rep.successful:
         return fail(f"no successful paths in {', '.join(args.paths)} ({rep.skipped} skipped: {'; '.join(rep.problems[:3])})")
     if not 0 <= args.noise_rate < 1:
@@ -235,8 +223,7 @@ def make_reward(args: argparse.Namespace) -> Any:
     from ragplan.llm import endpoint_problem
 
     base = args.base_url or os.environ.get("RAGPLAN_BASE_URL", "")
-    problem = endpoint_problem(model, base)
-    if problem:
+    if problem := endpoint_problem(model, base):
         raise ValueError(problem)
     return LLMF1Reward(InstructRAGContext(model=model, base_url=base, retriever="local", index_dir=args.index))
 
@@ -248,20 +235,20 @@ def _settings(args: argparse.Namespace) -> Any:
                         ft=not args.no_ft, first_order=args.first_order, adapt_steps=getattr(args, "steps", 5))
 
 
-def _graph_and_reward(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+def _graph(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The graph of ``--graph`` and its embedder."""
     from ragplan.methods.instructrag.graph import InstructionGraph, graph_embedder
 
     g = InstructionGraph.load(args.graph)
-    emb = graph_embedder(g, where=args.graph)
-    return g, emb, make_reward(args)
+    return g, graph_embedder(g, where=args.graph)
 
 
 def run_train(args: argparse.Namespace) -> int:
     """Meta-train the agents and print the curves."""
     from ragplan.methods.instructrag.meta import meta_train
 
-    g, emb, reward = _graph_and_reward(args)
-    rep = _read(args.paths)
+    g, emb = _graph(args)
+    reward, rep = make_reward(args), read_paths(args.paths)
     if not rep.successful:
         return fail("no successful query paths to train on")
     _, _, report = meta_train(g, rep.successful, emb, reward, _settings(args), args.out, progress=not args.no_progress)
@@ -279,8 +266,9 @@ def run_adapt(args: argparse.Namespace) -> int:
     """Few-shot adaptation to unseen tasks."""
     from ragplan.methods.instructrag.meta import adapt_agents
 
-    g, emb, reward = _graph_and_reward(args)
-    report = adapt_agents(g, args.agents, _read(args.paths).successful, emb, reward, _settings(args), args.out,
+    g, emb = _graph(args)
+    reward = make_reward(args)
+    report = adapt_agents(g, args.agents, read_paths(args.paths).successful, emb, reward, _settings(args), args.out,
                           shots=args.shots, progress=not args.no_progress)
     print(f"inserted the support paths into the graph in {report.insert_seconds:.2f} s; adapted {len(report.tasks)} task(s) "
           f"in {report.seconds:.2f} s")
@@ -293,33 +281,23 @@ def run_adapt(args: argparse.Namespace) -> int:
 
 def run_figures(args: argparse.Namespace) -> int:
     """Path-selection quality table."""
-    from ragplan.methods.instructrag.figures import SELECTION_METHODS, format_selection_rows, selection_quality
-    from ragplan.methods.instructrag.graph import InstructionGraph, graph_embedder
     from ragplan.methods.instructrag.agents import load_agents
+    from ragplan.methods.instructrag.figures import SELECTION_METHODS, format_selection_rows, selection_quality
 
-    g = InstructionGraph.load(args.graph)
-    emb = graph_embedder(g, where=args.graph)
+    g, emb = _graph(args)
     rl, ml = load_agents(args.agents) if args.agents else (None, None)
-    rep = _read(args.paths)
+    query = read_paths(args.paths).successful
     reward = make_reward(argparse.Namespace(reward="proxy", index=args.index)) if args.index else None
-    methods = SELECTION_METHODS if rl is not None else ("threshold", "rap", "random")
-    cache: dict[str, Any] = {}
-
-    def agents_for(task: str) -> Any:  # the task's adapted agents when the folder has them (ragplan instructrag adapt)
-        if task not in cache:
-            cache[task] = load_agents(args.agents, task)
-        return cache[task]
-
-    rows = selection_quality(g, rl, ml, rep.successful, emb, methods=methods, reward=reward, k=args.k, threshold=args.threshold,
-                             agents_for=agents_for if rl is not None else None)
+    agents_for = cache(lambda task: load_agents(args.agents, task))  # a task's adapted agents when the folder has them
+    rows = selection_quality(g, rl, ml, query, emb, reward=reward, k=args.k,
+                             methods=SELECTION_METHODS if rl is not None else ("threshold", "rap", "random"),
+                             threshold=args.threshold, agents_for=agents_for if rl is not None else None)
     print(json.dumps([r.__dict__ for r in rows]) if args.json else format_selection_rows(rows))
     return 0
 
 
 def run_report(args: argparse.Namespace) -> int:
     """F1 / EM of eval runs grouped by seen / unseen task (the task from the gold answer and question)."""
-    from ragplan.methods.instructrag.tasks import answer_type, task_split
-
     out: dict[str, Any] = {}
     for run_dir in args.runs:
         f = Path(run_dir) / "results.jsonl"
@@ -328,19 +306,17 @@ def run_report(args: argparse.Namespace) -> int:
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
         method = ""
         for line in f.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
             try:
                 r = json.loads(line)
-            except ValueError:
+            except ValueError:  # a blank or cut-off line
                 continue
             method = r.get("method", method)
             task = answer_type(str(r.get("gold", "")), str(r.get("question", "")))
             for key in ("all", task_split(task), f"task: {task}"):
                 groups[key].append(r)
-        out[f"{run_dir} ({method})"] = {k: {"n": len(v), "f1": round(sum(float(x.get("f1") or 0) for x in v) / len(v), 4),
-                                            "em": round(sum(float(x.get("em") or 0) for x in v) / len(v), 4)}
-                                        for k, v in sorted(groups.items(), key=lambda kv: (kv[0].startswith("task"), kv[0]))}
+        out[f"{run_dir} ({method})"] = {
+            k: {"n": len(v), **{m: round(sum(float(x.get(m) or 0) for x in v) / len(v), 4) for m in ("f1", "em")}}
+            for k, v in sorted(groups.items(), key=lambda kv: (kv[0].startswith("task"), kv[0]))}
     if args.json:
         print(json.dumps(out))
         return 0

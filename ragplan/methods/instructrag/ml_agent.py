@@ -1,28 +1,10 @@
-"""The ML-Agent (InstructRAG §4.4): a question encoder and a path encoder that pick the path for the prompt.
+"""The ML-Agent (InstructRAG §4.4): question and path encoders that pick the path for the prompt.
 
-The paper uses a CLIP-style text encoder pair with shared self-attention layers. On a CPU we keep
-Sentence-BERT (all-MiniLM-L6-v2) **frozen** as the shared backbone and train small heads on top:
-
-* a shared layer ``S`` (384 → 128, tanh) and one output layer per side (``W_q``, ``W_p``: 128 → 384),
-  added to the backbone vector and normalised: ``v = unit(x + W tanh(S x))``. The output layers start
-  at zero, so an untrained ML-Agent ranks paths by plain Sentence-BERT cosine, and training moves it
-  from there;
-* a matching head for QPM: a logistic layer over ``[v_q ⊙ v_p, |v_q − v_p|]``.
-
-Losses (the paper's equations, batch means instead of sums):
-
-* **QPA** (Eqs. 6–7): contrastive with temperature τ, the paired path against the other paths of the
-  batch (the denominator holds the negatives only, as written), and symmetrically the path against
-  the other questions;
-* **QPM** (Eq. 8): binary cross-entropy on matched / mismatched question-path pairs;
-* **FT** (Eq. 10): for a query question, the best-rewarded path of its pool (the RL-Agent's K paths as
-  hard negatives plus paths of other questions) against the rest of the pool, and that path against
-  the other questions of the batch.
-
-A path's backbone vector is the normalised mean of its instructions' Sentence-BERT vectors (those the
-instruction graph stores; others are embedded once and cached), so scoring K fresh combinations costs
-no encoder pass on a CPU. The pick is the candidate with the highest cosine to the question (no K-way
-classifier, so K can change without retraining).
+For a CPU, Sentence-BERT stays **frozen** as the shared backbone (the paper trains a CLIP-style pair) with
+small heads on top: ``v = unit(x + W tanh(S x))`` (``S`` shared 384 → 128, one ``W`` per side starting at
+zero, so an untrained agent ranks by plain cosine) and a QPM matching head over ``[v_q ⊙ v_p, |v_q − v_p|]``.
+Losses: QPA (Eqs. 6–7, negatives only in the denominator), QPM (Eq. 8) and FT (Eq. 10). A path's backbone
+vector is the mean of its instructions'; the pick is the highest cosine (K can change without retraining).
 """
 
 from __future__ import annotations
@@ -36,17 +18,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["MLHeads", "MLAgent", "qpa_loss", "qpm_loss", "ft_loss", "path_backbone_vectors"]
+__all__ = ["MLHeads", "MLAgent", "qpa_loss", "ft_loss", "path_backbone_vectors"]
 
 ML_FILE, ML_META = "ml_agent.pt", "ml_agent.json"
 
 
 def path_backbone_vectors(paths: list[list[str]], embedder: Any, known: dict[str, np.ndarray] | None = None) -> np.ndarray:
-    """Unit backbone vectors of paths given as instruction texts: the normalised mean of their instructions' vectors.
-
-    ``known`` maps instruction texts to vectors already computed (the graph's); the rest are embedded in
-    one call (the embedder caches them).
-    """
+    """Unit backbone vectors of paths given as instruction texts: the normalised mean of their instructions'
+    vectors, from ``known`` (the graph's) or embedded in one call."""
     known = known if known is not None else {}
     todo = list(dict.fromkeys(t for p in paths for t in p if t not in known))
     extra = dict(zip(todo, embedder.encode(todo))) if todo else {}
@@ -73,17 +52,10 @@ class MLHeads(nn.Module):
             nn.init.zeros_(layer.weight)
             nn.init.zeros_(layer.bias)
 
-    def encode_questions(self, x: torch.Tensor) -> torch.Tensor:
-        """Unit question vectors from backbone vectors ``(n, dim)``."""
-        return F.normalize(x + self.question_out(torch.tanh(self.shared(x))), dim=-1)
-
-    def encode_paths(self, x: torch.Tensor) -> torch.Tensor:
-        """Unit path vectors from backbone vectors ``(n, dim)``."""
-        return F.normalize(x + self.path_out(torch.tanh(self.shared(x))), dim=-1)
-
-    def match_logits(self, q: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
-        """QPM logits of encoded pairs."""
-        return self.match(torch.cat([q * p, (q - p).abs()], dim=-1)).squeeze(-1)
+    def forward(self, x: torch.Tensor, side: str) -> torch.Tensor:
+        """Unit vectors of one ``side`` (``question`` or ``path``) from backbone vectors ``(n, dim)``."""
+        out = self.question_out if side == "question" else self.path_out
+        return F.normalize(x + out(torch.tanh(self.shared(x))), dim=-1)
 
 
 def _neg_logsumexp(sims: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -93,22 +65,15 @@ def _neg_logsumexp(sims: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 def qpa_loss(q: torch.Tensor, p: torch.Tensor, tau: float, same: torch.Tensor | None = None) -> torch.Tensor:
     """Eq. 7 on encoded pairs ``q[i] ↔ p[i]``; ``same[i, j]`` marks pairs that are not negatives (same path)."""
     n = q.shape[0]
-    if n < 2:
-        return q.sum() * 0.0
     sims = q @ p.T / tau
     neg = ~torch.eye(n, dtype=torch.bool) if same is None else ~(same | torch.eye(n, dtype=torch.bool))
     rows_ok = neg.any(dim=1)
-    if not bool(rows_ok.any()):
+    if not bool(rows_ok.any()):  # fewer than two different paths: no negatives
         return q.sum() * 0.0
     pos = sims.diagonal()
     l_qp = (-pos + _neg_logsumexp(sims, neg))[rows_ok].mean()
     l_pq = (-pos + _neg_logsumexp(sims.T, neg.T))[rows_ok].mean()
     return (l_qp + l_pq) / 2
-
-
-def qpm_loss(heads: MLHeads, q: torch.Tensor, p: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Eq. 8: binary cross-entropy of the matching head."""
-    return F.binary_cross_entropy_with_logits(heads.match_logits(q, p), labels.float())
 
 
 def ft_loss(q: torch.Tensor, pools: list[torch.Tensor], best: list[int], tau: float) -> torch.Tensor:
@@ -120,13 +85,11 @@ def ft_loss(q: torch.Tensor, pools: list[torch.Tensor], best: list[int], tau: fl
         sims = pool @ q[i] / tau
         mask = torch.ones(pool.shape[0], dtype=torch.bool)
         mask[b] = False
-        l_qp = -sims[b] + torch.logsumexp(sims[mask], dim=0)
-        if q.shape[0] > 1:
+        loss = -sims[b] + torch.logsumexp(sims[mask], dim=0)
+        if q.shape[0] > 1:  # and the path against the other questions
             others = torch.cat([q[:i], q[i + 1:]])
-            l_pq = -sims[b] + torch.logsumexp(others @ pool[b] / tau, dim=0)
-            terms.append((l_qp + l_pq) / 2)
-        else:
-            terms.append(l_qp)
+            loss = (loss + (-sims[b] + torch.logsumexp(others @ pool[b] / tau, dim=0))) / 2
+        terms.append(loss)
     return torch.stack(terms).mean() if terms else q.sum() * 0.0
 
 
@@ -141,15 +104,9 @@ class MLAgent:
     def scores(self, qvec: np.ndarray, path_vecs: np.ndarray) -> np.ndarray:
         """Cosine between the encoded question and each encoded path (backbone vectors in)."""
         with torch.no_grad():
-            q = self.heads.encode_questions(torch.as_tensor(np.asarray(qvec, dtype=np.float32).reshape(1, -1)))
-            p = self.heads.encode_paths(torch.as_tensor(np.asarray(path_vecs, dtype=np.float32).reshape(len(path_vecs), -1)))
+            q = self.heads(torch.as_tensor(np.asarray(qvec, dtype=np.float32).reshape(1, -1)), "question")
+            p = self.heads(torch.as_tensor(np.asarray(path_vecs, dtype=np.float32).reshape(len(path_vecs), -1)), "path")
             return (p @ q[0]).numpy()
-
-    def pick(self, qvec: np.ndarray, path_vecs: np.ndarray) -> int:
-        """Index of the best path (the first on ties)."""
-        if len(path_vecs) == 0:
-            return -1
-        return int(np.argmax(self.scores(qvec, path_vecs)))
 
     def save(self, out_dir: str | Path) -> None:
         """Write ``ml_agent.pt`` and ``ml_agent.json`` into ``out_dir``."""
@@ -169,7 +126,7 @@ class MLAgent:
             meta: dict[str, Any] = json.loads((root / ML_META).read_text()) if (root / ML_META).is_file() else {}
             heads = MLHeads(int(meta.get("dim", 384)), int(meta.get("hidden", 128)))
             heads.load_state_dict(torch.load(root / ML_FILE, weights_only=True))
-        except Exception as exc:  # torch raises many kinds for a file cut off or of another shape (unpickling, zip, size)
+        except Exception as exc:  # torch raises many kinds for a file cut off or of another shape
             raise ValueError(f"the ML-Agent at {root} cannot be read ({ML_META} / {ML_FILE}): {type(exc).__name__}: "
                              f"{str(exc)[:200]}") from exc
         heads.eval()

@@ -1,25 +1,10 @@
 """Instruction paths in: JSONL records and ReAct-format trajectory logs (ReAct's and Reflexion's published logs).
 
-An *instruction* is one action with its argument (``Search[Scott Derrickson]``); an *instruction path*
-is the sequence of instructions that solved (or failed to solve) one question (InstructRAG §4.2).
-
-Two sources are read:
-
-* **JSONL**, one path per line: ``{question, task, answer, path: [{action, argument}], success}``
-  (optional ``id``, ``supporting_titles``). ``task`` may be empty; it is then derived from the answer
-  and question (:func:`ragplan.methods.instructrag.tasks.answer_type`).
-* **Trajectory logs** in the ReAct format: blocks of ``Question:`` then ``Thought N:`` /
-  ``Action N: Search[…] | Lookup[…] | Finish[…]`` / ``Observation N:`` lines. The label comes from
-  what the log says: Reflexion's trial logs sort blocks under ``BEGIN CORRECT AGENTS`` /
-  ``BEGIN INCORRECT AGENTS`` / ``BEGIN HALTED AGENTS`` and end each with ``Correct answer: …``; the
-  ReAct notebook prints an info dict after each question (``{'steps': …, 'answer': …, 'gt_answer': …,
-  'em': …, 'f1': …}``); otherwise a last observation ``Answer is CORRECT`` / ``INCORRECT`` decides.
-  A block with no label is skipped (counted). Few-shot examples (up to ``(END OF EXAMPLES)``), earlier
-  trials quoted in a prompt (Reflexion's ``… (END PREVIOUS TRIAL)`` context, a ``Previous trial:``
-  block) and earlier blocks before a label line are not read as trials (:func:`parse_trajectory_log`).
-
-Only successful paths enter the instruction graph; failed ones are kept (the paper's noise experiment
-inserts a share of them on purpose).
+An *instruction* is one action with its argument (``Search[Scott Derrickson]``), an *instruction path* the
+instructions that solved (or failed to solve) one question (InstructRAG §4.2). JSONL lines are
+``{question, task, answer, path: [{action, argument}], success}`` (optional ``id``, ``supporting_titles``;
+an empty ``task`` is derived, :func:`~ragplan.methods.instructrag.tasks.answer_type`); logs are read by
+:func:`parse_trajectory_log`. Only successful paths enter the graph; failed ones are kept for the noise test.
 """
 
 from __future__ import annotations
@@ -28,9 +13,11 @@ import ast
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
+
+from ragplan.methods.instructrag.tasks import answer_type
 
 __all__ = ["ACTIONS", "Instruction", "InstructionPath", "PathReadReport", "read_paths", "read_paths_jsonl",
            "parse_trajectory_log", "write_paths_jsonl", "parse_instruction"]
@@ -55,20 +42,13 @@ class Instruction:
         """The instruction as written in a plan: ``Action[argument]``."""
         return f"{self.action}[{self.argument}]"
 
-    def to_dict(self) -> dict[str, str]:
-        """JSON form ``{action, argument}``."""
-        return {"action": self.action, "argument": self.argument}
-
 
 def parse_instruction(text: str) -> Instruction | None:
     """``"search[Ed Wood]"`` -> ``Instruction("Search", "Ed Wood")``; None for other actions or bad text."""
     m = _INSTR.match(text or "")
-    if not m:
+    if not m or m.group(1).capitalize() not in ACTIONS:
         return None
-    action = m.group(1).strip().capitalize()
-    if action not in ACTIONS:
-        return None
-    return Instruction(action, " ".join(m.group(2).split()))
+    return Instruction(m.group(1).capitalize(), " ".join(m.group(2).split()))
 
 
 @dataclass
@@ -89,8 +69,7 @@ class InstructionPath:
 
     def __post_init__(self) -> None:
         if not self.id:
-            key = self.question + "\n" + " → ".join(i.text for i in self.instructions)
-            self.id = hashlib.sha1(key.encode()).hexdigest()[:12]
+            self.id = hashlib.sha1(f"{self.question}\n{self.text}".encode()).hexdigest()[:12]
 
     @property
     def text(self) -> str:
@@ -100,7 +79,7 @@ class InstructionPath:
     def to_dict(self) -> dict[str, Any]:
         """The JSONL record of this path."""
         return {"id": self.id, "question": self.question, "task": self.task, "answer": self.answer,
-                "path": [i.to_dict() for i in self.instructions], "success": self.success,
+                "path": [asdict(i) for i in self.instructions], "success": self.success,
                 **({"supporting_titles": self.supporting_titles} if self.supporting_titles else {}),
                 **({"source": self.source} if self.source else {})}
 
@@ -117,7 +96,8 @@ class PathReadReport:
     """The first few reasons for skips (file:line: why)."""
 
     def add(self, p: InstructionPath) -> None:
-        """File ``p`` under successful or failed."""
+        """File ``p`` under successful or failed, deriving its task when it has none."""
+        p.task = p.task or answer_type(p.answer, p.question)
         (self.successful if p.success else self.failed).append(p)
 
     def skip(self, why: str) -> None:
@@ -125,14 +105,6 @@ class PathReadReport:
         self.skipped += 1
         if len(self.problems) < 20:
             self.problems.append(why)
-
-
-def _with_task(p: InstructionPath) -> InstructionPath:
-    if not p.task:
-        from ragplan.methods.instructrag.tasks import answer_type
-
-        p.task = answer_type(p.answer, p.question)
-    return p
 
 
 def read_paths_jsonl(path: str | Path, report: PathReadReport | None = None) -> PathReadReport:
@@ -146,24 +118,21 @@ def read_paths_jsonl(path: str | Path, report: PathReadReport | None = None) -> 
             rec = json.loads(line)
             steps = []
             for s in rec["path"]:
-                if isinstance(s, str):
-                    ins = parse_instruction(s)
-                else:
-                    action = str(s.get("action", "")).strip().capitalize()
-                    ins = Instruction(action, " ".join(str(s.get("argument", "")).split())) if action in ACTIONS else None
+                ins = parse_instruction(s if isinstance(s, str) else f"{s.get('action', '')}[{s.get('argument', '')}]")
                 if ins is None:
                     raise ValueError(f"unknown action {s!r} (use {', '.join(ACTIONS)})")
                 steps.append(ins)
             if not steps:
                 raise ValueError("empty path")
             p = InstructionPath(question=str(rec["question"]).strip(), answer=str(rec.get("answer", "")),
-                                instructions=steps, success=bool(rec.get("success", True)), task=str(rec.get("task") or ""),
-                                id=str(rec.get("id") or ""), source=str(rec.get("source") or f"{src.name}:{n}"),
+                                instructions=steps, success=bool(rec.get("success", True)),
+                                task=str(rec.get("task") or ""), id=str(rec.get("id") or ""),
+                                source=str(rec.get("source") or f"{src.name}:{n}"),
                                 supporting_titles=[str(t) for t in rec.get("supporting_titles") or []])
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             report.skip(f"{src}:{n}: {exc}")
             continue
-        report.add(_with_task(p))
+        report.add(p)
     return report
 
 
@@ -173,6 +142,10 @@ _ACTION = re.compile(r"^Act(?:ion)?\s*\d*\s*:\s*(.*)$")
 _OBS = re.compile(r"^Obs(?:ervation)?\s*\d*\s*:\s*(.*)$")
 _GOLD = re.compile(r"^Correct answer:\s*(.*)$")
 _INFO = re.compile(r"^\{'steps'|^\{\"steps\"")
+_EXAMPLES_START = re.compile(r"here are some examples\s*:?", re.I)
+_EXAMPLES_END = "(END OF EXAMPLES)"
+_PREVIOUS_START = re.compile(r"^previous trial\s*:|below is the last trial you attempted", re.I)
+_PREVIOUS_END = re.compile(r"^\(END PREVIOUS TRIAL\)|^Reflection\s*:", re.I)
 
 
 def _label_of_info(line: str) -> tuple[bool | None, str]:
@@ -189,151 +162,101 @@ def _label_of_info(line: str) -> tuple[bool | None, str]:
     return (m.group(1) in ("True", "1") if m else None), (g.group(1) if g else "")
 
 
-_EXAMPLES_START = re.compile(r"here are some examples\s*:?", re.I)
-_EXAMPLES_END = "(END OF EXAMPLES)"
-_PREVIOUS_START = re.compile(r"^previous trial\s*:|below is the last trial you attempted", re.I)
-_PREVIOUS_END = re.compile(r"^\(END PREVIOUS TRIAL\)|^Reflection\s*:", re.I)
-
-
 def parse_trajectory_log(text: str, source: str = "log", report: PathReadReport | None = None) -> PathReadReport:
     """Read ReAct-format trajectories from a log's text (Reflexion trial logs, ReAct notebook output, plain blocks).
 
-    Each ``Question:`` line starts a block; its ``Action N:`` lines are the path (other actions such as
-    ``Think[…]`` are dropped); the label is the section, the info dict or the last ``Answer is …``
-    observation, in that order of preference. Text that is not the question's own trial is left out:
-
-    * few-shot examples — from ``Here are some examples:`` to ``(END OF EXAMPLES)``, and any block
-      opened before an ``(END OF EXAMPLES)`` line (a prompt printed without its opening line);
-    * earlier trials quoted in a prompt — Reflexion's last-trial context (``Below is the last trial you
-      attempted …`` up to ``(END PREVIOUS TRIAL)``) and a reflection prompt's ``Previous trial:`` block
-      (up to ``Reflection:``), or up to the next ``Question:`` line when the end marker is missing;
-    * when several blocks precede one label line (``Correct answer: …`` or the info dict), only the last
-      one — the trial the label was written for — takes it; the earlier ones are skipped (counted).
-
-    In a Reflexion log (which ends every agent with ``Correct answer:``) a section label applies to
-    the block that line closes; a log with sections and no such lines labels each block by its section.
+    Each ``Question:`` line starts a block; its ``Action N:`` lines are the path (other actions are
+    dropped). The label is, in that order of preference, the Reflexion section (``BEGIN CORRECT /
+    INCORRECT / HALTED AGENTS``; in a log whose agents end with ``Correct answer: …``, for the block
+    that line closes), the ReAct notebook's info dict (``{'steps': …, 'em': …, 'gt_answer': …}``), or a
+    last observation ``Answer is CORRECT`` / ``INCORRECT``; a block with none is skipped (counted).
+    Left out as not the question's own trial: few-shot examples (``Here are some examples:`` to
+    ``(END OF EXAMPLES)``, and blocks opened before that line), earlier trials quoted in a prompt
+    (``Below is the last trial you attempted …`` to ``(END PREVIOUS TRIAL)``, ``Previous trial:`` to
+    ``Reflection:``, or to the next ``Question:`` line), and, of several blocks before one label line,
+    all but the last.
     """
     report = report if report is not None else PathReadReport()
     section: str | None = None
     blocks: list[dict[str, Any]] = []
     cur: dict[str, Any] | None = None
     pending: list[dict[str, Any]] = []  # blocks opened since the last boundary (section, label line, end of examples)
-    in_examples = in_previous = False
-    previous_question_seen = False
-    gold_lines = False
+    in_examples = in_previous = previous_question_seen = gold_lines = False
 
-    def close(label: dict[str, Any]) -> None:
+    def supersede(mark: str | bool, label: dict[str, Any] | None = None) -> None:
+        """End the pending blocks: the last takes ``label`` when given, the others are marked ``mark``."""
         nonlocal cur
-        if pending:
-            last = pending[-1]
-            last.update(label, closed=True)
-            for b in pending[:-1]:
-                b["superseded"] = True
+        if pending and label is not None:
+            pending.pop().update(label, closed=True)
+        for b in pending:
+            b["superseded"] = mark
         pending.clear()
         cur = None
 
     for n, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
-        if in_examples:
-            if _EXAMPLES_END in line:
-                in_examples = False
+        if in_examples or _EXAMPLES_END in line or _EXAMPLES_START.search(line):  # few-shot examples, to their end
+            in_examples = _EXAMPLES_END not in line
+            supersede("example")
             continue
-        if _EXAMPLES_START.search(line) and _EXAMPLES_END not in line:
-            in_examples, cur = True, None
-            for b in pending:
-                b["superseded"] = "example"
-            pending.clear()
-            continue
-        if _EXAMPLES_END in line:
-            for b in pending:
-                b["superseded"] = "example"
-            pending.clear()
-            cur = None
-            continue
+        q, sec = _QUESTION.match(line), _SECTION.search(line)
+        boundary = sec or line.startswith("BEGIN TRIAL")
         if in_previous:
-            q = _QUESTION.match(line)
-            if _PREVIOUS_END.match(line) or (q and previous_question_seen) or _SECTION.search(line) or line.startswith("BEGIN TRIAL"):
-                in_previous = False
-                if not q and not _SECTION.search(line) and not line.startswith("BEGIN TRIAL"):
-                    continue
-            else:
+            if not (_PREVIOUS_END.match(line) or (q and previous_question_seen) or boundary):
                 previous_question_seen = previous_question_seen or bool(q)
+                continue
+            in_previous = False
+            if not (q or boundary):
                 continue
         if _PREVIOUS_START.search(line):
             in_previous, previous_question_seen, cur = True, False, None
-            continue
-        sec = _SECTION.search(line)
-        if sec:
-            section, cur = sec.group(1), None
+        elif boundary:
+            section, cur = sec.group(1) if sec else None, None
             pending.clear()
-            continue
-        if line.startswith("BEGIN TRIAL"):
-            section, cur = None, None
-            pending.clear()
-            continue
-        q = _QUESTION.match(line)
-        if q:
+        elif q:
             cur = {"question": q.group(1).strip(), "actions": [], "section": section, "verdict": None,
                    "gold": "", "line": n, "info": None, "closed": False, "superseded": False}
             blocks.append(cur)
             pending.append(cur)
-            continue
-        g = _GOLD.match(line)
-        if g:
+        elif g := _GOLD.match(line):
             gold_lines = True
-            close({"gold": g.group(1).strip()})
-            continue
-        if _INFO.match(line):
-            close({"info": _label_of_info(line)})
-            continue
-        if cur is None:
-            continue
-        a = _ACTION.match(line)
-        if a:
+            supersede(True, {"gold": g.group(1).strip()})
+        elif _INFO.match(line):
+            supersede(True, {"info": _label_of_info(line)})
+        elif cur is not None and (a := _ACTION.match(line)):
             cur["actions"].append(a.group(1).strip())
-            continue
-        o = _OBS.match(line)
-        if o:
-            obs = o.group(1)
-            if "Answer is CORRECT" in obs:
+        elif cur is not None and (o := _OBS.match(line)):
+            if "Answer is CORRECT" in o.group(1):
                 cur["verdict"] = True
-            elif "Answer is INCORRECT" in obs:
+            elif "Answer is INCORRECT" in o.group(1):
                 cur["verdict"] = False
     for b in blocks:
         where = f"{source}:{b['line']}"
-        if b["superseded"]:
-            report.skip(f"{where}: a few-shot example, not a trial" if b["superseded"] == "example"
-                        else f"{where}: an earlier block before the label line (the label is the last trial's)")
-            continue
-        steps = [ins for ins in (parse_instruction(a) for a in b["actions"]) if ins is not None]
-        if not b["question"] or not steps:
-            report.skip(f"{where}: no question or no Search/Lookup/Finish action")
-            continue
-        success: bool | None
+        steps = [ins for ins in map(parse_instruction, b["actions"]) if ins is not None]
+        success: bool | None = b["verdict"]
         gold = b["gold"]
         if b["section"] is not None and (b["closed"] or not gold_lines):
             success = b["section"] == "CORRECT"
         elif b["info"] is not None and b["info"][0] is not None:
             success, gold = b["info"][0], gold or b["info"][1]
-        else:
-            success = b["verdict"]
-        if success is None:
+        if b["superseded"]:
+            report.skip(f"{where}: a few-shot example, not a trial" if b["superseded"] == "example"
+                        else f"{where}: an earlier block before the label line (the label is the last trial's)")
+        elif not b["question"] or not steps:
+            report.skip(f"{where}: no question or no Search/Lookup/Finish action")
+        elif success is None:
             report.skip(f"{where}: no correct/incorrect label")
-            continue
-        finish = [s.argument for s in steps if s.action == "Finish"]
-        answer = gold or (finish[-1] if finish else "")
-        report.add(_with_task(InstructionPath(question=b["question"], answer=answer, instructions=steps,
-                                              success=success, source=where)))
+        else:
+            finish = [s.argument for s in steps if s.action == "Finish"]
+            report.add(InstructionPath(question=b["question"], answer=gold or (finish[-1] if finish else ""),
+                                       instructions=steps, success=success, source=where))
     return report
 
 
 def read_paths(files: Iterable[str | Path]) -> PathReadReport:
-    """Read every file: ``.jsonl`` / ``.json`` lines as JSONL records, anything else as a trajectory log.
-
-    The same (question, path) read twice (a question repeated across trials) is kept once. A file that is
-    empty or yields no path at all (another format, a truncated file) is a ValueError naming it and the
-    first problem; bad lines among good ones are skipped and counted in the report.
-    """
+    """Read every file: ``.jsonl`` / ``.json`` as JSONL records, anything else as a trajectory log; a (question,
+    path) read twice is kept once. A file that yields no path at all is a ValueError naming it and the first
+    problem; bad lines among good ones are skipped and counted."""
     report = PathReadReport()
     for f in files:
         p = Path(f)
@@ -351,18 +274,15 @@ def read_paths(files: Iterable[str | Path]) -> PathReadReport:
             raise ValueError(f"{p}: no instruction path could be read (first problem: {why}); expected JSONL lines "
                              "{question, answer, path: [{action, argument}], success} or a ReAct/Reflexion trajectory log")
     for name in ("successful", "failed"):
-        seen: set[str] = set()
-        kept = []
+        kept: dict[str, InstructionPath] = {}
         for path in getattr(report, name):
-            if path.id not in seen:
-                seen.add(path.id)
-                kept.append(path)
-        setattr(report, name, kept)
+            kept.setdefault(path.id, path)
+        setattr(report, name, list(kept.values()))
     return report
 
 
 def write_paths_jsonl(paths: Iterable[InstructionPath], out: str | Path) -> int:
     """Write paths as JSONL (the format :func:`read_paths_jsonl` reads); returns the count."""
-    lines = [json.dumps(p.to_dict(), ensure_ascii=False) for p in paths]
-    Path(out).write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    lines = [json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in paths]
+    Path(out).write_text("".join(lines), encoding="utf-8")
     return len(lines)

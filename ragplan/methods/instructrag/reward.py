@@ -1,26 +1,16 @@
-"""Rewards of a candidate path for a question (InstructRAG Eq. 3), with and without an LLM.
+"""Rewards Δ(path, question) of a candidate path (InstructRAG Eq. 3), with and without an LLM; all deterministic.
 
-* :class:`LLMF1Reward` — the paper's reward: the LLM plans with the path in its prompt (the
-  ``react`` planning loop given the path), and the reward is the answer's F1 against the gold answer.
-  Replies are cached per (question, path), as the paper caches its LLM inputs and outputs.
-* :class:`ProxyReward` — retrieval-only, no LLM: the path's ``Search`` / ``Lookup`` actions are
-  executed literally by a deterministic ReAct docstore over the local corpus
-  (:class:`~ragplan.tools.react_docstore.ReActDocstore`). The reward is the mean of (a) the recall of
-  the question's gold supporting titles among the pages the path reached, and (b) for span answers,
-  whether the gold answer appears in what the path observed (or is its ``Finish`` argument). When a
-  question has no supporting titles, the pages reached by its own successful path stand in for them.
-* :class:`PathMatchReward` — no LLM and no corpus: instruction-level F1 between the candidate and the
-  question's own successful path (case-insensitive instruction texts, ``Finish`` included). Cheap;
-  the training default when no index is given.
-
-All three are deterministic for the same inputs (the LLM one at temperature 0, up to the endpoint).
+:class:`LLMF1Reward` (the paper's): the answer F1 of the ``react`` loop given the path, cached per question
+and path. :class:`ProxyReward` (no LLM): the path's actions run on the ReAct docstore over a local corpus;
+the mean of the gold supporting titles' recall (else the pages the own path reaches) and, for span answers,
+whether the answer was observed. :class:`PathMatchReward` (no corpus): instruction F1 against the own path.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable
 
 import numpy as np
 
@@ -45,14 +35,8 @@ class QueryExample:
     supporting_titles: list[str] = field(default_factory=list)
 
 
-class PathReward(Protocol):
-    """Δ(path, question) in [0, 1]."""
-
-    name: str
-
-    def __call__(self, ex: QueryExample, path: list[Instruction]) -> float:
-        """The reward of planning ``ex`` with ``path``."""
-        ...
+PathReward = Callable[[QueryExample, list[Instruction]], float]
+"""Δ(path, question) in [0, 1]; the rewards below also carry a ``name``."""
 
 
 def instruction_f1(candidate: list[Instruction], reference: list[Instruction]) -> float:
@@ -102,19 +86,14 @@ class ProxyReward:
             seen.append(r.observation)
         return titles, "\n".join(seen)
 
-    def _gold_titles(self, ex: QueryExample) -> list[str]:
-        if ex.supporting_titles:
-            return ex.supporting_titles
-        if ex.question not in self._gold:
-            self._gold[ex.question] = sorted(self.execute(ex.own_path)[0])
-        return self._gold[ex.question]
-
     def __call__(self, ex: QueryExample, path: list[Instruction]) -> float:
         """Mean of title recall and (span answers) answer presence."""
         key = (ex.question, " → ".join(i.text for i in path))
         if key not in self._cache:
             titles, seen = self.execute(path)
-            gold = {t.casefold() for t in self._gold_titles(ex)}
+            if not ex.supporting_titles and ex.question not in self._gold:  # the pages the question's own path reaches
+                self._gold[ex.question] = sorted(self.execute(ex.own_path)[0])
+            gold = {t.casefold() for t in ex.supporting_titles or self._gold[ex.question]}
             terms = []
             if gold:
                 terms.append(len(gold & {t.casefold() for t in titles}) / len(gold))
@@ -145,9 +124,9 @@ class LLMF1Reward:
         key = (ex.question, " → ".join(i.text for i in path))
         if key not in self._cache:
             if self._graph is None:
-                from ragplan.graphs.instructrag import build_react
+                from ragplan.graphs.instructrag import react
 
-                self._graph = build_react().compile(name="react")
+                self._graph = react
             self.calls += 1
             try:
                 out = self._graph.invoke({"question": ex.question, "given_path": [i.text for i in path]}, context=self.ctx,

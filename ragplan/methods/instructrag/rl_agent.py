@@ -1,32 +1,14 @@
-"""The RL-Agent (InstructRAG §4.3): walks the instruction graph by DFS and decides, node by node, include or exclude.
+"""The RL-Agent (InstructRAG §4.3): a DFS over the instruction graph deciding node by node, include or exclude.
 
-* **State** (Eq. 1) for a question Q̂ at node 𝕀 reached over edge 𝕋: the highest cosine between Q̂ and
-  an instruction of 𝕀; the highest cosine between Q̂ and a task of 𝕋 (a task's vector is the mean of
-  its questions' vectors — here the questions the edge recorded for that task); the highest cosine
-  between Q̂ and a question of that most similar task. A node reached first (from the question's most
-  similar instructions) uses its start edge, else all its in-edges together.
-* **Policy**: a 2-layer MLP, 20 tanh units, 2 outputs (exclude, include) — the paper's network.
-* **Traversal**: nearest-neighbour search over all instructions for Q̂ gives the start nodes (most
-  similar first). DFS from each: *include* appends the node's instruction most similar to Q̂ (one not
-  yet used in this path when the node has one) and goes on to the node's successors (most similar
-  first, no edge twice in one path); *exclude* — or a dead end, a ``Finish`` instruction, or the length
-  bound — closes the path built so far, and the search backtracks. It stops at K distinct paths or the
-  visit bound.
-* **Rules** that constrain the actions (the paper allows such rules, §4.3). A node none of whose
-  instructions may be added is excluded without asking the policy; otherwise the node's most similar
-  instruction that may be added is the one included.
-
-  1. no ``Lookup`` before a ``Search`` — the paper's own example (from KnowAgent);
-  2. no ``Finish`` before a ``Search`` — *our* rule: without it the walk returned bare ``Finish[X]``
-     paths (the question's nearest instructions are often answers of similar questions), which plan
-     nothing;
-  3. an instruction text already in the path is not added again — *our* rule: without it the walk
-     repeated the same ``Search[X]`` from a junction node. A ``Lookup`` may repeat after a different
-     ``Search`` (``Search[A] → Lookup[nationality] → Search[B] → Lookup[nationality]`` is the paper's
-     own path); it may not repeat on the same page.
-
-:func:`traverse` takes the decision function, so the same walk serves the greedy policy (run time),
-the sampled policy (training, with a seeded generator) and the threshold baseline (no RL-Agent).
+**State** (Eq. 1) of question Q̂ at node 𝕀 over edge 𝕋 (a first node: its start edge, else all in-edges):
+the best cosine of Q̂ with an instruction of 𝕀, with a task of 𝕋 (the mean of the questions the edge
+recorded for it), and with a question of that task. **Policy**: 3 → 20 tanh → 2 (exclude, include).
+**Walk**: from the nodes of Q̂'s nearest instructions, *include* appends the node's most similar allowed
+instruction and goes on to its successors (most similar first, no edge twice); *exclude*, a dead end, a
+``Finish`` or the length bound closes the path; it stops at K distinct paths or the visit bound.
+**Rules**: no ``Lookup`` before a ``Search`` (the paper's); ours: no ``Finish`` before a ``Search``, no
+instruction twice in a path (a ``Lookup`` may repeat on another page); a node with no allowed instruction
+is excluded without the policy. :func:`traverse` takes the decision (greedy, sampled or threshold).
 """
 
 from __future__ import annotations
@@ -42,11 +24,10 @@ from torch import nn
 
 from ragplan.methods.instructrag.graph import START, InstructionGraph
 
-__all__ = ["STATE_SIZE", "PolicyNet", "StateBuilder", "TraversalResult", "traverse", "RLAgent", "threshold_decider",
-           "include_decider", "include_probability_np", "policy_weights"]
+__all__ = ["PolicyNet", "StateBuilder", "TraversalResult", "traverse", "RLAgent", "threshold_decider", "policy_decider"]
 
-STATE_SIZE = 3
 RL_FILE, RL_META = "rl_agent.pt", "rl_agent.json"
+Edge = tuple[int, int]
 
 
 class PolicyNet(nn.Module):
@@ -55,7 +36,7 @@ class PolicyNet(nn.Module):
     def __init__(self, hidden: int = 20) -> None:
         """The paper's sizes (20 hidden units)."""
         super().__init__()
-        self.layer1 = nn.Linear(STATE_SIZE, hidden)
+        self.layer1 = nn.Linear(3, hidden)
         self.layer2 = nn.Linear(hidden, 2)
 
     def forward(self, states: torch.Tensor) -> torch.Tensor:
@@ -64,49 +45,35 @@ class PolicyNet(nn.Module):
 
 
 class StateBuilder:
-    """Eq. 1's three cosine features for one question over one graph (task vectors cached per edge)."""
+    """Eq. 1's three cosine features for one question over one graph (cached per node and edge)."""
 
     def __init__(self, graph: InstructionGraph, qvec: np.ndarray) -> None:
         """``qvec`` is the question's unit embedding (the graph's model)."""
         self.graph, self.q = graph, np.asarray(qvec, dtype=np.float32).reshape(-1)
         self.isim = graph.vectors @ self.q if len(graph.vectors) else np.zeros(0, dtype=np.float32)
         self.qsim = graph.qvectors @ self.q if len(graph.qvectors) else np.zeros(0, dtype=np.float32)
-        self._cache: dict[tuple[int, tuple[int, int] | None], np.ndarray] = {}
+        self._cache: dict[tuple[int, Edge | None], np.ndarray] = {}
 
-    def instruction_similarity(self, iid: int) -> float:
-        """cos(Q̂, instruction ``iid``)."""
-        return float(self.isim[iid])
-
-    def _tasks(self, node: int, edge: tuple[int, int] | None) -> dict[str, list[int]]:
-        if edge is not None and edge in self.graph.edges:
-            return self.graph.edges[edge]
-        merged: dict[str, list[int]] = {}
-        for e in self.graph.in_edges(node):
-            for t, qs in self.graph.edges[e].items():
-                merged.setdefault(t, []).extend(qs)
-        return merged
-
-    def state(self, node: int, edge: tuple[int, int] | None) -> np.ndarray:
-        """``[max cos(Q̂, I ∈ 𝕀), max cos(Q̂, T ∈ 𝕋), max cos(Q̂, Q ∈ T_c)]`` (cached per node and edge)."""
-        key = (node, edge)
-        if key not in self._cache:
-            self._cache[key] = self._state(node, edge)
-        return self._cache[key].copy()
-
-    def _state(self, node: int, edge: tuple[int, int] | None) -> np.ndarray:
-        ids = self.graph.nodes[node]
-        s1 = float(max(self.isim[i] for i in ids)) if ids else 0.0
-        s2 = s3 = 0.0
-        best = -2.0
-        for _, qs in self._tasks(node, edge).items():
-            if not qs:
-                continue
-            v = self.graph.qvectors[qs].mean(axis=0)
-            nv = float(np.linalg.norm(v))
-            sim = float(v @ self.q / nv) if nv > 0 else 0.0
-            if sim > best:
-                best, s2, s3 = sim, sim, float(max(self.qsim[q] for q in qs))
-        return np.array([s1, s2, s3], dtype=np.float32)
+    def state(self, node: int, edge: Edge | None) -> np.ndarray:
+        """``[max cos(Q̂, I ∈ 𝕀), max cos(Q̂, T ∈ 𝕋), max cos(Q̂, Q ∈ T_c)]``."""
+        if (node, edge) not in self._cache:
+            g = self.graph
+            tasks: dict[str, list[int]] = {}
+            for e in [edge] if edge is not None and edge in g.edges else g.in_edges(node):
+                for t, qs in g.edges[e].items():
+                    tasks.setdefault(t, []).extend(qs)
+            ids = g.nodes[node]
+            s1 = float(max(self.isim[i] for i in ids)) if ids else 0.0
+            s2 = s3 = 0.0
+            best = -2.0
+            for qs in filter(None, tasks.values()):
+                v = g.qvectors[qs].mean(axis=0)
+                nv = float(np.linalg.norm(v))
+                sim = float(v @ self.q / nv) if nv > 0 else 0.0
+                if sim > best:
+                    best, s2, s3 = sim, sim, float(max(self.qsim[q] for q in qs))
+            self._cache[(node, edge)] = np.array([s1, s2, s3], dtype=np.float32)
+        return self._cache[(node, edge)].copy()
 
 
 @dataclass
@@ -131,37 +98,38 @@ def traverse(graph: InstructionGraph, qvec: np.ndarray, decide: Decider, *, k: i
     if not graph.nodes:
         return out
     sb = StateBuilder(graph, qvec)
+    ins_of = graph.instructions
     seen: set[tuple[int, ...]] = set()
     starts: list[int] = []
     for iid, _ in graph.nearest_instructions(qvec, max(start_nodes * 4, 8)):
-        n = int(graph.instructions[iid]["node"])
+        n = int(ins_of[iid]["node"])
         if n not in starts:
             starts.append(n)
         if len(starts) >= start_nodes:
             break
 
+    def done() -> bool:
+        return len(out.paths) >= k or out.visits >= max_visits
+
     def emit(ins: list[int], nodes: list[int]) -> None:
-        key = tuple(ins)
-        if ins and key not in seen and len(out.paths) < k:
-            seen.add(key)
+        if ins and tuple(ins) not in seen and len(out.paths) < k:
+            seen.add(tuple(ins))
             out.paths.append(list(ins))
             out.path_nodes.append(list(nodes))
 
     def allowed(iid: int, ins: list[int]) -> bool:
-        rec = graph.instructions[iid]
-        searched = [j for j in ins if graph.instructions[j]["action"] == "Search"]
-        if rec["action"] in ("Lookup", "Finish") and not searched:
-            return False  # rules 1 and 2: no Lookup / Finish before a Search
-        if rec["action"] == "Lookup":  # rule 3 for Lookup: not twice on the same page
-            since = ins[ins.index(searched[-1]) + 1:]
-            return all(graph.instructions[j]["text"] != rec["text"] for j in since)
-        return all(graph.instructions[j]["text"] != rec["text"] for j in ins)  # rule 3
+        action, text = ins_of[iid]["action"], ins_of[iid]["text"]
+        searched = [j for j in ins if ins_of[j]["action"] == "Search"]
+        if action in ("Lookup", "Finish") and not searched:
+            return False  # no Lookup / Finish before a Search
+        since = ins[ins.index(searched[-1]) + 1:] if action == "Lookup" else ins  # a Lookup may repeat on another page
+        return all(ins_of[j]["text"] != text for j in since)
 
-    def dfs(node: int, edge: tuple[int, int] | None, ins: list[int], nodes: list[int], used_edges: set[tuple[int, int]]) -> None:
-        if len(out.paths) >= k or out.visits >= max_visits:
+    def dfs(node: int, edge: Edge | None, ins: list[int], nodes: list[int], used_edges: set[Edge]) -> None:
+        if done():
             return
         out.visits += 1
-        options = sorted((i for i in graph.nodes[node] if allowed(i, ins)), key=lambda i: (-sb.instruction_similarity(i), i))
+        options = sorted((i for i in graph.nodes[node] if allowed(i, ins)), key=lambda i: (-float(sb.isim[i]), i))
         if not options:
             emit(ins, nodes)  # the rules exclude the node without asking the policy
             return
@@ -172,42 +140,36 @@ def traverse(graph: InstructionGraph, qvec: np.ndarray, decide: Decider, *, k: i
         if a == 0:
             emit(ins, nodes)
             return
-        iid = options[0]
-        ins2, nodes2 = ins + [iid], nodes + [node]
+        ins2, nodes2 = ins + [options[0]], nodes + [node]
         children = [b for b in graph.out_neighbours(node) if (node, b) not in used_edges]
-        if graph.instructions[iid]["action"] == "Finish" or len(ins2) >= max_len or not children:
+        if ins_of[options[0]]["action"] == "Finish" or len(ins2) >= max_len or not children:
             emit(ins2, nodes2)
             return
-        children.sort(key=lambda b: (-max(sb.instruction_similarity(i) for i in graph.nodes[b]), b))
+        children.sort(key=lambda b: (-max(float(sb.isim[i]) for i in graph.nodes[b]), b))
         for b in children[:branch]:
             dfs(b, (node, b), ins2, nodes2, used_edges | {(node, b)})
-            if len(out.paths) >= k or out.visits >= max_visits:
+            if done():
                 return
 
     for s in starts:
         dfs(s, (START, s) if (START, s) in graph.edges else None, [], [], set())
-        if len(out.paths) >= k or out.visits >= max_visits:
+        if done():
             break
     return out
 
 
-def include_probability_np(weights: tuple[np.ndarray, ...], state: np.ndarray) -> float:
-    """P(include | s) of the policy with NumPy weights ``(W1, b1, W2, b2)`` (fast path for walks)."""
-    w1, b1, w2, b2 = weights
-    z = w2 @ np.tanh(w1 @ state + b1) + b2
-    return float(1.0 / (1.0 + np.exp(z[0] - z[1])))
+def policy_decider(params: dict[str, torch.Tensor], draw: Callable[[], float] | None = None) -> Decider:
+    """The decision of the policy with ``params`` (NumPy, fast for walks): include when P(include | s) ≥ 0.5,
+    or, given ``draw`` (uniform in [0, 1)), when ``draw() < P(include | s)`` (the sampled walk of training)."""
+    w1, b1, w2, b2 = (params[k].detach().numpy().astype(np.float64)
+                      for k in ("layer1.weight", "layer1.bias", "layer2.weight", "layer2.bias"))
 
+    def decide(s: np.ndarray) -> int:
+        z = w2 @ np.tanh(w1 @ np.asarray(s, dtype=np.float64) + b1) + b2
+        p = float(1.0 / (1.0 + np.exp(z[0] - z[1])))
+        return int(p >= 0.5) if draw is None else int(draw() < p)
 
-def policy_weights(params: dict[str, torch.Tensor]) -> tuple[np.ndarray, ...]:
-    """``(W1, b1, W2, b2)`` as NumPy arrays from policy parameters (a state dict or functional parameters)."""
-    return tuple(params[k].detach().numpy().astype(np.float64) for k in
-                 ("layer1.weight", "layer1.bias", "layer2.weight", "layer2.bias"))
-
-
-def include_decider(params: dict[str, torch.Tensor]) -> Decider:
-    """The greedy decision of a policy's parameters: include when P(include) ≥ 0.5."""
-    w = policy_weights(params)
-    return lambda s: int(include_probability_np(w, np.asarray(s, dtype=np.float64)) >= 0.5)
+    return decide
 
 
 def threshold_decider(threshold: float = 0.4) -> Decider:
@@ -223,19 +185,9 @@ class RLAgent:
         self.net = net or PolicyNet()
         self.k, self.max_len, self.start_nodes = k, max_len, start_nodes
 
-    def include_probability(self, states: np.ndarray) -> np.ndarray:
-        """P(include | s) for a batch of states."""
-        with torch.no_grad():
-            logits = self.net(torch.as_tensor(np.asarray(states, dtype=np.float32).reshape(-1, STATE_SIZE)))
-            return torch.softmax(logits, dim=-1)[:, 1].numpy()
-
     def greedy(self) -> Decider:
         """Include when P(include) ≥ 0.5 (run time)."""
-        return include_decider({k: v.detach() for k, v in self.net.named_parameters()})
-
-    def candidates(self, graph: InstructionGraph, qvec: np.ndarray, k: int | None = None) -> TraversalResult:
-        """The K candidate paths for a question vector with the greedy policy."""
-        return traverse(graph, qvec, self.greedy(), k=k or self.k, start_nodes=self.start_nodes, max_len=self.max_len)
+        return policy_decider(dict(self.net.named_parameters()))
 
     def save(self, out_dir: str | Path) -> None:
         """Write ``rl_agent.pt`` (weights) and ``rl_agent.json`` (settings) into ``out_dir``."""
@@ -255,8 +207,9 @@ class RLAgent:
             meta: dict[str, Any] = json.loads((root / RL_META).read_text()) if (root / RL_META).is_file() else {}
             net = PolicyNet(int(meta.get("hidden", 20)))
             net.load_state_dict(torch.load(root / RL_FILE, weights_only=True))
-        except Exception as exc:  # torch raises many kinds for a file cut off or of another shape (unpickling, zip, size)
+        except Exception as exc:  # torch raises many kinds for a file cut off or of another shape
             raise ValueError(f"the RL-Agent at {root} cannot be read ({RL_META} / {RL_FILE}): {type(exc).__name__}: "
                              f"{str(exc)[:200]}") from exc
         net.eval()
-        return cls(net, k=int(meta.get("k", 3)), max_len=int(meta.get("max_len", 8)), start_nodes=int(meta.get("start_nodes", 5)))
+        return cls(net, k=int(meta.get("k", 3)), max_len=int(meta.get("max_len", 8)),
+                   start_nodes=int(meta.get("start_nodes", 5)))

@@ -1,19 +1,12 @@
-"""Path selection at run time: the instruction graph and agents loaded once per process, candidates, the pick.
-
-* :func:`load_parts` — the graph folder and the agents folder (with per-task adapted agents), and the
-  Sentence-BERT model the graph was built with; cached per (folders, model), reloaded when a folder's
-  files change.
-* :func:`graph_candidates` — the RL-Agent's K paths (or the threshold walk's: the ablation without
-  the RL-Agent);
-* :func:`stored_candidates` — the RAP-style baseline: the stored paths of the most similar past
-  questions, no graph walk;
-* :func:`ml_pick` — the ML-Agent's choice among candidates.
+"""Path selection at run time: the graph and agents folders loaded once per process (reloaded when their files
+change), the walk's K candidates (RL-Agent or threshold), the RAP-style stored candidates, the ML-Agent's pick.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +29,6 @@ class PlannerParts:
     embedder: Any
     agents_dir: str = ""
     _agents: dict[str, tuple[RLAgent, MLAgent]] = field(default_factory=dict)
-    _known: dict[str, np.ndarray] | None = None
 
     def agents(self, task: str = "", adapted: bool = True) -> tuple[RLAgent, MLAgent]:
         """The RL-Agent and ML-Agent for ``task`` (its adapted pair when there is one and ``adapted``)."""
@@ -47,11 +39,10 @@ class PlannerParts:
             self._agents[key] = load_agents(self.agents_dir, key)
         return self._agents[key]
 
+    @cached_property
     def known(self) -> dict[str, np.ndarray]:
-        """The graph's instruction vectors by text (built once)."""
-        if self._known is None:
-            self._known = self.graph.instruction_vectors()
-        return self._known
+        """The graph's instruction vectors by text."""
+        return self.graph.instruction_vectors()
 
     def vector(self, text: str) -> np.ndarray:
         """The unit embedding of ``text``."""
@@ -87,17 +78,10 @@ def load_parts(graph_dir: str, agents_dir: str = "", embedding_model: str = "") 
 
 
 def derived_from(g: InstructionGraph, instruction_ids: list[int]) -> list[str]:
-    """The past questions whose stored paths the chosen instructions come from, in path order, each once.
-
-    These are the paths a walk combined (the paper's "Derived from combining tasks: …"); the questions an
-    edge merely recorded are not listed.
-    """
-    out: list[str] = []
-    for iid in instruction_ids:
-        text = g.questions[int(g.paths[int(g.instructions[iid]["path"])]["question"])]["text"]
-        if text not in out:
-            out.append(text)
-    return out
+    """The past questions whose stored paths the chosen instructions come from (the paths a walk combined, the
+    paper's "Derived from combining tasks: …"), in path order, each once."""
+    paths = (g.paths[int(g.instructions[i]["path"])] for i in instruction_ids)
+    return list(dict.fromkeys(g.questions[int(p["question"])]["text"] for p in paths))
 
 
 def graph_candidates(parts: PlannerParts, question: str, task: str, *, mode: str = "rl_agent", k: int = 3,
@@ -120,14 +104,10 @@ def stored_candidates(parts: PlannerParts, question: str, k: int = 3) -> list[Pl
     if not len(g.qvectors):
         return []
     sims = g.qvectors @ parts.vector(question)
-    out: list[PlannedPath] = []
-    for qi in np.argsort(-sims, kind="stable"):
-        pid = int(g.questions[int(qi)]["path"])  # noisy paths included: RAP's store holds them too (Table 4)
-        out.append(PlannedPath(instructions=[g.instructions[i]["text"] for i in g.paths[pid]["instructions"]], source="stored",
-                               derived_from=[g.questions[int(qi)]["text"]], score=round(float(sims[int(qi)]), 4)))
-        if len(out) >= k:
-            break
-    return out
+    best = [int(qi) for qi in np.argsort(-sims, kind="stable")[:max(1, k)]]  # noisy paths too: RAP's store holds them
+    return [PlannedPath(instructions=[i.text for i in g.path_instructions(int(g.questions[qi]["path"]))],
+                        source="stored", derived_from=[g.questions[qi]["text"]], score=round(float(sims[qi]), 4))
+            for qi in best]
 
 
 def ml_pick(parts: PlannerParts, question: str, task: str, candidates: list[PlannedPath], adapted: bool = True) -> tuple[int, list[float]]:
@@ -135,6 +115,6 @@ def ml_pick(parts: PlannerParts, question: str, task: str, candidates: list[Plan
     if not candidates:
         return -1, []
     _, ml = parts.agents(task, adapted)
-    pv = path_backbone_vectors([c.instructions for c in candidates], parts.embedder, parts.known())
+    pv = path_backbone_vectors([c.instructions for c in candidates], parts.embedder, parts.known)
     scores = ml.scores(parts.vector(question), pv)
     return int(np.argmax(scores)), [round(float(s), 4) for s in scores]

@@ -1,16 +1,8 @@
 """A small synthetic multi-hop world for InstructRAG's tests and LLM-free figures (the project's own data).
 
-No HotpotQA text is copied: people, films, bands and cities are made up from name pools with a seed.
-Each entity has one passage (title = its name) written so ReAct's actions work on it (``Search[Film]``
-finds the film's page, ``Lookup[born]`` the sentence with the birth date …). Questions cover all 12
-answer types, each with its gold answer, supporting titles, a successful instruction path (what a
-correct ReAct run would do) and one or two failed paths (a wrong page searched, a wrong answer
-given). Entities recur across questions, as in HotpotQA, so instructions of different paths can be
-combined for a new question — the situation the instruction graph is built for.
-
-:func:`make_world` returns passages, paths and HotpotQA-format records; :func:`write_world` writes
-``passages.jsonl`` (for ``ragplan index build``), ``paths.jsonl`` (successful and failed) and
-``hotpot.json`` (for ``ragplan eval --benchmark hotpotqa --context-only``).
+Made-up people, films, bands and cities (one passage each, written so ReAct's actions work on it) and
+questions of the 12 answer types with answers, supporting titles, a successful and a failed path; entities
+recur, so paths can be combined. :func:`write_world` writes ``passages.jsonl``, ``paths.jsonl``, ``hotpot.json``.
 """
 
 from __future__ import annotations
@@ -22,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath, write_paths_jsonl
+from ragplan.methods.instructrag.tasks import task_split
 
 __all__ = ["SynthWorld", "make_world", "write_world", "split_paths", "split_failed"]
 
@@ -61,17 +54,18 @@ _MAX_REPEATS = 300
 """Draws of an already asked question after which a task counts as exhausted."""
 
 
-def _P(action: str, arg: str) -> Instruction:
-    return Instruction(action, arg)
+Made = tuple[str, str, list[Instruction], list[str]]
+"""A question, its answer, its path and its supporting titles."""
+
+
+def _path(*steps: str) -> list[Instruction]:
+    """``_path("Search", "A", "Finish", "b")`` -> ``[Search[A], Finish[b]]``."""
+    return [Instruction(a, b) for a, b in zip(steps[::2], steps[1::2])]
 
 
 def make_world(n_questions: int = 120, seed: int = 0, n_people: int = 24) -> SynthWorld:
-    """Generate a world with up to ``n_questions`` distinct questions, round robin over the 12 answer types.
-
-    A task whose questions run out (its entities allow no more distinct ones: e.g. one question per band
-    member) leaves the rotation and the others go on; ``exhausted`` names them. When every task is
-    exhausted the world has fewer questions than asked for.
-    """
+    """Generate a world with up to ``n_questions`` distinct questions, round robin over the 12 answer types; a
+    task whose questions run out leaves the rotation (``exhausted`` names it) and the others go on."""
     rng = random.Random(seed)
     names = rng.sample([f"{f} {l}" for f in _FIRST for l in _LAST], n_people)
     people: dict[str, dict[str, Any]] = {}
@@ -119,67 +113,69 @@ def make_world(n_questions: int = 120, seed: int = 0, n_people: int = 24) -> Syn
         w.passages.append({"title": c["name"], "text": f"{c['name']} is a city in {c['country']}. "
                            f"The city is known as {c['nick']}."})
 
-    def q_person() -> tuple[str, str, list[Instruction], list[str]]:
-        f = rng.choice(list(films.values()))
-        return f"Who directed {f['title']}?", f["director"], [_P("Search", f["title"]), _P("Finish", f["director"])], [f["title"]]
+    film_list = list(films.values())
 
-    def q_via_director(what: str) -> tuple[str, str, list[Instruction], list[str]]:
-        f = rng.choice(list(films.values()))
-        d = people[f["director"]]
-        word, ans, q = {"date": ("born", d["born"], f"When was the director of {f['title']} born?"),
-                        "location": ("born", d["city"], f"Where was the director of {f['title']} born?"),
-                        "adjective": ("nationality", d["adj"], f"What nationality is the director of {f['title']}?")}[what]
-        return q, ans, [_P("Search", f["title"]), _P("Search", d["name"]), _P("Lookup", word), _P("Finish", ans)], [f["title"], d["name"]]
+    def lookup(page: str, question: str, keyword: str, answer: str) -> Made:
+        return question, answer, _path("Search", page, "Lookup", keyword, "Finish", answer), [page]
 
-    def q_yesno() -> tuple[str, str, list[Instruction], list[str]]:
+    def q_person() -> Made:
+        f = rng.choice(film_list)
+        t, d = f["title"], f["director"]
+        return f"Who directed {t}?", d, _path("Search", t, "Finish", d), [t]
+
+    def q_via_director(what: str) -> Made:
+        f = rng.choice(film_list)
+        d, t = people[f["director"]], f["title"]
+        word, ans, q = {"date": ("born", d["born"], f"When was the director of {t} born?"),
+                        "location": ("born", d["city"], f"Where was the director of {t} born?"),
+                        "adjective": ("nationality", d["adj"], f"What nationality is the director of {t}?")}[what]
+        return q, ans, _path("Search", t, "Search", d["name"], "Lookup", word, "Finish", ans), [t, d["name"]]
+
+    def q_yesno() -> Made:
         a, b = rng.sample(list(people.values()), 2)
         ans = "yes" if a["adj"] == b["adj"] else "no"
         return (f"Are {a['name']} and {b['name']} of the same nationality?", ans,
-                [_P("Search", a["name"]), _P("Lookup", "nationality"), _P("Search", b["name"]), _P("Lookup", "nationality"),
-                 _P("Finish", ans)], [a["name"], b["name"]])
+                _path("Search", a["name"], "Lookup", "nationality", "Search", b["name"], "Lookup", "nationality",
+                      "Finish", ans), [a["name"], b["name"]])
 
-    def q_number() -> tuple[str, str, list[Instruction], list[str]]:
+    def q_number() -> Made:
         m = rng.choice(musicians)
-        b = bands[m["band"]]
-        return (f"How many members does the band of {m['name']} have?", str(b["members"]),
-                [_P("Search", m["name"]), _P("Search", b["name"]), _P("Lookup", "members"), _P("Finish", str(b["members"]))],
-                [m["name"], b["name"]])
+        name, n = m["name"], str(bands[m["band"]]["members"])
+        return (f"How many members does the band of {name} have?", n,
+                _path("Search", name, "Search", m["band"], "Lookup", "members", "Finish", n), [name, m["band"]])
 
-    def q_group() -> tuple[str, str, list[Instruction], list[str]]:
+    def q_group() -> Made:
         m = rng.choice(musicians)
-        return (f"Which band is {m['name']} a member of?", m["band"],
-                [_P("Search", m["name"]), _P("Lookup", "member"), _P("Finish", m["band"])], [m["name"]])
+        return lookup(m["name"], f"Which band is {m['name']} a member of?", "member", m["band"])
 
-    def q_artwork() -> tuple[str, str, list[Instruction], list[str]]:
-        f = rng.choice(list(films.values()))
-        return (f"Which film did {f['director']} direct in {f['year']}?", f["title"],
-                [_P("Search", f["director"]), _P("Lookup", str(f["year"])), _P("Finish", f["title"])], [f["director"]])
+    def q_artwork() -> Made:
+        f = rng.choice(film_list)
+        d, year = f["director"], str(f["year"])
+        return lookup(d, f"Which film did {d} direct in {year}?", year, f["title"])
 
-    def q_event() -> tuple[str, str, list[Instruction], list[str]]:
-        f = rng.choice(list(films.values()))
-        return (f"At which festival did {f['title']} premiere?", f["festival"],
-                [_P("Search", f["title"]), _P("Lookup", "premiered"), _P("Finish", f["festival"])], [f["title"]])
+    def q_event() -> Made:
+        f = rng.choice(film_list)
+        return lookup(f["title"], f"At which festival did {f['title']} premiere?", "premiered", f["festival"])
 
-    def q_proper() -> tuple[str, str, list[Instruction], list[str]]:
-        f = rng.choice(list(films.values()))
-        return (f"What prize did the film {f['title']} win?", f["award"],
-                [_P("Search", f["title"]), _P("Lookup", "won"), _P("Finish", f["award"])], [f["title"]])
+    def q_proper() -> Made:
+        f = rng.choice(film_list)
+        return lookup(f["title"], f"What prize did the film {f['title']} win?", "won", f["award"])
 
-    def q_common() -> tuple[str, str, list[Instruction], list[str]]:
+    def q_common() -> Made:
         m = rng.choice(musicians)
-        return (f"What instrument does {m['name']} play?", m["instrument"],
-                [_P("Search", m["name"]), _P("Lookup", "plays"), _P("Finish", m["instrument"])], [m["name"]])
+        return lookup(m["name"], f"What instrument does {m['name']} play?", "plays", m["instrument"])
 
-    def q_other() -> tuple[str, str, list[Instruction], list[str]]:
+    def q_other() -> Made:
         m = rng.choice(musicians)
-        c = cities[people[m["name"]]["city"]]
-        return (f"What is the hometown of {m['name']} known as?", c["nick"],
-                [_P("Search", m["name"]), _P("Lookup", "born"), _P("Search", c["name"]), _P("Lookup", "known as"),
-                 _P("Finish", c["nick"])], [m["name"], c["name"]])
+        name, c = m["name"], cities[people[m["name"]]["city"]]
+        return (f"What is the hometown of {name} known as?", c["nick"],
+                _path("Search", name, "Lookup", "born", "Search", c["name"], "Lookup", "known as", "Finish", c["nick"]),
+                [name, c["name"]])
 
     makers = {"person": q_person, "date": lambda: q_via_director("date"), "location": lambda: q_via_director("location"),
               "adjective": lambda: q_via_director("adjective"), "yes/no": q_yesno, "number": q_number, "group/org": q_group,
               "artwork": q_artwork, "event": q_event, "other proper noun": q_proper, "common noun": q_common, "other": q_other}
+    paragraphs = {p["title"]: p["text"] for p in w.passages}
     seen_q: set[str] = set()
     active = list(makers)  # round robin over the tasks; a task whose questions run out leaves it
     turn = misses = 0
@@ -199,9 +195,8 @@ def make_world(n_questions: int = 120, seed: int = 0, n_people: int = 24) -> Syn
         qid = f"synth-{len(w.successful):04d}"
         w.successful.append(InstructionPath(q, ans, path, True, task=task, id=qid, source="synth", supporting_titles=titles))
         wrong = rng.choice([p for p in people if p not in titles] or list(people))
-        w.failed.append(InstructionPath(q, ans, [_P("Search", wrong)] + path[1:-1] + [_P("Finish", wrong)], False, task=task,
-                                        id=qid + "-f1", source="synth", supporting_titles=titles))
-        paragraphs = {p["title"]: p["text"] for p in w.passages}
+        w.failed.append(InstructionPath(q, ans, _path("Search", wrong) + path[1:-1] + _path("Finish", wrong), False,
+                                        task=task, id=qid + "-f1", source="synth", supporting_titles=titles))
         distract = rng.sample([t for t in paragraphs if t not in titles], 2)
         w.hotpot.append({"_id": qid, "question": q, "answer": ans, "type": "bridge" if len(titles) > 1 else "comparison",
                          "level": "easy", "supporting_facts": [[t, 0] for t in titles],
@@ -211,12 +206,8 @@ def make_world(n_questions: int = 120, seed: int = 0, n_people: int = 24) -> Syn
 
 
 def split_paths(paths: list[InstructionPath], *, query_fraction: float = 0.3, seed: int = 0) -> dict[str, list[InstructionPath]]:
-    """Support / query sets of the seen and unseen tasks: ``support_seen``, ``query_seen``, ``support_unseen``, ``query_unseen``.
-
-    A task's questions (not paths) are split, so all paths of one question land in the same set.
-    """
-    from ragplan.methods.instructrag.tasks import task_split
-
+    """Support / query sets of the seen and unseen tasks (``support_seen``, ``query_seen``, ``support_unseen``,
+    ``query_unseen``); a task's questions are split, so all paths of one question land in the same set."""
     rng = random.Random(seed)
     out: dict[str, list[InstructionPath]] = {k: [] for k in ("support_seen", "query_seen", "support_unseen", "query_unseen")}
     by_task: dict[str, dict[str, list[InstructionPath]]] = {}
@@ -233,12 +224,8 @@ def split_paths(paths: list[InstructionPath], *, query_fraction: float = 0.3, se
 
 
 def split_failed(parts: dict[str, list[InstructionPath]], failed: list[InstructionPath]) -> dict[str, list[InstructionPath]]:
-    """Failed paths by the set their question is in: ``failed_<set>`` for each set of ``parts``, and ``failed_unmatched``.
-
-    A failed path follows its question, so the noise of a support set's graph never holds a query
-    question or an unseen task. ``failed_unmatched`` holds failed paths of questions with no successful
-    path in any set (never used as noise: :func:`~ragplan.methods.instructrag.graph.noise_pool`).
-    """
+    """Failed paths by the set their question is in (``failed_<set>``; so a support set's noise never holds a
+    query question or an unseen task), and ``failed_unmatched`` for questions in no set (never noise)."""
     where = {p.question: name for name, paths in parts.items() for p in paths}
     out: dict[str, list[InstructionPath]] = {f"failed_{name}": [] for name in parts}
     out["failed_unmatched"] = []

@@ -1,24 +1,9 @@
 """Tasks for InstructRAG on HotpotQA: the dataset's 12 answer types, 6 seen (training) and 6 unseen (testing).
 
-The paper defines HotpotQA tasks by answer type (Person, Location, Date, …; HotpotQA's own analysis
-lists them) and draws 6 at random as seen training tasks and 6 as unseen testing tasks. HotpotQA files
-carry no answer-type field, so the type is derived by a documented rule (no model, deterministic):
-
-1. the answer: ``yes`` / ``no`` → *yes/no*; a date or year → *date*; a number (digits or number
-   words, with an optional unit) → *number*;
-2. the question's cue words: ``who`` / ``whose`` / "which actor …" → *person*; "which city / country
-   …", ``where`` → *location*; "which band / company / university …" → *group/org*; "which film /
-   album / song / novel …" or a quoted answer → *artwork*; "which war / festival / tournament …" →
-   *event*; ``when`` / "what year" → *date*; "how many / how much" → *number*; "what nationality" →
-   *adjective*;
-3. the answer's form: a nationality-like adjective (``American``, ``Swedish``) → *adjective*; a
-   capitalised name → *other proper noun*; lower-case words → *common noun*; anything else → *other*.
-
-At run time the answer is unknown, so :func:`question_type` applies steps 2–3 to the question alone
-(aux-verb questions are *yes/no*). A user's own task label always wins over both rules.
-
-The seen/unseen split is fixed (drawn once with ``random.Random(0)``) so runs are comparable:
-:data:`SEEN_TASKS` and :data:`UNSEEN_TASKS`.
+The files carry no type, so it is derived by a fixed rule: the answer (yes/no, a date, a number, a quoted
+title), else the question's cue words ("who" → person, "which city" → location, …), else the answer's form
+(a nationality → adjective, a name → other proper noun, lower case → common noun); :func:`question_type`
+reads the question alone (run time). The split is drawn once with ``random.Random(0)``.
 """
 
 from __future__ import annotations
@@ -92,12 +77,8 @@ def answer_type(answer: str, question: str = "") -> str:
         return "number"
     if a.startswith(('"', "“", "'")) and a.endswith(('"', "”", "'")) and len(a) > 2:
         return "artwork"
-    for task, cue in _CUES:
-        if task in ("date", "number"):
-            continue  # decided by the answer's form above
-        if cue.search(question or ""):
-            return task
-    return _form_type(a) if a else "other"
+    cued = (task for task, cue in _CUES if task not in ("date", "number") and cue.search(question or ""))
+    return next(cued, _form_type(a) if a else "other")  # date and number: the answer's form decided above
 
 
 def question_type(question: str) -> str:
@@ -105,12 +86,8 @@ def question_type(question: str) -> str:
     q = question or ""
     if _AUX.match(q):
         return "yes/no"
-    for task, cue in _CUES:
-        if cue.search(q):
-            return task
-    if re.match(r"^\s*what\b", q, re.I):
-        return "common noun"
-    return "other proper noun"
+    return next((task for task, cue in _CUES if cue.search(q)),
+                "common noun" if re.match(r"^\s*what\b", q, re.I) else "other proper noun")
 
 
 def task_split(task: str) -> str:
