@@ -38,16 +38,12 @@ def env_field(env: str, default: str = "", **metadata: Any) -> Any:
 class LLMContext:
     """LLM settings every method shares."""
 
-    model: str = env_field(
-        "RAGPLAN_MODEL", "openai:gpt-4o-mini",
-        description="Chat model as provider:name (e.g. openai:gpt-4o-mini, or openai:<served name> with "
-        "base_url for vLLM / Ollama / llama.cpp / LM Studio).",
-    )
-    base_url: str = env_field(
-        "RAGPLAN_BASE_URL|OPENAI_BASE_URL",
-        description="Base URL of an OpenAI-compatible endpoint (e.g. http://localhost:11434/v1 for Ollama, "
-        "http://localhost:8000/v1 for vLLM). Empty = api.openai.com.",
-    )
+    model: str = env_field("RAGPLAN_MODEL", "openai:gpt-4o-mini", description="Chat model as provider:name (e.g. "
+                           "openai:gpt-4o-mini, or openai:<served name> with base_url for vLLM / Ollama / llama.cpp / "
+                           "LM Studio).")
+    base_url: str = env_field("RAGPLAN_BASE_URL|OPENAI_BASE_URL", description="Base URL of an OpenAI-compatible "
+                              "endpoint (e.g. http://localhost:11434/v1 for Ollama, http://localhost:8000/v1 for "
+                              "vLLM). Empty = api.openai.com.")
     temperature: float = setting(0.0, "Sampling temperature (the papers use 0 for reproducibility).")
     llm_timeout_s: float = setting(120.0, "Timeout of one LLM request in seconds.")
     llm_max_retries: int = setting(
@@ -110,10 +106,9 @@ class PlanRAGContext(PlanReviewSettings, GraphDBContext):
 class TextRAGContext(LLMContext):
     """Settings of methods that retrieve text (live Wikipedia or a local FAISS index)."""
 
-    retriever: Literal["wiki", "local"] = env_field(
-        "RAGPLAN_RETRIEVER", "wiki",
-        description="wiki = live Wikipedia (cached on disk); local = a FAISS index built with `ragplan index build`.",
-    )
+    retriever: Literal["wiki", "local"] = env_field("RAGPLAN_RETRIEVER", "wiki", description="wiki = live Wikipedia "
+                                                    "(cached on disk); local = a FAISS index built with `ragplan index "
+                                                    "build`.")
     index_dir: str = env_field("RAGPLAN_INDEX_DIR", flag="--index",
                                description="Folder of a local index (retriever = local).")
     embedding_model: str = setting(
@@ -122,10 +117,8 @@ class TextRAGContext(LLMContext):
     retrieval_k: int = setting(5, "Passages fetched per query from the local index.")
     wiki_pages: int = setting(3, "Wikipedia pages fetched per query (retriever = wiki).")
     wiki_language: str = setting("en", "Wikipedia language edition.")
-    wiki_cache_dir: str = env_field(
-        "RAGPLAN_WIKI_CACHE", description="On-disk cache of Wikipedia requests (empty = ~/.cache/ragplan/wikipedia).",
-        flag="--wiki-cache",
-    )
+    wiki_cache_dir: str = env_field("RAGPLAN_WIKI_CACHE", flag="--wiki-cache", description="On-disk cache of "
+                                    "Wikipedia requests (empty = ~/.cache/ragplan/wikipedia).")
     wiki_api_url: str = setting(
         "", "MediaWiki API URL override (a mirror); empty = https://<lang>.wikipedia.org/w/api.php.")
     top_sentences: int = setting(
@@ -172,10 +165,8 @@ class ReaperContext(PlanReviewSettings, LLMContext):
     responder_chat_model: Any = setting(None, "A chat model object for the responder.", python_only=True)
     tool_registry: Any = setting(
         None, "A ToolRegistry used instead of tool_suite / shop_dir.", python_only=True)
-    classifier_dir: str = env_field(
-        "RAGPLAN_CLASSIFIER_DIR", flag="--classifier",
-        description="classifier_planner: the route classifier trained with `ragplan reaper train-classifier`.",
-    )
+    classifier_dir: str = env_field("RAGPLAN_CLASSIFIER_DIR", flag="--classifier", description="classifier_planner: "
+                                    "the route classifier trained with `ragplan reaper train-classifier`.")
 
 
 def recursion_limit_for(ctx: Any) -> int:

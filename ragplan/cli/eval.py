@@ -16,11 +16,12 @@ __all__ = ["add_parser", "run", "add_run_flags", "new_settings", "reason", "DEFA
 
 #: Questions in flight when ``--concurrency`` is not given (a new run; a resumed run keeps its own).
 DEFAULT_CONCURRENCY = 4
-BENCHMARKS = "dqa-locating | dqa-building | hotpotqa | 2wikimultihopqa | musique | strategyqa | fever | flashrag | reaper-retail"
+BENCHMARKS = ("dqa-locating | dqa-building | hotpotqa | 2wikimultihopqa | musique | strategyqa | fever | flashrag | "
+              "reaper-retail")
 
 
 def add_run_flags(p: argparse.ArgumentParser, settings: Any, *, required: bool = False, out: str = "") -> None:
-    """The flags of a batch run (``eval``, ``eval sweep``, ``compare``; ``eval retrieval`` the data's, given ``out``)."""
+    """The flags of a batch run (``eval``, ``eval sweep``, ``compare``; given ``out``, ``eval retrieval``'s)."""
     p.add_argument("--benchmark", required=required, help=BENCHMARKS)
     p.add_argument("--data", required=required, metavar="PATH",
                    help="the benchmark's data (for DQA: a clone of the repository)")
@@ -28,8 +29,8 @@ def add_run_flags(p: argparse.ArgumentParser, settings: Any, *, required: bool =
     p.add_argument("--benchmark-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an option of the benchmark itself, e.g. fmt=kilt or embedding_model=DIR (repeatable)")
     p.add_argument("--context-only", action="store_true",
-                   help="HotpotQA/2Wiki/MuSiQue/StrategyQA data: a local index of the questions' own context paragraphs "
-                        "(keeping the dataset's sentences), fully offline")
+                   help="HotpotQA/2Wiki/MuSiQue/StrategyQA data: a local index of the questions' own context "
+                        "paragraphs (keeping the dataset's sentences), fully offline")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     if out:
         p.add_argument("--out", metavar="FILE.json", default=None, help=out)
@@ -47,19 +48,22 @@ def add_parser(sub: Any, settings: Any = None) -> None:
     """Register ``ragplan eval`` and its sub-commands on the top-level subparsers."""
     ev = sub.add_parser("eval", help="run a method over a benchmark (resumable run folder); `eval report | sweep | "
                                      "retrieval` compare runs, sweep a setting, score retrieval",
-                        description="Run a method graph over a benchmark with bounded concurrency, grade every question, "
-                                    "and write a run folder (settings.json, results.jsonl, summary.md/json, plot.png).")
+                        description="Run a method graph over a benchmark with bounded concurrency, grade every "
+                                    "question, and write a run folder (settings.json, results.jsonl, summary.md/json, "
+                                    "plot.png).")
     ev.add_argument("--method", help="graph name (see `ragplan graphs`)")
     ev.add_argument("--resume", metavar="RUN_DIR", default=None, help="finish an interrupted run folder")
     ev.add_argument("--rerun", metavar="RUN_DIR", default=None, help="execute a finished run again into --out with its "
                     "settings (offline with --llm-cache DIR --replay) and check the records are the same")
     ev.add_argument("--no-checkpoints", action="store_true",
-                    help="no per-question checkpoints (a question in flight at a kill restarts from scratch on --resume)")
+                    help="no per-question checkpoints (a question in flight at a kill restarts from scratch on "
+                         "--resume)")
     add_run_flags(ev, settings)
     es = ev.add_subparsers(dest="eval_command", metavar="{report,sweep,retrieval}")
     r = es.add_parser("report", help="compare run folders in one table", description="Print one table comparing runs.")
     r.add_argument("runs", nargs="+", metavar="RUN_DIR")
-    r.add_argument("--plot", metavar="OUT.png", default=None, help="also draw accuracy on SR and MR questions per method")
+    r.add_argument("--plot", metavar="OUT.png", default=None,
+                   help="also draw accuracy on SR and MR questions per method")
     r.add_argument("--html", metavar="OUT.html", default=None,
                    help="also write one self-contained HTML page (table, plots, every question's trace, filters)")
     s = es.add_parser("sweep", help="one run per value of a setting, then the sweep's table and figure",
@@ -71,12 +75,14 @@ def add_parser(sub: Any, settings: Any = None) -> None:
                    help="the setting to sweep and its values, e.g. beta_threshold=0,0.25,0.5,0.75,1")
     add_run_flags(s, settings)
     t = es.add_parser("retrieval", help="score retrieval against a dataset's gold support (no LLM)",
-                      description="Recall@k, all-supporting@k and MRR of the passages an index returns for the questions "
-                                  "(or for the queries a run executed), against the data's gold supporting facts.")
+                      description="Recall@k, all-supporting@k and MRR of the passages an index returns for the "
+                                  "questions (or for the queries a run executed), against the data's gold supporting "
+                                  "facts.")
     add_run_flags(t, None, out="default runs/retrieval-<benchmark>-<time>.json")
     t.add_argument("--index", metavar="DIR", default=None, help="the index to search (ragplan index build)")
     t.add_argument("--queries", metavar="RUN_DIR", default=None,
-                   help="score the queries a method executed (a run folder or its results.jsonl) instead of the questions")
+                   help="score the queries a method executed (a run folder or its results.jsonl) instead of the "
+                        "questions")
     t.add_argument("-k", "--ks", default="1,2,5,10", metavar="K,K,…", help="the cut-offs (default 1,2,5,10)")
     t.add_argument("--passages", type=int, default=None, metavar="N",
                    help="passages searched per query and ranked into sentences (default: the largest k)")
@@ -108,7 +114,8 @@ def new_settings(args: argparse.Namespace, methods: list[str]) -> Any:
                      base_url=context.pop("base_url", "") or default.base_url, limit=args.limit, year=args.year,
                      context=context, benchmark_options=options,
                      concurrency=args.concurrency if args.concurrency is not None else DEFAULT_CONCURRENCY,
-                     llm_cache_dir=str(Path(cache).resolve()) if cache else "", llm_replay=context.pop("llm_replay", False))
+                     llm_cache_dir=str(Path(cache).resolve()) if cache else "",
+                     llm_replay=context.pop("llm_replay", False))
     st.item_timeout_s = args.item_timeout or st.item_timeout_s
     return st
 
@@ -132,7 +139,8 @@ def _resume_overrides(settings: Any, args: argparse.Namespace) -> None:
     fixed += [(f"--set {k}" if k in in_set else "--" + k.replace("_", "-"), v, settings.context.get(k))
               for k, v in given.items()]
     fixed += [(f"--benchmark-option {k}", v, settings.benchmark_options.get(k)) for k, v in options.items()]
-    changed = [f"{flag} {new!r} (the run has {saved!r})" for flag, new, saved in fixed if new is not None and new != saved]
+    changed = [f"{flag} {new!r} (the run has {saved!r})" for flag, new, saved in fixed
+               if new is not None and new != saved]
     if changed:
         raise BadInput(f"{'--resume ' + args.resume if args.resume else '--rerun ' + args.rerun}: " + "; ".join(changed)
                        + " would change what the run measures; resume without it, or start a new run with --out")
@@ -208,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def reason(exc: Exception, *plain: type) -> str:
-    """What a failed step says: a KeyError's message (an unknown benchmark) or a ``plain`` type's, else ``Type: msg``."""
+    """What a failed step says: a KeyError's or a ``plain`` type's message, else ``Type: msg``."""
     return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc) if isinstance(exc, plain) else \
         f"{type(exc).__name__}: {exc}"
 

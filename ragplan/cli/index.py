@@ -43,7 +43,8 @@ def add_parser(sub: Any) -> None:
     s.add_argument("query", help="the query text")
     s.add_argument("-k", type=int, default=5, help="passages to return (default 5)")
     s.add_argument("--json", action="store_true", help="one JSON object per passage")
-    s.add_argument("--model-path", default="", metavar="DIR", help="query model (default: the one the index was built with)")
+    s.add_argument("--model-path", default="", metavar="DIR",
+                   help="query model (default: the one the index was built with)")
     s.add_argument("--ef-search", type=int, default=None, metavar="N", help="HNSW search breadth for this search")
     s.add_argument("--width", type=int, default=100, metavar="CHARS", help="text snippet length (default 100)")
 
