@@ -1,9 +1,5 @@
-"""The typed record of a failure: what kind, in which node, and the message.
-
-The kind is set where the failure is caught, from the exception's type (:func:`ragplan.llm.kind_of` for LLM
-calls), never parsed back from the message: the evaluation runner retries a question on ``rate_limit``
-only, whatever the message says (a model named ``qwen-429`` that is not found is ``not_found``).
-"""
+"""The typed record of a failure: what kind, in which node, and the message. The kind is set where the failure is
+caught, from the exception's type (:func:`ragplan.llm.kind_of` for LLM calls), never parsed back from the message."""
 
 from __future__ import annotations
 

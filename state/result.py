@@ -1,18 +1,8 @@
-"""The typed view every method family's result shares, built from a graph's output dict.
+"""The typed result every method family shares, built from a graph's output dict.
 
 A family's result class (``PlanRAGResult``, ``TextQAResult``, ``ReaperResult`` …) adds its own fields and
-says, in three small methods, what the entry points need without knowing the family:
-
-* :meth:`GraphResult.retrievals` / :meth:`GraphResult.retrieval_errors` — how many retrieval actions
-  (queries, tool calls) the run actually executed, and how many of them failed;
-* :meth:`GraphResult.executed_queries` — the text queries it sent to its retriever;
-* :meth:`GraphResult.record` — the family's fields a run record keeps (plan, steps, evidence …);
-* :meth:`GraphResult.summary_lines` — the lines ``ragplan ask`` prints under ``Answer: …``;
-* :meth:`GraphResult.run_metrics` — the family's per-question figures an evaluation summary averages
-  (FuRePA's iterations, repeated-query rate and temperature raises), read from a run record;
-* :meth:`GraphResult.report_sections` / :meth:`GraphResult.trace_sections` — how a report (``ragplan eval
-  report --html``) shows a run record's family fields: the default shows each field by its shape, a family
-  overrides ``trace_sections`` to draw its plan, steps, evidence and decisions.
+overrides the small methods below, so the entry points (``ragplan ask``, ``eval``, the HTML report) need not
+know the family.
 """
 
 from __future__ import annotations
@@ -20,6 +10,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, Field, ValidationError
+from pydantic_core import to_jsonable_python
 
 from ragplan.state.failure import Failure
 from ragplan.state.trace_sections import TraceSection, field_sections
@@ -30,13 +21,7 @@ __all__ = ["GraphResult", "dump"]
 
 def dump(values: Any) -> Any:
     """JSON-able form of a model, a list of models or plain data (for run records)."""
-    if isinstance(values, BaseModel):
-        return values.model_dump(mode="json")
-    if isinstance(values, list):
-        return [dump(v) for v in values]
-    if isinstance(values, dict):
-        return {k: dump(v) for k, v in values.items()}
-    return values
+    return to_jsonable_python(values)
 
 
 class GraphResult(BaseModel):
@@ -48,7 +33,8 @@ class GraphResult(BaseModel):
     usage: Usage = Field(default_factory=Usage, description="LLM calls, tokens and LLM time of the whole run.")
     stop_reason: str = Field(default="", description="Why the run ended (the family's stop reasons).")
     error: str = Field(default="", description="A recorded failure, empty when none.")
-    failure: Failure | None = Field(default=None, description="The typed failure behind `error` (kind, node, message).")
+    failure: Failure | None = Field(default=None,
+                                    description="The typed failure behind `error` (kind, node, message).")
     wall_time_s: float = Field(default=0.0, description="Wall time of the whole run in seconds (set by the caller).")
     thread_id: str = Field(default="", description="The checkpoint thread of the run ('' when it was not checkpointed); "
                            "continue it with `ragplan resume ID` or `ragplan.api.resume(ID)`.")
@@ -76,8 +62,7 @@ class GraphResult(BaseModel):
 
     def record(self) -> dict[str, Any]:
         """The family's own fields for a run record (JSON-able): plan, steps, evidence …"""
-        common = set(GraphResult.model_fields)
-        return {k: dump(getattr(self, k)) for k in type(self).model_fields if k not in common}
+        return {k: dump(getattr(self, k)) for k in type(self).model_fields if k not in GraphResult.model_fields}
 
     def summary_lines(self) -> list[str]:
         """Lines for ``ragplan ask`` under the answer: the family's rationale, stop reason and counts."""
@@ -85,18 +70,14 @@ class GraphResult(BaseModel):
 
     @classmethod
     def run_metrics(cls, record: dict[str, Any]) -> dict[str, float]:
-        """The family's figures of one run record (``results.jsonl`` line) that an evaluation summary averages over
-        questions and shows as columns beside the benchmark's metrics; a figure the record lacks is left out.
-        The default has none (LLM calls, tokens, retrievals and stop reasons are summarised for every family)."""
+        """The family's figures of one run record (``results.jsonl`` line) that an evaluation summary averages; a
+        figure the record lacks is left out."""
         return {}
 
     @classmethod
     def report_sections(cls, record: dict[str, Any]) -> list[TraceSection]:
-        """A run record's family part as report sections (the HTML report's per-question trace).
-
-        The record is read back into the typed result and drawn by :meth:`trace_sections`; a record that does
-        not fit the result (written by another version) is shown field by field instead, so nothing is hidden.
-        """
+        """A run record's family part as report sections, drawn by :meth:`trace_sections`; a record that does not
+        fit the result (written by another version) is shown field by field instead, so nothing is hidden."""
         try:
             res = cls.from_state(record)
         except ValidationError as exc:
@@ -107,11 +88,9 @@ class GraphResult(BaseModel):
         rest = {k: v for k, v in res.record().items() if k not in cls.trace_fields}
         return res.trace_sections() + field_sections(rest, cls.model_fields)
 
-    #: The record fields :meth:`trace_sections` draws; every other field of :meth:`record` is shown by its shape
-    #: after them, so a field added later is never hidden from a report.
+    #: The record fields :meth:`trace_sections` draws; every other field is shown by its shape after them.
     trace_fields: ClassVar[frozenset[str]] = frozenset()
 
     def trace_sections(self) -> list[TraceSection]:
-        """The family's own drawing of its plan, steps, evidence and decisions, in the papers' terms (the fields
-        it draws are listed in :attr:`trace_fields`); the default draws none, so every field is shown by its shape."""
+        """The family's own drawing of its plan, steps, evidence and decisions (the fields in :attr:`trace_fields`)."""
         return []

@@ -1,10 +1,5 @@
-"""Plan review by a person: the settings every plan-writing family shares, and the record of each decision.
-
-A family that writes a plan (PlanRAG, REAPER, FuRePA, InstructRAG) adds :class:`PlanReviewSettings` to its
-context; with ``review_plan`` on, its graph pauses after planning (LangGraph's ``interrupt``) until a person
-approves, edits or rejects the plan (:mod:`ragplan.nodes.common.review_plan`). Every answer a reviewer gives is
-kept in state as a :class:`PlanReview` (``plan_reviews``), so the trace and the run record show who changed what.
-"""
+"""Plan review by a person (:mod:`ragplan.nodes.common.review_plan`): the settings every plan-writing family adds
+to its context, and the record of each answer a reviewer gives (``plan_reviews``)."""
 
 from __future__ import annotations
 
@@ -16,7 +11,8 @@ from pydantic import BaseModel, Field
 
 from ragplan.state.stop_reason import StopReason
 
-__all__ = ["PlanReviewSettings", "PlanReview", "PlanReviews", "REVIEW_OFF", "REVIEW_ANSWERS", "PLAN_REJECTED", "AWAITING_REVIEW"]
+__all__ = ["PlanReviewSettings", "PlanReview", "PlanReviews", "REVIEW_OFF", "REVIEW_ANSWERS", "PLAN_REJECTED",
+           "AWAITING_REVIEW"]
 
 PLAN_REJECTED: StopReason = "plan_rejected"
 """The stop reason of a run whose plan a reviewer rejected (no answer is generated)."""
@@ -36,28 +32,21 @@ REVIEW_ANSWERS = ('{"action": "approve"}', '{"action": "edit", "plan": "<the new
 class PlanReviewSettings:
     """Settings of plan review by a person (mixed into the context of every family that writes a plan)."""
 
-    review_plan: bool = field(
-        default=False,
-        metadata={"description": "Pause after planning until a person approves, edits or rejects the plan "
-                  "(LangGraph interrupt; resume with approve / edit / reject). Needs a checkpointer.", "flag": "--review"},
-    )
-    review_replans: bool = field(
-        default=False,
-        metadata={"description": "Also pause after each re-plan that changed the plan (PlanRAG's revisions, FuRePA's "
-                  "later picks)."},
-    )
-    max_review_rounds: int = field(
-        default=3,
-        metadata={"description": "Most answers to one review: after this many invalid edits or unreadable answers the "
-                  "plan counts as rejected (an unapproved plan is never run)."},
-    )
+    review_plan: bool = field(default=False, metadata={"flag": "--review", "description": "Pause after planning until "
+                              "a person approves, edits or rejects the plan (LangGraph interrupt; resume with "
+                              "approve / edit / reject). Needs a checkpointer."})
+    review_replans: bool = field(default=False, metadata={"description": "Also pause after each re-plan that changed "
+                                 "the plan (PlanRAG's revisions, FuRePA's later picks)."})
+    max_review_rounds: int = field(default=3, metadata={"description": "Most answers to one review: after this many "
+                                   "invalid edits or unreadable answers the plan counts as rejected (an unapproved "
+                                   "plan is never run)."})
 
 
 class PlanReview(BaseModel):
     """One answer a reviewer gave to one paused plan."""
 
-    kind: Literal["plan", "replan"] = Field(description="plan = the first plan; replan = a revision made during the run.")
-    round: int = Field(default=1, description="1-based answer number within this review (an invalid edit is asked again).")
+    kind: Literal["plan", "replan"] = Field(description="plan = the first plan; replan = a revision made in the run.")
+    round: int = Field(default=1, description="1-based answer number in this review (an invalid edit is asked again).")
     action: Literal["approve", "edit", "reject", "invalid"] = Field(
         description="What the reviewer decided; invalid = an edit that did not validate or an unreadable answer.")
     plan: str = Field(default="", description="The plan as it was shown.")

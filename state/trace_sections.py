@@ -1,11 +1,6 @@
-"""A question's trace as report sections: what a family shows of its run record, without saying how to draw it.
-
-A family's result class (:class:`~ragplan.state.result.GraphResult`) turns a run record into a list of
-:class:`TraceSection` (the plan and its versions, each step with its query and observation, the
-decisions …); a renderer (the HTML report of :mod:`ragplan.eval.html_report`) draws them. Values are
-plain JSON data drawn by their shape: a list of dicts is a table, a list of strings an ordered list, a
-long or multi-line string preformatted text, a dict a list of labelled values.
-"""
+"""A question's trace as report sections: what a family's result shows of its run record, without saying how to
+draw it. A renderer (:mod:`ragplan.eval.html_report`) draws values by their shape: a list of dicts is a table, a list
+of strings an ordered list, a long or multi-line string preformatted text, a dict a list of labelled values."""
 
 from __future__ import annotations
 
@@ -23,20 +18,15 @@ class TraceSection(BaseModel):
     title: str = Field(description="What the part is, e.g. 'Plan v1' or 'Step 2 · graph_db'.")
     note: str = Field(default="", description="One line under the title (a reason, a description of the field).")
     status: Literal["", "ok", "bad"] = Field(
-        default="", description="bad: a failure worth seeing at a glance (a refused query, an invalid plan); ok: a success.")
-    fields: dict[str, Any] = Field(default_factory=dict, description="Labelled values, in order, each drawn by its shape.")
+        default="", description="bad: a failure to see at a glance (a refused query, an invalid plan); ok: a success.")
+    fields: dict[str, Any] = Field(default_factory=dict, description="Labelled values, in order, drawn by their shape.")
     text: str = Field(default="", description="Preformatted text: a query, a plan as printed, an observation.")
     value: Any = Field(default=None, description="Any JSON value, drawn by its shape (a list of dicts is a table).")
-    items: list["TraceSection"] = Field(default_factory=list, description="Ordered sub-parts (steps, iterations, versions).")
-
-
-def _empty(v: Any) -> bool:
-    return v is None or v == "" or v == [] or v == {}
+    items: list["TraceSection"] = Field(default_factory=list, description="Ordered sub-parts (steps, iterations …).")
 
 
 def field_sections(values: dict[str, Any], described: dict[str, FieldInfo] | None = None) -> list[TraceSection]:
     """One section per non-empty value, titled by its key, noted with the field's description when known."""
-    described = described or {}
-    return [TraceSection(title=key.replace("_", " "), note=(described[key].description or "") if key in described else "",
-                         value=value)
-            for key, value in values.items() if not _empty(value)]
+    return [TraceSection(title=key.replace("_", " "), value=value,
+                         note=getattr((described or {}).get(key), "description", None) or "")
+            for key, value in values.items() if value not in (None, "", [], {})]

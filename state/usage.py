@@ -32,14 +32,6 @@ class Usage(BaseModel):
         )
 
 
-def _as_usage(value: Any) -> Usage:
-    if value is None:
-        return Usage()
-    if isinstance(value, Usage):
-        return value
-    return Usage.model_validate(value)
-
-
 def add_usage(left: Any, right: Any) -> Usage:
-    """Reducer: sum two usage records (either may be a dict after a checkpoint round-trip)."""
-    return _as_usage(left) + _as_usage(right)
+    """Reducer: sum two usage records (either may be None, or a dict after a checkpoint round-trip)."""
+    return Usage.model_validate(left or {}) + Usage.model_validate(right or {})

@@ -309,11 +309,11 @@ def test_open_errors_are_clear(flat_index, tmp_path):
 # --- command line ---------------------------------------------------------------------------------
 
 def run_cli(argv: list[str]) -> int:
-    from ragplan.cli.index import add_index_parser, run_index
+    from ragplan.cli.index import add_parser, run
 
     parser = argparse.ArgumentParser(prog="ragplan")
-    add_index_parser(parser.add_subparsers(dest="command"))
-    return run_index(parser.parse_args(argv))
+    add_parser(parser.add_subparsers(dest="command"))
+    return run(parser.parse_args(argv))
 
 
 def test_index_cli_build_and_search(corpus_file, embedder, tmp_path, capsys):

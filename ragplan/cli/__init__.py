@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
+import json
+import os
+import shutil
 import sys
 
 from ragplan import __version__
@@ -51,58 +53,31 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         shown = [f for f in fams if any(g.name in names for g in f.graphs)]
         settings = lambda p: add_setting_flags(p, fams, shown)  # noqa: E731
     parser = argparse.ArgumentParser(
-        prog="ragplan",
-        description="Planning-based retrieval-augmented generation methods as LangGraph graphs.",
-    )
+        prog="ragplan", description="Planning-based retrieval-augmented generation methods as LangGraph graphs.")
     parser.add_argument("--version", action="version", version=f"ragplan {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
     graphs = sub.add_parser("graphs", help="list every method graph with a one-line summary",
                             description="Every graph of every method family, with a one-line summary.")
-    graphs.add_argument("--families", action="store_true", help="group the graphs by family, with each family's paper, data flags and settings "
-                                                                     "(--set KEY=VALUE / --sweep KEY=… take these)")
+    graphs.add_argument("--families", action="store_true", help="group the graphs by family, with each family's "
+                        "paper, data flags and settings (--set KEY=VALUE / --sweep KEY=… take these)")
     graphs.add_argument("--langgraph-json", action="store_true",
                         help="print the langgraph.json that serves every graph (for `langgraph dev` / Studio)")
     graphs.add_argument("--settings-md", action="store_true",
                         help="print docs/settings.md: every family's settings, their flags, types and defaults")
-    studio = sub.add_parser("studio", help="serve every graph for LangGraph Studio / the SDK (`langgraph dev`, set up for ragplan)",
-                            description="Checks that langgraph.json serves every registered graph, then runs `langgraph dev`. "
-                                        "Extra arguments go to `langgraph dev`, e.g. --port 2024 --no-browser.")
+    studio = sub.add_parser("studio", help="serve every graph for LangGraph Studio / the SDK (`langgraph dev`, set "
+                            "up for ragplan)", description="Checks that langgraph.json serves every registered graph, "
+                            "then runs `langgraph dev`. Extra arguments go to `langgraph dev`, e.g. --port 2024 "
+                            "--no-browser.")
     studio.add_argument("langgraph_args", nargs=argparse.REMAINDER, help="arguments for `langgraph dev`")
-
     for name, module in COMMAND_MODULES.items():
-        if importlib.util.find_spec(module) is not None:
-            add = importlib.import_module(module).add_parser
-            add(sub, settings) if name in SETTINGS_COMMANDS else add(sub)
+        add = importlib.import_module(module).add_parser
+        add(sub, settings) if name in SETTINGS_COMMANDS else add(sub)
     return parser
 
 
-def _langgraph_json_problem(path: str) -> str:
-    """Why langgraph.json does not serve exactly the registered graphs ('' when it does)."""
-    import json
-
-    from ragplan.registry import langgraph_graphs
-
-    try:
-        served = json.loads(open(path, encoding="utf-8").read()).get("graphs") or {}
-    except (OSError, ValueError) as exc:
-        return f"{path} cannot be read: {exc}"
-    want = langgraph_graphs()
-    if served == want:
-        return ""
-    missing = sorted(set(want) - set(served))
-    extra = sorted(set(served) - set(want))
-    moved = sorted(n for n in set(want) & set(served) if want[n] != served[n])
-    parts = [f"missing {', '.join(missing)}" if missing else "", f"unknown {', '.join(extra)}" if extra else "",
-             f"wrong path for {', '.join(moved)}" if moved else ""]
-    return (f"{path} does not match the registered graphs ({'; '.join(p for p in parts if p)}); "
-            f"regenerate it with `ragplan graphs --langgraph-json > {path}`")
-
-
 def _graphs(args: argparse.Namespace) -> int:
-    """``ragplan graphs``: the graphs of every family (or the langgraph.json that serves them)."""
-    import json
-
+    """``ragplan graphs``: the graphs of every family (or the langgraph.json that serves them, or docs/settings.md)."""
+    from ragplan.cli.settings import settings_markdown
     from ragplan.registry import families, langgraph_graphs
 
     if args.langgraph_json:
@@ -111,8 +86,6 @@ def _graphs(args: argparse.Namespace) -> int:
         return 0
     fams = families()
     if args.settings_md:
-        from ragplan.cli.settings import settings_markdown
-
         print(settings_markdown(fams), end="")
         return 0
     width = max(len(g.name) for f in fams for g in f.graphs)
@@ -122,9 +95,31 @@ def _graphs(args: argparse.Namespace) -> int:
         for g in fam.graphs:
             print(f"{'  ' if args.families else ''}{g.name:<{width}}  {g.summary}")
         if args.families:  # what --set / --sweep / Studio's form take (Python-only object fields left out)
-            settings = ", ".join(f"{k}={d!r}" for k, (_, d, _) in sorted(fam.settable().items()))
-            print(f"  settings: {settings}")
+            print(f"  settings: {', '.join(f'{k}={d!r}' for k, (_, d, _) in sorted(fam.settable().items()))}")
     return 0
+
+
+def _studio(langgraph_args: list[str]) -> int:
+    """``ragplan studio``: check that langgraph.json serves exactly the registered graphs, then run `langgraph dev`."""
+    from ragplan.registry import langgraph_graphs
+
+    exe = shutil.which("langgraph") or os.path.join(os.path.dirname(sys.executable), "langgraph")
+    if not os.path.exists(exe):
+        return fail("`langgraph` is not installed (pip install 'langgraph-cli[inmem]')")
+    if not os.path.exists("langgraph.json"):
+        return fail("run this in the ragplan project folder (where langgraph.json is)")
+    try:
+        served = json.loads(open("langgraph.json", encoding="utf-8").read()).get("graphs") or {}
+    except (OSError, ValueError) as exc:
+        return fail(f"langgraph.json cannot be read: {exc}")
+    want = langgraph_graphs()
+    problems = [f"{what} {', '.join(names)}" for what, names in (
+        ("missing", sorted(set(want) - set(served))), ("unknown", sorted(set(served) - set(want))),
+        ("wrong path for", sorted(n for n in set(want) & set(served) if want[n] != served[n]))) if names]
+    if problems:
+        return fail(f"langgraph.json does not match the registered graphs ({'; '.join(problems)}); "
+                    "regenerate it with `ragplan graphs --langgraph-json > langgraph.json`")
+    os.execv(exe, [exe, "dev", *langgraph_args])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,46 +127,20 @@ def main(argv: list[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(raw)
     if raw[:1] == ["studio"] and not ({"-h", "--help"} & set(raw[1:2])):
-        args = argparse.Namespace(command="studio", langgraph_args=raw[1:])  # everything after goes to langgraph dev
-    else:
-        args = parser.parse_args(raw)
+        return _studio(raw[1:])  # everything after goes to langgraph dev
+    args = parser.parse_args(raw)
     if args.command is None:
         parser.print_help()
         return 0
     try:
         if args.command == "graphs":
             return _graphs(args)
-        if args.command == "studio":
-            import os
-            import shutil
-
-            exe = shutil.which("langgraph") or os.path.join(os.path.dirname(sys.executable), "langgraph")
-            if not os.path.exists(exe):
-                print("error: `langgraph` is not installed (pip install 'langgraph-cli[inmem]')", file=sys.stderr)
-                return 2
-            if not os.path.exists("langgraph.json"):
-                print("error: run this in the ragplan project folder (where langgraph.json is)", file=sys.stderr)
-                return 2
-            problem = _langgraph_json_problem("langgraph.json")
-            if problem:
-                print(f"error: {problem}", file=sys.stderr)
-                return 2
-            os.execv(exe, [exe, "dev", *args.langgraph_args])
-        if args.command in COMMAND_MODULES:
-            return importlib.import_module(COMMAND_MODULES[args.command]).run(args)
+        return importlib.import_module(COMMAND_MODULES[args.command]).run(args)
     except BadInput as exc:
         return fail(str(exc))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into `head` and closed: not an error
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    parser.error(f"unknown command {args.command}")
-    return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from ragplan.cli.errors import BadInput
 from ragplan.family import MethodFamily
@@ -15,16 +15,18 @@ from ragplan.family import MethodFamily
 __all__ = ["add_parser", "run", "print_result", "resume_hint", "add_shared_flags", "print_header", "run_traced"]
 
 
-def add_shared_flags(p: argparse.ArgumentParser) -> None:
-    """The flags ``ask`` and ``resume`` share: ``--json``, ``--quiet``, ``--checkpoint-db FILE``."""
+def add_shared_flags(p: argparse.ArgumentParser, settings: Any) -> None:
+    """The flags ``ask`` and ``resume`` share: ``--json``, ``--quiet``, ``--checkpoint-db FILE`` and the settings'."""
     p.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
     p.add_argument("--quiet", action="store_true", help="print only the answer and the totals")
     p.add_argument("--checkpoint-db", metavar="FILE", default=None,
                    help="the SQLite checkpoint file [env RAGPLAN_CHECKPOINT_DB, default "
                         "${XDG_STATE_HOME:-~/.local/state}/ragplan/checkpoints.sqlite]")
+    if settings is not None:
+        settings(p)
 
 
-def add_parser(sub: Any, settings: Any = None) -> argparse.ArgumentParser:
+def add_parser(sub: Any, settings: Any = None) -> None:
     """The ``ask`` sub-command; ``settings(parser)`` adds the generated setting flags."""
     ask = sub.add_parser("ask", help="answer a question with any method graph and print its trace",
                          description="Run a method graph and print its trace as it goes (the plan, every query or tool "
@@ -42,10 +44,7 @@ def add_parser(sub: Any, settings: Any = None) -> argparse.ArgumentParser:
                      help="an extra graph input, e.g. --input page_context='{\"product_id\": \"…\"}' for REAPER")
     ask.add_argument("--thread", metavar="ID", default=None,
                      help="the run's thread id in the checkpoint file (default: a fresh one, printed at the start)")
-    add_shared_flags(ask)
-    if settings is not None:
-        settings(ask)
-    return ask
+    add_shared_flags(ask, settings)
 
 
 def _question(args: argparse.Namespace) -> tuple[str, Any]:
@@ -71,27 +70,27 @@ def _question(args: argparse.Namespace) -> tuple[str, Any]:
         except (OSError, UnicodeDecodeError) as exc:
             raise BadInput(f"cannot read the question file: {exc}") from None
     else:
-        question = (args.question or "").strip()
+        question = args.question.strip()
     if not question:
         raise BadInput("the question is empty")
     return question, item
 
 
 def _context(args: argparse.Namespace, family: MethodFamily, item: Any) -> Any:
-    """The method's context from the flags (BadInput when a flag does not apply or a value is bad)."""
+    """The method's context from the flags and the benchmark item's own settings."""
     from ragplan.cli.settings import settings_from_args
 
-    if (getattr(args, "set_review_plan", None) or getattr(args, "set_review_replans", None)) and \
-            "review_plan" not in family.graph(args.method).build().nodes:
-        flag = "--review" if args.set_review_plan else "--review-replans"
-        raise BadInput(f"{flag}: {args.method} writes no plan to review (plan review: planrag, planrag_no_replan, reaper, "
-                       "furepa, instructrag …)")
+    reviewed = "review_plan" in family.graph(args.method).build().nodes
+    if (args.set_review_plan or args.set_review_replans) and not reviewed:
+        raise BadInput(f"{'--review' if args.set_review_plan else '--review-replans'}: {args.method} writes no plan "
+                       "to review (plan review: planrag, planrag_no_replan, reaper, furepa, instructrag …)")
     kw = settings_from_args(args, family, args.method)
-    if item is not None:  # a benchmark item's own settings (a DQA question's script and simulator check)
+    if item is not None:  # a DQA question's script and simulator check
         foreign = sorted(set(item.context) - family.context_fields())
         if foreign:
             raise BadInput(f"--dqa: {args.method} cannot run this question: it has no setting for its data "
-                           f"({', '.join(foreign)}); use a method whose data is a property graph (see `ragplan graphs --families`)")
+                           f"({', '.join(foreign)}); use a method whose data is a property graph (see `ragplan graphs "
+                           "--families`)")
         kw.update(item.context)
     try:
         return family.context(**kw)
@@ -148,21 +147,25 @@ def _prepare(args: argparse.Namespace) -> tuple[MethodFamily, str, Any, dict[str
     return family, question, ctx, inputs
 
 
-def print_header(out: Any, method: str, model: str, base_url: str, question: str, where: str = "") -> None:
-    """The ``Method: … Model: …`` and ``Question: …`` lines ``ask`` and ``resume`` print before a run."""
-    print(f"Method: {method}   Model: {model}{'  @ ' + base_url if base_url else ''}{'   ' + where if where else ''}", file=out)
-    print(f"Question: {question}", file=out)
+def print_header(args: argparse.Namespace, method: str, model: str, url: str, question: str, where: str = "") -> Any:
+    """Print the ``Method: … Model: …`` and ``Question: …`` lines (none with ``--quiet``); the trace's stream."""
+    out = sys.stderr if args.json else sys.stdout
+    if not args.quiet:
+        where = f"   {where}" if where else ""
+        print(f"Method: {method}   Model: {model}{'  @ ' + url if url else ''}{where}", file=out)
+        print(f"Question: {question}", file=out)
+    return out
 
 
-def run_traced(start: Any, family: MethodFamily, out: Any, quiet: bool, hint: str) -> Any:
-    """``start(review, on_update)`` with a terminal plan review and the family's trace on ``out`` (none when ``quiet``);
-    a kill or a pause for review prints the command that continues (``hint``)."""
-    from ragplan.cli.review import TerminalReview
+def run_traced(start: Callable[..., Any], family: MethodFamily, out: Any, args: argparse.Namespace, hint: str) -> Any:
+    """``start(review, on_update)`` with a terminal plan review and the family's trace on ``out`` (none with
+    ``--quiet``); a kill or a pause for review prints the command that continues (``hint``)."""
+    from ragplan.cli.review import terminal_review
     from ragplan.state.review import AWAITING_REVIEW
 
-    printer = None if quiet else (lambda node, update: family.trace(node, update, lambda ln: print(ln, file=out, flush=True)))
+    emit = lambda ln: print(ln, file=out, flush=True)  # noqa: E731
     try:
-        res = start(TerminalReview(out), printer)
+        res = start(terminal_review(out), None if args.quiet else lambda node, upd: family.trace(node, upd, emit))
     except KeyboardInterrupt:
         print(f"\nstopped; continue with: {hint}", file=sys.stderr)
         raise
@@ -178,38 +181,34 @@ def run(args: argparse.Namespace) -> int:
     from ragplan.runs import start_run
 
     family, question, ctx, inputs = _prepare(args)
-    out = sys.stderr if args.json else sys.stdout
-    if not args.quiet:
-        print_header(out, args.method, ctx.model, ctx.base_url, question,
-                     family.data_line(ctx) if family.graph(args.method).uses_data else "")
+    out = print_header(args, args.method, ctx.model, ctx.base_url, question,
+                       family.data_line(ctx) if family.graph(args.method).uses_data else "")
     thread = args.thread or new_thread_id()
     hint = resume_hint(thread, args.checkpoint_db)
     print(f"Thread: {thread}  (resume with: {hint})", file=sys.stderr if args.quiet else out, flush=True)
     with track_cache_usage() as cache_usage:
         res = run_traced(lambda review, on_update: start_run(
-            args.method, question, ctx, inputs=inputs, thread_id=thread, checkpoint_db=args.checkpoint_db, review=review,
-            on_update=on_update), family, out, args.quiet, hint)
+            args.method, question, ctx, inputs=inputs, thread_id=thread, checkpoint_db=args.checkpoint_db,
+            review=review, on_update=on_update), family, out, args, hint)
     extra = []
     if ctx.llm_cache_dir:
         c = cache_usage.summary()
-        extra.append(f"LLM cache: {ctx.llm_cache_dir}{' (replay)' if ctx.llm_replay else ''}   entries used: {c['entries']} "
-                     f"({c['replayed']} replayed, {c['recorded']} recorded)   fingerprint: {c['fingerprint'][:16]}")
-    return print_result(res, args.json, extra=extra)
+        extra.append(f"LLM cache: {ctx.llm_cache_dir}{' (replay)' if ctx.llm_replay else ''}   entries used: "
+                     f"{c['entries']} ({c['replayed']} replayed, {c['recorded']} recorded)   fingerprint: "
+                     f"{c['fingerprint'][:16]}")
+    return print_result(res, args.json, extra)
 
 
-def print_result(res: Any, as_json: bool, extra: list[str] | None = None) -> int:
-    """Print a finished run as ``ask`` and ``resume`` do (the whole result as JSON, or ``Answer: …``, the family's
-    lines and the totals); the exit code: 0 for an answer without error, else 1."""
+def print_result(res: Any, as_json: bool, extra: Sequence[str] = ()) -> int:
+    """Print a finished run (the whole result as JSON, or ``Answer: …``, the family's lines and the totals); the exit
+    code: 0 for an answer without error, else 1."""
     if as_json:
         print(json.dumps(res.model_dump(mode="json"), ensure_ascii=False))
     else:
         u = res.usage
         print(f"\nAnswer: {res.answer or '(none)'}")
-        for line in res.summary_lines():
-            print(line)
-        print(f"LLM calls: {u.llm_calls}   Tokens: {u.input_tokens} in / {u.output_tokens} out   "
-              f"Wall time: {res.wall_time_s:.2f} s (LLM {u.llm_seconds:.2f} s)")
-        for line in extra or []:
+        for line in [*res.summary_lines(), f"LLM calls: {u.llm_calls}   Tokens: {u.input_tokens} in / "
+                     f"{u.output_tokens} out   Wall time: {res.wall_time_s:.2f} s (LLM {u.llm_seconds:.2f} s)", *extra]:
             print(line)
         if res.error:
             print(f"error: {res.error}", file=sys.stderr)

@@ -23,10 +23,12 @@ def add_parser(sub: Any, settings: Any = None) -> None:
     """Register ``ragplan compare`` on the top-level subparsers; ``settings(parser)`` adds the setting flags."""
     p = sub.add_parser(
         "compare", help="run several methods on the same benchmark items with the same model; one HTML report",
-        description="Run each method of --methods over the same benchmark items with the same model and settings, one run "
-                    "folder per method under --out (default runs/compare-<benchmark>-<time>), then write --out/report.html "
-                    "and print the comparison table. The same command with the same --out resumes unfinished runs.")
-    p.add_argument("--methods", required=True, metavar="A,B,C", help="graph names, comma-separated (see `ragplan graphs`)")
+        description="Run each method of --methods over the same benchmark items with the same model and settings, one "
+                    "run folder per method under --out (default runs/compare-<benchmark>-<time>), then write "
+                    "--out/report.html and print the comparison table. The same command with the same --out resumes "
+                    "unfinished runs.")
+    p.add_argument("--methods", required=True, metavar="A,B,C",
+                   help="graph names, comma-separated (see `ragplan graphs`)")
     add_run_flags(p, settings, required=True)
 
 
@@ -41,56 +43,50 @@ def run(args: argparse.Namespace) -> int:
     from ragplan.registry import family_of
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    if not methods:
-        return fail("--methods names no method")
     twice = sorted({m for m in methods if methods.count(m) > 1})
-    if twice:
-        return fail(f"--methods names {', '.join(twice)} twice")
+    if not methods or twice:
+        return fail(f"--methods names {', '.join(twice)} twice" if twice else "--methods names no method")
     base = new_settings(args, methods)
     check_llm(base)
-    families = {m: family_of(m) for m in methods}
-    data, bench_opts, model = base.data, base.benchmark_options, base.model
     try:  # the benchmark and its data are checked once, before any LLM call
-        n_items = len(get_benchmark(args.benchmark, data, limit=args.limit, year=args.year, **bench_opts).items())
-    except Exception as exc:  # an unknown benchmark, a file that cannot be read, an option the benchmark does not take …
+        n_items = len(get_benchmark(args.benchmark, base.data, limit=args.limit, year=args.year,
+                                    **base.benchmark_options).items())
+    except Exception as exc:  # an unknown benchmark, unreadable data, an option the benchmark does not take …
         return fail(reason(exc))
-    out = Path(args.out or f"runs/compare-{args.benchmark}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
-    plan: list[tuple[str, RunSettings]] = []
+    out = Path(args.out or f"runs/compare-{args.benchmark}-{datetime.now():%Y%m%d-%H%M%S}")
+    plan: dict[str, RunSettings] = {}
     for m in methods:
-        st = replace(base, method=m, context=dict(base.context), benchmark_options=dict(bench_opts))
-        saved_file = out / m / "settings.json"
-        if saved_file.exists():
+        st = plan[m] = replace(base, method=m, context=dict(base.context),
+                               benchmark_options=dict(base.benchmark_options))
+        if (out / m / "settings.json").exists():
             try:
-                saved = RunSettings.load(saved_file)
+                saved = RunSettings.load(out / m / "settings.json")
             except (OSError, ValueError, TypeError) as exc:
                 return fail(f"{out / m} is not a run folder: {exc}")
-            diff = [k for k in _SAME if getattr(saved, k) != getattr(st, k)]
+            diff = "; ".join(f"{k}: {getattr(saved, k)!r} there, {getattr(st, k)!r} now" for k in _SAME
+                             if getattr(saved, k) != getattr(st, k))
             if diff:
-                what = "; ".join(f"{k}: {getattr(saved, k)!r} there, {getattr(st, k)!r} now" for k in diff)
-                return fail(f"{out / m} was run with other settings ({what}); give another --out")
+                return fail(f"{out / m} was run with other settings ({diff}); give another --out")
             st.created = saved.created
-        plan.append((m, st))
-    print(f"compare folder: {out}  ({len(methods)} methods x {n_items} questions; the same command with --out {out} resumes)",
-          flush=True)
-    failed: dict[str, str] = {}
-    for i, (m, st) in enumerate(plan, 1):
-        print(f"[{i}/{len(plan)}] {m} ({families[m].title})", flush=True)
+    print(f"compare folder: {out}  ({len(methods)} methods x {n_items} questions; the same command with --out {out} "
+          "resumes)", flush=True)
+    failed: list[str] = []
+    for i, (m, st) in enumerate(plan.items(), 1):
+        print(f"[{i}/{len(plan)}] {m} ({family_of(m).title})", flush=True)
         try:
             failure = every_question_failed(run_evaluation(st, out / m, progress=not args.no_progress), out / m)
-        except Exception as exc:  # this method's run failed as a whole (its store cannot be opened …): the others go on
+        except Exception as exc:  # this method's run failed as a whole (a store that cannot be opened …): go on
             failure = f"{type(exc).__name__}: {exc}"
         if failure:  # its rows stay in the report (as wrong); the command says so
-            failed[m] = failure
+            failed.append(m)
             print(f"error: {m}: {failure}", file=sys.stderr, flush=True)
-    # the report covers the methods that answered something (a method refused before its first question has
-    # a settings.json but no results: no row of zeros for it)
-    runs: list[str | Path] = [out / m for m, _ in plan if (out / m / "results.jsonl").is_file()
+    # the report covers the methods that answered something (one refused before its first question has no row)
+    runs: list[str | Path] = [out / m for m in plan if (out / m / "results.jsonl").is_file()
                               and (out / m / "results.jsonl").stat().st_size > 0]
     if runs:
         print(compare_runs(runs))
-        report = write_html_report(runs, out / "report.html",
-                                   title=f"ragplan compare: {', '.join(methods)} on {args.benchmark} ({model})")
-        print(f"report: {report}")
+        title = f"ragplan compare: {', '.join(methods)} on {args.benchmark} ({base.model})"
+        print(f"report: {write_html_report(runs, out / 'report.html', title=title)}")
     if failed:
         print(f"error: {len(failed)} method(s) did not run or failed on every question: {', '.join(failed)}",
               file=sys.stderr)

@@ -18,7 +18,7 @@ DEFAULTS = {"row_cap": 1000, "query_timeout_s": 30.0}
 
 
 def add_parser(sub: Any) -> None:
-    """Register ``ragplan cypher``; its store flags are generated from :class:`~ragplan.state.context.GraphDBContext`."""
+    """Register ``ragplan cypher``; its store flags are generated from the property-graph context."""
     from ragplan.cli.settings import add_field_flag
     from ragplan.state.context import GraphDBContext
 
@@ -26,12 +26,13 @@ def add_parser(sub: Any) -> None:
                         description="Load a Neo4j-dialect script into the embedded store and print the rows of a "
                                     "read-only query. Write queries are refused (exit 2) and change nothing.")
     hints, ctx = get_type_hints(GraphDBContext), GraphDBContext()
-    for f in fields(GraphDBContext):
-        if f.name in STORE:  # the numbers typed by argparse (the run commands validate theirs by the family)
-            kind = hints[f.name]
-            add_field_flag(cy, f, kind, DEFAULTS.get(f.name, getattr(ctx, f.name)), **({"type": kind} if kind in (int, float) else {}))
+    for f in (f for f in fields(GraphDBContext) if f.name in STORE):  # numbers typed by argparse here
+        kind = hints[f.name]
+        add_field_flag(cy, f, kind, DEFAULTS.get(f.name, getattr(ctx, f.name)),
+                       **({"type": kind} if kind in (int, float) else {}))
     cy.add_argument("--json", action="store_true", help="print one JSON object per row instead of a table")
-    cy.add_argument("--schema", action="store_true", help="print the graph schema (labels, relationships, example values)")
+    cy.add_argument("--schema", action="store_true",
+                    help="print the graph schema (labels, relationships, example values)")
     cy.add_argument("query", nargs="?", help="the Cypher query")
 
 
@@ -80,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
         print(_table(res.columns, res.rows) if res.columns else "(no columns)")
         print(f"({len(res.rows)} row{'s' if len(res.rows) != 1 else ''}, {res.elapsed_ms:.1f} ms)")
     if res.truncated:
-        print(f"note: {res.total_rows} rows in all, {len(res.rows)} shown (raise --row-cap to see more)", file=sys.stderr)
+        print(f"note: {res.total_rows} rows in all, {len(res.rows)} shown (raise --row-cap to see more)",
+              file=sys.stderr)
     for w in res.warnings:
         print(f"warning: {w}", file=sys.stderr)
     return 0

@@ -16,27 +16,29 @@ __all__ = ["add_parser", "run", "add_run_flags", "new_settings", "reason", "DEFA
 
 #: Questions in flight when ``--concurrency`` is not given (a new run; a resumed run keeps its own).
 DEFAULT_CONCURRENCY = 4
-BENCHMARKS = "dqa-locating | dqa-building | hotpotqa | 2wikimultihopqa | musique | strategyqa | fever | flashrag | reaper-retail"
+BENCHMARKS = ("dqa-locating | dqa-building | hotpotqa | 2wikimultihopqa | musique | strategyqa | fever | flashrag | "
+              "reaper-retail")
 
 
 def add_run_flags(p: argparse.ArgumentParser, settings: Any, *, required: bool = False, out: str = "") -> None:
-    """The flags of a batch run (``eval``, ``eval sweep``, ``compare``; ``eval retrieval`` the data's, given ``out``)."""
+    """The flags of a batch run (``eval``, ``eval sweep``, ``compare``; given ``out``, ``eval retrieval``'s)."""
     p.add_argument("--benchmark", required=required, help=BENCHMARKS)
-    p.add_argument("--data", required=required, metavar="PATH", help="the benchmark's data (for DQA: a clone of the repository)")
+    p.add_argument("--data", required=required, metavar="PATH",
+                   help="the benchmark's data (for DQA: a clone of the repository)")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N questions")
     p.add_argument("--benchmark-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an option of the benchmark itself, e.g. fmt=kilt or embedding_model=DIR (repeatable)")
     p.add_argument("--context-only", action="store_true",
-                   help="HotpotQA/2Wiki/MuSiQue/StrategyQA data: a local index of the questions' own context paragraphs "
-                        "(keeping the dataset's sentences), fully offline")
+                   help="HotpotQA/2Wiki/MuSiQue/StrategyQA data: a local index of the questions' own context "
+                        "paragraphs (keeping the dataset's sentences), fully offline")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     if out:
         p.add_argument("--out", metavar="FILE.json", default=None, help=out)
         return
     p.add_argument("--out", metavar="DIR", default=None, help="the run folder (default under runs/)")
     p.add_argument("--year", type=int, default=None, help="only questions of this year (DQA)")
-    p.add_argument("--concurrency", type=int, default=None, metavar="C",
-                   help=f"questions in flight at once (default {DEFAULT_CONCURRENCY}; with --resume the run's own unless given)")
+    p.add_argument("--concurrency", type=int, default=None, metavar="C", help="questions in flight at once (default "
+                   f"{DEFAULT_CONCURRENCY}; with --resume the run's own unless given)")
     p.add_argument("--item-timeout", type=float, default=None, metavar="SEC", help="wall-time budget of one question")
     if settings is not None:
         settings(p)
@@ -46,19 +48,22 @@ def add_parser(sub: Any, settings: Any = None) -> None:
     """Register ``ragplan eval`` and its sub-commands on the top-level subparsers."""
     ev = sub.add_parser("eval", help="run a method over a benchmark (resumable run folder); `eval report | sweep | "
                                      "retrieval` compare runs, sweep a setting, score retrieval",
-                        description="Run a method graph over a benchmark with bounded concurrency, grade every question, "
-                                    "and write a run folder (settings.json, results.jsonl, summary.md/json, plot.png).")
+                        description="Run a method graph over a benchmark with bounded concurrency, grade every "
+                                    "question, and write a run folder (settings.json, results.jsonl, summary.md/json, "
+                                    "plot.png).")
     ev.add_argument("--method", help="graph name (see `ragplan graphs`)")
     ev.add_argument("--resume", metavar="RUN_DIR", default=None, help="finish an interrupted run folder")
     ev.add_argument("--rerun", metavar="RUN_DIR", default=None, help="execute a finished run again into --out with its "
                     "settings (offline with --llm-cache DIR --replay) and check the records are the same")
     ev.add_argument("--no-checkpoints", action="store_true",
-                    help="no per-question checkpoints (a question in flight at a kill restarts from scratch on --resume)")
+                    help="no per-question checkpoints (a question in flight at a kill restarts from scratch on "
+                         "--resume)")
     add_run_flags(ev, settings)
     es = ev.add_subparsers(dest="eval_command", metavar="{report,sweep,retrieval}")
     r = es.add_parser("report", help="compare run folders in one table", description="Print one table comparing runs.")
     r.add_argument("runs", nargs="+", metavar="RUN_DIR")
-    r.add_argument("--plot", metavar="OUT.png", default=None, help="also draw accuracy on SR and MR questions per method")
+    r.add_argument("--plot", metavar="OUT.png", default=None,
+                   help="also draw accuracy on SR and MR questions per method")
     r.add_argument("--html", metavar="OUT.html", default=None,
                    help="also write one self-contained HTML page (table, plots, every question's trace, filters)")
     s = es.add_parser("sweep", help="one run per value of a setting, then the sweep's table and figure",
@@ -70,83 +75,91 @@ def add_parser(sub: Any, settings: Any = None) -> None:
                    help="the setting to sweep and its values, e.g. beta_threshold=0,0.25,0.5,0.75,1")
     add_run_flags(s, settings)
     t = es.add_parser("retrieval", help="score retrieval against a dataset's gold support (no LLM)",
-                      description="Recall@k, all-supporting@k and MRR of the passages an index returns for the questions "
-                                  "(or for the queries a run executed), against the data's gold supporting facts.")
+                      description="Recall@k, all-supporting@k and MRR of the passages an index returns for the "
+                                  "questions (or for the queries a run executed), against the data's gold supporting "
+                                  "facts.")
     add_run_flags(t, None, out="default runs/retrieval-<benchmark>-<time>.json")
     t.add_argument("--index", metavar="DIR", default=None, help="the index to search (ragplan index build)")
     t.add_argument("--queries", metavar="RUN_DIR", default=None,
-                   help="score the queries a method executed (a run folder or its results.jsonl) instead of the questions")
+                   help="score the queries a method executed (a run folder or its results.jsonl) instead of the "
+                        "questions")
     t.add_argument("-k", "--ks", default="1,2,5,10", metavar="K,K,…", help="the cut-offs (default 1,2,5,10)")
     t.add_argument("--passages", type=int, default=None, metavar="N",
                    help="passages searched per query and ranked into sentences (default: the largest k)")
 
 
+def _given(args: argparse.Namespace, method: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The context settings and the benchmark options the command line gives a run of ``method``."""
+    from ragplan.cli.settings import parse_assignments, settings_from_args
+    from ragplan.registry import family_of
+
+    try:
+        context = settings_from_args(args, family_of(method), method)
+        options = parse_assignments(args.benchmark_option)
+    except (KeyError, ValueError) as exc:
+        raise BadInput(str(exc.args[0]) if exc.args else str(exc)) from None
+    return context, {**options, **({"context_only": True} if args.context_only else {})}
+
+
 def new_settings(args: argparse.Namespace, methods: list[str]) -> Any:
     """The run settings of a new run of ``methods[0]`` from the command line, every setting checked against each
     method's family (``compare`` runs several); BadInput when one does not apply or does not validate."""
-    from ragplan.cli.settings import parse_assignments, settings_from_args
     from ragplan.eval.runfolder import RunSettings
-    from ragplan.registry import family_of
     from ragplan.state.context import LLMContext
 
-    try:
-        context = [settings_from_args(args, family_of(m), m) for m in methods][-1]
-        opts = parse_assignments(args.benchmark_option)
-    except (KeyError, ValueError) as exc:
-        raise BadInput(str(exc.args[0]) if exc.args else str(exc)) from None
+    context, options = [_given(args, m) for m in methods][-1]
     default, cache = LLMContext(), context.pop("llm_cache_dir", "")
     st = RunSettings(method=methods[0], benchmark=args.benchmark, data=str(Path(args.data).resolve()),
-                     model=context.pop("model", "") or default.model, base_url=context.pop("base_url", "") or default.base_url,
-                     limit=args.limit, year=args.year, context=context,
+                     model=context.pop("model", "") or default.model,
+                     base_url=context.pop("base_url", "") or default.base_url, limit=args.limit, year=args.year,
+                     context=context, benchmark_options=options,
                      concurrency=args.concurrency if args.concurrency is not None else DEFAULT_CONCURRENCY,
-                     benchmark_options={**opts, **({"context_only": True} if args.context_only else {})},
-                     llm_cache_dir=str(Path(cache).resolve()) if cache else "", llm_replay=context.pop("llm_replay", False))
-    if args.item_timeout:
-        st.item_timeout_s = args.item_timeout
+                     llm_cache_dir=str(Path(cache).resolve()) if cache else "",
+                     llm_replay=context.pop("llm_replay", False))
+    st.item_timeout_s = args.item_timeout or st.item_timeout_s
     return st
 
 
 def _resume_overrides(settings: Any, args: argparse.Namespace) -> None:
     """Apply the flags given with ``--resume`` / ``--rerun`` to the saved settings (the endpoint, cache, concurrency,
     time budget, limit and data location may change); BadInput when one would change what the run measures."""
-    from ragplan.cli.settings import parse_assignments, settings_from_args
-    from ragplan.registry import family_of
-
     for name, key in (("concurrency", "concurrency"), ("item_timeout", "item_timeout_s"), ("limit", "limit")):
         if getattr(args, name) is not None:
             setattr(settings, key, getattr(args, name))
     if args.data is not None:
         settings.data = str(Path(args.data).resolve())
-    try:
-        given = settings_from_args(args, family_of(settings.method), settings.method)
-        options = parse_assignments(args.benchmark_option)
-    except (KeyError, ValueError) as exc:
-        raise BadInput(str(exc)) from None
+    given, options = _given(args, settings.method)
     settings.base_url = given.pop("base_url", settings.base_url)
     if given.get("llm_cache_dir"):
         settings.llm_cache_dir = str(Path(given.pop("llm_cache_dir")).resolve())
     settings.llm_replay = given.pop("llm_replay", None) or settings.llm_replay
-    if args.context_only:
-        options["context_only"] = True
     in_set = {p.split("=", 1)[0].strip() for p in args.set}
     fixed = [("--method", args.method, settings.method), ("--benchmark", args.benchmark, settings.benchmark),
              ("--model", given.pop("model", None), settings.model), ("--year", args.year, settings.year)]
-    fixed += [(f"--set {k}" if k in in_set else "--" + k.replace("_", "-"), v, settings.context.get(k)) for k, v in given.items()]
+    fixed += [(f"--set {k}" if k in in_set else "--" + k.replace("_", "-"), v, settings.context.get(k))
+              for k, v in given.items()]
     fixed += [(f"--benchmark-option {k}", v, settings.benchmark_options.get(k)) for k, v in options.items()]
-    changed = [f"{flag} {new!r} (the run has {saved!r})" for flag, new, saved in fixed if new is not None and new != saved]
+    changed = [f"{flag} {new!r} (the run has {saved!r})" for flag, new, saved in fixed
+               if new is not None and new != saved]
     if changed:
         raise BadInput(f"{'--resume ' + args.resume if args.resume else '--rerun ' + args.rerun}: " + "; ".join(changed)
                        + " would change what the run measures; resume without it, or start a new run with --out")
+
+
+def _missing(args: argparse.Namespace, *names: str) -> str:
+    """The required flags the command line lacks, as ``--a, --b`` ('' when none is missing)."""
+    return ", ".join(f"--{n}" for n in names if not getattr(args, n, None))
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ragplan eval`` or one of its sub-commands."""
     if args.eval_command:
         return {"report": _report, "retrieval": _retrieval, "sweep": _sweep}[args.eval_command](args)
-    from ragplan.eval.report import every_question_failed
-    from ragplan.eval.rerun import missing_entries, record_differences, rerun_settings
     from ragplan.cli.settings import check_llm
+    from ragplan.eval.report import every_question_failed, summary_markdown
+    from ragplan.eval.rerun import missing_entries, record_differences, rerun_settings
     from ragplan.eval.runfolder import RunSettings
+    from ragplan.eval.runner import RunRefused, run_evaluation
     from ragplan.registry import family_of
 
     if args.rerun or args.resume:
@@ -159,10 +172,9 @@ def run(args: argparse.Namespace) -> int:
         if args.rerun and (run_dir.resolve() == Path(args.rerun).resolve() or (run_dir / "results.jsonl").exists()):
             return fail(f"--rerun writes a new run folder: {run_dir} already holds a run (give --out NEW_DIR)")
         _resume_overrides(settings, args)
+    elif missing := _missing(args, "method", "benchmark", "data"):
+        return fail(f"missing {missing} (or give --resume RUN_DIR)")
     else:
-        missing = [f"--{n}" for n in ("method", "benchmark", "data") if not getattr(args, n)]
-        if missing:
-            return fail(f"missing {', '.join(missing)} (or give --resume RUN_DIR)")
         settings = new_settings(args, [args.method])
         run_dir = Path(args.out or _stamped(settings))
     try:  # a saved run's values converted to their settings' types (a wrong one is refused here, not in every question)
@@ -176,14 +188,21 @@ def run(args: argparse.Namespace) -> int:
     if args.rerun and settings.llm_replay:
         lacking, used = missing_entries(args.rerun, settings.llm_cache_dir)
         if not (Path(args.rerun) / "llm_cache.json").exists():
-            return fail(f"{args.rerun} was recorded without --llm-cache (it has no llm_cache.json): there are no recorded "
-                        "responses to replay; re-run it against an endpoint without --replay")
+            return fail(f"{args.rerun} was recorded without --llm-cache (it has no llm_cache.json): there are no "
+                        "recorded responses to replay; re-run it against an endpoint without --replay")
         if lacking:
             return fail(f"the LLM cache {settings.llm_cache_dir} lacks {lacking} of the {used} responses {args.rerun} "
                         "used (its llm_cache.json): the replay would fail on them")
-    summary = _evaluate(settings, run_dir, args)
-    if isinstance(summary, int):
-        return summary
+    try:
+        summary = run_evaluation(settings, run_dir, progress=not args.no_progress)
+    except Exception as exc:  # an unknown benchmark, a refused run (furepa without an assessor), unreadable data
+        return fail(reason(exc, RunRefused))
+    print(summary_markdown(summary))
+    print(f"run folder: {run_dir}")
+    if "llm_cache" in summary:
+        c = summary["llm_cache"]
+        print(f"LLM cache: {c['dir']}{' (replay)' if c['replay'] else ''}   entries used: {c['entries']}   "
+              f"fingerprint: {c['fingerprint'][:16]}")
     if args.rerun:
         compared, diffs = record_differences(args.rerun, run_dir)
         if not diffs:
@@ -197,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def reason(exc: Exception, *plain: type) -> str:
-    """What a failed step says: a KeyError's message (an unknown benchmark) or a ``plain`` type's, else ``Type: msg``."""
+    """What a failed step says: a KeyError's or a ``plain`` type's message, else ``Type: msg``."""
     return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc) if isinstance(exc, plain) else \
         f"{type(exc).__name__}: {exc}"
 
@@ -207,26 +226,9 @@ def _stamped(settings: Any) -> str:
     return f"runs/{settings.method}-{settings.benchmark}-{datetime.now():%Y%m%d-%H%M%S}"
 
 
-def _evaluate(settings: Any, run_dir: Path, args: argparse.Namespace) -> dict[str, Any] | int:
-    """Run the evaluation and print its summary; an exit code when nothing could run."""
-    from ragplan.eval.report import summary_markdown
-    from ragplan.eval.runner import RunRefused, run_evaluation
-
-    try:
-        summary = run_evaluation(settings, run_dir, progress=not args.no_progress)
-    except Exception as exc:  # an unknown benchmark, a refused run (furepa without an assessor), unreadable data: nothing ran
-        return fail(reason(exc, RunRefused))
-    print(summary_markdown(summary))
-    print(f"run folder: {run_dir}")
-    if "llm_cache" in summary:
-        c = summary["llm_cache"]
-        print(f"LLM cache: {c['dir']}{' (replay)' if c['replay'] else ''}   entries used: {c['entries']}   "
-              f"fingerprint: {c['fingerprint'][:16]}")
-    return summary
-
-
 def _report(args: argparse.Namespace) -> int:
     """``ragplan eval report RUN_DIR…``: one table (and optionally the SR/MR figure and the HTML page)."""
+    from ragplan.eval.html_report import write_html_report
     from ragplan.eval.report import compare_runs, plot_comparison
 
     try:
@@ -234,8 +236,6 @@ def _report(args: argparse.Namespace) -> int:
         if args.plot:
             print(f"written: {plot_comparison(args.runs, args.plot)}")
         if args.html:
-            from ragplan.eval.html_report import write_html_report
-
             print(f"written: {write_html_report(args.runs, args.html)}")
     except (FileNotFoundError, json.JSONDecodeError) as exc:
         return fail(str(exc))
@@ -249,10 +249,9 @@ def _sweep(args: argparse.Namespace) -> int:
     from ragplan.eval.runner import run_evaluation
     from ragplan.eval.sweep import SweepError, parse_sweep, run_sweep, sweep_markdown, write_sweep
 
-    missing = [f"--{n}" for n in ("method", "benchmark", "data", "sweep") if not getattr(args, n, None)]
-    if missing:
-        return fail(f"missing {', '.join(missing)}: use `ragplan eval sweep --method M --benchmark B --data FILE "
-                     "--sweep SETTING=V1,V2,…`")
+    if missing := _missing(args, "method", "benchmark", "data", "sweep"):
+        return fail(f"missing {missing}: use `ragplan eval sweep --method M --benchmark B --data FILE "
+                    "--sweep SETTING=V1,V2,…`")
     try:
         key, values = parse_sweep(args.sweep)
     except ValueError as exc:
@@ -293,15 +292,15 @@ def _retrieval(args: argparse.Namespace) -> int:
     from ragplan.cli.settings import parse_assignments
     from ragplan.eval.retrieval_run import evaluate_retrieval, retrieval_table, write_result
 
-    missing = [f"--{n}" for n in ("benchmark", "data") if not getattr(args, n)]
+    missing = _missing(args, "benchmark", "data")
     if missing or bool(args.index) == bool(args.context_only):
         return fail("use `ragplan eval retrieval --benchmark B --data FILE --index DIR|--context-only "
-                     "[--queries RUN_DIR] [-k 1,2,5,10]`" + (f" (missing {', '.join(missing)})" if missing else ""))
+                    "[--queries RUN_DIR] [-k 1,2,5,10]`" + (f" (missing {missing})" if missing else ""))
     try:
         ks = [int(k) for k in args.ks.split(",") if k.strip()]
-        if not ks or min(ks) < 1:
-            raise ValueError
     except ValueError:
+        ks = []
+    if not ks or min(ks) < 1:
         return fail(f"-k takes positive integers separated by commas, got {args.ks!r}")
     try:
         opts = parse_assignments(args.benchmark_option)

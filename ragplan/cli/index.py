@@ -10,10 +10,10 @@ from typing import Any
 
 from ragplan.cli.errors import fail
 
-__all__ = ["add_index_parser", "run_index"]
+__all__ = ["add_parser", "run"]
 
 
-def add_index_parser(sub: Any) -> None:
+def add_parser(sub: Any) -> None:
     """Register ``ragplan index …`` on the top-level subparsers."""
     ix = sub.add_parser("index", help="build or search a local FAISS text index (the 'local' retriever)",
                         description="Embed a passage file with a local Sentence-BERT model into a FAISS index, "
@@ -43,12 +43,13 @@ def add_index_parser(sub: Any) -> None:
     s.add_argument("query", help="the query text")
     s.add_argument("-k", type=int, default=5, help="passages to return (default 5)")
     s.add_argument("--json", action="store_true", help="one JSON object per passage")
-    s.add_argument("--model-path", default="", metavar="DIR", help="query model (default: the one the index was built with)")
+    s.add_argument("--model-path", default="", metavar="DIR",
+                   help="query model (default: the one the index was built with)")
     s.add_argument("--ef-search", type=int, default=None, metavar="N", help="HNSW search breadth for this search")
     s.add_argument("--width", type=int, default=100, metavar="CHARS", help="text snippet length (default 100)")
 
 
-def run_index(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run ``ragplan index build`` or ``ragplan index search``; returns the exit code."""
     from ragplan.tools.embeddings import EmbeddingModelError
     from ragplan.tools.textindex import PassageFormatError, TextIndexError
@@ -113,8 +114,3 @@ def _search(args: argparse.Namespace) -> int:
         print(f"{rank:>2}  {p.score:6.3f}  {p.id[:id_w]:<{id_w}}  {_snippet(p.title, title_w):<{title_w}}  "
               f"{_snippet(p.text, args.width)}")
     return 0
-
-
-#: The sub-command interface of ragplan.cli (COMMAND_MODULES).
-add_parser = add_index_parser
-run = run_index

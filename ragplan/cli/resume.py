@@ -6,27 +6,27 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sqlite3
-import sys
 from typing import Any
 
 from ragplan.checkpoints import RunStore, UnknownThread, checkpoint_db
-from ragplan.cli.errors import fail
 from ragplan.cli.ask import add_shared_flags, print_header, print_result, resume_hint, run_traced
+from ragplan.cli.errors import fail
 
 __all__ = ["add_parser", "run"]
 
+#: What ``resume`` does for a thread of each status.
+_DOING = {"paused": "paused for plan review", "unfinished": "continuing from its last finished node",
+          "not_started": "starting (no node had finished)"}
 
-def add_parser(sub: Any, settings: Any = None) -> argparse.ArgumentParser:
+
+def add_parser(sub: Any, settings: Any = None) -> None:
     """The ``resume`` sub-command; ``settings(parser)`` adds the generated setting flags."""
-    p = sub.add_parser("resume", help="continue a checkpointed `ragplan ask` run (paused for review, interrupted or killed)",
-                       description="Continue the run of thread ID from its last finished node (or answer the plan "
-                                   "review it is paused at). A finished run prints its answer.")
+    p = sub.add_parser("resume", help="continue a checkpointed `ragplan ask` run (paused for review, interrupted or "
+                       "killed)", description="Continue the run of thread ID from its last finished node (or answer "
+                       "the plan review it is paused at). A finished run prints its answer.")
     p.add_argument("thread_id", nargs="?", metavar="ID", help="the thread id `ragplan ask` printed")
     p.add_argument("--list", action="store_true", help="list the runs in the checkpoint file, newest first")
-    add_shared_flags(p)
-    if settings is not None:
-        settings(p)
-    return p
+    add_shared_flags(p, settings)
 
 
 def _list(db: str | None) -> int:
@@ -34,11 +34,9 @@ def _list(db: str | None) -> int:
         runs = store.recent(50)
     if not runs:
         print(f"no runs in {checkpoint_db(db)}")
-        return 0
     for r in runs:
-        when = dt.datetime.fromtimestamp(r.updated).strftime("%Y-%m-%d %H:%M")
-        q = r.question if len(r.question) <= 60 else r.question[:57] + "…"
-        print(f"{r.thread_id}  {r.status:<8}  {when}  {r.method:<18}  {q}")
+        when, q = dt.datetime.fromtimestamp(r.updated), r.question if len(r.question) <= 60 else r.question[:57] + "…"
+        print(f"{r.thread_id}  {r.status:<8}  {when:%Y-%m-%d %H:%M}  {r.method:<18}  {q}")
     return 0
 
 
@@ -62,9 +60,8 @@ def run(args: argparse.Namespace) -> int:
     except sqlite3.Error as exc:  # not a SQLite file, a folder without rights
         return fail(f"the checkpoint file {db} cannot be used: {exc}")
     family = family_of(info.method)
-    out = sys.stderr if args.json else sys.stdout
-    if not args.quiet:
-        print_header(out, info.method, info.settings.get("model", "-"), info.settings.get("base_url") or "", info.question)
+    out = print_header(args, info.method, info.settings.get("model", "-"), info.settings.get("base_url") or "",
+                       info.question)
     if status == "finished":
         print(f"Thread {args.thread_id} is finished; nothing to run.", file=out)
         return print_result(resume_run(args.thread_id, checkpoint_db=args.checkpoint_db), args.json)
@@ -76,10 +73,8 @@ def run(args: argparse.Namespace) -> int:
     problem = family.prepare(info.method, ctx)
     if problem:
         return fail(problem)
-    what = {"paused": "paused for plan review", "unfinished": "continuing from its last finished node",
-            "not_started": "starting (no node had finished)"}[status]
-    print(f"Thread: {args.thread_id}  ({what})", file=out, flush=True)
+    print(f"Thread: {args.thread_id}  ({_DOING[status]})", file=out, flush=True)
     res = run_traced(lambda review, on_update: resume_run(args.thread_id, checkpoint_db=args.checkpoint_db, ctx=ctx,
                                                           review=review, on_update=on_update),
-                     family, out, args.quiet, resume_hint(args.thread_id, args.checkpoint_db))
+                     family, out, args, resume_hint(args.thread_id, args.checkpoint_db))
     return print_result(res, args.json)

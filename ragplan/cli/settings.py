@@ -1,8 +1,6 @@
-"""Command-line flags and docs/settings.md, generated from the families' context classes (docs/settings.md).
-
-A settable field becomes ``--field-name`` plus its metadata's alias (``--graph``), a bool a ``--x / --no-x``
-switch; values are validated by the field's type, as ``--set KEY=VALUE`` is.
-"""
+"""Command-line flags and docs/settings.md, generated from the families' context classes: a settable field becomes
+``--field-name`` plus its metadata's alias (``--graph``), a bool a ``--x / --no-x`` switch; values are validated by
+the field's type, as ``--set KEY=VALUE`` is."""
 
 from __future__ import annotations
 
@@ -18,8 +16,8 @@ from ragplan.state.context import LLMContext
 if TYPE_CHECKING:
     from ragplan.family import MethodFamily
 
-__all__ = ["add_setting_flags", "add_field_flag", "given_settings", "settings_from_args", "flag_of", "parse_assignments",
-           "check_llm", "settings_markdown", "methods_in"]
+__all__ = ["add_setting_flags", "add_field_flag", "given_settings", "settings_from_args", "flag_of",
+           "parse_assignments", "check_llm", "settings_markdown", "methods_in"]
 
 #: The settings every family shares (shown in every command's --help).
 SHARED = [f.name for f in fields(LLMContext) if not f.metadata.get("python_only")]
@@ -35,23 +33,16 @@ def flag_of(f: Field[Any]) -> list[str]:
 def _metavar(kind: Any, name: str) -> str:
     if get_origin(kind) is Literal:
         return "{" + ",".join(map(str, get_args(kind))) + "}"
-    return {int: "N", float: "X"}.get(kind) or ("DIR" if name.endswith("_dir") else "FILE" if name.endswith("_path") else "TEXT")
-
-
-def _help(f: Field[Any], default: Any) -> str:
-    env = f.metadata.get("env")
-    return (str(f.metadata.get("description", "")).replace("%", "%%")
-            + (f" [env {' / '.join(env)}]" if env else "") + f" (default: {default!r})".replace("%", "%%"))
+    return {int: "N", float: "X"}.get(kind) or {"_dir": "DIR", "_path": "FILE"}.get(name[name.rfind("_"):], "TEXT")
 
 
 def add_field_flag(group: Any, f: Field[Any], kind: Any, default: Any, shown: bool = True, **extra: Any) -> None:
     """The flag(s) of field ``f`` (dest ``set_<name>``, None when not given); its help names ``default``."""
-    kw: dict[str, Any] = {"dest": "set_" + f.name, "default": None, "help": _help(f, default) if shown else argparse.SUPPRESS}
-    if kind is bool:
-        kw["action"] = argparse.BooleanOptionalAction
-    else:
-        kw["metavar"] = _metavar(kind, f.name)
-    group.add_argument(*flag_of(f), **kw, **extra)
+    env = " [env " + " / ".join(f.metadata["env"]) + "]" if f.metadata.get("env") else ""
+    text = f"{f.metadata.get('description', '')}{env} (default: {default!r})".replace("%", "%%")
+    how = {"action": argparse.BooleanOptionalAction} if kind is bool else {"metavar": _metavar(kind, f.name)}
+    group.add_argument(*flag_of(f), dest="set_" + f.name, default=None, help=text if shown else argparse.SUPPRESS,
+                       **how, **extra)
 
 
 def given_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -66,24 +57,19 @@ def add_setting_flags(parser: argparse.ArgumentParser, fams: list[MethodFamily],
     seen: dict[str, list[str]] = {}
     for fam in [*shown, *(f for f in fams if f not in shown)]:
         settable = fam.settable()  # name -> (type, default, description); Python-only fields left out
-        for f in fields(fam.context):
-            if f.name not in settable:
-                continue
-            flags = flag_of(f)
+        for f in (f for f in fields(fam.context) if f.name in settable):
             if f.name in seen:
-                if seen[f.name] != flags:
-                    raise RuntimeError(f"{f.name} has flags {seen[f.name]} in one family and {flags} in {fam.name}")
+                if seen[f.name] != flag_of(f):
+                    raise RuntimeError(f"{f.name} has flags {seen[f.name]} and {flag_of(f)} in {fam.name}")
                 continue
-            seen[f.name] = flags
-            kind, default, _ = settable[f.name]
+            seen[f.name] = flag_of(f)
+            group: Any = parser
             if f.name in SHARED:
-                group: Any = groups[""]
+                group = groups[""]
             elif fam in shown:
                 group = groups.get(fam.name) or groups.setdefault(fam.name, parser.add_argument_group(
                     f"{fam.title} settings ({', '.join(g.name for g in fam.graphs)})"))
-            else:
-                group = parser
-            add_field_flag(group, f, kind, default, shown=group is not parser)
+            add_field_flag(group, f, *settable[f.name][:2], shown=group is not parser)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="any setting by its name (repeatable; VALUE is JSON or text), e.g. --set max_steps=8")
 
@@ -100,10 +86,12 @@ def methods_in(argv: list[str]) -> list[str]:
 def settings_from_args(args: argparse.Namespace, fam: MethodFamily, method: str) -> dict[str, Any]:
     """The settings the command line gives ``method`` (flags, then ``--set``), converted to their fields' types;
     BadInput naming the flag or setting that does not apply or does not validate."""
+    from ragplan.registry import families
+
     given = given_settings(args)
     foreign = sorted(set(given) - set(fam.settable()))
     if foreign:
-        flag = flag_of(next(f for f in fields(_context_with(foreign[0])) if f.name == foreign[0]))[0]
+        flag = next(flag_of(f)[0] for other in families() for f in fields(other.context) if f.name == foreign[0])
         raise BadInput(f"{flag} does not apply to {method} ({fam.title}); its data: {fam.data_help or '-'}")
     try:
         out = fam.check_settings(method, given)
@@ -115,18 +103,9 @@ def settings_from_args(args: argparse.Namespace, fam: MethodFamily, method: str)
         raise BadInput(f"--set {exc}") from None
 
 
-def _context_with(name: str) -> type:
-    from ragplan.registry import families
-
-    return next(f.context for f in families() if any(x.name == name for x in fields(f.context)))
-
-
 def parse_assignments(pairs: list[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` pairs with JSON values where they parse (``max_steps=8``, ``page_context={…}``), text otherwise.
-
-    A value that starts like a JSON object or list (``{`` or ``[``) must be one: ``page_context='{bad json'`` is a
-    ValueError naming the key, not a string passed on.
-    """
+    """``KEY=VALUE`` pairs with JSON values where they parse (``max_steps=8``, ``page_context={…}``), text otherwise;
+    a value that starts like a JSON object or list must be one (else ValueError naming the key)."""
     out: dict[str, Any] = {}
     for p in pairs:
         if "=" not in p:
@@ -162,11 +141,11 @@ def settings_markdown(fams: list[MethodFamily]) -> str:
     """docs/settings.md: one table of the shared LLM settings, then one per family of its own settings."""
     def row(f: Field[Any], kind: Any) -> str:
         env = f.metadata.get("env")
-        default = repr(f.metadata.get("env_default", "")) if env else repr(f.default) if f.default is not MISSING else "-"
+        default = repr(f.metadata.get("env_default", "")) if env else "-" if f.default is MISSING else repr(f.default)
         how = "Python only" if f.metadata.get("python_only") else " ".join(f"`{x}`" for x in flag_of(f))
         desc = str(f.metadata.get("description", "")) + (f" Default from {' / '.join(env)}." if env else "")
-        kind = (kind.__name__ if isinstance(kind, type) else
-                "one of " + ", ".join(map(str, get_args(kind))) if get_origin(kind) is Literal else str(kind).replace("typing.", ""))
+        kind = (kind.__name__ if isinstance(kind, type) else "one of " + ", ".join(map(str, get_args(kind)))
+                if get_origin(kind) is Literal else str(kind).replace("typing.", ""))
         return f"| `{f.name}` | {how} | {kind} | `{default}` | {desc.replace('|', '/')} |"
 
     head = "| setting | flags | type | default | description |\n| --- | --- | --- | --- | --- |"
