@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from ragplan.eval.ordering import ordered_categories
 
-__all__ = ["metric_label", "plot_run", "plot_sweep", "plot_retrieval_split"]
+__all__ = ["metric_label", "plot_run", "plot_sweep", "plot_retrieval_split", "plot_costs"]
 
 _NAMES = {"em": "EM", "f1": "F1", "label_acc": "label accuracy", "accuracy": "accuracy",
           "retrieval_ratio": "retrieval ratio", "subquery_retrieval_ratio": "sub-query retrieval ratio"}
@@ -175,6 +175,23 @@ def plot_retrieval_split(split: Mapping[str, Mapping[str, Any]], path: str | Pat
     ax.legend(fontsize=8, loc="best")
     ax.set_ylabel("accuracy")  # the ticks say %
     ax.set_title("accuracy on single- (SR) and multi-retrieval (MR) questions" + (f"\n{note}" if note else ""), fontsize=10)
+    fig.tight_layout()
+    _save(fig, path)
+    return fig
+
+
+def plot_costs(labels: Sequence[str], summaries: Sequence[Mapping[str, Any]], path: Any) -> Any:
+    """Accuracy, LLM calls per question and latency per question of each run (a summary each), one panel each."""
+    panels = [("accuracy (%)", [s["overall"]["accuracy"] * 100 for s in summaries]),
+              ("LLM calls / question", [s["cost"]["per_question_llm_calls"] for s in summaries]),
+              ("latency / question (s)", [s["cost"]["mean_latency_s"] for s in summaries])]
+    fig = _figure((max(9.0, 1.3 * len(labels) * 3), 3.4))
+    tilt = {"rotation": 20, "ha": "right"} if len(labels) > 3 else {}
+    for ax, (title, vals) in zip(fig.subplots(1, 3, squeeze=False)[0], panels):
+        ax.bar_label(ax.bar(range(len(labels)), vals, color="#4f6dbd"), fmt="{:.3g}", fontsize=8)
+        ax.set_xticks(range(len(labels)), labels, fontsize=8, **tilt)
+        ax.set_title(title, fontsize=10)
+        ax.margins(y=0.15)
     fig.tight_layout()
     _save(fig, path)
     return fig

@@ -1,10 +1,6 @@
-"""The per-question part of an evaluation run: run, retry, grade and record each question.
-
-:func:`run_questions` (called by :mod:`ragplan.eval.runner`) compiles the method's graph with the run's checkpoints, runs its questions with bounded async
-concurrency (a rate-limited question is retried with exponential backoff, a question past its time
-budget or one that crashes is recorded with the reason), grades each and appends its line to
-``results.jsonl`` (fsynced before the question counts as done; lines that finish together share one write and
-one fsync).
+"""The per-question part of an evaluation run: run (bounded async concurrency), retry on rate limits with
+exponential backoff, grade, and append each question's record to ``results.jsonl`` (fsynced before it counts as
+done). A question past its time budget or one that crashes is recorded with the reason.
 """
 
 from __future__ import annotations
@@ -13,7 +9,6 @@ import asyncio
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from ragplan.eval.benchmark import Benchmark, Item
@@ -24,33 +19,13 @@ from ragplan.family import MethodFamily
 from ragplan.state.result import GraphResult
 from ragplan.state.usage import Usage
 
-__all__ = ["RunJob", "ResultWriter", "run_questions", "is_rate_limited"]
+__all__ = ["ResultWriter", "run_questions", "is_rate_limited"]
 
 
 def is_rate_limited(out: dict[str, Any]) -> bool:
     """Whether a run's output failed on a rate limit (worth waiting for): its typed failure's kind, never its text."""
     failed = out.get("failure")
     return (failed.get("kind") if isinstance(failed, dict) else getattr(failed, "kind", None)) == "rate_limit"
-
-
-@dataclass
-class RunJob:
-    """The questions one process runs: all of a run's pending questions, or one worker's share of them."""
-
-    settings: RunSettings
-    """The run's settings (method, retries, time budget, checkpoints …)."""
-    run_dir: str
-    """The run folder the records are appended to."""
-    invocation: int
-    """The number of this run or resume (``invocations.jsonl``), kept in every record."""
-    items: list[Item]
-    """The questions to run, those that share data next to each other."""
-    base: dict[str, Any]
-    """The context settings every question shares (model, endpoint, the benchmark's prepared settings …)."""
-    bench: Benchmark
-    """The benchmark that grades the answers."""
-    concurrency: int
-    """Questions of this job in flight at once."""
 
 
 class ResultWriter:
@@ -122,23 +97,25 @@ def _typed(family: MethodFamily, out: dict[str, Any]) -> GraphResult:
                              error=f"the output does not fit {family.result.__name__}: {type(exc).__name__}: {exc}")
 
 
-async def run_questions(job: RunJob, family: MethodFamily, on_finished: Callable[[], None] | None = None) -> int:
-    """Run every question of ``job`` with ``family``'s graph, ``job.concurrency`` at a time, appending its record
-    (``on_finished`` after each); returns how many distinct data were prepared (:class:`~ragplan.eval.item_contexts.ItemContexts`)."""
-    settings, bench = job.settings, job.bench
-    folder = RunFolder(job.run_dir)
+async def run_questions(family: MethodFamily, settings: RunSettings, folder: RunFolder, invocation: int,
+                        items: list[Item], base: dict[str, Any], bench: Benchmark,
+                        on_finished: Callable[[], None] | None = None) -> int:
+    """Run ``items`` (those that share data next to each other) with ``family``'s graph, ``settings.concurrency``
+    at a time, each with the context settings ``base`` plus its own, appending its record tagged with
+    ``invocation`` (``on_finished`` after each); returns how many distinct data were prepared."""
     checkpoints = ItemCheckpoints(folder.path / CHECKPOINT_FILE, enabled=settings.checkpoints)
     try:
         graph = family.graph(settings.method).build().compile(name=settings.method, checkpointer=await checkpoints.open())
     except BaseException:  # the checkpoint file is closed whatever stops the run before its questions start
         await checkpoints.close()
         raise
-    sem = asyncio.Semaphore(max(1, job.concurrency))
-    contexts = ItemContexts(family, settings.method, job.base, job.items)  # each distinct script / index opened once
+    concurrency = max(1, settings.concurrency)
+    sem = asyncio.Semaphore(concurrency)
+    contexts = ItemContexts(family, settings.method, base, items)  # each distinct script / index opened once
     writer = ResultWriter(folder)
     # synchronous nodes run in the loop's default thread pool: size it to the concurrency (asyncio's own
     # default, min(32, cores + 4), would cap a run at 6 questions in flight on 2 cores)
-    pool = ThreadPoolExecutor(max_workers=max(8, 2 * job.concurrency + 4), thread_name_prefix="ragplan-node")
+    pool = ThreadPoolExecutor(max_workers=max(8, 2 * concurrency + 4), thread_name_prefix="ragplan-node")
     asyncio.get_running_loop().set_default_executor(pool)
 
     async def one(item: Item) -> None:
@@ -177,13 +154,13 @@ async def run_questions(job: RunJob, family: MethodFamily, on_finished: Callable
                 graded = {"correct": False, "grade_error": f"{type(exc).__name__}: {exc}",
                           **{m: 0.0 for m in getattr(bench, "metrics", ())}}
             await writer.write({**_record(item, res, graded, settings, latency, attempts),
-                                "invocation": job.invocation, "finished_at": round(time.time(), 3)})
+                                "invocation": invocation, "finished_at": round(time.time(), 3)})
             await checkpoints.forget(item.id)
             if on_finished:
                 on_finished()
 
     try:  # the loop shuts its default executor down when it closes
-        await asyncio.gather(*(one(it) for it in job.items))
+        await asyncio.gather(*(one(it) for it in items))
     finally:
         await checkpoints.close()
     return contexts.prepared
