@@ -2,10 +2,13 @@
 
 Definitions: docs/evaluation.md, "Retrieval without an LLM". ``k`` counts passages for titles and MRR,
 sentences for sentence recall; a question with several queries is scored on the union of their top k.
+:class:`SupportScorer` gives the text benchmarks the same figures for a run's executed queries
+(``support_recall@k``, ``support_mrr``; no query scores 0, no gold support ``None``).
 """
 
 from __future__ import annotations
 
+import threading
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -14,7 +17,7 @@ from typing import Any
 from ragplan.datasets import QAExample
 
 __all__ = ["SupportSentence", "EvidenceSet", "GoldSupport", "gold_support", "score_ranking", "score_queries",
-           "mean_scores", "score_names", "DEFAULT_KS"]
+           "mean_scores", "score_names", "DEFAULT_KS", "SUPPORT_KS", "support_metric_names", "SupportScorer"]
 
 DEFAULT_KS: tuple[int, ...] = (1, 2, 5, 10)
 """The cut-offs reported when none are named."""
@@ -168,3 +171,49 @@ def mean_scores(scores: Sequence[Mapping[str, float | None]]) -> dict[str, float
         vals = [float(v) for s in scores if isinstance(v := s.get(n), (int, float))]
         out[n] = round(sum(vals) / len(vals), 4) if vals else None
     return out
+
+
+SUPPORT_KS: tuple[int, ...] = (2, 5)
+"""The cut-offs of ``support_recall@k`` in a run's summary."""
+
+
+def support_metric_names(ks: Sequence[int] = SUPPORT_KS) -> tuple[str, ...]:
+    """The record fields :meth:`SupportScorer.score` fills, in column order."""
+    return (*(f"support_recall@{k}" for k in ks), "support_mrr")
+
+
+class SupportScorer:
+    """Scores executed queries against gold support in one local index (opened on first use, thread-safe)."""
+
+    def __init__(self, index_dir: str, embedding_model: str = "", ks: Sequence[int] = SUPPORT_KS) -> None:
+        """``index_dir``: the index the run retrieved from; ``embedding_model``: the model it embeds queries with."""
+        self.index_dir, self.embedding_model, self.ks = str(index_dir), embedding_model, tuple(ks)
+        self._index: Any = None
+        self._lock = threading.Lock()
+
+    def score(self, gold: GoldSupport, queries: Sequence[str] | None) -> dict[str, float | None]:
+        """The figures of one question (``None`` each without gold support or a list of queries); raises what
+        the index raises."""
+        names = support_metric_names(self.ks)
+        if not gold or queries is None:
+            return dict.fromkeys(names)
+        qs = [q for q in queries if isinstance(q, str) and q.strip()]
+        rankings: list[list[Any]] = []
+        if qs:
+            with self._lock:
+                if self._index is None:
+                    from ragplan.tools.textindex import TextIndex
+
+                    self._index = TextIndex.open(self.index_dir, model_path=self.embedding_model)
+                rankings = self._index.search_many(qs, max(self.ks))
+        s = score_queries(rankings, gold, self.ks)
+        out: dict[str, float | None] = {f"support_recall@{k}": s[f"title_recall@{k}"] for k in self.ks}
+        out["support_mrr"] = s["mrr"]
+        return {k: None if v is None else round(float(v), 4) for k, v in out.items()}
+
+    def close(self) -> None:
+        """Close the index, if it was opened."""
+        with self._lock:
+            if self._index is not None:
+                self._index.close()
+                self._index = None

@@ -14,6 +14,7 @@ from typing import Any
 
 from ragplan.datasets import QAExample
 from ragplan.eval.retrieval import DEFAULT_KS, GoldSupport, gold_support, mean_scores, score_names, score_queries
+from ragplan.eval.runfolder import RunFolder, atomic_write
 
 __all__ = ["evaluate_retrieval", "score_examples", "read_executed_queries", "retrieval_table", "write_result"]
 
@@ -24,12 +25,9 @@ SearchMany = Callable[[Sequence[str], int], list[list[Any]]]
 def read_executed_queries(path: str | Path) -> dict[str, list[str]]:
     """Question id → the queries a method executed, from a run folder or its ``results.jsonl``; a record
     without an ``executed_queries`` list is refused (no queries is not unrecorded)."""
-    from ragplan.eval.runfolder import RunFolder
-
     p = Path(path)
     folder = RunFolder(p if p.is_dir() else p.parent)
-    if not p.is_dir():
-        folder.results_file = p
+    folder.results_file = folder.results_file if p.is_dir() else p
     if not folder.results_file.is_file():
         raise FileNotFoundError(f"{p}: no results.jsonl (give a run folder of `ragplan eval` or its results.jsonl)")
     out: dict[str, list[str]] = {}
@@ -58,14 +56,11 @@ def score_examples(examples: Sequence[QAExample], search: SearchMany, *, ks: Seq
         if not gold:
             counts["no_gold"] += 1
             continue
-        if queries is None:
-            qs = [ex.question]
-        elif ex.id not in queries:
+        if queries is not None and ex.id not in queries:
             counts["missing"] += 1
             continue
-        else:
-            qs = queries[ex.id]
-            counts["without_queries"] += 0 if qs else 1
+        qs = [ex.question] if queries is None else queries[ex.id]
+        counts["without_queries"] += 0 if qs else 1
         todo.append((ex, gold, qs))
     flat = [q for _, _, qs in todo for q in qs]
     results = search(flat, depth) if flat else []
@@ -148,8 +143,6 @@ def evaluate_retrieval(benchmark: str, data: str, *, index_dir: str | Path | Non
 
 def write_result(result: dict[str, Any], path: str | Path) -> Path:
     """Write the result as JSON (atomically); returns the path."""
-    from ragplan.eval.runfolder import atomic_write
-
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(p, json.dumps(result, indent=2, ensure_ascii=False))

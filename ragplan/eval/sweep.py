@@ -95,27 +95,16 @@ def check_sweep_setting(method: str, key: str, values: Sequence[Any]) -> None:
         raise SweepError(f"--sweep {key}: not a setting of {method}; settings: {', '.join(sorted(known))}")
     default = known[key].default
     for v in values:
+        number = isinstance(v, (int, float)) and not isinstance(v, bool)
         if isinstance(default, bool):
             ok = isinstance(v, bool)
         elif isinstance(default, (int, float)):
-            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and (isinstance(default, float) or isinstance(v, int))
-        elif isinstance(default, str):
-            ok = isinstance(v, (str, int, float)) and not isinstance(v, bool)
+            ok = number and (isinstance(default, float) or isinstance(v, int))
         else:
-            ok = True
+            ok = number or isinstance(v, str) or not isinstance(default, str)
         if not ok:
             raise SweepError(f"--sweep {key}: {v!r} is not a valid value (the setting is a {type(default).__name__}, "
                              f"default {default!r})")
-
-
-def _differences(old: RunSettings, new: RunSettings) -> list[str]:
-    return [f"{k} ({getattr(old, k)!r} there, {getattr(new, k)!r} now)" for k in COMPARED_SETTINGS
-            if getattr(old, k) != getattr(new, k)]
-
-
-def _settings_for(base: RunSettings, key: str, value: Any) -> RunSettings:
-    """The settings of one value's run: the shared settings with ``context[key] = value``."""
-    return replace(base, context={**base.context, key: value}, created="")
 
 
 def sweep_metrics(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -141,14 +130,15 @@ def run_sweep(base: RunSettings, key: str, values: Sequence[Any], out_dir: str |
     plan: list[tuple[Any, Path, RunSettings, int]] = []
     for v in values:
         run_dir = sweep_run_dir(out, key, v)
-        new = _settings_for(base, key, v)
+        new = replace(base, context={**base.context, key: v}, created="")
         done = 0
         if (run_dir / "settings.json").is_file():
             try:
                 old = RunSettings.load(run_dir / "settings.json")
             except (OSError, ValueError, TypeError) as exc:
                 raise SweepError(f"{run_dir}: unreadable settings.json ({exc})") from None
-            diff = _differences(old, new)
+            diff = [f"{k} ({getattr(old, k)!r} there, {getattr(new, k)!r} now)" for k in COMPARED_SETTINGS
+                    if getattr(old, k) != getattr(new, k)]
             if diff:
                 raise SweepError(f"{run_dir} holds a run with other settings: {'; '.join(diff)}. "
                                  f"Use another --out for this sweep.")
