@@ -1,8 +1,5 @@
-"""``ragplan eval report RUN… --html OUT.html``: one self-contained HTML page (docs/evaluation.md, "Reports").
-
-The Jinja2 template ``templates/report.html.j2`` rendered with autoescape; values are drawn by their shape
-(:mod:`ragplan.state.trace_sections`), the trace by the family's result class.
-"""
+"""``ragplan eval report RUN… --html OUT.html``: one self-contained page from ``templates/report.html.j2``
+(autoescaped); each trace is drawn by its family's result class (docs/evaluation.md, "Reports")."""
 
 from __future__ import annotations
 
@@ -26,8 +23,7 @@ from ragplan.state.trace_sections import TraceSection, field_sections
 __all__ = ["render_html_report", "write_html_report", "outcome_of", "OPEN_UP_TO", "MAX_TEXT"]
 
 OPEN_UP_TO = 40
-"""Results are shown unfolded when the page has at most this many; past it they start folded (one click, or
-"expand all", opens them) so a large run stays readable."""
+"""Results are shown unfolded when the page has at most this many, else folded."""
 
 MAX_TEXT = 20_000
 """Characters of one string shown in a report; the rest is cut with a note (results.jsonl keeps it all)."""
@@ -86,8 +82,7 @@ def _family_part(cls: type[GraphResult] | None, rec: dict[str, Any]) -> tuple[li
 
 
 def _png(data: bytes | Callable[[io.BytesIO], Any], alt: str, caption: str = "") -> dict[str, str]:
-    """A plot for the template (PNG bytes, or a function that draws into a file object), its alt text and (for a
-    run's own plot) a caption."""
+    """A plot for the template from PNG bytes or a function drawing into a file object."""
     if callable(data):
         buf = io.BytesIO()
         data(buf)
@@ -96,8 +91,7 @@ def _png(data: bytes | Callable[[io.BytesIO], Any], alt: str, caption: str = "")
 
 
 def _benchmark_parts(run_dirs: list[str | Path], c: RunComparison) -> tuple[str, list[dict[str, str]], list[str]]:
-    """The benchmark's own comparison tables (e.g. REAPER's Table 1), PlanRAG's Figure 5 plot (accuracy on SR and
-    MR questions per method), and a note for each part that cannot be made (the data is not on this machine …)."""
+    """The benchmark's own tables, PlanRAG's Figure 5, and a note for each part that cannot be made."""
     tables, plots, notes = "", [], []
     try:
         tables = benchmark_comparison(c, run_dirs) or ""
@@ -116,7 +110,8 @@ def _runs_rows(labels: list[str], c: RunComparison, run_dirs: list[Path]) -> lis
     for lab, (st, recs, _), d in zip(labels, c.runs, run_dirs):
         outs = [outcome_of(r) for r in recs.values()]
         fam = family_or_none(st.method)
-        rows.append({"run": lab, "family": fam.title if fam else "(unknown method)", "model": st.model or "-", "benchmark": st.benchmark, "data": st.data,
+        rows.append({"run": lab, "family": fam.title if fam else "(unknown method)", "model": st.model or "-",
+                     "benchmark": st.benchmark, "data": st.data,
                      "questions": len(outs), "correct": outs.count("correct"), "wrong": outs.count("wrong"),
                      "failed": outs.count("failed"), "folder": str(d), "created": st.created})
     return rows

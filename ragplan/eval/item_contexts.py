@@ -1,9 +1,5 @@
-"""The context each question of a run gets, with its data opened once per run, not once per question.
-
-For each distinct :meth:`~ragplan.family.MethodFamily.data_key` the first question's context is prepared
-(:meth:`~ragplan.family.MethodFamily.prepare`, in a worker thread); its handles are shared by every question
-of that data and let go after the last. A failed ``prepare`` hands nothing on: the graph records its own failure.
-"""
+"""The context each question of a run gets, its data (:meth:`~ragplan.family.MethodFamily.data_key`) prepared
+once per run, shared by its questions and let go after the last; a failed ``prepare`` hands nothing on."""
 
 from __future__ import annotations
 
@@ -19,8 +15,7 @@ __all__ = ["ItemContexts", "data_keys"]
 
 
 def data_keys(family: MethodFamily, items: Iterable[Item]) -> list[str]:
-    """Each question's data key (:meth:`~ragplan.family.MethodFamily.data_key` of its own settings), in order:
-    questions with the same key read the same data (PlanRAG: the same script)."""
+    """Each question's data key, in order (questions with the same key read the same data)."""
     names = family.context_fields()
     return [family.data_key({k: v for k, v in it.context.items() if k in names}) for it in items]
 

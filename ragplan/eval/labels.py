@@ -1,17 +1,11 @@
 """Reading a label out of a free-text answer: yes/no and FEVER's SUPPORTS / REFUTES / NOT ENOUGH INFO.
 
-The order (docs/evaluation.md, "Metrics and grading"; the first step that finds a label decides):
-
-0. lower case, contractions expanded, idioms with an answer word blanked (``_NEUTRAL``: "no doubt" …);
-1. explicit markers (``Finish[X]``, "answer: X", "A: X" …), the last that reads wins;
-2. conclusion clauses ("so no", "therefore yes"), the last that reads wins;
-3. yes/no: the first and the last clause (after hedges), which must agree; only the first may merely
-   *start* with an answer word ("No, it would not"; not "no evidence");
-4. yes/no: sentence openings, when exactly one label among them.
-
-FEVER: steps 0–2, then strong phrases (``_FEVER_PHRASES``: one label decides, several the first clause's),
-then the yes/no reading of the first and last clause (yes → SUPPORTS, no → REFUTES) or an exact
-"unknown"/"unclear" → NOT ENOUGH INFO. ``None`` (unreadable) scores as wrong.
+The first step that finds a label decides (docs/evaluation.md, "Metrics and grading"): 0. lower case,
+contractions expanded, idioms with an answer word blanked ("no doubt"); 1. the last explicit marker that reads
+(``Finish[X]``, "answer: X"); 2. the last conclusion clause that reads ("so no"); 3. yes/no: the first and last
+clause, which must agree (only the first may merely *start* with an answer word); 4. yes/no: sentence
+openings, when they hold one label. FEVER: steps 0–2, then strong phrases (one label decides, several the first
+clause's), an exact "unknown" (NOT ENOUGH INFO), then step 3 (yes → SUPPORTS, no → REFUTES).
 """
 
 from __future__ import annotations
@@ -218,8 +212,7 @@ def _strong(c: str) -> list[str | None]:
 
 
 def _clause_fever(c: str) -> str | None:
-    """A FEVER label for a short span (after a marker, in a conclusion): its first strong phrase, else its
-    exact NEI word, else its yes/no reading."""
+    """A FEVER label for a short span: its first strong phrase, else an exact NEI word, else its yes/no reading."""
     labels = [x for x in _strong(c) if x]
     if labels:
         return labels[0]
@@ -247,8 +240,7 @@ def _read_fever(t: str, clauses: list[str]) -> str | None:
 
 
 def read_label(reply: str, kind: LabelKind) -> str | None:
-    """The label a reply gives (see the module docstring), or ``None``: ``"yes"``/``"no"`` for ``kind="yesno"``,
-    one of :data:`FEVER_LABELS` for ``"fever"``; ``ValueError`` for another kind."""
+    """The label a reply gives (``"yes"``/``"no"``, or one of :data:`FEVER_LABELS`), or ``None``."""
     if kind not in ("yesno", "fever"):
         raise ValueError(f"unknown label kind {kind!r}: use 'yesno' or 'fever'")
     t = _prepare(reply)

@@ -1,8 +1,5 @@
-"""Answer metrics for open-domain QA: official EM and F1, label accuracy, retrieval statistics.
-
-``rule`` names the official script (``"hotpotqa"``: hotpot_evaluate_v1.py, also 2Wiki's; ``"musique"``:
-metrics/answer.py, SQuAD's); the rules are in docs/evaluation.md, "Metrics and grading".
-"""
+"""Answer metrics for open-domain QA: the official EM and F1 (``rule``: ``"hotpotqa"``, hotpot_evaluate_v1.py, also
+2Wiki's; ``"musique"``, metrics/answer.py), label accuracy, retrieval statistics."""
 
 from __future__ import annotations
 
@@ -127,8 +124,7 @@ def _field(q: Any, name: str) -> Any:
 
 
 def retrieval_stats(output: Mapping[str, Any]) -> RetrievalStats:
-    """Retrieval counts of a text-QA graph's output: from its ``queries`` (``retrieve``,
-    ``retrieval_error``) when listed, else its ``retrievals`` (or ``retrieval_count``) and ``retrieval_errors``."""
+    """Retrieval counts of a graph's output: from its ``queries`` when listed, else its counts."""
     qs = output.get("queries")
     if isinstance(qs, list) and qs:
         ran = [q for q in qs if _field(q, "retrieve")]

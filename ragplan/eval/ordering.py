@@ -1,8 +1,5 @@
-"""The order of group values in summary tables and plots (docs/evaluation.md, "Order of groups").
-
-Known ordinal scales (:data:`ORDINAL_SCALES`) in their order, else natural order (numbers as numbers,
-numbers before words), ``None`` last.
-"""
+"""The order of group values in tables and plots: known ordinal scales in their order, else natural order
+(numbers as numbers, before words), ``None`` last (docs/evaluation.md, "Order of groups")."""
 
 from __future__ import annotations
 

@@ -29,8 +29,7 @@ def is_rate_limited(out: dict[str, Any]) -> bool:
 
 
 class ResultWriter:
-    """Appends a run's result lines from the event loop, the lines that are ready together (group commit):
-    each is fsynced before :meth:`write` returns, with one ``fsync`` for the lines that finished meanwhile."""
+    """Appends result lines, those ready together in one write and one ``fsync`` (group commit)."""
 
     def __init__(self, folder: RunFolder) -> None:
         """Lines go to ``folder``'s ``results.jsonl``."""
@@ -100,9 +99,8 @@ def _typed(family: MethodFamily, out: dict[str, Any]) -> GraphResult:
 async def run_questions(family: MethodFamily, settings: RunSettings, folder: RunFolder, invocation: int,
                         items: list[Item], base: dict[str, Any], bench: Benchmark,
                         on_finished: Callable[[], None] | None = None) -> int:
-    """Run ``items`` (those that share data next to each other) with ``family``'s graph, ``settings.concurrency``
-    at a time, each with the context settings ``base`` plus its own, appending its record tagged with
-    ``invocation`` (``on_finished`` after each); returns how many distinct data were prepared."""
+    """Run and record ``items`` with the context settings ``base`` plus their own, ``on_finished`` after each;
+    returns how many distinct data were prepared."""
     checkpoints = ItemCheckpoints(folder.path / CHECKPOINT_FILE, enabled=settings.checkpoints)
     try:
         graph = family.graph(settings.method).build().compile(name=settings.method, checkpointer=await checkpoints.open())

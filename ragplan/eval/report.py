@@ -1,8 +1,4 @@
-"""Summaries of a run and comparison tables across runs (docs/evaluation.md, "Reports").
-
-SR/MR follows the run whose graph defines the split (``GraphSpec.splits_retrievals``: IterRAG) for every
-run of the same benchmark when one is compared, each run's own retrieval count otherwise.
-"""
+"""Summaries of a run and comparison tables across runs (docs/evaluation.md, "Reports")."""
 
 from __future__ import annotations
 
@@ -69,8 +65,7 @@ def _figures(records: list[dict[str, Any]], run_metrics: RunMetrics | None) -> t
 
 def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any = None,
               metrics: list[str] | None = None, run_metrics: RunMetrics | None = None) -> dict[str, Any]:
-    """Accuracy, the benchmark's ``metrics`` and the family's ``run_metrics`` figures overall, per group key
-    and per retrieval class, plus stop reasons and cost."""
+    """Accuracy and metrics overall, per group key and per retrieval class, plus stop reasons and cost."""
     metrics = list(metrics or [])
     figures, names = _figures(records, run_metrics)
     names = [m for m in names if m not in metrics]
@@ -104,8 +99,7 @@ def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any 
 
 
 def retrieval_totals(records: list[dict[str, Any]]) -> dict[str, int]:
-    """Retrievals run and failed over a run's records (the runner's ``retrievals`` / ``retrieval_errors``),
-    and how many questions retrieved at all and how many had every retrieval fail."""
+    """Retrievals run and failed, questions that retrieved and those whose every retrieval failed."""
     def num(r: dict[str, Any], k: str) -> int:
         v = r.get(k)
         return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
@@ -163,8 +157,7 @@ def write_summary(run_dir: Path, s: dict[str, Any]) -> None:
 
 @dataclass
 class RunComparison:
-    """The comparison of several runs: the table's headers and rows (cells as printed), the SR/MR note, and each
-    run's settings, records and summary (for reports that draw more than the table)."""
+    """The comparison of several runs: the table, the SR/MR note, and each run's settings, records and summary."""
 
     headers: list[str]
     rows: list[list[Any]]
@@ -231,8 +224,7 @@ def family_or_none(method: str) -> MethodFamily | None:
 
 
 def _reference_counts(runs: list[Any]) -> dict[str, tuple[str, dict[str, dict[str, Any]]]]:
-    """Benchmark → (method, records by id) of the first run on it whose graph defines the SR/MR split
-    (``GraphSpec.splits_retrievals``: IterRAG); ``runs`` are (settings, records, …) tuples."""
+    """Benchmark → (method, records) of its first run whose graph defines the SR/MR split (IterRAG)."""
     refs: dict[str, tuple[str, dict[str, dict[str, Any]]]] = {}
     for st, recs, *_ in runs:
         fam = family_or_none(st.method)
@@ -242,8 +234,7 @@ def _reference_counts(runs: list[Any]) -> dict[str, tuple[str, dict[str, dict[st
 
 
 def _split(st: RunSettings, recs: dict[str, dict[str, Any]], refs: dict[str, Any]) -> dict[str, str]:
-    """Each question's class by the reference run's retrieval count (else its own); ``unsplit`` when the
-    reference run did not answer it."""
+    """Each question's SR/MR class by the reference run's retrieval count, else its own."""
     counts = refs[st.benchmark][1] if st.benchmark in refs else recs
     return {i: _class_of(counts[i]) if i in counts else "unsplit" for i in recs}
 
@@ -255,8 +246,7 @@ def run_labels(c: RunComparison, run_dirs: list[str | Path]) -> list[str]:
 
 
 def benchmark_comparison(c: RunComparison, run_dirs: list[str | Path]) -> str:
-    """The benchmark's own comparison tables (its ``compare`` hook, see :mod:`ragplan.eval.benchmark`) when every
-    run is of one benchmark that has one; '' otherwise."""
+    """The ``compare`` hook's tables when every run is of one benchmark that has one; '' otherwise."""
     if not c.runs or len({st.benchmark for st, _, _ in c.runs}) != 1:
         return ""
     first = c.runs[0][0]
@@ -271,8 +261,7 @@ def benchmark_comparison(c: RunComparison, run_dirs: list[str | Path]) -> str:
 
 
 def retrieval_split(c: RunComparison, labels: list[str]) -> dict[str, dict[str, Any]]:
-    """PlanRAG's Figure 5 data: per benchmark, the SR/MR counts (of the reference run, else the first) and
-    each run's accuracy on them (None without questions of a class); split as in :func:`comparison`."""
+    """PlanRAG's Figure 5 data: per benchmark, the SR/MR counts and each run's accuracy on them."""
     refs = _reference_counts(c.runs)
     out: dict[str, dict[str, Any]] = {}
     for label, (st, recs, _) in zip(labels, c.runs):
@@ -291,8 +280,7 @@ def retrieval_split(c: RunComparison, labels: list[str]) -> dict[str, dict[str, 
 
 def plot_comparison(run_dirs: list[str | Path], path: str | Path | IO[bytes],
                     c: RunComparison | None = None) -> str | Path | IO[bytes]:
-    """``ragplan eval report RUN… --plot OUT.png``: PlanRAG's Figure 5 (accuracy on SR and MR questions per method);
-    ``c``: the runs' comparison when already made."""
+    """``ragplan eval report RUN… --plot OUT.png``: PlanRAG's Figure 5 (``c``: the comparison, when made)."""
     c = c or comparison(run_dirs)
     split = retrieval_split(c, run_labels(c, run_dirs))
     how = {b["split_by"] for b in split.values()}
@@ -305,9 +293,7 @@ def plot_comparison(run_dirs: list[str | Path], path: str | Path | IO[bytes],
 
 
 def every_question_failed(summary: dict[str, Any], run_dir: str | Path) -> str | None:
-    """Why a run is a failure as a whole: every question it ran ended in an error (the endpoint down, a wrong model
-    name …); None when at least one question ran through. The run folder keeps the records (``--resume`` does not
-    ask them again; re-run them into a new folder once the cause is fixed)."""
+    """Why a run failed as a whole (every question ended in an error), or None."""
     overall = summary.get("overall") or {}
     n = int(overall.get("n") or 0)
     if not n or int(overall.get("errors") or 0) < n:

@@ -1,10 +1,5 @@
-"""Retrieval scores against a dataset's gold support: recall@k, all-supporting@k, MRR (no LLM).
-
-Definitions: docs/evaluation.md, "Retrieval without an LLM". ``k`` counts passages for titles and MRR,
-sentences for sentence recall; a question with several queries is scored on the union of their top k.
-:class:`SupportScorer` gives the text benchmarks the same figures for a run's executed queries
-(``support_recall@k``, ``support_mrr``; no query scores 0, no gold support ``None``).
-"""
+"""Retrieval scores against a dataset's gold support: recall@k, all-supporting@k, MRR (no LLM; docs/evaluation.md,
+"Retrieval without an LLM"), also for a run's executed queries (:class:`SupportScorer`)."""
 
 from __future__ import annotations
 
@@ -123,13 +118,8 @@ def _sentence_hits(sentences: Sequence[Any], gold: EvidenceSet) -> set[SupportSe
 
 def score_queries(rankings: Sequence[Sequence[Any]], gold: GoldSupport, ks: Sequence[int] = DEFAULT_KS, *,
                   sentence_rankings: Sequence[Sequence[Any]] | None = None) -> dict[str, float | None]:
-    """Scores of a question whose queries returned ``rankings`` (one ranked passage list per query).
-
-    Passages are anything with a ``title`` (a :class:`~ragplan.tools.retrieval.Passage`, a dict) or plain
-    title strings. ``sentence_rankings`` are the queries' ranked sentences (:class:`Evidence` objects or
-    their dicts: ``title``, ``sentence``, ``sentence_index``); without them, or when the gold support has
-    no sentences, every ``sentence_recall@k`` is ``None``. A question without queries scores 0.
-    """
+    """Scores of a question whose queries returned ``rankings`` (ranked passages or titles per query) and,
+    optionally, ``sentence_rankings`` (ranked sentences per query; else ``sentence_recall@k`` is ``None``)."""
     ks = sorted({int(k) for k in ks if int(k) > 0})
     gold_keys = {title_key(t) for t in gold.titles}
     sets = [s for s in gold.sets if s.titles]
@@ -192,8 +182,7 @@ class SupportScorer:
         self._lock = threading.Lock()
 
     def score(self, gold: GoldSupport, queries: Sequence[str] | None) -> dict[str, float | None]:
-        """The figures of one question (``None`` each without gold support or a list of queries); raises what
-        the index raises."""
+        """The figures of one question (``None`` each without gold support or a list of queries)."""
         names = support_metric_names(self.ks)
         if not gold or queries is None:
             return dict.fromkeys(names)

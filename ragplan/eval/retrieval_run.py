@@ -1,9 +1,5 @@
-"""``ragplan eval retrieval``: score a retriever (and a method's queries) against gold support, no LLM.
-
-See docs/evaluation.md, "Retrieval without an LLM". Questions without gold support are left out and counted;
-with a run folder, unfinished questions are ``missing`` and one with no executed query scores 0
-(``without_queries``).
-"""
+"""``ragplan eval retrieval``: score a retriever (and a method's queries) against gold support, no LLM
+(docs/evaluation.md, "Retrieval without an LLM")."""
 
 from __future__ import annotations
 
@@ -23,8 +19,7 @@ SearchMany = Callable[[Sequence[str], int], list[list[Any]]]
 
 
 def read_executed_queries(path: str | Path) -> dict[str, list[str]]:
-    """Question id → the queries a method executed, from a run folder or its ``results.jsonl``; a record
-    without an ``executed_queries`` list is refused (no queries is not unrecorded)."""
+    """Question id → the queries a method executed, from a run folder or its ``results.jsonl``."""
     p = Path(path)
     folder = RunFolder(p if p.is_dir() else p.parent)
     folder.results_file = folder.results_file if p.is_dir() else p
@@ -43,9 +38,8 @@ def read_executed_queries(path: str | Path) -> dict[str, list[str]]:
 def score_examples(examples: Sequence[QAExample], search: SearchMany, *, ks: Sequence[int] = DEFAULT_KS,
                    queries: dict[str, list[str]] | None = None, ranker: Any = None, passages: int | None = None,
                    group_by: Sequence[str] = ()) -> dict[str, Any]:
-    """Retrieve for every example with gold support and score it: ``queries`` (None: the questions),
-    ``ranker`` (None: no sentence recall), ``passages`` (depth and ranker pool, default the largest k).
-    Returns the ``overall`` and per-group means, the counts and every question's scores."""
+    """Retrieve for every example with gold support (``queries``, else the questions) and score it; the means
+    overall and per group, the counts and every question's scores."""
     ks = sorted({int(k) for k in ks if int(k) > 0}) or list(DEFAULT_KS)
     depth = max(int(passages or 0), max(ks))
     pool = int(passages or max(ks))
@@ -113,8 +107,7 @@ def evaluate_retrieval(benchmark: str, data: str, *, index_dir: str | Path | Non
                        queries: str | Path | None = None, ks: Sequence[int] = DEFAULT_KS, limit: int | None = None,
                        passages: int | None = None, embedding_model: str = "", fmt: str | None = None,
                        work_dir: str | Path = ".") -> dict[str, Any]:
-    """Everything ``ragplan eval retrieval`` does but printing; ``context_only`` indexes the questions'
-    paragraphs in ``work_dir/context_index-<benchmark>``, ``queries`` is a run folder or ``results.jsonl``."""
+    """Everything ``ragplan eval retrieval`` does but printing."""
     from ragplan.eval.benchmarks.context_index import build_context_index
     from ragplan.eval.registry import get_benchmark
     from ragplan.tools.retrieval import SentenceRanker

@@ -1,7 +1,4 @@
-"""Run a method graph over a benchmark: bounded async concurrency, rate-limit backoff, resumable.
-
-The run folder and ``--resume``: docs/evaluation.md, "A run" and "Resume, rerun and replay".
-"""
+"""Run a method graph over a benchmark into a run folder, resumable (docs/evaluation.md, "A run")."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Open-domain QA benchmarks of the runner: HotpotQA, 2WikiMultihopQA, MuSiQue, StrategyQA, FEVER, FlashRAG.
-
-Grading and options: docs/evaluation.md, "Benchmarks and their files" and "Metrics and grading". A FEVER
-claim is the question; its label instructions go in the separate graph input ``instructions``.
-"""
+"""Open-domain QA benchmarks: HotpotQA, 2WikiMultihopQA, MuSiQue, StrategyQA, FEVER, FlashRAG (docs/evaluation.md,
+"Benchmarks and their files"). A FEVER claim is the question; its label instructions the input ``instructions``."""
 
 from __future__ import annotations
 
@@ -143,8 +140,7 @@ class TextQABenchmark:
         return out
 
     def grade(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
-        """Official ``em``/``f1`` over the raw answer, ``label_acc``, ``correct``, ``chosen`` (the normalised
-        answer), ``label`` and the retrieval counts; missing output keys count as empty / zero."""
+        """Official ``em``/``f1``, ``label_acc``, ``correct``, ``chosen``, ``label`` and the retrieval counts."""
         prediction = str(output.get("answer") or "")
         golds = list(item.meta.get("_answers") or [item.gold])
         kind = item.meta.get("kind", "span")
@@ -165,8 +161,7 @@ class TextQABenchmark:
                 **self._support_figures(item, output)}
 
     def _support_figures(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
-        """The retrieval-only figures of the output's ``executed_queries`` (none without a local index); a failure to
-        search is recorded as ``support_error`` with no figures, and never costs the question its grade."""
+        """The support figures of the output's ``executed_queries`` (a failure to search: ``support_error``)."""
         if self._support is None:
             return {}
         ex = self._by_id.get(item.id)
@@ -183,9 +178,8 @@ class TextQABenchmark:
         return text_report(records, self.spec.rule, self.label_only)
 
     def prepare(self, run_dir: str | Path, context: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """With ``context_only``: build a local index of the questions' own paragraphs under
-        ``RUN_DIR/context_index`` (reused on resume) and return the context settings ``retriever``, ``index_dir``
-        (and ``embedding_model``: the option, else the run's context setting); without it, nothing."""
+        """With ``context_only``: index the questions' own paragraphs in ``RUN_DIR/context_index`` and return
+        the context settings that retrieve from it; without it, nothing."""
         given = dict(context or {})
         if not self.context_only:
             if given.get("retriever") == "local" and given.get("index_dir"):  # the run's own index: score against it
