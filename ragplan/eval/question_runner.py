@@ -1,6 +1,8 @@
 """The per-question part of an evaluation run: run (bounded async concurrency), retry on rate limits with
 exponential backoff, grade, and append each question's record to ``results.jsonl`` (fsynced before it counts as
-done). A question past its time budget or one that crashes is recorded with the reason.
+done). A question past its time budget or one that crashes is recorded with the reason. Each question's data
+(:meth:`~ragplan.family.MethodFamily.data_key`) is prepared once per run, shared by its questions and let go
+after the last; a failed ``prepare`` hands nothing on.
 """
 
 from __future__ import annotations
@@ -8,24 +10,84 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from dataclasses import fields
+from typing import Any, Callable, Iterable
 
 from ragplan.eval.benchmark import Benchmark, Item
 from ragplan.eval.item_checkpoints import CHECKPOINT_FILE, ItemCheckpoints
-from ragplan.eval.item_contexts import ItemContexts
 from ragplan.eval.runfolder import RunFolder, RunSettings, record_line
 from ragplan.family import MethodFamily
 from ragplan.state.result import GraphResult
 from ragplan.state.usage import Usage
 
-__all__ = ["ResultWriter", "run_questions", "is_rate_limited"]
+__all__ = ["ResultWriter", "run_questions", "is_rate_limited", "ItemContexts", "data_keys"]
 
 
 def is_rate_limited(out: dict[str, Any]) -> bool:
     """Whether a run's output failed on a rate limit (worth waiting for): its typed failure's kind, never its text."""
     failed = out.get("failure")
     return (failed.get("kind") if isinstance(failed, dict) else getattr(failed, "kind", None)) == "rate_limit"
+
+
+def data_keys(family: MethodFamily, items: Iterable[Item]) -> list[str]:
+    """Each question's data key, in order (questions with the same key read the same data)."""
+    names = family.context_fields()
+    return [family.data_key({k: v for k, v in it.context.items() if k in names}) for it in items]
+
+
+class ItemContexts:
+    """Contexts of a run's questions, the family's data prepared once per distinct data."""
+
+    def __init__(self, family: MethodFamily, method: str, base: dict[str, Any], items: Iterable[Item]) -> None:
+        """``base``: the settings every question shares; ``items``: the questions this invocation will run."""
+        self.family, self.method, self.base = family, method, base
+        self.fields = family.context_fields()
+        self._pending: Counter[str] = Counter(self._key(it) for it in items)
+        self._handles: dict[str, dict[str, Any]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self.prepared = 0
+        """How many distinct data were prepared (each distinct script loaded once: this many loads)."""
+
+    def _own(self, item: Item) -> dict[str, Any]:
+        return {k: v for k, v in item.context.items() if k in self.fields}
+
+    def _key(self, item: Item) -> str:
+        return self.family.data_key(self._own(item))
+
+    def _prepare(self, ctx: Any) -> dict[str, Any]:
+        """Run ``prepare`` on ``ctx``; the fields it set (the data's handles), or nothing when it failed."""
+        before = {f.name: getattr(ctx, f.name) for f in fields(ctx)}
+        try:
+            problem = self.family.prepare(self.method, ctx)
+        except Exception:  # the graph opens the data itself and records why it cannot
+            return {}
+        if problem:
+            return {}
+        return {k: getattr(ctx, k) for k, v in before.items() if getattr(ctx, k) is not v}
+
+    async def get(self, item: Item) -> Any:
+        """A fresh context for ``item``, with its data's prepared handles."""
+        key = self._key(item)
+        ctx = self.family.context(**{**self.base, **self._own(item)})
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            if key not in self._handles:
+                self._handles[key] = await asyncio.to_thread(self._prepare, ctx)
+                self.prepared += 1
+                return ctx
+        for name, value in self._handles[key].items():
+            setattr(ctx, name, value)
+        return ctx
+
+    def release(self, item: Item) -> None:
+        """``item`` is done: when it was the last question of its data, let the data go."""
+        key = self._key(item)
+        self._pending[key] -= 1
+        if self._pending[key] <= 0:
+            self._handles.pop(key, None)
+            self._locks.pop(key, None)
 
 
 class ResultWriter:

@@ -199,10 +199,3 @@ class SupportScorer:
         out: dict[str, float | None] = {f"support_recall@{k}": s[f"title_recall@{k}"] for k in self.ks}
         out["support_mrr"] = s["mrr"]
         return {k: None if v is None else round(float(v), 4) for k, v in out.items()}
-
-    def close(self) -> None:
-        """Close the index, if it was opened."""
-        with self._lock:
-            if self._index is not None:
-                self._index.close()
-                self._index = None

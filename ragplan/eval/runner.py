@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ragplan.eval.benchmark import Benchmark
-from ragplan.eval.item_contexts import data_keys
-from ragplan.eval.question_runner import run_questions
+from ragplan.eval.question_runner import data_keys, run_questions
 from ragplan.eval.registry import get_benchmark
 from ragplan.eval.report import summarise, write_summary
 from ragplan.eval.runfolder import RunFolder, RunSettings
