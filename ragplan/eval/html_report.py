@@ -35,16 +35,12 @@ _RUNNER_KEYS = {"id", "method", "model", "question", "answer", "gold", "retrieva
                 "stop_reason", "error", "attempts", "invocation", "finished_at"}
 
 
-def _columns(rows: list[dict[str, Any]]) -> list[str]:
-    """Every key of the rows, in the order first seen (a table's columns)."""
-    return list(dict.fromkeys(k for r in rows for k in r))
-
-
 #: The template's environment: autoescape on, and the few helpers the template calls.
 _ENV = Environment(loader=PackageLoader("ragplan.eval", "templates"), autoescape=True)
 _ENV.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False, default=str)
 _ENV.filters["csp_hash"] = lambda s: base64.b64encode(hashlib.sha256(str(s).encode()).digest()).decode()
-_ENV.globals.update(columns=_columns, max_text=MAX_TEXT, max_depth=5, max_rows=200,
+_ENV.globals.update(columns=lambda rows: list(dict.fromkeys(k for r in rows for k in r)),  # a table's columns
+                    max_text=MAX_TEXT, max_depth=5, max_rows=200,
                     non_empty=lambda d: {k: v for k, v in d.items() if v not in (None, "", [], {})})
 
 

@@ -92,20 +92,16 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
 
 def run_evaluation(settings: RunSettings, run_dir: str | Path, *, chat_model: Any = None, progress: bool = True) -> dict[str, Any]:
     """Synchronous wrapper with a progress bar (tqdm) for the CLI."""
-    bar = None
-    if progress:
-        from tqdm import tqdm
+    from tqdm import tqdm
 
-        bar = tqdm(total=0, unit="q", desc=f"{settings.method} on {settings.benchmark}", dynamic_ncols=True)
+    bar = tqdm(total=0, unit="q", desc=f"{settings.method} on {settings.benchmark}", dynamic_ncols=True,
+               disable=not progress)
 
     def on_progress(done: int, total: int) -> None:
-        if bar is not None:
-            bar.total = total
-            bar.n = done
-            bar.refresh()
+        bar.total, bar.n = total, done
+        bar.refresh()
 
     try:
         return asyncio.run(evaluate(settings, run_dir, chat_model=chat_model, on_progress=on_progress))
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
