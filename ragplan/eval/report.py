@@ -9,8 +9,7 @@ from collections import Counter
 from typing import IO, Any, Callable
 
 from ragplan.eval.benchmark import ComparedRun
-from ragplan.eval.figures import plot_retrieval_split, plot_run
-from ragplan.eval.ordering import ordered_categories
+from ragplan.eval.figures import ordered_categories, plot_retrieval_split, plot_run
 from ragplan.eval.registry import get_benchmark
 from ragplan.eval.runfolder import RunFolder, RunSettings
 from ragplan.family import MethodFamily
