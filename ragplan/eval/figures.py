@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import textwrap
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import IO, Any, Iterable, Mapping, Sequence
 
 __all__ = ["metric_label", "plot_run", "plot_sweep", "plot_retrieval_split", "plot_costs", "ORDINAL_SCALES",
            "ordered_categories"]
@@ -82,7 +82,7 @@ def _figure(figsize: tuple[float, float]) -> Any:
     return fig
 
 
-def _save(fig: Any, path: str | Path) -> None:
+def _save(fig: Any, path: str | Path | IO[bytes]) -> None:
     """Write ``fig`` as a PNG at 100 dpi, zlib level 1 and unhinted glyphs (faster, no visible change)."""
     import matplotlib
 
@@ -190,7 +190,7 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], key: str, metrics: Sequence[st
     return fig
 
 
-def plot_retrieval_split(split: Mapping[str, Mapping[str, Any]], path: str | Path, note: str = "") -> Any:
+def plot_retrieval_split(split: Mapping[str, Mapping[str, Any]], path: str | Path | IO[bytes], note: str = "") -> Any:
     """PlanRAG's Figure 5 from ``{benchmark: {"total", "n": {SR, MR}, "methods": {label: {SR, MR}}}}``."""
     cats: list[str] = []
     counts: list[int] = []
@@ -216,7 +216,7 @@ def plot_retrieval_split(split: Mapping[str, Mapping[str, Any]], path: str | Pat
     return fig
 
 
-def plot_costs(labels: Sequence[str], summaries: Sequence[Mapping[str, Any]], path: Any) -> Any:
+def plot_costs(labels: Sequence[str], summaries: Sequence[Mapping[str, Any]], path: str | Path | IO[bytes]) -> Any:
     """Accuracy, LLM calls per question and latency per question of each run (a summary each), one panel each."""
     panels = [("accuracy (%)", [s["overall"]["accuracy"] * 100 for s in summaries]),
               ("LLM calls / question", [s["cost"]["per_question_llm_calls"] for s in summaries]),
