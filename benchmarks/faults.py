@@ -1,13 +1,10 @@
 """Fault figures: every graph of every family through ``ragplan.eval`` against an endpoint that injects faults.
 
-For each family (the registry) and its test data (``tests/family_data/``), every graph runs under each
-scenario: one fault kind at a time — 429 with Retry-After, 500, 503, a hang past the client's timeout,
-a malformed 200 body — then all kinds mixed, each *recoverable* (a request is faulted at most once, so a
-retry can succeed; half of the new requests faulted), and all kinds *persistent* (every attempt
-faulted, so questions must fail with a reason). One row per family and scenario, summed over its
-graphs: questions, finished, failed with a reason, crashed, lost, duplicated, faulty replies sent,
-requests faulted and of those retried, wall time against the deadline. Goal: 0 lost, 0 duplicated, 0 crashed, every failure with a
-reason, every injected fault retried, every run inside its deadline.
+Every graph of every family runs on its test data (``tests/family_data/``) under each scenario: one fault kind
+at a time (429 with Retry-After, 500, 503, a hang past the timeout, a malformed 200 body), all mixed, each
+*recoverable* (a request faulted at most once), then all *persistent* (questions must fail with a reason).
+One row per family and scenario, summed over its graphs. Goal: 0 lost, 0 duplicated, 0 crashed, every failure
+with a reason, every injected fault retried, every run inside its deadline.
 
     .venv/bin/python benchmarks/faults.py \
         [--repeat 1] [--families planrag,reaper] [--save FILE.json] [--baseline FILE.json]

@@ -1,17 +1,8 @@
 """Benchmark the HTML report: render time and page size by run size, and (optionally) Chromium's load time.
 
-Run folders are synthesised with PlanRAG-shaped records (a 4-step plan and one revision, 4 retrieval steps
-whose observations hold ~1,500 characters of rows, 4 re-plan verdicts, the simulator's check), two runs
-(``planrag`` and ``iter_rag``) of N questions each. Per N it measures:
-
-* ``render_s`` — :func:`ragplan.eval.html_report.render_html_report` over both folders (reading the
-  records, the comparison, the plot, every question's trace);
-* ``page_mb`` — the page's size;
-* ``browser_s`` — with ``--browser``: headless Chromium loading the page and dumping its DOM (the filter
-  script included), wall time of the whole process.
-
-No LLM and no network. Prints one table; ``--save FILE.json`` writes the run, ``--baseline FILE.json``
-adds the ratio of ``render_s`` to a saved run.
+Two synthetic runs (``planrag``, ``iter_rag``) of N PlanRAG-shaped records each (a revised 4-step plan, 4
+retrievals of ~1,500 characters, 4 re-plan verdicts). Per N: ``render_s`` (writing the page), ``page_mb`` and,
+with ``--browser``, ``browser_s`` (headless Chromium loading it and running its script). No LLM, no network.
 
     python benchmarks/html_report.py [--sizes 50,200,1000] [--browser] [--save FILE.json] [--baseline FILE.json]
 """

@@ -179,7 +179,7 @@ class MethodFamily:
 
     def data_key(self, settings: dict[str, Any]) -> str:
         """Which data a benchmark question's own settings name. In ``ragplan eval`` questions with the same key
-        share what :meth:`prepare` opens (a script is loaded once per run, :mod:`ragplan.eval.item_contexts`);
+        share what :meth:`prepare` opens (a script is loaded once per run, :mod:`ragplan.eval.question_runner`);
         the default key is all of the question's settings."""
         return json.dumps(settings, sort_keys=True, default=str)
 

@@ -16,8 +16,7 @@ import pytest
 from ragplan.cli import main
 from ragplan.methods.planrag.data import load_questions
 from ragplan.methods.planrag.generate import generate_clone
-from ragplan.eval.figures import plot_retrieval_split, plot_run, plot_sweep
-from ragplan.eval.ordering import ordered_categories
+from ragplan.eval.figures import ordered_categories, plot_retrieval_split, plot_run, plot_sweep
 from ragplan.eval.report import summarise, summary_markdown
 from ragplan.eval.runfolder import RunSettings
 from ragplan.eval.runner import evaluate

@@ -1,9 +1,5 @@
-"""What a benchmark gives the runner: items to run, a grader, and the columns of its tables.
-
-A benchmark is registered by name (``dqa-locating``, ``dqa-building``, later ``hotpotqa`` …) with a
-factory ``(data_path, options) -> Benchmark``. Items carry the question text, the per-item context
-(which graph or corpus to use) and metadata the summary groups by (scenario, year, …).
-"""
+"""What a benchmark gives the runner: items to run, a grader, and the columns of its tables; registered by
+name with a factory ``(data_path, **options) -> Benchmark`` (:mod:`ragplan.eval.registry`)."""
 
 from __future__ import annotations
 
@@ -57,13 +53,9 @@ class Benchmark(Protocol):
         """Fields for the record: at least ``correct`` (bool) and ``chosen`` (the normalised answer)."""
 
     # Optional:
-    #   metrics: tuple[str, ...] — numeric record fields (from grade) averaged in every summary table
-    #       (e.g. ("em", "f1", "retrieval_ratio")); accuracy of ``correct`` is always reported.
-    #   prepare(run_dir, context) -> dict — context settings for every item, computed once per run
-    #       (e.g. a local index built from the dataset's own context paragraphs).
+    #   metrics: tuple[str, ...] — numeric record fields averaged in every summary table (e.g. ("em", "f1")).
+    #   prepare(run_dir, context) -> dict — context settings for every item, computed once per run.
     #   report(records) -> str — extra Markdown tables for the summary (e.g. per-class P/R/F1).
-    #   plot_metrics: tuple[str, ...] — the shares drawn in plot.png and a sweep's figure (e.g. ("em", "f1"));
-    #       default: accuracy only.
-    #   compare(runs: list[ComparedRun]) -> str — extra Markdown for ``ragplan eval report`` when every compared
-    #       run is of this benchmark (e.g. REAPER's Table 1 with one column per method). The benchmark is built
-    #       from the first run's settings for this, so ``compare`` must not need to read the data.
+    #   plot_metrics: tuple[str, ...] — the shares plot.png and a sweep's figure draw (default: accuracy).
+    #   compare(runs: list[ComparedRun]) -> str — extra Markdown for ``ragplan eval report`` when every run is of
+    #       this benchmark (built from the first run's settings: it must not need to read the data).

@@ -1,26 +1,69 @@
-"""The evaluation's figures: a run's ``plot.png``, a sweep's curve and the SR/MR split across methods.
-
-Each draws with matplotlib's Agg backend (no pyplot) and returns the :class:`Figure`: categories in reading
-order, widened and wrapped so labels never collide, shares in percent on a 0–100 axis.
+"""The evaluation's figures (matplotlib's Agg backend, no pyplot): categories in reading order, labels
+wrapped so they never collide, shares in percent. Reading order (tables too, docs/evaluation.md, "Order of
+groups"): known ordinal scales in their order, else natural order (numbers as numbers, before words), ``None`` last.
 """
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import IO, Any, Iterable, Mapping, Sequence
 
-from ragplan.eval.ordering import ordered_categories
+__all__ = ["metric_label", "plot_run", "plot_sweep", "plot_retrieval_split", "plot_costs", "ORDINAL_SCALES",
+           "ordered_categories"]
 
-__all__ = ["metric_label", "plot_run", "plot_sweep", "plot_retrieval_split"]
+ORDINAL_SCALES: tuple[tuple[str, ...], ...] = (
+    ("easy", "medium", "hard"),
+    ("low", "medium", "high"),
+    ("small", "medium", "large"),
+    ("none", "sr", "mr"),
+    ("supports", "refutes", "not enough info"),
+    ("yes", "no"),
+    ("true", "false"),
+    ("train", "dev", "test"),
+)
+"""Known ordinal scales (compared in lower case); a set of values that fits one scale takes its order."""
+
+_NUMBER = re.compile(r"(\d+(?:\.\d+)?)")
+_MISSING = {"none", "null", "nan", ""}
+
+
+def _scale_for(values: list[str]) -> tuple[str, ...] | None:
+    present = {v.strip().lower() for v in values}
+    for scale in ORDINAL_SCALES:  # a scale may hold a word that otherwise means "missing" (none < SR < MR)
+        if (present - _MISSING) and present - (_MISSING - set(scale)) <= set(scale):
+            return scale
+    return None
+
+
+def _natural(text: str) -> tuple:
+    """Text with its numbers compared as numbers: ``2hop`` < ``3hop1`` < ``10hop``; a number alone first."""
+    parts = _NUMBER.split(text.strip())
+    return tuple((0, float(p), "") if i % 2 else (1, 0.0, p) for i, p in enumerate(parts) if i % 2 or p)
+
+
+def ordered_categories(values: Iterable[object]) -> list[str]:
+    """The distinct values (as strings) in reading order (see the module docstring)."""
+    vals = list(dict.fromkeys(str(v) for v in values))
+    scale = _scale_for(vals)
+
+    def key(v: str) -> tuple:
+        low = v.strip().lower()
+        if scale is not None and low in scale:
+            return (0, float(scale.index(low)), low)
+        if low in _MISSING:
+            return (2, 0.0, low)
+        return (1, 0.0, _natural(low))
+
+    return sorted(vals, key=key)
+
 
 _NAMES = {"em": "EM", "f1": "F1", "label_acc": "label accuracy", "accuracy": "accuracy",
           "retrieval_ratio": "retrieval ratio", "subquery_retrieval_ratio": "sub-query retrieval ratio"}
 _COLOURS = ("#3b6fb6", "#e08a2e", "#4e9a57", "#8a5aa8", "#c4453c", "#6b6b6b", "#2ba3a3", "#b59a2e")
 _WRAP = 14
-# A run's plot is drawn at the end of every run (it cost ~85 ms): most of it goes to text, ~0.5 ms a label to
-# lay out and render, and to ticks, ~0.4 ms each to make. Bar panels hence get 3 y ticks, not 7 (0 to 120 by 20),
-# with the unit in their labels rather than in an axis label of its own per panel.
+# few y ticks and fixed label places: a run's plot is drawn at the end of every run, and text is most of its cost
 _YTICKS = (0, 50, 100)
 
 
@@ -39,7 +82,7 @@ def _figure(figsize: tuple[float, float]) -> Any:
     return fig
 
 
-def _save(fig: Any, path: str | Path) -> None:
+def _save(fig: Any, path: str | Path | IO[bytes]) -> None:
     """Write ``fig`` as a PNG at 100 dpi, zlib level 1 and unhinted glyphs (faster, no visible change)."""
     import matplotlib
 
@@ -52,8 +95,7 @@ def _wrap(label: str, width: int) -> str:
 
 
 def _layout(categories: Sequence[str], n_series: int) -> tuple[list[str], dict[str, Any], float, float]:
-    """Tick labels, their style, the panel width and the labels' height (inches) that keep labels apart:
-    wrapped at 14 and level when they fit their slots, else wrapped at 24 and upright."""
+    """Tick labels, their style, the panel width and the labels' height (inches) that keep labels apart."""
     level = [_wrap(c, _WRAP) for c in categories]
     widest = max((len(line) for lab in level for line in lab.split("\n")), default=1)
     bars = 0.3 + 0.25 * max(1, n_series)
@@ -86,8 +128,6 @@ def _bars(ax: Any, categories: list[str], series: list[tuple[str, list[Any]]], c
     ax.set_xlim(-0.6, len(categories) - 0.4)
     ax.set_ylim(0, 112)
     ax.set_yticks(_YTICKS, [f"{t}%" for t in _YTICKS])
-    # axis labels at fixed places (a y label clears "100%"), not placed from the tick labels' boxes, which
-    # measures every tick label of the axis again at each draw
     from matplotlib.transforms import ScaledTranslation
 
     inches = ax.get_figure(root=True).dpi_scale_trans
@@ -96,8 +136,7 @@ def _bars(ax: Any, categories: list[str], series: list[tuple[str, list[Any]]], c
 
 
 def plot_run(s: Mapping[str, Any], path: str | Path) -> Any:
-    """A run's ``plot.png``: one panel per group key and one per retrieval class (SR/MR), each with a bar per
-    plotted metric (the summary's ``plot_metrics``: EM and F1 for text benchmarks, else accuracy)."""
+    """A run's ``plot.png``: a panel per group key and per retrieval class, a bar per ``plot_metrics`` metric."""
     metrics = [m for m in (s.get("plot_metrics") or ["accuracy"]) if m == "accuracy" or m in (s.get("metrics") or [])]
     metrics = metrics or ["accuracy"]
     panels = [(k, v) for k, v in (s.get("groups") or {}).items() if v] + [("retrieval count", s.get("retrieval") or {})]
@@ -116,8 +155,7 @@ def plot_run(s: Mapping[str, Any], path: str | Path) -> Any:
     head = ", ".join(f"{metric_label(m)} {_pct(o.get(m)):.1f}%" for m in metrics if o.get(m) is not None)
     what = " on ".join(str(x) for x in (s.get("method"), s.get("benchmark")) if x)
     fig.suptitle(f"{what + ' ' if what else ''}({o.get('n', 0)} questions): {head}", fontsize=11)
-    # margins in inches from what the panels hold (matplotlib's tight_layout measures every text box, which
-    # costs as much as drawing the figure: it was a third of a short batch run's epilogue)
+    # margins in inches from what the panels hold (tight_layout measures every text box: as costly as drawing)
     w, h = fig.get_size_inches()
     bottom = 0.4 + max(lay[3] for lay in layouts)
     fig.subplots_adjust(left=0.6 / w, right=1 - 0.2 / w, top=1 - 0.75 / h, bottom=bottom / h,
@@ -128,8 +166,7 @@ def plot_run(s: Mapping[str, Any], path: str | Path) -> Any:
 
 def plot_sweep(rows: Sequence[Mapping[str, Any]], key: str, metrics: Sequence[str], path: str | Path,
                title: str = "") -> Any:
-    """Scores against a swept setting (Think-then-Act Figures 3/4); ``rows`` are ``{"value", "overall"}``
-    in sweep order, numeric values on a numeric axis, retrieval metrics dashed."""
+    """Scores against a swept setting (Think-then-Act Figures 3/4) from ``{"value", "overall"}`` rows."""
     values = [r["value"] for r in rows]
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
     xs = [float(v) for v in values] if numeric else list(range(len(values)))
@@ -153,9 +190,8 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], key: str, metrics: Sequence[st
     return fig
 
 
-def plot_retrieval_split(split: Mapping[str, Mapping[str, Any]], path: str | Path, note: str = "") -> Any:
-    """PlanRAG's Figure 5 from ``{benchmark: {"total", "n": {SR, MR}, "methods": {label: {SR, MR}}}}``;
-    each category labelled with its share of the questions (``SR (35%)``)."""
+def plot_retrieval_split(split: Mapping[str, Mapping[str, Any]], path: str | Path | IO[bytes], note: str = "") -> Any:
+    """PlanRAG's Figure 5 from ``{benchmark: {"total", "n": {SR, MR}, "methods": {label: {SR, MR}}}}``."""
     cats: list[str] = []
     counts: list[int] = []
     labels = list(dict.fromkeys(m for b in split.values() for m in b.get("methods", {})))
@@ -175,6 +211,23 @@ def plot_retrieval_split(split: Mapping[str, Mapping[str, Any]], path: str | Pat
     ax.legend(fontsize=8, loc="best")
     ax.set_ylabel("accuracy")  # the ticks say %
     ax.set_title("accuracy on single- (SR) and multi-retrieval (MR) questions" + (f"\n{note}" if note else ""), fontsize=10)
+    fig.tight_layout()
+    _save(fig, path)
+    return fig
+
+
+def plot_costs(labels: Sequence[str], summaries: Sequence[Mapping[str, Any]], path: str | Path | IO[bytes]) -> Any:
+    """Accuracy, LLM calls per question and latency per question of each run (a summary each), one panel each."""
+    panels = [("accuracy (%)", [s["overall"]["accuracy"] * 100 for s in summaries]),
+              ("LLM calls / question", [s["cost"]["per_question_llm_calls"] for s in summaries]),
+              ("latency / question (s)", [s["cost"]["mean_latency_s"] for s in summaries])]
+    fig = _figure((max(9.0, 1.3 * len(labels) * 3), 3.4))
+    tilt = {"rotation": 20, "ha": "right"} if len(labels) > 3 else {}
+    for ax, (title, vals) in zip(fig.subplots(1, 3, squeeze=False)[0], panels):
+        ax.bar_label(ax.bar(range(len(labels)), vals, color="#4f6dbd"), fmt="{:.3g}", fontsize=8)
+        ax.set_xticks(range(len(labels)), labels, fontsize=8, **tilt)
+        ax.set_title(title, fontsize=10)
+        ax.margins(y=0.15)
     fig.tight_layout()
     _save(fig, path)
     return fig

@@ -1,8 +1,5 @@
-"""``ragplan eval report RUN… --html OUT.html``: one self-contained HTML page (docs/evaluation.md, "Reports").
-
-The Jinja2 template ``templates/report.html.j2`` rendered with autoescape; values are drawn by their shape
-(:mod:`ragplan.state.trace_sections`), the trace by the family's result class.
-"""
+"""``ragplan eval report RUN… --html OUT.html``: one self-contained page from ``templates/report.html.j2``
+(autoescaped); each trace is drawn by its family's result class (docs/evaluation.md, "Reports")."""
 
 from __future__ import annotations
 
@@ -11,24 +8,22 @@ import hashlib
 import io
 import json
 import re
-import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from jinja2 import Environment, PackageLoader
 
-from ragplan.eval.report import RunComparison, benchmark_comparison, comparison, plot_comparison
+from ragplan.eval.figures import plot_costs
+from ragplan.eval.report import RunComparison, benchmark_comparison, comparison, family_or_none, plot_comparison
 from ragplan.eval.runfolder import RunSettings, atomic_write
-from ragplan.registry import family_of
 from ragplan.state.result import GraphResult
 from ragplan.state.trace_sections import TraceSection, field_sections
 
 __all__ = ["render_html_report", "write_html_report", "outcome_of", "OPEN_UP_TO", "MAX_TEXT"]
 
 OPEN_UP_TO = 40
-"""Results are shown unfolded when the page has at most this many; past it they start folded (one click, or
-"expand all", opens them) so a large run stays readable."""
+"""Results are shown unfolded when the page has at most this many, else folded."""
 
 MAX_TEXT = 20_000
 """Characters of one string shown in a report; the rest is cut with a note (results.jsonl keeps it all)."""
@@ -40,22 +35,13 @@ _RUNNER_KEYS = {"id", "method", "model", "question", "answer", "gold", "retrieva
                 "stop_reason", "error", "attempts", "invocation", "finished_at"}
 
 
-def _columns(rows: list[dict[str, Any]]) -> list[str]:
-    """Every key of the rows, in the order first seen (a table's columns)."""
-    return list(dict.fromkeys(k for r in rows for k in r))
-
-
-def _environment() -> Environment:
-    """The template's environment: autoescape on, and the few helpers the template calls."""
-    env = Environment(loader=PackageLoader("ragplan.eval", "templates"), autoescape=True)
-    env.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False, default=str)
-    env.filters["csp_hash"] = lambda s: base64.b64encode(hashlib.sha256(str(s).encode()).digest()).decode()
-    env.globals.update(columns=_columns, max_text=MAX_TEXT, max_depth=5, max_rows=200,
-                       non_empty=lambda d: {k: v for k, v in d.items() if v not in (None, "", [], {})})
-    return env
-
-
-_ENV = _environment()
+#: The template's environment: autoescape on, and the few helpers the template calls.
+_ENV = Environment(loader=PackageLoader("ragplan.eval", "templates"), autoescape=True)
+_ENV.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False, default=str)
+_ENV.filters["csp_hash"] = lambda s: base64.b64encode(hashlib.sha256(str(s).encode()).digest()).decode()
+_ENV.globals.update(columns=lambda rows: list(dict.fromkeys(k for r in rows for k in r)),  # a table's columns
+                    max_text=MAX_TEXT, max_depth=5, max_rows=200,
+                    non_empty=lambda d: {k: v for k, v in d.items() if v not in (None, "", [], {})})
 
 
 def outcome_of(record: dict[str, Any]) -> str:
@@ -75,13 +61,6 @@ def _labels(settings: list[RunSettings], run_dirs: list[Path]) -> list[str]:
     return labels
 
 
-def _result_class(method: str) -> type[GraphResult] | None:
-    try:
-        return family_of(method).result
-    except KeyError:  # a run of a graph this version does not have: shown field by field
-        return None
-
-
 def _family_part(cls: type[GraphResult] | None, rec: dict[str, Any]) -> tuple[list[TraceSection], set[str]]:
     """The family's sections for one record, and the record keys they cover."""
     if cls is None:
@@ -98,50 +77,25 @@ def _family_part(cls: type[GraphResult] | None, rec: dict[str, Any]) -> tuple[li
         return [TraceSection(title="trace", status="bad", note=note)] + field_sections(own, cls.model_fields), keys
 
 
-def _png(data: bytes, alt: str, caption: str = "") -> dict[str, str]:
-    """A plot for the template: base64 PNG data, its alt text and (for a run's own plot) a caption."""
+def _png(data: bytes | Callable[[io.BytesIO], Any], alt: str, caption: str = "") -> dict[str, str]:
+    """A plot for the template from PNG bytes or a function drawing into a file object."""
+    if callable(data):
+        buf = io.BytesIO()
+        data(buf)
+        data = buf.getvalue()
     return {"data": base64.b64encode(data).decode(), "alt": alt, "caption": caption}
 
 
-def _comparison_plot(labels: list[str], c: RunComparison) -> dict[str, str]:
-    """Accuracy, LLM calls per question and latency per question of each run, as one PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    sums = [s for _, _, s in c.runs]
-    panels = [("accuracy (%)", [s["overall"]["accuracy"] * 100 for s in sums]),
-              ("LLM calls / question", [s["cost"]["per_question_llm_calls"] for s in sums]),
-              ("latency / question (s)", [s["cost"]["mean_latency_s"] for s in sums])]
-    fig, axes = plt.subplots(1, 3, figsize=(max(9.0, 1.3 * len(labels) * 3), 3.4), squeeze=False)
-    for ax, (title, vals) in zip(axes[0], panels):
-        bars = ax.bar(range(len(labels)), vals, color="#4f6dbd")
-        ax.set_xticks(range(len(labels)), labels, rotation=20 if len(labels) > 3 else 0, ha="right" if len(labels) > 3 else "center",
-                      fontsize=8)
-        for b, v in zip(bars, vals):
-            ax.text(b.get_x() + b.get_width() / 2, b.get_height(), f"{v:.3g}", ha="center", va="bottom", fontsize=8)
-        ax.set_title(title, fontsize=10)
-        ax.margins(y=0.15)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
-    return _png(buf.getvalue(), "comparison of the runs: accuracy, LLM calls and latency per question")
-
-
 def _benchmark_parts(run_dirs: list[str | Path], c: RunComparison) -> tuple[str, list[dict[str, str]], list[str]]:
-    """The benchmark's own comparison tables (e.g. REAPER's Table 1), PlanRAG's Figure 5 plot (accuracy on SR and
-    MR questions per method), and a note for each part that cannot be made (the data is not on this machine …)."""
+    """The benchmark's own tables, PlanRAG's Figure 5, and a note for each part that cannot be made."""
     tables, plots, notes = "", [], []
     try:
         tables = benchmark_comparison(c, run_dirs) or ""
     except Exception as exc:  # the report is still written without it
         notes.append(f"the benchmark's own comparison could not be made: {type(exc).__name__}: {exc}")
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            png = plot_comparison(run_dirs, Path(tmp) / "split.png").read_bytes()
-        plots.append(_png(png, "accuracy on single- and multi-retrieval questions per method (PlanRAG's Figure 5)"))
+        plots.append(_png(lambda buf: plot_comparison(run_dirs, buf, c),
+                          "accuracy on single- and multi-retrieval questions per method (PlanRAG's Figure 5)"))
     except Exception as exc:
         notes.append(f"the SR/MR plot could not be drawn: {type(exc).__name__}: {exc}")
     return tables, plots, notes
@@ -151,11 +105,9 @@ def _runs_rows(labels: list[str], c: RunComparison, run_dirs: list[Path]) -> lis
     rows = []
     for lab, (st, recs, _), d in zip(labels, c.runs, run_dirs):
         outs = [outcome_of(r) for r in recs.values()]
-        try:
-            fam = family_of(st.method).title
-        except KeyError:
-            fam = "(unknown method)"
-        rows.append({"run": lab, "family": fam, "model": st.model or "-", "benchmark": st.benchmark, "data": st.data,
+        fam = family_or_none(st.method)
+        rows.append({"run": lab, "family": fam.title if fam else "(unknown method)", "model": st.model or "-",
+                     "benchmark": st.benchmark, "data": st.data,
                      "questions": len(outs), "correct": outs.count("correct"), "wrong": outs.count("wrong"),
                      "failed": outs.count("failed"), "folder": str(d), "created": st.created})
     return rows
@@ -186,7 +138,8 @@ def _natural(key: str) -> list[Any]:
 
 def _questions(labels: list[str], c: RunComparison) -> tuple[list[dict[str, Any]], int]:
     """Every question (in natural id order) with each run's result of it; and how many results there are."""
-    classes = [_result_class(st.method) for st, _, _ in c.runs]
+    # a run of a graph this version does not have is shown field by field
+    classes = [fam.result if (fam := family_or_none(st.method)) else None for st, _, _ in c.runs]
     ids: dict[str, dict[str, Any]] = {}
     for _, recs, _ in c.runs:
         for i, r in recs.items():
@@ -211,7 +164,9 @@ def render_html_report(run_dirs: list[str | Path], title: str = "") -> str:
     labels = _labels([st for st, _, _ in c.runs], dirs)
     benchmarks = sorted({st.benchmark for st, _, _ in c.runs})
     tables, plots, notes = _benchmark_parts(list(run_dirs), c) if c.runs else ("", [], [])
-    plots = ([_comparison_plot(labels, c)] + plots) if c.runs else []
+    if c.runs:
+        plots.insert(0, _png(lambda buf: plot_costs(labels, [s for _, _, s in c.runs], buf),
+                             "comparison of the runs: accuracy, LLM calls and latency per question"))
     for lab, d in zip(labels, dirs):
         png = d / "plot.png"
         if png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n":

@@ -1,9 +1,7 @@
 """Per-question checkpoints of an evaluation run: a question in flight at a kill continues from its last node.
 
-LangGraph's :class:`AsyncSqliteSaver` over ``RUN_DIR/checkpoints.sqlite``, one thread per attempt
-(``<item id>#<attempt>``), ``durability="async"``, WAL with ``synchronous=NORMAL``. A question whose graph
-finished before the kill is graded from its checkpointed state; threads are deleted once the result line
-is written.
+An :class:`AsyncSqliteSaver` over ``RUN_DIR/checkpoints.sqlite``, one thread per attempt (``<item id>#<attempt>``),
+deleted once the question's result line is written.
 """
 
 from __future__ import annotations

@@ -1,34 +1,24 @@
 """Reading a label out of a free-text answer: yes/no and FEVER's SUPPORTS / REFUTES / NOT ENOUGH INFO.
 
-The order (docs/evaluation.md, "Metrics and grading"; the first step that finds a label decides):
-
-0. lower case, contractions expanded, idioms with an answer word blanked (``_NEUTRAL``: "no doubt" …);
-1. explicit markers (``Finish[X]``, "answer: X", "A: X" …), the last that reads wins;
-2. conclusion clauses ("so no", "therefore yes"), the last that reads wins;
-3. yes/no: the first and the last clause (after hedges), which must agree; only the first may merely
-   *start* with an answer word ("No, it would not"; not "no evidence");
-4. yes/no: sentence openings, when exactly one label among them.
-
-FEVER: steps 0–2, then strong phrases (``_FEVER_PHRASES``: one label decides, several the first clause's),
-then the yes/no reading of the first and last clause (yes → SUPPORTS, no → REFUTES) or an exact
-"unknown"/"unclear" → NOT ENOUGH INFO. ``None`` (unreadable) scores as wrong.
+The first step that finds a label decides (docs/evaluation.md, "Metrics and grading"): 0. lower case,
+contractions expanded, idioms with an answer word blanked ("no doubt"); 1. the last explicit marker that reads
+(``Finish[X]``, "answer: X"); 2. the last conclusion clause that reads ("so no"); 3. yes/no: the first and last
+clause, which must agree (only the first may merely *start* with an answer word); 4. yes/no: sentence
+openings, when they hold one label. FEVER: steps 0–2, then strong phrases (one label decides, several the first
+clause's), an exact "unknown" (NOT ENOUGH INFO), then step 3 (yes → SUPPORTS, no → REFUTES).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Callable, Literal
 
-__all__ = ["read_label", "LabelKind", "FEVER_LABELS", "YESNO_LABELS"]
+__all__ = ["read_label", "LabelKind", "FEVER_LABELS"]
 
 LabelKind = Literal["yesno", "fever"]
 
 FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 """FEVER's three classes, as the dataset spells them."""
-YESNO_LABELS = ("yes", "no")
-"""The two yes/no labels."""
-
-# ------------------------------------------------------------------------------------ preparation
 
 _CONTRACTIONS = [
     (r"\bcan ?not\b|\bcan't\b", "cannot"), (r"\bwon't\b", "will not"), (r"\bshan't\b", "shall not"),
@@ -67,8 +57,6 @@ def _words(s: str) -> str:
 def _clauses(t: str) -> list[str]:
     return [c for c in (_words(x) for x in _SPLIT.split(t)) if c]
 
-
-# ---------------------------------------------------------------------------------------- yes / no
 
 _HEDGES = sorted([
     "i think", "i believe", "i guess", "i suppose", "i would say", "i would guess", "i say", "i feel",
@@ -155,49 +143,34 @@ def _clause_yesno(c: str, *, leading: bool, hedges: list[str] = _HEDGES) -> str 
     return None
 
 
-def _read_yesno(t: str) -> str | None:
-    clauses = _clauses(t)
-    if not clauses:
-        return None
-    # 1. explicit markers, the last one that reads
-    found = [_clause_yesno(_words(m.group(1)), leading=True) for m in _FINISH.finditer(t)]
-    found += [_clause_yesno(_words(m.group(1)), leading=True) for m in _MARKER.finditer(t)]
-    found = [f for f in found if f]
-    if found:
-        return found[-1]
-    # 2. conclusion clauses
-    concl = _conclusions(clauses, lambda c: _clause_yesno(c, leading=True))
-    if concl:
-        return concl[-1]
-    # 3. first and last clause
-    first = _clause_yesno(clauses[0], leading=True)
-    last = _clause_yesno(clauses[-1], leading=len(clauses) == 1)
-    if first and last and first != last:
-        return None
+def _marked(t: str, clauses: list[str], read: Callable[[str], str | None]) -> str | None:
+    """Steps 1 and 2: the last explicit marker that reads, else the last conclusion clause that reads."""
+    found = [read(_words(m.group(1))) for rx in (_FINISH, _MARKER) for m in rx.finditer(t)]
+    if not any(found):
+        for i, c in enumerate(clauses):
+            m = _CONCLUSION.match(c)
+            rest = (c[m.end():].strip() or (clauses[i + 1] if i + 1 < len(clauses) else "")) if m else ""
+            found.append(read(rest) if rest else None)
+    return next((f for f in reversed(found) if f), None)
+
+
+def _ends(clauses: list[str], hedges: list[str]) -> tuple[str | None, str | None]:
+    """The yes/no of the first and of the last clause (step 3)."""
+    return (_clause_yesno(clauses[0], leading=True, hedges=hedges),
+            _clause_yesno(clauses[-1], leading=len(clauses) == 1, hedges=hedges))
+
+
+def _read_yesno(t: str, clauses: list[str]) -> str | None:
+    marked = _marked(t, clauses, lambda c: _clause_yesno(c, leading=True))
+    if marked:
+        return marked
+    first, last = _ends(clauses, _HEDGES)
     if first or last:
-        return first or last
-    # 4. sentence openings
+        return None if first and last and first != last else first or last
     openings = {lab for s in _SENTENCE.split(t) for cs in [_clauses(s)] if cs
-                for lab in [_clause_yesno(cs[0], leading=True)] if lab}
+                for lab in [_clause_yesno(cs[0], leading=True)] if lab}  # 4. sentence openings
     return openings.pop() if len(openings) == 1 else None
 
-
-def _conclusions(clauses: list[str], read) -> list[str]:  # type: ignore[no-untyped-def]
-    out: list[str] = []
-    for i, c in enumerate(clauses):
-        m = _CONCLUSION.match(c)
-        if not m:
-            continue
-        rest = c[m.end():].strip()
-        if not rest and i + 1 < len(clauses):
-            rest = clauses[i + 1]
-        label = read(rest) if rest else None
-        if label:
-            out.append(label)
-    return out
-
-
-# ------------------------------------------------------------------------------------------ FEVER
 
 _S, _R, _N = FEVER_LABELS
 _FEVER_PHRASES: list[tuple[str, str | None]] = [
@@ -239,8 +212,7 @@ def _strong(c: str) -> list[str | None]:
 
 
 def _clause_fever(c: str) -> str | None:
-    """A FEVER label for a short span (after a marker, in a conclusion): its first strong phrase, else its
-    exact NEI word, else its yes/no reading."""
+    """A FEVER label for a short span: its first strong phrase, else an exact NEI word, else its yes/no reading."""
     labels = [x for x in _strong(c) if x]
     if labels:
         return labels[0]
@@ -251,41 +223,28 @@ def _clause_fever(c: str) -> str | None:
     return _YESNO_TO_FEVER.get(yn or "")
 
 
-def _read_fever(t: str) -> str | None:
-    clauses = _clauses(t)
-    if not clauses:
-        return None
-    found = [_clause_fever(_words(m.group(1))) for m in _FINISH.finditer(t)]
-    found += [_clause_fever(_words(m.group(1))) for m in _MARKER.finditer(t)]
-    found = [f for f in found if f]
-    if found:
-        return found[-1]
-    concl = _conclusions(clauses, _clause_fever)
-    if concl:
-        return concl[-1]
+def _read_fever(t: str, clauses: list[str]) -> str | None:
+    marked = _marked(t, clauses, _clause_fever)
+    if marked:
+        return marked
     strong = [x for c in clauses for x in _strong(c) if x]
     if len(set(strong)) == 1:
         return strong[0]
     if strong:
-        lead = [x for x in _strong(clauses[0]) if x]
-        return lead[0] if lead else None
+        return next((x for x in _strong(clauses[0]) if x), None)
     ends = [clauses[0], clauses[-1]]
     if any(_strip_hedges(c, _FEVER_HEDGES) in _FEVER_EXACT_NEI or c in _FEVER_EXACT_NEI for c in ends):
         return _N
-    first = _clause_yesno(clauses[0], leading=True, hedges=_FEVER_HEDGES)
-    last = _clause_yesno(clauses[-1], leading=len(clauses) == 1, hedges=_FEVER_HEDGES)
-    if first and last and first != last:
-        return None
-    yn = first or last
-    return _YESNO_TO_FEVER[yn] if yn else None
+    first, last = _ends(clauses, _FEVER_HEDGES)
+    return None if first and last and first != last else _YESNO_TO_FEVER.get(first or last or "")
 
 
 def read_label(reply: str, kind: LabelKind) -> str | None:
-    """The label a reply gives (see the module docstring), or ``None``: ``"yes"``/``"no"`` for ``kind="yesno"``,
-    one of :data:`FEVER_LABELS` for ``"fever"``; ``ValueError`` for another kind."""
+    """The label a reply gives (``"yes"``/``"no"``, or one of :data:`FEVER_LABELS`), or ``None``."""
     if kind not in ("yesno", "fever"):
         raise ValueError(f"unknown label kind {kind!r}: use 'yesno' or 'fever'")
     t = _prepare(reply)
-    if not t:
+    clauses = _clauses(t)
+    if not clauses:
         return None
-    return _read_yesno(t) if kind == "yesno" else _read_fever(t)
+    return (_read_yesno if kind == "yesno" else _read_fever)(t, clauses)

@@ -1,8 +1,5 @@
-"""Answer metrics for open-domain QA: official EM and F1, label accuracy, retrieval statistics.
-
-``rule`` names the official script (``"hotpotqa"``: hotpot_evaluate_v1.py, also 2Wiki's; ``"musique"``:
-metrics/answer.py, SQuAD's); the rules are in docs/evaluation.md, "Metrics and grading".
-"""
+"""Answer metrics for open-domain QA: the official EM and F1 (``rule``: ``"hotpotqa"``, hotpot_evaluate_v1.py, also
+2Wiki's; ``"musique"``, metrics/answer.py), label accuracy, retrieval statistics."""
 
 from __future__ import annotations
 
@@ -13,7 +10,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ragplan.eval.labels import FEVER_LABELS, read_label
+from ragplan.eval.labels import FEVER_LABELS
+from ragplan.eval.labels import read_label as extract_label
 
 __all__ = [
     "normalize_answer", "exact_match", "f1_score", "extract_label", "canonical_label", "label_accuracy",
@@ -42,16 +40,15 @@ def _golds(gold: str | Iterable[str]) -> list[str]:
     return golds or [""]
 
 
-def exact_match(prediction: str, gold: str | Iterable[str], rule: ScoreRule = "hotpotqa") -> float:
-    """1.0 when the normalised prediction equals a normalised gold answer (``rule`` does not change EM)."""
-    _check_rule(rule)
-    p = normalize_answer(prediction)
-    return float(any(p == normalize_answer(g) for g in _golds(gold)))
-
-
 def _check_rule(rule: str) -> None:
     if rule not in SCORE_RULES:
         raise ValueError(f"unknown scoring rule {rule!r}; known: {', '.join(SCORE_RULES)}")
+
+
+def exact_match(prediction: str, gold: str | Iterable[str], rule: ScoreRule = "hotpotqa") -> float:
+    """1.0 when the normalised prediction equals a normalised gold answer (``rule`` does not change EM)."""
+    _check_rule(rule)
+    return float(any(normalize_answer(prediction) == normalize_answer(g) for g in _golds(gold)))
 
 
 def _f1_one(prediction: str, gold: str, rule: str) -> float:
@@ -74,13 +71,6 @@ def f1_score(prediction: str, gold: str | Iterable[str], rule: ScoreRule = "hotp
     return max(_f1_one(prediction, g, rule) for g in _golds(gold))
 
 
-# ---------------------------------------------------------------------------------------- labels
-
-def extract_label(prediction: str, kind: str) -> str | None:
-    """The label a free-text reply gives, or ``None`` (:func:`ragplan.eval.labels.read_label`)."""
-    return read_label(prediction, kind)  # type: ignore[arg-type]
-
-
 def canonical_label(gold: str, kind: str) -> str:
     """A gold label in its canonical spelling (``NOT_ENOUGH_INFO`` → ``NOT ENOUGH INFO``, ``Yes`` → ``yes``)."""
     g = " ".join((gold or "").replace("_", " ").split())
@@ -88,19 +78,15 @@ def canonical_label(gold: str, kind: str) -> str:
         return g.upper()
     if kind == "yesno" and g.lower() in ("yes", "no"):
         return g.lower()
-    label = read_label(gold, kind)  # type: ignore[arg-type]
+    label = extract_label(gold, kind)  # type: ignore[arg-type]
     return label if label is not None else g
 
 
 def label_accuracy(prediction: str, gold: str | Iterable[str], kind: str) -> float:
     """1.0 when the label read from ``prediction`` is the (canonical) gold label; unreadable scores 0.0."""
-    label = extract_label(prediction, kind)
-    if label is None:
-        return 0.0
-    return float(any(label == canonical_label(g, kind) for g in _golds(gold)))
+    label = extract_label(prediction, kind)  # type: ignore[arg-type]
+    return float(label is not None and any(label == canonical_label(g, kind) for g in _golds(gold)))
 
-
-# ------------------------------------------------------------------------------------- retrieval
 
 @dataclass(frozen=True)
 class RetrievalStats:
@@ -130,9 +116,7 @@ class RetrievalStats:
 
 
 def _num(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return int(value)
+    return None if isinstance(value, bool) or not isinstance(value, (int, float)) else int(value)
 
 
 def _field(q: Any, name: str) -> Any:
@@ -140,14 +124,12 @@ def _field(q: Any, name: str) -> Any:
 
 
 def retrieval_stats(output: Mapping[str, Any]) -> RetrievalStats:
-    """Retrieval counts of a text-QA graph's output: from its ``queries`` (``retrieve``,
-    ``retrieval_error``) when listed, else its ``retrievals`` (or ``retrieval_count``) and ``retrieval_errors``."""
+    """Retrieval counts of a graph's output: from its ``queries`` when listed, else its counts."""
     qs = output.get("queries")
     if isinstance(qs, list) and qs:
         ran = [q for q in qs if _field(q, "retrieve")]
         failed = sum(1 for q in ran if _field(q, "retrieval_error"))
         return RetrievalStats(len(qs), len(ran), failed)
     typed = _num(output.get("retrievals"))
-    attempted_n = (typed if typed is not None else _num(output.get("retrieval_count"))) or 0
-    failed_n = min(attempted_n, _num(output.get("retrieval_errors")) or 0)
-    return RetrievalStats(None, attempted_n, failed_n)
+    attempted = (typed if typed is not None else _num(output.get("retrieval_count"))) or 0
+    return RetrievalStats(None, attempted, min(attempted, _num(output.get("retrieval_errors")) or 0))

@@ -1,10 +1,8 @@
-"""The per-question part of an evaluation run: run, retry, grade and record each question.
-
-:func:`run_questions` (called by :mod:`ragplan.eval.runner`) compiles the method's graph with the run's checkpoints, runs its questions with bounded async
-concurrency (a rate-limited question is retried with exponential backoff, a question past its time
-budget or one that crashes is recorded with the reason), grades each and appends its line to
-``results.jsonl`` (fsynced before the question counts as done; lines that finish together share one write and
-one fsync).
+"""The per-question part of an evaluation run: run (bounded async concurrency), retry on rate limits with
+exponential backoff, grade, and append each question's record to ``results.jsonl`` (fsynced before it counts as
+done). A question past its time budget or one that crashes is recorded with the reason. Each question's data
+(:meth:`~ragplan.family.MethodFamily.data_key`) is prepared once per run, shared by its questions and let go
+after the last; a failed ``prepare`` hands nothing on.
 """
 
 from __future__ import annotations
@@ -12,19 +10,19 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import fields
+from typing import Any, Callable, Iterable
 
 from ragplan.eval.benchmark import Benchmark, Item
 from ragplan.eval.item_checkpoints import CHECKPOINT_FILE, ItemCheckpoints
-from ragplan.eval.item_contexts import ItemContexts
 from ragplan.eval.runfolder import RunFolder, RunSettings, record_line
 from ragplan.family import MethodFamily
 from ragplan.state.result import GraphResult
 from ragplan.state.usage import Usage
 
-__all__ = ["RunJob", "ResultWriter", "run_questions", "is_rate_limited"]
+__all__ = ["ResultWriter", "run_questions", "is_rate_limited", "ItemContexts", "data_keys"]
 
 
 def is_rate_limited(out: dict[str, Any]) -> bool:
@@ -33,29 +31,67 @@ def is_rate_limited(out: dict[str, Any]) -> bool:
     return (failed.get("kind") if isinstance(failed, dict) else getattr(failed, "kind", None)) == "rate_limit"
 
 
-@dataclass
-class RunJob:
-    """The questions one process runs: all of a run's pending questions, or one worker's share of them."""
+def data_keys(family: MethodFamily, items: Iterable[Item]) -> list[str]:
+    """Each question's data key, in order (questions with the same key read the same data)."""
+    names = family.context_fields()
+    return [family.data_key({k: v for k, v in it.context.items() if k in names}) for it in items]
 
-    settings: RunSettings
-    """The run's settings (method, retries, time budget, checkpoints …)."""
-    run_dir: str
-    """The run folder the records are appended to."""
-    invocation: int
-    """The number of this run or resume (``invocations.jsonl``), kept in every record."""
-    items: list[Item]
-    """The questions to run, those that share data next to each other."""
-    base: dict[str, Any]
-    """The context settings every question shares (model, endpoint, the benchmark's prepared settings …)."""
-    bench: Benchmark
-    """The benchmark that grades the answers."""
-    concurrency: int
-    """Questions of this job in flight at once."""
+
+class ItemContexts:
+    """Contexts of a run's questions, the family's data prepared once per distinct data."""
+
+    def __init__(self, family: MethodFamily, method: str, base: dict[str, Any], items: Iterable[Item]) -> None:
+        """``base``: the settings every question shares; ``items``: the questions this invocation will run."""
+        self.family, self.method, self.base = family, method, base
+        self.fields = family.context_fields()
+        self._pending: Counter[str] = Counter(self._key(it) for it in items)
+        self._handles: dict[str, dict[str, Any]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self.prepared = 0
+        """How many distinct data were prepared (each distinct script loaded once: this many loads)."""
+
+    def _own(self, item: Item) -> dict[str, Any]:
+        return {k: v for k, v in item.context.items() if k in self.fields}
+
+    def _key(self, item: Item) -> str:
+        return self.family.data_key(self._own(item))
+
+    def _prepare(self, ctx: Any) -> dict[str, Any]:
+        """Run ``prepare`` on ``ctx``; the fields it set (the data's handles), or nothing when it failed."""
+        before = {f.name: getattr(ctx, f.name) for f in fields(ctx)}
+        try:
+            problem = self.family.prepare(self.method, ctx)
+        except Exception:  # the graph opens the data itself and records why it cannot
+            return {}
+        if problem:
+            return {}
+        return {k: getattr(ctx, k) for k, v in before.items() if getattr(ctx, k) is not v}
+
+    async def get(self, item: Item) -> Any:
+        """A fresh context for ``item``, with its data's prepared handles."""
+        key = self._key(item)
+        ctx = self.family.context(**{**self.base, **self._own(item)})
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            if key not in self._handles:
+                self._handles[key] = await asyncio.to_thread(self._prepare, ctx)
+                self.prepared += 1
+                return ctx
+        for name, value in self._handles[key].items():
+            setattr(ctx, name, value)
+        return ctx
+
+    def release(self, item: Item) -> None:
+        """``item`` is done: when it was the last question of its data, let the data go."""
+        key = self._key(item)
+        self._pending[key] -= 1
+        if self._pending[key] <= 0:
+            self._handles.pop(key, None)
+            self._locks.pop(key, None)
 
 
 class ResultWriter:
-    """Appends a run's result lines from the event loop, the lines that are ready together (group commit):
-    each is fsynced before :meth:`write` returns, with one ``fsync`` for the lines that finished meanwhile."""
+    """Appends result lines, those ready together in one write and one ``fsync`` (group commit)."""
 
     def __init__(self, folder: RunFolder) -> None:
         """Lines go to ``folder``'s ``results.jsonl``."""
@@ -122,23 +158,24 @@ def _typed(family: MethodFamily, out: dict[str, Any]) -> GraphResult:
                              error=f"the output does not fit {family.result.__name__}: {type(exc).__name__}: {exc}")
 
 
-async def run_questions(job: RunJob, family: MethodFamily, on_finished: Callable[[], None] | None = None) -> int:
-    """Run every question of ``job`` with ``family``'s graph, ``job.concurrency`` at a time, appending its record
-    (``on_finished`` after each); returns how many distinct data were prepared (:class:`~ragplan.eval.item_contexts.ItemContexts`)."""
-    settings, bench = job.settings, job.bench
-    folder = RunFolder(job.run_dir)
+async def run_questions(family: MethodFamily, settings: RunSettings, folder: RunFolder, invocation: int,
+                        items: list[Item], base: dict[str, Any], bench: Benchmark,
+                        on_finished: Callable[[], None] | None = None) -> int:
+    """Run and record ``items`` with the context settings ``base`` plus their own, ``on_finished`` after each;
+    returns how many distinct data were prepared."""
     checkpoints = ItemCheckpoints(folder.path / CHECKPOINT_FILE, enabled=settings.checkpoints)
     try:
         graph = family.graph(settings.method).build().compile(name=settings.method, checkpointer=await checkpoints.open())
     except BaseException:  # the checkpoint file is closed whatever stops the run before its questions start
         await checkpoints.close()
         raise
-    sem = asyncio.Semaphore(max(1, job.concurrency))
-    contexts = ItemContexts(family, settings.method, job.base, job.items)  # each distinct script / index opened once
+    concurrency = max(1, settings.concurrency)
+    sem = asyncio.Semaphore(concurrency)
+    contexts = ItemContexts(family, settings.method, base, items)  # each distinct script / index opened once
     writer = ResultWriter(folder)
     # synchronous nodes run in the loop's default thread pool: size it to the concurrency (asyncio's own
     # default, min(32, cores + 4), would cap a run at 6 questions in flight on 2 cores)
-    pool = ThreadPoolExecutor(max_workers=max(8, 2 * job.concurrency + 4), thread_name_prefix="ragplan-node")
+    pool = ThreadPoolExecutor(max_workers=max(8, 2 * concurrency + 4), thread_name_prefix="ragplan-node")
     asyncio.get_running_loop().set_default_executor(pool)
 
     async def one(item: Item) -> None:
@@ -177,13 +214,13 @@ async def run_questions(job: RunJob, family: MethodFamily, on_finished: Callable
                 graded = {"correct": False, "grade_error": f"{type(exc).__name__}: {exc}",
                           **{m: 0.0 for m in getattr(bench, "metrics", ())}}
             await writer.write({**_record(item, res, graded, settings, latency, attempts),
-                                "invocation": job.invocation, "finished_at": round(time.time(), 3)})
+                                "invocation": invocation, "finished_at": round(time.time(), 3)})
             await checkpoints.forget(item.id)
             if on_finished:
                 on_finished()
 
     try:  # the loop shuts its default executor down when it closes
-        await asyncio.gather(*(one(it) for it in job.items))
+        await asyncio.gather(*(one(it) for it in items))
     finally:
         await checkpoints.close()
     return contexts.prepared

@@ -1,8 +1,4 @@
-"""Summaries of a run and comparison tables across runs (docs/evaluation.md, "Reports").
-
-SR/MR follows the run whose graph defines the split (``GraphSpec.splits_retrievals``: IterRAG) for every
-run of the same benchmark when one is compared, each run's own retrieval count otherwise.
-"""
+"""Summaries of a run and comparison tables across runs (docs/evaluation.md, "Reports")."""
 
 from __future__ import annotations
 
@@ -10,18 +6,18 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections import Counter
-from typing import Any, Callable
+from typing import IO, Any, Callable
 
 from ragplan.eval.benchmark import ComparedRun
-from ragplan.eval.figures import plot_retrieval_split, plot_run
-from ragplan.eval.ordering import ordered_categories
-from ragplan.eval.registry import comparison_hook
+from ragplan.eval.figures import ordered_categories, plot_retrieval_split, plot_run
+from ragplan.eval.registry import get_benchmark
 from ragplan.eval.runfolder import RunFolder, RunSettings
+from ragplan.family import MethodFamily
 from ragplan.registry import family_of
 
-__all__ = ["summarise", "write_summary", "compare_runs", "every_question_failed", "comparison", "RunComparison", "retrieval_class",
-           "retrieval_totals", "summary_markdown", "benchmark_comparison", "retrieval_split", "plot_comparison",
-           "run_labels"]
+__all__ = ["summarise", "write_summary", "compare_runs", "every_question_failed", "comparison", "RunComparison",
+           "retrieval_class", "retrieval_totals", "summary_markdown", "benchmark_comparison", "retrieval_split",
+           "plot_comparison", "run_labels", "family_or_none"]
 
 
 def retrieval_class(n: int) -> str:
@@ -29,8 +25,16 @@ def retrieval_class(n: int) -> str:
     return "none" if n <= 0 else "SR" if n == 1 else "MR"
 
 
+def _class_of(record: dict[str, Any]) -> str:
+    return retrieval_class(int(record.get("retrievals", 0) or 0))
+
+
 #: A family's figures of one run record (:meth:`ragplan.state.result.GraphResult.run_metrics`).
 RunMetrics = Callable[[dict[str, Any]], dict[str, float]]
+
+
+def _mean(vals: list[float]) -> float | None:
+    return round(sum(vals) / len(vals), 4) if vals else None
 
 
 def _acc(records: list[dict[str, Any]], metrics: list[str] | tuple[str, ...] = (),
@@ -39,12 +43,9 @@ def _acc(records: list[dict[str, Any]], metrics: list[str] | tuple[str, ...] = (
     n = len(records)
     c = sum(1 for r in records if r.get("correct"))
     out: dict[str, Any] = {"n": n, "correct": c, "accuracy": round(c / n, 4) if n else 0.0}
-    for m in metrics:
-        vals = [float(r[m]) for r in records if isinstance(r.get(m), (int, float))]
-        out[m] = round(sum(vals) / len(vals), 4) if vals else None
-    for m in names or []:
-        vals = [f[m] for r in records if m in (f := (figures or {}).get(id(r), {}))]
-        out[m] = round(sum(vals) / len(vals), 4) if vals else None
+    out.update({m: _mean([float(r[m]) for r in records if isinstance(r.get(m), (int, float))]) for m in metrics})
+    figs = figures or {}
+    out.update({m: _mean([f[m] for r in records if m in (f := figs.get(id(r), {}))]) for m in names or []})
     return out
 
 
@@ -63,8 +64,7 @@ def _figures(records: list[dict[str, Any]], run_metrics: RunMetrics | None) -> t
 
 def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any = None,
               metrics: list[str] | None = None, run_metrics: RunMetrics | None = None) -> dict[str, Any]:
-    """Accuracy, the benchmark's ``metrics`` and the family's ``run_metrics`` figures overall, per group key
-    and per retrieval class, plus stop reasons and cost."""
+    """Accuracy and metrics overall, per group key and per retrieval class, plus stop reasons and cost."""
     metrics = list(metrics or [])
     figures, names = _figures(records, run_metrics)
     names = [m for m in names if m not in metrics]
@@ -76,7 +76,7 @@ def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any 
         groups[key] = {v: _acc(values[v], metrics, figures, names) for v in ordered_categories(values)}  # easy < medium < hard
     by_class: dict[str, list[dict[str, Any]]] = {}
     for r in records:
-        by_class.setdefault(retrieval_class(int(r.get("retrievals", 0))), []).append(r)
+        by_class.setdefault(_class_of(r), []).append(r)
     n = len(records) or 1
     total = {k: sum(r.get(k, 0) or 0 for r in records) for k in ("llm_calls", "input_tokens", "output_tokens")}
     return {
@@ -98,8 +98,7 @@ def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any 
 
 
 def retrieval_totals(records: list[dict[str, Any]]) -> dict[str, int]:
-    """Retrievals run and failed over a run's records (the runner's ``retrievals`` / ``retrieval_errors``),
-    and how many questions retrieved at all and how many had every retrieval fail."""
+    """Retrievals run and failed, questions that retrieved and those whose every retrieval failed."""
     def num(r: dict[str, Any], k: str) -> int:
         v = r.get(k)
         return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
@@ -157,8 +156,7 @@ def write_summary(run_dir: Path, s: dict[str, Any]) -> None:
 
 @dataclass
 class RunComparison:
-    """The comparison of several runs: the table's headers and rows (cells as printed), the SR/MR note, and each
-    run's settings, records and summary (for reports that draw more than the table)."""
+    """The comparison of several runs: the table, the SR/MR note, and each run's settings, records and summary."""
 
     headers: list[str]
     rows: list[list[Any]]
@@ -187,11 +185,13 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
             metrics += [m for m in json.loads((Path(d) / "summary.json").read_text()).get("metrics", []) if m not in metrics]
         except (OSError, ValueError):
             pass
-    hooks = [_run_metrics_of(st.method) for st, _ in runs]  # each run's family figures (FuRePA's iterations …)
+    # each run's family figures (FuRePA's iterations …)
+    hooks = [fam.result.run_metrics if (fam := family_or_none(st.method)) else None for st, _ in runs]
     run_names = list(dict.fromkeys(k for (_, recs), h in zip(runs, hooks) for k in _figures(list(recs.values()), h)[1]
                                    if k not in metrics))
-    refs = _reference_counts([(st, recs) for st, recs in runs])
-    split_note = (f"SR/MR by {_names(refs)}'s retrieval count" if refs else "SR/MR by each run's own retrieval count")
+    refs = _reference_counts(runs)
+    refs_names = "/".join(dict.fromkeys(m for m, _ in refs.values()))
+    split_note = f"SR/MR by {refs_names}'s retrieval count" if refs else "SR/MR by each run's own retrieval count"
     group_keys = ["year"] if any("year" in r for _, recs in runs for r in recs.values()) else []
     years = ordered_categories(str(r.get("year")) for _, recs in runs for r in recs.values()) if group_keys else []
     headers = ["method", "model", "benchmark", "questions", "accuracy", *metrics, *run_names, *[f"y{y}" for y in years], "SR", "MR",
@@ -202,14 +202,8 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
         rs = list(recs.values())
         s = summarise(rs, group_keys, st, metrics, run_metrics=hook)
         summaries.append((st, recs, s))
-        counts: dict[str, dict[str, Any]] = refs[st.benchmark][1] if st.benchmark in refs else recs  # the reference run
-
-        def cls(r: dict[str, Any]) -> str:  # a question the reference run did not answer is in neither class
-            ref = counts.get(r["id"])
-            return "unsplit" if ref is None else retrieval_class(int(ref.get("retrievals", 0) or 0))
-
-        sr = _acc([r for r in rs if cls(r) == "SR"])
-        mr = _acc([r for r in rs if cls(r) == "MR"])
+        cls = _split(st, recs, refs)
+        sr, mr = (_acc([r for i, r in recs.items() if cls[i] == k]) for k in ("SR", "MR"))
         ys = [s["groups"].get("year", {}).get(y, {"accuracy": 0, "n": 0}) for y in years]
         rows.append([st.method, st.model or "-", st.benchmark, s["overall"]["n"], f"{s['overall']['accuracy']:.1%}",
                      *["-" if s["overall"].get(m) is None else f"{s['overall'][m]:.3f}" for m in [*metrics, *run_names]],
@@ -220,31 +214,28 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
     return RunComparison(headers, rows, split_note, summaries)
 
 
-def _run_metrics_of(method: str) -> RunMetrics | None:
-    """The run-record figures hook of ``method``'s family (None for a method this ragplan does not know)."""
+def family_or_none(method: str) -> MethodFamily | None:
+    """``method``'s family, or None for a method this ragplan does not know (a run of another version)."""
     try:
-        return family_of(method).result.run_metrics
+        return family_of(method)
     except KeyError:
         return None
 
 
-def _reference_counts(runs: list[tuple[RunSettings, dict[str, dict[str, Any]]]]) -> dict[str, tuple[str, dict[str, dict[str, Any]]]]:
-    """Benchmark → (method, records by id) of the first run on it whose graph defines the SR/MR split
-    (``GraphSpec.splits_retrievals``: IterRAG)."""
+def _reference_counts(runs: list[Any]) -> dict[str, tuple[str, dict[str, dict[str, Any]]]]:
+    """Benchmark → (method, records) of its first run whose graph defines the SR/MR split (IterRAG)."""
     refs: dict[str, tuple[str, dict[str, dict[str, Any]]]] = {}
-    for st, recs in runs:
-        try:
-            spec = family_of(st.method).graph(st.method)
-        except KeyError:  # a method this ragplan does not know
-            continue
-        if spec.splits_retrievals:
+    for st, recs, *_ in runs:
+        fam = family_or_none(st.method)
+        if fam is not None and fam.graph(st.method).splits_retrievals:
             refs.setdefault(st.benchmark, (st.method, recs))
     return refs
 
 
-def _names(refs: dict[str, tuple[str, Any]]) -> str:
-    """The reference methods of ``refs``, for a note (``iter_rag``)."""
-    return "/".join(dict.fromkeys(m for m, _ in refs.values()))
+def _split(st: RunSettings, recs: dict[str, dict[str, Any]], refs: dict[str, Any]) -> dict[str, str]:
+    """Each question's SR/MR class by the reference run's retrieval count, else its own."""
+    counts = refs[st.benchmark][1] if st.benchmark in refs else recs
+    return {i: _class_of(counts[i]) if i in counts else "unsplit" for i in recs}
 
 
 def run_labels(c: RunComparison, run_dirs: list[str | Path]) -> list[str]:
@@ -254,40 +245,42 @@ def run_labels(c: RunComparison, run_dirs: list[str | Path]) -> list[str]:
 
 
 def benchmark_comparison(c: RunComparison, run_dirs: list[str | Path]) -> str:
-    """The benchmark's own comparison tables (its ``compare`` hook, see :mod:`ragplan.eval.benchmark`) when every
-    run is of one benchmark that has one; '' otherwise."""
+    """The ``compare`` hook's tables when every run is of one benchmark that has one; '' otherwise."""
     if not c.runs or len({st.benchmark for st, _, _ in c.runs}) != 1:
         return ""
     first = c.runs[0][0]
-    hook = comparison_hook(first.benchmark, first.data, dict(first.benchmark_options))
-    if hook is None:
+    try:
+        hook = getattr(get_benchmark(first.benchmark, first.data, **first.benchmark_options), "compare", None)
+    except Exception:  # noqa: BLE001  (an unknown benchmark or options a report cannot honour: no hook)
+        return ""
+    if not callable(hook):
         return ""
     labels = run_labels(c, run_dirs)
     return str(hook([ComparedRun(lab, st, list(recs.values())) for lab, (st, recs, _) in zip(labels, c.runs)]))
 
 
 def retrieval_split(c: RunComparison, labels: list[str]) -> dict[str, dict[str, Any]]:
-    """PlanRAG's Figure 5 data: per benchmark, the SR/MR counts (of the reference run, else the first) and
-    each run's accuracy on them (None without questions of a class); split as in :func:`comparison`."""
-    refs = _reference_counts([(st, recs) for st, recs, _ in c.runs])
+    """PlanRAG's Figure 5 data: per benchmark, the SR/MR counts and each run's accuracy on them."""
+    refs = _reference_counts(c.runs)
     out: dict[str, dict[str, Any]] = {}
     for label, (st, recs, _) in zip(labels, c.runs):
-        counts = refs[st.benchmark][1] if st.benchmark in refs else recs
-        b = out.setdefault(st.benchmark, {"total": 0, "n": {}, "methods": {}, "split_by": refs[st.benchmark][0] if st.benchmark in refs
-                                          else "own retrieval counts"})
-        cls = {i: retrieval_class(int(counts[i].get("retrievals", 0) or 0)) if i in counts else "unsplit" for i in recs}
+        ref = refs.get(st.benchmark)
+        b = out.setdefault(st.benchmark, {"total": 0, "n": {}, "methods": {},
+                                          "split_by": ref[0] if ref else "own retrieval counts"})
+        cls = _split(st, recs, refs)
         if not b["n"]:
-            base = refs[st.benchmark][1] if st.benchmark in refs else recs
-            own = [retrieval_class(int(r.get("retrievals", 0) or 0)) for r in base.values()]
+            base = ref[1] if ref else recs
+            own = [_class_of(r) for r in base.values()]
             b["total"], b["n"] = len(base), {k: own.count(k) for k in ("SR", "MR")}
         accs = {k: _acc([r for i, r in recs.items() if cls[i] == k]) for k in ("SR", "MR")}
         b["methods"][label] = {k: (a["accuracy"] if a["n"] else None) for k, a in accs.items()}
     return out
 
 
-def plot_comparison(run_dirs: list[str | Path], path: str | Path) -> Path:
-    """``ragplan eval report RUN… --plot OUT.png``: PlanRAG's Figure 5 (accuracy on SR and MR questions per method)."""
-    c = comparison(run_dirs)
+def plot_comparison(run_dirs: list[str | Path], path: str | Path | IO[bytes],
+                    c: RunComparison | None = None) -> str | Path | IO[bytes]:
+    """``ragplan eval report RUN… --plot OUT.png``: PlanRAG's Figure 5 (``c``: the comparison, when made)."""
+    c = c or comparison(run_dirs)
     split = retrieval_split(c, run_labels(c, run_dirs))
     how = {b["split_by"] for b in split.values()}
     own = "own retrieval counts"
@@ -295,13 +288,11 @@ def plot_comparison(run_dirs: list[str | Path], path: str | Path) -> Path:
     plot_retrieval_split(split, path, note="SR/MR by " + ("each run's own retrieval count" if how == {own}
                                                           else f"{refs}'s retrieval count" if own not in how
                                                           else f"{refs}'s retrieval count where a {refs} run is given"))
-    return Path(path)
+    return path
 
 
 def every_question_failed(summary: dict[str, Any], run_dir: str | Path) -> str | None:
-    """Why a run is a failure as a whole: every question it ran ended in an error (the endpoint down, a wrong model
-    name …); None when at least one question ran through. The run folder keeps the records (``--resume`` does not
-    ask them again; re-run them into a new folder once the cause is fixed)."""
+    """Why a run failed as a whole (every question ended in an error), or None."""
     overall = summary.get("overall") or {}
     n = int(overall.get("n") or 0)
     if not n or int(overall.get("errors") or 0) < n:
@@ -309,10 +300,7 @@ def every_question_failed(summary: dict[str, Any], run_dir: str | Path) -> str |
     first = ""
     try:
         with open(Path(run_dir) / "results.jsonl", encoding="utf-8") as fh:
-            for line in fh:
-                first = (json.loads(line).get("error") or "") if line.strip() else ""
-                if first:
-                    break
+            first = next((e for line in fh if line.strip() and (e := json.loads(line).get("error"))), "")
     except (OSError, ValueError):  # the reason is a courtesy: the counts say enough
         pass
     return (f"every question failed ({n} of {n})" + (f"; the first: {first[:300]}" if first else "")

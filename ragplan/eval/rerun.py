@@ -1,10 +1,5 @@
-"""Re-executing a finished run into a new folder (``ragplan eval --rerun RUN_DIR``), and checking it reproduced the run.
-
-With the LLM cache the run recorded (``--llm-cache DIR --replay``) the re-execution needs no endpoint and
-must give the same records: :func:`record_differences` compares them field by field, leaving out only
-what measures time: :data:`TIMING_FIELDS` and any field named ``*_s``, ``*_ms`` or ``*_seconds`` at any
-depth, and inside text a measured duration written with decimals (``[3 sentences, 0.08 s]``).
-"""
+"""``ragplan eval --rerun RUN_DIR``: re-execute a run into a new folder and compare the records, leaving out
+what measures time (:data:`TIMING_FIELDS`, fields named ``*_s``/``*_ms``/``*_seconds``, durations in text)."""
 
 from __future__ import annotations
 
@@ -62,10 +57,7 @@ def _untimed(value: Any) -> Any:
 
 
 def record_differences(old_dir: str | Path, new_dir: str | Path) -> tuple[int, dict[str, list[str]]]:
-    """``(compared, {id: differing fields})`` between two run folders' records, timing fields aside.
-
-    A question present in only one folder is reported with the field ``(missing)``.
-    """
+    """``(compared, {id: differing fields})`` between two run folders' records (``(missing)``: in one only)."""
     old, new = RunFolder(old_dir).load_records(), RunFolder(new_dir).load_records()
     diffs: dict[str, list[str]] = {}
     for qid in sorted(set(old) | set(new)):

@@ -1,11 +1,9 @@
-"""Retrieval scores against a dataset's gold support: recall@k, all-supporting@k, MRR (no LLM).
-
-Definitions: docs/evaluation.md, "Retrieval without an LLM". ``k`` counts passages for titles and MRR,
-sentences for sentence recall; a question with several queries is scored on the union of their top k.
-"""
+"""Retrieval scores against a dataset's gold support: recall@k, all-supporting@k, MRR (no LLM; docs/evaluation.md,
+"Retrieval without an LLM"), also for a run's executed queries (:class:`SupportScorer`)."""
 
 from __future__ import annotations
 
+import threading
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -14,7 +12,7 @@ from typing import Any
 from ragplan.datasets import QAExample
 
 __all__ = ["SupportSentence", "EvidenceSet", "GoldSupport", "gold_support", "score_ranking", "score_queries",
-           "mean_scores", "score_names", "DEFAULT_KS"]
+           "mean_scores", "score_names", "DEFAULT_KS", "SUPPORT_KS", "support_metric_names", "SupportScorer"]
 
 DEFAULT_KS: tuple[int, ...] = (1, 2, 5, 10)
 """The cut-offs reported when none are named."""
@@ -120,13 +118,8 @@ def _sentence_hits(sentences: Sequence[Any], gold: EvidenceSet) -> set[SupportSe
 
 def score_queries(rankings: Sequence[Sequence[Any]], gold: GoldSupport, ks: Sequence[int] = DEFAULT_KS, *,
                   sentence_rankings: Sequence[Sequence[Any]] | None = None) -> dict[str, float | None]:
-    """Scores of a question whose queries returned ``rankings`` (one ranked passage list per query).
-
-    Passages are anything with a ``title`` (a :class:`~ragplan.tools.retrieval.Passage`, a dict) or plain
-    title strings. ``sentence_rankings`` are the queries' ranked sentences (:class:`Evidence` objects or
-    their dicts: ``title``, ``sentence``, ``sentence_index``); without them, or when the gold support has
-    no sentences, every ``sentence_recall@k`` is ``None``. A question without queries scores 0.
-    """
+    """Scores of a question whose queries returned ``rankings`` (ranked passages or titles per query) and,
+    optionally, ``sentence_rankings`` (ranked sentences per query; else ``sentence_recall@k`` is ``None``)."""
     ks = sorted({int(k) for k in ks if int(k) > 0})
     gold_keys = {title_key(t) for t in gold.titles}
     sets = [s for s in gold.sets if s.titles]
@@ -168,3 +161,41 @@ def mean_scores(scores: Sequence[Mapping[str, float | None]]) -> dict[str, float
         vals = [float(v) for s in scores if isinstance(v := s.get(n), (int, float))]
         out[n] = round(sum(vals) / len(vals), 4) if vals else None
     return out
+
+
+SUPPORT_KS: tuple[int, ...] = (2, 5)
+"""The cut-offs of ``support_recall@k`` in a run's summary."""
+
+
+def support_metric_names(ks: Sequence[int] = SUPPORT_KS) -> tuple[str, ...]:
+    """The record fields :meth:`SupportScorer.score` fills, in column order."""
+    return (*(f"support_recall@{k}" for k in ks), "support_mrr")
+
+
+class SupportScorer:
+    """Scores executed queries against gold support in one local index (opened on first use, thread-safe)."""
+
+    def __init__(self, index_dir: str, embedding_model: str = "", ks: Sequence[int] = SUPPORT_KS) -> None:
+        """``index_dir``: the index the run retrieved from; ``embedding_model``: the model it embeds queries with."""
+        self.index_dir, self.embedding_model, self.ks = str(index_dir), embedding_model, tuple(ks)
+        self._index: Any = None
+        self._lock = threading.Lock()
+
+    def score(self, gold: GoldSupport, queries: Sequence[str] | None) -> dict[str, float | None]:
+        """The figures of one question (``None`` each without gold support or a list of queries)."""
+        names = support_metric_names(self.ks)
+        if not gold or queries is None:
+            return dict.fromkeys(names)
+        qs = [q for q in queries if isinstance(q, str) and q.strip()]
+        rankings: list[list[Any]] = []
+        if qs:
+            with self._lock:
+                if self._index is None:
+                    from ragplan.tools.textindex import TextIndex
+
+                    self._index = TextIndex.open(self.index_dir, model_path=self.embedding_model)
+                rankings = self._index.search_many(qs, max(self.ks))
+        s = score_queries(rankings, gold, self.ks)
+        out: dict[str, float | None] = {f"support_recall@{k}": s[f"title_recall@{k}"] for k in self.ks}
+        out["support_mrr"] = s["mrr"]
+        return {k: None if v is None else round(float(v), 4) for k, v in out.items()}

@@ -1,9 +1,5 @@
-"""``ragplan eval retrieval``: score a retriever (and a method's queries) against gold support, no LLM.
-
-See docs/evaluation.md, "Retrieval without an LLM". Questions without gold support are left out and counted;
-with a run folder, unfinished questions are ``missing`` and one with no executed query scores 0
-(``without_queries``).
-"""
+"""``ragplan eval retrieval``: score a retriever (and a method's queries) against gold support, no LLM
+(docs/evaluation.md, "Retrieval without an LLM")."""
 
 from __future__ import annotations
 
@@ -14,6 +10,7 @@ from typing import Any
 
 from ragplan.datasets import QAExample
 from ragplan.eval.retrieval import DEFAULT_KS, GoldSupport, gold_support, mean_scores, score_names, score_queries
+from ragplan.eval.runfolder import RunFolder, atomic_write
 
 __all__ = ["evaluate_retrieval", "score_examples", "read_executed_queries", "retrieval_table", "write_result"]
 
@@ -22,14 +19,10 @@ SearchMany = Callable[[Sequence[str], int], list[list[Any]]]
 
 
 def read_executed_queries(path: str | Path) -> dict[str, list[str]]:
-    """Question id → the queries a method executed, from a run folder or its ``results.jsonl``; a record
-    without an ``executed_queries`` list is refused (no queries is not unrecorded)."""
-    from ragplan.eval.runfolder import RunFolder
-
+    """Question id → the queries a method executed, from a run folder or its ``results.jsonl``."""
     p = Path(path)
     folder = RunFolder(p if p.is_dir() else p.parent)
-    if not p.is_dir():
-        folder.results_file = p
+    folder.results_file = folder.results_file if p.is_dir() else p
     if not folder.results_file.is_file():
         raise FileNotFoundError(f"{p}: no results.jsonl (give a run folder of `ragplan eval` or its results.jsonl)")
     out: dict[str, list[str]] = {}
@@ -45,9 +38,8 @@ def read_executed_queries(path: str | Path) -> dict[str, list[str]]:
 def score_examples(examples: Sequence[QAExample], search: SearchMany, *, ks: Sequence[int] = DEFAULT_KS,
                    queries: dict[str, list[str]] | None = None, ranker: Any = None, passages: int | None = None,
                    group_by: Sequence[str] = ()) -> dict[str, Any]:
-    """Retrieve for every example with gold support and score it: ``queries`` (None: the questions),
-    ``ranker`` (None: no sentence recall), ``passages`` (depth and ranker pool, default the largest k).
-    Returns the ``overall`` and per-group means, the counts and every question's scores."""
+    """Retrieve for every example with gold support (``queries``, else the questions) and score it; the means
+    overall and per group, the counts and every question's scores."""
     ks = sorted({int(k) for k in ks if int(k) > 0}) or list(DEFAULT_KS)
     depth = max(int(passages or 0), max(ks))
     pool = int(passages or max(ks))
@@ -58,14 +50,11 @@ def score_examples(examples: Sequence[QAExample], search: SearchMany, *, ks: Seq
         if not gold:
             counts["no_gold"] += 1
             continue
-        if queries is None:
-            qs = [ex.question]
-        elif ex.id not in queries:
+        if queries is not None and ex.id not in queries:
             counts["missing"] += 1
             continue
-        else:
-            qs = queries[ex.id]
-            counts["without_queries"] += 0 if qs else 1
+        qs = [ex.question] if queries is None else queries[ex.id]
+        counts["without_queries"] += 0 if qs else 1
         todo.append((ex, gold, qs))
     flat = [q for _, _, qs in todo for q in qs]
     results = search(flat, depth) if flat else []
@@ -118,8 +107,7 @@ def evaluate_retrieval(benchmark: str, data: str, *, index_dir: str | Path | Non
                        queries: str | Path | None = None, ks: Sequence[int] = DEFAULT_KS, limit: int | None = None,
                        passages: int | None = None, embedding_model: str = "", fmt: str | None = None,
                        work_dir: str | Path = ".") -> dict[str, Any]:
-    """Everything ``ragplan eval retrieval`` does but printing; ``context_only`` indexes the questions'
-    paragraphs in ``work_dir/context_index-<benchmark>``, ``queries`` is a run folder or ``results.jsonl``."""
+    """Everything ``ragplan eval retrieval`` does but printing."""
     from ragplan.eval.benchmarks.context_index import build_context_index
     from ragplan.eval.registry import get_benchmark
     from ragplan.tools.retrieval import SentenceRanker
@@ -148,8 +136,6 @@ def evaluate_retrieval(benchmark: str, data: str, *, index_dir: str | Path | Non
 
 def write_result(result: dict[str, Any], path: str | Path) -> Path:
     """Write the result as JSON (atomically); returns the path."""
-    from ragplan.eval.runfolder import atomic_write
-
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(p, json.dumps(result, indent=2, ensure_ascii=False))

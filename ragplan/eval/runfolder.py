@@ -1,8 +1,4 @@
-"""A run folder on disk: its settings and its results, written so that a kill loses nothing finished.
-
-Its files are listed in docs/evaluation.md, "A run"; ``invocations.jsonl`` records when each run or resume
-started, so the wall time counts killed runs too.
-"""
+"""A run folder on disk (docs/evaluation.md, "A run"), written so that a kill loses nothing finished."""
 
 from __future__ import annotations
 
@@ -47,8 +43,7 @@ class RunSettings:
     backoff_s: float = 5.0
     """First backoff after a rate limit; doubles each retry, with jitter."""
     checkpoints: bool = True
-    """Checkpoint each question after every node (``checkpoints.sqlite``), so a question in flight at a kill
-    continues from its last node on ``--resume``; off = each question restarts from scratch (less CPU per node)."""
+    """Checkpoint each question after every node, so ``--resume`` continues a question in flight at a kill."""
     llm_cache_dir: str = ""
     """The LLM record/replay cache every call went through (empty = none); see ``llm_cache.json``."""
     llm_replay: bool = False
@@ -78,8 +73,7 @@ class RunFolder:
         atomic_write(self.settings_file, json.dumps(asdict(settings), indent=2, default=str))
 
     def load_records(self, repair: bool = False) -> dict[str, dict[str, Any]]:
-        """Finished records by id, a later line replacing an earlier one; broken lines are skipped with a
-        warning (with ``repair``: moved to ``results.rejected.jsonl`` and ``results.jsonl`` rewritten atomically)."""
+        """Finished records by id; broken lines are skipped with a warning (``repair``: moved out of the file)."""
         if not self.results_file.exists():
             return {}
         raw = self.results_file.read_bytes()
@@ -120,8 +114,7 @@ class RunFolder:
         return n
 
     def wall_time(self, records: dict[str, dict[str, Any]], now: float | None = None) -> float:
-        """Wall time of every invocation of this run, killed ones included: from its start to its last
-        finished question (or to ``now`` for the one still running)."""
+        """Wall time of every invocation, killed ones included (the running one up to ``now``)."""
         path = self.path / "invocations.jsonl"
         if not path.exists():
             return 0.0
@@ -161,8 +154,7 @@ class RunFolder:
         self.append_lines([record_line(record)])
 
     def append_lines(self, lines: list[bytes]) -> None:
-        """Append whole lines in one write under an exclusive ``flock``, fsynced before returning (thread- and
-        process-safe)."""
+        """Append whole lines in one write under an exclusive ``flock``, fsynced before returning."""
         with _append_lock, open(self.results_file, "ab") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file is closed
             fh.write(b"".join(lines))

@@ -1,7 +1,4 @@
-"""Run a method graph over a benchmark: bounded async concurrency, rate-limit backoff, resumable.
-
-The run folder and ``--resume``: docs/evaluation.md, "A run" and "Resume, rerun and replay".
-"""
+"""Run a method graph over a benchmark into a run folder, resumable (docs/evaluation.md, "A run")."""
 
 from __future__ import annotations
 
@@ -13,8 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ragplan.eval.benchmark import Benchmark
-from ragplan.eval.item_contexts import data_keys
-from ragplan.eval.question_runner import RunJob, is_rate_limited, run_questions
+from ragplan.eval.question_runner import data_keys, run_questions
 from ragplan.eval.registry import get_benchmark
 from ragplan.eval.report import summarise, write_summary
 from ragplan.eval.runfolder import RunFolder, RunSettings
@@ -23,7 +19,7 @@ from ragplan.llm_cache import track_cache_usage
 from ragplan.registry import family_of
 from ragplan.state.review import REVIEW_OFF
 
-__all__ = ["RunSettings", "RunFolder", "RunRefused", "evaluate", "run_evaluation", "is_rate_limited"]
+__all__ = ["RunSettings", "RunFolder", "RunRefused", "evaluate", "run_evaluation"]
 
 
 class RunRefused(ValueError):
@@ -32,10 +28,7 @@ class RunRefused(ValueError):
 
 async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: Any = None,
                    on_progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Run (or resume) ``settings`` into ``run_dir``; returns the summary. ``chat_model`` is for Python callers.
-
-    The questions run through :func:`~ragplan.eval.question_runner.run_questions` in this process.
-    """
+    """Run (or resume) ``settings`` into ``run_dir``; returns the summary. ``chat_model`` is for Python callers."""
     folder = RunFolder(run_dir)
     bench: Benchmark = get_benchmark(settings.benchmark, settings.data, limit=settings.limit, year=settings.year,
                                      **settings.benchmark_options)
@@ -47,22 +40,19 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     # items that share their settings (a DQA script …) run next to each other, so each store is loaded once per run
     pending = sorted((it for it in items if it.id not in done), key=lambda it: json.dumps(it.context, sort_keys=True, default=str))
     family = family_of(settings.method)
-    ctx_cls = family.context
     ctx_fields = family.context_fields()
     base = {k: v for k, v in {**settings.context, **REVIEW_OFF}.items() if k in ctx_fields}  # a batch never pauses
-    if settings.model:
-        base["model"] = settings.model
-    if settings.base_url:
-        base["base_url"] = settings.base_url
+    given = {"model": settings.model, "base_url": settings.base_url, "llm_cache_dir": settings.llm_cache_dir}
+    base.update({k: v for k, v in given.items() if v})
     if chat_model is not None:
         base["chat_model"] = chat_model
     if settings.llm_cache_dir:
-        base.update(llm_cache_dir=settings.llm_cache_dir, llm_replay=settings.llm_replay)
+        base["llm_replay"] = settings.llm_replay
     if hasattr(bench, "prepare"):  # e.g. build a local index from the dataset's own contexts
         base.update({k: v for k, v in bench.prepare(folder.path, settings.context).items() if k in ctx_fields})
     if pending:  # the family's run-wide check (a trained model, the index …), before any LLM call
         first = {k: v for k, v in pending[0].context.items() if k in ctx_fields}
-        first_ctx = ctx_cls(**{**base, **first})
+        first_ctx = family.context(**{**base, **first})
         problem = family.check_run(settings.method, first_ctx)
         if problem:
             raise RunRefused(problem)
@@ -71,8 +61,6 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
         except Exception:  # noqa: BLE001  (a model that cannot be built is each question's recorded failure)
             pass
     invocation = folder.start_invocation()  # the run's clock (summary's wall time) starts with its questions
-    job = RunJob(settings=settings, run_dir=str(folder.path), invocation=invocation, items=pending, base=base,
-                 bench=bench, concurrency=max(1, settings.concurrency))
     finished = len(items) - len(pending)
     if on_progress:
         on_progress(finished, len(items))
@@ -84,7 +72,7 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
             on_progress(finished, len(items))
 
     with track_cache_usage() as cache_usage:  # the LLM cache entries this run reads or writes
-        prepared = await run_questions(job, family, one_more)
+        prepared = await run_questions(family, settings, folder, invocation, pending, base, bench, one_more)
     digests = cache_usage.digests()
     records = folder.load_records()
     ordered = [records[it.id] for it in items if it.id in records]
@@ -104,20 +92,16 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
 
 def run_evaluation(settings: RunSettings, run_dir: str | Path, *, chat_model: Any = None, progress: bool = True) -> dict[str, Any]:
     """Synchronous wrapper with a progress bar (tqdm) for the CLI."""
-    bar = None
-    if progress:
-        from tqdm import tqdm
+    from tqdm import tqdm
 
-        bar = tqdm(total=0, unit="q", desc=f"{settings.method} on {settings.benchmark}", dynamic_ncols=True)
+    bar = tqdm(total=0, unit="q", desc=f"{settings.method} on {settings.benchmark}", dynamic_ncols=True,
+               disable=not progress)
 
     def on_progress(done: int, total: int) -> None:
-        if bar is not None:
-            bar.total = total
-            bar.n = done
-            bar.refresh()
+        bar.total, bar.n = total, done
+        bar.refresh()
 
     try:
         return asyncio.run(evaluate(settings, run_dir, chat_model=chat_model, on_progress=on_progress))
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()

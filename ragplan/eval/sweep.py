@@ -1,8 +1,4 @@
-"""A sweep: one evaluation run per value of one context setting, then a table and a figure (docs/evaluation.md, "Sweeps").
-
-Running the same command again resumes it; a run folder made with other settings is refused with the fields
-that differ.
-"""
+"""A sweep: one run per value of one context setting, then a table and a figure (docs/evaluation.md, "Sweeps")."""
 
 from __future__ import annotations
 
@@ -20,8 +16,7 @@ __all__ = ["SweepError", "SweepResult", "COMPARED_SETTINGS", "parse_sweep", "swe
            "run_sweep", "sweep_markdown", "write_sweep", "sweep_metrics"]
 
 COMPARED_SETTINGS = ("method", "benchmark", "data", "model", "limit", "year", "context", "benchmark_options")
-"""The run settings that must agree for an existing run folder to be resumed as part of a sweep (the endpoint's
-``base_url`` and the concurrency may change between invocations: the command's are used)."""
+"""The run settings that must agree for an existing run folder to be resumed as part of a sweep."""
 
 
 class SweepError(ValueError):
@@ -57,8 +52,7 @@ def _value(text: str) -> Any:
 
 
 def parse_sweep(spec: str) -> tuple[str, list[Any]]:
-    """``"beta_threshold=0,0.25,0.5"`` → ``("beta_threshold", [0, 0.25, 0.5])`` (values read as JSON where they
-    parse, as text otherwise); SweepError when the form is wrong, a value is empty or repeated."""
+    """``"beta_threshold=0,0.25,0.5"`` → ``("beta_threshold", [0, 0.25, 0.5])`` (JSON values, else text)."""
     if "=" not in spec:
         raise SweepError(f"--sweep takes SETTING=V1,V2,…, got {spec!r}")
     key, raw = (p.strip() for p in spec.split("=", 1))
@@ -84,8 +78,7 @@ def sweep_run_dir(out_dir: str | Path, key: str, value: Any) -> Path:
 
 
 def check_sweep_setting(method: str, key: str, values: Sequence[Any]) -> None:
-    """SweepError unless ``key`` is a setting of ``method``'s context and every value fits its type
-    (a number for a numeric setting, true/false for a flag)."""
+    """SweepError unless ``key`` is a setting of ``method``'s context and every value fits its type."""
     try:
         family = family_of(method)
     except KeyError:
@@ -95,32 +88,20 @@ def check_sweep_setting(method: str, key: str, values: Sequence[Any]) -> None:
         raise SweepError(f"--sweep {key}: not a setting of {method}; settings: {', '.join(sorted(known))}")
     default = known[key].default
     for v in values:
+        number = isinstance(v, (int, float)) and not isinstance(v, bool)
         if isinstance(default, bool):
             ok = isinstance(v, bool)
         elif isinstance(default, (int, float)):
-            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and (isinstance(default, float) or isinstance(v, int))
-        elif isinstance(default, str):
-            ok = isinstance(v, (str, int, float)) and not isinstance(v, bool)
+            ok = number and (isinstance(default, float) or isinstance(v, int))
         else:
-            ok = True
+            ok = number or isinstance(v, str) or not isinstance(default, str)
         if not ok:
             raise SweepError(f"--sweep {key}: {v!r} is not a valid value (the setting is a {type(default).__name__}, "
                              f"default {default!r})")
 
 
-def _differences(old: RunSettings, new: RunSettings) -> list[str]:
-    return [f"{k} ({getattr(old, k)!r} there, {getattr(new, k)!r} now)" for k in COMPARED_SETTINGS
-            if getattr(old, k) != getattr(new, k)]
-
-
-def _settings_for(base: RunSettings, key: str, value: Any) -> RunSettings:
-    """The settings of one value's run: the shared settings with ``context[key] = value``."""
-    return replace(base, context={**base.context, key: value}, created="")
-
-
 def sweep_metrics(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """What the figure draws: the benchmark's headline scores (``plot_metrics``: EM and F1 for text benchmarks,
-    else accuracy) and its retrieval ratio when it reports one."""
+    """What the figure draws: the benchmark's ``plot_metrics`` (else accuracy) and its retrieval ratio."""
     if not rows:
         return []
     first = rows[0]
@@ -132,8 +113,7 @@ def sweep_metrics(rows: Sequence[dict[str, Any]]) -> list[str]:
 def run_sweep(base: RunSettings, key: str, values: Sequence[Any], out_dir: str | Path, *,
               evaluate_run: Callable[[RunSettings, Path], dict[str, Any]],
               on_start: Callable[[Any, Path, int], None] | None = None) -> SweepResult:
-    """Run (or finish) one run per value (``base.context[key] = value``) with ``evaluate_run`` and write
-    the sweep's files; every folder is checked first (SweepError); ``on_start(value, run_dir, done)`` per run."""
+    """Run (or finish) one run per value with ``evaluate_run``, every folder checked first, and write the files."""
     check_sweep_setting(base.method, key, values)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
@@ -141,14 +121,15 @@ def run_sweep(base: RunSettings, key: str, values: Sequence[Any], out_dir: str |
     plan: list[tuple[Any, Path, RunSettings, int]] = []
     for v in values:
         run_dir = sweep_run_dir(out, key, v)
-        new = _settings_for(base, key, v)
+        new = replace(base, context={**base.context, key: v}, created="")
         done = 0
         if (run_dir / "settings.json").is_file():
             try:
                 old = RunSettings.load(run_dir / "settings.json")
             except (OSError, ValueError, TypeError) as exc:
                 raise SweepError(f"{run_dir}: unreadable settings.json ({exc})") from None
-            diff = _differences(old, new)
+            diff = [f"{k} ({getattr(old, k)!r} there, {getattr(new, k)!r} now)" for k in COMPARED_SETTINGS
+                    if getattr(old, k) != getattr(new, k)]
             if diff:
                 raise SweepError(f"{run_dir} holds a run with other settings: {'; '.join(diff)}. "
                                  f"Use another --out for this sweep.")

@@ -1,8 +1,5 @@
-"""A local index of the questions' own context paragraphs (``--context-only``), built once per folder.
-
-One passage per distinct (title, paragraph), keeping the dataset's own sentences (HotpotQA, 2Wiki,
-StrategyQA's facts) so the sentence ranker does not re-split them.
-"""
+"""A local index of the questions' own context paragraphs (``--context-only``), built once per folder; the
+dataset's own sentences are kept so the sentence ranker does not re-split them."""
 
 from __future__ import annotations
 
@@ -18,8 +15,7 @@ __all__ = ["context_passages", "build_context_index"]
 
 
 def context_passages(examples: list[QAExample]) -> list[dict[str, Any]]:
-    """One ``{id, title, contents[, sentences]}`` passage per distinct (title, paragraph); ids hash title and
-    contents, ``sentences`` are the given ones when the dataset segments its paragraphs."""
+    """One ``{id, title, contents[, sentences]}`` passage per distinct (title, paragraph), ids hashed."""
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     for ex in examples:
@@ -46,9 +42,8 @@ def _read_json(path: Path) -> Any:
 
 
 def build_context_index(examples: list[QAExample], root: str | Path, *, model: str = "", what: str = "") -> Path:
-    """Write ``root/passages.jsonl`` and build ``root/index``; the index dir. ``root/manifest.json`` is written
-    last, so a complete index of the same passages and model is reused and any other resumed or rebuilt.
-    :class:`DatasetError` when the examples ship no paragraphs (``what`` names the data)."""
+    """Build ``root/index`` (returned) from ``root/passages.jsonl``; reused when ``root/manifest.json`` (written
+    last) matches. :class:`DatasetError` when the examples ship no paragraphs (``what`` names the data)."""
     passages = context_passages(examples)
     if not passages:
         raise DatasetError(f"{what or 'these questions'}: context_only needs the questions' own context paragraphs, "
@@ -63,8 +58,7 @@ def build_context_index(examples: list[QAExample], root: str | Path, *, model: s
         root.mkdir(parents=True, exist_ok=True)
         manifest_path.unlink(missing_ok=True)
         atomic_write(passages_path, text)
-        # build_index resumes an interrupted build of the same passages (its embedded shards are
-        # kept) and replaces an index of other passages, so the folder is left to it
+        # build_index resumes an interrupted build of the same passages and replaces an index of others
         from ragplan.tools.textindex import build_index
 
         build_index(passages_path, index_dir, model_path=model)

@@ -1,12 +1,10 @@
-"""Open-domain QA benchmarks of the runner: HotpotQA, 2WikiMultihopQA, MuSiQue, StrategyQA, FEVER, FlashRAG.
-
-Grading and options: docs/evaluation.md, "Benchmarks and their files" and "Metrics and grading". A FEVER
-claim is the question; its label instructions go in the separate graph input ``instructions``.
-"""
+"""Open-domain QA benchmarks: HotpotQA, 2WikiMultihopQA, MuSiQue, StrategyQA, FEVER, FlashRAG (docs/evaluation.md,
+"Benchmarks and their files"). A FEVER claim is the question; its label instructions the input ``instructions``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from collections.abc import Mapping
 from typing import Any, Callable
@@ -16,10 +14,9 @@ from ragplan.datasets.qa import detect_format, normalize_format, resolve_data_fi
 from ragplan.eval.benchmark import Item
 from ragplan.eval.benchmarks.context_index import build_context_index, context_passages
 from ragplan.eval.metrics import (
-    ScoreRule, canonical_label, exact_match, extract_label, f1_score, normalize_answer, retrieval_stats,
+    ScoreRule, exact_match, extract_label, f1_score, label_accuracy, normalize_answer, retrieval_stats,
 )
-from ragplan.eval.retrieval import GoldSupport, gold_support
-from ragplan.eval.support_scores import SupportScorer, support_metric_names
+from ragplan.eval.retrieval import GoldSupport, SupportScorer, gold_support, support_metric_names
 
 __all__ = ["TextQABenchmark", "SPECS", "BENCHMARKS", "context_passages", "FEVER_INSTRUCTIONS", "graph_inputs",
            "text_report"]
@@ -74,7 +71,6 @@ class TextQABenchmark:
     fmt: str | None = None
     embedding_model: str = ""
     _cache: list[QAExample] | None = field(default=None, init=False, repr=False, compare=False)
-    _ids: dict[str, QAExample] | None = field(default=None, init=False, repr=False, compare=False)
     _support: SupportScorer | None = field(default=None, init=False, repr=False, compare=False)
     """Scores the executed queries against gold support when the run retrieves from a local index (set by prepare)."""
 
@@ -110,14 +106,8 @@ class TextQABenchmark:
     def group_by(self) -> tuple[str, ...]:
         """The spec's group keys that the loaded questions carry (``kind`` only when they have several)."""
         exs = self.examples()
-        keys = []
-        for k in self.spec.group_by:
-            if k == "kind":
-                if len({ex.kind for ex in exs}) > 1:
-                    keys.append(k)
-            elif any(k in ex.meta for ex in exs):
-                keys.append(k)
-        return tuple(keys)
+        return tuple(k for k in self.spec.group_by
+                     if (len({ex.kind for ex in exs}) > 1 if k == "kind" else any(k in ex.meta for ex in exs)))
 
     def examples(self) -> list[QAExample]:
         """The loaded examples (read once), after ``limit``; checks the file is this benchmark's kind."""
@@ -135,11 +125,10 @@ class TextQABenchmark:
             self._cache = exs
         return self._cache
 
+    @cached_property
     def _by_id(self) -> dict[str, QAExample]:
         """The loaded examples by id."""
-        if self._ids is None:
-            self._ids = {ex.id: ex for ex in self.examples()}
-        return self._ids
+        return {ex.id: ex for ex in self.examples()}
 
     def items(self) -> list[Item]:
         """One item per question, in file order; ``meta`` carries dataset, kind and type/level/label/hops."""
@@ -151,8 +140,7 @@ class TextQABenchmark:
         return out
 
     def grade(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
-        """Official ``em``/``f1`` over the raw answer, ``label_acc``, ``correct``, ``chosen`` (the normalised
-        answer), ``label`` and the retrieval counts; missing output keys count as empty / zero."""
+        """Official ``em``/``f1``, ``label_acc``, ``correct``, ``chosen``, ``label`` and the retrieval counts."""
         prediction = str(output.get("answer") or "")
         golds = list(item.meta.get("_answers") or [item.gold])
         kind = item.meta.get("kind", "span")
@@ -160,10 +148,9 @@ class TextQABenchmark:
         answerable = item.meta.get("answerable") is not False
         em = exact_match(prediction, golds, rule) if answerable else None
         f1 = round(f1_score(prediction, golds, rule), 4) if answerable else None
-        label, label_acc = None, None
-        if kind in _LABEL_KINDS:
-            label = extract_label(prediction, kind)
-            label_acc = float(label is not None and any(label == canonical_label(g, kind) for g in golds))
+        labelled = kind in _LABEL_KINDS
+        label = extract_label(prediction, kind) if labelled else None
+        label_acc = label_accuracy(prediction, golds, kind) if labelled else None
         correct = label_acc == 1.0 if self.label_only else em == 1.0
         st = retrieval_stats(output)
         sub = st.subquery_ratio
@@ -174,11 +161,10 @@ class TextQABenchmark:
                 **self._support_figures(item, output)}
 
     def _support_figures(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
-        """The retrieval-only figures of the output's ``executed_queries`` (none without a local index); a failure to
-        search is recorded as ``support_error`` with no figures, and never costs the question its grade."""
+        """The support figures of the output's ``executed_queries`` (a failure to search: ``support_error``)."""
         if self._support is None:
             return {}
-        ex = self._by_id().get(item.id)
+        ex = self._by_id.get(item.id)
         queries = output.get("executed_queries")
         try:
             return dict(self._support.score(gold_support(ex) if ex is not None else GoldSupport(),
@@ -192,9 +178,8 @@ class TextQABenchmark:
         return text_report(records, self.spec.rule, self.label_only)
 
     def prepare(self, run_dir: str | Path, context: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """With ``context_only``: build a local index of the questions' own paragraphs under
-        ``RUN_DIR/context_index`` (reused on resume) and return the context settings ``retriever``, ``index_dir``
-        (and ``embedding_model``: the option, else the run's context setting); without it, nothing."""
+        """With ``context_only``: index the questions' own paragraphs in ``RUN_DIR/context_index`` and return
+        the context settings that retrieve from it; without it, nothing."""
         given = dict(context or {})
         if not self.context_only:
             if given.get("retriever") == "local" and given.get("index_dir"):  # the run's own index: score against it
@@ -236,21 +221,13 @@ def text_report(records: list[dict[str, Any]], rule: str, label_only: bool) -> s
     unans = sum(1 for r in records if r.get("answerable") is False)
     if unans:
         lines.append(f"- {unans} unanswerable question(s) (MuSiQue full) have no `em`/`f1`.")
-    # the run record's retrievals / retrieval_errors come from the family's typed result (any family)
-    def ran(r: dict[str, Any]) -> int:
-        v = r.get("retrievals", r.get("retrieval_count"))
-        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
-
-    def failed_of(r: dict[str, Any]) -> int:
-        v = r.get("retrieval_errors")
-        return min(ran(r), int(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
-
-    retrieved = sum(1 for r in records if ran(r) - failed_of(r) > 0)
-    runs = sum(ran(r) for r in records)
-    failed = sum(failed_of(r) for r in records)
+    stats = [retrieval_stats({"retrievals": r.get("retrievals", r.get("retrieval_count")),
+                              "retrieval_errors": r.get("retrieval_errors")}) for r in records]
+    retrieved = sum(1 for st in stats if st.succeeded > 0)
+    runs, failed = sum(st.attempted for st in stats), sum(st.failed for st in stats)
     subs = sum(int(r.get("subqueries") or 0) for r in records)
-    sub_ok = sum(ran(r) - failed_of(r) for r in records if r.get("subqueries"))
-    all_failed = sum(1 for r in records if ran(r) > 0 and failed_of(r) >= ran(r))
+    sub_ok = sum(st.succeeded for r, st in zip(records, stats) if r.get("subqueries"))
+    all_failed = sum(1 for st in stats if st.attempted > 0 and st.failed >= st.attempted)
     lines += ["- `retrieval_ratio`: share of questions that retrieved successfully at least once (the paper's "
               "Figure 3); `subquery_retrieval_ratio`: per question, the share of its (sub-)queries that retrieved "
               "successfully, averaged over questions; `retrieval_errors`: failed retrievals per question.",
