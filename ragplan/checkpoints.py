@@ -1,20 +1,10 @@
 """Checkpointed runs: where their SQLite checkpoints live, how they are read back, what is kept to continue them.
 
-``ragplan ask`` (and :func:`ragplan.api.ask` when asked to) keeps a LangGraph checkpoint after every
-finished node in one SQLite file (``langgraph-checkpoint-sqlite``'s :class:`SqliteSaver`), one *thread*
-per run. Beside LangGraph's own tables the file holds a small table of ours, ``ragplan_runs``: per
-thread the method, the question, the graph input and the run's settings (every JSON-able field of its
-context — never a secret, never a Python object) — what ``ragplan resume ID`` needs to rebuild the
-context and continue the graph from its last finished node.
-
-The file is, in order: ``--checkpoint-db FILE`` / ``checkpoint_db=``, the environment variable
-``RAGPLAN_CHECKPOINT_DB``, or ``${XDG_STATE_HOME:-~/.local/state}/ragplan/checkpoints.sqlite`` — one file
-per user, so ``ragplan resume ID`` works from any folder. The evaluation runner keeps its own file in
-the run folder (``RUN_DIR/checkpoints.sqlite``, :mod:`ragplan.eval.item_checkpoints`).
-
-Checkpoints hold the graphs' typed state (pydantic objects); they are read back with a serializer that
-allows exactly the state classes of the registered graphs (:func:`checkpoint_serde`), so nothing else
-in a checkpoint file is ever turned into a Python object.
+``ragplan ask`` keeps a LangGraph checkpoint after every node in one SQLite file (:class:`SqliteSaver`), one
+thread per run, beside a table of ours, ``ragplan_runs``: per thread the method, question, graph input and the
+JSON-able, non-secret context settings that ``ragplan resume ID`` needs. The file is ``--checkpoint-db``,
+``$RAGPLAN_CHECKPOINT_DB`` or ``${XDG_STATE_HOME:-~/.local/state}/ragplan/checkpoints.sqlite``. Checkpoints
+are read back allowing exactly the registered graphs' state classes (:func:`checkpoint_serde`).
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """A method family: the one description of a paper's graphs that every entry point reads.
 
-Each ``graphs/<family>.py`` exports ``FAMILY``, a :class:`MethodFamily` (or a subclass that overrides a
-hook). It says everything ``ragplan ask``, :func:`ragplan.api.ask`, ``ragplan eval``, ``ragplan graphs``,
-``ragplan studio`` and langgraph.json need, so none of them asks which family it has:
-
-* ``graphs`` — the graphs (name, builder of the uncompiled ``StateGraph``, one-line summary);
-* ``context`` — the typed settings (the graphs' ``context_schema``, shown as a form in Studio): the only
-  declaration of the family's settings, from which the command-line flags and docs/settings.md are generated;
-* ``result`` — the typed result (a :class:`~ragplan.state.result.GraphResult`: its retrieval counts,
-  the fields a run record keeps and the lines printed under the answer);
-* :meth:`MethodFamily.graph_input` — how a question (and a benchmark item's extra inputs) becomes the
-  graph input;
-* :meth:`MethodFamily.prepare` — open or check the run's data before anything is sent to the LLM, so a
-  missing index or a bad script is a clear error (exit 2), not a failed run;
-* :meth:`MethodFamily.check_run` — the same check once for a whole ``ragplan eval`` run, before its
-  first question (by default ``prepare`` on the first question's context);
-* :meth:`MethodFamily.trace` — how one node's update is printed as the run goes.
-
-Adding a family is its nodes, its state/context/result, and one ``graphs/<family>.py`` with ``FAMILY``;
-:mod:`ragplan.registry` finds it.
+Each ``graphs/<family>.py`` exports ``FAMILY``, a :class:`MethodFamily` (or a subclass overriding a hook): its
+graphs, its typed context (the only declaration of its settings: flags, Studio's form and docs/settings.md
+come from it), its typed result, and the hooks ``graph_input``, ``prepare``, ``check_run`` and ``trace``. So
+``ragplan ask``, :func:`ragplan.api.ask`, ``ragplan eval``, ``ragplan graphs`` and langgraph.json never ask
+which family they have; :mod:`ragplan.registry` finds a new family without edits.
 """
 
 from __future__ import annotations

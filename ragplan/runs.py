@@ -1,16 +1,11 @@
 """Running a method graph as a checkpointed, resumable run that may pause for a person's plan review.
 
-:func:`start_run` compiles the method's graph with a SQLite checkpointer (:mod:`ragplan.checkpoints`),
-records what is needed to continue it, and streams it: every node's update goes to ``on_update`` as the
-node finishes, and the checkpoint is written before the next node starts (``durability="sync"``), so a
-run that is killed loses at most the node in flight. When the graph pauses for a plan review (LangGraph's
-``interrupt``, see :mod:`ragplan.nodes.common.review_plan`), ``review(payload)`` is asked for the
-decision and the run goes on with ``Command(resume=decision)``; without a ``review`` the run stays paused
-and the result says so (``stop_reason = "awaiting_review"``, the payload in ``pending_review``).
-
-:func:`resume_run` continues a thread: a pending review is answered (``decision``, or ``review``), a run
-that was killed or interrupted continues from its last finished node (``graph.stream(None, config)``) —
-LLM calls of finished nodes are never made again — and a finished run is returned as it is.
+:func:`start_run` compiles the graph with a SQLite checkpointer (:mod:`ragplan.checkpoints`), records what is
+needed to continue it and streams it (``durability="sync"``: a killed run loses at most the node in flight).
+At a plan review (LangGraph's ``interrupt``) ``review(payload)`` is asked and the run goes on with
+``Command(resume=decision)``; without ``review`` it stays paused (``stop_reason = "awaiting_review"``).
+:func:`resume_run` answers a pending review, continues a killed run from its last finished node, or returns
+a finished run as it is.
 """
 
 from __future__ import annotations
