@@ -72,26 +72,24 @@ class CacheUsage:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.replayed: set[str] = set()
-        """Digests served from the cache."""
-        self.recorded: set[str] = set()
-        """Digests this run wrote (its requests that were not in the cache yet)."""
+        self.used: dict[str, bool] = {}
+        """Digest -> whether this run recorded it (False: served from the cache)."""
 
     def add(self, digest: str, recorded: bool) -> None:
         """Count one entry the run used."""
         with self._lock:
-            (self.recorded if recorded else self.replayed).add(digest)
+            self.used[digest] = recorded or self.used.get(digest, False)
 
     def digests(self) -> list[str]:
         """Every entry used, sorted."""
         with self._lock:
-            return sorted(self.replayed | self.recorded)
+            return sorted(self.used)
 
     def summary(self) -> dict[str, Any]:
         """``{"entries", "replayed", "recorded", "fingerprint"}`` of the entries used."""
         with self._lock:
-            replayed, recorded = len(self.replayed - self.recorded), len(self.recorded)
-        return {**fingerprint_of(self.digests()), "replayed": replayed, "recorded": recorded}
+            recorded = sum(self.used.values())
+        return {**fingerprint_of(self.digests()), "replayed": len(self.digests()) - recorded, "recorded": recorded}
 
 
 def fingerprint_of(digests: Sequence[str]) -> dict[str, Any]:
