@@ -55,8 +55,6 @@ def checkpoint_db(path: str | os.PathLike[str] | None = None) -> Path:
     return Path(chosen).expanduser()
 
 
-# ---------------------------------------------------------------------------------------------- serializer
-
 def _classes_in(tp: Any, seen: set[type]) -> None:
     """Add the pydantic classes reachable from the type ``tp`` (lists, dicts, unions, Annotated, fields)."""
     origin = get_origin(tp)
@@ -89,14 +87,10 @@ def state_classes() -> set[type]:
 
 
 class StateSerializer:
-    """LangGraph's :class:`JsonPlusSerializer`, reading back only the registered graphs' state classes.
-
-    Writing needs no allowlist, so the allowlist (every registered graph built once, :func:`state_classes`) is
-    made at the first read: a fresh run, which only writes, never pays for it.
-    """
+    """LangGraph's :class:`JsonPlusSerializer`, reading back only the registered graphs' state classes (the
+    allowlist is made at the first read: a fresh run, which only writes, never builds every graph for it)."""
 
     def __init__(self) -> None:
-        """A serializer whose reader is made at its first use."""
         self._writer = JsonPlusSerializer()
         self._reader: JsonPlusSerializer | None = None
 
@@ -134,8 +128,6 @@ def open_saver(path: str | os.PathLike[str] | None = None) -> Iterator[SqliteSav
     with closing(_connect(checkpoint_db(path))) as conn:
         yield SqliteSaver(conn, serde=checkpoint_serde())
 
-
-# ---------------------------------------------------------------------------------------------- run info
 
 def new_thread_id() -> str:
     """A fresh thread id (12 hex digits: short enough to type, unique enough for one user's runs)."""
@@ -176,8 +168,7 @@ class RunStore:
     """The ``ragplan_runs`` table in a checkpoint file (use as a context manager, or :meth:`close`)."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, conn: sqlite3.Connection | None = None) -> None:
-        """Open (and create) the table in the checkpoint file ``path`` (see :func:`checkpoint_db`), or on ``conn``,
-        an open connection to it (a saver's: one connection per run, so the file is synced once, at its close)."""
+        """The table in the checkpoint file ``path`` (:func:`checkpoint_db`), or on ``conn``, a saver's connection."""
         self.path = checkpoint_db(path)
         self._own = conn is None
         self.conn = conn if conn is not None else _connect(self.path)

@@ -119,13 +119,10 @@ def load_chat_model(
 ) -> BaseChatModel:
     """The chat model for ``spec``, built once per process per setting.
 
-    With ``base_url`` (or provider ``openai``) it is LangChain's ``ChatOpenAI`` pointed at that endpoint, which
-    covers OpenAI, vLLM, Ollama, llama.cpp server and LM Studio; other providers go through LangChain's
-    ``init_chat_model``. The endpoint, key, timeout and retries of a ``ChatOpenAI`` are set on the OpenAI
-    clients it is given, so LangChain's description of the model (what its cache keys a request by) holds
-    only what changes the answer: a run recorded against one server replays without it. With ``cache_dir``
-    every call goes through the record/replay cache (:mod:`ragplan.llm_cache`); with ``replay`` only
-    through it, and no key or endpoint is needed. Raises :class:`LLMConfigError` when no endpoint is configured.
+    With ``base_url`` (or provider ``openai``) it is ``ChatOpenAI`` (OpenAI, vLLM, Ollama, llama.cpp, LM Studio)
+    with the endpoint, key, timeout and retries set on its OpenAI clients, so LangChain's description of the model
+    (what the cache keys by) holds only what changes the answer; other providers go through ``init_chat_model``.
+    ``cache_dir`` / ``replay``: :mod:`ragplan.llm_cache`. :class:`LLMConfigError` when no endpoint is configured.
     """
     problem = endpoint_problem(spec, base_url, replay)
     if problem:
@@ -165,12 +162,8 @@ def load_chat_model(
 
 
 def chat_model_for(ctx: Any, role: str = "") -> BaseChatModel:
-    """The chat model a node should use: an object a Python caller gave, else one built by name.
-
-    ``role`` names a model role of the context (``planner``, ``responder`` …): its ``<role>_chat_model``
-    object or ``<role>_model`` name wins when set; otherwise ``chat_model`` / ``model`` are used. With
-    ``llm_cache_dir`` (and ``llm_replay``) set, the model records to (replays from) that cache.
-    """
+    """The chat model a node should use: an object a Python caller gave, else one built by name; a ``role``'s
+    (``planner``, ``responder``) ``<role>_chat_model`` / ``<role>_model`` wins over ``chat_model`` / ``model``."""
     obj = getattr(ctx, f"{role}_chat_model", None) if role else None
     obj = obj or getattr(ctx, "chat_model", None)
     cache_dir, replay = getattr(ctx, "llm_cache_dir", ""), bool(getattr(ctx, "llm_replay", False))
@@ -196,8 +189,7 @@ class Decision(Generic[T]):
     error: str = ""
     attempts: int = 0
     kind: FailureKind | None = None
-    """Why there is no value (None when there is): from the exception's type (:func:`kind_of`), ``unparseable``
-    (no valid reply after the repairs) or ``config`` (no usable model)."""
+    """Why there is no value: from the exception's type (:func:`kind_of`), ``unparseable`` or ``config``."""
 
     @property
     def ok(self) -> bool:
@@ -284,10 +276,7 @@ def request_failed(exc: BaseException, attempts: int, model: Any = None, limit: 
 
 def generate(model: Any, messages: Sequence[BaseMessage], *, options: dict[str, Any] | None = None) -> Decision[Any]:
     """One free-text call (a draft, a plan in a text format): a :class:`Decision` holding the message; never raises.
-
-    ``options`` are extra request parameters (e.g. ``logprobs=True``); a model that rejects them is
-    called without. For outputs that are text by nature; every *decision* goes through :func:`decide`.
-    """
+    ``options`` are extra request parameters (``logprobs=True``); a model that rejects them is called without."""
     spent: list[Usage] = []
     try:
         if options:
@@ -352,11 +341,9 @@ def decide(
 ) -> Decision[T]:
     """Ask ``model`` for one ``schema`` object; repair up to ``max_repairs`` times; never raise.
 
-    ``method`` is ``function_calling`` (tool calling), ``json_schema`` (the endpoint's JSON mode) — both through
-    ``model.with_structured_output(schema, method=…, include_raw=True)`` — or ``text`` (a JSON object in the
-    reply, asked for with ``JsonOutputParser``'s format instructions). A model without structured output falls
-    back to ``text``. A reply that does not parse is shown back to the model with the error; an endpoint
-    failure (after the retries) ends the decision with its kind and reason.
+    ``method`` is ``function_calling``, ``json_schema`` or ``text`` (see the module docstring); a model without
+    tool calling falls back to ``text``. A reply that does not parse is shown back to the model with the error;
+    an endpoint failure (after the retries) ends the decision with its kind and reason.
     """
     convo: list[BaseMessage] = list(messages)
     runnable: Any = model
@@ -399,11 +386,8 @@ def _asking(model: BaseChatModel, schema: type[BaseModel], method: str) -> Any:
 
 
 def decide_for(ctx: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: str = "") -> Decision[T]:
-    """:func:`decide` with the model, method and repair bound of a run's context; never raises.
-
-    A context whose model cannot be built (no endpoint configured, a wrong object) gives a
-    ``config`` failure with the reason, recorded like any other.
-    """
+    """:func:`decide` with the model, method and repair bound of a run's context; never raises (a model that
+    cannot be built is a ``config`` failure)."""
     try:
         model = chat_model_for(ctx, role)
     except Exception as exc:  # LLMConfigError, provider import errors, bad arguments
@@ -412,12 +396,8 @@ def decide_for(ctx: Any, messages: Sequence[BaseMessage], schema: type[T], *, ro
 
 
 def failure_update(d: Decision[Any], node: str) -> dict[str, Any]:
-    """The state update a node returns for a failed decision: the error, its typed failure, its usage, and why the
-    run stops.
-
-    Output that could not be parsed after the repairs ends retrieval (``llm_unparseable``) but still lets the
-    answer step try; any other failure (endpoint, configuration) ends the run (``llm_error``).
-    """
+    """The state update of a failed decision: error, typed failure, usage, and why the run stops
+    (``llm_unparseable`` still lets the answer step try; ``llm_error`` ends the run)."""
     reason = "llm_unparseable" if d.kind == "unparseable" else "llm_error"
     error = f"{node}: {d.error}"
     return {"usage": d.usage, "error": error, "failure": failure(d.kind or "error", node, error), "stop_reason": reason,
