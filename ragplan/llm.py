@@ -318,7 +318,7 @@ def _parsed(out: Any, schema: type[T], method: str) -> tuple[T | None, str, Any]
     """``(object or None, why not, raw message)`` of one reply: a forced tool call, a JSON-schema reply
     (``include_raw=True``) or a text reply."""
     raw, parsed, error = (out.get("raw"), out.get("parsed"), out.get("parsing_error")) if isinstance(out, dict) else (out, None, None)
-    if method == "function_calling" and getattr(raw, "tool_calls", None):
+    if method == "function_calling" and isinstance(raw, AIMessage) and raw.tool_calls:
         try:
             parsed = PydanticToolsParser(tools=[schema], first_tool_only=True).parse_result([ChatGeneration(message=raw)])
         except Exception as exc:  # ValidationError, an unknown tool, a refusal: shown back to the model
