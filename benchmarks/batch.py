@@ -1,15 +1,10 @@
 """Throughput of one cold `ragplan eval` run against an endpoint with a fixed latency.
 
-What a user runs: a fresh ``ragplan eval`` process (imports and start-up count) runs ``--n`` one-call
-HotpotQA questions with the ``cot`` baseline at ``--concurrency`` against a local OpenAI-compatible
-endpoint (the tests' stub, in a process of its own as a real endpoint would be) that answers every
-request after ``--latency`` seconds. The questions are written to a temporary file in HotpotQA's
-published JSON format (``hotpot_dev_distractor_v1.json``).
-
-Efficiency is the ideal wall time (calls × latency / concurrency) over the runner's wall time as the run
-reports it (``summary.json``'s ``cost.wall_time_s``: from the start of the run to its summary); 1.0
-means the runner kept ``concurrency`` requests in flight all the time. The whole process's wall time
-(interpreter start, imports, reading the data, the summary and the plot) is printed beside it.
+What a user runs: a fresh ``ragplan eval`` process runs ``--n`` one-call HotpotQA questions (published JSON
+format) with the ``cot`` baseline at ``--concurrency`` against a local OpenAI-compatible endpoint (the tests'
+stub, in its own process) that answers every request after ``--latency`` seconds. Efficiency is calls ×
+latency / concurrency over the runner's wall time (``summary.json``'s ``cost.wall_time_s``); 1.0 means
+``concurrency`` requests were in flight all the time. The whole process's wall time is printed beside it.
 
     .venv/bin/python benchmarks/batch.py [--n 64] [--latency 1] [--concurrency 32] [--no-checkpoints]
                                          [--save FILE.json] [--baseline FILE.json]

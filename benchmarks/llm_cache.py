@@ -1,17 +1,9 @@
 """Benchmark the LLM record/replay cache: what one call costs on top of the request, by prompt size.
 
-For a structured decision as the nodes make it (``ChatOpenAI`` with a forced tool, the schema of PlanRAG's
-``Plan``) and prompts of several sizes, it measures per call:
-
-* ``key_ms`` — building the request key (parsing LangChain's model string, canonical JSON, SHA-256);
-* ``write_ms`` — recording a response (key + entry JSON + fsync + link into place);
-* ``hit_ms`` — serving a recorded response (key + reading and rebuilding the message);
-* ``replay_decide_ms`` — a whole :func:`ragplan.llm.decide` in replay mode (LangChain's call path, the
-  cache hit, parsing the tool call), i.e. what one decision costs when a run is replayed offline.
-
-No network is involved (the responses are written into the cache directly). Prints one table;
-``--save FILE.json`` writes the run, ``--baseline FILE.json`` adds the ratio of ``hit_ms`` to a saved run.
-A measurement, not a test: it only checks that the replayed decision was served.
+For a structured decision as the nodes make it (``ChatOpenAI``, PlanRAG's ``Plan`` as a forced tool), medians
+per call of: ``key_ms`` (the request key: SHA-256 of what LangChain hands the cache), ``write_ms`` (recording
+a response: entry JSON, fsync, link into place), ``hit_ms`` (serving a recorded response) and
+``replay_decide_ms`` (a whole :func:`ragplan.llm.decide` in replay mode). No network is involved.
 
     python benchmarks/llm_cache.py [--sizes 2000,20000,100000] [--calls 200] [--save FILE.json] [--baseline FILE.json]
 """

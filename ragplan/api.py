@@ -1,37 +1,19 @@
 """Calling the method graphs from Python.
 
-    from ragplan.api import ask
+    from ragplan.api import ask, resume
     result = ask("Which trade node …?", method="planrag", model=my_chat_model, store="q1.cql")
     result.answer, result.plan, result.steps, result.usage, result.wall_time_s
-
-    result = ask("Who directed Alien?", method="think_then_act", model=my_chat_model,
+    result = ask("Who directed Alien?", method="think_then_act", model="openai:gpt-4o-mini",
                  retriever="local", index_dir="my_index/")
-    result.answer, result.assessment, result.queries, result.retrieval_ratio
-
-    result = ask("where is my blender?", method="reaper", model="openai:gpt-4o-mini", shop_dir="shop/",
-                 inputs={"page_context": {"product_id": "B0…"}})
-    result.answer, result.plan_text, result.evidence, result.planner_latency_s
-
-``model`` is a LangChain chat model object or a ``provider:name`` string; ``store`` the PlanRAG
-family's graph (a :class:`~ragplan.tools.graphdb.GraphStore` or the path of a ``.cql`` script); other
-keyword arguments are fields of the method's context (``max_steps=8``, ``beta_threshold=0.3``,
-``shop_dir=…``). The result is the method family's typed result (:mod:`ragplan.state.result`). The
-compiled graphs themselves (``ragplan.graphs.planrag.planrag`` …) can equally be invoked directly with
-their context object.
-
-Checkpoints and plan review (:mod:`ragplan.runs`)::
-
-    result = ask(q, "planrag", model=m, store="q1.cql", review_plan=True,
-                 review=lambda payload: "approve")          # answered in-process, nothing kept on disk
-    result = ask(q, "planrag", model=m, store="q1.cql", review_plan=True)   # no review callback:
-    result.stop_reason, result.pending_review, result.thread_id   # 'awaiting_review', the plan, the thread
+    result = ask(q, "planrag", model=m, store="q1.cql", review_plan=True)   # no review callback: paused
     result = resume(result.thread_id, {"action": "edit", "plan": "1. …\n2. …"}, model=m)
 
-With ``thread_id=`` or ``checkpoint_db=``, or with plan review on and no ``review`` callback, the run is
-checkpointed in the SQLite file of ``ragplan ask`` (:mod:`ragplan.checkpoints`) and ``resume(thread_id)``
-continues it later, from this or another process (a killed run from its last finished node; a run given a
-chat model object needs it again: ``resume(ID, model=…)``). With a ``review`` callback and neither of those,
-checkpoints stay in memory. Otherwise nothing is checkpointed.
+``model`` is a LangChain chat model object or a ``provider:name`` string; ``store`` the PlanRAG family's graph
+(a ``GraphStore`` or a ``.cql`` path); other keyword arguments are fields of the method's context. The result
+is the family's typed result (:mod:`ragplan.state.result`). With ``thread_id=`` or ``checkpoint_db=``, or
+with plan review on and no ``review`` callback, the run is checkpointed in the SQLite file of ``ragplan ask``
+and ``resume(thread_id)`` continues it later (a run given a chat model object needs it again); with a
+``review`` callback and neither, checkpoints stay in memory; otherwise nothing is checkpointed.
 """
 
 from __future__ import annotations
@@ -86,13 +68,9 @@ def ask(question: str, method: str = "planrag", *, model: Any = None, store: Any
         context: Any = None, inputs: dict[str, Any] | None = None,
         on_update: Callable[[str, dict[str, Any]], None] | None = None, review: Review | None = None,
         thread_id: str | None = None, checkpoint_db: str | None = None, **settings: Any) -> GraphResult:
-    """Answer ``question`` with ``method`` and return its family's typed result (see the module docstring).
-
-    ``context`` may be given whole instead of ``model`` / ``store`` / settings; ``inputs`` are extra graph
-    inputs (REAPER's ``page_context``); ``on_update`` is called with ``(node, update)`` as each node
-    finishes (the CLI prints the trace with it). ``review(payload) -> decision`` answers plan reviews
-    (``review_plan=True``); ``thread_id`` / ``checkpoint_db`` checkpoint the run so :func:`resume` can continue it.
-    """
+    """Answer ``question`` with ``method``: its family's typed result (see the module docstring). ``context`` may be
+    given whole; ``inputs`` are extra graph inputs (REAPER's ``page_context``); ``on_update(node, update)`` is
+    called as each node finishes; ``review(payload) -> decision`` answers plan reviews."""
     family = family_of(method)
     ctx = context if context is not None else family.make_context(method, model=model, store=store, **settings)
     reviews = bool(getattr(ctx, "review_plan", False) or getattr(ctx, "review_replans", False))
@@ -114,14 +92,9 @@ def ask(question: str, method: str = "planrag", *, model: Any = None, store: Any
 def resume(thread_id: str, decision: Any = NO_DECISION, *, model: Any = None, context: Any = None,
            review: Review | None = None, on_update: OnUpdate | None = None, checkpoint_db: str | None = None,
            **settings: Any) -> GraphResult:
-    """Continue a checkpointed run (see the module docstring) and return its typed result.
-
-    ``decision`` answers the plan review it is paused at (``"approve"``, ``"reject"``, ``{"action": "edit",
-    "plan": …}`` …), or ``review`` is asked; with neither, a paused run is returned still paused. A run that
-    was killed continues from its last finished node; a finished one is returned as it is. The context is
-    rebuilt from the run's recorded settings, with ``model`` / ``settings`` on top (or ``context`` whole).
-    Raises :class:`~ragplan.checkpoints.UnknownThread` (a KeyError) for an unknown thread.
-    """
+    """Continue a checkpointed run and return its typed result: ``decision`` (``"approve"``, ``{"action": "edit",
+    "plan": …}`` …) or ``review`` answers a pending plan review (with neither it stays paused); a killed run goes on
+    from its last finished node. :class:`~ragplan.checkpoints.UnknownThread` (a KeyError) for an unknown thread."""
     with RunStore(checkpoint_db) as store:
         store.get(thread_id)
     return resume_run(thread_id, decision, checkpoint_db=checkpoint_db, ctx=context, model=model, settings=settings,

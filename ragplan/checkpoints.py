@@ -1,20 +1,10 @@
 """Checkpointed runs: where their SQLite checkpoints live, how they are read back, what is kept to continue them.
 
-``ragplan ask`` (and :func:`ragplan.api.ask` when asked to) keeps a LangGraph checkpoint after every
-finished node in one SQLite file (``langgraph-checkpoint-sqlite``'s :class:`SqliteSaver`), one *thread*
-per run. Beside LangGraph's own tables the file holds a small table of ours, ``ragplan_runs``: per
-thread the method, the question, the graph input and the run's settings (every JSON-able field of its
-context — never a secret, never a Python object) — what ``ragplan resume ID`` needs to rebuild the
-context and continue the graph from its last finished node.
-
-The file is, in order: ``--checkpoint-db FILE`` / ``checkpoint_db=``, the environment variable
-``RAGPLAN_CHECKPOINT_DB``, or ``${XDG_STATE_HOME:-~/.local/state}/ragplan/checkpoints.sqlite`` — one file
-per user, so ``ragplan resume ID`` works from any folder. The evaluation runner keeps its own file in
-the run folder (``RUN_DIR/checkpoints.sqlite``, :mod:`ragplan.eval.item_checkpoints`).
-
-Checkpoints hold the graphs' typed state (pydantic objects); they are read back with a serializer that
-allows exactly the state classes of the registered graphs (:func:`checkpoint_serde`), so nothing else
-in a checkpoint file is ever turned into a Python object.
+``ragplan ask`` keeps a LangGraph checkpoint after every node in one SQLite file (:class:`SqliteSaver`), one
+thread per run, beside a table of ours, ``ragplan_runs``: per thread the method, question, graph input and the
+JSON-able, non-secret context settings that ``ragplan resume ID`` needs. The file is ``--checkpoint-db``,
+``$RAGPLAN_CHECKPOINT_DB`` or ``${XDG_STATE_HOME:-~/.local/state}/ragplan/checkpoints.sqlite``. Checkpoints
+are read back allowing exactly the registered graphs' state classes (:func:`checkpoint_serde`).
 """
 
 from __future__ import annotations
@@ -65,8 +55,6 @@ def checkpoint_db(path: str | os.PathLike[str] | None = None) -> Path:
     return Path(chosen).expanduser()
 
 
-# ---------------------------------------------------------------------------------------------- serializer
-
 def _classes_in(tp: Any, seen: set[type]) -> None:
     """Add the pydantic classes reachable from the type ``tp`` (lists, dicts, unions, Annotated, fields)."""
     origin = get_origin(tp)
@@ -99,14 +87,10 @@ def state_classes() -> set[type]:
 
 
 class StateSerializer:
-    """LangGraph's :class:`JsonPlusSerializer`, reading back only the registered graphs' state classes.
-
-    Writing needs no allowlist, so the allowlist (every registered graph built once, :func:`state_classes`) is
-    made at the first read: a fresh run, which only writes, never pays for it.
-    """
+    """LangGraph's :class:`JsonPlusSerializer`, reading back only the registered graphs' state classes (the
+    allowlist is made at the first read: a fresh run, which only writes, never builds every graph for it)."""
 
     def __init__(self) -> None:
-        """A serializer whose reader is made at its first use."""
         self._writer = JsonPlusSerializer()
         self._reader: JsonPlusSerializer | None = None
 
@@ -144,8 +128,6 @@ def open_saver(path: str | os.PathLike[str] | None = None) -> Iterator[SqliteSav
     with closing(_connect(checkpoint_db(path))) as conn:
         yield SqliteSaver(conn, serde=checkpoint_serde())
 
-
-# ---------------------------------------------------------------------------------------------- run info
 
 def new_thread_id() -> str:
     """A fresh thread id (12 hex digits: short enough to type, unique enough for one user's runs)."""
@@ -186,8 +168,7 @@ class RunStore:
     """The ``ragplan_runs`` table in a checkpoint file (use as a context manager, or :meth:`close`)."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, conn: sqlite3.Connection | None = None) -> None:
-        """Open (and create) the table in the checkpoint file ``path`` (see :func:`checkpoint_db`), or on ``conn``,
-        an open connection to it (a saver's: one connection per run, so the file is synced once, at its close)."""
+        """The table in the checkpoint file ``path`` (:func:`checkpoint_db`), or on ``conn``, a saver's connection."""
         self.path = checkpoint_db(path)
         self._own = conn is None
         self.conn = conn if conn is not None else _connect(self.path)

@@ -1,24 +1,10 @@
 """A method family: the one description of a paper's graphs that every entry point reads.
 
-Each ``graphs/<family>.py`` exports ``FAMILY``, a :class:`MethodFamily` (or a subclass that overrides a
-hook). It says everything ``ragplan ask``, :func:`ragplan.api.ask`, ``ragplan eval``, ``ragplan graphs``,
-``ragplan studio`` and langgraph.json need, so none of them asks which family it has:
-
-* ``graphs`` — the graphs (name, builder of the uncompiled ``StateGraph``, one-line summary);
-* ``context`` — the typed settings (the graphs' ``context_schema``, shown as a form in Studio): the only
-  declaration of the family's settings, from which the command-line flags and docs/settings.md are generated;
-* ``result`` — the typed result (a :class:`~ragplan.state.result.GraphResult`: its retrieval counts,
-  the fields a run record keeps and the lines printed under the answer);
-* :meth:`MethodFamily.graph_input` — how a question (and a benchmark item's extra inputs) becomes the
-  graph input;
-* :meth:`MethodFamily.prepare` — open or check the run's data before anything is sent to the LLM, so a
-  missing index or a bad script is a clear error (exit 2), not a failed run;
-* :meth:`MethodFamily.check_run` — the same check once for a whole ``ragplan eval`` run, before its
-  first question (by default ``prepare`` on the first question's context);
-* :meth:`MethodFamily.trace` — how one node's update is printed as the run goes.
-
-Adding a family is its nodes, its state/context/result, and one ``graphs/<family>.py`` with ``FAMILY``;
-:mod:`ragplan.registry` finds it.
+Each ``graphs/<family>.py`` exports ``FAMILY``, a :class:`MethodFamily` (or a subclass overriding a hook): its
+graphs, its typed context (the only declaration of its settings: flags, Studio's form and docs/settings.md
+come from it), its typed result, and the hooks ``graph_input``, ``prepare``, ``check_run`` and ``trace``. So
+``ragplan ask``, :func:`ragplan.api.ask`, ``ragplan eval``, ``ragplan graphs`` and langgraph.json never ask
+which family they have; :mod:`ragplan.registry` finds a new family without edits.
 """
 
 from __future__ import annotations
@@ -84,7 +70,6 @@ class MethodFamily:
     input_keys: tuple[str, ...] = field(default=("question",))
     """Keys of the graph input; a benchmark item's extra inputs outside these are dropped."""
 
-    # ------------------------------------------------------------------------------------- lookup
     def graph(self, method: str) -> GraphSpec:
         """The graph named ``method`` (KeyError when the family has none)."""
         for g in self.graphs:
@@ -92,17 +77,13 @@ class MethodFamily:
                 return g
         raise KeyError(method)
 
-    # ------------------------------------------------------------------------------------- context
     def context_fields(self) -> set[str]:
         """Names of the context's settings."""
         return {f.name for f in fields(self.context)}
 
     def make_context(self, method: str, *, model: Any = None, store: Any = None, **settings: Any) -> LLMContext:
-        """The context from a model (object or ``provider:name``), the family's data handle and settings.
-
-        ``store`` is the family's data given as one object or path (PlanRAG: a ``.cql`` script or a
-        ``GraphStore``); families without such a handle refuse it. Unknown settings are a TypeError.
-        """
+        """The context from a model (object or ``provider:name``), the family's data handle (``store``: one object
+        or path, PlanRAG's ``.cql`` script or ``GraphStore``) and settings; unknown settings are a TypeError."""
         names = self.context_fields()
         unknown = set(settings) - names
         if unknown:
@@ -166,38 +147,29 @@ class MethodFamily:
         """The LangGraph recursion limit that lets a run use all its bounded steps and still answer."""
         return recursion_limit_for(ctx)
 
-    # ------------------------------------------------------------------------------------- input
     def graph_input(self, question: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
         """The graph input for ``question`` plus a benchmark item's (or caller's) extra inputs the graph takes."""
         extra = {k: v for k, v in (inputs or {}).items() if k in self.input_keys and k != "question"}
         return {"question": question, **extra}
 
-    # ------------------------------------------------------------------------------------- data
     def prepare(self, method: str, ctx: Any) -> str | None:
         """Open or check the run's data before the run; a message when it cannot run (the CLI exits 2)."""
         return None
 
     def data_key(self, settings: dict[str, Any]) -> str:
-        """Which data a benchmark question's own settings name. In ``ragplan eval`` questions with the same key
-        share what :meth:`prepare` opens (a script is loaded once per run, :mod:`ragplan.eval.question_runner`);
-        the default key is all of the question's settings."""
+        """Which data a benchmark question's settings name: ``ragplan eval``'s questions with one key share what
+        :meth:`prepare` opens (the default key is all of the question's settings)."""
         return json.dumps(settings, sort_keys=True, default=str)
 
     def check_run(self, method: str, ctx: Any) -> str | None:
-        """Check a whole batch run (``ragplan eval``) once before its first question; a message refuses the run.
-
-        ``ctx`` is the run's context with its first pending question's settings. The default is
-        :meth:`prepare`, right for a family whose data every question shares (an index, a trained model, a
-        shop); a family whose questions each bring their own data overrides it, so one bad item is that
-        item's recorded failure rather than the end of the run.
-        """
+        """Check a whole ``ragplan eval`` run once (``ctx``: its first pending question's); a message refuses it.
+        The default, :meth:`prepare`, suits data every question shares; per-question data overrides it."""
         return self.prepare(method, ctx)
 
     def data_line(self, ctx: Any) -> str:
         """How the trace header names the run's data (``Graph: …``, ``Retriever: …``, ``Shop: …``)."""
         return ""
 
-    # ------------------------------------------------------------------------------------- trace
     def trace(self, node: str, update: dict[str, Any], emit: Emit) -> None:
         """Print one node's update as readable lines (the family's trace); the default prints a person's plan
         reviews (every family that writes a plan records them alike) and errors."""

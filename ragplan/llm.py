@@ -1,30 +1,25 @@
 """Chat models by name, and typed LLM decisions with a bounded repair.
 
-* :func:`load_chat_model` turns ``provider:name`` (+ an optional OpenAI-compatible base URL) into a
-  LangChain chat model, once per process. Graphs never build a model at import time; nodes get it
-  from the run's context through :func:`chat_model_for`.
-* :func:`decide` asks the model for one pydantic object (a plan, a verdict, an action) with LangChain's
-  structured output (``with_structured_output(schema, include_raw=True)``; in ``text`` mode a JSON reply read
-  by LangChain's ``JsonOutputParser`` after its format instructions), shows a parse error back to the model
-  for a bounded number of repairs, and never raises: a failure comes back as a :class:`Decision` whose
-  ``kind`` (:data:`~ragplan.state.failure.FailureKind`) is set from the exception's type.
+* :func:`load_chat_model` turns ``provider:name`` (+ an optional OpenAI-compatible base URL) into a LangChain
+  chat model, once per process; nodes get it from the run's context through :func:`chat_model_for`.
+* :func:`decide` asks the model for one pydantic object (a plan, a verdict, an action): the schema bound as
+  a forced tool (``bind_tools``) and read by LangChain's ``PydanticToolsParser``, the endpoint's JSON-schema
+  mode (``with_structured_output(schema, include_raw=True)``), or in ``text`` mode a JSON reply read by
+  ``JsonOutputParser`` after its format instructions. A parse error is shown back to the model for a bounded
+  number of repairs; a failure comes back as a :class:`Decision` whose ``kind`` is set from the exception's type.
 
-Retries. The OpenAI client retries a 429, a 5xx, a timeout and a dropped connection itself (``max_retries``,
-with its backoff and ``Retry-After``). A ``200 OK`` whose body is not a chat completion fails only while it is
-read, so the client does not retry it; with ``ChatOpenAI`` as published it surfaces as one of
-:data:`MALFORMED_REPLY` (the body is not JSON or not UTF-8: ``json.JSONDecodeError`` / ``UnicodeDecodeError``;
-no, empty or ``null`` ``choices``, a choice without a message: ``TypeError`` / ``IndexError`` /
-``AttributeError`` / ``KeyError``; a body of another content type: ``ValueError``). Those types are retried
-here with tenacity, as many times as the model's ``max_retries``, waiting 0.5 s, 1 s, 2 s … (at most 8 s,
-jittered). A pydantic ``ValidationError`` is not retried: it is the model's output that LangChain could not
-turn into a message (tool-call arguments that are JSON but not an object), repaired like a reply that does
-not parse. Nothing else is retried here: a 4xx comes back at once.
+Retries. The OpenAI client retries a 429, a 5xx, a timeout and a dropped connection itself (``max_retries``).
+A ``200 OK`` whose body is not a chat completion fails only while it is read, as one of :data:`MALFORMED_REPLY`;
+those are retried here with tenacity, as many times as the model's ``max_retries``, with jittered exponential
+backoff. A pydantic ``ValidationError`` (tool-call arguments that are JSON but not an object) is repaired like a
+reply that does not parse, not retried. Nothing else is retried here: a 4xx comes back at once.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import platform
 import threading
 import time
 from dataclasses import dataclass, field
@@ -35,11 +30,12 @@ import openai
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.output_parsers import JsonOutputParser
+from langchain_core.output_parsers import JsonOutputParser, PydanticToolsParser
+from langchain_core.outputs import ChatGeneration
 from pydantic import BaseModel, SecretStr, ValidationError
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from ragplan.llm_cache import LLMCache, LLMCacheMiss, attach_cache, llm_cache
+from ragplan.llm_cache import LLMCache, LLMCacheMiss, attach_cache, llm_cache, memo
 from ragplan.state.failure import FailureKind, failure
 from ragplan.state.usage import Usage
 
@@ -123,13 +119,10 @@ def load_chat_model(
 ) -> BaseChatModel:
     """The chat model for ``spec``, built once per process per setting.
 
-    With ``base_url`` (or provider ``openai``) it is LangChain's ``ChatOpenAI`` pointed at that endpoint, which
-    covers OpenAI, vLLM, Ollama, llama.cpp server and LM Studio; other providers go through LangChain's
-    ``init_chat_model``. The endpoint, key, timeout and retries of a ``ChatOpenAI`` are set on the OpenAI
-    clients it is given, so LangChain's description of the model (what its cache keys a request by) holds
-    only what changes the answer: a run recorded against one server replays without it. With ``cache_dir``
-    every call goes through the record/replay cache (:mod:`ragplan.llm_cache`); with ``replay`` only
-    through it, and no key or endpoint is needed. Raises :class:`LLMConfigError` when no endpoint is configured.
+    With ``base_url`` (or provider ``openai``) it is ``ChatOpenAI`` (OpenAI, vLLM, Ollama, llama.cpp, LM Studio)
+    with the endpoint, key, timeout and retries set on its OpenAI clients, so LangChain's description of the model
+    (what the cache keys by) holds only what changes the answer; other providers go through ``init_chat_model``.
+    ``cache_dir`` / ``replay``: :mod:`ragplan.llm_cache`. :class:`LLMConfigError` when no endpoint is configured.
     """
     problem = endpoint_problem(spec, base_url, replay)
     if problem:
@@ -148,6 +141,7 @@ def load_chat_model(
         if base_url or provider == "openai":
             from langchain_openai import ChatOpenAI
 
+            platform.platform()  # what the OpenAI client reads at its first request, resolved once, not per thread
             secret = os.environ.get("OPENAI_API_KEY") or "not-needed"  # (an empty key is refused by the endpoint)
             sync = openai.OpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries)
             async_ = openai.AsyncOpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries)
@@ -168,12 +162,8 @@ def load_chat_model(
 
 
 def chat_model_for(ctx: Any, role: str = "") -> BaseChatModel:
-    """The chat model a node should use: an object a Python caller gave, else one built by name.
-
-    ``role`` names a model role of the context (``planner``, ``responder`` …): its ``<role>_chat_model``
-    object or ``<role>_model`` name wins when set; otherwise ``chat_model`` / ``model`` are used. With
-    ``llm_cache_dir`` (and ``llm_replay``) set, the model records to (replays from) that cache.
-    """
+    """The chat model a node should use: an object a Python caller gave, else one built by name; a ``role``'s
+    (``planner``, ``responder``) ``<role>_chat_model`` / ``<role>_model`` wins over ``chat_model`` / ``model``."""
     obj = getattr(ctx, f"{role}_chat_model", None) if role else None
     obj = obj or getattr(ctx, "chat_model", None)
     cache_dir, replay = getattr(ctx, "llm_cache_dir", ""), bool(getattr(ctx, "llm_replay", False))
@@ -199,8 +189,7 @@ class Decision(Generic[T]):
     error: str = ""
     attempts: int = 0
     kind: FailureKind | None = None
-    """Why there is no value (None when there is): from the exception's type (:func:`kind_of`), ``unparseable``
-    (no valid reply after the repairs) or ``config`` (no usable model)."""
+    """Why there is no value: from the exception's type (:func:`kind_of`), ``unparseable`` or ``config``."""
 
     @property
     def ok(self) -> bool:
@@ -287,10 +276,7 @@ def request_failed(exc: BaseException, attempts: int, model: Any = None, limit: 
 
 def generate(model: Any, messages: Sequence[BaseMessage], *, options: dict[str, Any] | None = None) -> Decision[Any]:
     """One free-text call (a draft, a plan in a text format): a :class:`Decision` holding the message; never raises.
-
-    ``options`` are extra request parameters (e.g. ``logprobs=True``); a model that rejects them is
-    called without. For outputs that are text by nature; every *decision* goes through :func:`decide`.
-    """
+    ``options`` are extra request parameters (``logprobs=True``); a model that rejects them is called without."""
     spent: list[Usage] = []
     try:
         if options:
@@ -328,14 +314,19 @@ def _from_text(text: str, schema: type[T]) -> tuple[T | None, str]:
         return None, _short_validation(exc)
 
 
-def _parsed(out: Any, schema: type[T]) -> tuple[T | None, str, Any]:
-    """``(object or None, why not, raw message)`` of one structured-output call (``include_raw=True``) or a text reply."""
+def _parsed(out: Any, schema: type[T], method: str) -> tuple[T | None, str, Any]:
+    """``(object or None, why not, raw message)`` of one reply: a forced tool call, a JSON-schema reply
+    (``include_raw=True``) or a text reply."""
     raw, parsed, error = (out.get("raw"), out.get("parsed"), out.get("parsing_error")) if isinstance(out, dict) else (out, None, None)
+    if method == "function_calling" and isinstance(raw, AIMessage) and raw.tool_calls:
+        try:
+            parsed = PydanticToolsParser(tools=[schema], first_tool_only=True).parse_result([ChatGeneration(message=raw)])
+        except Exception as exc:  # ValidationError, an unknown tool, a refusal: shown back to the model
+            error = exc
     if isinstance(parsed, schema):
         return parsed, "", raw
     bad = getattr(raw, "invalid_tool_calls", None) or []
-    text_mode = not isinstance(out, dict)
-    if error is None and not bad and (text_mode or message_text(raw)):  # JSON in the text (or instead of the tool call)
+    if error is None and not bad and (method == "text" or message_text(raw)):  # JSON in the text (or for the tool call)
         return (*_from_text(message_text(raw), schema), raw)
     problem = (_short_validation(error) if isinstance(error, ValidationError) else str(error).splitlines()[0][:200] if error
                else f"the reply holds no {schema.__name__} tool call")
@@ -350,17 +341,15 @@ def decide(
 ) -> Decision[T]:
     """Ask ``model`` for one ``schema`` object; repair up to ``max_repairs`` times; never raise.
 
-    ``method`` is ``function_calling`` (tool calling), ``json_schema`` (the endpoint's JSON mode) — both through
-    ``model.with_structured_output(schema, method=…, include_raw=True)`` — or ``text`` (a JSON object in the
-    reply, asked for with ``JsonOutputParser``'s format instructions). A model without structured output falls
-    back to ``text``. A reply that does not parse is shown back to the model with the error; an endpoint
-    failure (after the retries) ends the decision with its kind and reason.
+    ``method`` is ``function_calling``, ``json_schema`` or ``text`` (see the module docstring); a model without
+    tool calling falls back to ``text``. A reply that does not parse is shown back to the model with the error;
+    an endpoint failure (after the retries) ends the decision with its kind and reason.
     """
     convo: list[BaseMessage] = list(messages)
     runnable: Any = model
     if method != "text":
         try:
-            runnable = model.with_structured_output(schema, method=method, include_raw=True)  # type: ignore[call-overload]
+            runnable = memo(model, (schema, method), lambda: _asking(model, schema, method))  # (converted once)
         except (NotImplementedError, ValueError, TypeError):
             method = "text"
     if method == "text":
@@ -377,7 +366,7 @@ def decide(
         except Exception as exc:  # endpoint down, auth, timeout after retries: recorded, never raised
             return Decision(None, sum(spent, usage), request_failed(exc, len(spent), model), attempt, kind_of(exc))
         else:
-            parsed, problem, raw = _parsed(out, schema)
+            parsed, problem, raw = _parsed(out, schema, method)
             usage = sum(spent, usage) + _usage_of(raw, took)
             if parsed is not None:
                 return Decision(parsed, usage, "", attempt)
@@ -388,12 +377,17 @@ def decide(
                     "unparseable")
 
 
-def decide_for(ctx: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: str = "") -> Decision[T]:
-    """:func:`decide` with the model, method and repair bound of a run's context; never raises.
+def _asking(model: BaseChatModel, schema: type[BaseModel], method: str) -> Any:
+    """``model`` asked for ``schema``: as a forced tool (the request ``with_structured_output`` sends, without its
+    parallel chains), or in the endpoint's JSON-schema mode."""
+    if method == "function_calling":
+        return model.bind_tools([schema], tool_choice=schema.__name__, parallel_tool_calls=False)
+    return model.with_structured_output(schema, method=method, include_raw=True)  # type: ignore[call-overload]
 
-    A context whose model cannot be built (no endpoint configured, a wrong object) gives a
-    ``config`` failure with the reason, recorded like any other.
-    """
+
+def decide_for(ctx: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: str = "") -> Decision[T]:
+    """:func:`decide` with the model, method and repair bound of a run's context; never raises (a model that
+    cannot be built is a ``config`` failure)."""
     try:
         model = chat_model_for(ctx, role)
     except Exception as exc:  # LLMConfigError, provider import errors, bad arguments
@@ -402,12 +396,8 @@ def decide_for(ctx: Any, messages: Sequence[BaseMessage], schema: type[T], *, ro
 
 
 def failure_update(d: Decision[Any], node: str) -> dict[str, Any]:
-    """The state update a node returns for a failed decision: the error, its typed failure, its usage, and why the
-    run stops.
-
-    Output that could not be parsed after the repairs ends retrieval (``llm_unparseable``) but still lets the
-    answer step try; any other failure (endpoint, configuration) ends the run (``llm_error``).
-    """
+    """The state update of a failed decision: error, typed failure, usage, and why the run stops
+    (``llm_unparseable`` still lets the answer step try; ``llm_error`` ends the run)."""
     reason = "llm_unparseable" if d.kind == "unparseable" else "llm_error"
     error = f"{node}: {d.error}"
     return {"usage": d.usage, "error": error, "failure": failure(d.kind or "error", node, error), "stop_reason": reason,

@@ -1,33 +1,12 @@
-"""Record and replay of every LLM call: an on-disk cache of chat requests and their responses.
+"""Record and replay of every LLM call: an on-disk LangChain cache of chat requests and their responses.
 
-:class:`LLMCache` is a LangChain :class:`~langchain_core.caches.BaseCache` set as a chat model's ``cache``
-field (:func:`ragplan.llm.load_chat_model` builds models with it; a model object a Python caller gave is
-copied with it). LangChain asks the cache before every request and hands it every response, so each
-decision and each free-text call of every node goes through it, streamed or not, sync or async.
-
-**The key** of a request is what LangChain's cache interface hands over, as given: the SHA-256 of
-``prompt`` (the conversation as LangChain serialises it) and ``llm_string`` (LangChain's description of the
-model and the call's arguments: model name, temperature, tools, tool choice, response format, stop …),
-joined by a NUL. Models built by :func:`ragplan.llm.load_chat_model` keep the endpoint, key, timeout and
-retries on their OpenAI clients, outside that description, so a run recorded against one server replays
-without it.
-
-**An entry** is one JSON file ``DIR/ab/cd/<digest>.json`` (two levels of fan-out by the digest's first
-four hex digits) holding the model's name, the ``llm_string``, the conversation (the ``prompt`` read as
-JSON) and the response's generations (each message's full ``model_dump``: content, tool calls,
-``usage_metadata``, ``response_metadata`` with logprobs). Files are written to a temporary name, fsynced
-and linked into place, so a kill never leaves a torn entry and concurrent writers (threads, processes) are
-safe: the first entry written for a key wins, and every caller — the one that lost the race included —
-continues with what the file holds. So a recording run sees exactly what a replay of it will see.
-
-**Replay** (``replay=True``) serves from the cache only: a miss raises :class:`LLMCacheMiss` before any
-request is sent, which :func:`ragplan.llm.decide` / :func:`~ragplan.llm.generate` record like any endpoint
-failure (``stop_reason = llm_error``, the reason in ``error``, failure kind ``replay_miss``). A cache folder
-written by an older ragplan (entry format 1, keyed differently) is named as such in the miss.
-
-**Which entries a run used** is counted per run with :func:`track_cache_usage` (a context variable, so
-the questions of one run count together across threads and async tasks); :meth:`CacheUsage.summary` gives
-the count and a fingerprint (SHA-256 over the sorted digests) that a run folder records.
+:class:`LLMCache` is a :class:`~langchain_core.caches.BaseCache` set as a chat model's ``cache`` field, so every
+call of every node goes through it, streamed or not, sync or async. An entry's key is the SHA-256 of what
+LangChain hands the cache, as given (``prompt`` and ``llm_string``); the entry is one JSON file
+``DIR/ab/cd/<digest>.json`` (the conversation, the model description, the generations' ``model_dump``),
+written to a temporary name, fsynced and linked into place: the first writer wins and every caller continues
+with what the file holds, so a recording run sees what its replay will see. With ``replay`` a miss raises
+:class:`LLMCacheMiss` before any request is sent. :func:`track_cache_usage` counts the entries a run used.
 """
 
 from __future__ import annotations
@@ -42,7 +21,7 @@ import weakref
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
 from langchain_core.language_models import BaseChatModel
@@ -50,7 +29,7 @@ from langchain_core.messages import AIMessageChunk, message_chunk_to_message, me
 from langchain_core.outputs import ChatGeneration, Generation
 
 __all__ = ["LLMCache", "LLMCacheMiss", "CacheUsage", "digest_of", "llm_cache", "track_cache_usage", "attach_cache",
-           "model_with", "fingerprint_of", "FORMAT"]
+           "model_with", "memo", "fingerprint_of", "FORMAT"]
 
 FORMAT = 2
 """Version of the entry files (format 1 keyed requests by a parse of ``llm_string``; it is not read any more)."""
@@ -93,26 +72,24 @@ class CacheUsage:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.replayed: set[str] = set()
-        """Digests served from the cache."""
-        self.recorded: set[str] = set()
-        """Digests this run wrote (its requests that were not in the cache yet)."""
+        self.used: dict[str, bool] = {}
+        """Digest -> whether this run recorded it (False: served from the cache)."""
 
     def add(self, digest: str, recorded: bool) -> None:
         """Count one entry the run used."""
         with self._lock:
-            (self.recorded if recorded else self.replayed).add(digest)
+            self.used[digest] = recorded or self.used.get(digest, False)
 
     def digests(self) -> list[str]:
         """Every entry used, sorted."""
         with self._lock:
-            return sorted(self.replayed | self.recorded)
+            return sorted(self.used)
 
     def summary(self) -> dict[str, Any]:
         """``{"entries", "replayed", "recorded", "fingerprint"}`` of the entries used."""
         with self._lock:
-            replayed, recorded = len(self.replayed - self.recorded), len(self.recorded)
-        return {**fingerprint_of(self.digests()), "replayed": replayed, "recorded": recorded}
+            recorded = sum(self.used.values())
+        return {**fingerprint_of(self.digests()), "replayed": len(self.digests()) - recorded, "recorded": recorded}
 
 
 def fingerprint_of(digests: Sequence[str]) -> dict[str, Any]:
@@ -162,10 +139,6 @@ class LLMCache(BaseCache):
     def has(self, digest: str) -> bool:
         """Whether the cache holds an entry for ``digest``."""
         return self.path_of(digest).is_file()
-
-    def entries(self) -> Iterator[Path]:
-        """Every entry file."""
-        yield from sorted(self.directory.glob("??/??/*.json"))
 
     def _read(self, path: Path) -> list[Generation]:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -241,7 +214,7 @@ class LLMCache(BaseCache):
         """Delete every entry (not in replay mode)."""
         if self.replay:
             raise RuntimeError(f"{self!r}: a replay cache is read-only")
-        for path in self.entries():
+        for path in self.directory.glob("??/??/*.json"):
             path.unlink(missing_ok=True)
 
 
@@ -259,32 +232,29 @@ def llm_cache(directory: str | Path, replay: bool = False, model: str = "") -> L
 
 
 def model_with(model: BaseChatModel, **update: Any) -> BaseChatModel:
-    """A copy of ``model`` with fields replaced (``temperature=…``, ``cache=…``); ``model`` is left as it was.
-
-    LangChain keeps a model's serialised form once computed (it is what its cache keys requests by);
-    a plain ``model_copy`` would carry the old one over, so the copy drops it.
-    """
+    """A copy of ``model`` with fields replaced (``temperature=…``, ``cache=…``), without the serialised form
+    LangChain keeps once computed (what its cache keys requests by)."""
     copy = model.model_copy(update=update)
     copy.__dict__.pop("_serialized", None)
     return copy
 
 
-_attached: dict[tuple[int, int], tuple[Any, BaseChatModel]] = {}
-_attached_lock = threading.Lock()
+_memos: dict[tuple[int, Any], tuple[weakref.ref[Any], Any]] = {}
+
+
+def memo(obj: Any, key: Any, make: Callable[[], Any]) -> Any:
+    """``make()``, made once per live ``obj`` and ``key`` (a race makes it twice; either is kept)."""
+    hit = _memos.get((id(obj), key))
+    if hit is not None and hit[0]() is obj:
+        return hit[1]
+    if len(_memos) > 1024:
+        for k in [k for k, (ref, _) in list(_memos.items()) if ref() is None]:
+            _memos.pop(k, None)
+    value = make()
+    _memos[(id(obj), key)] = (weakref.ref(obj), value)
+    return value
 
 
 def attach_cache(model: BaseChatModel, cache: LLMCache) -> BaseChatModel:
     """``model`` with ``cache`` as its cache: a copy, made once per (model, cache) while the model lives."""
-    if model.cache is cache:
-        return model
-    key = (id(model), id(cache))
-    with _attached_lock:
-        hit = _attached.get(key)
-        if hit is not None and hit[0]() is model:
-            return hit[1]
-        if len(_attached) > 256:
-            for k in [k for k, (ref, _) in _attached.items() if ref() is None]:
-                del _attached[k]
-        copy = model_with(model, cache=cache)
-        _attached[key] = (weakref.ref(model), copy)
-        return copy
+    return model if model.cache is cache else memo(model, cache, lambda: model_with(model, cache=cache))

@@ -12,11 +12,9 @@ import importlib
 import pkgutil
 from typing import Any, Callable
 
-from ragplan.family import GraphSpec, MethodFamily
+from ragplan.family import MethodFamily
 
-__all__ = ["families", "family_of", "graph_spec", "graph_registry", "method_names", "langgraph_graphs", "GraphEntry"]
-
-GraphEntry = tuple[Callable[[], Any], str]
+__all__ = ["families", "family_of", "graph_registry", "langgraph_graphs"]
 
 _families: list[MethodFamily] | None = None
 
@@ -46,28 +44,15 @@ def family_of(method: str) -> MethodFamily:
     for fam in families():
         if any(g.name == method for g in fam.graphs):
             return fam
-    raise KeyError(f"unknown method {method!r}; known: {', '.join(method_names())}")
+    raise KeyError(f"unknown method {method!r}; known: {', '.join(graph_registry())}")
 
 
-def graph_spec(method: str) -> GraphSpec:
-    """The graph ``method`` (KeyError with the known names otherwise)."""
-    return family_of(method).graph(method)
-
-
-def method_names() -> list[str]:
-    """Every graph name, family by family."""
-    return [g.name for f in families() for g in f.graphs]
-
-
-def graph_registry() -> dict[str, GraphEntry]:
+def graph_registry() -> dict[str, tuple[Callable[[], Any], str]]:
     """Graph name -> (builder of the uncompiled StateGraph, one-line summary)."""
     return {g.name: (g.build, g.summary) for f in families() for g in f.graphs}
 
 
 def langgraph_graphs() -> dict[str, str]:
-    """The ``graphs`` section langgraph.json must have: every graph by module, ``ragplan.graphs.<family>:<name>``.
-
-    By module, not by file path: ``langgraph dev`` then imports the same ``ragplan.graphs.<family>`` module that
-    the registry, the CLI and Python use, so every graph and family is built once per process (a file path would
-    load ``./graphs/<family>.py`` a second time under another module name)."""
+    """The ``graphs`` section langgraph.json must have: ``ragplan.graphs.<family>:<name>``, by module (a file path
+    would make ``langgraph dev`` load ``./graphs/<family>.py`` a second time under another module name)."""
     return {g.name: f"ragplan.graphs.{f.name}:{g.name}" for f in families() for g in f.graphs}

@@ -1,16 +1,11 @@
 """Running a method graph as a checkpointed, resumable run that may pause for a person's plan review.
 
-:func:`start_run` compiles the method's graph with a SQLite checkpointer (:mod:`ragplan.checkpoints`),
-records what is needed to continue it, and streams it: every node's update goes to ``on_update`` as the
-node finishes, and the checkpoint is written before the next node starts (``durability="sync"``), so a
-run that is killed loses at most the node in flight. When the graph pauses for a plan review (LangGraph's
-``interrupt``, see :mod:`ragplan.nodes.common.review_plan`), ``review(payload)`` is asked for the
-decision and the run goes on with ``Command(resume=decision)``; without a ``review`` the run stays paused
-and the result says so (``stop_reason = "awaiting_review"``, the payload in ``pending_review``).
-
-:func:`resume_run` continues a thread: a pending review is answered (``decision``, or ``review``), a run
-that was killed or interrupted continues from its last finished node (``graph.stream(None, config)``) —
-LLM calls of finished nodes are never made again — and a finished run is returned as it is.
+:func:`start_run` compiles the graph with a SQLite checkpointer (:mod:`ragplan.checkpoints`), records what is
+needed to continue it and streams it (``durability="sync"``: a killed run loses at most the node in flight).
+At a plan review (LangGraph's ``interrupt``) ``review(payload)`` is asked and the run goes on with
+``Command(resume=decision)``; without ``review`` it stays paused (``stop_reason = "awaiting_review"``).
+:func:`resume_run` answers a pending review, continues a killed run from its last finished node, or returns
+a finished run as it is.
 """
 
 from __future__ import annotations
@@ -82,11 +77,8 @@ def _config(family: MethodFamily, ctx: Any, thread_id: str) -> dict[str, Any]:
 def start_run(method: str, question: str, ctx: Any, *, inputs: dict[str, Any] | None = None, thread_id: str | None = None,
               checkpoint_db: str | None = None, in_memory: bool = False, review: Review | None = None,
               on_update: OnUpdate | None = None) -> GraphResult:
-    """Run ``method`` on ``question`` as thread ``thread_id`` (a fresh one when None) in the checkpoint file.
-
-    ``in_memory`` keeps the checkpoints in this process only (plan review answered by ``review``, nothing
-    to resume later). A thread id already in the file is a ValueError.
-    """
+    """Run ``method`` on ``question`` as thread ``thread_id`` (fresh when None; one in the file is a ValueError);
+    ``in_memory`` keeps the checkpoints in this process only (reviews answered by ``review``)."""
     family = family_of(method)
     graph_input = family.graph_input(question, inputs)
     thread_id = thread_id or new_thread_id()
@@ -119,10 +111,8 @@ def _continue(family: MethodFamily, method: str, thread_id: str, value: Any, ctx
 
 
 def rebuild_context(info: RunInfo, *, model: Any = None, **overrides: Any) -> Any:
-    """The run's context from its recorded settings (``overrides`` on top; ``model`` a name or a chat model object).
-
-    A run that was given chat model objects (Python only) needs them again: ValueError when they are missing.
-    """
+    """The run's context from its recorded settings, ``overrides`` and ``model`` on top; ValueError when the run
+    was given chat model objects (Python only) and they are missing."""
     family = family_of(info.method)
     names = family.context_fields()
     kw = {k: v for k, v in info.settings.items() if k in names}
@@ -157,11 +147,8 @@ def thread_status(thread_id: str, checkpoint_db: str | None = None) -> tuple[Run
 def resume_run(thread_id: str, decision: Any = NO_DECISION, *, checkpoint_db: str | None = None, ctx: Any = None,
                model: Any = None, settings: dict[str, Any] | None = None, review: Review | None = None,
                on_update: OnUpdate | None = None) -> GraphResult:
-    """Continue thread ``thread_id`` (see the module docstring). ``ctx`` defaults to the run's context rebuilt from
-    its recorded settings with ``model`` and ``settings`` on top (:func:`rebuild_context`).
-
-    :class:`~ragplan.checkpoints.UnknownThread` when the file has no such run.
-    """
+    """Continue thread ``thread_id`` (see the module docstring; :class:`~ragplan.checkpoints.UnknownThread` when
+    unknown); ``ctx`` defaults to :func:`rebuild_context` with ``model`` and ``settings``."""
     t0 = time.perf_counter()
     info, status, pending, values = thread_status(thread_id, checkpoint_db)
     family = family_of(info.method)
