@@ -1,12 +1,8 @@
 """classify_question: the classification baseline's router (REAPER paper §3.1, §5.2).
 
-A trained route classifier (:mod:`ragplan.methods.reaper.classifier`, saved by ``ragplan reaper
-train-classifier``) sorts the question, with its page context, into one retrieval class: a single
-tool, ``no_retrieval``, or a fixed multi-step workflow (``workflow:date_math>shipment_status``). The
-class and the classifier's probability go to the state key ``route``; ``fill_arguments`` then asks the
-LLM for that class's arguments. The classifier is read from ``ctx.classifier_dir`` once per process;
-its time counts towards the planner latency (routing is this baseline's planning).
-"""
+A trained route classifier (``ragplan reaper train-classifier``, loaded once per process from
+``classifier_dir``) puts the question into one retrieval class (state ``route``); its time counts as
+planner latency."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """A deterministic gold set of retail questions with their REAPER plans, grounded in a generated shop.
 
-:func:`generate_goldset` writes questions about the shop's real products and orders, spread over
-:data:`CATEGORIES` (no retrieval, single tools, page-context anaphora, date + shipment, search + Q&A,
-the novel ``compatible_products`` …), each with its canonical gold plan, split about 80/20 train/test
-within each category. Gold arguments follow the argument rule of :mod:`ragplan.methods.reaper.metrics`:
-scored ``prod_search`` / ``shipment_status`` arguments use the customer's words, other free text copies
-the question."""
+Questions about the shop's real products and orders, spread over :data:`CATEGORIES`, split about 80/20
+train/test within each category; arguments follow the argument rule of :mod:`ragplan.methods.reaper.metrics`."""
 
 from __future__ import annotations
 
@@ -23,15 +19,16 @@ from ragplan.tools.retail.tools import singular
 from ragplan.tools.retail.dates import resolve_range
 from ragplan.tools.retail.shop import load_shop
 
-__all__ = ["GoldExample", "CATEGORIES", "generate_goldset", "write_goldset", "load_goldset", "empty_context"]
+__all__ = ["GoldExample", "CATEGORIES", "PURPOSES", "generate_goldset", "write_goldset", "load_goldset", "empty_context"]
 
 CATEGORIES = ["no_retrieval", "prod_search", "prod_qna", "context_qna", "review_summary", "customer_support",
               "shipment_status", "date_math", "date_shipment", "search_qna", "shipment_qna", "compatible",
               "shipment_compat"]
-_PURPOSE = {"prod_search": "Fetch product search results", "prod_qna": "Fetch specific information about the product",
+PURPOSES = {"prod_search": "Fetch product search results", "prod_qna": "Fetch specific information about the product",
             "review_summary": "Summarise the product's customer reviews", "customer_support": "Ask customer support",
             "shipment_status": "Fetch shipment status", "date_math": "Fetch the date range",
             "compatible_products": "Find compatible products"}
+"""The purpose written into generated plans' steps, by tool."""
 
 
 @dataclass
@@ -69,8 +66,6 @@ def empty_context(date: str = "") -> dict[str, Any]:
     return {"product_id": "", "product_title": "", "history": [], "date": date}
 
 
-# ---------------------------------------------------------------------------------------------- plans
-
 def _lit(v: Any) -> PlanArg:
     return PlanArg.from_string(v) if isinstance(v, str) else PlanArg(kind="literal", value=v)
 
@@ -78,12 +73,10 @@ def _lit(v: Any) -> PlanArg:
 def _plan(*calls: tuple[str, list[Any], dict[str, Any]]) -> RetrievalPlan:
     steps = []
     for k, (tool, args, kwargs) in enumerate(calls, 1):
-        steps.append(PlanStep(index=k, purpose=_PURPOSE[tool], evidence_var=f"E{k}", tool=tool,
+        steps.append(PlanStep(index=k, purpose=PURPOSES[tool], evidence_var=f"E{k}", tool=tool,
                               args=[_lit(a) for a in args], kwargs={n: _lit(v) for n, v in kwargs.items()}))
     return RetrievalPlan(steps=steps)
 
-
-# ---------------------------------------------------------------------------------------------- wording
 
 _SMALL_TALK = ["hi there", "hello, how are you today?", "thanks, that's all I needed", "good morning!",
                "you've been really helpful", "can you tell me a joke?", "what's your name?", "bye for now",
@@ -190,8 +183,6 @@ def _anaphora(rng: random.Random, p: dict[str, Any]) -> str:
 def _cap(s: str) -> str:
     return s[:1].upper() + s[1:]
 
-
-# ---------------------------------------------------------------------------------------------- generators
 
 class _Gen:
     """The shop's facts and one random stream; one method per category returns (question, context, plan)."""

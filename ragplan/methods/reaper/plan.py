@@ -100,11 +100,7 @@ class PlanError(BaseModel):
 
 
 class PlanCall(BaseModel):
-    """One plan as a planner call wrote it and as validation judged it (REAPER keeps every one, in order).
-
-    ``attempt`` 1 is the planner's first call — the paper's one-call setting; 2 is the plan after one
-    repair round, and so on. The classifier baseline records its one filled plan as attempt 1.
-    """
+    """One plan as a planner call wrote it and as validation judged it (REAPER keeps every one, in order)."""
 
     attempt: int = 1
     raw: str = ""
@@ -148,8 +144,6 @@ class ParseResult(BaseModel):
         """No syntax errors."""
         return not self.errors
 
-
-# ---------------------------------------------------------------------------------------------- syntax
 
 _REF_ONLY = re.compile(r"\s*#E(\d+)\s*")
 _REF_IN_TEXT = re.compile(r"#E(\d+)(?!\d)")
@@ -278,8 +272,6 @@ def _scan_call(text: str, i: int) -> tuple[list[PlanArg], dict[str, PlanArg], in
         elif text[i] != ")":
             raise _Bad(i, f"expected ',' or ')' after an argument, found {_excerpt(text, i)!r}")
 
-
-# ---------------------------------------------------------------------------------------------- blocks
 
 class _Block:
     """The lines of one step being read; reparsed as wrapped lines are added."""
@@ -435,8 +427,6 @@ def parse_plan(text: str | None) -> ParseResult:
     close()
     return ParseResult(plan=RetrievalPlan(steps=steps), errors=errors, notes=notes)
 
-
-# ---------------------------------------------------------------------------------------------- printing
 
 def format_arg(arg: PlanArg) -> str:
     """An argument in canonical form: a reference bare (``#E1``), everything else as JSON."""

@@ -1,7 +1,6 @@
 """Tool-Task Generator (TTG, paper §4.2.2): the primary ``plan`` task and seven secondary tasks, in order.
 
-Each maps an annotated example to a (system, user, target) triple on a fresh TEvo tool view (tool names
-in prompt and target agree); a task that does not apply to a plan returns None."""
+Each maps an example to (system, user, target) on a fresh TEvo tool view, or None when it does not apply."""
 
 from __future__ import annotations
 
@@ -42,8 +41,6 @@ def _user(instruction: str, view: ToolView, ex: SeedExample, *extra: str) -> str
 def _step_line(s: PlanStep, with_header: bool = True) -> str:
     return format_plan(RetrievalPlan(steps=[s])) if with_header else format_plan(RetrievalPlan(steps=[s])).split(": ", 1)[1]
 
-
-# ---------------------------------------------------------------------------------------------- tasks
 
 def primary_plan(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegistry, rng: random.Random) -> Made:
     """The primary task: the full planner prompt (TEvo view, resampled examples) -> the plan."""
