@@ -90,7 +90,7 @@ def _assemble(skeleton: list[tuple[str, dict[str, int]]], filled: dict[str, dict
                 v = page["product_id"]
             if v is None or v == "":
                 continue
-            values[a.name] = PlanArg.from_string(v) if isinstance(v, str) else PlanArg(kind="literal", value=v)
+            values[a.name] = PlanArg.of(v)
         args, kwargs, positional = [], {}, True
         for a in (spec.args if spec is not None else []):
             if a.name not in values:

@@ -31,7 +31,7 @@ def _arg(v: Any) -> PlanArg:
         return v
     if isinstance(v, dict) and v.get("kind") in ("literal", "ref", "template"):
         return PlanArg.model_validate(v)
-    return PlanArg.from_string(v) if isinstance(v, str) else PlanArg(kind="literal", value=v)
+    return PlanArg.of(v)
 
 
 def _loose_step(k: int, s: Any) -> PlanStep:

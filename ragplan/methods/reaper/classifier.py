@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 import numpy as np
 from scipy.special import softmax
+from sklearn.metrics import precision_recall_fscore_support
 from sklearn.preprocessing import normalize
 
 __all__ = ["NO_RETRIEVAL", "WORKFLOW_PREFIX", "DEFAULT_CHAINS", "route_class", "class_tools", "ClassifierReport",
@@ -181,17 +182,11 @@ class RouteClassifier:
 
 
 def _metrics(gold: list[str], pred: list[str], classes: list[str]) -> tuple[dict[str, dict[str, float]], float]:
-    per: dict[str, dict[str, float]] = {}
-    for c in classes:
-        tp = sum(g == c and p == c for g, p in zip(gold, pred))
-        n_pred, n_gold = sum(p == c for p in pred), sum(g == c for g in gold)
-        prec = tp / n_pred if n_pred else 0.0
-        rec = tp / n_gold if n_gold else 0.0
-        f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
-        per[c] = {"precision": round(prec, 4), "recall": round(rec, 4), "f1": round(f1, 4), "support": n_gold}
+    p, r, f, n = precision_recall_fscore_support(gold, pred, labels=classes, zero_division=0)
+    per = {c: {"precision": round(float(p[i]), 4), "recall": round(float(r[i]), 4), "f1": round(float(f[i]), 4),
+               "support": int(n[i])} for i, c in enumerate(classes)}
     present = [c for c in classes if per[c]["support"]]
-    macro = sum(per[c]["f1"] for c in present) / len(present) if present else 0.0
-    return per, round(macro, 4)
+    return per, round(sum(per[c]["f1"] for c in present) / len(present) if present else 0.0, 4)
 
 
 def train_classifier(goldset_examples: list[Any], *, model_path: str = "", seed: int = 0, out_dir: str | Path,

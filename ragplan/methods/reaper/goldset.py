@@ -66,15 +66,11 @@ def empty_context(date: str = "") -> dict[str, Any]:
     return {"product_id": "", "product_title": "", "history": [], "date": date}
 
 
-def _lit(v: Any) -> PlanArg:
-    return PlanArg.from_string(v) if isinstance(v, str) else PlanArg(kind="literal", value=v)
-
-
 def _plan(*calls: tuple[str, list[Any], dict[str, Any]]) -> RetrievalPlan:
     steps = []
     for k, (tool, args, kwargs) in enumerate(calls, 1):
         steps.append(PlanStep(index=k, purpose=PURPOSES[tool], evidence_var=f"E{k}", tool=tool,
-                              args=[_lit(a) for a in args], kwargs={n: _lit(v) for n, v in kwargs.items()}))
+                              args=[PlanArg.of(a) for a in args], kwargs={n: PlanArg.of(v) for n, v in kwargs.items()}))
     return RetrievalPlan(steps=steps)
 
 

@@ -30,13 +30,13 @@ class PlanArg(BaseModel):
     """Evidence numbers referred to (``[1]`` for ``#E1``), in order of first appearance."""
 
     @classmethod
-    def from_string(cls, s: str) -> "PlanArg":
-        """A string literal, read as a reference when it is exactly ``#Ej`` and a template when it contains one."""
-        m = _REF_ONLY.fullmatch(s)
+    def of(cls, v: Any) -> "PlanArg":
+        """A literal; a string is a reference when it is exactly ``#Ej`` and a template when it contains one."""
+        m = _REF_ONLY.fullmatch(v) if isinstance(v, str) else None
         if m:
             return cls(kind="ref", value=f"#E{int(m.group(1))}", refs=[int(m.group(1))])
-        refs = list(dict.fromkeys(int(x) for x in _REF_IN_TEXT.findall(s)))
-        return cls(kind="template", value=s, refs=refs) if refs else cls(kind="literal", value=s)
+        refs = list(dict.fromkeys(int(x) for x in _REF_IN_TEXT.findall(v))) if isinstance(v, str) else []
+        return cls(kind="template", value=v, refs=refs) if refs else cls(kind="literal", value=v)
 
 
 class PlanStep(BaseModel):
@@ -205,7 +205,7 @@ def _scan_value(text: str, i: int) -> tuple[PlanArg, int]:
     c = text[i]
     if c in _CLOSE_QUOTE:
         s, j = _scan_string(text, i)
-        return PlanArg.from_string(s), j
+        return PlanArg.of(s), j
     m = _REF_TOKEN.match(text, i)
     if m:
         n = int(m.group(1))
