@@ -6,7 +6,7 @@ planner latency."""
 
 from __future__ import annotations
 
-import threading
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -19,19 +19,16 @@ from ragplan.state.failure import failed
 
 __all__ = ["classify_question", "classifier_for"]
 
-_cache: dict[str, Any] = {}
-_lock = threading.Lock()
-
-
 def classifier_for(directory: str) -> Any:
     """The :class:`~ragplan.methods.reaper.classifier.RouteClassifier` saved in ``directory``, loaded once per process."""
+    return _load(str(Path(directory).resolve()))
+
+
+@functools.cache
+def _load(directory: str) -> Any:
     from ragplan.methods.reaper.classifier import load_classifier
 
-    key = str(Path(directory).resolve())
-    with _lock:
-        if key not in _cache:
-            _cache[key] = load_classifier(key)
-        return _cache[key]
+    return load_classifier(directory)
 
 
 def classify_question(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[str, Any]:

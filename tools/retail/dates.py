@@ -1,17 +1,8 @@
-"""Deterministic date arithmetic for ``date_math``: expressions → date ranges, and formatting.
+"""Deterministic date arithmetic for ``date_math``: expressions → inclusive date ranges, and formatting.
 
-Every expression is resolved against a fixed ``today`` (the shop's setting), never the clock, so a
-plan gives the same evidence on every run. A range is ``{"start": "YYYY-MM-DD", "end": "YYYY-MM-DD"}``
-(both inclusive); a single day has ``start == end``. Understood expressions (case-insensitive):
-
-* ``today``/``now``/``tonight``, ``tomorrow``, ``yesterday``, ``day after tomorrow``, ``day before yesterday``
-* ``this|next|last week`` (Monday–Sunday), ``… month``, ``… year``, ``this|next|last weekend``
-* ``in 3 days``, ``2 weeks ago``, ``last|past 30 days``, ``next 2 weeks``, ``within 5 days`` (numbers
-  as digits or words: ``a``, ``one`` … ``twelve``, ``a couple of``)
-* weekdays: ``friday`` / ``this friday`` (the coming one, today included), ``next friday``, ``last friday``
-* month names: ``november`` (that month this year), ``last|next november``
-* ISO dates and datetimes, and ranges ``2026-11-01..2026-11-10`` (``to`` also works)
-"""
+Resolved against a fixed ``today`` (the shop's), never the clock. Understood: today/tomorrow/yesterday,
+this|next|last week/month/year/weekend, ``in 3 days``, ``2 weeks ago``, ``last 30 days``, weekdays, month
+names, ISO dates and ranges ``2026-11-01..2026-11-10``."""
 
 from __future__ import annotations
 

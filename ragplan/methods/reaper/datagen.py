@@ -187,8 +187,6 @@ def evolve_tools(registry: ToolRegistry, needed: Iterable[str], rng: random.Rand
     specs = []
     for n in shown:
         shown_spec = registry.get(n)
-        if shown_spec is None:  # cannot happen: the shown names come from the registry
-            continue
         desc = shown_spec.description
         pool = DESCRIPTION_PARAPHRASES.get(n, [])
         if pool and rng.random() < paraphrase_prob:
@@ -240,8 +238,7 @@ def diverse_query_sample(initial: Sequence[str], large: Sequence[str], embedder:
     n = len(large)
     cut = max(1, math.floor(trim * n + 1e-9)) if n >= 3 and trim > 0 else 0
     low, high = order[:cut], order[n - cut:] if cut else []
-    refined = order[cut:n - cut] if cut else order
-    refined = sorted(refined)
+    refined = sorted(order[cut:n - cut] if cut else order)
     kept = sorted(rng.sample(refined, min(size, len(refined))))
     return kept, {"large": n, "dropped_similar": sorted(high), "dropped_dissimilar": sorted(low), "kept": kept,
                   "max_similarity": [float(s) for s in score]}

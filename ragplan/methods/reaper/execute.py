@@ -10,6 +10,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import dataclasses
+import functools
 import inspect
 import json
 import re
@@ -60,10 +61,6 @@ class ExecutionResult(BaseModel):
     def ok(self) -> bool:
         """Every step succeeded."""
         return all(e.status == "ok" for e in self.evidence)
-
-    def outputs(self) -> dict[str, Any]:
-        """``{"E1": output, …}`` for the steps that succeeded."""
-        return {e.evidence_var: e.output for e in self.evidence if e.status == "ok"}
 
 
 def to_jsonable(value: Any) -> Any:
@@ -202,19 +199,14 @@ def _static_skips(plan: RetrievalPlan) -> tuple[dict[int, int], dict[int, list[i
 
 
 def _waves(plan: RetrievalPlan, deps: dict[int, list[int]], skip: dict[int, str]) -> list[list[int]]:
-    level: dict[int, int] = {}
-
+    @functools.cache
     def depth(p: int) -> int:
-        if p not in level:
-            level[p] = 1 + max((depth(d) for d in deps[p]), default=-1)
-        return level[p]
+        return 1 + max((depth(d) for d in deps[p]), default=-1)
 
     runnable = [p for p in range(len(plan.steps)) if p not in skip]
+    out: list[list[int]] = [[] for _ in range(max(map(depth, runnable), default=-1) + 1)]
     for p in runnable:
-        depth(p)
-    out: list[list[int]] = [[] for _ in range(max(level.values(), default=-1) + 1)]
-    for p in runnable:
-        out[level[p]].append(plan.steps[p].index)
+        out[depth(p)].append(plan.steps[p].index)
     return out
 
 

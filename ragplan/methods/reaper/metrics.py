@@ -269,59 +269,41 @@ class PlanMetrics:
         return asdict(self)
 
 
-def _rec(x: PlanScore | Mapping[str, Any]) -> Mapping[str, Any]:
-    return x.to_dict() if isinstance(x, PlanScore) else x
-
-
 def _truth(v: Any) -> float:
     return float(v) if isinstance(v, (int, float)) else 1.0 if v else 0.0
-
-
-def _first(r: Mapping[str, Any], *keys: str, default: Any = None) -> Any:
-    return next((r[k] for k in keys if k in r), default)
 
 
 def _pred_classes(r: Mapping[str, Any]) -> list[str]:
     if isinstance(r.get("pred_classes"), list):
         return r["pred_classes"]
-    if not _truth(_first(r, "valid", "plan_valid", default=True)):
-        return [NO_VALID_PLAN]
-    return list(r.get("pred_tools") or [])
+    return list(r.get("pred_tools") or []) if _truth(r.get("valid", True)) else [NO_VALID_PLAN]
 
 
 def aggregate(items: Iterable[PlanScore | Mapping[str, Any] | tuple[Any, Any]], registry: Any = None,
               latency_key: str = "latency") -> PlanMetrics:
-    """Aggregate :class:`PlanScore` objects, graded records (dicts, as :meth:`PlanScore.to_dict` or the
-    benchmark's ``tool_accuracy`` / ``argument_accuracy`` / ``plan_valid`` names) or (pred, gold) pairs."""
+    """Aggregate :class:`PlanScore` objects, graded records (dicts, as :meth:`PlanScore.to_dict`) or (pred, gold)
+    pairs."""
     recs: list[Mapping[str, Any]] = []
     for x in items:
         if isinstance(x, tuple):
             registry = default_registry() if registry is None else registry
             x = score_plan(x[0], x[1], registry)
-        recs.append(_rec(x))
+        recs.append(x.to_dict() if isinstance(x, PlanScore) else x)
     n = len(recs)
 
-    def mean(*keys: str) -> float:
-        vals = [_truth(_first(r, *keys, default=False)) for r in recs]
-        return sum(vals) / n if n else 0.0
+    def mean(key: str) -> float:
+        return sum(_truth(r.get(key)) for r in recs) / n if n else 0.0
 
-    scored = [_first(r, "args_correct", "argument_accuracy") for r in recs]
-    scored = [_truth(v) for v in scored if v is not None]
-    valid = [_truth(_first(r, "valid", "plan_valid", default=False)) for r in recs]
-    correct = [_truth(r["correct"]) if "correct" in r else
-               v * _truth(_first(r, "tools_correct", "tool_accuracy", default=False))
-               * (1.0 if _first(r, "args_correct", "argument_accuracy") is None
-                  else _truth(_first(r, "args_correct", "argument_accuracy")))
-               for r, v in zip(recs, valid)]
+    scored = [_truth(r["args_correct"]) for r in recs if r.get("args_correct") is not None]
     per_class = class_prf((_pred_classes(r), r.get("gold_tools") or []) for r in recs)
     gold_calls = sum(int(r.get("args_scored", 0) or 0) for r in recs)
     matched = sum(int(r.get("args_matched", 0) or 0) for r in recs)
     lat = [float(r[latency_key]) for r in recs if isinstance(r.get(latency_key), (int, float))]
     f1s = [c["f1"] for k, c in per_class.items() if k != NO_VALID_PLAN]
     return PlanMetrics(
-        n=n, tool_accuracy=mean("tools_correct", "tool_accuracy"),
+        n=n, tool_accuracy=mean("tools_correct"),
         argument_accuracy=sum(scored) / len(scored) if scored else None, argument_n=len(scored),
-        plan_accuracy=sum(correct) / n if n else 0.0, plan_valid=sum(valid) / n if n else 0.0,
+        plan_accuracy=mean("correct"), plan_valid=mean("valid"),
         step_argument_accuracy=matched / gold_calls if gold_calls else None, per_class=per_class,
         macro_f1=sum(f1s) / len(f1s) if f1s else 0.0,
         failed=sum(1 for r in recs if r.get("status") == "failed"),

@@ -1,11 +1,8 @@
 """REAPER retrieval plans: the typed plan model, a tolerant parser and the canonical printer.
 
 A plan is one step per line, ``Step k: purpose - #Ek = tool(args)`` (paper §3–4). :func:`parse_plan` never
-raises: it reads wrapped calls, positional and keyword arguments, quoted strings, numbers,
-``true/false/null``, JSON, references ``#Ej`` (inside a string: a *template*), markdown fences and a
-leading ``# Answer:``; an unreadable step becomes a :class:`PlanError` with its line, other text a note,
-and text after a later ``# Input:`` / ``# Output:`` header is ignored. :func:`format_plan` prints the
-canonical form, which parses back to the same plan."""
+raises: unreadable steps become :class:`PlanError` with their line, other text a note.
+:func:`format_plan` prints the canonical form, which parses back to the same plan."""
 
 from __future__ import annotations
 
