@@ -31,6 +31,9 @@ PURPOSES = {"prod_search": "Fetch product search results", "prod_qna": "Fetch sp
 """The purpose written into generated plans' steps, by tool."""
 
 
+_FIELDS = ("id", "question", "context", "gold_plan", "tool_sequence", "category")
+
+
 @dataclass
 class GoldExample:
     """One gold question: the page context, the canonical gold plan and its tool sequence."""
@@ -57,8 +60,7 @@ class GoldExample:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "GoldExample":
         """Read one JSONL row back."""
-        return cls(**{k: d[k] for k in ("id", "question", "context", "gold_plan", "tool_sequence", "category")},
-                   split=d.get("split", "train"))
+        return cls(**{k: d[k] for k in _FIELDS}, split=d.get("split", "train"))
 
 
 def empty_context(date: str = "") -> dict[str, Any]:
@@ -357,7 +359,7 @@ def load_goldset(path: str | Path) -> list[GoldExample]:
     record (not JSON, not an object, a missing field) or an empty file."""
     out = []
     for n, row in read_jsonl_objects(path):
-        missing = [k for k in ("id", "question", "context", "gold_plan", "tool_sequence", "category") if k not in row]
+        missing = [k for k in _FIELDS if k not in row]
         if missing:
             raise ValueError(f"{path}:{n}: no {', '.join(repr(k) for k in missing)}")
         out.append(GoldExample.from_dict(row))
