@@ -62,6 +62,10 @@ class ExecutionResult(BaseModel):
         """Every step succeeded."""
         return all(e.status == "ok" for e in self.evidence)
 
+    def outputs(self) -> dict[str, Any]:
+        """``{"E1": output, …}`` for the steps that succeeded."""
+        return {e.evidence_var: e.output for e in self.evidence if e.status == "ok"}
+
 
 def to_jsonable(value: Any) -> Any:
     """``value`` as plain JSON data: pydantic models, dataclasses, LangChain documents and messages included."""
