@@ -16,10 +16,10 @@ from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
 from ragplan.methods.reaper import check_plan, format_plan
-from ragplan.methods.reaper.goldset import PURPOSES
 from ragplan.methods.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
+from ragplan.tools.retail.tools import PURPOSES
 from ragplan.tools.suites import suite_for
 from ragplan.state.failure import failed
 

@@ -18,8 +18,8 @@ from ragplan.tools.retail.errors import ToolError
 from ragplan.tools.retail.reviews import summarise_reviews
 from ragplan.tools.retail.shop import Shop, load_shop
 
-__all__ = ["RetailTools", "build_retail_registry", "retail_specs", "TOOL_NAMES", "NEW_TOOLS", "compatibility", "resolve_product_type",
-           "singular"]
+__all__ = ["RetailTools", "build_retail_registry", "retail_specs", "TOOL_NAMES", "NEW_TOOLS", "PURPOSES", "compatibility",
+           "resolve_product_type", "singular"]
 
 # name -> (description, args, example, aliases)
 _SPECS: dict[str, tuple[str, list[ArgSpec], str, list[str]]] = {
@@ -73,6 +73,11 @@ _SPECS: dict[str, tuple[str, list[ArgSpec], str, list[str]]] = {
         ["find_compatible", "accessory_finder", "compatibility_search"]),
 }
 TOOL_NAMES = list(_SPECS)
+PURPOSES = {"prod_search": "Fetch product search results", "prod_qna": "Fetch specific information about the product",
+            "review_summary": "Summarise the product's customer reviews", "customer_support": "Ask customer support",
+            "shipment_status": "Fetch shipment status", "date_math": "Fetch the date range",
+            "compatible_products": "Find compatible products"}
+"""The purpose written into generated plans' steps (gold set, classifier baseline), by tool."""
 NEW_TOOLS = ["compatible_products"]
 """Tools left out by ``include_new_tool=False`` (the novel-tool experiment)."""
 _TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "any": Any,

@@ -187,6 +187,8 @@ def evolve_tools(registry: ToolRegistry, needed: Iterable[str], rng: random.Rand
     specs = []
     for n in shown:
         shown_spec = registry.get(n)
+        if shown_spec is None:  # cannot happen: the shown names come from the registry
+            continue
         desc = shown_spec.description
         pool = DESCRIPTION_PARAPHRASES.get(n, [])
         if pool and rng.random() < paraphrase_prob:

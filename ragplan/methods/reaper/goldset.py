@@ -15,20 +15,15 @@ from typing import Any, Callable
 
 from ragplan.jsonl import read_jsonl_objects
 from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanStep, format_plan, parse_plan
-from ragplan.tools.retail.tools import singular
+from ragplan.tools.retail.tools import PURPOSES, singular
 from ragplan.tools.retail.dates import resolve_range
 from ragplan.tools.retail.shop import load_shop
 
-__all__ = ["GoldExample", "CATEGORIES", "PURPOSES", "generate_goldset", "write_goldset", "load_goldset", "empty_context"]
+__all__ = ["GoldExample", "CATEGORIES", "generate_goldset", "write_goldset", "load_goldset", "empty_context"]
 
 CATEGORIES = ["no_retrieval", "prod_search", "prod_qna", "context_qna", "review_summary", "customer_support",
               "shipment_status", "date_math", "date_shipment", "search_qna", "shipment_qna", "compatible",
               "shipment_compat"]
-PURPOSES = {"prod_search": "Fetch product search results", "prod_qna": "Fetch specific information about the product",
-            "review_summary": "Summarise the product's customer reviews", "customer_support": "Ask customer support",
-            "shipment_status": "Fetch shipment status", "date_math": "Fetch the date range",
-            "compatible_products": "Find compatible products"}
-"""The purpose written into generated plans' steps, by tool."""
 
 
 _FIELDS = ("id", "question", "context", "gold_plan", "tool_sequence", "category")
