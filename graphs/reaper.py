@@ -1,18 +1,8 @@
-"""REAPER (Joshi et al., CIKM 2024) and its agent baseline, as LangGraph graphs.
+"""REAPER (Joshi et al., CIKM 2024) and its baselines as LangGraph graphs.
 
-* ``reaper``: plan_retrieval (one planner call writes the whole plan) → validate_plan (⇄ one repair
-  round with the errors shown) → review_plan (a person approves, edits or rejects the valid plan when
-  ``review_plan`` is set; otherwise it passes through) → execute_plan (dependency order, independent steps
-  in parallel) → respond (the responder model answers from the evidence only). A zero-step plan skips execution.
-  The plan travels between nodes as typed steps (``plan``); every planner call's validated plan is
-  kept in ``plan_calls`` (the first call apart from the plan after repair).
-* ``agent_planner``: agent_step ⇄ (one LLM call per retrieval step, ReAct-style) → respond. The same
-  tools, executor and responder: the difference is the number of planning calls and their latency.
-  The tool calls it makes, in call order, are its typed ``plan`` (graded like REAPER's).
-
-* ``classifier_planner``: classify_question (a trained classifier routes the question to one retrieval
-  class: a tool, no retrieval, or a fixed multi-step workflow) → fill_arguments (an LLM fills that
-  class's arguments) → execute_plan → respond — the paper's question-pairing baseline.
+* ``reaper``: plan_retrieval → validate_plan (⇄ one repair round) → review_plan → execute_plan → respond.
+* ``agent_planner``: agent_step ⇄ (one LLM call per retrieval step) → respond, over the same tools.
+* ``classifier_planner``: classify_question → fill_arguments → execute_plan → respond.
 """
 
 from __future__ import annotations
@@ -130,9 +120,6 @@ reaper = build_reaper().compile(name="reaper")
 agent_planner = build_agent_planner().compile(name="agent_planner")
 classifier_planner = build_classifier_planner().compile(name="classifier_planner")
 
-def _field(obj: Any, name: str, default: Any = None) -> Any:
-    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
-
 
 def _short(value: Any, limit: int = 300) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
@@ -192,14 +179,14 @@ class ReaperFamily(MethodFamily):
         if node == "agent_step":
             evidence = evidence[-1:]  # the agent's update carries every call so far; print the new one
         for e in evidence:
-            status = _field(e, "status", "")
-            args = _field(e, "args", {}) or {}
-            emit(f"\n[#{_field(e, 'evidence_var', '')}] {_field(e, 'tool', '')}({', '.join(f'{k}={_short(v, 80)}' for k, v in args.items())})"
-                 f"  {status} {_field(e, 'elapsed_ms', 0.0):.0f} ms")
+            status = e.get("status", "")
+            args = e.get("args", {}) or {}
+            emit(f"\n[#{e.get('evidence_var', '')}] {e.get('tool', '')}({', '.join(f'{k}={_short(v, 80)}' for k, v in args.items())})"
+                 f"  {status} {e.get('elapsed_ms', 0.0):.0f} ms")
             if status == "ok":
-                emit(f"  Output: {_short(_field(e, 'output'))}")
+                emit(f"  Output: {_short(e.get('output'))}")
             else:
-                emit(f"  {_field(e, 'error') or status}")
+                emit(f"  {e.get('error') or status}")
         super().trace(node, update, emit)
 
 

@@ -1,8 +1,4 @@
-"""State of REAPER and its baselines: the typed plan, every planner call's validated plan, the evidence.
-
-``plan`` stays typed from node to node (a list of :class:`~ragplan.methods.reaper.plan.PlanStep`, no
-reducer); ``plan_text`` is its printed form for people. Server or run-record dicts load back with
-``model_validate``."""
+"""State of REAPER and its baselines: the typed plan (``plan``, no reducer), every planner call, the evidence."""
 
 from __future__ import annotations
 
@@ -12,7 +8,7 @@ from typing import Annotated, Any
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from ragplan.methods.reaper.plan import PlanCall, PlanStep, RetrievalPlan
+from ragplan.methods.reaper.plan import PlanCall, PlanStep
 from ragplan.state.failure import Failure
 from ragplan.state.result import GraphResult
 from ragplan.state.review import PlanReview, PlanReviews
@@ -83,10 +79,6 @@ class ReaperState(ReaperInput, ReaperOutput, total=False):
     """The latency of the last planner call (plan_retrieval → validate_plan, which records it in its PlanCall)."""
 
 
-def _status(e: Any) -> str:
-    return str(e.get("status", "") if isinstance(e, dict) else getattr(e, "status", ""))
-
-
 class ReaperResult(GraphResult):
     """A typed view of a finished REAPER-family run."""
 
@@ -101,18 +93,9 @@ class ReaperResult(GraphResult):
     route: dict[str, Any] = Field(default_factory=dict, description="classifier_planner: the routed class.")
     plan_reviews: list[PlanReview] = Field(default_factory=list, description="Every answer a person gave to a paused plan.")
 
-    @property
-    def retrieval_plan(self) -> RetrievalPlan:
-        """``plan`` as a :class:`RetrievalPlan`."""
-        return RetrievalPlan(steps=self.plan)
-
     def first_call(self) -> PlanCall | None:
         """The plan of the first planner call (the paper's one-call setting); None when no plan call was recorded."""
         return self.plan_calls[0] if self.plan_calls else None
-
-    def final_call(self) -> PlanCall | None:
-        """The plan of the last planner call (after the repair round, if there was one)."""
-        return self.plan_calls[-1] if self.plan_calls else None
 
     def finished(self) -> bool:
         """The run ran to its end (answered, or stopped by its own bounds) without a recorded failure."""
@@ -120,11 +103,11 @@ class ReaperResult(GraphResult):
 
     def retrievals(self) -> int:
         """Tool calls executed (one per executed plan or agent step; skipped steps are not calls)."""
-        return sum(1 for e in self.evidence if _status(e) != "skipped")
+        return sum(1 for e in self.evidence if e.get("status") != "skipped")
 
     def retrieval_errors(self) -> int:
         """Tool calls that failed or timed out."""
-        return sum(1 for e in self.evidence if _status(e) in ("error", "timeout"))
+        return sum(1 for e in self.evidence if e.get("status") in ("error", "timeout"))
 
     def summary_lines(self) -> list[str]:
         """Stop reason, plan steps, tool calls, the planner calls (first plan valid or not) and the planner's latency."""
@@ -163,7 +146,7 @@ class ReaperResult(GraphResult):
             out.append(TraceSection(title="Tool calls", items=[
                 TraceSection(title=f"Step {e.get('index', '?')} · #{e.get('evidence_var', '')} = {e.get('tool', '')} · "
                              f"{e.get('status', '')}", note=str(e.get("purpose") or ""),
-                             status="bad" if _status(e) in ("error", "timeout") else "",
+                             status="bad" if e.get("status") in ("error", "timeout") else "",
                              fields={"arguments": e.get("args"), "time (ms)": e.get("elapsed_ms"),
                                      **({"error": e["error"]} if e.get("error") else {}), "output": e.get("output")})
                 for e in self.evidence]))

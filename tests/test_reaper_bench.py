@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ragplan.methods.reaper.benchmark import BENCHMARKS
-from ragplan.methods.reaper.benchmark import GOLDSET_FILE, ReaperBenchmark, _factory, plan_from_output, predicted_plans
+from ragplan.methods.reaper.benchmark import GOLDSET_FILE, ReaperBenchmark, _factory, predicted_plans
 from ragplan.methods.reaper.metrics import aggregate
 from ragplan.methods.reaper.plan import format_plan, parse_plan
 from ragplan.tools.retail import generate_shop
@@ -86,10 +86,10 @@ def test_grade_hand_written_outputs(shop: Path) -> None:
 
 def test_plan_from_output_fallbacks() -> None:
     done = {"stop_reason": "answered"}
-    assert plan_from_output({}).steps == []
+    assert predicted_plans({})[1].plan.steps == []
     first, final = predicted_plans({**done, "plan": [{"no_tool": 1}]})
     assert final.status == "invalid" and final.plan.steps == [] and "unreadable" in final.errors[0]
-    assert format_plan(plan_from_output({**done, "plan": [{"tool": "date_math", "args": ["tomorrow"]}]})) == \
+    assert format_plan(predicted_plans({**done, "plan": [{"tool": "date_math", "args": ["tomorrow"]}]})[1].plan) == \
         'Step 1: #E1 = date_math("tomorrow")'
 
 

@@ -65,7 +65,7 @@ class FakeEmbedder:
 # ---------------------------------------------------------------------------------------------- prompt / loading
 
 def test_prompt_builder_has_the_papers_sections(registry, seeds):
-    prompt = dg.build_planner_prompt(registry, seeds[:2], "where is my blender", EMPTY)
+    prompt = "\n\n".join(dg.build_planner_messages(registry, seeds[:2], "where is my blender", EMPTY))
     for part in ("### Role:", "### System Instruction:", "1. prod_search(query) - ", "Example: #E1 = prod_search(",
                  "# Input:\nContext:", "# Answer:\nStep 1: Ask customer support", "### Input:"):
         assert part in prompt

@@ -6,7 +6,7 @@ import pytest
 
 from ragplan.methods.reaper.metrics import (
     NO_RETRIEVAL, NO_VALID_PLAN, SCORED_ARGS, aggregate, class_prf, keyword_set, normalize_text, render_comparison,
-    render_table, score_plan, tool_classes,
+    render_table, score_plan,
 )
 from ragplan.tools.retail import build_retail_registry
 
@@ -31,8 +31,6 @@ PAIRS = [
 
 def test_normalize_and_classes() -> None:
     assert normalize_text("  What's   the COLOUR?! ") == "whats the colour"
-    assert tool_classes("") == {NO_RETRIEVAL}
-    assert tool_classes(GOLD_SHIP) == {"date_math", "shipment_status"}
     assert keyword_set("Show me some waterproof backpacks for hiking!") == ("backpack", "hiking", "waterproof")
     assert keyword_set("my sheet pan order") == keyword_set("Sheet pans") == ("pan", "sheet")
     assert keyword_set("the package") == ()

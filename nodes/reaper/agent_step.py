@@ -1,11 +1,7 @@
-"""agent_step: the agent baseline of REAPER — one LLM call per retrieval step (ReAct-style, paper §3.1).
+"""agent_step: REAPER's agent baseline, one LLM call per retrieval step (ReAct-style, paper §3.1).
 
-Each call sees the question, the tools and the observations so far, and either calls one tool or
-stops. The same tools and executor as REAPER run the call, so the two differ only in how many LLM
-calls (and how much latency) planning costs. Each call is appended to the typed ``plan`` (the agent's
-plan is the tool calls it made, in call order, with the arguments it chose), so the agent is graded
-with the same plan metrics as REAPER.
-"""
+Each call runs one tool through REAPER's executor, or stops; the calls made form the typed ``plan``,
+graded like REAPER's."""
 
 from __future__ import annotations
 

@@ -1,16 +1,12 @@
 """classify_question: the classification baseline's router (REAPER paper §3.1, §5.2).
 
-A trained route classifier (:mod:`ragplan.methods.reaper.classifier`, saved by ``ragplan reaper
-train-classifier``) sorts the question, with its page context, into one retrieval class: a single
-tool, ``no_retrieval``, or a fixed multi-step workflow (``workflow:date_math>shipment_status``). The
-class and the classifier's probability go to the state key ``route``; ``fill_arguments`` then asks the
-LLM for that class's arguments. The classifier is read from ``ctx.classifier_dir`` once per process;
-its time counts towards the planner latency (routing is this baseline's planning).
-"""
+A trained route classifier (``ragplan reaper train-classifier``, loaded once per process from
+``classifier_dir``) puts the question into one retrieval class (state ``route``); its time counts as
+planner latency."""
 
 from __future__ import annotations
 
-import threading
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -23,19 +19,16 @@ from ragplan.state.failure import failed
 
 __all__ = ["classify_question", "classifier_for"]
 
-_cache: dict[str, Any] = {}
-_lock = threading.Lock()
-
-
 def classifier_for(directory: str) -> Any:
     """The :class:`~ragplan.methods.reaper.classifier.RouteClassifier` saved in ``directory``, loaded once per process."""
+    return _load(str(Path(directory).resolve()))
+
+
+@functools.cache
+def _load(directory: str) -> Any:
     from ragplan.methods.reaper.classifier import load_classifier
 
-    key = str(Path(directory).resolve())
-    with _lock:
-        if key not in _cache:
-            _cache[key] = load_classifier(key)
-        return _cache[key]
+    return load_classifier(directory)
 
 
 def classify_question(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[str, Any]:

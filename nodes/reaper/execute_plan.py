@@ -1,11 +1,7 @@
-"""execute_plan: run the validated plan's tool calls (REAPER and the classifier baseline).
+"""execute_plan: run the typed ``plan``'s tool calls (REAPER and the classifier baseline).
 
-The plan comes typed from state (``plan``: :class:`~ragplan.methods.reaper.plan.PlanStep` objects, or their
-dumps from a LangGraph server); nothing is re-parsed. Steps run in dependency order, independent
-ones in parallel (``max_parallel``), ``#Ej`` replaced by step j's output; each call is time-boxed
-(``step_timeout_s``). A failed call is recorded with its error and the steps that depend on it are
-skipped; the run goes on to the responder.
-"""
+Dependency order, independent steps in parallel, each call time-boxed; a failure is recorded and its
+dependants skipped."""
 
 from __future__ import annotations
 

@@ -1,21 +1,9 @@
 """fill_arguments: the classification baseline's argument writer (REAPER paper §3.1, §5.2).
 
-After ``classify_question`` has chosen a route class, the class fixes the plan's shape — its
-*skeleton*: ``no_retrieval`` → no steps (no LLM call); a tool → one step; a workflow → its fixed tool
-sequence, with the argument that takes an earlier step's output already bound to ``#Ej`` (from the
-training plans, e.g. ``shipment_status(date_range=#E1)``, else
-:data:`~ragplan.methods.reaper.classifier.DEFAULT_CHAINS`). One planner-role LLM call fills every argument
-the skeleton leaves open, as one typed object (:class:`FilledArguments`: step → {argument: value});
-the paper calls Mistral once per workflow step, we ask once for all steps. A ``product_id`` the
-model leaves out is taken from the page context.
-
-The plan is then checked against the tool registry and recorded as the run's one
-:class:`~ragplan.methods.reaper.plan.PlanCall` (so it is graded like REAPER's first call): valid → the typed
-``plan`` that ``execute_plan`` runs (``plan_text`` is its printed form); invalid → the errors in
-``plan_errors``, an empty ``plan`` and ``stop_reason = "invalid_plan"`` (the responder answers without
-evidence; there is no repair round — the baseline has nothing to re-plan with). The no-retrieval class
-records a valid zero-step plan.
-"""
+The routed class fixes the plan's skeleton (its tools, and which argument takes ``#Ej``); one
+planner-role call fills the open arguments (:class:`FilledArguments`), a missing ``product_id`` comes
+from the page context. The plan is validated and recorded as the run's one :class:`PlanCall`; an
+invalid one stops with ``invalid_plan`` (no repair round)."""
 
 from __future__ import annotations
 
@@ -31,15 +19,12 @@ from ragplan.methods.reaper import check_plan, format_plan
 from ragplan.methods.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
+from ragplan.tools.retail.tools import PURPOSES
 from ragplan.tools.suites import suite_for
 from ragplan.state.failure import failed
 
 __all__ = ["FilledArguments", "fill_arguments", "build_skeleton", "skeleton_prompt"]
 
-_PURPOSE = {"prod_search": "Fetch product search results", "prod_qna": "Fetch specific information about the product",
-            "review_summary": "Summarise the product's customer reviews", "customer_support": "Ask customer support",
-            "shipment_status": "Fetch shipment status", "date_math": "Fetch the date range",
-            "compatible_products": "Find compatible products"}
 _CONTEXT_ARGS = ("product_id", "base_product_id")
 
 SYSTEM = (
@@ -105,7 +90,7 @@ def _assemble(skeleton: list[tuple[str, dict[str, int]]], filled: dict[str, dict
                 v = page["product_id"]
             if v is None or v == "":
                 continue
-            values[a.name] = PlanArg.from_string(v) if isinstance(v, str) else PlanArg(kind="literal", value=v)
+            values[a.name] = PlanArg.of(v)
         args, kwargs, positional = [], {}, True
         for a in (spec.args if spec is not None else []):
             if a.name not in values:
@@ -115,7 +100,7 @@ def _assemble(skeleton: list[tuple[str, dict[str, int]]], filled: dict[str, dict
             else:
                 positional = False
                 kwargs[a.name] = values[a.name]
-        steps.append(PlanStep(index=k, purpose=_PURPOSE.get(tool, tool.replace("_", " ")), evidence_var=f"E{k}",
+        steps.append(PlanStep(index=k, purpose=PURPOSES.get(tool, tool.replace("_", " ")), evidence_var=f"E{k}",
                               tool=tool, args=args, kwargs=kwargs))
     return RetrievalPlan(steps=steps)
 

@@ -1,12 +1,7 @@
 """plan_retrieval: REAPER's planner writes the whole retrieval plan in one LLM call (paper §4.1).
 
-The prompt is the paper's: the planner's role, the instruction, every tool of the registry with its
-signature, description and one example use, in-context example plans, then the customer's question
-and page context. The output is a plan in the paper's text format (``Step k: purpose - #Ek =
-tool(args)``), which ``validate_plan`` parses and checks; on a repair round the last plan and its
-validation errors (the typed errors of its :class:`~ragplan.methods.reaper.plan.PlanCall`) are given back.
-The planner is its own model role (a small, fast model); its latency is recorded.
-"""
+The prompt (:mod:`ragplan.nodes.reaper.planner_prompt`) lists the tools and example plans; on a repair
+round the last plan and its errors are given back. The planner's latency is recorded."""
 
 from __future__ import annotations
 

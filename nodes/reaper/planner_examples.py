@@ -1,16 +1,6 @@
-"""The planner's default in-context examples: a small pool of hand-written (question, context, plan) triples.
+"""The planner's default in-context examples, in the shapes of the paper's Figure 2 (made-up product ids).
 
-They follow the shapes of the paper's Figure 2 — no retrieval, a single tool, a product-page question
-that uses the page context, a two-step plan that feeds one step's output into the next — written for
-ragplan's retail tools, with made-up product ids (the planner copies the form, not the values).
-
-Their arguments follow the argument rule the gold set and the scorer share
-(:mod:`ragplan.methods.reaper.metrics`): ``prod_search`` gets the shopping phrase without the request
-around it, ``shipment_status`` the ordered item's words as ``keywords`` and a ``date_range`` from a
-``date_math`` step on the date expression as the customer said it. Free-text questions
-(``customer_support``, ``prod_qna``) are not scored, so an example may copy them (the help-centre
-one) or rewrite them around the page's product (the product-page one), as the paper's plans do.
-"""
+Their arguments follow the argument rule of :mod:`ragplan.methods.reaper.metrics`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""The REAPER planner's prompt (paper §4.1), in the paper's structure.
+"""The REAPER planner's prompt (paper §4.1): role, instruction, tool list, examples, input.
 
-A role; then the system instruction, the numbered tool list (signature, description, one example use
-each), in-context examples and the input (``Context: {...}`` / ``Question: "..."``). The
-``plan_retrieval`` node sends it; the training-data generator (:mod:`ragplan.methods.reaper`) builds
-its fine-tuning prompts from the same functions, so a fine-tuned planner sees at run time exactly
-the form it was trained on.
-"""
+Training data (:mod:`ragplan.methods.reaper.datagen`) is built from the same functions, so a fine-tuned
+planner sees at run time the form it was trained on."""
 
 from __future__ import annotations
 
@@ -15,8 +11,8 @@ from typing import Any, Iterable, Sequence
 from ragplan.methods.reaper.plan import RetrievalPlan, format_plan
 from ragplan.tools.registry import ToolRegistry, ToolSpec
 
-__all__ = ["ROLE", "SYSTEM_INSTRUCTION", "NO_RETRIEVAL", "build_planner_messages", "build_planner_prompt",
-           "format_input", "format_example", "plan_text", "tool_block"]
+__all__ = ["ROLE", "SYSTEM_INSTRUCTION", "NO_RETRIEVAL", "build_planner_messages", "format_input", "format_example",
+           "plan_text", "tool_block"]
 
 ROLE = ("You help a sales associate in a large online shop. For every customer question you work out which "
         "information the associate needs and how to fetch it, so that the answer rests on evidence rather than "
@@ -45,23 +41,17 @@ def plan_text(plan: RetrievalPlan) -> str:
     return format_plan(plan) if plan.steps else NO_RETRIEVAL
 
 
-def _example_parts(ex: Any) -> tuple[str, dict[str, Any], str]:
-    if isinstance(getattr(ex, "plan", None), RetrievalPlan):  # a training SeedExample
-        return ex.query, ex.context, plan_text(ex.plan)
-    if isinstance(ex, dict):
-        plan = ex.get("plan", "")
-        return ex["query"], ex.get("context") or {}, plan_text(plan) if isinstance(plan, RetrievalPlan) else str(plan)
-    query, context, plan = ex
-    return query, context, plan_text(plan) if isinstance(plan, RetrievalPlan) else str(plan)
-
-
 def format_example(ex: Any) -> str:
-    """One in-context example: ``# Input:`` block and ``# Answer:`` with the plan."""
-    q, c, p = _example_parts(ex)
-    return f"# Input:\n{format_input(q, c)}\n# Answer:\n{p}"
+    """One in-context example (a dict or a training ``SeedExample``): ``# Input:`` and ``# Answer:`` with the plan."""
+    if isinstance(ex, dict):
+        q, c, p = ex["query"], ex.get("context"), ex.get("plan", "")
+    else:
+        q, c, p = ex.query, ex.context, ex.plan
+    return f"# Input:\n{format_input(q, c)}\n# Answer:\n{plan_text(p) if isinstance(p, RetrievalPlan) else p}"
 
 
 def tool_block(tools: ToolRegistry | Sequence[ToolSpec]) -> str:
+    """The numbered tool list of a registry or of specs."""
     reg = tools if isinstance(tools, ToolRegistry) else ToolRegistry(list(tools))
     return reg.prompt_block()
 
@@ -69,11 +59,7 @@ def tool_block(tools: ToolRegistry | Sequence[ToolSpec]) -> str:
 def build_planner_messages(tools: ToolRegistry | Sequence[ToolSpec], examples: Iterable[Any], query: str,
                            context: dict[str, Any] | None, *, role: str = ROLE,
                            instructions: str = SYSTEM_INSTRUCTION) -> tuple[str, str]:
-    """The planner prompt as (system, user): the role; then instruction, tools, examples and input.
-
-    ``examples`` are training seed examples (``query``, ``context``, ``plan``), dicts ``{query, context, plan}`` or
-    ``(query, context, plan)`` tuples (plan as text or :class:`RetrievalPlan`).
-    """
+    """The planner prompt as (system, user): the role; then instruction, tools, examples and input."""
     parts = ["### System Instruction:", instructions, "",
              "The candidate tools, with their signatures, descriptions and an example use each:",
              tool_block(tools)]
@@ -82,11 +68,3 @@ def build_planner_messages(tools: ToolRegistry | Sequence[ToolSpec], examples: I
         parts += ["", "### Examples:", "\n\n".join(shown)]
     parts += ["", "### Input:", format_input(query, context)]
     return f"### Role:\n{role}", "\n".join(parts)
-
-
-def build_planner_prompt(tools: ToolRegistry | Sequence[ToolSpec], examples: Iterable[Any], query: str,
-                         context: dict[str, Any] | None, *, role: str = ROLE,
-                         instructions: str = SYSTEM_INSTRUCTION) -> str:
-    """The whole planner prompt as one text (role section first), for completion-style models."""
-    system, user = build_planner_messages(tools, examples, query, context, role=role, instructions=instructions)
-    return f"{system}\n\n{user}"

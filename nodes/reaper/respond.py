@@ -1,10 +1,6 @@
 """respond: the responder model answers the customer from the retrieved evidence only (REAPER).
 
-The responder (a large model in the paper) sees the question, the page context and each tool call's
-output; it must not invent facts the evidence does not hold, and says so when the evidence is empty
-or failed. No plan at all (a zero-step plan) means the question needs no retrieval: it is answered
-directly (small talk, general help).
-"""
+A zero-step plan (no retrieval needed) is answered directly."""
 
 from __future__ import annotations
 

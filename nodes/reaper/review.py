@@ -1,13 +1,7 @@
-"""How REAPER's plan is reviewed by a person (the family part of :mod:`ragplan.nodes.common.review_plan`).
+"""How REAPER's validated plan is reviewed by a person (the family part of :mod:`ragplan.nodes.common.review_plan`).
 
-The plan under review is the one the executor would run: the planner's plan after validation (and its
-repair round), in the paper's canonical format, one ``Step k: purpose - #Ek = tool(args)`` line per step;
-a zero-step plan (no retrieval) is shown as such. An edited plan goes through the same parser and
-validator as the planner's (:func:`~ragplan.methods.reaper.plan.parse_plan`,
-:func:`~ragplan.nodes.reaper.validate_plan.registry_errors`: no invented tools or arguments, references to
-earlier steps only, at most ``max_steps``) and becomes the typed ``plan`` that ``execute_plan`` runs. It is
-not a planner call, so ``plan_calls`` (graded as the planner's work) keeps the planner's plans only.
-"""
+An edited plan is parsed and validated like the planner's and becomes the typed ``plan`` to execute;
+``plan_calls`` keeps the planner's plans only."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
 """validate_plan: parse the planner's output and check it against the tool registry (REAPER).
 
-Invented tools, unknown or missing arguments, references to later or missing steps and cycles are
-errors. Every planner call's plan is recorded as a :class:`~ragplan.methods.reaper.plan.PlanCall` (raw text,
-typed steps, validity, errors, latency), so the first call — the paper's one-call setting — can be
-graded apart from the plan after the repair round. A valid plan becomes the typed ``plan`` that
-``execute_plan`` runs (``plan_text`` is its printed form). With errors and a repair left, the planner
-is asked again with the errors shown; without one, the failure is recorded (``invalid_plan``, an
-empty ``plan``) and the responder answers without evidence.
-"""
+Every planner call is recorded as a :class:`PlanCall`; a valid plan becomes the typed ``plan``. With
+errors the planner gets one repair round, then the run records ``invalid_plan`` and answers without
+evidence."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The generated product catalogue: sixteen product types with attributes, descriptions and Q&A.
 
-Brands and models are invented. Devices are generated before the accessories that fit them, so an
-accessory's ``compatible_with``, ``tire_sizes``, ``pod_format`` or ``fits_laptops_up_to`` names devices of
-the same shop (what ``compatible_products`` reads)."""
+Devices are generated before their accessories, so an accessory's compatibility attributes name
+devices of the same shop."""
 
 from __future__ import annotations
 

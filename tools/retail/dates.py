@@ -1,17 +1,8 @@
-"""Deterministic date arithmetic for ``date_math``: expressions → date ranges, and formatting.
+"""Deterministic date arithmetic for ``date_math``: expressions → inclusive date ranges, and formatting.
 
-Every expression is resolved against a fixed ``today`` (the shop's setting), never the clock, so a
-plan gives the same evidence on every run. A range is ``{"start": "YYYY-MM-DD", "end": "YYYY-MM-DD"}``
-(both inclusive); a single day has ``start == end``. Understood expressions (case-insensitive):
-
-* ``today``/``now``/``tonight``, ``tomorrow``, ``yesterday``, ``day after tomorrow``, ``day before yesterday``
-* ``this|next|last week`` (Monday–Sunday), ``… month``, ``… year``, ``this|next|last weekend``
-* ``in 3 days``, ``2 weeks ago``, ``last|past 30 days``, ``next 2 weeks``, ``within 5 days`` (numbers
-  as digits or words: ``a``, ``one`` … ``twelve``, ``a couple of``)
-* weekdays: ``friday`` / ``this friday`` (the coming one, today included), ``next friday``, ``last friday``
-* month names: ``november`` (that month this year), ``last|next november``
-* ISO dates and datetimes, and ranges ``2026-11-01..2026-11-10`` (``to`` also works)
-"""
+Resolved against a fixed ``today`` (the shop's), never the clock. Understood: today/tomorrow/yesterday,
+this|next|last week/month/year/weekend, ``in 3 days``, ``2 weeks ago``, ``last 30 days``, weekdays, month
+names, ISO dates and ranges ``2026-11-01..2026-11-10``."""
 
 from __future__ import annotations
 
@@ -19,6 +10,8 @@ import calendar
 import datetime as dt
 import re
 from typing import Any
+
+from dateutil.relativedelta import relativedelta
 
 from ragplan.tools.retail.errors import ToolError
 
@@ -40,24 +33,12 @@ def date_range(start: dt.date, end: dt.date) -> dict[str, str]:
     return {"start": start.isoformat(), "end": end.isoformat()}
 
 
-def _add_months(d: dt.date, n: int) -> dt.date:
-    y, m = divmod(d.month - 1 + n, 12)
-    y, m = d.year + y, m + 1
-    return dt.date(y, m, min(d.day, calendar.monthrange(y, m)[1]))
-
-
 def _month(d: dt.date) -> tuple[dt.date, dt.date]:
     return d.replace(day=1), d.replace(day=calendar.monthrange(d.year, d.month)[1])
 
 
 def _shift(today: dt.date, n: int, unit: str) -> dt.date:
-    if unit == "day":
-        return today + dt.timedelta(days=n)
-    if unit == "week":
-        return today + dt.timedelta(weeks=n)
-    if unit == "month":
-        return _add_months(today, n)
-    return _add_months(today, 12 * n)
+    return today + relativedelta(**{f"{unit}s": n})
 
 
 def _number(tok: str) -> int | None:
@@ -104,7 +85,7 @@ def resolve_range(expr: str, today: dt.date) -> tuple[dt.date, dt.date]:
             return (monday + dt.timedelta(days=5), monday + dt.timedelta(days=6)) if unit == "weekend" else \
                 (monday, monday + dt.timedelta(days=6))
         if unit == "month":
-            return _month(_add_months(today.replace(day=1), k))
+            return _month(today.replace(day=1) + relativedelta(months=k))
         return dt.date(today.year + k, 1, 1), dt.date(today.year + k, 12, 31)
     units = r"(day|week|month|year)s?"
     m = re.fullmatch(r"(?:in|after) (?:a )?(\w+)(?: of)? " + units, text)
@@ -166,12 +147,7 @@ _DT_FIELDS = ("estimated_delivery", "delivered_at", "datetime", "date", "order_d
 
 
 def format_values(value: Any, fmt: str) -> Any:
-    """``value`` with every date/datetime in it formatted with ``fmt``.
-
-    ``value`` may be an ISO string (or text containing one, e.g. ``"Estimated delivery: 2026-11-23T14:30:00"``),
-    a range dict (both ends formatted), an order dict (its delivery datetime) or a list of these.
-    Returns ``{"value": iso, "formatted": text}`` (and ``order_id``/``field`` for orders), or a list.
-    """
+    """``value`` with every date/datetime in it formatted with ``fmt``."""
     if isinstance(value, (list, tuple)):
         out = [format_values(v, fmt) for v in value]
         if not out:

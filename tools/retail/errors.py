@@ -8,12 +8,7 @@ __all__ = ["ToolError", "ShopError"]
 
 
 class ToolError(ToolException):
-    """A retail tool call that cannot be answered (unknown product id, no matching order, bad date).
-
-    The message says what was wrong and, where it helps a planner re-plan, what would work. It is a
-    LangChain ``ToolException``, so a tool built with ``handle_tool_error=True`` returns the message
-    as its observation instead of raising.
-    """
+    """A retail tool call that cannot be answered (unknown product id, no matching order, bad date)."""
 
     def __init__(self, message: str, *, tool: str = "") -> None:
         super().__init__(message)

@@ -1,8 +1,4 @@
-"""The shop's help-centre articles (written for this project): what ``customer_support`` searches.
-
-Each entry is ``(topic, question, answer)``; :func:`faq_entries` numbers them and adds a help-page path.
-Numbers in the answers (return window, free-shipping threshold, …) are the shop's own policies.
-"""
+"""The shop's help-centre articles (written for this project): what ``customer_support`` searches."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""Product reviews: generated per product type, and summarised by counting (``review_summary``).
-
-The summary finds pros and cons in the texts themselves: word n-grams (2–5 words) recurring more in 4–5
-star reviews than in 1–2 star ones, or the other way round, longest first, none inside another."""
+"""Product reviews: generated per product type, and summarised by counting recurring phrases (``review_summary``)."""
 
 from __future__ import annotations
 
@@ -127,12 +124,7 @@ def _pick(scores: dict[str, tuple[int, int]], k: int) -> list[dict[str, Any]]:
 
 
 def summarise_reviews(reviews: list[dict[str, Any]], k: int = 5) -> dict[str, Any]:
-    """Average rating, star histogram and the top ``k`` pros and cons phrases found in ``reviews``.
-
-    A phrase is a pro when it occurs in at least two favourable reviews (one when there are fewer
-    than four) and in more favourable than critical ones; cons the other way round. 3-star reviews
-    count for neither. Also returns the most helpful favourable and critical review texts.
-    """
+    """Average rating, star histogram and the top ``k`` pros and cons phrases found in ``reviews``."""
     n = len(reviews)
     counts = Counter(int(r["rating"]) for r in reviews)
     good = [r for r in reviews if int(r["rating"]) >= 4]

@@ -1,9 +1,7 @@
 """A small generated shop: catalogue and help centre (JSONL), orders and shipments (SQLite), FAISS indexes.
 
-:func:`generate_shop` writes it deterministically for a seed, ``meta.json`` last (its presence means
-complete); the indexes are built on first search. A few scripted orders make the paper's plans
-answerable (a sheet pan arriving tomorrow, a phone delivered three days ago …); the rest are random over
-the last 90 days, their status following from their dates."""
+Deterministic for a seed, ``meta.json`` written last; indexes are built on first search. A few scripted
+orders make the paper's plans answerable."""
 
 from __future__ import annotations
 
@@ -118,11 +116,7 @@ def _faq_passage(f: dict[str, Any]) -> dict[str, Any]:
 
 def generate_shop(out_dir: str | Path, seed: int = 0, n_products: int = 400, n_orders: int = 150,
                   today: str = "2026-11-22") -> Path:
-    """Write a shop for ``seed`` into ``out_dir`` (created; a previous shop there is replaced); returns the path.
-
-    The same arguments give byte-identical files. The catalogue, reviews and orders use separate
-    random streams, so changing ``n_orders`` leaves the catalogue as it was.
-    """
+    """Write a shop for ``seed`` into ``out_dir`` (created; a previous shop there is replaced); returns the path."""
     if n_products < 1 or n_orders < 0:
         raise ValueError("n_products must be at least 1 and n_orders not negative")
     try:

@@ -1,8 +1,6 @@
 """REAPER's seven retail tools as LangChain tools over a generated shop, and the ``retail`` tool registry.
 
-``compatible_products`` is the paper's novel tool. Each tool returns JSON-ready data or raises
-:class:`ToolError` with a message a planner can act on; the shop, its ``today`` and result sizes are
-settings of :func:`build_retail_registry`, never plan arguments (STYLE 8)."""
+The shop, its ``today`` and result sizes are settings of :func:`build_retail_registry`, never plan arguments."""
 
 from __future__ import annotations
 
@@ -20,8 +18,8 @@ from ragplan.tools.retail.errors import ToolError
 from ragplan.tools.retail.reviews import summarise_reviews
 from ragplan.tools.retail.shop import Shop, load_shop
 
-__all__ = ["RetailTools", "build_retail_registry", "retail_specs", "TOOL_NAMES", "NEW_TOOLS", "compatibility", "resolve_product_type",
-           "singular"]
+__all__ = ["RetailTools", "build_retail_registry", "retail_specs", "TOOL_NAMES", "NEW_TOOLS", "PURPOSES", "compatibility",
+           "resolve_product_type", "singular"]
 
 # name -> (description, args, example, aliases)
 _SPECS: dict[str, tuple[str, list[ArgSpec], str, list[str]]] = {
@@ -75,6 +73,11 @@ _SPECS: dict[str, tuple[str, list[ArgSpec], str, list[str]]] = {
         ["find_compatible", "accessory_finder", "compatibility_search"]),
 }
 TOOL_NAMES = list(_SPECS)
+PURPOSES = {"prod_search": "Fetch product search results", "prod_qna": "Fetch specific information about the product",
+            "review_summary": "Summarise the product's customer reviews", "customer_support": "Ask customer support",
+            "shipment_status": "Fetch shipment status", "date_math": "Fetch the date range",
+            "compatible_products": "Find compatible products"}
+"""The purpose written into generated plans' steps (gold set, classifier baseline), by tool."""
 NEW_TOOLS = ["compatible_products"]
 """Tools left out by ``include_new_tool=False`` (the novel-tool experiment)."""
 _TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "any": Any,
@@ -83,10 +86,6 @@ _QUESTION_WORDS = set("what which how does did the this that these are is can wi
                       "they them its".split())
 _NOISE = set("my the a an of for order orders package packages item items delivery shipment shipments new".split())
 
-
-# ---------------------------------------------------------------------------------------------- compatibility
-# A candidate fits a base product when the attributes say so (compatible_with / model, tire sizes, pod format,
-# laptop screen and bag size), never by text similarity.
 
 def _num(v: Any) -> float | None:
     m = re.search(r"\d+(?:\.\d+)?", str(v or ""))
@@ -156,12 +155,7 @@ def _words(text: str) -> list[str]:
 
 
 def _without_product_name(question: str, p: dict[str, Any]) -> str:
-    """``question`` minus the product's id and any run of 3+ words (2+ of them alphabetic) copied from its title.
-
-    Every candidate sentence is about this product, so a question that restates the title ("… of the
-    Kestrel TrailGuard LTX All-Season Radial Tire …") would otherwise rank the sentences that repeat
-    the name above the ones that answer it.
-    """
+    """``question`` minus the product's id and any run of 3+ words (2+ of them alphabetic) copied from its title."""
     q = re.sub(re.escape(p["product_id"]), " ", question, flags=re.I)
     toks = [(m.group().lower(), m.start(), m.end()) for m in re.finditer(r"[A-Za-z0-9]+", q)]
     title = re.findall(r"[a-z0-9]+", p["title"].lower())
@@ -241,11 +235,7 @@ class RetailTools:
         return {"product_id": p["product_id"], "title": p["title"], **summarise_reviews(p.get("reviews") or [])}
 
     def shipment_status(self, keywords: str | None = None, date_range: Any = None) -> list[dict[str, Any]]:
-        """Orders whose product matches every keyword and whose estimated delivery lies in ``date_range``.
-
-        Keyword matches whose product type ends in the last keyword come first ("camera": cameras
-        before camera batteries), then newest first; with a date range, by estimated delivery.
-        """
+        """Orders whose product matches every keyword and whose estimated delivery lies in ``date_range``."""
         orders = self.shop.orders()
         words = [w for w in _words(keywords or "") if w not in _NOISE]
         first: dict[str, bool] = {}
@@ -360,14 +350,7 @@ def retail_specs(include_new_tool: bool = True) -> list[ToolSpec]:
 
 def build_retail_registry(shop_dir: str | None = None, today: str | None = None, *, include_new_tool: bool = True,
                           model_path: str = "", **settings: Any) -> ToolRegistry:
-    """The ``retail`` suite: specs bound to tools over the shop at ``shop_dir``, or specs only without it.
-
-    Without ``shop_dir`` nothing is opened (plan validation). ``today`` (YYYY-MM-DD) overrides the
-    shop's; ``model_path`` picks the embedding model; ``settings`` go to :class:`RetailTools`
-    (``search_k``, ``qna_k``, ``faq_k``, ``max_orders``, ``max_compatible``). With
-    ``include_new_tool=False`` ``compatible_products`` is left out. Raises
-    :class:`~ragplan.tools.retail.errors.ShopError` when ``shop_dir`` is not a shop.
-    """
+    """The ``retail`` suite: specs bound to tools over the shop at ``shop_dir``, or specs only without it."""
     from langchain_core.tools import StructuredTool
 
     specs = retail_specs(include_new_tool)

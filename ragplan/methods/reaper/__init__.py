@@ -1,8 +1,4 @@
-"""REAPER (Joshi et al., CIKM 2024): retrieval plans made in one LLM call, checked, then executed.
-
-The plan model and parser (:mod:`.plan`), the validator (:mod:`.validate`) and the parallel executor
-(:mod:`.execute`); the rest of the folder is the benchmark, training data and the classifier baseline
-(docs/methods/reaper.md)."""
+"""REAPER (Joshi et al., CIKM 2024): retrieval plans made in one LLM call, checked, then executed."""
 
 from ragplan.methods.reaper.execute import ExecutionResult, StepEvidence, run_plan_async, run_plan
 from ragplan.methods.reaper.plan import (ParseResult, PlanArg, PlanCall, PlanError, PlanStep, RetrievalPlan, as_steps, format_plan,

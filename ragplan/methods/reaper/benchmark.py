@@ -1,11 +1,7 @@
-"""The ``reaper-retail`` benchmark: REAPER retrieval plans graded against the retail gold set (paper Tables 1–2).
+"""The ``reaper-retail`` benchmark: REAPER plans graded against the retail gold set (paper Tables 1–2).
 
-``data`` is a shop directory (its ``goldset.jsonl``, generated there when missing) or a gold-set JSONL file.
-:meth:`ReaperBenchmark.grade` reads an output with :func:`predicted_plans` and scores the final plan and the
-first planner call (the paper's one-call setting, the ``*_first_call`` fields) with
-:func:`~ragplan.methods.reaper.metrics.score_plan`. Options: ``limit``, ``split`` (test, train, all),
-``year`` (ignored) and ``remove_tool`` (Table 2's instruction-following experiment); see
-docs/methods/reaper.md, "Evaluation"."""
+``data`` is a shop directory (its ``goldset.jsonl``, generated when missing) or a gold-set JSONL file;
+the final plan and the first planner call (``*_first_call``) are scored. See docs/methods/reaper.md."""
 
 from __future__ import annotations
 
@@ -23,7 +19,7 @@ from ragplan.methods.reaper.metrics import (aggregate, default_registry, instruc
 from ragplan.methods.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan, as_steps, format_plan, parse_plan
 from ragplan.state.reaper import FINISHED
 
-__all__ = ["ReaperBenchmark", "GOLDSET_FILE", "PredictedPlan", "plan_from_output", "predicted_plans"]
+__all__ = ["ReaperBenchmark", "GOLDSET_FILE", "PredictedPlan", "predicted_plans"]
 
 GOLDSET_FILE = "goldset.jsonl"
 _OPTIONS = ("limit", "year", "split", "remove_tool")
@@ -35,7 +31,7 @@ def _arg(v: Any) -> PlanArg:
         return v
     if isinstance(v, dict) and v.get("kind") in ("literal", "ref", "template"):
         return PlanArg.model_validate(v)
-    return PlanArg.from_string(v) if isinstance(v, str) else PlanArg(kind="literal", value=v)
+    return PlanArg.of(v)
 
 
 def _loose_step(k: int, s: Any) -> PlanStep:
@@ -101,13 +97,7 @@ def _from_call(call: Any) -> PredictedPlan:
 
 
 def predicted_plans(output: Any) -> tuple[PredictedPlan, PredictedPlan]:
-    """(first planner call, final plan) of a REAPER-family graph's output (or a run record).
-
-    A failed or unfinished run has no plan (both ``failed``). The final plan is the typed ``plan``, else the
-    last planner call, ``plan_text`` or the evidence's tool calls; ``invalid`` when the graph recorded plan
-    errors, stopped with ``invalid_plan`` or its last call was invalid. The first call is ``plan_calls[0]``,
-    else (agent_planner: no repair round) the final plan.
-    """
+    """(first planner call, final plan) of a REAPER-family graph's output (or a run record)."""
     why = _failure(output)
     if why is not None:
         return PredictedPlan("failed", errors=[why]), PredictedPlan("failed", errors=[why])
@@ -143,11 +133,6 @@ def predicted_plans(output: Any) -> tuple[PredictedPlan, PredictedPlan]:
         return PredictedPlan("failed", errors=[why]), PredictedPlan("failed", errors=[why])
     final.latency_s = output.get("planner_latency_s") if isinstance(output.get("planner_latency_s"), (int, float)) else None
     return (first if first is not None else final), final
-
-
-def plan_from_output(output: Any) -> RetrievalPlan:
-    """The predicted (final) plan's steps of an output; an empty plan when it has none (see :func:`predicted_plans`)."""
-    return predicted_plans(output)[1].plan
 
 
 @dataclass

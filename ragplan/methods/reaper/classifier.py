@@ -1,10 +1,8 @@
 """The classification-based baseline planner (REAPER paper §3.1, §5.2): route a question to one retrieval class.
 
-Classes come from a tool sequence (:func:`route_class`: a tool's name, ``no_retrieval`` or one
-``workflow:a>b`` class per multi-step sequence seen in training). Features are the question's
-Sentence-BERT embedding plus a product-page flag; two heads, a logistic regression and a cosine kNN vote,
-are mixed 0.75 / 0.25 and saved as plain arrays (``weights.npz``, no pickles). Each workflow's skeleton
-(which argument takes an earlier step's output) is kept in ``meta.json`` for argument filling."""
+Classes: a tool, ``no_retrieval`` or one ``workflow:a>b`` per multi-step sequence seen in training.
+Features: the question's Sentence-BERT embedding plus a product-page flag; a logistic regression and a
+cosine kNN vote mixed 0.75 / 0.25, saved as plain arrays (no pickles) with each workflow's skeleton."""
 
 from __future__ import annotations
 
@@ -16,6 +14,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
+from scipy.special import softmax
+from sklearn.metrics import precision_recall_fscore_support
+from sklearn.preprocessing import normalize
 
 __all__ = ["NO_RETRIEVAL", "WORKFLOW_PREFIX", "DEFAULT_CHAINS", "route_class", "class_tools", "ClassifierReport",
            "RouteClassifier", "train_classifier", "load_classifier", "features", "workflow_chains"]
@@ -68,17 +69,6 @@ def features(embedder: Any, questions: list[str], contexts: list[dict[str, Any] 
     emb = np.asarray(embedder.encode(list(questions)), dtype=np.float64)
     flag = np.array([[_has_title(c)] for c in contexts], dtype=np.float64).reshape(len(questions), 1)
     return np.hstack([emb, flag])
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    n = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.where(n == 0, 1.0, n)
-
-
-def _softmax(z: np.ndarray) -> np.ndarray:
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
 
 
 def _arg_names(registry: Any, tool: str) -> list[str]:
@@ -141,7 +131,7 @@ class RouteClassifier:
         self.classes: list[str] = list(meta["classes"])
         self.chains: dict[str, list[dict[str, int]]] = meta.get("chains", {})
         self.coef, self.intercept = weights["coef"], weights["intercept"]
-        self.train_x, self.train_y = _unit(weights["train_x"]), weights["train_y"].astype(int)
+        self.train_x, self.train_y = normalize(weights["train_x"]), weights["train_y"].astype(int)
         self._embedder = embedder
 
     @property
@@ -157,10 +147,10 @@ class RouteClassifier:
         if z.shape[1] == 1:  # a binary logistic regression stores one row
             p = 1.0 / (1.0 + np.exp(-z[:, 0]))
             return np.stack([1 - p, p], axis=1)
-        return _softmax(z)
+        return softmax(z, axis=1)
 
     def _knn(self, x: np.ndarray) -> np.ndarray:
-        sims = _unit(x) @ self.train_x.T
+        sims = normalize(x) @ self.train_x.T
         k = min(KNN_K, sims.shape[1])
         out = np.zeros((len(x), len(self.classes)))
         for i, row in enumerate(sims):
@@ -192,17 +182,11 @@ class RouteClassifier:
 
 
 def _metrics(gold: list[str], pred: list[str], classes: list[str]) -> tuple[dict[str, dict[str, float]], float]:
-    per: dict[str, dict[str, float]] = {}
-    for c in classes:
-        tp = sum(g == c and p == c for g, p in zip(gold, pred))
-        n_pred, n_gold = sum(p == c for p in pred), sum(g == c for g in gold)
-        prec = tp / n_pred if n_pred else 0.0
-        rec = tp / n_gold if n_gold else 0.0
-        f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
-        per[c] = {"precision": round(prec, 4), "recall": round(rec, 4), "f1": round(f1, 4), "support": n_gold}
+    p, r, f, n = precision_recall_fscore_support(gold, pred, labels=classes, zero_division=0)
+    per = {c: {"precision": round(float(p[i]), 4), "recall": round(float(r[i]), 4), "f1": round(float(f[i]), 4),
+               "support": int(n[i])} for i, c in enumerate(classes)}
     present = [c for c in classes if per[c]["support"]]
-    macro = sum(per[c]["f1"] for c in present) / len(present) if present else 0.0
-    return per, round(macro, 4)
+    return per, round(sum(per[c]["f1"] for c in present) / len(present) if present else 0.0, 4)
 
 
 def train_classifier(goldset_examples: list[Any], *, model_path: str = "", seed: int = 0, out_dir: str | Path,

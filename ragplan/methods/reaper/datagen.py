@@ -1,11 +1,7 @@
-"""REAPER training data (paper §4.1–4.2): the seed pool, TEvo tool views and DQS sampling.
-
-The planner prompt is re-exported from beside its node (:mod:`ragplan.nodes.reaper.planner_prompt`), so
-training and run time share one form; the SFT records are written by :mod:`ragplan.methods.reaper.sft`."""
+"""REAPER training data (paper §4.1–4.2): the seed pool, TEvo tool views and DQS sampling."""
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import re
@@ -15,16 +11,14 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ragplan.nodes.reaper.planner_prompt import (NO_RETRIEVAL, ROLE, SYSTEM_INSTRUCTION, build_planner_messages,
-                                                build_planner_prompt, format_example, format_input, plan_text, tool_block)
+from ragplan.nodes.reaper.planner_prompt import NO_RETRIEVAL, build_planner_messages
 from ragplan.jsonl import read_jsonl_objects
 from ragplan.methods.reaper.plan import RetrievalPlan, parse_plan
 from ragplan.tools.registry import ToolRegistry, ToolSpec
 
-__all__ = ["ROLE", "SYSTEM_INSTRUCTION", "NO_RETRIEVAL", "DESCRIPTION_PARAPHRASES", "DatagenError", "SeedExample",
-           "ToolView", "sample_examples", "build_planner_prompt", "build_planner_messages", "format_input", "format_example",
-           "plan_text", "load_seed_examples", "load_query_pool", "evolve_tools", "rename_plan", "template_variants",
-           "diverse_query_sample", "tool_block"]
+__all__ = ["NO_RETRIEVAL", "DESCRIPTION_PARAPHRASES", "DatagenError", "SeedExample", "ToolView", "sample_examples",
+           "build_planner_messages", "load_seed_examples", "load_query_pool", "evolve_tools", "rename_plan",
+           "template_variants", "diverse_query_sample"]
 
 DESCRIPTION_PARAPHRASES: dict[str, list[str]] = {
     "prod_search": [
@@ -91,8 +85,6 @@ class SeedExample:
         return list(dict.fromkeys(self.plan.tools()))
 
 
-# ---------------------------------------------------------------------------------------------- loading
-
 
 def _check_row(path: Any, n: int, row: dict[str, Any], need_plan: bool) -> None:
     if not isinstance(row.get("query"), str) or not row["query"].strip():
@@ -143,8 +135,6 @@ def load_query_pool(path: str | Path, registry: ToolRegistry | None = None) -> l
                     "context": dict(row.get("context") or {}), "plan": plan})
     return out
 
-
-# ---------------------------------------------------------------------------------------------- TEvo
 
 @dataclass
 class ToolView:
@@ -216,8 +206,6 @@ def sample_examples(pool: Sequence[SeedExample], exclude: str, rng: random.Rando
     return rng.sample(cand, rng.randint(1, min(k_max, len(cand))))
 
 
-# ---------------------------------------------------------------------------------------------- DQS
-
 _TEMPLATES = ["{q}", "{q}?", "hi, {q}", "quick question: {q}", "can you tell me {q}", "i'd like to know {q}",
               "{q} please", "hey there - {q}", "could you help: {q}"]
 
@@ -252,8 +240,7 @@ def diverse_query_sample(initial: Sequence[str], large: Sequence[str], embedder:
     n = len(large)
     cut = max(1, math.floor(trim * n + 1e-9)) if n >= 3 and trim > 0 else 0
     low, high = order[:cut], order[n - cut:] if cut else []
-    refined = order[cut:n - cut] if cut else order
-    refined = sorted(refined)
+    refined = sorted(order[cut:n - cut] if cut else order)
     kept = sorted(rng.sample(refined, min(size, len(refined))))
     return kept, {"large": n, "dropped_similar": sorted(high), "dropped_dissimilar": sorted(low), "kept": kept,
                   "max_similarity": [float(s) for s in score]}

@@ -1,16 +1,16 @@
 """Running a REAPER plan: every step once, in dependency order, independent steps in parallel.
 
-:func:`run_plan_async` starts each step when the steps it refers to have finished (at most
-``max_parallel`` at once, each under a time limit); ``#Ej`` is replaced by step *j*'s output (the object
-itself, or its text inside a string). It never raises or hangs: failures, timeouts and missing tools are
-recorded, dependants and steps in cycles or referring to unassigned variables are skipped with the reason,
-and synchronous tools run in daemon threads."""
+``#Ej`` is replaced by step j's output (its text inside a string). Never raises or hangs: failures,
+timeouts and missing tools are recorded, dependants skipped with the reason; sync tools run in daemon
+threads."""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import dataclasses
+import functools
 import inspect
 import json
 import re
@@ -18,6 +18,7 @@ import threading
 import time
 from typing import Any, Callable, Literal
 
+from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanStep
@@ -102,19 +103,6 @@ def _short(msg: str, n: int = 200) -> str:
     return msg if len(msg) <= n else msg[: n - 1] + "…"
 
 
-def _tool_kind(tool: Any) -> str:
-    """"async" (a LangChain tool with a coroutine), "sync" (one without), or "" (not a LangChain tool)."""
-    try:
-        from langchain_core.tools import BaseTool
-    except ImportError:  # pragma: no cover
-        return ""
-    if not isinstance(tool, BaseTool):
-        return ""
-    # a StructuredTool / Tool made with a coroutine runs on the loop; any other tool through its synchronous
-    # ``invoke``, in a daemon thread that a time-out can abandon
-    return "async" if getattr(tool, "coroutine", None) is not None else "sync"
-
-
 def _in_daemon_thread(fn: Callable[[], Any]) -> "asyncio.Future[Any]":
     """Run ``fn`` in a daemon thread; the returned future can be abandoned without waiting for it."""
     loop = asyncio.get_running_loop()
@@ -142,11 +130,11 @@ def _in_daemon_thread(fn: Callable[[], Any]) -> "asyncio.Future[Any]":
 
 
 def _call(tool: Any, kwargs: dict[str, Any]) -> Any:
-    """An awaitable calling ``tool`` (LangChain tool, runnable or callable); sync tools in a daemon thread."""
-    kind = _tool_kind(tool)
-    if kind == "async":
-        return tool.ainvoke(kwargs)
-    if kind == "sync":
+    """An awaitable calling ``tool``: a LangChain tool with a coroutine (or another runnable) on the loop, a sync
+    LangChain tool or callable in a daemon thread that a time-out can abandon."""
+    if isinstance(tool, BaseTool):
+        if getattr(tool, "coroutine", None) is not None:
+            return tool.ainvoke(kwargs)
         return _in_daemon_thread(lambda: tool.invoke(kwargs))
     if hasattr(tool, "ainvoke"):
         return tool.ainvoke(kwargs)
@@ -215,19 +203,14 @@ def _static_skips(plan: RetrievalPlan) -> tuple[dict[int, int], dict[int, list[i
 
 
 def _waves(plan: RetrievalPlan, deps: dict[int, list[int]], skip: dict[int, str]) -> list[list[int]]:
-    level: dict[int, int] = {}
-
+    @functools.cache
     def depth(p: int) -> int:
-        if p not in level:
-            level[p] = 1 + max((depth(d) for d in deps[p]), default=-1)
-        return level[p]
+        return 1 + max((depth(d) for d in deps[p]), default=-1)
 
     runnable = [p for p in range(len(plan.steps)) if p not in skip]
+    out: list[list[int]] = [[] for _ in range(max(map(depth, runnable), default=-1) + 1)]
     for p in runnable:
-        depth(p)
-    out: list[list[int]] = [[] for _ in range(max(level.values(), default=-1) + 1)]
-    for p in runnable:
-        out[level[p]].append(plan.steps[p].index)
+        out[depth(p)].append(plan.steps[p].index)
     return out
 
 
@@ -330,17 +313,5 @@ def run_plan(plan: RetrievalPlan, registry: Any, **kw: Any) -> ExecutionResult:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(run_plan_async(plan, registry, **kw))
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = asyncio.run(run_plan_async(plan, registry, **kw))
-        except BaseException as exc:  # noqa: BLE001
-            box["error"] = exc
-
-    th = threading.Thread(target=target, name="reaper-run-plan", daemon=True)
-    th.start()
-    th.join()
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="reaper-run-plan") as pool:
+        return pool.submit(asyncio.run, run_plan_async(plan, registry, **kw)).result()

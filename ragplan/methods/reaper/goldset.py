@@ -1,11 +1,7 @@
 """A deterministic gold set of retail questions with their REAPER plans, grounded in a generated shop.
 
-:func:`generate_goldset` writes questions about the shop's real products and orders, spread over
-:data:`CATEGORIES` (no retrieval, single tools, page-context anaphora, date + shipment, search + Q&A,
-the novel ``compatible_products`` …), each with its canonical gold plan, split about 80/20 train/test
-within each category. Gold arguments follow the argument rule of :mod:`ragplan.methods.reaper.metrics`:
-scored ``prod_search`` / ``shipment_status`` arguments use the customer's words, other free text copies
-the question."""
+Questions about the shop's real products and orders, spread over :data:`CATEGORIES`, split about 80/20
+train/test within each category; arguments follow the argument rule of :mod:`ragplan.methods.reaper.metrics`."""
 
 from __future__ import annotations
 
@@ -19,7 +15,7 @@ from typing import Any, Callable
 
 from ragplan.jsonl import read_jsonl_objects
 from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanStep, format_plan, parse_plan
-from ragplan.tools.retail.tools import singular
+from ragplan.tools.retail.tools import PURPOSES, singular
 from ragplan.tools.retail.dates import resolve_range
 from ragplan.tools.retail.shop import load_shop
 
@@ -28,10 +24,9 @@ __all__ = ["GoldExample", "CATEGORIES", "generate_goldset", "write_goldset", "lo
 CATEGORIES = ["no_retrieval", "prod_search", "prod_qna", "context_qna", "review_summary", "customer_support",
               "shipment_status", "date_math", "date_shipment", "search_qna", "shipment_qna", "compatible",
               "shipment_compat"]
-_PURPOSE = {"prod_search": "Fetch product search results", "prod_qna": "Fetch specific information about the product",
-            "review_summary": "Summarise the product's customer reviews", "customer_support": "Ask customer support",
-            "shipment_status": "Fetch shipment status", "date_math": "Fetch the date range",
-            "compatible_products": "Find compatible products"}
+
+
+_FIELDS = ("id", "question", "context", "gold_plan", "tool_sequence", "category")
 
 
 @dataclass
@@ -60,8 +55,7 @@ class GoldExample:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "GoldExample":
         """Read one JSONL row back."""
-        return cls(**{k: d[k] for k in ("id", "question", "context", "gold_plan", "tool_sequence", "category")},
-                   split=d.get("split", "train"))
+        return cls(**{k: d[k] for k in _FIELDS}, split=d.get("split", "train"))
 
 
 def empty_context(date: str = "") -> dict[str, Any]:
@@ -69,21 +63,13 @@ def empty_context(date: str = "") -> dict[str, Any]:
     return {"product_id": "", "product_title": "", "history": [], "date": date}
 
 
-# ---------------------------------------------------------------------------------------------- plans
-
-def _lit(v: Any) -> PlanArg:
-    return PlanArg.from_string(v) if isinstance(v, str) else PlanArg(kind="literal", value=v)
-
-
 def _plan(*calls: tuple[str, list[Any], dict[str, Any]]) -> RetrievalPlan:
     steps = []
     for k, (tool, args, kwargs) in enumerate(calls, 1):
-        steps.append(PlanStep(index=k, purpose=_PURPOSE[tool], evidence_var=f"E{k}", tool=tool,
-                              args=[_lit(a) for a in args], kwargs={n: _lit(v) for n, v in kwargs.items()}))
+        steps.append(PlanStep(index=k, purpose=PURPOSES[tool], evidence_var=f"E{k}", tool=tool,
+                              args=[PlanArg.of(a) for a in args], kwargs={n: PlanArg.of(v) for n, v in kwargs.items()}))
     return RetrievalPlan(steps=steps)
 
-
-# ---------------------------------------------------------------------------------------------- wording
 
 _SMALL_TALK = ["hi there", "hello, how are you today?", "thanks, that's all I needed", "good morning!",
                "you've been really helpful", "can you tell me a joke?", "what's your name?", "bye for now",
@@ -190,8 +176,6 @@ def _anaphora(rng: random.Random, p: dict[str, Any]) -> str:
 def _cap(s: str) -> str:
     return s[:1].upper() + s[1:]
 
-
-# ---------------------------------------------------------------------------------------------- generators
 
 class _Gen:
     """The shop's facts and one random stream; one method per category returns (question, context, plan)."""
@@ -370,7 +354,7 @@ def load_goldset(path: str | Path) -> list[GoldExample]:
     record (not JSON, not an object, a missing field) or an empty file."""
     out = []
     for n, row in read_jsonl_objects(path):
-        missing = [k for k in ("id", "question", "context", "gold_plan", "tool_sequence", "category") if k not in row]
+        missing = [k for k in _FIELDS if k not in row]
         if missing:
             raise ValueError(f"{path}:{n}: no {', '.join(repr(k) for k in missing)}")
         out.append(GoldExample.from_dict(row))

@@ -1,12 +1,7 @@
 """Plan metrics of the REAPER paper: Table 1 (tool-class P/R/F1, tool and argument accuracy) and Table 2.
 
-:func:`score_plan` grades one prediction: ``failed`` (no plan) and ``invalid`` (unparseable or rejected by
-:func:`~ragplan.methods.reaper.validate.check_plan`) predictions are wrong on everything, with tool class
-``no_valid_plan`` (only a valid empty plan is ``no_retrieval``). Arguments follow the paper's rule (§5.2,
-"The argument rule" in docs/methods/reaper.md): only :data:`SCORED_ARGS` are scored, search phrases and
-keywords as keyword sets, date ranges as the dates they resolve to, matched one to one as a multiset.
-:func:`aggregate` averages scores or graded records; :func:`render_table`, :func:`render_comparison` and
-:func:`table_one` print Markdown tables."""
+Failed and invalid predictions are wrong on everything (tool class ``no_valid_plan``). Only
+:data:`SCORED_ARGS` are scored, by the argument rule of docs/methods/reaper.md."""
 
 from __future__ import annotations
 
@@ -24,7 +19,7 @@ from ragplan.tools.retail.tools import singular
 from ragplan.tools.retail.dates import parse_range_arg
 
 __all__ = ["NO_RETRIEVAL", "NO_VALID_PLAN", "SCORED_ARGS", "STOP_WORDS", "STATUSES", "PlanScore", "PlanMetrics",
-           "tool_classes", "normalize_text", "keyword_set", "scored_calls", "score_plan", "class_prf", "aggregate",
+           "normalize_text", "keyword_set", "scored_calls", "score_plan", "class_prf", "aggregate",
            "render_table", "render_comparison", "default_registry", "instruction_following", "instruction_following_table",
            "table_one"]
 
@@ -79,14 +74,6 @@ def _as_plan(plan: RetrievalPlan | list[Any] | str | None) -> tuple[RetrievalPla
     res = parse_plan(plan or "")
     return res.plan, [str(e) for e in res.errors]
 
-
-def tool_classes(plan: RetrievalPlan | str | None) -> set[str]:
-    """The tools a plan uses, or ``{"no_retrieval"}`` for a plan without steps."""
-    p, _ = _as_plan(plan)
-    return set(p.tools()) or {NO_RETRIEVAL}
-
-
-# ---------------------------------------------------------------------------------------------- arguments
 
 def _today(today: dt.date | str | None) -> dt.date | None:
     if isinstance(today, dt.datetime):
@@ -163,8 +150,6 @@ def scored_calls(plan: RetrievalPlan, registry: Any = None, today: dt.date | str
     return out
 
 
-# ---------------------------------------------------------------------------------------------- one pair
-
 @dataclass
 class PlanScore:
     """The scores of one predicted plan against its gold plan."""
@@ -200,11 +185,7 @@ def score_plan(pred: RetrievalPlan | list[Any] | str | None, gold: RetrievalPlan
                registry: Any = None, *, status: str | None = None, errors: Iterable[str] = (),
                today: dt.date | str | None = None,
                scored_args: Mapping[str, tuple[str, ...]] = SCORED_ARGS) -> PlanScore:
-    """Score one prediction (plan text, typed steps or a plan) against the gold plan.
-
-    ``status`` ``"failed"`` or ``"invalid"`` forces a wrong score; None or ``"valid"`` lets the parse and
-    :func:`check_plan` decide. ``today`` (the question's date) resolves date expressions.
-    """
+    """Score one prediction (plan text, typed steps or a plan) against the gold plan."""
     registry = default_registry() if registry is None else registry
     if status not in (None, *STATUSES):
         raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
@@ -232,8 +213,6 @@ def score_plan(pred: RetrievalPlan | list[Any] | str | None, gold: RetrievalPlan
                      pred_tools=p.tools(), gold_tools=g.tools(), pred_classes=sorted(set(p.tools())) or [NO_RETRIEVAL],
                      args_matched=matched, args_scored=len(gold_scored), errors=errs)
 
-
-# ---------------------------------------------------------------------------------------------- many pairs
 
 def _class_key(c: str) -> tuple[bool, bool, str]:
     return c == NO_VALID_PLAN, c != NO_RETRIEVAL, c
@@ -290,59 +269,41 @@ class PlanMetrics:
         return asdict(self)
 
 
-def _rec(x: PlanScore | Mapping[str, Any]) -> Mapping[str, Any]:
-    return x.to_dict() if isinstance(x, PlanScore) else x
-
-
 def _truth(v: Any) -> float:
     return float(v) if isinstance(v, (int, float)) else 1.0 if v else 0.0
-
-
-def _first(r: Mapping[str, Any], *keys: str, default: Any = None) -> Any:
-    return next((r[k] for k in keys if k in r), default)
 
 
 def _pred_classes(r: Mapping[str, Any]) -> list[str]:
     if isinstance(r.get("pred_classes"), list):
         return r["pred_classes"]
-    if not _truth(_first(r, "valid", "plan_valid", default=True)):
-        return [NO_VALID_PLAN]
-    return list(r.get("pred_tools") or [])
+    return list(r.get("pred_tools") or []) if _truth(r.get("valid", True)) else [NO_VALID_PLAN]
 
 
 def aggregate(items: Iterable[PlanScore | Mapping[str, Any] | tuple[Any, Any]], registry: Any = None,
               latency_key: str = "latency") -> PlanMetrics:
-    """Aggregate :class:`PlanScore` objects, graded records (dicts, as :meth:`PlanScore.to_dict` or the
-    benchmark's ``tool_accuracy`` / ``argument_accuracy`` / ``plan_valid`` names) or (pred, gold) pairs."""
+    """Aggregate :class:`PlanScore` objects, graded records (dicts, as :meth:`PlanScore.to_dict`) or (pred, gold)
+    pairs."""
     recs: list[Mapping[str, Any]] = []
     for x in items:
         if isinstance(x, tuple):
             registry = default_registry() if registry is None else registry
             x = score_plan(x[0], x[1], registry)
-        recs.append(_rec(x))
+        recs.append(x.to_dict() if isinstance(x, PlanScore) else x)
     n = len(recs)
 
-    def mean(*keys: str) -> float:
-        vals = [_truth(_first(r, *keys, default=False)) for r in recs]
-        return sum(vals) / n if n else 0.0
+    def mean(key: str) -> float:
+        return sum(_truth(r.get(key)) for r in recs) / n if n else 0.0
 
-    scored = [_first(r, "args_correct", "argument_accuracy") for r in recs]
-    scored = [_truth(v) for v in scored if v is not None]
-    valid = [_truth(_first(r, "valid", "plan_valid", default=False)) for r in recs]
-    correct = [_truth(r["correct"]) if "correct" in r else
-               v * _truth(_first(r, "tools_correct", "tool_accuracy", default=False))
-               * (1.0 if _first(r, "args_correct", "argument_accuracy") is None
-                  else _truth(_first(r, "args_correct", "argument_accuracy")))
-               for r, v in zip(recs, valid)]
+    scored = [_truth(r["args_correct"]) for r in recs if r.get("args_correct") is not None]
     per_class = class_prf((_pred_classes(r), r.get("gold_tools") or []) for r in recs)
     gold_calls = sum(int(r.get("args_scored", 0) or 0) for r in recs)
     matched = sum(int(r.get("args_matched", 0) or 0) for r in recs)
     lat = [float(r[latency_key]) for r in recs if isinstance(r.get(latency_key), (int, float))]
     f1s = [c["f1"] for k, c in per_class.items() if k != NO_VALID_PLAN]
     return PlanMetrics(
-        n=n, tool_accuracy=mean("tools_correct", "tool_accuracy"),
+        n=n, tool_accuracy=mean("tools_correct"),
         argument_accuracy=sum(scored) / len(scored) if scored else None, argument_n=len(scored),
-        plan_accuracy=sum(correct) / n if n else 0.0, plan_valid=sum(valid) / n if n else 0.0,
+        plan_accuracy=mean("correct"), plan_valid=mean("valid"),
         step_argument_accuracy=matched / gold_calls if gold_calls else None, per_class=per_class,
         macro_f1=sum(f1s) / len(f1s) if f1s else 0.0,
         failed=sum(1 for r in recs if r.get("status") == "failed"),
@@ -389,8 +350,6 @@ def render_comparison(columns: Mapping[str, PlanMetrics], title: str = "") -> st
         lines.append(f"| {label} | " + " | ".join(get(columns[k]) for k in names) + " |")
     return "\n".join(lines)
 
-
-# ---------------------------------------------------------------------------------------------- paper tables
 
 def instruction_following(score: Mapping[str, Any], removed: Sequence[str]) -> float | None:
     """Table 2 for one plan: 0.0 when it uses a ``removed`` tool (valid or not), 1.0 otherwise, None for a failed run."""

@@ -1,11 +1,8 @@
 """REAPER retrieval plans: the typed plan model, a tolerant parser and the canonical printer.
 
 A plan is one step per line, ``Step k: purpose - #Ek = tool(args)`` (paper §3–4). :func:`parse_plan` never
-raises: it reads wrapped calls, positional and keyword arguments, quoted strings, numbers,
-``true/false/null``, JSON, references ``#Ej`` (inside a string: a *template*), markdown fences and a
-leading ``# Answer:``; an unreadable step becomes a :class:`PlanError` with its line, other text a note,
-and text after a later ``# Input:`` / ``# Output:`` header is ignored. :func:`format_plan` prints the
-canonical form, which parses back to the same plan."""
+raises: unreadable steps become :class:`PlanError` with their line, other text a note.
+:func:`format_plan` prints the canonical form, which parses back to the same plan."""
 
 from __future__ import annotations
 
@@ -30,13 +27,13 @@ class PlanArg(BaseModel):
     """Evidence numbers referred to (``[1]`` for ``#E1``), in order of first appearance."""
 
     @classmethod
-    def from_string(cls, s: str) -> "PlanArg":
-        """A string literal, read as a reference when it is exactly ``#Ej`` and a template when it contains one."""
-        m = _REF_ONLY.fullmatch(s)
+    def of(cls, v: Any) -> "PlanArg":
+        """A literal; a string is a reference when it is exactly ``#Ej`` and a template when it contains one."""
+        m = _REF_ONLY.fullmatch(v) if isinstance(v, str) else None
         if m:
             return cls(kind="ref", value=f"#E{int(m.group(1))}", refs=[int(m.group(1))])
-        refs = list(dict.fromkeys(int(x) for x in _REF_IN_TEXT.findall(s)))
-        return cls(kind="template", value=s, refs=refs) if refs else cls(kind="literal", value=s)
+        refs = list(dict.fromkeys(int(x) for x in _REF_IN_TEXT.findall(v))) if isinstance(v, str) else []
+        return cls(kind="template", value=v, refs=refs) if refs else cls(kind="literal", value=v)
 
 
 class PlanStep(BaseModel):
@@ -100,11 +97,7 @@ class PlanError(BaseModel):
 
 
 class PlanCall(BaseModel):
-    """One plan as a planner call wrote it and as validation judged it (REAPER keeps every one, in order).
-
-    ``attempt`` 1 is the planner's first call — the paper's one-call setting; 2 is the plan after one
-    repair round, and so on. The classifier baseline records its one filled plan as attempt 1.
-    """
+    """One plan as a planner call wrote it and as validation judged it (REAPER keeps every one, in order)."""
 
     attempt: int = 1
     raw: str = ""
@@ -148,8 +141,6 @@ class ParseResult(BaseModel):
         """No syntax errors."""
         return not self.errors
 
-
-# ---------------------------------------------------------------------------------------------- syntax
 
 _REF_ONLY = re.compile(r"\s*#E(\d+)\s*")
 _REF_IN_TEXT = re.compile(r"#E(\d+)(?!\d)")
@@ -211,7 +202,7 @@ def _scan_value(text: str, i: int) -> tuple[PlanArg, int]:
     c = text[i]
     if c in _CLOSE_QUOTE:
         s, j = _scan_string(text, i)
-        return PlanArg.from_string(s), j
+        return PlanArg.of(s), j
     m = _REF_TOKEN.match(text, i)
     if m:
         n = int(m.group(1))
@@ -278,8 +269,6 @@ def _scan_call(text: str, i: int) -> tuple[list[PlanArg], dict[str, PlanArg], in
         elif text[i] != ")":
             raise _Bad(i, f"expected ',' or ')' after an argument, found {_excerpt(text, i)!r}")
 
-
-# ---------------------------------------------------------------------------------------------- blocks
 
 class _Block:
     """The lines of one step being read; reparsed as wrapped lines are added."""
@@ -435,8 +424,6 @@ def parse_plan(text: str | None) -> ParseResult:
     close()
     return ParseResult(plan=RetrievalPlan(steps=steps), errors=errors, notes=notes)
 
-
-# ---------------------------------------------------------------------------------------------- printing
 
 def format_arg(arg: PlanArg) -> str:
     """An argument in canonical form: a reference bare (``#E1``), everything else as JSON."""

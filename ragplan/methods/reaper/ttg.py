@@ -1,7 +1,6 @@
 """Tool-Task Generator (TTG, paper §4.2.2): the primary ``plan`` task and seven secondary tasks, in order.
 
-Each maps an annotated example to a (system, user, target) triple on a fresh TEvo tool view (tool names
-in prompt and target agree); a task that does not apply to a plan returns None."""
+Each maps an example to (system, user, target) on a fresh TEvo tool view, or None when it does not apply."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from typing import Callable, Sequence
 from ragplan.nodes.reaper.planner_prompt import (NO_RETRIEVAL, ROLE, SYSTEM_INSTRUCTION, build_planner_messages, format_input,
                                                 plan_text, tool_block)
 from ragplan.methods.reaper.datagen import SeedExample, ToolView, evolve_tools, sample_examples
-from ragplan.methods.reaper.plan import RetrievalPlan, PlanStep, format_arg, format_plan
+from ragplan.methods.reaper.plan import RetrievalPlan, format_arg, format_plan
 from ragplan.tools.registry import ToolRegistry
 
 __all__ = ["TASKS", "NO_PLAN_POSSIBLE"]
@@ -38,12 +37,6 @@ def _user(instruction: str, view: ToolView, ex: SeedExample, *extra: str) -> str
         parts += ["", e]
     return "\n".join(parts)
 
-
-def _step_line(s: PlanStep, with_header: bool = True) -> str:
-    return format_plan(RetrievalPlan(steps=[s])) if with_header else format_plan(RetrievalPlan(steps=[s])).split(": ", 1)[1]
-
-
-# ---------------------------------------------------------------------------------------------- tasks
 
 def primary_plan(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegistry, rng: random.Random) -> Made:
     """The primary task: the full planner prompt (TEvo view, resampled examples) -> the plan."""
@@ -97,17 +90,12 @@ def masked_step(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegi
     _, view, plan = _setup(ex, pool, registry, rng, with_examples=False)
     k = rng.randrange(len(plan.steps))
     lines = format_plan(plan).splitlines()
-    s = plan.steps[k]
-    head = f"Step {s.index}: {' '.join(s.purpose.split())} - " if s.purpose.strip() else f"Step {s.index}: "
-    lines[k] = f"{head}#{s.evidence_var} = [MASK]"
+    target, var = lines[k], f"#{plan.steps[k].evidence_var}"
+    lines[k] = f"{target.partition(var + ' = ')[0]}{var} = [MASK]"
     user = _user("In the retrieval plan below one step's tool call was replaced by [MASK]. Write the masked step as "
                  "one complete plan line (Step k: ... - #Ek = tool_name(arguments)).", view, ex,
                  "### Plan with a masked step:\n" + "\n".join(lines))
-    return _SYSTEM, user, lines_target(plan, k)
-
-
-def lines_target(plan: RetrievalPlan, k: int) -> str:
-    return format_plan(plan).splitlines()[k]
+    return _SYSTEM, user, target
 
 
 def reorder_steps(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegistry, rng: random.Random) -> Made:
@@ -119,7 +107,7 @@ def reorder_steps(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRe
     rng.shuffle(order)
     if order == sorted(order):
         order = order[1:] + order[:1]
-    shuffled = "\n".join("- " + _step_line(plan.steps[i], with_header=False) for i in order)
+    shuffled = "\n".join("- " + format_plan(RetrievalPlan(steps=[plan.steps[i]])).split(": ", 1)[1] for i in order)
     user = _user("The steps of a retrieval plan for the customer question below are listed out of order and without "
                  "their step numbers. Put them in an order in which each step runs after the steps whose results it "
                  "uses, and write the numbered plan.", view, ex, "### Shuffled steps:\n" + shuffled)
@@ -145,9 +133,8 @@ def masked_params(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRe
             answers.append(f"[MASK{m}] = {text}")
             text = f"[MASK{m}]"
         parts.append(text if kind == "a" else f"{key}={text}")
-    head = f"Step {s.index}: {' '.join(s.purpose.split())} - " if s.purpose.strip() else f"Step {s.index}: "
     lines = format_plan(plan).splitlines()
-    lines[k] = f"{head}#{s.evidence_var} = {s.tool}({', '.join(parts)})"
+    lines[k] = f"{lines[k].partition(f'#{s.evidence_var} = ')[0]}#{s.evidence_var} = {s.tool}({', '.join(parts)})"
     user = _user("In the retrieval plan below some arguments of one step were replaced by [MASK1], [MASK2], .... Give "
                  "the value of each masked argument, one per line, as [MASKn] = value (strings in double quotes, "
                  "earlier results as #Ej).", view, ex, "### Plan with masked arguments:\n" + "\n".join(lines))

@@ -19,9 +19,7 @@ _DATE_RANGE = re.compile(rf"\s*{_DATE}\s*(?:(?:\.\.|to)\s*{_DATE}\s*)?", re.I)
 def bind_args(step: PlanStep, arg_names: list[str]) -> tuple[dict[str, PlanArg], list[PlanArg], list[str]]:
     """``(bound, surplus, duplicates)``: name -> argument (keywords win), positional arguments beyond the
     tool's, and names given both by position and by keyword."""
-    bound: dict[str, PlanArg] = {}
-    for name, arg in zip(arg_names, step.args):
-        bound[name] = arg
+    bound: dict[str, PlanArg] = dict(zip(arg_names, step.args))
     surplus = list(step.args[len(arg_names):])
     duplicates = [k for k in step.kwargs if k in bound]
     bound.update(step.kwargs)
