@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ragplan.tools.retrieval import Passage
-from ragplan.tools.textindex.build import FORMAT, WORK_DIR, TextIndexError, import_faiss
+from ragplan.tools.textindex.build import FORMAT, WORK_DIR, TextIndexError
 from ragplan.tools.textindex.store import PassageStore
 
 __all__ = ["TextIndex", "LocalIndexRetriever"]
@@ -75,7 +75,8 @@ class TextIndex:
         if int(getattr(embedder, "dim", -1)) != int(meta["dim"]):
             raise TextIndexError(f"the index at {root} has {meta['dim']}-dimensional vectors but the query model "
                                  f"gives {getattr(embedder, 'dim', '?')}")
-        faiss = import_faiss()
+        import faiss
+
         try:
             index = faiss.read_index(str(root / "index.faiss"))
             store = PassageStore(root / "passages.sqlite")
