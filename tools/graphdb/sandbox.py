@@ -19,7 +19,7 @@ from collections import deque
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import IO, Any
 
 from ragplan.tools.graphdb.readonly import QueryRefused
 from ragplan.tools.graphdb.sandbox_worker import HEADER, encode_frame, proc_status
@@ -102,12 +102,8 @@ class _GoneWhileIdle(Exception):
 class _ReplyUnpickler(pickle.Unpickler):
     """Unpickles worker replies: plain data and date/time values, nothing that names other code."""
 
-    _ALLOWED: ClassVar[frozenset[tuple[str, str]]] = frozenset(
-        ("datetime", n) for n in ("date", "datetime", "time", "timedelta", "timezone")
-    )
-
     def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in self._ALLOWED:
+        if module == "datetime" and name in ("date", "datetime", "time", "timedelta", "timezone"):
             return getattr(datetime, name)
         raise pickle.UnpicklingError(f"unexpected type {module}.{name} in a worker reply")
 
@@ -126,12 +122,10 @@ class _Worker:
         self.peak_rss = 0
         """Highest peak resident size seen, in bytes (sampled while queries run and before a kill)."""
         self._stderr = tempfile.TemporaryFile(prefix="ragplan-graph-worker-")
-        env = dict(os.environ)
-        env.setdefault("MIMALLOC_ARENA_RESERVE", "64MiB")  # reserve small arenas so RLIMIT_DATA counts use
-        config = json.dumps({"memory_budget_bytes": self.budget})
+        env = {"MIMALLOC_ARENA_RESERVE": "64MiB", **os.environ}  # reserve small arenas so RLIMIT_DATA counts use
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-P", str(WORKER_SCRIPT), str(graph_fd), config],
+                [sys.executable, "-P", str(WORKER_SCRIPT), str(graph_fd), str(self.budget)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
                 close_fds=True, pass_fds=(graph_fd,), start_new_session=True,
             )

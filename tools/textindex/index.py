@@ -102,9 +102,7 @@ class TextIndex:
     def search_many(self, queries: Sequence[str], k: int = 5) -> list[list[Passage]]:
         """:meth:`search` for many queries at once (one embedding batch, one FAISS call)."""
         queries = list(queries)
-        if not queries or k <= 0:
-            return [[] for _ in queries]
-        return self.search_vectors(self.embedder.encode(queries), k)
+        return self.search_vectors(self.embedder.encode(queries), k) if queries and k > 0 else [[] for _ in queries]
 
     def search_vectors(self, vectors: np.ndarray, k: int = 5) -> list[list[Passage]]:
         """Search with query vectors (unit rows of the index's dimension) instead of texts."""
