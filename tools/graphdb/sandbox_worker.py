@@ -1,4 +1,4 @@
-"""The query worker (``python -P sandbox_worker.py GRAPH_FD MEMORY_BUDGET_BYTES``): one frozen kglite graph, untrusted queries.
+"""The query worker (``python -P sandbox_worker.py GRAPH_FD BUDGET_BYTES``): one frozen kglite graph, untrusted queries.
 
 Standard library and kglite only. Frames both ways: an 8-byte big-endian length, then a pickle (docs/reliability.md).
 """
