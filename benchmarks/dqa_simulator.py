@@ -65,11 +65,9 @@ def run_scenario(scenario: str, n: int, seed: int, repeat: int, workdir: Path) -
         fast_sim = min(fast_sim, _time(lambda: [best_decision(q) for q in questions]))
     fast_verify = min(_cold(lambda: [best_decision(q) for q in questions]) for _ in range(repeat))
     fast_best = [best_decision(q) for q in questions]
-    fast_effects = []
-    for q in questions:  # every option's effect, for the agreement check
-        sol = solve_question(q)
-        fast_effects.append({o.node: o.profit for o in sol.options} if isinstance(sol, LocatingSolution)
-                            else {o.building_id: o.price for o in sol.options})
+    sols = [solve_question(q) for q in questions]  # every option's effect, for the agreement check
+    fast_effects = [{o.node: o.profit for o in s.options} if isinstance(s, LocatingSolution)
+                    else {o.building_id: o.price for o in s.options} for s in sols]
     # straightforward, end to end: read and parse each question's script, then the reference
     ref_parse = ref_sim = 0.0
     ref = []

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -27,9 +26,11 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from common import load_baseline, print_rows, save_report  # noqa: E402
 from ragplan.tools.embeddings import get_embedder  # noqa: E402
 from ragplan.tools.textindex import TextIndex, build_index  # noqa: E402
 from ragplan.tools.textindex.build import _make_index  # noqa: E402
+
 
 def vocabulary(size: int, seed: int) -> list[str]:
     """Whole English words of the MiniLM tokenizer's vocabulary (one token each, so passages have
@@ -186,10 +187,8 @@ def scale_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[float, 
     hnsw.close()
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    import faiss
-    import torch
-
+def run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The rows ``{metric, value, unit}`` and what the corpus and the run were."""
     res: dict[str, tuple[float, str]] = {}
     info: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="retrieval-bench-") as d:
@@ -199,37 +198,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             real_model_part(args, tmp, res)
         scale_part(args, tmp, res, info)
         info["wall_s"] = round(time.perf_counter() - t0, 1)
-    return {
-        "config": {k: getattr(args, k) for k in ("n", "embed_n", "queries", "ef_search", "ef_construction",
-                                                   "real_scale", "batch_size")},
-        "info": info,
-        "environment": {"python": platform.python_version(), "faiss": faiss.__version__, "torch": torch.__version__,
-                        "threads": torch.get_num_threads(), "machine": platform.machine()},
-        "results": {k: {"value": round(v, 4), "unit": u} for k, (v, u) in res.items()},
-    }
-
-
-def print_table(report: dict[str, Any], baseline: dict[str, Any] | None) -> None:
-    cfg, info, env = report["config"], report["info"], report["environment"]
-    print(f"corpus: {cfg['n']} synthetic passages ({info.get('corpus_mb')} MB JSONL), {cfg['queries']} queries; "
-          f"real-model sample {cfg['embed_n']}; faiss {env['faiss']}, torch {env['torch']} ({env['threads']} threads); "
-          f"wall {info.get('wall_s')} s")
-    if not cfg["real_scale"]:
-        print(f"note: the {cfg['n'] // 1000}k rows use a hashed bag-of-words stand-in embedder, not the real model "
-              "(build rates there exclude the model; 'real:' rows are MiniLM)")
-    print(f"sanity: the query's source passage is in the flat top-10 for {info.get('flat_source_in_top10')} of queries")
-    base = (baseline or {}).get("results", {})
-    width = max(len(k) for k in report["results"]) + 1
-    extra = f" {'baseline':>12} {'ratio':>7}" if baseline is not None else ""
-    header = f"{'metric':<{width}} {'value':>12} {'unit':<11}{extra}"
-    print(header)
-    print("-" * len(header))
-    for key, r in report["results"].items():
-        line = f"{key:<{width}} {r['value']:>12.4g} {r['unit']:<11}"
-        if baseline is not None:
-            b = base.get(key, {}).get("value")
-            line += f" {b:>12.4g} {r['value'] / b:>6.2f}x" if b else f" {'-':>12} {'-':>7}"
-        print(line)
+    return [{"metric": k, "value": round(v, 4), "unit": u} for k, (v, u) in res.items()], info
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -255,12 +224,23 @@ def main(argv: list[str] | None = None) -> int:
             or not args.ef_search or min(args.ef_search) < 1):
         ap.error("--n must be at least 20; --queries, --batch-size, --ef-construction and every --ef-search "
                  "at least 1; --embed-n not negative")
-    baseline = json.loads(args.baseline.read_text()) if args.baseline else None
-    report = run(args)
-    print_table(report, baseline)
-    if args.save:
-        args.save.write_text(json.dumps(report, indent=2) + "\n")
-        print(f"saved {args.save}")
+    import faiss
+    import torch
+
+    rows, info = run(args)
+    print(f"corpus: {args.n} synthetic passages ({info['corpus_mb']} MB JSONL), {args.queries} queries; real-model "
+          f"sample {args.embed_n}; faiss {faiss.__version__}, torch {torch.__version__} ({torch.get_num_threads()} "
+          f"threads); wall {info['wall_s']} s")
+    if not args.real_scale:
+        print(f"note: the {args.n // 1000}k rows use a hashed bag-of-words stand-in embedder, not the real model "
+              "(build rates there exclude the model; 'real:' rows are MiniLM)")
+    print(f"sanity: the query's source passage is in the flat top-10 for {info['flat_source_in_top10']} of queries")
+    print_rows(rows, [("metric", "s"), ("value", ".4g"), ("unit", "s")], key="metric",
+               baseline=load_baseline(args.baseline), compare="value")
+    config = {k: getattr(args, k) for k in ("n", "embed_n", "queries", "ef_search", "ef_construction", "real_scale",
+                                            "batch_size")}
+    save_report(args.save, "retrieval", rows, config=config, info=info, faiss=faiss.__version__,
+                torch=torch.__version__)
     return 0
 
 

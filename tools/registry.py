@@ -48,11 +48,9 @@ class ToolSpec:
     def from_tool(cls, tool: Any, example: str) -> "ToolSpec":
         """A spec from a LangChain tool: arguments (order, required, type) from its ``args_schema``."""
         fields_ = getattr(getattr(tool, "args_schema", None), "model_fields", {})
-        args = []
-        for name, f in fields_.items():
-            t = getattr(f.annotation, "__name__", "any")
-            args.append(ArgSpec(name, t if t in ("str", "int", "float", "bool") else "any", f.is_required(),
-                                f.description or ""))
+        types = {"str", "int", "float", "bool"}
+        args = [ArgSpec(name, t if (t := getattr(f.annotation, "__name__", "any")) in types else "any", f.is_required(),
+                        f.description or "") for name, f in fields_.items()]
         return cls(tool.name, tool.description, args, example, tool)
 
 

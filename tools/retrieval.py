@@ -73,17 +73,13 @@ def split_sentences(text: str, *, min_chars: int = 12, max_chars: int = _MAX_CHA
         para = para.strip()
         if not para or para.startswith(("==", "#")):
             continue
-        pieces = _SENT.split(para)
         merged: list[str] = []
-        for piece in pieces:
+        for piece in _SENT.split(para):
             if merged and _ABBREV.search(merged[-1]):
-                merged[-1] = merged[-1] + " " + piece
+                merged[-1] += " " + piece
             else:
                 merged.append(piece)
-        for s in merged:
-            s = " ".join(s.split())
-            if len(s) >= min_chars:
-                out.append(_cut(s, max_chars))
+        out += [_cut(s, max_chars) for s in (" ".join(m.split()) for m in merged) if len(s) >= min_chars]
     return out
 
 

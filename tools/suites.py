@@ -30,10 +30,7 @@ def suite_for(ctx: Any) -> ToolRegistry:
         return _without(given, removed)
     key = (ctx.tool_suite, getattr(ctx, "shop_dir", ""), getattr(ctx, "include_new_tool", True), tuple(removed))
     if key not in _bound:
-        options: dict[str, Any] = {"include_new_tool": key[2]}
-        if key[1]:
-            options["shop_dir"] = key[1]
-        _bound[key] = _without(get_suite(key[0], **options), removed)
+        _bound[key] = _without(get_suite(key[0], shop_dir=key[1] or None, include_new_tool=key[2]), removed)
     return _bound[key]
 
 

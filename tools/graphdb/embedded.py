@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ragplan.tools.graphdb.sandbox import DEFAULT_SANDBOX, QuerySandbox, SandboxSettings
+from ragplan.tools.graphdb.sandbox import QuerySandbox, SandboxSettings
 from ragplan.tools.graphdb.script import Statement, read_script, split_statements
 from ragplan.tools.graphdb.store import GraphStore, QueryResult
 
@@ -26,7 +26,7 @@ class EmbeddedGraphStore(GraphStore):
     backend = "embedded"
 
     def __init__(self, statements: list[Statement], *, source: str = "<script>",
-                 sandbox: SandboxSettings = DEFAULT_SANDBOX) -> None:
+                 sandbox: SandboxSettings = SandboxSettings()) -> None:
         """Load ``statements`` in order in a first worker; a failing one raises :class:`ScriptError` with its line."""
         super().__init__()
         self.source = source
@@ -35,12 +35,13 @@ class EmbeddedGraphStore(GraphStore):
         """The worker pool that holds the graph and runs this store's queries."""
 
     @classmethod
-    def from_script(cls, path: str | Path, *, sandbox: SandboxSettings = DEFAULT_SANDBOX) -> "EmbeddedGraphStore":
+    def from_script(cls, path: str | Path, *, sandbox: SandboxSettings = SandboxSettings()) -> "EmbeddedGraphStore":
         """Load a ``.cql`` script file (messy DQA lines included)."""
         return cls(read_script(path), source=str(path), sandbox=sandbox)
 
     @classmethod
-    def from_text(cls, text: str, *, source: str = "<script>", sandbox: SandboxSettings = DEFAULT_SANDBOX) -> "EmbeddedGraphStore":
+    def from_text(cls, text: str, *, source: str = "<script>",
+                  sandbox: SandboxSettings = SandboxSettings()) -> "EmbeddedGraphStore":
         """Load a script given as a string."""
         return cls(split_statements(text, source), source=source, sandbox=sandbox)
 
@@ -57,7 +58,7 @@ class EmbeddedGraphStore(GraphStore):
                 label = (value.get("labels") or [""])[0]
                 return {"labels": value["labels"], "properties": self._clean_props(label, value["properties"])}
             if "properties" in value and "type" in value:
-                return {**value, "properties": self._clean_rel_props(value["properties"])}
+                return {**value, "properties": {k: v for k, v in (value["properties"] or {}).items() if k != "type"}}
             return {k: self._clean_value(v) for k, v in value.items()}
         if isinstance(value, list):
             return [self._clean_value(v) for v in value]
@@ -66,9 +67,6 @@ class EmbeddedGraphStore(GraphStore):
     def _clean_props(self, label: str, props: dict[str, Any]) -> dict[str, Any]:
         drop = _STRUCTURAL if label in self._labels_with_id else (*_STRUCTURAL, "id")
         return {k: v for k, v in (props or {}).items() if k not in drop}
-
-    def _clean_rel_props(self, props: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in (props or {}).items() if k != "type"}
 
     def node_count(self) -> int:
         """Number of nodes in the graph."""

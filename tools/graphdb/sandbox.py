@@ -19,14 +19,14 @@ from collections import deque
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import IO, Any
 
 from ragplan.tools.graphdb.readonly import QueryRefused
 from ragplan.tools.graphdb.sandbox_worker import HEADER, encode_frame, proc_status
 from ragplan.tools.graphdb.script import ScriptError, Statement
 from ragplan.tools.graphdb.store import QueryError, QueryTimeout
 
-__all__ = ["DEFAULT_SANDBOX", "QuerySandbox", "SandboxSettings", "WorkerExit"]
+__all__ = ["QuerySandbox", "SandboxSettings", "WorkerExit"]
 
 WORKER_SCRIPT = Path(__file__).with_name("sandbox_worker.py")
 #: Resident memory a worker may hold beyond graph + budget before the parent kills it (file pages, stacks).
@@ -52,10 +52,6 @@ class SandboxSettings:
     """How long a worker may take to start and load the graph."""
 
 
-#: The budgets stores use unless given others.
-DEFAULT_SANDBOX = SandboxSettings()
-
-
 def size_text(n_bytes: int) -> str:
     """``1073741824`` -> ``"1 GB"``, ``536870912`` -> ``"512 MB"``."""
     gb = n_bytes / (1 << 30)
@@ -66,28 +62,22 @@ def size_text(n_bytes: int) -> str:
 
 def timeout_message(timeout_s: float, detail: str = "") -> str:
     """What the LLM reads when a query ran out of time."""
-    return (
-        f"the query ran past the {timeout_s:g} s time budget and was stopped"
-        + (f" ({detail})" if detail else "")
-        + ": anchor the MATCH on a property, bound variable-length paths (e.g. *1..3), and aggregate, filter or LIMIT early"
-    )
+    return (f"the query ran past the {timeout_s:g} s time budget and was stopped" + (f" ({detail})" if detail else "")
+            + ": anchor the MATCH on a property, bound variable-length paths (e.g. *1..3), and aggregate, filter or "
+            "LIMIT early")
 
 
 def memory_message(budget_bytes: int) -> str:
     """What the LLM reads when a query ran out of memory."""
-    return (
-        f"the query exceeded the {size_text(budget_bytes)} memory budget and was stopped: avoid cartesian products "
-        "(MATCH (a), (b), …) and long variable-length paths, do not build huge lists or strings (reduce, collect, "
-        "range), and aggregate, filter or LIMIT early"
-    )
+    return (f"the query exceeded the {size_text(budget_bytes)} memory budget and was stopped: avoid cartesian products "
+            "(MATCH (a), (b), …) and long variable-length paths, do not build huge lists or strings (reduce, collect, "
+            "range), and aggregate, filter or LIMIT early")
 
 
 def crash_message(what: str) -> str:
     """What the LLM reads when the engine crashed on a query."""
-    return (
-        f"the query crashed the query engine ({what}) and was stopped; the engine was restarted: "
-        "write a simpler query (fewer nested subqueries, UNION arms and brackets)"
-    )
+    return (f"the query crashed the query engine ({what}) and was stopped; the engine was restarted: "
+            "write a simpler query (fewer nested subqueries, UNION arms and brackets)")
 
 
 @dataclass(frozen=True)
@@ -112,12 +102,8 @@ class _GoneWhileIdle(Exception):
 class _ReplyUnpickler(pickle.Unpickler):
     """Unpickles worker replies: plain data and date/time values, nothing that names other code."""
 
-    _ALLOWED: ClassVar[frozenset[tuple[str, str]]] = frozenset(
-        ("datetime", n) for n in ("date", "datetime", "time", "timedelta", "timezone")
-    )
-
     def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in self._ALLOWED:
+        if module == "datetime" and name in ("date", "datetime", "time", "timedelta", "timezone"):
             return getattr(datetime, name)
         raise pickle.UnpicklingError(f"unexpected type {module}.{name} in a worker reply")
 
@@ -136,12 +122,10 @@ class _Worker:
         self.peak_rss = 0
         """Highest peak resident size seen, in bytes (sampled while queries run and before a kill)."""
         self._stderr = tempfile.TemporaryFile(prefix="ragplan-graph-worker-")
-        env = dict(os.environ)
-        env.setdefault("MIMALLOC_ARENA_RESERVE", "64MiB")  # reserve small arenas so RLIMIT_DATA counts use
-        config = json.dumps({"memory_budget_bytes": self.budget})
+        env = {"MIMALLOC_ARENA_RESERVE": "64MiB", **os.environ}  # reserve small arenas so RLIMIT_DATA counts use
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-P", str(WORKER_SCRIPT), str(graph_fd), config],
+                [sys.executable, "-P", str(WORKER_SCRIPT), str(graph_fd), str(self.budget)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
                 close_fds=True, pass_fds=(graph_fd,), start_new_session=True,
             )
@@ -152,7 +136,6 @@ class _Worker:
         self._poller = select.poll()
         self._poller.register(self._fd, select.POLLIN | select.POLLHUP | select.POLLERR)
 
-    # -- reading replies ---------------------------------------------------------------------
     def _read_exact(self, n: int, deadline: float, watch_memory: bool) -> bytes:
         buf = bytearray()
         next_check = time.monotonic() + _POLL_S
@@ -180,7 +163,6 @@ class _Worker:
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as exc:
             raise _Stop("broken") from exc
 
-    # -- life cycle --------------------------------------------------------------------------
     def ensure_ready(self) -> None:
         """Wait until the worker has loaded the graph (only the first time)."""
         if self.ready:
@@ -242,7 +224,6 @@ class _Worker:
         except (OSError, ValueError):
             return ""
 
-    # -- one query -----------------------------------------------------------------------------
     def query(self, cypher: str, *, row_cap: int, timeout_s: float) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
         """Run one checked query; returns ``(columns, rows, total_rows, warnings)`` or raises a query error."""
         if self.ready and self._reap(0.0) is not None:
@@ -334,7 +315,8 @@ def _shutdown(workers: set[_Worker], graph: IO[bytes], owner_pid: int) -> None:
 class QuerySandbox:
     """A small pool of worker processes serving one graph; thread-safe."""
 
-    def __init__(self, statements: list[Statement], *, settings: SandboxSettings = DEFAULT_SANDBOX, source: str = "<graph>") -> None:
+    def __init__(self, statements: list[Statement], *, settings: SandboxSettings = SandboxSettings(),
+                 source: str = "<graph>") -> None:
         """Load the statements in a first worker; :class:`ScriptError` or :class:`QueryError` leave nothing running."""
         self.settings, self.source = settings, source
         self._graph = tempfile.TemporaryFile(prefix="ragplan-graph-")  # already unlinked: no leftovers
@@ -356,7 +338,7 @@ class QuerySandbox:
 
     def run(self, cypher: str, *, row_cap: int, timeout_s: float) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
         """Run one checked query in a worker: ``(columns, rows, total_rows, warnings)``, or a query error."""
-        for attempt in range(3):
+        for _ in range(3):
             worker = self._checkout()
             try:
                 return worker.query(cypher, row_cap=row_cap, timeout_s=timeout_s)
@@ -397,9 +379,7 @@ class QuerySandbox:
     def _checkin(self, worker: _Worker) -> None:
         with self._cond:
             if worker.dead or self._closed:
-                worker.kill()
-                self._workers.discard(worker)
-                self.exits.append(WorkerExit(worker.proc.pid, worker.exit_reason, worker.peak_rss))
+                self._retire(worker)
                 if not self._closed and worker.ready:  # replace a worker that died serving: start loading now
                     with suppress(QueryError):
                         fresh = _Worker(self._graph.fileno(), self.settings)
@@ -411,14 +391,17 @@ class QuerySandbox:
             if self._closed and not self._workers:
                 self._finalizer()
 
+    def _retire(self, worker: _Worker) -> None:
+        worker.kill()
+        self._workers.discard(worker)
+        self.exits.append(WorkerExit(worker.proc.pid, worker.exit_reason, worker.peak_rss))
+
     def close(self) -> None:
         """Stop the idle workers now and the busy ones when their query ends; then close the graph file."""
         with self._cond:
             self._closed = True
             for worker in self._idle:
-                worker.kill()
-                self._workers.discard(worker)
-                self.exits.append(WorkerExit(worker.proc.pid, worker.exit_reason, worker.peak_rss))
+                self._retire(worker)
             self._idle.clear()
             busy = bool(self._workers)
             self._cond.notify_all()

@@ -1,4 +1,4 @@
-"""The query worker (``python -P sandbox_worker.py GRAPH_FD SETTINGS``): one frozen kglite graph, untrusted queries.
+"""The query worker (``python -P sandbox_worker.py GRAPH_FD BUDGET_BYTES``): one frozen kglite graph, untrusted queries.
 
 Standard library and kglite only. Frames both ways: an 8-byte big-endian length, then a pickle (docs/reliability.md).
 """
@@ -128,7 +128,7 @@ def _send(replies: BinaryIO, frame: bytes) -> None:
 
 def main(argv: list[str]) -> int:
     """Load the graph named in ``argv``, then serve queries until stdin closes."""
-    graph_fd, settings = int(argv[1]), json.loads(argv[2])
+    graph_fd, memory_budget = int(argv[1]), int(argv[2])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when this process ends
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash must not leave a gigabyte core file behind
     replies = os.fdopen(os.dup(1), "wb")
@@ -157,7 +157,6 @@ def main(argv: list[str]) -> int:
     os.close(graph_fd)
     graph.read_only(True)
     frozen = graph.freeze()
-    memory_budget = int(settings["memory_budget_bytes"])
     if memory_budget > 0:
         limit = proc_status("self", "VmData")[0] + memory_budget
         _, hard = resource.getrlimit(resource.RLIMIT_DATA)

@@ -74,7 +74,7 @@ def format_value(value: Any, *, quote: bool = False) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
+        if not math.isfinite(value):
             return str(value)
         text = f"{value:.6g}"
         return text if any(ch in text for ch in ".en") else text + ".0"  # keep floats visibly floats

@@ -90,35 +90,27 @@ class GraphStore(ABC):
         return self._schema
 
     def _introspect(self) -> GraphSchema:
-        """Sample the store with read queries; backends may clean the property maps."""
+        """Sample the store with read queries (nodes and relationships come back as the backend shows them)."""
         q = lambda c: self.query(c, row_cap=100_000, timeout_s=60).rows  # noqa: E731 - the store's own queries, bounded
         labels: list[LabelInfo] = []
         for row in q("CALL db.labels() YIELD label RETURN label"):
             label = row["label"]
             esc = label.replace("`", "``")
             count = q(f"MATCH (n:`{esc}`) RETURN count(n) AS c")[0]["c"]
-            sample = q(f"MATCH (n:`{esc}`) RETURN properties(n) AS p LIMIT {self.schema_sample}")
-            props = merge_examples([self._clean_props(label, r["p"]) for r in sample])
+            sample = q(f"MATCH (n:`{esc}`) RETURN n LIMIT {self.schema_sample}")
+            props = merge_examples([r["n"]["properties"] for r in sample])
             labels.append(LabelInfo(label, int(count), props))
         rels: list[RelInfo] = []
         for row in q("CALL db.relationshipTypes() YIELD relationshipType RETURN relationshipType AS t"):
             rtype = row["t"]
             esc = rtype.replace("`", "``")
             count = q(f"MATCH ()-[r:`{esc}`]->() RETURN count(r) AS c")[0]["c"]
-            sample = q(f"MATCH (a)-[r:`{esc}`]->(b) RETURN labels(a) AS la, labels(b) AS lb, properties(r) AS p "
+            sample = q(f"MATCH (a)-[r:`{esc}`]->(b) RETURN labels(a) AS la, labels(b) AS lb, r "
                        f"LIMIT {self.schema_sample}")
             ends = sorted({((r["la"] or ["?"])[0], (r["lb"] or ["?"])[0]) for r in sample}) or [("?", "?")]
-            rel_props = merge_examples([self._clean_rel_props(r["p"]) for r in sample])
+            rel_props = merge_examples([r["r"]["properties"] for r in sample])
             rels += [RelInfo(rtype, src, dst, int(count), rel_props) for src, dst in ends]
         return GraphSchema(labels=labels, relationships=rels)
-
-    def _clean_props(self, label: str, props: dict[str, Any]) -> dict[str, Any]:
-        """Drop backend-internal keys from a node's property map (none by default)."""
-        return dict(props or {})
-
-    def _clean_rel_props(self, props: dict[str, Any]) -> dict[str, Any]:
-        """Drop backend-internal keys from a relationship's property map (none by default)."""
-        return dict(props or {})
 
     def close(self) -> None:
         """Release connections or memory held by the store."""

@@ -55,12 +55,8 @@ _loading: dict[tuple, threading.Lock] = {}
 
 
 def open_store(spec: StoreSpec) -> GraphStore:
-    """The store for ``spec``, loaded once per process and kept in a small LRU cache.
-
-    An embedded store is keyed by the script's path, size and modification time, so an edited file is
-    reloaded. Different scripts load at the same time; callers asking for one script meanwhile wait for
-    that load. Raises :class:`ScriptError` for a bad script and ``ValueError`` for an empty spec.
-    """
+    """The store for ``spec``, loaded once per process (an edited script is reloaded) and kept in a small LRU
+    cache; different scripts load concurrently. :class:`ScriptError` for a bad script, ``ValueError`` for none."""
     if spec.neo4j_uri:
         key: tuple = ("neo4j", spec.neo4j_uri, spec.neo4j_user, spec.neo4j_database, spec.graph_path)
     elif spec.graph_path:
@@ -111,10 +107,7 @@ class QueryOutcome(BaseModel):
 
 
 def run_graph_query(store: GraphStore, query: str, *, row_cap: int, timeout_s: float) -> QueryOutcome:
-    """Run an untrusted query and turn every outcome (rows, refusal, timeout, error) into a :class:`QueryOutcome`.
-
-    Never raises for anything the query does: an unexpected exception becomes an ``error`` outcome.
-    """
+    """Run an untrusted query; every outcome (rows, refusal, timeout, any error) becomes a :class:`QueryOutcome`."""
     try:
         res = store.query(query, row_cap=row_cap, timeout_s=timeout_s)
         text = format_rows(res.columns, res.rows, res.total_rows, res.total_exact)
@@ -160,11 +153,8 @@ _tools_lock = threading.Lock()
 
 
 def make_graph_db_tool(store: GraphStore, *, row_cap: int = 100, timeout_s: float = 10.0) -> StructuredTool:
-    """The ``graph_db`` LangChain tool over ``store``; returns text content and a :class:`QueryOutcome` artifact.
-
-    Made once per (store, row cap, timeout): a new tool inspects its function's signature on its first
-    call, which costs more than the query.
-    """
+    """The ``graph_db`` tool over ``store`` (text content, :class:`QueryOutcome` artifact), made once per (store, row
+    cap, timeout): a new tool inspects its function's signature on its first call, which costs more than the query."""
     key = (int(row_cap), float(timeout_s))
     with _tools_lock:
         tools = _tools.setdefault(store, {})

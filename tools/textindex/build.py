@@ -66,13 +66,6 @@ class BuildReport:
     """Passages embedded by this run."""
 
 
-def import_faiss() -> Any:
-    """The faiss module (imported on first use: it costs a second)."""
-    import faiss
-
-    return faiss
-
-
 def _write_atomic(path: Path, data: bytes) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as fh:
@@ -194,7 +187,9 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
         for s in tqdm(range(n_shards), desc="indexing (HNSW)", unit=" shards",
                       disable=not progress or index_type == "flat"):
             index.add(np.load(_shard_path(work, s)))
-        import_faiss().write_index(index, str(work / "index.faiss.tmp"))
+        import faiss  # imported on first use: it costs a second
+
+        faiss.write_index(index, str(work / "index.faiss.tmp"))
         with open(work / "index.faiss.tmp", "rb") as fh:
             os.fsync(fh.fileno())
         seconds = time.perf_counter() - t0
@@ -251,7 +246,8 @@ def _embed_shards(work: Path, store_path: Path, count: int, shard_size: int, dim
 
 
 def _make_index(index_type: str, dim: int, ef_construction: int, ef_search: int) -> Any:
-    faiss = import_faiss()
+    import faiss
+
     if index_type == "flat":
         return faiss.IndexFlatIP(dim)
     index = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)

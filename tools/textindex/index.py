@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ragplan.tools.retrieval import Passage
-from ragplan.tools.textindex.build import FORMAT, WORK_DIR, TextIndexError, import_faiss
+from ragplan.tools.textindex.build import FORMAT, WORK_DIR, TextIndexError
 from ragplan.tools.textindex.store import PassageStore
 
 __all__ = ["TextIndex", "LocalIndexRetriever"]
@@ -75,7 +75,8 @@ class TextIndex:
         if int(getattr(embedder, "dim", -1)) != int(meta["dim"]):
             raise TextIndexError(f"the index at {root} has {meta['dim']}-dimensional vectors but the query model "
                                  f"gives {getattr(embedder, 'dim', '?')}")
-        faiss = import_faiss()
+        import faiss
+
         try:
             index = faiss.read_index(str(root / "index.faiss"))
             store = PassageStore(root / "passages.sqlite")
@@ -101,9 +102,7 @@ class TextIndex:
     def search_many(self, queries: Sequence[str], k: int = 5) -> list[list[Passage]]:
         """:meth:`search` for many queries at once (one embedding batch, one FAISS call)."""
         queries = list(queries)
-        if not queries or k <= 0:
-            return [[] for _ in queries]
-        return self.search_vectors(self.embedder.encode(queries), k)
+        return self.search_vectors(self.embedder.encode(queries), k) if queries and k > 0 else [[] for _ in queries]
 
     def search_vectors(self, vectors: np.ndarray, k: int = 5) -> list[list[Passage]]:
         """Search with query vectors (unit rows of the index's dimension) instead of texts."""

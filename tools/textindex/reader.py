@@ -60,10 +60,8 @@ def detect_passage_format(path: str | Path) -> str:
     if ext == ".tsv":
         return "tsv"
     with _open(p) as fh:
-        for raw in fh:
-            if raw.strip():
-                return "jsonl" if raw.lstrip().startswith(b"{") else "tsv"
-    return "jsonl"
+        first = next((raw for raw in fh if raw.strip()), b"{")
+    return "jsonl" if first.lstrip().startswith(b"{") else "tsv"
 
 
 def split_flashrag_title(contents: str) -> tuple[str, str]:
@@ -140,12 +138,9 @@ def _json_passage(raw: bytes) -> Passage | str:
 
 def _header_columns(header: list[str]) -> dict[str, int] | None:
     names = [h.strip().lower().lstrip("\ufeff") for h in header]
-    cols: dict[str, int] = {}
-    for role, keys in (("id", _ID_KEYS), ("text", _TEXT_KEYS), ("title", ("title",))):
-        for i, n in enumerate(names):
-            if n in keys:
-                cols[role] = i
-                break
+    found = {role: next((i for i, n in enumerate(names) if n in keys), None)
+             for role, keys in (("id", _ID_KEYS), ("text", _TEXT_KEYS), ("title", ("title",)))}
+    cols = {role: i for role, i in found.items() if i is not None}
     return cols if "id" in cols and "text" in cols else None
 
 

@@ -157,16 +157,11 @@ class _Retryable(Exception):
 
 def _retry_after(value: str | None) -> float | None:
     """Seconds from a ``Retry-After`` header: delta-seconds (decimals tolerated) or an HTTP date."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
+    with contextlib.suppress(TypeError, ValueError):
+        return max(0.0, float(value or ""))
+    with contextlib.suppress(TypeError, ValueError):
+        return max(0.0, email.utils.parsedate_to_datetime(value or "").timestamp() - time.time())
+    return None
 
 
 def _describe(params: dict[str, Any]) -> str:
@@ -213,7 +208,6 @@ class WikipediaClient:
         self._wiki = wikipediaapi.Wikipedia(user_agent=ua, language=lang, extract_format=wikipediaapi.ExtractFormat.WIKI,
                                             max_retries=0, transport=answer)
 
-    # -- public API ------------------------------------------------------------------------------
     def search(self, query: str, limit: int = 3) -> list[str]:
         """Titles of the best ``limit`` (at most 50) main-namespace articles for ``query``, in search order."""
         q = " ".join((query or "").split())
@@ -252,7 +246,6 @@ class WikipediaClient:
             return base[: -len("api.php")] + "index.php?title=" + path
         return base.rstrip("/") + "/wiki/" + path
 
-    # -- the one request path --------------------------------------------------------------------
     def _request(self, params: dict[str, Any]) -> dict[str, Any]:
         """Answer one MediaWiki request: from the cache, else over HTTP with bounded retries."""
         cached = self.cache.get(self.api_url, self.language, params)
@@ -262,27 +255,24 @@ class WikipediaClient:
         what = _describe(params)
         if self.offline:
             raise WikipediaError(f"Wikipedia {what} is not in the cache {self.cache.root} and the client is offline")
-        attempts = 1 + self.retries
-        reason = ""
-        for attempt in range(attempts):
+        for attempt in range(1 + self.retries):
             try:
                 data = self._attempt(params, what)
+                break
             except _Retryable as err:
-                reason = err.reason
-                if attempt + 1 >= attempts:
-                    break
+                if attempt == self.retries:
+                    raise WikipediaError(f"Wikipedia {what} at {self.api_url} failed after {attempt + 1} attempt(s): "
+                                         f"{err.reason}") from None
                 wait = err.wait if err.wait is not None else self.backoff_s * (2 ** attempt)
                 wait = min(max(wait, 0.0), self.max_wait_s)
-                log.info("Wikipedia %s: %s; retry %d/%d in %.2fs", what, reason, attempt + 1, self.retries, wait)
+                log.info("Wikipedia %s: %s; retry %d/%d in %.2fs", what, err.reason, attempt + 1, self.retries, wait)
                 self._count("retries")
                 time.sleep(wait)
-                continue
-            try:
-                self.cache.put(self.api_url, self.language, params, data)
-            except OSError as err:
-                log.warning("could not write the Wikipedia cache under %s: %s", self.cache.root, err)
-            return data
-        raise WikipediaError(f"Wikipedia {what} at {self.api_url} failed after {attempts} attempt(s): {reason}")
+        try:
+            self.cache.put(self.api_url, self.language, params, data)
+        except OSError as err:
+            log.warning("could not write the Wikipedia cache under %s: %s", self.cache.root, err)
+        return data
 
     def _attempt(self, params: dict[str, Any], what: str) -> dict[str, Any]:
         """One HTTP GET; raises :class:`_Retryable` for transient failures, :class:`WikipediaError` otherwise."""
