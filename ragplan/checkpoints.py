@@ -14,12 +14,11 @@ import os
 import re
 import sqlite3
 import time
-import types
 import uuid
 from contextlib import closing, contextmanager
 from dataclasses import fields, is_dataclass
 from pathlib import Path
-from typing import Annotated, Any, Iterator, Union, get_args, get_origin, get_type_hints
+from typing import Any, Iterator, get_args, get_origin, get_type_hints
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -57,21 +56,12 @@ def checkpoint_db(path: str | os.PathLike[str] | None = None) -> Path:
 
 def _classes_in(tp: Any, seen: set[type]) -> None:
     """Add the pydantic classes reachable from the type ``tp`` (lists, dicts, unions, Annotated, fields)."""
-    origin = get_origin(tp)
-    if origin is Annotated:
-        _classes_in(get_args(tp)[0], seen)
-        return
-    if origin is not None:
-        for arg in get_args(tp):
-            _classes_in(arg, seen)
-        return
-    if isinstance(tp, type) and issubclass(tp, BaseModel) and tp not in seen:
+    for arg in get_args(tp):
+        _classes_in(arg, seen)
+    if get_origin(tp) is None and isinstance(tp, type) and issubclass(tp, BaseModel) and tp not in seen:
         seen.add(tp)
         for f in tp.model_fields.values():
             _classes_in(f.annotation, seen)
-    elif isinstance(tp, types.UnionType) or tp is Union:
-        for arg in get_args(tp):
-            _classes_in(arg, seen)
 
 
 def state_classes() -> set[type]:
@@ -87,8 +77,8 @@ def state_classes() -> set[type]:
 
 
 class StateSerializer:
-    """LangGraph's :class:`JsonPlusSerializer`, reading back only the registered graphs' state classes (the
-    allowlist is made at the first read: a fresh run, which only writes, never builds every graph for it)."""
+    """LangGraph's :class:`JsonPlusSerializer`, reading back only the registered graphs' state classes (an allowlist
+    made at the first read, so a fresh run, which only writes, never builds every graph for it)."""
 
     def __init__(self) -> None:
         self._writer = JsonPlusSerializer()

@@ -106,8 +106,7 @@ _models_lock = threading.Lock()
 
 
 def cache_of(cache_dir: str, replay: bool, model: str = "") -> LLMCache | None:
-    """The record/replay cache of these settings for the chat model named ``model`` (None without ``cache_dir``);
-    raises :class:`LLMConfigError` for replay without a cache."""
+    """The record/replay cache of ``model`` (None without ``cache_dir``); LLMConfigError for replay without one."""
     if replay and not cache_dir:
         raise LLMConfigError("llm_replay (--replay) needs llm_cache_dir (--llm-cache DIR): the cache to replay from")
     return llm_cache(cache_dir, replay, model) if cache_dir else None
@@ -232,16 +231,15 @@ def _malformed(exc: BaseException) -> bool:
 
 
 def _retries_of(model: Any) -> int:
-    """How many retries the model's client allows for a 5xx (its ``max_retries``), used for malformed replies too."""
-    bound = getattr(model, "bound", model)  # a model with tools bound: the chat model underneath
+    """The retries the model's client allows for a 5xx (``max_retries``), used for malformed replies too."""
+    bound = getattr(model, "bound", model)
     n = getattr(getattr(bound, "root_client", None), "max_retries", None)
     n = getattr(bound, "max_retries", None) if n is None else n
     return max(0, int(n)) if isinstance(n, int) else DEFAULT_RETRIES
 
 
 def _invoke(call: Callable[[], Any], retries: int, spent: list[Usage]) -> tuple[Any, float]:
-    """``(call(), seconds)``, retrying a malformed reply (:data:`MALFORMED_REPLY`) up to ``retries`` times with
-    backoff; every failed attempt's cost goes to ``spent`` (a replay miss sent nothing: no call)."""
+    """``(call(), seconds)``, a malformed reply retried ``retries`` times; failed attempts' costs go to ``spent``."""
     for attempt in Retrying(stop=stop_after_attempt(retries + 1), retry=retry_if_exception(_malformed), reraise=True,
                             wait=wait_exponential_jitter(initial=BACKOFF_S, max=MAX_BACKOFF_S, jitter=BACKOFF_S / 4)):
         with attempt:
@@ -252,7 +250,7 @@ def _invoke(call: Callable[[], Any], retries: int, spent: list[Usage]) -> tuple[
                 took = round(time.perf_counter() - t0, 4)
                 spent.append(Usage(llm_seconds=took) if isinstance(exc, LLMCacheMiss) else Usage(llm_calls=1, llm_seconds=took))
                 raise
-    raise AssertionError("unreachable")  # Retrying returns or re-raises
+    raise AssertionError("unreachable")
 
 
 def _usage_of(msg: Any, seconds: float) -> Usage:
@@ -262,8 +260,7 @@ def _usage_of(msg: Any, seconds: float) -> Usage:
 
 
 def request_failed(exc: BaseException, attempts: int, model: Any = None, limit: int = 500) -> str:
-    """The recorded reason of a failed LLM request: a malformed reply says so, with how many were tried; an endpoint
-    that could not be reached is named."""
+    """The recorded reason of a failed LLM request (a malformed reply's attempts; an unreachable endpoint named)."""
     if _malformed(exc):
         what = ("not JSON" if isinstance(exc, json.JSONDecodeError) else "not UTF-8" if isinstance(exc, UnicodeDecodeError)
                 else "not a chat completion")
@@ -315,8 +312,7 @@ def _from_text(text: str, schema: type[T]) -> tuple[T | None, str]:
 
 
 def _parsed(out: Any, schema: type[T], method: str) -> tuple[T | None, str, Any]:
-    """``(object or None, why not, raw message)`` of one reply: a forced tool call, a JSON-schema reply
-    (``include_raw=True``) or a text reply."""
+    """``(object or None, why not, raw message)`` of a tool-call, JSON-schema (``include_raw``) or text reply."""
     raw, parsed, error = (out.get("raw"), out.get("parsed"), out.get("parsing_error")) if isinstance(out, dict) else (out, None, None)
     if method == "function_calling" and isinstance(raw, AIMessage) and raw.tool_calls:
         try:
@@ -349,7 +345,7 @@ def decide(
     runnable: Any = model
     if method != "text":
         try:
-            runnable = memo(model, (schema, method), lambda: _asking(model, schema, method))  # (converted once)
+            runnable = memo(model, (schema, method), lambda: _asking(model, schema, method))
         except (NotImplementedError, ValueError, TypeError):
             method = "text"
     if method == "text":
@@ -378,8 +374,7 @@ def decide(
 
 
 def _asking(model: BaseChatModel, schema: type[BaseModel], method: str) -> Any:
-    """``model`` asked for ``schema``: as a forced tool (the request ``with_structured_output`` sends, without its
-    parallel chains), or in the endpoint's JSON-schema mode."""
+    """``model`` asked for ``schema`` as a forced tool (without ``with_structured_output``'s chains) or JSON schema."""
     if method == "function_calling":
         return model.bind_tools([schema], tool_choice=schema.__name__, parallel_tool_calls=False)
     return model.with_structured_output(schema, method=method, include_raw=True)  # type: ignore[call-overload]
