@@ -212,6 +212,5 @@ class RunStore:
 
     @staticmethod
     def _info(row: tuple[Any, ...]) -> RunInfo:
-        tid, method, question, inputs, settings, status, created, updated = row
-        return RunInfo(thread_id=tid, method=method, question=question, inputs=json.loads(inputs),
-                       settings=json.loads(settings), status=status, created=created, updated=updated)
+        info = dict(zip(RunInfo.model_fields, row))  # the table's columns are RunInfo's fields, in order
+        return RunInfo(**{**info, "inputs": json.loads(info["inputs"]), "settings": json.loads(info["settings"])})

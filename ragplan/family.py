@@ -107,14 +107,9 @@ class MethodFamily:
         description); the context's Python-only fields (``"python_only"`` in their metadata: live objects such as
         ``chat_model``) are left out."""
         hints = get_type_hints(self.context)
-        out: dict[str, tuple[Any, Any, str]] = {}
-        for f in fields(self.context):
-            desc = str(f.metadata.get("description", ""))
-            if f.metadata.get("python_only"):
-                continue
-            default = f.default if f.default is not MISSING else f.default_factory() if f.default_factory is not MISSING else None
-            out[f.name] = (hints.get(f.name, Any), default, desc)
-        return out
+        return {f.name: (hints.get(f.name, Any), f.default if f.default is not MISSING else f.default_factory()
+                         if f.default_factory is not MISSING else None, str(f.metadata.get("description", "")))
+                for f in fields(self.context) if not f.metadata.get("python_only")}
 
     def check_settings(self, method: str, settings: dict[str, Any]) -> dict[str, Any]:
         """``settings`` (values from JSON or text, e.g. ``--set max_steps=8``) converted to their fields' types;

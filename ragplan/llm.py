@@ -8,11 +8,9 @@
   ``JsonOutputParser`` after its format instructions. A parse error is shown back to the model for a bounded
   number of repairs; a failure comes back as a :class:`Decision` whose ``kind`` is set from the exception's type.
 
-Retries. The OpenAI client retries a 429, a 5xx, a timeout and a dropped connection itself (``max_retries``).
-A ``200 OK`` whose body is not a chat completion fails only while it is read, as one of :data:`MALFORMED_REPLY`;
-those are retried here with tenacity, as many times as the model's ``max_retries``, with jittered exponential
-backoff. A pydantic ``ValidationError`` (tool-call arguments that are JSON but not an object) is repaired like a
-reply that does not parse, not retried. Nothing else is retried here: a 4xx comes back at once.
+Retries. The OpenAI client retries a 429, a 5xx, a timeout and a dropped connection itself (``max_retries``). A
+``200 OK`` whose body is not a chat completion (:data:`MALFORMED_REPLY`) is retried here as often, with jittered
+exponential backoff; a ``ValidationError`` is repaired like a reply that does not parse; a 4xx comes back at once.
 """
 
 from __future__ import annotations
@@ -86,10 +84,7 @@ _PROVIDER_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", 
 
 
 def endpoint_problem(spec: str, base_url: str = "", replay: bool = False) -> str | None:
-    """Why the model named ``spec`` cannot be reached as configured, or None when it looks usable.
-
-    With ``replay`` every call is served from the LLM cache, so no key or base URL is needed.
-    """
+    """Why the model ``spec`` cannot be reached as configured (None when usable; ``replay`` needs no key or URL)."""
     provider, name = split_model_spec(spec)
     if not name:
         return "The model name is empty.\n" + HOW_TO_CONFIGURE
@@ -116,12 +111,11 @@ def load_chat_model(
     spec: str, *, base_url: str = "", temperature: float = 0.0, timeout_s: float = 120.0, max_retries: int = 3,
     cache_dir: str = "", replay: bool = False,
 ) -> BaseChatModel:
-    """The chat model for ``spec``, built once per process per setting.
+    """The chat model for ``spec``, built once per process per setting (:class:`LLMConfigError` without an endpoint).
 
-    With ``base_url`` (or provider ``openai``) it is ``ChatOpenAI`` (OpenAI, vLLM, Ollama, llama.cpp, LM Studio)
-    with the endpoint, key, timeout and retries set on its OpenAI clients, so LangChain's description of the model
-    (what the cache keys by) holds only what changes the answer; other providers go through ``init_chat_model``.
-    ``cache_dir`` / ``replay``: :mod:`ragplan.llm_cache`. :class:`LLMConfigError` when no endpoint is configured.
+    With ``base_url`` (or provider ``openai``) it is ``ChatOpenAI`` with endpoint, key, timeout and retries set on its
+    OpenAI clients, so LangChain's description of it (the cache key) holds only what changes the answer; other
+    providers go through ``init_chat_model``. ``cache_dir`` / ``replay``: :mod:`ragplan.llm_cache`.
     """
     problem = endpoint_problem(spec, base_url, replay)
     if problem:
@@ -203,27 +197,22 @@ class Decision(Generic[T]):
         return self.result
 
 
+#: Exception types -> failure kind, the first match wins (a timeout is also a connection error).
+_KINDS: tuple[tuple[tuple[type[BaseException], ...], FailureKind], ...] = (
+    ((LLMCacheMiss,), "replay_miss"), ((LLMConfigError,), "config"), ((openai.RateLimitError,), "rate_limit"),
+    ((openai.APITimeoutError, httpx.TimeoutException, TimeoutError), "timeout"),
+    ((openai.APIConnectionError, httpx.TransportError, ConnectionError), "connection"),
+    ((openai.AuthenticationError, openai.PermissionDeniedError), "auth"), ((openai.NotFoundError,), "not_found"))
+
+
 def kind_of(exc: BaseException) -> FailureKind:
     """The :data:`~ragplan.state.failure.FailureKind` of an exception an LLM call raised, from its type."""
-    if isinstance(exc, LLMCacheMiss):
-        return "replay_miss"
-    if isinstance(exc, LLMConfigError):
-        return "config"
-    if isinstance(exc, openai.RateLimitError):
-        return "rate_limit"
-    if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException, TimeoutError)):
-        return "timeout"
-    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError, ConnectionError)):
-        return "connection"
-    if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
-        return "auth"
-    if isinstance(exc, openai.NotFoundError):
-        return "not_found"
+    for types, kind in _KINDS:
+        if isinstance(exc, types):
+            return kind
     if isinstance(exc, openai.APIStatusError):
         return "server_error" if exc.status_code >= 500 else "bad_request"
-    if _malformed(exc):
-        return "malformed_reply"
-    return "error"
+    return "malformed_reply" if _malformed(exc) else "error"
 
 
 def _malformed(exc: BaseException) -> bool:
@@ -335,12 +324,8 @@ def decide(
     model: BaseChatModel, messages: Sequence[BaseMessage], schema: type[T], *, method: str = "function_calling",
     max_repairs: int = 2,
 ) -> Decision[T]:
-    """Ask ``model`` for one ``schema`` object; repair up to ``max_repairs`` times; never raise.
-
-    ``method`` is ``function_calling``, ``json_schema`` or ``text`` (see the module docstring); a model without
-    tool calling falls back to ``text``. A reply that does not parse is shown back to the model with the error;
-    an endpoint failure (after the retries) ends the decision with its kind and reason.
-    """
+    """Ask ``model`` for one ``schema`` object, a reply that does not parse shown back up to ``max_repairs`` times;
+    never raise. ``method``: ``function_calling``, ``json_schema`` or ``text`` (also for a model without tools)."""
     convo: list[BaseMessage] = list(messages)
     runnable: Any = model
     if method != "text":

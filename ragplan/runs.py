@@ -43,10 +43,8 @@ class ReviewDeferred(Exception):
 
 def drive(graph: Any, value: Any, *, context: Any, config: dict[str, Any], review: Review | None = None,
           on_update: OnUpdate | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Stream ``graph`` from ``value`` (an input, None to continue, or a Command), answering reviews with ``review``.
-
-    Returns the thread's state and the review payload it is paused at (None when the run ended).
-    """
+    """Stream ``graph`` from ``value`` (an input, None or a Command), answering reviews with ``review``: the thread's
+    state and the review payload it is paused at (None when the run ended)."""
     while True:
         pending: dict[str, Any] | None = None
         for chunk in graph.stream(value, context=context, config=config, stream_mode="updates", durability="sync"):
