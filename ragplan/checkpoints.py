@@ -126,19 +126,16 @@ def new_thread_id() -> str:
 
 def context_settings(ctx: Any) -> dict[str, Any]:
     """The run's settings worth keeping: every context field whose value is JSON (objects and secrets left out)."""
-    out: dict[str, Any] = {}
-    if not is_dataclass(ctx):
-        return out
-    for f in fields(ctx):
-        value = getattr(ctx, f.name, None)
-        if value is None or _SECRET.search(f.name):
-            continue
-        try:
-            json.dumps(value)
-        except (TypeError, ValueError):
-            continue
-        out[f.name] = value
-    return out
+    values = {f.name: getattr(ctx, f.name, None) for f in fields(ctx)} if is_dataclass(ctx) else {}
+    return {k: v for k, v in values.items() if v is not None and not _SECRET.search(k) and _is_json(v)}
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 class RunInfo(BaseModel):
@@ -180,9 +177,8 @@ class RunStore:
 
     def add(self, info: RunInfo) -> None:
         """Record a new run; a thread id already in the file is a ValueError (a thread holds one run)."""
-        now = time.time()
-        info.created = info.created or now
-        info.updated = now
+        info.updated = time.time()
+        info.created = info.created or info.updated
         try:
             with self.conn:
                 self.conn.execute("INSERT INTO ragplan_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

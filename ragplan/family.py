@@ -94,10 +94,8 @@ class MethodFamily:
             kw.update(self.check_settings(method, {k: v for k, v in kw.items() if k in settable}))
         except ValueError as exc:
             raise TypeError(f"bad setting for {method}: {exc}") from None
-        if isinstance(model, str):
-            kw["model"] = model
-        elif model is not None:
-            kw["chat_model"] = model
+        if model is not None:
+            kw["model" if isinstance(model, str) else "chat_model"] = model
         if store is not None:
             kw.update(self.store_settings(method, store))
         return self.context(**kw)

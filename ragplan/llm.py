@@ -71,12 +71,10 @@ HOW_TO_CONFIGURE = (
 
 def split_model_spec(spec: str) -> tuple[str, str]:
     """``"openai:gpt-4o-mini"`` -> ``("openai", "gpt-4o-mini")``; no provider means ``openai``."""
-    spec = spec.strip()
-    if ":" in spec:
-        provider, name = spec.split(":", 1)
-        if provider and "/" not in provider:
-            return provider.strip().lower(), name.strip()
-    return "openai", spec
+    provider, sep, name = spec.strip().partition(":")
+    if sep and provider and "/" not in provider:
+        return provider.strip().lower(), name.strip()
+    return "openai", spec.strip()
 
 
 _PROVIDER_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "google_genai": "GOOGLE_API_KEY",
@@ -88,10 +86,8 @@ def endpoint_problem(spec: str, base_url: str = "", replay: bool = False) -> str
     provider, name = split_model_spec(spec)
     if not name:
         return "The model name is empty.\n" + HOW_TO_CONFIGURE
-    if base_url or replay:
-        return None
     key = _PROVIDER_KEYS.get(provider)
-    if key and not os.environ.get(key):
+    if key and not os.environ.get(key) and not (base_url or replay):
         return f"{key} is not set and no --base-url was given.\n" + HOW_TO_CONFIGURE
     return None
 
@@ -157,8 +153,7 @@ def load_chat_model(
 def chat_model_for(ctx: Any, role: str = "") -> BaseChatModel:
     """The chat model a node should use: an object a Python caller gave, else one built by name; a ``role``'s
     (``planner``, ``responder``) ``<role>_chat_model`` / ``<role>_model`` wins over ``chat_model`` / ``model``."""
-    obj = getattr(ctx, f"{role}_chat_model", None) if role else None
-    obj = obj or getattr(ctx, "chat_model", None)
+    obj = (getattr(ctx, f"{role}_chat_model", None) if role else None) or getattr(ctx, "chat_model", None)
     cache_dir, replay = getattr(ctx, "llm_cache_dir", ""), bool(getattr(ctx, "llm_replay", False))
     if obj is not None:
         if not isinstance(obj, BaseChatModel):

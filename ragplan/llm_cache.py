@@ -123,9 +123,7 @@ class LLMCache(BaseCache):
     """The on-disk record of ``model``'s (``provider:name``) requests and responses; ``replay`` serves from it only."""
 
     def __init__(self, directory: str | Path, replay: bool = False, model: str = "") -> None:
-        self.directory = Path(directory)
-        self.replay = bool(replay)
-        self.model = model or "chat model"
+        self.directory, self.replay, self.model = Path(directory), bool(replay), model or "chat model"
 
     def __repr__(self) -> str:
         return f"LLMCache({str(self.directory)!r}, replay={self.replay}, model={self.model!r})"
@@ -151,10 +149,8 @@ class LLMCache(BaseCache):
                 old = json.loads(path.read_text(encoding="utf-8")).get("format")
             except (OSError, ValueError, AttributeError):
                 continue
-            if old != FORMAT:
-                return (f"the folder was recorded by an older ragplan (entry format {old}, keyed differently; this "
-                        f"ragplan reads format {FORMAT}): record it again")
-            return ""
+            return "" if old == FORMAT else (f"the folder was recorded by an older ragplan (entry format {old}, keyed "
+                                             f"differently; this ragplan reads format {FORMAT}): record it again")
         return ""
 
     def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:

@@ -121,7 +121,7 @@ def new_settings(args: argparse.Namespace, methods: list[str]) -> Any:
 
 
 def _resume_overrides(settings: Any, args: argparse.Namespace) -> None:
-    """Apply ``--resume`` / ``--rerun``'s flags to the saved settings; BadInput for one that changes what is measured."""
+    """Apply ``--resume`` / ``--rerun``'s flags to the saved settings; BadInput for one changing what is measured."""
     for name, key in (("concurrency", "concurrency"), ("item_timeout", "item_timeout_s"), ("limit", "limit")):
         if getattr(args, name) is not None:
             setattr(settings, key, getattr(args, name))
