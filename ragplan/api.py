@@ -21,7 +21,6 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Iterator
 
-from ragplan.checkpoints import RunStore
 from ragplan.registry import family_of
 from ragplan.runs import NO_DECISION, OnUpdate, Review, resume_run, start_run
 from ragplan.state.context import LLMContext, recursion_limit_for
@@ -74,11 +73,10 @@ def ask(question: str, method: str = "planrag", *, model: Any = None, store: Any
     family = family_of(method)
     ctx = context if context is not None else family.make_context(method, model=model, store=store, **settings)
     reviews = bool(getattr(ctx, "review_plan", False) or getattr(ctx, "review_replans", False))
-    if thread_id or checkpoint_db or (reviews and review is None):
+    if thread_id or checkpoint_db or reviews:  # checkpointed in the file, or (reviews by callback) in memory
         return start_run(method, question, ctx, inputs=inputs, thread_id=thread_id, checkpoint_db=checkpoint_db,
-                         review=review, on_update=on_update)
-    if reviews:
-        return start_run(method, question, ctx, inputs=inputs, in_memory=True, review=review, on_update=on_update)
+                         in_memory=not (thread_id or checkpoint_db) and review is not None, review=review,
+                         on_update=on_update)
     t0 = time.perf_counter()
     final: dict[str, Any] = {}
     for node, update in stream_run(method, question, ctx, inputs):
@@ -95,7 +93,5 @@ def resume(thread_id: str, decision: Any = NO_DECISION, *, model: Any = None, co
     """Continue a checkpointed run and return its typed result: ``decision`` (``"approve"``, ``{"action": "edit",
     "plan": …}`` …) or ``review`` answers a pending plan review (with neither it stays paused); a killed run goes on
     from its last finished node. :class:`~ragplan.checkpoints.UnknownThread` (a KeyError) for an unknown thread."""
-    with RunStore(checkpoint_db) as store:
-        store.get(thread_id)
     return resume_run(thread_id, decision, checkpoint_db=checkpoint_db, ctx=context, model=model, settings=settings,
                       review=review, on_update=on_update)

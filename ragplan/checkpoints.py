@@ -14,12 +14,11 @@ import os
 import re
 import sqlite3
 import time
-import types
 import uuid
 from contextlib import closing, contextmanager
 from dataclasses import fields, is_dataclass
 from pathlib import Path
-from typing import Annotated, Any, Iterator, Union, get_args, get_origin, get_type_hints
+from typing import Any, Iterator, get_args, get_origin, get_type_hints
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -57,21 +56,12 @@ def checkpoint_db(path: str | os.PathLike[str] | None = None) -> Path:
 
 def _classes_in(tp: Any, seen: set[type]) -> None:
     """Add the pydantic classes reachable from the type ``tp`` (lists, dicts, unions, Annotated, fields)."""
-    origin = get_origin(tp)
-    if origin is Annotated:
-        _classes_in(get_args(tp)[0], seen)
-        return
-    if origin is not None:
-        for arg in get_args(tp):
-            _classes_in(arg, seen)
-        return
-    if isinstance(tp, type) and issubclass(tp, BaseModel) and tp not in seen:
+    for arg in get_args(tp):
+        _classes_in(arg, seen)
+    if get_origin(tp) is None and isinstance(tp, type) and issubclass(tp, BaseModel) and tp not in seen:
         seen.add(tp)
         for f in tp.model_fields.values():
             _classes_in(f.annotation, seen)
-    elif isinstance(tp, types.UnionType) or tp is Union:
-        for arg in get_args(tp):
-            _classes_in(arg, seen)
 
 
 def state_classes() -> set[type]:
@@ -87,8 +77,8 @@ def state_classes() -> set[type]:
 
 
 class StateSerializer:
-    """LangGraph's :class:`JsonPlusSerializer`, reading back only the registered graphs' state classes (the
-    allowlist is made at the first read: a fresh run, which only writes, never builds every graph for it)."""
+    """LangGraph's :class:`JsonPlusSerializer`, reading back only the registered graphs' state classes (an allowlist
+    made at the first read, so a fresh run, which only writes, never builds every graph for it)."""
 
     def __init__(self) -> None:
         self._writer = JsonPlusSerializer()
@@ -136,19 +126,16 @@ def new_thread_id() -> str:
 
 def context_settings(ctx: Any) -> dict[str, Any]:
     """The run's settings worth keeping: every context field whose value is JSON (objects and secrets left out)."""
-    out: dict[str, Any] = {}
-    if not is_dataclass(ctx):
-        return out
-    for f in fields(ctx):
-        value = getattr(ctx, f.name, None)
-        if value is None or _SECRET.search(f.name):
-            continue
-        try:
-            json.dumps(value)
-        except (TypeError, ValueError):
-            continue
-        out[f.name] = value
-    return out
+    values = {f.name: getattr(ctx, f.name, None) for f in fields(ctx)} if is_dataclass(ctx) else {}
+    return {k: v for k, v in values.items() if v is not None and not _SECRET.search(k) and _is_json(v)}
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 class RunInfo(BaseModel):
@@ -190,9 +177,8 @@ class RunStore:
 
     def add(self, info: RunInfo) -> None:
         """Record a new run; a thread id already in the file is a ValueError (a thread holds one run)."""
-        now = time.time()
-        info.created = info.created or now
-        info.updated = now
+        info.updated = time.time()
+        info.created = info.created or info.updated
         try:
             with self.conn:
                 self.conn.execute("INSERT INTO ragplan_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -222,6 +208,5 @@ class RunStore:
 
     @staticmethod
     def _info(row: tuple[Any, ...]) -> RunInfo:
-        tid, method, question, inputs, settings, status, created, updated = row
-        return RunInfo(thread_id=tid, method=method, question=question, inputs=json.loads(inputs),
-                       settings=json.loads(settings), status=status, created=created, updated=updated)
+        info = dict(zip(RunInfo.model_fields, row))  # the table's columns are RunInfo's fields, in order
+        return RunInfo(**{**info, "inputs": json.loads(info["inputs"]), "settings": json.loads(info["settings"])})

@@ -94,10 +94,8 @@ class MethodFamily:
             kw.update(self.check_settings(method, {k: v for k, v in kw.items() if k in settable}))
         except ValueError as exc:
             raise TypeError(f"bad setting for {method}: {exc}") from None
-        if isinstance(model, str):
-            kw["model"] = model
-        elif model is not None:
-            kw["chat_model"] = model
+        if model is not None:
+            kw["model" if isinstance(model, str) else "chat_model"] = model
         if store is not None:
             kw.update(self.store_settings(method, store))
         return self.context(**kw)
@@ -107,14 +105,9 @@ class MethodFamily:
         description); the context's Python-only fields (``"python_only"`` in their metadata: live objects such as
         ``chat_model``) are left out."""
         hints = get_type_hints(self.context)
-        out: dict[str, tuple[Any, Any, str]] = {}
-        for f in fields(self.context):
-            desc = str(f.metadata.get("description", ""))
-            if f.metadata.get("python_only"):
-                continue
-            default = f.default if f.default is not MISSING else f.default_factory() if f.default_factory is not MISSING else None
-            out[f.name] = (hints.get(f.name, Any), default, desc)
-        return out
+        return {f.name: (hints.get(f.name, Any), f.default if f.default is not MISSING else f.default_factory()
+                         if f.default_factory is not MISSING else None, str(f.metadata.get("description", "")))
+                for f in fields(self.context) if not f.metadata.get("python_only")}
 
     def check_settings(self, method: str, settings: dict[str, Any]) -> dict[str, Any]:
         """``settings`` (values from JSON or text, e.g. ``--set max_steps=8``) converted to their fields' types;

@@ -8,11 +8,9 @@
   ``JsonOutputParser`` after its format instructions. A parse error is shown back to the model for a bounded
   number of repairs; a failure comes back as a :class:`Decision` whose ``kind`` is set from the exception's type.
 
-Retries. The OpenAI client retries a 429, a 5xx, a timeout and a dropped connection itself (``max_retries``).
-A ``200 OK`` whose body is not a chat completion fails only while it is read, as one of :data:`MALFORMED_REPLY`;
-those are retried here with tenacity, as many times as the model's ``max_retries``, with jittered exponential
-backoff. A pydantic ``ValidationError`` (tool-call arguments that are JSON but not an object) is repaired like a
-reply that does not parse, not retried. Nothing else is retried here: a 4xx comes back at once.
+Retries. The OpenAI client retries a 429, a 5xx, a timeout and a dropped connection itself (``max_retries``). A
+``200 OK`` whose body is not a chat completion (:data:`MALFORMED_REPLY`) is retried here as often, with jittered
+exponential backoff; a ``ValidationError`` is repaired like a reply that does not parse; a 4xx comes back at once.
 """
 
 from __future__ import annotations
@@ -73,12 +71,10 @@ HOW_TO_CONFIGURE = (
 
 def split_model_spec(spec: str) -> tuple[str, str]:
     """``"openai:gpt-4o-mini"`` -> ``("openai", "gpt-4o-mini")``; no provider means ``openai``."""
-    spec = spec.strip()
-    if ":" in spec:
-        provider, name = spec.split(":", 1)
-        if provider and "/" not in provider:
-            return provider.strip().lower(), name.strip()
-    return "openai", spec
+    provider, sep, name = spec.strip().partition(":")
+    if sep and provider and "/" not in provider:
+        return provider.strip().lower(), name.strip()
+    return "openai", spec.strip()
 
 
 _PROVIDER_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "google_genai": "GOOGLE_API_KEY",
@@ -86,17 +82,12 @@ _PROVIDER_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", 
 
 
 def endpoint_problem(spec: str, base_url: str = "", replay: bool = False) -> str | None:
-    """Why the model named ``spec`` cannot be reached as configured, or None when it looks usable.
-
-    With ``replay`` every call is served from the LLM cache, so no key or base URL is needed.
-    """
+    """Why the model ``spec`` cannot be reached as configured (None when usable; ``replay`` needs no key or URL)."""
     provider, name = split_model_spec(spec)
     if not name:
         return "The model name is empty.\n" + HOW_TO_CONFIGURE
-    if base_url or replay:
-        return None
     key = _PROVIDER_KEYS.get(provider)
-    if key and not os.environ.get(key):
+    if key and not os.environ.get(key) and not (base_url or replay):
         return f"{key} is not set and no --base-url was given.\n" + HOW_TO_CONFIGURE
     return None
 
@@ -106,8 +97,7 @@ _models_lock = threading.Lock()
 
 
 def cache_of(cache_dir: str, replay: bool, model: str = "") -> LLMCache | None:
-    """The record/replay cache of these settings for the chat model named ``model`` (None without ``cache_dir``);
-    raises :class:`LLMConfigError` for replay without a cache."""
+    """The record/replay cache of ``model`` (None without ``cache_dir``); LLMConfigError for replay without one."""
     if replay and not cache_dir:
         raise LLMConfigError("llm_replay (--replay) needs llm_cache_dir (--llm-cache DIR): the cache to replay from")
     return llm_cache(cache_dir, replay, model) if cache_dir else None
@@ -117,12 +107,11 @@ def load_chat_model(
     spec: str, *, base_url: str = "", temperature: float = 0.0, timeout_s: float = 120.0, max_retries: int = 3,
     cache_dir: str = "", replay: bool = False,
 ) -> BaseChatModel:
-    """The chat model for ``spec``, built once per process per setting.
+    """The chat model for ``spec``, built once per process per setting (:class:`LLMConfigError` without an endpoint).
 
-    With ``base_url`` (or provider ``openai``) it is ``ChatOpenAI`` (OpenAI, vLLM, Ollama, llama.cpp, LM Studio)
-    with the endpoint, key, timeout and retries set on its OpenAI clients, so LangChain's description of the model
-    (what the cache keys by) holds only what changes the answer; other providers go through ``init_chat_model``.
-    ``cache_dir`` / ``replay``: :mod:`ragplan.llm_cache`. :class:`LLMConfigError` when no endpoint is configured.
+    With ``base_url`` (or provider ``openai``) it is ``ChatOpenAI`` with endpoint, key, timeout and retries set on its
+    OpenAI clients, so LangChain's description of it (the cache key) holds only what changes the answer; other
+    providers go through ``init_chat_model``. ``cache_dir`` / ``replay``: :mod:`ragplan.llm_cache`.
     """
     problem = endpoint_problem(spec, base_url, replay)
     if problem:
@@ -164,8 +153,7 @@ def load_chat_model(
 def chat_model_for(ctx: Any, role: str = "") -> BaseChatModel:
     """The chat model a node should use: an object a Python caller gave, else one built by name; a ``role``'s
     (``planner``, ``responder``) ``<role>_chat_model`` / ``<role>_model`` wins over ``chat_model`` / ``model``."""
-    obj = getattr(ctx, f"{role}_chat_model", None) if role else None
-    obj = obj or getattr(ctx, "chat_model", None)
+    obj = (getattr(ctx, f"{role}_chat_model", None) if role else None) or getattr(ctx, "chat_model", None)
     cache_dir, replay = getattr(ctx, "llm_cache_dir", ""), bool(getattr(ctx, "llm_replay", False))
     if obj is not None:
         if not isinstance(obj, BaseChatModel):
@@ -204,27 +192,22 @@ class Decision(Generic[T]):
         return self.result
 
 
+#: Exception types -> failure kind, the first match wins (a timeout is also a connection error).
+_KINDS: tuple[tuple[tuple[type[BaseException], ...], FailureKind], ...] = (
+    ((LLMCacheMiss,), "replay_miss"), ((LLMConfigError,), "config"), ((openai.RateLimitError,), "rate_limit"),
+    ((openai.APITimeoutError, httpx.TimeoutException, TimeoutError), "timeout"),
+    ((openai.APIConnectionError, httpx.TransportError, ConnectionError), "connection"),
+    ((openai.AuthenticationError, openai.PermissionDeniedError), "auth"), ((openai.NotFoundError,), "not_found"))
+
+
 def kind_of(exc: BaseException) -> FailureKind:
     """The :data:`~ragplan.state.failure.FailureKind` of an exception an LLM call raised, from its type."""
-    if isinstance(exc, LLMCacheMiss):
-        return "replay_miss"
-    if isinstance(exc, LLMConfigError):
-        return "config"
-    if isinstance(exc, openai.RateLimitError):
-        return "rate_limit"
-    if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException, TimeoutError)):
-        return "timeout"
-    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError, ConnectionError)):
-        return "connection"
-    if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
-        return "auth"
-    if isinstance(exc, openai.NotFoundError):
-        return "not_found"
+    for types, kind in _KINDS:
+        if isinstance(exc, types):
+            return kind
     if isinstance(exc, openai.APIStatusError):
         return "server_error" if exc.status_code >= 500 else "bad_request"
-    if _malformed(exc):
-        return "malformed_reply"
-    return "error"
+    return "malformed_reply" if _malformed(exc) else "error"
 
 
 def _malformed(exc: BaseException) -> bool:
@@ -232,16 +215,15 @@ def _malformed(exc: BaseException) -> bool:
 
 
 def _retries_of(model: Any) -> int:
-    """How many retries the model's client allows for a 5xx (its ``max_retries``), used for malformed replies too."""
-    bound = getattr(model, "bound", model)  # a model with tools bound: the chat model underneath
+    """The retries the model's client allows for a 5xx (``max_retries``), used for malformed replies too."""
+    bound = getattr(model, "bound", model)
     n = getattr(getattr(bound, "root_client", None), "max_retries", None)
     n = getattr(bound, "max_retries", None) if n is None else n
     return max(0, int(n)) if isinstance(n, int) else DEFAULT_RETRIES
 
 
 def _invoke(call: Callable[[], Any], retries: int, spent: list[Usage]) -> tuple[Any, float]:
-    """``(call(), seconds)``, retrying a malformed reply (:data:`MALFORMED_REPLY`) up to ``retries`` times with
-    backoff; every failed attempt's cost goes to ``spent`` (a replay miss sent nothing: no call)."""
+    """``(call(), seconds)``, a malformed reply retried ``retries`` times; failed attempts' costs go to ``spent``."""
     for attempt in Retrying(stop=stop_after_attempt(retries + 1), retry=retry_if_exception(_malformed), reraise=True,
                             wait=wait_exponential_jitter(initial=BACKOFF_S, max=MAX_BACKOFF_S, jitter=BACKOFF_S / 4)):
         with attempt:
@@ -252,7 +234,7 @@ def _invoke(call: Callable[[], Any], retries: int, spent: list[Usage]) -> tuple[
                 took = round(time.perf_counter() - t0, 4)
                 spent.append(Usage(llm_seconds=took) if isinstance(exc, LLMCacheMiss) else Usage(llm_calls=1, llm_seconds=took))
                 raise
-    raise AssertionError("unreachable")  # Retrying returns or re-raises
+    raise AssertionError("unreachable")
 
 
 def _usage_of(msg: Any, seconds: float) -> Usage:
@@ -262,8 +244,7 @@ def _usage_of(msg: Any, seconds: float) -> Usage:
 
 
 def request_failed(exc: BaseException, attempts: int, model: Any = None, limit: int = 500) -> str:
-    """The recorded reason of a failed LLM request: a malformed reply says so, with how many were tried; an endpoint
-    that could not be reached is named."""
+    """The recorded reason of a failed LLM request (a malformed reply's attempts; an unreachable endpoint named)."""
     if _malformed(exc):
         what = ("not JSON" if isinstance(exc, json.JSONDecodeError) else "not UTF-8" if isinstance(exc, UnicodeDecodeError)
                 else "not a chat completion")
@@ -315,8 +296,7 @@ def _from_text(text: str, schema: type[T]) -> tuple[T | None, str]:
 
 
 def _parsed(out: Any, schema: type[T], method: str) -> tuple[T | None, str, Any]:
-    """``(object or None, why not, raw message)`` of one reply: a forced tool call, a JSON-schema reply
-    (``include_raw=True``) or a text reply."""
+    """``(object or None, why not, raw message)`` of a tool-call, JSON-schema (``include_raw``) or text reply."""
     raw, parsed, error = (out.get("raw"), out.get("parsed"), out.get("parsing_error")) if isinstance(out, dict) else (out, None, None)
     if method == "function_calling" and isinstance(raw, AIMessage) and raw.tool_calls:
         try:
@@ -339,17 +319,13 @@ def decide(
     model: BaseChatModel, messages: Sequence[BaseMessage], schema: type[T], *, method: str = "function_calling",
     max_repairs: int = 2,
 ) -> Decision[T]:
-    """Ask ``model`` for one ``schema`` object; repair up to ``max_repairs`` times; never raise.
-
-    ``method`` is ``function_calling``, ``json_schema`` or ``text`` (see the module docstring); a model without
-    tool calling falls back to ``text``. A reply that does not parse is shown back to the model with the error;
-    an endpoint failure (after the retries) ends the decision with its kind and reason.
-    """
+    """Ask ``model`` for one ``schema`` object, a reply that does not parse shown back up to ``max_repairs`` times;
+    never raise. ``method``: ``function_calling``, ``json_schema`` or ``text`` (also for a model without tools)."""
     convo: list[BaseMessage] = list(messages)
     runnable: Any = model
     if method != "text":
         try:
-            runnable = memo(model, (schema, method), lambda: _asking(model, schema, method))  # (converted once)
+            runnable = memo(model, (schema, method), lambda: _asking(model, schema, method))
         except (NotImplementedError, ValueError, TypeError):
             method = "text"
     if method == "text":
@@ -378,8 +354,7 @@ def decide(
 
 
 def _asking(model: BaseChatModel, schema: type[BaseModel], method: str) -> Any:
-    """``model`` asked for ``schema``: as a forced tool (the request ``with_structured_output`` sends, without its
-    parallel chains), or in the endpoint's JSON-schema mode."""
+    """``model`` asked for ``schema`` as a forced tool (without ``with_structured_output``'s chains) or JSON schema."""
     if method == "function_calling":
         return model.bind_tools([schema], tool_choice=schema.__name__, parallel_tool_calls=False)
     return model.with_structured_output(schema, method=method, include_raw=True)  # type: ignore[call-overload]

@@ -88,8 +88,9 @@ class CacheUsage:
     def summary(self) -> dict[str, Any]:
         """``{"entries", "replayed", "recorded", "fingerprint"}`` of the entries used."""
         with self._lock:
-            recorded = sum(self.used.values())
-        return {**fingerprint_of(self.digests()), "replayed": len(self.digests()) - recorded, "recorded": recorded}
+            used = dict(self.used)
+        recorded = sum(used.values())
+        return {**fingerprint_of(list(used)), "replayed": len(used) - recorded, "recorded": recorded}
 
 
 def fingerprint_of(digests: Sequence[str]) -> dict[str, Any]:
@@ -119,15 +120,10 @@ def _note(digest: str, recorded: bool) -> None:
 
 
 class LLMCache(BaseCache):
-    """The on-disk record of chat requests and responses in ``directory``; ``replay`` serves from it only.
-
-    ``model`` names the chat model the cache is attached to (``provider:name``), for entries and messages.
-    """
+    """The on-disk record of ``model``'s (``provider:name``) requests and responses; ``replay`` serves from it only."""
 
     def __init__(self, directory: str | Path, replay: bool = False, model: str = "") -> None:
-        self.directory = Path(directory)
-        self.replay = bool(replay)
-        self.model = model or "chat model"
+        self.directory, self.replay, self.model = Path(directory), bool(replay), model or "chat model"
 
     def __repr__(self) -> str:
         return f"LLMCache({str(self.directory)!r}, replay={self.replay}, model={self.model!r})"
@@ -153,10 +149,8 @@ class LLMCache(BaseCache):
                 old = json.loads(path.read_text(encoding="utf-8")).get("format")
             except (OSError, ValueError, AttributeError):
                 continue
-            if old != FORMAT:
-                return (f"the folder was recorded by an older ragplan (entry format {old}, keyed differently; this "
-                        f"ragplan reads format {FORMAT}): record it again")
-            return ""
+            return "" if old == FORMAT else (f"the folder was recorded by an older ragplan (entry format {old}, keyed "
+                                             f"differently; this ragplan reads format {FORMAT}): record it again")
         return ""
 
     def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
@@ -165,20 +159,17 @@ class LLMCache(BaseCache):
         path = self.path_of(digest)
         try:
             gens = self._read(path)
-        except FileNotFoundError:
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # missing or damaged: (re-)recorded, or a clear miss
             if self.replay:
-                raise LLMCacheMiss(self.model, digest, self.directory, self._older()) from None
-            return None
-        except (OSError, ValueError, KeyError, TypeError) as exc:  # a damaged entry: re-recorded, or a clear miss
-            if self.replay:
-                raise LLMCacheMiss(self.model, digest, self.directory, f"its entry {path} is unreadable: {exc}") from None
+                why = self._older() if isinstance(exc, FileNotFoundError) else f"its entry {path} is unreadable: {exc}"
+                raise LLMCacheMiss(self.model, digest, self.directory, why) from None
             return None
         _note(digest, recorded=False)
         return gens
 
     def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
         """Store a response (first writer wins) and hand the caller what the entry holds, in place."""
-        if self.replay:  # never reached: a replay miss raises before the request
+        if self.replay:  # a replay miss raised before the request
             return
         digest = digest_of(prompt, llm_string)
         path = self.path_of(digest)
@@ -206,8 +197,7 @@ class LLMCache(BaseCache):
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
-        stored = self._read(path)
-        return_val[:] = stored  # type: ignore[index]  # LangChain returns this very list to the caller
+        return_val[:] = self._read(path)  # type: ignore[index]  # LangChain returns this very list to the caller
         _note(digest, recorded=True)
 
     def clear(self, **kwargs: Any) -> None:
@@ -232,8 +222,7 @@ def llm_cache(directory: str | Path, replay: bool = False, model: str = "") -> L
 
 
 def model_with(model: BaseChatModel, **update: Any) -> BaseChatModel:
-    """A copy of ``model`` with fields replaced (``temperature=…``, ``cache=…``), without the serialised form
-    LangChain keeps once computed (what its cache keys requests by)."""
+    """A copy of ``model`` with fields replaced (``cache=…``), without LangChain's memo of its serialised form."""
     copy = model.model_copy(update=update)
     copy.__dict__.pop("_serialized", None)
     return copy

@@ -25,12 +25,8 @@ def families() -> list[MethodFamily]:
     if _families is None:
         import ragplan.graphs as pkg
 
-        found = []
-        for info in pkgutil.iter_modules(pkg.__path__):
-            mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
-            fam = getattr(mod, "FAMILY", None)
-            if isinstance(fam, MethodFamily):
-                found.append(fam)
+        mods = [importlib.import_module(f"{pkg.__name__}.{m.name}") for m in pkgutil.iter_modules(pkg.__path__)]
+        found = [f for f in (getattr(m, "FAMILY", None) for m in mods) if isinstance(f, MethodFamily)]
         names = [g.name for f in found for g in f.graphs]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:

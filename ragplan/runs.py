@@ -43,10 +43,8 @@ class ReviewDeferred(Exception):
 
 def drive(graph: Any, value: Any, *, context: Any, config: dict[str, Any], review: Review | None = None,
           on_update: OnUpdate | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Stream ``graph`` from ``value`` (an input, None to continue, or a Command), answering reviews with ``review``.
-
-    Returns the thread's state and the review payload it is paused at (None when the run ended).
-    """
+    """Stream ``graph`` from ``value`` (an input, None or a Command), answering reviews with ``review``: the thread's
+    state and the review payload it is paused at (None when the run ended)."""
     while True:
         pending: dict[str, Any] | None = None
         for chunk in graph.stream(value, context=context, config=config, stream_mode="updates", durability="sync"):
@@ -114,13 +112,9 @@ def rebuild_context(info: RunInfo, *, model: Any = None, **overrides: Any) -> An
     """The run's context from its recorded settings, ``overrides`` and ``model`` on top; ValueError when the run
     was given chat model objects (Python only) and they are missing."""
     family = family_of(info.method)
-    names = family.context_fields()
-    kw = {k: v for k, v in info.settings.items() if k in names}
-    kw.update(overrides)
-    if isinstance(model, str):
-        kw["model"] = model
-    elif model is not None:
-        kw["chat_model"] = model
+    kw = {k: v for k, v in info.settings.items() if k in family.context_fields()} | overrides
+    if model is not None:
+        kw["model" if isinstance(model, str) else "chat_model"] = model
     missing = [k for k in info.settings.get(_CHAT_MODELS) or [] if kw.get(k) is None]
     if missing:
         raise ValueError(f"thread {info.thread_id} ran with Python chat model objects ({', '.join(missing)}); pass them "
@@ -159,12 +153,11 @@ def resume_run(thread_id: str, decision: Any = NO_DECISION, *, checkpoint_db: st
     if status == "not_started":
         value = info.inputs
     elif status == "paused":
-        if decision is NO_DECISION and review is None:
+        try:
+            decision = review(pending or {}) if decision is NO_DECISION and review is not None else decision
+        except ReviewDeferred:
+            decision = NO_DECISION
+        if decision is NO_DECISION:  # no answer now: it stays paused
             return _result(family, info.method, values, pending, thread_id, t0)
-        if decision is NO_DECISION:
-            try:
-                decision = review(pending or {})  # type: ignore[misc]
-            except ReviewDeferred:
-                return _result(family, info.method, values, pending, thread_id, t0)
         value = Command(resume=decision)
     return _continue(family, info.method, thread_id, value, ctx, checkpoint_db, review, on_update, t0)

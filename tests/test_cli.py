@@ -76,7 +76,7 @@ def test_ask_without_endpoint_stops_at_once(trade_cql):
     env = {k: v for k, v in __import__("os").environ.items()
            if k not in ("OPENAI_API_KEY", "RAGPLAN_BASE_URL", "OPENAI_BASE_URL", "RAGPLAN_MODEL")}
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "ragplan.cli", "ask", "--method", "planrag", "--graph", str(trade_cql),
+    p = subprocess.run([sys.executable, "-m", "ragplan", "ask", "--method", "planrag", "--graph", str(trade_cql),
                         "--question", "Which node?"], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 2
     assert "OPENAI_API_KEY" in p.stderr and "--base-url" in p.stderr and "Ollama" in p.stderr

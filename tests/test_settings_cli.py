@@ -111,7 +111,7 @@ def test_eval_takes_temperature_and_structured_output_into_the_run(tmp_path, mon
 
 def test_docs_settings_md_is_the_commands_output():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGPLAN_", "NEO4J_"))}
-    out = subprocess.run([sys.executable, "-m", "ragplan.cli", "graphs", "--settings-md"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "ragplan", "graphs", "--settings-md"], capture_output=True, text=True,
                          env=env, cwd=ROOT, timeout=300)
     assert out.returncode == 0, out.stderr
     assert (ROOT / "docs" / "settings.md").read_text() == out.stdout == settings_markdown(families()), \

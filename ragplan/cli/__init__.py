@@ -38,12 +38,8 @@ SETTINGS_COMMANDS = ("ask", "eval", "compare", "resume")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The argument parser of every ``ragplan`` command.
-
-    The commands that run graphs get the setting flags generated from every family's context when ``argv`` is
-    None or one of them (finding the families imports every graph); their ``--help`` shows the settings of the
-    families of the methods ``argv`` names (``--method M`` / ``--methods A,B``).
-    """
+    """The argument parser of every ``ragplan`` command; the commands that run graphs get every family's setting flags
+    (when ``argv`` names one of them, or is None), their ``--help`` the settings of the methods ``argv`` names."""
     settings = None
     if argv is None or argv[:1] and argv[0] in SETTINGS_COMMANDS:
         from ragplan.cli.settings import add_setting_flags, methods_in

@@ -106,15 +106,13 @@ def _checkpoint_problem(args: argparse.Namespace) -> str | None:
         return "--thread: a thread id has no spaces"
     try:
         with RunStore(args.checkpoint_db) as store:
-            if args.thread is not None:
-                store.get(args.thread)  # a thread holds one run
-                return f"thread {args.thread} already exists in {store.path}; continue it with " \
-                       f"`ragplan resume {args.thread}` or choose another --thread"
+            store.get(args.thread or "")  # a thread holds one run ("" is never one: a fresh id)
+            return f"thread {args.thread} already exists in {store.path}; continue it with " \
+                   f"`ragplan resume {args.thread}` or choose another --thread"
     except UnknownThread:
         return None
     except Exception as exc:  # a file that is not a SQLite database, a folder without rights
         return f"the checkpoint file {checkpoint_db(args.checkpoint_db)} cannot be used: {exc}"
-    return None
 
 
 def resume_hint(thread_id: str, db: str | None) -> str:

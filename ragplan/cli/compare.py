@@ -80,8 +80,7 @@ def run(args: argparse.Namespace) -> int:
         if failure:  # its rows stay in the report (as wrong); the command says so
             failed.append(m)
             print(f"error: {m}: {failure}", file=sys.stderr, flush=True)
-    # the report covers the methods that answered something (one refused before its first question has no row)
-    runs: list[str | Path] = [out / m for m in plan if (out / m / "results.jsonl").is_file()
+    runs: list[str | Path] = [out / m for m in plan if (out / m / "results.jsonl").is_file()  # a row to report
                               and (out / m / "results.jsonl").stat().st_size > 0]
     if runs:
         print(compare_runs(runs))

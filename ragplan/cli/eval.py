@@ -121,8 +121,7 @@ def new_settings(args: argparse.Namespace, methods: list[str]) -> Any:
 
 
 def _resume_overrides(settings: Any, args: argparse.Namespace) -> None:
-    """Apply the flags given with ``--resume`` / ``--rerun`` to the saved settings (the endpoint, cache, concurrency,
-    time budget, limit and data location may change); BadInput when one would change what the run measures."""
+    """Apply ``--resume`` / ``--rerun``'s flags to the saved settings; BadInput for one changing what is measured."""
     for name, key in (("concurrency", "concurrency"), ("item_timeout", "item_timeout_s"), ("limit", "limit")):
         if getattr(args, name) is not None:
             setattr(settings, key, getattr(args, name))
@@ -147,7 +146,7 @@ def _resume_overrides(settings: Any, args: argparse.Namespace) -> None:
 
 
 def _missing(args: argparse.Namespace, *names: str) -> str:
-    """The required flags the command line lacks, as ``--a, --b`` ('' when none is missing)."""
+    """The required flags the command line lacks, as ``--a, --b``."""
     return ", ".join(f"--{n}" for n in names if not getattr(args, n, None))
 
 
