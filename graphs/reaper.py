@@ -60,7 +60,8 @@ def route_after_agent(state: ReaperState) -> Literal["agent_step", "respond", "_
 
 
 def _graph(**nodes: Any) -> Builder:
-    g: Builder = StateGraph(ReaperState, context_schema=ReaperContext, input_schema=ReaperInput, output_schema=ReaperOutput)
+    g: Builder = StateGraph(ReaperState, context_schema=ReaperContext, input_schema=ReaperInput,
+                            output_schema=ReaperOutput)
     for name, node in nodes.items():
         g.add_node(name, node)
     g.add_edge(START, next(iter(nodes)))

@@ -22,7 +22,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanStep
-from ragplan.methods.reaper.validate import bind_args, find_cycles, step_references
+from ragplan.methods.reaper.validate import arg_names, bind_args, find_cycles, step_references
 
 _REF = re.compile(r"#E(\d+)(?!\d)")
 
@@ -185,7 +185,8 @@ def _static_skips(plan: RetrievalPlan) -> tuple[dict[int, list[int]], dict[int, 
         for pos, ds in deps.items():
             bad = next((d for d in ds if d in skip), None)
             if pos not in skip and bad is not None:
-                skip[pos] = f"skipped: depends on #{steps[bad].evidence_var} (step {steps[bad].index}), which cannot run"
+                skip[pos] = (f"skipped: depends on #{steps[bad].evidence_var} (step {steps[bad].index}), "
+                             "which cannot run")
                 changed = True
     return deps, skip
 
@@ -234,16 +235,14 @@ async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float
                                          f"{'failed' if f.status != 'skipped' else 'did not run'}: {_short(why or '')}")
             return
         spec = registry.get(s.tool) if registry is not None else None
-        if spec is None:
-            record(pos, "error", error=f"unknown tool {s.tool!r}")
-            return
-        if getattr(spec, "tool", None) is None:
-            record(pos, "error", error=f"tool {s.tool!r} is not bound to an implementation (a specs-only registry)")
-            return
-        bound, surplus, _ = bind_args(s, [a.name for a in spec.args])
-        if surplus:
-            record(pos, "error", error=f"{spec.signature} takes at most {len(spec.args)} arguments; "
-                                       f"{len(s.args)} given by position")
+        bound, surplus, _ = bind_args(s, arg_names(registry, s.tool))
+        problem = (f"unknown tool {s.tool!r}" if spec is None else
+                   f"tool {s.tool!r} is not bound to an implementation (a specs-only registry)"
+                   if getattr(spec, "tool", None) is None else
+                   f"{spec.signature} takes at most {len(spec.args)} arguments; {len(s.args)} given by position"
+                   if surplus else None)
+        if problem is not None or spec is None:
+            record(pos, "error", error=problem)
             return
         try:
             types = {a.name: a.type for a in spec.args}
