@@ -59,15 +59,19 @@ def route_after_agent(state: ReaperState) -> Literal["agent_step", "respond", "_
     return "respond" if state.get("agent_done") else "agent_step"
 
 
+def _graph(**nodes: Any) -> Builder:
+    g: Builder = StateGraph(ReaperState, context_schema=ReaperContext, input_schema=ReaperInput,
+                            output_schema=ReaperOutput)
+    for name, node in nodes.items():
+        g.add_node(name, node)
+    g.add_edge(START, next(iter(nodes)))
+    return g
+
+
 def build_reaper() -> Builder:
     """REAPER: one-call plan, validation with one repair, parallel execution, response from evidence."""
-    g: Builder = StateGraph(ReaperState, context_schema=ReaperContext, input_schema=ReaperInput, output_schema=ReaperOutput)
-    g.add_node("plan_retrieval", plan_retrieval)
-    g.add_node("validate_plan", validate_plan)
-    g.add_node("review_plan", make_review_plan("reaper", ReaperReviewer()))
-    g.add_node("execute_plan", execute_plan)
-    g.add_node("respond", respond)
-    g.add_edge(START, "plan_retrieval")
+    g = _graph(plan_retrieval=plan_retrieval, validate_plan=validate_plan,
+               review_plan=make_review_plan("reaper", ReaperReviewer()), execute_plan=execute_plan, respond=respond)
     g.add_conditional_edges("plan_retrieval", route_after_planner, ["validate_plan", END])
     g.add_conditional_edges("validate_plan", route_after_validation, ["plan_retrieval", "review_plan", "respond"])
     g.add_conditional_edges("review_plan", route_to_execution, ["execute_plan", "respond", END])
@@ -78,10 +82,7 @@ def build_reaper() -> Builder:
 
 def build_agent_planner() -> Builder:
     """Agent baseline: one LLM call per retrieval step over the same tools, then the same responder."""
-    g: Builder = StateGraph(ReaperState, context_schema=ReaperContext, input_schema=ReaperInput, output_schema=ReaperOutput)
-    g.add_node("agent_step", agent_step)
-    g.add_node("respond", respond)
-    g.add_edge(START, "agent_step")
+    g = _graph(agent_step=agent_step, respond=respond)
     g.add_conditional_edges("agent_step", route_after_agent, ["agent_step", "respond", END])
     g.add_edge("respond", END)
     return g
@@ -103,12 +104,8 @@ def route_after_fill(state: ReaperState) -> Literal["execute_plan", "respond", "
 
 def build_classifier_planner() -> Builder:
     """Classifier baseline: route to a retrieval class, fill its arguments with an LLM, execute, respond."""
-    g: Builder = StateGraph(ReaperState, context_schema=ReaperContext, input_schema=ReaperInput, output_schema=ReaperOutput)
-    g.add_node("classify_question", classify_question)
-    g.add_node("fill_arguments", fill_arguments)
-    g.add_node("execute_plan", execute_plan)
-    g.add_node("respond", respond)
-    g.add_edge(START, "classify_question")
+    g = _graph(classify_question=classify_question, fill_arguments=fill_arguments, execute_plan=execute_plan,
+               respond=respond)
     g.add_conditional_edges("classify_question", route_after_classify, ["fill_arguments", END])
     g.add_conditional_edges("fill_arguments", route_after_fill, ["execute_plan", "respond", END])
     g.add_edge("execute_plan", "respond")

@@ -8,7 +8,6 @@ from typing import Any
 __all__ = ["FAQ", "faq_entries"]
 
 FAQ: list[tuple[str, str, str]] = [
-    # returns and refunds
     ("returns", "How long do I have to return an item?",
      "Most items can be returned within 30 days of delivery. Electronics such as phones, laptops and cameras have a 15-day "
      "window, and opened grocery items cannot be returned."),
@@ -32,7 +31,6 @@ FAQ: list[tuple[str, str, str]] = [
     ("returns", "Can I exchange an item for a different size or colour?",
      "Yes. Start a return, choose 'Exchange' and pick the new size or colour; the replacement ships as soon as you drop off the "
      "original."),
-    # orders
     ("orders", "How do I cancel an order?",
      "Open Your Orders and select Cancel items. Orders can be cancelled until they enter the shipping process; after that, "
      "refuse the delivery or return the item."),
@@ -51,7 +49,6 @@ FAQ: list[tuple[str, str, str]] = [
     ("orders", "Why did my order arrive in several boxes?",
      "Items ship from different warehouses as soon as they are available, so one order can arrive in separate packages on "
      "different days."),
-    # subscribe & save
     ("subscribe & save", "What is Subscribe & Save?",
      "Subscribe & Save delivers everyday items such as coffee pods or snacks on a schedule you choose and takes 5% off each "
      "delivery, or 15% when five or more subscriptions arrive together."),
@@ -62,7 +59,6 @@ FAQ: list[tuple[str, str, str]] = [
      "In Subscribe & Save, pick the upcoming delivery and select Skip. You can skip as many deliveries as you like."),
     ("subscribe & save", "How do I change how often a subscription is delivered?",
      "Open the subscription and change its frequency, anywhere from every 2 weeks to every 6 months."),
-    # payment
     ("payment", "Which payment methods do you accept?",
      "We accept Visa, Mastercard, American Express and Discover cards, debit cards, gift cards, PayPal and bank transfers."),
     ("payment", "Why was my payment declined?",
@@ -78,7 +74,6 @@ FAQ: list[tuple[str, str, str]] = [
     ("payment", "Do you offer price adjustments if the price drops?",
      "We do not adjust prices after purchase, but you can return an unopened item within the return window and buy it again "
      "at the lower price."),
-    # warranty
     ("warranty", "What warranty comes with the products?",
      "Most products carry the manufacturer's warranty listed on the product page, typically 1 year for electronics and "
      "appliances. Tires carry a treadwear mileage warranty from the tire maker."),
@@ -91,7 +86,6 @@ FAQ: list[tuple[str, str, str]] = [
     ("warranty", "How do I claim the tire treadwear warranty?",
      "Take the tires and proof of purchase to an authorised dealer, who measures the remaining tread; the credit is pro-rated "
      "by the miles driven."),
-    # shipping
     ("shipping", "What shipping options do you offer?",
      "Standard shipping takes 4 to 7 business days, Expedited 2 to 3 and Next Day 1. Some addresses qualify for same-day "
      "delivery in the evening."),
@@ -103,7 +97,6 @@ FAQ: list[tuple[str, str, str]] = [
      "Yes for small items sent by the postal service; large items and tires need a street address."),
     ("shipping", "Can I choose a delivery time?",
      "Some areas offer a 2-hour delivery window at checkout. Otherwise deliveries arrive between 8 AM and 9 PM."),
-    # account and membership
     ("account", "How do I reset my password?",
      "Select Forgot password on the sign-in page and follow the link we email you; the link expires after 1 hour."),
     ("account", "How do I close my account?",
@@ -113,7 +106,6 @@ FAQ: list[tuple[str, str, str]] = [
      "Plus costs $12.99 a month and includes free 2-day shipping, early access to deals and 10% off Subscribe & Save."),
     ("membership", "How do I cancel my Plus membership?",
      "Go to Your Account, Plus membership, and choose End membership. If you have not used any benefits you get a full refund."),
-    # other services
     ("gifts", "Can I add gift wrap or a gift receipt?",
      "Choose 'This is a gift' at checkout to add a gift message, gift wrap for $3.99 and a receipt without prices."),
     ("services", "Do you install tires?",

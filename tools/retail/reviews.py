@@ -129,8 +129,8 @@ def summarise_reviews(reviews: list[dict[str, Any]], k: int = 5) -> dict[str, An
     counts = Counter(int(r["rating"]) for r in reviews)
     good = [r for r in reviews if int(r["rating"]) >= 4]
     bad = [r for r in reviews if int(r["rating"]) <= 2]
-    df_good = Counter(p for r in good for p in _phrases(f"{r.get('title', '')}. {r['text']}"))
-    df_bad = Counter(p for r in bad for p in _phrases(f"{r.get('title', '')}. {r['text']}"))
+    df_good, df_bad = (Counter(p for r in rs for p in _phrases(f"{r.get('title', '')}. {r['text']}"))
+                       for rs in (good, bad))
     min_good, min_bad = (2 if len(good) >= 4 else 1), (2 if len(bad) >= 4 else 1)
     pros = {p: (c, df_bad[p]) for p, c in df_good.items() if c >= min_good and c > df_bad[p]}
     cons = {p: (c, df_good[p]) for p, c in df_bad.items() if c >= min_bad and c > df_good[p]}

@@ -44,41 +44,27 @@ DEFAULT_CHAINS: dict[tuple[str, str], str] = {
 def route_class(tool_sequence: Iterable[str]) -> str:
     """The route class of a tool sequence: ``no_retrieval``, a tool's name, or ``workflow:a>b``."""
     tools = list(tool_sequence)
-    if not tools:
-        return NO_RETRIEVAL
-    if len(tools) == 1:
-        return tools[0]
-    return WORKFLOW_PREFIX + ">".join(tools)
+    return NO_RETRIEVAL if not tools else tools[0] if len(tools) == 1 else WORKFLOW_PREFIX + ">".join(tools)
 
 
 def class_tools(cls: str) -> list[str]:
     """The fixed tool sequence of a route class (inverse of :func:`route_class`)."""
     if cls == NO_RETRIEVAL:
         return []
-    if cls.startswith(WORKFLOW_PREFIX):
-        return cls[len(WORKFLOW_PREFIX):].split(">")
-    return [cls]
-
-
-def _has_title(context: dict[str, Any] | None) -> float:
-    return CONTEXT_WEIGHT if (context or {}).get("product_title") else 0.0
+    return cls.removeprefix(WORKFLOW_PREFIX).split(">") if cls.startswith(WORKFLOW_PREFIX) else [cls]
 
 
 def features(embedder: Any, questions: list[str], contexts: list[dict[str, Any] | None]) -> np.ndarray:
     """``[embedding(question), product-page flag]`` rows (float64)."""
     emb = np.asarray(embedder.encode(list(questions)), dtype=np.float64)
-    flag = np.array([[_has_title(c)] for c in contexts], dtype=np.float64).reshape(len(questions), 1)
+    flag = np.array([[CONTEXT_WEIGHT if (c or {}).get("product_title") else 0.0] for c in contexts],
+                    dtype=np.float64).reshape(len(questions), 1)
     return np.hstack([emb, flag])
-
-
-def _arg_names(registry: Any, tool: str) -> list[str]:
-    spec = registry.get(tool) if registry is not None else None
-    return [a.name for a in spec.args] if spec is not None else []
 
 
 def workflow_chains(examples: list[Any], registry: Any = None) -> dict[str, list[dict[str, int]]]:
     """Per workflow class in ``examples``, per step ``{argument name: referenced step}`` (most common pattern)."""
-    from ragplan.methods.reaper.validate import bind_args
+    from ragplan.methods.reaper.validate import arg_names, bind_args
 
     if registry is None:
         from ragplan.tools.retail import build_retail_registry
@@ -90,7 +76,7 @@ def workflow_chains(examples: list[Any], registry: Any = None) -> dict[str, list
             continue
         pattern = []
         for step in ex.plan.steps:
-            bound, _, _ = bind_args(step, _arg_names(registry, step.tool))
+            bound, _, _ = bind_args(step, arg_names(registry, step.tool))
             pattern.append(tuple(sorted((k, a.refs[0]) for k, a in bound.items() if a.kind == "ref" and a.refs)))
         seen.setdefault(cls, Counter())[tuple(pattern)] += 1
     return {cls: [dict(p) for p in c.most_common(1)[0][0]] for cls, c in sorted(seen.items())}

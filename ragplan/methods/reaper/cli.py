@@ -53,14 +53,12 @@ def _arg_json(arg: Any) -> Any:
 
 
 def _step_json(step: Any, registry: Any) -> dict[str, Any]:
-    from ragplan.methods.reaper.validate import bind_args
+    from ragplan.methods.reaper.validate import arg_names, bind_args
 
-    spec = registry.get(step.tool)
-    names = [a.name for a in spec.args] if spec is not None else []
-    bound, surplus, _ = bind_args(step, names)
-    args = {k: _arg_json(a) for k, a in bound.items()}
+    bound, surplus, _ = bind_args(step, arg_names(registry, step.tool))
     return {"step": step.index, "line": step.line, "evidence_var": f"#{step.evidence_var}", "tool": step.tool,
-            "purpose": step.purpose, "args": args, "extra_positional": [_arg_json(a) for a in surplus],
+            "purpose": step.purpose, "args": {k: _arg_json(a) for k, a in bound.items()},
+            "extra_positional": [_arg_json(a) for a in surplus],
             "refs": [f"#E{r}" for r in step.refs], "call": step.call_text()}
 
 
@@ -74,7 +72,7 @@ def _table(rows: list[list[str]], numbers: bool = False) -> str:
 def run_validate(args: argparse.Namespace) -> int:
     """Run ``ragplan reaper validate``; returns the exit code (0 valid, 1 invalid, 2 bad input)."""
     from ragplan.methods.reaper.plan import format_arg, parse_plan
-    from ragplan.methods.reaper.validate import bind_args, check_plan
+    from ragplan.methods.reaper.validate import arg_names, bind_args, check_plan
     from ragplan.tools import suites as tool_registry
 
     try:
@@ -110,8 +108,7 @@ def run_validate(args: argparse.Namespace) -> int:
     if steps:
         rows = [["STEP", "VAR", "TOOL", "ARGUMENTS"]]
         for s in steps:
-            spec = registry.get(s.tool)
-            bound, _, _ = bind_args(s, [a.name for a in spec.args] if spec is not None else [])
+            bound, _, _ = bind_args(s, arg_names(registry, s.tool))
             rows.append([str(s.index), f"#{s.evidence_var}", s.tool,
                          ", ".join(f"{k}={format_arg(a)}" for k, a in bound.items())])
         print(_table(rows))

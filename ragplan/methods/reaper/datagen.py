@@ -82,8 +82,8 @@ class SeedExample:
     line: int = 0
 
     def tools(self) -> list[str]:
+        """The plan's tools, each once, in order."""
         return list(dict.fromkeys(self.plan.tools()))
-
 
 
 def _check_row(path: Any, n: int, row: dict[str, Any], need_plan: bool) -> None:
@@ -91,7 +91,7 @@ def _check_row(path: Any, n: int, row: dict[str, Any], need_plan: bool) -> None:
         raise DatagenError(f"{path}:{n}: 'query' must be a non-empty string")
     if not isinstance(row.get("context", {}), dict):
         raise DatagenError(f"{path}:{n}: 'context' must be a JSON object")
-    if need_plan and not isinstance(row.get("plan"), str):
+    if (need_plan or row.get("plan") is not None) and not isinstance(row.get("plan"), str):
         raise DatagenError(f"{path}:{n}: 'plan' must be a string with the plan text")
 
 
@@ -126,11 +126,7 @@ def load_query_pool(path: str | Path, registry: ToolRegistry | None = None) -> l
     out = []
     for n, row in read_jsonl_objects(path, DatagenError):
         _check_row(path, n, row, need_plan=False)
-        plan = None
-        if row.get("plan") is not None:
-            if not isinstance(row["plan"], str):
-                raise DatagenError(f"{path}:{n}: 'plan' must be a string with the plan text")
-            plan = _parse_checked(path, n, row["plan"], registry)
+        plan = _parse_checked(path, n, row["plan"], registry) if row.get("plan") is not None else None
         out.append({"id": str(row.get("id", f"query-{n}")), "query": row["query"].strip(),
                     "context": dict(row.get("context") or {}), "plan": plan})
     return out
@@ -187,12 +183,9 @@ def evolve_tools(registry: ToolRegistry, needed: Iterable[str], rng: random.Rand
     specs = []
     for n in shown:
         shown_spec = registry.get(n)
-        if shown_spec is None:  # cannot happen: the shown names come from the registry
-            continue
-        desc = shown_spec.description
+        assert shown_spec is not None  # the shown names come from the registry
         pool = DESCRIPTION_PARAPHRASES.get(n, [])
-        if pool and rng.random() < paraphrase_prob:
-            desc = rng.choice(pool)
+        desc = rng.choice(pool) if pool and rng.random() < paraphrase_prob else shown_spec.description
         specs.append(replace(shown_spec, name=mapping[n], description=_rename_text(desc, mapping),
                              example=_rename_text(shown_spec.example, mapping), tool=None, aliases=[]))
     return ToolView(specs, mapping)

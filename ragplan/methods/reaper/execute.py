@@ -22,7 +22,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanStep
-from ragplan.methods.reaper.validate import bind_args, find_cycles
+from ragplan.methods.reaper.validate import arg_names, bind_args, find_cycles, step_references
 
 _REF = re.compile(r"#E(\d+)(?!\d)")
 
@@ -165,26 +165,16 @@ def _coerce(name: str, type_: str, value: Any, limit: int | None) -> Any:
     return render_for_text(value, limit)
 
 
-def _static_skips(plan: RetrievalPlan) -> tuple[dict[int, int], dict[int, list[int]], dict[int, str]]:
-    """var -> defining position, position -> dependency positions, position -> reason it cannot run."""
+def _static_skips(plan: RetrievalPlan) -> tuple[dict[int, list[int]], dict[int, str]]:
+    """Position -> dependency positions, position -> reason it cannot run."""
     steps = plan.steps
-    var_pos: dict[int, int] = {}
-    skip: dict[int, str] = {}
-    for pos, s in enumerate(steps):
-        if s.var_number in var_pos:
-            skip[pos] = (f"skipped: #{s.evidence_var} is already assigned by step {steps[var_pos[s.var_number]].index}")
-        else:
-            var_pos[s.var_number] = pos
-    deps: dict[int, list[int]] = {}
-    for pos, s in enumerate(steps):
-        deps[pos] = []
-        for r in s.refs:
-            if r == s.var_number and var_pos.get(r) == pos:
-                skip.setdefault(pos, f"skipped: refers to its own result #E{r}")
-            elif r not in var_pos:
-                skip.setdefault(pos, f"skipped: refers to #E{r}, which no step assigns")
-            else:
-                deps[pos].append(var_pos[r])
+    first, deps, problems = step_references(plan)
+    skip = {pos: f"skipped: #{s.evidence_var} is already assigned by step {steps[first[s.var_number]].index}"
+            for pos, s in enumerate(steps) if first[s.var_number] != pos}
+    for pos, kind, r in problems:
+        if kind != "forward_ref":
+            skip.setdefault(pos, f"skipped: refers to its own result #E{r}" if kind == "self_ref"
+                            else f"skipped: refers to #E{r}, which no step assigns")
     for comp in find_cycles(deps):
         names = " → ".join(f"#{steps[p].evidence_var}" for p in comp)
         for p in comp:
@@ -193,13 +183,12 @@ def _static_skips(plan: RetrievalPlan) -> tuple[dict[int, int], dict[int, list[i
     while changed:  # dependants of steps that cannot run cannot run either
         changed = False
         for pos, ds in deps.items():
-            if pos not in skip:
-                bad = next((d for d in ds if d in skip), None)
-                if bad is not None:
-                    skip[pos] = (f"skipped: depends on #{steps[bad].evidence_var} (step {steps[bad].index}), "
-                                 "which cannot run")
-                    changed = True
-    return var_pos, deps, skip
+            bad = next((d for d in ds if d in skip), None)
+            if pos not in skip and bad is not None:
+                skip[pos] = (f"skipped: depends on #{steps[bad].evidence_var} (step {steps[bad].index}), "
+                             "which cannot run")
+                changed = True
+    return deps, skip
 
 
 def _waves(plan: RetrievalPlan, deps: dict[int, list[int]], skip: dict[int, str]) -> list[list[int]]:
@@ -220,7 +209,7 @@ async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float
     call, ``ref_text_limit`` an output rendered into a string argument (None: no limit)."""
     t0 = time.perf_counter()
     steps = plan.steps
-    _, deps, skip = _static_skips(plan)
+    deps, skip = _static_skips(plan)
     evidence: dict[int, StepEvidence] = {}
     outputs: dict[int, Any] = {}  # var number -> raw output
     order: list[int] = []
@@ -246,16 +235,14 @@ async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float
                                          f"{'failed' if f.status != 'skipped' else 'did not run'}: {_short(why or '')}")
             return
         spec = registry.get(s.tool) if registry is not None else None
-        if spec is None:
-            record(pos, "error", error=f"unknown tool {s.tool!r}")
-            return
-        if getattr(spec, "tool", None) is None:
-            record(pos, "error", error=f"tool {s.tool!r} is not bound to an implementation (a specs-only registry)")
-            return
-        bound, surplus, _ = bind_args(s, [a.name for a in spec.args])
-        if surplus:
-            record(pos, "error", error=f"{spec.signature} takes at most {len(spec.args)} arguments; "
-                                       f"{len(s.args)} given by position")
+        bound, surplus, _ = bind_args(s, arg_names(registry, s.tool))
+        problem = (f"unknown tool {s.tool!r}" if spec is None else
+                   f"tool {s.tool!r} is not bound to an implementation (a specs-only registry)"
+                   if getattr(spec, "tool", None) is None else
+                   f"{spec.signature} takes at most {len(spec.args)} arguments; {len(s.args)} given by position"
+                   if surplus else None)
+        if problem is not None or spec is None:
+            record(pos, "error", error=problem)
             return
         try:
             types = {a.name: a.type for a in spec.args}
@@ -268,29 +255,25 @@ async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float
         async with sem:
             started = time.perf_counter()
             order.append(s.index)
+            status, out, error = "ok", None, None
             try:
-                call = _call(spec.tool, kwargs)
-                task = asyncio.ensure_future(call)
-                done, _ = await asyncio.wait({task}, timeout=timeout_s)
-                if not done:
+                task = asyncio.ensure_future(_call(spec.tool, kwargs))
+                if not (await asyncio.wait({task}, timeout=timeout_s))[0]:
                     task.cancel()
-                    record(pos, "timeout", args=shown, error=f"timed out after {timeout_s:g} s",
-                           started=started - t0, elapsed_ms=(time.perf_counter() - started) * 1000)
-                    return
-                out = task.result()
+                    status, error = "timeout", f"timed out after {timeout_s:g} s"
+                else:
+                    out = task.result()
             except Exception as exc:  # noqa: BLE001  (a tool failure is the step's result)
-                record(pos, "error", args=shown, error=f"{type(exc).__name__}: {_short(str(exc), 500)}",
-                       started=started - t0, elapsed_ms=(time.perf_counter() - started) * 1000)
-                return
-            elapsed = (time.perf_counter() - started) * 1000
-        try:
-            shown_out = to_jsonable(out)
-        except Exception as exc:  # noqa: BLE001
-            record(pos, "error", args=shown, error=f"the output cannot be recorded: {type(exc).__name__}: {exc}",
-                   started=started - t0, elapsed_ms=elapsed)
-            return
-        outputs[s.var_number] = out
-        record(pos, "ok", args=shown, output=shown_out, started=started - t0, elapsed_ms=elapsed)
+                status, error = "error", f"{type(exc).__name__}: {_short(str(exc), 500)}"
+            timing = {"started": started - t0, "elapsed_ms": (time.perf_counter() - started) * 1000}
+        shown_out = None
+        if status == "ok":
+            try:
+                shown_out = to_jsonable(out)
+                outputs[s.var_number] = out
+            except Exception as exc:  # noqa: BLE001
+                status, error = "error", f"the output cannot be recorded: {type(exc).__name__}: {exc}"
+        record(pos, status, args=shown, output=shown_out, error=error, **timing)
 
     for pos, reason in skip.items():
         record(pos, "skipped", error=reason)

@@ -64,11 +64,10 @@ def empty_context(date: str = "") -> dict[str, Any]:
 
 
 def _plan(*calls: tuple[str, list[Any], dict[str, Any]]) -> RetrievalPlan:
-    steps = []
-    for k, (tool, args, kwargs) in enumerate(calls, 1):
-        steps.append(PlanStep(index=k, purpose=PURPOSES[tool], evidence_var=f"E{k}", tool=tool,
-                              args=[PlanArg.of(a) for a in args], kwargs={n: PlanArg.of(v) for n, v in kwargs.items()}))
-    return RetrievalPlan(steps=steps)
+    return RetrievalPlan(steps=[PlanStep(index=k, purpose=PURPOSES[tool], evidence_var=f"E{k}", tool=tool,
+                                         args=[PlanArg.of(a) for a in args],
+                                         kwargs={n: PlanArg.of(v) for n, v in kwargs.items()})
+                                for k, (tool, args, kwargs) in enumerate(calls, 1)])
 
 
 _SMALL_TALK = ["hi there", "hello, how are you today?", "thanks, that's all I needed", "good morning!",
@@ -129,7 +128,7 @@ _DATES = [("tomorrow", ["What's the date tomorrow?"]), ("next week", ["Which dat
           ("last month", ["Which dates were last month?"]), ("2 weeks ago", ["What was the date 2 weeks ago?"]),
           ("yesterday", ["What was yesterday's date?"]), ("next month", ["When does next month start and end?"]),
           ("in 10 days", ["What date is it in 10 days?"]), ("this month", ["What dates does this month span?"])]
-_DATE_Q = ["{e}: what's the date range?", "which dates is {e}?", "can you work out the dates for {e}?"]
+_DATE_Q = ["{E}: what's the date range?", "Which dates is {e}?", "Can you work out the dates for {e}?"]
 _DATE_SHIP_FUT = ["What time will my {k} arrive {e}?", "Is my {k} still coming {e}?", "Will the {k} get here {e}?",
                   "what time is my {k} delivery {e}?"]
 _DATE_SHIP_PAST = ["Did my {k} get delivered {e}?", "what time was my {k} delivered {e}?",
@@ -173,10 +172,6 @@ def _anaphora(rng: random.Random, p: dict[str, Any]) -> str:
     return t.format(c=rng.choice(_COLOURS), m=fits[0])
 
 
-def _cap(s: str) -> str:
-    return s[:1].upper() + s[1:]
-
-
 class _Gen:
     """The shop's facts and one random stream; one method per category returns (question, context, plan)."""
 
@@ -190,8 +185,7 @@ class _Gen:
         c = empty_context(self.today.isoformat())
         if p is not None:
             c.update(product_id=p["product_id"], product_title=p["title"])
-        c["history"] = list(history or [])
-        return c
+        return {**c, "history": list(history or [])}
 
     def order_kw(self, o: dict[str, Any]) -> str:
         p = self.by_id.get(o["product_id"])
@@ -237,7 +231,7 @@ class _Gen:
 
     def date_math(self):
         e, qs = self.rng.choice(_DATES)
-        q = self.rng.choice(qs + [_cap(t.format(e=e)) for t in _DATE_Q])
+        q = self.rng.choice(qs + [t.format(e=e, E=e[:1].upper() + e[1:]) for t in _DATE_Q])
         return q, self.ctx(), _plan(("date_math", [e], {}))
 
     def _expr(self, o: dict[str, Any]) -> str | None:

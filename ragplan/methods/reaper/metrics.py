@@ -14,7 +14,7 @@ from typing import Any
 
 from ragplan.eval.benchmark import ComparedRun
 from ragplan.methods.reaper.plan import PlanArg, PlanStep, RetrievalPlan, as_steps, parse_plan
-from ragplan.methods.reaper.validate import bind_args, check_plan, is_date_range_literal
+from ragplan.methods.reaper.validate import arg_names, bind_args, check_plan, is_date_range_literal
 from ragplan.tools.retail.tools import singular
 from ragplan.tools.retail.dates import parse_range_arg
 
@@ -76,16 +76,12 @@ def _as_plan(plan: RetrievalPlan | list[Any] | str | None) -> tuple[RetrievalPla
 
 
 def _today(today: dt.date | str | None) -> dt.date | None:
-    if isinstance(today, dt.datetime):
-        return today.date()
     if isinstance(today, dt.date):
-        return today
-    if isinstance(today, str) and today.strip():
-        try:
-            return dt.date.fromisoformat(today.strip()[:10])
-        except ValueError:
-            return None
-    return None
+        return today.date() if isinstance(today, dt.datetime) else today
+    try:
+        return dt.date.fromisoformat(today.strip()[:10]) if isinstance(today, str) else None
+    except ValueError:
+        return None
 
 
 def _literal_dates(v: Any, today: dt.date | None) -> tuple:
@@ -110,8 +106,7 @@ def _date_value(arg: PlanArg, steps: Mapping[int, PlanStep], registry: Any, toda
     if src is None:
         return ("ref", None)
     if src.tool == "date_math":
-        spec = registry.get("date_math") if registry is not None else None
-        bound, _, _ = bind_args(src, [a.name for a in spec.args] if spec is not None else ["expr", "operation", "fmt"])
+        bound, _, _ = bind_args(src, arg_names(registry, "date_math", ["expr", "operation", "fmt"]))
         expr, op = bound.get("expr"), bound.get("operation")
         op_text = str(op.value).strip().lower().replace(" ", "_") if op is not None and op.kind == "literal" and op.value else ""
         if expr is not None and expr.kind == "literal" and op_text in _RANGE_OPS:
@@ -143,8 +138,7 @@ def scored_calls(plan: RetrievalPlan, registry: Any = None, today: dt.date | str
         params = scored_args.get(s.tool)
         if params is None:
             continue
-        spec = registry.get(s.tool) if registry is not None else None
-        bound, _, _ = bind_args(s, [a.name for a in spec.args] if spec is not None else list(params))
+        bound, _, _ = bind_args(s, arg_names(registry, s.tool, params))
         items = [(p, v) for p in params if (v := _scored_value(p, bound.get(p), steps, registry, day)) is not None]
         out.append((s.tool, tuple(items)))
     return out
@@ -224,14 +218,8 @@ def class_prf(pairs: Iterable[tuple[Iterable[str], Iterable[str]]]) -> dict[str,
     counts: dict[str, list[int]] = {}
     for pred, gold in pairs:
         ps, gs = set(pred) or {NO_RETRIEVAL}, set(gold) or {NO_RETRIEVAL}
-        for c in ps | gs:
-            tp_fp_fn = counts.setdefault(c, [0, 0, 0])
-            if c in ps and c in gs:
-                tp_fp_fn[0] += 1
-            elif c in ps:
-                tp_fp_fn[1] += 1
-            else:
-                tp_fp_fn[2] += 1
+        for c in ps | gs:  # counts: tp, fp, fn
+            counts.setdefault(c, [0, 0, 0])[0 if c in ps and c in gs else 1 if c in ps else 2] += 1
     out = {}
     for c in sorted(counts, key=_class_key):
         tp, fp, fn = counts[c]
@@ -336,19 +324,19 @@ def render_table(metrics: PlanMetrics, title: str = "") -> str:
     return "\n".join(lines)
 
 
+def _side_by_side(names: Sequence[str], rows: Iterable[tuple[str, Sequence[str]]]) -> list[str]:
+    return ["| metric | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names),
+            *("| " + " | ".join([label, *cells]) + " |" for label, cells in rows)]
+
+
 def render_comparison(columns: Mapping[str, PlanMetrics], title: str = "") -> str:
     """Markdown: the overall metrics side by side, one column per named set (e.g. first call / after repair)."""
-    names = list(columns)
-    lines = [f"### {title}", ""] if title else []
-    lines += ["| metric | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
-    rows = [("plans", lambda m: str(m.n)), ("tool accuracy", lambda m: _f(m.tool_accuracy)),
-            ("argument accuracy", lambda m: _f(m.argument_accuracy)),
-            ("plan accuracy", lambda m: _f(m.plan_accuracy)), ("plan validity", lambda m: _f(m.plan_valid)),
-            ("macro F1", lambda m: _f(m.macro_f1)),
-            ("planner latency (s, mean)", lambda m: _f(m.latency_mean))]
-    for label, get in rows:
-        lines.append(f"| {label} | " + " | ".join(get(columns[k]) for k in names) + " |")
-    return "\n".join(lines)
+    ms = list(columns.values())
+    rows = [("plans", [str(m.n) for m in ms])] + [(label, [_f(getattr(m, key)) for m in ms]) for label, key in [
+        ("tool accuracy", "tool_accuracy"), ("argument accuracy", "argument_accuracy"),
+        ("plan accuracy", "plan_accuracy"), ("plan validity", "plan_valid"), ("macro F1", "macro_f1"),
+        ("planner latency (s, mean)", "latency_mean")]]
+    return "\n".join(([f"### {title}", ""] if title else []) + _side_by_side(list(columns), rows))
 
 
 def instruction_following(score: Mapping[str, Any], removed: Sequence[str]) -> float | None:
@@ -405,13 +393,11 @@ def table_one(runs: Sequence[ComparedRun]) -> str:
             m = finals[lab].per_class.get(c)
             cells += [_f(m["precision"]), _f(m["recall"]), _f(m["f1"])] if m else ["-", "-", "-"]
         lines.append("| " + " | ".join(cells) + " |")
-    rows = [(name, [_f(get(lab)) for lab in labels]) for name, get in [
-        ("tool accuracy", lambda lab: finals[lab].tool_accuracy),
-        ("argument accuracy", lambda lab: finals[lab].argument_accuracy),
-        ("tool accuracy, first planner call", lambda lab: firsts[lab].tool_accuracy),
-        ("argument accuracy, first planner call", lambda lab: firsts[lab].argument_accuracy),
-        ("plan validity", lambda lab: finals[lab].plan_valid), ("macro F1", lambda lab: finals[lab].macro_f1),
-        ("planner latency (s, mean per question)", lambda lab: finals[lab].latency_mean)]]
+    rows = [(name, [_f(getattr(src[lab], key)) for lab in labels]) for name, src, key in [
+        ("tool accuracy", finals, "tool_accuracy"), ("argument accuracy", finals, "argument_accuracy"),
+        ("tool accuracy, first planner call", firsts, "tool_accuracy"),
+        ("argument accuracy, first planner call", firsts, "argument_accuracy"), ("plan validity", finals, "plan_valid"),
+        ("macro F1", finals, "macro_f1"), ("planner latency (s, mean per question)", finals, "latency_mean")]]
     rows = [("plans", [str(finals[lab].n) for lab in labels]), *rows,
             ("LLM calls per question", [_f(_mean(run.records, "llm_calls")) for run in runs])]
     removed = {run.label: list(dict.fromkeys(t for r in run.records for t in (r.get("removed_tools") or [])))
@@ -421,8 +407,7 @@ def table_one(runs: Sequence[ComparedRun]) -> str:
                  *[(f"instruction following, {name}", [_f(_share(run.records, key)[2]) for run in runs])
                    for name, key in [("first planner call", "instruction_following_first_call"),
                                      ("final plan", "instruction_following")]]]
-    lines += ["", "| metric | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
-    lines += ["| " + " | ".join([name, *cells]) + " |" for name, cells in rows]
+    lines += ["", *_side_by_side(labels, rows)]
     ids = [{str(r.get("id")) for r in run.records} for run in runs]
     if any(i != ids[0] for i in ids[1:]):
         lines += ["", "Note: the runs cover different questions (compare their `plans` row)."]

@@ -183,13 +183,10 @@ def _scan_string(text: str, i: int) -> tuple[str, int]:
     while j < len(text):
         c = text[j]
         if c == "\\" and j + 1 < len(text):
-            e = text[j + 1]
-            if e == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[j + 2:j + 6]):
-                out.append(chr(int(text[j + 2:j + 6], 16)))
-                j += 6
-                continue
-            out.append(_ESCAPES.get(e, "\\" + e))
-            j += 2
+            e, code = text[j + 1], text[j + 2:j + 6]
+            hexa = e == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", code) is not None
+            out.append(chr(int(code, 16)) if hexa else _ESCAPES.get(e, "\\" + e))
+            j += 6 if hexa else 2
             continue
         if c == close:
             return "".join(out), j + 1
@@ -229,9 +226,12 @@ def _scan_value(text: str, i: int) -> tuple[PlanArg, int]:
                   "(expected a quoted string, a number, true/false/null or a reference #Ej)")
 
 
-def _skip_ws(text: str, i: int) -> int:
+def _next(text: str, i: int) -> int:
+    """The position of the next non-space character; :class:`_Incomplete` at the end of the text."""
     while i < len(text) and text[i].isspace():
         i += 1
+    if i >= len(text):
+        raise _Incomplete()
     return i
 
 
@@ -240,30 +240,20 @@ def _scan_call(text: str, i: int) -> tuple[list[PlanArg], dict[str, PlanArg], in
     args: list[PlanArg] = []
     kwargs: dict[str, PlanArg] = {}
     while True:
-        i = _skip_ws(text, i)
-        if i >= len(text):
-            raise _Incomplete()
+        start = i = _next(text, i)
         if text[i] == ")":
             return args, kwargs, i + 1
-        start = i
-        name = None
         m = _KEYWORD.match(text, i)
-        if m:
-            name, i = m.group(1), m.end()
-            if i >= len(text):
-                raise _Incomplete()
-        arg, i = _scan_value(text, i)
-        if name is None:
+        arg, i = _scan_value(text, _next(text, m.end()) if m else i)
+        if m is None:
             if kwargs:
                 raise _Bad(start, "a positional argument follows a keyword argument")
             args.append(arg)
-        elif name in kwargs:
-            raise _Bad(start, f"argument {name!r} is given twice")
+        elif m.group(1) in kwargs:
+            raise _Bad(start, f"argument {m.group(1)!r} is given twice")
         else:
-            kwargs[name] = arg
-        i = _skip_ws(text, i)
-        if i >= len(text):
-            raise _Incomplete()
+            kwargs[m.group(1)] = arg
+        i = _next(text, i)
         if text[i] == ",":
             i += 1
         elif text[i] != ")":
@@ -273,15 +263,13 @@ def _scan_call(text: str, i: int) -> tuple[list[PlanArg], dict[str, PlanArg], in
 class _Block:
     """The lines of one step being read; reparsed as wrapped lines are added."""
 
-    def __init__(self, number: int | None, ordinal: int) -> None:
-        self.number = number
-        self.index = number if number is not None else ordinal
+    def __init__(self, index: int) -> None:
+        self.index = index
         self.parts: list[str] = []
         self.starts: list[int] = []
         self.lines: list[int] = []
         self.state = "need_call"  # need_call | incomplete | complete | error
-        self.step: PlanStep | None = None
-        self.error: PlanError | None = None
+        self.done: PlanStep | PlanError | None = None
         self.call_pos = 0
 
     @property
@@ -297,8 +285,7 @@ class _Block:
         self.lines.append(lineno)
         if len(self.lines) > _MAX_STEP_LINES:
             if self.state == "need_call":
-                self.error = self.finish()[1]
-                self.state = "error"
+                self.finish()
             else:
                 self._fail(self.lines[0], f"the step runs over more than {_MAX_STEP_LINES} lines")
         elif self.state != "incomplete" or ")" in text:  # only a ')' can complete an open call
@@ -329,26 +316,24 @@ class _Block:
             return
         purpose = text[:m.start()].strip().rstrip("-–—:").strip()
         self.state = "complete"
-        self.step = PlanStep(index=self.index, purpose=purpose, evidence_var=f"E{int(m.group(1))}", tool=m.group(2),
+        self.done = PlanStep(index=self.index, purpose=purpose, evidence_var=f"E{int(m.group(1))}", tool=m.group(2),
                              args=args, kwargs=kwargs, raw=text.strip(), line=self.lines[0])
 
-    def _fail(self, line: int, message: str) -> None:
+    def _fail(self, line: int, message: str) -> PlanError:
         self.state = "error"
-        self.error = PlanError(line=line, message=f"step {self.index}: {message}", kind="syntax", step=self.index)
+        self.done = PlanError(line=line, message=f"step {self.index}: {message}", kind="syntax", step=self.index)
+        return self.done
 
-    def finish(self) -> tuple[PlanStep | None, PlanError | None]:
-        index = self.index
-        if self.state == "need_call":
-            return None, PlanError(line=self.lines[0] if self.lines else 0, kind="syntax", step=index,
-                                   message=f"step {index}: no tool call (expected `#E{index} = tool(…)`): "
-                                           f"{_excerpt(self.text, 0, 60)!r}")
+    def finish(self) -> PlanStep | PlanError | None:
         if self.state == "incomplete":
             self._parse()  # lines without ')' were not parsed: one last look for a precise error
+        if self.state == "need_call":
+            return self._fail(self.lines[0], f"no tool call (expected `#E{self.index} = tool(…)`): "
+                                             f"{_excerpt(self.text, 0, 60)!r}")
         if self.state == "incomplete":
-            return None, PlanError(line=self.line_at(self.call_pos), kind="syntax", step=index,
-                                   message=f"step {index}: the call is not closed (a missing quote or ')'): "
-                                           f"{_excerpt(self.text, self.call_pos, 60)!r}")
-        return self.step, self.error
+            return self._fail(self.line_at(self.call_pos), "the call is not closed (a missing quote or ')'): "
+                                                           f"{_excerpt(self.text, self.call_pos, 60)!r}")
+        return self.done
 
 
 def _strip_answer_header(lines: list[str]) -> list[str]:
@@ -358,8 +343,7 @@ def _strip_answer_header(lines: list[str]) -> list[str]:
         if m:
             return [""] * k + [line[m.end():]] + lines[k + 1:]
     first = next((k for k, ln in enumerate(lines) if ln.strip() and not _FENCE.match(ln)), None)
-    if first is not None and re.match(r"^\s*answer\s*:", lines[first], re.I):
-        lines = list(lines)
+    if first is not None:
         lines[first] = re.sub(r"^\s*answer\s*:\s*", "", lines[first], flags=re.I)
     return lines
 
@@ -373,23 +357,20 @@ def parse_plan(text: str | None) -> ParseResult:
     errors: list[PlanError] = []
     notes: list[PlanError] = []
     cur: _Block | None = None
-    ordinal = 0
 
     def close() -> None:
         nonlocal cur
-        if cur is not None:
-            step, err = cur.finish()
-            if step is not None:
-                steps.append(step)
-            if err is not None:
-                errors.append(err)
+        done = cur.finish() if cur is not None else None
+        if isinstance(done, PlanStep):
+            steps.append(done)
+        elif done is not None:
+            errors.append(done)
         cur = None
 
     def start(number: int | None, lineno: int, body: str) -> None:
-        nonlocal cur, ordinal
+        nonlocal cur
         close()
-        ordinal += 1
-        cur = _Block(number, ordinal)
+        cur = _Block(number if number is not None else len(steps) + len(errors) + 1)  # each block gives one of them
         cur.add(lineno, body)
 
     for lineno, line in enumerate(lines, 1):

@@ -10,7 +10,8 @@ from typing import Any
 
 from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanError, PlanStep
 
-__all__ = ["check_plan", "repair_prompt", "bind_args", "is_date_range_literal", "find_cycles"]
+__all__ = ["check_plan", "repair_prompt", "bind_args", "arg_names", "is_date_range_literal", "find_cycles",
+           "step_references"]
 
 _DATE = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
 _DATE_RANGE = re.compile(rf"\s*{_DATE}\s*(?:(?:\.\.|to)\s*{_DATE}\s*)?", re.I)
@@ -24,6 +25,12 @@ def bind_args(step: PlanStep, arg_names: list[str]) -> tuple[dict[str, PlanArg],
     duplicates = [k for k in step.kwargs if k in bound]
     bound.update(step.kwargs)
     return bound, surplus, duplicates
+
+
+def arg_names(registry: Any, tool: str, default: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The argument names of ``tool`` in ``registry``, or ``default`` when the registry has no such tool."""
+    spec = registry.get(tool) if registry is not None else None
+    return [a.name for a in spec.args] if spec is not None else list(default)
 
 
 def is_date_range_literal(value: Any) -> bool:
@@ -133,6 +140,25 @@ def find_cycles(deps: dict[int, list[int]]) -> list[list[int]]:
     return sorted(list(c) for c in comps if len(c) > 1)
 
 
+def step_references(plan: RetrievalPlan) -> tuple[dict[int, int], dict[int, list[int]], list[tuple[int, str, int]]]:
+    """``(first, deps, problems)``: #Ek number -> position of the first step assigning it, position -> positions
+    whose results it uses, and ``(position, kind, number)`` per self_ref, missing_ref or forward_ref."""
+    first: dict[int, int] = {}
+    for pos, s in enumerate(plan.steps):
+        first.setdefault(s.var_number, pos)
+    deps: dict[int, list[int]] = {pos: [] for pos in range(len(plan.steps))}
+    problems: list[tuple[int, str, int]] = []
+    for pos, s in enumerate(plan.steps):
+        for r in s.refs:
+            if r == s.var_number or r not in first:
+                problems.append((pos, "self_ref" if r == s.var_number else "missing_ref", r))
+                continue
+            deps[pos].append(first[r])
+            if first[r] > pos:
+                problems.append((pos, "forward_ref", r))
+    return first, deps, problems
+
+
 def check_plan(plan: RetrievalPlan, registry: Any) -> list[PlanError]:
     """Every problem of ``plan`` against the tools of ``registry`` (empty: the plan is valid), by line."""
     errors: list[PlanError] = []
@@ -144,40 +170,28 @@ def check_plan(plan: RetrievalPlan, registry: Any) -> list[PlanError]:
                                 message=f"steps are numbered {', '.join(map(str, numbers))}; number them "
                                         f"1 to {len(steps)} in order (found Step {numbers[k]} where Step {k + 1} "
                                         "belongs)"))
-    first_def: dict[int, int] = {}
+    first, deps, problems = step_references(plan)
     for pos, s in enumerate(steps):
-        n = s.var_number
-        if n in first_def:
-            other = steps[first_def[n]]
+        other = steps[first[s.var_number]]
+        if other is not s:
             errors.append(_err(s, "duplicate_var", f"#{s.evidence_var} is already assigned by step {other.index} "
                                                    f"(line {other.line}); each step assigns its own #Ek"))
-            continue
-        first_def[n] = pos
-        if n != s.index:
+        elif s.var_number != s.index:
             errors.append(_err(s, "numbering", f"Step {s.index} assigns #{s.evidence_var}; step k must assign "
                                                f"#E{s.index}"))
     for s in steps:
         errors.extend(_check_call(s, registry))
-    deps: dict[int, list[int]] = {}
-    for pos, s in enumerate(steps):
-        deps[pos] = []
-        for r in s.refs:
-            if r == s.var_number:
-                errors.append(_err(s, "self_ref", f"refers to its own result #E{r}; a step can use only "
-                                                  "earlier steps' results"))
-            elif r not in first_def:
-                errors.append(_err(s, "missing_ref", f"refers to #E{r}, but no step assigns #E{r}"))
-            else:
-                deps[pos].append(first_def[r])
-                if first_def[r] > pos:
-                    errors.append(_err(s, "forward_ref", f"refers to #E{r}, which a later step "
-                                                         f"(step {steps[first_def[r]].index}) assigns; "
-                                                         "a step can use only earlier steps' results"))
+    messages = {"self_ref": "refers to its own result #E{r}; a step can use only earlier steps' results",
+                "missing_ref": "refers to #E{r}, but no step assigns #E{r}",
+                "forward_ref": "refers to #E{r}, which a later step (step {later}) assigns; a step can use only "
+                               "earlier steps' results"}
+    for pos, kind, r in problems:
+        later = steps[first[r]].index if r in first else None
+        errors.append(_err(steps[pos], kind, messages[kind].format(r=r, later=later)))
     for comp in find_cycles(deps):
         names = [f"#{steps[p].evidence_var}" for p in comp]
-        first = steps[comp[0]]
-        errors.append(_err(first, "cycle", f"reference cycle between {', '.join(names)}: none of these "
-                                           "steps can run first"))
+        errors.append(_err(steps[comp[0]], "cycle", f"reference cycle between {', '.join(names)}: none of these "
+                                                    "steps can run first"))
     errors.sort(key=lambda e: (e.line, e.step or 0))
     return errors
 
