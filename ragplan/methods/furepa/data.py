@@ -36,7 +36,6 @@ class Hop:
     """One gold passage a question needs."""
 
     title: str
-    """The gold passage's title."""
     text: str = ""
     """Its text (the dataset's paragraph; empty when the dataset does not ship it)."""
     sub_question: str = ""
@@ -50,9 +49,7 @@ class HopGroup:
     """One picking point: question, context (earlier gold passages), targets, candidates and their labels."""
 
     qid: str
-    """The question's id."""
     question: str
-    """The question."""
     hop: int
     """0-based hop index."""
     context: list[tuple[str, str]]

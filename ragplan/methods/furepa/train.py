@@ -34,11 +34,9 @@ class AssessorReport:
     mrr: dict[str, float]
     """Mean label of the picked candidate: trained, first, random (expected), oracle."""
     n_questions: dict[str, int]
-    """Questions in the train and test splits."""
     n_groups: dict[str, int]
     """Picking points (question × hop) in each split."""
     n_candidates: dict[str, int]
-    """Candidate queries in each split."""
     train_mrr: dict[str, float]
     """The same picks on the training questions (how well the scorer fits)."""
     seed: int
@@ -50,7 +48,6 @@ class AssessorReport:
     model_path: str
     """The Sentence-BERT model of the features ('' = the packaged MiniLM)."""
     out_dir: str
-    """Where the assessor was saved."""
     seconds: float
     """Wall time of the training (of the whole command when run from data)."""
     importances: dict[str, float] = field(default_factory=dict)

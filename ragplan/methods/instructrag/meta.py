@@ -105,8 +105,7 @@ FT_UNUSED = ("match.weight", "match.bias")
 
 
 def _grads(loss: torch.Tensor, params: Params, *, create_graph: bool = False, unused: tuple[str, ...] = ()) -> Params:
-    """∇loss with respect to ``params``: zeros for a constant loss and the ``unused`` parameters; for the others
-    torch must find a path from the loss, so a loss of other tensors raises instead of updating nothing."""
+    """∇loss for ``params`` (zeros for a constant loss and ``unused``; a loss of other tensors raises)."""
     if not loss.requires_grad:
         return {n: torch.zeros_like(p) for n, p in params.items()}
     names = [n for n in params if n not in unused]

@@ -11,7 +11,7 @@ import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath, write_paths_jsonl
 from ragplan.methods.instructrag.tasks import task_split
@@ -115,9 +115,6 @@ def make_world(n_questions: int = 120, seed: int = 0, n_people: int = 24) -> Syn
 
     film_list = list(films.values())
 
-    def lookup(page: str, question: str, keyword: str, answer: str) -> Made:
-        return question, answer, _path("Search", page, "Lookup", keyword, "Finish", answer), [page]
-
     def q_person() -> Made:
         f = rng.choice(film_list)
         t, d = f["title"], f["director"]
@@ -144,26 +141,14 @@ def make_world(n_questions: int = 120, seed: int = 0, n_people: int = 24) -> Syn
         return (f"How many members does the band of {name} have?", n,
                 _path("Search", name, "Search", m["band"], "Lookup", "members", "Finish", n), [name, m["band"]])
 
-    def q_group() -> Made:
-        m = rng.choice(musicians)
-        return lookup(m["name"], f"Which band is {m['name']} a member of?", "member", m["band"])
+    Ask = Callable[[dict[str, Any]], tuple[str, str, str, str]]
 
-    def q_artwork() -> Made:
-        f = rng.choice(film_list)
-        d, year = f["director"], str(f["year"])
-        return lookup(d, f"Which film did {d} direct in {year}?", year, f["title"])
-
-    def q_event() -> Made:
-        f = rng.choice(film_list)
-        return lookup(f["title"], f"At which festival did {f['title']} premiere?", "premiered", f["festival"])
-
-    def q_proper() -> Made:
-        f = rng.choice(film_list)
-        return lookup(f["title"], f"What prize did the film {f['title']} win?", "won", f["award"])
-
-    def q_common() -> Made:
-        m = rng.choice(musicians)
-        return lookup(m["name"], f"What instrument does {m['name']} play?", "plays", m["instrument"])
+    def one_page(pool: list[dict[str, Any]], ask: Ask) -> Callable[[], Made]:
+        """A maker of questions one page answers: ``ask(entity)`` gives (page, question, lookup keyword, answer)."""
+        def make() -> Made:
+            page, question, keyword, answer = ask(rng.choice(pool))
+            return question, answer, _path("Search", page, "Lookup", keyword, "Finish", answer), [page]
+        return make
 
     def q_other() -> Made:
         m = rng.choice(musicians)
@@ -172,9 +157,20 @@ def make_world(n_questions: int = 120, seed: int = 0, n_people: int = 24) -> Syn
                 _path("Search", name, "Lookup", "born", "Search", c["name"], "Lookup", "known as", "Finish", c["nick"]),
                 [name, c["name"]])
 
-    makers = {"person": q_person, "date": lambda: q_via_director("date"), "location": lambda: q_via_director("location"),
-              "adjective": lambda: q_via_director("adjective"), "yes/no": q_yesno, "number": q_number, "group/org": q_group,
-              "artwork": q_artwork, "event": q_event, "other proper noun": q_proper, "common noun": q_common, "other": q_other}
+    makers = {
+        "person": q_person, "date": lambda: q_via_director("date"), "location": lambda: q_via_director("location"),
+        "adjective": lambda: q_via_director("adjective"), "yes/no": q_yesno, "number": q_number,
+        "group/org": one_page(musicians, lambda m: (m["name"], f"Which band is {m['name']} a member of?", "member",
+                                                    m["band"])),
+        "artwork": one_page(film_list, lambda f: (f["director"], f"Which film did {f['director']} direct in {f['year']}?",
+                                                  str(f["year"]), f["title"])),
+        "event": one_page(film_list, lambda f: (f["title"], f"At which festival did {f['title']} premiere?", "premiered",
+                                                f["festival"])),
+        "other proper noun": one_page(film_list, lambda f: (f["title"], f"What prize did the film {f['title']} win?",
+                                                            "won", f["award"])),
+        "common noun": one_page(musicians, lambda m: (m["name"], f"What instrument does {m['name']} play?", "plays",
+                                                      m["instrument"])),
+        "other": q_other}
     paragraphs = {p["title"]: p["text"] for p in w.passages}
     seen_q: set[str] = set()
     active = list(makers)  # round robin over the tasks; a task whose questions run out leaves it

@@ -52,6 +52,7 @@ class DQABenchmark:
         return {"correct": correct, "simulator_correct": v.correct, "chosen": v.chosen, "simulated_best": v.best,
                 "effect": v.chosen_effect, "best_effect": v.best_effect, "effect_unit": v.unit, "verdict": v.describe()}
 
+
 def _factory(scenario: str):
     def make(data: str, limit: int | None = None, year: int | None = None, **unknown: Any) -> DQABenchmark:
         if unknown:

@@ -94,10 +94,9 @@ def _solve(args: argparse.Namespace) -> int:
     from ragplan.methods.planrag.grade import solve_question
     from ragplan.methods.planrag.locating import LocatingSolution
 
-    qs = [q for q in load_questions(args.data, args.scenario) if q.num == args.question_num]
-    if not qs:
+    q = next((q for q in load_questions(args.data, args.scenario) if q.num == args.question_num), None)
+    if q is None:
         raise DQAError(f"no {args.scenario} question number {args.question_num}")
-    q = qs[0]
     sol = solve_question(q)
     head: dict[str, Any] = {"question_num": q.num, "country": q.country}
     if isinstance(sol, LocatingSolution):
