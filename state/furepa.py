@@ -8,13 +8,13 @@ Earlier thoughts stay in state and in the trace; ``mask_reasoning`` keeps them o
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 from typing_extensions import Required, TypedDict
 
-from ragplan.state.context import TextRAGContext, env_field
+from ragplan.state.context import TextRAGContext, env_field, setting
 from ragplan.state.failure import Failure
 from ragplan.state.result import GraphResult
 from ragplan.state.review import PlanReview, PlanReviews, PlanReviewSettings
@@ -30,36 +30,29 @@ __all__ = ["FuRePAContext", "Candidate", "Iteration", "EvidencePassage", "Temper
 class FuRePAContext(PlanReviewSettings, TextRAGContext):
     """Settings of FuRePA and its baselines (``ircot``; masking off and assessor first/random are settings)."""
 
-    max_iterations: int = field(
-        default=6, metadata={"description": "Most proposals (LLM iterations) before answering from the evidence gathered."})
-    n_candidates: int = field(
-        default=3, metadata={"description": "Candidate queries the LLM proposes per iteration (ircot always uses 1).",
-                             "flag": "--candidates"})
-    assessor_mode: Literal["trained", "first", "random"] = field(
-        default="trained",
-        metadata={"description": "How the plan assessor picks a candidate: trained = the query scorer at assessor_dir; "
-                  "first = the LLM's first candidate; random = a seeded random one (the paper's ablations)."})
+    max_iterations: int = setting(6, "Most proposals (LLM iterations) before answering from the evidence gathered.")
+    n_candidates: int = setting(
+        3, "Candidate queries the LLM proposes per iteration (ircot always uses 1).", flag="--candidates")
+    assessor_mode: Literal["trained", "first", "random"] = setting(
+        "trained", "How the plan assessor picks a candidate: trained = the query scorer at assessor_dir; first = the "
+        "LLM's first candidate; random = a seeded random one (the paper's ablations).")
     assessor_dir: str = env_field(
         "RAGPLAN_FUREPA_ASSESSOR", flag="--assessor",
         description="The trained plan assessor (`ragplan furepa train-assessor --out DIR`); needed when assessor_mode = trained.")
-    assessor_seed: int = field(default=0, metadata={"description": "Seed of the random assessor (per question and iteration)."})
-    mask_reasoning: bool = field(
-        default=True,
-        metadata={"description": "Furthest reasoning: the prompt holds only the question and the evidence. False = "
-                  "earlier thoughts and executed queries are shown too (the masking-off ablation: --no-masking).",
-                  "flag": "--masking"})
-    tp0: float = field(default=0.2, metadata={"description": "Temperature of a proposal before any repetition (paper: 0.2 or 1.0)."})
-    delta_tp: float = field(
-        default=0.8, metadata={"description": "Temperature raise after the picked query repeats an executed one (paper: 0.8 or 0.5)."})
-    max_temperature_raises: int = field(
-        default=2, metadata={"description": "Raises in a row before the run stops with the best answer the evidence supports."})
-    max_temperature: float = field(default=2.0, metadata={"description": "Upper bound of the raised temperature."})
-    repeat_similarity: float = field(
-        default=0.95,
-        metadata={"description": "A pick whose Sentence-BERT cosine to an executed query reaches this counts as a repeat "
-                  "(exact repeats always do); 1.0 or more = exact repeats only."})
-    passage_chars: int = field(
-        default=700, metadata={"description": "Characters of each evidence passage shown to the LLM (a Wikipedia page's lead)."})
+    assessor_seed: int = setting(0, "Seed of the random assessor (per question and iteration).")
+    mask_reasoning: bool = setting(
+        True, "Furthest reasoning: the prompt holds only the question and the evidence. False = earlier thoughts and "
+        "executed queries are shown too (the masking-off ablation: --no-masking).", flag="--masking")
+    tp0: float = setting(0.2, "Temperature of a proposal before any repetition (paper: 0.2 or 1.0).")
+    delta_tp: float = setting(
+        0.8, "Temperature raise after the picked query repeats an executed one (paper: 0.8 or 0.5).")
+    max_temperature_raises: int = setting(
+        2, "Raises in a row before the run stops with the best answer the evidence supports.")
+    max_temperature: float = setting(2.0, "Upper bound of the raised temperature.")
+    repeat_similarity: float = setting(
+        0.95, "A pick whose Sentence-BERT cosine to an executed query reaches this counts as a repeat (exact repeats "
+        "always do); 1.0 or more = exact repeats only.")
+    passage_chars: int = setting(700, "Characters of each evidence passage shown to the LLM (a Wikipedia page's lead).")
 
 
 class Candidate(BaseModel):

@@ -3,12 +3,12 @@ path put into the prompt and every Thought / Action / Observation step."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 from typing_extensions import Annotated, NotRequired, Required, TypedDict
 
-from ragplan.state.context import TextRAGContext, env_field
+from ragplan.state.context import TextRAGContext, env_field, setting
 from ragplan.state.failure import Failure
 from ragplan.state.result import GraphResult
 from ragplan.state.review import PlanReview, PlanReviews, PlanReviewSettings
@@ -32,16 +32,14 @@ class InstructRAGContext(PlanReviewSettings, TextRAGContext):
         "RAGPLAN_INSTRUCTRAG_AGENTS", flag="--agents",
         description="The trained RL-Agent and ML-Agent folder (`ragplan instructrag train`, or `adapt`'s output "
         "with per-task agents).")
-    candidate_paths: int = field(default=3, metadata={"description": "K: candidate paths the RL-Agent proposes (paper: 3)."})
-    max_path_len: int = field(default=8, metadata={"description": "Most instructions in one candidate path."})
-    traversal_threshold: float = field(
-        default=0.4, metadata={"description": "instructrag_threshold: include a node when its mean state feature reaches this."})
-    task: str = field(
-        default="", metadata={"description": "The question's task (a HotpotQA answer type); empty = derived from the question."})
-    use_adapted: bool = field(
-        default=True, metadata={"description": "Use the task's few-shot adapted agents when the agents folder has them."})
-    max_steps: int = field(default=7, metadata={"description": "Most Thought/Action/Observation steps before answering (ReAct: 7)."})
-    demonstrations: int = field(default=2, metadata={"description": "Worked examples in the planning prompt (0-2)."})
+    candidate_paths: int = setting(3, "K: candidate paths the RL-Agent proposes (paper: 3).")
+    max_path_len: int = setting(8, "Most instructions in one candidate path.")
+    traversal_threshold: float = setting(
+        0.4, "instructrag_threshold: include a node when its mean state feature reaches this.")
+    task: str = setting("", "The question's task (a HotpotQA answer type); empty = derived from the question.")
+    use_adapted: bool = setting(True, "Use the task's few-shot adapted agents when the agents folder has them.")
+    max_steps: int = setting(7, "Most Thought/Action/Observation steps before answering (ReAct: 7).")
+    demonstrations: int = setting(2, "Worked examples in the planning prompt (0-2).")
 
 
 class PlannedPath(BaseModel):
