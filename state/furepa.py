@@ -12,15 +12,12 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
-from typing_extensions import Required, TypedDict
+from typing_extensions import TypedDict
 
 from ragplan.state.context import TextRAGContext, env_field, setting
-from ragplan.state.failure import Failure
-from ragplan.state.result import GraphResult
-from ragplan.state.review import PlanReview, PlanReviews, PlanReviewSettings
+from ragplan.state.review import PlanReviewSettings, ReviewedOutput, ReviewedResult
 from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
-from ragplan.state.usage import Usage, add_usage
 
 __all__ = ["FuRePAContext", "Candidate", "Iteration", "EvidencePassage", "TemperatureChange", "merge_iterations",
            "merge_evidence", "FuRePAInput", "FuRePAOutput", "FuRePAState", "FuRePAResult"]
@@ -138,11 +135,9 @@ class FuRePAInput(TypedDict):
     """The (multi-hop) question."""
 
 
-class FuRePAOutput(TypedDict, total=False):
+class FuRePAOutput(ReviewedOutput, total=False):
     """What the FuRePA graphs return."""
 
-    question: Required[str]
-    """The question asked."""
     answer: str
     """The final answer (short)."""
     reasoning: str
@@ -157,18 +152,10 @@ class FuRePAOutput(TypedDict, total=False):
     """Queries executed against the retriever."""
     retrieval_errors: int
     """Executed queries whose retrieval failed."""
-    usage: Annotated[Usage, add_usage]
-    """LLM calls, tokens and LLM time of the whole run."""
     stop_reason: StopReason
     """Why the run ended: answered (the LLM answered); max_iterations (the iteration bound); repetition (queries kept
     repeating after every temperature raise); llm_unparseable (a reply did not parse; the answer step still tries);
     llm_error (an endpoint failure); assessor_error (no usable assessor); plan_rejected (a reviewer rejected the pick)."""
-    error: str
-    """A recorded failure, empty when none."""
-    failure: Failure
-    """The typed failure behind ``error`` (its kind from the exception's type, the node, the message)."""
-    plan_reviews: PlanReviews
-    """Every answer a person gave to a paused plan (review_plan / review_replans), in order."""
 
 
 class FuRePAState(FuRePAInput, FuRePAOutput, total=False):
@@ -182,14 +169,13 @@ class FuRePAState(FuRePAInput, FuRePAOutput, total=False):
     """Temperature raises in a row without a fresh query (bounded by max_temperature_raises)."""
 
 
-class FuRePAResult(GraphResult):
+class FuRePAResult(ReviewedResult):
     """A typed view of a finished FuRePA (or IRCoT-style) run."""
 
     reasoning: str = Field(default="", description="The chain of thought that led to the answer.")
     evidence: list[EvidencePassage] = Field(default_factory=list, description="Every passage gathered, with source and query.")
     iterations: list[Iteration] = Field(default_factory=list, description="Every iteration: thought, candidates, scores, pick.")
     temperature_changes: list[TemperatureChange] = Field(default_factory=list, description="Temperature raises and resets.")
-    plan_reviews: list[PlanReview] = Field(default_factory=list, description="Every answer a person gave to a paused plan.")
 
     def retrievals(self) -> int:
         """Queries executed against the retriever (a failed retrieval included)."""
