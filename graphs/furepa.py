@@ -188,12 +188,7 @@ class FuRePAFamily(MethodFamily):
 
 
 FAMILY = FuRePAFamily(
-    name="furepa",
-    title="FuRePA (arXiv 2309.12767)",
-    order=40,
-    context=FuRePAContext,
-    result=FuRePAResult,
-    graphs=(
+    name="furepa", title="FuRePA (arXiv 2309.12767)", order=40, context=FuRePAContext, result=FuRePAResult, graphs=(
         GraphSpec("furepa", build_furepa, "FuRePA: masked reasoning, N candidate queries, trained plan assessor, "
                   "temperature raise on repeats"),
         GraphSpec("ircot", build_ircot, "IRCoT-style loop: earlier reasoning kept in the prompt, one query per step"),

@@ -26,7 +26,7 @@ from ragplan.state.instructrag import (
     InstructRAGContext, InstructRAGInput, InstructRAGOutput, InstructRAGResult, InstructRAGState, PlannedPath, TAOStep,
 )
 from ragplan.state.review import PLAN_REJECTED
-from ragplan.tools.retrievers import make_retriever
+from ragplan.tools.retrievers import retriever_problem
 
 __all__ = ["build_instructrag", "build_instructrag_threshold", "build_instructrag_no_ml", "build_instructrag_rap",
            "build_react", "FAMILY", "instructrag", "instructrag_threshold", "instructrag_no_ml", "instructrag_rap", "react"]
@@ -128,13 +128,8 @@ class InstructRAGFamily(MethodFamily):
         """Open the retriever, the instruction graph and the agents the graph needs; say what is missing."""
         from ragplan.methods.instructrag.selection import load_parts
 
-        if ctx.retriever_object is None and ctx.retriever == "local":
-            if not ctx.index_dir:
-                return "--retriever local needs --index DIR (build one with `ragplan index build`)"
-            try:
-                make_retriever(ctx)
-            except Exception as exc:
-                return f"the local index cannot be opened: {exc}"
+        if problem := retriever_problem(ctx):
+            return problem
         needs = _NEEDS.get(method, ())
         if "graph" in needs and not ctx.instruction_graph_dir:
             return (f"{method} needs --instruction-graph DIR (build one with `ragplan instructrag build-graph --paths FILE… "

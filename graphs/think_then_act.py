@@ -95,12 +95,8 @@ def build_think_then_act() -> Builder:
 
 
 def _direct(cot: bool) -> Builder:
-    g = _graph(TextQAState)
     node = make_direct_answer(cot)
-    g.add_node(node.__name__, node)
-    g.add_edge(START, node.__name__)
-    g.add_edge(node.__name__, END)
-    return g
+    return _graph(TextQAState).add_node(node.__name__, node).add_edge(START, node.__name__).add_edge(node.__name__, END)
 
 
 def build_standard() -> Builder:
@@ -127,19 +123,13 @@ def route_after_draft(state: SingleQueryState) -> Literal["retrieve_text", "fina
 
 def _single_query(first: Any, route: Any = None) -> Builder:
     """``first`` → [retrieve_text → answer_subquery] → final_answer; ``route`` may skip retrieval."""
-    g = _graph(SingleQueryState)
-    for name, node in ((first.__name__, first), ("retrieve_text", retrieve_text), ("answer_subquery", answer_subquery),
-                       ("final_answer", final_answer)):
-        g.add_node(name, node)
-    g.add_edge(START, first.__name__)
+    then: list[Any] = [retrieve_text, answer_subquery, final_answer]
     if route is None:
-        g.add_edge(first.__name__, "retrieve_text")
+        g = _graph(SingleQueryState).add_sequence([first, *then])
     else:
+        g = _graph(SingleQueryState).add_node(first).add_sequence(then)
         g.add_conditional_edges(first.__name__, route, ["retrieve_text", "final_answer"])
-    g.add_edge("retrieve_text", "answer_subquery")
-    g.add_edge("answer_subquery", "final_answer")
-    g.add_edge("final_answer", END)
-    return g
+    return g.add_edge(START, first.__name__).add_edge("final_answer", END)
 
 
 def build_retrieve_then_read() -> Builder:
@@ -194,12 +184,8 @@ class ThinkThenActFamily(MethodFamily):
 
 
 FAMILY = ThinkThenActFamily(
-    name="think_then_act",
-    title="Think-then-Act (Shen et al. 2024)",
-    order=20,
-    context=ThinkThenActContext,
-    result=TextQAResult,
-    graphs=(
+    name="think_then_act", title="Think-then-Act (Shen et al. 2024)", order=20, context=ThinkThenActContext,
+    result=TextQAResult, graphs=(
         GraphSpec("think_then_act", build_think_then_act, "Think-then-Act: assess/rewrite the query, retrieve only below confidence β′, answer sub-queries in parallel"),
         GraphSpec("standard", build_standard, "Standard prediction: answer directly, no retrieval", uses_data=False),
         GraphSpec("cot", build_cot, "Chain of thought: reason step by step, then answer; no retrieval", uses_data=False),

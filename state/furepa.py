@@ -8,19 +8,16 @@ Earlier thoughts stay in state and in the trace; ``mask_reasoning`` keeps them o
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
-from typing_extensions import Required, TypedDict
+from typing_extensions import TypedDict
 
-from ragplan.state.context import TextRAGContext, env_field
-from ragplan.state.failure import Failure
-from ragplan.state.result import GraphResult
-from ragplan.state.review import PlanReview, PlanReviews, PlanReviewSettings
+from ragplan.state.context import TextRAGContext, env_field, setting
+from ragplan.state.review import PlanReviewSettings, ReviewedOutput, ReviewedResult
 from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
-from ragplan.state.usage import Usage, add_usage
 
 __all__ = ["FuRePAContext", "Candidate", "Iteration", "EvidencePassage", "TemperatureChange", "merge_iterations",
            "merge_evidence", "FuRePAInput", "FuRePAOutput", "FuRePAState", "FuRePAResult"]
@@ -30,36 +27,29 @@ __all__ = ["FuRePAContext", "Candidate", "Iteration", "EvidencePassage", "Temper
 class FuRePAContext(PlanReviewSettings, TextRAGContext):
     """Settings of FuRePA and its baselines (``ircot``; masking off and assessor first/random are settings)."""
 
-    max_iterations: int = field(
-        default=6, metadata={"description": "Most proposals (LLM iterations) before answering from the evidence gathered."})
-    n_candidates: int = field(
-        default=3, metadata={"description": "Candidate queries the LLM proposes per iteration (ircot always uses 1).",
-                             "flag": "--candidates"})
-    assessor_mode: Literal["trained", "first", "random"] = field(
-        default="trained",
-        metadata={"description": "How the plan assessor picks a candidate: trained = the query scorer at assessor_dir; "
-                  "first = the LLM's first candidate; random = a seeded random one (the paper's ablations)."})
+    max_iterations: int = setting(6, "Most proposals (LLM iterations) before answering from the evidence gathered.")
+    n_candidates: int = setting(
+        3, "Candidate queries the LLM proposes per iteration (ircot always uses 1).", flag="--candidates")
+    assessor_mode: Literal["trained", "first", "random"] = setting(
+        "trained", "How the plan assessor picks a candidate: trained = the query scorer at assessor_dir; first = the "
+        "LLM's first candidate; random = a seeded random one (the paper's ablations).")
     assessor_dir: str = env_field(
         "RAGPLAN_FUREPA_ASSESSOR", flag="--assessor",
         description="The trained plan assessor (`ragplan furepa train-assessor --out DIR`); needed when assessor_mode = trained.")
-    assessor_seed: int = field(default=0, metadata={"description": "Seed of the random assessor (per question and iteration)."})
-    mask_reasoning: bool = field(
-        default=True,
-        metadata={"description": "Furthest reasoning: the prompt holds only the question and the evidence. False = "
-                  "earlier thoughts and executed queries are shown too (the masking-off ablation: --no-masking).",
-                  "flag": "--masking"})
-    tp0: float = field(default=0.2, metadata={"description": "Temperature of a proposal before any repetition (paper: 0.2 or 1.0)."})
-    delta_tp: float = field(
-        default=0.8, metadata={"description": "Temperature raise after the picked query repeats an executed one (paper: 0.8 or 0.5)."})
-    max_temperature_raises: int = field(
-        default=2, metadata={"description": "Raises in a row before the run stops with the best answer the evidence supports."})
-    max_temperature: float = field(default=2.0, metadata={"description": "Upper bound of the raised temperature."})
-    repeat_similarity: float = field(
-        default=0.95,
-        metadata={"description": "A pick whose Sentence-BERT cosine to an executed query reaches this counts as a repeat "
-                  "(exact repeats always do); 1.0 or more = exact repeats only."})
-    passage_chars: int = field(
-        default=700, metadata={"description": "Characters of each evidence passage shown to the LLM (a Wikipedia page's lead)."})
+    assessor_seed: int = setting(0, "Seed of the random assessor (per question and iteration).")
+    mask_reasoning: bool = setting(
+        True, "Furthest reasoning: the prompt holds only the question and the evidence. False = earlier thoughts and "
+        "executed queries are shown too (the masking-off ablation: --no-masking).", flag="--masking")
+    tp0: float = setting(0.2, "Temperature of a proposal before any repetition (paper: 0.2 or 1.0).")
+    delta_tp: float = setting(
+        0.8, "Temperature raise after the picked query repeats an executed one (paper: 0.8 or 0.5).")
+    max_temperature_raises: int = setting(
+        2, "Raises in a row before the run stops with the best answer the evidence supports.")
+    max_temperature: float = setting(2.0, "Upper bound of the raised temperature.")
+    repeat_similarity: float = setting(
+        0.95, "A pick whose Sentence-BERT cosine to an executed query reaches this counts as a repeat (exact repeats "
+        "always do); 1.0 or more = exact repeats only.")
+    passage_chars: int = setting(700, "Characters of each evidence passage shown to the LLM (a Wikipedia page's lead).")
 
 
 class Candidate(BaseModel):
@@ -145,11 +135,9 @@ class FuRePAInput(TypedDict):
     """The (multi-hop) question."""
 
 
-class FuRePAOutput(TypedDict, total=False):
+class FuRePAOutput(ReviewedOutput, total=False):
     """What the FuRePA graphs return."""
 
-    question: Required[str]
-    """The question asked."""
     answer: str
     """The final answer (short)."""
     reasoning: str
@@ -164,18 +152,10 @@ class FuRePAOutput(TypedDict, total=False):
     """Queries executed against the retriever."""
     retrieval_errors: int
     """Executed queries whose retrieval failed."""
-    usage: Annotated[Usage, add_usage]
-    """LLM calls, tokens and LLM time of the whole run."""
     stop_reason: StopReason
     """Why the run ended: answered (the LLM answered); max_iterations (the iteration bound); repetition (queries kept
     repeating after every temperature raise); llm_unparseable (a reply did not parse; the answer step still tries);
     llm_error (an endpoint failure); assessor_error (no usable assessor); plan_rejected (a reviewer rejected the pick)."""
-    error: str
-    """A recorded failure, empty when none."""
-    failure: Failure
-    """The typed failure behind ``error`` (its kind from the exception's type, the node, the message)."""
-    plan_reviews: PlanReviews
-    """Every answer a person gave to a paused plan (review_plan / review_replans), in order."""
 
 
 class FuRePAState(FuRePAInput, FuRePAOutput, total=False):
@@ -189,14 +169,13 @@ class FuRePAState(FuRePAInput, FuRePAOutput, total=False):
     """Temperature raises in a row without a fresh query (bounded by max_temperature_raises)."""
 
 
-class FuRePAResult(GraphResult):
+class FuRePAResult(ReviewedResult):
     """A typed view of a finished FuRePA (or IRCoT-style) run."""
 
     reasoning: str = Field(default="", description="The chain of thought that led to the answer.")
     evidence: list[EvidencePassage] = Field(default_factory=list, description="Every passage gathered, with source and query.")
     iterations: list[Iteration] = Field(default_factory=list, description="Every iteration: thought, candidates, scores, pick.")
     temperature_changes: list[TemperatureChange] = Field(default_factory=list, description="Temperature raises and resets.")
-    plan_reviews: list[PlanReview] = Field(default_factory=list, description="Every answer a person gave to a paused plan.")
 
     def retrievals(self) -> int:
         """Queries executed against the retriever (a failed retrieval included)."""

@@ -3,18 +3,15 @@ path put into the prompt and every Thought / Action / Observation step."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
-from typing_extensions import Annotated, NotRequired, Required, TypedDict
+from typing_extensions import NotRequired, Required, TypedDict
 
-from ragplan.state.context import TextRAGContext, env_field
-from ragplan.state.failure import Failure
-from ragplan.state.result import GraphResult
-from ragplan.state.review import PlanReview, PlanReviews, PlanReviewSettings
+from ragplan.state.context import TextRAGContext, env_field, setting
+from ragplan.state.review import PlanReviewSettings, ReviewedOutput, ReviewedResult
 from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
-from ragplan.state.usage import Usage, add_usage
 
 __all__ = ["InstructRAGContext", "PlannedPath", "TAOStep", "InstructRAGInput", "InstructRAGOutput", "InstructRAGState",
            "InstructRAGResult"]
@@ -32,16 +29,14 @@ class InstructRAGContext(PlanReviewSettings, TextRAGContext):
         "RAGPLAN_INSTRUCTRAG_AGENTS", flag="--agents",
         description="The trained RL-Agent and ML-Agent folder (`ragplan instructrag train`, or `adapt`'s output "
         "with per-task agents).")
-    candidate_paths: int = field(default=3, metadata={"description": "K: candidate paths the RL-Agent proposes (paper: 3)."})
-    max_path_len: int = field(default=8, metadata={"description": "Most instructions in one candidate path."})
-    traversal_threshold: float = field(
-        default=0.4, metadata={"description": "instructrag_threshold: include a node when its mean state feature reaches this."})
-    task: str = field(
-        default="", metadata={"description": "The question's task (a HotpotQA answer type); empty = derived from the question."})
-    use_adapted: bool = field(
-        default=True, metadata={"description": "Use the task's few-shot adapted agents when the agents folder has them."})
-    max_steps: int = field(default=7, metadata={"description": "Most Thought/Action/Observation steps before answering (ReAct: 7)."})
-    demonstrations: int = field(default=2, metadata={"description": "Worked examples in the planning prompt (0-2)."})
+    candidate_paths: int = setting(3, "K: candidate paths the RL-Agent proposes (paper: 3).")
+    max_path_len: int = setting(8, "Most instructions in one candidate path.")
+    traversal_threshold: float = setting(
+        0.4, "instructrag_threshold: include a node when its mean state feature reaches this.")
+    task: str = setting("", "The question's task (a HotpotQA answer type); empty = derived from the question.")
+    use_adapted: bool = setting(True, "Use the task's few-shot adapted agents when the agents folder has them.")
+    max_steps: int = setting(7, "Most Thought/Action/Observation steps before answering (ReAct: 7).")
+    demonstrations: int = setting(2, "Worked examples in the planning prompt (0-2).")
 
 
 class PlannedPath(BaseModel):
@@ -86,11 +81,9 @@ class InstructRAGInput(TypedDict):
     """A path to plan with instead of selecting one (training rewards, experiments)."""
 
 
-class InstructRAGOutput(TypedDict, total=False):
+class InstructRAGOutput(ReviewedOutput, total=False):
     """What the InstructRAG graphs return."""
 
-    question: Required[str]
-    """The question asked."""
     answer: str
     """The final answer (Finish's argument)."""
     task: str
@@ -105,17 +98,9 @@ class InstructRAGOutput(TypedDict, total=False):
     """How it was chosen: ml_agent, first (no ML-Agent), stored (RAP-style), given, none."""
     steps: list[TAOStep]
     """Every Thought / Action / Observation step."""
-    usage: Annotated[Usage, add_usage]
-    """LLM calls, tokens and LLM time."""
     stop_reason: StopReason
     """answered (Finish), max_steps (bound reached, answered from the steps), setup_error, llm_error, llm_unparseable,
     plan_rejected (a reviewer rejected the path: no answer)."""
-    error: str
-    """A recorded failure, empty when none."""
-    failure: Failure
-    """The typed failure behind ``error`` (its kind from the exception's type, the node, the message)."""
-    plan_reviews: PlanReviews
-    """Every answer a person gave to a paused plan (review_plan / review_replans), in order."""
 
 
 class InstructRAGState(InstructRAGInput, InstructRAGOutput, total=False):
@@ -131,7 +116,7 @@ class InstructRAGState(InstructRAGInput, InstructRAGOutput, total=False):
     """Sentences of that walk already shown."""
 
 
-class InstructRAGResult(GraphResult):
+class InstructRAGResult(ReviewedResult):
     """A typed view of a finished InstructRAG run."""
 
     task: str = Field(default="", description="The task the question was planned as.")
@@ -140,7 +125,6 @@ class InstructRAGResult(GraphResult):
     selected_path: PlannedPath | None = Field(default=None, description="The path in the planning prompt.")
     selection: str = Field(default="", description="ml_agent, first, stored, given or none.")
     steps: list[TAOStep] = Field(default_factory=list, description="Every Thought / Action / Observation step.")
-    plan_reviews: list[PlanReview] = Field(default_factory=list, description="Every answer a person gave to a paused plan.")
 
     def retrievals(self) -> int:
         """Search and Lookup actions executed."""

@@ -8,14 +8,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 from langgraph.managed import RemainingSteps
-from typing_extensions import Required, TypedDict
+from typing_extensions import TypedDict
 
-from ragplan.state.failure import Failure
-from ragplan.state.result import GraphResult
-from ragplan.state.review import PlanReview, PlanReviews
+from ragplan.state.review import ReviewedOutput, ReviewedResult
 from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
-from ragplan.state.usage import Usage, add_usage
 
 __all__ = [
     "RetrievalStep", "PlanVersion", "ReplanVerdict", "PlanRAGInput", "PlanRAGOutput", "PlanRAGState", "PlanRAGResult",
@@ -65,11 +62,9 @@ class PlanRAGInput(TypedDict):
     """The decision question (for DQA: business rules + question + goal)."""
 
 
-class PlanRAGOutput(TypedDict, total=False):
+class PlanRAGOutput(ReviewedOutput, total=False):
     """What a PlanRAG-family graph returns."""
 
-    question: Required[str]
-    """The question asked."""
     answer: str
     """The final decision / answer ('' if the run failed before answering)."""
     rationale: str
@@ -82,20 +77,12 @@ class PlanRAGOutput(TypedDict, total=False):
     """Every retrieval step in order: thought, query, observation (appended by retrieve)."""
     replans: Annotated[list[ReplanVerdict], operator.add]
     """Every re-plan verdict in order (appended by replan)."""
-    usage: Annotated[Usage, add_usage]
-    """LLM calls, tokens and LLM time of the whole run, summed over nodes."""
     stop_reason: StopReason
     """Why retrieval ended: plan_done, answered, answered_early, single_retrieval, max_steps, max_repairs,
     recursion_limit, llm_unparseable (reply not parseable after repairs), llm_error (endpoint or model
     configuration failed), store_error, plan_rejected (a reviewer rejected the plan: no answer)."""
-    error: str
-    """A recorded failure (endpoint down, unparseable output after repairs), empty when none."""
-    failure: Failure
-    """The typed failure behind ``error`` (its kind from the exception's type, the node, the message)."""
     decision_check: dict[str, Any]
     """On DQA data: the simulator's verdict on the chosen option (chosen, best, correct, effects, text)."""
-    plan_reviews: PlanReviews
-    """Every answer a person gave to a paused plan (review_plan / review_replans), in order."""
 
 
 class PlanRAGState(PlanRAGInput, PlanRAGOutput, total=False):
@@ -113,7 +100,7 @@ class PlanRAGState(PlanRAGInput, PlanRAGOutput, total=False):
     """Graph steps left before LangGraph's recursion limit (managed), so a run can stop gracefully."""
 
 
-class PlanRAGResult(GraphResult):
+class PlanRAGResult(ReviewedResult):
     """A typed view of a finished PlanRAG-family run: ``PlanRAGResult.from_state(graph.invoke(...))``."""
 
     rationale: str = Field(default="", description="The LLM's short justification of the answer.")
@@ -122,7 +109,6 @@ class PlanRAGResult(GraphResult):
     steps: list[RetrievalStep] = Field(default_factory=list, description="Every retrieval step in order.")
     replans: list[ReplanVerdict] = Field(default_factory=list, description="Every re-plan verdict in order.")
     decision_check: dict[str, Any] = Field(default_factory=dict, description="On DQA data: the simulator's verdict.")
-    plan_reviews: list[PlanReview] = Field(default_factory=list, description="Every answer a person gave to a paused plan.")
 
     def retrievals(self) -> int:
         """Graph-DB queries the LLM sent (refused and failed ones included; self-thinking steps are not retrievals)."""

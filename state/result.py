@@ -7,21 +7,35 @@ know the family.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_core import to_jsonable_python
+from typing_extensions import Required, TypedDict
 
 from ragplan.state.failure import Failure
 from ragplan.state.trace_sections import TraceSection, field_sections
-from ragplan.state.usage import Usage
+from ragplan.state.usage import Usage, add_usage
 
-__all__ = ["GraphResult", "dump"]
+__all__ = ["GraphOutput", "GraphResult", "dump"]
 
 
 def dump(values: Any) -> Any:
     """JSON-able form of a model, a list of models or plain data (for run records)."""
     return to_jsonable_python(values)
+
+
+class GraphOutput(TypedDict, total=False):
+    """What every graph returns besides its family's fields (each family's output extends it)."""
+
+    question: Required[str]
+    """The question asked."""
+    usage: Annotated[Usage, add_usage]
+    """LLM calls, tokens and LLM time of the whole run, summed over nodes."""
+    error: str
+    """A recorded failure (endpoint down, unparseable output after repairs), empty when none."""
+    failure: Failure
+    """The typed failure behind ``error`` (its kind from the exception's type, the node, the message)."""
 
 
 class GraphResult(BaseModel):

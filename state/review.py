@@ -9,10 +9,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from ragplan.state.result import GraphOutput, GraphResult
 from ragplan.state.stop_reason import StopReason
 
-__all__ = ["PlanReviewSettings", "PlanReview", "PlanReviews", "REVIEW_OFF", "REVIEW_ANSWERS", "PLAN_REJECTED",
-           "AWAITING_REVIEW"]
+__all__ = ["PlanReviewSettings", "PlanReview", "PlanReviews", "ReviewedOutput", "ReviewedResult", "REVIEW_OFF",
+           "REVIEW_ANSWERS", "PLAN_REJECTED", "AWAITING_REVIEW"]
 
 PLAN_REJECTED: StopReason = "plan_rejected"
 """The stop reason of a run whose plan a reviewer rejected (no answer is generated)."""
@@ -57,3 +58,16 @@ class PlanReview(BaseModel):
 
 PlanReviews = Annotated[list[PlanReview], operator.add]
 """The ``plan_reviews`` state field: every review answer, in order (appended by the review node)."""
+
+
+class ReviewedOutput(GraphOutput, total=False):
+    """What a graph whose plan a person may review returns besides its family's fields."""
+
+    plan_reviews: PlanReviews
+    """Every answer a person gave to a paused plan (review_plan / review_replans), in order."""
+
+
+class ReviewedResult(GraphResult):
+    """The typed result of a graph whose plan a person may review."""
+
+    plan_reviews: list[PlanReview] = Field(default_factory=list, description="Every answer a person gave to a paused plan.")

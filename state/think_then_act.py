@@ -12,11 +12,10 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
-from typing_extensions import NotRequired, Required, TypedDict
+from typing_extensions import NotRequired, TypedDict
 
-from ragplan.state.failure import Failure as RunFailure
 from ragplan.state.failure import FailureKind
-from ragplan.state.result import GraphResult
+from ragplan.state.result import GraphOutput, GraphResult
 from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
@@ -82,11 +81,20 @@ class TextQAInput(TypedDict):
     prompts follow them, retrieval never searches for them."""
 
 
-class TextQAOutput(TypedDict, total=False):
+class SubQueryOutput(TypedDict, total=False):
+    """What a sub-query branch hands back to the parent: only keys that merge across parallel branches."""
+
+    queries: Annotated[list[SubQuery], merge_queries]
+    """Every (sub-)query with its gate, evidence and answer (a branch's: the sub-query it solved)."""
+    usage: Annotated[Usage, add_usage]
+    """LLM calls, tokens and LLM time (of the whole run, or of one branch)."""
+    failures: Annotated[list[BranchFailure], operator.add]
+    """Failed LLM decisions of the sub-query branches (parallel branches append; a plain string could hold one)."""
+
+
+class TextQAOutput(GraphOutput, SubQueryOutput, total=False):
     """What Think-then-Act and its baselines return."""
 
-    question: Required[str]
-    """The question asked."""
     answer: str
     """The final answer (short: an entity, yes/no, a label)."""
     reasoning: str
@@ -95,24 +103,14 @@ class TextQAOutput(TypedDict, total=False):
     """Think-then-Act's query assessment ('' for baselines that do not assess)."""
     assessment_reason: str
     """Why the query was assessed so."""
-    queries: Annotated[list[SubQuery], merge_queries]
-    """Every (sub-)query with its gate, evidence and answer."""
     retrieval_count: int
     """How many (sub-)queries ran a retrieval (a failed one included; see each query's ``retrieval_error``)."""
     retrieval_ratio: float
     """Share of this question's (sub-)queries that retrieved successfully (a failed retrieval is not one)."""
     confidence_source: str
     """FLARE: ``logprobs`` (token probabilities from the endpoint) or ``stated`` (the model's stated confidence)."""
-    usage: Annotated[Usage, add_usage]
-    """LLM calls, tokens and LLM time of the whole run."""
-    failures: Annotated[list[BranchFailure], operator.add]
-    """Failed LLM decisions of the sub-query branches (parallel branches append; a plain string could hold one)."""
     stop_reason: StopReason
     """answered, no_answer, llm_error (an endpoint failure, also inside a branch), llm_unparseable, …"""
-    error: str
-    """A recorded failure, empty when none."""
-    failure: RunFailure
-    """The typed failure behind ``error`` (its kind from the exception's type, the node, the message)."""
 
 
 class TextQAState(TextQAInput, TextQAOutput, total=False):
@@ -120,17 +118,6 @@ class TextQAState(TextQAInput, TextQAOutput, total=False):
 
     waves: Annotated[int, operator.add]
     """Rounds of sub-query solving so far (each round solves every ready sub-query in parallel)."""
-
-
-class SubQueryOutput(TypedDict, total=False):
-    """What a sub-query branch hands back to the parent: only keys that merge across parallel branches."""
-
-    queries: Annotated[list[SubQuery], merge_queries]
-    """The solved sub-query."""
-    usage: Annotated[Usage, add_usage]
-    """Usage of this branch."""
-    failures: Annotated[list[BranchFailure], operator.add]
-    """This branch's failed LLM decisions."""
 
 
 class SubQueryState(SubQueryOutput, total=False):
