@@ -187,14 +187,10 @@ def load_qa(path: str | Path, fmt: str | None = None, *, limit: int | None = Non
     parse = PARSERS[fmt]
     out: list[QAExample] = []
     seen: dict[str, int] = {}
-    if limit is not None and limit <= 0:
-        return out
-    for rec in itertools.chain([first], records):
+    for rec in itertools.islice(itertools.chain([first], records), None if limit is None else max(0, limit)):
         ex = parse(rec, opts)
         if ex.id in seen:
             rec.fail(f"id {ex.id!r} already used by record {seen[ex.id]} (ids must be unique)")
         seen[ex.id] = rec.index
         out.append(ex)
-        if limit is not None and len(out) >= limit:
-            break
     return out

@@ -68,15 +68,11 @@ def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any 
     metrics = list(metrics or [])
     figures, names = _figures(records, run_metrics)
     names = [m for m in names if m not in metrics]
-    groups: dict[str, dict[str, Any]] = {}
-    for key in group_by:
-        values: dict[str, list[dict[str, Any]]] = {}
-        for r in records:
-            values.setdefault(str(r.get(key)), []).append(r)
-        groups[key] = {v: _acc(values[v], metrics, figures, names) for v in ordered_categories(values)}  # easy < medium < hard
-    by_class: dict[str, list[dict[str, Any]]] = {}
-    for r in records:
-        by_class.setdefault(_class_of(r), []).append(r)
+
+    def by(keys: list[str]) -> dict[str, dict[str, Any]]:  # one value per record; in reading order (easy < hard)
+        return {v: _acc([r for r, k in zip(records, keys) if k == v], metrics, figures, names)
+                for v in ordered_categories(keys)}
+
     n = len(records) or 1
     total = {k: sum(r.get(k, 0) or 0 for r in records) for k in ("llm_calls", "input_tokens", "output_tokens")}
     return {
@@ -87,8 +83,8 @@ def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any 
         "run_metrics": names,
         "overall": {**_acc(records, metrics, figures, names), "errors": sum(1 for r in records if r.get("error"))},
         "stop_reasons": dict(Counter(str(r.get("stop_reason") or "-") for r in records).most_common()),
-        "groups": groups,
-        "retrieval": {k: _acc(by_class[k], metrics, figures, names) for k in ordered_categories(by_class)},
+        "groups": {key: by([str(r.get(key)) for r in records]) for key in group_by},
+        "retrieval": by([_class_of(r) for r in records]),
         "retrieval_totals": retrieval_totals(records),
         "cost": {**total, "per_question_llm_calls": round(total["llm_calls"] / n, 2),
                  "per_question_tokens": round((total["input_tokens"] + total["output_tokens"]) / n, 1),
@@ -135,13 +131,11 @@ def summary_markdown(s: dict[str, Any]) -> str:
         parts += ["", f"Retrievals: {t['retrievals']} run, {t['retrieval_errors']} failed (retrieval_errors); "
                       f"{t['questions_retrieving']} question(s) retrieved, every retrieval failed for "
                       f"{t['questions_all_failed']}."]
-    for key, vals in s["groups"].items():
-        parts += ["", f"## accuracy by {key}", "",
-                  _table([key, "questions", "correct", "accuracy", *ms],
-                         [[v, a["n"], a["correct"], f"{a['accuracy']:.1%}", *mfmt(a)] for v, a in vals.items()])]
-    parts += ["", "## accuracy by retrieval count (SR = one retrieval, MR = several)", "",
-              _table(["class", "questions", "correct", "accuracy", *ms],
-                     [[k, a["n"], a["correct"], f"{a['accuracy']:.1%}", *mfmt(a)] for k, a in s["retrieval"].items()])]
+    tables = [(f"by {key}", key, vals) for key, vals in s["groups"].items()]
+    tables.append(("by retrieval count (SR = one retrieval, MR = several)", "class", s["retrieval"]))
+    for title, col, vals in tables:
+        rows = [[v, a["n"], a["correct"], f"{a['accuracy']:.1%}", *mfmt(a)] for v, a in vals.items()]
+        parts += ["", f"## accuracy {title}", "", _table([col, "questions", "correct", "accuracy", *ms], rows)]
     if s.get("benchmark_report"):
         parts += ["", s["benchmark_report"]]
     return "\n".join(parts) + "\n"

@@ -137,13 +137,8 @@ def score_queries(rankings: Sequence[Sequence[Any]], gold: GoldSupport, ks: Sequ
             continue
         top = [x for r in sentence_rankings for x in list(r)[:k]]
         out[f"sentence_recall@{k}"] = max(len(_sentence_hits(top, s)) / len(set(s.sentences)) for s in sent_sets)
-    best = 0.0
-    for r in rankings:
-        for rank, p in enumerate(r, 1):
-            if title_key(_title_of(p)) in gold_keys:
-                best = max(best, 1.0 / rank)
-                break
-    out["mrr"] = best
+    firsts = [next((i for i, p in enumerate(r, 1) if title_key(_title_of(p)) in gold_keys), 0) for r in rankings]
+    out["mrr"] = max((1.0 / i for i in firsts if i), default=0.0)
     return out
 
 
@@ -155,12 +150,9 @@ def score_ranking(ranking: Sequence[Any], gold: GoldSupport, ks: Sequence[int] =
 
 def mean_scores(scores: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
     """The mean of each score over questions, ``None`` values left out (``None`` when none has it)."""
-    names = list(dict.fromkeys(n for s in scores for n in s))
-    out: dict[str, float | None] = {}
-    for n in names:
-        vals = [float(v) for s in scores if isinstance(v := s.get(n), (int, float))]
-        out[n] = round(sum(vals) / len(vals), 4) if vals else None
-    return out
+    names = dict.fromkeys(n for s in scores for n in s)
+    vals = {n: [float(v) for s in scores if isinstance(v := s.get(n), (int, float))] for n in names}
+    return {n: round(sum(v) / len(v), 4) if v else None for n, v in vals.items()}
 
 
 SUPPORT_KS: tuple[int, ...] = (2, 5)

@@ -30,14 +30,10 @@ _LABEL_KINDS = ("yesno", "fever")
 
 @dataclass(frozen=True)
 class _Spec:
-    formats: tuple[str, ...]
-    """File formats the benchmark reads (its own plus the generic FlashRAG/KILT containers)."""
-    kinds: tuple[str, ...]
-    """Answer kinds its questions may have."""
-    group_by: tuple[str, ...]
-    """Meta keys with a table each (only those the loaded questions have are used)."""
-    rule: ScoreRule = "hotpotqa"
-    """Whose official EM/F1 rules grade it."""
+    formats: tuple[str, ...]  # file formats it reads (its own plus the generic FlashRAG/KILT containers)
+    kinds: tuple[str, ...]  # answer kinds its questions may have
+    group_by: tuple[str, ...]  # meta keys with a table each (those the loaded questions have)
+    rule: ScoreRule = "hotpotqa"  # whose official EM/F1 rules grade it
 
 
 SPECS: dict[str, _Spec] = {
