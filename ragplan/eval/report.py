@@ -168,17 +168,17 @@ def compare_runs(run_dirs: list[str | Path]) -> str:
 def comparison(run_dirs: list[str | Path]) -> RunComparison:
     """The rows of :func:`compare_runs`, with each run's settings, records and summary."""
     runs = []
+    metrics: list[str] = []
     for d in run_dirs:
         folder = RunFolder(d)
         if not folder.settings_file.exists():
             raise FileNotFoundError(f"{d} is not a run folder (no settings.json)")
         runs.append((RunSettings.load(folder.settings_file), folder.load_records()))
-    metrics: list[str] = []
-    for d in run_dirs:  # the benchmarks' own metrics (EM, F1, retrieval ratio …), from each run's summary
-        try:
-            metrics += [m for m in json.loads((Path(d) / "summary.json").read_text()).get("metrics", []) if m not in metrics]
+        try:  # the benchmark's own metrics (EM, F1, retrieval ratio …), from the run's summary
+            listed = json.loads((folder.path / "summary.json").read_text()).get("metrics", [])
         except (OSError, ValueError):
-            pass
+            listed = []
+        metrics += [m for m in listed if m not in metrics]
     # each run's family figures (FuRePA's iterations …)
     hooks = [fam.result.run_metrics if (fam := family_or_none(st.method)) else None for st, _ in runs]
     run_names = list(dict.fromkeys(k for (_, recs), h in zip(runs, hooks) for k in _figures(list(recs.values()), h)[1]
@@ -193,8 +193,7 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
     rows = []
     summaries = []
     for (st, recs), hook in zip(runs, hooks):
-        rs = list(recs.values())
-        s = summarise(rs, group_keys, st, metrics, run_metrics=hook)
+        s = summarise(list(recs.values()), group_keys, st, metrics, run_metrics=hook)
         summaries.append((st, recs, s))
         cls = _split(st, recs, refs)
         sr, mr = (_acc([r for i, r in recs.items() if cls[i] == k]) for k in ("SR", "MR"))

@@ -184,11 +184,8 @@ class TextQABenchmark:
         model = self.embedding_model or str(given.get("embedding_model") or "")
         index_dir = build_context_index(self.examples(), Path(run_dir) / "context_index", model=model,
                                         what=f"{self.data} ({self.name})")
-        ctx: dict[str, Any] = {"retriever": "local", "index_dir": str(index_dir)}
-        if model:
-            ctx["embedding_model"] = model
         self._score_support(str(index_dir), model)
-        return ctx
+        return {"retriever": "local", "index_dir": str(index_dir), **({"embedding_model": model} if model else {})}
 
     def _score_support(self, index_dir: str, model: str) -> None:
         """Grade the executed queries' retrieval against gold support in ``index_dir`` (when any question has gold)."""
