@@ -195,15 +195,14 @@ def plot_retrieval_split(split: Mapping[str, Mapping[str, Any]], path: str | Pat
     cats: list[str] = []
     counts: list[int] = []
     labels = list(dict.fromkeys(m for b in split.values() for m in b.get("methods", {})))
-    series: dict[str, list[Any]] = {m: [] for m in labels}
     for bench, b in split.items():
         total = int(b.get("total", 0)) or 1
         for cls in ("SR", "MR"):
             n = int(b.get("n", {}).get(cls, 0))
             cats.append(f"{bench} {cls} ({n / total:.0%})" if len(split) > 1 else f"{cls} ({n / total:.0%})")
             counts.append(n)
-            for m in labels:
-                series[m].append(b.get("methods", {}).get(m, {}).get(cls))
+    series = {m: [b.get("methods", {}).get(m, {}).get(cls) for b in split.values() for cls in ("SR", "MR")]
+              for m in labels}
     lay = _layout(cats, len(labels))
     fig = _figure((max(5.0, lay[2] + 0.5), 3.6 + lay[3]))
     ax = fig.subplots()

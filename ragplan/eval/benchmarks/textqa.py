@@ -128,12 +128,10 @@ class TextQABenchmark:
 
     def items(self) -> list[Item]:
         """One item per question, in file order; ``meta`` carries dataset, kind and type/level/label/hops."""
-        out = []
-        for ex in self.examples():
-            meta: dict[str, Any] = {k: v for k, v in ex.meta.items() if isinstance(v, (str, int, float, bool))}
-            meta.update({"dataset": ex.dataset, "kind": ex.kind, "_answers": list(ex.answers)})
-            out.append(Item(ex.id, ex.question, ex.gold, {}, meta, graph_inputs(ex)))
-        return out
+        return [Item(ex.id, ex.question, ex.gold, {},
+                     {**{k: v for k, v in ex.meta.items() if isinstance(v, (str, int, float, bool))},
+                      "dataset": ex.dataset, "kind": ex.kind, "_answers": list(ex.answers)}, graph_inputs(ex))
+                for ex in self.examples()]
 
     def grade(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
         """Official ``em``/``f1``, ``label_acc``, ``correct``, ``chosen``, ``label`` and the retrieval counts."""
