@@ -107,11 +107,8 @@ def read_records(path: str | Path) -> Iterator[RawRecord]:
         raise DatasetError(f"{p}: neither JSON nor JSON Lines (starts with {first!r})")
     first_error: DatasetError | None = None
     if first == "{":
-        index = 0
         with _open(p) as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
+            for index, (lineno, line) in enumerate((n, x) for n, x in enumerate(fh, start=1) if x.strip()):
                 try:
                     data = json.loads(line)
                 except json.JSONDecodeError as exc:
@@ -120,7 +117,6 @@ def read_records(path: str | Path) -> Iterator[RawRecord]:
                     first_error = _json_error(p, exc, lineno)  # maybe one pretty-printed object ({"data": [...]})
                     break
                 yield RawRecord(data, p, index, lineno)
-                index += 1
             else:
                 return
     try:
@@ -187,14 +183,10 @@ def load_qa(path: str | Path, fmt: str | None = None, *, limit: int | None = Non
     parse = PARSERS[fmt]
     out: list[QAExample] = []
     seen: dict[str, int] = {}
-    if limit is not None and limit <= 0:
-        return out
-    for rec in itertools.chain([first], records):
+    for rec in itertools.islice(itertools.chain([first], records), None if limit is None else max(0, limit)):
         ex = parse(rec, opts)
         if ex.id in seen:
             rec.fail(f"id {ex.id!r} already used by record {seen[ex.id]} (ids must be unique)")
         seen[ex.id] = rec.index
         out.append(ex)
-        if limit is not None and len(out) >= limit:
-            break
     return out

@@ -82,12 +82,15 @@ def _figure(figsize: tuple[float, float]) -> Any:
     return fig
 
 
-def _save(fig: Any, path: str | Path | IO[bytes]) -> None:
-    """Write ``fig`` as a PNG at 100 dpi, zlib level 1 and unhinted glyphs (faster, no visible change)."""
+def _save(fig: Any, path: str | Path | IO[bytes], tight: bool = True) -> Any:
+    """Write ``fig`` (laid out tight unless placed by hand) as a PNG at 100 dpi, zlib level 1, unhinted glyphs."""
     import matplotlib
 
+    if tight:
+        fig.tight_layout()
     with matplotlib.rc_context({"text.hinting": "no_hinting"}):
         fig.savefig(path, dpi=100, pil_kwargs={"compress_level": 1})
+    return fig
 
 
 def _wrap(label: str, width: int) -> str:
@@ -160,8 +163,7 @@ def plot_run(s: Mapping[str, Any], path: str | Path) -> Any:
     bottom = 0.4 + max(lay[3] for lay in layouts)
     fig.subplots_adjust(left=0.6 / w, right=1 - 0.2 / w, top=1 - 0.75 / h, bottom=bottom / h,
                         wspace=0.7 / (sum(widths) / len(widths)))
-    _save(fig, path)
-    return fig
+    return _save(fig, path, tight=False)
 
 
 def plot_sweep(rows: Sequence[Mapping[str, Any]], key: str, metrics: Sequence[str], path: str | Path,
@@ -185,9 +187,7 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], key: str, metrics: Sequence[st
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title(title or f"scores against {key}", fontsize=10)
-    fig.tight_layout()
-    _save(fig, path)
-    return fig
+    return _save(fig, path)
 
 
 def plot_retrieval_split(split: Mapping[str, Mapping[str, Any]], path: str | Path | IO[bytes], note: str = "") -> Any:
@@ -195,15 +195,14 @@ def plot_retrieval_split(split: Mapping[str, Mapping[str, Any]], path: str | Pat
     cats: list[str] = []
     counts: list[int] = []
     labels = list(dict.fromkeys(m for b in split.values() for m in b.get("methods", {})))
-    series: dict[str, list[Any]] = {m: [] for m in labels}
     for bench, b in split.items():
         total = int(b.get("total", 0)) or 1
         for cls in ("SR", "MR"):
             n = int(b.get("n", {}).get(cls, 0))
             cats.append(f"{bench} {cls} ({n / total:.0%})" if len(split) > 1 else f"{cls} ({n / total:.0%})")
             counts.append(n)
-            for m in labels:
-                series[m].append(b.get("methods", {}).get(m, {}).get(cls))
+    series = {m: [b.get("methods", {}).get(m, {}).get(cls) for b in split.values() for cls in ("SR", "MR")]
+              for m in labels}
     lay = _layout(cats, len(labels))
     fig = _figure((max(5.0, lay[2] + 0.5), 3.6 + lay[3]))
     ax = fig.subplots()
@@ -211,9 +210,7 @@ def plot_retrieval_split(split: Mapping[str, Mapping[str, Any]], path: str | Pat
     ax.legend(fontsize=8, loc="best")
     ax.set_ylabel("accuracy")  # the ticks say %
     ax.set_title("accuracy on single- (SR) and multi-retrieval (MR) questions" + (f"\n{note}" if note else ""), fontsize=10)
-    fig.tight_layout()
-    _save(fig, path)
-    return fig
+    return _save(fig, path)
 
 
 def plot_costs(labels: Sequence[str], summaries: Sequence[Mapping[str, Any]], path: str | Path | IO[bytes]) -> Any:
@@ -228,6 +225,4 @@ def plot_costs(labels: Sequence[str], summaries: Sequence[Mapping[str, Any]], pa
         ax.set_xticks(range(len(labels)), labels, fontsize=8, **tilt)
         ax.set_title(title, fontsize=10)
         ax.margins(y=0.15)
-    fig.tight_layout()
-    _save(fig, path)
-    return fig
+    return _save(fig, path)

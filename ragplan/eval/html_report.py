@@ -7,14 +7,13 @@ import base64
 import hashlib
 import io
 import json
-import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
 from jinja2 import Environment, PackageLoader
 
-from ragplan.eval.figures import plot_costs
+from ragplan.eval.figures import ordered_categories, plot_costs
 from ragplan.eval.report import RunComparison, benchmark_comparison, comparison, family_or_none, plot_comparison
 from ragplan.eval.runfolder import RunSettings, atomic_write
 from ragplan.state.result import GraphResult
@@ -132,22 +131,15 @@ def _result(label: str, cls: type[GraphResult] | None, rec: dict[str, Any], open
                         + ([TraceSection(title="Grade and item", fields=grade)] if grade else []) + sections}
 
 
-def _natural(key: str) -> list[Any]:
-    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", key)]
-
-
 def _questions(labels: list[str], c: RunComparison) -> tuple[list[dict[str, Any]], int]:
     """Every question (in natural id order) with each run's result of it; and how many results there are."""
     # a run of a graph this version does not have is shown field by field
     classes = [fam.result if (fam := family_or_none(st.method)) else None for st, _, _ in c.runs]
-    ids: dict[str, dict[str, Any]] = {}
-    for _, recs, _ in c.runs:
-        for i, r in recs.items():
-            ids.setdefault(i, r)
+    ids = {i: r for _, recs, _ in reversed(c.runs) for i, r in recs.items()}  # the first run's record wins
     total = sum(len(recs) for _, recs, _ in c.runs)
     open_ = total <= OPEN_UP_TO
     out = []
-    for qid in sorted(ids, key=_natural):
+    for qid in ordered_categories(ids):
         text = str(ids[qid].get("question") or "")
         head = text if len(text) <= 200 and "\n" not in text else text.split("\n")[0][:200] + " …"
         out.append({"id": qid, "head": head, "full": text if head != text else "", "gold": ids[qid].get("gold", ""),

@@ -56,10 +56,6 @@ class ItemCheckpoints:
         if saver is not None:
             await saver.conn.close()
 
-    @staticmethod
-    def _thread(item_id: str, attempt: int) -> str:
-        return f"{item_id}#{attempt}"
-
     def _attempts(self, item_id: str) -> list[int]:
         """The attempt numbers of the question's threads in the file, in order."""
         head = f"{item_id}#"
@@ -72,7 +68,7 @@ class ItemCheckpoints:
             return dict(await graph.ainvoke(graph_input, context=ctx, config={"recursion_limit": limit}))
         if item_id not in self._first:  # continue the last attempt a killed invocation left (else attempt 1)
             self._first[item_id] = (self._attempts(item_id) or [1])[-1]
-        thread = self._thread(item_id, self._first[item_id] + attempt - 1)
+        thread = f"{item_id}#{self._first[item_id] + attempt - 1}"
         config: RunnableConfig = {"configurable": {"thread_id": thread}, "recursion_limit": limit}
         if thread not in self._threads:
             self._threads.add(thread)
@@ -90,10 +86,10 @@ class ItemCheckpoints:
             return
         assert self.saver is not None, "ItemCheckpoints.open() first"
         for n in self._attempts(item_id):
-            await self.saver.adelete_thread(self._thread(item_id, n))
-            self._threads.discard(self._thread(item_id, n))
+            await self.saver.adelete_thread(f"{item_id}#{n}")
+            self._threads.discard(f"{item_id}#{n}")
         self._first.pop(item_id, None)
 
     def holds(self, item_id: str, attempt: int) -> bool:
         """Whether the file holds a thread for this attempt at the question."""
-        return self._thread(item_id, attempt) in self._threads
+        return f"{item_id}#{attempt}" in self._threads

@@ -112,16 +112,8 @@ _FINISH = re.compile(r"\bfinish\s*\[([^\]]*)\]")
 
 
 def _strip_hedges(c: str, hedges: list[str]) -> str:
-    changed = True
-    while changed and c:
-        changed = False
-        for h in hedges:
-            if c == h:
-                return ""
-            if c.startswith(h + " "):
-                c = c[len(h) + 1:]
-                changed = True
-                break
+    while c and (h := next((x for x in hedges if c == x or c.startswith(x + " ")), None)) is not None:
+        c = c[len(h) + 1:]
     return c
 
 
@@ -204,11 +196,7 @@ _YESNO_TO_FEVER = {"yes": _S, "no": _R}
 
 def _strong(c: str) -> list[str | None]:
     """The FEVER labels of the strong phrases in a clause, in order (None for a negated refutation)."""
-    out: list[str | None] = []
-    for m in _FEVER_RE.finditer(c):
-        idx = int(next(k for k, v in m.groupdict().items() if v is not None)[1:])
-        out.append(_FEVER_PHRASES[idx][1])
-    return out
+    return [_FEVER_PHRASES[int(str(m.lastgroup)[1:])][1] for m in _FEVER_RE.finditer(c)]  # its one group: p<index>
 
 
 def _clause_fever(c: str) -> str | None:

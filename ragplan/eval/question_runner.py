@@ -60,10 +60,9 @@ class ItemContexts:
         """Run ``prepare`` on ``ctx``; the fields it set (the data's handles), or nothing when it failed."""
         before = {f.name: getattr(ctx, f.name) for f in fields(ctx)}
         try:
-            problem = self.family.prepare(self.method, ctx)
-        except Exception:  # the graph opens the data itself and records why it cannot
-            return {}
-        if problem:
+            if self.family.prepare(self.method, ctx):  # a problem: the graph opens the data itself and says why
+                return {}
+        except Exception:  # likewise
             return {}
         return {k: getattr(ctx, k) for k, v in before.items() if getattr(ctx, k) is not v}
 

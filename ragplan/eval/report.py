@@ -68,15 +68,11 @@ def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any 
     metrics = list(metrics or [])
     figures, names = _figures(records, run_metrics)
     names = [m for m in names if m not in metrics]
-    groups: dict[str, dict[str, Any]] = {}
-    for key in group_by:
-        values: dict[str, list[dict[str, Any]]] = {}
-        for r in records:
-            values.setdefault(str(r.get(key)), []).append(r)
-        groups[key] = {v: _acc(values[v], metrics, figures, names) for v in ordered_categories(values)}  # easy < medium < hard
-    by_class: dict[str, list[dict[str, Any]]] = {}
-    for r in records:
-        by_class.setdefault(_class_of(r), []).append(r)
+
+    def by(keys: list[str]) -> dict[str, dict[str, Any]]:  # one value per record; in reading order (easy < hard)
+        return {v: _acc([r for r, k in zip(records, keys) if k == v], metrics, figures, names)
+                for v in ordered_categories(keys)}
+
     n = len(records) or 1
     total = {k: sum(r.get(k, 0) or 0 for r in records) for k in ("llm_calls", "input_tokens", "output_tokens")}
     return {
@@ -87,8 +83,8 @@ def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any 
         "run_metrics": names,
         "overall": {**_acc(records, metrics, figures, names), "errors": sum(1 for r in records if r.get("error"))},
         "stop_reasons": dict(Counter(str(r.get("stop_reason") or "-") for r in records).most_common()),
-        "groups": groups,
-        "retrieval": {k: _acc(by_class[k], metrics, figures, names) for k in ordered_categories(by_class)},
+        "groups": {key: by([str(r.get(key)) for r in records]) for key in group_by},
+        "retrieval": by([_class_of(r) for r in records]),
         "retrieval_totals": retrieval_totals(records),
         "cost": {**total, "per_question_llm_calls": round(total["llm_calls"] / n, 2),
                  "per_question_tokens": round((total["input_tokens"] + total["output_tokens"]) / n, 1),
@@ -135,13 +131,11 @@ def summary_markdown(s: dict[str, Any]) -> str:
         parts += ["", f"Retrievals: {t['retrievals']} run, {t['retrieval_errors']} failed (retrieval_errors); "
                       f"{t['questions_retrieving']} question(s) retrieved, every retrieval failed for "
                       f"{t['questions_all_failed']}."]
-    for key, vals in s["groups"].items():
-        parts += ["", f"## accuracy by {key}", "",
-                  _table([key, "questions", "correct", "accuracy", *ms],
-                         [[v, a["n"], a["correct"], f"{a['accuracy']:.1%}", *mfmt(a)] for v, a in vals.items()])]
-    parts += ["", "## accuracy by retrieval count (SR = one retrieval, MR = several)", "",
-              _table(["class", "questions", "correct", "accuracy", *ms],
-                     [[k, a["n"], a["correct"], f"{a['accuracy']:.1%}", *mfmt(a)] for k, a in s["retrieval"].items()])]
+    tables = [(f"by {key}", key, vals) for key, vals in s["groups"].items()]
+    tables.append(("by retrieval count (SR = one retrieval, MR = several)", "class", s["retrieval"]))
+    for title, col, vals in tables:
+        rows = [[v, a["n"], a["correct"], f"{a['accuracy']:.1%}", *mfmt(a)] for v, a in vals.items()]
+        parts += ["", f"## accuracy {title}", "", _table([col, "questions", "correct", "accuracy", *ms], rows)]
     if s.get("benchmark_report"):
         parts += ["", s["benchmark_report"]]
     return "\n".join(parts) + "\n"
@@ -174,17 +168,17 @@ def compare_runs(run_dirs: list[str | Path]) -> str:
 def comparison(run_dirs: list[str | Path]) -> RunComparison:
     """The rows of :func:`compare_runs`, with each run's settings, records and summary."""
     runs = []
+    metrics: list[str] = []
     for d in run_dirs:
         folder = RunFolder(d)
         if not folder.settings_file.exists():
             raise FileNotFoundError(f"{d} is not a run folder (no settings.json)")
         runs.append((RunSettings.load(folder.settings_file), folder.load_records()))
-    metrics: list[str] = []
-    for d in run_dirs:  # the benchmarks' own metrics (EM, F1, retrieval ratio …), from each run's summary
-        try:
-            metrics += [m for m in json.loads((Path(d) / "summary.json").read_text()).get("metrics", []) if m not in metrics]
+        try:  # the benchmark's own metrics (EM, F1, retrieval ratio …), from the run's summary
+            listed = json.loads((folder.path / "summary.json").read_text()).get("metrics", [])
         except (OSError, ValueError):
-            pass
+            listed = []
+        metrics += [m for m in listed if m not in metrics]
     # each run's family figures (FuRePA's iterations …)
     hooks = [fam.result.run_metrics if (fam := family_or_none(st.method)) else None for st, _ in runs]
     run_names = list(dict.fromkeys(k for (_, recs), h in zip(runs, hooks) for k in _figures(list(recs.values()), h)[1]
@@ -199,8 +193,7 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
     rows = []
     summaries = []
     for (st, recs), hook in zip(runs, hooks):
-        rs = list(recs.values())
-        s = summarise(rs, group_keys, st, metrics, run_metrics=hook)
+        s = summarise(list(recs.values()), group_keys, st, metrics, run_metrics=hook)
         summaries.append((st, recs, s))
         cls = _split(st, recs, refs)
         sr, mr = (_acc([r for i, r in recs.items() if cls[i] == k]) for k in ("SR", "MR"))

@@ -21,9 +21,7 @@ TIMING_FIELDS = frozenset({"latency_s", "llm_seconds", "finished_at", "invocatio
 
 def rerun_settings(run_dir: str | Path, *, data: str | None = None, concurrency: int | None = None) -> RunSettings:
     """The settings of the run in ``run_dir`` for a fresh execution (``data`` moves the benchmark's data)."""
-    settings = RunSettings.load(Path(run_dir) / "settings.json")
-    settings = replace(settings, created="", context=dict(settings.context),
-                       benchmark_options=dict(settings.benchmark_options))
+    settings = replace(RunSettings.load(Path(run_dir) / "settings.json"), created="")  # fresh dicts: read anew
     if data:
         settings.data = str(Path(data).resolve())
     if concurrency:

@@ -122,28 +122,20 @@ def score_queries(rankings: Sequence[Sequence[Any]], gold: GoldSupport, ks: Sequ
     optionally, ``sentence_rankings`` (ranked sentences per query; else ``sentence_recall@k`` is ``None``)."""
     ks = sorted({int(k) for k in ks if int(k) > 0})
     gold_keys = {title_key(t) for t in gold.titles}
-    sets = [s for s in gold.sets if s.titles]
+    set_keys = [set(map(title_key, s.titles)) for s in gold.sets if s.titles]
     out: dict[str, float | None] = {}
     for k in ks:
         got = {title_key(_title_of(p)) for r in rankings for p in list(r)[:k]}
-        shares = [sum(1 for t in set(map(title_key, s.titles)) if t in got) / len(set(map(title_key, s.titles)))
-                  for s in sets]
+        shares = [len(keys & got) / len(keys) for keys in set_keys]
         out[f"title_recall@{k}"] = max(shares, default=0.0)
         out[f"all_supporting@{k}"] = 1.0 if any(x == 1.0 for x in shares) else 0.0
-    sent_sets = [s for s in gold.sets if s.sentences]
+    sent_sets = [s for s in gold.sets if s.sentences] if sentence_rankings is not None else []
     for k in ks:
-        if sentence_rankings is None or not sent_sets:
-            out[f"sentence_recall@{k}"] = None
-            continue
-        top = [x for r in sentence_rankings for x in list(r)[:k]]
-        out[f"sentence_recall@{k}"] = max(len(_sentence_hits(top, s)) / len(set(s.sentences)) for s in sent_sets)
-    best = 0.0
-    for r in rankings:
-        for rank, p in enumerate(r, 1):
-            if title_key(_title_of(p)) in gold_keys:
-                best = max(best, 1.0 / rank)
-                break
-    out["mrr"] = best
+        top = [x for r in sentence_rankings or [] for x in list(r)[:k]]
+        out[f"sentence_recall@{k}"] = max((len(_sentence_hits(top, s)) / len(set(s.sentences)) for s in sent_sets),
+                                          default=None)
+    firsts = [next((i for i, p in enumerate(r, 1) if title_key(_title_of(p)) in gold_keys), 0) for r in rankings]
+    out["mrr"] = max((1.0 / i for i in firsts if i), default=0.0)
     return out
 
 
@@ -155,12 +147,9 @@ def score_ranking(ranking: Sequence[Any], gold: GoldSupport, ks: Sequence[int] =
 
 def mean_scores(scores: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
     """The mean of each score over questions, ``None`` values left out (``None`` when none has it)."""
-    names = list(dict.fromkeys(n for s in scores for n in s))
-    out: dict[str, float | None] = {}
-    for n in names:
-        vals = [float(v) for s in scores if isinstance(v := s.get(n), (int, float))]
-        out[n] = round(sum(vals) / len(vals), 4) if vals else None
-    return out
+    names = dict.fromkeys(n for s in scores for n in s)
+    vals = {n: [float(v) for s in scores if isinstance(v := s.get(n), (int, float))] for n in names}
+    return {n: round(sum(v) / len(v), 4) if v else None for n, v in vals.items()}
 
 
 SUPPORT_KS: tuple[int, ...] = (2, 5)

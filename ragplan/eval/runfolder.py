@@ -130,12 +130,9 @@ class RunFolder:
             k, at = rec.get("invocation"), rec.get("finished_at")
             if isinstance(k, int) and isinstance(at, (int, float)):
                 ends[k] = max(ends.get(k, 0.0), float(at))
-        last = max(starts) if starts else 0
-        total = 0.0
-        for k, start in starts.items():
-            end = now if (k == last and now is not None) else ends.get(k, start)
-            total += max(0.0, end - start)
-        return round(total, 3)
+        last = max(starts, default=0)
+        return round(sum(max(0.0, (now if k == last and now is not None else ends.get(k, start)) - start)
+                         for k, start in starts.items()), 3)
 
     def record_llm_cache(self, cache_dir: str, replay: bool, digests: list[str]) -> dict[str, Any]:
         """Write ``llm_cache.json`` (the entries used by this and earlier invocations) and return its summary."""

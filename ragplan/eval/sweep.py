@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -40,8 +40,7 @@ class SweepResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (``sweep.json``)."""
-        return {"key": self.key, "values": self.values, "method": self.method, "benchmark": self.benchmark,
-                "settings": self.settings, "rows": self.rows, "figure_metrics": sweep_metrics(self.rows)}
+        return {**asdict(self), "figure_metrics": sweep_metrics(self.rows)}
 
 
 def _value(text: str) -> Any:

@@ -34,13 +34,6 @@ def context_passages(examples: list[QAExample]) -> list[dict[str, Any]]:
     return out
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def build_context_index(examples: list[QAExample], root: str | Path, *, model: str = "", what: str = "") -> Path:
     """Build ``root/index`` (returned) from ``root/passages.jsonl``; reused when ``root/manifest.json`` (written
     last) matches. :class:`DatasetError` when the examples ship no paragraphs (``what`` names the data)."""
@@ -54,7 +47,11 @@ def build_context_index(examples: list[QAExample], root: str | Path, *, model: s
     text = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in passages)
     manifest = {"passages_sha256": hashlib.sha256(text.encode()).hexdigest(), "passages": len(passages),
                 "questions": len(examples), "embedding_model": model}
-    if not (_read_json(manifest_path) == manifest and index_dir.is_dir() and passages_path.is_file()):
+    try:
+        fresh = json.loads(manifest_path.read_text()) == manifest and index_dir.is_dir() and passages_path.is_file()
+    except (OSError, ValueError):
+        fresh = False
+    if not fresh:
         root.mkdir(parents=True, exist_ok=True)
         manifest_path.unlink(missing_ok=True)
         atomic_write(passages_path, text)

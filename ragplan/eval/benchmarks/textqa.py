@@ -30,14 +30,10 @@ _LABEL_KINDS = ("yesno", "fever")
 
 @dataclass(frozen=True)
 class _Spec:
-    formats: tuple[str, ...]
-    """File formats the benchmark reads (its own plus the generic FlashRAG/KILT containers)."""
-    kinds: tuple[str, ...]
-    """Answer kinds its questions may have."""
-    group_by: tuple[str, ...]
-    """Meta keys with a table each (only those the loaded questions have are used)."""
-    rule: ScoreRule = "hotpotqa"
-    """Whose official EM/F1 rules grade it."""
+    formats: tuple[str, ...]  # file formats it reads (its own plus the generic FlashRAG/KILT containers)
+    kinds: tuple[str, ...]  # answer kinds its questions may have
+    group_by: tuple[str, ...]  # meta keys with a table each (those the loaded questions have)
+    rule: ScoreRule = "hotpotqa"  # whose official EM/F1 rules grade it
 
 
 SPECS: dict[str, _Spec] = {
@@ -132,12 +128,10 @@ class TextQABenchmark:
 
     def items(self) -> list[Item]:
         """One item per question, in file order; ``meta`` carries dataset, kind and type/level/label/hops."""
-        out = []
-        for ex in self.examples():
-            meta: dict[str, Any] = {k: v for k, v in ex.meta.items() if isinstance(v, (str, int, float, bool))}
-            meta.update({"dataset": ex.dataset, "kind": ex.kind, "_answers": list(ex.answers)})
-            out.append(Item(ex.id, ex.question, ex.gold, {}, meta, graph_inputs(ex)))
-        return out
+        return [Item(ex.id, ex.question, ex.gold, {},
+                     {**{k: v for k, v in ex.meta.items() if isinstance(v, (str, int, float, bool))},
+                      "dataset": ex.dataset, "kind": ex.kind, "_answers": list(ex.answers)}, graph_inputs(ex))
+                for ex in self.examples()]
 
     def grade(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
         """Official ``em``/``f1``, ``label_acc``, ``correct``, ``chosen``, ``label`` and the retrieval counts."""
@@ -188,11 +182,8 @@ class TextQABenchmark:
         model = self.embedding_model or str(given.get("embedding_model") or "")
         index_dir = build_context_index(self.examples(), Path(run_dir) / "context_index", model=model,
                                         what=f"{self.data} ({self.name})")
-        ctx: dict[str, Any] = {"retriever": "local", "index_dir": str(index_dir)}
-        if model:
-            ctx["embedding_model"] = model
         self._score_support(str(index_dir), model)
-        return ctx
+        return {"retriever": "local", "index_dir": str(index_dir), **({"embedding_model": model} if model else {})}
 
     def _score_support(self, index_dir: str, model: str) -> None:
         """Grade the executed queries' retrieval against gold support in ``index_dir`` (when any question has gold)."""
