@@ -143,6 +143,9 @@ def test_ask_review_edit_in_editor(trade_cql, tmp_path, monkeypatch, capsys):
     assert "Review the plan (planrag):\n  1. Count the trade nodes\napprove / edit / reject [a/e/r]: " in out
     shown = seen.read_text()
     assert shown.startswith("# Edit the plan below") and shown.rstrip().endswith("Count the trade nodes")
+    # the header reads whole (an inner quote once ended the f-string early and garbled it)
+    assert ('\n# Lines starting with "# " are ignored. Save and quit to continue; an empty plan keeps the one shown.\n'
+            in shown)
     assert "Review of the plan: edited\n  1. Count the trade nodes again" in out
     assert "(plan step 1: Count the trade nodes again)" in out and "Answer: lubeck" in out
 
