@@ -254,6 +254,21 @@ def test_unrecognised_formats_are_refused_by_name(tmp_path, record, named):
     assert named in msg and "a format ragplan does not read" in msg and "musique" in msg
 
 
+@pytest.mark.parametrize("indent", [None, 2])
+@pytest.mark.parametrize(("published", "named"), [
+    ({"version": "v2.0", "data": [{"title": "Normans", "paragraphs": [{"context": "…", "qas": []}]}]}, "SQuAD"),
+    ({"Data": [{"Question": "who?", "Answer": {"Value": "x"}, "EntityPages": []}], "Domain": "Web",
+      "Split": "dev", "Version": 1.0, "VerifiedEval": False}, "TriviaQA"),
+])
+def test_published_squad_and_triviaqa_files_are_named(tmp_path, published, named, indent):
+    # the files as their authors publish them: one object holding the records (on one line, or pretty-printed)
+    path = tmp_path / "published.json"
+    path.write_text(json.dumps(published, indent=indent))
+    with pytest.raises(DatasetError) as err:
+        load_qa(path)
+    assert named in str(err.value) and "a format ragplan does not read" in str(err.value)
+
+
 def test_strategyqa(tmp_path):
     no, yes = load_qa(write_json(tmp_path / "strategyqa_train.json", STRATEGY))
     assert (no.id, no.answers, no.kind, no.meta["label"]) == ("4fd64bb6ce5b78ab20b6", ["no"], "yesno", "no")

@@ -91,10 +91,18 @@ def _whole_json(path: Path) -> list[Any]:
         except json.JSONDecodeError as exc:
             raise _json_error(path, exc) from None
     if isinstance(data, dict):
-        return next((data[k] for k in ("data", "examples", "questions") if isinstance(data.get(k), list)), [data])
+        lists = ("data", "Data", "examples", "questions")
+        return next((data[k] for k in lists if isinstance(data.get(k), list)), [data])
     if not isinstance(data, list):
         raise DatasetError(f"{path}: expected a list of records, got {type(data).__name__}")
     return data
+
+
+def _holds_records(data: Any) -> bool:
+    """A published file that is one object holding its records: SQuAD's ``{version, data}``, TriviaQA's
+    ``{Data, Version, …}`` (written on one line, as they are published)."""
+    return (isinstance(data, dict) and bool({"version", "Version"} & set(data))
+            and any(isinstance(data.get(k), list) for k in ("data", "Data")))
 
 
 def read_records(path: str | Path) -> Iterator[RawRecord]:
@@ -116,6 +124,8 @@ def read_records(path: str | Path) -> Iterator[RawRecord]:
                         raise _json_error(p, exc, lineno) from None
                     first_error = _json_error(p, exc, lineno)  # maybe one pretty-printed object ({"data": [...]})
                     break
+                if index == 0 and _holds_records(data):
+                    break  # one object on one line holding the records: read as a whole file below
                 yield RawRecord(data, p, index, lineno)
             else:
                 return
