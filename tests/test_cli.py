@@ -195,3 +195,32 @@ def test_graphs_families_lists_the_settings(capsys):
     assert main(["graphs", "--families"]) == 0
     out = capsys.readouterr().out
     assert "  settings: " in out and "beta_threshold=0.5" in out and "max_replans=3" in out and "chat_model" not in out
+
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J\x9b1m"  # retitle the terminal, ring, clear the screen, a C1 CSI
+
+
+def test_ask_escapes_control_characters_of_the_answer(capsys, monkeypatch):
+    from ragplan.nodes.think_then_act.direct_answer import ChainOfThought
+    from tests.openai_server import OpenAIStub
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with OpenAIStub(replies=[ChainOfThought(reasoning=f"think {HOSTILE}", answer=f"Paris{HOSTILE}")] * 2) as stub:
+        assert main(["ask", "--method", "cot", "--question", "Capital of France?", "--model", "openai:m",
+                     "--base-url", stub.base_url]) == 0
+        cap = capsys.readouterr()
+        assert main(["ask", "--method", "cot", "--question", "Capital of France?", "--model", "openai:m",
+                     "--base-url", stub.base_url, "--json"]) == 0
+        as_json = capsys.readouterr()
+    for text in (cap.out, cap.err, as_json.out, as_json.err):
+        assert not any(c in text for c in "\x1b\x07\x9b")
+    assert "Answer: Paris\\u001b]0;pwned\\u0007\\u001b[2J\\u009b1m" in cap.out
+    assert json.loads(as_json.out)["answer"] == f"Paris{HOSTILE}"  # the JSON still holds the answer as it was
+
+
+def test_cypher_escapes_control_characters_of_results(tmp_path, capsys):
+    graph = tmp_path / "g.cql"
+    graph.write_text(f'CREATE (:Country {{name: "X{HOSTILE}"}});\n')
+    assert main(["cypher", "--graph", str(graph), "MATCH (c:Country) RETURN c.name AS name"]) == 0
+    out = capsys.readouterr().out
+    assert not any(c in out for c in "\x1b\x07\x9b") and "X\\u001b]0;pwned" in out

@@ -15,7 +15,7 @@ import shutil
 import sys
 
 from ragplan import __version__
-from ragplan.cli.errors import BadInput, fail
+from ragplan.cli.errors import BadInput, TerminalSafe, fail
 
 __all__ = ["main", "build_parser", "COMMAND_MODULES", "SETTINGS_COMMANDS"]
 
@@ -128,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    streams = sys.stdout, sys.stderr
+    sys.stdout = TerminalSafe(sys.stdout)  # type: ignore[assignment]
+    if args.command in ("ask", "resume", "cypher"):  # (the others' progress bars redraw with control characters)
+        sys.stderr = TerminalSafe(sys.stderr)  # type: ignore[assignment]
     try:
         if args.command == "graphs":
             return _graphs(args)
@@ -140,3 +144,5 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head` and closed: not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    finally:
+        sys.stdout, sys.stderr = streams

@@ -1,10 +1,13 @@
-"""How a command says no: :class:`BadInput` (raised; ``main`` prints it and exits 2) and :func:`fail` (printed here)."""
+"""How a command says no: :class:`BadInput` (raised; ``main`` prints it and exits 2) and :func:`fail` (printed here);
+and what a command prints: :class:`TerminalSafe` (no control characters from a reply or a query reach the terminal)."""
 
 from __future__ import annotations
 
+import re
 import sys
+from typing import Any, TextIO
 
-__all__ = ["BadInput", "fail"]
+__all__ = ["BadInput", "fail", "for_terminal", "TerminalSafe"]
 
 
 class BadInput(Exception):
@@ -15,3 +18,28 @@ def fail(message: str, code: int = 2, prefix: str = "error") -> int:
     """Print ``prefix: message`` on standard error and return the exit code ``code`` (2: bad input)."""
     print(f"{prefix}: {message}", file=sys.stderr)
     return code
+
+
+# C0 controls but newline and tab, DEL, C1 controls (ESC, BEL, CR, CSI …)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def for_terminal(text: str) -> str:
+    """``text`` with its control characters but newline and tab written as ``\\u001b``-style escapes (valid in
+    JSON strings too), so an LLM answer or a query result cannot retitle, clear or drive the terminal."""
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class TerminalSafe:
+    """A text stream that writes through :func:`for_terminal` to the stream it wraps (``main`` wraps standard output,
+    and standard error for commands without a progress bar)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        """Write ``text`` with its control characters escaped."""
+        return self.stream.write(for_terminal(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
