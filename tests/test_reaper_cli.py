@@ -125,3 +125,12 @@ def test_real_retail_suite_accepts_the_papers_plans(tmp_path, capsys):
         assert run(path, "--tools", "retail", "--json") == 0, capsys.readouterr().out
         doc = json.loads(capsys.readouterr().out)
         assert doc["valid"] is True
+
+
+def test_empty_or_junk_plan_file_is_not_a_valid_plan(tmp_path, capsys, fake_suite):
+    assert run(str(write(tmp_path, "  \n"))) == 2
+    assert "is empty" in capsys.readouterr().err
+    assert run(str(write(tmp_path, "hello world\njunk junk\n"))) == 1
+    assert "no plan steps" in capsys.readouterr().out
+    assert run(str(write(tmp_path, "No retrieval needed.\n"))) == 0  # the written form of a plan without steps
+    assert "valid, 0 steps" in capsys.readouterr().out

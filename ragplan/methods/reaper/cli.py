@@ -71,7 +71,8 @@ def _table(rows: list[list[str]], numbers: bool = False) -> str:
 
 def run_validate(args: argparse.Namespace) -> int:
     """Run ``ragplan reaper validate``; returns the exit code (0 valid, 1 invalid, 2 bad input)."""
-    from ragplan.methods.reaper.plan import format_arg, parse_plan
+    from ragplan.methods.reaper.plan import PlanError, format_arg, parse_plan
+    from ragplan.nodes.reaper.planner_prompt import NO_RETRIEVAL
     from ragplan.methods.reaper.validate import arg_names, bind_args, check_plan
     from ragplan.tools import suites as tool_registry
 
@@ -85,8 +86,13 @@ def run_validate(args: argparse.Namespace) -> int:
         return fail(f"{exc.args[0] if exc.args else exc}")
     except ImportError as exc:
         return fail(f"the tool suite {args.tools!r} cannot be loaded: {exc}")
+    if not text.strip():
+        return fail(f"the plan file {args.plan_file} is empty")
     parsed = parse_plan(text)
     errors = sorted([*parsed.errors, *check_plan(parsed.plan, registry)], key=lambda e: (e.line, e.step or 0))
+    says_none = " ".join(text.split()).rstrip(".").lower() == NO_RETRIEVAL.rstrip(".").lower()
+    if not parsed.plan.steps and not errors and not says_none:
+        errors = [PlanError(line=1, message=f"no plan steps (a plan without steps is written {NO_RETRIEVAL!r})")]
     valid = not errors
     if args.json:
         print(json.dumps({
