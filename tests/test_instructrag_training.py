@@ -123,6 +123,9 @@ def test_commands_end_to_end(tmp_path, capsys):
     assert main(["instructrag", "train", "--graph", str(out / "g"), "--paths", str(out / "s" / "query_seen.jsonl"),
                  "--out", str(out / "a"), "--epochs", "1", "--no-progress"]) == 0
     assert "path-match reward" in capsys.readouterr().out
+    assert main(["instructrag", "train", "--graph", str(out / "g"), "--paths", str(out / "s" / "query_seen.jsonl"),
+                 "--out", str(out / "zero"), "--epochs", "0", "--no-progress"]) == 2
+    assert "--epochs 0" in capsys.readouterr().err and not (out / "zero").exists()  # nothing saved untrained
     assert main(["instructrag", "adapt", "--graph", str(out / "g"), "--agents", str(out / "a"), "--paths",
                  str(out / "s" / "support_unseen.jsonl"), "--out", str(out / "ad"), "--shots", "2", "--steps", "1",
                  "--no-progress"]) == 0

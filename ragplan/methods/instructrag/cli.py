@@ -247,6 +247,8 @@ def run_train(args: argparse.Namespace) -> int:
     """Meta-train the agents and print the curves."""
     from ragplan.methods.instructrag.meta import meta_train
 
+    if args.epochs < 1:
+        return fail(f"--epochs {args.epochs}: train at least one epoch (0 would save the agents untrained)")
     g, emb = _graph(args)
     reward, rep = make_reward(args), read_paths(args.paths)
     if not rep.successful:
