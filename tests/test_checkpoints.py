@@ -350,16 +350,24 @@ def test_item_checkpoints_close_the_file_on_every_exit_path(tmp_path):
     bad = tmp_path / "bad.sqlite"
     bad.write_bytes(b"not a database " * 200)
 
-    def sqlite_threads() -> int:  # aiosqlite's connection threads (other tests' threads may come and go meanwhile)
-        return sum("_connection_worker_thread" in t.name for t in threading.enumerate())
+    earlier = {t.ident for t in threading.enumerate()}  # other tests' threads may still be ending: not counted
 
-    async def go() -> tuple[int, int, int, int]:
-        before = sqlite_threads()
+    def sqlite_threads() -> int:  # aiosqlite's connection threads started by this test
+        return sum("_connection_worker_thread" in t.name and t.ident not in earlier for t in threading.enumerate())
+
+    async def settled(want: int) -> int:  # a connection's thread ends just after its close() returns
+        for _ in range(500):
+            if sqlite_threads() == want:
+                break
+            await asyncio.sleep(0.01)
+        return sqlite_threads()
+
+    async def go() -> tuple[int, int, int]:
         ck = ItemCheckpoints(bad)
         with pytest.raises(sqlite3.DatabaseError):
             await ck.open()
         await ck.close()
-        after_failure = sqlite_threads()
+        after_failure = await settled(0)
         ok = ItemCheckpoints(tmp_path / "ok.sqlite")
         await ItemCheckpoints(tmp_path / "never.sqlite").close()
         saver = await ok.open()
@@ -367,10 +375,10 @@ def test_item_checkpoints_close_the_file_on_every_exit_path(tmp_path):
         opened = sqlite_threads()
         await ok.close()
         await ok.close()
-        return before, after_failure, opened, sqlite_threads()
+        return after_failure, opened, await settled(0)
 
-    before, after_failure, opened, closed = asyncio.run(go())
-    assert after_failure == before and opened == before + 1 and closed == before
+    after_failure, opened, closed = asyncio.run(go())
+    assert (after_failure, opened, closed) == (0, 1, 0)
 
 
 def test_item_checkpoints_recorded_question_leaves_no_thread(trade_cql, tmp_path):
