@@ -190,12 +190,13 @@ def test_reaper_gold_set(shop, tmp_path, case, where):
     refused(lambda: load_goldset(write(tmp_path / "gold.jsonl", text)), ValueError, where)
 
 
-def test_a_plan_file_of_prose_is_a_plan_without_steps_with_the_line_named(tmp_path, capsys):
-    """REAPER allows zero-step plans (no retrieval): text outside any step is ignored, with a note naming its line."""
+def test_a_plan_file_of_prose_is_invalid_with_the_line_named(tmp_path, capsys):
+    """Text outside any step is ignored with a note naming its line; with no step at all the file is no plan (a plan
+    without steps, REAPER's no-retrieval plan, is written 'No retrieval needed.')."""
     plan = write(tmp_path / "plan.txt", "I would check the order first, then answer.")
-    assert main(["reaper", "validate", str(plan)]) == 0
+    assert main(["reaper", "validate", str(plan)]) == 1
     out = capsys.readouterr()
-    assert "line 1: text outside any step ignored" in out.err and "valid, 0 steps" in out.out
+    assert "line 1: text outside any step ignored" in out.err and "no plan steps" in out.out
 
 
 @pytest.mark.parametrize("text, where", [
