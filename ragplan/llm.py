@@ -15,6 +15,7 @@ exponential backoff; a ``ValidationError`` is repaired like a reply that does no
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -295,12 +296,18 @@ def _from_text(text: str, schema: type[T]) -> tuple[T | None, str]:
         return None, _short_validation(exc)
 
 
+@functools.cache
+def _tools_parser(schema: type[BaseModel]) -> PydanticToolsParser:
+    """The parser of a ``schema`` tool call, made once per schema (it holds no state between replies)."""
+    return PydanticToolsParser(tools=[schema], first_tool_only=True)
+
+
 def _parsed(out: Any, schema: type[T], method: str) -> tuple[T | None, str, Any]:
     """``(object or None, why not, raw message)`` of a tool-call, JSON-schema (``include_raw``) or text reply."""
     raw, parsed, error = (out.get("raw"), out.get("parsed"), out.get("parsing_error")) if isinstance(out, dict) else (out, None, None)
     if method == "function_calling" and isinstance(raw, AIMessage) and raw.tool_calls:
         try:
-            parsed = PydanticToolsParser(tools=[schema], first_tool_only=True).parse_result([ChatGeneration(message=raw)])
+            parsed = _tools_parser(schema).parse_result([ChatGeneration(message=raw)])
         except Exception as exc:  # ValidationError, an unknown tool, a refusal: shown back to the model
             error = exc
     if isinstance(parsed, schema):
