@@ -9,7 +9,7 @@ import pytest
 from ragplan.cli import main
 from ragplan.datasets import load_qa
 from ragplan.eval.retrieval import (
-    EvidenceSet, GoldSupport, SupportSentence, gold_support, mean_scores, score_queries, score_ranking,
+    EvidenceSet, GoldParagraph, GoldSupport, SupportSentence, gold_support, mean_scores, score_queries, score_ranking,
 )
 from ragplan.eval.retrieval_run import score_examples
 from ragplan.tools.retrieval import Evidence, Passage
@@ -30,7 +30,9 @@ def test_gold_support_of_each_format(tmp_path):
     sup, ref, nei, _ = load_qa(write_jsonl(tmp_path / "f.jsonl", FEVER))
     assert gold_support(sup).sets == (EvidenceSet(("Nikolaj Coster-Waldau", "Fox Broadcasting Company"),
                                                   (SupportSentence("Nikolaj Coster-Waldau", 7),
-                                                   SupportSentence("Fox Broadcasting Company", 0))),)
+                                                   SupportSentence("Fox Broadcasting Company", 0)),
+                                                  (GoldParagraph("Nikolaj Coster-Waldau", sentence_ids=(7,)),
+                                                   GoldParagraph("Fox Broadcasting Company", sentence_ids=(0,)))),)
     assert not gold_support(nei) and gold_support(nei).titles == ()                # NOT ENOUGH INFO: nothing to find
     two, _ = load_qa(write_jsonl(tmp_path / "m.jsonl", MUSIQUE))
     g = gold_support(two)
@@ -105,6 +107,62 @@ def test_score_examples_with_a_fixed_search(tmp_path):
     assert res["queries_per_question"] == 1.0
 
 
+# ------------------------------------------------------------------ paragraphs by identity, not title
+
+CANON = {"id": "2hop__700007_800008", "question": "Who wrote the code of canon law in force in the country of Xo?",
+         "paragraphs": [
+             {"idx": 0, "title": "Canon law", "paragraph_text": "The 1983 Code of Canon Law is in force in Xo.",
+              "is_supporting": True},
+             {"idx": 1, "title": "Canon law", "paragraph_text": "Canon law is the body of laws made by a church.",
+              "is_supporting": False},
+             {"idx": 2, "title": "Canon law", "paragraph_text": "The 1983 Code was drafted by Pietro Gasparri's heirs.",
+              "is_supporting": True},
+             {"idx": 3, "title": "Xo", "paragraph_text": "Xo is a small island state.", "is_supporting": False}],
+         "question_decomposition": [
+             {"id": 700007, "question": "Xo >> code of canon law", "answer": "1983 Code", "paragraph_support_idx": 0},
+             {"id": 800008, "question": "#1 >> author", "answer": "Pietro Gasparri's heirs",
+              "paragraph_support_idx": 2}],
+         "answer": "Pietro Gasparri's heirs", "answer_aliases": [], "answerable": True}
+
+
+def _para(p: dict) -> Passage:
+    return Passage(str(p["idx"]), p["title"], p["paragraph_text"])
+
+
+def test_musique_paragraphs_that_share_a_title_are_scored_by_identity(tmp_path):
+    (ex,) = load_qa(write_jsonl(tmp_path / "musique_ans_v1.0_dev.jsonl", [CANON]))
+    gold = gold_support(ex)
+    first, distractor, second = (_para(CANON["paragraphs"][i]) for i in (0, 1, 2))
+    s = score_ranking([first], gold, ks=(1, 2))
+    assert s["all_supporting@1"] == 0.0 and s["recall@1"] == 0.5           # one of the two supporting paragraphs
+    assert (s["title_recall@1"], s["title_all_supporting@1"]) == (1.0, 1.0)  # the title-level columns
+    s = score_ranking([distractor, first], gold, ks=(1, 2))                  # same title, other paragraph: no hit
+    assert (s["recall@1"], s["mrr"], s["title_recall@1"], s["title_mrr"]) == (0.0, 0.5, 1.0, 1.0)
+    assert score_ranking([second, first], gold, ks=(2,))["all_supporting@2"] == 1.0
+    assert [(p.title, p.idx) for p in gold.sets[0].paragraphs] == [("Canon law", 0), ("Canon law", 2)]
+    res = score_examples([ex], lambda qs, k: [[distractor, second]] * len(qs), ks=(2,))
+    row = res["per_question"][0]
+    assert row["retrieved_paragraphs"] == [[None, {"title": "Canon law", "idx": 2}]]
+    assert row["gold_paragraphs"] == [{"title": "Canon law", "idx": 0}, {"title": "Canon law", "idx": 2}]
+    assert res["overall"]["recall@2"] == 0.5 and res["overall"]["title_all_supporting@2"] == 1.0
+
+
+def test_hotpotqa_a_paragraph_is_a_hit_when_it_holds_its_supporting_sentences(tmp_path):
+    _, bridge = load_qa(write_json(tmp_path / "h.json", HOTPOT))
+    gold = gold_support(bridge)
+    film, temple = (Passage(t, t, " ".join(x.strip() for x in sents)) for t, sents in HOTPOT[1]["context"][:2])
+    other = Passage("o", "Shirley Temple", "Shirley Temple is a non-alcoholic mixed drink.")  # same title, other text
+    half = Passage("h", "Shirley Temple", HOTPOT[1]["context"][1][1][0])         # only the first supporting sentence
+    s = score_ranking([other, half, film, temple], gold, ks=(1, 3, 4))
+    assert s["all_supporting@3"] == 0.0 and s["mrr"] == 1 / 3                    # neither Temple passage is the paragraph
+    assert (s["recall@3"], s["recall@4"], s["all_supporting@4"]) == (0.5, 1.0, 1.0)
+    assert (s["title_mrr"], s["title_recall@1"], s["title_all_supporting@3"]) == (1.0, 0.5, 1.0)
+    as_dict = {"title": "shirley  temple", "contents": temple.text}              # a dict passage; titles as compared
+    assert score_ranking([as_dict], gold, ks=(1,))["recall@1"] == 0.5
+    assert [(p.title, p.sentence_ids) for p in gold.sets[0].paragraphs] == [("Kiss and Tell (1945 film)", (0,)),
+                                                                           ("Shirley Temple", (0, 1))]
+
+
 # ---------------------------------------------------------------------------------------- command
 
 def _eval(*args: str) -> int:
@@ -116,12 +174,14 @@ def test_eval_retrieval_context_only_questions_and_run_queries(tmp_path, capsys)
     out = tmp_path / "r" / "q.json"
     assert _eval("--benchmark", "hotpotqa", "--data", str(data), "--context-only", "-k", "1,10", "--out", str(out)) == 0
     text = capsys.readouterr().out
-    assert "| k | title_recall | all_supporting | sentence_recall |" in text and "MRR (first supporting passage)" in text
+    assert "| k | recall | all_supporting | sentence_recall | title_recall | title_all_supporting |" in text
+    assert "MRR (first supporting paragraph)" in text
     res = json.loads(out.read_text())
     assert res["counts"]["scored"] == 2 and res["query_source"] == "the questions" and res["ks"] == [1, 10]
     # 5 passages, ~8 sentences in all: at k = 10 everything is retrieved
     o = res["overall"]
-    assert o["title_recall@10"] == 1.0 and o["all_supporting@10"] == 1.0 and o["sentence_recall@10"] == 1.0
+    assert o["recall@10"] == 1.0 and o["all_supporting@10"] == 1.0 and o["sentence_recall@10"] == 1.0
+    assert o["title_recall@10"] == 1.0 and o["title_all_supporting@10"] == 1.0
     assert 0 < o["mrr"] <= 1 and (tmp_path / "r" / "context_index-hotpotqa" / "manifest.json").is_file()
     assert set(res["groups"]) == {"type", "level"}
     # a method's executed queries, read from a run folder
@@ -156,6 +216,7 @@ def test_eval_retrieval_musique_and_an_index(tmp_path, capsys):
     assert o["sentence_recall@2"] is None and "sentence_recall@2" not in res["score_names"]   # paragraph-level gold
     by_id = {r["id"]: r["scores"] for r in res["per_question"]}
     assert by_id["2hop__100001_200002"]["all_supporting@20"] == 1.0       # its paragraphs are in this index
+    assert by_id["3hop1__300003_400004_500005"]["recall@20"] == 0.0
     assert by_id["3hop1__300003_400004_500005"]["title_recall@20"] == 0.0  # the other question's are not
     assert set(res["groups"]) == {"hops", "answerable"}
     assert "| 2 |" in capsys.readouterr().out

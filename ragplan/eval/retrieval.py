@@ -1,5 +1,5 @@
-"""Retrieval scores against a dataset's gold support: recall@k, all-supporting@k, MRR (no LLM; docs/evaluation.md,
-"Retrieval without an LLM"), also for a run's executed queries (:class:`SupportScorer`)."""
+"""Retrieval scores against a dataset's gold paragraphs (recall@k, all-supporting@k, MRR; ``title_*`` the same by
+title alone), no LLM (docs/evaluation.md, "Retrieval without an LLM"); :class:`SupportScorer` for a run's queries."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from ragplan.datasets import QAExample
 
-__all__ = ["SupportSentence", "EvidenceSet", "GoldSupport", "gold_support", "score_ranking", "score_queries",
+__all__ = ["SupportSentence", "GoldParagraph", "EvidenceSet", "passage_key", "GoldSupport", "gold_support", "score_ranking", "score_queries",
            "mean_scores", "score_names", "DEFAULT_KS", "SUPPORT_KS", "support_metric_names", "SupportScorer"]
 
 DEFAULT_KS: tuple[int, ...] = (1, 2, 5, 10)
@@ -24,7 +24,7 @@ def title_key(title: str) -> str:
 
 
 def _text_key(text: str) -> str:
-    return " ".join((text or "").split())
+    return " ".join(unicodedata.normalize("NFC", text or "").split())
 
 
 @dataclass(frozen=True)
@@ -37,16 +37,43 @@ class SupportSentence:
 
 
 @dataclass(frozen=True)
+class GoldParagraph:
+    """A gold paragraph, named by MuSiQue's ``idx`` or by its supporting ``sentence_ids``: a passage is it when the
+    titles match and the passage holds every one of ``texts`` (the paragraph, or its supporting sentences). Without
+    texts (FEVER, KILT: page-level gold) the title alone names it."""
+
+    title: str
+    texts: tuple[str, ...] = ()
+    idx: int | None = None
+    sentence_ids: tuple[int, ...] = ()
+
+    def is_passage(self, key: tuple[str, str]) -> bool:
+        """Whether a passage's ``(title_key, text_key)`` is this paragraph."""
+        return key[0] == title_key(self.title) and all(t in key[1] for t in self.texts)
+
+    def label(self) -> dict[str, Any]:
+        """How the paragraph is named in a result: its title and ``idx`` or ``sentence_ids``."""
+        return {"title": self.title, **({"idx": self.idx} if self.idx is not None else {}),
+                **({"sentence_ids": list(self.sentence_ids)} if self.sentence_ids else {})}
+
+
+@dataclass(frozen=True)
 class EvidenceSet:
-    """Titles and sentences that support the answer together (one of possibly several alternatives)."""
+    """Titles, sentences and paragraphs that support the answer together (one of possibly several alternatives)."""
 
     titles: tuple[str, ...]
     sentences: tuple[SupportSentence, ...] = ()
+    paragraphs: tuple[GoldParagraph, ...] = ()
+
+    @property
+    def units(self) -> tuple[GoldParagraph, ...]:
+        """What must be retrieved: the paragraphs, else one page-level paragraph per title."""
+        return self.paragraphs or tuple(GoldParagraph(t) for t in self.titles)
 
 
 @dataclass(frozen=True)
 class GoldSupport:
-    """An example's gold support: one or more alternative evidence sets (see the module docstring)."""
+    """An example's gold support: one or more alternative evidence sets (any complete one suffices)."""
 
     sets: tuple[EvidenceSet, ...] = ()
 
@@ -70,7 +97,12 @@ def _sentence_set(ex: QAExample, facts: Sequence[tuple[str, int]]) -> EvidenceSe
         for i, s in enumerate(sentences):
             texts.setdefault((title, i), s)
     sents = tuple(SupportSentence(t, i, _text_key(texts.get((t, i), ""))) for t, i in dict.fromkeys(facts))
-    return EvidenceSet(tuple(dict.fromkeys(t for t, _ in facts)), sents)
+    by_title: dict[str, list[SupportSentence]] = {}
+    for s in sents:
+        by_title.setdefault(s.title, []).append(s)
+    paragraphs = tuple(GoldParagraph(t, tuple(s.text for s in ss if s.text), sentence_ids=tuple(s.index for s in ss))
+                       for t, ss in by_title.items())
+    return EvidenceSet(tuple(by_title), sents, paragraphs)
 
 
 def gold_support(example: QAExample) -> GoldSupport:
@@ -80,8 +112,11 @@ def gold_support(example: QAExample) -> GoldSupport:
     if example.supporting_facts:
         return GoldSupport((_sentence_set(example, example.supporting_facts),))
     if example.supporting_paragraphs:
-        titles = tuple(dict.fromkeys(example.contexts[i][0] for i in example.supporting_paragraphs))
-        return GoldSupport((EvidenceSet(titles),))
+        idx = {s.paragraph_position: s.paragraph_support_idx for s in example.decomposition_steps}
+        texts = [_text_key(" ".join(example.contexts[j][1])) for j in example.supporting_paragraphs]
+        paragraphs = tuple(GoldParagraph(example.contexts[j][0], (t,) if t else (), idx.get(j, j))
+                           for j, t in zip(example.supporting_paragraphs, texts))
+        return GoldSupport((EvidenceSet(tuple(dict.fromkeys(p.title for p in paragraphs)), (), paragraphs),))
     prov = example.meta.get("provenance_titles")
     if isinstance(prov, list) and prov:
         return GoldSupport((EvidenceSet(tuple(dict.fromkeys(str(t) for t in prov))),))
@@ -94,16 +129,19 @@ def _get(x: Any, name: str) -> Any:
     return x.get(name) if isinstance(x, Mapping) else getattr(x, name, None)
 
 
-def _title_of(p: Any) -> str:
-    return p if isinstance(p, str) else str(_get(p, "title") or "")
+def passage_key(p: Any) -> tuple[str, str]:
+    """A passage (a :class:`Passage`, a ``{title, text|contents}`` dict or a bare title) as compared."""
+    if isinstance(p, str):
+        return title_key(p), ""
+    return title_key(str(_get(p, "title") or "")), _text_key(str(_get(p, "text") or _get(p, "contents") or ""))
 
 
 def score_names(ks: Sequence[int] = DEFAULT_KS, *, sentences: bool = True) -> list[str]:
-    """The names of the scores :func:`score_queries` returns, in table order."""
-    names = [f"title_recall@{k}" for k in ks] + [f"all_supporting@{k}" for k in ks]
+    """The names of the scores :func:`score_queries` returns, in table order (paragraph scores, then by title)."""
+    names = [f"recall@{k}" for k in ks] + [f"all_supporting@{k}" for k in ks]
     if sentences:
         names += [f"sentence_recall@{k}" for k in ks]
-    return names + ["mrr"]
+    return names + ["mrr"] + [f"title_recall@{k}" for k in ks] + [f"title_all_supporting@{k}" for k in ks] + ["title_mrr"]
 
 
 def _sentence_hits(sentences: Sequence[Any], gold: EvidenceSet) -> set[SupportSentence]:
@@ -116,26 +154,37 @@ def _sentence_hits(sentences: Sequence[Any], gold: EvidenceSet) -> set[SupportSe
     return hits
 
 
+def _set_scores(out: dict[str, float | None], prefix: str, k: int, shares: list[float]) -> None:
+    out[f"{prefix}recall@{k}"] = max(shares, default=0.0)
+    out[f"{prefix}all_supporting@{k}"] = 1.0 if any(x == 1.0 for x in shares) else 0.0
+
+
 def score_queries(rankings: Sequence[Sequence[Any]], gold: GoldSupport, ks: Sequence[int] = DEFAULT_KS, *,
                   sentence_rankings: Sequence[Sequence[Any]] | None = None) -> dict[str, float | None]:
     """Scores of a question whose queries returned ``rankings`` (ranked passages or titles per query) and,
     optionally, ``sentence_rankings`` (ranked sentences per query; else ``sentence_recall@k`` is ``None``)."""
     ks = sorted({int(k) for k in ks if int(k) > 0})
-    gold_keys = {title_key(t) for t in gold.titles}
-    set_keys = [set(map(title_key, s.titles)) for s in gold.sets if s.titles]
+    keys = [[passage_key(p) for p in r] for r in rankings]
+    units = [s.units for s in gold.sets if s.titles]
+    title_sets = [set(map(title_key, s.titles)) for s in gold.sets if s.titles]
     out: dict[str, float | None] = {}
     for k in ks:
-        got = {title_key(_title_of(p)) for r in rankings for p in list(r)[:k]}
-        shares = [len(keys & got) / len(keys) for keys in set_keys]
-        out[f"title_recall@{k}"] = max(shares, default=0.0)
-        out[f"all_supporting@{k}"] = 1.0 if any(x == 1.0 for x in shares) else 0.0
+        got = [p for r in keys for p in r[:k]]
+        _set_scores(out, "", k, [sum(any(u.is_passage(p) for p in got) for u in us) / len(us) for us in units])
     sent_sets = [s for s in gold.sets if s.sentences] if sentence_rankings is not None else []
     for k in ks:
         top = [x for r in sentence_rankings or [] for x in list(r)[:k]]
         out[f"sentence_recall@{k}"] = max((len(_sentence_hits(top, s)) / len(set(s.sentences)) for s in sent_sets),
                                           default=None)
-    firsts = [next((i for i, p in enumerate(r, 1) if title_key(_title_of(p)) in gold_keys), 0) for r in rankings]
+    every = [u for us in units for u in us]
+    firsts = [next((i for i, p in enumerate(r, 1) if any(u.is_passage(p) for u in every)), 0) for r in keys]
     out["mrr"] = max((1.0 / i for i in firsts if i), default=0.0)
+    for k in ks:
+        got_titles = {p[0] for r in keys for p in r[:k]}
+        _set_scores(out, "title_", k, [len(ts & got_titles) / len(ts) for ts in title_sets])
+    gold_titles = set().union(*title_sets)
+    firsts = [next((i for i, p in enumerate(r, 1) if p[0] in gold_titles), 0) for r in keys]
+    out["title_mrr"] = max((1.0 / i for i in firsts if i), default=0.0)
     return out
 
 
@@ -185,6 +234,6 @@ class SupportScorer:
                     self._index = TextIndex.open(self.index_dir, model_path=self.embedding_model)
                 rankings = self._index.search_many(qs, max(self.ks))
         s = score_queries(rankings, gold, self.ks)
-        out: dict[str, float | None] = {f"support_recall@{k}": s[f"title_recall@{k}"] for k in self.ks}
+        out: dict[str, float | None] = {f"support_recall@{k}": s[f"recall@{k}"] for k in self.ks}
         out["support_mrr"] = s["mrr"]
         return {k: None if v is None else round(float(v), 4) for k, v in out.items()}

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ragplan.datasets import QAExample
-from ragplan.eval.retrieval import DEFAULT_KS, GoldSupport, gold_support, mean_scores, score_names, score_queries
+from ragplan.eval.retrieval import (
+    DEFAULT_KS, GoldSupport, gold_support, mean_scores, passage_key, score_names, score_queries,
+)
 from ragplan.eval.runfolder import RunFolder, atomic_write
 
 __all__ = ["evaluate_retrieval", "score_examples", "read_executed_queries", "retrieval_table", "write_result"]
@@ -67,9 +69,12 @@ def score_examples(examples: Sequence[QAExample], search: SearchMany, *, ks: Seq
         sent_rankings = ([ranker.rank(q, list(r)[:pool], n=max(ks)) for q, r in zip(qs, rankings)]
                          if sentences and gold.has_sentences else None)
         scores = score_queries(rankings, gold, ks, sentence_rankings=sent_rankings)
+        units = list(dict.fromkeys(u for s in gold.sets for u in s.units))
         per_question.append({"id": ex.id, "queries": qs, **{k: ex.meta[k] for k in group_by if k in ex.meta},
-                             "gold_titles": list(gold.titles), "scores": scores,
-                             "retrieved_titles": [[getattr(p, "title", "") for p in r] for r in rankings]})
+                             "gold_titles": list(gold.titles), "gold_paragraphs": [u.label() for u in units],
+                             "scores": scores, "retrieved_titles": [[getattr(p, "title", "") for p in r] for r in rankings],
+                             "retrieved_paragraphs": [[next((u.label() for u in units if u.is_passage(passage_key(p))), None)
+                                                       for p in r] for r in rankings]})
     counts["scored"] = len(per_question)
     groups: dict[str, dict[str, Any]] = {}
     for key in group_by:
@@ -88,19 +93,19 @@ def score_examples(examples: Sequence[QAExample], search: SearchMany, *, ks: Seq
 
 
 def retrieval_table(result: dict[str, Any]) -> str:
-    """The means as a Markdown table: one row per k (title recall, all-supporting, sentence recall), then MRR."""
+    """The means as a Markdown table: one row per k (paragraph, sentence and title-level scores), then MRR."""
     o = result["overall"]
     fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
-    rows = ["| k | title_recall | all_supporting | sentence_recall |", "|---|---|---|---|"]
-    for k in result["ks"]:
-        rows.append(f"| {k} | {fmt(o.get(f'title_recall@{k}'))} | {fmt(o.get(f'all_supporting@{k}'))} | "
-                    f"{fmt(o.get(f'sentence_recall@{k}'))} |")
+    cols = ["recall", "all_supporting", "sentence_recall", "title_recall", "title_all_supporting"]
+    rows = ["| k | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    rows += ["| " + " | ".join([str(k), *(fmt(o.get(f"{c}@{k}")) for c in cols)]) + " |" for k in result["ks"]]
     c = result["counts"]
     head = (f"# retrieval on {result.get('benchmark', '?')} — queries: {result.get('query_source', 'the questions')}\n\n"
             f"{c['scored']} of {c['questions']} questions scored ({c['no_gold']} without gold support, {c['missing']} "
             f"not in the run, {c['without_queries']} without queries); {result['queries_per_question']} queries per "
             f"question; sentences ranked from the top {result['passages']} passages of each query.\n")
-    return head + "\n" + "\n".join(rows) + f"\n\nMRR (first supporting passage): {fmt(o.get('mrr'))}\n"
+    return head + "\n" + "\n".join(rows) + (f"\n\nMRR (first supporting paragraph): {fmt(o.get('mrr'))}; by title: "
+                                           f"{fmt(o.get('title_mrr'))}\n")
 
 
 def evaluate_retrieval(benchmark: str, data: str, *, index_dir: str | Path | None = None, context_only: bool = False,
