@@ -154,7 +154,7 @@ def test_hotpotqa_a_paragraph_is_a_hit_when_it_holds_its_supporting_sentences(tm
     other = Passage("o", "Shirley Temple", "Shirley Temple is a non-alcoholic mixed drink.")  # same title, other text
     half = Passage("h", "Shirley Temple", HOTPOT[1]["context"][1][1][0])         # only the first supporting sentence
     s = score_ranking([other, half, film, temple], gold, ks=(1, 3, 4))
-    assert s["all_supporting@3"] == 0.0 and s["mrr"] == 1 / 3                    # neither Temple passage is the paragraph
+    assert s["all_supporting@3"] == 0.0 and s["mrr"] == 1 / 3  # neither Temple passage is the paragraph
     assert (s["recall@3"], s["recall@4"], s["all_supporting@4"]) == (0.5, 1.0, 1.0)
     assert (s["title_mrr"], s["title_recall@1"], s["title_all_supporting@3"]) == (1.0, 0.5, 1.0)
     as_dict = {"title": "shirley  temple", "contents": temple.text}              # a dict passage; titles as compared

@@ -89,7 +89,7 @@ def test_eval_summary_has_furepa_figures_and_the_executed_queries_retrieval(tmp_
                  "--queries", str(run), "--out", str(tmp_path / "ret.json"), "--no-progress"]) == 0, capsys.readouterr().err
     ret = json.loads((tmp_path / "ret.json").read_text())["overall"]
     assert (o["support_recall@2"], o["support_recall@5"], o["support_mrr"]) == (
-        ret["title_recall@2"], ret["title_recall@5"], ret["mrr"])
+        ret["recall@2"], ret["recall@5"], ret["mrr"])
     capsys.readouterr()
     assert main(["eval", "report", str(run)]) == 0
     table = capsys.readouterr().out

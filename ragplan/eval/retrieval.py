@@ -11,8 +11,9 @@ from typing import Any
 
 from ragplan.datasets import QAExample
 
-__all__ = ["SupportSentence", "GoldParagraph", "EvidenceSet", "passage_key", "GoldSupport", "gold_support", "score_ranking", "score_queries",
-           "mean_scores", "score_names", "DEFAULT_KS", "SUPPORT_KS", "support_metric_names", "SupportScorer"]
+__all__ = ["SupportSentence", "GoldParagraph", "EvidenceSet", "passage_key", "GoldSupport", "gold_support",
+           "score_ranking", "score_queries", "mean_scores", "score_names", "DEFAULT_KS", "SUPPORT_KS",
+           "support_metric_names", "SupportScorer"]
 
 DEFAULT_KS: tuple[int, ...] = (1, 2, 5, 10)
 """The cut-offs reported when none are named."""
@@ -98,10 +99,10 @@ def _sentence_set(ex: QAExample, facts: Sequence[tuple[str, int]]) -> EvidenceSe
             texts.setdefault((title, i), s)
     sents = tuple(SupportSentence(t, i, _text_key(texts.get((t, i), ""))) for t, i in dict.fromkeys(facts))
     by_title: dict[str, list[SupportSentence]] = {}
-    for s in sents:
-        by_title.setdefault(s.title, []).append(s)
-    paragraphs = tuple(GoldParagraph(t, tuple(s.text for s in ss if s.text), sentence_ids=tuple(s.index for s in ss))
-                       for t, ss in by_title.items())
+    for fact in sents:
+        by_title.setdefault(fact.title, []).append(fact)
+    paragraphs = tuple(GoldParagraph(t, tuple(f.text for f in fs if f.text), sentence_ids=tuple(f.index for f in fs))
+                       for t, fs in by_title.items())
     return EvidenceSet(tuple(by_title), sents, paragraphs)
 
 
@@ -141,7 +142,7 @@ def score_names(ks: Sequence[int] = DEFAULT_KS, *, sentences: bool = True) -> li
     names = [f"recall@{k}" for k in ks] + [f"all_supporting@{k}" for k in ks]
     if sentences:
         names += [f"sentence_recall@{k}" for k in ks]
-    return names + ["mrr"] + [f"title_recall@{k}" for k in ks] + [f"title_all_supporting@{k}" for k in ks] + ["title_mrr"]
+    return [*names, "mrr", *(f"title_recall@{k}" for k in ks), *(f"title_all_supporting@{k}" for k in ks), "title_mrr"]
 
 
 def _sentence_hits(sentences: Sequence[Any], gold: EvidenceSet) -> set[SupportSentence]:

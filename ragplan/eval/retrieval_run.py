@@ -70,11 +70,11 @@ def score_examples(examples: Sequence[QAExample], search: SearchMany, *, ks: Seq
                          if sentences and gold.has_sentences else None)
         scores = score_queries(rankings, gold, ks, sentence_rankings=sent_rankings)
         units = list(dict.fromkeys(u for s in gold.sets for u in s.units))
+        found = [[next((u.label() for u in units if u.is_passage(passage_key(p))), None) for p in r] for r in rankings]
         per_question.append({"id": ex.id, "queries": qs, **{k: ex.meta[k] for k in group_by if k in ex.meta},
                              "gold_titles": list(gold.titles), "gold_paragraphs": [u.label() for u in units],
-                             "scores": scores, "retrieved_titles": [[getattr(p, "title", "") for p in r] for r in rankings],
-                             "retrieved_paragraphs": [[next((u.label() for u in units if u.is_passage(passage_key(p))), None)
-                                                       for p in r] for r in rankings]})
+                             "scores": scores, "retrieved_paragraphs": found,
+                             "retrieved_titles": [[getattr(p, "title", "") for p in r] for r in rankings]})
     counts["scored"] = len(per_question)
     groups: dict[str, dict[str, Any]] = {}
     for key in group_by:
