@@ -155,9 +155,15 @@ def _sentence_hits(sentences: Sequence[Any], gold: EvidenceSet) -> set[SupportSe
     return hits
 
 
-def _set_scores(out: dict[str, float | None], prefix: str, k: int, shares: list[float]) -> None:
-    out[f"{prefix}recall@{k}"] = max(shares, default=0.0)
-    out[f"{prefix}all_supporting@{k}"] = 1.0 if any(x == 1.0 for x in shares) else 0.0
+def _unit_scores(out: dict[str, float | None], prefix: str, keys: list[list[tuple[str, str]]], ks: list[int],
+                 sets: list[tuple[GoldParagraph, ...]]) -> None:
+    for k in ks:
+        got = [p for r in keys for p in r[:k]]
+        shares = [sum(any(u.is_passage(p) for p in got) for u in us) / len(us) for us in sets]
+        out[f"{prefix}recall@{k}"] = max(shares, default=0.0)
+        out[f"{prefix}all_supporting@{k}"] = 1.0 if any(x == 1.0 for x in shares) else 0.0
+    firsts = [next((i for i, p in enumerate(r, 1) if any(u.is_passage(p) for us in sets for u in us)), 0) for r in keys]
+    out[f"{prefix}mrr"] = max((1.0 / i for i in firsts if i), default=0.0)
 
 
 def score_queries(rankings: Sequence[Sequence[Any]], gold: GoldSupport, ks: Sequence[int] = DEFAULT_KS, *,
@@ -166,26 +172,14 @@ def score_queries(rankings: Sequence[Sequence[Any]], gold: GoldSupport, ks: Sequ
     optionally, ``sentence_rankings`` (ranked sentences per query; else ``sentence_recall@k`` is ``None``)."""
     ks = sorted({int(k) for k in ks if int(k) > 0})
     keys = [[passage_key(p) for p in r] for r in rankings]
-    units = [s.units for s in gold.sets if s.titles]
-    title_sets = [set(map(title_key, s.titles)) for s in gold.sets if s.titles]
     out: dict[str, float | None] = {}
-    for k in ks:
-        got = [p for r in keys for p in r[:k]]
-        _set_scores(out, "", k, [sum(any(u.is_passage(p) for p in got) for u in us) / len(us) for us in units])
+    _unit_scores(out, "", keys, ks, [s.units for s in gold.sets if s.titles])
     sent_sets = [s for s in gold.sets if s.sentences] if sentence_rankings is not None else []
     for k in ks:
         top = [x for r in sentence_rankings or [] for x in list(r)[:k]]
         out[f"sentence_recall@{k}"] = max((len(_sentence_hits(top, s)) / len(set(s.sentences)) for s in sent_sets),
                                           default=None)
-    every = [u for us in units for u in us]
-    firsts = [next((i for i, p in enumerate(r, 1) if any(u.is_passage(p) for u in every)), 0) for r in keys]
-    out["mrr"] = max((1.0 / i for i in firsts if i), default=0.0)
-    for k in ks:
-        got_titles = {p[0] for r in keys for p in r[:k]}
-        _set_scores(out, "title_", k, [len(ts & got_titles) / len(ts) for ts in title_sets])
-    gold_titles = set().union(*title_sets)
-    firsts = [next((i for i, p in enumerate(r, 1) if p[0] in gold_titles), 0) for r in keys]
-    out["title_mrr"] = max((1.0 / i for i in firsts if i), default=0.0)
+    _unit_scores(out, "title_", keys, ks, [tuple(map(GoldParagraph, s.titles)) for s in gold.sets if s.titles])
     return out
 
 
