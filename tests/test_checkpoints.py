@@ -330,7 +330,7 @@ def test_item_checkpoints_finished_unrecorded_and_fresh_attempts(trade_cql, tmp_
         again = await ck.run(graph, "q1", 1, {"question": QUESTION}, ctx, 50)  # graded from the checkpoint
         retry = await ck.run(graph, "q1", 2, {"question": QUESTION}, ctx, 50)  # a retry: a fresh thread
         assert ck.holds("q1", 1) and ck.holds("q1", 2)
-        await ck.forget("q1")
+        ck.forget("q1")
         assert not ck.holds("q1", 1) and not ck.holds("q1", 2)
         await ck.close()
         return done, again, retry, first, second
@@ -382,7 +382,7 @@ def test_item_checkpoints_close_the_file_on_every_exit_path(tmp_path):
 
 
 def test_item_checkpoints_recorded_question_leaves_no_thread(trade_cql, tmp_path):
-    """forget deletes every attempt's thread through the saver; another question's thread stays."""
+    """forget deletes every attempt's thread through the saver (at close); another question's thread stays."""
     from ragplan.eval.item_checkpoints import ItemCheckpoints
     from ragplan.graphs.planrag import build_single_rag
     from ragplan.state.context import PlanRAGContext
@@ -396,10 +396,37 @@ def test_item_checkpoints_recorded_question_leaves_no_thread(trade_cql, tmp_path
             replies = [RetrievalAction(thought="t", action="graph_db", action_input=Q), FinalAnswer(answer="lubeck")]
             ctx = PlanRAGContext(model="-", chat_model=ScriptedChatModel(replies=replies), graph_path=str(trade_cql))
             await ck.run(graph, item, 1, {"question": QUESTION}, ctx, 50)
-        await ck.forget("q1")
+        ck.forget("q1")
         await ck.close()
 
     asyncio.run(go())
     with sqlite3.connect(path) as conn:
         assert {r[0] for r in conn.execute("SELECT thread_id FROM checkpoints")} == {"q2#1"}
         assert {r[0] for r in conn.execute("SELECT thread_id FROM writes")} <= {"q2#1"}
+
+
+def test_item_checkpoints_threads_of_questions_recorded_before_a_kill_go_at_close(trade_cql, tmp_path):
+    """A resumed run keeps only the threads of the questions it still has to run; the others are deleted at close."""
+    from ragplan.eval.item_checkpoints import ItemCheckpoints
+    from ragplan.graphs.planrag import build_single_rag
+    from ragplan.state.context import PlanRAGContext
+
+    path = tmp_path / "items.sqlite"
+
+    async def go() -> None:
+        ck = ItemCheckpoints(path)
+        graph = build_single_rag().compile(checkpointer=await ck.open())
+        for item in ("q1", "q2"):  # a kill after q1's line was written: both threads are in the file
+            replies = [RetrievalAction(thought="t", action="graph_db", action_input=Q), FinalAnswer(answer="lubeck")]
+            ctx = PlanRAGContext(model="-", chat_model=ScriptedChatModel(replies=replies), graph_path=str(trade_cql))
+            await ck.run(graph, item, 1, {"question": QUESTION}, ctx, 50)
+        await ck.close()
+        again = ItemCheckpoints(path)
+        await again.open()
+        again.keep_only({"q2"})  # the resume has only q2 to run
+        assert not again.holds("q1", 1) and again.holds("q2", 1)
+        await again.close()
+
+    asyncio.run(go())
+    with sqlite3.connect(path) as conn:
+        assert {r[0] for r in conn.execute("SELECT thread_id FROM checkpoints")} == {"q2#1"}

@@ -1,7 +1,7 @@
 """Per-question checkpoints of an evaluation run: a question in flight at a kill continues from its last node.
 
-An :class:`AsyncSqliteSaver` over ``RUN_DIR/checkpoints.sqlite``, one thread per attempt (``<item id>#<attempt>``),
-deleted once the question's result line is written.
+An :class:`AsyncSqliteSaver` over ``RUN_DIR/checkpoints.sqlite``, one thread per attempt (``<item id>#<attempt>``);
+a recorded question's threads are deleted together when the run closes the file (not one by one while others wait).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ class ItemCheckpoints:
         self.saver: AsyncSqliteSaver | None = None
         self._threads: set[str] = set()
         self._first: dict[str, int] = {}
+        self._done: list[str] = []  # recorded questions' threads, deleted at close
 
     async def open(self) -> AsyncSqliteSaver | None:
         """Connect and read which threads the file holds; the saver (None when off). Closed again on failure."""
@@ -51,10 +52,16 @@ class ItemCheckpoints:
         return saver
 
     async def close(self) -> None:
-        """Close the connection (safe to call twice, and when :meth:`open` was not called or failed)."""
+        """Delete the recorded questions' threads and close the connection (safe to call twice, and when
+        :meth:`open` was not called or failed)."""
         saver, self.saver = self.saver, None
         if saver is not None:
-            await saver.conn.close()
+            try:
+                for thread in self._done:
+                    await saver.adelete_thread(thread)
+                self._done.clear()
+            finally:
+                await saver.conn.close()
 
     def _attempts(self, item_id: str) -> list[int]:
         """The attempt numbers of the question's threads in the file, in order."""
@@ -80,13 +87,16 @@ class ItemCheckpoints:
             return dict(await graph.ainvoke(graph_input, context=ctx, config=config, durability="async"))
         return dict(snap.values)  # the graph had finished; only the result line was missing
 
-    async def forget(self, item_id: str) -> None:
-        """Delete the question's threads (its result line is written)."""
-        if not self.enabled:
-            return
-        assert self.saver is not None, "ItemCheckpoints.open() first"
+    def keep_only(self, item_ids: set[str]) -> None:
+        """Only these questions are still to run: the threads of any other (recorded before a kill) are forgotten."""
+        for item_id in {t.rpartition("#")[0] for t in self._threads} - item_ids:
+            self.forget(item_id)
+
+    def forget(self, item_id: str) -> None:
+        """The question's result line is written: its threads are deleted at :meth:`close` (a kill before that
+        leaves them in the file, where a resume ignores them: the question is recorded)."""
         for n in self._attempts(item_id):
-            await self.saver.adelete_thread(f"{item_id}#{n}")
+            self._done.append(f"{item_id}#{n}")
             self._threads.discard(f"{item_id}#{n}")
         self._first.pop(item_id, None)
 

@@ -165,6 +165,7 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
     checkpoints = ItemCheckpoints(folder.path / CHECKPOINT_FILE, enabled=settings.checkpoints)
     try:
         graph = family.graph(settings.method).build().compile(name=settings.method, checkpointer=await checkpoints.open())
+        checkpoints.keep_only({it.id for it in items})
     except BaseException:  # the checkpoint file is closed whatever stops the run before its questions start
         await checkpoints.close()
         raise
@@ -203,20 +204,21 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
                     continue
                 break
             latency = time.perf_counter() - t0  # every attempt and its backoff
-            contexts.release(item)
-            res = _typed(family, {**out, "usage": spent})
-            if res.error and not out.get("error"):
-                out = {**out, "answer": "", "error": res.error, "stop_reason": res.stop_reason}
-            try:
-                graded = bench.grade(item, {**out, "executed_queries": res.executed_queries()})  # (retrieval-only figures)
-            except Exception as exc:  # counted as wrong (0 on every metric), with the reason
-                graded = {"correct": False, "grade_error": f"{type(exc).__name__}: {exc}",
-                          **{m: 0.0 for m in getattr(bench, "metrics", ())}}
-            await writer.write({**_record(item, res, graded, settings, latency, attempts),
-                                "invocation": invocation, "finished_at": round(time.time(), 3)})
-            await checkpoints.forget(item.id)
-            if on_finished:
-                on_finished()
+        # the slot is free once the graph is done: the next question's request goes out before this one is graded
+        contexts.release(item)
+        res = _typed(family, {**out, "usage": spent})
+        if res.error and not out.get("error"):
+            out = {**out, "answer": "", "error": res.error, "stop_reason": res.stop_reason}
+        try:
+            graded = bench.grade(item, {**out, "executed_queries": res.executed_queries()})  # (retrieval-only figures)
+        except Exception as exc:  # counted as wrong (0 on every metric), with the reason
+            graded = {"correct": False, "grade_error": f"{type(exc).__name__}: {exc}",
+                      **{m: 0.0 for m in getattr(bench, "metrics", ())}}
+        await writer.write({**_record(item, res, graded, settings, latency, attempts),
+                            "invocation": invocation, "finished_at": round(time.time(), 3)})
+        checkpoints.forget(item.id)
+        if on_finished:
+            on_finished()
 
     try:  # the loop shuts its default executor down when it closes
         await asyncio.gather(*(one(it) for it in items))
