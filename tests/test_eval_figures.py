@@ -246,8 +246,7 @@ def test_comparison_rows_name_runs_as_the_runs_table_does(tmp_path):
         "think_then_act (openai:small)", "think_then_act (openai:large)"]
     assert "| think_then_act (openai:large) |" in compare_runs([a, b])
     same = _run_folder(tmp_path / "again", "think_then_act", recs, model="openai:small")
-    assert [r[0] for r in comparison([a, same]).rows] == ["think_then_act (openai:small) [a]",
-                                                          "think_then_act (openai:small) [again]"]
+    assert [r[0] for r in comparison([a, same]).rows] == ["think_then_act (a)", "think_then_act (again)"]
     page = render_html_report([a, b])
     assert page.count("<td><span>think_then_act (openai:large)</span></td>") == 2  # the Runs and Comparison tables
 

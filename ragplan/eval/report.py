@@ -235,13 +235,13 @@ def _split(st: RunSettings, recs: dict[str, dict[str, Any]], refs: dict[str, Any
 
 
 def run_labels(settings: list[RunSettings], run_dirs: list[str | Path]) -> list[str]:
-    """A name per run: its method, with the model (then the folder) added where methods repeat."""
-    labels = [s.method for s in settings]
-    if len(set(labels)) < len(labels):
-        labels = [f"{s.method} ({s.model or '-'})" if labels.count(s.method) > 1 else s.method for s in settings]
-    if len(set(labels)) < len(labels):
-        labels = [f"{lab} [{Path(d).name}]" if labels.count(lab) > 1 else lab for lab, d in zip(labels, run_dirs)]
-    return labels
+    """A name per run: its method, with the model where runs of one method differ by model, else the folder's name."""
+    def label(s: RunSettings, d: str | Path) -> str:
+        same = [t.model for t in settings if t.method == s.method]
+        return s.method if len(same) == 1 else f"{s.method} ({s.model or '-'})" if len(set(same)) == len(same) \
+            else f"{s.method} ({Path(d).name})"
+
+    return [label(s, d) for s, d in zip(settings, run_dirs)]
 
 
 def benchmark_comparison(c: RunComparison) -> str:
