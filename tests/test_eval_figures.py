@@ -110,9 +110,10 @@ def test_sweep_figure_axes(tmp_path):
 
 
 def test_figure5_split_with_shares(tmp_path):
-    split = {"dqa-locating": {"total": 10, "n": {"SR": 3, "MR": 6},
+    both = {"iter_rag": {"SR": 3, "MR": 6}, "planrag": {"SR": 3, "MR": 6}}
+    split = {"dqa-locating": {"total": 10, "n": {"SR": 3, "MR": 6}, "counts": both,
                               "methods": {"iter_rag": {"SR": 0.5, "MR": 0.2}, "planrag": {"SR": 1.0, "MR": None}}},
-             "dqa-building": {"total": 4, "n": {"SR": 4, "MR": 0},
+             "dqa-building": {"total": 4, "n": {"SR": 4, "MR": 0}, "counts": {m: {"SR": 4, "MR": 0} for m in both},
                               "methods": {"iter_rag": {"SR": 0.25, "MR": None}, "planrag": {"SR": 0.75, "MR": None}}}}
     fig = plot_retrieval_split(split, tmp_path / "f5.png")
     ax = fig.axes[0]
@@ -120,6 +121,7 @@ def test_figure5_split_with_shares(tmp_path):
                           "dqa-building MR (0%)"]
     assert _legend(ax) == ["iter_rag", "planrag"] and _no_overlap(fig, ax)
     assert [round(p.get_height()) for p in ax.patches] == [50, 20, 25, 100, 75]  # None: no bar
+    assert [t.get_text() for t in ax.texts] == ["n=3", "n=6", "n=4", "n=0"] * 2  # each bar's own n
 
 
 def _dqa_agent(clone: Path, scenario: str, retrievals_of):
@@ -162,7 +164,7 @@ def test_report_plot_draws_figure_5_from_iter_rags_retrieval_counts(tmp_path, ca
     from ragplan.eval.report import comparison, retrieval_split
 
     c = comparison([tmp_path / "iter_rag", tmp_path / "planrag"])
-    split = retrieval_split(c, ["iter_rag", "planrag"])["dqa-locating"]
+    split = retrieval_split(c)["dqa-locating"]
     # planrag retrieved once everywhere, yet its questions are split by iter_rag's counts (2 SR, 4 MR), as in the paper
     assert split["total"] == 6 and split["n"] == {"SR": 2, "MR": 4} and split["split_by"] == "iter_rag"
     sr = {r["question_num"] for r in runs["iter_rag"] if r["retrievals"] == 1}
@@ -174,11 +176,88 @@ def test_report_plot_draws_figure_5_from_iter_rags_retrieval_counts(tmp_path, ca
     lines = (tmp_path / "iter_rag" / "results.jsonl").read_text().splitlines()
     (tmp_path / "iter_rag" / "results.jsonl").write_text("\n".join(lines[1:]) + "\n")
     c = comparison([tmp_path / "iter_rag", tmp_path / "planrag"])
-    split = retrieval_split(c, ["iter_rag", "planrag"])["dqa-locating"]
+    split = retrieval_split(c)["dqa-locating"]
     row = next(r for r in c.rows if r[0] == "planrag")
     sr_n, mr_n = (int(re.search(r"\((\d+)\)", cell).group(1)) for cell in row[-6:-4])
     assert (sr_n, mr_n) == (split["n"]["SR"], split["n"]["MR"]) and sr_n + mr_n == 5
+    assert split["counts"]["planrag"] == split["n"]  # the n over planrag's bars is the table's
     # --plot without report: an argparse usage error (exit 2), it is a flag of `eval report` only
     with pytest.raises(SystemExit) as exc:
         main(["eval", "--plot", str(out_png), "--method", "planrag"])
     assert exc.value.code == 2
+
+
+def _run_folder(path: Path, method: str, records: list[dict], model: str = "openai:m") -> Path:
+    """A run folder written by hand: settings and one line per record (HotpotQA)."""
+    from ragplan.eval.runfolder import RunFolder
+
+    folder = RunFolder(path)
+    folder.save_settings(RunSettings(method=method, benchmark="hotpotqa", data="hotpot.json", model=model))
+    for r in records:
+        folder.append({"method": method, "model": model, "question": f"question {r['id']}?", "gold": "g", **r})
+    return path
+
+
+def test_figure5_without_iter_rag_draws_the_runs_that_retrieved_with_each_bars_n(tmp_path, capsys):
+    from ragplan.eval.html_report import render_html_report
+    from ragplan.eval.report import comparison, retrieval_split
+
+    ids = [f"q{i}" for i in range(10)]
+    never = _run_folder(tmp_path / "standard", "standard", [{"id": i, "correct": True, "retrievals": 0} for i in ids])
+    tta = _run_folder(tmp_path / "tta", "think_then_act",  # 4 SR, 2 MR, 4 without retrieval
+                      [{"id": i, "correct": n % 2 == 0, "retrievals": 1 if n < 4 else 2 if n < 6 else 0}
+                       for n, i in enumerate(ids)])
+    split = retrieval_split(comparison([never, tta]))["hotpotqa"]
+    # the run that never retrieved has no SR/MR split: left out, not the source of the counts ("SR (0%)", n=0)
+    assert split["left_out"] == ["standard"] and list(split["methods"]) == ["think_then_act"]
+    assert split["counts"]["think_then_act"] == {"SR": 4, "MR": 2} and split["n"] == {}
+    assert split["methods"]["think_then_act"] == {"SR": 0.5, "MR": 0.5}
+    ax = plot_retrieval_split({"hotpotqa": split}, tmp_path / "f.png").axes[0]
+    assert _ticks(ax) == ["SR", "MR"] and [t.get_text() for t in ax.texts] == ["n=4", "n=2"]
+    out_png = tmp_path / "fig5.png"
+    assert main(["eval", "report", str(never), str(tta), "--plot", str(out_png)]) == 0
+    assert f"written: {out_png}" in capsys.readouterr().out and out_png.stat().st_size > 1000
+    # no run retrieved: no figure, and the command and the report say why
+    assert main(["eval", "report", str(never), "--plot", str(tmp_path / "none.png")]) == 0
+    assert "no SR/MR figure: none of the runs retrieved" in capsys.readouterr().out
+    assert not (tmp_path / "none.png").exists()
+    page = render_html_report([never])
+    assert "no SR/MR plot: none of the runs retrieved" in page and "Figure 5" not in page
+
+
+def test_cost_figure_gives_each_run_its_own_colour(tmp_path):
+    from ragplan.eval.figures import plot_costs
+
+    s = summarise(_text_records(), [])
+    fig = plot_costs(["standard", "cot", "think_then_act"], [s, s, s], tmp_path / "c.png")
+    for ax in fig.axes:
+        assert len({tuple(p.get_facecolor()) for p in ax.patches}) == 3
+
+
+def test_comparison_rows_name_runs_as_the_runs_table_does(tmp_path):
+    from ragplan.eval.html_report import render_html_report
+    from ragplan.eval.report import compare_runs, comparison
+
+    recs = [{"id": "q1", "correct": True, "retrievals": 1}]
+    a = _run_folder(tmp_path / "a", "think_then_act", recs, model="openai:small")
+    b = _run_folder(tmp_path / "b", "think_then_act", recs, model="openai:large")
+    c = comparison([a, b])
+    assert c.headers[0] == "run" and [r[0] for r in c.rows] == c.labels == [
+        "think_then_act (openai:small)", "think_then_act (openai:large)"]
+    assert "| think_then_act (openai:large) |" in compare_runs([a, b])
+    same = _run_folder(tmp_path / "again", "think_then_act", recs, model="openai:small")
+    assert [r[0] for r in comparison([a, same]).rows] == ["think_then_act (a)", "think_then_act (again)"]
+    page = render_html_report([a, b])
+    assert page.count("<td><span>think_then_act (openai:large)</span></td>") == 2  # the Runs and Comparison tables
+
+
+def test_report_lists_questions_in_the_benchmarks_order(tmp_path):
+    from ragplan.eval.html_report import render_html_report
+
+    hexes = ["f3a9", "07bc", "c1d2", "5e6f"]  # the dataset's order; written in another (as questions finished)
+    first = _run_folder(tmp_path / "a", "standard", [{"id": hexes[p], "position": p, "correct": True}
+                                                     for p in (2, 0, 3, 1)])
+    assert re.findall(r'class="qid">([^<]+)<', render_html_report([first])) == hexes
+    # a run of an older version has no positions: its questions as written (as run), not sorted by id
+    old = _run_folder(tmp_path / "old", "standard", [{"id": i, "correct": True} for i in hexes[::-1]])
+    assert re.findall(r'class="qid">([^<]+)<', render_html_report([old])) == hexes[::-1]

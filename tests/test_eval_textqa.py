@@ -132,7 +132,8 @@ def test_fever_searches_the_claim_and_answers_with_the_labels(tmp_path, monkeypa
     atwood = recs["150448"]
     assert atwood["question"] == "Roman Atwood is a content creator."
     assert atwood["executed_queries"] == ["Roman Atwood is a content creator."]           # the claim, nothing else
-    assert (atwood["label"], atwood["label_acc"], atwood["correct"], atwood["em"]) == ("REFUTES", 1.0, True, 0.0)
+    assert (atwood["label"], atwood["predicted_label"], atwood["label_acc"], atwood["correct"], atwood["em"]) == (
+        "REFUTES", "REFUTES", 1.0, True, 0.0)
     assert recs["75397"]["em"] == 1.0 and recs["75397"]["correct"]
     answer_prompts = [p for p in prompts if "Instructions: This is a claim to verify" in p]
     assert len(answer_prompts) >= 2

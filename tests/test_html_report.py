@@ -78,7 +78,8 @@ def test_compare_runs_every_method_on_the_same_items_and_writes_one_report(dqa_c
         assert {r["method"] for r in rs.values()} == {m} and {r["model"] for r in rs.values()} == {MODEL}
         assert sum(r["correct"] for r in rs.values()) == 2  # questions 1 and 3 right, 2 wrong
     table = [ln for ln in out.splitlines() if ln.startswith("| ")]
-    assert table[0].split("|")[1].strip() == "method" and {ln.split("|")[1].strip() for ln in table[1:]} == {"planrag", "iter_rag"}
+    assert table[0].split("|")[1].strip() == "run"
+    assert {ln.split("|")[1].strip() for ln in table[1:]} == {"planrag", "iter_rag"}
     assert "66.7%" in table[1] and f"report: {cmp_dir / 'report.html'}" in out
     assert dqa_compare["calls"] == 3 * 4 + 3 * 3  # planrag: plan, retrieve, replan, answer; iter_rag: retrieve x2, answer
     page = (cmp_dir / "report.html").read_text()
@@ -136,7 +137,7 @@ def test_compare_methods_of_two_families_with_context_only(tmp_path):
         assert len(rs) == 2 and all(r["error"] == "" and r["retrievals"] >= 1 for r in rs.values()), rs
     page = (out / "report.html").read_text()
     assert ">Queries<" in page and ">Iterations<" in page and ">Evidence<" in page  # each family's own drawing
-    header = next(ln for ln in stdout.splitlines() if ln.startswith("| method"))
+    header = next(ln for ln in stdout.splitlines() if ln.startswith("| run "))
     assert {"em", "f1"} <= {c.strip() for c in header.split("|")}  # the benchmark's own metrics in the table
     assert "| retrieve_then_read" in stdout and "| ircot" in stdout
 
@@ -344,7 +345,7 @@ def test_chromium_shows_the_table_and_a_questions_trace(dqa_compare, tmp_path):
     dom = _browse(page, tmp_path, "--dump-dom").stdout
     table = re.search(r'<h2 id="comparison">Comparison</h2>(.*?)</table>', dom, re.S).group(1)
     heads = re.findall(r"<th>([^<]*)</th>", table)
-    assert heads[:5] == ["method", "model", "benchmark", "questions", "accuracy"]
+    assert heads[:5] == ["run", "model", "benchmark", "questions", "accuracy"]
     assert re.findall(r"<tr><td><span>(\w+)</span></td>", table) == ["planrag", "iter_rag"]
     assert '<form id="filters">' in dom and "6 of 6 results shown" in dom  # the page's script ran
     first = dom.split('<section class="question"')[1]

@@ -52,7 +52,7 @@ def test_hotpotqa_items_and_grade(hotpot_file):
     assert bench.metrics == METRICS and comp.inputs == {}
 
     g = bench.grade(bridge, TTA_OUTPUT)
-    assert g == {"correct": True, "chosen": "chief of protocol", "label": None, "em": 1.0, "f1": 1.0, "label_acc": None,
+    assert g == {"correct": True, "chosen": "chief of protocol", "predicted_label": None, "em": 1.0, "f1": 1.0, "label_acc": None,
                  "retrieval_ratio": 1.0, "subquery_retrieval_ratio": 0.5, "subqueries": 2, "retrieval_count": 1,
                  "retrieval_errors": 0}
     # "chief of protocol of united states" (6 tokens) vs "chief of protocol" (3): 3 shared, P 1/2, R 1 -> 2/3
@@ -60,13 +60,13 @@ def test_hotpotqa_items_and_grade(hotpot_file):
     assert (g["correct"], g["em"], g["f1"]) == (False, 0.0, pytest.approx(0.6667, abs=1e-4))
     # the issue's example: the official script gives EM 0 / F1 0; the label is its own column
     g = bench.grade(comp, {"answer": "Yes, both are American."})
-    assert (g["correct"], g["chosen"], g["em"], g["f1"], g["label"], g["label_acc"]) == (
+    assert (g["correct"], g["chosen"], g["em"], g["f1"], g["predicted_label"], g["label_acc"]) == (
         False, "yes both are american", 0.0, 0.0, "yes", 1.0)
     assert (g["retrieval_ratio"], g["retrieval_count"], g["subquery_retrieval_ratio"]) == (0.0, 0, None)
     g = bench.grade(comp, {"answer": "yes"})
     assert (g["correct"], g["em"], g["f1"], g["label_acc"]) == (True, 1.0, 1.0, 1.0)
     g = bench.grade(comp, {"answer": "Maybe."})                       # unreadable: wrong, no partial credit
-    assert (g["correct"], g["em"], g["f1"], g["label"], g["label_acc"]) == (False, 0.0, 0.0, None, 0.0)
+    assert (g["correct"], g["em"], g["f1"], g["predicted_label"], g["label_acc"]) == (False, 0.0, 0.0, None, 0.0)
     g = bench.grade(comp, {"answer": "", "error": "boom"})
     assert (g["correct"], g["em"], g["f1"], g["chosen"], g["label_acc"]) == (False, 0.0, 0.0, "", 0.0)
     assert get_benchmark("hotpotqa", str(hotpot_file), limit=1).items()[0].id == HOTPOT[0]["_id"]
@@ -108,7 +108,7 @@ def test_fever_items_and_grade(tmp_path):
     assert (sup.gold, ref.gold, nei.gold) == ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
     assert bench.group_by == ("label",)
     g = bench.grade(ref, {"answer": "The claim is refuted by his page."})
-    assert (g["correct"], g["label"], g["label_acc"], g["em"], g["f1"]) == (True, "REFUTES", 1.0, 0.0, 0.0)
+    assert (g["correct"], g["predicted_label"], g["label_acc"], g["em"], g["f1"]) == (True, "REFUTES", 1.0, 0.0, 0.0)
     g = bench.grade(ref, {"answer": "REFUTES"})
     assert (g["correct"], g["em"], g["f1"]) == (True, 1.0, 1.0)
     assert bench.grade(nei, {"answer": "Not enough information."})["correct"] is True
@@ -319,6 +319,77 @@ def test_runner_records_and_summary(tmp_path, hotpot_file, fake_build, monkeypat
     bridge = by_id[HOTPOT[1]["_id"]]
     assert (bridge["kind"], bridge["chosen"], bridge["retrieval_count"]) == ("span", "ambassador to ghana", 2)
     assert "_answers" not in bridge
+
+
+def _stand_in_run(tmp_path, monkeypatch, benchmark: str, data: Path, answer: str) -> dict:
+    """Run a one-node stand-in graph that always answers ``answer`` over ``data``; returns the summary."""
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    from ragplan.eval import runner
+    from ragplan.family import GraphSpec, MethodFamily
+    from ragplan.state.think_then_act import TextQAResult
+
+    @dataclass
+    class Ctx:
+        retriever: str = "wiki"
+
+    class State(TypedDict, total=False):
+        question: str
+        answer: str
+
+    def builder():
+        sg = StateGraph(State, context_schema=Ctx)
+        sg.add_node("answer", lambda state: {"answer": answer})
+        sg.add_edge(START, "answer")
+        sg.add_edge("answer", END)
+        return sg
+
+    fake = MethodFamily(name="fake", title="stand-in", order=0, context=Ctx, result=TextQAResult,
+                        graphs=(GraphSpec("fake_tta", builder, "stand-in"),))
+    monkeypatch.setattr(runner, "family_of", lambda method: fake)
+    return asyncio.run(runner.evaluate(runner.RunSettings(method="fake_tta", benchmark=benchmark, data=str(data),
+                                                          concurrency=4), tmp_path / "run"))
+
+
+def test_accuracy_by_label_groups_by_the_gold_label(tmp_path, monkeypatch):
+    from ragplan.eval.figures import plot_run
+    from ragplan.eval.report import summarise, summary_markdown
+
+    data = write_jsonl(tmp_path / "paper_dev.jsonl", FEVER)  # gold: SUPPORTS, REFUTES, NOT ENOUGH INFO, SUPPORTS
+    summary = _stand_in_run(tmp_path, monkeypatch, "fever", data, "SUPPORTS")
+    by_label = {k: (v["n"], v["correct"]) for k, v in summary["groups"]["label"].items()}
+    assert by_label == {"SUPPORTS": (2, 2), "REFUTES": (1, 0), "NOT ENOUGH INFO": (1, 0)}  # not SUPPORTS (4, 2)
+    assert (summary["overall"]["n"], summary["overall"]["correct"]) == (4, 2)
+    md = (tmp_path / "run" / "summary.md").read_text()
+    assert "| REFUTES         | 1         | 0       | 0.0%" in md
+    saved = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert list(saved["groups"]["label"]) == ["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
+    panel = plot_run(saved, tmp_path / "plot.png").axes[0]  # plot.png draws the same groups
+    assert [t.get_text() for t in panel.texts] == ["n=2", "n=1", "n=1"]
+    recs = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    by_id = {r["id"]: r for r in recs}
+    assert (by_id["150448"]["label"], by_id["150448"]["predicted_label"]) == ("REFUTES", "SUPPORTS")
+    # each record keeps its question's place in the data (the report lists questions in that order)
+    assert sorted((r["position"], r["id"]) for r in recs) == [(i, str(r["id"])) for i, r in enumerate(FEVER)]
+    # an older run's records hold only the label read from the answer (as `label`): they still report
+    old = [{**{k: v for k, v in r.items() if k != "predicted_label"}, "label": r["predicted_label"]} for r in recs]
+    assert "| SUPPORTS | 4" in summary_markdown(summarise(old, ["label"]))
+    assert "0 answer(s) gave no readable label" in get_benchmark("fever", str(data)).report(old)
+
+
+def test_musique_unanswerable_questions_stay_in_the_answerable_table_and_plot(tmp_path, monkeypatch):
+    from ragplan.eval.figures import plot_run
+
+    data = write_jsonl(tmp_path / "musique_full_v1.0_dev.jsonl", MUSIQUE + [MUSIQUE_FULL_UNANSWERABLE])
+    summary = _stand_in_run(tmp_path, monkeypatch, "musique", data, "Mira Solde")
+    groups = summary["groups"]["answerable"]
+    assert {k: (v["n"], v["em"]) for k, v in groups.items()} == {"True": (2, 0.5), "False": (1, None)}
+    md = (tmp_path / "run" / "summary.md").read_text().split("## accuracy by answerable")[1].split("##")[0]
+    assert "| False      | 1         | 0       | 0.0%     | -" in md
+    panel = plot_run(summary, tmp_path / "plot.png").axes[1]  # by hops, by answerable, by retrieval count
+    assert panel.get_title() == "by answerable"
+    assert [t.get_text() for t in panel.texts] == ["n=2", "n=1", "not scored"]  # the row is there, unscored
 
 
 # (gold, kind, model answer) — 40 answers as models write them on HotpotQA-style questions (made up here)

@@ -233,7 +233,8 @@ def _report(args: argparse.Namespace) -> int:
     try:
         print(compare_runs(args.runs))
         if args.plot:
-            print(f"written: {plot_comparison(args.runs, args.plot)}")
+            written = plot_comparison(args.runs, args.plot)
+            print(f"written: {written}" if written is not None else "no SR/MR figure: none of the runs retrieved")
         if args.html:
             print(f"written: {write_html_report(args.runs, args.html)}")
     except (FileNotFoundError, json.JSONDecodeError) as exc:

@@ -32,7 +32,7 @@ class ComparedRun:
     """One run as ``ragplan eval report`` hands it to a benchmark's ``compare`` hook."""
 
     label: str
-    """The run's column name: its method, with the run folder's name when two runs share a method."""
+    """The run's name in every table and figure (:func:`ragplan.eval.report.run_labels`)."""
     settings: Any
     """Its :class:`~ragplan.eval.runfolder.RunSettings`."""
     records: list[dict[str, Any]]

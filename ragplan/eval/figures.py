@@ -116,16 +116,21 @@ def _pct(v: Any) -> float:
 
 
 def _bars(ax: Any, categories: list[str], series: list[tuple[str, list[Any]]], counts: list[int] | None,
-          name: Any = metric_label) -> None:
-    """Grouped bars: one group per category, one bar per series (values are shares, drawn in %; None: no bar)."""
+          name: Any = metric_label, bar_counts: Sequence[Sequence[int]] | None = None) -> None:
+    """Grouped bars: one group per category, one bar per series (values are shares, drawn in %; None: no bar);
+    ``n`` over each category (``counts``) or over each bar (``bar_counts``, one list per series)."""
     width = 0.8 / max(1, len(series))
     for k, (label, vals) in enumerate(series):
         xs = [i - 0.4 + width * (k + 0.5) for i in range(len(categories))]
         shown = [(x, _pct(v)) for x, v in zip(xs, vals) if v is not None]
         ax.bar([x for x, _ in shown], [h for _, h in shown], width, label=name(label), color=_COLOURS[k % len(_COLOURS)])
+        for x, v, n in zip(xs, vals, bar_counts[k] if bar_counts is not None else ()):
+            ax.text(x, _pct(v) + 1, f"n={n}", ha="center", va="bottom", fontsize=6)
     if counts is not None:
         for i, n in enumerate(counts):
             ax.text(i, 102, f"n={n}", ha="center", va="bottom", fontsize=7)
+            if n and all(vals[i] is None for _, vals in series):  # questions without these scores (unanswerable)
+                ax.text(i, 50, "not scored", ha="center", va="center", fontsize=7, color="#666666")
     labels, style, _, _ = _layout(categories, len(series))
     ax.set_xticks(range(len(categories)), labels, **style)
     ax.set_xlim(-0.6, len(categories) - 0.4)
@@ -191,22 +196,22 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], key: str, metrics: Sequence[st
 
 
 def plot_retrieval_split(split: Mapping[str, Mapping[str, Any]], path: str | Path | IO[bytes], note: str = "") -> Any:
-    """PlanRAG's Figure 5 from ``{benchmark: {"total", "n": {SR, MR}, "methods": {label: {SR, MR}}}}``."""
+    """PlanRAG's Figure 5 from ``{benchmark: {"total", "n": {SR, MR} (the reference run's, or empty),
+    "methods": {label: {SR, MR}}, "counts": {label: {SR, MR}}}}``; ``n`` over each bar."""
     cats: list[str] = []
-    counts: list[int] = []
     labels = list(dict.fromkeys(m for b in split.values() for m in b.get("methods", {})))
     for bench, b in split.items():
-        total = int(b.get("total", 0)) or 1
+        total, ref_n = int(b.get("total", 0)) or 1, b.get("n") or {}
         for cls in ("SR", "MR"):
-            n = int(b.get("n", {}).get(cls, 0))
-            cats.append(f"{bench} {cls} ({n / total:.0%})" if len(split) > 1 else f"{cls} ({n / total:.0%})")
-            counts.append(n)
-    series = {m: [b.get("methods", {}).get(m, {}).get(cls) for b in split.values() for cls in ("SR", "MR")]
-              for m in labels}
+            share = f" ({int(ref_n.get(cls, 0)) / total:.0%})" if ref_n else ""
+            cats.append(f"{bench} {cls}{share}" if len(split) > 1 else f"{cls}{share}")
+    pairs = [(b, cls) for b in split.values() for cls in ("SR", "MR")]
+    series = {m: [b.get("methods", {}).get(m, {}).get(cls) for b, cls in pairs] for m in labels}
+    counts = [[int(b.get("counts", {}).get(m, {}).get(cls, 0)) for b, cls in pairs] for m in labels]
     lay = _layout(cats, len(labels))
     fig = _figure((max(5.0, lay[2] + 0.5), 3.6 + lay[3]))
     ax = fig.subplots()
-    _bars(ax, cats, list(series.items()), counts, name=str)
+    _bars(ax, cats, list(series.items()), None, name=str, bar_counts=counts)
     ax.legend(fontsize=8, loc="best")
     ax.set_ylabel("accuracy")  # the ticks say %
     ax.set_title("accuracy on single- (SR) and multi-retrieval (MR) questions" + (f"\n{note}" if note else ""), fontsize=10)
@@ -221,7 +226,8 @@ def plot_costs(labels: Sequence[str], summaries: Sequence[Mapping[str, Any]], pa
     fig = _figure((max(9.0, 1.3 * len(labels) * 3), 3.4))
     tilt = {"rotation": 20, "ha": "right"} if len(labels) > 3 else {}
     for ax, (title, vals) in zip(fig.subplots(1, 3, squeeze=False)[0], panels):
-        ax.bar_label(ax.bar(range(len(labels)), vals, color="#4f6dbd"), fmt="{:.3g}", fontsize=8)
+        colours = [_COLOURS[k % len(_COLOURS)] for k in range(len(labels))]  # a colour per run, as in the other figures
+        ax.bar_label(ax.bar(range(len(labels)), vals, color=colours), fmt="{:.3g}", fontsize=8)
         ax.set_xticks(range(len(labels)), labels, fontsize=8, **tilt)
         ax.set_title(title, fontsize=10)
         ax.margins(y=0.15)

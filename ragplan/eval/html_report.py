@@ -7,15 +7,16 @@ import base64
 import hashlib
 import io
 import json
+import math
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
 from jinja2 import Environment, PackageLoader
 
-from ragplan.eval.figures import ordered_categories, plot_costs
+from ragplan.eval.figures import plot_costs
 from ragplan.eval.report import RunComparison, benchmark_comparison, comparison, family_or_none, plot_comparison
-from ragplan.eval.runfolder import RunSettings, atomic_write
+from ragplan.eval.runfolder import atomic_write
 from ragplan.state.result import GraphResult
 from ragplan.state.trace_sections import TraceSection, field_sections
 
@@ -31,7 +32,7 @@ MAX_TEXT = 20_000
 #: part; the other non-family keys are the item's metadata and the benchmark's grade.
 _RUNNER_KEYS = {"id", "method", "model", "question", "answer", "gold", "retrievals", "retrieval_errors",
                 "executed_queries", "llm_calls", "input_tokens", "output_tokens", "llm_seconds", "latency_s",
-                "stop_reason", "error", "attempts", "invocation", "finished_at"}
+                "stop_reason", "error", "attempts", "invocation", "finished_at", "position"}
 
 
 #: The template's environment: autoescape on, and the few helpers the template calls.
@@ -48,16 +49,6 @@ def outcome_of(record: dict[str, Any]) -> str:
     if record.get("error") or record.get("grade_error"):
         return "failed"
     return "correct" if record.get("correct") else "wrong"
-
-
-def _labels(settings: list[RunSettings], run_dirs: list[Path]) -> list[str]:
-    """A name per run: its method, with the model (then the folder) added where methods repeat."""
-    labels = [s.method for s in settings]
-    if len(set(labels)) < len(labels):
-        labels = [f"{s.method} ({s.model or '-'})" if labels.count(s.method) > 1 else s.method for s in settings]
-    if len(set(labels)) < len(labels):
-        labels = [f"{lab} [{d.name}]" if labels.count(lab) > 1 else lab for lab, d in zip(labels, run_dirs)]
-    return labels
 
 
 def _family_part(cls: type[GraphResult] | None, rec: dict[str, Any]) -> tuple[list[TraceSection], set[str]]:
@@ -89,12 +80,15 @@ def _benchmark_parts(run_dirs: list[str | Path], c: RunComparison) -> tuple[str,
     """The benchmark's own tables, PlanRAG's Figure 5, and a note for each part that cannot be made."""
     tables, plots, notes = "", [], []
     try:
-        tables = benchmark_comparison(c, run_dirs) or ""
+        tables = benchmark_comparison(c) or ""
     except Exception as exc:  # the report is still written without it
         notes.append(f"the benchmark's own comparison could not be made: {type(exc).__name__}: {exc}")
     try:
-        plots.append(_png(lambda buf: plot_comparison(run_dirs, buf, c),
-                          "accuracy on single- and multi-retrieval questions per method (PlanRAG's Figure 5)"))
+        buf = io.BytesIO()
+        if plot_comparison(run_dirs, buf, c) is None:
+            notes.append("no SR/MR plot: none of the runs retrieved")
+        else:
+            plots.append(_png(buf.getvalue(), "accuracy on single- and multi-retrieval questions per run (PlanRAG's Figure 5)"))
     except Exception as exc:
         notes.append(f"the SR/MR plot could not be drawn: {type(exc).__name__}: {exc}")
     return tables, plots, notes
@@ -132,14 +126,18 @@ def _result(label: str, cls: type[GraphResult] | None, rec: dict[str, Any], open
 
 
 def _questions(labels: list[str], c: RunComparison) -> tuple[list[dict[str, Any]], int]:
-    """Every question (in natural id order) with each run's result of it; and how many results there are."""
+    """Every question in the benchmark's order (``position``; a run without it: as its results were written) with
+    each run's result of it; and how many results there are."""
     # a run of a graph this version does not have is shown field by field
     classes = [fam.result if (fam := family_or_none(st.method)) else None for st, _, _ in c.runs]
-    ids = {i: r for _, recs, _ in reversed(c.runs) for i, r in recs.items()}  # the first run's record wins
+    ids: dict[str, dict[str, Any]] = {}  # the first run's record wins
+    for _, recs, _ in c.runs:
+        for i, r in sorted(recs.items(), key=lambda kv: p if isinstance(p := kv[1].get("position"), int) else math.inf):
+            ids.setdefault(i, r)
     total = sum(len(recs) for _, recs, _ in c.runs)
     open_ = total <= OPEN_UP_TO
     out = []
-    for qid in ordered_categories(ids):
+    for qid in ids:
         text = str(ids[qid].get("question") or "")
         head = text if len(text) <= 200 and "\n" not in text else text.split("\n")[0][:200] + " …"
         out.append({"id": qid, "head": head, "full": text if head != text else "", "gold": ids[qid].get("gold", ""),
@@ -153,7 +151,7 @@ def render_html_report(run_dirs: list[str | Path], title: str = "") -> str:
     """The whole page for the run folders (see the module docstring)."""
     dirs = [Path(d) for d in run_dirs]
     c = comparison(list(run_dirs))
-    labels = _labels([st for st, _, _ in c.runs], dirs)
+    labels = c.labels
     benchmarks = sorted({st.benchmark for st, _, _ in c.runs})
     tables, plots, notes = _benchmark_parts(list(run_dirs), c) if c.runs else ("", [], [])
     if c.runs:

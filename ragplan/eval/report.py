@@ -150,18 +150,20 @@ def write_summary(run_dir: Path, s: dict[str, Any]) -> None:
 
 @dataclass
 class RunComparison:
-    """The comparison of several runs: the table, the SR/MR note, and each run's settings, records and summary."""
+    """The comparison of several runs: the table, the SR/MR note, each run's settings, records and summary, and
+    each run's name (:func:`run_labels`)."""
 
     headers: list[str]
     rows: list[list[Any]]
     note: str
     runs: list[tuple[RunSettings, dict[str, dict[str, Any]], dict[str, Any]]] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
 
 
 def compare_runs(run_dirs: list[str | Path]) -> str:
     """One table comparing several runs (same benchmark expected), questions aligned by id."""
     c = comparison(run_dirs)
-    extra = benchmark_comparison(c, run_dirs)  # e.g. REAPER's Table 1 with a column per method
+    extra = benchmark_comparison(c)  # e.g. REAPER's Table 1 with a column per method
     return _table(c.headers, c.rows) + f"\n({c.note})" + (f"\n\n{extra}" if extra else "")
 
 
@@ -188,23 +190,24 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
     split_note = f"SR/MR by {refs_names}'s retrieval count" if refs else "SR/MR by each run's own retrieval count"
     group_keys = ["year"] if any("year" in r for _, recs in runs for r in recs.values()) else []
     years = ordered_categories(str(r.get("year")) for _, recs in runs for r in recs.values()) if group_keys else []
-    headers = ["method", "model", "benchmark", "questions", "accuracy", *metrics, *run_names, *[f"y{y}" for y in years], "SR", "MR",
+    headers = ["run", "model", "benchmark", "questions", "accuracy", *metrics, *run_names, *[f"y{y}" for y in years], "SR", "MR",
                "calls/q", "tokens/q", "latency/q (s)", "errors"]
     rows = []
     summaries = []
-    for (st, recs), hook in zip(runs, hooks):
+    labels = run_labels([st for st, _ in runs], run_dirs)
+    for (st, recs), hook, label in zip(runs, hooks, labels):
         s = summarise(list(recs.values()), group_keys, st, metrics, run_metrics=hook)
         summaries.append((st, recs, s))
         cls = _split(st, recs, refs)
         sr, mr = (_acc([r for i, r in recs.items() if cls[i] == k]) for k in ("SR", "MR"))
         ys = [s["groups"].get("year", {}).get(y, {"accuracy": 0, "n": 0}) for y in years]
-        rows.append([st.method, st.model or "-", st.benchmark, s["overall"]["n"], f"{s['overall']['accuracy']:.1%}",
+        rows.append([label, st.model or "-", st.benchmark, s["overall"]["n"], f"{s['overall']['accuracy']:.1%}",
                      *["-" if s["overall"].get(m) is None else f"{s['overall'][m]:.3f}" for m in [*metrics, *run_names]],
                      *[f"{y['accuracy']:.1%} ({y['n']})" if y["n"] else "-" for y in ys],
                      f"{sr['accuracy']:.1%} ({sr['n']})", f"{mr['accuracy']:.1%} ({mr['n']})",
                      s["cost"]["per_question_llm_calls"], s["cost"]["per_question_tokens"], s["cost"]["mean_latency_s"],
                      s["overall"]["errors"]])
-    return RunComparison(headers, rows, split_note, summaries)
+    return RunComparison(headers, rows, split_note, summaries, labels)
 
 
 def family_or_none(method: str) -> MethodFamily | None:
@@ -231,13 +234,17 @@ def _split(st: RunSettings, recs: dict[str, dict[str, Any]], refs: dict[str, Any
     return {i: _class_of(counts[i]) if i in counts else "unsplit" for i in recs}
 
 
-def run_labels(c: RunComparison, run_dirs: list[str | Path]) -> list[str]:
-    """Each run's column name: its method, with its folder's name when several runs share a method."""
-    methods = [st.method for st, _, _ in c.runs]
-    return [m if methods.count(m) == 1 else f"{m} ({Path(d).name})" for m, d in zip(methods, run_dirs)]
+def run_labels(settings: list[RunSettings], run_dirs: list[str | Path]) -> list[str]:
+    """A name per run: its method, with the model where runs of one method differ by model, else the folder's name."""
+    def label(s: RunSettings, d: str | Path) -> str:
+        same = [t.model for t in settings if t.method == s.method]
+        return s.method if len(same) == 1 else f"{s.method} ({s.model or '-'})" if len(set(same)) == len(same) \
+            else f"{s.method} ({Path(d).name})"
+
+    return [label(s, d) for s, d in zip(settings, run_dirs)]
 
 
-def benchmark_comparison(c: RunComparison, run_dirs: list[str | Path]) -> str:
+def benchmark_comparison(c: RunComparison) -> str:
     """The ``compare`` hook's tables when every run is of one benchmark that has one; '' otherwise."""
     if not c.runs or len({st.benchmark for st, _, _ in c.runs}) != 1:
         return ""
@@ -248,39 +255,47 @@ def benchmark_comparison(c: RunComparison, run_dirs: list[str | Path]) -> str:
         return ""
     if not callable(hook):
         return ""
-    labels = run_labels(c, run_dirs)
-    return str(hook([ComparedRun(lab, st, list(recs.values())) for lab, (st, recs, _) in zip(labels, c.runs)]))
+    return str(hook([ComparedRun(lab, st, list(recs.values())) for lab, (st, recs, _) in zip(c.labels, c.runs)]))
 
 
-def retrieval_split(c: RunComparison, labels: list[str]) -> dict[str, dict[str, Any]]:
-    """PlanRAG's Figure 5 data: per benchmark, the SR/MR counts and each run's accuracy on them."""
+def retrieval_split(c: RunComparison) -> dict[str, dict[str, Any]]:
+    """PlanRAG's Figure 5 data: per benchmark, each run's accuracy and question count on SR and MR questions (the
+    reference run's SR/MR counts in ``n``); without a reference run, a run that never retrieved is ``left_out``."""
     refs = _reference_counts(c.runs)
     out: dict[str, dict[str, Any]] = {}
-    for label, (st, recs, _) in zip(labels, c.runs):
+    for label, (st, recs, _) in zip(c.labels, c.runs):
         ref = refs.get(st.benchmark)
-        b = out.setdefault(st.benchmark, {"total": 0, "n": {}, "methods": {},
+        own = [_class_of(r) for r in (ref[1] if ref else recs).values()]
+        b = out.setdefault(st.benchmark, {"total": len(own), "n": {k: own.count(k) for k in ("SR", "MR")} if ref else {},
+                                          "methods": {}, "counts": {}, "left_out": [],
                                           "split_by": ref[0] if ref else "own retrieval counts"})
+        if ref is None and own.count("none") == len(own):  # its SR/MR split would be empty: say so, draw nothing
+            b["left_out"].append(label)
+            continue
         cls = _split(st, recs, refs)
-        if not b["n"]:
-            base = ref[1] if ref else recs
-            own = [_class_of(r) for r in base.values()]
-            b["total"], b["n"] = len(base), {k: own.count(k) for k in ("SR", "MR")}
         accs = {k: _acc([r for i, r in recs.items() if cls[i] == k]) for k in ("SR", "MR")}
         b["methods"][label] = {k: (a["accuracy"] if a["n"] else None) for k, a in accs.items()}
+        b["counts"][label] = {k: a["n"] for k, a in accs.items()}
     return out
 
 
 def plot_comparison(run_dirs: list[str | Path], path: str | Path | IO[bytes],
-                    c: RunComparison | None = None) -> str | Path | IO[bytes]:
-    """``ragplan eval report RUN… --plot OUT.png``: PlanRAG's Figure 5 (``c``: the comparison, when made)."""
+                    c: RunComparison | None = None) -> str | Path | IO[bytes] | None:
+    """``ragplan eval report RUN… --plot OUT.png``: PlanRAG's Figure 5 (``c``: the comparison, when made); None
+    (nothing written) when no run has an SR/MR split (none retrieved)."""
     c = c or comparison(run_dirs)
-    split = retrieval_split(c, run_labels(c, run_dirs))
-    how = {b["split_by"] for b in split.values()}
+    split = retrieval_split(c)
+    drawn = {bench: b for bench, b in split.items() if b["methods"]}
+    if not drawn:
+        return None
+    how = {b["split_by"] for b in drawn.values()}
     own = "own retrieval counts"
     refs = "/".join(sorted(how - {own}))
-    plot_retrieval_split(split, path, note="SR/MR by " + ("each run's own retrieval count" if how == {own}
+    left = [lab for b in split.values() for lab in b["left_out"]]
+    plot_retrieval_split(drawn, path, note="SR/MR by " + ("each run's own retrieval count" if how == {own}
                                                           else f"{refs}'s retrieval count" if own not in how
-                                                          else f"{refs}'s retrieval count where a {refs} run is given"))
+                                                          else f"{refs}'s retrieval count where a {refs} run is given")
+                         + (f"; left out (no retrievals): {', '.join(left)}" if left else ""))
     return path
 
 

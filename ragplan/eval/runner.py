@@ -33,6 +33,8 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     bench: Benchmark = get_benchmark(settings.benchmark, settings.data, limit=settings.limit, year=settings.year,
                                      **settings.benchmark_options)
     items = bench.items()
+    for pos, it in enumerate(items):  # each record keeps its question's place, so reports list them in this order
+        it.meta["position"] = pos
     if not settings.created:
         settings.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     folder.save_settings(settings)

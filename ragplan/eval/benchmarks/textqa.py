@@ -134,7 +134,8 @@ class TextQABenchmark:
                 for ex in self.examples()]
 
     def grade(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
-        """Official ``em``/``f1``, ``label_acc``, ``correct``, ``chosen``, ``label`` and the retrieval counts."""
+        """Official ``em``/``f1``, ``label_acc``, ``correct``, ``chosen``, ``predicted_label`` (the label read from the
+        answer; the item's ``label`` stays the gold one) and the retrieval counts."""
         prediction = str(output.get("answer") or "")
         golds = list(item.meta.get("_answers") or [item.gold])
         kind = item.meta.get("kind", "span")
@@ -148,7 +149,7 @@ class TextQABenchmark:
         correct = label_acc == 1.0 if self.label_only else em == 1.0
         st = retrieval_stats(output)
         sub = st.subquery_ratio
-        return {"correct": bool(correct), "chosen": normalize_answer(prediction), "label": label,
+        return {"correct": bool(correct), "chosen": normalize_answer(prediction), "predicted_label": label,
                 "em": em, "f1": f1, "label_acc": label_acc,
                 "retrieval_ratio": st.question_ratio, "subquery_retrieval_ratio": None if sub is None else round(sub, 4),
                 "subqueries": st.queries, "retrieval_count": st.attempted, "retrieval_errors": st.failed,
@@ -195,7 +196,7 @@ def text_report(records: list[dict[str, Any]], rule: str, label_only: bool) -> s
     """The text benchmarks' extra summary section: column definitions, label reading and retrieval counts."""
     n = len(records)
     labelled = [r for r in records if r.get("kind") in _LABEL_KINDS]
-    unreadable = sum(1 for r in labelled if r.get("label") is None)
+    unreadable = sum(1 for r in labelled if r.get("predicted_label", r.get("label")) is None)  # (older runs: label)
     script = "MuSiQue's metrics/answer.py" if rule == "musique" else "HotpotQA's hotpot_evaluate_v1.py"
     lines = ["## what the columns mean", "",
              f"- `em`, `f1`: {script} over the raw answer, best over the gold answers and aliases.",
