@@ -11,7 +11,7 @@ import time
 import pytest
 
 from ragplan.cli import main
-from ragplan.registry import graph_registry
+from ragplan.registry import graph_registry, langgraph_graphs
 
 
 def test_graphs_lists_every_graph(capsys):
@@ -128,10 +128,24 @@ def test_langgraph_json_serves_every_registered_graph():
         assert path.startswith("ragplan.graphs.") and attr == name
 
 
-def test_studio_outside_the_project_folder_is_a_clear_error(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-    assert main(["studio", "--no-browser"]) == 2
-    assert "langgraph.json" in capsys.readouterr().err
+def test_studio_outside_the_project_folder_serves_the_installed_graphs(tmp_path, monkeypatch, capsys):
+    """From any folder (here one with another project's langgraph.json), `ragplan studio` runs `langgraph dev` on the
+    registry's graphs from ragplan's state folder, the user's folder left untouched."""
+    import os
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "langgraph.json").write_text(json.dumps({"graphs": {"agent": "./agent.py:graph"}}))
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    ran: list = []
+    monkeypatch.setattr(os, "execv", lambda exe, argv: ran.append((os.getcwd(), argv[1:])))
+    main(["studio", "--no-browser", "--port", "2025"])
+    home = tmp_path / "state" / "ragplan" / "studio"
+    assert ran == [(str(home), ["dev", "--config", "langgraph.json", "--no-browser", "--port", "2025"])]
+    assert json.loads((home / "langgraph.json").read_text())["graphs"] == langgraph_graphs()
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["langgraph.json"]
+    assert str(home) in capsys.readouterr().err
 
 
 def test_studio_refuses_a_stale_langgraph_json(tmp_path, monkeypatch, capsys):

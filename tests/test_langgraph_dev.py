@@ -15,6 +15,7 @@ environment cannot turn it off); the tests assert nothing that depends on earlie
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 import os
 import select
 import signal
@@ -24,6 +25,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -83,24 +85,18 @@ def _stop(proc: subprocess.Popen) -> None:
         pass
 
 
-@pytest.fixture(scope="module")
-def dev_server(tmp_path_factory):
-    """URL of a ``langgraph dev`` server for this module; always stopped at the end."""
-    if not LANGGRAPH.exists():
-        pytest.skip(f"{LANGGRAPH} not installed (pip install -e '.[dev]')")
-    logdir = tmp_path_factory.mktemp("langgraph_dev")
-    log = logdir / "server.log"
-    port = _free_port()
-    cmd = [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port), "--config", "langgraph.json"]
+@contextmanager
+def _serving(cmd: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Start a LangGraph dev server with ``cmd`` (its port is the last argument), wait for /ok; its URL; stopped."""
     with open(log, "wb") as fh:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=fh, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env or _env(), stdout=fh, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{cmd[-1]}"
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"langgraph dev exited with {proc.returncode}:\n{_tail(log)}")
+                pytest.fail(f"{cmd[2]} exited with {proc.returncode}:\n{_tail(log)}")
             try:
                 with urllib.request.urlopen(url + "/ok", timeout=2) as r:
                     if r.status == 200:
@@ -108,11 +104,40 @@ def dev_server(tmp_path_factory):
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"langgraph dev not ready after {START_TIMEOUT_S} s:\n{_tail(log)}")
+                pytest.fail(f"{cmd[2]} not ready after {START_TIMEOUT_S} s:\n{_tail(log)}")
             time.sleep(0.5)
         yield url
     finally:
         _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def dev_server(tmp_path_factory):
+    """URL of a ``langgraph dev`` server for this module; always stopped at the end."""
+    if not LANGGRAPH.exists():
+        pytest.skip(f"{LANGGRAPH} not installed (pip install -e '.[dev]')")
+    log = tmp_path_factory.mktemp("langgraph_dev") / "server.log"
+    cmd = [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--config", "langgraph.json", "--port", str(_free_port())]
+    with _serving(cmd, ROOT, log) as url:
+        yield url
+
+
+def test_ragplan_studio_serves_every_graph_from_any_folder(tmp_path):
+    """`ragplan studio` run in a folder without langgraph.json serves the installed package's graphs (its config and
+    the server's files in ragplan's state folder, the user's folder left empty)."""
+    from langgraph_sdk import get_sync_client
+
+    if not LANGGRAPH.exists():
+        pytest.skip(f"{LANGGRAPH} not installed (pip install -e '.[dev]')")
+    anywhere = tmp_path / "anywhere"
+    anywhere.mkdir()
+    env = {**_env(), "XDG_STATE_HOME": str(tmp_path / "state"), "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "ragplan", "studio", "--no-browser", "--no-reload", "--port", str(_free_port())]
+    with _serving(cmd, anywhere, tmp_path / "studio.log", env) as url:
+        served = {a["graph_id"] for a in get_sync_client(url=url).assistants.search(limit=100)}
+    assert GRAPH_IDS <= served
+    assert list(anywhere.iterdir()) == []
+    assert (tmp_path / "state" / "ragplan" / "studio" / "langgraph.json").exists()
 
 
 @pytest.fixture
@@ -221,6 +246,32 @@ def test_dev_server_plan_review_pauses_and_approve_resumes(dev_server, stub_url,
     assert out.get("error", "") == "" and out["answer"] == "lubeck" and out["stop_reason"] == "plan_done"
     assert [r["action"] for r in out["plan_reviews"]] == ["approve"]
     assert len(_stub_requests(stub_url)) == 4
+
+
+def test_dev_server_resume_without_the_runs_context_is_refused(dev_server, stub_url, tmp_path):
+    """Resuming a paused run from the SDK without ``context=`` would run the plan with the default model and
+    endpoint: the server refuses it (the run errors naming the settings), the thread stays paused with nothing sent,
+    and the resume with the run's context finishes it."""
+    from langgraph_sdk import get_sync_client
+
+    cql = tmp_path / "trade.cql"
+    cql.write_text(TRADE_NETWORK)
+    ctx = _review_context(stub_url, cql)
+    client = get_sync_client(url=dev_server)
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, "planrag", input={"question": QUESTION}, context=ctx)
+    sent = len(_stub_requests(stub_url))
+    try:
+        out = client.runs.wait(tid, "planrag", command={"resume": {"action": "approve"}})
+        refusal = json.dumps(out)
+    except Exception as exc:  # (an SDK that raises on a failed run)
+        refusal = str(exc)
+    assert "ResumeContextMismatch" in refusal or "resume it with the context it ran with" in refusal, refusal
+    state = client.threads.get_state(tid)
+    assert list(state["next"]) == ["review_plan"] and state["interrupts"]
+    assert len(_stub_requests(stub_url)) == sent
+    out = client.runs.wait(tid, "planrag", command={"resume": {"action": "approve"}}, context=ctx)
+    assert out["answer"] == "lubeck" and out.get("error", "") == ""
 
 
 def test_dev_server_plan_review_reject_ends_the_run(dev_server, stub_url, tmp_path):

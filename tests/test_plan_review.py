@@ -230,3 +230,32 @@ def test_furepa_later_picks_are_replans_and_pass_without_review_replans():
     assert reviewer.pending({"iterations": [Iteration(index=1, answer="x")]}, ctx) is None  # answered: nothing to review
     edit = reviewer.apply_edit({"iterations": [picked(1, "Alien")]}, ctx, "  alien   ")  # the same candidate, normalised
     assert edit.update["iterations"][0].pick == 0 and edit.text == "Alien"
+
+
+@pytest.mark.parametrize("method", ["planrag", "reaper", "furepa", "instructrag"])
+def test_a_server_resume_without_the_runs_context_is_refused_and_stays_paused(method, data):
+    """As on a LangGraph server (a store beside the checkpointer): a resume whose context lacks the run's settings
+    (the SDK call without ``context=``) is refused before any LLM call, the thread stays paused, and the resume with
+    the run's context finishes it."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.store.memory import InMemoryStore
+    from langgraph.types import Command
+
+    from ragplan.nodes.common.review_plan import PAUSED_CONTEXTS, ResumeContextMismatch
+
+    d, fam = _data(data, method), family_of(method)
+    store = InMemoryStore()
+    graph = fam.graph(method).build().compile(checkpointer=InMemorySaver(), store=store)
+    cfg: Any = {"configurable": {"thread_id": "t1"}, "recursion_limit": 200}
+    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
+        ctx = fam.make_context(method, model=MODEL, base_url=stub.base_url, review_plan=True, **d.api(method))
+        graph.invoke(fam.graph_input(d.question, {}), config=cfg, context=ctx)
+        assert graph.get_state(cfg).interrupts
+        made = len(stub.requests)
+        bare = fam.make_context(method, review_plan=True, **d.api(method))  # the server's, without context=
+        with pytest.raises(ResumeContextMismatch, match=f"model='{MODEL}'"):
+            graph.invoke(Command(resume={"action": "approve"}), config=cfg, context=bare)
+        assert graph.get_state(cfg).interrupts and len(stub.requests) == made  # still paused, nothing sent
+        out = graph.invoke(Command(resume={"action": "approve"}), config=cfg, context=ctx)
+    assert out["answer"] and not out.get("error") and [r.action for r in out["plan_reviews"]] == ["approve"]
+    assert store.search(PAUSED_CONTEXTS) == []  # answered: the kept settings are gone

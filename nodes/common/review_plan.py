@@ -7,10 +7,13 @@ plan counts as rejected (``stop_reason = "plan_rejected"``). Behaviour: docs/rel
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Generic, Literal, TypeVar
 
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
@@ -22,7 +25,7 @@ from ragplan.state.reaper import ReaperState
 from ragplan.state.review import PLAN_REJECTED, REVIEW_ANSWERS, PlanReview, PlanReviewSettings
 
 __all__ = ["PlanView", "PlanEdit", "PlanEditError", "PlanReviewer", "ReviewDecision", "parse_decision",
-           "make_review_plan", "PlannedState"]
+           "make_review_plan", "PlannedState", "ResumeContextMismatch"]
 
 PlannedState = PlanRAGState | ReaperState | FuRePAState | InstructRAGState
 """The state of a family that writes a plan: what the review node reads and updates."""
@@ -102,6 +105,39 @@ def parse_decision(value: Any) -> ReviewDecision:
     return ReviewDecision(action="edit", plan=plan)
 
 
+class ResumeContextMismatch(ValueError):
+    """A paused run was resumed with other settings than it ran with (on a LangGraph server: no ``context=``)."""
+
+
+PAUSED_CONTEXTS = ("ragplan", "paused_context")
+"""The store namespace where a paused review keeps its run's settings (LangGraph server, Studio, SDK)."""
+
+
+def check_resume_context(runtime: Runtime[Any], plan: str, keep: bool) -> str:
+    """With a store (the LangGraph server gives one): refuse to go on from a pause under other settings than the
+    paused run's (the thread stays paused); ``keep``: keep this run's JSON settings at its first pause, under a key of
+    thread and plan. The key ("" without a store)."""
+    from ragplan.checkpoints import context_settings  # (ragplan.checkpoints imports the registry, which builds graphs)
+
+    if runtime.store is None:
+        return ""  # ragplan ask / resume and ragplan.api keep the settings with the thread themselves
+    thread = str(get_config().get("configurable", {}).get("thread_id", ""))
+    key = hashlib.sha256(f"{thread}\n{plan}".encode()).hexdigest()
+    now = {k: re.sub(r"://[^/@\s]*@", "://***@", v) if isinstance(v, str) else v  # no URL password in the store
+           for k, v in context_settings(runtime.context).items()}
+    kept = runtime.store.get(PAUSED_CONTEXTS, key)
+    if kept is None:
+        if keep:
+            runtime.store.put(PAUSED_CONTEXTS, key, now)
+        return key
+    changed = [f"{k}={v!r} (resumed with {now.get(k)!r})" for k, v in kept.value.items() if now.get(k) != v]
+    if changed:
+        raise ResumeContextMismatch("this run paused for review under other settings: " + ", ".join(changed)
+                                    + "; resume it with the context it ran with (context=…), so the same model "
+                                    "and endpoint execute the plan. It stays paused.")
+    return key
+
+
 def make_review_plan(method: str, reviewer: PlanReviewer[S, C]) -> Node[S, C]:
     """The review node of graph ``method``, showing and editing plans the way ``reviewer`` says."""
 
@@ -109,8 +145,19 @@ def make_review_plan(method: str, reviewer: PlanReviewer[S, C]) -> Node[S, C]:
         """Pause for a person's verdict on the waiting plan (pass through when review is off or nothing waits)."""
         ctx = runtime.context
         view = reviewer.pending(state, ctx)
-        if view is None or not getattr(ctx, "review_plan" if view.kind == "plan" else "review_replans", False):
+        if view is None:
             return {}
+        on = bool(getattr(ctx, "review_plan" if view.kind == "plan" else "review_replans", False))
+        key = check_resume_context(runtime, view.plan, keep=on)  # (a resume without context has review off)
+        if not on:
+            return {}
+        update = review_rounds(state, ctx, view)
+        if key and runtime.store is not None:  # answered: the kept settings are no longer needed
+            runtime.store.delete(PAUSED_CONTEXTS, key)
+        return update
+
+    def review_rounds(state: S, ctx: C, view: PlanView) -> dict[str, Any]:
+        """Ask until an acceptable answer or ``max_review_rounds``; the state update."""
         rounds = max(1, int(getattr(ctx, "max_review_rounds", 3) or 1))
         review = partial(PlanReview, kind=view.kind, plan=view.plan)
         records: list[PlanReview] = []

@@ -61,9 +61,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     graphs.add_argument("--settings-md", action="store_true",
                         help="print docs/settings.md: every family's settings, their flags, types and defaults")
     studio = sub.add_parser("studio", help="serve every graph for LangGraph Studio / the SDK (`langgraph dev`, set "
-                            "up for ragplan)", description="Checks that langgraph.json serves every registered graph, "
-                            "then runs `langgraph dev`. Extra arguments go to `langgraph dev`, e.g. --port 2024 "
-                            "--no-browser.")
+                            "up for ragplan)", description="In the project folder, checks that langgraph.json serves "
+                            "every registered graph; in any other folder, serves the installed package's graphs. Then "
+                            "runs `langgraph dev`; extra arguments go to it, e.g. --port 2024 --no-browser.")
     studio.add_argument("langgraph_args", nargs=argparse.REMAINDER, help="arguments for `langgraph dev`")
     for name, module in COMMAND_MODULES.items():
         add = importlib.import_module(module).add_parser
@@ -77,8 +77,7 @@ def _graphs(args: argparse.Namespace) -> int:
     from ragplan.registry import families, langgraph_graphs
 
     if args.langgraph_json:
-        print(json.dumps({"$schema": "https://langgra.ph/schema.json", "python_version": "3.11", "dependencies": ["."],
-                          "graphs": langgraph_graphs()}, indent=2))
+        print(langgraph_json(langgraph_graphs()), end="")
         return 0
     fams = families()
     if args.settings_md:
@@ -96,19 +95,28 @@ def _graphs(args: argparse.Namespace) -> int:
 
 
 def _studio(langgraph_args: list[str]) -> int:
-    """``ragplan studio``: check that langgraph.json serves exactly the registered graphs, then run `langgraph dev`."""
+    """``ragplan studio``: run `langgraph dev` on ./langgraph.json when it serves ragplan's graphs (checked against
+    the registry), else anywhere on the installed package's graphs, from ragplan's state folder."""
+    from ragplan.checkpoints import default_checkpoint_db
     from ragplan.registry import langgraph_graphs
 
     exe = shutil.which("langgraph") or os.path.join(os.path.dirname(sys.executable), "langgraph")
     if not os.path.exists(exe):
         return fail("`langgraph` is not installed (pip install 'langgraph-cli[inmem]')")
-    if not os.path.exists("langgraph.json"):
-        return fail("run this in the ragplan project folder (where langgraph.json is)")
+    want = langgraph_graphs()
     try:
         served = json.loads(open("langgraph.json", encoding="utf-8").read()).get("graphs") or {}
+    except FileNotFoundError:
+        served = {}
     except (OSError, ValueError) as exc:
         return fail(f"langgraph.json cannot be read: {exc}")
-    want = langgraph_graphs()
+    if not any(str(v).startswith("ragplan.graphs.") for v in served.values()):  # not ragplan's project folder
+        home = default_checkpoint_db().parent / "studio"  # langgraph dev keeps its .langgraph_api there too
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "langgraph.json").write_text(langgraph_json(want), encoding="utf-8")
+        print(f"serving the installed ragplan's graphs from {home}", file=sys.stderr)
+        os.chdir(home)
+        os.execv(exe, [exe, "dev", "--config", "langgraph.json", *langgraph_args])
     problems = [f"{what} {', '.join(names)}" for what, names in (
         ("missing", sorted(set(want) - set(served))), ("unknown", sorted(set(served) - set(want))),
         ("wrong path for", sorted(n for n in set(want) & set(served) if want[n] != served[n]))) if names]
@@ -116,6 +124,12 @@ def _studio(langgraph_args: list[str]) -> int:
         return fail(f"langgraph.json does not match the registered graphs ({'; '.join(problems)}); "
                     "regenerate it with `ragplan graphs --langgraph-json > langgraph.json`")
     os.execv(exe, [exe, "dev", *langgraph_args])
+
+
+def langgraph_json(graphs: dict[str, str]) -> str:
+    """The langgraph.json that serves ``graphs`` (``ragplan graphs --langgraph-json``)."""
+    return json.dumps({"$schema": "https://langgra.ph/schema.json", "python_version": "3.11", "dependencies": ["."],
+                       "graphs": graphs}, indent=2) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
