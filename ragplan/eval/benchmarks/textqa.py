@@ -80,13 +80,13 @@ class TextQABenchmark:
         """What this benchmark reads and groups by."""
         return SPECS[self.name]
 
-    @property
+    @cached_property
     def label_only(self) -> bool:
         """Whether every loaded question is a yes/no or FEVER question (``correct`` is then the label match)."""
         exs = self.examples()
         return bool(exs) and all(ex.kind in _LABEL_KINDS for ex in exs)
 
-    @property
+    @cached_property
     def metrics(self) -> tuple[str, ...]:
         """The record fields every summary table averages (``label_acc`` only when some question has a label)."""
         labels = any(ex.kind in _LABEL_KINDS for ex in self.examples())
