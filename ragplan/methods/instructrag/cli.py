@@ -190,7 +190,7 @@ def run_build_graph(args: argparse.Namespace) -> int:
                                     progress=not args.no_progress)
     g.save(args.out)
     if rep.skipped:
-        print(f"skipped {rep.skipped} block(s)/line(s): {'; '.join(rep.problems[:3])}", file=sys.stderr)
+        print(f"skipped {rep.skipped} log block(s): {'; '.join(rep.problems[:3])}", file=sys.stderr)
     _print_stats(g.stats(), args.json)
     return 0
 
@@ -300,6 +300,8 @@ def run_figures(args: argparse.Namespace) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     """F1 / EM of eval runs grouped by seen / unseen task (the task from the gold answer and question)."""
+    from ragplan.eval.runfolder import RunFolder
+
     out: dict[str, Any] = {}
     for run_dir in args.runs:
         f = Path(run_dir) / "results.jsonl"
@@ -307,11 +309,7 @@ def run_report(args: argparse.Namespace) -> int:
             return fail(f"no results.jsonl in {run_dir}")
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
         method = ""
-        for line in f.read_text(encoding="utf-8").splitlines():
-            try:
-                r = json.loads(line)
-            except ValueError:  # a blank or cut-off line
-                continue
+        for r in RunFolder(run_dir).load_records().values():  # (a cut-off line is skipped with a warning)
             method = r.get("method", method)
             task = answer_type(str(r.get("gold", "")), str(r.get("question", "")))
             for key in ("all", task_split(task), f"task: {task}"):
