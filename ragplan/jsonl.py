@@ -1,27 +1,48 @@
-"""Reading JSON Lines files whose every line must be one JSON object (shops, gold sets, seed plans …).
-
-One reader, so every such file fails the same way: the first bad line is an error naming the file and
-line (not JSON — often a truncated file —, or not an object), raised as the caller's own error class.
-"""
+"""Reading users' text files (JSON, JSON Lines, logs …) one way: a file that cannot be read or is not UTF-8 text,
+or a line that is not a JSON object, is an error naming the file and line, raised as the caller's error class
+(:class:`FileFormatError` by default, which the CLI reports with exit code 2)."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
-__all__ = ["read_jsonl_objects"]
+__all__ = ["FileFormatError", "decode_text", "read_text", "read_jsonl_objects"]
 
 
-def read_jsonl_objects(path: str | Path, error: type[Exception] = ValueError) -> list[tuple[int, dict[str, Any]]]:
+class FileFormatError(ValueError):
+    """A user's file that cannot be read as it should: the message names the file (and line)."""
+
+
+def decode_text(data: bytes, path: str | Path, error: type[Exception] = FileFormatError, line: int = 1) -> str:
+    """``data`` (read from ``path``, starting at ``line``) as UTF-8 text, a BOM dropped; ``error`` naming the file and
+    the line of the first byte that is not UTF-8."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line += data.count(b"\n", 0, exc.start)
+        raise error(f"{path}:{line}: not UTF-8 text (a binary file?)") from None
+
+
+def read_text(path: str | Path, error: type[Exception] = FileFormatError) -> str:
+    """The text of ``path`` (``.gz`` decompressed) by :func:`decode_text`; ``error`` naming the file when it cannot
+    be read."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+        return decode_text(gzip.decompress(data) if p.suffix == ".gz" else data, p, error)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise error(f"{p}: cannot read: {exc}") from None
+
+
+def read_jsonl_objects(path: str | Path, error: type[Exception] = FileFormatError) -> list[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for every non-blank line of ``path``; ``error`` naming the file and line of the
     first line that is not a JSON object, or the file when it cannot be read."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"{path}: cannot read: {exc}") from None
     rows: list[tuple[int, dict[str, Any]]] = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(read_text(path, error).split("\n"), 1):
         if not line.strip():
             continue
         try:

@@ -142,6 +142,10 @@ def test_index_passages(tmp_path, name, text, where):
     from ragplan.tools.textindex import build_index
 
     refused(lambda: build_index(write(tmp_path / name, text), tmp_path / "index", progress=False), ValueError, where)
+    assert not (tmp_path / "index").exists()  # the folder it made, its work folder and .build.lock: gone
+    (tmp_path / "kept").mkdir()
+    refused(lambda: build_index(tmp_path / name, tmp_path / "kept", progress=False), ValueError, where)
+    assert (tmp_path / "kept").is_dir() and not any((tmp_path / "kept").iterdir())  # the user's folder stays, empty
 
 
 # ------------------------------------------------------------------------------------------ REAPER
@@ -222,9 +226,9 @@ GOOD_PATH = {"question": "Who directed The Distant Signal?", "path": ["Search[Th
     ("empty.jsonl", "", r"empty\.jsonl: the file is empty"),
     ("cut.jsonl", json.dumps(GOOD_PATH)[:-20] + "\n", r"cut\.jsonl:1: "),
     ("table.jsonl", "question,path\nwho,Search[x]\n", r"table\.jsonl:1: "),
-    ("nopath.jsonl", json.dumps({k: v for k, v in GOOD_PATH.items() if k != "path"}) + "\n", r"nopath\.jsonl:1: 'path'"),
+    ("nopath.jsonl", json.dumps({k: v for k, v in GOOD_PATH.items() if k != "path"}) + "\n", r"nopath\.jsonl:1: no 'path'"),
     ("noquestion.jsonl", json.dumps({k: v for k, v in GOOD_PATH.items() if k != "question"}) + "\n",
-     r"noquestion\.jsonl:1: 'question'"),
+     r"noquestion\.jsonl:1: no 'question'"),
 ])
 def test_instructrag_path_files(tmp_path, capsys, name, text, where):
     from ragplan.methods.instructrag.paths import read_paths
@@ -237,10 +241,14 @@ def test_instructrag_path_files(tmp_path, capsys, name, text, where):
         assert main(["instructrag", *cmd]) == 2
         assert re.search(where, capsys.readouterr().err)
     assert not (tmp_path / "sets").exists() or not any((tmp_path / "sets").iterdir())  # split wrote nothing
-    # one bad line among good ones is skipped and counted, not fatal
+    # one bad line among good ones is refused too, naming its line (as every reader of a JSONL file does)
     mixed = write(tmp_path / f"mixed-{name}", json.dumps(GOOD_PATH) + "\n" + text)
-    rep = read_paths([mixed])
-    assert len(rep.successful) == 1 and (rep.skipped >= 1 or not text.strip())
+    if text.strip():
+        assert main(["instructrag", "build-graph", "--paths", str(mixed), "--out", str(tmp_path / "g")]) == 2
+        assert f"mixed-{name}:2: " in capsys.readouterr().err
+        assert not (tmp_path / "g").exists()
+    else:
+        assert len(read_paths([mixed]).successful) == 1
 
 
 def test_instructrag_graph_and_agents(tmp_path):
@@ -270,3 +278,52 @@ def test_saved_assessor_and_classifier(tmp_path):
     c = tmp_path / "classifier"
     write(c / "meta.json", '{"classes": ["a"')
     refused(lambda: load_classifier(c), ValueError, r"classifier is not a saved route classifier")
+
+
+# ------------------------------------------------------------------------------------------ one rule for every reader
+
+LLM = ["--base-url", "http://127.0.0.1:9/v1", "--model", "openai:stub-model", "--no-progress"]
+BINARY = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xd8" * 40  # an image given by mistake
+LATIN1 = json.dumps(HOT).encode() + b"\n" + json.dumps({**HOT, "_id": "a2"}).encode().replace(b"Alien is", b"Alien \xe9tait") + b"\n"
+
+
+@pytest.mark.parametrize("content, line", [(BINARY, 1), (LATIN1, 2)])
+@pytest.mark.parametrize("command", ["eval", "instructrag", "furepa"])
+def test_a_file_that_is_not_utf8_is_refused_naming_its_line(tmp_path, capsys, command, content, line):
+    """``eval --data``, ``instructrag --paths`` and ``furepa --data``: exit 2 naming file and line, nothing written."""
+    f, out = tmp_path / "data.jsonl", tmp_path / "out"
+    f.write_bytes(content)
+    argv = {"eval": ["eval", "--method", "standard", "--benchmark", "hotpotqa", "--data", str(f), *LLM],
+            "instructrag": ["instructrag", "build-graph", "--paths", str(f)],
+            "furepa": ["furepa", "train-assessor", "--data", str(f), "--context-only"]}[command]
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{f}:{line}: not UTF-8 text" in err and "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("content, where", [
+    (BINARY, r"settings\.json:1: not UTF-8 text"),
+    (b'{"method": "standard", "bench', r"settings\.json: not a run's settings \(Unterminated string"),
+    (b"[1, 2]", r"settings\.json: not a run's settings"),
+    (b'{"method": "standard"}', r"settings\.json: not a run's settings \(.*missing 2 required"),
+])
+def test_eval_report_and_resume_name_an_unreadable_settings_file(tmp_path, capsys, content, where):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "settings.json").write_bytes(content)
+    (run / "results.jsonl").write_text("")
+    for argv in (["eval", "report", str(run)], ["eval", "--resume", str(run), *LLM]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert re.search(where, err) and "Traceback" not in err, err
+    assert (run / "settings.json").read_bytes() == content  # left as it was
+
+
+def test_a_refused_eval_leaves_no_run_folder(tmp_path, capsys):
+    claim = {"id": 1, "claim": "Paris is in France.", "label": "SUPPORTS", "evidence": [[[1, 2, "Paris", 0]]]}
+    fever, out = write(tmp_path / "fever.jsonl", json.dumps(claim) + "\n"), tmp_path / "run"
+    argv = ["eval", "--method", "standard", "--benchmark", "fever", "--data", str(fever), "--context-only", *LLM]
+    assert main([*argv, "--out", str(out)]) == 2  # FEVER ships no paragraphs to index
+    assert "context_only needs the questions' own context paragraphs" in capsys.readouterr().err
+    assert not out.exists()

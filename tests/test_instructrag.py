@@ -365,11 +365,14 @@ def test_unlabelled_blocks_are_skipped_and_jsonl_is_read(tmp_path):
     f = tmp_path / "p.jsonl"
     f.write_text(json.dumps({"question": "Who directed Alien?", "answer": "Ridley Scott", "task": "",
                              "path": [{"action": "search", "argument": "Alien (film)"}, {"action": "Finish", "argument": "Ridley Scott"}],
-                             "success": True}) + "\nnot json\n"
-                 + json.dumps({"question": "q", "path": [{"action": "Fly", "argument": "x"}]}) + "\n")
+                             "success": True}) + "\n")
     got = read_paths([f])
     assert got.successful[0].text == "Search[Alien (film)] → Finish[Ridley Scott]" and got.successful[0].task == "person"
-    assert got.skipped == 2 and "Fly" in got.problems[1]
+    for n, line in ((2, "not json"), (3, json.dumps({"question": "q", "path": [{"action": "Fly", "argument": "x"}]}))):
+        f.write_text(f.read_text() + line + "\n")  # a bad line among good ones is refused, naming its line
+        with pytest.raises(ValueError, match=rf"p\.jsonl:{n}: " + ("not valid JSON" if n == 2 else ".*Fly")):
+            read_paths([f])
+        f.write_text(f.read_text().replace(line + "\n", "\n"))
 
 
 def test_twelve_tasks_six_seen_six_unseen_and_the_rule():

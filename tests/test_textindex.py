@@ -8,6 +8,7 @@ tests write.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import gzip
 import json
 import os
@@ -251,6 +252,13 @@ def test_killed_build_resumes_without_re_embedding_finished_shards(corpus_file, 
     with pytest.raises(KeyboardInterrupt):
         build_index(corpus_file, out, shard_size=10, progress=False)
     assert killer.calls == 2 and (out / ".build" / "emb_00000.npy").is_file()
+    assert not (out / ".build.lock").exists()  # released and removed however the build ends
+    with open(out / ".build.lock", "w") as held:  # another build at work
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(TextIndexError, match="another build is writing"):
+            build_index(corpus_file, out, shard_size=10, progress=False)
+        assert (out / ".build.lock").exists()  # its lock is not taken from it
+    (out / ".build.lock").unlink()
     assert not (out / "meta.json").exists() and not (out / "index.faiss").exists()
     with pytest.raises(TextIndexError, match="incomplete text index.*1 embedding shard.*resume"):
         TextIndex.open(out)
@@ -260,7 +268,7 @@ def test_killed_build_resumes_without_re_embedding_finished_shards(corpus_file, 
     report = build_index(corpus_file, out, shard_size=10, progress=False)
     assert counter.calls == 2  # shards 1 and 2 only: shard 0 was not embedded again
     assert (report.shards, report.shards_reused, report.count) == (3, 1, 30)
-    assert not (out / ".build").exists()
+    assert not (out / ".build").exists() and not (out / ".build.lock").exists()
     again = build_index(corpus_file, out, shard_size=10, progress=False)
     assert again.up_to_date and counter.calls == 2  # finished and unchanged: nothing to do
     assert TextIndex.open(out).search("coffee made under pressure", 1)[0].title == "Espresso"

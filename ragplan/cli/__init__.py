@@ -16,6 +16,7 @@ import sys
 
 from ragplan import __version__
 from ragplan.cli.errors import BadInput, TerminalSafe, fail
+from ragplan.jsonl import FileFormatError
 
 __all__ = ["main", "build_parser", "COMMAND_MODULES", "SETTINGS_COMMANDS"]
 
@@ -150,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "graphs":
             return _graphs(args)
         return importlib.import_module(COMMAND_MODULES[args.command]).run(args)
-    except BadInput as exc:
+    except (BadInput, FileFormatError) as exc:  # (a user's file that is not what it should be: named, exit 2)
         return fail(str(exc))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -5,16 +5,18 @@ of records, or an object whose ``data`` is one) or JSON Lines, gzipped too. A fi
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import itertools
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ragplan.datasets.example import DatasetError, QAExample, RawRecord, infer_kind
 from ragplan.datasets.formats import PARSERS, ParseOptions, looks_like, unsupported_format
+from ragplan.jsonl import decode_text, read_text
 
 __all__ = ["FORMATS", "QAExample", "DatasetError", "infer_kind", "load_qa", "detect_format", "read_records",
            "resolve_data_file", "normalize_format"]
@@ -67,16 +69,16 @@ def resolve_data_file(path: str | Path, dataset: str | None = None) -> Path:
                             "give the file's path")
 
 
-def _open(path: Path) -> IO[str]:
-    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
+def _lines(path: Path) -> Generator[tuple[int, str], None, None]:
+    """``(line number, text)`` of each line, streamed; a line that is not UTF-8 is a :class:`DatasetError`."""
+    with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            yield n, decode_text(raw, path, DatasetError, n)
 
 
 def _first_char(path: Path) -> str:
-    with _open(path) as fh:
-        while chunk := fh.read(4096):
-            if stripped := chunk.lstrip("\ufeff \t\r\n"):
-                return stripped[0]
-    return ""
+    with contextlib.closing(_lines(path)) as lines:
+        return next((s[0] for _, line in lines if (s := line.lstrip("\ufeff \t\r\n"))), "")
 
 
 def _json_error(path: Path, exc: json.JSONDecodeError, line: int | None = None) -> DatasetError:
@@ -84,12 +86,11 @@ def _json_error(path: Path, exc: json.JSONDecodeError, line: int | None = None) 
     return DatasetError(f"{path}: {where}: not valid JSON ({exc.msg})")
 
 
-def _whole_json(path: Path) -> list[Any]:
-    with _open(path) as fh:
-        try:
-            data = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise _json_error(path, exc) from None
+def _whole_json(path: Path, text: str) -> list[Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _json_error(path, exc) from None
     if isinstance(data, dict):
         lists = ("data", "Data", "examples", "questions")
         return next((data[k] for k in lists if isinstance(data.get(k), list)), [data])
@@ -115,8 +116,8 @@ def read_records(path: str | Path) -> Iterator[RawRecord]:
         raise DatasetError(f"{p}: neither JSON nor JSON Lines (starts with {first!r})")
     first_error: DatasetError | None = None
     if first == "{":
-        with _open(p) as fh:
-            for index, (lineno, line) in enumerate((n, x) for n, x in enumerate(fh, start=1) if x.strip()):
+        with contextlib.closing(_lines(p)) as lines:
+            for index, (lineno, line) in enumerate((n, x) for n, x in lines if x.strip()):
                 try:
                     data = json.loads(line)
                 except json.JSONDecodeError as exc:
@@ -129,12 +130,14 @@ def read_records(path: str | Path) -> Iterator[RawRecord]:
                 yield RawRecord(data, p, index, lineno)
             else:
                 return
+    text = read_text(p, DatasetError)  # not UTF-8: that line, not a first line's JSON error
     try:
-        whole = _whole_json(p)
+        whole = _whole_json(p, text)
     except DatasetError:
         if first_error is not None:
             raise first_error from None
         raise
+    del text  # (the records hold what they need)
     for i, data in enumerate(whole):
         yield RawRecord(data, p, i)
 

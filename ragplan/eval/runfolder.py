@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ragplan import __version__
+from ragplan.jsonl import FileFormatError, read_text
 from ragplan.llm_cache import fingerprint_of
 
 __all__ = ["RunSettings", "RunFolder", "atomic_write", "record_line"]
@@ -53,10 +54,13 @@ class RunSettings:
 
     @classmethod
     def load(cls, path: Path) -> "RunSettings":
-        """Read ``settings.json``."""
-        data = json.loads(path.read_text())
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        """Read ``settings.json``; :class:`~ragplan.jsonl.FileFormatError` naming it when it is no run's settings."""
+        try:
+            data = json.loads(read_text(path))
+            known = {f.name for f in fields(cls)}
+            return cls(**{k: v for k, v in data.items() if k in known})
+        except (ValueError, AttributeError, TypeError) as exc:
+            raise FileFormatError(str(exc) if isinstance(exc, FileFormatError) else f"{path}: not a run's settings ({exc})") from None
 
 
 class RunFolder:

@@ -35,9 +35,6 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     items = bench.items()
     for pos, it in enumerate(items):  # each record keeps its question's place, so reports list them in this order
         it.meta["position"] = pos
-    if not settings.created:
-        settings.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    folder.save_settings(settings)
     done = folder.load_records(repair=True)
     # items that share their settings (a DQA script …) run next to each other, so each store is loaded once per run
     pending = sorted((it for it in items if it.id not in done), key=lambda it: json.dumps(it.context, sort_keys=True, default=str))
@@ -62,6 +59,9 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
             chat_model_for(first_ctx)
         except Exception:  # noqa: BLE001  (a model that cannot be built is each question's recorded failure)
             pass
+    if not settings.created:  # saved once the run is not refused: a refused run leaves no settings.json
+        settings.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    folder.save_settings(settings)
     invocation = folder.start_invocation()  # the run's clock (summary's wall time) starts with its questions
     finished = len(items) - len(pending)
     if on_progress:

@@ -84,14 +84,24 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 
 @contextlib.contextmanager
-def _build_lock(out: Path) -> Iterator[None]:
-    """One build per directory at a time (an advisory lock on ``out/.build.lock``)."""
-    with open(out / ".build.lock", "w") as fh:
+def _build_lock(out: Path, created: bool) -> Iterator[None]:
+    """One build per directory at a time (an advisory lock on ``out/.build.lock``, removed when the build ends; a
+    build that wrote nothing removes its empty work folder, and ``out`` when it ``created`` it)."""
+    lock = out / ".build.lock"
+    with open(lock, "w") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            if os.stat(lock).st_ino != os.fstat(fh.fileno()).st_ino:  # removed by a build that just ended
+                raise BlockingIOError
+        except (BlockingIOError, FileNotFoundError):
             raise TextIndexError(f"another build is writing {out} (its .build.lock is held)") from None
-        yield  # closing the file releases the lock
+        try:
+            yield
+        finally:
+            lock.unlink(missing_ok=True)  # while still held, then closing the file releases the lock
+            for folder in (out / WORK_DIR, *([out] if created else [])):
+                with contextlib.suppress(OSError):  # (not empty: kept, to resume from)
+                    folder.rmdir()
 
 
 def _shard_path(work: Path, s: int) -> Path:
@@ -125,7 +135,6 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise TextIndexError(f"index output {str(out)!r} exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
     if embedder is not None:
         model_dir = str(getattr(embedder, "model_path", type(embedder).__name__))
         model_fp = str(getattr(embedder, "fingerprint", type(embedder).__name__))
@@ -140,7 +149,9 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
     fingerprint = hashlib.sha256(json.dumps(recipe).encode()).hexdigest()[:24]
     settings = {"flat_threshold": flat_threshold, "hnsw_m": HNSW_M, "ef_construction": ef_construction}
 
-    with _build_lock(out):
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    with _build_lock(out, created):
         meta = _read_json(out / "meta.json")
         if (not force and meta and meta.get("fingerprint") == fingerprint and meta.get("settings") == settings
                 and (out / "index.faiss").is_file() and (out / "passages.sqlite").is_file()):
@@ -170,6 +181,7 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
             _write_atomic(work / "manifest.json", _json_bytes(manifest))
         count = int(manifest["count"])
         if count == 0:
+            shutil.rmtree(work)  # nothing to resume from
             raise TextIndexError(f"no passages in {src}" + (f" ({manifest['skipped']} malformed lines skipped)"
                                                             if manifest.get("skipped") else ""))
         t_model = time.perf_counter()

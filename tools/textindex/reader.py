@@ -121,8 +121,8 @@ def _json_passage(raw: bytes) -> Passage | str:
     """The passage of one JSONL line, or the reason it is not one."""
     try:
         obj = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        return f"not UTF-8 ({exc.reason} at byte {exc.start})"
+    except UnicodeDecodeError:
+        return "not UTF-8 text (a binary file?)"
     except json.JSONDecodeError as exc:
         return f"not a JSON object ({exc.msg}, column {exc.colno})"
     if not isinstance(obj, dict):
@@ -165,7 +165,7 @@ def _read_tsv(path: Path) -> Iterator[Passage | PassageFormatError]:
             start, last = last + 1, rows.line_num
             if bad_utf8 and bad_utf8[-1] >= start:
                 bad_utf8.clear()
-                yield PassageFormatError(path, start, "not UTF-8")
+                yield PassageFormatError(path, start, "not UTF-8 text (a binary file?)")
             elif not row or all(not c.strip() for c in row):
                 continue
             elif cols is None:

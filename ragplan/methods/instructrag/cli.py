@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ragplan.cli.errors import fail
+from ragplan.jsonl import read_text
 from ragplan.methods.instructrag.paths import read_paths, write_paths_jsonl
 from ragplan.methods.instructrag.synth import split_failed, split_paths, write_world
 from ragplan.methods.instructrag.tasks import answer_type, task_split
@@ -190,7 +191,7 @@ def run_build_graph(args: argparse.Namespace) -> int:
                                     progress=not args.no_progress)
     g.save(args.out)
     if rep.skipped:
-        print(f"skipped {rep.skipped} block(s)/line(s): {'; '.join(rep.problems[:3])}", file=sys.stderr)
+        print(f"skipped {rep.skipped} log block(s): {'; '.join(rep.problems[:3])}", file=sys.stderr)
     _print_stats(g.stats(), args.json)
     return 0
 
@@ -307,10 +308,10 @@ def run_report(args: argparse.Namespace) -> int:
             return fail(f"no results.jsonl in {run_dir}")
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
         method = ""
-        for line in f.read_text(encoding="utf-8").splitlines():
+        for line in read_text(f).splitlines():
             try:
                 r = json.loads(line)
-            except ValueError:  # a blank or cut-off line
+            except ValueError:  # a blank or cut-off line (of a killed run)
                 continue
             method = r.get("method", method)
             task = answer_type(str(r.get("gold", "")), str(r.get("question", "")))

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from ragplan.jsonl import FileFormatError, read_jsonl_objects, read_text
 from ragplan.methods.instructrag.tasks import answer_type
 
 __all__ = ["ACTIONS", "Instruction", "InstructionPath", "PathReadReport", "read_paths", "read_paths_jsonl",
@@ -91,7 +92,7 @@ class PathReadReport:
     successful: list[InstructionPath] = field(default_factory=list)
     failed: list[InstructionPath] = field(default_factory=list)
     skipped: int = 0
-    """Blocks or lines without a usable path or label."""
+    """Log blocks without a usable path or label."""
     problems: list[str] = field(default_factory=list)
     """The first few reasons for skips (file:line: why)."""
 
@@ -108,14 +109,12 @@ class PathReadReport:
 
 
 def read_paths_jsonl(path: str | Path, report: PathReadReport | None = None) -> PathReadReport:
-    """Read ``{question, task, answer, path: [{action, argument}], success}`` lines (see the module docstring)."""
+    """Read ``{question, task, answer, path: [{action, argument}], success}`` lines (see the module docstring); a line
+    that is no such record is a :class:`~ragplan.jsonl.FileFormatError` naming the file and line."""
     report = report if report is not None else PathReadReport()
     src = Path(path)
-    for n, line in enumerate(src.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    for n, rec in read_jsonl_objects(src):
         try:
-            rec = json.loads(line)
             steps = []
             for s in rec["path"]:
                 ins = parse_instruction(s if isinstance(s, str) else f"{s.get('action', '')}[{s.get('argument', '')}]")
@@ -130,8 +129,7 @@ def read_paths_jsonl(path: str | Path, report: PathReadReport | None = None) -> 
                                 source=str(rec.get("source") or f"{src.name}:{n}"),
                                 supporting_titles=[str(t) for t in rec.get("supporting_titles") or []])
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            report.skip(f"{src}:{n}: {exc}")
-            continue
+            raise FileFormatError(f"{src}:{n}: {'no ' if isinstance(exc, KeyError) else ''}{exc}") from None
         report.add(p)
     return report
 
@@ -255,23 +253,24 @@ def parse_trajectory_log(text: str, source: str = "log", report: PathReadReport 
 
 def read_paths(files: Iterable[str | Path]) -> PathReadReport:
     """Read every file: ``.jsonl`` / ``.json`` as JSONL records, anything else as a trajectory log; a (question,
-    path) read twice is kept once. A file that yields no path at all is a ValueError naming it and the first
-    problem; bad lines among good ones are skipped and counted."""
+    path) read twice is kept once. A JSONL line that is no path, or a file that yields no path at all, is a
+    :class:`~ragplan.jsonl.FileFormatError` naming it; log blocks without a labelled path are skipped and counted."""
     report = PathReadReport()
     for f in files:
         p = Path(f)
         if not p.is_file():
             raise FileNotFoundError(f"no paths file at {p}")
         before, problems = len(report.successful) + len(report.failed), len(report.problems)
-        if not p.read_bytes().strip():
-            raise ValueError(f"{p}: the file is empty")
+        text = read_text(p)
+        if not text.strip():
+            raise FileFormatError(f"{p}: the file is empty")
         if p.suffix.lower() in (".jsonl", ".json"):
             read_paths_jsonl(p, report)
         else:
-            parse_trajectory_log(p.read_text(encoding="utf-8", errors="replace"), p.name, report)
+            parse_trajectory_log(text, p.name, report)
         if len(report.successful) + len(report.failed) == before:  # a file of another kind, or a truncated one
             why = report.problems[problems] if len(report.problems) > problems else "no Question/Action blocks with a label"
-            raise ValueError(f"{p}: no instruction path could be read (first problem: {why}); expected JSONL lines "
+            raise FileFormatError(f"{p}: no instruction path could be read (first problem: {why}); expected JSONL lines "
                              "{question, answer, path: [{action, argument}], success} or a ReAct/Reflexion trajectory log")
     for name in ("successful", "failed"):
         kept: dict[str, InstructionPath] = {}
