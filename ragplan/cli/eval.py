@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         return {"report": _report, "retrieval": _retrieval, "sweep": _sweep}[args.eval_command](args)
     from ragplan.cli.settings import check_llm
     from ragplan.eval.report import every_question_failed, summary_markdown
-    from ragplan.eval.rerun import missing_entries, record_differences, rerun_settings
+    from ragplan.eval.rerun import bad_entries, record_differences, rerun_settings
     from ragplan.eval.runfolder import RunSettings
     from ragplan.eval.runner import RunRefused, run_evaluation
     from ragplan.registry import family_of
@@ -185,13 +185,14 @@ def run(args: argparse.Namespace) -> int:
     settings.checkpoints = settings.checkpoints and not args.no_checkpoints
     check_llm(settings)
     if args.rerun and settings.llm_replay:
-        lacking, used = missing_entries(args.rerun, settings.llm_cache_dir)
+        bad, used = bad_entries(args.rerun, settings.llm_cache_dir)
         if not (Path(args.rerun) / "llm_cache.json").exists():
             return fail(f"{args.rerun} was recorded without --llm-cache (it has no llm_cache.json): there are no "
                         "recorded responses to replay; re-run it against an endpoint without --replay")
-        if lacking:
-            return fail(f"the LLM cache {settings.llm_cache_dir} lacks {lacking} of the {used} responses {args.rerun} "
-                        "used (its llm_cache.json): the replay would fail on them")
+        if bad:
+            return fail(f"the LLM cache {settings.llm_cache_dir} lacks or cannot serve {len(bad)} of the {used} responses "
+                        f"{args.rerun} used (its llm_cache.json), the replay would fail on them: " + "; ".join(bad[:5])
+                        + (" …" if len(bad) > 5 else ""))
     try:
         summary = run_evaluation(settings, run_dir, progress=not args.no_progress)
     except Exception as exc:  # an unknown benchmark, a refused run (furepa without an assessor), unreadable data
