@@ -122,6 +122,8 @@ def new_settings(args: argparse.Namespace, methods: list[str]) -> Any:
 
 def _resume_overrides(settings: Any, args: argparse.Namespace) -> None:
     """Apply ``--resume`` / ``--rerun``'s flags to the saved settings; BadInput for one changing what is measured."""
+    from ragplan.checkpoints import REDACTED
+
     for name, key in (("concurrency", "concurrency"), ("item_timeout", "item_timeout_s"), ("limit", "limit")):
         if getattr(args, name) is not None:
             setattr(settings, key, getattr(args, name))
@@ -129,6 +131,9 @@ def _resume_overrides(settings: Any, args: argparse.Namespace) -> None:
         settings.data = str(Path(args.data).resolve())
     given, options = _given(args, settings.method)
     settings.base_url = given.pop("base_url", settings.base_url)
+    if REDACTED in settings.base_url:
+        raise BadInput(f"{args.resume or args.rerun}: the run's settings.json keeps its base URL without the password "
+                       f"({settings.base_url}); give it again with --base-url URL")
     if given.get("llm_cache_dir"):
         settings.llm_cache_dir = str(Path(given.pop("llm_cache_dir")).resolve())
     settings.llm_replay = given.pop("llm_replay", None) or settings.llm_replay

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Collection
 
 from ragplan import __version__
+from ragplan.checkpoints import redact
 from ragplan.llm_cache import fingerprint_of
 
 __all__ = ["RunSettings", "RunFolder", "atomic_write", "record_line", "record_problem"]
@@ -68,9 +69,9 @@ class RunFolder:
         self.results_file = self.path / "results.jsonl"
 
     def save_settings(self, settings: RunSettings) -> None:
-        """Write ``settings.json`` atomically."""
+        """Write ``settings.json`` atomically, credentials redacted (a resume is given them again)."""
         self.path.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.settings_file, json.dumps(asdict(settings), indent=2, default=str))
+        atomic_write(self.settings_file, redact(json.dumps(asdict(settings), indent=2, default=str)))
 
     def load_records(self, repair: bool = False, ids: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
         """Finished records by id. A line that is no valid record is skipped with a warning naming its file and line
@@ -192,8 +193,8 @@ def record_problem(rec: Any) -> str:
 
 
 def record_line(record: dict[str, Any]) -> bytes:
-    """A record as one ``results.jsonl`` line (UTF-8, ending in a newline)."""
-    return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    """A record as one ``results.jsonl`` line (UTF-8, ending in a newline), credentials redacted."""
+    return (redact(json.dumps(record, ensure_ascii=False, default=str)) + "\n").encode("utf-8")
 
 
 def atomic_write(path: Path, text: str) -> None:
