@@ -260,3 +260,35 @@ def test_resume_and_report_over_records_of_the_wrong_type_and_unknown_ids(tmp_pa
     recs = RunFolder(run).load_records()
     assert isinstance(recs[bad["id"]]["llm_calls"], int) and recs[bad["id"]]["invocation"] == 2
     assert json.loads((run / "summary.json").read_text())["overall"]["n"] == 3
+
+
+def test_eval_writes_and_prints_no_password_of_the_url_nor_a_key_the_endpoint_echoes(tmp_path, capsys, monkeypatch):
+    import base64
+
+    password, key = "S3cretPass99", "sk-test-Secret-123456"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    clone, run, html = tmp_path / "clone", tmp_path / "run", tmp_path / "report.html"
+    generate_clone(clone, "locating", 2, seed=4)
+    basic = base64.b64encode(f"user:{password}".encode()).decode()
+
+    def echo_401(req):  # an endpoint whose 401 body echoes the Authorization header
+        return Fault(status=401, message=f"Incorrect API key provided: {req.headers.get('authorization')}")
+
+    with OpenAIStub(responder=echo_401) as stub:
+        for url, out in ((stub.base_url.replace("http://", f"http://user:{password}@"), run), (stub.base_url, run.with_name("plain"))):
+            assert main(["eval", "--method", "planrag", "--benchmark", "dqa-locating", "--data", str(clone), "--model",
+                         "openai:m", "--base-url", url, "--out", str(out), "--no-progress"]) == 1
+    assert main(["eval", "report", str(run), str(run.with_name("plain")), "--html", str(html)]) == 0
+    cap = capsys.readouterr()
+    assert {r.headers["authorization"] for r in stub.requests} == {f"Basic {basic}", f"Bearer {key}"}
+    recs = [*RunFolder(run).load_records().values(), *RunFolder(run.with_name("plain")).load_records().values()]
+    assert len(recs) == 4 and all("Incorrect API key provided" in r["error"] for r in recs)
+    assert "Basic ***" in recs[0]["error"] and "Bearer ***" in recs[-1]["error"]
+    assert json.loads((run / "settings.json").read_text())["base_url"].startswith("http://user:***@127.0.0.1")
+    written = b"".join(p.read_bytes() for d in (run, run.with_name("plain")) for p in d.rglob("*") if p.is_file())
+    written += html.read_bytes()
+    assert all(s not in written for s in (password.encode(), key.encode(), basic.encode()))
+    assert all(s not in cap.out + cap.err for s in (password, key, basic))
+    # the password is not kept: a resume is given the URL again
+    assert main(["eval", "--resume", str(run), "--no-progress"]) == 2
+    assert "without the password" in capsys.readouterr().err
