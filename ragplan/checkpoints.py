@@ -28,8 +28,9 @@ from pydantic import BaseModel, Field
 
 from ragplan.registry import families
 
-__all__ = ["redact", "configured_keys", "remember_credentials", "REDACTED", "DB_ENV", "default_checkpoint_db", "checkpoint_db", "state_classes", "StateSerializer", "checkpoint_serde", "open_saver",
-           "RunInfo", "RunStore", "UnknownThread", "context_settings", "new_thread_id"]
+__all__ = ["DB_ENV", "default_checkpoint_db", "checkpoint_db", "state_classes", "StateSerializer", "checkpoint_serde", "open_saver",
+           "RunInfo", "RunStore", "UnknownThread", "context_settings", "new_thread_id", "redact", "configured_keys",
+           "remember_credentials", "REDACTED"]
 
 DB_ENV = "RAGPLAN_CHECKPOINT_DB"
 """Environment variable naming the checkpoint file of ``ragplan ask`` / ``ragplan resume``."""
@@ -40,8 +41,6 @@ REDACTED = "***"
 _URL_PASSWORD = re.compile(r"(://[^/\s:@\"'\\]*:)([^/\s@\"'\\]+)(?=@)")
 _QUERY_SECRET = re.compile(r"((?:[?&]|&amp;)[\w.-]*(?:key|token|password|secret)=)([\w.~%+-]+)", re.I | re.A)
 _SECRET_BYTES = re.compile(rb"://[^/\s@]*:[^/\s@]+@|[?&][\w.-]*(?:key|token|password|secret)=", re.I)
-
-
 _remembered: set[str] = set()
 
 
@@ -50,7 +49,8 @@ def _url_secrets(url: str) -> list[str]:
     found = [m.group(2) for m in _QUERY_SECRET.finditer(url)]
     parts = urlsplit(url)
     if parts.password:
-        found += [parts.password, base64.b64encode(f"{unquote(parts.username or '')}:{unquote(parts.password)}".encode()).decode()]
+        basic = f"{unquote(parts.username or '')}:{unquote(parts.password)}".encode()
+        found += [parts.password, base64.b64encode(basic).decode()]
     return found
 
 
