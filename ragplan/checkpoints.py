@@ -9,6 +9,7 @@ are read back allowing exactly the registered graphs' state classes (:func:`chec
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from contextlib import closing, contextmanager
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any, Iterator, get_args, get_origin, get_type_hints
+from urllib.parse import unquote, urlsplit
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -27,12 +29,65 @@ from pydantic import BaseModel, Field
 from ragplan.registry import families
 
 __all__ = ["DB_ENV", "default_checkpoint_db", "checkpoint_db", "state_classes", "StateSerializer", "checkpoint_serde", "open_saver",
-           "RunInfo", "RunStore", "UnknownThread", "context_settings", "new_thread_id"]
+           "RunInfo", "RunStore", "UnknownThread", "context_settings", "new_thread_id", "redact", "configured_keys",
+           "remember_credentials", "REDACTED"]
 
 DB_ENV = "RAGPLAN_CHECKPOINT_DB"
 """Environment variable naming the checkpoint file of ``ragplan ask`` / ``ragplan resume``."""
 
 _SECRET = re.compile(r"(^|_)(api_key|key|password|passwd|secret|token)$", re.I)
+REDACTED = "***"
+"""What :func:`redact` writes in place of a credential."""
+_URL_PASSWORD = re.compile(r"(://[^/\s:@\"'\\]*:)([^/\s@\"'\\]+)(?=@)")
+_QUERY_SECRET = re.compile(r"((?:[?&]|&amp;)[\w.-]*(?:key|token|password|secret)=)([\w.~%+-]+)", re.I | re.A)
+_SECRET_BYTES = re.compile(rb"://[^/\s@]*:[^/\s@]+@|[?&][\w.-]*(?:key|token|password|secret)=", re.I)
+_remembered: set[str] = set()
+
+
+def _url_secrets(url: str) -> list[str]:
+    """A URL's secret query values, its password and its ``user:password`` as HTTP Basic auth sends it (base64)."""
+    found = [m.group(2) for m in _QUERY_SECRET.finditer(url)]
+    parts = urlsplit(url)
+    if parts.password:
+        basic = f"{unquote(parts.username or '')}:{unquote(parts.password)}".encode()
+        found += [parts.password, base64.b64encode(basic).decode()]
+    return found
+
+
+def remember_credentials(url: str) -> None:
+    """Count the credentials in ``url`` (a ``--base-url``) among the :func:`configured_keys`."""
+    _remembered.update(_url_secrets(url))
+
+
+def configured_keys() -> list[str]:
+    """The API keys configured for this process: every ``*_API_KEY`` variable's value and the credentials of the base
+    URLs in ``RAGPLAN_BASE_URL`` / ``OPENAI_BASE_URL`` or remembered (values under 8 characters left out)."""
+    keys = [v for k, v in os.environ.items() if k.upper().endswith("_API_KEY")] + list(_remembered)
+    for url in (os.environ.get("RAGPLAN_BASE_URL", ""), os.environ.get("OPENAI_BASE_URL", "")):
+        keys += _url_secrets(url)
+    return sorted({k.strip() for k in keys if len(k.strip()) >= 8}, key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    """``text`` with its credentials replaced by ``***``: a URL's password, a secret query value (``api_key=``,
+    ``token=`` …) and every :func:`configured_keys` key. Applied to what is printed or written, never to a URL in use."""
+    for key in configured_keys():
+        text = text.replace(key, REDACTED)
+    text = _URL_PASSWORD.sub(lambda m: m.group(1) + REDACTED, text)
+    return _QUERY_SECRET.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` with :func:`redact` applied to every string in it (dicts, lists, tuples, pydantic models)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_redacted(v) for v in value)
+    if isinstance(value, BaseModel):
+        return value.model_copy(update={k: _redacted(getattr(value, k)) for k in type(value).model_fields})
+    return value
 
 
 class UnknownThread(KeyError):
@@ -85,8 +140,14 @@ class StateSerializer:
         self._reader: JsonPlusSerializer | None = None
 
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
-        """``obj`` as LangGraph's serializer writes it."""
-        return self._writer.dumps_typed(obj)
+        """``obj`` as LangGraph's serializer writes it, its credentials redacted (:func:`redact`)."""
+        kind, data = self._writer.dumps_typed(obj)
+        keys = [k.encode() for k in configured_keys()]
+        if any(k in data for k in keys) or _SECRET_BYTES.search(data):  # (rare: the walk only then)
+            kind, data = self._writer.dumps_typed(_redacted(obj))
+            for k in keys:  # a key in an object the walk does not open: masked in place (lengths kept)
+                data = data.replace(k, b"*" * len(k))
+        return kind, data
 
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         """The object back, rebuilding only the allowed state classes."""
@@ -182,8 +243,9 @@ class RunStore:
         try:
             with self.conn:
                 self.conn.execute("INSERT INTO ragplan_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                                  (info.thread_id, info.method, info.question, json.dumps(info.inputs, default=str),
-                                   json.dumps(info.settings), info.status, info.created, info.updated))
+                                  (info.thread_id, info.method, redact(info.question),
+                                   redact(json.dumps(info.inputs, default=str)), redact(json.dumps(info.settings)),
+                                   info.status, info.created, info.updated))
         except sqlite3.IntegrityError:
             raise ValueError(f"thread {info.thread_id} already exists in {self.path}; continue it with "
                              f"`ragplan resume {info.thread_id}` or choose another --thread") from None

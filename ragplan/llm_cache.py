@@ -132,15 +132,27 @@ class LLMCache(BaseCache):
         """Where the entry of ``digest`` lives."""
         return self.directory / digest[:2] / digest[2:4] / f"{digest}.json"
 
-    def has(self, digest: str) -> bool:
-        """Whether the cache holds an entry for ``digest``."""
-        return self.path_of(digest).is_file()
-
     def _read(self, path: Path) -> list[Generation]:
         data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("format") != FORMAT:
             raise ValueError(f"entry format {data.get('format')}, this ragplan reads format {FORMAT}")
         return [_load_generation(g) for g in data["generations"]]
+
+    def check(self, digest: str) -> str:
+        """Why the entry of ``digest`` cannot be replayed (``""`` when it can): missing, not a file, unreadable, or
+        not the request its name says (the recorded request's SHA-256 is not ``digest``)."""
+        path = self.path_of(digest)
+        if not path.is_file():
+            return f"{path}: " + ("not a file" if path.exists() else "missing")
+        try:
+            self._read(path)
+            data = json.loads(path.read_text(encoding="utf-8"))
+            prompt = data["messages"] if isinstance(data["messages"], str) else json.dumps(data["messages"])
+            if digest_of(prompt, data["llm_string"]) != digest:
+                return f"{path}: the recorded request does not hash to its name (the entry was altered)"
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            return f"{path}: unreadable ({type(exc).__name__}: {exc})"
+        return ""
 
     def _older(self) -> str:
         """Why the folder's entries cannot serve this ragplan (written in an older format), or ``""``."""

@@ -17,7 +17,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from ragplan.checkpoints import RunInfo, RunStore, checkpoint_serde, context_settings, new_thread_id, open_saver
+from ragplan.checkpoints import REDACTED, RunInfo, RunStore, checkpoint_serde, context_settings, new_thread_id, open_saver
 from ragplan.family import MethodFamily
 from ragplan.registry import family_of
 from ragplan.state.result import GraphResult
@@ -115,6 +115,10 @@ def rebuild_context(info: RunInfo, *, model: Any = None, **overrides: Any) -> An
     kw = {k: v for k, v in info.settings.items() if k in family.context_fields()} | overrides
     if model is not None:
         kw["model" if isinstance(model, str) else "chat_model"] = model
+    hidden = [k for k, v in kw.items() if isinstance(v, str) and REDACTED in v and k not in overrides]
+    if hidden:
+        raise ValueError(f"thread {info.thread_id} was kept without its credentials ({', '.join(hidden)}); give them "
+                         f"again, e.g. --{hidden[0].replace('_', '-')} VALUE")
     missing = [k for k in info.settings.get(_CHAT_MODELS) or [] if kw.get(k) is None]
     if missing:
         raise ValueError(f"thread {info.thread_id} ran with Python chat model objects ({', '.join(missing)}); pass them "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 import subprocess
@@ -238,3 +239,62 @@ def test_cypher_escapes_control_characters_of_results(tmp_path, capsys):
     assert main(["cypher", "--graph", str(graph), "MATCH (c:Country) RETURN c.name AS name"]) == 0
     out = capsys.readouterr().out
     assert not any(c in out for c in "\x1b\x07\x9b") and "X\\u001b]0;pwned" in out
+
+
+PASSWORD, KEY = "S3cretPass99", "sk-test-Secret-123456"
+
+
+def _files_bytes(*paths: Path) -> bytes:
+    """Every byte of the files (and of the files under the folders) given, e.g. a SQLite file with its WAL."""
+    found = [p for path in paths for p in ([path] if path.is_file() else path.rglob("*")) if p.is_file()]
+    return b"".join(p.read_bytes() for p in found)
+
+
+def test_ask_prints_and_keeps_no_password_of_the_url_nor_a_key_the_endpoint_echoes(tmp_path, capsys, monkeypatch):
+    from ragplan.nodes.think_then_act.direct_answer import ChainOfThought
+    from tests.openai_server import Fault, OpenAIStub
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    db = tmp_path / "ck" / "runs.sqlite"
+
+    def echo_401(req):  # an endpoint whose 401 body echoes the Authorization header
+        return Fault(status=401, message=f"Incorrect API key provided: {req.headers.get('authorization')}")
+
+    basic = base64.b64encode(f"user:{PASSWORD}".encode()).decode()
+    with OpenAIStub(replies=[ChainOfThought(reasoning="r", answer="Paris")]) as ok, OpenAIStub(responder=echo_401) as bad:
+        for stub, password, code in ((ok, True, 0), (bad, True, 1), (bad, False, 1)):
+            url = stub.base_url.replace("http://", f"http://user:{PASSWORD}@") if password else stub.base_url
+            assert main(["ask", "--method", "cot", "--question", "Capital of France?", "--model", "openai:m",
+                         "--base-url", url, "--checkpoint-db", str(db), "--set", "llm_max_retries=0"]) == code
+            cap = capsys.readouterr()
+            assert ("user:***@127.0.0.1" in cap.out) == password
+            assert all(s not in cap.out + cap.err for s in (PASSWORD, KEY, basic))
+            if code:  # the endpoint got the real credentials; what it echoed is masked
+                assert f"Incorrect API key provided: {'Basic' if password else 'Bearer'} ***" in cap.err
+    assert bad.requests[0].headers["authorization"] == f"Basic {basic}"
+    assert bad.requests[1].headers["authorization"] == f"Bearer {KEY}"
+    kept = _files_bytes(db.parent)
+    assert b"Incorrect API key provided" in kept and b"user:***@" in kept
+    assert all(s.encode() not in kept for s in (PASSWORD, KEY, basic))
+    from ragplan.checkpoints import RunInfo
+    from ragplan.runs import rebuild_context
+
+    info = RunInfo(thread_id="t", method="cot", question="q", settings={"base_url": "http://u:***@h/v1"})
+    with pytest.raises(ValueError, match="without its credentials .*--base-url"):  # a resume is given them again
+        rebuild_context(info)
+    assert rebuild_context(info, base_url="http://u:p@h/v1").base_url == "http://u:p@h/v1"
+
+
+def test_redact_masks_url_passwords_query_secrets_and_configured_keys(monkeypatch):
+    from ragplan.checkpoints import StateSerializer, redact
+    from ragplan.state.failure import failure
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    text = f"http://u:{PASSWORD}@h:80/v1?x=1&api-key=abcdef123&amp;token=zz9 Bearer {KEY} http://h:8080/v1 a=b"
+    assert redact(text) == "http://u:***@h:80/v1?x=1&api-key=***&amp;token=*** Bearer *** http://h:8080/v1 a=b"
+    serde = StateSerializer()
+    state = {"error": f"to http://u:{PASSWORD}@h/v1", "failure": failure("auth", "n", f"Bearer {KEY}"), "n": [1, 2]}
+    kind, data = serde.dumps_typed(state)
+    assert PASSWORD.encode() not in data and KEY.encode() not in data
+    assert serde.loads_typed((kind, data)) == {"error": "to http://u:***@h/v1",
+                                               "failure": failure("auth", "n", "Bearer ***"), "n": [1, 2]}

@@ -201,7 +201,7 @@ def test_a_corrupt_line_in_the_middle_loses_no_later_record(tmp_path):
     lines = [json.dumps({"id": f"q{i}", "answer": str(i)}) for i in range(30)]
     lines[2] = '{"id": "q2", "answ'  # torn in the middle of the file
     folder.results_file.write_text("\n".join(lines) + "\n")
-    with pytest.warns(RuntimeWarning, match=r"line 3"):
+    with pytest.warns(RuntimeWarning, match=r"results.jsonl:3: not JSON"):
         recs = folder.load_records(repair=True)
     assert len(recs) == 29 and "q2" not in recs and recs["q29"]["answer"] == "29"
     assert len(folder.results_file.read_text().splitlines()) == 29
@@ -220,3 +220,75 @@ def test_wall_time_counts_a_killed_invocation(tmp_path):
     recs = {"a": {"id": "a", "invocation": 1, "finished_at": 1030.0}, "b": {"id": "b", "invocation": 1, "finished_at": 1042.5},
             "c": {"id": "c", "invocation": 2, "finished_at": 2010.0}}
     assert folder.wall_time(recs, now=2011.0) == 42.5 + 11.0
+
+
+def test_a_record_of_the_wrong_type_is_named_by_line_and_counts_as_not_done(tmp_path):
+    folder = RunFolder(tmp_path)
+    rows = [{"id": "q0", "llm_calls": 1}, {"id": "q1", "llm_calls": "7"}, {"id": "q2", "latency_s": True},
+            {"id": "q3", "error": {"x": 1}}, {"id": 4}, [1], {"id": "q5", "llm_calls": 2, "answer": None}]
+    folder.results_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.warns(RuntimeWarning) as caught:
+        recs = folder.load_records(repair=True)
+    text = str(caught[0].message)
+    assert sorted(recs) == ["q0", "q5"]
+    for n, why in ((2, "llm_calls"), (3, "latency_s"), (4, "error"), (5, "no string id"), (6, "not an object")):
+        assert f"results.jsonl:{n}: " in text and why in text
+    assert [json.loads(x)["line"] for x in (tmp_path / "results.rejected.jsonl").read_text().splitlines()] == [2, 3, 4, 5, 6]
+
+
+def test_resume_and_report_over_records_of_the_wrong_type_and_unknown_ids(tmp_path, capsys):
+    """A typed line is rerun by --resume (not a bare TypeError); the report counts the benchmark's questions only."""
+    clone = tmp_path / "clone"
+    generate_clone(clone, "locating", 3, seed=4)
+    run = tmp_path / "run"
+    import asyncio
+
+    with OpenAIStub(responder=agent(clone, "locating")) as stub:
+        asyncio.run(evaluate(settings_for(stub, clone), run))
+        lines = (run / "results.jsonl").read_text().splitlines()
+        bad = json.loads(lines[1])
+        lines[1] = json.dumps({**bad, "llm_calls": "3"})
+        lines.append(json.dumps({**json.loads(lines[0]), "id": "not-a-question"}))
+        (run / "results.jsonl").write_text("\n".join(lines) + "\n")
+        with pytest.warns(RuntimeWarning) as caught:
+            assert main(["eval", "report", str(run)]) == 0
+        assert re.search(r"\| planrag .*\| 2 +\|", capsys.readouterr().out)  # 2 valid records of 3 questions, not 4
+        assert any("results.jsonl:2: llm_calls" in str(w.message) for w in caught)
+        assert any("not a question" in str(w.message) and "line 4" in str(w.message) for w in caught)
+        with pytest.warns(RuntimeWarning, match=r"results.jsonl:2: llm_calls"):
+            assert main(["eval", "--resume", str(run), "--no-progress"]) == 0
+    recs = RunFolder(run).load_records()
+    assert isinstance(recs[bad["id"]]["llm_calls"], int) and recs[bad["id"]]["invocation"] == 2
+    assert json.loads((run / "summary.json").read_text())["overall"]["n"] == 3
+
+
+def test_eval_writes_and_prints_no_password_of_the_url_nor_a_key_the_endpoint_echoes(tmp_path, capsys, monkeypatch):
+    import base64
+
+    password, key = "S3cretPass99", "sk-test-Secret-123456"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    clone, run, html = tmp_path / "clone", tmp_path / "run", tmp_path / "report.html"
+    generate_clone(clone, "locating", 2, seed=4)
+    basic = base64.b64encode(f"user:{password}".encode()).decode()
+
+    def echo_401(req):  # an endpoint whose 401 body echoes the Authorization header
+        return Fault(status=401, message=f"Incorrect API key provided: {req.headers.get('authorization')}")
+
+    with OpenAIStub(responder=echo_401) as stub:
+        for url, out in ((stub.base_url.replace("http://", f"http://user:{password}@"), run), (stub.base_url, run.with_name("plain"))):
+            assert main(["eval", "--method", "planrag", "--benchmark", "dqa-locating", "--data", str(clone), "--model",
+                         "openai:m", "--base-url", url, "--out", str(out), "--no-progress"]) == 1
+    assert main(["eval", "report", str(run), str(run.with_name("plain")), "--html", str(html)]) == 0
+    cap = capsys.readouterr()
+    assert {r.headers["authorization"] for r in stub.requests} == {f"Basic {basic}", f"Bearer {key}"}
+    recs = [*RunFolder(run).load_records().values(), *RunFolder(run.with_name("plain")).load_records().values()]
+    assert len(recs) == 4 and all("Incorrect API key provided" in r["error"] for r in recs)
+    assert "Basic ***" in recs[0]["error"] and "Bearer ***" in recs[-1]["error"]
+    assert json.loads((run / "settings.json").read_text())["base_url"].startswith("http://user:***@127.0.0.1")
+    written = b"".join(p.read_bytes() for d in (run, run.with_name("plain")) for p in d.rglob("*") if p.is_file())
+    written += html.read_bytes()
+    assert all(s not in written for s in (password.encode(), key.encode(), basic.encode()))
+    assert all(s not in cap.out + cap.err for s in (password, key, basic))
+    # the password is not kept: a resume is given the URL again
+    assert main(["eval", "--resume", str(run), "--no-progress"]) == 2
+    assert "without the password" in capsys.readouterr().err

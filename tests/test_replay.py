@@ -128,7 +128,25 @@ def test_a_replay_miss_fails_clearly(tmp_path, capsys):
     # re-executing from a cache that lacks the run's entries is refused before anything runs
     code = main(["eval", "--rerun", str(run), "--out", str(tmp_path / "r1"), "--llm-cache", str(empty), "--replay"])
     err = capsys.readouterr().err
-    assert code == 2 and "lacks 3 of the 3 responses" in err and not (tmp_path / "r1").exists()
+    assert code == 2 and "lacks or cannot serve 3 of the 3 responses" in err and not (tmp_path / "r1").exists()
+    assert err.count(": missing") == 3
+    # damaged entries are named before anything runs: torn, a folder in its place, another request under its name
+    import shutil
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(cache, damaged)
+    torn, folder, altered = sorted(damaged.glob("??/??/*.json"))
+    torn.write_text(torn.read_text()[:50])
+    folder.unlink()
+    folder.mkdir()
+    entry = json.loads(altered.read_text())
+    entry["llm_string"] += " "
+    altered.write_text(json.dumps(entry))
+    code = main(["eval", "--rerun", str(run), "--out", str(tmp_path / "r1"), "--llm-cache", str(damaged), "--replay"])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot serve 3 of the 3 responses" in err and not (tmp_path / "r1").exists()
+    assert f"{torn}: unreadable" in err and f"{folder}: not a file" in err and "IsADirectoryError" not in err
+    assert f"{altered}: the recorded request does not hash to its name" in err
     # a run recorded without a cache has nothing to replay: refused, not re-run and compared
     plain = tmp_path / "plain"
     plain.mkdir()

@@ -145,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     streams = sys.stdout, sys.stderr
     sys.stdout = TerminalSafe(sys.stdout)  # type: ignore[assignment]
-    if args.command in ("ask", "resume", "cypher"):  # (the others' progress bars redraw with control characters)
-        sys.stderr = TerminalSafe(sys.stderr)  # type: ignore[assignment]
+    # credentials redacted from both; standard error unescaped where progress bars redraw with control characters
+    sys.stderr = TerminalSafe(sys.stderr, escape=args.command in ("ask", "resume", "cypher"))  # type: ignore[assignment]
     try:
         if args.command == "graphs":
             return _graphs(args)

@@ -1,5 +1,5 @@
 """How a command says no: :class:`BadInput` (raised; ``main`` prints it and exits 2) and :func:`fail` (printed here);
-and what a command prints: :class:`TerminalSafe` (no control characters from a reply or a query reach the terminal)."""
+and what a command prints: :class:`TerminalSafe` (no credentials, and no control characters from a reply or a query)."""
 
 from __future__ import annotations
 
@@ -31,15 +31,18 @@ def for_terminal(text: str) -> str:
 
 
 class TerminalSafe:
-    """A text stream that writes through :func:`for_terminal` to the stream it wraps (``main`` wraps standard output,
-    and standard error for commands without a progress bar)."""
+    """A text stream that writes to the stream it wraps with credentials redacted and, with ``escape``, through
+    :func:`for_terminal` (``main`` wraps standard output and error; error unescaped for progress bars)."""
 
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
+    def __init__(self, stream: TextIO, escape: bool = True) -> None:
+        self.stream, self.escape = stream, escape
 
     def write(self, text: str) -> int:
-        """Write ``text`` with its control characters escaped."""
-        return self.stream.write(for_terminal(text))
+        """Write ``text`` with its credentials redacted and (``escape``) its control characters escaped."""
+        from ragplan.checkpoints import redact
+
+        text = redact(text)
+        return self.stream.write(for_terminal(text) if self.escape else text)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)

@@ -122,6 +122,8 @@ def new_settings(args: argparse.Namespace, methods: list[str]) -> Any:
 
 def _resume_overrides(settings: Any, args: argparse.Namespace) -> None:
     """Apply ``--resume`` / ``--rerun``'s flags to the saved settings; BadInput for one changing what is measured."""
+    from ragplan.checkpoints import REDACTED
+
     for name, key in (("concurrency", "concurrency"), ("item_timeout", "item_timeout_s"), ("limit", "limit")):
         if getattr(args, name) is not None:
             setattr(settings, key, getattr(args, name))
@@ -129,6 +131,9 @@ def _resume_overrides(settings: Any, args: argparse.Namespace) -> None:
         settings.data = str(Path(args.data).resolve())
     given, options = _given(args, settings.method)
     settings.base_url = given.pop("base_url", settings.base_url)
+    if REDACTED in settings.base_url:
+        raise BadInput(f"{args.resume or args.rerun}: the run's settings.json keeps its base URL without the password "
+                       f"({settings.base_url}); give it again with --base-url URL")
     if given.get("llm_cache_dir"):
         settings.llm_cache_dir = str(Path(given.pop("llm_cache_dir")).resolve())
     settings.llm_replay = given.pop("llm_replay", None) or settings.llm_replay
@@ -156,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
         return {"report": _report, "retrieval": _retrieval, "sweep": _sweep}[args.eval_command](args)
     from ragplan.cli.settings import check_llm
     from ragplan.eval.report import every_question_failed, summary_markdown
-    from ragplan.eval.rerun import missing_entries, record_differences, rerun_settings
+    from ragplan.eval.rerun import bad_entries, record_differences, rerun_settings
     from ragplan.eval.runfolder import RunSettings
     from ragplan.eval.runner import RunRefused, run_evaluation
     from ragplan.registry import family_of
@@ -185,13 +190,14 @@ def run(args: argparse.Namespace) -> int:
     settings.checkpoints = settings.checkpoints and not args.no_checkpoints
     check_llm(settings)
     if args.rerun and settings.llm_replay:
-        lacking, used = missing_entries(args.rerun, settings.llm_cache_dir)
+        bad, used = bad_entries(args.rerun, settings.llm_cache_dir)
         if not (Path(args.rerun) / "llm_cache.json").exists():
             return fail(f"{args.rerun} was recorded without --llm-cache (it has no llm_cache.json): there are no "
                         "recorded responses to replay; re-run it against an endpoint without --replay")
-        if lacking:
-            return fail(f"the LLM cache {settings.llm_cache_dir} lacks {lacking} of the {used} responses {args.rerun} "
-                        "used (its llm_cache.json): the replay would fail on them")
+        if bad:
+            return fail(f"the LLM cache {settings.llm_cache_dir} lacks or cannot serve {len(bad)} of the {used} responses "
+                        f"{args.rerun} used (its llm_cache.json), the replay would fail on them: " + "; ".join(bad[:5])
+                        + (" …" if len(bad) > 5 else ""))
     try:
         summary = run_evaluation(settings, run_dir, progress=not args.no_progress)
     except Exception as exc:  # an unknown benchmark, a refused run (furepa without an assessor), unreadable data

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from jinja2 import Environment, PackageLoader
 
+from ragplan.checkpoints import redact
 from ragplan.eval.figures import plot_costs
 from ragplan.eval.report import RunComparison, benchmark_comparison, comparison, family_or_none, plot_comparison
 from ragplan.eval.runfolder import atomic_write
@@ -175,5 +176,5 @@ def write_html_report(run_dirs: list[str | Path], out: str | Path, title: str = 
     """Render the page and write it atomically to ``out`` (folders created); returns the path."""
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, render_html_report(run_dirs, title))
+    atomic_write(path, redact(render_html_report(run_dirs, title)))
     return path

@@ -12,7 +12,7 @@ from typing import Any
 from ragplan.eval.runfolder import RunFolder, RunSettings
 from ragplan.llm_cache import LLMCache
 
-__all__ = ["rerun_settings", "missing_entries", "record_differences", "TIMING_FIELDS"]
+__all__ = ["rerun_settings", "bad_entries", "record_differences", "TIMING_FIELDS"]
 
 #: Record fields that measure time or count invocations of this folder; they differ between executions.
 TIMING_FIELDS = frozenset({"latency_s", "llm_seconds", "finished_at", "invocation", "wall_time_s", "seconds",
@@ -29,14 +29,15 @@ def rerun_settings(run_dir: str | Path, *, data: str | None = None, concurrency:
     return settings
 
 
-def missing_entries(run_dir: str | Path, cache_dir: str | Path) -> tuple[int, int]:
-    """``(missing, used)``: how many of the LLM cache entries the run used (its ``llm_cache.json``) the cache lacks."""
+def bad_entries(run_dir: str | Path, cache_dir: str | Path) -> tuple[list[str], int]:
+    """``(problems, used)``: why each of the LLM cache entries the run used (its ``llm_cache.json``) cannot be
+    replayed from ``cache_dir`` (missing, unreadable, altered: :meth:`LLMCache.check`), and how many it used."""
     path = Path(run_dir) / "llm_cache.json"
     if not path.exists():
-        return 0, 0
-    digests = json.loads(path.read_text(encoding="utf-8")).get("digests") or []
+        return [], 0
+    digests = [d for d in json.loads(path.read_text(encoding="utf-8")).get("digests") or [] if isinstance(d, str)]
     cache = LLMCache(cache_dir, replay=True)
-    return sum(1 for d in digests if not cache.has(d)), len(digests)
+    return [p for p in map(cache.check, digests) if p], len(digests)
 
 
 _DURATION = re.compile(r"\b\d+\.\d+ m?s\b")

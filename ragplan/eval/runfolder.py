@@ -10,13 +10,14 @@ import time
 import warnings
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from ragplan import __version__
+from ragplan.checkpoints import redact
 from ragplan.jsonl import FileFormatError, read_text
 from ragplan.llm_cache import fingerprint_of
 
-__all__ = ["RunSettings", "RunFolder", "atomic_write", "record_line"]
+__all__ = ["RunSettings", "RunFolder", "atomic_write", "record_line", "record_problem"]
 
 _append_lock = threading.Lock()  # appends to results files, from any thread, one line at a time
 
@@ -72,41 +73,52 @@ class RunFolder:
         self.results_file = self.path / "results.jsonl"
 
     def save_settings(self, settings: RunSettings) -> None:
-        """Write ``settings.json`` atomically."""
+        """Write ``settings.json`` atomically, credentials redacted (a resume is given them again)."""
         self.path.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.settings_file, json.dumps(asdict(settings), indent=2, default=str))
+        atomic_write(self.settings_file, redact(json.dumps(asdict(settings), indent=2, default=str)))
 
-    def load_records(self, repair: bool = False) -> dict[str, dict[str, Any]]:
-        """Finished records by id; broken lines are skipped with a warning (``repair``: moved out of the file)."""
+    def load_records(self, repair: bool = False, ids: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
+        """Finished records by id. A line that is no valid record is skipped with a warning naming its file and line
+        (``repair``: moved to ``results.rejected.jsonl``, so a resume runs its question again); given ``ids`` (the
+        benchmark's), records of other ids are left out with a note."""
         if not self.results_file.exists():
             return {}
         raw = self.results_file.read_bytes()
         records: dict[str, dict[str, Any]] = {}
         good: list[bytes] = []
-        bad: list[tuple[int, bytes]] = []
+        bad: list[tuple[int, bytes, str]] = []
+        unknown: list[int] = []
         for n, line in enumerate(raw.splitlines(keepends=True), 1):
             if not line.strip():
                 continue
             try:
                 rec = json.loads(line)
-                if not isinstance(rec, dict) or not isinstance(rec.get("id"), str) or not line.endswith(b"\n"):
-                    raise ValueError("not a complete record with an id")
+                why = "a torn line (no newline)" if not line.endswith(b"\n") else record_problem(rec)
             except (ValueError, UnicodeDecodeError):
-                bad.append((n, line))
+                rec, why = None, "not JSON (a torn line?)"
+            if why:
+                bad.append((n, line, why))
+                continue
+            good.append(line)
+            if ids is not None and rec["id"] not in ids:
+                unknown.append(n)
                 continue
             records[rec["id"]] = rec
-            good.append(line)
         if bad:
-            where = ", ".join(str(n) for n, _ in bad[:10]) + (" …" if len(bad) > 10 else "")
-            warnings.warn(f"{self.results_file}: skipped {len(bad)} unreadable line(s) (line {where})"
+            where = "; ".join(f"{self.results_file}:{n}: {why}" for n, _, why in bad[:10]) + (" …" if len(bad) > 10 else "")
+            warnings.warn(f"skipped {len(bad)} invalid record line(s), their questions count as not done ({where})"
                           + ("; moved to results.rejected.jsonl" if repair else ""), RuntimeWarning, stacklevel=2)
             if repair:
                 with open(self.path / "results.rejected.jsonl", "ab") as fh:
-                    for n, line in bad:
+                    for n, line, _ in bad:
                         fh.write(json.dumps({"line": n, "text": line.decode("utf-8", "replace").rstrip("\n")}).encode() + b"\n")
                 tmp = self.results_file.with_name(self.results_file.name + ".tmp")
                 tmp.write_bytes(b"".join(good))
                 os.replace(tmp, self.results_file)
+        if unknown:
+            where = ", ".join(map(str, unknown[:10])) + (" …" if len(unknown) > 10 else "")
+            warnings.warn(f"{self.results_file}: left out {len(unknown)} record(s) whose id is not a question of the run's "
+                          f"benchmark (line {where})", RuntimeWarning, stacklevel=2)
         return records
 
     def start_invocation(self) -> int:
@@ -163,9 +175,30 @@ class RunFolder:
             os.fsync(fh.fileno())
 
 
+#: Record fields the runner and the reports compute with: numbers, and texts (or null).
+_NUMBERS = ("llm_calls", "input_tokens", "output_tokens", "llm_seconds", "latency_s", "retrievals", "retrieval_errors",
+            "attempts", "invocation", "finished_at")
+_TEXTS = ("method", "model", "question", "answer", "stop_reason", "error")
+
+
+def record_problem(rec: Any) -> str:
+    """Why a ``results.jsonl`` value is not a record the runner and the reports can use (``""`` when it is)."""
+    if not isinstance(rec, dict):
+        return f"a JSON {type(rec).__name__}, not an object"
+    if not isinstance(rec.get("id"), str):
+        return "no string id"
+    for k in _NUMBERS:
+        if k in rec and (isinstance(rec[k], bool) or not isinstance(rec[k], (int, float))):
+            return f"{k} is {json.dumps(rec[k])[:40]}, not a number"
+    for k in _TEXTS:
+        if rec.get(k) is not None and not isinstance(rec[k], str):
+            return f"{k} is {json.dumps(rec[k])[:40]}, not a text"
+    return ""
+
+
 def record_line(record: dict[str, Any]) -> bytes:
-    """A record as one ``results.jsonl`` line (UTF-8, ending in a newline)."""
-    return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    """A record as one ``results.jsonl`` line (UTF-8, ending in a newline), credentials redacted."""
+    return (redact(json.dumps(record, ensure_ascii=False, default=str)) + "\n").encode("utf-8")
 
 
 def atomic_write(path: Path, text: str) -> None:

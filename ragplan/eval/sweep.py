@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ragplan.checkpoints import redact
 from ragplan.eval.figures import plot_sweep
 from ragplan.eval.runfolder import RunSettings, atomic_write
 from ragplan.registry import family_of
@@ -175,8 +176,8 @@ def write_sweep(out_dir: str | Path, result: SweepResult) -> dict[str, Path]:
     """Write ``sweep.json``, ``sweep.md`` and ``sweep.png`` (atomically, the figure through a temporary file)."""
     out = Path(out_dir)
     paths = {"json": out / "sweep.json", "md": out / "sweep.md", "png": out / "sweep.png"}
-    atomic_write(paths["json"], json.dumps(result.to_dict(), indent=2, default=str))
-    atomic_write(paths["md"], sweep_markdown(result))
+    atomic_write(paths["json"], redact(json.dumps(result.to_dict(), indent=2, default=str)))
+    atomic_write(paths["md"], redact(sweep_markdown(result)))
     tmp = out / "sweep.tmp.png"
     plot_sweep(result.rows, result.key, sweep_metrics(result.rows), tmp,
                title=f"{result.method} on {result.benchmark}: scores against {result.key}")
