@@ -1,9 +1,6 @@
-"""REAPER (Joshi et al., CIKM 2024) and its baselines as LangGraph graphs.
-
-* ``reaper``: plan_retrieval → validate_plan (⇄ one repair round) → review_plan → execute_plan → respond.
-* ``agent_planner``: agent_step ⇄ (one LLM call per retrieval step) → respond, over the same tools.
-* ``classifier_planner``: classify_question → fill_arguments → execute_plan → respond.
-"""
+"""REAPER (Joshi et al., CIKM 2024) and its baselines: ``reaper`` (plan_retrieval → validate_plan ⇄ one repair →
+review_plan → execute_plan → respond), ``agent_planner`` (agent_step ⇄ … → respond, one LLM call per step) and
+``classifier_planner`` (classify_question → fill_arguments → execute_plan → respond)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""answer: the final decision from the observed data (PlanRAG's "answer generating" step), for all four graphs.
-
-When retrieval ended on a bound (max steps, repairs, an unparseable reply) the prompt says so and asks for
-the best decision the observations support. A failed answer call ends the run with ``stop_reason``
-``llm_error`` (or ``llm_unparseable``), an empty ``answer`` and the reason in ``error``.
-"""
+"""answer: the final decision from the observed data (PlanRAG's "answer generating" step), for all four graphs; after
+a bound the prompt asks for the best decision the observations support. A failed call records ``llm_error``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""agent_step: REAPER's agent baseline, one LLM call per retrieval step (ReAct-style, paper §3.1).
-
-Each call runs one tool through REAPER's executor, or stops; the calls made form the typed ``plan``,
-graded like REAPER's."""
+"""agent_step: REAPER's agent baseline, one LLM call per retrieval step (ReAct-style, §3.1): run one tool through the
+executor, or stop; the calls made form the typed ``plan``, graded like REAPER's."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""classify_question: the classification baseline's router (REAPER paper §3.1, §5.2).
-
-A trained route classifier (``ragplan reaper train-classifier``, loaded once per process from
-``classifier_dir``) puts the question into one retrieval class (state ``route``); its time counts as
-planner latency."""
+"""classify_question: the classification baseline's router (REAPER §3.1, §5.2): a trained route classifier (loaded
+once per process from ``classifier_dir``) puts the question into one retrieval class; its time is planner latency."""
 
 from __future__ import annotations
 

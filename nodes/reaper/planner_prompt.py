@@ -1,7 +1,5 @@
-"""The REAPER planner's prompt (paper §4.1): role, instruction, tool list, examples, input.
-
-Training data (:mod:`ragplan.methods.reaper.datagen`) is built from the same functions, so a fine-tuned
-planner sees at run time the form it was trained on."""
+"""The REAPER planner's prompt (paper §4.1): role, instruction, tool list, examples, input; the training data is built
+from the same functions, so a fine-tuned planner sees at run time the form it was trained on."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""respond: the responder model answers the customer from the retrieved evidence only (REAPER).
-
-A zero-step plan (no retrieval needed) is answered directly."""
+"""respond: the responder model answers the customer from the retrieved evidence only (REAPER); a zero-step plan
+(no retrieval needed) is answered directly."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""How REAPER's validated plan is reviewed by a person (the family part of :mod:`ragplan.nodes.common.review_plan`).
-
-An edited plan is parsed and validated like the planner's and becomes the typed ``plan`` to execute;
-``plan_calls`` keeps the planner's plans only."""
+"""How REAPER's validated plan is reviewed by a person (the family part of :mod:`ragplan.nodes.common.review_plan`):
+an edit is parsed and validated like the planner's and becomes the ``plan`` to execute."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The generated product catalogue: sixteen product types with attributes, descriptions and Q&A.
-
-Devices are generated before their accessories, so an accessory's compatibility attributes name
-devices of the same shop."""
+"""The generated product catalogue: sixteen product types with attributes, descriptions and Q&A; devices come before
+their accessories, so an accessory's compatibility attributes name devices of the same shop."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""Deterministic date arithmetic for ``date_math``: expressions → inclusive date ranges, and formatting.
-
-Resolved against a fixed ``today`` (the shop's), never the clock. Understood: today/tomorrow/yesterday,
-this|next|last week/month/year/weekend, ``in 3 days``, ``2 weeks ago``, ``last 30 days``, weekdays, month
-names, ISO dates and ranges ``2026-11-01..2026-11-10``."""
+"""Deterministic date arithmetic for ``date_math`` against a fixed ``today`` (the shop's): expressions such as
+tomorrow, next week, ``in 3 days``, ``2 weeks ago``, weekdays, month names, ISO dates and ranges to inclusive
+date ranges, and formatting."""
 
 from __future__ import annotations
 

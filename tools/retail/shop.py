@@ -1,7 +1,5 @@
-"""A small generated shop: catalogue and help centre (JSONL), orders and shipments (SQLite), FAISS indexes.
-
-Deterministic for a seed, ``meta.json`` written last; indexes are built on first search. A few scripted
-orders make the paper's plans answerable."""
+"""A small generated shop: catalogue and help centre (JSONL), orders and shipments (SQLite), FAISS indexes built on
+first search; deterministic for a seed, ``meta.json`` written last, a few scripted orders for the paper's plans."""
 
 from __future__ import annotations
 

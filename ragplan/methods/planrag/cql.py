@@ -1,13 +1,6 @@
-"""Reading DQA's ``.cql`` scripts into records in file order (the annotator's tie-breaking depends on
-it, which a graph engine does not promise), without a graph engine.
-
-DQA's two statement shapes, ``CREATE (var:Label {…})`` and ``MATCH (a:L1 {…}), (b:L2 {…}) CREATE
-(a)-[r:TYPE {…}]->(b)``, are parsed on top of the statement splitter; anything else names its line.
-For speed (parsing is most of ``ragplan dqa verify``), a file in the plain form DQA writes (one
-statement per line) is read by one regex pass and one ``json.loads`` of its distinct maps; anything
-else takes the general path. Both give the same :class:`GraphData`; the simulators read
-:class:`GraphRows`, the same content as tuples.
-"""
+"""Reading DQA's ``.cql`` scripts into records in file order (the annotator's tie-breaking depends on it) without a
+graph engine: a plain file (one statement per line) by one regex pass and one ``json.loads`` of its distinct maps,
+anything else by the statement splitter and :func:`parse_statements`; both give the same :class:`GraphData`."""
 
 from __future__ import annotations
 

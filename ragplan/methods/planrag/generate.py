@@ -1,9 +1,5 @@
-"""Synthetic DQA-style scenarios in a clone's file layout: the project's own test data.
-
-Scripts in the same dialect and with the same mess as DQA's (lines without ``;``, spacing variants,
-``has_has_merchant``), gold answers from ragplan's simulators; same seed, same files. Sizes:
-``small`` (a handful of nodes) or ``official`` (≈80 trade nodes, ≈665 countries; ≈50 goods, ≈250 buildings).
-"""
+"""Synthetic DQA-style scenarios in a clone's file layout (the project's own test data): DQA's dialect and mess,
+gold answers from ragplan's simulators, same seed same files; ``small`` or ``official`` size."""
 
 from __future__ import annotations
 

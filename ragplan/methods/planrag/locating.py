@@ -1,11 +1,6 @@
-"""The locating scenario: where should country C place its merchant to maximise its profit at home?
-
-The annotator's rules of shared/DQA.md, quirks included (``max(50, development)``, half the script's
-``total_power``, flows × 1.05, nodes on a cycle never processed, ties to the earlier node). A scenario
-is compiled once into index form; an option changes one record, so only its node's sums are redone.
-Every sum is in the annotator's order, so profits are bit for bit the plain reference's and near-ties
-are decided as the annotator decided them.
-"""
+"""The locating scenario: where should country C place its merchant to maximise its profit at home? The annotator's
+rules of shared/DQA.md, quirks included; compiled once into index form, an option re-sums only its node, every sum
+in the annotator's order (profits bit for bit the reference's, near-ties decided as the annotator did)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The ``reaper-retail`` benchmark: REAPER plans graded against the retail gold set (paper Tables 1–2).
-
-``data`` is a shop directory (its ``goldset.jsonl``, generated when missing) or a gold-set JSONL file;
-the final plan and the first planner call (``*_first_call``) are scored. See docs/methods/reaper.md."""
+"""The ``reaper-retail`` benchmark: REAPER plans graded against the retail gold set (paper Tables 1–2). ``data`` is a
+shop directory (its ``goldset.jsonl``, generated when missing) or a gold-set JSONL file; the final plan and the
+first planner call (``*_first_call``) are scored."""
 
 from __future__ import annotations
 

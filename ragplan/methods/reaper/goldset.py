@@ -1,7 +1,5 @@
-"""A deterministic gold set of retail questions with their REAPER plans, grounded in a generated shop.
-
-Questions about the shop's real products and orders, spread over :data:`CATEGORIES`, split about 80/20
-train/test within each category; arguments follow the argument rule of :mod:`ragplan.methods.reaper.metrics`."""
+"""A deterministic gold set of retail questions with their REAPER plans, grounded in a generated shop: spread over
+:data:`CATEGORIES`, split about 80/20 train/test within each, arguments by the rule of the metrics module."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Plan metrics of the REAPER paper: Table 1 (tool-class P/R/F1, tool and argument accuracy) and Table 2.
-
-Failed and invalid predictions are wrong on everything (tool class ``no_valid_plan``). Only
-:data:`SCORED_ARGS` are scored, by the argument rule of docs/methods/reaper.md."""
+"""Plan metrics of the REAPER paper: Table 1 (tool-class P/R/F1, tool and argument accuracy) and Table 2. Failed and
+invalid predictions are wrong on everything (class ``no_valid_plan``); only :data:`SCORED_ARGS` are scored."""
 
 from __future__ import annotations
 

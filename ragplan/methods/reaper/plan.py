@@ -1,8 +1,5 @@
-"""REAPER retrieval plans: the typed plan model, a tolerant parser and the canonical printer.
-
-A plan is one step per line, ``Step k: purpose - #Ek = tool(args)`` (paper §3–4). :func:`parse_plan` never
-raises: unreadable steps become :class:`PlanError` with their line, other text a note.
-:func:`format_plan` prints the canonical form, which parses back to the same plan."""
+"""REAPER retrieval plans (``Step k: purpose - #Ek = tool(args)`` per line, paper §3–4): the typed model, a parser
+that never raises (unreadable steps become :class:`PlanError` with their line, other text a note), the printer."""
 
 from __future__ import annotations
 

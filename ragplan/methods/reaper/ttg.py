@@ -1,6 +1,5 @@
-"""Tool-Task Generator (TTG, paper §4.2.2): the primary ``plan`` task and seven secondary tasks, in order.
-
-Each maps an example to (system, user, target) on a fresh TEvo tool view, or None when it does not apply."""
+"""Tool-Task Generator (TTG, paper §4.2.2): the primary ``plan`` task and seven secondary tasks, in order; each maps
+an example to (system, user, target) on a fresh TEvo tool view, or None when it does not apply."""
 
 from __future__ import annotations
 
