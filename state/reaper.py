@@ -97,10 +97,6 @@ class ReaperResult(GraphResult):
         """The plan of the first planner call (the paper's one-call setting); None when no plan call was recorded."""
         return self.plan_calls[0] if self.plan_calls else None
 
-    def finished(self) -> bool:
-        """The run ran to its end (answered, or stopped by its own bounds) without a recorded failure."""
-        return not self.error and self.stop_reason in FINISHED
-
     def retrievals(self) -> int:
         """Tool calls executed (one per executed plan or agent step; skipped steps are not calls)."""
         return sum(1 for e in self.evidence if e.get("status") != "skipped")

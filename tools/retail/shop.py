@@ -10,6 +10,7 @@ import random
 import shutil
 import sqlite3
 import threading
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -146,9 +147,7 @@ def generate_shop(out_dir: str | Path, seed: int = 0, n_products: int = 400, n_o
     finally:
         con.close()
     os.replace(tmp, out / "orders.sqlite")
-    types: dict[str, int] = {}
-    for p in products:
-        types[p["product_type"]] = types.get(p["product_type"], 0) + 1
+    types = dict(Counter(p["product_type"] for p in products))
     meta = {"format": FORMAT, "seed": seed, "today": day.isoformat(),
             "counts": {"products": len(products), "reviews": sum(len(p["reviews"]) for p in products),
                        "orders": len(orders), "faq": len(faq), "product_types": types}}

@@ -44,10 +44,6 @@ def add_validate_parser(sub: Any) -> argparse.ArgumentParser:
     return v
 
 
-def _read(path: str) -> str:
-    return sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-
-
 def _arg_json(arg: Any) -> Any:
     return arg.value if arg.kind != "ref" else f"#E{arg.refs[0]}"
 
@@ -77,7 +73,7 @@ def run_validate(args: argparse.Namespace) -> int:
     from ragplan.tools import suites as tool_registry
 
     try:
-        text = _read(args.plan_file)
+        text = sys.stdin.read() if args.plan_file == "-" else Path(args.plan_file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return fail(f"cannot read the plan file {args.plan_file}: {exc}")
     try:
