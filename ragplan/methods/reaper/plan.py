@@ -152,7 +152,8 @@ _TOKEN = re.compile(r"#E(\d+)(?![\w.])|(true|false|null|True|False|None)(?!\w)"
                     r"|(-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)(?![\w.])")
 _WORDS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "0": "\0", "\\": "\\", '"': '"', "'": "'", "/": "/"}
-_CLOSE_QUOTE = {'"': '"', "'": "'", "“": "”"}
+_STRING = {q: re.compile(f"{q}((?:[^{c}\\\\]|\\\\.)*){c}", re.S) for q, c in (('"', '"'), ("'", "'"), ("“", "”"))}
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
 _PUNCT_AFTER_CALL = re.compile(r"[\s,;.]*")
 _MAX_STEP_LINES = 200
 
@@ -173,27 +174,16 @@ def _excerpt(text: str, pos: int, width: int = 30) -> str:
 
 
 def _scan_string(text: str, i: int) -> tuple[str, int]:
-    close = _CLOSE_QUOTE[text[i]]
-    out: list[str] = []
-    j = i + 1
-    while j < len(text):
-        c = text[j]
-        if c == "\\" and j + 1 < len(text):
-            e, code = text[j + 1], text[j + 2:j + 6]
-            hexa = e == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", code) is not None
-            out.append(chr(int(code, 16)) if hexa else _ESCAPES.get(e, "\\" + e))
-            j += 6 if hexa else 2
-            continue
-        if c == close:
-            return "".join(out), j + 1
-        out.append(c)
-        j += 1
-    raise _Incomplete()
+    m = _STRING[text[i]].match(text, i)
+    if m is None:
+        raise _Incomplete()
+    return _ESCAPE.sub(lambda e: chr(int(e[1][1:], 16)) if len(e[1]) == 5 else _ESCAPES.get(e[1], "\\" + e[1]),
+                       m[1]), m.end()
 
 
 def _scan_value(text: str, i: int) -> tuple[PlanArg, int]:
     c = text[i]
-    if c in _CLOSE_QUOTE:
+    if c in _STRING:
         s, j = _scan_string(text, i)
         return PlanArg.of(s), j
     m = _TOKEN.match(text, i)
