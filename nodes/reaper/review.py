@@ -3,8 +3,6 @@ an edit is parsed and validated like the planner's and becomes the ``plan`` to e
 
 from __future__ import annotations
 
-from typing import Any
-
 from ragplan.nodes.common.review_plan import PlanEdit, PlanEditError, PlanReviewer, PlanView
 from ragplan.nodes.reaper.validate_plan import registry_errors
 from ragplan.methods.reaper import as_steps, format_plan, parse_plan

@@ -191,10 +191,8 @@ def _value(raw: str) -> Any:
 
 
 def _map_parser() -> Any:
-    """A reader of one file's distinct map bodies, item by item (each distinct item and key read once).
-
-    A body is split on its commas; a string holding a comma leaves an unbalanced quote: not plain.
-    """
+    """A reader of one file's distinct map bodies split on their commas, each distinct item and key read once
+    (a string holding a comma leaves an unbalanced quote: not plain)."""
     items: dict[str, tuple[str, Any]] = {}   # "key: value" piece -> (key, value)
     keys: dict[str, str] = {}                # the piece's text before ':' -> the key
 
@@ -224,12 +222,8 @@ def _no_constant(name: str) -> Any:
 
 
 def _json_maps(bodies: list[str]) -> dict[str, dict[str, Any]] | None:
-    """Every distinct non-empty body -> its map, all read by one ``json.loads``; None if that cannot be trusted.
-
-    Keys are quoted (a ``"`` after each ``{`` and ``,`` and before each ``:``), which is exact when no
-    string holds a ``:`` or ``,``: the counts check that afterwards, and keys must come out as plain
-    names. JSON's values (no escapes here) are a subset of what :func:`parse_map` reads, to the same values.
-    """
+    """Every distinct non-empty body -> its map, all read by one ``json.loads`` with the keys quoted; None when
+    that cannot be trusted (a string holding ``:`` or ``,``, checked by the counts, or a key that is no name)."""
     if not bodies:
         return {}
     joined = "\n".join(bodies)

@@ -296,9 +296,7 @@ def generate_goldset(shop_dir: str | Path, seed: int = 0, n: int = 360, test_fra
     try:
         rng = random.Random(f"{seed}:goldset")
         gen = _Gen(shop, rng)
-        counts = {c: n // len(CATEGORIES) for c in CATEGORIES}
-        for c in CATEGORIES[: n % len(CATEGORIES)]:
-            counts[c] += 1
+        counts = {c: n // len(CATEGORIES) + (k < n % len(CATEGORIES)) for k, c in enumerate(CATEGORIES)}
         out: list[GoldExample] = []
         for cat in CATEGORIES:
             make: Callable[[], Any] = getattr(gen, cat)

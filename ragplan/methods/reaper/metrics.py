@@ -262,8 +262,7 @@ def _pred_classes(r: Mapping[str, Any]) -> list[str]:
 
 def aggregate(items: Iterable[PlanScore | Mapping[str, Any] | tuple[Any, Any]], registry: Any = None,
               latency_key: str = "latency") -> PlanMetrics:
-    """Aggregate :class:`PlanScore` objects, graded records (dicts, as :meth:`PlanScore.to_dict`) or (pred, gold)
-    pairs."""
+    """Aggregate :class:`PlanScore` objects, graded records (:meth:`PlanScore.to_dict`) or (pred, gold) pairs."""
     recs: list[Mapping[str, Any]] = []
     for x in items:
         if isinstance(x, tuple):
@@ -302,8 +301,7 @@ def _md(head: Sequence[str], rows: Iterable[Sequence[Any]], title: str = "") -> 
 
 
 def render_table(metrics: PlanMetrics, title: str = "") -> str:
-    """Markdown: the per-class P/R/F1 table (support: gold plans with the class; predicted: predictions with it),
-    then the overall accuracies."""
+    """Markdown: the per-class P/R/F1 table (support: gold plans with the class), then the overall accuracies."""
     m = metrics
     rows = [("plans", m.n), ("tool accuracy", f"{m.tool_accuracy:.3f}"),
             (f"argument accuracy (prod_search, shipment_status; {m.argument_n} plans)", _f(m.argument_accuracy)),
@@ -364,9 +362,8 @@ def _mean(records: Sequence[Mapping[str, Any]], key: str) -> float | None:
 
 
 def table_one(runs: Sequence[ComparedRun]) -> str:
-    """Runs side by side in the shape of the paper's Table 1 (Markdown): per-class P/R/F1 of the final plan
-    (support from the first run), then tool and argument accuracy (final and first planner call), validity,
-    macro F1, planner latency, LLM calls and, when a run removed tools, instruction following."""
+    """Runs side by side in the shape of the paper's Table 1 (Markdown): per-class P/R/F1 of the final plan, then
+    the overall figures (first call and final), LLM calls and, when a run removed tools, instruction following."""
     finals = {run.label: aggregate(run.records, latency_key="planner_latency_s") for run in runs}
     firsts = {run.label: aggregate(_firsts(run.records), latency_key="planner_latency_s") for run in runs}
     labels = list(finals)

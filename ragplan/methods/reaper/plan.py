@@ -111,9 +111,8 @@ class PlanCall(BaseModel):
 
 
 def as_steps(value: Any) -> list[PlanStep]:
-    """Typed steps from what a state or record holds: :class:`PlanStep` objects or their dumps (dicts from
-    a LangGraph server or a run record), a :class:`RetrievalPlan`, or None. Anything else is a
-    ``pydantic.ValidationError``."""
+    """Typed steps from :class:`PlanStep` objects or their dumps (a server's or a record's), a :class:`RetrievalPlan`
+    or None; anything else is a ``pydantic.ValidationError``."""
     if value is None:
         return []
     if isinstance(value, RetrievalPlan):
