@@ -201,17 +201,13 @@ def scenario_from_data(data: GraphData | GraphRows) -> LocatingScenario:
     index = {n: i for i, n in enumerate(names)}
     edges: list[tuple[int, int]] = []
     records: list[Record] = []
-    flags = _FLAGS
     for rtype, src_label, src_key, _, dst_key, props, line in rows.rels:
         try:
             if rtype == "NodeCountry":
                 country, node = (src_key, dst_key) if src_label == "Country" else (dst_key, src_key)
                 merchant = props["has_merchant"] if "has_merchant" in props else props.get("has_has_merchant", False)
-                home, merchant_flag = flags.get(props.get("is_home", False)), flags.get(merchant)
-                records.append(Record(str(country["name"]), index[str(node["name"])],
-                                      truthy(props.get("is_home", False)) if home is None else home,
-                                      truthy(merchant) if merchant_flag is None else merchant_flag,
-                                      float(props.get("base_trading_power", 0) or 0)))
+                records.append(Record(str(country["name"]), index[str(node["name"])], _flag(props.get("is_home", False)),
+                                      _flag(merchant), float(props.get("base_trading_power", 0) or 0)))
             elif rtype == "source":
                 edges.append((index[str(src_key["name"])], index[str(dst_key["name"])]))
         except KeyError as exc:

@@ -375,7 +375,7 @@ def table_one(runs: Sequence[ComparedRun]) -> str:
             m = finals[lab].per_class.get(c)
             cells += [_f(m["precision"]), _f(m["recall"]), _f(m["f1"])] if m else ["-", "-", "-"]
         per_class.append(cells)
-    rows = [(name, *(_f(getattr(src[lab], key)) for lab in labels)) for name, src, key in [
+    rows: list[tuple[Any, ...]] = [(name, *(_f(getattr(src[lab], key)) for lab in labels)) for name, src, key in [
         ("tool accuracy", finals, "tool_accuracy"), ("argument accuracy", finals, "argument_accuracy"),
         ("tool accuracy, first planner call", firsts, "tool_accuracy"),
         ("argument accuracy, first planner call", firsts, "argument_accuracy"), ("plan validity", finals, "plan_valid"),
