@@ -1,17 +1,6 @@
-"""PlanRAG and its baselines (Lee et al., NAACL 2024, §5 and Appendix C), as four LangGraph graphs.
-
-All four share ``read_schema``, ``retrieve``, ``answer``, ``check_decision`` (the simulator's verdict on
-DQA data) and the graph-DB tool, and differ only in wiring:
-
-* ``planrag``: read_schema → plan → review_plan → retrieve ⇄ (repair) → replan [→ review_plan] → … → answer
-* ``planrag_no_replan``: the same with ``advance`` (no LLM) instead of ``replan`` (the paper's "w/o RP")
-* ``iter_rag``: read_schema → retrieve (ReAct: reason what to retrieve, or finish) ⇄ … → answer
-* ``single_rag``: read_schema → retrieve (one retrieval; ``single_rag_repairs`` allows repairs) → answer
-
-``review_plan`` (:mod:`ragplan.nodes.common.review_plan`) passes through unless ``review_plan`` (after
-``plan``) or ``review_replans`` (after a ``replan`` that changed the plan) is set; a rejected plan ends
-the run. ``build_*`` return the uncompiled ``StateGraph``; ``FAMILY`` is what every entry point reads.
-"""
+"""PlanRAG and its baselines (Lee et al., NAACL 2024, §5 and Appendix C): ``planrag``, ``planrag_no_replan`` (the
+paper's "w/o RP"), ``iter_rag`` (ReAct, no plan) and ``single_rag`` (one retrieval), which share read_schema,
+retrieve, answer, check_decision and the graph-DB tool and differ only in wiring."""
 
 from __future__ import annotations
 
@@ -35,11 +24,6 @@ from ragplan.state.context import PlanRAGContext, recursion_limit_for
 from ragplan.state.planrag import PlanRAGInput, PlanRAGOutput, PlanRAGResult, PlanRAGState, ReplanVerdict, RetrievalStep
 from ragplan.state.review import PLAN_REJECTED
 from ragplan.tools.graphdb.script import ScriptError
-
-__all__ = [
-    "build_planrag", "build_planrag_no_replan", "build_iter_rag", "build_single_rag",
-    "planrag", "planrag_no_replan", "iter_rag", "single_rag", "FAMILY",
-]
 
 
 def route_after_schema(state: PlanRAGState) -> Literal["start", "__end__"]:

@@ -1,9 +1,6 @@
-"""REAPER (Joshi et al., CIKM 2024) and its baselines as LangGraph graphs.
-
-* ``reaper``: plan_retrieval → validate_plan (⇄ one repair round) → review_plan → execute_plan → respond.
-* ``agent_planner``: agent_step ⇄ (one LLM call per retrieval step) → respond, over the same tools.
-* ``classifier_planner``: classify_question → fill_arguments → execute_plan → respond.
-"""
+"""REAPER (Joshi et al., CIKM 2024) and its baselines: ``reaper`` (plan_retrieval → validate_plan ⇄ one repair →
+review_plan → execute_plan → respond), ``agent_planner`` (agent_step ⇄ … → respond, one LLM call per step) and
+``classifier_planner`` (classify_question → fill_arguments → execute_plan → respond)."""
 
 from __future__ import annotations
 
@@ -28,9 +25,6 @@ from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperInput, ReaperOutput, ReaperResult, ReaperState
 from ragplan.state.review import PLAN_REJECTED
 from ragplan.tools.suites import suite_for
-
-__all__ = ["build_reaper", "build_agent_planner", "build_classifier_planner", "reaper", "agent_planner",
-           "classifier_planner", "FAMILY"]
 
 
 def route_after_planner(state: ReaperState) -> Literal["validate_plan", "__end__"]:

@@ -16,8 +16,6 @@ from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
-__all__ = ["ReaperInput", "ReaperOutput", "ReaperState", "ReaperResult", "FINISHED"]
-
 FINISHED: tuple[StopReason, ...] = ("answered", "invalid_plan", "max_steps")
 """Stop reasons of a run that ran to its end (any other stop reason, or an error, is a failed run)."""
 
@@ -96,10 +94,6 @@ class ReaperResult(GraphResult):
     def first_call(self) -> PlanCall | None:
         """The plan of the first planner call (the paper's one-call setting); None when no plan call was recorded."""
         return self.plan_calls[0] if self.plan_calls else None
-
-    def finished(self) -> bool:
-        """The run ran to its end (answered, or stopped by its own bounds) without a recorded failure."""
-        return not self.error and self.stop_reason in FINISHED
 
     def retrievals(self) -> int:
         """Tool calls executed (one per executed plan or agent step; skipped steps are not calls)."""

@@ -1,9 +1,5 @@
-"""answer: the final decision from the observed data (PlanRAG's "answer generating" step), for all four graphs.
-
-When retrieval ended on a bound (max steps, repairs, an unparseable reply) the prompt says so and asks for
-the best decision the observations support. A failed answer call ends the run with ``stop_reason``
-``llm_error`` (or ``llm_unparseable``), an empty ``answer`` and the reason in ``error``.
-"""
+"""answer: the final decision from the observed data (PlanRAG's "answer generating" step), for all four graphs; after
+a bound the prompt asks for the best decision the observations support. A failed call records ``llm_error``."""
 
 from __future__ import annotations
 
@@ -17,8 +13,6 @@ from ragplan.nodes.planrag.prompt import messages, plan_block, trace_block
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.failure import failed
 from ragplan.state.planrag import PlanRAGState
-
-__all__ = ["FinalAnswer", "answer", "ANSWER_INSTRUCTION"]
 
 ANSWER_INSTRUCTION = """The data collection is over: give your final answer now, based only on the observed data.
 - answer: the best decision, written as the option's name or id exactly as it appears in the data

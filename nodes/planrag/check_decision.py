@@ -1,10 +1,6 @@
-"""check_decision: grade the final decision by simulation when the run is on DQA data.
-
-When the context names a DQA scenario (``dqa_scenario`` with the country and home node, or the goods)
-and the graph is a DQA script, the answer is normalised to an option and simulated against the best
-("node_03: +1.3 % vs best node_05 +16.6 %") into ``decision_check``; a failed check is recorded there.
-On other data the node does nothing.
-"""
+"""check_decision: on DQA data (the context names a ``dqa_scenario``), the answer is normalised to an option and
+simulated against the best ("node_03: +1.3 % vs best node_05 +16.6 %") into ``decision_check``; a failed check is
+recorded there. On other data the node does nothing."""
 
 from __future__ import annotations
 
@@ -15,8 +11,6 @@ from langgraph.runtime import Runtime
 
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.planrag import PlanRAGState
-
-__all__ = ["check_decision"]
 
 
 def check_decision(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:

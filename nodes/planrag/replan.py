@@ -1,10 +1,6 @@
-"""replan: after each observation, keep the plan and move on, or revise the remaining steps.
-
-PlanRAG §5.2: after every retrieval the LLM checks whether the plan still holds (the paper's "Re-plan:
-Y/N") and, if not, writes the rest anew. The plan in force, every version (``plan_history``) and every
-verdict (``replans``) are state; past ``max_replans`` revisions the plan is kept without asking.
-``advance_plan`` is the same move without the LLM, for ``planrag_no_replan`` (the paper's "w/o RP").
-"""
+"""replan: after each observation the LLM keeps the plan or revises the remaining steps (PlanRAG §5.2, "Re-plan:
+Y/N"); past ``max_replans`` revisions the plan is kept without asking. ``advance_plan`` is the same move without
+the LLM, for ``planrag_no_replan`` (the paper's "w/o RP")."""
 
 from __future__ import annotations
 
@@ -17,8 +13,6 @@ from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.planrag.prompt import messages, plan_block, trace_block
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.planrag import PlanRAGState, PlanVersion, ReplanVerdict, RetrievalStep
-
-__all__ = ["ReplanDecision", "replan", "advance_plan", "REPLAN_INSTRUCTION"]
 
 REPLAN_INSTRUCTION = """You have just observed the result of the current step. Decide whether the rest of the plan
 still leads to the best decision.

@@ -1,15 +1,6 @@
-"""retrieve: the LLM writes one action (a Cypher query, or self-thinking) and the tool runs it.
-
-One node serves all four graphs; its ``mode`` is the papers' variant: ``plan`` (PlanRAG: act on the
-current plan step), ``react`` (IterRAG: reason what to retrieve next, or finish), ``single`` (SingleRAG:
-one retrieval that gathers everything).
-
-A query that is refused, fails or times out comes back as the observation, so the next attempt at the
-same step can repair it (at most ``max_query_repairs`` times; SingleRAG makes exactly one retrieval, as
-in the paper, unless ``single_rag_repairs`` allows repairs). The node sets ``next`` — ``repair``,
-``continue`` (replan / next step), ``answer`` or ``stop`` (the LLM endpoint failed) — and
-``stop_reason`` when a bound ends retrieval.
-"""
+"""retrieve: the LLM writes one action (a Cypher query, or self-thinking) and the tool runs it; ``mode`` is the
+variant: ``plan`` (PlanRAG), ``react`` (IterRAG) or ``single`` (SingleRAG). A failed query comes back as the
+observation for a bounded repair; ``next`` says where the run goes (repair, continue, answer, stop)."""
 
 from __future__ import annotations
 
@@ -25,8 +16,6 @@ from ragplan.nodes.planrag.prompt import messages, plan_block, store_for, trace_
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.planrag import PlanRAGState, RetrievalStep
 from ragplan.tools.graphdb import make_graph_db_tool
-
-__all__ = ["RetrievalAction", "make_retrieve", "RetrieveMode"]
 
 RetrieveMode = Literal["plan", "react", "single"]
 

@@ -1,10 +1,6 @@
-"""How PlanRAG's plan is reviewed by a person (the family part of :mod:`ragplan.nodes.common.review_plan`).
-
-The first plan is shown whole; after a re-plan that changed it, the done steps are shown for context and
-the revised remaining ones are reviewed. An edit is one step per line (numbers, ``Step k:`` or bullets
-dropped), validated like the LLM's :class:`~ragplan.nodes.planrag.plan.Plan`, and becomes a new version
-in ``plan_history`` (reason ``edited by the reviewer``).
-"""
+"""How PlanRAG's plan is reviewed by a person (the family part of :mod:`ragplan.nodes.common.review_plan`): after a
+re-plan only the revised remaining steps are reviewed; an edit is one step per line, validated like the LLM's
+:class:`~ragplan.nodes.planrag.plan.Plan`, and becomes a new version in ``plan_history``."""
 
 from __future__ import annotations
 
@@ -17,8 +13,6 @@ from ragplan.nodes.common.review_plan import PlanEdit, PlanEditError, PlanReview
 from ragplan.nodes.planrag.plan import Plan
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.planrag import PlanRAGState, PlanVersion
-
-__all__ = ["PlanRAGReviewer", "plan_steps_from_text", "EDITED_REASON"]
 
 EDITED_REASON = "edited by the reviewer"
 """The reason recorded on a plan version a reviewer wrote."""

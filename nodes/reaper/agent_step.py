@@ -1,7 +1,5 @@
-"""agent_step: REAPER's agent baseline, one LLM call per retrieval step (ReAct-style, paper §3.1).
-
-Each call runs one tool through REAPER's executor, or stops; the calls made form the typed ``plan``,
-graded like REAPER's."""
+"""agent_step: REAPER's agent baseline, one LLM call per retrieval step (ReAct-style, §3.1): run one tool through the
+executor, or stop; the calls made form the typed ``plan``, graded like REAPER's."""
 
 from __future__ import annotations
 
@@ -19,8 +17,6 @@ from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
 from ragplan.state.failure import failed
-
-__all__ = ["AgentAction", "agent_step"]
 
 AGENT_ROLE = ("You help a sales associate in a large online shop by gathering the information needed to answer a "
               "customer's question, one tool call at a time.")

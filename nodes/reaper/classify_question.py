@@ -1,8 +1,5 @@
-"""classify_question: the classification baseline's router (REAPER paper §3.1, §5.2).
-
-A trained route classifier (``ragplan reaper train-classifier``, loaded once per process from
-``classifier_dir``) puts the question into one retrieval class (state ``route``); its time counts as
-planner latency."""
+"""classify_question: the classification baseline's router (REAPER §3.1, §5.2): a trained route classifier (loaded
+once per process from ``classifier_dir``) puts the question into one retrieval class; its time is planner latency."""
 
 from __future__ import annotations
 
@@ -16,8 +13,6 @@ from langgraph.runtime import Runtime
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.state.failure import failed
-
-__all__ = ["classify_question", "classifier_for"]
 
 def classifier_for(directory: str) -> Any:
     """The :class:`~ragplan.methods.reaper.classifier.RouteClassifier` saved in ``directory``, loaded once per process."""

@@ -1,7 +1,5 @@
-"""execute_plan: run the typed ``plan``'s tool calls (REAPER and the classifier baseline).
-
-Dependency order, independent steps in parallel, each call time-boxed; a failure is recorded and its
-dependants skipped."""
+"""execute_plan: run the typed ``plan``'s tool calls (REAPER and the classifier baseline) in dependency order,
+independent steps in parallel, each time-boxed; a failure is recorded and its dependants skipped."""
 
 from __future__ import annotations
 
@@ -14,8 +12,6 @@ from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
 from ragplan.state.failure import failed
-
-__all__ = ["execute_plan"]
 
 
 def execute_plan(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[str, Any]:

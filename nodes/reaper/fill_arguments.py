@@ -1,9 +1,6 @@
-"""fill_arguments: the classification baseline's argument writer (REAPER paper §3.1, §5.2).
-
-The routed class fixes the plan's skeleton (its tools, and which argument takes ``#Ej``); one
-planner-role call fills the open arguments (:class:`FilledArguments`), a missing ``product_id`` comes
-from the page context. The plan is validated and recorded as the run's one :class:`PlanCall`; an
-invalid one stops with ``invalid_plan`` (no repair round)."""
+"""fill_arguments: the classification baseline's argument writer (REAPER paper §3.1, §5.2). The routed class fixes
+the skeleton; one planner-role call fills the open arguments (``product_id`` may come from the page context); the
+plan is validated and recorded as the run's one :class:`PlanCall` (invalid: ``invalid_plan``, no repair round)."""
 
 from __future__ import annotations
 
@@ -22,8 +19,6 @@ from ragplan.state.reaper import ReaperState
 from ragplan.tools.retail.tools import PURPOSES
 from ragplan.tools.suites import suite_for
 from ragplan.state.failure import failed
-
-__all__ = ["FilledArguments", "fill_arguments", "build_skeleton", "skeleton_prompt"]
 
 _CONTEXT_ARGS = ("product_id", "base_product_id")
 

@@ -1,7 +1,5 @@
-"""plan_retrieval: REAPER's planner writes the whole retrieval plan in one LLM call (paper §4.1).
-
-The prompt (:mod:`ragplan.nodes.reaper.planner_prompt`) lists the tools and example plans; on a repair
-round the last plan and its errors are given back. The planner's latency is recorded."""
+"""plan_retrieval: REAPER's planner writes the whole retrieval plan in one LLM call (paper §4.1); on a repair round
+the last plan and its errors are given back. The planner's latency is recorded."""
 
 from __future__ import annotations
 
@@ -18,8 +16,6 @@ from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
 from ragplan.state.failure import failed
-
-__all__ = ["plan_retrieval"]
 
 
 def plan_retrieval(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[str, Any]:

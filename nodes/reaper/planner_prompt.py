@@ -1,7 +1,5 @@
-"""The REAPER planner's prompt (paper §4.1): role, instruction, tool list, examples, input.
-
-Training data (:mod:`ragplan.methods.reaper.datagen`) is built from the same functions, so a fine-tuned
-planner sees at run time the form it was trained on."""
+"""The REAPER planner's prompt (paper §4.1): role, instruction, tool list, examples, input; the training data is built
+from the same functions, so a fine-tuned planner sees at run time the form it was trained on."""
 
 from __future__ import annotations
 
@@ -10,9 +8,6 @@ from typing import Any, Iterable, Sequence
 
 from ragplan.methods.reaper.plan import RetrievalPlan, format_plan
 from ragplan.tools.registry import ToolRegistry, ToolSpec
-
-__all__ = ["ROLE", "SYSTEM_INSTRUCTION", "NO_RETRIEVAL", "build_planner_messages", "format_input", "format_example",
-           "plan_text", "tool_block"]
 
 ROLE = ("You help a sales associate in a large online shop. For every customer question you work out which "
         "information the associate needs and how to fetch it, so that the answer rests on evidence rather than "

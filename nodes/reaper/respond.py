@@ -1,6 +1,5 @@
-"""respond: the responder model answers the customer from the retrieved evidence only (REAPER).
-
-A zero-step plan (no retrieval needed) is answered directly."""
+"""respond: the responder model answers the customer from the retrieved evidence only (REAPER); a zero-step plan
+(no retrieval needed) is answered directly."""
 
 from __future__ import annotations
 
@@ -14,8 +13,6 @@ from pydantic import BaseModel, Field
 from ragplan.llm import decide_for, failure_update
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
-
-__all__ = ["Response", "respond", "evidence_block"]
 
 RESPONDER_ROLE = (
     "You are a shopping assistant at a large online store. Answer the customer's question using only the "

@@ -1,11 +1,7 @@
-"""How REAPER's validated plan is reviewed by a person (the family part of :mod:`ragplan.nodes.common.review_plan`).
-
-An edited plan is parsed and validated like the planner's and becomes the typed ``plan`` to execute;
-``plan_calls`` keeps the planner's plans only."""
+"""How REAPER's validated plan is reviewed by a person (the family part of :mod:`ragplan.nodes.common.review_plan`):
+an edit is parsed and validated like the planner's and becomes the ``plan`` to execute."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from ragplan.nodes.common.review_plan import PlanEdit, PlanEditError, PlanReviewer, PlanView
 from ragplan.nodes.reaper.validate_plan import registry_errors
@@ -13,8 +9,6 @@ from ragplan.methods.reaper import as_steps, format_plan, parse_plan
 from ragplan.methods.reaper.plan import RetrievalPlan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
-
-__all__ = ["ReaperReviewer"]
 
 NO_RETRIEVAL = "(no retrieval: the responder answers without evidence)"
 

@@ -1,8 +1,6 @@
-"""validate_plan: parse the planner's output and check it against the tool registry (REAPER).
-
-Every planner call is recorded as a :class:`PlanCall`; a valid plan becomes the typed ``plan``. With
-errors the planner gets one repair round, then the run records ``invalid_plan`` and answers without
-evidence."""
+"""validate_plan: parse the planner's output and check it against the tool registry (REAPER); every planner call is
+recorded as a :class:`PlanCall`, a valid plan becomes the typed ``plan``; invalid: one repair round, then
+``invalid_plan`` and an answer without evidence."""
 
 from __future__ import annotations
 
@@ -15,8 +13,6 @@ from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
 from ragplan.state.failure import failed
-
-__all__ = ["validate_plan", "registry_errors"]
 
 
 def registry_errors(plan: RetrievalPlan, ctx: ReaperContext) -> list[PlanError]:

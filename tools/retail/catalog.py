@@ -1,15 +1,11 @@
-"""The generated product catalogue: sixteen product types with attributes, descriptions and Q&A.
-
-Devices are generated before their accessories, so an accessory's compatibility attributes name
-devices of the same shop."""
+"""The generated product catalogue: sixteen product types with attributes, descriptions and Q&A; devices come before
+their accessories, so an accessory's compatibility attributes name devices of the same shop."""
 
 from __future__ import annotations
 
 import random
 import string
 from typing import Any, Callable
-
-__all__ = ["PRODUCT_TYPES", "TYPE_SYNONYMS", "make_catalog", "new_product_id"]
 
 COLOURS = ["Black", "Midnight Blue", "Graphite", "Silver", "Forest Green", "Sand", "Crimson", "White", "Slate Gray"]
 TIRE_SIZES = ["205/55R16", "215/60R16", "225/65R17", "235/65R18", "245/60R18", "265/70R17", "225/45R17"]

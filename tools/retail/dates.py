@@ -1,8 +1,6 @@
-"""Deterministic date arithmetic for ``date_math``: expressions → inclusive date ranges, and formatting.
-
-Resolved against a fixed ``today`` (the shop's), never the clock. Understood: today/tomorrow/yesterday,
-this|next|last week/month/year/weekend, ``in 3 days``, ``2 weeks ago``, ``last 30 days``, weekdays, month
-names, ISO dates and ranges ``2026-11-01..2026-11-10``."""
+"""Deterministic date arithmetic for ``date_math`` against a fixed ``today`` (the shop's): expressions such as
+tomorrow, next week, ``in 3 days``, ``2 weeks ago``, weekdays, month names, ISO dates and ranges to inclusive
+date ranges, and formatting."""
 
 from __future__ import annotations
 
@@ -14,8 +12,6 @@ from typing import Any
 from dateutil.relativedelta import relativedelta
 
 from ragplan.tools.retail.errors import ToolError
-
-__all__ = ["resolve_range", "parse_range_arg", "format_values", "parse_datetime", "date_range"]
 
 _NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
         "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple": 2, "few": 3}

@@ -1,7 +1,5 @@
-"""A small generated shop: catalogue and help centre (JSONL), orders and shipments (SQLite), FAISS indexes.
-
-Deterministic for a seed, ``meta.json`` written last; indexes are built on first search. A few scripted
-orders make the paper's plans answerable."""
+"""A small generated shop: catalogue and help centre (JSONL), orders and shipments (SQLite), FAISS indexes built on
+first search; deterministic for a seed, ``meta.json`` written last, a few scripted orders for the paper's plans."""
 
 from __future__ import annotations
 
@@ -12,6 +10,7 @@ import random
 import shutil
 import sqlite3
 import threading
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +19,6 @@ from ragplan.tools.retail.catalog import make_catalog
 from ragplan.tools.retail.errors import ShopError, ToolError
 from ragplan.tools.retail.faq import faq_entries
 from ragplan.tools.retail.reviews import make_reviews
-
-__all__ = ["generate_shop", "load_shop", "Shop", "FORMAT"]
 
 FORMAT = "ragplan-retail-shop/1"
 CARRIERS = ["UPS", "USPS", "FedEx", "DHL", "OnTrac"]
@@ -148,9 +145,7 @@ def generate_shop(out_dir: str | Path, seed: int = 0, n_products: int = 400, n_o
     finally:
         con.close()
     os.replace(tmp, out / "orders.sqlite")
-    types: dict[str, int] = {}
-    for p in products:
-        types[p["product_type"]] = types.get(p["product_type"], 0) + 1
+    types = dict(Counter(p["product_type"] for p in products))
     meta = {"format": FORMAT, "seed": seed, "today": day.isoformat(),
             "counts": {"products": len(products), "reviews": sum(len(p["reviews"]) for p in products),
                        "orders": len(orders), "faq": len(faq), "product_types": types}}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import Field, create_model
 
@@ -17,9 +17,6 @@ from ragplan.tools.retail.dates import format_values, parse_datetime, parse_rang
 from ragplan.tools.retail.errors import ToolError
 from ragplan.tools.retail.reviews import summarise_reviews
 from ragplan.tools.retail.shop import Shop, load_shop
-
-__all__ = ["RetailTools", "build_retail_registry", "retail_specs", "TOOL_NAMES", "NEW_TOOLS", "PURPOSES", "compatibility",
-           "resolve_product_type", "singular"]
 
 # name -> (description, args, example, aliases)
 _SPECS: dict[str, tuple[str, list[ArgSpec], str, list[str]]] = {
@@ -330,18 +327,6 @@ def _schema(name: str, args: list[ArgSpec]) -> Any:
     return create_model("".join(w.title() for w in name.split("_")) + "Args", **fields)
 
 
-def _bind(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
-    def run(**kwargs: Any) -> Any:
-        try:
-            return fn(**kwargs)
-        except ToolError as exc:
-            exc.tool = exc.tool or name
-            raise
-    run.__name__ = name
-    run.__doc__ = fn.__doc__
-    return run
-
-
 def retail_specs(include_new_tool: bool = True) -> list[ToolSpec]:
     """The unbound specs (names, descriptions, typed arguments, one example, aliases) in prompt order."""
     return [ToolSpec(name, desc, list(args), example, None, list(aliases))
@@ -357,6 +342,6 @@ def build_retail_registry(shop_dir: str | None = None, today: str | None = None,
     if shop_dir:
         tools = RetailTools(load_shop(shop_dir, model_path=model_path), today=today, **settings)
         for s in specs:
-            s.tool = StructuredTool.from_function(func=_bind(getattr(tools, s.name), s.name), name=s.name,
+            s.tool = StructuredTool.from_function(func=getattr(tools, s.name), name=s.name,
                                                   description=s.description, args_schema=_schema(s.name, s.args))
     return ToolRegistry(specs, name="retail")

@@ -1,13 +1,6 @@
-"""The building scenario: which building, raised by 5 levels, lowers the price of goods G the most?
-
-The annotator's rules of shared/DQA.md, quirks included (accumulators *added to*, a building without
-inputs keeps its output, ties to the earlier building, an answer strictly below the script's price).
-All options (one per building) are simulated at once as rows of NumPy arrays, which add in another
-order than the annotator, so options within :data:`NEAR_TIE_REL` of the lowest price (or the script's)
-are simulated again in the annotator's order (:func:`sequential_prices`) before the rule picks.
-Where the rules are silent: a level-0 building is raised by (0 + 5) / 1; an input with ``max_demand``
-0 counts as satisfied; goods with no demand at all get no input.
-"""
+"""The building scenario: which building, raised by 5 levels, lowers the price of goods G the most? The annotator's
+rules of shared/DQA.md, quirks included; all options simulated at once in NumPy, near-ties (:data:`NEAR_TIE_REL`)
+re-simulated in the annotator's order. A level-0 building is raised by 5 / 1; ``max_demand`` 0 counts as satisfied."""
 
 from __future__ import annotations
 
@@ -20,9 +13,6 @@ import numpy as np
 
 from ragplan.methods.planrag.cql import GraphData, GraphRows
 from ragplan.tools.graphdb.script import ScriptError
-
-__all__ = ["BuildingScenario", "BuildingOption", "BuildingSolution", "scenario_from_data", "simulate_prices",
-           "sequential_prices", "solve_building", "RAISE_LEVELS", "ROUNDS", "NEAR_TIE_REL"]
 
 RAISE_LEVELS = 5
 ROUNDS = 10

@@ -1,13 +1,6 @@
-"""Reading DQA's ``.cql`` scripts into records in file order (the annotator's tie-breaking depends on
-it, which a graph engine does not promise), without a graph engine.
-
-DQA's two statement shapes, ``CREATE (var:Label {…})`` and ``MATCH (a:L1 {…}), (b:L2 {…}) CREATE
-(a)-[r:TYPE {…}]->(b)``, are parsed on top of the statement splitter; anything else names its line.
-For speed (parsing is most of ``ragplan dqa verify``), a file in the plain form DQA writes (one
-statement per line) is read by one regex pass and one ``json.loads`` of its distinct maps; anything
-else takes the general path. Both give the same :class:`GraphData`; the simulators read
-:class:`GraphRows`, the same content as tuples.
-"""
+"""Reading DQA's ``.cql`` scripts into records in file order (the annotator's tie-breaking depends on it) without a
+graph engine: a plain file (one statement per line) by one regex pass and one ``json.loads`` of its distinct maps,
+anything else by the statement splitter and :func:`parse_statements`; both give the same :class:`GraphData`."""
 
 from __future__ import annotations
 
@@ -18,10 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from ragplan.tools.graphdb.script import ScriptError, Statement, decode_script, read_script_bytes, split_statements
-
-__all__ = ["NodeRec", "RelRec", "GraphData", "GraphRows", "NodeRow", "RelRow", "parse_map", "parse_statements",
-           "read_graph_data", "graph_data_from_text", "graph_data_from_bytes", "graph_rows_from_text",
-           "graph_rows_from_bytes"]
 
 
 @dataclass
@@ -202,10 +191,8 @@ def _value(raw: str) -> Any:
 
 
 def _map_parser() -> Any:
-    """A reader of one file's distinct map bodies, item by item (each distinct item and key read once).
-
-    A body is split on its commas; a string holding a comma leaves an unbalanced quote: not plain.
-    """
+    """A reader of one file's distinct map bodies split on their commas, each distinct item and key read once
+    (a string holding a comma leaves an unbalanced quote: not plain)."""
     items: dict[str, tuple[str, Any]] = {}   # "key: value" piece -> (key, value)
     keys: dict[str, str] = {}                # the piece's text before ':' -> the key
 
@@ -235,12 +222,8 @@ def _no_constant(name: str) -> Any:
 
 
 def _json_maps(bodies: list[str]) -> dict[str, dict[str, Any]] | None:
-    """Every distinct non-empty body -> its map, all read by one ``json.loads``; None if that cannot be trusted.
-
-    Keys are quoted (a ``"`` after each ``{`` and ``,`` and before each ``:``), which is exact when no
-    string holds a ``:`` or ``,``: the counts check that afterwards, and keys must come out as plain
-    names. JSON's values (no escapes here) are a subset of what :func:`parse_map` reads, to the same values.
-    """
+    """Every distinct non-empty body -> its map, all read by one ``json.loads`` with the keys quoted; None when
+    that cannot be trusted (a string holding ``:`` or ``,``, checked by the counts, or a key that is no name)."""
     if not bodies:
         return {}
     joined = "\n".join(bodies)

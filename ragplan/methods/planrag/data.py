@@ -1,8 +1,5 @@
-"""Reading a clone of the DQA repository (its layout: shared/DQA.md): its questions and their scripts.
-
-``CLONE`` may be the repository root or its ``data/`` folder. :func:`load_scenario` caches compiled
-scripts by the hash of their bytes: the official locating set has 200 questions over 10 scripts.
-"""
+"""Reading a clone of the DQA repository (layout: shared/DQA.md; ``CLONE`` is its root or ``data/``): its questions
+and scripts; :func:`load_scenario` caches compiled scripts by the hash of their bytes (200 questions, 10 scripts)."""
 
 from __future__ import annotations
 
@@ -18,11 +15,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragplan.methods.planrag.cql import graph_rows_from_bytes
-
-__all__ = [
-    "DQAQuestion", "DQAError", "load_questions", "load_scenario", "clear_scenario_cache", "data_root", "Scenario",
-    "SCENARIO_CACHE_SIZE", "LOCATING_QUESTIONS", "LOCATING_SCRIPTS", "BUILDING_QUESTIONS", "BUILDING_SCRIPTS",
-]
 
 Scenario = Literal["locating", "building"]
 

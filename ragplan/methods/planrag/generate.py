@@ -1,9 +1,5 @@
-"""Synthetic DQA-style scenarios in a clone's file layout: the project's own test data.
-
-Scripts in the same dialect and with the same mess as DQA's (lines without ``;``, spacing variants,
-``has_has_merchant``), gold answers from ragplan's simulators; same seed, same files. Sizes:
-``small`` (a handful of nodes) or ``official`` (≈80 trade nodes, ≈665 countries; ≈50 goods, ≈250 buildings).
-"""
+"""Synthetic DQA-style scenarios in a clone's file layout (the project's own test data): DQA's dialect and mess,
+gold answers from ragplan's simulators, same seed same files; ``small`` or ``official`` size."""
 
 from __future__ import annotations
 
@@ -17,9 +13,6 @@ from ragplan.methods.planrag.building import scenario_from_data as building_scen
 from ragplan.methods.planrag.cql import graph_rows_from_text
 from ragplan.methods.planrag.data import BUILDING_QUESTIONS, BUILDING_SCRIPTS, LOCATING_QUESTIONS, LOCATING_SCRIPTS
 from ragplan.methods.planrag.locating import merchant_power, scenario_from_data as locating_scenario, solve_locating
-
-__all__ = ["generate_clone", "max_questions", "locating_script", "building_script", "Size", "SIZES", "LOCATING_RULES",
-           "BUILDING_RULES"]
 
 
 @dataclass(frozen=True)
@@ -121,11 +114,8 @@ def locating_script(rng: random.Random, size: Size) -> tuple[str, list[dict[str,
 
 
 def building_script(rng: random.Random, size: Size, country: str) -> str:
-    """A random market of goods and buildings with demand and supply edges.
-
-    The script's ``current_price`` of each goods is the market's price with nothing raised, as in a
-    game save, so the annotator's "strictly below the script's price" test is meaningful.
-    """
+    """A random market of goods and buildings with demand and supply edges; each goods' ``current_price`` is the
+    price with nothing raised (as in a game save), so "strictly below the script's price" is meaningful."""
     goods = [(GOODS[i] if i < len(GOODS) else f"goods_{i}", i + 1) for i in range(size.goods)]
     goods_specs = [(name, code, rng.choice([20, 30, 40, 50, 60]), round(rng.uniform(0, 200), 2), rng.random() < 0.08)
                    for name, code in goods]
@@ -169,11 +159,8 @@ def max_questions(scenario: str, size: str = "small") -> int | None:
 
 
 def generate_clone(out_dir: str | Path, scenario: str, n: int, seed: int = 0, size: str = "small") -> list[dict[str, Any]]:
-    """Write ``n`` questions of ``scenario`` (locating | building) with scripts and gold answers; return the questions.
-
-    Raises ``ValueError`` when ``n`` is more than :func:`max_questions` allows at ``size`` (with the maximum),
-    and when :data:`MAX_FRUITLESS_SCRIPTS` scripts in a row give no new question.
-    """
+    """Write ``n`` questions of ``scenario`` with scripts and gold answers and return them; ``ValueError`` past
+    :func:`max_questions` at ``size``, or when :data:`MAX_FRUITLESS_SCRIPTS` scripts in a row give no question."""
     if size not in SIZES:
         raise ValueError(f"size must be one of {', '.join(SIZES)}, not {size!r}")
     if scenario not in ("locating", "building"):

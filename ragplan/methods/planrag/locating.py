@@ -1,11 +1,6 @@
-"""The locating scenario: where should country C place its merchant to maximise its profit at home?
-
-The annotator's rules of shared/DQA.md, quirks included (``max(50, development)``, half the script's
-``total_power``, flows × 1.05, nodes on a cycle never processed, ties to the earlier node). A scenario
-is compiled once into index form; an option changes one record, so only its node's sums are redone.
-Every sum is in the annotator's order, so profits are bit for bit the plain reference's and near-ties
-are decided as the annotator decided them.
-"""
+"""The locating scenario: where should country C place its merchant to maximise its profit at home? The annotator's
+rules of shared/DQA.md, quirks included; compiled once into index form, an option re-sums only its node, every sum
+in the annotator's order (profits bit for bit the reference's, near-ties decided as the annotator did)."""
 
 from __future__ import annotations
 
@@ -15,9 +10,6 @@ from typing import Any
 
 from ragplan.methods.planrag.cql import GraphData, GraphRows
 from ragplan.tools.graphdb.script import ScriptError
-
-__all__ = ["LocatingScenario", "Record", "LocatingOption", "LocatingSolution", "scenario_from_data", "solve_locating",
-           "merchant_power", "truthy"]
 
 
 def truthy(value: Any) -> bool:
@@ -209,17 +201,13 @@ def scenario_from_data(data: GraphData | GraphRows) -> LocatingScenario:
     index = {n: i for i, n in enumerate(names)}
     edges: list[tuple[int, int]] = []
     records: list[Record] = []
-    flags = _FLAGS
     for rtype, src_label, src_key, _, dst_key, props, line in rows.rels:
         try:
             if rtype == "NodeCountry":
                 country, node = (src_key, dst_key) if src_label == "Country" else (dst_key, src_key)
                 merchant = props["has_merchant"] if "has_merchant" in props else props.get("has_has_merchant", False)
-                home, merchant_flag = flags.get(props.get("is_home", False)), flags.get(merchant)
-                records.append(Record(str(country["name"]), index[str(node["name"])],
-                                      truthy(props.get("is_home", False)) if home is None else home,
-                                      truthy(merchant) if merchant_flag is None else merchant_flag,
-                                      float(props.get("base_trading_power", 0) or 0)))
+                records.append(Record(str(country["name"]), index[str(node["name"])], _flag(props.get("is_home", False)),
+                                      _flag(merchant), float(props.get("base_trading_power", 0) or 0)))
             elif rtype == "source":
                 edges.append((index[str(src_key["name"])], index[str(dst_key["name"])]))
         except KeyError as exc:

@@ -1,7 +1,6 @@
-"""The ``reaper-retail`` benchmark: REAPER plans graded against the retail gold set (paper Tables 1–2).
-
-``data`` is a shop directory (its ``goldset.jsonl``, generated when missing) or a gold-set JSONL file;
-the final plan and the first planner call (``*_first_call``) are scored. See docs/methods/reaper.md."""
+"""The ``reaper-retail`` benchmark: REAPER plans graded against the retail gold set (paper Tables 1–2). ``data`` is a
+shop directory (its ``goldset.jsonl``, generated when missing) or a gold-set JSONL file; the final plan and the
+first planner call (``*_first_call``) are scored."""
 
 from __future__ import annotations
 
@@ -18,8 +17,6 @@ from ragplan.methods.reaper.metrics import (aggregate, default_registry, instruc
                                             table_one)
 from ragplan.methods.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan, as_steps, format_plan, parse_plan
 from ragplan.state.reaper import FINISHED
-
-__all__ = ["ReaperBenchmark", "GOLDSET_FILE", "PredictedPlan", "predicted_plans"]
 
 GOLDSET_FILE = "goldset.jsonl"
 _OPTIONS = ("limit", "year", "split", "remove_tool")

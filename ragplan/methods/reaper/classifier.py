@@ -1,8 +1,6 @@
-"""The classification-based baseline planner (REAPER paper §3.1, §5.2): route a question to one retrieval class.
-
-Classes: a tool, ``no_retrieval`` or one ``workflow:a>b`` per multi-step sequence seen in training.
-Features: the question's Sentence-BERT embedding plus a product-page flag; a logistic regression and a
-cosine kNN vote mixed 0.75 / 0.25, saved as plain arrays (no pickles) with each workflow's skeleton."""
+"""The classification baseline planner (REAPER §3.1, §5.2): route a question to a tool, ``no_retrieval`` or a
+``workflow:a>b`` class, from its Sentence-BERT embedding and a product-page flag, by a logistic regression and a
+cosine kNN mixed 0.75 / 0.25, saved as plain arrays (no pickles)."""
 
 from __future__ import annotations
 
@@ -17,9 +15,6 @@ import numpy as np
 from scipy.special import softmax
 from sklearn.metrics import precision_recall_fscore_support
 from sklearn.preprocessing import normalize
-
-__all__ = ["NO_RETRIEVAL", "WORKFLOW_PREFIX", "DEFAULT_CHAINS", "route_class", "class_tools", "ClassifierReport",
-           "RouteClassifier", "train_classifier", "load_classifier", "features", "workflow_chains"]
 
 NO_RETRIEVAL = "no_retrieval"
 WORKFLOW_PREFIX = "workflow:"

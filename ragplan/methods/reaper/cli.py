@@ -14,9 +14,6 @@ from typing import Any
 
 from ragplan.cli.errors import fail
 
-__all__ = ["add_parser", "run", "add_validate_parser", "run_validate", "add_shop_parser", "run_shop", "add_datagen_parser",
-           "run_datagen", "add_classifier_parser", "run_classifier", "format_report"]
-
 
 def add_parser(sub: Any) -> None:
     """The ``reaper`` command and its sub-commands."""
@@ -33,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
             "train-classifier": run_classifier}[args.reaper_command](args)
 
 
-def add_validate_parser(sub: Any) -> argparse.ArgumentParser:
+def add_validate_parser(sub: Any) -> None:
     """Register ``validate`` on the subparsers of the ``reaper`` command (``ragplan reaper validate``)."""
     v = sub.add_parser("validate", help="parse a REAPER plan file and check it against a tool suite",
                        description="Parse a REAPER plan (`Step k: purpose - #Ek = tool(args)` lines) and check it "
@@ -41,11 +38,6 @@ def add_validate_parser(sub: Any) -> argparse.ArgumentParser:
     v.add_argument("plan_file", metavar="PLAN_FILE", help="the plan text (- for standard input)")
     v.add_argument("--tools", default="retail", metavar="SUITE", help="tool suite to check against (default retail)")
     v.add_argument("--json", action="store_true", help='print {"valid", "steps", "errors", "notes"} as JSON')
-    return v
-
-
-def _read(path: str) -> str:
-    return sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
 
 
 def _arg_json(arg: Any) -> Any:
@@ -77,7 +69,7 @@ def run_validate(args: argparse.Namespace) -> int:
     from ragplan.tools import suites as tool_registry
 
     try:
-        text = _read(args.plan_file)
+        text = sys.stdin.read() if args.plan_file == "-" else Path(args.plan_file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return fail(f"cannot read the plan file {args.plan_file}: {exc}")
     try:
@@ -176,7 +168,7 @@ def run_shop(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_datagen_parser(rsub: Any) -> argparse.ArgumentParser:
+def add_datagen_parser(rsub: Any) -> None:
     """Register ``datagen`` on the ``reaper`` command's subparsers (``ragplan reaper datagen``)."""
     p = rsub.add_parser("datagen", help="generate REAPER SFT data (TEvo, TTG, DQS) from seed plans",
                         description="Turn a small pool of annotated plans into chat-format SFT data (TEvo, TTG, DQS).")
@@ -196,7 +188,6 @@ def add_datagen_parser(rsub: Any) -> argparse.ArgumentParser:
                    help="TTG secondary tasks to generate, comma-separated names or the paper's numbers: 1 query_from_plan, "
                         "2 complete_partial_plan, 3 identify_tools, 4 masked_step, 5 reorder_steps, 6 masked_params, "
                         "7 use_provided_tools; `all` (default) or `none` (the primary planning task only)")
-    return p
 
 
 def _embedder(model_path: str) -> Any:
@@ -264,7 +255,7 @@ def run_datagen(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_classifier_parser(rsub: Any) -> argparse.ArgumentParser:
+def add_classifier_parser(rsub: Any) -> None:
     """Register ``train-classifier`` on the subparsers of the ``reaper`` command."""
     p = rsub.add_parser("train-classifier", help="train the classification baseline's route classifier",
                         description="Train the route classifier on the gold set's train split; report per-class P/R/F1 "
@@ -277,7 +268,6 @@ def add_classifier_parser(rsub: Any) -> argparse.ArgumentParser:
     p.add_argument("--model-path", default="", metavar="DIR",
                    help="a local Sentence-BERT model folder (default: the packaged all-MiniLM-L6-v2)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    return p
 
 
 def format_report(report: Any) -> str:

@@ -217,9 +217,8 @@ def template_variants(examples: Sequence[SeedExample], rng: random.Random, per_e
 
 def diverse_query_sample(initial: Sequence[str], large: Sequence[str], embedder: Any, rng: random.Random, *,
                          trim: float = 0.1, size: int | None = None) -> tuple[list[int], dict[str, Any]]:
-    """DQS: sorted indices into ``large`` and a report. Queries are scored by their highest cosine similarity
-    to ``initial``; the ``trim`` fractions at both ends are dropped (at least one each from 3 queries on) and
-    ``size`` (default ``len(initial)``) of the rest sampled."""
+    """DQS: sorted indices into ``large`` and a report: by highest cosine similarity to ``initial``, the ``trim``
+    fractions at both ends dropped (at least one each from 3 queries on), ``size`` of the rest sampled."""
     size = len(initial) if size is None else size
     if not large:
         return [], {"large": 0, "dropped_similar": [], "dropped_dissimilar": [], "kept": []}

@@ -1,8 +1,5 @@
-"""Running a REAPER plan: every step once, in dependency order, independent steps in parallel.
-
-``#Ej`` is replaced by step j's output (its text inside a string). Never raises or hangs: failures,
-timeouts and missing tools are recorded, dependants skipped with the reason; sync tools run in daemon
-threads."""
+"""Running a REAPER plan: every step once, in dependency order, independent steps in parallel; ``#Ej`` is replaced by
+step j's output. Never raises or hangs: failures and timeouts are recorded, dependants skipped with the reason."""
 
 from __future__ import annotations
 
@@ -25,8 +22,6 @@ from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanStep
 from ragplan.methods.reaper.validate import arg_names, bind_args, find_cycles, step_references
 
 _REF = re.compile(r"#E(\d+)(?!\d)")
-
-__all__ = ["StepEvidence", "ExecutionResult", "run_plan_async", "run_plan", "to_jsonable", "render_for_text"]
 
 
 class StepEvidence(BaseModel):

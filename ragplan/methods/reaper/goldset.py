@@ -1,7 +1,5 @@
-"""A deterministic gold set of retail questions with their REAPER plans, grounded in a generated shop.
-
-Questions about the shop's real products and orders, spread over :data:`CATEGORIES`, split about 80/20
-train/test within each category; arguments follow the argument rule of :mod:`ragplan.methods.reaper.metrics`."""
+"""A deterministic gold set of retail questions with their REAPER plans, grounded in a generated shop: spread over
+:data:`CATEGORIES`, split about 80/20 train/test within each, arguments by the rule of the metrics module."""
 
 from __future__ import annotations
 
@@ -18,8 +16,6 @@ from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanStep, format
 from ragplan.tools.retail.tools import PURPOSES, singular
 from ragplan.tools.retail.dates import resolve_range
 from ragplan.tools.retail.shop import load_shop
-
-__all__ = ["GoldExample", "CATEGORIES", "generate_goldset", "write_goldset", "load_goldset", "empty_context"]
 
 CATEGORIES = ["no_retrieval", "prod_search", "prod_qna", "context_qna", "review_summary", "customer_support",
               "shipment_status", "date_math", "date_shipment", "search_qna", "shipment_qna", "compatible",
@@ -300,9 +296,7 @@ def generate_goldset(shop_dir: str | Path, seed: int = 0, n: int = 360, test_fra
     try:
         rng = random.Random(f"{seed}:goldset")
         gen = _Gen(shop, rng)
-        counts = {c: n // len(CATEGORIES) for c in CATEGORIES}
-        for c in CATEGORIES[: n % len(CATEGORIES)]:
-            counts[c] += 1
+        counts = {c: n // len(CATEGORIES) + (k < n % len(CATEGORIES)) for k, c in enumerate(CATEGORIES)}
         out: list[GoldExample] = []
         for cat in CATEGORIES:
             make: Callable[[], Any] = getattr(gen, cat)

@@ -1,7 +1,5 @@
-"""Plan metrics of the REAPER paper: Table 1 (tool-class P/R/F1, tool and argument accuracy) and Table 2.
-
-Failed and invalid predictions are wrong on everything (tool class ``no_valid_plan``). Only
-:data:`SCORED_ARGS` are scored, by the argument rule of docs/methods/reaper.md."""
+"""Plan metrics of the REAPER paper: Table 1 (tool-class P/R/F1, tool and argument accuracy) and Table 2. Failed and
+invalid predictions are wrong on everything (class ``no_valid_plan``); only :data:`SCORED_ARGS` are scored."""
 
 from __future__ import annotations
 
@@ -17,11 +15,6 @@ from ragplan.methods.reaper.plan import PlanArg, PlanStep, RetrievalPlan, as_ste
 from ragplan.methods.reaper.validate import arg_names, bind_args, check_plan, is_date_range_literal
 from ragplan.tools.retail.tools import singular
 from ragplan.tools.retail.dates import parse_range_arg
-
-__all__ = ["NO_RETRIEVAL", "NO_VALID_PLAN", "SCORED_ARGS", "STOP_WORDS", "STATUSES", "PlanScore", "PlanMetrics",
-           "normalize_text", "keyword_set", "scored_calls", "score_plan", "class_prf", "aggregate",
-           "render_table", "render_comparison", "default_registry", "instruction_following", "instruction_following_table",
-           "table_one"]
 
 NO_RETRIEVAL = "no_retrieval"
 NO_VALID_PLAN = "no_valid_plan"
@@ -58,7 +51,7 @@ def normalize_text(s: str) -> str:
 
 
 def keyword_set(value: Any) -> tuple[str, ...]:
-    """The sorted keyword set of a search phrase or order keywords (see the module docstring)."""
+    """The sorted keyword set of a search phrase or order keywords (stop words out, words singular)."""
     if isinstance(value, (list, tuple)):
         value = " ".join(str(v) for v in value)
     words = normalize_text(str(value or "")).replace("#", " ").split()
@@ -269,8 +262,7 @@ def _pred_classes(r: Mapping[str, Any]) -> list[str]:
 
 def aggregate(items: Iterable[PlanScore | Mapping[str, Any] | tuple[Any, Any]], registry: Any = None,
               latency_key: str = "latency") -> PlanMetrics:
-    """Aggregate :class:`PlanScore` objects, graded records (dicts, as :meth:`PlanScore.to_dict`) or (pred, gold)
-    pairs."""
+    """Aggregate :class:`PlanScore` objects, graded records (:meth:`PlanScore.to_dict`) or (pred, gold) pairs."""
     recs: list[Mapping[str, Any]] = []
     for x in items:
         if isinstance(x, tuple):
@@ -302,41 +294,36 @@ def _f(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
+def _md(head: Sequence[str], rows: Iterable[Sequence[Any]], title: str = "") -> list[str]:
+    """A Markdown table (every column but the first right-aligned), under a ``### title`` when given."""
+    return ([f"### {title}", ""] if title else []) + ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1),
+                                                      *("| " + " | ".join(map(str, r)) + " |" for r in rows)]
+
+
 def render_table(metrics: PlanMetrics, title: str = "") -> str:
-    """Markdown: the per-class P/R/F1 table (support: gold plans with the class; predicted: predictions with it),
-    then the overall accuracies."""
-    lines = [f"### {title}", ""] if title else []
-    lines += ["| tool class | precision | recall | F1 | support | predicted |", "|---|---:|---:|---:|---:|---:|"]
-    for c, m in metrics.per_class.items():
-        lines.append(f"| {c} | {m['precision']:.3f} | {m['recall']:.3f} | {m['f1']:.3f} | {int(m['support'])} | "
-                     f"{int(m['tp'] + m['fp'])} |")
-    lines += ["", "| metric | value |", "|---|---:|", f"| plans | {metrics.n} |",
-              f"| tool accuracy | {metrics.tool_accuracy:.3f} |",
-              f"| argument accuracy (prod_search, shipment_status; {metrics.argument_n} plans) | "
-              f"{_f(metrics.argument_accuracy)} |",
-              f"| plan accuracy (valid, tools and scored arguments) | {metrics.plan_accuracy:.3f} |",
-              f"| scored-call argument accuracy | {_f(metrics.step_argument_accuracy)} |",
-              f"| plan validity | {metrics.plan_valid:.3f} |", f"| macro F1 | {metrics.macro_f1:.3f} |"]
-    if metrics.failed:
-        lines.append(f"| failed runs (no plan) | {metrics.failed} |")
-    if metrics.latency_mean is not None:
-        lines.append(f"| planner latency (s, mean) | {metrics.latency_mean:.3f} |")
-    return "\n".join(lines)
-
-
-def _side_by_side(names: Sequence[str], rows: Iterable[tuple[str, Sequence[str]]]) -> list[str]:
-    return ["| metric | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names),
-            *("| " + " | ".join([label, *cells]) + " |" for label, cells in rows)]
+    """Markdown: the per-class P/R/F1 table (support: gold plans with the class), then the overall accuracies."""
+    m = metrics
+    rows = [("plans", m.n), ("tool accuracy", f"{m.tool_accuracy:.3f}"),
+            (f"argument accuracy (prod_search, shipment_status; {m.argument_n} plans)", _f(m.argument_accuracy)),
+            ("plan accuracy (valid, tools and scored arguments)", f"{m.plan_accuracy:.3f}"),
+            ("scored-call argument accuracy", _f(m.step_argument_accuracy)), ("plan validity", f"{m.plan_valid:.3f}"),
+            ("macro F1", f"{m.macro_f1:.3f}")]
+    rows += [("failed runs (no plan)", m.failed)] if m.failed else []
+    rows += [("planner latency (s, mean)", f"{m.latency_mean:.3f}")] if m.latency_mean is not None else []
+    per_class = [(c, *(f"{x[k]:.3f}" for k in ("precision", "recall", "f1")), int(x["support"]), int(x["tp"] + x["fp"]))
+                 for c, x in m.per_class.items()]
+    return "\n".join(_md(["tool class", "precision", "recall", "F1", "support", "predicted"], per_class, title)
+                     + [""] + _md(["metric", "value"], rows))
 
 
 def render_comparison(columns: Mapping[str, PlanMetrics], title: str = "") -> str:
     """Markdown: the overall metrics side by side, one column per named set (e.g. first call / after repair)."""
     ms = list(columns.values())
-    rows = [("plans", [str(m.n) for m in ms])] + [(label, [_f(getattr(m, key)) for m in ms]) for label, key in [
+    rows = [("plans", *(m.n for m in ms))] + [(label, *(_f(getattr(m, key)) for m in ms)) for label, key in [
         ("tool accuracy", "tool_accuracy"), ("argument accuracy", "argument_accuracy"),
         ("plan accuracy", "plan_accuracy"), ("plan validity", "plan_valid"), ("macro F1", "macro_f1"),
         ("planner latency (s, mean)", "latency_mean")]]
-    return "\n".join(([f"### {title}", ""] if title else []) + _side_by_side(list(columns), rows))
+    return "\n".join(_md(["metric", *columns], rows, title))
 
 
 def instruction_following(score: Mapping[str, Any], removed: Sequence[str]) -> float | None:
@@ -361,13 +348,12 @@ def instruction_following_table(records: Sequence[Mapping[str, Any]], removed: S
     first, final = aggregate(_firsts(records)), aggregate(list(records))
     n1, used1, s1 = _share(records, "instruction_following_first_call")
     n2, used2, s2 = _share(records, "instruction_following")
-    return "\n".join([
-        f"### Instruction following (paper Table 2): {', '.join(removed)} removed from the planner's tools", "",
-        "| | first planner call | after the repair round |", "|---|---:|---:|",
-        f"| plans (failed runs left out) | {n1} | {n2} |",
-        f"| plans that still use {' or '.join(removed)} | {used1} | {used2} |",
-        f"| instruction following (1 − their share) | {_f(s1)} | {_f(s2)} |",
-        f"| tool accuracy | {_f(first.tool_accuracy)} | {_f(final.tool_accuracy)} |"])
+    used = " or ".join(removed)
+    return "\n".join(_md(["", "first planner call", "after the repair round"], [
+        ("plans (failed runs left out)", n1, n2), (f"plans that still use {used}", used1, used2),
+        ("instruction following (1 − their share)", _f(s1), _f(s2)),
+        ("tool accuracy", _f(first.tool_accuracy), _f(final.tool_accuracy))],
+        f"Instruction following (paper Table 2): {', '.join(removed)} removed from the planner's tools"))
 
 
 def _mean(records: Sequence[Mapping[str, Any]], key: str) -> float | None:
@@ -376,38 +362,37 @@ def _mean(records: Sequence[Mapping[str, Any]], key: str) -> float | None:
 
 
 def table_one(runs: Sequence[ComparedRun]) -> str:
-    """Runs side by side in the shape of the paper's Table 1 (Markdown): per-class P/R/F1 of the final plan
-    (support from the first run), then tool and argument accuracy (final and first planner call), validity,
-    macro F1, planner latency, LLM calls and, when a run removed tools, instruction following."""
+    """Runs side by side in the shape of the paper's Table 1 (Markdown): per-class P/R/F1 of the final plan, then
+    the overall figures (first call and final), LLM calls and, when a run removed tools, instruction following."""
     finals = {run.label: aggregate(run.records, latency_key="planner_latency_s") for run in runs}
     firsts = {run.label: aggregate(_firsts(run.records), latency_key="planner_latency_s") for run in runs}
     labels = list(finals)
     ref = finals[labels[0]].per_class if labels else {}
-    head = ["tool class", "support"] + [f"{lab} {x}" for lab in labels for x in ("P", "R", "F1")]
-    lines = ["### REAPER plan metrics by method (paper Table 1)", "",
-             "Per tool class, final plan (P / R / F1; support = gold plans with the class):", "",
-             "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    per_class = []
     for c in sorted({c for m in finals.values() for c in m.per_class}, key=_class_key):
-        cells = [c, str(int(ref.get(c, {}).get("support", 0)))]
+        cells = [c, int(ref.get(c, {}).get("support", 0))]
         for lab in labels:
             m = finals[lab].per_class.get(c)
             cells += [_f(m["precision"]), _f(m["recall"]), _f(m["f1"])] if m else ["-", "-", "-"]
-        lines.append("| " + " | ".join(cells) + " |")
-    rows = [(name, [_f(getattr(src[lab], key)) for lab in labels]) for name, src, key in [
+        per_class.append(cells)
+    rows: list[tuple[Any, ...]] = [(name, *(_f(getattr(src[lab], key)) for lab in labels)) for name, src, key in [
         ("tool accuracy", finals, "tool_accuracy"), ("argument accuracy", finals, "argument_accuracy"),
         ("tool accuracy, first planner call", firsts, "tool_accuracy"),
         ("argument accuracy, first planner call", firsts, "argument_accuracy"), ("plan validity", finals, "plan_valid"),
         ("macro F1", finals, "macro_f1"), ("planner latency (s, mean per question)", finals, "latency_mean")]]
-    rows = [("plans", [str(finals[lab].n) for lab in labels]), *rows,
-            ("LLM calls per question", [_f(_mean(run.records, "llm_calls")) for run in runs])]
+    rows = [("plans", *(finals[lab].n for lab in labels)), *rows,
+            ("LLM calls per question", *(_f(_mean(run.records, "llm_calls")) for run in runs))]
     removed = {run.label: list(dict.fromkeys(t for r in run.records for t in (r.get("removed_tools") or [])))
                for run in runs}
     if any(removed.values()):
-        rows += [("removed tools (Table 2)", [", ".join(removed[lab]) or "-" for lab in labels]),
-                 *[(f"instruction following, {name}", [_f(_share(run.records, key)[2]) for run in runs])
+        rows += [("removed tools (Table 2)", *(", ".join(removed[lab]) or "-" for lab in labels)),
+                 *[(f"instruction following, {name}", *(_f(_share(run.records, key)[2]) for run in runs))
                    for name, key in [("first planner call", "instruction_following_first_call"),
                                      ("final plan", "instruction_following")]]]
-    lines += ["", *_side_by_side(labels, rows)]
+    lines = _md(["tool class", "support", *(f"{lab} {x}" for lab in labels for x in ("P", "R", "F1"))], per_class,
+                "REAPER plan metrics by method (paper Table 1)")
+    lines[2:2] = ["Per tool class, final plan (P / R / F1; support = gold plans with the class):", ""]
+    lines += ["", *_md(["metric", *labels], rows)]
     ids = [{str(r.get("id")) for r in run.records} for run in runs]
     if any(i != ids[0] for i in ids[1:]):
         lines += ["", "Note: the runs cover different questions (compare their `plans` row)."]

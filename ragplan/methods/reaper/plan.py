@@ -1,20 +1,13 @@
-"""REAPER retrieval plans: the typed plan model, a tolerant parser and the canonical printer.
-
-A plan is one step per line, ``Step k: purpose - #Ek = tool(args)`` (paper §3–4). :func:`parse_plan` never
-raises: unreadable steps become :class:`PlanError` with their line, other text a note.
-:func:`format_plan` prints the canonical form, which parses back to the same plan."""
+"""REAPER retrieval plans (``Step k: purpose - #Ek = tool(args)`` per line, paper §3–4): the typed model, a parser
+that never raises (unreadable steps become :class:`PlanError` with their line, other text a note), the printer."""
 
 from __future__ import annotations
 
-import bisect
 import json
 import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
-
-__all__ = ["PlanArg", "PlanStep", "RetrievalPlan", "PlanError", "ParseResult", "PlanCall", "parse_plan", "format_plan",
-           "format_arg", "as_steps"]
 
 
 class PlanArg(BaseModel):
@@ -118,9 +111,8 @@ class PlanCall(BaseModel):
 
 
 def as_steps(value: Any) -> list[PlanStep]:
-    """Typed steps from what a state or record holds: :class:`PlanStep` objects or their dumps (dicts from
-    a LangGraph server or a run record), a :class:`RetrievalPlan`, or None. Anything else is a
-    ``pydantic.ValidationError``."""
+    """Typed steps from :class:`PlanStep` objects or their dumps (a server's or a record's), a :class:`RetrievalPlan`
+    or None; anything else is a ``pydantic.ValidationError``."""
     if value is None:
         return []
     if isinstance(value, RetrievalPlan):
@@ -144,7 +136,6 @@ class ParseResult(BaseModel):
 
 _REF_ONLY = re.compile(r"\s*#E(\d+)\s*")
 _REF_IN_TEXT = re.compile(r"#E(\d+)(?!\d)")
-_REF_TOKEN = re.compile(r"#E(\d+)(?![\w.])")
 _STEP_HEADER = re.compile(r"^(?:[-*•]\s*)?(?:\*\*)?\s*step\s*(\d+)\s*(?:\*\*)?\s*[:.)\-–—]\s*(?:\*\*)?\s*", re.I)
 _BARE_STEP = re.compile(r"^(?:[-*•]\s*)?#E\d+\s*=(?!=)")
 _ASSIGN = re.compile(r"#E(\d+)\s*=\s*([A-Za-z_][\w.]*)\s*\(")
@@ -152,11 +143,13 @@ _ANSWER = re.compile(r"^\s*#+\s*answer\s*:\s*", re.I)
 _SECTION = re.compile(r"^\s*#+\s*(?:input|output|answer|question|context)\s*:", re.I)
 _FENCE = re.compile(r"^\s*```")
 _KEYWORD = re.compile(r"([A-Za-z_]\w*)\s*=(?!=)\s*")
-_NUMBER = re.compile(r"-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?(?![\w.])")
+#: A bare argument: a reference (group 1), a JSON or Python word (2) or a number (3).
+_TOKEN = re.compile(r"#E(\d+)(?![\w.])|(true|false|null|True|False|None)(?!\w)"
+                    r"|(-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)(?![\w.])")
 _WORDS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
-_WORD = re.compile(r"(true|false|null|True|False|None)(?!\w)")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "0": "\0", "\\": "\\", '"': '"', "'": "'", "/": "/"}
-_CLOSE_QUOTE = {'"': '"', "'": "'", "“": "”"}
+_STRING = {q: re.compile(f"{q}((?:[^{c}\\\\]|\\\\.)*){c}", re.S) for q, c in (('"', '"'), ("'", "'"), ("“", "”"))}
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
 _PUNCT_AFTER_CALL = re.compile(r"[\s,;.]*")
 _MAX_STEP_LINES = 200
 
@@ -177,40 +170,24 @@ def _excerpt(text: str, pos: int, width: int = 30) -> str:
 
 
 def _scan_string(text: str, i: int) -> tuple[str, int]:
-    close = _CLOSE_QUOTE[text[i]]
-    out: list[str] = []
-    j = i + 1
-    while j < len(text):
-        c = text[j]
-        if c == "\\" and j + 1 < len(text):
-            e, code = text[j + 1], text[j + 2:j + 6]
-            hexa = e == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", code) is not None
-            out.append(chr(int(code, 16)) if hexa else _ESCAPES.get(e, "\\" + e))
-            j += 6 if hexa else 2
-            continue
-        if c == close:
-            return "".join(out), j + 1
-        out.append(c)
-        j += 1
-    raise _Incomplete()
+    m = _STRING[text[i]].match(text, i)
+    if m is None:
+        raise _Incomplete()
+    return _ESCAPE.sub(lambda e: chr(int(e[1][1:], 16)) if len(e[1]) == 5 else _ESCAPES.get(e[1], "\\" + e[1]),
+                       m[1]), m.end()
 
 
 def _scan_value(text: str, i: int) -> tuple[PlanArg, int]:
     c = text[i]
-    if c in _CLOSE_QUOTE:
+    if c in _STRING:
         s, j = _scan_string(text, i)
         return PlanArg.of(s), j
-    m = _REF_TOKEN.match(text, i)
+    m = _TOKEN.match(text, i)
+    if m and m.group(1):
+        return PlanArg.of(m.group(0)), m.end()
     if m:
-        n = int(m.group(1))
-        return PlanArg(kind="ref", value=f"#E{n}", refs=[n]), m.end()
-    m = _WORD.match(text, i)
-    if m:
-        return PlanArg(kind="literal", value=_WORDS[m.group(1)]), m.end()
-    m = _NUMBER.match(text, i)
-    if m:
-        s = m.group(0)
-        val: Any = float(s) if any(ch in s for ch in ".eE") else int(s)
+        num = m.group(3)
+        val = _WORDS[m.group(2)] if m.group(2) else float(num) if any(ch in num for ch in ".eE") else int(num)
         return PlanArg(kind="literal", value=val), m.end()
     if c in "[{":
         try:
@@ -261,33 +238,26 @@ def _scan_call(text: str, i: int) -> tuple[list[PlanArg], dict[str, PlanArg], in
 
 
 class _Block:
-    """The lines of one step being read; reparsed as wrapped lines are added."""
+    """The lines of one step being read, reparsed as wrapped lines are added; ``done`` is its step or its error."""
 
-    def __init__(self, index: int) -> None:
-        self.index = index
-        self.parts: list[str] = []
-        self.starts: list[int] = []
-        self.lines: list[int] = []
+    def __init__(self, index: int, lineno: int, text: str) -> None:
+        self.index, self.text, self.starts = index, text, [(0, lineno)]  # starts: (offset in text, line number)
         self.state = "need_call"  # need_call | incomplete | complete | error
         self.done: PlanStep | PlanError | None = None
         self.call_pos = 0
-
-    @property
-    def text(self) -> str:
-        return " ".join(self.parts)
+        self._parse()
 
     def line_at(self, pos: int) -> int:
-        return self.lines[max(0, bisect.bisect_right(self.starts, pos) - 1)]
+        return next(no for start, no in reversed(self.starts) if start <= pos)
 
     def add(self, lineno: int, text: str) -> None:
-        self.starts.append(len(self.text) + (1 if self.parts else 0))
-        self.parts.append(text)
-        self.lines.append(lineno)
-        if len(self.lines) > _MAX_STEP_LINES:
+        self.starts.append((len(self.text) + 1, lineno))
+        self.text += " " + text
+        if len(self.starts) > _MAX_STEP_LINES:
             if self.state == "need_call":
                 self.finish()
             else:
-                self._fail(self.lines[0], f"the step runs over more than {_MAX_STEP_LINES} lines")
+                self._fail(self.starts[0][1], f"the step runs over more than {_MAX_STEP_LINES} lines")
         elif self.state != "incomplete" or ")" in text:  # only a ')' can complete an open call
             self._parse()
 
@@ -300,6 +270,10 @@ class _Block:
         self.call_pos = m.start()
         try:
             args, kwargs, end = _scan_call(text, m.end())
+            rest = text[end:]
+            if _PUNCT_AFTER_CALL.fullmatch(rest) is None:
+                pos = end + len(rest) - len(rest.lstrip())
+                raise _Bad(pos, f"unexpected text after the call: {_excerpt(text, pos)!r}")
         except _Incomplete:
             self.state = "incomplete"
             return
@@ -309,15 +283,10 @@ class _Block:
         except Exception as exc:  # noqa: BLE001  (the parser never raises on bad input)
             self._fail(self.line_at(m.start()), f"cannot read the call: {type(exc).__name__}")
             return
-        rest = text[end:]
-        if _PUNCT_AFTER_CALL.fullmatch(rest) is None:
-            pos = end + len(rest) - len(rest.lstrip())
-            self._fail(self.line_at(pos), f"unexpected text after the call: {_excerpt(text, pos)!r}")
-            return
         purpose = text[:m.start()].strip().rstrip("-–—:").strip()
         self.state = "complete"
         self.done = PlanStep(index=self.index, purpose=purpose, evidence_var=f"E{int(m.group(1))}", tool=m.group(2),
-                             args=args, kwargs=kwargs, raw=text.strip(), line=self.lines[0])
+                             args=args, kwargs=kwargs, raw=text.strip(), line=self.starts[0][1])
 
     def _fail(self, line: int, message: str) -> PlanError:
         self.state = "error"
@@ -328,8 +297,8 @@ class _Block:
         if self.state == "incomplete":
             self._parse()  # lines without ')' were not parsed: one last look for a precise error
         if self.state == "need_call":
-            return self._fail(self.lines[0], f"no tool call (expected `#E{self.index} = tool(…)`): "
-                                             f"{_excerpt(self.text, 0, 60)!r}")
+            return self._fail(self.starts[0][1], f"no tool call (expected `#E{self.index} = tool(…)`): "
+                                                 f"{_excerpt(self.text, 0, 60)!r}")
         if self.state == "incomplete":
             return self._fail(self.line_at(self.call_pos), "the call is not closed (a missing quote or ')'): "
                                                            f"{_excerpt(self.text, self.call_pos, 60)!r}")
@@ -350,60 +319,38 @@ def _strip_answer_header(lines: list[str]) -> list[str]:
 
 def parse_plan(text: str | None) -> ParseResult:
     """Parse a REAPER plan; never raises. Unreadable steps become errors with their line numbers."""
-    if not isinstance(text, str):
-        text = "" if text is None else str(text)
-    lines = _strip_answer_header(text.splitlines())
-    steps: list[PlanStep] = []
-    errors: list[PlanError] = []
+    lines = _strip_answer_header(("" if text is None else str(text)).splitlines())
+    blocks: list[_Block] = []  # each gives one step or one error
     notes: list[PlanError] = []
-    cur: _Block | None = None
-
-    def close() -> None:
-        nonlocal cur
-        done = cur.finish() if cur is not None else None
-        if isinstance(done, PlanStep):
-            steps.append(done)
-        elif done is not None:
-            errors.append(done)
-        cur = None
-
-    def start(number: int | None, lineno: int, body: str) -> None:
-        nonlocal cur
-        close()
-        cur = _Block(number if number is not None else len(steps) + len(errors) + 1)  # each block gives one of them
-        cur.add(lineno, body)
-
+    cur: _Block | None = None  # the last block, while lines may still belong to it
     for lineno, line in enumerate(lines, 1):
         s = line.strip()
         if _FENCE.match(s):
             continue
         if not s:
             if cur is not None and cur.state in ("complete", "error"):
-                close()
+                cur = None
             continue
-        if _SECTION.match(s) and (steps or errors or cur is not None):
-            close()
+        if _SECTION.match(s) and blocks:
             rest = [n for n, ln in enumerate(lines[lineno - 1:], lineno) if ln.strip() and not _FENCE.match(ln)]
             notes.append(PlanError(line=lineno, kind="note",
                                    message=f"text after the plan ignored (lines {rest[0]}–{rest[-1]}): {s[:60]!r}"))
             break
         header = _STEP_HEADER.match(s)
-        if header:
-            start(int(header.group(1)), lineno, s[header.end():])
+        if header is None and cur is not None and cur.state != "complete":
+            if not (_BARE_STEP.match(s) and cur.state != "need_call" or cur.state == "error" and _ASSIGN.search(s)):
+                if cur.state != "error":  # (the rest of a step that could not be read is already reported)
+                    cur.add(lineno, s)
+                continue
+        elif header is None and not (_ASSIGN.search(s) or _BARE_STEP.match(s)):
+            cur = None
+            notes.append(PlanError(line=lineno, kind="note", message=f"text outside any step ignored: {s[:80]!r}"))
             continue
-        if cur is not None and cur.state in ("need_call", "incomplete", "error"):
-            if _BARE_STEP.match(s) and cur.state != "need_call" or cur.state == "error" and _ASSIGN.search(s):
-                start(None, lineno, s)
-            elif cur.state != "error":  # (the rest of a step that could not be read is already reported)
-                cur.add(lineno, s)
-            continue
-        if _ASSIGN.search(s) or _BARE_STEP.match(s):
-            start(None, lineno, s)
-            continue
-        close()
-        notes.append(PlanError(line=lineno, kind="note", message=f"text outside any step ignored: {s[:80]!r}"))
-    close()
-    return ParseResult(plan=RetrievalPlan(steps=steps), errors=errors, notes=notes)
+        cur = _Block(int(header.group(1)) if header else len(blocks) + 1, lineno, s[header.end():] if header else s)
+        blocks.append(cur)
+    done = [b.finish() for b in blocks]
+    return ParseResult(plan=RetrievalPlan(steps=[d for d in done if isinstance(d, PlanStep)]),
+                       errors=[d for d in done if isinstance(d, PlanError)], notes=notes)
 
 
 def format_arg(arg: PlanArg) -> str:

@@ -12,17 +12,14 @@ from ragplan.tools.registry import ToolRegistry
 from ragplan.methods.reaper.datagen import SeedExample
 from ragplan.methods.reaper.ttg import TASKS
 
-__all__ = ["chat_record", "generate_dataset", "write_dataset", "SECONDARY_TASKS", "parse_ttg_tasks"]
-
 SECONDARY_TASKS: tuple[str, ...] = tuple(t for t in TASKS if t != "plan")
 """TTG's seven secondary tasks in the paper's order (§4.2.2: task 1 is ``query_from_plan`` … task 7
 ``use_provided_tools``); the primary ``plan`` task is always generated."""
 
 
 def parse_ttg_tasks(spec: str | None) -> list[str]:
-    """The secondary tasks a ``--ttg-tasks`` value names, in the paper's order: names or the paper's numbers 1–7,
-    comma-separated; ``all`` (or None) for the seven, ``none`` (or ``0``) for none (Table 3's "TTG (0-task)").
-    ValueError names an unknown task and lists the known ones."""
+    """The secondary tasks a ``--ttg-tasks`` value names (names or numbers 1–7, comma-separated; ``all`` or None,
+    ``none`` or ``0`` for Table 3's "TTG (0-task)"), in the paper's order; ValueError for an unknown one."""
     if spec is None or spec.strip().lower() == "all":
         return list(SECONDARY_TASKS)
     if spec.strip().lower() in ("none", "0", ""):

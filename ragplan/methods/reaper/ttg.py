@@ -1,6 +1,5 @@
-"""Tool-Task Generator (TTG, paper §4.2.2): the primary ``plan`` task and seven secondary tasks, in order.
-
-Each maps an example to (system, user, target) on a fresh TEvo tool view, or None when it does not apply."""
+"""Tool-Task Generator (TTG, paper §4.2.2): the primary ``plan`` task and seven secondary tasks, in order; each maps
+an example to (system, user, target) on a fresh TEvo tool view, or None when it does not apply."""
 
 from __future__ import annotations
 
@@ -13,8 +12,6 @@ from ragplan.nodes.reaper.planner_prompt import (NO_RETRIEVAL, ROLE, SYSTEM_INST
 from ragplan.methods.reaper.datagen import SeedExample, ToolView, evolve_tools, sample_examples
 from ragplan.methods.reaper.plan import RetrievalPlan, format_arg, format_plan
 from ragplan.tools.registry import ToolRegistry
-
-__all__ = ["TASKS", "NO_PLAN_POSSIBLE"]
 
 Made = tuple[str, str, str] | None
 NO_PLAN_POSSIBLE = "No plan is possible with the provided tools"

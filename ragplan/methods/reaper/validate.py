@@ -10,9 +10,6 @@ from typing import Any
 
 from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanError, PlanStep
 
-__all__ = ["check_plan", "repair_prompt", "bind_args", "arg_names", "is_date_range_literal", "find_cycles",
-           "step_references"]
-
 _DATE = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
 _DATE_RANGE = re.compile(rf"\s*{_DATE}\s*(?:(?:\.\.|to)\s*{_DATE}\s*)?", re.I)
 
@@ -34,9 +31,8 @@ def arg_names(registry: Any, tool: str, default: list[str] | tuple[str, ...] = (
 
 
 def is_date_range_literal(value: Any) -> bool:
-    """True for a literal that reads as a date or date range: ``"2024-05-01"``, ``"2024-05-01..2024-05-07"``,
-    ``"2024-05-01 to 2024-05-07"``, ISO date-times, ``["start", "end"]`` or ``{"start": …, "end": …}`` (other keys,
-    such as those of ``date_math``'s output, are ignored, as ``shipment_status`` ignores them)."""
+    """True for a literal date or date range: ``"2024-05-01"``, ``"A..B"``, ``"A to B"``, ISO date-times, ``[A, B]``
+    or ``{"start": …, "end": …}`` (other keys, such as those of ``date_math``'s output, are ignored)."""
     if isinstance(value, str):
         return bool(_DATE_RANGE.fullmatch(value))
     if isinstance(value, (list, tuple)):
