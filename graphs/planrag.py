@@ -25,6 +25,11 @@ from ragplan.state.planrag import PlanRAGInput, PlanRAGOutput, PlanRAGResult, Pl
 from ragplan.state.review import PLAN_REJECTED
 from ragplan.tools.graphdb.script import ScriptError
 
+__all__ = [
+    "build_planrag", "build_planrag_no_replan", "build_iter_rag", "build_single_rag",
+    "planrag", "planrag_no_replan", "iter_rag", "single_rag", "FAMILY",
+]
+
 
 def route_after_schema(state: PlanRAGState) -> Literal["start", "__end__"]:
     """Stop at once when the store could not be opened."""

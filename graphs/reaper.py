@@ -26,6 +26,9 @@ from ragplan.state.reaper import ReaperInput, ReaperOutput, ReaperResult, Reaper
 from ragplan.state.review import PLAN_REJECTED
 from ragplan.tools.suites import suite_for
 
+__all__ = ["build_reaper", "build_agent_planner", "build_classifier_planner", "reaper", "agent_planner",
+           "classifier_planner", "FAMILY"]
+
 
 def route_after_planner(state: ReaperState) -> Literal["validate_plan", "__end__"]:
     """Validate the plan; a planner call that failed (endpoint, configuration) ends the run."""

@@ -14,6 +14,10 @@ from ragplan.state.review import ReviewedOutput, ReviewedResult
 from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
 
+__all__ = [
+    "RetrievalStep", "PlanVersion", "ReplanVerdict", "PlanRAGInput", "PlanRAGOutput", "PlanRAGState", "PlanRAGResult",
+]
+
 
 class RetrievalStep(BaseModel):
     """One retrieval action: the thought, the tool used, the query and what came back."""

@@ -16,6 +16,8 @@ from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
+__all__ = ["ReaperInput", "ReaperOutput", "ReaperState", "ReaperResult", "FINISHED"]
+
 FINISHED: tuple[StopReason, ...] = ("answered", "invalid_plan", "max_steps")
 """Stop reasons of a run that ran to its end (any other stop reason, or an error, is a failed run)."""
 

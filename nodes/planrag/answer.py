@@ -14,6 +14,8 @@ from ragplan.state.context import PlanRAGContext
 from ragplan.state.failure import failed
 from ragplan.state.planrag import PlanRAGState
 
+__all__ = ["FinalAnswer", "answer", "ANSWER_INSTRUCTION"]
+
 ANSWER_INSTRUCTION = """The data collection is over: give your final answer now, based only on the observed data.
 - answer: the best decision, written as the option's name or id exactly as it appears in the data
   (for example a node name or a building id), with nothing else;

@@ -12,6 +12,8 @@ from langgraph.runtime import Runtime
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.planrag import PlanRAGState
 
+__all__ = ["check_decision"]
+
 
 def check_decision(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
     """Simulate the answer's decision on the DQA script and record the verdict (no LLM call)."""

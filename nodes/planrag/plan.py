@@ -13,6 +13,8 @@ from ragplan.nodes.planrag.prompt import messages
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.planrag import PlanRAGState, PlanVersion
 
+__all__ = ["Plan", "plan", "PLAN_INSTRUCTION"]
+
 PLAN_INSTRUCTION = """Before you touch the database, plan the data analysis.
 Read the question and the schema, then write an ordered list of steps. Each step names one piece of data
 to retrieve from the Graph DB (or one computation over data already retrieved) and what it is for.

@@ -10,6 +10,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from ragplan.state.planrag import PlanRAGState, RetrievalStep
 from ragplan.tools.graphdb import GraphStore, StoreSpec, open_store
 
+__all__ = ["store_for", "system_frame", "messages", "plan_block", "trace_block"]
+
 ROLE = (
     "You are a decision-making agent. You answer a decision question by analysing data that is stored "
     "in a property graph. You cannot see the data directly: you obtain it by sending Cypher queries to "

@@ -11,6 +11,8 @@ from ragplan.state.context import GraphDBContext
 from ragplan.state.failure import failed
 from ragplan.state.planrag import PlanRAGState
 
+__all__ = ["read_schema"]
+
 
 def read_schema(state: PlanRAGState, runtime: Runtime[GraphDBContext]) -> dict[str, Any]:
     """Load (or reuse) the context's store and put its schema text in state; a store that cannot be opened

@@ -14,6 +14,8 @@ from ragplan.nodes.planrag.prompt import messages, plan_block, trace_block
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.planrag import PlanRAGState, PlanVersion, ReplanVerdict, RetrievalStep
 
+__all__ = ["ReplanDecision", "replan", "advance_plan", "REPLAN_INSTRUCTION"]
+
 REPLAN_INSTRUCTION = """You have just observed the result of the current step. Decide whether the rest of the plan
 still leads to the best decision.
 - If it does, keep it: replan = false.

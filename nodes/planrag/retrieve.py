@@ -17,6 +17,8 @@ from ragplan.state.context import PlanRAGContext
 from ragplan.state.planrag import PlanRAGState, RetrievalStep
 from ragplan.tools.graphdb import make_graph_db_tool
 
+__all__ = ["RetrievalAction", "make_retrieve", "RetrieveMode"]
+
 RetrieveMode = Literal["plan", "react", "single"]
 
 #: Graph steps kept in reserve below LangGraph's recursion limit for replan + answer.

@@ -14,6 +14,8 @@ from ragplan.nodes.planrag.plan import Plan
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.planrag import PlanRAGState, PlanVersion
 
+__all__ = ["PlanRAGReviewer", "plan_steps_from_text", "EDITED_REASON"]
+
 EDITED_REASON = "edited by the reviewer"
 """The reason recorded on a plan version a reviewer wrote."""
 

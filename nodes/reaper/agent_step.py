@@ -18,6 +18,8 @@ from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
 from ragplan.state.failure import failed
 
+__all__ = ["AgentAction", "agent_step"]
+
 AGENT_ROLE = ("You help a sales associate in a large online shop by gathering the information needed to answer a "
               "customer's question, one tool call at a time.")
 

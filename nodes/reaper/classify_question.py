@@ -14,6 +14,8 @@ from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.state.failure import failed
 
+__all__ = ["classify_question", "classifier_for"]
+
 def classifier_for(directory: str) -> Any:
     """The :class:`~ragplan.methods.reaper.classifier.RouteClassifier` saved in ``directory``, loaded once per process."""
     return _load(str(Path(directory).resolve()))

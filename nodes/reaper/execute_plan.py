@@ -13,6 +13,8 @@ from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
 from ragplan.state.failure import failed
 
+__all__ = ["execute_plan"]
+
 
 def execute_plan(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[str, Any]:
     """Execute the typed ``plan`` against the bound tool registry; record every call as evidence."""

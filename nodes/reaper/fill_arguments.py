@@ -20,6 +20,8 @@ from ragplan.tools.retail.tools import PURPOSES
 from ragplan.tools.suites import suite_for
 from ragplan.state.failure import failed
 
+__all__ = ["FilledArguments", "fill_arguments", "build_skeleton", "skeleton_prompt"]
+
 _CONTEXT_ARGS = ("product_id", "base_product_id")
 
 SYSTEM = (

@@ -17,6 +17,8 @@ from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
 from ragplan.state.failure import failed
 
+__all__ = ["plan_retrieval"]
+
 
 def plan_retrieval(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[str, Any]:
     """One planner call (plus the repair context when the last plan was invalid)."""

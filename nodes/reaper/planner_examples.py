@@ -8,6 +8,8 @@ from typing import Any
 
 from ragplan.methods.reaper.plan import parse_plan
 
+__all__ = ["DEFAULT_EXAMPLES", "examples_for"]
+
 DEFAULT_EXAMPLES: list[dict] = [
     {"query": "hi there, how are you today?", "context": {"product_id": "", "product_title": ""},
      "plan": "No retrieval needed."},

@@ -9,6 +9,9 @@ from typing import Any, Iterable, Sequence
 from ragplan.methods.reaper.plan import RetrievalPlan, format_plan
 from ragplan.tools.registry import ToolRegistry, ToolSpec
 
+__all__ = ["ROLE", "SYSTEM_INSTRUCTION", "NO_RETRIEVAL", "build_planner_messages", "format_input", "format_example",
+           "plan_text", "tool_block"]
+
 ROLE = ("You help a sales associate in a large online shop. For every customer question you work out which "
         "information the associate needs and how to fetch it, so that the answer rests on evidence rather than "
         "guesswork.")

@@ -14,6 +14,8 @@ from ragplan.llm import decide_for, failure_update
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 
+__all__ = ["Response", "respond", "evidence_block"]
+
 RESPONDER_ROLE = (
     "You are a shopping assistant at a large online store. Answer the customer's question using only the "
     "evidence gathered for it. If the evidence does not contain the answer, say what you could not find rather "

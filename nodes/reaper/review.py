@@ -10,6 +10,8 @@ from ragplan.methods.reaper.plan import RetrievalPlan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 
+__all__ = ["ReaperReviewer"]
+
 NO_RETRIEVAL = "(no retrieval: the responder answers without evidence)"
 
 

@@ -14,6 +14,8 @@ from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
 from ragplan.state.failure import failed
 
+__all__ = ["validate_plan", "registry_errors"]
+
 
 def registry_errors(plan: RetrievalPlan, ctx: ReaperContext) -> list[PlanError]:
     """A parsed plan's errors against the context's tool registry and its ``max_steps`` bound (raises when the

@@ -7,6 +7,8 @@ import random
 import string
 from typing import Any, Callable
 
+__all__ = ["PRODUCT_TYPES", "TYPE_SYNONYMS", "make_catalog", "new_product_id"]
+
 COLOURS = ["Black", "Midnight Blue", "Graphite", "Silver", "Forest Green", "Sand", "Crimson", "White", "Slate Gray"]
 TIRE_SIZES = ["205/55R16", "215/60R16", "225/65R17", "235/65R18", "245/60R18", "265/70R17", "225/45R17"]
 PHONES = {"Lumen 14": 6.1, "Lumen 14 Pro": 6.3, "Galaxia S9": 6.2, "Galaxia S9 Ultra": 6.8, "Zentek Z5": 6.5,

@@ -13,6 +13,8 @@ from dateutil.relativedelta import relativedelta
 
 from ragplan.tools.retail.errors import ToolError
 
+__all__ = ["resolve_range", "parse_range_arg", "format_values", "parse_datetime", "date_range"]
+
 _NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
         "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple": 2, "few": 3}
 _WEEKDAYS = [d.lower() for d in calendar.day_name]

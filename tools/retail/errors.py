@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from langchain_core.tools import ToolException
 
+__all__ = ["ToolError", "ShopError"]
+
 
 class ToolError(ToolException):
     """A retail tool call that cannot be answered (unknown product id, no matching order, bad date)."""

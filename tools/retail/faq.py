@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+__all__ = ["FAQ", "faq_entries"]
+
 FAQ: list[tuple[str, str, str]] = [
     ("returns", "How long do I have to return an item?",
      "Most items can be returned within 30 days of delivery. Electronics such as phones, laptops and cameras have a 15-day "

@@ -7,6 +7,8 @@ import re
 from collections import Counter
 from typing import Any
 
+__all__ = ["ASPECTS", "make_reviews", "summarise_reviews"]
+
 _GENERIC = (["good value for the money", "arrived well packaged", "exactly as described"],
             ["not worth the price", "the packaging was damaged on arrival"])
 # product type -> (praise, complaints)

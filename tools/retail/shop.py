@@ -20,6 +20,8 @@ from ragplan.tools.retail.errors import ShopError, ToolError
 from ragplan.tools.retail.faq import faq_entries
 from ragplan.tools.retail.reviews import make_reviews
 
+__all__ = ["generate_shop", "load_shop", "Shop", "FORMAT"]
+
 FORMAT = "ragplan-retail-shop/1"
 CARRIERS = ["UPS", "USPS", "FedEx", "DHL", "OnTrac"]
 _SCHEMA = """

@@ -18,6 +18,9 @@ from ragplan.tools.retail.errors import ToolError
 from ragplan.tools.retail.reviews import summarise_reviews
 from ragplan.tools.retail.shop import Shop, load_shop
 
+__all__ = ["RetailTools", "build_retail_registry", "retail_specs", "TOOL_NAMES", "NEW_TOOLS", "PURPOSES", "compatibility",
+           "resolve_product_type", "singular"]
+
 # name -> (description, args, example, aliases)
 _SPECS: dict[str, tuple[str, list[ArgSpec], str, list[str]]] = {
     "prod_search": (

@@ -9,6 +9,8 @@ from ragplan.methods.planrag.data import DQAQuestion, load_questions
 from ragplan.methods.planrag.grade import grade
 from ragplan.eval.benchmark import Item
 
+__all__ = ["DQABenchmark"]
+
 
 @dataclass
 class DQABenchmark:

@@ -14,6 +14,9 @@ import numpy as np
 from ragplan.methods.planrag.cql import GraphData, GraphRows
 from ragplan.tools.graphdb.script import ScriptError
 
+__all__ = ["BuildingScenario", "BuildingOption", "BuildingSolution", "scenario_from_data", "simulate_prices",
+           "sequential_prices", "solve_building", "RAISE_LEVELS", "ROUNDS", "NEAR_TIE_REL"]
+
 RAISE_LEVELS = 5
 ROUNDS = 10
 #: Options whose fast price is within this relative distance of the best are re-checked sequentially

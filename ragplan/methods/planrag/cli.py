@@ -10,6 +10,8 @@ from typing import Any
 
 from ragplan.cli.errors import fail
 
+__all__ = ["add_parser", "run"]
+
 
 def add_parser(sub: Any) -> None:
     """Register ``ragplan dqa …`` on the top-level subparsers."""

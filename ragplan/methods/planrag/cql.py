@@ -12,6 +12,10 @@ from typing import Any
 
 from ragplan.tools.graphdb.script import ScriptError, Statement, decode_script, read_script_bytes, split_statements
 
+__all__ = ["NodeRec", "RelRec", "GraphData", "GraphRows", "NodeRow", "RelRow", "parse_map", "parse_statements",
+           "read_graph_data", "graph_data_from_text", "graph_data_from_bytes", "graph_rows_from_text",
+           "graph_rows_from_bytes"]
+
 
 @dataclass
 class NodeRec:

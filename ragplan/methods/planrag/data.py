@@ -16,6 +16,11 @@ from typing import Any, Literal
 
 from ragplan.methods.planrag.cql import graph_rows_from_bytes
 
+__all__ = [
+    "DQAQuestion", "DQAError", "load_questions", "load_scenario", "clear_scenario_cache", "data_root", "Scenario",
+    "SCENARIO_CACHE_SIZE", "LOCATING_QUESTIONS", "LOCATING_SCRIPTS", "BUILDING_QUESTIONS", "BUILDING_SCRIPTS",
+]
+
 Scenario = Literal["locating", "building"]
 
 LOCATING_QUESTIONS = "data/locating/questions/simulated_question.json"

@@ -14,6 +14,9 @@ from ragplan.methods.planrag.cql import graph_rows_from_text
 from ragplan.methods.planrag.data import BUILDING_QUESTIONS, BUILDING_SCRIPTS, LOCATING_QUESTIONS, LOCATING_SCRIPTS
 from ragplan.methods.planrag.locating import merchant_power, scenario_from_data as locating_scenario, solve_locating
 
+__all__ = ["generate_clone", "max_questions", "locating_script", "building_script", "Size", "SIZES", "LOCATING_RULES",
+           "BUILDING_RULES"]
+
 
 @dataclass(frozen=True)
 class Size:

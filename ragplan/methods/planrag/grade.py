@@ -12,6 +12,8 @@ from ragplan.methods.planrag.building import BuildingSolution, solve_building
 from ragplan.methods.planrag.data import DQAQuestion, load_scenario
 from ragplan.methods.planrag.locating import LocatingSolution, solve_locating
 
+__all__ = ["Verdict", "solve_question", "normalise_node", "normalise_building", "grade", "best_decision"]
+
 
 @dataclass
 class Verdict:

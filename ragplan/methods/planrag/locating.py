@@ -11,6 +11,9 @@ from typing import Any
 from ragplan.methods.planrag.cql import GraphData, GraphRows
 from ragplan.tools.graphdb.script import ScriptError
 
+__all__ = ["LocatingScenario", "Record", "LocatingOption", "LocatingSolution", "scenario_from_data", "solve_locating",
+           "merchant_power", "truthy"]
+
 
 def truthy(value: Any) -> bool:
     """DQA's merchant flags are the strings "True"/"False" (sometimes booleans)."""

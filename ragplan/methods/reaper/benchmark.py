@@ -18,6 +18,8 @@ from ragplan.methods.reaper.metrics import (aggregate, default_registry, instruc
 from ragplan.methods.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan, as_steps, format_plan, parse_plan
 from ragplan.state.reaper import FINISHED
 
+__all__ = ["ReaperBenchmark", "GOLDSET_FILE", "PredictedPlan", "predicted_plans"]
+
 GOLDSET_FILE = "goldset.jsonl"
 _OPTIONS = ("limit", "year", "split", "remove_tool")
 _SPLITS = ("test", "train", "all")

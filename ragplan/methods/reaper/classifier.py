@@ -16,6 +16,9 @@ from scipy.special import softmax
 from sklearn.metrics import precision_recall_fscore_support
 from sklearn.preprocessing import normalize
 
+__all__ = ["NO_RETRIEVAL", "WORKFLOW_PREFIX", "DEFAULT_CHAINS", "route_class", "class_tools", "ClassifierReport",
+           "RouteClassifier", "train_classifier", "load_classifier", "features", "workflow_chains"]
+
 NO_RETRIEVAL = "no_retrieval"
 WORKFLOW_PREFIX = "workflow:"
 CONTEXT_WEIGHT = 1.0

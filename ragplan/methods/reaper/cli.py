@@ -14,6 +14,9 @@ from typing import Any
 
 from ragplan.cli.errors import fail
 
+__all__ = ["add_parser", "run", "add_validate_parser", "run_validate", "add_shop_parser", "run_shop", "add_datagen_parser",
+           "run_datagen", "add_classifier_parser", "run_classifier", "format_report"]
+
 
 def add_parser(sub: Any) -> None:
     """The ``reaper`` command and its sub-commands."""

@@ -23,6 +23,8 @@ from ragplan.methods.reaper.validate import arg_names, bind_args, find_cycles, s
 
 _REF = re.compile(r"#E(\d+)(?!\d)")
 
+__all__ = ["StepEvidence", "ExecutionResult", "run_plan_async", "run_plan", "to_jsonable", "render_for_text"]
+
 
 class StepEvidence(BaseModel):
     """What one step did: its resolved arguments and output, or why it failed or was skipped."""

@@ -17,6 +17,8 @@ from ragplan.tools.retail.tools import PURPOSES, singular
 from ragplan.tools.retail.dates import resolve_range
 from ragplan.tools.retail.shop import load_shop
 
+__all__ = ["GoldExample", "CATEGORIES", "generate_goldset", "write_goldset", "load_goldset", "empty_context"]
+
 CATEGORIES = ["no_retrieval", "prod_search", "prod_qna", "context_qna", "review_summary", "customer_support",
               "shipment_status", "date_math", "date_shipment", "search_qna", "shipment_qna", "compatible",
               "shipment_compat"]

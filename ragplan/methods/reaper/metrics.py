@@ -16,6 +16,11 @@ from ragplan.methods.reaper.validate import arg_names, bind_args, check_plan, is
 from ragplan.tools.retail.tools import singular
 from ragplan.tools.retail.dates import parse_range_arg
 
+__all__ = ["NO_RETRIEVAL", "NO_VALID_PLAN", "SCORED_ARGS", "STOP_WORDS", "STATUSES", "PlanScore", "PlanMetrics",
+           "normalize_text", "keyword_set", "scored_calls", "score_plan", "class_prf", "aggregate",
+           "render_table", "render_comparison", "default_registry", "instruction_following", "instruction_following_table",
+           "table_one"]
+
 NO_RETRIEVAL = "no_retrieval"
 NO_VALID_PLAN = "no_valid_plan"
 """The tool class of a prediction without a valid plan (invalid after repair, or a failed run)."""

@@ -9,6 +9,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+__all__ = ["PlanArg", "PlanStep", "RetrievalPlan", "PlanError", "ParseResult", "PlanCall", "parse_plan", "format_plan",
+           "format_arg", "as_steps"]
+
 
 class PlanArg(BaseModel):
     """One argument of a step: a literal, a whole reference ``#Ej`` or a string with references in it."""

@@ -12,6 +12,8 @@ from ragplan.tools.registry import ToolRegistry
 from ragplan.methods.reaper.datagen import SeedExample
 from ragplan.methods.reaper.ttg import TASKS
 
+__all__ = ["chat_record", "generate_dataset", "write_dataset", "SECONDARY_TASKS", "parse_ttg_tasks"]
+
 SECONDARY_TASKS: tuple[str, ...] = tuple(t for t in TASKS if t != "plan")
 """TTG's seven secondary tasks in the paper's order (§4.2.2: task 1 is ``query_from_plan`` … task 7
 ``use_provided_tools``); the primary ``plan`` task is always generated."""

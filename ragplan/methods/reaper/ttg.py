@@ -13,6 +13,8 @@ from ragplan.methods.reaper.datagen import SeedExample, ToolView, evolve_tools, 
 from ragplan.methods.reaper.plan import RetrievalPlan, format_arg, format_plan
 from ragplan.tools.registry import ToolRegistry
 
+__all__ = ["TASKS", "NO_PLAN_POSSIBLE"]
+
 Made = tuple[str, str, str] | None
 NO_PLAN_POSSIBLE = "No plan is possible with the provided tools"
 _SYSTEM = f"### Role:\n{ROLE}"

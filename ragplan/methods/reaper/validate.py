@@ -10,6 +10,9 @@ from typing import Any
 
 from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanError, PlanStep
 
+__all__ = ["check_plan", "repair_prompt", "bind_args", "arg_names", "is_date_range_literal", "find_cycles",
+           "step_references"]
+
 _DATE = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
 _DATE_RANGE = re.compile(rf"\s*{_DATE}\s*(?:(?:\.\.|to)\s*{_DATE}\s*)?", re.I)
 
