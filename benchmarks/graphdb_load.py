@@ -1,14 +1,6 @@
-"""Benchmark the embedded graph store on a synthetic DQA-locating-size script.
-
-Writes a messy locating script as ``ragplan dqa generate`` does (≈80 trade nodes, ≈665 countries, ≈1,600
-relationships, with missing ``;``, odd spacing, ``has_has_merchant``) and times, over ``--repeat`` rounds:
-``read_script``, ``from_script`` (worker start, load, freeze), schema introspection, and a few typical
-PlanRAG queries through ``GraphStore.query``. Prints p50 / p95 per step (with ``--baseline``, the ratio
-of each p50 to the saved one). A measurement, not a test.
-
-    python benchmarks/graphdb_load.py [--nodes 80 --countries 665 --relationships 1600]
-                                      [--repeat 3] [--baseline FILE.json] [--save FILE.json]
-"""
+"""Benchmark the embedded graph store on a synthetic DQA-locating-size script: p50 / p95 per step of ``read_script``,
+``from_script`` (worker start, load, freeze), schema introspection and typical PlanRAG queries (ratios with
+``--baseline``). Usage: python benchmarks/graphdb_load.py [--help]."""
 
 from __future__ import annotations
 

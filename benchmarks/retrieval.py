@@ -1,14 +1,6 @@
-"""Benchmark the local text index: build throughput, search latency, HNSW recall against exact search.
-
-Over a seeded synthetic corpus (topics of ~100 passages of topic words and Zipf-distributed common words):
-all-MiniLM-L6-v2 on ``--embed-n`` passages (model load, build rate, query latency, HNSW recall@10), and the
-same code at ``--n`` passages with a hashed bag-of-words stand-in embedder (MiniLM would take ~10 minutes
-for 100k on two cores; ``--real-scale`` uses it anyway): flat and HNSW builds, search p50/p95, recall@10.
-Prints one table; ``--save FILE.json`` keeps the run, ``--baseline FILE.json`` adds ratios to a saved one.
-
-    python benchmarks/retrieval.py [--n 100000] [--embed-n 2000] [--queries 200]
-                                   [--ef-search 16,32,64,128] [--save FILE.json] [--baseline FILE.json]
-"""
+"""Benchmark the local text index over a seeded synthetic corpus: MiniLM on ``--embed-n`` passages, and at ``--n`` a
+hashed bag-of-words stand-in (``--real-scale``: MiniLM): build rate, search p50/p95, HNSW recall@10 against flat.
+Usage: python benchmarks/retrieval.py [--n 100000] [--embed-n 2000] [--queries 200] [--save / --baseline FILE.json]"""
 
 from __future__ import annotations
 

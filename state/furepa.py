@@ -1,9 +1,5 @@
-"""State, settings and result of FuRePA (furthest reasoning with a plan assessor) and its IRCoT-style baseline.
-
-The output is the answer plus what a user needs to trust it: the evidence passages, every iteration (thought,
-candidates with scores, pick, repeat check, retrieval), every temperature change, and why the run stopped.
-Earlier thoughts stay in state and in the trace; ``mask_reasoning`` keeps them out of the next prompt.
-"""
+"""State, settings and result of FuRePA and its IRCoT-style baseline: the answer plus the evidence, every iteration,
+every temperature change and the stop reason (earlier thoughts stay in state; ``mask_reasoning`` hides them)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""mask_reasoning: the iteration's prompt from the question and the evidence only (furthest reasoning, FuRePA §3.1.2).
-
-Earlier chains of thought and executed queries stay in state and in the trace, never in the prompt, so a wrong
-early thought cannot steer later ones. With ``mask_reasoning = False`` (the ablation) and in the IRCoT-style
-baseline (:func:`keep_reasoning`) they are shown as well. The prompt ends with the proposal instruction.
-"""
+"""mask_reasoning: the iteration's prompt from the question and the evidence only (furthest reasoning, FuRePA §3.1.2);
+earlier thoughts and queries are shown only in the masking-off ablation and the IRCoT-style :func:`keep_reasoning`."""
 
 from __future__ import annotations
 

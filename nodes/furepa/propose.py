@@ -1,10 +1,5 @@
-"""propose: a fresh chain of thought and N candidate queries, or the final answer (FuRePA §3.1, §3.2.1).
-
-The LLM reads the prompt ``mask_reasoning`` wrote and returns one :class:`Proposal`, sampled at the state's
-temperature (``tp0``, raised by repetition control after a repeat); the IRCoT-style baseline asks for one query at
-the context's ``temperature``. A model built by name is built at that temperature; a chat-model object is copied
-with ``temperature`` replaced when it has that field, and used unchanged otherwise.
-"""
+"""propose: a fresh chain of thought and N candidate queries, or the final answer (FuRePA §3.1, §3.2.1), sampled at the
+state's temperature (``tp0``, raised after a repeat); the IRCoT-style baseline asks for one query."""
 
 from __future__ import annotations
 

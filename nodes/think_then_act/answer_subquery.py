@@ -1,8 +1,5 @@
-"""answer_subquery and final_answer: answer each (sub-)query, then the question.
-
-``answer_subquery`` answers one (sub-)query with its evidence sentences when it retrieved (``LM([D, q])``), else
-unaided (``LM(q)``). ``final_answer`` composes the sub-answers; a single query's answer is already final.
-"""
+"""answer_subquery answers one (sub-)query with its evidence sentences when it retrieved (``LM([D, q])``), else unaided;
+final_answer composes the sub-answers (a single query's answer is already final)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The in-context examples of Think-then-Act and its no-retrieval baselines (paper §4.3).
-
-The paper gives Standard "the same number of in-context learning examples as our framework", so one list,
-:data:`IN_CONTEXT_EXAMPLES`, is rendered three ways: as query assessments (``assess_query``), as question → short
-answer (``standard``) and as question → reasoning → answer (``cot``). They are written in our own words.
-"""
+"""The in-context examples of Think-then-Act and its no-retrieval baselines (paper §4.3): one list rendered as query
+assessments, as question → answer (``standard``) and as question → reasoning → answer (``cot``)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Build a FAISS text index from a passage file: resumable, atomic, with a progress bar.
-
-An index directory holds ``index.faiss`` (IndexFlatIP below ``flat_threshold`` passages, else IndexHNSWFlat;
-inner product on unit vectors = cosine), ``passages.sqlite`` (rows = FAISS labels) and ``meta.json``, written
-last, so its presence means the index is complete. A build works in ``.build/`` (passages, manifest, embedding
-shards ``emb_NNNNN.npy``), every file written through a temporary name; rerun with the same inputs (the same
-fingerprint of passages, model, shard size, reading options), a killed build reuses what it had done.
-"""
+"""Build a FAISS text index from a passage file: ``index.faiss``, ``passages.sqlite`` and ``meta.json`` written last
+(its presence means complete); the work in ``.build/`` (embedding shards) is reused by a rerun with the same inputs."""
 
 from __future__ import annotations
 

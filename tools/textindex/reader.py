@@ -1,11 +1,5 @@
-"""Passage files: JSONL (``{id, title, contents}``, FlashRAG's ``{id, contents}``) and TSV (DPR style).
-
-Told apart by the file name (``.jsonl``/``.json``/``.ndjson`` or ``.tsv``, optionally ``.gz``) or
-else by the first character (``{`` = JSONL). JSONL: ``id``, ``contents`` (or ``text``), optional
-``title`` (FlashRAG's ``"Title"\ntext`` contents are split) and ``sentences``. TSV: a header naming the
-columns (``id``, ``text``, ``title`` in any order), CSV quoting. A malformed line is a
-:class:`PassageFormatError` naming ``file:line``; with ``skip_malformed`` it is skipped and counted.
-"""
+"""Passage files: JSONL (``{id, title, contents}``, FlashRAG's ``{id, contents}``) and TSV with a header (DPR style),
+told apart by name or first character; a malformed line is a :class:`PassageFormatError` naming ``file:line``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Live Wikipedia through ``wikipedia-api``'s public API; its httpx transport adds the on-disk cache (one JSON
-file per request, keyed by SHA-256 of endpoint, language and parameters, written atomically; failures never
-cached), bounded retries (429 / 5xx / ``maxlag``; ``Retry-After`` capped at ``max_wait_s``) and ``api_url``.
-:class:`WikipediaRetriever` is the ``wiki`` retriever on it (Think-then-Act §4.2).
-"""
+"""Live Wikipedia through ``wikipedia-api``'s public API, its httpx transport adding an on-disk cache (failures never
+cached), bounded retries (429 / 5xx / ``maxlag``, ``Retry-After`` capped) and ``api_url``; the ``wiki`` retriever."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
-"""Training groups for the plan assessor: per question and hop, a context, candidate queries and their labels.
-
-A *group* is one point where FuRePA would pick a query: the question, the gold passages of the earlier hops (the
-evidence a perfect run would hold), the passage(s) still needed, and candidate queries.
-
-* **Hops** (:func:`question_hops`): the gold supporting passages, in the decomposition's order when there is one
-  (MuSiQue's ``question_decomposition``, FlashRAG's ``decomposition``); else a title the question names comes first,
-  and a comparison has no order (any remaining gold passage counts at each hop).
-* **Candidates**: built from the data (:func:`data_candidates`: sub-questions, titles, the question, rewrites and
-  poor variants, shuffled with the seed) or asked of the LLM with ``mask_reasoning``'s prompt
-  (:func:`llm_candidates`).
-* **Labels** (:func:`label_groups`): the reciprocal rank of the hop's gold passage among the top ``k`` results,
-  passages the context holds left out; 0 when absent.
-"""
+"""Training groups for the plan assessor: per question and hop, the gold passages of the earlier hops as context,
+candidate queries (from the data or the LLM) and their labels (the reciprocal rank of the hop's gold passage among
+the top ``k`` results, passages the context holds left out; 0 when absent)."""
 
 from __future__ import annotations
 

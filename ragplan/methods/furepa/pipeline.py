@@ -1,9 +1,5 @@
-"""From a dataset file to a trained plan assessor: load, index, candidates, labels, training, held-out report.
-
-The data needs gold supporting passages (:func:`ragplan.eval.retrieval.gold_support`). Labels need an index holding
-them: ``index_dir`` (gold passages found by title), or with ``context_only`` one built from the questions' own
-paragraphs under ``<out>/context_index`` (reused when the passages are the same).
-"""
+"""From a dataset file to a trained plan assessor: load, index (``index_dir``, or with ``context_only`` one built from
+the questions' own paragraphs), candidates, labels, training and the held-out report."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Train the plan assessor and measure it on held-out questions.
-
-:func:`train_assessor` splits labelled groups by question, fits the scorer and reports on the held-out questions:
-the Spearman correlation of score and label (overall, and the mean within groups whose labels differ) and the MRR
-of the pick of each selector: the trained scorer, ``first``, ``random`` (expected) and ``oracle`` (the ceiling).
-"""
+"""Train the plan assessor and measure it on held-out questions: Spearman correlation of score and label and the MRR
+of each selector's pick (the trained scorer, ``first``, ``random`` expected and the ``oracle`` ceiling)."""
 
 from __future__ import annotations
 

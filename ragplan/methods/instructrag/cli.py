@@ -1,6 +1,5 @@
-"""``ragplan instructrag …``: InstructRAG's data, instruction graph (Algorithm 1), agents' meta-training (Algorithm 2)
-and few-shot adaptation (Algorithm 3), and path-selection figures without an LLM (docs/methods/instructrag.md).
-Exit codes: 0 done; 2 bad input (a missing file or folder, an unreadable paths file, no usable reward)."""
+"""``ragplan instructrag …``: data, instruction graph (Algorithm 1), meta-training (2), adaptation (3) and LLM-free
+path-selection figures (docs/methods/instructrag.md). Exit codes: 0 done; 2 bad input."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""The instruction graph (InstructRAG §4.2, Algorithm 1): nodes are sets of similar instructions, edges task sets.
-
-Each instruction of each path joins the node of its most similar instruction (FAISS over Sentence-BERT, ψ ≥ δ
-= 0.4; exact up to 50,000 instructions, HNSW above) outside the previous instruction's node, else opens a new
-one; the edge from the previous node records the path's task and question. Ours: paths start from a virtual
-node (:data:`START`) so a first node has an in-edge; paths keep their node sequence; **noise** (Table 4) comes
-only from failed paths of the support questions (:func:`noise_pool`), shuffled in with a seed. Saved as a
-folder (``graph.json``, ``instructions.npy``, ``questions.npy``, ``failed.jsonl``); :meth:`InstructionGraph.insert`
-extends it (G → G′).
-"""
+"""The instruction graph (InstructRAG §4.2, Algorithm 1): nodes are sets of similar instructions (ψ ≥ δ over FAISS),
+edges task sets; paths hang off a virtual :data:`START` node; noise (Table 4) only from failed paths of the support
+questions. Saved as a folder (``graph.json``, ``instructions.npy``, ``questions.npy``, ``failed.jsonl``)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
-"""Meta-training (InstructRAG Algorithm 2) and few-shot adaptation (Algorithm 3) of the two agents.
-
-**Training** over the seen tasks (support: the graph's paths; query: held-out paths): per task of a batch,
-one inner step on the support set, θ′ = θ − α∇L_WS (BCE warm start) and η′ = η − α∇L_PT (QPA + QPM); the
-adapted agents are scored on the query questions by REINFORCE (L_PG; returns discounted by 0.99, a running
-mean baseline; the walk's reward is that of the ML-Agent's pick) and fine-tuning (L_FT); the outer Adam step
-(β = 1e-3) goes through the inner one (second-order MAML unless ``first_order``).
-
-**Adaptation** inserts an unseen task's support paths (G → G′), then takes ``adapt_steps`` steps θ′ = θ −
-α∇L_WS − β∇L_PG, η′ = η − α∇L_PT − β∇L_FT, both gradients at the same parameters, α plain, β an Adam step
-(a plain step of 1e-3 changes no decision); α = 0.05 is ours. Each task gets its agents (``tasks/<task>/``).
-Ablations (Table 5): ``ws`` / ``pg`` / ``pt`` / ``ft`` switch a loss off. Deterministic for a seed (CPU).
-"""
+"""Meta-training (InstructRAG Algorithm 2: an inner step on the support set, REINFORCE + fine-tuning on the query set,
+outer Adam step) and few-shot adaptation (Algorithm 3: G → G′, then per-task steps with α plain and β an Adam step).
+Ablations (Table 5): ``ws`` / ``pg`` / ``pt`` / ``ft`` switch a loss off. Deterministic for a seed (CPU)."""
 
 from __future__ import annotations
 

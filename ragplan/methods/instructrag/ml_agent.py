@@ -1,11 +1,6 @@
-"""The ML-Agent (InstructRAG §4.4): question and path encoders that pick the path for the prompt.
-
-For a CPU, Sentence-BERT stays **frozen** as the shared backbone (the paper trains a CLIP-style pair) with
-small heads on top: ``v = unit(x + W tanh(S x))`` (``S`` shared 384 → 128, one ``W`` per side starting at
-zero, so an untrained agent ranks by plain cosine) and a QPM matching head over ``[v_q ⊙ v_p, |v_q − v_p|]``.
-Losses: QPA (Eqs. 6–7, negatives only in the denominator), QPM (Eq. 8) and FT (Eq. 10). A path's backbone
-vector is the mean of its instructions'; the pick is the highest cosine (K can change without retraining).
-"""
+"""The ML-Agent (InstructRAG §4.4): small heads ``v = unit(x + W tanh(S x))`` over frozen Sentence-BERT vectors (an
+untrained agent ranks by plain cosine) and a QPM matching head; losses QPA (Eq. 7), QPM (Eq. 8), FT (Eq. 10).
+A path's backbone vector is the mean of its instructions'; the pick is the highest cosine."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Instruction paths in: JSONL records and ReAct-format trajectory logs (ReAct's and Reflexion's published logs).
-
-An *instruction* is one action with its argument (``Search[Scott Derrickson]``), an *instruction path* the
-instructions that solved (or failed to solve) one question (InstructRAG §4.2). JSONL lines are
-``{question, task, answer, path: [{action, argument}], success}`` (optional ``id``, ``supporting_titles``;
-an empty ``task`` is derived, :func:`~ragplan.methods.instructrag.tasks.answer_type`); logs are read by
-:func:`parse_trajectory_log`. Only successful paths enter the graph; failed ones are kept for the noise test.
-"""
+"""Instruction paths (InstructRAG §4.2) in: JSONL ``{question, task, answer, path: [{action, argument}], success}``
+records and ReAct-format trajectory logs (ReAct's and Reflexion's published logs). Only successful paths enter the
+graph; failed ones are kept for the noise test."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Rewards Δ(path, question) of a candidate path (InstructRAG Eq. 3), with and without an LLM; all deterministic.
-
-:class:`LLMF1Reward` (the paper's): the answer F1 of the ``react`` loop given the path, cached per question
-and path. :class:`ProxyReward` (no LLM): the path's actions run on the ReAct docstore over a local corpus;
-the mean of the gold supporting titles' recall (else the pages the own path reaches) and, for span answers,
-whether the answer was observed. :class:`PathMatchReward` (no corpus): instruction F1 against the own path.
-"""
+"""Rewards Δ(path, question) of a candidate path (InstructRAG Eq. 3), all deterministic: :class:`LLMF1Reward` (the
+paper's answer F1), :class:`ProxyReward` (the path run on a local corpus, no LLM), :class:`PathMatchReward` (F1)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
-"""The RL-Agent (InstructRAG §4.3): a DFS over the instruction graph deciding node by node, include or exclude.
-
-**State** (Eq. 1) of question Q̂ at node 𝕀 over edge 𝕋 (a first node: its start edge, else all in-edges):
-the best cosine of Q̂ with an instruction of 𝕀, with a task of 𝕋 (the mean of the questions the edge
-recorded for it), and with a question of that task. **Policy**: 3 → 20 tanh → 2 (exclude, include).
-**Walk**: from the nodes of Q̂'s nearest instructions, *include* appends the node's most similar allowed
-instruction and goes on to its successors (most similar first, no edge twice); *exclude*, a dead end, a
-``Finish`` or the length bound closes the path; it stops at K distinct paths or the visit bound.
-**Rules**: no ``Lookup`` before a ``Search`` (the paper's); ours: no ``Finish`` before a ``Search``, no
-instruction twice in a path (a ``Lookup`` may repeat on another page); a node with no allowed instruction
-is excluded without the policy. :func:`traverse` takes the decision (greedy, sampled or threshold).
-"""
+"""The RL-Agent (InstructRAG §4.3): a DFS over the instruction graph deciding node by node, include or exclude, with
+Eq. 1's state and a 3 → 20 tanh → 2 policy. Rules: no ``Lookup`` before a ``Search`` (the paper's); ours: no
+``Finish`` before a ``Search``, no instruction twice in a path (a ``Lookup`` may repeat on another page)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""A small synthetic multi-hop world for InstructRAG's tests and LLM-free figures (the project's own data).
-
-Made-up people, films, bands and cities (one passage each, written so ReAct's actions work on it) and
-questions of the 12 answer types with answers, supporting titles, a successful and a failed path; entities
-recur, so paths can be combined. :func:`write_world` writes ``passages.jsonl``, ``paths.jsonl``, ``hotpot.json``.
-"""
+"""A small synthetic multi-hop world for InstructRAG's tests and LLM-free figures: people, films, bands and cities, and
+questions of the 12 answer types with a successful and a failed path each (:func:`write_world`)."""
 
 from __future__ import annotations
 
