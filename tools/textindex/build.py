@@ -104,11 +104,8 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
                 flat_threshold: int = 50_000, progress: bool = True, shard_size: int = DEFAULT_SHARD_SIZE,
                 skip_malformed: bool = False, ef_construction: int = 200, ef_search: int = 128,
                 embedder: Any = None, force: bool = False) -> BuildReport:
-    """Embed a passage file (JSONL or TSV, see :func:`read_passages`) into a FAISS index at ``out_dir``.
-
-    ``model_path``: a local sentence-transformers directory ("" = the packaged MiniLM), or ``embedder``: any
-    object with ``dim`` and ``encode(texts, batch_size=…, cache=…)`` giving unit rows. ``force`` rebuilds.
-    """
+    """Embed a passage file (JSONL or TSV) into a FAISS index at ``out_dir`` with the model at ``model_path`` (""
+    = the packaged MiniLM) or ``embedder`` (``dim`` and ``encode`` giving unit rows); ``force`` rebuilds."""
     t0 = time.perf_counter()
     src = Path(passages_path)
     if not src.is_file():

@@ -25,11 +25,8 @@ class AssessorError(ValueError):
 
 @dataclass
 class TreeEnsemble:
-    """Regression trees as flat arrays over global node ids, predicting ``init + rate * sum(leaf values)``.
-
-    ``left``/``right``: a node's children (-1 at a leaf); rows with ``x[feature] <= threshold`` go left; ``value``:
-    a leaf's value; ``roots``: each tree's root; ``init``: the training labels' mean; ``rate``: the learning rate.
-    """
+    """Regression trees as flat arrays over global node ids (``left``/``right`` -1 at a leaf; ``x[feature] <=
+    threshold`` goes left), predicting ``init + rate * sum(leaf values)``."""
 
     left: np.ndarray
     right: np.ndarray

@@ -158,19 +158,9 @@ def _label_of_info(line: str) -> tuple[bool | None, str]:
 
 
 def parse_trajectory_log(text: str, source: str = "log", report: PathReadReport | None = None) -> PathReadReport:
-    """Read ReAct-format trajectories from a log's text (Reflexion trial logs, ReAct notebook output, plain blocks).
-
-    Each ``Question:`` line starts a block; its ``Action N:`` lines are the path (other actions are
-    dropped). The label is, in that order of preference, the Reflexion section (``BEGIN CORRECT /
-    INCORRECT / HALTED AGENTS``; in a log whose agents end with ``Correct answer: …``, for the block
-    that line closes), the ReAct notebook's info dict (``{'steps': …, 'em': …, 'gt_answer': …}``), or a
-    last observation ``Answer is CORRECT`` / ``INCORRECT``; a block with none is skipped (counted).
-    Left out as not the question's own trial: few-shot examples (``Here are some examples:`` to
-    ``(END OF EXAMPLES)``, and blocks opened before that line), earlier trials quoted in a prompt
-    (``Below is the last trial you attempted …`` to ``(END PREVIOUS TRIAL)``, ``Previous trial:`` to
-    ``Reflection:``, or to the next ``Question:`` line), and, of several blocks before one label line,
-    all but the last.
-    """
+    """ReAct-format trajectories of a log (Reflexion trial logs, ReAct notebook output, plain blocks): a block per
+    ``Question:``, labelled by the Reflexion section, the notebook's info dict or ``Answer is CORRECT``; few-shot
+    examples, quoted earlier trials and all but the last block before a label line are left out (counted)."""
     report = report if report is not None else PathReadReport()
     section: str | None = None
     blocks: list[dict[str, Any]] = []
@@ -249,9 +239,8 @@ def parse_trajectory_log(text: str, source: str = "log", report: PathReadReport 
 
 
 def read_paths(files: Iterable[str | Path]) -> PathReadReport:
-    """Read every file: ``.jsonl`` / ``.json`` as JSONL records, anything else as a trajectory log; a (question,
-    path) read twice is kept once. A file that yields no path at all is a ValueError naming it and the first
-    problem; bad lines among good ones are skipped and counted."""
+    """Read ``.jsonl`` / ``.json`` files as records, others as trajectory logs (a path read twice kept once); a file
+    that yields no path is a ValueError naming it, bad lines among good ones are skipped and counted."""
     report = PathReadReport()
     for f in files:
         p = Path(f)
