@@ -57,12 +57,6 @@ def step_rows(samples: dict[str, list[float]]) -> list[dict]:
             for step, v in samples.items()]
 
 
-def print_steps(rows: list[dict], baseline_path: Path | None) -> None:
-    """The p50 / p95 table, with the baseline's p50 and the ratio when a saved report is given."""
-    print_rows(rows, [("step", "s"), ("n", "d"), ("p50_ms", ".3f"), ("p95_ms", ".3f")], key="step",
-               baseline=load_baseline(baseline_path), compare="p50_ms")
-
-
 def run(args: argparse.Namespace) -> tuple[list[dict], dict[str, object]]:
     """Time every step over ``args.repeat`` rounds; the rows and what the script and graph hold."""
     samples: dict[str, list[float]] = {}
@@ -104,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"script {info['script_kb']} KB, {info['statements']} statements -> {info['nodes']} nodes, "
           f"{info['relationships']} relationships; schema prompt {info['schema_chars']} chars; "
           f"kglite {version('kglite')}")
-    print_steps(rows, args.baseline)
+    print_rows(rows, [("step", "s"), ("n", "d"), ("p50_ms", ".3f"), ("p95_ms", ".3f")], key="step",
+               baseline=load_baseline(args.baseline), compare="p50_ms")
     save_report(args.save, "graphdb_load", rows, info=info, kglite=version("kglite"),
                 config={k: getattr(args, k) for k in ("nodes", "countries", "relationships", "repeat", "query_runs")})
     return 0

@@ -3,8 +3,6 @@ state's temperature (``tp0``, raised after a repeat); the IRCoT-style baseline a
 
 from __future__ import annotations
 
-import threading
-import weakref
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -13,7 +11,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field, model_validator
 
 from ragplan.llm import Decision, chat_model_for, decide, failure_update, load_chat_model
-from ragplan.llm_cache import model_with
+from ragplan.llm_cache import memo, model_with
 from ragplan.nodes import Node
 from ragplan.state.furepa import Candidate, FuRePAContext, FuRePAState, Iteration
 from ragplan.state.usage import Usage
@@ -56,10 +54,6 @@ def distinct_queries(queries: list[str], limit: int) -> list[str]:
     return list(out.values())[: max(1, limit)]
 
 
-_copies: dict[tuple[int, float], tuple[Any, BaseChatModel]] = {}
-_copies_lock = threading.Lock()
-
-
 def chat_model_at(ctx: Any, temperature: float) -> BaseChatModel:
     """The run's chat model sampling at ``temperature`` (see the module docstring); raises on a bad configuration."""
     obj = getattr(ctx, "chat_model", None)
@@ -69,17 +63,8 @@ def chat_model_at(ctx: Any, temperature: float) -> BaseChatModel:
     model = chat_model_for(ctx)  # checks the object is a chat model
     if "temperature" not in type(model).model_fields:
         return model
-    key = (id(model), round(float(temperature), 6))
-    with _copies_lock:
-        hit = _copies.get(key)
-        if hit is not None and hit[0]() is model:
-            return hit[1]
-        if len(_copies) > 256:
-            for k in [k for k, (ref, _) in _copies.items() if ref() is None]:
-                del _copies[k]
-        copy = model_with(model, temperature=float(temperature))  # (its cache keys by the new temperature)
-        _copies[key] = (weakref.ref(model), copy)
-        return copy
+    t = round(float(temperature), 6)  # one copy per live model and temperature (its cache keys by the temperature)
+    return memo(model, ("temperature", t), lambda: model_with(model, temperature=t))
 
 
 def ask_proposal(ctx: Any, prompt: str, temperature: float) -> Decision[Proposal]:

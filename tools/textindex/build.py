@@ -27,8 +27,7 @@ __all__ = ["build_index", "BuildReport", "TextIndexError", "DEFAULT_SHARD_SIZE",
 FORMAT = "ragplan-textindex/1"
 DEFAULT_SHARD_SIZE = 4096
 WORK_DIR = ".build"
-HNSW_M = 32
-"""Neighbours per HNSW node."""
+HNSW_M = 32  # neighbours per HNSW node
 _RECIPE = "title\\ntext, L2-normalised"
 _STORE_VERSION = "store/2 (given sentences kept)"  # a store written by an older version is not resumed into this one
 
@@ -56,8 +55,7 @@ class BuildReport:
     """Time spent loading the embedding model (0 when it was already loaded)."""
     embed_seconds: float = 0.0
     """Time spent embedding the passages of this run (not of reused shards)."""
-    embedded: int = 0
-    """Passages embedded by this run."""
+    embedded: int = 0  # passages embedded by this run
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

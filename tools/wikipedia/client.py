@@ -230,8 +230,8 @@ class WikipediaClient:
             raise WikipediaError(f"unexpected page answer from {self.api_url} for {t!r}: {err!r}") from err
         if pageid is None or int(pageid) <= 0:
             return None
-        return WikiPage(title=final_title, text=_render(summary, sections), url=self.article_url(final_title),
-                        pageid=int(pageid))
+        text = "\n\n".join(part for part in [summary.strip(), *_section_parts(sections)] if part)
+        return WikiPage(title=final_title, text=text, url=self.article_url(final_title), pageid=int(pageid))
 
     def article_url(self, title: str) -> str:
         """The reader URL of an article (``…/wiki/Title`` for ``…/w/api.php`` endpoints), as MediaWiki encodes it."""
@@ -303,12 +303,8 @@ class WikipediaClient:
             self.stats[name] += 1
 
 
-def _render(summary: str, sections: list[Any]) -> str:
-    """Page text: the lead, then every section as ``== Heading ==`` and its body (nested by level)."""
-    return "\n\n".join(part for part in [summary.strip(), *_section_parts(sections)] if part)
-
-
 def _section_parts(sections: list[Any]) -> Iterator[str]:
+    """Every section as ``== Heading ==`` and its body (nested by level), for a page's text after its lead."""
     for s in sections:
         marks = "=" * (int(s.level) + 1)
         yield f"{marks} {s.title} {marks}"

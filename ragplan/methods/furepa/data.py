@@ -39,8 +39,7 @@ class HopGroup:
 
     qid: str
     question: str
-    hop: int
-    """0-based hop index."""
+    hop: int  # 0-based
     context: list[tuple[str, str]]
     """The evidence held at this point: ``(title, text)`` of the earlier hops' gold passages."""
     targets: list[str]

@@ -36,7 +36,6 @@ class AssessorReport:
     train_mrr: dict[str, float]
     """The same picks on the training questions (how well the scorer fits)."""
     seed: int
-    """Seed of the split and the trees."""
     label_k: int
     """Results searched for the gold passage when labelling."""
     candidates: str
@@ -85,12 +84,10 @@ def featurize(groups: Sequence[HopGroup], embedder: Any, *, progress: bool = Fal
 
 def spearman(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
     """Spearman's rank correlation (ties get their mean rank); 0 when either side is constant."""
-    from scipy.stats import rankdata
+    from scipy.stats import spearmanr
 
-    x, y = rankdata(np.asarray(a, dtype=float)), rankdata(np.asarray(b, dtype=float))
-    if len(x) < 2 or x.std() == 0 or y.std() == 0:
-        return 0.0
-    return float(np.corrcoef(x, y)[0, 1])
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return float(spearmanr(x, y).statistic) if len(x) > 1 and np.ptp(x) > 0 and np.ptp(y) > 0 else 0.0
 
 
 def pick_mrr(groups: Sequence[HopGroup], scores: Sequence[Sequence[float]]) -> dict[str, float]:

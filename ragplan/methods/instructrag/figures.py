@@ -66,8 +66,7 @@ class SelectionRow:
 
     method: str
     questions: int
-    found: float
-    """Share of questions with a path."""
+    found: float  # share of questions with a path
     action_match: float
     instruction_f1: float
     proxy_reward: float | None

@@ -35,22 +35,14 @@ class MetaSettings:
 
     epochs: int = 10
     tasks_per_batch: int = 3
-    questions_per_task: int = 8
-    """ℬ: questions sampled per task for each loss."""
-    inner_lr: float = 0.05
-    """α."""
-    outer_lr: float = 1e-3
-    """β (Adam, as in the paper)."""
-    gamma: float = 0.99
-    """Reward discount."""
-    k: int = 3
-    """Candidate paths per walk."""
-    tau: float = 0.1
-    """ML-Agent temperature."""
-    ws_negatives: int = 3
-    """Random off-path nodes per warm-start question."""
-    pool_extra: int = 3
-    """Paths of other questions added to a fine-tuning pool."""
+    questions_per_task: int = 8  # ℬ: questions sampled per task for each loss
+    inner_lr: float = 0.05  # α
+    outer_lr: float = 1e-3  # β (Adam, as in the paper)
+    gamma: float = 0.99  # reward discount
+    k: int = 3  # candidate paths per walk
+    tau: float = 0.1  # ML-Agent temperature
+    ws_negatives: int = 3  # random off-path nodes per warm-start question
+    pool_extra: int = 3  # paths of other questions added to a fine-tuning pool
     max_len: int = 8
     start_nodes: int = 5
     ws: bool = True
@@ -74,8 +66,7 @@ class MetaReport:
     reward: str = ""
     reward_failures: int = 0
     """Reward runs that failed and scored 0 (the LLM reward's endpoint or graph errors)."""
-    reward_error: str = ""
-    """The last such failure."""
+    reward_error: str = ""  # the last such failure
     out_dir: str = ""
 
 

@@ -27,10 +27,8 @@ _INSTR = re.compile(r"^\s*([A-Za-z]+)\s*\[(.*)\]\s*$", re.S)
 class Instruction:
     """One action with its argument, e.g. ``Search[Ed Wood]``."""
 
-    action: str
-    """``Search``, ``Lookup`` or ``Finish``."""
-    argument: str
-    """The entity, keyword or answer inside the brackets."""
+    action: str  # Search, Lookup or Finish
+    argument: str  # the entity, keyword or answer inside the brackets
 
     @property
     def text(self) -> str:

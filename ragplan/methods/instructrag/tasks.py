@@ -12,10 +12,8 @@ ANSWER_TYPES: tuple[str, ...] = ("person", "group/org", "location", "date", "num
                                  "adjective", "event", "other proper noun", "common noun", "other")
 """HotpotQA's answer types, the paper's 12 tasks."""
 
-SEEN_TASKS: tuple[str, ...] = tuple(sorted(random.Random(0).sample(ANSWER_TYPES, 6)))
-"""The 6 seen (training) tasks."""
-UNSEEN_TASKS: tuple[str, ...] = tuple(t for t in ANSWER_TYPES if t not in SEEN_TASKS)
-"""The 6 unseen (testing) tasks."""
+SEEN_TASKS: tuple[str, ...] = tuple(sorted(random.Random(0).sample(ANSWER_TYPES, 6)))  # training tasks
+UNSEEN_TASKS: tuple[str, ...] = tuple(t for t in ANSWER_TYPES if t not in SEEN_TASKS)  # testing tasks
 
 _MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
            "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
