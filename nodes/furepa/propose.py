@@ -55,7 +55,8 @@ def distinct_queries(queries: list[str], limit: int) -> list[str]:
 
 
 def chat_model_at(ctx: Any, temperature: float) -> BaseChatModel:
-    """The run's chat model sampling at ``temperature`` (see the module docstring); raises on a bad configuration."""
+    """The run's chat model sampling at ``temperature`` (an object is copied with it when it has the field, else used
+    as it is); raises on a bad configuration."""
     obj = getattr(ctx, "chat_model", None)
     if obj is None:
         return load_chat_model(ctx.model, base_url=ctx.base_url, temperature=temperature, timeout_s=ctx.llm_timeout_s,

@@ -48,13 +48,9 @@ def _shown(render: Callable[[InContextExample], str]) -> str:
     return "Examples (for the style only):\n" + "\n\n".join(map(render, IN_CONTEXT_EXAMPLES))
 
 
-def _assessment(ex: InContextExample) -> str:
-    detail = {"AMBIGUOUS": f"\nSub-questions: {json.dumps(list(ex.sub_queries))}",
-              "INCOMPLETE": f"\nRewritten: {ex.rewritten}"}.get(ex.category, "")
-    return f"Question: {ex.question}\nCategory: {ex.category}{detail}"
-
-
-ASSESSMENT_EXAMPLES = _shown(_assessment)
+ASSESSMENT_EXAMPLES = _shown(lambda ex: f"Question: {ex.question}\nCategory: {ex.category}" + {
+    "AMBIGUOUS": f"\nSub-questions: {json.dumps(list(ex.sub_queries))}",
+    "INCOMPLETE": f"\nRewritten: {ex.rewritten}"}.get(ex.category, ""))
 """The examples as query assessments (``assess_query``)."""
 
 ANSWER_EXAMPLES = _shown(lambda ex: f"Question: {ex.question}\nanswer: {ex.answer}")

@@ -73,8 +73,8 @@ def _step_hops(ex: QAExample) -> list[Hop]:
 
 
 def question_hops(ex: QAExample) -> tuple[list[Hop], bool]:
-    """The question's gold passages (:func:`ragplan.eval.retrieval.gold_support`) as hops, and whether their order
-    matters (see the module docstring)."""
+    """The question's gold passages as hops (the decomposition's order, else a title the question names first; a
+    comparison has no order), and whether their order matters."""
     hops = _step_hops(ex)
     if hops:
         return hops, True
@@ -108,7 +108,8 @@ def _filled(sub: str, hops: list[Hop]) -> str:
 
 
 def data_candidates(ex: QAExample, hops: list[Hop], h: int, rng: random.Random, n: int) -> list[str]:
-    """Up to ``n`` candidate queries for hop ``h`` built from the data, shuffled (see the module docstring)."""
+    """Up to ``n`` candidate queries for hop ``h`` from the data (sub-questions, titles, the question, rewrites, poor
+    variants), shuffled."""
     hop = hops[h]
     pool: list[str] = []
     if hop.sub_question:

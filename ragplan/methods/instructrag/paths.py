@@ -101,7 +101,7 @@ class PathReadReport:
 
 
 def read_paths_jsonl(path: str | Path, report: PathReadReport | None = None) -> PathReadReport:
-    """Read ``{question, task, answer, path: [{action, argument}], success}`` lines (see the module docstring)."""
+    """Read ``{question, task, answer, path: [{action, argument}], success}`` lines (an empty ``task`` is derived)."""
     report = report if report is not None else PathReadReport()
     src = Path(path)
     for n, line in enumerate(src.read_text(encoding="utf-8").splitlines(), start=1):

@@ -56,7 +56,8 @@ class PathMatchReward:
 
 
 class ProxyReward:
-    """Supporting-title recall and answer presence of the literally executed path (see the module docstring)."""
+    """The mean of gold-title recall (else of the own path's pages) and, for span answers, answer presence of the path
+    run on the ReAct docstore over a local corpus."""
 
     name = "proxy"
 

@@ -111,7 +111,9 @@ Decider = Callable[[np.ndarray], int]
 
 def traverse(graph: InstructionGraph, qvec: np.ndarray, decide: Decider, *, k: int = 3, start_nodes: int = 5,
              max_len: int = 8, max_visits: int = 200, branch: int = 4) -> TraversalResult:
-    """DFS over ``graph`` for the question vector ``qvec`` with ``decide(state) -> 0|1`` (see the module docstring)."""
+    """DFS from the nodes of ``qvec``'s nearest instructions with ``decide(state) -> 0|1``: include appends the node's
+    best allowed instruction and goes on to its successors; exclude, a dead end, ``Finish`` or ``max_len`` closes the
+    path; it stops at ``k`` distinct paths or ``max_visits``."""
     out = TraversalResult()
     if not graph.nodes:
         return out
