@@ -17,8 +17,7 @@ from ragplan.methods.instructrag.tasks import answer_type
 __all__ = ["ACTIONS", "Instruction", "InstructionPath", "PathReadReport", "read_paths", "read_paths_jsonl",
            "parse_trajectory_log", "write_paths_jsonl", "parse_instruction"]
 
-ACTIONS = ("Search", "Lookup", "Finish")
-"""The HotpotQA action space of ReAct and InstructRAG (Table 9)."""
+ACTIONS = ("Search", "Lookup", "Finish")  # The HotpotQA action space of ReAct and InstructRAG (Table 9)
 
 _INSTR = re.compile(r"^\s*([A-Za-z]+)\s*\[(.*)\]\s*$", re.S)
 
@@ -52,11 +51,9 @@ class InstructionPath:
     answer: str
     instructions: list[Instruction]
     success: bool
-    task: str = ""
-    """The task (for HotpotQA one of the 12 answer types); derived when the source has none."""
+    task: str = ""  # The task (for HotpotQA one of the 12 answer types); derived when the source has none
     id: str = ""
-    source: str = ""
-    """Where the path came from (a file name and block number, or ``jsonl``)."""
+    source: str = ""  # Where the path came from (a file name and block number, or ``jsonl``)
     supporting_titles: list[str] = field(default_factory=list)
     """Gold supporting page titles when known (HotpotQA's supporting facts); the proxy reward uses them."""
 
@@ -83,10 +80,8 @@ class PathReadReport:
 
     successful: list[InstructionPath] = field(default_factory=list)
     failed: list[InstructionPath] = field(default_factory=list)
-    skipped: int = 0
-    """Blocks or lines without a usable path or label."""
-    problems: list[str] = field(default_factory=list)
-    """The first few reasons for skips (file:line: why)."""
+    skipped: int = 0  # Blocks or lines without a usable path or label
+    problems: list[str] = field(default_factory=list)  # The first few reasons for skips (file:line: why)
 
     def add(self, p: InstructionPath) -> None:
         """File ``p`` under successful or failed, deriving its task when it has none."""
