@@ -35,8 +35,7 @@ def vocabulary(size: int, seed: int) -> list[str]:
 
 
 def synthetic_corpus(n: int, seed: int = 7, per_topic: int = 100) -> list[dict]:
-    """``n`` passages ``{id, title, contents}`` of 60–120 words from a seeded vocabulary (topics of
-    ~``per_topic`` passages: 45 % topic words, the rest Zipf-distributed common words)."""
+    """``n`` passages of 60–120 words: topics of ~``per_topic`` passages, 45 % topic words, the rest Zipf-common."""
     rng = np.random.default_rng(seed)
     wa = np.array(vocabulary(20_000, seed=1))
     vocab = len(wa)

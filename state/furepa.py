@@ -218,8 +218,7 @@ class FuRePAResult(ReviewedResult):
     """The record fields :meth:`trace_sections` draws (the rest are shown by their shape)."""
 
     def trace_sections(self) -> list[TraceSection]:
-        """Each iteration (temperature, fresh thought, candidates with scores and the pick, repeat check, retrieval),
-        the temperature changes, the evidence passages and the final reasoning."""
+        """Each iteration (thought, scored candidates, pick, repeat check, retrieval), temperatures, evidence, reasoning."""
         out: list[TraceSection] = []
         if self.iterations:
             out.append(TraceSection(

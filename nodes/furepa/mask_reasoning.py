@@ -46,7 +46,7 @@ def build_prompt(question: str, evidence: list[EvidencePassage], iterations: lis
              f"Evidence gathered so far:\n{block}" if block else "Evidence gathered so far: none yet."]
     history = [] if masked else [line for it in iterations for line in (
         it.thought and f"Iteration {it.index} thought: {it.thought}",
-        it.query and f"Iteration {it.index} search: {it.query}" + ("" if it.executed else " (not run: a repeat)")) if line]
+        it.query and f"Iteration {it.index} search: {it.query}{'' if it.executed else ' (not run: a repeat)'}") if line]
     if history:
         parts.append("Your earlier reasoning and searches:\n" + "\n".join(history))
     search = _SEARCH_ONE if n_queries <= 1 else _SEARCH_MANY.format(n=n_queries)

@@ -79,8 +79,7 @@ def ask_proposal(ctx: Any, prompt: str, temperature: float) -> Decision[Proposal
 
 
 def make_propose(single_query: bool = False) -> Node[FuRePAState, FuRePAContext]:
-    """The propose node: FuRePA's (N candidates at the state's temperature), or with ``single_query`` the
-    IRCoT-style step (one query at the context's temperature, picked as is, earlier reasoning shown)."""
+    """FuRePA's propose node (N candidates), or with ``single_query`` the IRCoT-style step (one query, picked as is)."""
 
     def propose(state: FuRePAState, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
         """Ask the LLM for a fresh chain of thought and candidate queries, or the answer."""

@@ -68,8 +68,7 @@ def split_flashrag_title(contents: str) -> tuple[str, str]:
 
 
 def read_passages(path: str | Path, *, skip_malformed: bool = False, stats: ReadStats | None = None) -> Iterator[Passage]:
-    """Yield the passages of a JSONL or TSV file in file order; a malformed line raises
-    :class:`PassageFormatError`, or with ``skip_malformed`` is skipped and counted in ``stats``."""
+    """The passages of a JSONL or TSV file in order; a malformed line raises, or is counted with ``skip_malformed``."""
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"passage file {str(p)!r} does not exist")

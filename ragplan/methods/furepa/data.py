@@ -176,8 +176,7 @@ def reciprocal_rank(result_titles: Sequence[str], targets: Sequence[str], known:
 
 def label_groups(groups: list[HopGroup], search_many: Callable[[list[str], int], list[list[Any]]], *, k: int = 20,
                  batch: int = 256, progress: bool = False) -> None:
-    """Label every candidate with :func:`reciprocal_rank` of its group's targets (``search_many(queries, k)``
-    returns passages with a ``title``, best first); fills ``labels`` in place."""
+    """Fill every group's ``labels``: :func:`reciprocal_rank` of its targets in ``search_many(queries, k)``'s results."""
     from tqdm import tqdm
 
     flat = [(g, q) for g in groups for q in g.candidates]

@@ -58,8 +58,7 @@ def group_texts(question: str, evidence: Sequence[tuple[str, str]], queries: Seq
 
 
 def group_features(embedder: Any, question: str, evidence: Sequence[tuple[str, str]], queries: Sequence[str]) -> np.ndarray:
-    """The feature matrix (one row per query, columns :data:`FEATURE_NAMES`) of one group of candidates; ``evidence``
-    is ``(title, text)`` pairs, ``embedder.encode`` returns L2-normalised rows."""
+    """The feature matrix (a row per query, columns :data:`FEATURE_NAMES`) of one group of candidates."""
     queries = list(queries)
     if not queries:
         return np.zeros((0, len(FEATURE_NAMES)))

@@ -18,8 +18,7 @@ __all__ = ["MLHeads", "MLAgent", "qpa_loss", "ft_loss", "path_backbone_vectors"]
 
 
 def path_backbone_vectors(paths: list[list[str]], embedder: Any, known: dict[str, np.ndarray] | None = None) -> np.ndarray:
-    """Unit backbone vectors of paths given as instruction texts: the normalised mean of their instructions'
-    vectors, from ``known`` (the graph's) or embedded in one call."""
+    """Unit backbone vectors of paths of instruction texts: the mean of their vectors (``known``, else embedded)."""
     known = known if known is not None else {}
     todo = list(dict.fromkeys(t for p in paths for t in p if t not in known))
     extra = dict(zip(todo, embedder.encode(todo))) if todo else {}

@@ -33,7 +33,7 @@ def save_weights(out_dir: str | Path, name: str, module: nn.Module, settings: di
 
 def load_weights(agent_dir: str | Path, name: str, what: str,
                  make: Callable[[dict[str, Any]], M]) -> tuple[M, dict[str, Any]]:
-    """``make(settings)`` with the weights of ``<name>.pt`` and its settings (ValueError naming ``what`` if unreadable)."""
+    """``make(settings)`` with the weights of ``<name>.pt``, and the settings (ValueError naming ``what``)."""
     root, pt, js = Path(agent_dir), f"{name}.pt", f"{name}.json"
     if not (root / pt).is_file():
         raise ValueError(f"no {what} at {root} (no {pt}); train one with `ragplan instructrag train`")
@@ -210,8 +210,8 @@ class RLAgent:
 
     def save(self, out_dir: str | Path) -> None:
         """Write ``rl_agent.pt`` (weights) and ``rl_agent.json`` (settings) into ``out_dir``."""
-        save_weights(out_dir, "rl_agent", self.net, {"k": self.k, "max_len": self.max_len, "start_nodes": self.start_nodes,
-                                                     "hidden": self.net.layer1.out_features})
+        save_weights(out_dir, "rl_agent", self.net, {"k": self.k, "max_len": self.max_len,
+                                                     "start_nodes": self.start_nodes, "hidden": self.net.layer1.out_features})
 
     @classmethod
     def load(cls, agent_dir: str | Path) -> "RLAgent":
