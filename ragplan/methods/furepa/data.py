@@ -147,8 +147,7 @@ def llm_candidates(ctx: Any, question: str, context: Sequence[tuple[str, str]], 
 def build_groups(examples: Sequence[QAExample], *, seed: int = 0, n_candidates: int = 6,
                  propose: Callable[[str, Sequence[tuple[str, str]], int], list[str]] | None = None,
                  progress: bool = False) -> list[HopGroup]:
-    """Every question's picking points with candidates from ``propose(question, context, n)`` when given (falling
-    back to the data's when it returns none), else from the data; questions without gold passages are skipped."""
+    """Every question's picking points, with candidates from ``propose(question, context, n)`` or else the data's."""
     from tqdm import tqdm
 
     groups: list[HopGroup] = []

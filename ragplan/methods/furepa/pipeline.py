@@ -39,8 +39,7 @@ def assessor_from_data(data: str | Path, out_dir: str | Path, *, index_dir: str 
                        fmt: str | None = None, limit: int | None = None, seed: int = 0, n_candidates: int = 6,
                        label_k: int = 20, test_share: float = 0.25, model_path: str = "", llm_context: Any = None,
                        n_trees: int = 300, progress: bool = True) -> AssessorReport:
-    """Train an assessor from a dataset file and report on held-out questions; candidates come from the LLM of
-    ``llm_context`` when given, else from the data. ``ValueError`` for data or an index without labelled groups."""
+    """Train an assessor from a dataset file (candidates from ``llm_context``'s LLM, else the data) and report."""
     from ragplan.datasets import load_qa
     from ragplan.tools.textindex import TextIndex
 

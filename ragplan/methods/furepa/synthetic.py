@@ -193,8 +193,7 @@ def synthetic_records(n: int, seed: int = 0, distractors: int = 6) -> list[dict[
 
 
 def musique_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The bridge questions of :func:`synthetic_records` as official MuSiQue records (``paragraphs`` with ``idx`` and
-    ``is_supporting``, one ``question_decomposition`` step per hop whose answer is the next hop's title)."""
+    """The bridge questions of :func:`synthetic_records` as official MuSiQue records (a decomposition step per hop)."""
     out: list[dict[str, Any]] = []
     for r in records:
         m = r["metadata"]

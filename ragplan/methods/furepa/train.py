@@ -100,8 +100,7 @@ def _per_group(groups: Sequence[HopGroup], flat: np.ndarray) -> list[list[float]
 def train_assessor(groups: Sequence[HopGroup], out_dir: str | Path, *, seed: int = 0, test_share: float = 0.25,
                    model_path: str = "", label_k: int = 20, n_trees: int = 300, progress: bool = True,
                    extra_meta: dict[str, Any] | None = None) -> AssessorReport:
-    """Fit the scorer on the training questions, measure it on the held-out ones, save it to ``out_dir``; deterministic.
-    Raises ``ValueError`` with too few usable groups, or when no training candidate retrieved its gold passage."""
+    """Fit the scorer on the training questions, measure it on the held-out ones, save it to ``out_dir``; deterministic."""
     from ragplan.tools.embeddings import get_embedder, resolve_model_path
 
     t0 = time.perf_counter()

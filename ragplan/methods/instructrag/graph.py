@@ -265,8 +265,7 @@ def noise_pool(successful: list[InstructionPath], failed: list[InstructionPath])
 def build_instruction_graph(successful: list[InstructionPath], *, delta: float = 0.4,
                             failed: list[InstructionPath] | None = None, noise_rate: float = 0.0, seed: int = 0,
                             embedder: Any = None, model_path: str = "", progress: bool = False) -> InstructionGraph:
-    """Algorithm 1 over ``successful`` paths, task by task; ``noise_rate`` makes that share of the graph's paths
-    failed paths of the support questions (as the pool allows), the pool's others are kept aside."""
+    """Algorithm 1 over ``successful`` paths, task by task, ``noise_rate`` of them failed paths of support questions."""
     embedder = embedder if embedder is not None else embedder_for_graph(model_path)
     g = InstructionGraph(delta=float(delta), model_path=getattr(embedder, "model_path", model_path) or model_path,
                          model_fingerprint=str(getattr(embedder, "fingerprint", "") or ""))

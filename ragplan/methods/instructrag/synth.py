@@ -58,8 +58,7 @@ def _path(*steps: str) -> list[Instruction]:
 
 
 def make_world(n_questions: int = 120, seed: int = 0, n_people: int = 24) -> SynthWorld:
-    """Generate a world with up to ``n_questions`` distinct questions, round robin over the 12 answer types; a
-    task whose questions run out leaves the rotation (``exhausted`` names it) and the others go on."""
+    """A world of up to ``n_questions`` distinct questions, round robin over the tasks (one that runs out leaves)."""
     rng = random.Random(seed)
     names = rng.sample([f"{f} {l}" for f in _FIRST for l in _LAST], n_people)
     people: dict[str, dict[str, Any]] = {}
