@@ -28,8 +28,7 @@ def load_baseline(path: Path | None) -> list[dict[str, Any]] | None:
 
 def print_rows(rows: list[dict[str, Any]], columns: list[tuple[str, str]], key: str,
                baseline: list[dict[str, Any]] | None = None, compare: str = "") -> None:
-    """A fixed-width table of ``rows``: ``columns`` are (field, format); with a baseline, the baseline's
-    ``compare`` figure for the same ``key`` and the ratio this run / baseline are added."""
+    """A fixed-width table of ``rows`` (``columns``: field, format), with the baseline's ``compare`` and the ratio."""
     base = {r.get(key): r for r in baseline or []}
     heads = [c for c, _ in columns] + (["baseline", "ratio"] if baseline is not None and compare else [])
     cells = []

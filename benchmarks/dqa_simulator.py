@@ -1,15 +1,6 @@
-"""Benchmark DQA's fast simulators against the straightforward implementation, on official-size data.
-
-On a generated official-size clone per scenario, times what ``ragplan dqa verify`` does two ways: fast
-(``load_scenario`` + ``best_decision``) and straightforward (``read_graph_data`` + ``tests.dqa_reference``).
-"ratio" is straightforward ÷ fast simulation (target ≥ 10×), "e2e" the same for the whole verify loop per
-question from a cold cache (target ≥ 100×); "agree" counts questions where both sides pick the same decision
-with the same effect for every option, "gold" those matching the clone's answer. The fast side is the best
-of ``--repeat`` cold runs. A measurement, not a test.
-
-    python benchmarks/dqa_simulator.py [--questions 5] [--seed 0] [--scenario both]
-                                       [--repeat 3] [--save FILE.json] [--baseline FILE.json]
-"""
+"""Benchmark DQA's fast simulators against the straightforward implementation on official-size clones: "ratio" (target
+≥ 10×) and "e2e" (whole verify loop, cold, target ≥ 100×) are straightforward ÷ fast; "agree" / "gold" count the
+questions both sides decide alike / that match the answer. Usage: python benchmarks/dqa_simulator.py [--help]."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""Fault figures: every graph of every family through ``ragplan.eval`` against an endpoint that injects faults.
-
-Every graph of every family runs on its test data (``tests/family_data/``) under each scenario: one fault kind
-at a time (429 with Retry-After, 500, 503, a hang past the timeout, a malformed 200 body), all mixed, each
-*recoverable* (a request faulted at most once), then all *persistent* (questions must fail with a reason).
-One row per family and scenario, summed over its graphs. Goal: 0 lost, 0 duplicated, 0 crashed, every failure
-with a reason, every injected fault retried, every run inside its deadline.
-
-    .venv/bin/python benchmarks/faults.py \
-        [--repeat 1] [--families planrag,reaper] [--save FILE.json] [--baseline FILE.json]
-"""
+"""Fault figures: every graph of every family through ``ragplan.eval`` against an endpoint injecting faults (each kind,
+mixed, recoverable, persistent); one row per family and scenario. Goal: 0 lost, duplicated or crashed, every
+failure with a reason, every fault retried, every run inside its deadline. Usage: benchmarks/faults.py [--help]."""
 
 from __future__ import annotations
 

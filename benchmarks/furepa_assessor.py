@@ -1,14 +1,6 @@
-"""How far the plan assessor's held-out figures carry: the trained pick's MRR in three candidate pools.
-
-Per seed, the pipeline of ``ragplan furepa train-assessor --context-only`` trains an assessor, then scores the
-held-out picking points: ``all`` (the command's pool: six shuffled data-built candidates, the gold title among
-them); ``no gold title`` (those candidates without any target passage's title; groups left with fewer than two
-dropped); ``noisy context`` (two distractor paragraphs of the question added to the context, labels recomputed).
-Also prints the share of points where the trained pick is a gold title. ``--save FILE.json`` writes the rows,
-``--baseline FILE.json`` adds ratios to a saved run. A measurement, not a test.
-
-    python benchmarks/furepa_assessor.py --data FILE [--seeds 0,1,2] [--limit N] [--save FILE.json]
-"""
+"""How far the plan assessor's held-out figures carry: the trained pick's MRR per seed in three candidate pools
+(``all``, ``no gold title``, ``noisy context``) and the share of picks that are a gold title.
+Usage: python benchmarks/furepa_assessor.py --data FILE [--seeds 0,1,2] [--limit N] [--save FILE.json]."""
 
 from __future__ import annotations
 

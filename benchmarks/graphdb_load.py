@@ -1,14 +1,6 @@
-"""Benchmark the embedded graph store on a synthetic DQA-locating-size script.
-
-Writes a messy locating script as ``ragplan dqa generate`` does (≈80 trade nodes, ≈665 countries, ≈1,600
-relationships, with missing ``;``, odd spacing, ``has_has_merchant``) and times, over ``--repeat`` rounds:
-``read_script``, ``from_script`` (worker start, load, freeze), schema introspection, and a few typical
-PlanRAG queries through ``GraphStore.query``. Prints p50 / p95 per step (with ``--baseline``, the ratio
-of each p50 to the saved one). A measurement, not a test.
-
-    python benchmarks/graphdb_load.py [--nodes 80 --countries 665 --relationships 1600]
-                                      [--repeat 3] [--baseline FILE.json] [--save FILE.json]
-"""
+"""Benchmark the embedded graph store on a synthetic DQA-locating-size script: p50 / p95 per step of ``read_script``,
+``from_script`` (worker start, load, freeze), schema introspection and typical PlanRAG queries (ratios with
+``--baseline``). Usage: python benchmarks/graphdb_load.py [--help]."""
 
 from __future__ import annotations
 
@@ -65,12 +57,6 @@ def step_rows(samples: dict[str, list[float]]) -> list[dict]:
             for step, v in samples.items()]
 
 
-def print_steps(rows: list[dict], baseline_path: Path | None) -> None:
-    """The p50 / p95 table, with the baseline's p50 and the ratio when a saved report is given."""
-    print_rows(rows, [("step", "s"), ("n", "d"), ("p50_ms", ".3f"), ("p95_ms", ".3f")], key="step",
-               baseline=load_baseline(baseline_path), compare="p50_ms")
-
-
 def run(args: argparse.Namespace) -> tuple[list[dict], dict[str, object]]:
     """Time every step over ``args.repeat`` rounds; the rows and what the script and graph hold."""
     samples: dict[str, list[float]] = {}
@@ -112,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"script {info['script_kb']} KB, {info['statements']} statements -> {info['nodes']} nodes, "
           f"{info['relationships']} relationships; schema prompt {info['schema_chars']} chars; "
           f"kglite {version('kglite')}")
-    print_steps(rows, args.baseline)
+    print_rows(rows, [("step", "s"), ("n", "d"), ("p50_ms", ".3f"), ("p95_ms", ".3f")], key="step",
+               baseline=load_baseline(args.baseline), compare="p50_ms")
     save_report(args.save, "graphdb_load", rows, info=info, kglite=version("kglite"),
                 config={k: getattr(args, k) for k in ("nodes", "countries", "relationships", "repeat", "query_runs")})
     return 0

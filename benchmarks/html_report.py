@@ -1,11 +1,6 @@
-"""Benchmark the HTML report: render time and page size by run size, and (optionally) Chromium's load time.
-
-Two synthetic runs (``planrag``, ``iter_rag``) of N PlanRAG-shaped records each (a revised 4-step plan, 4
-retrievals of ~1,500 characters, 4 re-plan verdicts). Per N: ``render_s`` (writing the page), ``page_mb`` and,
-with ``--browser``, ``browser_s`` (headless Chromium loading it and running its script). No LLM, no network.
-
-    python benchmarks/html_report.py [--sizes 50,200,1000] [--browser] [--save FILE.json] [--baseline FILE.json]
-"""
+"""Benchmark the HTML report: per run size N of two synthetic PlanRAG-shaped runs, ``render_s``, ``page_mb`` and with
+``--browser`` ``browser_s`` (headless Chromium loading it). No LLM, no network.
+Usage: python benchmarks/html_report.py [--sizes 50,200,1000] [--browser] [--save FILE.json] [--baseline FILE.json]"""
 
 from __future__ import annotations
 

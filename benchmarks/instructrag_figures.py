@@ -1,12 +1,6 @@
-"""InstructRAG's LLM-free figures on the synthetic world: ablations (Table 5), δ and K sweeps, few-shot time.
-
-How good the *selected path* is for held-out questions whose own path is known
-(:mod:`ragplan.methods.instructrag.figures`): selection per method and training ablation, unseen tasks
-before and after adaptation, δ and K sweeps, noise in the graph, and ``curves.png``. The paper's LLM F1
-needs an endpoint: ``ragplan eval --method instructrag …`` then ``ragplan instructrag report``.
-
-    python benchmarks/instructrag_figures.py [--questions 240] [--seed 0] [--epochs 10] [--out DIR]
-"""
+"""InstructRAG's LLM-free figures on the synthetic world: ablations (Table 5), unseen tasks before and after adaptation,
+δ and K sweeps, noise; the LLM F1 needs ``ragplan eval --method instructrag`` and ``ragplan instructrag report``.
+Usage: python benchmarks/instructrag_figures.py [--questions 240] [--seed 0] [--epochs 10] [--out DIR]"""
 
 from __future__ import annotations
 

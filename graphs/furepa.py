@@ -1,15 +1,6 @@
-"""FuRePA (furthest reasoning with plan assessment, arXiv 2309.12767) and an IRCoT-style baseline, as LangGraph graphs.
-
-* ``furepa``: mask_reasoning → propose → assess_plan → review_plan → repetition_control → retrieve → mask_reasoning …
-  The LLM sees only the question and the evidence, writes a fresh chain of thought and N candidate queries or the
-  answer; the plan assessor picks one; a pick repeating an executed query is not run but raises the next proposal's
-  temperature. The loop ends when the LLM answers, or on a bound, where ``answer`` answers from the evidence.
-  ``review_plan`` (the shared human-in-the-loop node) lets a person approve, edit or reject the picks.
-* ``ircot``: keep_reasoning → propose (one query) → retrieve → keep_reasoning … (earlier reasoning stays in the
-  prompt, one query per step, no assessor, no temperature raise).
-
-Ablations are settings of ``furepa``: ``mask_reasoning = False`` and ``assessor_mode = first | random``.
-"""
+"""FuRePA (arXiv 2309.12767): mask_reasoning → propose → assess_plan → review_plan → repetition_control → retrieve → …
+until the LLM answers or a bound hits (then ``answer``); ``ircot`` keeps earlier reasoning, one query per step.
+Ablations are settings of ``furepa``: ``mask_reasoning = False`` and ``assessor_mode = first | random``."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""InstructRAG (Wang et al., SIGIR 2025) and its baselines and ablations, as five LangGraph graphs.
-
-``instructrag``: retrieve_paths (the RL-Agent's K candidate paths) → select_path (the ML-Agent's pick) →
-review_plan → plan_step ⇄ observe → [answer_from_steps]; ``instructrag_threshold``: a similarity threshold
-walks the graph; ``instructrag_no_ml``: the RL-Agent's first path; ``instructrag_rap``: the most similar past
-question's stored path, no graph; ``react``: no path, or a ``given_path`` (the LLM reward of training).
-``review_plan`` is the shared human-in-the-loop node (a pass-through unless set). Training ablations are
-agents trained with a loss off (``ragplan instructrag train --no-ws …``), run with ``instructrag``.
-"""
+"""InstructRAG (SIGIR 2025) as ``instructrag`` (retrieve_paths → select_path → review_plan → plan_step ⇄ observe →
+[answer_from_steps]) and its ablations ``instructrag_threshold``, ``instructrag_no_ml``, ``instructrag_rap`` and
+``react`` (no path, or a ``given_path``). Training ablations are agents trained with a loss off."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""Think-then-Act (Shen et al. 2024) and its baselines, as five LangGraph graphs.
-
-* ``think_then_act``: assess_query → schedule → solve_subquery ×N in parallel (confidence_gate → [retrieve_text] →
-  answer_subquery) → schedule → … → final_answer. Sub-queries without a ``#k`` reference to an unanswered one are
-  solved in the same wave (``Send``); one that refers to ``#k`` waits for k's answer.
-* ``standard`` / ``cot``: direct_answer / cot_answer (no retrieval).
-* ``retrieve_then_read``: as_single_query → retrieve_text → answer_subquery → final_answer (always retrieves).
-* ``flare``: flare_draft → [retrieve_text → answer_subquery] → final_answer (retrieves when the draft's confidence is
-  low).
-"""
+"""Think-then-Act (Shen et al. 2024): assess_query → schedule → solve_subquery ×N in parallel (``Send``; a ``#k``
+reference waits for k) → final_answer; baselines ``standard``, ``cot``, ``retrieve_then_read`` and ``flare``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""State, settings and result of FuRePA (furthest reasoning with a plan assessor) and its IRCoT-style baseline.
-
-The output is the answer plus what a user needs to trust it: the evidence passages, every iteration (thought,
-candidates with scores, pick, repeat check, retrieval), every temperature change, and why the run stopped.
-Earlier thoughts stay in state and in the trace; ``mask_reasoning`` keeps them out of the next prompt.
-"""
+"""State, settings and result of FuRePA and its IRCoT-style baseline: the answer plus the evidence, every iteration,
+every temperature change and the stop reason (earlier thoughts stay in state; ``mask_reasoning`` hides them)."""
 
 from __future__ import annotations
 
@@ -222,8 +218,7 @@ class FuRePAResult(ReviewedResult):
     """The record fields :meth:`trace_sections` draws (the rest are shown by their shape)."""
 
     def trace_sections(self) -> list[TraceSection]:
-        """Each iteration (temperature, fresh thought, candidates with scores and the pick, repeat check, retrieval),
-        the temperature changes, the evidence passages and the final reasoning."""
+        """Each iteration (thought, scored candidates, pick, repeat check, retrieval), temperatures, evidence, reasoning."""
         out: list[TraceSection] = []
         if self.iterations:
             out.append(TraceSection(

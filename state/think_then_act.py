@@ -1,9 +1,5 @@
-"""State of Think-then-Act and its baselines: the assessment, the (sub-)queries, their gates and evidence.
-
-The input is the question; the output is the answer plus what a user needs to trust it: how the query
-was assessed (and rewritten), every (sub-)query with its confidence β, whether it retrieved, the
-evidence sentences used and its own answer, the retrieval ratio, and usage.
-"""
+"""State of Think-then-Act and its baselines: the assessment, every (sub-)query with its gate, evidence and answer,
+the retrieval ratio and usage."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""answer: the best answer the evidence supports, when the loop ended without the LLM answering.
-
-Reached on the iteration bound, after repeats outlasted every temperature raise, or after a proposal that
-would not parse. The LLM sees the question, the evidence and why searching stopped; ``stop_reason`` keeps why.
-"""
+"""answer: the best answer the evidence supports when the loop ended without the LLM answering (iteration bound,
+repeats, an unparseable proposal); ``stop_reason`` keeps why."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""assess_plan: the plan assessor picks one of the iteration's candidate queries (FuRePA §3.2.3).
-
-``assessor_mode``: ``trained`` — the query scorer at ``assessor_dir`` scores each candidate given the question and
-the evidence, the best wins (ties to the earlier); without a usable model the run stops with ``assessor_error``.
-``first`` — the LLM's first candidate; ``random`` — seeded by ``assessor_seed``, the question and the iteration.
-"""
+"""assess_plan: the plan assessor picks one of the iteration's candidate queries (FuRePA §3.2.3): ``trained`` (the
+query scorer at ``assessor_dir``, ties to the earlier), ``first``, or ``random`` (seeded per question and iteration)."""
 
 from __future__ import annotations
 

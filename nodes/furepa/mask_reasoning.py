@@ -1,9 +1,5 @@
-"""mask_reasoning: the iteration's prompt from the question and the evidence only (furthest reasoning, FuRePA §3.1.2).
-
-Earlier chains of thought and executed queries stay in state and in the trace, never in the prompt, so a wrong
-early thought cannot steer later ones. With ``mask_reasoning = False`` (the ablation) and in the IRCoT-style
-baseline (:func:`keep_reasoning`) they are shown as well. The prompt ends with the proposal instruction.
-"""
+"""mask_reasoning: the iteration's prompt from the question and the evidence only (furthest reasoning, FuRePA §3.1.2);
+earlier thoughts and queries are shown only in the masking-off ablation and the IRCoT-style :func:`keep_reasoning`."""
 
 from __future__ import annotations
 
@@ -42,25 +38,17 @@ def evidence_lines(evidence: list[EvidencePassage], passage_chars: int) -> str:
                      for i, p in enumerate(evidence, 1))
 
 
-def _history_block(iterations: list[Iteration]) -> str:
-    lines = []
-    for it in iterations:
-        if it.thought:
-            lines.append(f"Iteration {it.index} thought: {it.thought}")
-        if it.query:
-            lines.append(f"Iteration {it.index} search: {it.query}" + ("" if it.executed else " (not run: a repeat)"))
-    return ("Your earlier reasoning and searches:\n" + "\n".join(lines)) if lines else ""
-
-
 def build_prompt(question: str, evidence: list[EvidencePassage], iterations: list[Iteration], *, masked: bool,
                  n_queries: int, passage_chars: int = 700) -> str:
     """The proposal prompt: question, evidence, (earlier thoughts and searches when not ``masked``), instruction."""
     block = evidence_lines(evidence, passage_chars)
     parts = [f"Question: {question}",
              f"Evidence gathered so far:\n{block}" if block else "Evidence gathered so far: none yet."]
-    history = "" if masked else _history_block(iterations)
+    history = [] if masked else [line for it in iterations for line in (
+        it.thought and f"Iteration {it.index} thought: {it.thought}",
+        it.query and f"Iteration {it.index} search: {it.query}{'' if it.executed else ' (not run: a repeat)'}") if line]
     if history:
-        parts.append(history)
+        parts.append("Your earlier reasoning and searches:\n" + "\n".join(history))
     search = _SEARCH_ONE if n_queries <= 1 else _SEARCH_MANY.format(n=n_queries)
     parts.append(
         "Reason about the question from scratch, using only the evidence above. In `thought`, work out step by step "

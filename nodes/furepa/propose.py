@@ -1,15 +1,8 @@
-"""propose: a fresh chain of thought and N candidate queries, or the final answer (FuRePA §3.1, §3.2.1).
-
-The LLM reads the prompt ``mask_reasoning`` wrote and returns one :class:`Proposal`, sampled at the state's
-temperature (``tp0``, raised by repetition control after a repeat); the IRCoT-style baseline asks for one query at
-the context's ``temperature``. A model built by name is built at that temperature; a chat-model object is copied
-with ``temperature`` replaced when it has that field, and used unchanged otherwise.
-"""
+"""propose: a fresh chain of thought and N candidate queries, or the final answer (FuRePA §3.1, §3.2.1), sampled at the
+state's temperature (``tp0``, raised after a repeat); the IRCoT-style baseline asks for one query."""
 
 from __future__ import annotations
 
-import threading
-import weakref
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -18,7 +11,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field, model_validator
 
 from ragplan.llm import Decision, chat_model_for, decide, failure_update, load_chat_model
-from ragplan.llm_cache import model_with
+from ragplan.llm_cache import memo, model_with
 from ragplan.nodes import Node
 from ragplan.state.furepa import Candidate, FuRePAContext, FuRePAState, Iteration
 from ragplan.state.usage import Usage
@@ -61,12 +54,9 @@ def distinct_queries(queries: list[str], limit: int) -> list[str]:
     return list(out.values())[: max(1, limit)]
 
 
-_copies: dict[tuple[int, float], tuple[Any, BaseChatModel]] = {}
-_copies_lock = threading.Lock()
-
-
 def chat_model_at(ctx: Any, temperature: float) -> BaseChatModel:
-    """The run's chat model sampling at ``temperature`` (see the module docstring); raises on a bad configuration."""
+    """The run's chat model sampling at ``temperature`` (an object is copied with it when it has the field, else used
+    as it is); raises on a bad configuration."""
     obj = getattr(ctx, "chat_model", None)
     if obj is None:
         return load_chat_model(ctx.model, base_url=ctx.base_url, temperature=temperature, timeout_s=ctx.llm_timeout_s,
@@ -74,17 +64,8 @@ def chat_model_at(ctx: Any, temperature: float) -> BaseChatModel:
     model = chat_model_for(ctx)  # checks the object is a chat model
     if "temperature" not in type(model).model_fields:
         return model
-    key = (id(model), round(float(temperature), 6))
-    with _copies_lock:
-        hit = _copies.get(key)
-        if hit is not None and hit[0]() is model:
-            return hit[1]
-        if len(_copies) > 256:
-            for k in [k for k, (ref, _) in _copies.items() if ref() is None]:
-                del _copies[k]
-        copy = model_with(model, temperature=float(temperature))  # (its cache keys by the new temperature)
-        _copies[key] = (weakref.ref(model), copy)
-        return copy
+    t = round(float(temperature), 6)  # one copy per live model and temperature (its cache keys by the temperature)
+    return memo(model, ("temperature", t), lambda: model_with(model, temperature=t))
 
 
 def ask_proposal(ctx: Any, prompt: str, temperature: float) -> Decision[Proposal]:
@@ -98,8 +79,7 @@ def ask_proposal(ctx: Any, prompt: str, temperature: float) -> Decision[Proposal
 
 
 def make_propose(single_query: bool = False) -> Node[FuRePAState, FuRePAContext]:
-    """The propose node: FuRePA's (N candidates at the state's temperature), or with ``single_query`` the
-    IRCoT-style step (one query at the context's temperature, picked as is, earlier reasoning shown)."""
+    """FuRePA's propose node (N candidates), or with ``single_query`` the IRCoT-style step (one query, picked as is)."""
 
     def propose(state: FuRePAState, runtime: Runtime[FuRePAContext]) -> dict[str, Any]:
         """Ask the LLM for a fresh chain of thought and candidate queries, or the answer."""

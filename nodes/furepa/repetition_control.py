@@ -1,11 +1,5 @@
-"""repetition_control: a pick repeating an executed query raises the next proposal's temperature (FuRePA §3.2.2).
-
-A pick repeats when it equals an executed query (case and punctuation aside) or its Sentence-BERT cosine to one
-reaches ``repeat_similarity``. A repeat is not run: the temperature rises by ``delta_tp`` (up to
-``max_temperature``); after ``max_temperature_raises`` raises in a row the run stops (``repetition``), and a repeat
-on the last iteration stops it (``max_iterations``). A fresh pick resets the temperature to ``tp0``. When the
-embedding model fails, only exact repeats count and ``repeat_check_error`` says so.
-"""
+"""repetition_control: a pick repeating an executed query (exactly, or by Sentence-BERT cosine ≥ ``repeat_similarity``)
+is not run and raises the next proposal's temperature by ``delta_tp`` (FuRePA §3.2.2); a fresh pick resets it."""
 
 from __future__ import annotations
 

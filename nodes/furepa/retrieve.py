@@ -1,9 +1,5 @@
-"""retrieve: run the picked query against the run's retriever and append the new passages to the evidence.
-
-Top ``retrieval_k`` passages (``wiki_pages`` for Wikipedia), each an
-:class:`~ragplan.state.furepa.EvidencePassage` cut to ``passage_chars``; the reducer drops passages already held.
-A failure is recorded on the iteration, never raised. After the last iteration ``stop_reason`` is ``max_iterations``.
-"""
+"""retrieve: run the picked query against the run's retriever and append the new passages to the evidence (a failure
+is recorded on the iteration); after the last iteration ``stop_reason`` is ``max_iterations``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""How FuRePA's plan is reviewed by a person (the family part of :mod:`ragplan.nodes.common.review_plan`).
-
-The plan is the assessor's pick: the first pick is the plan, later picks re-plans (``review_replans``). An edit is
-one search query on one line; it becomes the pick (added as a candidate when new, ``assessor = "edited"``) and is
-then checked for repetition like any pick.
-"""
+"""How FuRePA's plan (the assessor's pick) is reviewed by a person (:mod:`ragplan.nodes.common.review_plan`): an edit
+is one search query on one line, becomes the pick and is checked for repetition like any pick."""
 
 from __future__ import annotations
 
@@ -15,8 +11,7 @@ from ragplan.state.furepa import Candidate, FuRePAContext, FuRePAState, Iteratio
 
 __all__ = ["FuRePAReviewer", "MAX_QUERY_CHARS"]
 
-MAX_QUERY_CHARS = 300
-"""Longest edited query accepted (a search query, not a passage)."""
+MAX_QUERY_CHARS = 300  # Longest edited query accepted (a search query, not a passage)
 
 
 class FuRePAReviewer(PlanReviewer[FuRePAState, FuRePAContext]):

@@ -1,5 +1,5 @@
-"""answer: when the planning loop ended without ``Finish`` (step bound, unparseable step), one more call asks for
-the best short answer the observations support (ReAct answers empty there); ``stop_reason`` keeps why."""
+"""answer: when the planning loop ended without ``Finish`` (step bound, unparseable step), one more call asks for the
+best short answer the observations support; ``stop_reason`` keeps why."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""observe: run the step's Search or Lookup on the ReAct docstore and record the observation (the tool step); the
-docstore's page and lookup walk live in the state, so each step continues where the last stopped."""
+"""observe: run the step's Search or Lookup on the ReAct docstore (whose page and lookup walk live in the state) and
+record the observation."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""plan_step: one Thought and Action (a typed :class:`TAODecision`) of the planning loop, with the selected path in
-the prompt (InstructRAG §4.4). ``Finish`` ends the run with its answer; an endpoint failure ends it (``llm_error``);
-a reply that does not parse goes to the answer step (``llm_unparseable``)."""
+"""plan_step: one Thought and Action (a typed :class:`TAODecision`) of the planning loop, with the selected path in the
+prompt (InstructRAG §4.4); ``Finish`` ends the run with its answer."""
 
 from __future__ import annotations
 

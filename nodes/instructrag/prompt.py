@@ -1,6 +1,5 @@
-"""The planning prompt of InstructRAG (paper Table 9), in our own words, with our own worked examples: the task
-with the Search / Lookup / Finish actions, demonstrations, the selected path as the plan (with the advice to
-adjust it; not for ``react``), the question and the steps so far."""
+"""The planning prompt of InstructRAG (paper Table 9), in our own words with our own worked examples: the task,
+demonstrations, the selected path as the plan (not for ``react``), the question and the steps so far."""
 
 from __future__ import annotations
 

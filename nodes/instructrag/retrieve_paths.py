@@ -1,11 +1,5 @@
-"""retrieve_paths: candidate instruction paths for the question (InstructRAG §4.3), and the RAP-style baseline.
-
-Modes: ``rl_agent`` (the RL-Agent walks the instruction graph for K paths), ``threshold`` (the walk with a
-similarity threshold, Table 5's ablation), ``stored`` (:data:`retrieve_stored_paths`: the most similar past
-questions' stored paths, as RAP retrieves trajectories). The task (input, else setting, else the question's
-wording) picks the adapted agents; a ``given_path`` skips retrieval; a graph or agents folder that cannot
-be loaded ends the run as ``setup_error``.
-"""
+"""retrieve_paths: K candidate instruction paths (InstructRAG §4.3) by the RL-Agent's walk (``rl_agent``), a similarity
+threshold (``threshold``) or RAP-style stored paths (``stored``); an unloadable graph ends the run (``setup_error``)."""
 
 from __future__ import annotations
 

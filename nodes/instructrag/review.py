@@ -1,9 +1,5 @@
-"""How InstructRAG's plan is reviewed by a person (the family part of :mod:`ragplan.nodes.common.review_plan`).
-
-The plan is the path chosen for the planning prompt, shown with the other candidates. An edit is a path
-``Search[A] → Lookup[b] → Finish[c]`` (or one instruction per line) read with the path parser, at most
-``max_path_len`` long; it becomes the selected path (``source`` and ``selection`` = ``edited``).
-"""
+"""How InstructRAG's plan (the path for the planning prompt) is reviewed by a person: an edit is a path
+``Search[A] → Lookup[b] → Finish[c]`` (or one instruction per line), at most ``max_path_len`` long."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""answer_subquery and final_answer: answer each (sub-)query, then the question.
-
-``answer_subquery`` answers one (sub-)query with its evidence sentences when it retrieved (``LM([D, q])``), else
-unaided (``LM(q)``). ``final_answer`` composes the sub-answers; a single query's answer is already final.
-"""
+"""answer_subquery answers one (sub-)query with its evidence sentences when it retrieved (``LM([D, q])``), else unaided;
+final_answer composes the sub-answers (a single query's answer is already final)."""
 
 from __future__ import annotations
 
@@ -33,15 +30,13 @@ class ShortAnswer(BaseModel):
 
 
 def instructions_line(state: Mapping[str, object]) -> str:
-    """The question's answer instructions (the ``instructions`` input, e.g. FEVER's labels) as a prompt line,
-    or '' when there are none. Retrieval never sees them."""
+    """The ``instructions`` input (e.g. FEVER's labels) as a prompt line, or ''; retrieval never sees them."""
     text = str(state.get("instructions") or "").strip()
     return f"Instructions: {text}\n" if text else ""
 
 
 def retrieval_figures(queries: list[SubQuery]) -> dict[str, Any]:
-    """``retrieval_count`` (queries that ran a retrieval) and ``retrieval_ratio`` (share that retrieved
-    successfully: a failed retrieval is not a retrieval)."""
+    """``retrieval_count`` (queries that ran a retrieval) and ``retrieval_ratio`` (share that retrieved successfully)."""
     ran = [q for q in queries if q.retrieve]
     ok = sum(1 for q in ran if not q.retrieval_error)
     return {"retrieval_count": len(ran), "retrieval_ratio": round(ok / len(queries), 4) if queries else 0.0}

@@ -1,9 +1,5 @@
-"""assess_query: Think-then-Act's initial query assessment and rewriting (paper §3.1).
-
-The LLM classifies the input as CLEAR AND COMPLETE, INCOMPLETE or AMBIGUOUS. An incomplete query is
-completed into one clear query; an ambiguous one is decomposed into simple sub-queries, which may
-refer to earlier sub-queries' answers as ``#1``, ``#2`` … (as in the paper's StrategyQA examples).
-"""
+"""assess_query: Think-then-Act's query assessment (paper §3.1): CLEAR AND COMPLETE, INCOMPLETE (completed into one
+query) or AMBIGUOUS (decomposed into sub-queries that may refer to earlier answers as ``#1``, ``#2`` …)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""confidence_gate: does this (sub-)query need retrieval? (Think-then-Act §3.2, "model capability check").
-
-``confidence``: the LLM states β ∈ [0, 1], its chance of answering unaided; retrieve when β < β′ (``beta_threshold``;
-β′ = 0 never and β′ = 1 always retrieves, without an LLM call). ``direct``: the LLM answers RETRIEVAL or NO RETRIEVAL.
-"""
+"""confidence_gate: does this (sub-)query need retrieval? (Think-then-Act §3.2). ``confidence``: retrieve when the
+stated β < β′ (β′ = 0 never, 1 always, without a call); ``direct``: the LLM answers RETRIEVAL or NO RETRIEVAL."""
 
 from __future__ import annotations
 

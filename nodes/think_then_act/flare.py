@@ -1,10 +1,5 @@
-"""flare_draft: FLARE-style generate-then-check (the paper's LM-preprocess comparison, §5.1).
-
-The model drafts an answer. With token log-probabilities, a least likely token below ``flare_threshold`` means the
-draft is not trusted: its low-probability tokens are masked out and the question plus the masked draft becomes the
-retrieval query; the answer is then regenerated with the retrieved sentences. Without log-probabilities the model's
-stated confidence decides. ``confidence_source`` says which.
-"""
+"""flare_draft: FLARE-style generate-then-check (§5.1): a draft whose least likely token (or stated confidence) is
+below ``flare_threshold`` is not trusted, and the question plus its confident tokens is searched."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The in-context examples of Think-then-Act and its no-retrieval baselines (paper §4.3).
-
-The paper gives Standard "the same number of in-context learning examples as our framework", so one list,
-:data:`IN_CONTEXT_EXAMPLES`, is rendered three ways: as query assessments (``assess_query``), as question → short
-answer (``standard``) and as question → reasoning → answer (``cot``). They are written in our own words.
-"""
+"""The in-context examples of Think-then-Act and its no-retrieval baselines (paper §4.3): one list rendered as query
+assessments, as question → answer (``standard``) and as question → reasoning → answer (``cot``)."""
 
 from __future__ import annotations
 
@@ -18,16 +14,11 @@ __all__ = ["InContextExample", "IN_CONTEXT_EXAMPLES", "ASSESSMENT_EXAMPLES", "AN
 class InContextExample:
     """One worked question, with what every prompt that shows it needs."""
 
-    question: str
-    """The question as a user would ask it."""
-    category: Literal["CLEAR AND COMPLETE", "INCOMPLETE", "AMBIGUOUS"]
-    """Its query assessment (paper §3.1)."""
-    answer: str
-    """The short answer (what ``standard`` and ``cot`` end with)."""
-    reasoning: str
-    """The chain of thought that leads to the answer (``cot``)."""
-    rewritten: str = ""
-    """INCOMPLETE: the completed question."""
+    question: str  # The question as a user would ask it
+    category: Literal["CLEAR AND COMPLETE", "INCOMPLETE", "AMBIGUOUS"]  # Its query assessment (paper §3.1)
+    answer: str  # The short answer (what ``standard`` and ``cot`` end with)
+    reasoning: str  # The chain of thought that leads to the answer (``cot``)
+    rewritten: str = ""  # INCOMPLETE: the completed question
     sub_queries: tuple[str, ...] = field(default_factory=tuple)
     """AMBIGUOUS: the sub-questions, in order (``#k`` refers to the k-th answer)."""
 
@@ -52,13 +43,9 @@ def _shown(render: Callable[[InContextExample], str]) -> str:
     return "Examples (for the style only):\n" + "\n\n".join(map(render, IN_CONTEXT_EXAMPLES))
 
 
-def _assessment(ex: InContextExample) -> str:
-    detail = {"AMBIGUOUS": f"\nSub-questions: {json.dumps(list(ex.sub_queries))}",
-              "INCOMPLETE": f"\nRewritten: {ex.rewritten}"}.get(ex.category, "")
-    return f"Question: {ex.question}\nCategory: {ex.category}{detail}"
-
-
-ASSESSMENT_EXAMPLES = _shown(_assessment)
+ASSESSMENT_EXAMPLES = _shown(lambda ex: f"Question: {ex.question}\nCategory: {ex.category}" + {
+    "AMBIGUOUS": f"\nSub-questions: {json.dumps(list(ex.sub_queries))}",
+    "INCOMPLETE": f"\nRewritten: {ex.rewritten}"}.get(ex.category, ""))
 """The examples as query assessments (``assess_query``)."""
 
 ANSWER_EXAMPLES = _shown(lambda ex: f"Question: {ex.question}\nanswer: {ex.answer}")

@@ -1,11 +1,5 @@
-"""Build a FAISS text index from a passage file: resumable, atomic, with a progress bar.
-
-An index directory holds ``index.faiss`` (IndexFlatIP below ``flat_threshold`` passages, else IndexHNSWFlat;
-inner product on unit vectors = cosine), ``passages.sqlite`` (rows = FAISS labels) and ``meta.json``, written
-last, so its presence means the index is complete. A build works in ``.build/`` (passages, manifest, embedding
-shards ``emb_NNNNN.npy``), every file written through a temporary name; rerun with the same inputs (the same
-fingerprint of passages, model, shard size, reading options), a killed build reuses what it had done.
-"""
+"""Build a FAISS text index from a passage file: ``index.faiss``, ``passages.sqlite`` and ``meta.json`` written last
+(its presence means complete); the work in ``.build/`` (embedding shards) is reused by a rerun with the same inputs."""
 
 from __future__ import annotations
 
@@ -33,8 +27,7 @@ __all__ = ["build_index", "BuildReport", "TextIndexError", "DEFAULT_SHARD_SIZE",
 FORMAT = "ragplan-textindex/1"
 DEFAULT_SHARD_SIZE = 4096
 WORK_DIR = ".build"
-HNSW_M = 32
-"""Neighbours per HNSW node."""
+HNSW_M = 32  # neighbours per HNSW node
 _RECIPE = "title\\ntext, L2-normalised"
 _STORE_VERSION = "store/2 (given sentences kept)"  # a store written by an older version is not resumed into this one
 
@@ -55,15 +48,11 @@ class BuildReport:
     shards: int = 0
     shards_reused: int = 0
     skipped_lines: int = 0
-    up_to_date: bool = False
-    """True when a finished index with the same inputs was already there (nothing was done)."""
+    up_to_date: bool = False  # True when a finished index with the same inputs was already there (nothing was done)
     skipped_errors: list[str] = field(default_factory=list)
-    model_seconds: float = 0.0
-    """Time spent loading the embedding model (0 when it was already loaded)."""
-    embed_seconds: float = 0.0
-    """Time spent embedding the passages of this run (not of reused shards)."""
-    embedded: int = 0
-    """Passages embedded by this run."""
+    model_seconds: float = 0.0  # Time spent loading the embedding model (0 when it was already loaded)
+    embed_seconds: float = 0.0  # Time spent embedding the passages of this run (not of reused shards)
+    embedded: int = 0  # passages embedded by this run
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -120,11 +109,8 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
                 flat_threshold: int = 50_000, progress: bool = True, shard_size: int = DEFAULT_SHARD_SIZE,
                 skip_malformed: bool = False, ef_construction: int = 200, ef_search: int = 128,
                 embedder: Any = None, force: bool = False) -> BuildReport:
-    """Embed a passage file (JSONL or TSV, see :func:`read_passages`) into a FAISS index at ``out_dir``.
-
-    ``model_path``: a local sentence-transformers directory ("" = the packaged MiniLM), or ``embedder``: any
-    object with ``dim`` and ``encode(texts, batch_size=…, cache=…)`` giving unit rows. ``force`` rebuilds.
-    """
+    """Embed a passage file (JSONL or TSV) into a FAISS index at ``out_dir`` with the model at ``model_path`` (""
+    = the packaged MiniLM) or ``embedder`` (``dim`` and ``encode`` giving unit rows); ``force`` rebuilds."""
     t0 = time.perf_counter()
     src = Path(passages_path)
     if not src.is_file():

@@ -53,11 +53,8 @@ class TextIndex:
     @classmethod
     def open(cls, index_dir: str | Path, model_path: str = "", *, ef_search: int | None = None,
              embedder: Any = None) -> "TextIndex":
-        """Open a finished index directory (:class:`TextIndexError` if it is missing, incomplete or mismatched).
-
-        The query model is ``model_path``, else the build model (else the packaged default), and must be the
-        build model by content fingerprint; ``embedder``: any object with ``dim`` and ``encode`` instead.
-        """
+        """Open a finished index directory (:class:`TextIndexError` if missing, incomplete or mismatched); the query
+        model (``model_path``, else the build model) must match the build model's fingerprint."""
         root = Path(index_dir)
         meta = _check_dir(root)
         if embedder is None:

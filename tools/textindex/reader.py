@@ -1,11 +1,5 @@
-"""Passage files: JSONL (``{id, title, contents}``, FlashRAG's ``{id, contents}``) and TSV (DPR style).
-
-Told apart by the file name (``.jsonl``/``.json``/``.ndjson`` or ``.tsv``, optionally ``.gz``) or
-else by the first character (``{`` = JSONL). JSONL: ``id``, ``contents`` (or ``text``), optional
-``title`` (FlashRAG's ``"Title"\ntext`` contents are split) and ``sentences``. TSV: a header naming the
-columns (``id``, ``text``, ``title`` in any order), CSV quoting. A malformed line is a
-:class:`PassageFormatError` naming ``file:line``; with ``skip_malformed`` it is skipped and counted.
-"""
+"""Passage files: JSONL (``{id, title, contents}``, FlashRAG's ``{id, contents}``) and TSV with a header (DPR style),
+told apart by name or first character; a malformed line is a :class:`PassageFormatError` naming ``file:line``."""
 
 from __future__ import annotations
 
@@ -74,8 +68,7 @@ def split_flashrag_title(contents: str) -> tuple[str, str]:
 
 
 def read_passages(path: str | Path, *, skip_malformed: bool = False, stats: ReadStats | None = None) -> Iterator[Passage]:
-    """Yield the passages of a JSONL or TSV file in file order; a malformed line raises
-    :class:`PassageFormatError`, or with ``skip_malformed`` is skipped and counted in ``stats``."""
+    """The passages of a JSONL or TSV file in order; a malformed line raises, or is counted with ``skip_malformed``."""
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"passage file {str(p)!r} does not exist")

@@ -20,8 +20,7 @@ _SCHEMA = ("CREATE TABLE passages (row INTEGER PRIMARY KEY, id TEXT NOT NULL, ti
 
 
 def write_store(passages: Iterable[Passage], path: str | Path) -> int:
-    """Write ``passages`` (rows 0, 1, …) to a new SQLite file at ``path`` (replacing one); returns the count
-    (complete only when this returns: callers write to a temporary name and rename it)."""
+    """Write ``passages`` (rows 0, 1, …) to a new SQLite file at ``path`` (callers rename it); returns the count."""
     p = Path(path)
     for extra in ("", "-journal", "-wal"):
         Path(str(p) + extra).unlink(missing_ok=True)

@@ -1,8 +1,5 @@
-"""Live Wikipedia through ``wikipedia-api``'s public API; its httpx transport adds the on-disk cache (one JSON
-file per request, keyed by SHA-256 of endpoint, language and parameters, written atomically; failures never
-cached), bounded retries (429 / 5xx / ``maxlag``; ``Retry-After`` capped at ``max_wait_s``) and ``api_url``.
-:class:`WikipediaRetriever` is the ``wiki`` retriever on it (Think-then-Act §4.2).
-"""
+"""Live Wikipedia through ``wikipedia-api``'s public API, its httpx transport adding an on-disk cache (failures never
+cached), bounded retries (429 / 5xx / ``maxlag``, ``Retry-After`` capped) and ``api_url``; the ``wiki`` retriever."""
 
 from __future__ import annotations
 
@@ -32,8 +29,7 @@ __all__ = ["WikipediaClient", "WikipediaRetriever", "WikiPage", "WikipediaError"
 
 log = logging.getLogger(__name__)
 
-_FORMAT = 1
-"""Bumped when the key derivation or the entry layout changes (old entries are then ignored)."""
+_FORMAT = 1  # Bumped when the key derivation or the entry layout changes (old entries are then ignored)
 
 
 def default_cache_dir() -> Path:
@@ -233,8 +229,8 @@ class WikipediaClient:
             raise WikipediaError(f"unexpected page answer from {self.api_url} for {t!r}: {err!r}") from err
         if pageid is None or int(pageid) <= 0:
             return None
-        return WikiPage(title=final_title, text=_render(summary, sections), url=self.article_url(final_title),
-                        pageid=int(pageid))
+        text = "\n\n".join(part for part in [summary.strip(), *_section_parts(sections)] if part)
+        return WikiPage(title=final_title, text=text, url=self.article_url(final_title), pageid=int(pageid))
 
     def article_url(self, title: str) -> str:
         """The reader URL of an article (``…/wiki/Title`` for ``…/w/api.php`` endpoints), as MediaWiki encodes it."""
@@ -306,12 +302,8 @@ class WikipediaClient:
             self.stats[name] += 1
 
 
-def _render(summary: str, sections: list[Any]) -> str:
-    """Page text: the lead, then every section as ``== Heading ==`` and its body (nested by level)."""
-    return "\n\n".join(part for part in [summary.strip(), *_section_parts(sections)] if part)
-
-
 def _section_parts(sections: list[Any]) -> Iterator[str]:
+    """Every section as ``== Heading ==`` and its body (nested by level), for a page's text after its lead."""
     for s in sections:
         marks = "=" * (int(s.level) + 1)
         yield f"{marks} {s.title} {marks}"

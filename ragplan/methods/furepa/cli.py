@@ -53,37 +53,6 @@ def add_parser(sub: Any) -> None:
                         "MuSiQue records: paragraphs with idx/is_supporting, question_decomposition)")
 
 
-def _llm_context(args: argparse.Namespace) -> Any:
-    """A FuRePA context for LLM candidates when --model/--base-url name an endpoint; None for data candidates."""
-    if args.model is None and args.base_url is None:
-        return None
-    from ragplan.llm import LLMConfigError, endpoint_problem
-    from ragplan.state.furepa import FuRePAContext
-
-    ctx = FuRePAContext(**{k: v for k, v in (("model", args.model), ("base_url", args.base_url)) if v is not None})
-    problem = endpoint_problem(ctx.model, ctx.base_url)
-    if problem:
-        raise LLMConfigError(problem)
-    return ctx
-
-
-def _train(args: argparse.Namespace) -> int:
-    from ragplan.datasets import DatasetError
-    from ragplan.llm import LLMConfigError
-    from ragplan.tools.embeddings import EmbeddingModelError
-    from ragplan.methods.furepa.pipeline import assessor_from_data
-
-    try:
-        report = assessor_from_data(args.data, args.out, index_dir=args.index, context_only=args.context_only,
-                                    fmt=args.format, limit=args.limit, seed=args.seed, n_candidates=args.candidates,
-                                    label_k=args.label_k, test_share=args.test_share, model_path=args.model_path,
-                                    llm_context=_llm_context(args), n_trees=args.trees, progress=not args.no_progress)
-    except (DatasetError, FileNotFoundError, LLMConfigError, EmbeddingModelError, ValueError) as exc:
-        return fail(str(exc))
-    print(json.dumps(asdict(report), ensure_ascii=False) if args.json else "\n".join(report.lines()))
-    return 0
-
-
 def run(args: argparse.Namespace) -> int:
     """Run the chosen ``furepa`` sub-command."""
     if args.furepa_command == "make-data":
@@ -93,4 +62,24 @@ def run(args: argparse.Namespace) -> int:
         n = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
         print(f"Wrote {n} questions to {path}")
         return 0
-    return _train(args)
+    from ragplan.datasets import DatasetError
+    from ragplan.llm import LLMConfigError, endpoint_problem
+    from ragplan.methods.furepa.pipeline import assessor_from_data
+    from ragplan.state.furepa import FuRePAContext
+    from ragplan.tools.embeddings import EmbeddingModelError
+
+    try:
+        llm_context = None  # candidates from the data, or from the LLM that --model / --base-url name
+        if args.model is not None or args.base_url is not None:
+            llm_context = FuRePAContext(**{k: v for k, v in (("model", args.model), ("base_url", args.base_url))
+                                           if v is not None})
+            if problem := endpoint_problem(llm_context.model, llm_context.base_url):
+                raise LLMConfigError(problem)
+        report = assessor_from_data(args.data, args.out, index_dir=args.index, context_only=args.context_only,
+                                    fmt=args.format, limit=args.limit, seed=args.seed, n_candidates=args.candidates,
+                                    label_k=args.label_k, test_share=args.test_share, model_path=args.model_path,
+                                    llm_context=llm_context, n_trees=args.trees, progress=not args.no_progress)
+    except (DatasetError, FileNotFoundError, LLMConfigError, EmbeddingModelError, ValueError) as exc:
+        return fail(str(exc))
+    print(json.dumps(asdict(report), ensure_ascii=False) if args.json else "\n".join(report.lines()))
+    return 0

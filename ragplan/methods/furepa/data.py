@@ -1,17 +1,6 @@
-"""Training groups for the plan assessor: per question and hop, a context, candidate queries and their labels.
-
-A *group* is one point where FuRePA would pick a query: the question, the gold passages of the earlier hops (the
-evidence a perfect run would hold), the passage(s) still needed, and candidate queries.
-
-* **Hops** (:func:`question_hops`): the gold supporting passages, in the decomposition's order when there is one
-  (MuSiQue's ``question_decomposition``, FlashRAG's ``decomposition``); else a title the question names comes first,
-  and a comparison has no order (any remaining gold passage counts at each hop).
-* **Candidates**: built from the data (:func:`data_candidates`: sub-questions, titles, the question, rewrites and
-  poor variants, shuffled with the seed) or asked of the LLM with ``mask_reasoning``'s prompt
-  (:func:`llm_candidates`).
-* **Labels** (:func:`label_groups`): the reciprocal rank of the hop's gold passage among the top ``k`` results,
-  passages the context holds left out; 0 when absent.
-"""
+"""Training groups for the plan assessor: per question and hop, the gold passages of the earlier hops as context,
+candidate queries (from the data or the LLM) and their labels (the reciprocal rank of the hop's gold passage among
+the top ``k`` results, passages the context holds left out; 0 when absent)."""
 
 from __future__ import annotations
 
@@ -36,12 +25,9 @@ class Hop:
     """One gold passage a question needs."""
 
     title: str
-    text: str = ""
-    """Its text (the dataset's paragraph; empty when the dataset does not ship it)."""
-    sub_question: str = ""
-    """The decomposition's sub-question for this hop, as written (may hold ``#k``)."""
-    answer: str = ""
-    """The sub-question's answer when the dataset gives it."""
+    text: str = ""  # Its text (the dataset's paragraph; empty when the dataset does not ship it)
+    sub_question: str = ""  # The decomposition's sub-question for this hop, as written (may hold ``#k``)
+    answer: str = ""  # The sub-question's answer when the dataset gives it
 
 
 @dataclass
@@ -50,8 +36,7 @@ class HopGroup:
 
     qid: str
     question: str
-    hop: int
-    """0-based hop index."""
+    hop: int  # 0-based
     context: list[tuple[str, str]]
     """The evidence held at this point: ``(title, text)`` of the earlier hops' gold passages."""
     targets: list[str]
@@ -60,8 +45,7 @@ class HopGroup:
     """The candidate queries, in the order a selector sees them (``first`` takes the first)."""
     labels: list[float] = field(default_factory=list)
     """Each candidate's reciprocal rank of a target (0 when none is in the top k)."""
-    source: str = "data"
-    """Where the candidates came from: data or llm."""
+    source: str = "data"  # Where the candidates came from: data or llm
 
 
 def _names(question: str, title: str) -> bool:
@@ -85,8 +69,8 @@ def _step_hops(ex: QAExample) -> list[Hop]:
 
 
 def question_hops(ex: QAExample) -> tuple[list[Hop], bool]:
-    """The question's gold passages (:func:`ragplan.eval.retrieval.gold_support`) as hops, and whether their order
-    matters (see the module docstring)."""
+    """The question's gold passages as hops (the decomposition's order, else a title the question names first; a
+    comparison has no order), and whether their order matters."""
     hops = _step_hops(ex)
     if hops:
         return hops, True
@@ -120,7 +104,8 @@ def _filled(sub: str, hops: list[Hop]) -> str:
 
 
 def data_candidates(ex: QAExample, hops: list[Hop], h: int, rng: random.Random, n: int) -> list[str]:
-    """Up to ``n`` candidate queries for hop ``h`` built from the data, shuffled (see the module docstring)."""
+    """Up to ``n`` candidate queries for hop ``h`` from the data (sub-questions, titles, the question, rewrites, poor
+    variants), shuffled."""
     hop = hops[h]
     pool: list[str] = []
     if hop.sub_question:
@@ -162,8 +147,7 @@ def llm_candidates(ctx: Any, question: str, context: Sequence[tuple[str, str]], 
 def build_groups(examples: Sequence[QAExample], *, seed: int = 0, n_candidates: int = 6,
                  propose: Callable[[str, Sequence[tuple[str, str]], int], list[str]] | None = None,
                  progress: bool = False) -> list[HopGroup]:
-    """Every question's picking points with candidates from ``propose(question, context, n)`` when given (falling
-    back to the data's when it returns none), else from the data; questions without gold passages are skipped."""
+    """Every question's picking points, with candidates from ``propose(question, context, n)`` or else the data's."""
     from tqdm import tqdm
 
     groups: list[HopGroup] = []
@@ -191,8 +175,7 @@ def reciprocal_rank(result_titles: Sequence[str], targets: Sequence[str], known:
 
 def label_groups(groups: list[HopGroup], search_many: Callable[[list[str], int], list[list[Any]]], *, k: int = 20,
                  batch: int = 256, progress: bool = False) -> None:
-    """Label every candidate with :func:`reciprocal_rank` of its group's targets (``search_many(queries, k)``
-    returns passages with a ``title``, best first); fills ``labels`` in place."""
+    """Fill every group's ``labels``: :func:`reciprocal_rank` of its targets in ``search_many(queries, k)``'s results."""
     from tqdm import tqdm
 
     flat = [(g, q) for g in groups for q in g.candidates]

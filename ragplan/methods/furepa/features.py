@@ -1,10 +1,5 @@
-"""Features of a candidate query in its context (question + evidence so far), for the plan assessor.
-
-Cosines (Sentence-BERT, as the retrievers use) of the query to the question and the evidence; where its words
-come from (question, evidence only, neither); whether it names a page already held, has an unresolved reference or
-is the question itself; and the same signals relative to the group's other candidates (the assessor picks within a
-group). :func:`group_features` computes them for a whole group at once.
-"""
+"""Features of a candidate query in its context (question + evidence so far) for the plan assessor: cosines, where its
+words come from, references and repeats, and the same signals relative to the group's other candidates."""
 
 from __future__ import annotations
 
@@ -63,8 +58,7 @@ def group_texts(question: str, evidence: Sequence[tuple[str, str]], queries: Seq
 
 
 def group_features(embedder: Any, question: str, evidence: Sequence[tuple[str, str]], queries: Sequence[str]) -> np.ndarray:
-    """The feature matrix (one row per query, columns :data:`FEATURE_NAMES`) of one group of candidates; ``evidence``
-    is ``(title, text)`` pairs, ``embedder.encode`` returns L2-normalised rows."""
+    """The feature matrix (a row per query, columns :data:`FEATURE_NAMES`) of one group of candidates."""
     queries = list(queries)
     if not queries:
         return np.zeros((0, len(FEATURE_NAMES)))

@@ -1,9 +1,5 @@
-"""From a dataset file to a trained plan assessor: load, index, candidates, labels, training, held-out report.
-
-The data needs gold supporting passages (:func:`ragplan.eval.retrieval.gold_support`). Labels need an index holding
-them: ``index_dir`` (gold passages found by title), or with ``context_only`` one built from the questions' own
-paragraphs under ``<out>/context_index`` (reused when the passages are the same).
-"""
+"""From a dataset file to a trained plan assessor: load, index (``index_dir``, or with ``context_only`` one built from
+the questions' own paragraphs), candidates, labels, training and the held-out report."""
 
 from __future__ import annotations
 
@@ -43,8 +39,7 @@ def assessor_from_data(data: str | Path, out_dir: str | Path, *, index_dir: str 
                        fmt: str | None = None, limit: int | None = None, seed: int = 0, n_candidates: int = 6,
                        label_k: int = 20, test_share: float = 0.25, model_path: str = "", llm_context: Any = None,
                        n_trees: int = 300, progress: bool = True) -> AssessorReport:
-    """Train an assessor from a dataset file and report on held-out questions; candidates come from the LLM of
-    ``llm_context`` when given, else from the data. ``ValueError`` for data or an index without labelled groups."""
+    """Train an assessor from a dataset file (candidates from ``llm_context``'s LLM, else the data) and report."""
     from ragplan.datasets import load_qa
     from ragplan.tools.textindex import TextIndex
 

@@ -1,9 +1,5 @@
-"""The plan assessor's query scorer: gradient-boosted trees over (context, query) features, saved as plain arrays.
-
-:func:`fit_trees` trains scikit-learn's ``GradientBoostingRegressor`` and keeps its trees as numpy arrays
-(:class:`TreeEnsemble`), so a saved assessor is ``meta.json`` and ``trees.npz`` and loading needs neither pickle nor
-scikit-learn. :func:`load_assessor` reads a :class:`PlanAssessor` once per process per folder.
-"""
+"""The plan assessor's query scorer: scikit-learn's gradient-boosted trees kept as numpy arrays (``meta.json`` +
+``trees.npz``), so loading needs neither pickle nor scikit-learn; :func:`load_assessor` caches per folder."""
 
 from __future__ import annotations
 
@@ -29,11 +25,8 @@ class AssessorError(ValueError):
 
 @dataclass
 class TreeEnsemble:
-    """Regression trees as flat arrays over global node ids, predicting ``init + rate * sum(leaf values)``.
-
-    ``left``/``right``: a node's children (-1 at a leaf); rows with ``x[feature] <= threshold`` go left; ``value``:
-    a leaf's value; ``roots``: each tree's root; ``init``: the training labels' mean; ``rate``: the learning rate.
-    """
+    """Regression trees as flat arrays over global node ids (``left``/``right`` -1 at a leaf; ``x[feature] <=
+    threshold`` goes left), predicting ``init + rate * sum(leaf values)``."""
 
     left: np.ndarray
     right: np.ndarray

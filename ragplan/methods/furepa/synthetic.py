@@ -1,11 +1,6 @@
-"""A synthetic multi-hop QA corpus with gold supporting passages: the project's own data for the plan assessor.
-
-A fictional world (cities on rivers, people born in cities, companies founded by people, novels written by people)
-as short encyclopedia paragraphs, with bridge questions (two or three paragraphs in order) and comparisons (two in
-any order). Each ships its gold paragraphs among distractors, ``supporting_facts`` in hop order and a decomposition
-(``#k`` = the answer of sub-question k). :func:`write_synthetic` writes FlashRAG-style JSON Lines, or with
-``fmt="musique"`` the bridge questions as MuSiQue records. Deterministic for a seed.
-"""
+"""A synthetic multi-hop QA corpus with gold supporting passages (the plan assessor's own data): a fictional world of
+rivers, cities, people, companies and novels, bridge and comparison questions among distractors, as FlashRAG-style
+or MuSiQue JSON Lines (:func:`write_synthetic`). Deterministic for a seed."""
 
 from __future__ import annotations
 
@@ -198,8 +193,7 @@ def synthetic_records(n: int, seed: int = 0, distractors: int = 6) -> list[dict[
 
 
 def musique_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The bridge questions of :func:`synthetic_records` as official MuSiQue records (``paragraphs`` with ``idx`` and
-    ``is_supporting``, one ``question_decomposition`` step per hop whose answer is the next hop's title)."""
+    """The bridge questions of :func:`synthetic_records` as official MuSiQue records (a decomposition step per hop)."""
     out: list[dict[str, Any]] = []
     for r in records:
         m = r["metadata"]

@@ -1,9 +1,5 @@
-"""Train the plan assessor and measure it on held-out questions.
-
-:func:`train_assessor` splits labelled groups by question, fits the scorer and reports on the held-out questions:
-the Spearman correlation of score and label (overall, and the mean within groups whose labels differ) and the MRR
-of the pick of each selector: the trained scorer, ``first``, ``random`` (expected) and ``oracle`` (the ceiling).
-"""
+"""Train the plan assessor and measure it on held-out questions: Spearman correlation of score and label and the MRR
+of each selector's pick (the trained scorer, ``first``, ``random`` expected and the ``oracle`` ceiling)."""
 
 from __future__ import annotations
 
@@ -27,31 +23,20 @@ __all__ = ["AssessorReport", "split_by_question", "featurize", "pick_mrr", "spea
 class AssessorReport:
     """What :func:`train_assessor` measured on the held-out questions, and where it saved the model."""
 
-    spearman: float
-    """Spearman correlation of score and label over every held-out candidate."""
-    group_spearman: float
-    """Mean per-group Spearman over held-out groups whose labels differ."""
-    mrr: dict[str, float]
-    """Mean label of the picked candidate: trained, first, random (expected), oracle."""
+    spearman: float  # Spearman correlation of score and label over every held-out candidate
+    group_spearman: float  # Mean per-group Spearman over held-out groups whose labels differ
+    mrr: dict[str, float]  # Mean label of the picked candidate: trained, first, random (expected), oracle
     n_questions: dict[str, int]
-    n_groups: dict[str, int]
-    """Picking points (question × hop) in each split."""
+    n_groups: dict[str, int]  # Picking points (question × hop) in each split
     n_candidates: dict[str, int]
-    train_mrr: dict[str, float]
-    """The same picks on the training questions (how well the scorer fits)."""
+    train_mrr: dict[str, float]  # The same picks on the training questions (how well the scorer fits)
     seed: int
-    """Seed of the split and the trees."""
-    label_k: int
-    """Results searched for the gold passage when labelling."""
-    candidates: str
-    """Where the candidates came from (data, llm, or both)."""
-    model_path: str
-    """The Sentence-BERT model of the features ('' = the packaged MiniLM)."""
+    label_k: int  # Results searched for the gold passage when labelling
+    candidates: str  # Where the candidates came from (data, llm, or both)
+    model_path: str  # The Sentence-BERT model of the features ('' = the packaged MiniLM)
     out_dir: str
-    seconds: float
-    """Wall time of the training (of the whole command when run from data)."""
-    importances: dict[str, float] = field(default_factory=dict)
-    """Share of the trees' splits on each feature."""
+    seconds: float  # Wall time of the training (of the whole command when run from data)
+    importances: dict[str, float] = field(default_factory=dict)  # Share of the trees' splits on each feature
 
     def lines(self) -> list[str]:
         """The report as printed by ``ragplan furepa train-assessor``."""
@@ -89,12 +74,10 @@ def featurize(groups: Sequence[HopGroup], embedder: Any, *, progress: bool = Fal
 
 def spearman(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
     """Spearman's rank correlation (ties get their mean rank); 0 when either side is constant."""
-    from scipy.stats import rankdata
+    from scipy.stats import spearmanr
 
-    x, y = rankdata(np.asarray(a, dtype=float)), rankdata(np.asarray(b, dtype=float))
-    if len(x) < 2 or x.std() == 0 or y.std() == 0:
-        return 0.0
-    return float(np.corrcoef(x, y)[0, 1])
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return float(spearmanr(x, y).statistic) if len(x) > 1 and np.ptp(x) > 0 and np.ptp(y) > 0 else 0.0
 
 
 def pick_mrr(groups: Sequence[HopGroup], scores: Sequence[Sequence[float]]) -> dict[str, float]:
@@ -117,8 +100,7 @@ def _per_group(groups: Sequence[HopGroup], flat: np.ndarray) -> list[list[float]
 def train_assessor(groups: Sequence[HopGroup], out_dir: str | Path, *, seed: int = 0, test_share: float = 0.25,
                    model_path: str = "", label_k: int = 20, n_trees: int = 300, progress: bool = True,
                    extra_meta: dict[str, Any] | None = None) -> AssessorReport:
-    """Fit the scorer on the training questions, measure it on the held-out ones, save it to ``out_dir``; deterministic.
-    Raises ``ValueError`` with too few usable groups, or when no training candidate retrieved its gold passage."""
+    """Fit the scorer on the training questions, measure it on the held-out ones, save it to ``out_dir``; deterministic."""
     from ragplan.tools.embeddings import get_embedder, resolve_model_path
 
     t0 = time.perf_counter()

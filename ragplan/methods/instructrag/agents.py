@@ -1,6 +1,5 @@
-"""An agents folder: ``rl_agent.pt`` / ``ml_agent.pt`` with their ``.json`` settings, ``agents.json`` (training
-settings, curves, graph statistics) and, after few-shot adaptation, each task's pair in ``tasks/<task>/``.
-"""
+"""An agents folder: ``rl_agent.pt`` / ``ml_agent.pt`` with their ``.json`` settings, ``agents.json`` (training report)
+and, after few-shot adaptation, each task's pair in ``tasks/<task>/``."""
 
 from __future__ import annotations
 

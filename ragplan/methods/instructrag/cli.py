@@ -1,6 +1,5 @@
-"""``ragplan instructrag …``: InstructRAG's data, instruction graph (Algorithm 1), agents' meta-training (Algorithm 2)
-and few-shot adaptation (Algorithm 3), and path-selection figures without an LLM (docs/methods/instructrag.md).
-Exit codes: 0 done; 2 bad input (a missing file or folder, an unreadable paths file, no usable reward)."""
+"""``ragplan instructrag …``: data, instruction graph (Algorithm 1), meta-training (2), adaptation (3) and LLM-free
+path-selection figures (docs/methods/instructrag.md). Exit codes: 0 done; 2 bad input."""
 
 from __future__ import annotations
 
@@ -141,51 +140,37 @@ def _print_stats(stats: Any, as_json: bool) -> None:
     print(json.dumps(d) if as_json else "\n".join(f"{k:>15}: {v}" for k, v in d.items()))
 
 
-def _noise_note(rep: Any, rate: float) -> None:
-    """Say on stderr what ``--noise-rate`` can insert: nothing without failed paths of the support questions."""
-    from ragplan.methods.instructrag.graph import noise_pool
-
-    pool = noise_pool(rep.successful, rep.failed)
-    if not pool:
-        print(f"warning: --noise-rate {rate} but no failed paths of the support questions in the --paths files "
-              f"({len(rep.failed)} failed path(s) read); no noise is inserted. Add the set's failed paths, e.g. "
-              "--paths sets/support_seen.jsonl sets/failed_support_seen.jsonl (written by `ragplan instructrag split`)",
-              file=sys.stderr)
-    elif len(pool) < len(rep.failed):
-        print(f"note: {len(rep.failed) - len(pool)} failed path(s) of other questions are not used as noise (they may be "
-              "query questions or unseen tasks)", file=sys.stderr)
-
-
-def _insert_into(args: argparse.Namespace, rep: Any) -> Any:
-    """``--insert``: the graph in ``--out`` extended with its own δ and embedding model (ValueError on a conflicting flag)."""
-    from ragplan.methods.instructrag.graph import InstructionGraph, graph_embedder, noise_pool
-
-    g = InstructionGraph.load(args.out)
-    if args.delta is not None and float(args.delta) != g.delta:
-        raise ValueError(f"the graph at {args.out} was built with δ = {g.delta}; --insert keeps it (drop --delta, or rebuild "
-                         "without --insert)")
-    if args.noise_rate > 0:
-        raise ValueError("--noise-rate applies when a graph is built, not to --insert (rebuild without --insert)")
-    emb = graph_embedder(g, args.model_path, where=args.out)
-    g.insert(sorted(rep.successful, key=lambda p: p.task), emb, progress=not args.no_progress)
-    g.failed += noise_pool(rep.successful, rep.failed)
-    return g
-
-
 def run_build_graph(args: argparse.Namespace) -> int:
-    """Build or extend an instruction graph."""
-    from ragplan.methods.instructrag.graph import GRAPH_FILE, build_instruction_graph, embedder_for_graph
+    """Build an instruction graph, or with ``--insert`` extend the one in ``--out`` keeping its δ and model."""
+    from ragplan.methods.instructrag.graph import (
+        GRAPH_FILE, InstructionGraph, build_instruction_graph, embedder_for_graph, graph_embedder, noise_pool,
+    )
 
     rep = read_paths(args.paths)
     if not rep.successful:
         return fail(f"no successful paths in {', '.join(args.paths)} ({rep.skipped} skipped: {'; '.join(rep.problems[:3])})")
     if not 0 <= args.noise_rate < 1:
         return fail(f"--noise-rate must be in [0, 1), not {args.noise_rate}")
+    pool = noise_pool(rep.successful, rep.failed)
     if args.insert and (Path(args.out) / GRAPH_FILE).is_file():
-        g = _insert_into(args, rep)
-    else:
+        g = InstructionGraph.load(args.out)
+        if args.delta is not None and float(args.delta) != g.delta:
+            return fail(f"the graph at {args.out} was built with δ = {g.delta}; --insert keeps it (drop --delta, or "
+                        "rebuild without --insert)")
         if args.noise_rate > 0:
-            _noise_note(rep, args.noise_rate)
+            return fail("--noise-rate applies when a graph is built, not to --insert (rebuild without --insert)")
+        g.insert(sorted(rep.successful, key=lambda p: p.task), graph_embedder(g, args.model_path, where=args.out),
+                 progress=not args.no_progress)
+        g.failed += pool
+    else:
+        if args.noise_rate > 0 and not pool:
+            print(f"warning: --noise-rate {args.noise_rate} but no failed paths of the support questions in the --paths "
+                  f"files ({len(rep.failed)} failed path(s) read); no noise is inserted. Add the set's failed paths, e.g. "
+                  "--paths sets/support_seen.jsonl sets/failed_support_seen.jsonl (written by `ragplan instructrag "
+                  "split`)", file=sys.stderr)
+        elif args.noise_rate > 0 and len(pool) < len(rep.failed):
+            print(f"note: {len(rep.failed) - len(pool)} failed path(s) of other questions are not used as noise (they "
+                  "may be query questions or unseen tasks)", file=sys.stderr)
         g = build_instruction_graph(rep.successful, delta=0.4 if args.delta is None else args.delta, failed=rep.failed,
                                     noise_rate=args.noise_rate, seed=args.seed, embedder=embedder_for_graph(args.model_path),
                                     progress=not args.no_progress)

@@ -1,11 +1,5 @@
-"""LLM-free figures of InstructRAG: how good is the selected path, without asking an LLM to plan with it?
-
-For held-out questions with a known successful path, each method's pick is compared with it: ``action
-match`` (1 − normalised edit distance of the actions: the plan's shape), ``instruction F1`` (the right
-entities and keywords), the ``proxy reward`` (with a corpus index) and ``ms`` per question. Methods:
-``instructrag`` (RL-Agent → ML-Agent), ``threshold`` (threshold walk → ML-Agent), ``no_ml`` (the
-RL-Agent's first path), ``rap`` (the most similar stored question's path) and ``random`` (the floor).
-"""
+"""LLM-free figures of InstructRAG: each method's selected path against a held-out question's own successful path
+(action match, instruction F1, proxy reward, ms per question)."""
 
 from __future__ import annotations
 
@@ -72,8 +66,7 @@ class SelectionRow:
 
     method: str
     questions: int
-    found: float
-    """Share of questions with a path."""
+    found: float  # share of questions with a path
     action_match: float
     instruction_f1: float
     proxy_reward: float | None

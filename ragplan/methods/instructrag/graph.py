@@ -1,13 +1,6 @@
-"""The instruction graph (InstructRAG §4.2, Algorithm 1): nodes are sets of similar instructions, edges task sets.
-
-Each instruction of each path joins the node of its most similar instruction (FAISS over Sentence-BERT, ψ ≥ δ
-= 0.4; exact up to 50,000 instructions, HNSW above) outside the previous instruction's node, else opens a new
-one; the edge from the previous node records the path's task and question. Ours: paths start from a virtual
-node (:data:`START`) so a first node has an in-edge; paths keep their node sequence; **noise** (Table 4) comes
-only from failed paths of the support questions (:func:`noise_pool`), shuffled in with a seed. Saved as a
-folder (``graph.json``, ``instructions.npy``, ``questions.npy``, ``failed.jsonl``); :meth:`InstructionGraph.insert`
-extends it (G → G′).
-"""
+"""The instruction graph (InstructRAG §4.2, Algorithm 1): nodes are sets of similar instructions (ψ ≥ δ over FAISS),
+edges task sets; paths hang off a virtual :data:`START` node; noise (Table 4) only from failed paths of the support
+questions. Saved as a folder (``graph.json``, ``instructions.npy``, ``questions.npy``, ``failed.jsonl``)."""
 
 from __future__ import annotations
 
@@ -26,8 +19,7 @@ from ragplan.tools.embeddings import get_embedder
 __all__ = ["START", "GRAPH_FILE", "InstructionGraph", "GraphStats", "build_instruction_graph", "embedder_for_graph",
            "graph_embedder", "noise_pool"]
 
-START = -1
-"""The virtual start node every path's first instruction hangs off."""
+START = -1  # The virtual start node every path's first instruction hangs off
 GRAPH_FILE = "graph.json"
 _HNSW_ABOVE = 50_000
 
@@ -37,18 +29,15 @@ class GraphStats:
     """Size and build time of an instruction graph (the paper's Table 6 columns)."""
 
     nodes: int
-    edges: int
-    """Edges between instruction nodes (edges from the start node not counted)."""
+    edges: int  # Edges between instruction nodes (edges from the start node not counted)
     start_edges: int
     instructions: int
     tasks: int
     questions: int
     paths: int
     failed_kept: int
-    noisy_paths: int
-    """Stored paths that are failed paths inserted as noise (``--noise-rate``)."""
-    junction_nodes: int
-    """Nodes holding instructions of two or more paths (where new paths can be combined)."""
+    noisy_paths: int  # Stored paths that are failed paths inserted as noise (``--noise-rate``)
+    junction_nodes: int  # Nodes holding instructions of two or more paths (where new paths can be combined)
     max_node_size: int
     delta: float
     build_seconds: float
@@ -69,13 +58,11 @@ class InstructionGraph:
     """Nodes (instruction sets), edges (task sets with questions), the stored paths and their embeddings."""
 
     delta: float = 0.4
-    model_path: str = ""
-    """The Sentence-BERT model the embeddings were made with ('' = the packaged default)."""
+    model_path: str = ""  # The Sentence-BERT model the embeddings were made with ('' = the packaged default)
     model_fingerprint: str = ""
     instructions: list[dict[str, Any]] = field(default_factory=list)
     """``{id, action, argument, text, node, path}`` per inserted instruction."""
-    nodes: list[list[int]] = field(default_factory=list)
-    """Instruction ids of each node."""
+    nodes: list[list[int]] = field(default_factory=list)  # Instruction ids of each node
     edges: dict[tuple[int, int], dict[str, list[int]]] = field(default_factory=dict)
     """(from node, to node) -> task -> question ids; from node -1 is the start node."""
     questions: list[dict[str, Any]] = field(default_factory=list)
@@ -278,8 +265,7 @@ def noise_pool(successful: list[InstructionPath], failed: list[InstructionPath])
 def build_instruction_graph(successful: list[InstructionPath], *, delta: float = 0.4,
                             failed: list[InstructionPath] | None = None, noise_rate: float = 0.0, seed: int = 0,
                             embedder: Any = None, model_path: str = "", progress: bool = False) -> InstructionGraph:
-    """Algorithm 1 over ``successful`` paths, task by task; ``noise_rate`` makes that share of the graph's paths
-    failed paths of the support questions (as the pool allows), the pool's others are kept aside."""
+    """Algorithm 1 over ``successful`` paths, task by task, ``noise_rate`` of them failed paths of support questions."""
     embedder = embedder if embedder is not None else embedder_for_graph(model_path)
     g = InstructionGraph(delta=float(delta), model_path=getattr(embedder, "model_path", model_path) or model_path,
                          model_fingerprint=str(getattr(embedder, "fingerprint", "") or ""))

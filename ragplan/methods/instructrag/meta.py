@@ -1,16 +1,6 @@
-"""Meta-training (InstructRAG Algorithm 2) and few-shot adaptation (Algorithm 3) of the two agents.
-
-**Training** over the seen tasks (support: the graph's paths; query: held-out paths): per task of a batch,
-one inner step on the support set, θ′ = θ − α∇L_WS (BCE warm start) and η′ = η − α∇L_PT (QPA + QPM); the
-adapted agents are scored on the query questions by REINFORCE (L_PG; returns discounted by 0.99, a running
-mean baseline; the walk's reward is that of the ML-Agent's pick) and fine-tuning (L_FT); the outer Adam step
-(β = 1e-3) goes through the inner one (second-order MAML unless ``first_order``).
-
-**Adaptation** inserts an unseen task's support paths (G → G′), then takes ``adapt_steps`` steps θ′ = θ −
-α∇L_WS − β∇L_PG, η′ = η − α∇L_PT − β∇L_FT, both gradients at the same parameters, α plain, β an Adam step
-(a plain step of 1e-3 changes no decision); α = 0.05 is ours. Each task gets its agents (``tasks/<task>/``).
-Ablations (Table 5): ``ws`` / ``pg`` / ``pt`` / ``ft`` switch a loss off. Deterministic for a seed (CPU).
-"""
+"""Meta-training (InstructRAG Algorithm 2: an inner step on the support set, REINFORCE + fine-tuning on the query set,
+outer Adam step) and few-shot adaptation (Algorithm 3: G → G′, then per-task steps with α plain and β an Adam step).
+Ablations (Table 5): ``ws`` / ``pg`` / ``pt`` / ``ft`` switch a loss off. Deterministic for a seed (CPU)."""
 
 from __future__ import annotations
 
@@ -45,22 +35,14 @@ class MetaSettings:
 
     epochs: int = 10
     tasks_per_batch: int = 3
-    questions_per_task: int = 8
-    """ℬ: questions sampled per task for each loss."""
-    inner_lr: float = 0.05
-    """α."""
-    outer_lr: float = 1e-3
-    """β (Adam, as in the paper)."""
-    gamma: float = 0.99
-    """Reward discount."""
-    k: int = 3
-    """Candidate paths per walk."""
-    tau: float = 0.1
-    """ML-Agent temperature."""
-    ws_negatives: int = 3
-    """Random off-path nodes per warm-start question."""
-    pool_extra: int = 3
-    """Paths of other questions added to a fine-tuning pool."""
+    questions_per_task: int = 8  # ℬ: questions sampled per task for each loss
+    inner_lr: float = 0.05  # α
+    outer_lr: float = 1e-3  # β (Adam, as in the paper)
+    gamma: float = 0.99  # reward discount
+    k: int = 3  # candidate paths per walk
+    tau: float = 0.1  # ML-Agent temperature
+    ws_negatives: int = 3  # random off-path nodes per warm-start question
+    pool_extra: int = 3  # paths of other questions added to a fine-tuning pool
     max_len: int = 8
     start_nodes: int = 5
     ws: bool = True
@@ -82,10 +64,8 @@ class MetaReport:
     query: int = 0
     tasks: list[str] = field(default_factory=list)
     reward: str = ""
-    reward_failures: int = 0
-    """Reward runs that failed and scored 0 (the LLM reward's endpoint or graph errors)."""
-    reward_error: str = ""
-    """The last such failure."""
+    reward_failures: int = 0  # Reward runs that failed and scored 0 (the LLM reward's endpoint or graph errors)
+    reward_error: str = ""  # the last such failure
     out_dir: str = ""
 
 
@@ -93,8 +73,7 @@ class MetaReport:
 class AdaptReport:
     """What few-shot adaptation did, per task."""
 
-    tasks: dict[str, dict[str, float]] = field(default_factory=dict)
-    """task -> {shots, seconds, ws, pg, pt, ft}."""
+    tasks: dict[str, dict[str, float]] = field(default_factory=dict)  # task -> {shots, seconds, ws, pg, pt, ft}
     insert_seconds: float = 0.0
     seconds: float = 0.0
     out_dir: str = ""

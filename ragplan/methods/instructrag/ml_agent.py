@@ -1,15 +1,9 @@
-"""The ML-Agent (InstructRAG §4.4): question and path encoders that pick the path for the prompt.
-
-For a CPU, Sentence-BERT stays **frozen** as the shared backbone (the paper trains a CLIP-style pair) with
-small heads on top: ``v = unit(x + W tanh(S x))`` (``S`` shared 384 → 128, one ``W`` per side starting at
-zero, so an untrained agent ranks by plain cosine) and a QPM matching head over ``[v_q ⊙ v_p, |v_q − v_p|]``.
-Losses: QPA (Eqs. 6–7, negatives only in the denominator), QPM (Eq. 8) and FT (Eq. 10). A path's backbone
-vector is the mean of its instructions'; the pick is the highest cosine (K can change without retraining).
-"""
+"""The ML-Agent (InstructRAG §4.4): small heads ``v = unit(x + W tanh(S x))`` over frozen Sentence-BERT vectors (an
+untrained agent ranks by plain cosine) and a QPM matching head; losses QPA (Eq. 7), QPM (Eq. 8), FT (Eq. 10).
+A path's backbone vector is the mean of its instructions'; the pick is the highest cosine."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +12,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["MLHeads", "MLAgent", "qpa_loss", "ft_loss", "path_backbone_vectors"]
+from ragplan.methods.instructrag.rl_agent import load_weights, save_weights
 
-ML_FILE, ML_META = "ml_agent.pt", "ml_agent.json"
+__all__ = ["MLHeads", "MLAgent", "qpa_loss", "ft_loss", "path_backbone_vectors"]
 
 
 def path_backbone_vectors(paths: list[list[str]], embedder: Any, known: dict[str, np.ndarray] | None = None) -> np.ndarray:
-    """Unit backbone vectors of paths given as instruction texts: the normalised mean of their instructions'
-    vectors, from ``known`` (the graph's) or embedded in one call."""
+    """Unit backbone vectors of paths of instruction texts: the mean of their vectors (``known``, else embedded)."""
     known = known if known is not None else {}
     todo = list(dict.fromkeys(t for p in paths for t in p if t not in known))
     extra = dict(zip(todo, embedder.encode(todo))) if todo else {}
@@ -110,24 +103,12 @@ class MLAgent:
 
     def save(self, out_dir: str | Path) -> None:
         """Write ``ml_agent.pt`` and ``ml_agent.json`` into ``out_dir``."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        torch.save(self.heads.state_dict(), out / ML_FILE)
-        (out / ML_META).write_text(json.dumps({"tau": self.tau, "dim": self.heads.shared.in_features,
-                                               "hidden": self.heads.shared.out_features}))
+        save_weights(out_dir, "ml_agent", self.heads, {"tau": self.tau, "dim": self.heads.shared.in_features,
+                                                       "hidden": self.heads.shared.out_features})
 
     @classmethod
     def load(cls, agent_dir: str | Path) -> "MLAgent":
         """Read an agent folder written by :meth:`save` (ValueError when it has none)."""
-        root = Path(agent_dir)
-        if not (root / ML_FILE).is_file():
-            raise ValueError(f"no ML-Agent at {root} (no {ML_FILE}); train one with `ragplan instructrag train`")
-        try:
-            meta: dict[str, Any] = json.loads((root / ML_META).read_text()) if (root / ML_META).is_file() else {}
-            heads = MLHeads(int(meta.get("dim", 384)), int(meta.get("hidden", 128)))
-            heads.load_state_dict(torch.load(root / ML_FILE, weights_only=True))
-        except Exception as exc:  # torch raises many kinds for a file cut off or of another shape
-            raise ValueError(f"the ML-Agent at {root} cannot be read ({ML_META} / {ML_FILE}): {type(exc).__name__}: "
-                             f"{str(exc)[:200]}") from exc
-        heads.eval()
+        heads, meta = load_weights(agent_dir, "ml_agent", "ML-Agent",
+                                   lambda m: MLHeads(int(m.get("dim", 384)), int(m.get("hidden", 128))))
         return cls(heads, tau=float(meta.get("tau", 0.1)), dim=int(meta.get("dim", 384)))

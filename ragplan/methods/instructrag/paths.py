@@ -1,11 +1,6 @@
-"""Instruction paths in: JSONL records and ReAct-format trajectory logs (ReAct's and Reflexion's published logs).
-
-An *instruction* is one action with its argument (``Search[Scott Derrickson]``), an *instruction path* the
-instructions that solved (or failed to solve) one question (InstructRAG §4.2). JSONL lines are
-``{question, task, answer, path: [{action, argument}], success}`` (optional ``id``, ``supporting_titles``;
-an empty ``task`` is derived, :func:`~ragplan.methods.instructrag.tasks.answer_type`); logs are read by
-:func:`parse_trajectory_log`. Only successful paths enter the graph; failed ones are kept for the noise test.
-"""
+"""Instruction paths (InstructRAG §4.2) in: JSONL ``{question, task, answer, path: [{action, argument}], success}``
+records and ReAct-format trajectory logs (ReAct's and Reflexion's published logs). Only successful paths enter the
+graph; failed ones are kept for the noise test."""
 
 from __future__ import annotations
 
@@ -23,8 +18,7 @@ from ragplan.methods.instructrag.tasks import answer_type
 __all__ = ["ACTIONS", "Instruction", "InstructionPath", "PathReadReport", "read_paths", "read_paths_jsonl",
            "parse_trajectory_log", "write_paths_jsonl", "parse_instruction"]
 
-ACTIONS = ("Search", "Lookup", "Finish")
-"""The HotpotQA action space of ReAct and InstructRAG (Table 9)."""
+ACTIONS = ("Search", "Lookup", "Finish")  # The HotpotQA action space of ReAct and InstructRAG (Table 9)
 
 _INSTR = re.compile(r"^\s*([A-Za-z]+)\s*\[(.*)\]\s*$", re.S)
 
@@ -33,10 +27,8 @@ _INSTR = re.compile(r"^\s*([A-Za-z]+)\s*\[(.*)\]\s*$", re.S)
 class Instruction:
     """One action with its argument, e.g. ``Search[Ed Wood]``."""
 
-    action: str
-    """``Search``, ``Lookup`` or ``Finish``."""
-    argument: str
-    """The entity, keyword or answer inside the brackets."""
+    action: str  # Search, Lookup or Finish
+    argument: str  # the entity, keyword or answer inside the brackets
 
     @property
     def text(self) -> str:
@@ -60,11 +52,9 @@ class InstructionPath:
     answer: str
     instructions: list[Instruction]
     success: bool
-    task: str = ""
-    """The task (for HotpotQA one of the 12 answer types); derived when the source has none."""
+    task: str = ""  # The task (for HotpotQA one of the 12 answer types); derived when the source has none
     id: str = ""
-    source: str = ""
-    """Where the path came from (a file name and block number, or ``jsonl``)."""
+    source: str = ""  # Where the path came from (a file name and block number, or ``jsonl``)
     supporting_titles: list[str] = field(default_factory=list)
     """Gold supporting page titles when known (HotpotQA's supporting facts); the proxy reward uses them."""
 
@@ -109,8 +99,8 @@ class PathReadReport:
 
 
 def read_paths_jsonl(path: str | Path, report: PathReadReport | None = None) -> PathReadReport:
-    """Read ``{question, task, answer, path: [{action, argument}], success}`` lines (see the module docstring); a line
-    that is no such record is a :class:`~ragplan.jsonl.FileFormatError` naming the file and line."""
+    """Read ``{question, task, answer, path: [{action, argument}], success}`` lines (an empty ``task`` is derived); a
+    line that is no such record is a :class:`~ragplan.jsonl.FileFormatError` naming the file and line."""
     report = report if report is not None else PathReadReport()
     src = Path(path)
     for n, rec in read_jsonl_objects(src):
@@ -161,19 +151,9 @@ def _label_of_info(line: str) -> tuple[bool | None, str]:
 
 
 def parse_trajectory_log(text: str, source: str = "log", report: PathReadReport | None = None) -> PathReadReport:
-    """Read ReAct-format trajectories from a log's text (Reflexion trial logs, ReAct notebook output, plain blocks).
-
-    Each ``Question:`` line starts a block; its ``Action N:`` lines are the path (other actions are
-    dropped). The label is, in that order of preference, the Reflexion section (``BEGIN CORRECT /
-    INCORRECT / HALTED AGENTS``; in a log whose agents end with ``Correct answer: …``, for the block
-    that line closes), the ReAct notebook's info dict (``{'steps': …, 'em': …, 'gt_answer': …}``), or a
-    last observation ``Answer is CORRECT`` / ``INCORRECT``; a block with none is skipped (counted).
-    Left out as not the question's own trial: few-shot examples (``Here are some examples:`` to
-    ``(END OF EXAMPLES)``, and blocks opened before that line), earlier trials quoted in a prompt
-    (``Below is the last trial you attempted …`` to ``(END PREVIOUS TRIAL)``, ``Previous trial:`` to
-    ``Reflection:``, or to the next ``Question:`` line), and, of several blocks before one label line,
-    all but the last.
-    """
+    """ReAct-format trajectories of a log (Reflexion trial logs, ReAct notebook output, plain blocks): a block per
+    ``Question:``, labelled by the Reflexion section, the notebook's info dict or ``Answer is CORRECT``; few-shot
+    examples, quoted earlier trials and all but the last block before a label line are left out (counted)."""
     report = report if report is not None else PathReadReport()
     section: str | None = None
     blocks: list[dict[str, Any]] = []

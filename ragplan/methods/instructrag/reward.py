@@ -1,10 +1,5 @@
-"""Rewards Δ(path, question) of a candidate path (InstructRAG Eq. 3), with and without an LLM; all deterministic.
-
-:class:`LLMF1Reward` (the paper's): the answer F1 of the ``react`` loop given the path, cached per question
-and path. :class:`ProxyReward` (no LLM): the path's actions run on the ReAct docstore over a local corpus;
-the mean of the gold supporting titles' recall (else the pages the own path reaches) and, for span answers,
-whether the answer was observed. :class:`PathMatchReward` (no corpus): instruction F1 against the own path.
-"""
+"""Rewards Δ(path, question) of a candidate path (InstructRAG Eq. 3), all deterministic: :class:`LLMF1Reward` (the
+paper's answer F1), :class:`ProxyReward` (the path run on a local corpus, no LLM), :class:`PathMatchReward` (F1)."""
 
 from __future__ import annotations
 
@@ -28,10 +23,8 @@ class QueryExample:
     question: str
     task: str
     answer: str
-    own_path: list[Instruction]
-    """The question's own successful path."""
-    qvec: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
-    """Its unit Sentence-BERT vector."""
+    own_path: list[Instruction]  # The question's own successful path
+    qvec: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))  # Its unit Sentence-BERT vector
     supporting_titles: list[str] = field(default_factory=list)
 
 
@@ -61,7 +54,8 @@ class PathMatchReward:
 
 
 class ProxyReward:
-    """Supporting-title recall and answer presence of the literally executed path (see the module docstring)."""
+    """The mean of gold-title recall (else of the own path's pages) and, for span answers, answer presence of the path
+    run on the ReAct docstore over a local corpus."""
 
     name = "proxy"
 
@@ -115,8 +109,7 @@ class LLMF1Reward:
         self._cache: dict[tuple[str, str], float] = {}
         self._graph: Any = None
         self.calls = 0
-        self.failures = 0
-        """Runs that raised (scored 0, not cached, so a later call tries again)."""
+        self.failures = 0  # Runs that raised (scored 0, not cached, so a later call tries again)
         self.last_error = ""
 
     def __call__(self, ex: QueryExample, path: list[Instruction]) -> float:

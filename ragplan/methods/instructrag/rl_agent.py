@@ -1,22 +1,13 @@
-"""The RL-Agent (InstructRAG §4.3): a DFS over the instruction graph deciding node by node, include or exclude.
-
-**State** (Eq. 1) of question Q̂ at node 𝕀 over edge 𝕋 (a first node: its start edge, else all in-edges):
-the best cosine of Q̂ with an instruction of 𝕀, with a task of 𝕋 (the mean of the questions the edge
-recorded for it), and with a question of that task. **Policy**: 3 → 20 tanh → 2 (exclude, include).
-**Walk**: from the nodes of Q̂'s nearest instructions, *include* appends the node's most similar allowed
-instruction and goes on to its successors (most similar first, no edge twice); *exclude*, a dead end, a
-``Finish`` or the length bound closes the path; it stops at K distinct paths or the visit bound.
-**Rules**: no ``Lookup`` before a ``Search`` (the paper's); ours: no ``Finish`` before a ``Search``, no
-instruction twice in a path (a ``Lookup`` may repeat on another page); a node with no allowed instruction
-is excluded without the policy. :func:`traverse` takes the decision (greedy, sampled or threshold).
-"""
+"""The RL-Agent (InstructRAG §4.3): a DFS over the instruction graph deciding node by node, include or exclude, with
+Eq. 1's state and a 3 → 20 tanh → 2 policy. Rules: no ``Lookup`` before a ``Search`` (the paper's); ours: no
+``Finish`` before a ``Search``, no instruction twice in a path (a ``Lookup`` may repeat on another page)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 import torch
@@ -24,10 +15,37 @@ from torch import nn
 
 from ragplan.methods.instructrag.graph import START, InstructionGraph
 
-__all__ = ["PolicyNet", "StateBuilder", "TraversalResult", "traverse", "RLAgent", "threshold_decider", "policy_decider"]
+__all__ = ["PolicyNet", "StateBuilder", "TraversalResult", "traverse", "RLAgent", "threshold_decider", "policy_decider",
+           "save_weights", "load_weights"]
 
-RL_FILE, RL_META = "rl_agent.pt", "rl_agent.json"
+RL_FILE = "rl_agent.pt"
 Edge = tuple[int, int]
+M = TypeVar("M", bound=nn.Module)
+
+
+def save_weights(out_dir: str | Path, name: str, module: nn.Module, settings: dict[str, Any]) -> None:
+    """Write ``<name>.pt`` (the module's weights) and ``<name>.json`` (its settings) into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.save(module.state_dict(), out / f"{name}.pt")
+    (out / f"{name}.json").write_text(json.dumps(settings))
+
+
+def load_weights(agent_dir: str | Path, name: str, what: str,
+                 make: Callable[[dict[str, Any]], M]) -> tuple[M, dict[str, Any]]:
+    """``make(settings)`` with the weights of ``<name>.pt``, and the settings (ValueError naming ``what``)."""
+    root, pt, js = Path(agent_dir), f"{name}.pt", f"{name}.json"
+    if not (root / pt).is_file():
+        raise ValueError(f"no {what} at {root} (no {pt}); train one with `ragplan instructrag train`")
+    try:
+        meta: dict[str, Any] = json.loads((root / js).read_text()) if (root / js).is_file() else {}
+        module = make(meta)
+        module.load_state_dict(torch.load(root / pt, weights_only=True))
+    except Exception as exc:  # torch raises many kinds for a file cut off or of another shape
+        raise ValueError(f"the {what} at {root} cannot be read ({js} / {pt}): {type(exc).__name__}: "
+                         f"{str(exc)[:200]}") from exc
+    module.eval()
+    return module, meta
 
 
 class PolicyNet(nn.Module):
@@ -80,8 +98,7 @@ class StateBuilder:
 class TraversalResult:
     """The K candidate paths of one walk and every decision taken (for REINFORCE)."""
 
-    paths: list[list[int]] = field(default_factory=list)
-    """Each candidate as instruction ids, in order."""
+    paths: list[list[int]] = field(default_factory=list)  # Each candidate as instruction ids, in order
     path_nodes: list[list[int]] = field(default_factory=list)
     states: list[np.ndarray] = field(default_factory=list)
     actions: list[int] = field(default_factory=list)
@@ -93,7 +110,9 @@ Decider = Callable[[np.ndarray], int]
 
 def traverse(graph: InstructionGraph, qvec: np.ndarray, decide: Decider, *, k: int = 3, start_nodes: int = 5,
              max_len: int = 8, max_visits: int = 200, branch: int = 4) -> TraversalResult:
-    """DFS over ``graph`` for the question vector ``qvec`` with ``decide(state) -> 0|1`` (see the module docstring)."""
+    """DFS from the nodes of ``qvec``'s nearest instructions with ``decide(state) -> 0|1``: include appends the node's
+    best allowed instruction and goes on to its successors; exclude, a dead end, ``Finish`` or ``max_len`` closes the
+    path; it stops at ``k`` distinct paths or ``max_visits``."""
     out = TraversalResult()
     if not graph.nodes:
         return out
@@ -191,25 +210,12 @@ class RLAgent:
 
     def save(self, out_dir: str | Path) -> None:
         """Write ``rl_agent.pt`` (weights) and ``rl_agent.json`` (settings) into ``out_dir``."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        torch.save(self.net.state_dict(), out / RL_FILE)
-        (out / RL_META).write_text(json.dumps({"k": self.k, "max_len": self.max_len, "start_nodes": self.start_nodes,
-                                               "hidden": self.net.layer1.out_features}))
+        save_weights(out_dir, "rl_agent", self.net, {"k": self.k, "max_len": self.max_len,
+                                                     "start_nodes": self.start_nodes, "hidden": self.net.layer1.out_features})
 
     @classmethod
     def load(cls, agent_dir: str | Path) -> "RLAgent":
         """Read an agent folder written by :meth:`save` (ValueError when it has none)."""
-        root = Path(agent_dir)
-        if not (root / RL_FILE).is_file():
-            raise ValueError(f"no RL-Agent at {root} (no {RL_FILE}); train one with `ragplan instructrag train`")
-        try:
-            meta: dict[str, Any] = json.loads((root / RL_META).read_text()) if (root / RL_META).is_file() else {}
-            net = PolicyNet(int(meta.get("hidden", 20)))
-            net.load_state_dict(torch.load(root / RL_FILE, weights_only=True))
-        except Exception as exc:  # torch raises many kinds for a file cut off or of another shape
-            raise ValueError(f"the RL-Agent at {root} cannot be read ({RL_META} / {RL_FILE}): {type(exc).__name__}: "
-                             f"{str(exc)[:200]}") from exc
-        net.eval()
+        net, meta = load_weights(agent_dir, "rl_agent", "RL-Agent", lambda m: PolicyNet(int(m.get("hidden", 20))))
         return cls(net, k=int(meta.get("k", 3)), max_len=int(meta.get("max_len", 8)),
                    start_nodes=int(meta.get("start_nodes", 5)))

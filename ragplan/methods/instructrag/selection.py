@@ -78,8 +78,7 @@ def load_parts(graph_dir: str, agents_dir: str = "", embedding_model: str = "") 
 
 
 def derived_from(g: InstructionGraph, instruction_ids: list[int]) -> list[str]:
-    """The past questions whose stored paths the chosen instructions come from (the paths a walk combined, the
-    paper's "Derived from combining tasks: …"), in path order, each once."""
+    """The past questions whose stored paths the instructions come from (the paper's "Derived from combining tasks")."""
     paths = (g.paths[int(g.instructions[i]["path"])] for i in instruction_ids)
     return list(dict.fromkeys(g.questions[int(p["question"])]["text"] for p in paths))
 

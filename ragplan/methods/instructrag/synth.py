@@ -1,9 +1,5 @@
-"""A small synthetic multi-hop world for InstructRAG's tests and LLM-free figures (the project's own data).
-
-Made-up people, films, bands and cities (one passage each, written so ReAct's actions work on it) and
-questions of the 12 answer types with answers, supporting titles, a successful and a failed path; entities
-recur, so paths can be combined. :func:`write_world` writes ``passages.jsonl``, ``paths.jsonl``, ``hotpot.json``.
-"""
+"""A small synthetic multi-hop world for InstructRAG's tests and LLM-free figures: people, films, bands and cities, and
+questions of the 12 answer types with a successful and a failed path each (:func:`write_world`)."""
 
 from __future__ import annotations
 
@@ -50,12 +46,10 @@ class SynthWorld:
     """Tasks whose questions ran out (the world's entities allow no more distinct ones), in the order they did."""
 
 
-_MAX_REPEATS = 300
-"""Draws of an already asked question after which a task counts as exhausted."""
+_MAX_REPEATS = 300  # Draws of an already asked question after which a task counts as exhausted
 
 
-Made = tuple[str, str, list[Instruction], list[str]]
-"""A question, its answer, its path and its supporting titles."""
+Made = tuple[str, str, list[Instruction], list[str]]  # A question, its answer, its path and its supporting titles
 
 
 def _path(*steps: str) -> list[Instruction]:
@@ -64,8 +58,7 @@ def _path(*steps: str) -> list[Instruction]:
 
 
 def make_world(n_questions: int = 120, seed: int = 0, n_people: int = 24) -> SynthWorld:
-    """Generate a world with up to ``n_questions`` distinct questions, round robin over the 12 answer types; a
-    task whose questions run out leaves the rotation (``exhausted`` names it) and the others go on."""
+    """A world of up to ``n_questions`` distinct questions, round robin over the tasks (one that runs out leaves)."""
     rng = random.Random(seed)
     names = rng.sample([f"{f} {l}" for f in _FIRST for l in _LAST], n_people)
     people: dict[str, dict[str, Any]] = {}

@@ -1,10 +1,5 @@
-"""Tasks for InstructRAG on HotpotQA: the dataset's 12 answer types, 6 seen (training) and 6 unseen (testing).
-
-The files carry no type, so it is derived by a fixed rule: the answer (yes/no, a date, a number, a quoted
-title), else the question's cue words ("who" → person, "which city" → location, …), else the answer's form
-(a nationality → adjective, a name → other proper noun, lower case → common noun); :func:`question_type`
-reads the question alone (run time). The split is drawn once with ``random.Random(0)``.
-"""
+"""HotpotQA's 12 answer types as InstructRAG tasks, 6 seen and 6 unseen (drawn once with ``random.Random(0)``), derived
+by a fixed rule from the answer, else the question's cue words, else the answer's form."""
 
 from __future__ import annotations
 
@@ -17,10 +12,8 @@ ANSWER_TYPES: tuple[str, ...] = ("person", "group/org", "location", "date", "num
                                  "adjective", "event", "other proper noun", "common noun", "other")
 """HotpotQA's answer types, the paper's 12 tasks."""
 
-SEEN_TASKS: tuple[str, ...] = tuple(sorted(random.Random(0).sample(ANSWER_TYPES, 6)))
-"""The 6 seen (training) tasks."""
-UNSEEN_TASKS: tuple[str, ...] = tuple(t for t in ANSWER_TYPES if t not in SEEN_TASKS)
-"""The 6 unseen (testing) tasks."""
+SEEN_TASKS: tuple[str, ...] = tuple(sorted(random.Random(0).sample(ANSWER_TYPES, 6)))  # training tasks
+UNSEEN_TASKS: tuple[str, ...] = tuple(t for t in ANSWER_TYPES if t not in SEEN_TASKS)  # testing tasks
 
 _MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
            "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
