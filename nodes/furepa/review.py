@@ -11,7 +11,8 @@ from ragplan.state.furepa import Candidate, FuRePAContext, FuRePAState, Iteratio
 
 __all__ = ["FuRePAReviewer", "MAX_QUERY_CHARS"]
 
-MAX_QUERY_CHARS = 300  # Longest edited query accepted (a search query, not a passage)
+MAX_QUERY_CHARS = 300
+"""Longest edited query accepted (a search query, not a passage)."""
 
 
 class FuRePAReviewer(PlanReviewer[FuRePAState, FuRePAContext]):

@@ -14,11 +14,16 @@ __all__ = ["InContextExample", "IN_CONTEXT_EXAMPLES", "ASSESSMENT_EXAMPLES", "AN
 class InContextExample:
     """One worked question, with what every prompt that shows it needs."""
 
-    question: str  # The question as a user would ask it
-    category: Literal["CLEAR AND COMPLETE", "INCOMPLETE", "AMBIGUOUS"]  # Its query assessment (paper §3.1)
-    answer: str  # The short answer (what ``standard`` and ``cot`` end with)
-    reasoning: str  # The chain of thought that leads to the answer (``cot``)
-    rewritten: str = ""  # INCOMPLETE: the completed question
+    question: str
+    """The question as a user would ask it."""
+    category: Literal["CLEAR AND COMPLETE", "INCOMPLETE", "AMBIGUOUS"]
+    """Its query assessment (paper §3.1)."""
+    answer: str
+    """The short answer (what ``standard`` and ``cot`` end with)."""
+    reasoning: str
+    """The chain of thought that leads to the answer (``cot``)."""
+    rewritten: str = ""
+    """INCOMPLETE: the completed question."""
     sub_queries: tuple[str, ...] = field(default_factory=tuple)
     """AMBIGUOUS: the sub-questions, in order (``#k`` refers to the k-th answer)."""
 

@@ -48,10 +48,13 @@ class BuildReport:
     shards: int = 0
     shards_reused: int = 0
     skipped_lines: int = 0
-    up_to_date: bool = False  # True when a finished index with the same inputs was already there (nothing was done)
+    up_to_date: bool = False
+    """True when a finished index with the same inputs was already there (nothing was done)."""
     skipped_errors: list[str] = field(default_factory=list)
-    model_seconds: float = 0.0  # Time spent loading the embedding model (0 when it was already loaded)
-    embed_seconds: float = 0.0  # Time spent embedding the passages of this run (not of reused shards)
+    model_seconds: float = 0.0
+    """Time spent loading the embedding model (0 when it was already loaded)."""
+    embed_seconds: float = 0.0
+    """Time spent embedding the passages of this run (not of reused shards)."""
     embedded: int = 0  # passages embedded by this run
 
 

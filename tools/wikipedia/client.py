@@ -29,7 +29,8 @@ __all__ = ["WikipediaClient", "WikipediaRetriever", "WikiPage", "WikipediaError"
 
 log = logging.getLogger(__name__)
 
-_FORMAT = 1  # Bumped when the key derivation or the entry layout changes (old entries are then ignored)
+_FORMAT = 1
+"""Bumped when the key derivation or the entry layout changes (old entries are then ignored)."""
 
 
 def default_cache_dir() -> Path:

@@ -25,9 +25,12 @@ class Hop:
     """One gold passage a question needs."""
 
     title: str
-    text: str = ""  # Its text (the dataset's paragraph; empty when the dataset does not ship it)
-    sub_question: str = ""  # The decomposition's sub-question for this hop, as written (may hold ``#k``)
-    answer: str = ""  # The sub-question's answer when the dataset gives it
+    text: str = ""
+    """Its text (the dataset's paragraph; empty when the dataset does not ship it)."""
+    sub_question: str = ""
+    """The decomposition's sub-question for this hop, as written (may hold ``#k``)."""
+    answer: str = ""
+    """The sub-question's answer when the dataset gives it."""
 
 
 @dataclass
@@ -45,7 +48,8 @@ class HopGroup:
     """The candidate queries, in the order a selector sees them (``first`` takes the first)."""
     labels: list[float] = field(default_factory=list)
     """Each candidate's reciprocal rank of a target (0 when none is in the top k)."""
-    source: str = "data"  # Where the candidates came from: data or llm
+    source: str = "data"
+    """Where the candidates came from: data or llm."""
 
 
 def _names(question: str, title: str) -> bool:

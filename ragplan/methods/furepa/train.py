@@ -23,20 +23,30 @@ __all__ = ["AssessorReport", "split_by_question", "featurize", "pick_mrr", "spea
 class AssessorReport:
     """What :func:`train_assessor` measured on the held-out questions, and where it saved the model."""
 
-    spearman: float  # Spearman correlation of score and label over every held-out candidate
-    group_spearman: float  # Mean per-group Spearman over held-out groups whose labels differ
-    mrr: dict[str, float]  # Mean label of the picked candidate: trained, first, random (expected), oracle
+    spearman: float
+    """Spearman correlation of score and label over every held-out candidate."""
+    group_spearman: float
+    """Mean per-group Spearman over held-out groups whose labels differ."""
+    mrr: dict[str, float]
+    """Mean label of the picked candidate: trained, first, random (expected), oracle."""
     n_questions: dict[str, int]
-    n_groups: dict[str, int]  # Picking points (question × hop) in each split
+    n_groups: dict[str, int]
+    """Picking points (question × hop) in each split."""
     n_candidates: dict[str, int]
-    train_mrr: dict[str, float]  # The same picks on the training questions (how well the scorer fits)
+    train_mrr: dict[str, float]
+    """The same picks on the training questions (how well the scorer fits)."""
     seed: int
-    label_k: int  # Results searched for the gold passage when labelling
-    candidates: str  # Where the candidates came from (data, llm, or both)
-    model_path: str  # The Sentence-BERT model of the features ('' = the packaged MiniLM)
+    label_k: int
+    """Results searched for the gold passage when labelling."""
+    candidates: str
+    """Where the candidates came from (data, llm, or both)."""
+    model_path: str
+    """The Sentence-BERT model of the features ('' = the packaged MiniLM)."""
     out_dir: str
-    seconds: float  # Wall time of the training (of the whole command when run from data)
-    importances: dict[str, float] = field(default_factory=dict)  # Share of the trees' splits on each feature
+    seconds: float
+    """Wall time of the training (of the whole command when run from data)."""
+    importances: dict[str, float] = field(default_factory=dict)
+    """Share of the trees' splits on each feature."""
 
     def lines(self) -> list[str]:
         """The report as printed by ``ragplan furepa train-assessor``."""

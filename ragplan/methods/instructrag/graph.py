@@ -19,7 +19,8 @@ from ragplan.tools.embeddings import get_embedder
 __all__ = ["START", "GRAPH_FILE", "InstructionGraph", "GraphStats", "build_instruction_graph", "embedder_for_graph",
            "graph_embedder", "noise_pool"]
 
-START = -1  # The virtual start node every path's first instruction hangs off
+START = -1
+"""The virtual start node every path's first instruction hangs off."""
 GRAPH_FILE = "graph.json"
 _HNSW_ABOVE = 50_000
 
@@ -29,15 +30,18 @@ class GraphStats:
     """Size and build time of an instruction graph (the paper's Table 6 columns)."""
 
     nodes: int
-    edges: int  # Edges between instruction nodes (edges from the start node not counted)
+    edges: int
+    """Edges between instruction nodes (edges from the start node not counted)."""
     start_edges: int
     instructions: int
     tasks: int
     questions: int
     paths: int
     failed_kept: int
-    noisy_paths: int  # Stored paths that are failed paths inserted as noise (``--noise-rate``)
-    junction_nodes: int  # Nodes holding instructions of two or more paths (where new paths can be combined)
+    noisy_paths: int
+    """Stored paths that are failed paths inserted as noise (``--noise-rate``)."""
+    junction_nodes: int
+    """Nodes holding instructions of two or more paths (where new paths can be combined)."""
     max_node_size: int
     delta: float
     build_seconds: float
@@ -58,11 +62,13 @@ class InstructionGraph:
     """Nodes (instruction sets), edges (task sets with questions), the stored paths and their embeddings."""
 
     delta: float = 0.4
-    model_path: str = ""  # The Sentence-BERT model the embeddings were made with ('' = the packaged default)
+    model_path: str = ""
+    """The Sentence-BERT model the embeddings were made with ('' = the packaged default)."""
     model_fingerprint: str = ""
     instructions: list[dict[str, Any]] = field(default_factory=list)
     """``{id, action, argument, text, node, path}`` per inserted instruction."""
-    nodes: list[list[int]] = field(default_factory=list)  # Instruction ids of each node
+    nodes: list[list[int]] = field(default_factory=list)
+    """Instruction ids of each node."""
     edges: dict[tuple[int, int], dict[str, list[int]]] = field(default_factory=dict)
     """(from node, to node) -> task -> question ids; from node -1 is the start node."""
     questions: list[dict[str, Any]] = field(default_factory=list)

@@ -64,7 +64,8 @@ class MetaReport:
     query: int = 0
     tasks: list[str] = field(default_factory=list)
     reward: str = ""
-    reward_failures: int = 0  # Reward runs that failed and scored 0 (the LLM reward's endpoint or graph errors)
+    reward_failures: int = 0
+    """Reward runs that failed and scored 0 (the LLM reward's endpoint or graph errors)."""
     reward_error: str = ""  # the last such failure
     out_dir: str = ""
 
@@ -73,7 +74,8 @@ class MetaReport:
 class AdaptReport:
     """What few-shot adaptation did, per task."""
 
-    tasks: dict[str, dict[str, float]] = field(default_factory=dict)  # task -> {shots, seconds, ws, pg, pt, ft}
+    tasks: dict[str, dict[str, float]] = field(default_factory=dict)
+    """task -> {shots, seconds, ws, pg, pt, ft}."""
     insert_seconds: float = 0.0
     seconds: float = 0.0
     out_dir: str = ""

@@ -18,7 +18,8 @@ from ragplan.methods.instructrag.tasks import answer_type
 __all__ = ["ACTIONS", "Instruction", "InstructionPath", "PathReadReport", "read_paths", "read_paths_jsonl",
            "parse_trajectory_log", "write_paths_jsonl", "parse_instruction"]
 
-ACTIONS = ("Search", "Lookup", "Finish")  # The HotpotQA action space of ReAct and InstructRAG (Table 9)
+ACTIONS = ("Search", "Lookup", "Finish")
+"""The HotpotQA action space of ReAct and InstructRAG (Table 9)."""
 
 _INSTR = re.compile(r"^\s*([A-Za-z]+)\s*\[(.*)\]\s*$", re.S)
 
@@ -52,9 +53,11 @@ class InstructionPath:
     answer: str
     instructions: list[Instruction]
     success: bool
-    task: str = ""  # The task (for HotpotQA one of the 12 answer types); derived when the source has none
+    task: str = ""
+    """The task (for HotpotQA one of the 12 answer types); derived when the source has none."""
     id: str = ""
-    source: str = ""  # Where the path came from (a file name and block number, or ``jsonl``)
+    source: str = ""
+    """Where the path came from (a file name and block number, or ``jsonl``)."""
     supporting_titles: list[str] = field(default_factory=list)
     """Gold supporting page titles when known (HotpotQA's supporting facts); the proxy reward uses them."""
 

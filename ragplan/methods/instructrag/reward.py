@@ -23,8 +23,10 @@ class QueryExample:
     question: str
     task: str
     answer: str
-    own_path: list[Instruction]  # The question's own successful path
-    qvec: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))  # Its unit Sentence-BERT vector
+    own_path: list[Instruction]
+    """The question's own successful path."""
+    qvec: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    """Its unit Sentence-BERT vector."""
     supporting_titles: list[str] = field(default_factory=list)
 
 
@@ -109,7 +111,8 @@ class LLMF1Reward:
         self._cache: dict[tuple[str, str], float] = {}
         self._graph: Any = None
         self.calls = 0
-        self.failures = 0  # Runs that raised (scored 0, not cached, so a later call tries again)
+        self.failures = 0
+        """Runs that raised (scored 0, not cached, so a later call tries again)."""
         self.last_error = ""
 
     def __call__(self, ex: QueryExample, path: list[Instruction]) -> float:

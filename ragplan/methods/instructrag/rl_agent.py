@@ -98,7 +98,8 @@ class StateBuilder:
 class TraversalResult:
     """The K candidate paths of one walk and every decision taken (for REINFORCE)."""
 
-    paths: list[list[int]] = field(default_factory=list)  # Each candidate as instruction ids, in order
+    paths: list[list[int]] = field(default_factory=list)
+    """Each candidate as instruction ids, in order."""
     path_nodes: list[list[int]] = field(default_factory=list)
     states: list[np.ndarray] = field(default_factory=list)
     actions: list[int] = field(default_factory=list)

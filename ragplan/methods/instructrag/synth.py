@@ -46,10 +46,12 @@ class SynthWorld:
     """Tasks whose questions ran out (the world's entities allow no more distinct ones), in the order they did."""
 
 
-_MAX_REPEATS = 300  # Draws of an already asked question after which a task counts as exhausted
+_MAX_REPEATS = 300
+"""Draws of an already asked question after which a task counts as exhausted."""
 
 
-Made = tuple[str, str, list[Instruction], list[str]]  # A question, its answer, its path and its supporting titles
+Made = tuple[str, str, list[Instruction], list[str]]
+"""A question, its answer, its path and its supporting titles."""
 
 
 def _path(*steps: str) -> list[Instruction]:
