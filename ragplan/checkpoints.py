@@ -17,7 +17,6 @@ import sqlite3
 import time
 import uuid
 from contextlib import closing, contextmanager
-from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any, Iterator, get_args, get_origin, get_type_hints
 from urllib.parse import unquote, urlsplit
@@ -26,6 +25,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel, Field
 
+from ragplan.family import context_settings
 from ragplan.registry import families
 
 __all__ = ["DB_ENV", "default_checkpoint_db", "checkpoint_db", "state_classes", "StateSerializer", "checkpoint_serde", "open_saver",
@@ -35,7 +35,6 @@ __all__ = ["DB_ENV", "default_checkpoint_db", "checkpoint_db", "state_classes", 
 DB_ENV = "RAGPLAN_CHECKPOINT_DB"
 """Environment variable naming the checkpoint file of ``ragplan ask`` / ``ragplan resume``."""
 
-_SECRET = re.compile(r"(^|_)(api_key|key|password|passwd|secret|token)$", re.I)
 REDACTED = "***"
 """What :func:`redact` writes in place of a credential."""
 _URL_PASSWORD = re.compile(r"(://[^/\s:@\"'\\]*:)([^/\s@\"'\\]+)(?=@)")
@@ -185,18 +184,6 @@ def new_thread_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def context_settings(ctx: Any) -> dict[str, Any]:
-    """The run's settings worth keeping: every context field whose value is JSON (objects and secrets left out)."""
-    values = {f.name: getattr(ctx, f.name, None) for f in fields(ctx)} if is_dataclass(ctx) else {}
-    return {k: v for k, v in values.items() if v is not None and not _SECRET.search(k) and _is_json(v)}
-
-
-def _is_json(value: Any) -> bool:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 class RunInfo(BaseModel):

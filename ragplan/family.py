@@ -10,7 +10,8 @@ which family they have; :mod:`ragplan.registry` finds a new family without edits
 from __future__ import annotations
 
 import json
-from dataclasses import MISSING, dataclass, field, fields
+import re
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from typing import Any, Callable, Literal, get_type_hints
 
 from langgraph.graph import StateGraph
@@ -20,7 +21,7 @@ from ragplan.state.context import LLMContext, recursion_limit_for
 from ragplan.state.result import GraphResult
 from ragplan.state.review import PlanReview
 
-__all__ = ["GraphSpec", "MethodFamily", "Emit", "input_keys_of", "Builder", "END"]
+__all__ = ["GraphSpec", "MethodFamily", "Emit", "input_keys_of", "Builder", "END", "context_settings"]
 
 #: What a family's graph builders return: an uncompiled graph (its state, context and schemas vary by family).
 Builder = StateGraph[Any, Any, Any, Any]
@@ -180,3 +181,20 @@ class MethodFamily:
 def input_keys_of(schema: Any) -> tuple[str, ...]:
     """The keys of a graph's input TypedDict (for :attr:`MethodFamily.input_keys`)."""
     return tuple(get_type_hints(schema))
+
+
+_SECRET = re.compile(r"(^|_)(api_key|key|password|passwd|secret|token)$", re.I)
+
+
+def context_settings(ctx: Any) -> dict[str, Any]:
+    """The run's settings worth keeping: every context field whose value is JSON (objects and secrets left out)."""
+    values = {f.name: getattr(ctx, f.name, None) for f in fields(ctx)} if is_dataclass(ctx) else {}
+    return {k: v for k, v in values.items() if v is not None and not _SECRET.search(k) and _is_json(v)}
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True

@@ -17,6 +17,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
+from ragplan.family import context_settings
 from ragplan.nodes import Node
 from ragplan.state.furepa import FuRePAState
 from ragplan.state.instructrag import InstructRAGState
@@ -117,8 +118,6 @@ def check_resume_context(runtime: Runtime[Any], plan: str, keep: bool) -> str:
     """With a store (the LangGraph server gives one): refuse to go on from a pause under other settings than the
     paused run's (the thread stays paused); ``keep``: keep this run's JSON settings at its first pause, under a key of
     thread and plan. The key ("" without a store)."""
-    from ragplan.checkpoints import context_settings  # (ragplan.checkpoints imports the registry, which builds graphs)
-
     if runtime.store is None:
         return ""  # ragplan ask / resume and ragplan.api keep the settings with the thread themselves
     thread = str(get_config().get("configurable", {}).get("thread_id", ""))

@@ -86,7 +86,7 @@ class TextQABenchmark:
         exs = self.examples()
         return bool(exs) and all(ex.kind in _LABEL_KINDS for ex in exs)
 
-    @cached_property
+    @property
     def metrics(self) -> tuple[str, ...]:
         """The record fields every summary table averages (``label_acc`` only when some question has a label)."""
         labels = any(ex.kind in _LABEL_KINDS for ex in self.examples())
