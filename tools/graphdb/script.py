@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Statement", "ScriptError", "split_statements", "read_script", "read_script_bytes", "decode_script"]
+__all__ = ["Statement", "ScriptError", "clip", "split_statements", "read_script", "read_script_bytes", "decode_script"]
 
 _LITERAL_OR_COMMENT = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`(?:[^`]|``)*`|(//[^\n]*)""", re.S)
 #: A statement whose code ends like this is not finished (its longest word, OPTIONAL, and the
@@ -33,13 +33,18 @@ class Statement:
     """1-based line number where the statement starts."""
 
 
+def clip(text: str, limit: int = 300) -> str:
+    """``text`` cut to ``limit`` characters, with an ellipsis and its full length: for messages quoting input."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
 class ScriptError(ValueError):
-    """A script statement could not be read or loaded; names the file and line."""
+    """A script statement could not be read or loaded; names the file and line (quoted text clipped)."""
 
     def __init__(self, path: str, line: int, reason: str, statement: str = "") -> None:
         self.path, self.line, self.reason, self.statement = path, line, reason, statement
-        shown = statement if len(statement) <= 200 else statement[:200] + "…"
-        super().__init__(f"{path}:{line}: {reason}" + (f"\n    {shown}" if shown else ""))
+        shown = clip(statement, 200)
+        super().__init__(f"{path}:{line}: {clip(reason)}" + (f"\n    {shown}" if shown else ""))
 
 
 _SCAN_STOP = re.compile(r"""//|['"`()\[\]{};]""")
