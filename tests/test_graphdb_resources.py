@@ -443,3 +443,100 @@ def test_worker_killed_while_idle_is_replaced_silently(store: EmbeddedGraphStore
         os.kill(pid, signal.SIGKILL)
     time.sleep(0.1)
     assert store.query("MATCH (n) RETURN count(n) AS c").rows == [{"c": N}]
+
+
+def worker_children() -> set[int]:
+    """This process's live query-worker children, read from /proc (not from the pool's own books)."""
+    pids: set[int] = set()
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/children") as fh:
+                pids.update(int(p) for p in fh.read().split())
+        except OSError:
+            continue
+    out = set()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if b"sandbox_worker" in fh.read():
+                    out.add(pid)
+        except OSError:
+            continue
+    return out
+
+
+class TestWorkerBudget:
+    """One budget of workers (count and memory) for every store of the process, as a batch of DQA questions has."""
+
+    def test_many_stores_at_once_stay_within_the_budget(self, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        import ragplan.tools.graphdb.tool as tool_mod
+        from ragplan.tools.graphdb import StoreSpec, open_store
+        from ragplan.tools.graphdb.sandbox import WORKERS
+
+        monkeypatch.setattr(WORKERS, "max_workers", 3)
+        monkeypatch.setattr(WORKERS, "memory_mb", 3 * 192)
+        monkeypatch.setattr(tool_mod, "STORE_CACHE_SIZE", 2)
+        monkeypatch.setattr(tool_mod, "_cache", type(tool_mod._cache)())
+        paths = []
+        for i in range(6):  # one script per question, as DQA has
+            paths.append(tmp_path / f"q{i}.cql")
+            paths[-1].write_text(graph_script() + f"\nCREATE (:Tag {{k: {i}}});\n")
+        open_store(StoreSpec(graph_path=str(paths[0]))).query("RETURN 1 AS one")  # idle workers of earlier tests go
+        peak, stop = [len(worker_children())], threading.Event()
+
+        def sample() -> None:
+            while not stop.wait(0.005):
+                peak[0] = max(peak[0], len(worker_children()))
+
+        hungry = "RETURN size(reduce(s = 'ab', i IN range(1, 40) | s + s)) AS n"
+
+        def ask(k: int) -> Any:
+            store = open_store(StoreSpec(graph_path=str(paths[k % 6])))
+            query = hungry if k % 4 == 0 else f"MATCH (t:Tag) MATCH (n {{i: {k % N}}}) RETURN t.k AS k, n.name AS name"
+            return store, k, run_graph_query(store, query, row_cap=10, timeout_s=20)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            with ThreadPoolExecutor(12) as pool:
+                results = list(pool.map(ask, range(36)))
+        finally:
+            stop.set()
+            sampler.join()
+        assert peak[0] <= 3, f"{peak[0]} workers were alive at once"
+        for store, k, out in results:
+            if k % 4 == 0:  # the hungry query got its share of the run's memory, not a gigabyte
+                assert not out.ok and "exceeded the 192 MB memory budget" in out.observation, out.observation
+            else:
+                assert out.ok and out.observation == f"k | name\n{k % 6} | n{k % N}", out.observation
+        evicted = {id(s): s for s, _, _ in results if s not in tool_mod._cache.values()}.values()
+        assert evicted
+        for store in evicted:  # an evicted store keeps no worker, and a run still holding it can query it
+            assert store.sandbox.worker_pids() == []
+        assert not worker_children() - {p for s in tool_mod._cache.values() for p in s.sandbox.worker_pids()}
+        store = next(iter(evicted))
+        assert store.query("MATCH (t:Tag) RETURN count(t) AS c").rows == [{"c": 1}]
+        assert store.sandbox.worker_pids() == []
+
+    def test_waiting_for_a_worker_counts_in_the_time_budget(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from ragplan.tools.graphdb.sandbox import WORKERS
+
+        monkeypatch.setattr(WORKERS, "max_workers", 1)
+        busy, waiting = (EmbeddedGraphStore.from_text(graph_script()) for _ in range(2))
+        try:
+            slow = threading.Thread(target=run_graph_query, args=(busy, "MATCH (a), (b), (c), (d), (e), (f), (g) "
+                                                                       "RETURN count(*) AS c"), kwargs={"row_cap": 1, "timeout_s": 4})
+            slow.start()
+            time.sleep(0.5)  # the slow query holds the only worker
+            t0 = time.monotonic()
+            out = run_graph_query(waiting, "RETURN 1 AS one", row_cap=1, timeout_s=1)
+            assert time.monotonic() - t0 < 2
+            assert out.error_kind == "timeout" and "no query worker was free" in out.observation, out.observation
+            slow.join(timeout=30)
+            assert waiting.query("RETURN 1 AS one").rows == [{"one": 1}]  # free again: it takes the idle worker
+            assert len(worker_children()) <= 1
+        finally:
+            busy.close()
+            waiting.close()

@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections import deque
+from collections import OrderedDict, deque
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +26,7 @@ from ragplan.tools.graphdb.sandbox_worker import HEADER, encode_frame, proc_stat
 from ragplan.tools.graphdb.script import ScriptError, Statement
 from ragplan.tools.graphdb.store import QueryError, QueryTimeout
 
-__all__ = ["QuerySandbox", "SandboxSettings", "WorkerExit"]
+__all__ = ["QuerySandbox", "SandboxSettings", "WORKERS", "WorkerBudget", "WorkerExit"]
 
 WORKER_SCRIPT = Path(__file__).with_name("sandbox_worker.py")
 #: Resident memory a worker may hold beyond graph + budget before the parent kills it (file pages, stacks).
@@ -39,11 +39,12 @@ class SandboxSettings:
     """Budgets of the worker processes that run an embedded store's untrusted queries."""
 
     memory_budget_mb: int = 1024
-    """Memory one query may use beyond the loaded graph; past it the query is stopped."""
+    """Memory one query may use beyond the loaded graph (at most its share of ``WORKERS.memory_mb``); past it the
+    query is stopped."""
     grace_s: float = 1.0
     """How long past its time budget a query may run before its worker is killed."""
     max_workers: int = 2
-    """Worker processes per store (each holds a copy of the graph); more queries wait."""
+    """Worker processes per store (each holds a copy of the graph), within ``WORKERS.max_workers``; more queries wait."""
     max_result_mb: int = 16
     """Largest result (all returned values together) a query may send back."""
     max_value_depth: int = 64
@@ -111,9 +112,9 @@ class _ReplyUnpickler(pickle.Unpickler):
 class _Worker:
     """One worker process: started at once, ready after it has loaded the graph, then one query at a time."""
 
-    def __init__(self, graph_fd: int, settings: SandboxSettings) -> None:
+    def __init__(self, graph_fd: int, settings: SandboxSettings, memory_bytes: int) -> None:
         self.settings = settings
-        self.budget = int(settings.memory_budget_mb) << 20
+        self.budget = memory_bytes
         self.dead = False
         self.ready = False
         self.rss_limit = 0
@@ -224,17 +225,19 @@ class _Worker:
         except (OSError, ValueError):
             return ""
 
-    def query(self, cypher: str, *, row_cap: int, timeout_s: float) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
-        """Run one checked query; returns ``(columns, rows, total_rows, warnings)`` or raises a query error."""
+    def query(self, cypher: str, *, row_cap: int, timeout_s: float,
+              left_s: float) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
+        """Run one checked query in the ``left_s`` of its ``timeout_s``: ``(columns, rows, total_rows, warnings)``."""
         if self.ready and self._reap(0.0) is not None:
             self.kill("crash")
             raise _GoneWhileIdle
         try:
             self.ensure_ready()
             mark = self._stderr.seek(0, io.SEEK_END)
-            hard_timeout = timeout_s + self.settings.grace_s
+            left_s = max(0.001, min(timeout_s, left_s))
+            hard_timeout = left_s + self.settings.grace_s
             request = {
-                "op": "query", "cypher": cypher, "row_cap": row_cap, "timeout_ms": max(1, int(timeout_s * 1000)),
+                "op": "query", "cypher": cypher, "row_cap": row_cap, "timeout_ms": max(1, int(left_s * 1000)),
                 "hard_timeout_s": hard_timeout, "max_result_bytes": int(self.settings.max_result_mb) << 20,
                 "max_value_depth": int(self.settings.max_value_depth),
             }
@@ -302,18 +305,46 @@ class _Worker:
         }.get(kind) or message or "the query failed in the engine")
 
 
+class WorkerBudget:
+    """The query workers of every embedded store in this process: a run-wide cap on their number and memory."""
+
+    def __init__(self, max_workers: int = 4, memory_mb: int = 1024) -> None:
+        self.max_workers = max_workers
+        """Live worker processes across all stores; a store needing one more takes another store's least recently
+        used idle worker, or its query waits (within its time budget)."""
+        self.memory_mb = memory_mb
+        """Memory all queries together may use beyond their graphs: each worker gets ``memory_mb / max_workers``
+        (or its store's ``memory_budget_mb`` if smaller)."""
+        self.cond = threading.Condition()
+        self.live: set[_Worker] = set()
+        self.idle: OrderedDict[_Worker, weakref.ref[QuerySandbox]] = OrderedDict()  # least recently used first
+
+    def worker_memory(self, settings: SandboxSettings) -> int:
+        """One worker's memory budget in bytes."""
+        share = int(self.memory_mb) // max(1, int(self.max_workers))
+        return max(32, min(int(settings.memory_budget_mb), share)) << 20
+
+
+WORKERS = WorkerBudget()
+"""The process's worker budget: set ``WORKERS.max_workers`` / ``WORKERS.memory_mb`` before running queries."""
+
+
 def _shutdown(workers: set[_Worker], graph: IO[bytes], owner_pid: int) -> None:
     """Kill a pool's workers and close its graph file (only in the process that started them)."""
     if os.getpid() != owner_pid:
         return
-    for worker in list(workers):
-        worker.kill()
-    workers.clear()
+    with WORKERS.cond:
+        for worker in list(workers):
+            worker.kill()
+            WORKERS.live.discard(worker)
+            WORKERS.idle.pop(worker, None)
+        workers.clear()
+        WORKERS.cond.notify_all()
     graph.close()
 
 
 class QuerySandbox:
-    """A small pool of worker processes serving one graph; thread-safe."""
+    """The worker processes serving one graph, within the process's :data:`WORKERS` budget; thread-safe."""
 
     def __init__(self, statements: list[Statement], *, settings: SandboxSettings = SandboxSettings(),
                  source: str = "<graph>") -> None:
@@ -322,11 +353,10 @@ class QuerySandbox:
         self._graph = tempfile.TemporaryFile(prefix="ragplan-graph-")  # already unlinked: no leftovers
         self._graph.write(json.dumps([source, [(st.line, st.text) for st in statements]]).encode())
         self._graph.flush()
-        self._cond = threading.Condition()
-        self._idle: list[_Worker] = []
+        self._ref = weakref.ref(self)
         self._workers: set[_Worker] = set()
         self._pid = os.getpid()
-        self._closed = False
+        self._closed = self._released = False
         self.exits: deque[WorkerExit] = deque(maxlen=64)
         """The most recent worker exits, oldest first."""
         self._finalizer = weakref.finalize(self, _shutdown, self._workers, self._graph, self._pid)
@@ -337,11 +367,16 @@ class QuerySandbox:
             raise
 
     def run(self, cypher: str, *, row_cap: int, timeout_s: float) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
-        """Run one checked query in a worker: ``(columns, rows, total_rows, warnings)``, or a query error."""
+        """Run one checked query in a worker: ``(columns, rows, total_rows, warnings)``, or a query error.
+        Waiting for a free worker counts in ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
         for _ in range(3):
-            worker = self._checkout()
+            worker = self._checkout(deadline)
+            if worker is None:
+                raise QueryTimeout(timeout_message(timeout_s, f"no query worker was free: all {WORKERS.max_workers} of "
+                                                              "this process's workers were busy"))
             try:
-                return worker.query(cypher, row_cap=row_cap, timeout_s=timeout_s)
+                return worker.query(cypher, row_cap=row_cap, timeout_s=timeout_s, left_s=deadline - time.monotonic())
             except _GoneWhileIdle:
                 continue
             finally:
@@ -350,60 +385,83 @@ class QuerySandbox:
 
     def worker_pids(self) -> list[int]:
         """Process ids of the live workers (for tests and monitoring)."""
-        with self._cond:
+        with WORKERS.cond:
             return sorted(w.proc.pid for w in self._workers if not w.dead)
 
     def warm_up(self) -> None:
         """Take a worker and wait until it has loaded the graph (starting one if none is idle)."""
-        worker = self._checkout()
+        worker = self._checkout(time.monotonic() + self.settings.start_timeout_s)
+        if worker is None:
+            raise QueryError(f"no query worker became free within {self.settings.start_timeout_s:g} s to load the graph")
         try:
             worker.ensure_ready()
         finally:
             self._checkin(worker)
 
-    def _checkout(self) -> _Worker:
-        with self._cond:
+    def _checkout(self, deadline: float) -> _Worker | None:
+        """An idle worker of this store, else a new one within the budget; ``None`` if none by ``deadline``."""
+        with WORKERS.cond:
             if os.getpid() != self._pid:  # a forked child: the workers belong to the parent
                 raise QueryError("this store's query workers belong to another process; open the store again here")
             while True:
                 if self._closed:
                     raise QueryError("the graph store is closed")
-                if self._idle:
-                    return self._idle.pop()
+                mine = next((w for w in reversed(WORKERS.idle) if WORKERS.idle[w]() is self), None)
+                if mine is not None:
+                    del WORKERS.idle[mine]
+                    return mine
                 if len(self._workers) < max(1, self.settings.max_workers):
-                    worker = _Worker(self._graph.fileno(), self.settings)
-                    self._workers.add(worker)
-                    return worker
-                self._cond.wait()
+                    while len(WORKERS.live) >= max(1, WORKERS.max_workers) and WORKERS.idle:
+                        other, ref = WORKERS.idle.popitem(last=False)  # another store's least recently used
+                        owner = ref()
+                        owner._retire(other) if owner is not None else other.kill()
+                        WORKERS.live.discard(other)
+                    if len(WORKERS.live) < max(1, WORKERS.max_workers):
+                        return self._start()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                WORKERS.cond.wait(min(left, 1.0))
+
+    def _start(self) -> _Worker:
+        worker = _Worker(self._graph.fileno(), self.settings, WORKERS.worker_memory(self.settings))
+        self._workers.add(worker)
+        WORKERS.live.add(worker)
+        return worker
 
     def _checkin(self, worker: _Worker) -> None:
-        with self._cond:
-            if worker.dead or self._closed:
+        with WORKERS.cond:
+            if worker.dead or self._closed or self._released:
                 self._retire(worker)
-                if not self._closed and worker.ready:  # replace a worker that died serving: start loading now
-                    with suppress(QueryError):
-                        fresh = _Worker(self._graph.fileno(), self.settings)
-                        self._workers.add(fresh)
-                        self._idle.append(fresh)
+                if not (self._closed or self._released) and worker.ready and len(WORKERS.live) < WORKERS.max_workers:
+                    with suppress(QueryError):  # replace a worker that died serving: start loading now
+                        WORKERS.idle[self._start()] = self._ref
             else:
-                self._idle.append(worker)
-            self._cond.notify()
+                WORKERS.idle[worker] = self._ref  # now the most recently used
+            WORKERS.cond.notify_all()
             if self._closed and not self._workers:
                 self._finalizer()
 
     def _retire(self, worker: _Worker) -> None:
         worker.kill()
         self._workers.discard(worker)
+        WORKERS.live.discard(worker)
+        WORKERS.idle.pop(worker, None)
         self.exits.append(WorkerExit(worker.proc.pid, worker.exit_reason, worker.peak_rss))
+
+    def release(self) -> None:
+        """Keep no idle worker: stop the idle ones now, a busy one when its query ends; later queries still run."""
+        with WORKERS.cond:
+            self._released = True
+            for worker in [w for w, ref in WORKERS.idle.items() if ref() is self]:
+                self._retire(worker)
+            WORKERS.cond.notify_all()
 
     def close(self) -> None:
         """Stop the idle workers now and the busy ones when their query ends; then close the graph file."""
-        with self._cond:
+        with WORKERS.cond:
             self._closed = True
-            for worker in self._idle:
-                self._retire(worker)
-            self._idle.clear()
+            self.release()
             busy = bool(self._workers)
-            self._cond.notify_all()
         if not busy:
             self._finalizer()

@@ -80,7 +80,9 @@ def open_store(spec: StoreSpec) -> GraphStore:
             _cache[key] = store
             _loading.pop(key, None)
             while len(_cache) > STORE_CACHE_SIZE:
-                _cache.popitem(last=False)  # not closed: a run on another thread may still hold it
+                _, evicted = _cache.popitem(last=False)
+                if isinstance(evicted, EmbeddedGraphStore):  # its workers go; a run still holding it starts one per query
+                    evicted.sandbox.release()
         return store
 
 
