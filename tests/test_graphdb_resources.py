@@ -395,6 +395,31 @@ def test_observation_is_cut(store: EmbeddedGraphStore) -> None:
     assert out.observation.endswith("characters: return fewer or shorter values)")
 
 
+def test_a_result_of_too_many_values_is_refused_naming_the_bound(store: EmbeddedGraphStore) -> None:
+    """Rows within a raised row cap but more values than a worker may return: a query error that names the bound."""
+    t0 = time.monotonic()
+    out = run_graph_query(store, "UNWIND range(1, 150000) AS x RETURN x", row_cap=200_000, timeout_s=TIMEOUT_S)
+    assert time.monotonic() - t0 < TIMEOUT_S + 2
+    assert not out.ok and out.error_kind == "error" and "more than 100,000 values" in out.observation, out.observation
+    ok = run_graph_query(store, "UNWIND range(1, 1000) AS x RETURN x", row_cap=1000, timeout_s=TIMEOUT_S)
+    assert ok.ok and ok.row_count == 1000
+
+
+def test_formatting_a_large_result_stops_at_the_observation_size(store: EmbeddedGraphStore) -> None:
+    """The caller's formatting is bounded by what the LLM can see, not by the result's size (which used to cost
+    seconds past the query's time budget for a list of a million empty maps)."""
+    from ragplan.tools.graphdb import format_rows
+    from ragplan.tools.graphdb.tool import OBSERVATION_CHARS
+
+    t0 = time.perf_counter()
+    text = format_rows(["l", "m"], [{"l": [{}] * 1_000_000, "m": {f"k{i}": i for i in range(100_000)}}] * 50, 50, True, 1000)
+    assert time.perf_counter() - t0 < 1.0 and len(text) < 2500 and "…" in text
+    t0 = time.monotonic()
+    out = run_graph_query(store, "RETURN [x IN range(1, 99000) | {}] AS l", row_cap=10, timeout_s=TIMEOUT_S + 3)
+    assert time.monotonic() - t0 < TIMEOUT_S + 3 + 1
+    assert out.ok and len(out.observation) < OBSERVATION_CHARS + 200, out.observation[-200:]
+
+
 NEO4J_URI = os.environ.get("NEO4J_URI", "")
 
 
@@ -476,7 +501,7 @@ class TestWorkerBudget:
         from ragplan.tools.graphdb.sandbox import WORKERS
 
         monkeypatch.setattr(WORKERS, "max_workers", 3)
-        monkeypatch.setattr(WORKERS, "memory_mb", 3 * 192)
+        monkeypatch.setattr(WORKERS, "memory_mb", 192)
         monkeypatch.setattr(tool_mod, "STORE_CACHE_SIZE", 2)
         monkeypatch.setattr(tool_mod, "_cache", type(tool_mod._cache)())
         paths = []

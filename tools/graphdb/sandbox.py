@@ -19,7 +19,7 @@ from collections import OrderedDict, deque
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Iterable
 
 from ragplan.tools.graphdb.readonly import QueryRefused
 from ragplan.tools.graphdb.sandbox_worker import HEADER, encode_frame, proc_status
@@ -47,6 +47,8 @@ class SandboxSettings:
     """Worker processes per store (each holds a copy of the graph), within ``WORKERS.max_workers``; more queries wait."""
     max_result_mb: int = 16
     """Largest result (all returned values together) a query may send back."""
+    max_values: int = 100_000
+    """Most values (each number, string, list, map …) a result may hold: past it the query fails, naming the bound."""
     max_value_depth: int = 64
     """Deepest nesting of lists / maps in a returned value."""
     start_timeout_s: float = 60.0
@@ -68,9 +70,11 @@ def timeout_message(timeout_s: float, detail: str = "") -> str:
             "LIMIT early")
 
 
-def memory_message(budget_bytes: int) -> str:
-    """What the LLM reads when a query ran out of memory."""
-    return (f"the query exceeded the {size_text(budget_bytes)} memory budget and was stopped: avoid cartesian products "
+def memory_message(budget_bytes: int, shared: bool = False) -> str:
+    """What the LLM reads when a query ran out of memory (``shared``: of the budget all running queries share)."""
+    return (f"the query exceeded the {size_text(budget_bytes)} memory budget"
+            + (" shared by the queries running at once (it used the most)" if shared else "")
+            + " and was stopped: avoid cartesian products "
             "(MATCH (a), (b), …) and long variable-length paths, do not build huge lists or strings (reduce, collect, "
             "range), and aggregate, filter or LIMIT early")
 
@@ -117,7 +121,7 @@ class _Worker:
         self.budget = memory_bytes
         self.dead = False
         self.ready = False
-        self.rss_limit = 0
+        self.rss_limit = self.base_rss = self.growth = 0
         self.exit_reason = ""
         """Why the process ended: timeout, memory, crash, closed, start (failed to start) or broken."""
         self.peak_rss = 0
@@ -144,8 +148,11 @@ class _Worker:
             now = time.monotonic()
             if watch_memory and now >= next_check:
                 next_check = now + _POLL_S
-                if self._sample_memory() > self.rss_limit > 0:
+                rss = self._sample_memory()
+                if rss > self.rss_limit > 0:
                     raise _Stop("memory")
+                if WORKERS.over(self, rss):
+                    raise _Stop("shared")
             if now >= deadline:
                 raise _Stop("timeout")
             if self._poller.poll(max(1, int(min(deadline - now, _POLL_S) * 1000))):
@@ -182,7 +189,8 @@ class _Worker:
         if not (isinstance(reply, tuple) and reply and reply[0] == "ready"):
             self.kill("start")
             raise QueryError("the query worker did not start properly")
-        self.rss_limit = self._sample_memory() + self.budget + _RSS_SLACK
+        self.base_rss = self._sample_memory()
+        self.rss_limit = self.base_rss + self.budget + _RSS_SLACK
         self.ready = True
 
     def _sample_memory(self) -> int:
@@ -225,8 +233,8 @@ class _Worker:
         except (OSError, ValueError):
             return ""
 
-    def query(self, cypher: str, *, row_cap: int, timeout_s: float,
-              left_s: float) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
+    def query(self, cypher: str, *, row_cap: int, timeout_s: float, left_s: float,
+              keep_id: list[str]) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
         """Run one checked query in the ``left_s`` of its ``timeout_s``: ``(columns, rows, total_rows, warnings)``."""
         if self.ready and self._reap(0.0) is not None:
             self.kill("crash")
@@ -239,7 +247,8 @@ class _Worker:
             request = {
                 "op": "query", "cypher": cypher, "row_cap": row_cap, "timeout_ms": max(1, int(left_s * 1000)),
                 "hard_timeout_s": hard_timeout, "max_result_bytes": int(self.settings.max_result_mb) << 20,
-                "max_value_depth": int(self.settings.max_value_depth),
+                "max_values": int(self.settings.max_values), "max_value_depth": int(self.settings.max_value_depth),
+                "keep_id": keep_id,
             }
             try:
                 self.proc.stdin.write(encode_frame(request))  # type: ignore[union-attr]
@@ -249,10 +258,12 @@ class _Worker:
                 kind = stop.args[0] if isinstance(stop, _Stop) else "died"
                 if kind == "died":
                     raise self._death_error(mark, timeout_s) from None
-                self.kill(kind)
+                self.kill("memory" if kind == "shared" else kind)
                 if kind == "timeout":
                     raise QueryTimeout(timeout_message(timeout_s, "the engine did not stop, so its worker was ended")) from None
                 broken = "the query worker sent a malformed reply and was restarted; try the query again"
+                if kind == "shared":
+                    raise QueryError(memory_message(int(WORKERS.memory_mb) << 20, shared=True)) from None
                 raise QueryError(memory_message(self.budget) if kind == "memory" else broken) from None
         except QueryError:
             raise
@@ -300,6 +311,8 @@ class _Worker:
             "too_big": f"the result is larger than {size_text(int(self.settings.max_result_mb) << 20)} and was not "
                        "returned: return fewer or smaller values (count(*), size(x) or a LIMIT instead of a huge "
                        "list or string)",
+            "too_many": f"the result holds more than {self.settings.max_values:,} values and was not returned: return "
+                        "fewer rows or shorter lists (count(*), size(x), or aggregate, filter or LIMIT first)",
             "too_deep": f"a returned value nests lists or maps more than {self.settings.max_value_depth} levels deep: "
                         "return something flatter",
         }.get(kind) or message or "the query failed in the engine")
@@ -308,21 +321,27 @@ class _Worker:
 class WorkerBudget:
     """The query workers of every embedded store in this process: a run-wide cap on their number and memory."""
 
-    def __init__(self, max_workers: int = 4, memory_mb: int = 1024) -> None:
+    def __init__(self, max_workers: int = 16, memory_mb: int = 1024) -> None:
         self.max_workers = max_workers
         """Live worker processes across all stores; a store needing one more takes another store's least recently
         used idle worker, or its query waits (within its time budget)."""
         self.memory_mb = memory_mb
-        """Memory all queries together may use beyond their graphs: each worker gets ``memory_mb / max_workers``
-        (or its store's ``memory_budget_mb`` if smaller)."""
+        """Memory all running queries together may use beyond their graphs; past it the one using the most is
+        stopped. One query may use at most this or its store's ``memory_budget_mb``."""
         self.cond = threading.Condition()
         self.live: set[_Worker] = set()
         self.idle: OrderedDict[_Worker, weakref.ref[QuerySandbox]] = OrderedDict()  # least recently used first
 
     def worker_memory(self, settings: SandboxSettings) -> int:
         """One worker's memory budget in bytes."""
-        share = int(self.memory_mb) // max(1, int(self.max_workers))
-        return max(32, min(int(settings.memory_budget_mb), share)) << 20
+        return max(32, min(int(settings.memory_budget_mb), int(self.memory_mb))) << 20
+
+    def over(self, worker: _Worker, rss: int) -> bool:
+        """Whether the live workers' growth past their loaded graphs (``worker`` now at ``rss``) is over
+        ``memory_mb`` and ``worker`` grew the most."""
+        worker.growth = max(0, rss - worker.base_rss)
+        growths = [w.growth for w in list(self.live)]
+        return sum(growths) > int(self.memory_mb) << 20 and worker.growth >= max(growths)
 
 
 WORKERS = WorkerBudget()
@@ -347,9 +366,10 @@ class QuerySandbox:
     """The worker processes serving one graph, within the process's :data:`WORKERS` budget; thread-safe."""
 
     def __init__(self, statements: list[Statement], *, settings: SandboxSettings = SandboxSettings(),
-                 source: str = "<graph>") -> None:
-        """Load the statements in a first worker; :class:`ScriptError` or :class:`QueryError` leave nothing running."""
-        self.settings, self.source = settings, source
+                 source: str = "<graph>", keep_id: Iterable[str] = ()) -> None:
+        """Load the statements in a first worker (``keep_id``: labels whose ``id`` results show); :class:`ScriptError`
+        or :class:`QueryError` leave nothing running."""
+        self.settings, self.source, self.keep_id = settings, source, sorted(keep_id)
         self._graph = tempfile.TemporaryFile(prefix="ragplan-graph-")  # already unlinked: no leftovers
         self._graph.write(json.dumps([source, [(st.line, st.text) for st in statements]]).encode())
         self._graph.flush()
@@ -376,7 +396,8 @@ class QuerySandbox:
                 raise QueryTimeout(timeout_message(timeout_s, f"no query worker was free: all {WORKERS.max_workers} of "
                                                               "this process's workers were busy"))
             try:
-                return worker.query(cypher, row_cap=row_cap, timeout_s=timeout_s, left_s=deadline - time.monotonic())
+                return worker.query(cypher, row_cap=row_cap, timeout_s=timeout_s, left_s=deadline - time.monotonic(),
+                                    keep_id=self.keep_id)
             except _GoneWhileIdle:
                 continue
             finally:
@@ -431,7 +452,9 @@ class QuerySandbox:
 
     def _checkin(self, worker: _Worker) -> None:
         with WORKERS.cond:
-            if worker.dead or self._closed or self._released:
+            if not worker.dead and worker.ready:  # a worker that kept its query's memory is not kept idle
+                worker.growth = max(0, worker._sample_memory() - worker.base_rss)
+            if worker.dead or self._closed or self._released or worker.growth > _RSS_SLACK:
                 self._retire(worker)
                 if not (self._closed or self._released) and worker.ready and len(WORKERS.live) < WORKERS.max_workers:
                     with suppress(QueryError):  # replace a worker that died serving: start loading now
