@@ -147,7 +147,7 @@ class PeakSampler:
 
 @pytest.fixture(scope="module")
 def store() -> Any:
-    """The attack graph in an embedded store with the default sandbox budgets (1 GB, 1 s grace)."""
+    """The attack graph in an embedded store with the default sandbox budgets (512 MB, 1 s grace)."""
     s = EmbeddedGraphStore.from_text(graph_script(), source="attack.cql")
     s.sandbox.warm_up()
     yield s

@@ -321,7 +321,7 @@ class _Worker:
 class WorkerBudget:
     """The query workers of every embedded store in this process: a run-wide cap on their number and memory."""
 
-    def __init__(self, max_workers: int = 16, memory_mb: int = 1024) -> None:
+    def __init__(self, max_workers: int = 16, memory_mb: int = 512) -> None:
         self.max_workers = max_workers
         """Live worker processes across all stores; a store needing one more takes another store's least recently
         used idle worker, or its query waits (within its time budget)."""
