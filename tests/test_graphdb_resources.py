@@ -545,6 +545,24 @@ class TestWorkerBudget:
         assert store.query("MATCH (t:Tag) RETURN count(t) AS c").rows == [{"c": 1}]
         assert store.sandbox.worker_pids() == []
 
+    def test_the_query_using_the_most_of_the_shared_memory_is_stopped(self) -> None:
+        """Past ``memory_mb`` in all (growth beyond each worker's loaded graph), only the biggest grower is stopped;
+        an ended worker no longer counts."""
+        from ragplan.tools.graphdb.sandbox import WorkerBudget
+
+        class Worker:  # what the budget reads of a worker
+            base_rss, growth, dead = 40 << 20, 0, False
+
+        budget, mb = WorkerBudget(max_workers=4, memory_mb=100), 1 << 20
+        a, b, c = Worker(), Worker(), Worker()
+        budget.live.update([a, b, c])  # type: ignore[list-item]
+        assert not budget.over(a, 70 * mb) and not budget.over(b, 90 * mb)  # 30 + 50 MB: within the budget
+        assert not budget.over(c, 80 * mb)  # 120 MB in all, but b uses more than c
+        assert budget.over(b, 91 * mb)  # b is the biggest: it is the one stopped
+        b.dead = True
+        assert not budget.over(c, 80 * mb)  # 30 + 40 MB once b has ended
+        assert budget.worker_memory(SandboxSettings()) == 100 * mb  # and no one query gets more than the whole budget
+
     def test_waiting_for_a_worker_counts_in_the_time_budget(self, monkeypatch: pytest.MonkeyPatch) -> None:
         from ragplan.tools.graphdb.sandbox import WORKERS
 

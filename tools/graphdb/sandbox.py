@@ -340,7 +340,7 @@ class WorkerBudget:
         """Whether the live workers' growth past their loaded graphs (``worker`` now at ``rss``) is over
         ``memory_mb`` and ``worker`` grew the most."""
         worker.growth = max(0, rss - worker.base_rss)
-        growths = [w.growth for w in list(self.live)]
+        growths = [w.growth for w in list(self.live) if not w.dead]
         return sum(growths) > int(self.memory_mb) << 20 and worker.growth >= max(growths)
 
 
