@@ -39,8 +39,8 @@ class SandboxSettings:
     """Budgets of the worker processes that run an embedded store's untrusted queries."""
 
     memory_budget_mb: int = 1024
-    """Memory one query may use beyond the loaded graph (at most its share of ``WORKERS.memory_mb``); past it the
-    query is stopped."""
+    """Memory one query may use beyond the loaded graph (and at most ``WORKERS.memory_mb``); past it the query is
+    stopped."""
     grace_s: float = 1.0
     """How long past its time budget a query may run before its worker is killed."""
     max_workers: int = 2
@@ -97,7 +97,7 @@ class WorkerExit:
 
 
 class _Stop(Exception):
-    """Reading a reply ended early: ``timeout``, ``memory``, ``died`` or ``broken`` (a malformed reply)."""
+    """Reading a reply ended early: ``timeout``, ``memory``, ``shared`` (memory), ``died`` or ``broken`` (a malformed reply)."""
 
 
 class _GoneWhileIdle(Exception):
@@ -233,16 +233,16 @@ class _Worker:
         except (OSError, ValueError):
             return ""
 
-    def query(self, cypher: str, *, row_cap: int, timeout_s: float, left_s: float,
+    def query(self, cypher: str, *, row_cap: int, timeout_s: float, deadline: float,
               keep_id: list[str]) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
-        """Run one checked query in the ``left_s`` of its ``timeout_s``: ``(columns, rows, total_rows, warnings)``."""
+        """Run one checked query by ``deadline`` (its ``timeout_s`` less any wait): ``(columns, rows, total, warnings)``."""
         if self.ready and self._reap(0.0) is not None:
             self.kill("crash")
             raise _GoneWhileIdle
         try:
             self.ensure_ready()
             mark = self._stderr.seek(0, io.SEEK_END)
-            left_s = max(0.001, min(timeout_s, left_s))
+            left_s = max(0.001, min(timeout_s, deadline - time.monotonic()))
             hard_timeout = left_s + self.settings.grace_s
             request = {
                 "op": "query", "cypher": cypher, "row_cap": row_cap, "timeout_ms": max(1, int(left_s * 1000)),
@@ -388,7 +388,7 @@ class QuerySandbox:
 
     def run(self, cypher: str, *, row_cap: int, timeout_s: float) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
         """Run one checked query in a worker: ``(columns, rows, total_rows, warnings)``, or a query error.
-        Waiting for a free worker counts in ``timeout_s``."""
+        Waiting for a free worker (and starting it) counts in ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         for _ in range(3):
             worker = self._checkout(deadline)
@@ -396,8 +396,7 @@ class QuerySandbox:
                 raise QueryTimeout(timeout_message(timeout_s, f"no query worker was free: all {WORKERS.max_workers} of "
                                                               "this process's workers were busy"))
             try:
-                return worker.query(cypher, row_cap=row_cap, timeout_s=timeout_s, left_s=deadline - time.monotonic(),
-                                    keep_id=self.keep_id)
+                return worker.query(cypher, row_cap=row_cap, timeout_s=timeout_s, deadline=deadline, keep_id=self.keep_id)
             except _GoneWhileIdle:
                 continue
             finally:
