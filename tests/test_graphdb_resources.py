@@ -348,13 +348,11 @@ class TestSandbox:
         """The script loads in a worker: a failing statement is a ScriptError with its line, and no worker is left."""
         from ragplan.tools.graphdb import ScriptError
 
-        before = set(os.listdir("/proc"))
+        before = worker_children()  # this process's own (other processes on the machine may run workers too)
         with pytest.raises(ScriptError, match=r"^bad\.cql:2: ") as err:
             EmbeddedGraphStore.from_text("CREATE (a:X {i: 1});\nCREATE (b:X {i: });\n", source="bad.cql")
         assert (err.value.line, err.value.statement) == (2, "CREATE (b:X {i: })")
-        workers = [p for p in set(os.listdir("/proc")) - before if p.isdigit() and os.path.exists(f"/proc/{p}/cmdline")
-                   and b"sandbox_worker" in open(f"/proc/{p}/cmdline", "rb").read()]
-        assert workers == []
+        assert worker_children() - before == set()
 
     def test_restarted_worker_loads_the_saved_graph(self) -> None:
         """Workers after the first start from the loaded graph the first one left, not from the script."""
