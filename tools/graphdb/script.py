@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Statement", "ScriptError", "clip", "split_statements", "read_script", "read_script_bytes", "decode_script"]
+__all__ = ["Statement", "ScriptError", "split_statements", "read_script", "read_script_bytes", "decode_script"]
 
 _LITERAL_OR_COMMENT = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`(?:[^`]|``)*`|(//[^\n]*)""", re.S)
 #: A statement whose code ends like this is not finished (its longest word, OPTIONAL, and the
@@ -33,7 +33,7 @@ class Statement:
     """1-based line number where the statement starts."""
 
 
-def clip(text: str, limit: int = 300) -> str:
+def _clip(text: str, limit: int = 300) -> str:
     """``text`` cut to ``limit`` characters, with an ellipsis and its full length: for messages quoting input."""
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
 
@@ -43,8 +43,8 @@ class ScriptError(ValueError):
 
     def __init__(self, path: str, line: int, reason: str, statement: str = "") -> None:
         self.path, self.line, self.reason, self.statement = path, line, reason, statement
-        shown = clip(statement, 200)
-        super().__init__(f"{path}:{line}: {clip(reason)}" + (f"\n    {shown}" if shown else ""))
+        shown = _clip(statement, 200)
+        super().__init__(f"{path}:{line}: {_clip(reason)}" + (f"\n    {shown}" if shown else ""))
 
 
 _SCAN_STOP = re.compile(r"""//|['"`()\[\]{};]""")
