@@ -341,7 +341,7 @@ class WorkerBudget:
         ``memory_mb`` and ``worker`` grew the most."""
         worker.growth = max(0, rss - worker.base_rss)
         growths = [w.growth for w in list(self.live) if not w.dead]
-        return sum(growths) > int(self.memory_mb) << 20 and worker.growth >= max(growths)
+        return sum(growths) > int(self.memory_mb) << 20 and worker.growth >= max(growths, default=0)
 
 
 WORKERS = WorkerBudget()
@@ -426,7 +426,7 @@ class QuerySandbox:
             while True:
                 if self._closed:
                     raise QueryError("the graph store is closed")
-                mine = next((w for w in reversed(WORKERS.idle) if WORKERS.idle[w]() is self), None)
+                mine = next((w for w, ref in reversed(list(WORKERS.idle.items())) if ref() is self), None)
                 if mine is not None:
                     del WORKERS.idle[mine]
                     return mine
