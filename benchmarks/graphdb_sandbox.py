@@ -5,17 +5,23 @@ On the synthetic graph of ``benchmarks/graphdb_load.py``, over ``--repeat`` roun
 in the worker (statement check and pipe round trip included: the p50 difference is the overhead); the
 restart after a query that crashes the engine. p50 / p95 per step, ratios with ``--baseline``.
 ``--attacks`` instead runs the resource-attack corpus of ``tests/test_graphdb_resources.py`` and prints
-each attack's wall time, peak worker memory and observation. A measurement, not a test.
+each attack's wall time, peak worker memory and observation. ``--batch N`` runs ``ragplan eval --concurrency N``
+over N DQA questions whose (local stub) LLM writes a memory-hungry query, and prints the peak resident memory
+of the eval's whole process tree and the most workers alive. A measurement,
+not a test.
 
     python benchmarks/graphdb_sandbox.py [--repeat 3] [--query-runs 200] [--baseline FILE.json] [--save FILE.json]
     python benchmarks/graphdb_sandbox.py --attacks [--timeout 2]
+    python benchmarks/graphdb_sandbox.py --batch 32 [--timeout 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+import tempfile
 from contextlib import suppress
 from pathlib import Path
 
@@ -27,6 +33,8 @@ from common import save_report  # noqa: E402
 from graphdb_load import print_steps, step_rows, synthetic_script, timed  # noqa: E402
 
 from ragplan.tools.graphdb import EmbeddedGraphStore, QueryError, run_graph_query, split_statements  # noqa: E402
+from ragplan.tools.graphdb.sandbox import WORKERS  # noqa: E402
+from ragplan.tools.graphdb.sandbox_worker import proc_status  # noqa: E402
 
 QUERIES = {
     "trivial (RETURN 1)": "RETURN 1 AS x",
@@ -90,6 +98,62 @@ def run_attacks(timeout_s: float) -> None:
     store.close()
 
 
+HUNGRY = "MATCH (a:Country), (b:Country) RETURN size(collect([a, b])) AS n"  # every pair of countries
+
+
+def tree(pid: int) -> tuple[int, int]:
+    """Resident bytes of process ``pid`` and its descendants together, and how many query workers are among them."""
+    total, workers, todo = 0, 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            total += proc_status(p, "VmRSS")[0]
+            workers += b"sandbox_worker" in Path(f"/proc/{p}/cmdline").read_bytes()
+            todo += [int(c) for t in os.listdir(f"/proc/{p}/task") for c in Path(f"/proc/{p}/task/{t}/children").read_text().split()]
+        except (OSError, ValueError, IndexError):
+            continue
+    return total, workers
+
+
+def run_batch(n: int, timeout_s: float) -> None:
+    """``ragplan eval --method single_rag --concurrency n`` over ``n`` DQA locating questions (official size, one
+    script each) whose LLM writes :data:`HUNGRY`: the peak memory of the eval's process tree, sampled every 10 ms."""
+    import json
+    import subprocess
+
+    from ragplan.methods.planrag.generate import generate_clone
+    from tests.auto_reply import auto_responder
+    from tests.openai_server import OpenAIStub
+
+    folder = Path(tempfile.mkdtemp(prefix="ragplan-batch-"))
+    generate_clone(folder / "clone", "locating", n, seed=0, size="official")
+    reply = auto_responder({"RetrievalAction": {"thought": "all pairs", "action": "graph_db", "action_input": HUNGRY},
+                            "FinalAnswer": {"answer": "1"}})
+    env = dict(os.environ, HF_HUB_OFFLINE="1", NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+    env.pop("OPENAI_API_KEY", None)
+    with OpenAIStub(responder=reply) as stub:
+        cmd = [sys.executable, "-m", "ragplan", "eval", "--method", "single_rag", "--benchmark", "dqa-locating",
+               "--data", str(folder / "clone"), "--concurrency", str(n), "--model", "openai:stub", "--base-url",
+               stub.base_url, "--query-timeout", str(timeout_s), "--out", str(folder / "run"), "--no-progress"]
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        peak, most, parent = 0, 0, 0
+        while proc.poll() is None:
+            rss, workers = tree(proc.pid)
+            peak, most = max(peak, rss), max(most, workers)
+            with suppress(OSError, ValueError, IndexError):
+                parent = max(parent, proc_status(proc.pid, "VmRSS")[0])
+            time.sleep(0.01)
+        err = proc.stderr.read().decode() if proc.stderr else ""
+    if proc.returncode != 0:
+        raise SystemExit(f"ragplan eval failed (exit {proc.returncode}):\n{err[-3000:]}")
+    steps = [json.loads(line) for line in (folder / "run" / "results.jsonl").read_text().splitlines()]
+    print(f"ragplan eval, {n} DQA locating questions (official size) at concurrency {n}, every query {HUNGRY!r}, "
+          f"query time budget {timeout_s:g} s; run-wide budget {WORKERS.max_workers} workers, {WORKERS.memory_mb} MB")
+    print(f"peak resident memory of the process tree: {peak / (1 << 30):.2f} GB; most workers alive: {most}; "
+          f"{len(steps)} questions answered; the eval process alone peaked at {parent >> 20} MB")
+    print("(the run's records and trace are in", folder / "run", ")")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3, help="rounds (a fresh store and worker each; default 3)")
@@ -98,9 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--save", type=Path, help="write this run's report as JSON")
     ap.add_argument("--attacks", action="store_true", help="run the resource-attack corpus instead and print its costs")
     ap.add_argument("--timeout", type=float, default=2.0, help="query time budget for --attacks (default 2 s)")
+    ap.add_argument("--batch", type=int, metavar="N", help="run a memory-hungry query from N threads, one script each")
     args = ap.parse_args(argv)
     if min(args.repeat, args.query_runs) < 1:
         ap.error("--repeat and --query-runs must be at least 1")
+    if args.batch:
+        run_batch(args.batch, args.timeout)
+        return 0
     if args.attacks:
         run_attacks(args.timeout)
         return 0

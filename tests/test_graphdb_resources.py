@@ -147,7 +147,7 @@ class PeakSampler:
 
 @pytest.fixture(scope="module")
 def store() -> Any:
-    """The attack graph in an embedded store with the default sandbox budgets (1 GB, 1 s grace)."""
+    """The attack graph in an embedded store with the default sandbox budgets (512 MB, 1 s grace)."""
     s = EmbeddedGraphStore.from_text(graph_script(), source="attack.cql")
     s.sandbox.warm_up()
     yield s
@@ -348,13 +348,11 @@ class TestSandbox:
         """The script loads in a worker: a failing statement is a ScriptError with its line, and no worker is left."""
         from ragplan.tools.graphdb import ScriptError
 
-        before = set(os.listdir("/proc"))
+        before = worker_children()  # this process's own (other processes on the machine may run workers too)
         with pytest.raises(ScriptError, match=r"^bad\.cql:2: ") as err:
             EmbeddedGraphStore.from_text("CREATE (a:X {i: 1});\nCREATE (b:X {i: });\n", source="bad.cql")
         assert (err.value.line, err.value.statement) == (2, "CREATE (b:X {i: })")
-        workers = [p for p in set(os.listdir("/proc")) - before if p.isdigit() and os.path.exists(f"/proc/{p}/cmdline")
-                   and b"sandbox_worker" in open(f"/proc/{p}/cmdline", "rb").read()]
-        assert workers == []
+        assert worker_children() - before == set()
 
     def test_restarted_worker_loads_the_saved_graph(self) -> None:
         """Workers after the first start from the loaded graph the first one left, not from the script."""
@@ -393,6 +391,31 @@ def test_observation_is_cut(store: EmbeddedGraphStore) -> None:
     out = run_graph_query(store, "RETURN reduce(s = 'ab', i IN range(1, 18) | s + s) AS s", row_cap=10, timeout_s=TIMEOUT_S)
     assert out.ok and len(out.observation) < OBSERVATION_CHARS + 200
     assert out.observation.endswith("characters: return fewer or shorter values)")
+
+
+def test_a_result_of_too_many_values_is_refused_naming_the_bound(store: EmbeddedGraphStore) -> None:
+    """Rows within a raised row cap but more values than a worker may return: a query error that names the bound."""
+    t0 = time.monotonic()
+    out = run_graph_query(store, "UNWIND range(1, 150000) AS x RETURN x", row_cap=200_000, timeout_s=TIMEOUT_S)
+    assert time.monotonic() - t0 < TIMEOUT_S + 2
+    assert not out.ok and out.error_kind == "error" and "more than 100,000 values" in out.observation, out.observation
+    ok = run_graph_query(store, "UNWIND range(1, 1000) AS x RETURN x", row_cap=1000, timeout_s=TIMEOUT_S)
+    assert ok.ok and ok.row_count == 1000
+
+
+def test_formatting_a_large_result_stops_at_the_observation_size(store: EmbeddedGraphStore) -> None:
+    """The caller's formatting is bounded by what the LLM can see, not by the result's size (which used to cost
+    seconds past the query's time budget for a list of a million empty maps)."""
+    from ragplan.tools.graphdb import format_rows
+    from ragplan.tools.graphdb.tool import OBSERVATION_CHARS
+
+    t0 = time.perf_counter()
+    text = format_rows(["l", "m"], [{"l": [{}] * 1_000_000, "m": {f"k{i}": i for i in range(100_000)}}] * 50, 50, True, 1000)
+    assert time.perf_counter() - t0 < 1.0 and len(text) < 2500 and "…" in text
+    t0 = time.monotonic()
+    out = run_graph_query(store, "RETURN [x IN range(1, 99000) | {}] AS l", row_cap=10, timeout_s=TIMEOUT_S + 3)
+    assert time.monotonic() - t0 < TIMEOUT_S + 3 + 1
+    assert out.ok and len(out.observation) < OBSERVATION_CHARS + 200, out.observation[-200:]
 
 
 NEO4J_URI = os.environ.get("NEO4J_URI", "")
@@ -443,3 +466,118 @@ def test_worker_killed_while_idle_is_replaced_silently(store: EmbeddedGraphStore
         os.kill(pid, signal.SIGKILL)
     time.sleep(0.1)
     assert store.query("MATCH (n) RETURN count(n) AS c").rows == [{"c": N}]
+
+
+def worker_children() -> set[int]:
+    """This process's live query-worker children, read from /proc (not from the pool's own books)."""
+    pids: set[int] = set()
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/children") as fh:
+                pids.update(int(p) for p in fh.read().split())
+        except OSError:
+            continue
+    out = set()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if b"sandbox_worker" in fh.read():
+                    out.add(pid)
+        except OSError:
+            continue
+    return out
+
+
+class TestWorkerBudget:
+    """One budget of workers (count and memory) for every store of the process, as a batch of DQA questions has."""
+
+    def test_many_stores_at_once_stay_within_the_budget(self, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        import ragplan.tools.graphdb.tool as tool_mod
+        from ragplan.tools.graphdb import StoreSpec, open_store
+        from ragplan.tools.graphdb.sandbox import WORKERS
+
+        monkeypatch.setattr(WORKERS, "max_workers", 3)
+        monkeypatch.setattr(WORKERS, "memory_mb", 192)
+        monkeypatch.setattr(tool_mod, "STORE_CACHE_SIZE", 2)
+        monkeypatch.setattr(tool_mod, "_cache", type(tool_mod._cache)())
+        paths = []
+        for i in range(6):  # one script per question, as DQA has
+            paths.append(tmp_path / f"q{i}.cql")
+            paths[-1].write_text(graph_script() + f"\nCREATE (:Tag {{k: {i}}});\n")
+        open_store(StoreSpec(graph_path=str(paths[0]))).query("RETURN 1 AS one")  # idle workers of earlier tests go
+        peak, stop = [len(worker_children())], threading.Event()
+
+        def sample() -> None:
+            while not stop.wait(0.005):
+                peak[0] = max(peak[0], len(worker_children()))
+
+        hungry = "RETURN size(reduce(s = 'ab', i IN range(1, 40) | s + s)) AS n"
+
+        def ask(k: int) -> Any:
+            store = open_store(StoreSpec(graph_path=str(paths[k % 6])))
+            query = hungry if k % 4 == 0 else f"MATCH (t:Tag) MATCH (n {{i: {k % N}}}) RETURN t.k AS k, n.name AS name"
+            return store, k, run_graph_query(store, query, row_cap=10, timeout_s=20)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            with ThreadPoolExecutor(12) as pool:
+                results = list(pool.map(ask, range(36)))
+        finally:
+            stop.set()
+            sampler.join()
+        assert peak[0] <= 3, f"{peak[0]} workers were alive at once"
+        for store, k, out in results:
+            if k % 4 == 0:  # the hungry query got its share of the run's memory, not a gigabyte
+                assert not out.ok and "exceeded the 192 MB memory budget" in out.observation, out.observation
+            else:
+                assert out.ok and out.observation == f"k | name\n{k % 6} | n{k % N}", out.observation
+        evicted = {id(s): s for s, _, _ in results if s not in tool_mod._cache.values()}.values()
+        assert evicted
+        for store in evicted:  # an evicted store keeps no worker, and a run still holding it can query it
+            assert store.sandbox.worker_pids() == []
+        assert not worker_children() - {p for s in tool_mod._cache.values() for p in s.sandbox.worker_pids()}
+        store = next(iter(evicted))
+        assert store.query("MATCH (t:Tag) RETURN count(t) AS c").rows == [{"c": 1}]
+        assert store.sandbox.worker_pids() == []
+
+    def test_the_query_using_the_most_of_the_shared_memory_is_stopped(self) -> None:
+        """Past ``memory_mb`` in all (growth beyond each worker's loaded graph), only the biggest grower is stopped;
+        an ended worker no longer counts."""
+        from ragplan.tools.graphdb.sandbox import WorkerBudget
+
+        class Worker:  # what the budget reads of a worker
+            base_rss, growth, dead = 40 << 20, 0, False
+
+        budget, mb = WorkerBudget(max_workers=4, memory_mb=100), 1 << 20
+        a, b, c = Worker(), Worker(), Worker()
+        budget.live.update([a, b, c])  # type: ignore[list-item]
+        assert not budget.over(a, 70 * mb) and not budget.over(b, 90 * mb)  # 30 + 50 MB: within the budget
+        assert not budget.over(c, 80 * mb)  # 120 MB in all, but b uses more than c
+        assert budget.over(b, 91 * mb)  # b is the biggest: it is the one stopped
+        b.dead = True
+        assert not budget.over(c, 80 * mb)  # 30 + 40 MB once b has ended
+        assert budget.worker_memory(SandboxSettings()) == 100 * mb  # and no one query gets more than the whole budget
+
+    def test_waiting_for_a_worker_counts_in_the_time_budget(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from ragplan.tools.graphdb.sandbox import WORKERS
+
+        monkeypatch.setattr(WORKERS, "max_workers", 1)
+        busy, waiting = (EmbeddedGraphStore.from_text(graph_script()) for _ in range(2))
+        try:
+            slow = threading.Thread(target=run_graph_query, args=(busy, "MATCH (a), (b), (c), (d), (e), (f), (g) "
+                                                                       "RETURN count(*) AS c"), kwargs={"row_cap": 1, "timeout_s": 4})
+            slow.start()
+            time.sleep(0.5)  # the slow query holds the only worker
+            t0 = time.monotonic()
+            out = run_graph_query(waiting, "RETURN 1 AS one", row_cap=1, timeout_s=1)
+            assert time.monotonic() - t0 < 2
+            assert out.error_kind == "timeout" and "no query worker was free" in out.observation, out.observation
+            slow.join(timeout=30)
+            assert waiting.query("RETURN 1 AS one").rows == [{"one": 1}]  # free again: it takes the idle worker
+            assert len(worker_children()) <= 1
+        finally:
+            busy.close()
+            waiting.close()

@@ -75,6 +75,21 @@ class TestScriptLoader:
         assert stmts[11].text.startswith('MATCH (g: Goods{code: 9})') and "\nCREATE (b)-[r:Supply" in stmts[11].text
         assert stmts[12].text.endswith("]->(g)")  # "; // note": the comment after the ';' is no statement
 
+    def test_messages_quoting_a_huge_script_are_clipped(self, tmp_path: Path) -> None:
+        """A statement or value of a megabyte is quoted in a few hundred characters, with its length."""
+        from ragplan.methods.planrag.data import load_scenario
+
+        big = "x" * 1_000_000
+        cases = [(f"CREATE (n:X {{s: {big}}});\n", lambda p: EmbeddedGraphStore.from_script(p)),  # kglite quotes it
+                 (f'CREATE (a:Trade_node {{name:"a", local_value:"{big}"}});\n', lambda p: load_scenario(p, "locating"))]
+        for i, (text, load) in enumerate(cases):
+            path = tmp_path / f"big{i}.cql"
+            path.write_text(text)
+            with pytest.raises(ScriptError) as err:
+                load(path)
+            assert str(err.value).startswith(f"{path.resolve() if i else path}:1: ")
+            assert len(str(err.value)) < 800 and "characters)" in str(err.value), len(str(err.value))
+
     def test_messy_script_loads(self, messy: EmbeddedGraphStore) -> None:
         counts = {r["l"]: r["c"] for r in messy.query("MATCH (n) RETURN labels(n)[0] AS l, count(n) AS c").rows}
         assert counts == {"Trade_node": 2, "Country": 1, "Goods": 2, "Building": 2}

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from ragplan.tools.graphdb.sandbox import QuerySandbox, SandboxSettings
 from ragplan.tools.graphdb.script import Statement, read_script, split_statements
@@ -16,7 +15,6 @@ from ragplan.tools.graphdb.store import GraphStore, QueryResult
 
 __all__ = ["EmbeddedGraphStore"]
 
-_STRUCTURAL = ("title", "type")
 _ID_IN_CREATE = re.compile(r"\(\s*\w*\s*:\s*(\w+)\s*\{[^}]*?\bid\s*:", re.S)
 
 
@@ -30,8 +28,8 @@ class EmbeddedGraphStore(GraphStore):
         """Load ``statements`` in order in a first worker; a failing one raises :class:`ScriptError` with its line."""
         super().__init__()
         self.source = source
-        self._labels_with_id = {m.group(1) for st in statements if "id" in st.text for m in _ID_IN_CREATE.finditer(st.text)}
-        self.sandbox = QuerySandbox(statements, settings=sandbox, source=source)
+        keep_id = {m.group(1) for st in statements if "id" in st.text for m in _ID_IN_CREATE.finditer(st.text)}
+        self.sandbox = QuerySandbox(statements, settings=sandbox, source=source, keep_id=keep_id)
         """The worker pool that holds the graph and runs this store's queries."""
 
     @classmethod
@@ -47,26 +45,8 @@ class EmbeddedGraphStore(GraphStore):
 
     def _run_read(self, cypher: str, *, row_cap: int, timeout_s: float) -> QueryResult:
         columns, rows, total, warnings = self.sandbox.run(cypher, row_cap=row_cap, timeout_s=timeout_s)
-        rows = [{k: self._clean_value(v) for k, v in row.items()} for row in rows]
         warnings = [w for w in warnings if not w.startswith("Result truncated by row_limit")]
         return QueryResult(columns or (list(rows[0]) if rows else []), rows, total, 0.0, warnings)
-
-    def _clean_value(self, value: Any) -> Any:
-        """Hide kglite's structural keys inside returned nodes and relationships."""
-        if isinstance(value, dict):
-            if "labels" in value and "properties" in value:
-                label = (value.get("labels") or [""])[0]
-                return {"labels": value["labels"], "properties": self._clean_props(label, value["properties"])}
-            if "properties" in value and "type" in value:
-                return {**value, "properties": {k: v for k, v in (value["properties"] or {}).items() if k != "type"}}
-            return {k: self._clean_value(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self._clean_value(v) for v in value]
-        return value
-
-    def _clean_props(self, label: str, props: dict[str, Any]) -> dict[str, Any]:
-        drop = _STRUCTURAL if label in self._labels_with_id else (*_STRUCTURAL, "id")
-        return {k: v for k, v in (props or {}).items() if k not in drop}
 
     def node_count(self) -> int:
         """Number of nodes in the graph."""

@@ -15,18 +15,18 @@ import tempfile
 import threading
 import time
 import weakref
-from collections import deque
+from collections import OrderedDict, deque
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Iterable
 
 from ragplan.tools.graphdb.readonly import QueryRefused
 from ragplan.tools.graphdb.sandbox_worker import HEADER, encode_frame, proc_status
 from ragplan.tools.graphdb.script import ScriptError, Statement
 from ragplan.tools.graphdb.store import QueryError, QueryTimeout
 
-__all__ = ["QuerySandbox", "SandboxSettings", "WorkerExit"]
+__all__ = ["QuerySandbox", "SandboxSettings", "WORKERS", "WorkerBudget", "WorkerExit"]
 
 WORKER_SCRIPT = Path(__file__).with_name("sandbox_worker.py")
 #: Resident memory a worker may hold beyond graph + budget before the parent kills it (file pages, stacks).
@@ -39,13 +39,16 @@ class SandboxSettings:
     """Budgets of the worker processes that run an embedded store's untrusted queries."""
 
     memory_budget_mb: int = 1024
-    """Memory one query may use beyond the loaded graph; past it the query is stopped."""
+    """Memory one query may use beyond the loaded graph (and at most ``WORKERS.memory_mb``); past it the query is
+    stopped."""
     grace_s: float = 1.0
     """How long past its time budget a query may run before its worker is killed."""
     max_workers: int = 2
-    """Worker processes per store (each holds a copy of the graph); more queries wait."""
+    """Worker processes per store (each holds a copy of the graph), within ``WORKERS.max_workers``; more queries wait."""
     max_result_mb: int = 16
     """Largest result (all returned values together) a query may send back."""
+    max_values: int = 100_000
+    """Most values (each number, string, list, map …) a result may hold: past it the query fails, naming the bound."""
     max_value_depth: int = 64
     """Deepest nesting of lists / maps in a returned value."""
     start_timeout_s: float = 60.0
@@ -67,9 +70,11 @@ def timeout_message(timeout_s: float, detail: str = "") -> str:
             "LIMIT early")
 
 
-def memory_message(budget_bytes: int) -> str:
-    """What the LLM reads when a query ran out of memory."""
-    return (f"the query exceeded the {size_text(budget_bytes)} memory budget and was stopped: avoid cartesian products "
+def memory_message(budget_bytes: int, shared: bool = False) -> str:
+    """What the LLM reads when a query ran out of memory (``shared``: of the budget all running queries share)."""
+    return (f"the query exceeded the {size_text(budget_bytes)} memory budget"
+            + (" shared by the queries running at once (it used the most)" if shared else "")
+            + " and was stopped: avoid cartesian products "
             "(MATCH (a), (b), …) and long variable-length paths, do not build huge lists or strings (reduce, collect, "
             "range), and aggregate, filter or LIMIT early")
 
@@ -92,7 +97,7 @@ class WorkerExit:
 
 
 class _Stop(Exception):
-    """Reading a reply ended early: ``timeout``, ``memory``, ``died`` or ``broken`` (a malformed reply)."""
+    """Reading a reply ended early: ``timeout``, ``memory``, ``shared`` (memory), ``died`` or ``broken`` (a malformed reply)."""
 
 
 class _GoneWhileIdle(Exception):
@@ -111,12 +116,12 @@ class _ReplyUnpickler(pickle.Unpickler):
 class _Worker:
     """One worker process: started at once, ready after it has loaded the graph, then one query at a time."""
 
-    def __init__(self, graph_fd: int, settings: SandboxSettings) -> None:
+    def __init__(self, graph_fd: int, settings: SandboxSettings, memory_bytes: int) -> None:
         self.settings = settings
-        self.budget = int(settings.memory_budget_mb) << 20
+        self.budget = memory_bytes
         self.dead = False
         self.ready = False
-        self.rss_limit = 0
+        self.rss_limit = self.base_rss = self.growth = 0
         self.exit_reason = ""
         """Why the process ended: timeout, memory, crash, closed, start (failed to start) or broken."""
         self.peak_rss = 0
@@ -143,8 +148,11 @@ class _Worker:
             now = time.monotonic()
             if watch_memory and now >= next_check:
                 next_check = now + _POLL_S
-                if self._sample_memory() > self.rss_limit > 0:
+                rss = self._sample_memory()
+                if rss > self.rss_limit > 0:
                     raise _Stop("memory")
+                if WORKERS.over(self, rss):
+                    raise _Stop("shared")
             if now >= deadline:
                 raise _Stop("timeout")
             if self._poller.poll(max(1, int(min(deadline - now, _POLL_S) * 1000))):
@@ -181,7 +189,8 @@ class _Worker:
         if not (isinstance(reply, tuple) and reply and reply[0] == "ready"):
             self.kill("start")
             raise QueryError("the query worker did not start properly")
-        self.rss_limit = self._sample_memory() + self.budget + _RSS_SLACK
+        self.base_rss = self._sample_memory()
+        self.rss_limit = self.base_rss + self.budget + _RSS_SLACK
         self.ready = True
 
     def _sample_memory(self) -> int:
@@ -224,19 +233,22 @@ class _Worker:
         except (OSError, ValueError):
             return ""
 
-    def query(self, cypher: str, *, row_cap: int, timeout_s: float) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
-        """Run one checked query; returns ``(columns, rows, total_rows, warnings)`` or raises a query error."""
+    def query(self, cypher: str, *, row_cap: int, timeout_s: float, deadline: float,
+              keep_id: list[str]) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
+        """Run one checked query by ``deadline`` (its ``timeout_s`` less any wait): ``(columns, rows, total, warnings)``."""
         if self.ready and self._reap(0.0) is not None:
             self.kill("crash")
             raise _GoneWhileIdle
         try:
             self.ensure_ready()
             mark = self._stderr.seek(0, io.SEEK_END)
-            hard_timeout = timeout_s + self.settings.grace_s
+            left_s = max(0.001, min(timeout_s, deadline - time.monotonic()))
+            hard_timeout = left_s + self.settings.grace_s
             request = {
-                "op": "query", "cypher": cypher, "row_cap": row_cap, "timeout_ms": max(1, int(timeout_s * 1000)),
+                "op": "query", "cypher": cypher, "row_cap": row_cap, "timeout_ms": max(1, int(left_s * 1000)),
                 "hard_timeout_s": hard_timeout, "max_result_bytes": int(self.settings.max_result_mb) << 20,
-                "max_value_depth": int(self.settings.max_value_depth),
+                "max_values": int(self.settings.max_values), "max_value_depth": int(self.settings.max_value_depth),
+                "keep_id": keep_id,
             }
             try:
                 self.proc.stdin.write(encode_frame(request))  # type: ignore[union-attr]
@@ -246,10 +258,12 @@ class _Worker:
                 kind = stop.args[0] if isinstance(stop, _Stop) else "died"
                 if kind == "died":
                     raise self._death_error(mark, timeout_s) from None
-                self.kill(kind)
+                self.kill("memory" if kind == "shared" else kind)
                 if kind == "timeout":
                     raise QueryTimeout(timeout_message(timeout_s, "the engine did not stop, so its worker was ended")) from None
                 broken = "the query worker sent a malformed reply and was restarted; try the query again"
+                if kind == "shared":
+                    raise QueryError(memory_message(int(WORKERS.memory_mb) << 20, shared=True)) from None
                 raise QueryError(memory_message(self.budget) if kind == "memory" else broken) from None
         except QueryError:
             raise
@@ -297,36 +311,72 @@ class _Worker:
             "too_big": f"the result is larger than {size_text(int(self.settings.max_result_mb) << 20)} and was not "
                        "returned: return fewer or smaller values (count(*), size(x) or a LIMIT instead of a huge "
                        "list or string)",
+            "too_many": f"the result holds more than {self.settings.max_values:,} values and was not returned: return "
+                        "fewer rows or shorter lists (count(*), size(x), or aggregate, filter or LIMIT first)",
             "too_deep": f"a returned value nests lists or maps more than {self.settings.max_value_depth} levels deep: "
                         "return something flatter",
         }.get(kind) or message or "the query failed in the engine")
+
+
+class WorkerBudget:
+    """The query workers of every embedded store in this process: a run-wide cap on their number and memory."""
+
+    def __init__(self, max_workers: int = 16, memory_mb: int = 512) -> None:
+        self.max_workers = max_workers
+        """Live worker processes across all stores; a store needing one more takes another store's least recently
+        used idle worker, or its query waits (within its time budget)."""
+        self.memory_mb = memory_mb
+        """Memory all running queries together may use beyond their graphs; past it the one using the most is
+        stopped. One query may use at most this or its store's ``memory_budget_mb``."""
+        self.cond = threading.Condition()
+        self.live: set[_Worker] = set()
+        self.idle: OrderedDict[_Worker, weakref.ref[QuerySandbox]] = OrderedDict()  # least recently used first
+
+    def worker_memory(self, settings: SandboxSettings) -> int:
+        """One worker's memory budget in bytes."""
+        return max(32, min(int(settings.memory_budget_mb), int(self.memory_mb))) << 20
+
+    def over(self, worker: _Worker, rss: int) -> bool:
+        """Whether the live workers' growth past their loaded graphs (``worker`` now at ``rss``) is over
+        ``memory_mb`` and ``worker`` grew the most."""
+        worker.growth = max(0, rss - worker.base_rss)
+        growths = [w.growth for w in list(self.live) if not w.dead]
+        return sum(growths) > int(self.memory_mb) << 20 and worker.growth >= max(growths, default=0)
+
+
+WORKERS = WorkerBudget()
+"""The process's worker budget: set ``WORKERS.max_workers`` / ``WORKERS.memory_mb`` before running queries."""
 
 
 def _shutdown(workers: set[_Worker], graph: IO[bytes], owner_pid: int) -> None:
     """Kill a pool's workers and close its graph file (only in the process that started them)."""
     if os.getpid() != owner_pid:
         return
-    for worker in list(workers):
-        worker.kill()
-    workers.clear()
+    with WORKERS.cond:
+        for worker in list(workers):
+            worker.kill()
+            WORKERS.live.discard(worker)
+            WORKERS.idle.pop(worker, None)
+        workers.clear()
+        WORKERS.cond.notify_all()
     graph.close()
 
 
 class QuerySandbox:
-    """A small pool of worker processes serving one graph; thread-safe."""
+    """The worker processes serving one graph, within the process's :data:`WORKERS` budget; thread-safe."""
 
     def __init__(self, statements: list[Statement], *, settings: SandboxSettings = SandboxSettings(),
-                 source: str = "<graph>") -> None:
-        """Load the statements in a first worker; :class:`ScriptError` or :class:`QueryError` leave nothing running."""
-        self.settings, self.source = settings, source
+                 source: str = "<graph>", keep_id: Iterable[str] = ()) -> None:
+        """Load the statements in a first worker (``keep_id``: labels whose ``id`` results show); :class:`ScriptError`
+        or :class:`QueryError` leave nothing running."""
+        self.settings, self.source, self.keep_id = settings, source, sorted(keep_id)
         self._graph = tempfile.TemporaryFile(prefix="ragplan-graph-")  # already unlinked: no leftovers
         self._graph.write(json.dumps([source, [(st.line, st.text) for st in statements]]).encode())
         self._graph.flush()
-        self._cond = threading.Condition()
-        self._idle: list[_Worker] = []
+        self._ref = weakref.ref(self)
         self._workers: set[_Worker] = set()
         self._pid = os.getpid()
-        self._closed = False
+        self._closed = self._released = False
         self.exits: deque[WorkerExit] = deque(maxlen=64)
         """The most recent worker exits, oldest first."""
         self._finalizer = weakref.finalize(self, _shutdown, self._workers, self._graph, self._pid)
@@ -337,11 +387,16 @@ class QuerySandbox:
             raise
 
     def run(self, cypher: str, *, row_cap: int, timeout_s: float) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
-        """Run one checked query in a worker: ``(columns, rows, total_rows, warnings)``, or a query error."""
+        """Run one checked query in a worker: ``(columns, rows, total_rows, warnings)``, or a query error.
+        Waiting for a free worker (and starting it) counts in ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
         for _ in range(3):
-            worker = self._checkout()
+            worker = self._checkout(deadline)
+            if worker is None:
+                raise QueryTimeout(timeout_message(timeout_s, f"no query worker was free: all {WORKERS.max_workers} of "
+                                                              "this process's workers were busy"))
             try:
-                return worker.query(cypher, row_cap=row_cap, timeout_s=timeout_s)
+                return worker.query(cypher, row_cap=row_cap, timeout_s=timeout_s, deadline=deadline, keep_id=self.keep_id)
             except _GoneWhileIdle:
                 continue
             finally:
@@ -350,60 +405,85 @@ class QuerySandbox:
 
     def worker_pids(self) -> list[int]:
         """Process ids of the live workers (for tests and monitoring)."""
-        with self._cond:
+        with WORKERS.cond:
             return sorted(w.proc.pid for w in self._workers if not w.dead)
 
     def warm_up(self) -> None:
         """Take a worker and wait until it has loaded the graph (starting one if none is idle)."""
-        worker = self._checkout()
+        worker = self._checkout(time.monotonic() + self.settings.start_timeout_s)
+        if worker is None:
+            raise QueryError(f"no query worker became free within {self.settings.start_timeout_s:g} s to load the graph")
         try:
             worker.ensure_ready()
         finally:
             self._checkin(worker)
 
-    def _checkout(self) -> _Worker:
-        with self._cond:
+    def _checkout(self, deadline: float) -> _Worker | None:
+        """An idle worker of this store, else a new one within the budget; ``None`` if none by ``deadline``."""
+        with WORKERS.cond:
             if os.getpid() != self._pid:  # a forked child: the workers belong to the parent
                 raise QueryError("this store's query workers belong to another process; open the store again here")
             while True:
                 if self._closed:
                     raise QueryError("the graph store is closed")
-                if self._idle:
-                    return self._idle.pop()
+                mine = next((w for w, ref in reversed(list(WORKERS.idle.items())) if ref() is self), None)
+                if mine is not None:
+                    del WORKERS.idle[mine]
+                    return mine
                 if len(self._workers) < max(1, self.settings.max_workers):
-                    worker = _Worker(self._graph.fileno(), self.settings)
-                    self._workers.add(worker)
-                    return worker
-                self._cond.wait()
+                    while len(WORKERS.live) >= max(1, WORKERS.max_workers) and WORKERS.idle:
+                        other, ref = WORKERS.idle.popitem(last=False)  # another store's least recently used
+                        owner = ref()
+                        owner._retire(other) if owner is not None else other.kill()
+                        WORKERS.live.discard(other)
+                    if len(WORKERS.live) < max(1, WORKERS.max_workers):
+                        return self._start()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                WORKERS.cond.wait(min(left, 1.0))
+
+    def _start(self) -> _Worker:
+        worker = _Worker(self._graph.fileno(), self.settings, WORKERS.worker_memory(self.settings))
+        self._workers.add(worker)
+        WORKERS.live.add(worker)
+        return worker
 
     def _checkin(self, worker: _Worker) -> None:
-        with self._cond:
-            if worker.dead or self._closed:
+        with WORKERS.cond:
+            if not worker.dead and worker.ready:  # a worker that kept its query's memory is not kept idle
+                worker.growth = max(0, worker._sample_memory() - worker.base_rss)
+            if worker.dead or self._closed or self._released or worker.growth > _RSS_SLACK:
                 self._retire(worker)
-                if not self._closed and worker.ready:  # replace a worker that died serving: start loading now
-                    with suppress(QueryError):
-                        fresh = _Worker(self._graph.fileno(), self.settings)
-                        self._workers.add(fresh)
-                        self._idle.append(fresh)
+                if not (self._closed or self._released) and worker.ready and len(WORKERS.live) < WORKERS.max_workers:
+                    with suppress(QueryError):  # replace a worker that died serving: start loading now
+                        WORKERS.idle[self._start()] = self._ref
             else:
-                self._idle.append(worker)
-            self._cond.notify()
+                WORKERS.idle[worker] = self._ref  # now the most recently used
+            WORKERS.cond.notify_all()
             if self._closed and not self._workers:
                 self._finalizer()
 
     def _retire(self, worker: _Worker) -> None:
         worker.kill()
         self._workers.discard(worker)
+        WORKERS.live.discard(worker)
+        WORKERS.idle.pop(worker, None)
         self.exits.append(WorkerExit(worker.proc.pid, worker.exit_reason, worker.peak_rss))
+
+    def release(self) -> None:
+        """Keep no idle worker: stop the idle ones now, a busy one when its query ends; later queries still run."""
+        with WORKERS.cond:
+            self._released = True
+            for worker in [w for w, ref in WORKERS.idle.items() if ref() is self]:
+                self._retire(worker)
+            WORKERS.cond.notify_all()
 
     def close(self) -> None:
         """Stop the idle workers now and the busy ones when their query ends; then close the graph file."""
-        with self._cond:
+        with WORKERS.cond:
             self._closed = True
-            for worker in self._idle:
-                self._retire(worker)
-            self._idle.clear()
+            self.release()
             busy = bool(self._workers)
-            self._cond.notify_all()
         if not busy:
             self._finalizer()

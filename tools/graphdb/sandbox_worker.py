@@ -36,19 +36,21 @@ def read_frame(stream: BinaryIO) -> Any:
 
 
 class _OverBudget(Exception):
-    """The result is ``too_big`` or ``too_deep`` to send back."""
+    """The result is ``too_big``, has ``too_many`` values or is ``too_deep`` to send back."""
 
 
 class _Budget:
-    """Turns engine values into plain data while counting their size and depth."""
+    """Turns engine values into plain data while counting their size, number and depth; hides kglite's structural
+    keys in nodes (``title``, ``type``, and ``id`` unless the label is in ``keep_id``) and relationships (``type``)."""
 
-    def __init__(self, max_bytes: int, max_depth: int) -> None:
-        self.left, self.max_depth = max_bytes, max_depth
+    def __init__(self, max_bytes: int, max_values: int, max_depth: int, keep_id: list[str]) -> None:
+        self.left, self.values_left, self.max_depth, self.keep_id = max_bytes, max_values, max_depth, set(keep_id)
 
     def _spend(self, n: int) -> None:
         self.left -= n
-        if self.left < 0:
-            raise _OverBudget("too_big")
+        self.values_left -= 1
+        if self.left < 0 or self.values_left < 0:
+            raise _OverBudget("too_big" if self.left < 0 else "too_many")
 
     def plain(self, value: Any, depth: int = 1) -> Any:
         if depth > self.max_depth:
@@ -61,6 +63,11 @@ class _Budget:
             return value
         if isinstance(value, dict):
             self._spend(8)
+            if isinstance(value.get("properties"), dict) and ("labels" in value or "type" in value):  # node or relationship
+                node = "labels" in value
+                drop = ("title", "type") + (() if (value.get("labels") or [""])[0] in self.keep_id else ("id",))
+                props = {k: v for k, v in value["properties"].items() if k not in (drop if node else ("type",))}
+                value = {"labels": value["labels"], "properties": props} if node else {**value, "properties": props}
             return {str(k): self.plain(v, depth + 1) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             self._spend(8)
@@ -85,7 +92,8 @@ def _first_line(exc: BaseException) -> str:
 
 def _run_query(kglite: Any, frozen: Any, request: dict[str, Any]) -> tuple:
     """One query -> ("rows", columns, rows, total, warnings) or ("error", kind, message)."""
-    budget = _Budget(int(request["max_result_bytes"]), int(request["max_value_depth"]))
+    budget = _Budget(int(request["max_result_bytes"]), int(request["max_values"]), int(request["max_value_depth"]),
+                     list(request["keep_id"]))
     try:
         rv = frozen.cypher(request["cypher"], timeout_ms=int(request["timeout_ms"]), row_limit=int(request["row_cap"]))
         if isinstance(rv, str):  # `… FORMAT CSV` makes kglite return text instead of rows

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 __all__ = ["GraphSchema", "LabelInfo", "RelInfo", "merge_examples", "format_value", "format_rows"]
 
@@ -53,8 +53,20 @@ class GraphSchema:
         return asdict(self)
 
 
-def _props(props: dict[str, Any]) -> str:
-    return "{" + ", ".join(f"{k}: {format_value(v, quote=True)}" for k, v in props.items()) + "}"
+def _props(props: dict[str, Any], limit: int = 0) -> str:
+    return "{" + _join((f"{k}: {format_value(v, quote=True, limit=limit)}" for k, v in props.items()), limit) + "}"
+
+
+def _join(parts: Iterator[str], limit: int) -> str:
+    """``", ".join(parts)``, ending in ``…`` once past ``limit`` characters (if ``limit``)."""
+    out, size = [], 0
+    for part in parts:
+        if limit and size > limit:
+            out.append("…")
+            break
+        out.append(part)
+        size += len(part) + 2
+    return ", ".join(out)
 
 
 def merge_examples(maps: list[dict[str, Any]]) -> dict[str, Any]:
@@ -67,8 +79,9 @@ def merge_examples(maps: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def format_value(value: Any, *, quote: bool = False) -> str:
-    """Render one value compactly: floats to 6 significant digits, strings bare (or quoted)."""
+def format_value(value: Any, *, quote: bool = False, limit: int = 0) -> str:
+    """Render one value compactly: floats to 6 significant digits, strings bare (or quoted); lists and maps end in
+    ``…`` once past ``limit`` characters (if ``limit``)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -84,22 +97,27 @@ def format_value(value: Any, *, quote: bool = False) -> str:
         return json.dumps(value, ensure_ascii=False) if quote else value
     if isinstance(value, dict):
         if "labels" in value and "properties" in value:  # a node
-            return f"(:{':'.join(value['labels'])} {_props(value['properties'])})"
+            return f"(:{':'.join(value['labels'])} {_props(value['properties'], limit)})"
         if "type" in value and "properties" in value and "start" in value:  # a relationship
-            return f"[:{value['type']} {_props(value['properties'])}]"
-        return _props(value)
+            return f"[:{value['type']} {_props(value['properties'], limit)}]"
+        return _props(value, limit)
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(format_value(v, quote=True) for v in value) + "]"
+        return "[" + _join((format_value(v, quote=True, limit=limit) for v in value), limit) + "]"
     return str(value)
 
 
 def format_rows(columns: list[str], rows: list[dict[str, Any]], total_rows: int | None = None,
-                total_exact: bool = True) -> str:
-    """Render result rows as a compact ``a | b`` table with a note when rows were cut by the cap."""
+                total_exact: bool = True, max_chars: int = 0) -> str:
+    """Render result rows as a compact ``a | b`` table with a note when rows were cut by the cap; with ``max_chars``,
+    formatting stops soon after that many characters (the caller cuts the text there)."""
     if not rows:
         return f"columns: {' | '.join(columns)}\n(no rows)" if columns else "(no rows)"
-    lines = [" | ".join(columns)]
-    lines += [" | ".join(format_value(r.get(c)) for c in columns) for r in rows]
+    lines, size = [" | ".join(columns)], 0
+    for r in rows:
+        if max_chars and size > max_chars:
+            break
+        lines.append(" | ".join(format_value(r.get(c), limit=max_chars) for c in columns))
+        size += len(lines[-1]) + 1
     if total_rows is not None and total_rows > len(rows):
         lines.append(f"({len(rows)} of {'' if total_exact else 'at least '}{total_rows} rows shown: the row cap was "
                      "reached; aggregate, filter or ORDER BY … LIMIT to see what matters)")

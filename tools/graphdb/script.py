@@ -33,13 +33,18 @@ class Statement:
     """1-based line number where the statement starts."""
 
 
+def _clip(text: str, limit: int = 300) -> str:
+    """``text`` cut to ``limit`` characters, with an ellipsis and its full length: for messages quoting input."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
 class ScriptError(ValueError):
-    """A script statement could not be read or loaded; names the file and line."""
+    """A script statement could not be read or loaded; names the file and line (quoted text clipped)."""
 
     def __init__(self, path: str, line: int, reason: str, statement: str = "") -> None:
         self.path, self.line, self.reason, self.statement = path, line, reason, statement
-        shown = statement if len(statement) <= 200 else statement[:200] + "…"
-        super().__init__(f"{path}:{line}: {reason}" + (f"\n    {shown}" if shown else ""))
+        shown = _clip(statement, 200)
+        super().__init__(f"{path}:{line}: {_clip(reason)}" + (f"\n    {shown}" if shown else ""))
 
 
 _SCAN_STOP = re.compile(r"""//|['"`()\[\]{};]""")

@@ -80,7 +80,9 @@ def open_store(spec: StoreSpec) -> GraphStore:
             _cache[key] = store
             _loading.pop(key, None)
             while len(_cache) > STORE_CACHE_SIZE:
-                _cache.popitem(last=False)  # not closed: a run on another thread may still hold it
+                _, evicted = _cache.popitem(last=False)
+                if isinstance(evicted, EmbeddedGraphStore):  # its workers go; a run still holding it starts one per query
+                    evicted.sandbox.release()
         return store
 
 
@@ -110,7 +112,7 @@ def run_graph_query(store: GraphStore, query: str, *, row_cap: int, timeout_s: f
     """Run an untrusted query; every outcome (rows, refusal, timeout, any error) becomes a :class:`QueryOutcome`."""
     try:
         res = store.query(query, row_cap=row_cap, timeout_s=timeout_s)
-        text = format_rows(res.columns, res.rows, res.total_rows, res.total_exact)
+        text = format_rows(res.columns, res.rows, res.total_rows, res.total_exact, OBSERVATION_CHARS)
         if res.warnings:
             text += "\n" + "\n".join(f"(warning: {w})" for w in res.warnings)
     except (QueryRefused, QueryError) as exc:  # a QueryTimeout is a QueryError
@@ -132,7 +134,7 @@ def _failed(kind: str, message: str) -> QueryOutcome:
 def _cut(text: str) -> str:
     if len(text) <= OBSERVATION_CHARS:
         return text
-    return text[:OBSERVATION_CHARS] + (f"\n(observation cut at {OBSERVATION_CHARS:,} of {len(text):,} characters: "
+    return text[:OBSERVATION_CHARS] + (f"\n(observation cut at {OBSERVATION_CHARS:,} characters: "
                                        "return fewer or shorter values)")
 
 
