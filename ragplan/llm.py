@@ -5,8 +5,10 @@
 * :func:`decide` asks the model for one pydantic object (a plan, a verdict, an action): the schema bound as
   a forced tool (``bind_tools``) and read by LangChain's ``PydanticToolsParser``, the endpoint's JSON-schema
   mode (``with_structured_output(schema, include_raw=True)``), or in ``text`` mode a JSON reply read by
-  ``JsonOutputParser`` after its format instructions. A parse error is shown back to the model for a bounded
-  number of repairs; a failure comes back as a :class:`Decision` whose ``kind`` is set from the exception's type.
+  ``JsonOutputParser`` after a filled example and its format instructions; in ``text`` mode an answer step (a
+  schema of ``answer`` and at most one more text field) is asked for, and read from, plain text ("…Answer: X").
+  A parse error is shown back to the model for a bounded number of repairs; a failure comes back as a
+  :class:`Decision` whose ``kind`` is set from the exception's type.
 
 Retries. The OpenAI client retries a 429, a 5xx, a timeout and a dropped connection itself (``max_retries``). A
 ``200 OK`` whose body is not a chat completion (:data:`MALFORMED_REPLY`) is retried here as often, with jittered
@@ -19,6 +21,7 @@ import functools
 import json
 import os
 import platform
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -296,6 +299,88 @@ def _from_text(text: str, schema: type[T]) -> tuple[T | None, str]:
         return None, _short_validation(exc)
 
 
+def _answer_step(schema: type[BaseModel]) -> tuple[str, bool] | None:
+    """``(reasoning field or "", whether it is required)`` when ``schema`` is an answer step (``answer`` and at most
+    one more field, all text); None for a decision that needs fields."""
+    fields = schema.model_fields
+    if "answer" not in fields or len(fields) > 2 or any(f.annotation is not str for f in fields.values()):
+        return None
+    other = next((n for n in fields if n != "answer"), "")
+    return other, bool(other) and fields[other].is_required()
+
+
+_ANSWER_LINE = re.compile(r"^[\W_]*(?:final\s+)?answer[\W_]*?[:：]\s*(.*)$", re.I | re.M)
+_ANSWER_IS = re.compile(r"\bthe\s+(?:final\s+|correct\s+|short\s+)?answer\s+(?:is|would\s+be)\s*:?\s*(.+)", re.I)
+
+
+def _clean(text: str) -> str:
+    """An answer without markdown, quotes, spaces runs and a closing full stop."""
+    return re.sub(r"\s+", " ", text).strip().strip("*_`\"'“”‘’ ").rstrip(".").strip("*_`\"'“”‘’ ")
+
+
+def _plain_answer(text: str, schema: type[T], step: tuple[str, bool]) -> tuple[T | None, str]:
+    """The answer in a plain-text reply: after its last "Answer:", else "the answer is …", else its last line (its
+    first for a step without reasoning); the text before it is the reasoning."""
+    text = (text or "").strip()
+    hits = list(_ANSWER_LINE.finditer(text))
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if hits:
+        rest = text[hits[-1].end(1):].strip().splitlines()
+        answer, before = hits[-1].group(1) or (rest[0] if rest else ""), text[:hits[-1].start()]
+    elif (said := list(_ANSWER_IS.finditer(text))):
+        answer, before = re.split(r"(?<=[^\s.])\.(?:\s|$)|\n", said[-1].group(1))[0], text[:said[-1].start()]
+    elif lines:
+        answer, before = (lines[-1], "\n".join(lines[:-1])) if step[1] else (lines[0], "")
+    else:
+        return None, "the reply is empty"
+    if not _clean(answer):
+        return None, "the reply names no answer after 'Answer:'"
+    values = {"answer": _clean(answer), **({step[0]: before.strip()} if step[0] else {})}
+    try:
+        return schema.model_validate(values), ""
+    except ValidationError as exc:
+        return None, _short_validation(exc)
+
+
+def _text_instructions(schema: type[BaseModel]) -> str:
+    """What a ``text``-mode prompt asks for: a last ``Answer:`` line for an answer step, else one JSON object shown
+    filled in (from the schema) with LangChain's format instructions."""
+    step = _answer_step(schema)
+    if step is not None:
+        answer = schema.model_fields["answer"].description or "the answer"
+        why = (schema.model_fields[step[0]].description or step[0]).rstrip(".") if step[1] else ""
+        first = f"first your {why[:1].lower()}{why[1:]}, then " if why else ""
+        return f"Reply in plain text: {first}a last line of the form\nAnswer: <{answer.rstrip('.')}>"
+    js = schema.model_json_schema()
+    example = json.dumps(_example(js, js.get("$defs", {})), ensure_ascii=False)
+    return (f"Reply with one JSON object only (no prose around it), filled in like this example:\n{example}\n"
+            + JsonOutputParser(pydantic_object=schema).get_format_instructions())
+
+
+def _example(js: dict[str, Any], defs: dict[str, Any]) -> Any:
+    """A value that fits the JSON schema ``js``: its example, first choice, a bound, or a placeholder text."""
+    if "$ref" in js:
+        return _example(defs.get(js["$ref"].rsplit("/", 1)[-1], {}), defs)
+    if js.get("examples"):
+        return js["examples"][0]
+    if "enum" in js or "const" in js:
+        return js["enum"][0] if "enum" in js else js["const"]
+    options = [o for o in js.get("anyOf") or js.get("oneOf") or [] if o.get("type") != "null"]
+    if options:
+        return _example(options[0], defs)
+    kind = js.get("type")
+    if kind == "object":
+        return {k: _example(v, defs) for k, v in (js.get("properties") or {}).items()}
+    if kind == "array":
+        return [_example(js.get("items") or {}, defs)]
+    if kind in ("number", "integer"):
+        low, high = js.get("minimum", js.get("exclusiveMinimum", 0)), js.get("maximum", js.get("exclusiveMaximum"))
+        return (low + high) / 2 if kind == "number" and high is not None else max(low, 1) if kind == "integer" else low
+    if kind == "boolean":
+        return False
+    return f"<{(js.get('description') or js.get('title') or 'text').rstrip('.')[:80]}>"
+
+
 @functools.cache
 def _tools_parser(schema: type[BaseModel]) -> PydanticToolsParser:
     """The parser of a ``schema`` tool call, made once per schema (it holds no state between replies)."""
@@ -314,7 +399,11 @@ def _parsed(out: Any, schema: type[T], method: str) -> tuple[T | None, str, Any]
         return parsed, "", raw
     bad = getattr(raw, "invalid_tool_calls", None) or []
     if error is None and not bad and (method == "text" or message_text(raw)):  # JSON in the text (or for the tool call)
-        return (*_from_text(message_text(raw), schema), raw)
+        parsed, problem = _from_text(message_text(raw), schema)
+        step = _answer_step(schema) if method == "text" else None
+        if parsed is None and step is not None:  # an answer in plain text (or in JSON that does not validate)
+            parsed, problem = _plain_answer(message_text(raw), schema, step)
+        return parsed, problem, raw
     problem = (_short_validation(error) if isinstance(error, ValidationError) else str(error).splitlines()[0][:200] if error
                else f"the reply holds no {schema.__name__} tool call")
     if bad:
@@ -336,9 +425,9 @@ def decide(
         except (NotImplementedError, ValueError, TypeError):
             method = "text"
     if method == "text":
-        instructions = JsonOutputParser(pydantic_object=schema).get_format_instructions()
-        convo = [*convo[:-1], SystemMessage("Reply with one JSON object only (no prose around it). " + instructions),
-                 *convo[-1:]]
+        convo = [*convo[:-1], SystemMessage(_text_instructions(schema)), *convo[-1:]]
+    again = ("ending with a last line 'Answer: …'" if method == "text" and _answer_step(schema)
+             else f"with a valid {schema.__name__} object and nothing else")
     usage, problem, retries = Usage(), "", _retries_of(model)
     for attempt in range(1, max_repairs + 2):
         spent: list[Usage] = []
@@ -355,7 +444,7 @@ def decide(
                 return Decision(parsed, usage, "", attempt)
             shown = _visible(raw)
         convo = [*convo, AIMessage(content=shown), HumanMessage(
-            f"That reply could not be used: {problem}. Answer again with a valid {schema.__name__} object and nothing else.")]
+            f"That reply could not be used: {problem}. Answer again {again}.")]
     return Decision(None, usage, f"no valid {schema.__name__} after {max_repairs + 1} attempts: {problem}", max_repairs + 1,
                     "unparseable")
 
