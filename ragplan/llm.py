@@ -11,13 +11,16 @@
   :class:`Decision` whose ``kind`` is set from the exception's type.
 
 Retries. The OpenAI client retries a 429, a 5xx, a timeout and a dropped connection itself (``max_retries``). A
-``200 OK`` whose body is not a chat completion (:data:`MALFORMED_REPLY`) is retried here as often, with jittered
-exponential backoff; a ``ValidationError`` is repaired like a reply that does not parse; a 4xx comes back at once.
+``200 OK`` whose body is not a chat completion (:data:`MALFORMED_REPLY`), or a reply longer than ``max_reply_chars``
+(:class:`ReplyTooLong`), is retried here as often, with jittered exponential backoff; a ``ValidationError`` is
+repaired like a reply that does not parse; a 4xx comes back at once. :data:`on_request` hears of every request
+before it is sent (an evaluation run counts them, so a request in flight at a kill is counted too).
 """
 
 from __future__ import annotations
 
 import functools
+import contextvars
 import json
 import os
 import platform
@@ -42,7 +45,8 @@ from ragplan.state.failure import FailureKind, failure
 from ragplan.state.usage import Usage
 
 __all__ = ["load_chat_model", "endpoint_problem", "chat_model_for", "Decision", "decide", "decide_for", "LLMConfigError",
-           "generate", "message_text", "cache_of", "kind_of", "failure_update", "MALFORMED_REPLY", "BACKOFF_S", "MAX_BACKOFF_S"]
+           "generate", "message_text", "cache_of", "kind_of", "failure_update", "MALFORMED_REPLY", "BACKOFF_S", "MAX_BACKOFF_S",
+           "ReplyTooLong", "MAX_REPLY_CHARS", "on_request"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -55,6 +59,14 @@ BACKOFF_S = 0.5
 MAX_BACKOFF_S = 8.0
 #: Retries when the model does not say how many it allows (a chat model object without ``max_retries``).
 DEFAULT_RETRIES = 2
+#: Longest reply (text and tool-call arguments, in characters) read when no ``max_reply_chars`` is given.
+MAX_REPLY_CHARS = 200_000
+#: Called (in the caller's context) just before each chat request is sent; None = nobody counts.
+on_request: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("ragplan_on_request", default=None)
+
+
+class ReplyTooLong(ValueError):
+    """A reply longer than ``max_reply_chars``: a malformed reply (retried, then recorded), never kept."""
 
 
 class LLMConfigError(RuntimeError):
@@ -226,14 +238,22 @@ def _retries_of(model: Any) -> int:
     return max(0, int(n)) if isinstance(n, int) else DEFAULT_RETRIES
 
 
-def _invoke(call: Callable[[], Any], retries: int, spent: list[Usage]) -> tuple[Any, float]:
-    """``(call(), seconds)``, a malformed reply retried ``retries`` times; failed attempts' costs go to ``spent``."""
+def _invoke(call: Callable[[], Any], retries: int, spent: list[Usage], cap: int = MAX_REPLY_CHARS) -> tuple[Any, float]:
+    """``(call(), seconds)``, a malformed reply (or one over ``cap`` characters) retried ``retries`` times; failed
+    attempts' costs go to ``spent``."""
     for attempt in Retrying(stop=stop_after_attempt(retries + 1), retry=retry_if_exception(_malformed), reraise=True,
                             wait=wait_exponential_jitter(initial=BACKOFF_S, max=MAX_BACKOFF_S, jitter=BACKOFF_S / 4)):
         with attempt:
             t0 = time.perf_counter()
             try:
-                return call(), time.perf_counter() - t0
+                if (hook := on_request.get()) is not None:
+                    hook()
+                out = call()
+                raw = out.get("raw") if isinstance(out, dict) else out
+                size = len(_visible(raw)) if isinstance(raw, BaseMessage) else 0
+                if size > cap:
+                    raise ReplyTooLong(f"the reply has {size:,} characters, more than max_reply_chars={cap:,}")
+                return out, time.perf_counter() - t0
             except Exception as exc:
                 took = round(time.perf_counter() - t0, 4)
                 spent.append(Usage(llm_seconds=took) if isinstance(exc, LLMCacheMiss) else Usage(llm_calls=1, llm_seconds=took))
@@ -251,7 +271,7 @@ def request_failed(exc: BaseException, attempts: int, model: Any = None, limit: 
     """The recorded reason of a failed LLM request (a malformed reply's attempts; an unreachable endpoint named)."""
     if _malformed(exc):
         what = ("not JSON" if isinstance(exc, json.JSONDecodeError) else "not UTF-8" if isinstance(exc, UnicodeDecodeError)
-                else "not a chat completion")
+                else "too long" if isinstance(exc, ReplyTooLong) else "not a chat completion")
         return (f"LLM request failed: malformed reply ({attempts} attempt{'s' * (attempts != 1)}): the reply is {what} "
                 f"({type(exc).__name__}: {str(exc)[:160]})")
     url = str(getattr(getattr(model, "root_client", None), "base_url", "") or "").rstrip("/")
@@ -259,18 +279,21 @@ def request_failed(exc: BaseException, attempts: int, model: Any = None, limit: 
     return f"LLM request failed: {type(exc).__name__}: {str(exc)[:limit]}{where}"
 
 
-def generate(model: Any, messages: Sequence[BaseMessage], *, options: dict[str, Any] | None = None) -> Decision[Any]:
+def generate(model: Any, messages: Sequence[BaseMessage], *, options: dict[str, Any] | None = None,
+             max_reply_chars: int = MAX_REPLY_CHARS) -> Decision[Any]:
     """One free-text call (a draft, a plan in a text format): a :class:`Decision` holding the message; never raises.
     ``options`` are extra request parameters (``logprobs=True``); a model that rejects them is called without."""
     spent: list[Usage] = []
     try:
         if options:
             try:  # once with the options: a model or endpoint that refuses them (or a malformed reply) is asked without
-                msg, took = _invoke(lambda: model.bind(**options).invoke(list(messages)), 0, [])
+                msg, took = _invoke(lambda: model.bind(**options).invoke(list(messages)), 0, [], max_reply_chars)
                 return Decision(msg, _usage_of(msg, took), "", 1)
+            except ReplyTooLong:
+                spent.append(Usage(llm_calls=1))  # answered without the options: asked again below
             except (TypeError, ValueError, NotImplementedError):
                 pass
-        msg, took = _invoke(lambda: model.invoke(list(messages)), _retries_of(model), spent)
+        msg, took = _invoke(lambda: model.invoke(list(messages)), _retries_of(model), spent, max_reply_chars)
     except Exception as exc:  # endpoint down, auth, timeout after the client's retries, malformed replies after ours
         return Decision(None, sum(spent, Usage()), request_failed(exc, len(spent), model, 300), 1, kind_of(exc))
     return Decision(msg, sum(spent, Usage()) + _usage_of(msg, took), "", 1)
@@ -310,7 +333,8 @@ def _answer_step(schema: type[BaseModel]) -> tuple[str, bool] | None:
 
 
 _ANSWER_LINE = re.compile(r"^[\W_]*(?:final\s+)?answer[\W_]*?[:：]\s*(.*)$", re.I | re.M)
-_ANSWER_IS = re.compile(r"\bthe\s+(?:final\s+|correct\s+|short\s+)?answer\s+(?:is|would\s+be)\s*:?\s*(.+)", re.I)
+_ANSWER_IS = re.compile(r"\bthe\s+(?:final\s+|correct\s+|short\s+)?answer(?:\s+to\s+[^.:\n]{1,80}?)?\s+(?:is|would\s+be)"
+                        r"\s*:?\s*(.+)", re.I)
 
 
 def _clean(text: str) -> str:
@@ -413,7 +437,7 @@ def _parsed(out: Any, schema: type[T], method: str) -> tuple[T | None, str, Any]
 
 def decide(
     model: BaseChatModel, messages: Sequence[BaseMessage], schema: type[T], *, method: str = "function_calling",
-    max_repairs: int = 2,
+    max_repairs: int = 2, max_reply_chars: int = MAX_REPLY_CHARS,
 ) -> Decision[T]:
     """Ask ``model`` for one ``schema`` object, a reply that does not parse shown back up to ``max_repairs`` times;
     never raise. ``method``: ``function_calling``, ``json_schema`` or ``text`` (also for a model without tools)."""
@@ -432,7 +456,7 @@ def decide(
     for attempt in range(1, max_repairs + 2):
         spent: list[Usage] = []
         try:
-            out, took = _invoke(lambda: runnable.invoke(convo), retries, spent)
+            out, took = _invoke(lambda: runnable.invoke(convo), retries, spent, max_reply_chars)
         except ValidationError as exc:  # LangChain could not make a message of the model's output: repaired
             usage, problem, shown = sum(spent, usage), _short_validation(exc), "(a reply that could not be read)"
         except Exception as exc:  # endpoint down, auth, timeout after retries: recorded, never raised
@@ -463,7 +487,8 @@ def decide_for(ctx: Any, messages: Sequence[BaseMessage], schema: type[T], *, ro
         model = chat_model_for(ctx, role)
     except Exception as exc:  # LLMConfigError, provider import errors, bad arguments
         return Decision(None, Usage(), f"no usable chat model: {exc}", 0, "config")
-    return decide(model, messages, schema, method=ctx.structured_output, max_repairs=ctx.max_repairs)
+    return decide(model, messages, schema, method=ctx.structured_output, max_repairs=ctx.max_repairs,
+                  max_reply_chars=ctx.max_reply_chars)
 
 
 def failure_update(d: Decision[Any], node: str) -> dict[str, Any]:

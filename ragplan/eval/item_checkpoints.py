@@ -1,14 +1,18 @@
 """Per-question checkpoints of an evaluation run: a question in flight at a kill continues from its last node.
 
 An :class:`AsyncSqliteSaver` over ``RUN_DIR/checkpoints.sqlite``, one thread per attempt (``<item id>#<attempt>``),
-deleted once the question's result line is written.
+deleted once the question's result line is written; the LLM requests sent for each question are logged beside it
+before they go out. Both files are removed when the run leaves no thread.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import threading
+from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import aiosqlite
 from langchain_core.runnables import RunnableConfig
@@ -32,6 +36,7 @@ class ItemCheckpoints:
         self.saver: AsyncSqliteSaver | None = None
         self._threads: set[str] = set()
         self._first: dict[str, int] = {}
+        self._log, self._fd, self._sent, self._lock = Path(f"{self.path}.requests"), -1, Counter[str](), threading.Lock()
 
     async def open(self) -> AsyncSqliteSaver | None:
         """Connect and read which threads the file holds; the saver (None when off). Closed again on failure."""
@@ -44,6 +49,9 @@ class ItemCheckpoints:
             saver = AsyncSqliteSaver(conn, serde=checkpoint_serde())
             await saver.setup()
             self._threads = {str(t.config["configurable"]["thread_id"]) async for t in saver.alist(None)}
+            if self._log.exists():  # (a line torn by a kill is no request)
+                self._sent.update(json.loads(x) for x in self._log.read_bytes().splitlines() if x.endswith(b'"'))
+            self._fd = os.open(self._log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except BaseException:
             await conn.close()
             raise
@@ -51,10 +59,32 @@ class ItemCheckpoints:
         return saver
 
     async def close(self) -> None:
-        """Close the connection (safe to call twice, and when :meth:`open` was not called or failed)."""
+        """Close the connection (safe to call twice, and when :meth:`open` was not called or failed); with no thread
+        left, the files are removed (their pages would stay allocated)."""
         saver, self.saver = self.saver, None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
         if saver is not None:
             await saver.conn.close()
+            if not self._threads:
+                for path in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm"), self._log):
+                    path.unlink(missing_ok=True)
+
+    def counter(self, item_id: str) -> Callable[[], None]:
+        """What to call before each LLM request of the question: the request is logged (so a kill does not lose it)."""
+        line = (json.dumps(item_id) + "\n").encode()
+
+        def sent() -> None:
+            if self._fd >= 0:
+                with self._lock:
+                    os.write(self._fd, line)
+                    self._sent[item_id] += 1
+        return sent
+
+    def requests(self, item_id: str) -> int:
+        """LLM requests logged for the question over every invocation (0 when checkpoints are off)."""
+        return self._sent[item_id]
 
     def _attempts(self, item_id: str) -> list[int]:
         """The attempt numbers of the question's threads in the file, in order."""
@@ -89,6 +119,7 @@ class ItemCheckpoints:
             await self.saver.adelete_thread(f"{item_id}#{n}")
             self._threads.discard(f"{item_id}#{n}")
         self._first.pop(item_id, None)
+        self._sent.pop(item_id, None)
 
     def holds(self, item_id: str, attempt: int) -> bool:
         """Whether the file holds a thread for this attempt at the question."""
