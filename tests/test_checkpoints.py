@@ -431,3 +431,30 @@ def test_item_checkpoints_recorded_question_leaves_no_thread(trade_cql, tmp_path
     with sqlite3.connect(path) as conn:
         assert {r[0] for r in conn.execute("SELECT thread_id FROM checkpoints")} == {"q2#1"}
         assert {r[0] for r in conn.execute("SELECT thread_id FROM writes")} <= {"q2#1"}
+
+
+def test_item_checkpoints_request_log_survives_a_kill_and_a_torn_line(tmp_path):
+    """Requests logged before they are sent are read back by the next invocation (a line torn by a kill is skipped);
+    the log goes with the checkpoint file once no thread is left."""
+    from ragplan.eval.item_checkpoints import ItemCheckpoints
+
+    path = tmp_path / "items.sqlite"
+
+    async def go() -> tuple[int, int, int]:
+        ck = ItemCheckpoints(path)
+        await ck.open()
+        ck._threads.add("q1#1")  # a thread in flight, as a kill leaves it
+        for _ in range(2):
+            ck.counter("q1")()
+        ck.counter("q2")()
+        ck._fd, fd = -1, ck._fd  # "killed": nothing more is written
+        os.write(fd, b'"q1')
+        os.close(fd)
+        await ck.saver.conn.close()
+        again = ItemCheckpoints(path)
+        await again.open()
+        seen = again.requests("q1"), again.requests("q2")
+        await again.close()
+        return (*seen, Path(f"{path}.requests").exists())
+
+    assert asyncio.run(go()) == (2, 1, False)

@@ -12,7 +12,7 @@ import os
 import threading
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import aiosqlite
 from langchain_core.runnables import RunnableConfig
@@ -24,6 +24,15 @@ __all__ = ["ItemCheckpoints", "CHECKPOINT_FILE"]
 
 CHECKPOINT_FILE = "checkpoints.sqlite"
 """The checkpoint file's name in a run folder."""
+
+
+def _logged(data: bytes) -> Iterator[str]:
+    """The question ids of a request log (a line torn by a kill is no request)."""
+    for line in data.splitlines():
+        try:
+            yield str(json.loads(line))
+        except ValueError:
+            continue
 
 
 class ItemCheckpoints:
@@ -49,8 +58,8 @@ class ItemCheckpoints:
             saver = AsyncSqliteSaver(conn, serde=checkpoint_serde())
             await saver.setup()
             self._threads = {str(t.config["configurable"]["thread_id"]) async for t in saver.alist(None)}
-            if self._log.exists():  # (a line torn by a kill is no request)
-                self._sent.update(json.loads(x) for x in self._log.read_bytes().splitlines() if x.endswith(b'"'))
+            if self._log.exists():
+                self._sent.update(_logged(self._log.read_bytes()))
             self._fd = os.open(self._log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except BaseException:
             await conn.close()
