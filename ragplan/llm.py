@@ -19,8 +19,8 @@ before it is sent (an evaluation run counts them, so a request in flight at a ki
 
 from __future__ import annotations
 
-import functools
 import contextvars
+import functools
 import json
 import os
 import platform
@@ -322,6 +322,7 @@ def _from_text(text: str, schema: type[T]) -> tuple[T | None, str]:
         return None, _short_validation(exc)
 
 
+@functools.cache
 def _answer_step(schema: type[BaseModel]) -> tuple[str, bool] | None:
     """``(reasoning field or "", whether it is required)`` when ``schema`` is an answer step (``answer`` and at most
     one more field, all text); None for a decision that needs fields."""
@@ -343,8 +344,8 @@ def _clean(text: str) -> str:
 
 
 def _plain_answer(text: str, schema: type[T], step: tuple[str, bool]) -> tuple[T | None, str]:
-    """The answer in a plain-text reply: after its last "Answer:", else "the answer is …", else its last line (its
-    first for a step without reasoning); the text before it is the reasoning."""
+    """The answer in a plain-text reply: after its last "Answer:", else "the answer is …", else its last line (the
+    whole reply for a step without reasoning); the text before it is the reasoning."""
     text = (text or "").strip()
     hits = list(_ANSWER_LINE.finditer(text))
     lines = [ln for ln in text.splitlines() if ln.strip()]
@@ -354,7 +355,7 @@ def _plain_answer(text: str, schema: type[T], step: tuple[str, bool]) -> tuple[T
     elif (said := list(_ANSWER_IS.finditer(text))):
         answer, before = re.split(r"(?<=[^\s.])\.(?:\s|$)|\n", said[-1].group(1))[0], text[:said[-1].start()]
     elif lines:
-        answer, before = (lines[-1], "\n".join(lines[:-1])) if step[1] else (lines[0], "")
+        answer, before = (lines[-1], "\n".join(lines[:-1])) if step[1] else (text, "")
     else:
         return None, "the reply is empty"
     if not _clean(answer):
@@ -366,6 +367,7 @@ def _plain_answer(text: str, schema: type[T], step: tuple[str, bool]) -> tuple[T
         return None, _short_validation(exc)
 
 
+@functools.cache
 def _text_instructions(schema: type[BaseModel]) -> str:
     """What a ``text``-mode prompt asks for: a last ``Answer:`` line for an answer step, else one JSON object shown
     filled in (from the schema) with LangChain's format instructions."""
