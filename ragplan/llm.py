@@ -5,20 +5,26 @@
 * :func:`decide` asks the model for one pydantic object (a plan, a verdict, an action): the schema bound as
   a forced tool (``bind_tools``) and read by LangChain's ``PydanticToolsParser``, the endpoint's JSON-schema
   mode (``with_structured_output(schema, include_raw=True)``), or in ``text`` mode a JSON reply read by
-  ``JsonOutputParser`` after its format instructions. A parse error is shown back to the model for a bounded
-  number of repairs; a failure comes back as a :class:`Decision` whose ``kind`` is set from the exception's type.
+  ``JsonOutputParser`` after a filled example and its format instructions; in ``text`` mode an answer step (a
+  schema of ``answer`` and at most one more text field) is asked for, and read from, plain text ("…Answer: X").
+  A parse error is shown back to the model for a bounded number of repairs; a failure comes back as a
+  :class:`Decision` whose ``kind`` is set from the exception's type.
 
 Retries. The OpenAI client retries a 429, a 5xx, a timeout and a dropped connection itself (``max_retries``). A
-``200 OK`` whose body is not a chat completion (:data:`MALFORMED_REPLY`) is retried here as often, with jittered
-exponential backoff; a ``ValidationError`` is repaired like a reply that does not parse; a 4xx comes back at once.
+``200 OK`` whose body is not a chat completion (:data:`MALFORMED_REPLY`), or a reply longer than ``max_reply_chars``
+(:class:`ReplyTooLong`), is retried here as often, with jittered exponential backoff; a ``ValidationError`` is
+repaired like a reply that does not parse; a 4xx comes back at once. :data:`on_request` hears of every request
+before it is sent (an evaluation run counts them, so a request in flight at a kill is counted too).
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import json
 import os
 import platform
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -39,7 +45,8 @@ from ragplan.state.failure import FailureKind, failure
 from ragplan.state.usage import Usage
 
 __all__ = ["load_chat_model", "endpoint_problem", "chat_model_for", "Decision", "decide", "decide_for", "LLMConfigError",
-           "generate", "message_text", "cache_of", "kind_of", "failure_update", "MALFORMED_REPLY", "BACKOFF_S", "MAX_BACKOFF_S"]
+           "generate", "message_text", "cache_of", "kind_of", "failure_update", "MALFORMED_REPLY", "BACKOFF_S", "MAX_BACKOFF_S",
+           "ReplyTooLong", "MAX_REPLY_CHARS", "on_request"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -52,6 +59,14 @@ BACKOFF_S = 0.5
 MAX_BACKOFF_S = 8.0
 #: Retries when the model does not say how many it allows (a chat model object without ``max_retries``).
 DEFAULT_RETRIES = 2
+#: Longest reply (text and tool-call arguments, in characters) read when no ``max_reply_chars`` is given.
+MAX_REPLY_CHARS = 200_000
+#: Called (in the caller's context) just before each chat request is sent; None = nobody counts.
+on_request: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("ragplan_on_request", default=None)
+
+
+class ReplyTooLong(ValueError):
+    """A reply longer than ``max_reply_chars``: a malformed reply (retried, then recorded), never kept."""
 
 
 class LLMConfigError(RuntimeError):
@@ -223,14 +238,22 @@ def _retries_of(model: Any) -> int:
     return max(0, int(n)) if isinstance(n, int) else DEFAULT_RETRIES
 
 
-def _invoke(call: Callable[[], Any], retries: int, spent: list[Usage]) -> tuple[Any, float]:
-    """``(call(), seconds)``, a malformed reply retried ``retries`` times; failed attempts' costs go to ``spent``."""
+def _invoke(call: Callable[[], Any], retries: int, spent: list[Usage], cap: int = MAX_REPLY_CHARS) -> tuple[Any, float]:
+    """``(call(), seconds)``, a malformed reply (or one over ``cap`` characters) retried ``retries`` times; failed
+    attempts' costs go to ``spent``."""
     for attempt in Retrying(stop=stop_after_attempt(retries + 1), retry=retry_if_exception(_malformed), reraise=True,
                             wait=wait_exponential_jitter(initial=BACKOFF_S, max=MAX_BACKOFF_S, jitter=BACKOFF_S / 4)):
         with attempt:
             t0 = time.perf_counter()
             try:
-                return call(), time.perf_counter() - t0
+                if (hook := on_request.get()) is not None:
+                    hook()
+                out = call()
+                raw = out.get("raw") if isinstance(out, dict) else out
+                size = len(_visible(raw)) if isinstance(raw, BaseMessage) else 0
+                if size > cap:
+                    raise ReplyTooLong(f"the reply has {size:,} characters, more than max_reply_chars={cap:,}")
+                return out, time.perf_counter() - t0
             except Exception as exc:
                 took = round(time.perf_counter() - t0, 4)
                 spent.append(Usage(llm_seconds=took) if isinstance(exc, LLMCacheMiss) else Usage(llm_calls=1, llm_seconds=took))
@@ -248,7 +271,7 @@ def request_failed(exc: BaseException, attempts: int, model: Any = None, limit: 
     """The recorded reason of a failed LLM request (a malformed reply's attempts; an unreachable endpoint named)."""
     if _malformed(exc):
         what = ("not JSON" if isinstance(exc, json.JSONDecodeError) else "not UTF-8" if isinstance(exc, UnicodeDecodeError)
-                else "not a chat completion")
+                else "too long" if isinstance(exc, ReplyTooLong) else "not a chat completion")
         return (f"LLM request failed: malformed reply ({attempts} attempt{'s' * (attempts != 1)}): the reply is {what} "
                 f"({type(exc).__name__}: {str(exc)[:160]})")
     url = str(getattr(getattr(model, "root_client", None), "base_url", "") or "").rstrip("/")
@@ -256,18 +279,21 @@ def request_failed(exc: BaseException, attempts: int, model: Any = None, limit: 
     return f"LLM request failed: {type(exc).__name__}: {str(exc)[:limit]}{where}"
 
 
-def generate(model: Any, messages: Sequence[BaseMessage], *, options: dict[str, Any] | None = None) -> Decision[Any]:
+def generate(model: Any, messages: Sequence[BaseMessage], *, options: dict[str, Any] | None = None,
+             max_reply_chars: int = MAX_REPLY_CHARS) -> Decision[Any]:
     """One free-text call (a draft, a plan in a text format): a :class:`Decision` holding the message; never raises.
     ``options`` are extra request parameters (``logprobs=True``); a model that rejects them is called without."""
     spent: list[Usage] = []
     try:
         if options:
             try:  # once with the options: a model or endpoint that refuses them (or a malformed reply) is asked without
-                msg, took = _invoke(lambda: model.bind(**options).invoke(list(messages)), 0, [])
+                msg, took = _invoke(lambda: model.bind(**options).invoke(list(messages)), 0, [], max_reply_chars)
                 return Decision(msg, _usage_of(msg, took), "", 1)
+            except ReplyTooLong:
+                spent.append(Usage(llm_calls=1))  # answered without the options: asked again below
             except (TypeError, ValueError, NotImplementedError):
                 pass
-        msg, took = _invoke(lambda: model.invoke(list(messages)), _retries_of(model), spent)
+        msg, took = _invoke(lambda: model.invoke(list(messages)), _retries_of(model), spent, max_reply_chars)
     except Exception as exc:  # endpoint down, auth, timeout after the client's retries, malformed replies after ours
         return Decision(None, sum(spent, Usage()), request_failed(exc, len(spent), model, 300), 1, kind_of(exc))
     return Decision(msg, sum(spent, Usage()) + _usage_of(msg, took), "", 1)
@@ -297,6 +323,91 @@ def _from_text(text: str, schema: type[T]) -> tuple[T | None, str]:
 
 
 @functools.cache
+def _answer_step(schema: type[BaseModel]) -> tuple[str, bool] | None:
+    """``(reasoning field or "", whether it is required)`` when ``schema`` is an answer step (``answer`` and at most
+    one more field, all text); None for a decision that needs fields."""
+    fields = schema.model_fields
+    if "answer" not in fields or len(fields) > 2 or any(f.annotation is not str for f in fields.values()):
+        return None
+    other = next((n for n in fields if n != "answer"), "")
+    return other, bool(other) and fields[other].is_required()
+
+
+_ANSWER_LINE = re.compile(r"^[\W_]*(?:final\s+)?answer[\W_]*?[:：]\s*(.*)$", re.I | re.M)
+_ANSWER_IS = re.compile(r"\bthe\s+(?:final\s+|correct\s+|short\s+)?answer(?:\s+to\s+[^.:\n]{1,80}?)?\s+(?:is|would\s+be)"
+                        r"\s*:?\s*(.+)", re.I)
+
+
+def _clean(text: str) -> str:
+    """An answer without markdown, quotes, spaces runs and a closing full stop."""
+    return re.sub(r"\s+", " ", text).strip().strip("*_`\"'“”‘’ ").rstrip(".").strip("*_`\"'“”‘’ ")
+
+
+def _plain_answer(text: str, schema: type[T], step: tuple[str, bool]) -> tuple[T | None, str]:
+    """The answer in a plain-text reply: after its last "Answer:", else "the answer is …", else its last line (the
+    whole reply for a step without reasoning); the text before it is the reasoning."""
+    text = (text or "").strip()
+    hits = list(_ANSWER_LINE.finditer(text))
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if hits:
+        rest = text[hits[-1].end(1):].strip().splitlines()
+        answer, before = hits[-1].group(1) or (rest[0] if rest else ""), text[:hits[-1].start()]
+    elif (said := list(_ANSWER_IS.finditer(text))):
+        answer, before = re.split(r"(?<=[^\s.])\.(?:\s|$)|\n", said[-1].group(1))[0], text[:said[-1].start()]
+    elif lines:
+        answer, before = (lines[-1], "\n".join(lines[:-1])) if step[1] else (text, "")
+    else:
+        return None, "the reply is empty"
+    if not _clean(answer):
+        return None, "the reply names no answer after 'Answer:'"
+    values = {"answer": _clean(answer), **({step[0]: before.strip()} if step[0] else {})}
+    try:
+        return schema.model_validate(values), ""
+    except ValidationError as exc:
+        return None, _short_validation(exc)
+
+
+@functools.cache
+def _text_instructions(schema: type[BaseModel]) -> str:
+    """What a ``text``-mode prompt asks for: a last ``Answer:`` line for an answer step, else one JSON object shown
+    filled in (from the schema) with LangChain's format instructions."""
+    step = _answer_step(schema)
+    if step is not None:
+        answer = schema.model_fields["answer"].description or "the answer"
+        why = (schema.model_fields[step[0]].description or step[0]).rstrip(".") if step[1] else ""
+        first = f"first your {why[:1].lower()}{why[1:]}, then " if why else ""
+        return f"Reply in plain text: {first}a last line of the form\nAnswer: <{answer.rstrip('.')}>"
+    js = schema.model_json_schema()
+    example = json.dumps(_example(js, js.get("$defs", {})), ensure_ascii=False)
+    return (f"Reply with one JSON object only (no prose around it), filled in like this example:\n{example}\n"
+            + JsonOutputParser(pydantic_object=schema).get_format_instructions())
+
+
+def _example(js: dict[str, Any], defs: dict[str, Any]) -> Any:
+    """A value that fits the JSON schema ``js``: its example, first choice, a bound, or a placeholder text."""
+    if "$ref" in js:
+        return _example(defs.get(js["$ref"].rsplit("/", 1)[-1], {}), defs)
+    if js.get("examples"):
+        return js["examples"][0]
+    if "enum" in js or "const" in js:
+        return js["enum"][0] if "enum" in js else js["const"]
+    options = [o for o in js.get("anyOf") or js.get("oneOf") or [] if o.get("type") != "null"]
+    if options:
+        return _example(options[0], defs)
+    kind = js.get("type")
+    if kind == "object":
+        return {k: _example(v, defs) for k, v in (js.get("properties") or {}).items()}
+    if kind == "array":
+        return [_example(js.get("items") or {}, defs)]
+    if kind in ("number", "integer"):
+        low, high = js.get("minimum", js.get("exclusiveMinimum", 0)), js.get("maximum", js.get("exclusiveMaximum"))
+        return (low + high) / 2 if kind == "number" and high is not None else max(low, 1) if kind == "integer" else low
+    if kind == "boolean":
+        return False
+    return f"<{(js.get('description') or js.get('title') or 'text').rstrip('.')[:80]}>"
+
+
+@functools.cache
 def _tools_parser(schema: type[BaseModel]) -> PydanticToolsParser:
     """The parser of a ``schema`` tool call, made once per schema (it holds no state between replies)."""
     return PydanticToolsParser(tools=[schema], first_tool_only=True)
@@ -314,7 +425,11 @@ def _parsed(out: Any, schema: type[T], method: str) -> tuple[T | None, str, Any]
         return parsed, "", raw
     bad = getattr(raw, "invalid_tool_calls", None) or []
     if error is None and not bad and (method == "text" or message_text(raw)):  # JSON in the text (or for the tool call)
-        return (*_from_text(message_text(raw), schema), raw)
+        parsed, problem = _from_text(message_text(raw), schema)
+        step = _answer_step(schema) if method == "text" else None
+        if parsed is None and step is not None:  # an answer in plain text (or in JSON that does not validate)
+            parsed, problem = _plain_answer(message_text(raw), schema, step)
+        return parsed, problem, raw
     problem = (_short_validation(error) if isinstance(error, ValidationError) else str(error).splitlines()[0][:200] if error
                else f"the reply holds no {schema.__name__} tool call")
     if bad:
@@ -324,7 +439,7 @@ def _parsed(out: Any, schema: type[T], method: str) -> tuple[T | None, str, Any]
 
 def decide(
     model: BaseChatModel, messages: Sequence[BaseMessage], schema: type[T], *, method: str = "function_calling",
-    max_repairs: int = 2,
+    max_repairs: int = 2, max_reply_chars: int = MAX_REPLY_CHARS,
 ) -> Decision[T]:
     """Ask ``model`` for one ``schema`` object, a reply that does not parse shown back up to ``max_repairs`` times;
     never raise. ``method``: ``function_calling``, ``json_schema`` or ``text`` (also for a model without tools)."""
@@ -336,14 +451,14 @@ def decide(
         except (NotImplementedError, ValueError, TypeError):
             method = "text"
     if method == "text":
-        instructions = JsonOutputParser(pydantic_object=schema).get_format_instructions()
-        convo = [*convo[:-1], SystemMessage("Reply with one JSON object only (no prose around it). " + instructions),
-                 *convo[-1:]]
+        convo = [*convo[:-1], SystemMessage(_text_instructions(schema)), *convo[-1:]]
+    again = ("ending with a last line 'Answer: …'" if method == "text" and _answer_step(schema)
+             else f"with a valid {schema.__name__} object and nothing else")
     usage, problem, retries = Usage(), "", _retries_of(model)
     for attempt in range(1, max_repairs + 2):
         spent: list[Usage] = []
         try:
-            out, took = _invoke(lambda: runnable.invoke(convo), retries, spent)
+            out, took = _invoke(lambda: runnable.invoke(convo), retries, spent, max_reply_chars)
         except ValidationError as exc:  # LangChain could not make a message of the model's output: repaired
             usage, problem, shown = sum(spent, usage), _short_validation(exc), "(a reply that could not be read)"
         except Exception as exc:  # endpoint down, auth, timeout after retries: recorded, never raised
@@ -355,7 +470,7 @@ def decide(
                 return Decision(parsed, usage, "", attempt)
             shown = _visible(raw)
         convo = [*convo, AIMessage(content=shown), HumanMessage(
-            f"That reply could not be used: {problem}. Answer again with a valid {schema.__name__} object and nothing else.")]
+            f"That reply could not be used: {problem}. Answer again {again}.")]
     return Decision(None, usage, f"no valid {schema.__name__} after {max_repairs + 1} attempts: {problem}", max_repairs + 1,
                     "unparseable")
 
@@ -374,7 +489,8 @@ def decide_for(ctx: Any, messages: Sequence[BaseMessage], schema: type[T], *, ro
         model = chat_model_for(ctx, role)
     except Exception as exc:  # LLMConfigError, provider import errors, bad arguments
         return Decision(None, Usage(), f"no usable chat model: {exc}", 0, "config")
-    return decide(model, messages, schema, method=ctx.structured_output, max_repairs=ctx.max_repairs)
+    return decide(model, messages, schema, method=ctx.structured_output, max_repairs=ctx.max_repairs,
+                  max_reply_chars=ctx.max_reply_chars)
 
 
 def failure_update(d: Decision[Any], node: str) -> dict[str, Any]:

@@ -50,9 +50,13 @@ class LLMContext:
         3, "Client retries of one LLM request on rate limits (429), 5xx and timeouts, with backoff.")
     structured_output: Literal["function_calling", "json_schema", "text"] = setting(
         "function_calling", "How LLM decisions are obtained as typed objects: tool/function calling, the endpoint's "
-        "JSON-schema mode, or a JSON object in plain text (for endpoints without tool calling).")
+        "JSON-schema mode, or text (for endpoints without tool calling: a JSON object, or plain text ending "
+        "'Answer: …' for a step whose output is only an answer).")
     max_repairs: int = setting(
         2, "Extra attempts when the LLM's output does not parse, with the parse error shown to it.")
+    max_reply_chars: int = setting(
+        200_000, "Longest LLM reply read, in characters (text and tool-call arguments); a longer one is a malformed "
+        "reply: retried like one, then recorded as malformed_reply.")
     chat_model: Any = setting(None, "A LangChain chat model object used instead of `model`.", python_only=True)
     llm_cache_dir: str = setting(
         "", "Folder of the LLM record/replay cache: every chat request and its response is stored there, keyed by "

@@ -290,8 +290,36 @@ def test_eval_question_in_flight_at_a_kill_continues_from_its_last_node(tmp_path
     assert tools.count("FinalAnswer") == 2 + in_flight, tools  # their answers were (they were in flight)
     recs = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
     assert len(recs) == 2 and all(r["answer"] == "1" and r["error"] == "" for r in recs)
-    with sqlite3.connect(run / "checkpoints.sqlite") as conn:  # recorded questions leave no thread behind
-        assert conn.execute("SELECT count(*) FROM checkpoints").fetchone() == (0,)
+    # every request the endpoint received is counted, the ones in flight at the kill too
+    assert summary["cost"]["llm_calls"] == len(tools) == 4 + in_flight and sorted(r["llm_calls"] for r in recs) == \
+        sorted([2 + (in_flight == 2), 3])
+    assert not (run / "checkpoints.sqlite").exists()  # recorded questions leave no thread, so no file, behind
+
+
+def test_eval_a_reply_over_the_cap_is_a_small_recorded_failure_and_no_checkpoint_file_stays(tmp_path, monkeypatch):
+    """A huge reply is a malformed_reply failure (not kept in results.jsonl or checkpoints); a finished run leaves
+    no checkpoint file (its pages would stay allocated with no row in them)."""
+    from ragplan.methods.planrag.generate import generate_clone
+
+    monkeypatch.setattr("ragplan.llm.BACKOFF_S", 0.01)
+    generate_clone(tmp_path / "clone", "building", 2, seed=0)
+    run = tmp_path / "run"
+
+    def respond(req: Any) -> Any:
+        if req.forced_tool == "RetrievalAction":
+            return RetrievalAction(thought="ids", action="graph_db", action_input="MATCH (b:Building) RETURN b.id AS id")
+        return FinalAnswer(answer="1" * 300_000, rationale="r")
+
+    with OpenAIStub(responder=respond) as stub:
+        assert main(["eval", "--method", "single_rag", "--benchmark", "dqa-building", "--data", str(tmp_path / "clone"),
+                     "--out", str(run), "--no-progress", "--model", MODEL, "--base-url", stub.base_url,
+                     "--set", "llm_max_retries=1"]) == 1  # (every question failed)
+        answers = sum(r.forced_tool == "FinalAnswer" for r in stub.requests)
+    lines = (run / "results.jsonl").read_bytes().splitlines()
+    recs = [json.loads(x) for x in lines]
+    assert len(recs) == 2 and all(r["failure"]["kind"] == "malformed_reply" and "too long" in r["error"] for r in recs)
+    assert answers == 4 and all(len(x) < 20_000 for x in lines)  # each answer asked twice, no reply kept
+    assert sorted(p.name for p in run.iterdir() if p.name.startswith("checkpoints")) == []
 
 
 def test_eval_never_pauses_for_review(tmp_path):
@@ -430,3 +458,30 @@ def test_item_checkpoints_threads_of_questions_recorded_before_a_kill_go_at_clos
     asyncio.run(go())
     with sqlite3.connect(path) as conn:
         assert {r[0] for r in conn.execute("SELECT thread_id FROM checkpoints")} == {"q2#1"}
+
+
+def test_item_checkpoints_request_log_survives_a_kill_and_a_torn_line(tmp_path):
+    """Requests logged before they are sent are read back by the next invocation (a line torn by a kill is skipped);
+    the log goes with the checkpoint file once no thread is left."""
+    from ragplan.eval.item_checkpoints import ItemCheckpoints
+
+    path = tmp_path / "items.sqlite"
+
+    async def go() -> tuple[int, int, int]:
+        ck = ItemCheckpoints(path)
+        await ck.open()
+        ck._threads.add("q1#1")  # a thread in flight, as a kill leaves it
+        for _ in range(2):
+            ck.counter("q1")()
+        ck.counter("q2")()
+        ck._fd, fd = -1, ck._fd  # "killed": nothing more is written
+        os.write(fd, b'"q1')
+        os.close(fd)
+        await ck.saver.conn.close()
+        again = ItemCheckpoints(path)
+        await again.open()
+        seen = again.requests("q1"), again.requests("q2")
+        await again.close()
+        return (*seen, Path(f"{path}.requests").exists())
+
+    assert asyncio.run(go()) == (2, 1, False)

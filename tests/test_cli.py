@@ -93,6 +93,19 @@ def test_ask_rejects_unknown_method_and_empty_question(trade_cql, tmp_path, caps
     assert "empty" in capsys.readouterr().err
 
 
+def test_ask_refuses_a_question_file_too_large_to_send(trade_cql, tmp_path, capsys):
+    """A huge --question-file (it would go into every prompt) is refused before anything is sent, naming the file."""
+    from tests.openai_server import OpenAIStub
+
+    big = tmp_path / "q.txt"
+    big.write_text("Which node? " * 25_000)
+    with OpenAIStub(replies=[]) as stub:
+        assert main(["ask", "--graph", str(trade_cql), "--question-file", str(big), "--base-url", stub.base_url]) == 2
+    err = capsys.readouterr().err
+    assert str(big) in err and "longer than 100,000 characters" in err and "Traceback" not in err
+    assert stub.requests == []
+
+
 def test_ask_prints_trace_verdict_and_totals_through_local_endpoint(tmp_path, capsys, monkeypatch):
     from ragplan.methods.planrag.generate import generate_clone
     from tests.openai_server import OpenAIStub

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import Literal
 
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ragplan.llm import LLMConfigError, decide, endpoint_problem, kind_of, load_chat_model, split_model_spec
 from tests.scripted import ScriptedChatModel
@@ -64,6 +65,61 @@ def test_text_mode_asks_with_format_instructions_and_repairs():
     assert d.ok and d.value.reason == "r" and d.attempts == 3
     assert "JSON schema" in model.prompts[0][0].content and '"replan"' in model.prompts[0][0].content
     assert "holds no JSON object" in model.prompts[1][-1].content and "reason: Field required" in model.prompts[2][-1].content
+
+
+class Short(BaseModel):
+    answer: str
+    reasoning: str = ""
+
+
+class Reasoned(BaseModel):
+    reasoning: str
+    answer: str
+
+
+@pytest.mark.parametrize("reply, answer", [
+    ("Paris", "Paris"), ("Answer: Paris", "Paris"), ("**Answer:** \"Paris\".", "Paris"),
+    ("France's capital is a famous city. So the answer is Paris.", "Paris"), ("Paris\nin France.", "Paris in France"),
+    ("The answer to the question about France is: Paris", "Paris")])
+def test_text_mode_answer_step_reads_a_plain_text_reply(reply, answer):
+    """``text``: a step whose output is only an answer asks for, and reads, plain text (a small local model's reply)."""
+    model = ScriptedChatModel(replies=[reply])
+    d = decide(model, MSG, Short, method="text")
+    assert d.ok and d.value.answer == answer and d.attempts == 1
+    assert "Answer: <" in model.prompts[0][0].content and "JSON" not in model.prompts[0][0].content
+
+
+@pytest.mark.parametrize("reply, reasoning, answer", [
+    ("Paris is the capital of France.\nAnswer: Paris", "Paris is the capital of France.", "Paris"),
+    ("It is in France.\nSo the answer is Paris.", "It is in France.", "Paris"),
+    ("France's capital.\nParis", "France's capital.", "Paris"),
+    ('{"reasoning": "r", "answer": "Paris"}', "r", "Paris")])
+def test_text_mode_reasoning_then_answer_in_plain_text(reply, reasoning, answer):
+    model = ScriptedChatModel(replies=[reply])
+    d = decide(model, MSG, Reasoned, method="text")
+    assert d.ok and d.value.answer == answer and d.value.reasoning.startswith(reasoning)
+    assert "first your reasoning" in model.prompts[0][0].content
+
+
+def test_text_mode_empty_answer_is_repaired_then_unparseable():
+    model = ScriptedChatModel(replies=["", "Answer:", "  "])
+    d = decide(model, MSG, Short, method="text")
+    assert not d.ok and d.kind == "unparseable" and d.attempts == 3 and "Answer:" in model.prompts[1][-1].content
+
+
+def test_text_mode_decision_prompt_shows_a_filled_example():
+    """A decision that needs fields is asked for as JSON, with an example built from the schema that validates."""
+    class Gate(BaseModel):
+        probability: float = Field(ge=0.0, le=1.0, description="Probability.")
+        label: Literal["A", "B"]
+        steps: list[str] = Field(min_length=1)
+        verdict: Verdict
+
+    model = ScriptedChatModel(replies=["Answer: A"] * 3)
+    assert not decide(model, MSG, Gate, method="text").ok  # plain text is no decision with fields
+    prompt = model.prompts[0][0].content
+    example = json.loads(prompt.split("example:\n", 1)[1].splitlines()[0])
+    assert Gate.model_validate(example).label == "A" and example["probability"] == 0.5
 
 
 def test_failure_kinds_come_from_the_exception_type():

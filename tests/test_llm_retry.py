@@ -63,6 +63,18 @@ def test_an_html_page_labelled_as_html_is_a_malformed_reply():
     assert not d.ok and d.error.startswith("LLM request failed: malformed reply (2 attempts)") and len(stub.requests) == 2
 
 
+def test_a_reply_over_max_reply_chars_is_a_malformed_reply_retried_then_recorded():
+    long = FinalAnswer(answer="x" * 5000)
+    with OpenAIStub(replies=[long, FinalAnswer(answer="a"), long, long, "y" * 5000, "y" * 5000]) as stub:
+        ok = decide(_model(stub, 1), [HumanMessage("q")], FinalAnswer, max_reply_chars=1000)
+        d = decide(_model(stub, 1), [HumanMessage("q")], FinalAnswer, max_reply_chars=1000)
+        g = generate(_model(stub, 1), [HumanMessage("q")], max_reply_chars=1000)
+    assert ok.ok and ok.value.answer == "a" and ok.usage.llm_calls == 2
+    assert not d.ok and d.kind == "malformed_reply" and d.usage.llm_calls == 2 and len(d.error) < 400
+    assert "too long" in d.error and "max_reply_chars=1,000" in d.error and "xxxxx" not in d.error
+    assert g.result is None and g.kind == "malformed_reply" and "too long" in g.error and len(stub.requests) == 6
+
+
 def test_a_free_text_call_is_retried_too():
     with OpenAIStub(replies=[Fault(body=""), "a plan"]) as stub:
         g = generate(_model(stub, 2), [HumanMessage("q")])

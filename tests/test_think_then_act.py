@@ -162,6 +162,15 @@ def test_standard_and_cot_baselines(index_dir):
     assert res.reasoning.startswith("Australia") and "step by step" in model.prompts[0][-1].content
 
 
+@pytest.mark.parametrize("builder, reply", [
+    (build_standard, "Canberra"), (build_cot, "Australia's capital was chosen in 1908.\nSo the answer is Canberra."),
+    (build_retrieve_then_read, "Answer: Canberra.")])
+def test_text_mode_answers_from_a_plain_text_reply(index_dir, builder, reply):
+    """A small local model in ``text`` mode replies in prose, not JSON: the answer steps still answer."""
+    res, model = run(builder, lambda m, s: reply, index_dir, "What is the capital of Australia?", structured_output="text")
+    assert res.answer == "Canberra" and res.stop_reason == "answered" and not res.error and res.usage.llm_calls == 1
+
+
 def test_retrieve_then_read_always_retrieves(index_dir):
     q = "Who directed Blade Runner?"
     res, model = run(build_retrieve_then_read, lambda m, s: ShortAnswer(answer="Ridley Scott"), index_dir, q)

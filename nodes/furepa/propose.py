@@ -75,7 +75,7 @@ def ask_proposal(ctx: Any, prompt: str, temperature: float) -> Decision[Proposal
     except Exception as exc:  # no endpoint configured, a wrong object
         return Decision(None, Usage(), f"no usable chat model: {exc}", 0, "config")
     return decide(model, [SystemMessage(SYSTEM_PROMPT), HumanMessage(prompt)], Proposal, method=ctx.structured_output,
-                  max_repairs=ctx.max_repairs)
+                  max_repairs=ctx.max_repairs, max_reply_chars=ctx.max_reply_chars)
 
 
 def make_propose(single_query: bool = False) -> Node[FuRePAState, FuRePAContext]:

@@ -36,7 +36,7 @@ def plan_retrieval(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[
     last = PlanCall.model_validate(calls[-1]) if calls else None
     if last is not None and not last.valid:  # the repair round: the faulty plan and its typed errors, line by line
         messages += [AIMessage(last.raw), HumanMessage(repair_prompt(last.errors, registry=registry, plan_text=last.raw))]
-    g = generate(model, messages)
+    g = generate(model, messages, max_reply_chars=ctx.max_reply_chars)
     latency = {"plan_attempts": attempts, "planner_latency_s": g.usage.llm_seconds, "planner_call_s": g.usage.llm_seconds,
                "usage": g.usage}
     if not g.ok:

@@ -42,7 +42,8 @@ def flare_draft(state: SingleQueryState, runtime: Runtime[ThinkThenActContext]) 
         model = chat_model_for(ctx)
     except Exception as exc:
         return failed("config", "flare_draft", f"flare_draft: no usable chat model: {exc}", stop_reason="llm_error", answer="")
-    g = generate(model, messages, options={"logprobs": True})  # token probabilities where given
+    # token probabilities where given
+    g = generate(model, messages, options={"logprobs": True}, max_reply_chars=ctx.max_reply_chars)
     if not g.ok:
         return failure_update(g, "flare_draft")
     msg, usage = g.value, g.usage

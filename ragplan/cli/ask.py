@@ -12,7 +12,11 @@ from typing import Any, Callable, Sequence
 from ragplan.cli.errors import BadInput
 from ragplan.family import MethodFamily
 
-__all__ = ["add_parser", "run", "print_result", "resume_hint", "add_shared_flags", "print_header", "run_traced"]
+__all__ = ["add_parser", "run", "print_result", "resume_hint", "add_shared_flags", "print_header", "run_traced",
+           "MAX_QUESTION_CHARS"]
+
+MAX_QUESTION_CHARS = 100_000
+"""Longest question ``ask`` sends (it goes into every prompt of the run); a longer one is refused, exit 2."""
 
 
 def add_shared_flags(p: argparse.ArgumentParser, settings: Any) -> None:
@@ -66,13 +70,17 @@ def _question(args: argparse.Namespace) -> tuple[str, Any]:
         question = item.question
     elif args.question_file:
         try:
-            question = Path(args.question_file).read_text(encoding="utf-8").strip()
+            with open(args.question_file, encoding="utf-8") as fh:  # read no more than a question may hold
+                question = fh.read(MAX_QUESTION_CHARS + 1).strip()
         except (OSError, UnicodeDecodeError) as exc:
-            raise BadInput(f"cannot read the question file: {exc}") from None
+            raise BadInput(f"cannot read the question file {args.question_file}: {exc}") from None
     else:
         question = args.question.strip()
     if not question:
         raise BadInput("the question is empty")
+    if len(question) > MAX_QUESTION_CHARS:  # it would go into every prompt of the run
+        where = f"{args.question_file}: " if args.question_file else ""
+        raise BadInput(f"{where}the question is longer than {MAX_QUESTION_CHARS:,} characters; nothing was sent")
     return question, item
 
 

@@ -1,14 +1,18 @@
 """Per-question checkpoints of an evaluation run: a question in flight at a kill continues from its last node.
 
 An :class:`AsyncSqliteSaver` over ``RUN_DIR/checkpoints.sqlite``, one thread per attempt (``<item id>#<attempt>``);
-a recorded question's threads are deleted together when the run closes the file (not one by one while others wait).
+the LLM requests sent for each question are logged beside it before they go out. At close, recorded questions'
+threads are deleted together, and both files are removed when no question is left.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import threading
+from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import aiosqlite
 from langchain_core.runnables import RunnableConfig
@@ -22,6 +26,15 @@ CHECKPOINT_FILE = "checkpoints.sqlite"
 """The checkpoint file's name in a run folder."""
 
 
+def _logged(data: bytes) -> Iterator[str]:
+    """The question ids of a request log (a line torn by a kill is no request)."""
+    for line in data.splitlines():
+        try:
+            yield str(json.loads(line))
+        except ValueError:
+            continue
+
+
 class ItemCheckpoints:
     """The checkpoints of one run folder (open with :meth:`open`, close with :meth:`close`)."""
 
@@ -32,6 +45,7 @@ class ItemCheckpoints:
         self.saver: AsyncSqliteSaver | None = None
         self._threads: set[str] = set()
         self._first: dict[str, int] = {}
+        self._log, self._fd, self._sent, self._lock = Path(f"{self.path}.requests"), -1, Counter[str](), threading.Lock()
         self._done: list[str] = []  # recorded questions' threads, deleted at close
 
     async def open(self) -> AsyncSqliteSaver | None:
@@ -45,6 +59,9 @@ class ItemCheckpoints:
             saver = AsyncSqliteSaver(conn, serde=checkpoint_serde())
             await saver.setup()
             self._threads = {str(t.config["configurable"]["thread_id"]) async for t in saver.alist(None)}
+            if self._log.exists():
+                self._sent.update(_logged(self._log.read_bytes()))
+            self._fd = os.open(self._log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except BaseException:
             await conn.close()
             raise
@@ -52,16 +69,38 @@ class ItemCheckpoints:
         return saver
 
     async def close(self) -> None:
-        """Delete the recorded questions' threads and close the connection (safe to call twice, and when
-        :meth:`open` was not called or failed)."""
+        """Close the connection (safe to call twice, and when :meth:`open` was not called or failed); with no thread
+        left, the files are removed (their pages would stay allocated)."""
         saver, self.saver = self.saver, None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
         if saver is not None:
             try:
-                for thread in self._done:
-                    await saver.adelete_thread(thread)
+                if self._threads:  # questions left for a resume: only the recorded ones' threads go
+                    for thread in self._done:
+                        await saver.adelete_thread(thread)
                 self._done.clear()
             finally:
                 await saver.conn.close()
+            if not self._threads:
+                for path in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm"), self._log):
+                    path.unlink(missing_ok=True)
+
+    def counter(self, item_id: str) -> Callable[[], None]:
+        """What to call before each LLM request of the question: the request is logged (so a kill does not lose it)."""
+        line = (json.dumps(item_id) + "\n").encode()
+
+        def sent() -> None:
+            if self._fd >= 0:
+                with self._lock:
+                    os.write(self._fd, line)
+                    self._sent[item_id] += 1
+        return sent
+
+    def requests(self, item_id: str) -> int:
+        """LLM requests logged for the question over every invocation (0 when checkpoints are off)."""
+        return self._sent[item_id]
 
     def _attempts(self, item_id: str) -> list[int]:
         """The attempt numbers of the question's threads in the file, in order."""
@@ -99,6 +138,7 @@ class ItemCheckpoints:
             self._done.append(f"{item_id}#{n}")
             self._threads.discard(f"{item_id}#{n}")
         self._first.pop(item_id, None)
+        self._sent.pop(item_id, None)
 
     def holds(self, item_id: str, attempt: int) -> bool:
         """Whether the file holds a thread for this attempt at the question."""

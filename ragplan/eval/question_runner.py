@@ -19,6 +19,7 @@ from ragplan.eval.benchmark import Benchmark, Item
 from ragplan.eval.item_checkpoints import CHECKPOINT_FILE, ItemCheckpoints
 from ragplan.eval.runfolder import RunFolder, RunSettings, record_line
 from ragplan.family import MethodFamily
+from ragplan.llm import on_request
 from ragplan.state.result import GraphResult
 from ragplan.state.usage import Usage
 
@@ -179,6 +180,8 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
     asyncio.get_running_loop().set_default_executor(pool)
 
     async def one(item: Item) -> None:
+        if not settings.llm_replay:  # every request sent for the question is counted, one in flight at a kill too
+            on_request.set(checkpoints.counter(item.id))
         async with sem:
             ctx = await contexts.get(item)
             limit = family.recursion_limit(ctx)
@@ -204,6 +207,7 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
                     continue
                 break
             latency = time.perf_counter() - t0  # every attempt and its backoff
+        spent = spent + Usage(llm_calls=max(0, checkpoints.requests(item.id) - spent.llm_calls))
         # the slot is free once the graph is done: the next question's request goes out before this one is graded
         contexts.release(item)
         res = _typed(family, {**out, "usage": spent})
