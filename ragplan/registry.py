@@ -1,10 +1,5 @@
-"""Every method family, and every graph by name, found from the modules under ``graphs/``.
-
-Each module of :mod:`ragplan.graphs` that exports ``FAMILY`` (a :class:`~ragplan.family.MethodFamily`)
-is a family; nothing here names one, so a new ``graphs/<family>.py`` is found without edits. The CLI,
-the Python API, the evaluation runner, ``ragplan graphs`` / ``studio`` and the langgraph.json check all
-look methods up here.
-"""
+"""Every method family and graph by name: each module of :mod:`ragplan.graphs` that exports ``FAMILY`` (a
+:class:`~ragplan.family.MethodFamily`), so a new ``graphs/<family>.py`` is found without edits."""
 
 from __future__ import annotations
 

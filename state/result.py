@@ -1,9 +1,5 @@
-"""The typed result every method family shares, built from a graph's output dict.
-
-A family's result class (``PlanRAGResult``, ``TextQAResult``, ``ReaperResult`` …) adds its own fields and
-overrides the small methods below, so the entry points (``ragplan ask``, ``eval``, the HTML report) need not
-know the family.
-"""
+"""The typed result every method family shares, built from a graph's output dict; a family's result class adds its
+fields and overrides the small methods below, so the entry points need not know the family."""
 
 from __future__ import annotations
 

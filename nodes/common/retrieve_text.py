@@ -1,7 +1,5 @@
 """retrieve_text: fetch passages for a (sub-)query and keep the top sentences by Sentence-BERT similarity as
-evidence (Think-then-Act §4.2; retriever and counts from the run's context). A retrieval failure is recorded
-on the query, which is then answered without context; it never fails the run.
-"""
+evidence (Think-then-Act §4.2). A retrieval failure is recorded on the query, which is then answered without context."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The one shape every QA dataset is read into, and a checked view of one raw record (:class:`RawRecord` reports
-a malformed record the same way for every format: ``FILE: record N (line L): problem``).
-"""
+a malformed record the same way for every format: ``FILE: record N (line L): problem``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""One parser per dataset format, as the authors release it (docs/evaluation.md): a :class:`RawRecord` in,
-a :class:`QAExample` out; :func:`looks_like` detects the format, :func:`unsupported_format` names the
-well-known ones ragplan does not read (SQuAD, Natural Questions, TriviaQA, MS MARCO …).
-"""
+"""One parser per dataset format as released (docs/evaluation.md): a :class:`RawRecord` in, a :class:`QAExample` out;
+:func:`looks_like` detects the format, :func:`unsupported_format` names well-known ones ragplan does not read."""
 
 from __future__ import annotations
 
