@@ -19,13 +19,13 @@ DEFAULT_KS: tuple[int, ...] = (1, 2, 5, 10)
 """The cut-offs reported when none are named."""
 
 
-def title_key(title: str) -> str:
-    """A title as compared: NFC, whitespace collapsed, case folded."""
-    return " ".join(unicodedata.normalize("NFC", title or "").split()).casefold()
-
-
 def _text_key(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text or "").split())
+
+
+def title_key(title: str) -> str:
+    """A title as compared: NFC, whitespace collapsed, case folded."""
+    return _text_key(title).casefold()
 
 
 @dataclass(frozen=True)
@@ -93,10 +93,8 @@ class GoldSupport:
 
 
 def _sentence_set(ex: QAExample, facts: Sequence[tuple[str, int]]) -> EvidenceSet:
-    texts: dict[tuple[str, int], str] = {}
-    for title, sentences in ex.contexts if ex.sentence_segmented else []:
-        for i, s in enumerate(sentences):
-            texts.setdefault((title, i), s)
+    # the first paragraph of a title names its sentences (reversed: a later one is overwritten by it)
+    texts = {(t, i): s for t, ss in reversed(ex.contexts if ex.sentence_segmented else []) for i, s in enumerate(ss)}
     sents = tuple(SupportSentence(t, i, _text_key(texts.get((t, i), ""))) for t, i in dict.fromkeys(facts))
     by_title: dict[str, list[SupportSentence]] = {}
     for fact in sents:
