@@ -214,9 +214,8 @@ class SupportScorer:
 
     def score(self, gold: GoldSupport, queries: Sequence[str] | None) -> dict[str, float | None]:
         """The figures of one question (``None`` each without gold support or a list of queries)."""
-        names = support_metric_names(self.ks)
         if not gold or queries is None:
-            return dict.fromkeys(names)
+            return dict.fromkeys(support_metric_names(self.ks))
         qs = [q for q in queries if isinstance(q, str) and q.strip()]
         rankings: list[list[Any]] = []
         if qs:
@@ -227,6 +226,5 @@ class SupportScorer:
                     self._index = TextIndex.open(self.index_dir, model_path=self.embedding_model)
                 rankings = self._index.search_many(qs, max(self.ks))
         s = score_queries(rankings, gold, self.ks)
-        out: dict[str, float | None] = {f"support_recall@{k}": s[f"recall@{k}"] for k in self.ks}
-        out["support_mrr"] = s["mrr"]
-        return {k: None if v is None else round(float(v), 4) for k, v in out.items()}
+        return {f"support_{n}": None if (v := s[n]) is None else round(float(v), 4)
+                for n in (*(f"recall@{k}" for k in self.ks), "mrr")}
