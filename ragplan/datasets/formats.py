@@ -124,9 +124,9 @@ def parse_strategyqa(rec: RawRecord, opts: ParseOptions) -> QAExample:
     """StrategyQA records: the boolean answer becomes ``"yes"``/``"no"``."""
     qid = rec.ident("qid", "id")
     question = rec.text("question")
-    if "answer" not in rec.data or rec.data["answer"] is None:
+    raw = rec.data.get("answer")
+    if raw is None:
         rec.fail("missing 'answer' (strategyqa_test.json has no gold answers and cannot be graded)")
-    raw = rec.data["answer"]
     word = str(raw).strip().lower()
     if not isinstance(raw, (bool, str)) or word not in ("yes", "no", "true", "false"):
         rec.fail(f"'answer' should be true or false, got {raw!r}")

@@ -197,8 +197,7 @@ def _clause_fever(c: str) -> str | None:
     labels = [x for x in _strong(c) if x]
     if labels:
         return labels[0]
-    bare = _strip_hedges(c, _FEVER_HEDGES)
-    if c in _FEVER_EXACT_NEI or bare in _FEVER_EXACT_NEI:
+    if _strip_hedges(c, _FEVER_HEDGES) in _FEVER_EXACT_NEI:  # (no NEI word starts with a hedge)
         return _N
     yn = _clause_yesno(c, leading=True, hedges=_FEVER_HEDGES)
     return _YESNO_TO_FEVER.get(yn or "")
@@ -213,8 +212,7 @@ def _read_fever(t: str, clauses: list[str]) -> str | None:
         return strong[0]
     if strong:
         return next((x for x in _strong(clauses[0]) if x), None)
-    ends = [clauses[0], clauses[-1]]
-    if any(_strip_hedges(c, _FEVER_HEDGES) in _FEVER_EXACT_NEI or c in _FEVER_EXACT_NEI for c in ends):
+    if any(_strip_hedges(c, _FEVER_HEDGES) in _FEVER_EXACT_NEI for c in (clauses[0], clauses[-1])):
         return _N
     first, last = _ends(clauses, _FEVER_HEDGES)
     return None if first and last and first != last else _YESNO_TO_FEVER.get(first or last or "")
