@@ -1,11 +1,6 @@
-"""A method family: the one description of a paper's graphs that every entry point reads.
-
-Each ``graphs/<family>.py`` exports ``FAMILY``, a :class:`MethodFamily` (or a subclass overriding a hook): its
-graphs, its typed context (the only declaration of its settings: flags, Studio's form and docs/settings.md
-come from it), its typed result, and the hooks ``graph_input``, ``prepare``, ``check_run`` and ``trace``. So
-``ragplan ask``, :func:`ragplan.api.ask`, ``ragplan eval``, ``ragplan graphs`` and langgraph.json never ask
-which family they have; :mod:`ragplan.registry` finds a new family without edits.
-"""
+"""A method family: the one description of a paper's graphs (``FAMILY`` in each ``graphs/<family>.py``) that every
+entry point reads: its graphs, typed context (the only declaration of its settings), typed result and hooks, so no
+entry point asks which family it has."""
 
 from __future__ import annotations
 

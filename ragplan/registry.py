@@ -1,38 +1,30 @@
-"""Every method family, and every graph by name, found from the modules under ``graphs/``.
-
-Each module of :mod:`ragplan.graphs` that exports ``FAMILY`` (a :class:`~ragplan.family.MethodFamily`)
-is a family; nothing here names one, so a new ``graphs/<family>.py`` is found without edits. The CLI,
-the Python API, the evaluation runner, ``ragplan graphs`` / ``studio`` and the langgraph.json check all
-look methods up here.
-"""
+"""Every method family and graph by name: each module of :mod:`ragplan.graphs` that exports ``FAMILY`` (a
+:class:`~ragplan.family.MethodFamily`), so a new ``graphs/<family>.py`` is found without edits."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
+from collections import Counter
 from typing import Any, Callable
 
 from ragplan.family import MethodFamily
 
 __all__ = ["families", "family_of", "graph_registry", "langgraph_graphs"]
 
-_families: list[MethodFamily] | None = None
 
-
+@functools.cache
 def families() -> list[MethodFamily]:
     """Every family, in listing order (found once per process)."""
-    global _families
-    if _families is None:
-        import ragplan.graphs as pkg
+    import ragplan.graphs as pkg
 
-        mods = [importlib.import_module(f"{pkg.__name__}.{m.name}") for m in pkgutil.iter_modules(pkg.__path__)]
-        found = [f for f in (getattr(m, "FAMILY", None) for m in mods) if isinstance(f, MethodFamily)]
-        names = [g.name for f in found for g in f.graphs]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise RuntimeError(f"graph names used by two families: {', '.join(dup)}")
-        _families = sorted(found, key=lambda f: (f.order, f.name))
-    return _families
+    mods = [importlib.import_module(f"{pkg.__name__}.{m.name}") for m in pkgutil.iter_modules(pkg.__path__)]
+    found = [f for f in (getattr(m, "FAMILY", None) for m in mods) if isinstance(f, MethodFamily)]
+    dup = sorted(n for n, c in Counter(g.name for f in found for g in f.graphs).items() if c > 1)
+    if dup:
+        raise RuntimeError(f"graph names used by two families: {', '.join(dup)}")
+    return sorted(found, key=lambda f: (f.order, f.name))
 
 
 def family_of(method: str) -> MethodFamily:

@@ -1,9 +1,5 @@
-"""The typed result every method family shares, built from a graph's output dict.
-
-A family's result class (``PlanRAGResult``, ``TextQAResult``, ``ReaperResult`` …) adds its own fields and
-overrides the small methods below, so the entry points (``ragplan ask``, ``eval``, the HTML report) need not
-know the family.
-"""
+"""The typed result every method family shares, built from a graph's output dict; a family's result class adds its
+fields and overrides the small methods below, so the entry points need not know the family."""
 
 from __future__ import annotations
 
@@ -17,12 +13,7 @@ from ragplan.state.failure import Failure
 from ragplan.state.trace_sections import TraceSection, field_sections
 from ragplan.state.usage import Usage, add_usage
 
-__all__ = ["GraphOutput", "GraphResult", "dump"]
-
-
-def dump(values: Any) -> Any:
-    """JSON-able form of a model, a list of models or plain data (for run records)."""
-    return to_jsonable_python(values)
+__all__ = ["GraphOutput", "GraphResult"]
 
 
 class GraphOutput(TypedDict, total=False):
@@ -76,7 +67,8 @@ class GraphResult(BaseModel):
 
     def record(self) -> dict[str, Any]:
         """The family's own fields for a run record (JSON-able): plan, steps, evidence …"""
-        return {k: dump(getattr(self, k)) for k in type(self).model_fields if k not in GraphResult.model_fields}
+        own = (k for k in type(self).model_fields if k not in GraphResult.model_fields)
+        return {k: to_jsonable_python(getattr(self, k)) for k in own}
 
     def summary_lines(self) -> list[str]:
         """Lines for ``ragplan ask`` under the answer: the family's rationale, stop reason and counts."""

@@ -24,12 +24,7 @@ class Usage(BaseModel):
 
     def __add__(self, other: "Usage") -> "Usage":
         # sums of valid counts are valid: built without re-validation (usage is added up at every node and call)
-        return Usage.model_construct(
-            llm_calls=self.llm_calls + other.llm_calls,
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            llm_seconds=round(self.llm_seconds + other.llm_seconds, 4),
-        )
+        return Usage.model_construct(**{k: round(getattr(self, k) + getattr(other, k), 4) for k in Usage.model_fields})
 
 
 def add_usage(left: Any, right: Any) -> Usage:

@@ -1,7 +1,5 @@
 """retrieve_text: fetch passages for a (sub-)query and keep the top sentences by Sentence-BERT similarity as
-evidence (Think-then-Act §4.2; retriever and counts from the run's context). A retrieval failure is recorded
-on the query, which is then answered without context; it never fails the run.
-"""
+evidence (Think-then-Act §4.2). A retrieval failure is recorded on the query, answered then without context."""
 
 from __future__ import annotations
 
@@ -14,28 +12,23 @@ from ragplan.state.context import TextRAGContext
 from ragplan.state.think_then_act import SingleQueryState, SubQuery, SubQueryState
 from ragplan.tools.retrievers import make_retriever, ranker_for
 
-__all__ = ["retrieve_text", "retrieve_evidence"]
-
-
-def retrieve_evidence(ctx: TextRAGContext, query: str) -> tuple[list[dict[str, Any]], str]:
-    """Evidence sentences for ``query`` (as dicts) and an error message ('' when retrieval worked)."""
-    try:
-        retriever = make_retriever(ctx)
-        k = ctx.wiki_pages if getattr(retriever, "name", "") == "wiki" else ctx.retrieval_k
-        passages = retriever.search(query, k=k)
-        if not passages:
-            return [], "no passage found"
-        ranked = ranker_for(ctx).rank(query, passages, n=ctx.top_sentences)
-        return [e.to_dict() for e in ranked], ""
-    except Exception as exc:  # network, missing index, bad settings: recorded on the query
-        return [], f"{type(exc).__name__}: {str(exc)[:300]}"
+__all__ = ["retrieve_text"]
 
 
 def retrieve_text(state: SubQueryState | SingleQueryState, runtime: Runtime[TextRAGContext]) -> dict[str, Any]:
     """Retrieve evidence for the branch's sub-query (its resolved text)."""
     q: SubQuery = state["query"]
+    ctx, query = runtime.context, q.search_query or q.resolved or q.text
     t0 = time.perf_counter()
-    evidence, error = retrieve_evidence(runtime.context, q.search_query or q.resolved or q.text)
+    evidence: list[dict[str, Any]] = []
+    try:
+        retriever = make_retriever(ctx)
+        k = ctx.wiki_pages if getattr(retriever, "name", "") == "wiki" else ctx.retrieval_k
+        passages = retriever.search(query, k=k)
+        evidence = [e.to_dict() for e in ranker_for(ctx).rank(query, passages, n=ctx.top_sentences)] if passages else []
+        error = "" if passages else "no passage found"
+    except Exception as exc:  # network, missing index, bad settings: recorded on the query
+        error = f"{type(exc).__name__}: {str(exc)[:300]}"
     decision = (q.decision or "RETRIEVAL (always)") + f" [{len(evidence)} sentences, {time.perf_counter() - t0:.2f} s]"
     return {"query": q.model_copy(update={"retrieve": True, "evidence": evidence, "retrieval_error": error,
                                           "decision": decision})}

@@ -1,9 +1,6 @@
-"""review_plan: pause after planning until a person approves, edits or rejects the plan (human in the loop).
-
-One node for every family that writes a plan; the family's :class:`PlanReviewer` says which plan waits and
-how an edit is validated. An invalid edit is asked again, at most ``max_review_rounds`` answers, then the
-plan counts as rejected (``stop_reason = "plan_rejected"``). Behaviour: docs/reliability.md, "Plan review".
-"""
+"""review_plan: pause after planning until a person approves, edits or rejects the plan, one node for every family
+that writes a plan (its :class:`PlanReviewer` says which plan waits and how an edit validates). An invalid edit is
+asked again up to ``max_review_rounds`` times, then the plan counts as rejected (docs/reliability.md, "Plan review")."""
 
 from __future__ import annotations
 

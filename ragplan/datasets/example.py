@@ -1,6 +1,5 @@
 """The one shape every QA dataset is read into, and a checked view of one raw record (:class:`RawRecord` reports
-a malformed record the same way for every format: ``FILE: record N (line L): problem``).
-"""
+a malformed record the same way for every format: ``FILE: record N (line L): problem``)."""
 
 from __future__ import annotations
 
@@ -124,9 +123,9 @@ class RawRecord:
 
     def text(self, key: str, *, what: str = "") -> str:
         """A required non-empty string (numbers are accepted and turned into text)."""
-        if key not in self.data or self.data[key] is None:
+        v = self.data.get(key)
+        if v is None:
             self.fail(f"missing {key!r}{what}")
-        v = self.data[key]
         if isinstance(v, bool) or not isinstance(v, (str, int, float)):
             self.fail(f"{key!r} should be a string, got {type(v).__name__}")
         s = str(v).strip()

@@ -1,7 +1,5 @@
-"""One parser per dataset format, as the authors release it (docs/evaluation.md): a :class:`RawRecord` in,
-a :class:`QAExample` out; :func:`looks_like` detects the format, :func:`unsupported_format` names the
-well-known ones ragplan does not read (SQuAD, Natural Questions, TriviaQA, MS MARCO …).
-"""
+"""One parser per dataset format as released (docs/evaluation.md): a :class:`RawRecord` in, a :class:`QAExample` out;
+:func:`looks_like` detects the format, :func:`unsupported_format` names well-known ones ragplan does not read."""
 
 from __future__ import annotations
 
@@ -85,8 +83,6 @@ def parse_musique(rec: RawRecord, opts: ParseOptions) -> QAExample:
     paras = rec.get("paragraphs")
     if not isinstance(paras, list) or not paras:
         rec.fail("'paragraphs' should be a non-empty list of {idx, title, paragraph_text, is_supporting}")
-    contexts: list[tuple[str, list[str]]] = []
-    supporting: list[int] = []
     position_of: dict[int, int] = {}  # a paragraph's idx -> its place in the list (contexts)
     for j, p in enumerate(paras):
         if not isinstance(p, dict) or not isinstance(p.get("title"), str) or not isinstance(p.get("paragraph_text"), str):
@@ -97,9 +93,6 @@ def parse_musique(rec: RawRecord, opts: ParseOptions) -> QAExample:
         if idx in position_of:
             rec.fail(f"'paragraphs'[{j}]['idx'] = {idx} is also the idx of 'paragraphs'[{position_of[idx]}]")
         position_of[idx] = j
-        if p.get("is_supporting") is True:
-            supporting.append(j)
-        contexts.append((p["title"], [p["paragraph_text"]]))
     steps: list[DecompositionStep] = []
     decomp = rec.get("question_decomposition", [])
     if not isinstance(decomp, list):
@@ -121,8 +114,9 @@ def parse_musique(rec: RawRecord, opts: ParseOptions) -> QAExample:
         meta["hops"] = int(prefix[0])
         meta["composition"] = prefix
     kind = infer_kind(answers[:1])
-    return QAExample(qid, question, answers, "yesno" if kind == "yesno" else "span", contexts=contexts,
-                     sentence_segmented=False, supporting_paragraphs=supporting,
+    return QAExample(qid, question, answers, "yesno" if kind == "yesno" else "span",
+                     contexts=[(p["title"], [p["paragraph_text"]]) for p in paras], sentence_segmented=False,
+                     supporting_paragraphs=[j for j, p in enumerate(paras) if p.get("is_supporting") is True],
                      decomposition=[s.question for s in steps], decomposition_steps=steps, meta=meta)
 
 
@@ -130,9 +124,9 @@ def parse_strategyqa(rec: RawRecord, opts: ParseOptions) -> QAExample:
     """StrategyQA records: the boolean answer becomes ``"yes"``/``"no"``."""
     qid = rec.ident("qid", "id")
     question = rec.text("question")
-    if "answer" not in rec.data or rec.data["answer"] is None:
+    raw = rec.data.get("answer")
+    if raw is None:
         rec.fail("missing 'answer' (strategyqa_test.json has no gold answers and cannot be graded)")
-    raw = rec.data["answer"]
     word = str(raw).strip().lower()
     if not isinstance(raw, (bool, str)) or word not in ("yes", "no", "true", "false"):
         rec.fail(f"'answer' should be true or false, got {raw!r}")
@@ -159,17 +153,10 @@ def parse_fever(rec: RawRecord, opts: ParseOptions) -> QAExample:
     if not isinstance(evidence, list):
         rec.fail("'evidence' should be a list of evidence sets")
     for j, ev_set in enumerate(evidence):
-        if not isinstance(ev_set, list):
-            rec.fail(f"'evidence'[{j}] should be a list of [annotation, evidence, page, sentence]")
-        group: list[tuple[str, int]] = []
-        for ev in ev_set:
-            if not isinstance(ev, list) or len(ev) != 4:
-                rec.fail(f"'evidence'[{j}] holds {ev!r}, not [annotation, evidence, page, sentence]")
-            page, sent = ev[2], ev[3]
-            if isinstance(page, str) and isinstance(sent, int) and not isinstance(sent, bool):
-                fact = (fever_title(page), sent)
-                if fact not in group:
-                    group.append(fact)
+        if not isinstance(ev_set, list) or not all(isinstance(ev, list) and len(ev) == 4 for ev in ev_set):
+            rec.fail(f"'evidence'[{j}] should be a list of [annotation, evidence, page, sentence], got {ev_set!r}")
+        group = list(dict.fromkeys((fever_title(page), sent) for _, _, page, sent in ev_set
+                                   if isinstance(page, str) and isinstance(sent, int) and not isinstance(sent, bool)))
         if group and group not in sets:  # NOT ENOUGH INFO sets ([ann, None, None, None]) carry no sentence
             sets.append(group)
     facts = list(dict.fromkeys(f for g in sets for f in g))

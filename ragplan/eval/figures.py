@@ -30,11 +30,8 @@ _MISSING = {"none", "null", "nan", ""}
 
 
 def _scale_for(values: list[str]) -> tuple[str, ...] | None:
-    present = {v.strip().lower() for v in values}
-    for scale in ORDINAL_SCALES:  # a scale may hold a word that otherwise means "missing" (none < SR < MR)
-        if (present - _MISSING) and present - (_MISSING - set(scale)) <= set(scale):
-            return scale
-    return None
+    present = {v.strip().lower() for v in values}  # a scale may hold a word that otherwise means "missing" (none < MR)
+    return next((s for s in ORDINAL_SCALES if (present - _MISSING) and present - (_MISSING - set(s)) <= set(s)), None)
 
 
 def _natural(text: str) -> tuple:
@@ -177,14 +174,14 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], key: str, metrics: Sequence[st
     values = [r["value"] for r in rows]
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
     xs = [float(v) for v in values] if numeric else list(range(len(values)))
-    fig = _figure((max(5.0, 0.5 * len(values) + 3, 0.0 if numeric else _layout([str(v) for v in values], 1)[2]), 4.0))
+    labels, style, width, _ = _layout([str(v) for v in values], 1)
+    fig = _figure((max(5.0, 0.5 * len(values) + 3, 0.0 if numeric else width), 4.0))
     ax = fig.subplots()
     for k, m in enumerate(metrics):
         pts = [(x, _pct(r["overall"].get(m))) for x, r in zip(xs, rows) if r["overall"].get(m) is not None]
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=metric_label(m),
                     linestyle="--" if "retrieval" in m else "-", color=_COLOURS[k % len(_COLOURS)])
-    labels, style, _, _ = _layout([str(v) for v in values], 1)
     ax.set_xticks(xs, labels, **({} if numeric else style))
     ax.set_xlabel(key)
     ax.set_ylabel("%")

@@ -1,12 +1,6 @@
-"""Reading a label out of a free-text answer: yes/no and FEVER's SUPPORTS / REFUTES / NOT ENOUGH INFO.
-
-The first step that finds a label decides (docs/evaluation.md, "Metrics and grading"): 0. lower case,
-contractions expanded, idioms with an answer word blanked ("no doubt"); 1. the last explicit marker that reads
-(``Finish[X]``, "answer: X"); 2. the last conclusion clause that reads ("so no"); 3. yes/no: the first and last
-clause, which must agree (only the first may merely *start* with an answer word); 4. yes/no: sentence
-openings, when they hold one label. FEVER: steps 0–2, then strong phrases (one label decides, several the first
-clause's), an exact "unknown" (NOT ENOUGH INFO), then step 3 (yes → SUPPORTS, no → REFUTES).
-"""
+"""Reading a yes/no or FEVER label out of a free-text answer (docs/evaluation.md); the first step that finds one wins:
+0. idioms blanked; 1. the last marker (``Finish[X]``, "answer: X"); 2. the last conclusion ("so no"); 3. first and
+last clause, which must agree; 4. yes/no: sentence openings; FEVER: strong phrases and "unknown" before step 3."""
 
 from __future__ import annotations
 
@@ -20,12 +14,11 @@ LabelKind = Literal["yesno", "fever"]
 FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 """FEVER's three classes, as the dataset spells them."""
 
-_CONTRACTIONS = [
+_CONTRACTIONS = [(re.compile(p), r) for p, r in [
     (r"\bcan ?not\b|\bcan't\b", "cannot"), (r"\bwon't\b", "will not"), (r"\bshan't\b", "shall not"),
     (r"n't\b", " not"), (r"\bi'm\b", "i am"), (r"\b(it|that|there|what|this|he|she)'s\b", r"\1 is"),
     (r"'re\b", " are"), (r"'d\b", " would"), (r"'ll\b", " will"), (r"'ve\b", " have"),
-]
-_CONTRACTIONS_RE = [(re.compile(p), r) for p, r in _CONTRACTIONS]
+]]
 
 _NEUTRAL = re.compile(
     r"\b(?:correct me if i am wrong|(?:there is |there can be |i have )?no doubt(?: about (?:it|that))?"
@@ -42,7 +35,7 @@ _SENTENCE = re.compile(r"(?<=[.!?\n])\s+")
 def _prepare(text: str) -> str:
     t = (text or "").lower()
     t = t.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
-    for pat, rep in _CONTRACTIONS_RE:
+    for pat, rep in _CONTRACTIONS:
         t = pat.sub(rep, t)
     t = t.replace("_", " ").replace("*", " ").replace('"', " ").replace("`", " ").replace("#", " ")
     t = _NEUTRAL.sub(f" {NEUTRAL_MARK} ", t)
@@ -204,8 +197,7 @@ def _clause_fever(c: str) -> str | None:
     labels = [x for x in _strong(c) if x]
     if labels:
         return labels[0]
-    bare = _strip_hedges(c, _FEVER_HEDGES)
-    if c in _FEVER_EXACT_NEI or bare in _FEVER_EXACT_NEI:
+    if _strip_hedges(c, _FEVER_HEDGES) in _FEVER_EXACT_NEI:  # (no NEI word starts with a hedge)
         return _N
     yn = _clause_yesno(c, leading=True, hedges=_FEVER_HEDGES)
     return _YESNO_TO_FEVER.get(yn or "")
@@ -220,8 +212,7 @@ def _read_fever(t: str, clauses: list[str]) -> str | None:
         return strong[0]
     if strong:
         return next((x for x in _strong(clauses[0]) if x), None)
-    ends = [clauses[0], clauses[-1]]
-    if any(_strip_hedges(c, _FEVER_HEDGES) in _FEVER_EXACT_NEI or c in _FEVER_EXACT_NEI for c in ends):
+    if any(_strip_hedges(c, _FEVER_HEDGES) in _FEVER_EXACT_NEI for c in (clauses[0], clauses[-1])):
         return _N
     first, last = _ends(clauses, _FEVER_HEDGES)
     return None if first and last and first != last else _YESNO_TO_FEVER.get(first or last or "")

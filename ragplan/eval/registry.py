@@ -1,8 +1,5 @@
-"""Benchmarks by name: what ``ragplan eval --benchmark NAME`` finds.
-
-Each module in :data:`BENCHMARK_MODULES` exports ``BENCHMARKS`` (name -> factory ``(data_path, **options) ->
-Benchmark``), imported on first use; a user's own benchmark is added with :func:`register`.
-"""
+"""Benchmarks by name (``ragplan eval --benchmark NAME``): each module in :data:`BENCHMARK_MODULES` exports
+``BENCHMARKS`` (name -> factory ``(data_path, **options) -> Benchmark``); :func:`register` adds a user's own."""
 
 from __future__ import annotations
 

@@ -19,13 +19,13 @@ DEFAULT_KS: tuple[int, ...] = (1, 2, 5, 10)
 """The cut-offs reported when none are named."""
 
 
-def title_key(title: str) -> str:
-    """A title as compared: NFC, whitespace collapsed, case folded."""
-    return " ".join(unicodedata.normalize("NFC", title or "").split()).casefold()
-
-
 def _text_key(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text or "").split())
+
+
+def title_key(title: str) -> str:
+    """A title as compared: NFC, whitespace collapsed, case folded."""
+    return _text_key(title).casefold()
 
 
 @dataclass(frozen=True)
@@ -93,10 +93,8 @@ class GoldSupport:
 
 
 def _sentence_set(ex: QAExample, facts: Sequence[tuple[str, int]]) -> EvidenceSet:
-    texts: dict[tuple[str, int], str] = {}
-    for title, sentences in ex.contexts if ex.sentence_segmented else []:
-        for i, s in enumerate(sentences):
-            texts.setdefault((title, i), s)
+    # the first paragraph of a title names its sentences (reversed: a later one is overwritten by it)
+    texts = {(t, i): s for t, ss in reversed(ex.contexts if ex.sentence_segmented else []) for i, s in enumerate(ss)}
     sents = tuple(SupportSentence(t, i, _text_key(texts.get((t, i), ""))) for t, i in dict.fromkeys(facts))
     by_title: dict[str, list[SupportSentence]] = {}
     for fact in sents:
@@ -216,9 +214,8 @@ class SupportScorer:
 
     def score(self, gold: GoldSupport, queries: Sequence[str] | None) -> dict[str, float | None]:
         """The figures of one question (``None`` each without gold support or a list of queries)."""
-        names = support_metric_names(self.ks)
         if not gold or queries is None:
-            return dict.fromkeys(names)
+            return dict.fromkeys(support_metric_names(self.ks))
         qs = [q for q in queries if isinstance(q, str) and q.strip()]
         rankings: list[list[Any]] = []
         if qs:
@@ -229,6 +226,5 @@ class SupportScorer:
                     self._index = TextIndex.open(self.index_dir, model_path=self.embedding_model)
                 rankings = self._index.search_many(qs, max(self.ks))
         s = score_queries(rankings, gold, self.ks)
-        out: dict[str, float | None] = {f"support_recall@{k}": s[f"recall@{k}"] for k in self.ks}
-        out["support_mrr"] = s["mrr"]
-        return {k: None if v is None else round(float(v), 4) for k, v in out.items()}
+        return {f"support_{n}": None if (v := s[n]) is None else round(float(v), 4)
+                for n in (*(f"recall@{k}" for k in self.ks), "mrr")}

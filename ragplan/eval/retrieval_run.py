@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -62,10 +63,9 @@ def score_examples(examples: Sequence[QAExample], search: SearchMany, *, ks: Seq
     results = search(flat, depth) if flat else []
     sentences = any(g.has_sentences for _, g, _ in todo) and ranker is not None
     per_question: list[dict[str, Any]] = []
-    pos = 0
+    ranked = iter(results)
     for ex, gold, qs in todo:
-        rankings = results[pos:pos + len(qs)]
-        pos += len(qs)
+        rankings = list(itertools.islice(ranked, len(qs)))
         sent_rankings = ([ranker.rank(q, list(r)[:pool], n=max(ks)) for q, r in zip(qs, rankings)]
                          if sentences and gold.has_sentences else None)
         scores = score_queries(rankings, gold, ks, sentence_rankings=sent_rankings)

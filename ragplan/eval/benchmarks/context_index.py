@@ -16,22 +16,16 @@ __all__ = ["context_passages", "build_context_index"]
 
 def context_passages(examples: list[QAExample]) -> list[dict[str, Any]]:
     """One ``{id, title, contents[, sentences]}`` passage per distinct (title, paragraph), ids hashed."""
-    out: list[dict[str, Any]] = []
-    seen: set[str] = set()
+    out: dict[str, dict[str, Any]] = {}
     for ex in examples:
         for title, sentences in ex.contexts:
             kept = [s.strip() for s in sentences if s.strip()]
             contents = " ".join(kept)
-            if not contents:
-                continue
             pid = hashlib.sha1(f"{title}\n{contents}".encode()).hexdigest()[:16]
-            if pid not in seen:
-                seen.add(pid)
-                row: dict[str, Any] = {"id": pid, "title": title, "contents": contents}
-                if ex.sentence_segmented:
-                    row["sentences"] = kept
-                out.append(row)
-    return out
+            if contents and pid not in out:
+                out[pid] = {"id": pid, "title": title, "contents": contents,
+                            **({"sentences": kept} if ex.sentence_segmented else {})}
+    return list(out.values())
 
 
 def build_context_index(examples: list[QAExample], root: str | Path, *, model: str = "", what: str = "") -> Path:

@@ -18,8 +18,7 @@ from ragplan.eval.metrics import (
 )
 from ragplan.eval.retrieval import GoldSupport, SupportScorer, gold_support, support_metric_names
 
-__all__ = ["TextQABenchmark", "SPECS", "BENCHMARKS", "context_passages", "FEVER_INSTRUCTIONS", "graph_inputs",
-           "text_report"]
+__all__ = ["TextQABenchmark", "SPECS", "BENCHMARKS", "context_passages", "FEVER_INSTRUCTIONS", "text_report"]
 
 FEVER_INSTRUCTIONS = ("This is a claim to verify. Answer SUPPORTS if the evidence supports it, REFUTES if the "
                       "evidence refutes it, or NOT ENOUGH INFO if there is not enough information to decide.")
@@ -47,11 +46,6 @@ SPECS: dict[str, _Spec] = {
 """Benchmark name → what it reads, how its tables are grouped and whose EM/F1 rules grade it."""
 
 _OPTIONS = ("limit", "year", "context_only", "fmt", "embedding_model")
-
-
-def graph_inputs(ex: QAExample) -> dict[str, Any]:
-    """The graph inputs an example gives beside its question: FEVER's label ``instructions``, else none."""
-    return {"instructions": FEVER_INSTRUCTIONS} if ex.kind == "fever" else {}
 
 
 @dataclass
@@ -127,10 +121,12 @@ class TextQABenchmark:
         return {ex.id: ex for ex in self.examples()}
 
     def items(self) -> list[Item]:
-        """One item per question, in file order; ``meta`` carries dataset, kind and type/level/label/hops."""
+        """One item per question, in file order; ``meta`` carries dataset, kind and type/level/label/hops; a FEVER
+        item's graph inputs carry the label ``instructions``."""
         return [Item(ex.id, ex.question, ex.gold, {},
                      {**{k: v for k, v in ex.meta.items() if isinstance(v, (str, int, float, bool))},
-                      "dataset": ex.dataset, "kind": ex.kind, "_answers": list(ex.answers)}, graph_inputs(ex))
+                      "dataset": ex.dataset, "kind": ex.kind, "_answers": list(ex.answers)},
+                     {"instructions": FEVER_INSTRUCTIONS} if ex.kind == "fever" else {})
                 for ex in self.examples()]
 
     def grade(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
