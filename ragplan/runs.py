@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 

@@ -11,7 +11,6 @@ other results, and its screenshot must not be blank. Without chromium the browse
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import re
 import shutil

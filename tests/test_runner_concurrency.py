@@ -9,8 +9,6 @@ flight than the process-wide store cache holds.
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
 import time
 from collections import Counter
 

@@ -3,7 +3,7 @@ is one search query on one line, becomes the pick and is checked for repetition 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from ragplan.nodes.common.review_plan import PlanEdit, PlanEditError, PlanReviewer, PlanView
 from ragplan.nodes.furepa.propose import normalize_query
