@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
 import httpx
-import openai
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -144,6 +143,7 @@ def load_chat_model(
             return _models[key]
         cached: dict[str, Any] = {"cache": cache} if cache is not None else {}
         if base_url or provider == "openai":
+            import openai
             from langchain_openai import ChatOpenAI
 
             platform.platform()  # what the OpenAI client reads at its first request, resolved once, not per thread
@@ -208,17 +208,16 @@ class Decision(Generic[T]):
         return self.result
 
 
-#: Exception types -> failure kind, the first match wins (a timeout is also a connection error).
-_KINDS: tuple[tuple[tuple[type[BaseException], ...], FailureKind], ...] = (
-    ((LLMCacheMiss,), "replay_miss"), ((LLMConfigError,), "config"), ((openai.RateLimitError,), "rate_limit"),
-    ((openai.APITimeoutError, httpx.TimeoutException, TimeoutError), "timeout"),
-    ((openai.APIConnectionError, httpx.TransportError, ConnectionError), "connection"),
-    ((openai.AuthenticationError, openai.PermissionDeniedError), "auth"), ((openai.NotFoundError,), "not_found"))
-
-
 def kind_of(exc: BaseException) -> FailureKind:
     """The :data:`~ragplan.state.failure.FailureKind` of an exception an LLM call raised, from its type."""
-    for types, kind in _KINDS:
+    import openai  # (imported here, on a failure, so that listing or drawing the graphs does not load it)
+
+    kinds: tuple[tuple[tuple[type[BaseException], ...], FailureKind], ...] = (  # the first match wins
+        ((LLMCacheMiss,), "replay_miss"), ((LLMConfigError,), "config"), ((openai.RateLimitError,), "rate_limit"),
+        ((openai.APITimeoutError, httpx.TimeoutException, TimeoutError), "timeout"),  # (a timeout is a connection error)
+        ((openai.APIConnectionError, httpx.TransportError, ConnectionError), "connection"),
+        ((openai.AuthenticationError, openai.PermissionDeniedError), "auth"), ((openai.NotFoundError,), "not_found"))
+    for types, kind in kinds:
         if isinstance(exc, types):
             return kind
     if isinstance(exc, openai.APIStatusError):
@@ -227,6 +226,8 @@ def kind_of(exc: BaseException) -> FailureKind:
 
 
 def _malformed(exc: BaseException) -> bool:
+    import openai
+
     return isinstance(exc, MALFORMED_REPLY) and not isinstance(exc, (ValidationError, openai.OpenAIError, LLMCacheMiss))
 
 

@@ -15,10 +15,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ragplan.state.review import PlanReviewSettings
-
-__all__ = ["LLMContext", "GraphDBContext", "PlanRAGContext", "TextRAGContext", "ThinkThenActContext", "ReaperContext",
-           "recursion_limit_for", "env_field", "setting"]
+__all__ = ["PlanReviewSettings", "LLMContext", "GraphDBContext", "PlanRAGContext", "TextRAGContext",
+           "ThinkThenActContext", "ReaperContext", "recursion_limit_for", "env_field", "setting"]
 
 
 def setting(default: Any, description: str, **metadata: Any) -> Any:
@@ -32,6 +30,20 @@ def env_field(env: str, default: str = "", **metadata: Any) -> Any:
     names = env.split("|")
     return field(default_factory=lambda: next((os.environ[n] for n in names if n in os.environ), default),
                  metadata={**metadata, "env": names, "env_default": default})
+
+
+@dataclass(kw_only=True)
+class PlanReviewSettings:
+    """Settings of plan review by a person (mixed into the context of every family that writes a plan)."""
+
+    review_plan: bool = field(default=False, metadata={"flag": "--review", "description": "Pause after planning until "
+                              "a person approves, edits or rejects the plan (LangGraph interrupt; resume with "
+                              "approve / edit / reject). Needs a checkpointer."})
+    review_replans: bool = field(default=False, metadata={"description": "Also pause after each re-plan that changed "
+                                 "the plan (PlanRAG's revisions, FuRePA's later picks)."})
+    max_review_rounds: int = field(default=3, metadata={"description": "Most answers to one review: after this many "
+                                   "invalid edits or unreadable answers the plan counts as rejected (an unapproved "
+                                   "plan is never run)."})
 
 
 @dataclass(kw_only=True)

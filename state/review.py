@@ -1,14 +1,15 @@
 """Plan review by a person (:mod:`ragplan.nodes.common.review_plan`): the settings every plan-writing family adds
-to its context, and the record of each answer a reviewer gives (``plan_reviews``)."""
+to its context (declared in :mod:`ragplan.state.context`, which the CLI reads without pydantic), and the record of
+each answer a reviewer gives (``plan_reviews``)."""
 
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from ragplan.state.context import PlanReviewSettings
 from ragplan.state.result import GraphOutput, GraphResult
 from ragplan.state.stop_reason import StopReason
 
@@ -27,20 +28,6 @@ REVIEW_OFF = {"review_plan": False, "review_replans": False}
 REVIEW_ANSWERS = ('{"action": "approve"}', '{"action": "edit", "plan": "<the new plan>"}',
                   '{"action": "reject", "reason": "<why>"}', '"approve"', '"reject"')
 """The resume values a review accepts (``Command(resume=…)``)."""
-
-
-@dataclass(kw_only=True)
-class PlanReviewSettings:
-    """Settings of plan review by a person (mixed into the context of every family that writes a plan)."""
-
-    review_plan: bool = field(default=False, metadata={"flag": "--review", "description": "Pause after planning until "
-                              "a person approves, edits or rejects the plan (LangGraph interrupt; resume with "
-                              "approve / edit / reject). Needs a checkpointer."})
-    review_replans: bool = field(default=False, metadata={"description": "Also pause after each re-plan that changed "
-                                 "the plan (PlanRAG's revisions, FuRePA's later picks)."})
-    max_review_rounds: int = field(default=3, metadata={"description": "Most answers to one review: after this many "
-                                   "invalid edits or unreadable answers the plan counts as rejected (an unapproved "
-                                   "plan is never run)."})
 
 
 class PlanReview(BaseModel):

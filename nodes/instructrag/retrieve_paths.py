@@ -7,7 +7,6 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragplan.methods.instructrag.selection import graph_candidates, load_parts, stored_candidates
 from ragplan.methods.instructrag.tasks import question_type, task_split
 from ragplan.nodes import Node
 from ragplan.state.failure import failed
@@ -29,6 +28,8 @@ def make_retrieve_paths(mode: str, *, pick_first: bool = False) -> Node[Instruct
         if state.get("given_path"):
             path = PlannedPath(instructions=list(state["given_path"]), source="given")
             return {**update, "candidate_paths": [path], "selected_path": path, "selection": "given"}
+        from ragplan.methods.instructrag.selection import graph_candidates, load_parts, stored_candidates  # torch
+
         try:
             parts = load_parts(ctx.instruction_graph_dir, ctx.agents_dir, ctx.embedding_model)
             if mode == "stored":

@@ -8,7 +8,6 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragplan.methods.instructrag.selection import load_parts, ml_pick
 from ragplan.state.failure import failed
 from ragplan.state.instructrag import InstructRAGContext, InstructRAGState, PlannedPath
 
@@ -23,6 +22,8 @@ def select_path(state: InstructRAGState, runtime: Runtime[InstructRAGContext]) -
     cands: list[PlannedPath] = list(state.get("candidate_paths") or [])
     if not cands:
         return {"selected_path": None, "selection": "none"}
+    from ragplan.methods.instructrag.selection import load_parts, ml_pick  # numpy and torch: only when a run selects
+
     try:
         parts = load_parts(ctx.instruction_graph_dir, ctx.agents_dir, ctx.embedding_model)
         best, scores = ml_pick(parts, state["question"], state.get("task", ""), cands, ctx.use_adapted)

@@ -7,10 +7,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ragplan.cli.errors import BadInput
-from ragplan.family import MethodFamily
+
+if TYPE_CHECKING:  # (langgraph is imported by the commands that run graphs, not by --help)
+    from ragplan.family import MethodFamily
 
 __all__ = ["add_parser", "run", "print_result", "resume_hint", "add_shared_flags", "print_header", "run_traced",
            "MAX_QUESTION_CHARS"]

@@ -8,7 +8,6 @@ import datetime as dt
 import sqlite3
 from typing import Any
 
-from ragplan.checkpoints import RunStore, UnknownThread, checkpoint_db
 from ragplan.cli.ask import add_shared_flags, print_header, print_result, resume_hint, run_traced
 from ragplan.cli.errors import fail
 
@@ -30,6 +29,8 @@ def add_parser(sub: Any, settings: Any = None) -> None:
 
 
 def _list(db: str | None) -> int:
+    from ragplan.checkpoints import RunStore, checkpoint_db
+
     with RunStore(db) as store:
         runs = store.recent(50)
     if not runs:
@@ -42,6 +43,7 @@ def _list(db: str | None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ragplan resume``."""
+    from ragplan.checkpoints import UnknownThread, checkpoint_db
     from ragplan.cli.settings import check_llm, settings_from_args
     from ragplan.registry import family_of
     from ragplan.runs import rebuild_context, resume_run, thread_status

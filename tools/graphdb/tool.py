@@ -8,9 +8,8 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
 from ragplan.tools.graphdb.embedded import EmbeddedGraphStore
@@ -18,6 +17,9 @@ from ragplan.tools.graphdb.readonly import QueryRefused
 from ragplan.tools.graphdb.schema import format_rows
 from ragplan.tools.graphdb.script import ScriptError, read_script
 from ragplan.tools.graphdb.store import GraphStore, QueryError, QueryTimeout
+
+if TYPE_CHECKING:  # (LangChain is imported when a graph makes the tool; `ragplan cypher` runs without it)
+    from langchain_core.tools import StructuredTool
 
 __all__ = ["StoreSpec", "QueryOutcome", "open_store", "run_graph_query", "make_graph_db_tool", "GRAPH_DB_DESCRIPTION"]
 
@@ -157,6 +159,8 @@ _tools_lock = threading.Lock()
 def make_graph_db_tool(store: GraphStore, *, row_cap: int = 100, timeout_s: float = 10.0) -> StructuredTool:
     """The ``graph_db`` tool over ``store`` (text content, :class:`QueryOutcome` artifact), made once per (store, row
     cap, timeout): a new tool inspects its function's signature on its first call, which costs more than the query."""
+    from langchain_core.tools import StructuredTool
+
     key = (int(row_cap), float(timeout_s))
     with _tools_lock:
         tools = _tools.setdefault(store, {})
