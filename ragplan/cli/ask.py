@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ragplan.cli.errors import BadInput
