@@ -9,7 +9,6 @@ are read back allowing exactly the registered graphs' state classes (:func:`chec
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
@@ -19,61 +18,23 @@ import uuid
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, Iterator, get_args, get_origin, get_type_hints
-from urllib.parse import unquote, urlsplit
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel, Field
 
 from ragplan.family import context_settings
+from ragplan.redact import REDACTED, configured_keys, redact, remember_credentials
 from ragplan.registry import families
 
 __all__ = ["DB_ENV", "default_checkpoint_db", "checkpoint_db", "state_classes", "StateSerializer", "checkpoint_serde", "open_saver",
            "RunInfo", "RunStore", "UnknownThread", "context_settings", "new_thread_id", "redact", "configured_keys",
            "remember_credentials", "REDACTED"]
 
+_SECRET_BYTES = re.compile(rb"://[^/\s@]*:[^/\s@]+@|[?&][\w.-]*(?:key|token|password|secret)=", re.I)
+
 DB_ENV = "RAGPLAN_CHECKPOINT_DB"
 """Environment variable naming the checkpoint file of ``ragplan ask`` / ``ragplan resume``."""
-
-REDACTED = "***"
-"""What :func:`redact` writes in place of a credential."""
-_URL_PASSWORD = re.compile(r"(://[^/\s:@\"'\\]*:)([^/\s@\"'\\]+)(?=@)")
-_QUERY_SECRET = re.compile(r"((?:[?&]|&amp;)[\w.-]*(?:key|token|password|secret)=)([\w.~%+-]+)", re.I | re.A)
-_SECRET_BYTES = re.compile(rb"://[^/\s@]*:[^/\s@]+@|[?&][\w.-]*(?:key|token|password|secret)=", re.I)
-_remembered: set[str] = set()
-
-
-def _url_secrets(url: str) -> list[str]:
-    """A URL's secret query values, its password and its ``user:password`` as HTTP Basic auth sends it (base64)."""
-    found = [m.group(2) for m in _QUERY_SECRET.finditer(url)]
-    parts = urlsplit(url)
-    if parts.password:
-        basic = f"{unquote(parts.username or '')}:{unquote(parts.password)}".encode()
-        found += [parts.password, base64.b64encode(basic).decode()]
-    return found
-
-
-def remember_credentials(url: str) -> None:
-    """Count the credentials in ``url`` (a ``--base-url``) among the :func:`configured_keys`."""
-    _remembered.update(_url_secrets(url))
-
-
-def configured_keys() -> list[str]:
-    """The API keys configured for this process: every ``*_API_KEY`` variable's value and the credentials of the base
-    URLs in ``RAGPLAN_BASE_URL`` / ``OPENAI_BASE_URL`` or remembered (values under 8 characters left out)."""
-    keys = [v for k, v in os.environ.items() if k.upper().endswith("_API_KEY")] + list(_remembered)
-    for url in (os.environ.get("RAGPLAN_BASE_URL", ""), os.environ.get("OPENAI_BASE_URL", "")):
-        keys += _url_secrets(url)
-    return sorted({k.strip() for k in keys if len(k.strip()) >= 8}, key=len, reverse=True)
-
-
-def redact(text: str) -> str:
-    """``text`` with its credentials replaced by ``***``: a URL's password, a secret query value (``api_key=``,
-    ``token=`` …) and every :func:`configured_keys` key. Applied to what is printed or written, never to a URL in use."""
-    for key in configured_keys():
-        text = text.replace(key, REDACTED)
-    text = _URL_PASSWORD.sub(lambda m: m.group(1) + REDACTED, text)
-    return _QUERY_SECRET.sub(lambda m: m.group(1) + REDACTED, text)
 
 
 def _redacted(value: Any) -> Any:

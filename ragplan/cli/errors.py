@@ -39,7 +39,7 @@ class TerminalSafe:
 
     def write(self, text: str) -> int:
         """Write ``text`` with its credentials redacted and (``escape``) its control characters escaped."""
-        from ragplan.checkpoints import redact
+        from ragplan.redact import redact
 
         text = redact(text)
         return self.stream.write(for_terminal(text) if self.escape else text)

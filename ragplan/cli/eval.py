@@ -122,7 +122,7 @@ def new_settings(args: argparse.Namespace, methods: list[str]) -> Any:
 
 def _resume_overrides(settings: Any, args: argparse.Namespace) -> None:
     """Apply ``--resume`` / ``--rerun``'s flags to the saved settings; BadInput for one changing what is measured."""
-    from ragplan.checkpoints import REDACTED
+    from ragplan.redact import REDACTED
 
     for name, key in (("concurrency", "concurrency"), ("item_timeout", "item_timeout_s"), ("limit", "limit")):
         if getattr(args, name) is not None:

@@ -123,7 +123,7 @@ def parse_assignments(pairs: list[str]) -> dict[str, Any]:
 def check_llm(st: Any) -> None:
     """BadInput when the LLM cache (``--llm-cache`` / ``--replay``) or the endpoint of a run's settings or context
     cannot work; checked before any question runs."""
-    from ragplan.checkpoints import remember_credentials
+    from ragplan.redact import remember_credentials
     from ragplan.llm import endpoint_problem
 
     remember_credentials(st.base_url)  # masked in what is printed or written from now on

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from jinja2 import Environment, PackageLoader
 
-from ragplan.checkpoints import redact
+from ragplan.redact import redact
 from ragplan.eval.figures import plot_costs
 from ragplan.eval.report import RunComparison, benchmark_comparison, comparison, family_or_none, plot_comparison
 from ragplan.eval.runfolder import atomic_write

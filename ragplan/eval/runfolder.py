@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Collection
 
 from ragplan import __version__
-from ragplan.checkpoints import redact
+from ragplan.redact import redact
 from ragplan.jsonl import FileFormatError, read_text
 from ragplan.llm_cache import fingerprint_of
 

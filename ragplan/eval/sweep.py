@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ragplan.checkpoints import redact
+from ragplan.redact import redact
 from ragplan.eval.figures import plot_sweep
 from ragplan.eval.runfolder import RunSettings, atomic_write
 from ragplan.registry import family_of
