@@ -567,15 +567,15 @@ class TestWorkerBudget:
         monkeypatch.setattr(WORKERS, "max_workers", 1)
         busy, waiting = (EmbeddedGraphStore.from_text(graph_script()) for _ in range(2))
         try:
-            slow = threading.Thread(target=run_graph_query, args=(busy, "MATCH (a), (b), (c), (d), (e), (f), (g) "
-                                                                       "RETURN count(*) AS c"), kwargs={"row_cap": 1, "timeout_s": 4})
-            slow.start()
-            time.sleep(0.5)  # the slow query holds the only worker
-            t0 = time.monotonic()
-            out = run_graph_query(waiting, "RETURN 1 AS one", row_cap=1, timeout_s=1)
-            assert time.monotonic() - t0 < 2
-            assert out.error_kind == "timeout" and "no query worker was free" in out.observation, out.observation
-            slow.join(timeout=30)
+            held = busy.sandbox._checkout(time.monotonic() + 30)  # the only worker, held (as a long query would)
+            assert held is not None
+            try:
+                t0 = time.monotonic()
+                out = run_graph_query(waiting, "RETURN 1 AS one", row_cap=1, timeout_s=1)
+                assert time.monotonic() - t0 < 2
+                assert out.error_kind == "timeout" and "no query worker was free" in out.observation, out.observation
+            finally:
+                busy.sandbox._checkin(held)
             assert waiting.query("RETURN 1 AS one").rows == [{"one": 1}]  # free again: it takes the idle worker
             assert len(worker_children()) <= 1
         finally:
