@@ -12,6 +12,7 @@ from typing import Any, Callable, Literal, get_type_hints
 from langgraph.graph import StateGraph
 from pydantic import TypeAdapter, ValidationError
 
+from ragplan.redact import redact
 from ragplan.state.context import LLMContext, recursion_limit_for
 from ragplan.state.result import GraphResult
 from ragplan.state.review import PlanReview
@@ -182,9 +183,11 @@ _SECRET = re.compile(r"(^|_)(api_key|key|password|passwd|secret|token)$", re.I)
 
 
 def context_settings(ctx: Any) -> dict[str, Any]:
-    """The run's settings worth keeping: every context field whose value is JSON (objects and secrets left out)."""
+    """The run's settings worth keeping: every context field whose value is JSON (objects and secret fields left out,
+    credentials in texts redacted: :func:`~ragplan.redact.redact`)."""
     values = {f.name: getattr(ctx, f.name, None) for f in fields(ctx)} if is_dataclass(ctx) else {}
-    return {k: v for k, v in values.items() if v is not None and not _SECRET.search(k) and _is_json(v)}
+    return {k: redact(v) if isinstance(v, str) else v for k, v in values.items()
+            if v is not None and not _SECRET.search(k) and _is_json(v)}
 
 
 def _is_json(value: Any) -> bool:

