@@ -102,6 +102,10 @@ class ItemCheckpoints:
         """LLM requests logged for the question over every invocation (0 when checkpoints are off)."""
         return self._sent[item_id]
 
+    @staticmethod
+    def _thread(item_id: str, attempt: int) -> str:
+        return f"{item_id}#{attempt}"
+
     def _attempts(self, item_id: str) -> list[int]:
         """The attempt numbers of the question's threads in the file, in order."""
         head = f"{item_id}#"
@@ -114,7 +118,7 @@ class ItemCheckpoints:
             return dict(await graph.ainvoke(graph_input, context=ctx, config={"recursion_limit": limit}))
         if item_id not in self._first:  # continue the last attempt a killed invocation left (else attempt 1)
             self._first[item_id] = (self._attempts(item_id) or [1])[-1]
-        thread = f"{item_id}#{self._first[item_id] + attempt - 1}"
+        thread = self._thread(item_id, self._first[item_id] + attempt - 1)
         config: RunnableConfig = {"configurable": {"thread_id": thread}, "recursion_limit": limit}
         if thread not in self._threads:
             self._threads.add(thread)
@@ -135,11 +139,11 @@ class ItemCheckpoints:
         """The question's result line is written: its threads are deleted at :meth:`close` (a kill before that
         leaves them in the file, where a resume ignores them: the question is recorded)."""
         for n in self._attempts(item_id):
-            self._done.append(f"{item_id}#{n}")
-            self._threads.discard(f"{item_id}#{n}")
+            self._done.append(self._thread(item_id, n))
+            self._threads.discard(self._thread(item_id, n))
         self._first.pop(item_id, None)
         self._sent.pop(item_id, None)
 
     def holds(self, item_id: str, attempt: int) -> bool:
         """Whether the file holds a thread for this attempt at the question."""
-        return f"{item_id}#{attempt}" in self._threads
+        return self._thread(item_id, attempt) in self._threads
