@@ -133,7 +133,10 @@ class LLMCache(BaseCache):
         return self.directory / digest[:2] / digest[2:4] / f"{digest}.json"
 
     def _read(self, path: Path) -> list[Generation]:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return self._generations(json.loads(path.read_text(encoding="utf-8")))
+
+    @staticmethod
+    def _generations(data: dict[str, Any]) -> list[Generation]:
         if data.get("format") != FORMAT:
             raise ValueError(f"entry format {data.get('format')}, this ragplan reads format {FORMAT}")
         return [_load_generation(g) for g in data["generations"]]
@@ -145,8 +148,8 @@ class LLMCache(BaseCache):
         if not path.is_file():
             return f"{path}: " + ("not a file" if path.exists() else "missing")
         try:
-            self._read(path)
             data = json.loads(path.read_text(encoding="utf-8"))
+            self._generations(data)
             prompt = data["messages"] if isinstance(data["messages"], str) else json.dumps(data["messages"])
             if digest_of(prompt, data["llm_string"]) != digest:
                 return f"{path}: the recorded request does not hash to its name (the entry was altered)"
