@@ -25,7 +25,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -219,21 +219,23 @@ def test_dev_server_runs_planrag_to_completion(dev_server, stub_url, tmp_path):
     assert state["values"]["answer"] == "lubeck"
 
 
-def _review_context(stub_url: str, cql: Path) -> dict:
-    return {"model": "openai:stub", "base_url": stub_url, "graph_path": str(cql), "llm_max_retries": 0, "review_plan": True}
+def _paused_planrag(dev_server: str, stub_url: str, tmp_path: Path) -> tuple[Any, str, dict]:
+    """A planrag run with plan review on, started through the SDK on a new thread: ``(client, thread id, context)``."""
+    from langgraph_sdk import get_sync_client
+
+    cql = tmp_path / "trade.cql"
+    cql.write_text(TRADE_NETWORK)
+    ctx = {"model": "openai:stub", "base_url": stub_url, "graph_path": str(cql), "llm_max_retries": 0, "review_plan": True}
+    client = get_sync_client(url=dev_server)
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, "planrag", input={"question": QUESTION}, context=ctx)
+    return client, tid, ctx
 
 
 def test_dev_server_plan_review_pauses_and_approve_resumes(dev_server, stub_url, tmp_path):
     """Plan review through the LangGraph server: the run pauses at review_plan, the thread's interrupt shows the
     plan, and Command(resume={"action": "approve"}) from the SDK finishes the run."""
-    from langgraph_sdk import get_sync_client
-
-    cql = tmp_path / "trade.cql"
-    cql.write_text(TRADE_NETWORK)
-    ctx = _review_context(stub_url, cql)
-    client = get_sync_client(url=dev_server)
-    tid = client.threads.create()["thread_id"]
-    client.runs.wait(tid, "planrag", input={"question": QUESTION}, context=ctx)
+    client, tid, ctx = _paused_planrag(dev_server, stub_url, tmp_path)
     state = client.threads.get_state(tid)
     assert list(state["next"]) == ["review_plan"]
     [intr] = state["interrupts"]
@@ -252,14 +254,7 @@ def test_dev_server_resume_without_the_runs_context_is_refused(dev_server, stub_
     """Resuming a paused run from the SDK without ``context=`` would run the plan with the default model and
     endpoint: the server refuses it (the run errors naming the settings), the thread stays paused with nothing sent,
     and the resume with the run's context finishes it."""
-    from langgraph_sdk import get_sync_client
-
-    cql = tmp_path / "trade.cql"
-    cql.write_text(TRADE_NETWORK)
-    ctx = _review_context(stub_url, cql)
-    client = get_sync_client(url=dev_server)
-    tid = client.threads.create()["thread_id"]
-    client.runs.wait(tid, "planrag", input={"question": QUESTION}, context=ctx)
+    client, tid, ctx = _paused_planrag(dev_server, stub_url, tmp_path)
     sent = len(_stub_requests(stub_url))
     try:
         out = client.runs.wait(tid, "planrag", command={"resume": {"action": "approve"}})
@@ -275,14 +270,7 @@ def test_dev_server_resume_without_the_runs_context_is_refused(dev_server, stub_
 
 
 def test_dev_server_plan_review_reject_ends_the_run(dev_server, stub_url, tmp_path):
-    from langgraph_sdk import get_sync_client
-
-    cql = tmp_path / "trade.cql"
-    cql.write_text(TRADE_NETWORK)
-    ctx = _review_context(stub_url, cql)
-    client = get_sync_client(url=dev_server)
-    tid = client.threads.create()["thread_id"]
-    client.runs.wait(tid, "planrag", input={"question": QUESTION}, context=ctx)
+    client, tid, ctx = _paused_planrag(dev_server, stub_url, tmp_path)
     assert client.threads.get_state(tid)["interrupts"]
     out = client.runs.wait(tid, "planrag", command={"resume": "reject"}, context=ctx)
     assert out["stop_reason"] == "plan_rejected" and out.get("answer", "") == ""

@@ -261,10 +261,8 @@ def test_prepare_strategyqa_facts_and_fever_without_contexts(tmp_path, fake_buil
 
 def test_runner_records_and_summary(tmp_path, hotpot_file, fake_build, monkeypatch):
     """A stand-in method graph run by the evaluation runner: graded fields, metrics in the summary."""
-    from langgraph.graph import END, START, StateGraph
     from typing_extensions import TypedDict
 
-    from ragplan.eval import runner
     from ragplan.eval.runner import RunSettings, evaluate
 
     @dataclass
@@ -286,19 +284,7 @@ def test_runner_records_and_summary(tmp_path, hotpot_file, fake_build, monkeypat
             return {"answer": "Yes, both were American.", "retrieval_ratio": 0.0, "retrieval_count": 0}
         return {"answer": "Ambassador to Ghana", "retrieval_ratio": 1.0, "retrieval_count": 2}
 
-    def builder():
-        sg = StateGraph(State, context_schema=Ctx)
-        sg.add_node("answer", answer)
-        sg.add_edge(START, "answer")
-        sg.add_edge("answer", END)
-        return sg
-
-    from ragplan.family import GraphSpec, MethodFamily
-    from ragplan.state.think_then_act import TextQAResult
-
-    fake = MethodFamily(name="fake", title="stand-in", order=0, context=Ctx, result=TextQAResult,
-                        graphs=(GraphSpec("fake_tta", builder, "stand-in"),))
-    monkeypatch.setattr(runner, "family_of", lambda method: fake)
+    _stand_in_family(monkeypatch, Ctx, State, answer)
     settings = RunSettings(method="fake_tta", benchmark="hotpotqa", data=str(hotpot_file),
                            benchmark_options={"context_only": True})
     summary = asyncio.run(evaluate(settings, tmp_path / "run"))
@@ -321,14 +307,31 @@ def test_runner_records_and_summary(tmp_path, hotpot_file, fake_build, monkeypat
     assert "_answers" not in bridge
 
 
-def _stand_in_run(tmp_path, monkeypatch, benchmark: str, data: Path, answer: str) -> dict:
-    """Run a one-node stand-in graph that always answers ``answer`` over ``data``; returns the summary."""
+def _stand_in_family(monkeypatch, ctx: type, state: type, node) -> None:
+    """Make the evaluation runner see method ``fake_tta``: a one-node graph running ``node`` (a text-QA result)."""
     from langgraph.graph import END, START, StateGraph
-    from typing_extensions import TypedDict
 
     from ragplan.eval import runner
     from ragplan.family import GraphSpec, MethodFamily
     from ragplan.state.think_then_act import TextQAResult
+
+    def builder():
+        sg = StateGraph(state, context_schema=ctx)
+        sg.add_node("answer", node)
+        sg.add_edge(START, "answer")
+        sg.add_edge("answer", END)
+        return sg
+
+    fake = MethodFamily(name="fake", title="stand-in", order=0, context=ctx, result=TextQAResult,
+                        graphs=(GraphSpec("fake_tta", builder, "stand-in"),))
+    monkeypatch.setattr(runner, "family_of", lambda method: fake)
+
+
+def _stand_in_run(tmp_path, monkeypatch, benchmark: str, data: Path, answer: str) -> dict:
+    """Run a one-node stand-in graph that always answers ``answer`` over ``data``; returns the summary."""
+    from typing_extensions import TypedDict
+
+    from ragplan.eval import runner
 
     @dataclass
     class Ctx:
@@ -338,16 +341,7 @@ def _stand_in_run(tmp_path, monkeypatch, benchmark: str, data: Path, answer: str
         question: str
         answer: str
 
-    def builder():
-        sg = StateGraph(State, context_schema=Ctx)
-        sg.add_node("answer", lambda state: {"answer": answer})
-        sg.add_edge(START, "answer")
-        sg.add_edge("answer", END)
-        return sg
-
-    fake = MethodFamily(name="fake", title="stand-in", order=0, context=Ctx, result=TextQAResult,
-                        graphs=(GraphSpec("fake_tta", builder, "stand-in"),))
-    monkeypatch.setattr(runner, "family_of", lambda method: fake)
+    _stand_in_family(monkeypatch, Ctx, State, lambda state: {"answer": answer})
     return asyncio.run(runner.evaluate(runner.RunSettings(method="fake_tta", benchmark=benchmark, data=str(data),
                                                           concurrency=4), tmp_path / "run"))
 
