@@ -3,7 +3,8 @@
 ``ragplan ask`` keeps a LangGraph checkpoint after every node in one SQLite file (:class:`SqliteSaver`), one
 thread per run, beside a table of ours, ``ragplan_runs``: per thread the method, question, graph input and the
 JSON-able, non-secret context settings that ``ragplan resume ID`` needs. The file is ``--checkpoint-db``,
-``$RAGPLAN_CHECKPOINT_DB`` or ``${XDG_STATE_HOME:-~/.local/state}/ragplan/checkpoints.sqlite``. Checkpoints
+``$RAGPLAN_CHECKPOINT_DB`` or ``${XDG_STATE_HOME:-~/.local/state}/ragplan/checkpoints.sqlite``; a
+``postgresql://`` URL there keeps both in PostgreSQL instead (:class:`PostgresSaver`, docs/deploy.md). Checkpoints
 are read back allowing exactly the registered graphs' state classes (:func:`checkpoint_serde`).
 """
 
@@ -17,7 +18,7 @@ import time
 import uuid
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any, Iterator, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Iterator, get_args, get_origin, get_type_hints
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -27,9 +28,12 @@ from ragplan.family import context_settings
 from ragplan.redact import REDACTED, configured_keys, redact, remember_credentials
 from ragplan.registry import families
 
+if TYPE_CHECKING:  # (psycopg is imported only when a PostgreSQL URL is used)
+    from langgraph.checkpoint.postgres import PostgresSaver
+
 __all__ = ["DB_ENV", "default_checkpoint_db", "checkpoint_db", "state_classes", "StateSerializer", "checkpoint_serde", "open_saver",
            "RunInfo", "RunStore", "UnknownThread", "context_settings", "new_thread_id", "redact", "configured_keys",
-           "remember_credentials", "REDACTED"]
+           "remember_credentials", "REDACTED", "POSTGRES_SCHEMES", "connect_postgres"]
 
 _SECRET_BYTES = re.compile(rb"://[^/\s@]*:[^/\s@]+@|[?&][\w.-]*(?:key|token|password|secret)=", re.I)
 
@@ -63,10 +67,57 @@ def default_checkpoint_db() -> Path:
     return Path(state) / "ragplan" / "checkpoints.sqlite"
 
 
-def checkpoint_db(path: str | os.PathLike[str] | None = None) -> Path:
-    """The checkpoint file: ``path`` if given, else ``$RAGPLAN_CHECKPOINT_DB``, else :func:`default_checkpoint_db`."""
-    chosen = path or os.environ.get(DB_ENV) or default_checkpoint_db()
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+"""The URLs that name a PostgreSQL database instead of a checkpoint file."""
+CONNECT_TIMEOUT_S = 10
+"""Seconds to reach PostgreSQL unless the URL (``connect_timeout=``) or ``$PGCONNECT_TIMEOUT`` says otherwise."""
+
+
+def checkpoint_db(path: str | os.PathLike[str] | None = None) -> Path | str:
+    """The checkpoint file (a Path) or PostgreSQL URL (a str): ``path`` if given, else ``$RAGPLAN_CHECKPOINT_DB``,
+    else :func:`default_checkpoint_db`; ValueError for any other URL, or a PostgreSQL URL libpq cannot read."""
+    chosen = str(path or os.environ.get(DB_ENV) or default_checkpoint_db())
+    if chosen.lower().startswith(POSTGRES_SCHEMES):
+        from psycopg import ProgrammingError
+        from psycopg.conninfo import conninfo_to_dict
+
+        try:
+            conninfo_to_dict(chosen)
+        except ProgrammingError as exc:
+            raise ValueError(f"--checkpoint-db {redact(chosen)}: not a valid PostgreSQL URL: {redact(str(exc))}") from None
+        return chosen
+    if re.match(r"[A-Za-z][\w+.-]*://", chosen):
+        raise ValueError(f"--checkpoint-db {redact(chosen)}: neither a file path nor a PostgreSQL URL "
+                         f"({' or '.join(s + '…' for s in POSTGRES_SCHEMES)})")
     return Path(chosen).expanduser()
+
+
+def connect_postgres(url: str, *, aio: bool = False) -> Any:
+    """A connection to PostgreSQL as LangGraph's savers want it (autocommit, dict rows; async with ``aio``, then
+    awaited by the caller); a bounded connect timeout, and ConnectionError naming the server when it cannot be reached."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    from psycopg.rows import dict_row
+
+    timed = "connect_timeout" in conninfo_to_dict(url) or os.environ.get("PGCONNECT_TIMEOUT")
+    info = make_conninfo(url, **({} if timed else {"connect_timeout": CONNECT_TIMEOUT_S}))
+    kw: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+
+    def unreachable(exc: Exception) -> ConnectionError:
+        return ConnectionError(f"cannot connect to the checkpoint database {redact(url)}: "
+                               + redact(" ".join(str(exc).split())))
+
+    if aio:
+        async def connect() -> psycopg.AsyncConnection[Any]:
+            try:
+                return await psycopg.AsyncConnection.connect(info, **kw)
+            except psycopg.OperationalError as exc:
+                raise unreachable(exc) from None
+        return connect()
+    try:
+        return psycopg.Connection.connect(info, **kw)
+    except psycopg.OperationalError as exc:
+        raise unreachable(exc) from None
 
 
 def _classes_in(tp: Any, seen: set[type]) -> None:
@@ -134,9 +185,19 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 
 @contextmanager
-def open_saver(path: str | os.PathLike[str] | None = None) -> Iterator[SqliteSaver]:
-    """A :class:`SqliteSaver` over the checkpoint file (created with its folder when missing); closed on exit."""
-    with closing(_connect(checkpoint_db(path))) as conn:
+def open_saver(path: str | os.PathLike[str] | None = None) -> Iterator[SqliteSaver | PostgresSaver]:
+    """A :class:`SqliteSaver` over the checkpoint file (created with its folder when missing), or a
+    :class:`PostgresSaver` (its tables set up) for a PostgreSQL URL; closed on exit."""
+    db = checkpoint_db(path)
+    if isinstance(db, str):
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        with closing(connect_postgres(db)) as pg:
+            saver = PostgresSaver(pg, serde=checkpoint_serde())
+            saver.setup()
+            yield saver
+        return
+    with closing(_connect(db)) as conn:
         yield SqliteSaver(conn, serde=checkpoint_serde())
 
 
@@ -161,17 +222,34 @@ class RunInfo(BaseModel):
 
 
 class RunStore:
-    """The ``ragplan_runs`` table in a checkpoint file (use as a context manager, or :meth:`close`)."""
+    """The ``ragplan_runs`` table in a checkpoint file or PostgreSQL database (use as a context manager, or
+    :meth:`close`)."""
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, conn: sqlite3.Connection | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *,
+                 conn: sqlite3.Connection | Any = None) -> None:
         """The table in the checkpoint file ``path`` (:func:`checkpoint_db`), or on ``conn``, a saver's connection."""
-        self.path = checkpoint_db(path)
+        db = checkpoint_db(path)
+        self.path = redact(db) if isinstance(db, str) else db  # (what messages name)
         self._own = conn is None
-        self.conn = conn if conn is not None else _connect(self.path)
-        with self.conn:
-            self.conn.execute("CREATE TABLE IF NOT EXISTS ragplan_runs (thread_id TEXT PRIMARY KEY, method TEXT NOT NULL, "
-                              "question TEXT NOT NULL, inputs TEXT NOT NULL, settings TEXT NOT NULL, status TEXT NOT NULL, "
-                              "created REAL NOT NULL, updated REAL NOT NULL)")
+        self.conn = conn if conn is not None else connect_postgres(db) if isinstance(db, str) else _connect(db)
+        self._conflict: type[Exception] = sqlite3.IntegrityError  # (a thread id already recorded)
+        if not isinstance(self.conn, sqlite3.Connection):
+            from psycopg import IntegrityError
+            self._conflict = IntegrityError
+        self._execute("CREATE TABLE IF NOT EXISTS ragplan_runs (thread_id TEXT PRIMARY KEY, method TEXT NOT NULL, "
+                      "question TEXT NOT NULL, inputs TEXT NOT NULL, settings TEXT NOT NULL, status TEXT NOT NULL, "
+                      "created DOUBLE PRECISION NOT NULL, updated DOUBLE PRECISION NOT NULL)")
+
+    def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement in a transaction of its own (``?`` placeholders, as SQLite writes them); its rows."""
+        if isinstance(self.conn, sqlite3.Connection):
+            with self.conn:
+                return self.conn.execute(sql, params).fetchall()
+        from psycopg.rows import tuple_row
+
+        with self.conn.cursor(row_factory=tuple_row) as cur:  # (the saver's connection: autocommit)
+            cur.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
+            return cur.fetchall() if cur.description else []
 
     def close(self) -> None:
         """Close the connection when this store opened it."""
@@ -188,32 +266,28 @@ class RunStore:
         """Record a new run; a thread id already in the file is a ValueError (a thread holds one run)."""
         info.updated = time.time()
         info.created = info.created or info.updated
+        row = (info.thread_id, info.method, redact(info.question), redact(json.dumps(info.inputs, default=str)),
+               redact(json.dumps(info.settings)), info.status, info.created, info.updated)
         try:
-            with self.conn:
-                self.conn.execute("INSERT INTO ragplan_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                                  (info.thread_id, info.method, redact(info.question),
-                                   redact(json.dumps(info.inputs, default=str)), redact(json.dumps(info.settings)),
-                                   info.status, info.created, info.updated))
-        except sqlite3.IntegrityError:
+            self._execute("INSERT INTO ragplan_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+        except self._conflict:
             raise ValueError(f"thread {info.thread_id} already exists in {self.path}; continue it with "
                              f"`ragplan resume {info.thread_id}` or choose another --thread") from None
 
     def get(self, thread_id: str) -> RunInfo:
         """The run of ``thread_id`` (:class:`UnknownThread` when the file has none)."""
-        row = self.conn.execute("SELECT * FROM ragplan_runs WHERE thread_id = ?", (thread_id,)).fetchone()
-        if row is None:
+        rows = self._execute("SELECT * FROM ragplan_runs WHERE thread_id = ?", (thread_id,))
+        if not rows:
             raise UnknownThread(f"no run with thread id {thread_id!r} in {self.path}")
-        return self._info(row)
+        return self._info(rows[0])
 
     def set_status(self, thread_id: str, status: str) -> None:
         """Record where the run stands after an invocation (running, paused, finished)."""
-        with self.conn:
-            self.conn.execute("UPDATE ragplan_runs SET status = ?, updated = ? WHERE thread_id = ?",
-                              (status, time.time(), thread_id))
+        self._execute("UPDATE ragplan_runs SET status = ?, updated = ? WHERE thread_id = ?", (status, time.time(), thread_id))
 
     def recent(self, limit: int = 20) -> list[RunInfo]:
         """The runs last run, newest first."""
-        rows = self.conn.execute("SELECT * FROM ragplan_runs ORDER BY updated DESC LIMIT ?", (limit,)).fetchall()
+        rows = self._execute("SELECT * FROM ragplan_runs ORDER BY updated DESC LIMIT ?", (limit,))
         return [self._info(r) for r in rows]
 
     @staticmethod

@@ -24,9 +24,9 @@ def add_shared_flags(p: argparse.ArgumentParser, settings: Any) -> None:
     """The flags ``ask`` and ``resume`` share: ``--json``, ``--quiet``, ``--checkpoint-db FILE`` and the settings'."""
     p.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
     p.add_argument("--quiet", action="store_true", help="print only the answer and the totals")
-    p.add_argument("--checkpoint-db", metavar="FILE", default=None,
-                   help="the SQLite checkpoint file [env RAGPLAN_CHECKPOINT_DB, default "
-                        "${XDG_STATE_HOME:-~/.local/state}/ragplan/checkpoints.sqlite]")
+    p.add_argument("--checkpoint-db", metavar="FILE|URL", default=None,
+                   help="the SQLite checkpoint file, or a postgresql://USER@HOST:PORT/DB URL (docs/deploy.md) [env "
+                        "RAGPLAN_CHECKPOINT_DB, default ${XDG_STATE_HOME:-~/.local/state}/ragplan/checkpoints.sqlite]")
     if settings is not None:
         settings(p)
 
@@ -109,24 +109,28 @@ def _context(args: argparse.Namespace, family: MethodFamily, item: Any) -> Any:
 
 def _checkpoint_problem(args: argparse.Namespace) -> str | None:
     """Why ``--thread`` / ``--checkpoint-db`` cannot be used (the file must work before the run starts)."""
-    from ragplan.checkpoints import RunStore, UnknownThread, checkpoint_db
+    from ragplan.checkpoints import RunStore, UnknownThread, checkpoint_db, redact
 
     if args.thread is not None and (not args.thread.strip() or any(c.isspace() for c in args.thread)):
         return "--thread: a thread id has no spaces"
     try:
-        with RunStore(args.checkpoint_db) as store:
+        db = checkpoint_db(args.checkpoint_db)  # (ValueError: neither a path nor a PostgreSQL URL)
+        with RunStore(db) as store:
             store.get(args.thread or "")  # a thread holds one run ("" is never one: a fresh id)
             return f"thread {args.thread} already exists in {store.path}; continue it with " \
                    f"`ragplan resume {args.thread}` or choose another --thread"
     except UnknownThread:
         return None
-    except Exception as exc:  # a file that is not a SQLite database, a folder without rights
-        return f"the checkpoint file {checkpoint_db(args.checkpoint_db)} cannot be used: {exc}"
+    except Exception as exc:  # a file that is not a SQLite database, a folder without rights, an unreachable server
+        return str(exc) if isinstance(exc, (ValueError, ConnectionError)) else \
+            f"the checkpoint {'database' if isinstance(db, str) else 'file'} {redact(str(db))} cannot be used: {exc}"
 
 
 def resume_hint(thread_id: str, db: str | None) -> str:
     """The command that continues ``thread_id``."""
-    return f"ragplan resume {thread_id}" + (f" --checkpoint-db {db}" if db else "")
+    from ragplan.redact import redact
+
+    return f"ragplan resume {thread_id}" + (f" --checkpoint-db {redact(db)}" if db else "")
 
 
 def _prepare(args: argparse.Namespace) -> tuple[MethodFamily, str, Any, dict[str, Any]]:

@@ -55,6 +55,8 @@ def add_parser(sub: Any, settings: Any = None) -> None:
     ev.add_argument("--resume", metavar="RUN_DIR", default=None, help="finish an interrupted run folder")
     ev.add_argument("--rerun", metavar="RUN_DIR", default=None, help="execute a finished run again into --out with its "
                     "settings (offline with --llm-cache DIR --replay) and check the records are the same")
+    ev.add_argument("--checkpoint-db", metavar="URL", default=None, help="keep the per-question checkpoints in "
+                    "PostgreSQL (postgresql://USER@HOST:PORT/DB; docs/deploy.md) instead of the run folder")
     ev.add_argument("--no-checkpoints", action="store_true",
                     help="no per-question checkpoints (a question in flight at a kill restarts from scratch on "
                          "--resume)")
@@ -134,6 +136,9 @@ def _resume_overrides(settings: Any, args: argparse.Namespace) -> None:
     if REDACTED in settings.base_url:
         raise BadInput(f"{args.resume or args.rerun}: the run's settings.json keeps its base URL without the password "
                        f"({settings.base_url}); give it again with --base-url URL")
+    if REDACTED in (args.checkpoint_db or settings.checkpoint_db):
+        raise BadInput(f"{args.resume or args.rerun}: the run's settings.json keeps its checkpoint database without the "
+                       f"password ({settings.checkpoint_db}); give it again with --checkpoint-db URL (or use PGPASSWORD)")
     if given.get("llm_cache_dir"):
         settings.llm_cache_dir = str(Path(given.pop("llm_cache_dir")).resolve())
     settings.llm_replay = given.pop("llm_replay", None) or settings.llm_replay
@@ -188,6 +193,16 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return fail(f"--set {exc}")
     settings.checkpoints = settings.checkpoints and not args.no_checkpoints
+    if args.checkpoint_db:
+        from ragplan.checkpoints import checkpoint_db
+
+        try:
+            if not isinstance(checkpoint_db(args.checkpoint_db), str):
+                return fail(f"--checkpoint-db {args.checkpoint_db}: eval takes a postgresql:// URL (its checkpoints "
+                            "are otherwise kept in the run folder)")
+        except ValueError as exc:
+            return fail(str(exc))
+        settings.checkpoint_db = args.checkpoint_db
     check_llm(settings)
     if args.rerun and settings.llm_replay:
         bad, used = bad_entries(args.rerun, settings.llm_cache_dir)

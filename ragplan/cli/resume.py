@@ -29,12 +29,12 @@ def add_parser(sub: Any, settings: Any = None) -> None:
 
 
 def _list(db: str | None) -> int:
-    from ragplan.checkpoints import RunStore, checkpoint_db
+    from ragplan.checkpoints import RunStore
 
     with RunStore(db) as store:
         runs = store.recent(50)
     if not runs:
-        print(f"no runs in {checkpoint_db(db)}")
+        print(f"no runs in {store.path}")
     for r in runs:
         when, q = dt.datetime.fromtimestamp(r.updated), r.question if len(r.question) <= 60 else r.question[:57] + "…"
         print(f"{r.thread_id}  {r.status:<8}  {when:%Y-%m-%d %H:%M}  {r.method:<18}  {q}")
@@ -43,24 +43,33 @@ def _list(db: str | None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ragplan resume``."""
-    from ragplan.checkpoints import UnknownThread, checkpoint_db
+    from ragplan.checkpoints import UnknownThread, checkpoint_db, redact
     from ragplan.cli.settings import check_llm, settings_from_args
     from ragplan.registry import family_of
     from ragplan.runs import rebuild_context, resume_run, thread_status
 
     if not args.list and not args.thread_id:
         return fail("name the thread to resume (ragplan resume ID), or list them with --list")
-    db = checkpoint_db(args.checkpoint_db)
-    if not db.is_file():  # reading must not create an empty checkpoint file
+    try:
+        db = checkpoint_db(args.checkpoint_db)
+    except ValueError as exc:
+        return fail(str(exc))
+    if not isinstance(db, str) and not db.is_file():  # reading must not create an empty checkpoint file
         return fail(f"no checkpoint file at {db} (runs are kept there by `ragplan ask`; see --checkpoint-db)")
+    errors: tuple[type[Exception], ...] = (sqlite3.Error,)
+    if isinstance(db, str):
+        from psycopg import Error as PostgresError
+        errors = (PostgresError,)
     try:
         if args.list:
             return _list(args.checkpoint_db)
         info, status, _, _ = thread_status(args.thread_id, args.checkpoint_db)
     except UnknownThread as exc:
         return fail(f"{exc} (see `ragplan resume --list`)")
-    except sqlite3.Error as exc:  # not a SQLite file, a folder without rights
-        return fail(f"the checkpoint file {db} cannot be used: {exc}")
+    except ConnectionError as exc:  # PostgreSQL unreachable (the message names the server)
+        return fail(str(exc))
+    except errors as exc:  # not a SQLite file, a folder without rights, a database refusing the tables
+        return fail(f"the checkpoint {'database' if isinstance(db, str) else 'file'} {redact(str(db))} cannot be used: {exc}")
     family = family_of(info.method)
     out = print_header(args, info.method, info.settings.get("model", "-"), info.settings.get("base_url") or "",
                        info.question)

@@ -2,11 +2,14 @@
 
 An :class:`AsyncSqliteSaver` over ``RUN_DIR/checkpoints.sqlite``, one thread per attempt (``<item id>#<attempt>``);
 the LLM requests sent for each question are logged beside it before they go out. At close, recorded questions'
-threads are deleted together, and both files are removed when no question is left.
+threads are deleted together, and both files are removed when no question is left. Given a PostgreSQL URL
+(``eval --checkpoint-db``) the checkpoints go to an :class:`AsyncPostgresSaver` in a schema of the run's own instead,
+dropped when no question is left.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -18,7 +21,7 @@ import aiosqlite
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from ragplan.checkpoints import checkpoint_serde
+from ragplan.checkpoints import checkpoint_serde, connect_postgres
 
 __all__ = ["ItemCheckpoints", "CHECKPOINT_FILE"]
 
@@ -38,25 +41,34 @@ def _logged(data: bytes) -> Iterator[str]:
 class ItemCheckpoints:
     """The checkpoints of one run folder (open with :meth:`open`, close with :meth:`close`)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, enabled: bool = True) -> None:
-        """Checkpoints in the SQLite file ``path`` (created when missing); ``enabled=False`` keeps none."""
+    def __init__(self, path: str | os.PathLike[str], *, enabled: bool = True, db: str = "", key: str = "") -> None:
+        """Checkpoints in the SQLite file ``path`` (created when missing), or in the PostgreSQL database ``db`` (a URL),
+        in a schema named after ``key`` (the run's); ``enabled=False`` keeps none."""
         self.path = Path(path)
         self.enabled = enabled
-        self.saver: AsyncSqliteSaver | None = None
+        self.db, self.schema = db, "ragplan_eval_" + hashlib.sha256(key.encode()).hexdigest()[:16]
+        self.saver: Any = None  # an AsyncSqliteSaver or AsyncPostgresSaver
         self._threads: set[str] = set()
         self._first: dict[str, int] = {}
         self._log, self._fd, self._sent, self._lock = Path(f"{self.path}.requests"), -1, Counter[str](), threading.Lock()
         self._done: list[str] = []  # recorded questions' threads, deleted at close
 
-    async def open(self) -> AsyncSqliteSaver | None:
+    async def open(self) -> Any:
         """Connect and read which threads the file holds; the saver (None when off). Closed again on failure."""
         if not self.enabled:
             return None
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = await aiosqlite.connect(str(self.path))
+        conn: Any = await (connect_postgres(self.db, aio=True) if self.db else aiosqlite.connect(str(self.path)))
         try:
-            await conn.execute("PRAGMA synchronous=NORMAL")  # WAL (set by the saver) + NORMAL: no fsync per commit
-            saver = AsyncSqliteSaver(conn, serde=checkpoint_serde())
+            if self.db:
+                from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver  # (psycopg only when used)
+
+                await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
+                await conn.execute(f"SET search_path TO {self.schema}")  # (the saver's tables go there)
+                saver: Any = AsyncPostgresSaver(conn, serde=checkpoint_serde())
+            else:
+                await conn.execute("PRAGMA synchronous=NORMAL")  # WAL (set by the saver) + NORMAL: no fsync per commit
+                saver = AsyncSqliteSaver(conn, serde=checkpoint_serde())
             await saver.setup()
             self._threads = {str(t.config["configurable"]["thread_id"]) async for t in saver.alist(None)}
             if self._log.exists():
@@ -80,6 +92,8 @@ class ItemCheckpoints:
                 if self._threads:  # questions left for a resume: only the recorded ones' threads go
                     for thread in self._done:
                         await saver.adelete_thread(thread)
+                elif self.db:
+                    await saver.conn.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
                 self._done.clear()
             finally:
                 await saver.conn.close()

@@ -163,7 +163,8 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
                         on_finished: Callable[[], None] | None = None) -> int:
     """Run and record ``items`` with the context settings ``base`` plus their own, ``on_finished`` after each;
     returns how many distinct data were prepared."""
-    checkpoints = ItemCheckpoints(folder.path / CHECKPOINT_FILE, enabled=settings.checkpoints)
+    checkpoints = ItemCheckpoints(folder.path / CHECKPOINT_FILE, enabled=settings.checkpoints, db=settings.checkpoint_db,
+                                  key=f"{settings.created} {settings.method} {settings.benchmark} {folder.path.name}")
     try:
         graph = family.graph(settings.method).build().compile(name=settings.method, checkpointer=await checkpoints.open())
         checkpoints.keep_only({it.id for it in items})

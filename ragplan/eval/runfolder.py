@@ -46,6 +46,8 @@ class RunSettings:
     """First backoff after a rate limit; doubles each retry, with jitter."""
     checkpoints: bool = True
     """Checkpoint each question after every node, so ``--resume`` continues a question in flight at a kill."""
+    checkpoint_db: str = ""
+    """A PostgreSQL URL keeping those checkpoints instead of the run folder (saved without its password)."""
     llm_cache_dir: str = ""
     """The LLM record/replay cache every call went through (empty = none); see ``llm_cache.json``."""
     llm_replay: bool = False
