@@ -12,7 +12,7 @@
 (a ``GraphStore`` or a ``.cql`` path); other keyword arguments are fields of the method's context. The result
 is the family's typed result (:mod:`ragplan.state.result`). With ``thread_id=`` or ``checkpoint_db=``, or
 with plan review on and no ``review`` callback, the run is checkpointed in the SQLite file of ``ragplan ask``
-and ``resume(thread_id)`` continues it later (a run given a chat model object needs it again); with a
+(or the PostgreSQL database a ``postgresql://`` ``checkpoint_db`` names) and ``resume(thread_id)`` continues it later (a run given a chat model object needs it again); with a
 ``review`` callback and neither, checkpoints stay in memory; otherwise nothing is checkpointed.
 """
 

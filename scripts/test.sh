@@ -27,17 +27,19 @@ if [ -z "${RAGPLAN_TEST_POSTGRES:-}" ] && command -v apt-get >/dev/null 2>&1 && 
       || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq postgresql >/dev/null 2>&1; } \
       || echo "warning: could not install postgresql; tests/test_postgres_checkpoints.py will fail" >&2
   fi
-  PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+  PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
   PGDIR=/tmp/ragplan-test-postgres
   if [ -n "$PGBIN" ] && ! runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDIR/data" status >/dev/null 2>&1; then
     rm -rf "$PGDIR" && mkdir -p "$PGDIR" && chown postgres "$PGDIR"
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' >"$PGDIR/port"
+    .venv/bin/python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' >"$PGDIR/port"
     runuser -u postgres -- "$PGBIN/initdb" -D "$PGDIR/data" -A trust -U postgres >"$PGDIR/initdb.log" 2>&1 \
       && runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDIR/data" -l "$PGDIR/server.log" -w start \
            -o "-h 127.0.0.1 -p $(cat "$PGDIR/port") -k $PGDIR" >/dev/null \
       || echo "warning: could not start PostgreSQL (see $PGDIR/*.log); tests/test_postgres_checkpoints.py will fail" >&2
   fi
-  [ -f "$PGDIR/port" ] && export RAGPLAN_TEST_POSTGRES="postgresql://postgres@127.0.0.1:$(cat "$PGDIR/port")/postgres"
+  if [ -f "$PGDIR/port" ]; then
+    export RAGPLAN_TEST_POSTGRES="postgresql://postgres@127.0.0.1:$(cat "$PGDIR/port")/postgres"
+  fi
 fi
 export HF_HUB_OFFLINE=1
 exec .venv/bin/python -m pytest "$@"
