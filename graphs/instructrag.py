@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from langgraph.graph import START, StateGraph
 
-from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, input_keys_of
+from ragplan.family import END, Builder, Emit, GraphSpec, TextRetrievalFamily, input_keys_of
 from ragplan.nodes.common.review_plan import make_review_plan
 from ragplan.nodes.instructrag.answer import answer_from_steps
 from ragplan.nodes.instructrag.observe import observe
@@ -20,7 +20,6 @@ from ragplan.state.instructrag import (
     InstructRAGContext, InstructRAGInput, InstructRAGOutput, InstructRAGResult, InstructRAGState, PlannedPath, TAOStep,
 )
 from ragplan.state.review import PLAN_REJECTED
-from ragplan.tools.retrievers import retriever_problem
 
 __all__ = ["build_instructrag", "build_instructrag_threshold", "build_instructrag_no_ml", "build_instructrag_rap",
            "build_react", "FAMILY", "instructrag", "instructrag_threshold", "instructrag_no_ml", "instructrag_rap", "react"]
@@ -115,14 +114,14 @@ _NEEDS = {"instructrag": ("graph", "agents"), "instructrag_threshold": ("graph",
           "instructrag_no_ml": ("graph", "agents"), "instructrag_rap": ("graph",), "react": ()}
 
 
-class InstructRAGFamily(MethodFamily):
+class InstructRAGFamily(TextRetrievalFamily):
     """InstructRAG's family: an instruction graph and trained agents besides the text retriever."""
 
     def prepare(self, method: str, ctx: Any) -> str | None:
         """Open the retriever, the instruction graph and the agents the graph needs; say what is missing."""
         from ragplan.methods.instructrag.selection import load_parts
 
-        if problem := retriever_problem(ctx):
+        if problem := super().prepare(method, ctx):
             return problem
         needs = _NEEDS.get(method, ())
         if "graph" in needs and not ctx.instruction_graph_dir:
@@ -141,9 +140,8 @@ class InstructRAGFamily(MethodFamily):
 
     def data_line(self, ctx: Any) -> str:
         """``Retriever: …   Instruction graph: …   Agents: …``."""
-        r = f"Retriever: {ctx.retriever}{' ' + ctx.index_dir if ctx.retriever == 'local' else ''}"
-        return r + (f"   Instruction graph: {ctx.instruction_graph_dir}" if ctx.instruction_graph_dir else "") + \
-            (f"   Agents: {ctx.agents_dir}" if ctx.agents_dir else "")
+        return super().data_line(ctx) + (f"   Instruction graph: {ctx.instruction_graph_dir}"
+                                         if ctx.instruction_graph_dir else "") + (f"   Agents: {ctx.agents_dir}" if ctx.agents_dir else "")
 
     def trace(self, node: str, update: dict[str, Any], emit: Emit) -> None:
         """The task, the candidate paths, the pick, then every Thought / Action / Observation."""

@@ -17,7 +17,7 @@ from ragplan.state.context import LLMContext, recursion_limit_for
 from ragplan.state.result import GraphResult
 from ragplan.state.review import PlanReview
 
-__all__ = ["GraphSpec", "MethodFamily", "Emit", "input_keys_of", "Builder", "END", "context_settings"]
+__all__ = ["GraphSpec", "MethodFamily", "TextRetrievalFamily", "Emit", "input_keys_of", "Builder", "END", "context_settings"]
 
 #: What a family's graph builders return: an uncompiled graph (its state, context and schemas vary by family).
 Builder = StateGraph[Any, Any, Any, Any]
@@ -172,6 +172,20 @@ class MethodFamily:
                 emit(f"  {line}")
         if update.get("error"):
             emit(f"\nerror: {update['error']}")
+
+
+class TextRetrievalFamily(MethodFamily):
+    """A family whose data is text retrieval (``--retriever wiki|local --index DIR``)."""
+
+    def prepare(self, method: str, ctx: Any) -> str | None:
+        """Check the retriever a retrieving graph needs (a local index is opened now, so a bad folder is reported early)."""
+        from ragplan.tools.retrievers import retriever_problem
+
+        return retriever_problem(ctx) if self.graph(method).uses_data else None
+
+    def data_line(self, ctx: Any) -> str:
+        """``Retriever: wiki`` or ``Retriever: local DIR``."""
+        return f"Retriever: {ctx.retriever}{' ' + ctx.index_dir if ctx.retriever == 'local' else ''}"
 
 
 def input_keys_of(schema: Any) -> tuple[str, ...]:

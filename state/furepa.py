@@ -11,12 +11,13 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from ragplan.state.context import TextRAGContext, env_field, setting
+from ragplan.state.result import merge_by_index
 from ragplan.state.review import PlanReviewSettings, ReviewedOutput, ReviewedResult
 from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
 
-__all__ = ["FuRePAContext", "Candidate", "Iteration", "EvidencePassage", "TemperatureChange", "merge_iterations",
-           "merge_evidence", "FuRePAInput", "FuRePAOutput", "FuRePAState", "FuRePAResult"]
+__all__ = ["FuRePAContext", "Candidate", "Iteration", "EvidencePassage", "TemperatureChange", "merge_evidence",
+           "FuRePAInput", "FuRePAOutput", "FuRePAState", "FuRePAResult"]
 
 
 @dataclass(kw_only=True)
@@ -110,10 +111,8 @@ class TemperatureChange(BaseModel):
     reason: str = Field(default="", description="Why (the repeated query, or new evidence).")
 
 
-def merge_iterations(left: list[Any] | None, right: list[Any] | None) -> list[Iteration]:
-    """Reducer: iterations by index, a later version replacing an earlier one; kept in index order."""
-    out = {it.index: it for it in map(Iteration.model_validate, (left or []) + (right or []))}
-    return [out[i] for i in sorted(out)]
+merge_iterations = merge_by_index(Iteration)
+"""Reducer: iterations by index, a later version replacing an earlier one."""
 
 
 def merge_evidence(left: list[Any] | None, right: list[Any] | None) -> list[EvidencePassage]:

@@ -3,7 +3,7 @@ fields and overrides the small methods below, so the entry points need not know 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Self
+from typing import Annotated, Any, Callable, ClassVar, Self
 
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_core import to_jsonable_python
@@ -13,7 +13,15 @@ from ragplan.state.failure import Failure
 from ragplan.state.trace_sections import TraceSection, field_sections
 from ragplan.state.usage import Usage, add_usage
 
-__all__ = ["GraphOutput", "GraphResult"]
+__all__ = ["GraphOutput", "GraphResult", "merge_by_index"]
+
+
+def merge_by_index(model: Any) -> Callable[[list[Any] | None, list[Any] | None], list[Any]]:
+    """A reducer of ``model`` items by their ``index``: a later version replaces an earlier one; kept in index order."""
+    def merge(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
+        out = {x.index: x for x in map(model.model_validate, (left or []) + (right or []))}
+        return [out[i] for i in sorted(out)]
+    return merge
 
 
 class GraphOutput(TypedDict, total=False):
