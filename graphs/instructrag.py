@@ -110,9 +110,6 @@ instructrag_no_ml = build_instructrag_no_ml().compile(name="instructrag_no_ml")
 instructrag_rap = build_instructrag_rap().compile(name="instructrag_rap")
 react = build_react().compile(name="react")
 
-_NEEDS = {"instructrag": ("graph", "agents"), "instructrag_threshold": ("graph", "agents"),
-          "instructrag_no_ml": ("graph", "agents"), "instructrag_rap": ("graph",), "react": ()}
-
 
 class InstructRAGFamily(TextRetrievalFamily):
     """InstructRAG's family: an instruction graph and trained agents besides the text retriever."""
@@ -121,21 +118,15 @@ class InstructRAGFamily(TextRetrievalFamily):
         """Open the retriever, the instruction graph and the agents the graph needs; say what is missing."""
         from ragplan.methods.instructrag.selection import load_parts
 
-        if problem := super().prepare(method, ctx):
+        if (problem := super().prepare(method, ctx)) or method == "react":  # react needs only the retriever
             return problem
-        needs = _NEEDS.get(method, ())
-        if "graph" in needs and not ctx.instruction_graph_dir:
-            return (f"{method} needs --instruction-graph DIR (build one with `ragplan instructrag build-graph --paths FILE… "
-                    "--out DIR`)")
-        if "agents" in needs and not ctx.agents_dir:
-            return f"{method} needs --agents DIR (train them with `ragplan instructrag train --graph DIR --paths FILE… --out DIR`)"
-        if needs:
-            try:
-                parts = load_parts(ctx.instruction_graph_dir, ctx.agents_dir if "agents" in needs else "", ctx.embedding_model)
-                if "agents" in needs:
-                    parts.agents("", False)
-            except Exception as exc:
-                return f"the InstructRAG parts cannot be loaded: {exc}"
+        agents = method != "instructrag_rap"
+        try:
+            parts = load_parts(ctx.instruction_graph_dir, ctx.agents_dir if agents else "", ctx.embedding_model)
+            if agents:
+                parts.agents("", False)
+        except Exception as exc:  # a missing folder or setting, a damaged graph or agent file
+            return f"{method} cannot run: {exc}"
         return None
 
     def data_line(self, ctx: Any) -> str:
