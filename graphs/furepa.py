@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from langgraph.graph import START, StateGraph
 
-from ragplan.family import END, Builder, Emit, GraphSpec, TextRetrievalFamily, input_keys_of
+from ragplan.family import END, Builder, Emit, GraphSpec, TextRetrievalFamily
 from ragplan.nodes.common.review_plan import make_review_plan
 from ragplan.nodes.furepa.answer import answer_from_evidence
 from ragplan.nodes.furepa.assess_plan import assess_plan, assessor_problem
@@ -183,5 +183,4 @@ FAMILY = FuRePAFamily(
         GraphSpec("ircot", build_ircot, "IRCoT-style loop: earlier reasoning kept in the prompt, one query per step"),
     ),
     data_help="--retriever wiki|local --index DIR, and for furepa --assessor DIR (or --assessor-mode first|random)",
-    input_keys=input_keys_of(FuRePAInput),
 )

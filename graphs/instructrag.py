@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from langgraph.graph import START, StateGraph
 
-from ragplan.family import END, Builder, Emit, GraphSpec, TextRetrievalFamily, input_keys_of
+from ragplan.family import END, Builder, Emit, GraphSpec, TextRetrievalFamily
 from ragplan.nodes.common.review_plan import make_review_plan
 from ragplan.nodes.instructrag.answer import answer_from_steps
 from ragplan.nodes.instructrag.observe import observe
@@ -172,5 +172,4 @@ FAMILY = InstructRAGFamily(
         GraphSpec("react", build_react, "ReAct: Thought/Action/Observation with Search/Lookup/Finish and no path"),
     ),
     data_help="--retriever wiki|local --index DIR, and --instruction-graph DIR --agents DIR (react needs only the retriever)",
-    input_keys=input_keys_of(InstructRAGInput),
 )

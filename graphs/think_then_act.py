@@ -8,7 +8,7 @@ from typing import Any, Literal
 from langgraph.graph import START, StateGraph
 from langgraph.types import Send
 
-from ragplan.family import END, Builder, Emit, GraphSpec, TextRetrievalFamily, input_keys_of
+from ragplan.family import END, Builder, Emit, GraphSpec, TextRetrievalFamily
 from ragplan.nodes.common.retrieve_text import retrieve_text
 from ragplan.nodes.think_then_act.answer_subquery import answer_subquery, branch_outcome, final_answer
 from ragplan.nodes.think_then_act.assess_query import assess_query
@@ -176,5 +176,4 @@ FAMILY = ThinkThenActFamily(
         GraphSpec("flare", build_flare, "FLARE-style: draft, retrieve and regenerate when token (or stated) confidence is low"),
     ),
     data_help="--retriever wiki (live Wikipedia, cached) or --retriever local --index DIR",
-    input_keys=input_keys_of(TextQAInput),
 )

@@ -212,10 +212,6 @@ class FuRePAResult(ReviewedResult):
                 f"Evidence: {len(self.evidence)} passages   Repeated picks: {self.repeated_query_rate():.0%}   "
                 f"Temperature raises: {self.temperature_raises()}"]
 
-    trace_fields = frozenset({"reasoning", "evidence", "iterations", "temperature_changes", "iteration_count",
-                              "repeated_query_rate", "temperature_raises"})
-    """The record fields :meth:`trace_sections` draws (the rest are shown by their shape)."""
-
     def trace_sections(self) -> list[TraceSection]:
         """Each iteration (thought, scored candidates, pick, repeat check, retrieval), temperatures, evidence, reasoning."""
         out: list[TraceSection] = []

@@ -103,10 +103,6 @@ class ReaperResult(ReviewedResult):
         return lines + [f"Stopped: {self.stop_reason or '-'}   Plan steps: {len(self.plan)}   Tool calls: {self.retrievals()}"
                         + planning]
 
-    trace_fields = frozenset({"plan", "plan_text", "plan_calls", "plan_raw", "plan_errors", "plan_attempts", "evidence",
-                              "planner_latency_s", "route"})
-    """The record fields :meth:`trace_sections` draws (the rest are shown by their shape)."""
-
     def trace_sections(self) -> list[TraceSection]:
         """The route (classifier baseline), every planner call with its validation, the executed plan, the tool calls."""
         out: list[TraceSection] = []

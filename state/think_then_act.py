@@ -169,10 +169,6 @@ class TextQAResult(GraphResult):
                         + (f", {failed} failed" if failed else "") + ")"
                         + (f"   Confidence source: {self.confidence_source}" if self.confidence_source else "")]
 
-    trace_fields = frozenset({"reasoning", "assessment", "assessment_reason", "queries", "retrieval_count", "retrieval_ratio",
-                              "confidence_source", "failures"})
-    """The record fields :meth:`trace_sections` draws (the rest are shown by their shape)."""
-
     def trace_sections(self) -> list[TraceSection]:
         """The query assessment, each (sub-)query with its gate, evidence and answer, the reasoning and failures."""
         out: list[TraceSection] = []
