@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from langgraph.graph import START, StateGraph
 
-from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, input_keys_of
+from ragplan.family import END, Builder, Emit, GraphSpec, TextRetrievalFamily
 from ragplan.nodes.common.review_plan import make_review_plan
 from ragplan.nodes.furepa.answer import answer_from_evidence
 from ragplan.nodes.furepa.assess_plan import assess_plan, assessor_problem
@@ -21,7 +21,6 @@ from ragplan.state.furepa import (
     EvidencePassage, FuRePAContext, FuRePAInput, FuRePAOutput, FuRePAResult, FuRePAState, Iteration, TemperatureChange,
 )
 from ragplan.state.review import PLAN_REJECTED
-from ragplan.tools.retrievers import retriever_problem
 
 __all__ = ["build_furepa", "build_ircot", "FAMILY", "FuRePAFamily", "furepa", "ircot", "route_after_propose",
            "route_after_assessment", "route_after_pick_review", "route_after_repetition", "route_after_retrieval",
@@ -120,12 +119,12 @@ furepa = build_furepa().compile(name="furepa")
 ircot = build_ircot().compile(name="ircot")
 
 
-class FuRePAFamily(MethodFamily):
+class FuRePAFamily(TextRetrievalFamily):
     """FuRePA's family: text retrieval as data, the trained plan assessor checked before a run, the iteration trace."""
 
     def prepare(self, method: str, ctx: Any) -> str | None:
         """Check the assessor (``furepa`` in trained mode) and the retriever before any LLM call."""
-        return (assessor_problem(ctx) if method == "furepa" else None) or retriever_problem(ctx)
+        return (assessor_problem(ctx) if method == "furepa" else None) or super().prepare(method, ctx)
 
     def recursion_limit(self, ctx: Any) -> int:
         """Six graph steps per iteration (prompt, propose, assess, review, repetition check, retrieve), the answer, margin."""
@@ -133,9 +132,8 @@ class FuRePAFamily(MethodFamily):
 
     def data_line(self, ctx: Any) -> str:
         """``Retriever: …`` and, for the trained assessor, its folder."""
-        line = f"Retriever: {ctx.retriever}{' ' + ctx.index_dir if ctx.retriever == 'local' else ''}"
-        return line + (f"   Assessor: {ctx.assessor_dir}" if ctx.assessor_mode == "trained" and ctx.assessor_dir else
-                       f"   Assessor: {ctx.assessor_mode}")
+        trained = ctx.assessor_mode == "trained" and ctx.assessor_dir
+        return super().data_line(ctx) + f"   Assessor: {ctx.assessor_dir if trained else ctx.assessor_mode}"
 
     def trace(self, node: str, update: dict[str, Any], emit: Emit) -> None:
         """Per iteration: the thought, the candidates with scores and the pick, repeats and temperature, retrieval."""
@@ -185,5 +183,4 @@ FAMILY = FuRePAFamily(
         GraphSpec("ircot", build_ircot, "IRCoT-style loop: earlier reasoning kept in the prompt, one query per step"),
     ),
     data_help="--retriever wiki|local --index DIR, and for furepa --assessor DIR (or --assessor-mode first|random)",
-    input_keys=input_keys_of(FuRePAInput),
 )

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from langgraph.graph import START, StateGraph
 
-from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, input_keys_of
+from ragplan.family import END, Builder, Emit, GraphSpec, TextRetrievalFamily
 from ragplan.nodes.common.review_plan import make_review_plan
 from ragplan.nodes.instructrag.answer import answer_from_steps
 from ragplan.nodes.instructrag.observe import observe
@@ -20,7 +20,6 @@ from ragplan.state.instructrag import (
     InstructRAGContext, InstructRAGInput, InstructRAGOutput, InstructRAGResult, InstructRAGState, PlannedPath, TAOStep,
 )
 from ragplan.state.review import PLAN_REJECTED
-from ragplan.tools.retrievers import retriever_problem
 
 __all__ = ["build_instructrag", "build_instructrag_threshold", "build_instructrag_no_ml", "build_instructrag_rap",
            "build_react", "FAMILY", "instructrag", "instructrag_threshold", "instructrag_no_ml", "instructrag_rap", "react"]
@@ -111,39 +110,29 @@ instructrag_no_ml = build_instructrag_no_ml().compile(name="instructrag_no_ml")
 instructrag_rap = build_instructrag_rap().compile(name="instructrag_rap")
 react = build_react().compile(name="react")
 
-_NEEDS = {"instructrag": ("graph", "agents"), "instructrag_threshold": ("graph", "agents"),
-          "instructrag_no_ml": ("graph", "agents"), "instructrag_rap": ("graph",), "react": ()}
 
-
-class InstructRAGFamily(MethodFamily):
+class InstructRAGFamily(TextRetrievalFamily):
     """InstructRAG's family: an instruction graph and trained agents besides the text retriever."""
 
     def prepare(self, method: str, ctx: Any) -> str | None:
         """Open the retriever, the instruction graph and the agents the graph needs; say what is missing."""
         from ragplan.methods.instructrag.selection import load_parts
 
-        if problem := retriever_problem(ctx):
+        if (problem := super().prepare(method, ctx)) or method == "react":  # react needs only the retriever
             return problem
-        needs = _NEEDS.get(method, ())
-        if "graph" in needs and not ctx.instruction_graph_dir:
-            return (f"{method} needs --instruction-graph DIR (build one with `ragplan instructrag build-graph --paths FILE… "
-                    "--out DIR`)")
-        if "agents" in needs and not ctx.agents_dir:
-            return f"{method} needs --agents DIR (train them with `ragplan instructrag train --graph DIR --paths FILE… --out DIR`)"
-        if needs:
-            try:
-                parts = load_parts(ctx.instruction_graph_dir, ctx.agents_dir if "agents" in needs else "", ctx.embedding_model)
-                if "agents" in needs:
-                    parts.agents("", False)
-            except Exception as exc:
-                return f"the InstructRAG parts cannot be loaded: {exc}"
+        agents = method != "instructrag_rap"
+        try:
+            parts = load_parts(ctx.instruction_graph_dir, ctx.agents_dir if agents else "", ctx.embedding_model)
+            if agents:
+                parts.agents("", False)
+        except Exception as exc:  # a missing folder or setting, a damaged graph or agent file
+            return f"{method} cannot run: {exc}"
         return None
 
     def data_line(self, ctx: Any) -> str:
         """``Retriever: …   Instruction graph: …   Agents: …``."""
-        r = f"Retriever: {ctx.retriever}{' ' + ctx.index_dir if ctx.retriever == 'local' else ''}"
-        return r + (f"   Instruction graph: {ctx.instruction_graph_dir}" if ctx.instruction_graph_dir else "") + \
-            (f"   Agents: {ctx.agents_dir}" if ctx.agents_dir else "")
+        return super().data_line(ctx) + (f"   Instruction graph: {ctx.instruction_graph_dir}"
+                                         if ctx.instruction_graph_dir else "") + (f"   Agents: {ctx.agents_dir}" if ctx.agents_dir else "")
 
     def trace(self, node: str, update: dict[str, Any], emit: Emit) -> None:
         """The task, the candidate paths, the pick, then every Thought / Action / Observation."""
@@ -183,5 +172,4 @@ FAMILY = InstructRAGFamily(
         GraphSpec("react", build_react, "ReAct: Thought/Action/Observation with Search/Lookup/Finish and no path"),
     ),
     data_help="--retriever wiki|local --index DIR, and --instruction-graph DIR --agents DIR (react needs only the retriever)",
-    input_keys=input_keys_of(InstructRAGInput),
 )

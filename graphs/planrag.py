@@ -10,7 +10,7 @@ from typing import Any, Literal
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import START, StateGraph
 
-from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, input_keys_of
+from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily
 from ragplan.nodes.planrag.answer import answer
 from ragplan.nodes.planrag.check_decision import check_decision
 from ragplan.nodes.planrag.plan import plan
@@ -217,5 +217,4 @@ FAMILY = PlanRAGFamily(
         GraphSpec("single_rag", build_single_rag, "SingleRAG: one Cypher retrieval, then the answer"),
     ),
     data_help="--graph FILE.cql (or --neo4j-uri / NEO4J_URI for a Neo4j server)",
-    input_keys=input_keys_of(PlanRAGInput),
 )

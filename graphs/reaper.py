@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from langgraph.graph import START, StateGraph
 
-from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, input_keys_of
+from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily
 
 from ragplan.nodes.common.review_plan import make_review_plan
 from ragplan.nodes.reaper.agent_step import agent_step
@@ -196,5 +196,4 @@ FAMILY = ReaperFamily(
         GraphSpec("classifier_planner", build_classifier_planner, "Classifier baseline for REAPER: a trained classifier routes to a retrieval class, an LLM fills its arguments"),
     ),
     data_help="--shop DIR (a retail shop made by `ragplan reaper make-shop --out DIR`)",
-    input_keys=input_keys_of(ReaperInput),
 )

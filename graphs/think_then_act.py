@@ -8,7 +8,7 @@ from typing import Any, Literal
 from langgraph.graph import START, StateGraph
 from langgraph.types import Send
 
-from ragplan.family import END, Builder, Emit, GraphSpec, MethodFamily, input_keys_of
+from ragplan.family import END, Builder, Emit, GraphSpec, TextRetrievalFamily
 from ragplan.nodes.common.retrieve_text import retrieve_text
 from ragplan.nodes.think_then_act.answer_subquery import answer_subquery, branch_outcome, final_answer
 from ragplan.nodes.think_then_act.assess_query import assess_query
@@ -19,7 +19,6 @@ from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import (
     SingleQueryState, SubQuery, SubQueryOutput, SubQueryState, TextQAInput, TextQAOutput, TextQAResult, TextQAState,
 )
-from ragplan.tools.retrievers import retriever_problem
 
 __all__ = ["build_subquery_graph", "build_think_then_act", "build_standard", "build_cot", "build_retrieve_then_read",
            "build_flare", "FAMILY", "think_then_act", "standard", "cot", "retrieve_then_read", "flare"]
@@ -141,16 +140,8 @@ retrieve_then_read = build_retrieve_then_read().compile(name="retrieve_then_read
 flare = build_flare().compile(name="flare")
 
 
-class ThinkThenActFamily(MethodFamily):
-    """Think-then-Act's family: text retrieval as data (``--retriever wiki|local --index DIR``), the gate trace."""
-
-    def prepare(self, method: str, ctx: Any) -> str | None:
-        """Check the retriever a retrieving graph needs (a local index is opened now, so a bad folder is reported early)."""
-        return retriever_problem(ctx) if self.graph(method).uses_data else None
-
-    def data_line(self, ctx: Any) -> str:
-        """``Retriever: wiki`` or ``Retriever: local DIR``."""
-        return f"Retriever: {ctx.retriever}{' ' + ctx.index_dir if ctx.retriever == 'local' else ''}"
+class ThinkThenActFamily(TextRetrievalFamily):
+    """Think-then-Act's family: text retrieval as data, the gate trace."""
 
     def trace(self, node: str, update: dict[str, Any], emit: Emit) -> None:
         """The query assessment, then per (sub-)query its gate verdict, evidence sentences and answer."""
@@ -185,5 +176,4 @@ FAMILY = ThinkThenActFamily(
         GraphSpec("flare", build_flare, "FLARE-style: draft, retrieve and regenerate when token (or stated) confidence is low"),
     ),
     data_help="--retriever wiki (live Wikipedia, cached) or --retriever local --index DIR",
-    input_keys=input_keys_of(TextQAInput),
 )

@@ -1,20 +1,5 @@
-"""Calling the method graphs from Python.
-
-    from ragplan.api import ask, resume
-    result = ask("Which trade node …?", method="planrag", model=my_chat_model, store="q1.cql")
-    result.answer, result.plan, result.steps, result.usage, result.wall_time_s
-    result = ask("Who directed Alien?", method="think_then_act", model="openai:gpt-4o-mini",
-                 retriever="local", index_dir="my_index/")
-    result = ask(q, "planrag", model=m, store="q1.cql", review_plan=True)   # no review callback: paused
-    result = resume(result.thread_id, {"action": "edit", "plan": "1. …\n2. …"}, model=m)
-
-``model`` is a LangChain chat model object or a ``provider:name`` string; ``store`` the PlanRAG family's graph
-(a ``GraphStore`` or a ``.cql`` path); other keyword arguments are fields of the method's context. The result
-is the family's typed result (:mod:`ragplan.state.result`). With ``thread_id=`` or ``checkpoint_db=``, or
-with plan review on and no ``review`` callback, the run is checkpointed in the SQLite file of ``ragplan ask``
-(or the PostgreSQL database a ``postgresql://`` ``checkpoint_db`` names) and ``resume(thread_id)`` continues it later (a run given a chat model object needs it again); with a
-``review`` callback and neither, checkpoints stay in memory; otherwise nothing is checkpointed.
-"""
+"""Calling the method graphs from Python: ``ask(question, method, model=…, store=…, **settings)`` returns the
+family's typed result; ``resume(thread_id, decision)`` continues a checkpointed run (README, "Python")."""
 
 from __future__ import annotations
 
@@ -24,21 +9,9 @@ from typing import Any, Callable, Iterator
 from ragplan.registry import family_of
 from ragplan.runs import NO_DECISION, OnUpdate, Review, resume_run, start_run
 from ragplan.state.context import LLMContext, recursion_limit_for
-from ragplan.state.planrag import PlanRAGResult
 from ragplan.state.result import GraphResult
-from ragplan.state.think_then_act import TextQAResult
 
-__all__ = ["ask", "resume", "stream_run", "make_context", "context_class", "GraphResult", "RunResult", "TextRunResult",
-           "recursion_limit_for"]
-
-#: Earlier names of the PlanRAG and text-QA results (every result now carries ``method`` and ``wall_time_s``).
-RunResult = PlanRAGResult
-TextRunResult = TextQAResult
-
-
-def context_class(method: str) -> type[LLMContext]:
-    """The context (settings) dataclass of ``method``'s graph."""
-    return family_of(method).context
+__all__ = ["ask", "resume", "stream_run", "make_context", "GraphResult", "recursion_limit_for"]
 
 
 def make_context(method: str = "planrag", *, model: Any = None, store: Any = None, **settings: Any) -> LLMContext:
@@ -67,9 +40,13 @@ def ask(question: str, method: str = "planrag", *, model: Any = None, store: Any
         context: Any = None, inputs: dict[str, Any] | None = None,
         on_update: Callable[[str, dict[str, Any]], None] | None = None, review: Review | None = None,
         thread_id: str | None = None, checkpoint_db: str | None = None, **settings: Any) -> GraphResult:
-    """Answer ``question`` with ``method``: its family's typed result (see the module docstring). ``context`` may be
-    given whole; ``inputs`` are extra graph inputs (REAPER's ``page_context``); ``on_update(node, update)`` is
-    called as each node finishes; ``review(payload) -> decision`` answers plan reviews."""
+    """Answer ``question`` with ``method``: its family's typed result. ``model`` is a chat model object or a
+    ``provider:name`` string, ``store`` PlanRAG's graph (a ``GraphStore`` or a ``.cql`` path), other keyword arguments
+    fields of the context (or ``context`` given whole); ``inputs`` are extra graph inputs (REAPER's ``page_context``);
+    ``on_update(node, update)`` is called as each node finishes; ``review(payload) -> decision`` answers plan reviews.
+    With ``thread_id=`` or ``checkpoint_db=``, or with plan review on and no ``review`` callback, the run is
+    checkpointed in ``ragplan ask``'s SQLite file or the PostgreSQL database a ``postgresql://`` ``checkpoint_db``
+    names (``resume`` continues it); with a ``review`` callback and neither, in memory; otherwise nothing is checkpointed."""
     family = family_of(method)
     ctx = context if context is not None else family.make_context(method, model=model, store=store, **settings)
     reviews = bool(getattr(ctx, "review_plan", False) or getattr(ctx, "review_replans", False))

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from dataclasses import MISSING, dataclass, fields, is_dataclass
+from functools import cached_property
 from typing import Any, Callable, Literal, get_type_hints
 
 from langgraph.graph import StateGraph
@@ -17,7 +18,7 @@ from ragplan.state.context import LLMContext, recursion_limit_for
 from ragplan.state.result import GraphResult
 from ragplan.state.review import PlanReview
 
-__all__ = ["GraphSpec", "MethodFamily", "Emit", "input_keys_of", "Builder", "END", "context_settings"]
+__all__ = ["GraphSpec", "MethodFamily", "TextRetrievalFamily", "Emit", "Builder", "END", "context_settings"]
 
 #: What a family's graph builders return: an uncompiled graph (its state, context and schemas vary by family).
 Builder = StateGraph[Any, Any, Any, Any]
@@ -64,8 +65,11 @@ class MethodFamily:
     """The method's graph first, then its baselines and ablations."""
     data_help: str = ""
     """How to name the family's data on the command line (shown when it is missing)."""
-    input_keys: tuple[str, ...] = field(default=("question",))
-    """Keys of the graph input; a benchmark item's extra inputs outside these are dropped."""
+
+    @cached_property
+    def input_keys(self) -> tuple[str, ...]:
+        """Keys of the graphs' input schema; a benchmark item's extra inputs outside these are dropped."""
+        return tuple(get_type_hints(self.graphs[0].build().input_schema))
 
     def graph(self, method: str) -> GraphSpec:
         """The graph named ``method`` (KeyError when the family has none)."""
@@ -174,9 +178,18 @@ class MethodFamily:
             emit(f"\nerror: {update['error']}")
 
 
-def input_keys_of(schema: Any) -> tuple[str, ...]:
-    """The keys of a graph's input TypedDict (for :attr:`MethodFamily.input_keys`)."""
-    return tuple(get_type_hints(schema))
+class TextRetrievalFamily(MethodFamily):
+    """A family whose data is text retrieval (``--retriever wiki|local --index DIR``)."""
+
+    def prepare(self, method: str, ctx: Any) -> str | None:
+        """Check the retriever a retrieving graph needs (a local index is opened now, so a bad folder is reported early)."""
+        from ragplan.tools.retrievers import retriever_problem
+
+        return retriever_problem(ctx) if self.graph(method).uses_data else None
+
+    def data_line(self, ctx: Any) -> str:
+        """``Retriever: wiki`` or ``Retriever: local DIR``."""
+        return f"Retriever: {ctx.retriever}{' ' + ctx.index_dir if ctx.retriever == 'local' else ''}"
 
 
 _SECRET = re.compile(r"(^|_)(api_key|key|password|passwd|secret|token)$", re.I)

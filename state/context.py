@@ -1,13 +1,6 @@
-"""Typed run settings (LangGraph ``context_schema``) shared by the method graphs.
-
-Settings are layered: every method needs the LLM settings (:class:`LLMContext`); methods over a property graph
-add the store settings (:class:`GraphDBContext`); PlanRAG and its baselines add their bounds
-(:class:`PlanRAGContext`). A context class is the only declaration of its settings: Studio's form, the CLI's flags
-(:mod:`ragplan.cli.settings`) and docs/settings.md come from its fields. A field's metadata holds its
-``description``, optionally ``flag`` (a short command-line alias such as ``--graph``; the flag from the field name
-is always there too), ``python_only`` (a live object such as ``chat_model`` or ``graph_store``: no flag, not
-settable as text) and ``env`` (the environment variables its default is read from, see :func:`env_field`).
-"""
+"""Typed run settings (LangGraph ``context_schema``), layered LLM → graph DB / text retrieval → family. A context class
+is the only declaration of its settings: Studio's form, the CLI's flags (:mod:`ragplan.cli.settings`) and
+docs/settings.md come from its fields and their metadata (``description``, ``flag``, ``python_only``, ``env``)."""
 
 from __future__ import annotations
 
@@ -20,7 +13,8 @@ __all__ = ["PlanReviewSettings", "LLMContext", "GraphDBContext", "PlanRAGContext
 
 
 def setting(default: Any, description: str, **metadata: Any) -> Any:
-    """A context field with its default, its description and optional metadata (``flag``, ``python_only``)."""
+    """A context field with its default, its description and optional metadata: ``flag`` (a short alias such as
+    ``--graph``; the flag from the field name is always there too), ``python_only`` (a live object: no flag)."""
     return field(default=default, metadata={"description": description, **metadata})
 
 

@@ -11,12 +11,13 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from ragplan.state.context import TextRAGContext, env_field, setting
+from ragplan.state.result import merge_by_index
 from ragplan.state.review import PlanReviewSettings, ReviewedOutput, ReviewedResult
 from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
 
-__all__ = ["FuRePAContext", "Candidate", "Iteration", "EvidencePassage", "TemperatureChange", "merge_iterations",
-           "merge_evidence", "FuRePAInput", "FuRePAOutput", "FuRePAState", "FuRePAResult"]
+__all__ = ["FuRePAContext", "Candidate", "Iteration", "EvidencePassage", "TemperatureChange", "merge_evidence",
+           "FuRePAInput", "FuRePAOutput", "FuRePAState", "FuRePAResult"]
 
 
 @dataclass(kw_only=True)
@@ -110,10 +111,8 @@ class TemperatureChange(BaseModel):
     reason: str = Field(default="", description="Why (the repeated query, or new evidence).")
 
 
-def merge_iterations(left: list[Any] | None, right: list[Any] | None) -> list[Iteration]:
-    """Reducer: iterations by index, a later version replacing an earlier one; kept in index order."""
-    out = {it.index: it for it in map(Iteration.model_validate, (left or []) + (right or []))}
-    return [out[i] for i in sorted(out)]
+merge_iterations = merge_by_index(Iteration)
+"""Reducer: iterations by index, a later version replacing an earlier one."""
 
 
 def merge_evidence(left: list[Any] | None, right: list[Any] | None) -> list[EvidencePassage]:
@@ -212,10 +211,6 @@ class FuRePAResult(ReviewedResult):
         return [f"Stopped: {self.stop_reason or '-'}   Iterations: {len(self.iterations)}   Queries run: {self.retrievals()}   "
                 f"Evidence: {len(self.evidence)} passages   Repeated picks: {self.repeated_query_rate():.0%}   "
                 f"Temperature raises: {self.temperature_raises()}"]
-
-    trace_fields = frozenset({"reasoning", "evidence", "iterations", "temperature_changes", "iteration_count",
-                              "repeated_query_rate", "temperature_raises"})
-    """The record fields :meth:`trace_sections` draws (the rest are shown by their shape)."""
 
     def trace_sections(self) -> list[TraceSection]:
         """Each iteration (thought, scored candidates, pick, repeat check, retrieval), temperatures, evidence, reasoning."""

@@ -145,9 +145,6 @@ class InstructRAGResult(ReviewedResult):
                 f"Stopped: {self.stop_reason or '-'}   Steps: {len(self.steps)}   Retrievals: {self.retrievals()}   "
                 f"Task: {self.task or '-'} ({self.task_split or '-'})"]
 
-    trace_fields = frozenset({"task", "task_split", "candidate_paths", "selected_path", "selection", "steps"})
-    """The record fields :meth:`trace_sections` draws (the rest are shown by their shape)."""
-
     def trace_sections(self) -> list[TraceSection]:
         """The task, the candidate paths, the path put into the prompt and every Thought / Action / Observation step."""
         out = [TraceSection(title=f"Task: {self.task or '-'}", note=self.task_split)] if self.task else []

@@ -124,9 +124,6 @@ class PlanRAGResult(ReviewedResult):
         return lines + [f"Stopped: {self.stop_reason or '-'}   Retrieval steps: {len(self.steps)}   "
                         f"Re-plans: {sum(1 for v in self.replans if v.replan and v.applied)}"]
 
-    trace_fields = frozenset({"rationale", "plan", "plan_history", "steps", "replans", "decision_check"})
-    """The record fields :meth:`trace_sections` draws (the rest are shown by their shape)."""
-
     def trace_sections(self) -> list[TraceSection]:
         """Plan versions, each step (thought, query, observation), the re-plan verdicts, rationale, simulator verdict."""
         out: list[TraceSection] = []

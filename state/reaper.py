@@ -6,15 +6,12 @@ import operator
 from typing import Annotated, Any
 
 from pydantic import Field
-from typing_extensions import TypedDict
+from typing_extensions import Required, TypedDict
 
 from ragplan.methods.reaper.plan import PlanCall, PlanStep
-from ragplan.state.failure import Failure
-from ragplan.state.result import GraphResult
-from ragplan.state.review import PlanReview, PlanReviews
+from ragplan.state.review import ReviewedOutput, ReviewedResult
 from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
-from ragplan.state.usage import Usage, add_usage
 
 __all__ = ["ReaperInput", "ReaperOutput", "ReaperState", "ReaperResult", "FINISHED"]
 
@@ -25,17 +22,15 @@ FINISHED: tuple[StopReason, ...] = ("answered", "invalid_plan", "max_steps")
 class ReaperInput(TypedDict, total=False):
     """What a REAPER-family graph takes."""
 
-    question: str
+    question: Required[str]
     """The customer's question (may also carry a `Context: {...}` line, the paper's input format)."""
     page_context: dict[str, Any]
     """Page context: product_id, product_title, history, date (empty on non-product pages)."""
 
 
-class ReaperOutput(TypedDict, total=False):
+class ReaperOutput(ReviewedOutput, total=False):
     """What a REAPER-family graph returns."""
 
-    question: str
-    """The question asked."""
     answer: str
     """The responder's answer from the evidence."""
     plan: list[PlanStep]
@@ -55,19 +50,11 @@ class ReaperOutput(TypedDict, total=False):
     """Every tool call: step, tool, resolved arguments, output or error, timing."""
     planner_latency_s: Annotated[float, operator.add]
     """Wall time of the planner's LLM calls (the paper's planner latency)."""
-    usage: Annotated[Usage, add_usage]
-    """LLM calls, tokens and LLM time of the whole run."""
     stop_reason: StopReason
     """answered, invalid_plan (no valid plan after the repair), max_steps, classifier_error, llm_error,
     plan_rejected (a reviewer rejected the plan: nothing executed, no answer), …"""
-    error: str
-    """A recorded failure, empty when none."""
-    failure: Failure
-    """The typed failure behind ``error`` (its kind from the exception's type, the node, the message)."""
     route: dict[str, Any]
     """classifier_planner: the routed class, its probability, its tools and the routing time."""
-    plan_reviews: PlanReviews
-    """Every answer a person gave to a paused plan (review_plan / review_replans), in order."""
 
 
 class ReaperState(ReaperInput, ReaperOutput, total=False):
@@ -79,7 +66,7 @@ class ReaperState(ReaperInput, ReaperOutput, total=False):
     """The latency of the last planner call (plan_retrieval → validate_plan, which records it in its PlanCall)."""
 
 
-class ReaperResult(GraphResult):
+class ReaperResult(ReviewedResult):
     """A typed view of a finished REAPER-family run."""
 
     plan: list[PlanStep] = Field(default_factory=list, description="The executed plan's typed steps (agent: its tool calls).")
@@ -91,7 +78,6 @@ class ReaperResult(GraphResult):
     evidence: list[dict[str, Any]] = Field(default_factory=list, description="Every tool call with its output or error.")
     planner_latency_s: float = Field(default=0.0, description="Wall time of the planner's LLM calls.")
     route: dict[str, Any] = Field(default_factory=dict, description="classifier_planner: the routed class.")
-    plan_reviews: list[PlanReview] = Field(default_factory=list, description="Every answer a person gave to a paused plan.")
 
     def first_call(self) -> PlanCall | None:
         """The plan of the first planner call (the paper's one-call setting); None when no plan call was recorded."""
@@ -116,10 +102,6 @@ class ReaperResult(GraphResult):
                     if self.planner_latency_s else "")
         return lines + [f"Stopped: {self.stop_reason or '-'}   Plan steps: {len(self.plan)}   Tool calls: {self.retrievals()}"
                         + planning]
-
-    trace_fields = frozenset({"plan", "plan_text", "plan_calls", "plan_raw", "plan_errors", "plan_attempts", "evidence",
-                              "planner_latency_s", "route"})
-    """The record fields :meth:`trace_sections` draws (the rest are shown by their shape)."""
 
     def trace_sections(self) -> list[TraceSection]:
         """The route (classifier baseline), every planner call with its validation, the executed plan, the tool calls."""

@@ -3,7 +3,7 @@ fields and overrides the small methods below, so the entry points need not know 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Self
+from typing import Annotated, Any, Callable, Self
 
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_core import to_jsonable_python
@@ -13,7 +13,15 @@ from ragplan.state.failure import Failure
 from ragplan.state.trace_sections import TraceSection, field_sections
 from ragplan.state.usage import Usage, add_usage
 
-__all__ = ["GraphOutput", "GraphResult"]
+__all__ = ["GraphOutput", "GraphResult", "merge_by_index"]
+
+
+def merge_by_index(model: Any) -> Callable[[list[Any] | None, list[Any] | None], list[Any]]:
+    """A reducer of ``model`` items by their ``index``: a later version replaces an earlier one; kept in index order."""
+    def merge(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
+        out = {x.index: x for x in map(model.model_validate, (left or []) + (right or []))}
+        return [out[i] for i in sorted(out)]
+    return merge
 
 
 class GraphOutput(TypedDict, total=False):
@@ -91,12 +99,17 @@ class GraphResult(BaseModel):
             return [TraceSection(title="record", status="bad",
                                  note=f"does not fit {cls.__name__} ({exc.error_count()} problem(s)); shown as stored")
                     ] + field_sections(own, cls.model_fields)
-        rest = {k: v for k, v in res.record().items() if k not in cls.trace_fields}
+        drawn = cls.drawn_fields()
+        rest = {k: v for k, v in res.record().items() if k not in drawn}
         return res.trace_sections() + field_sections(rest, cls.model_fields)
 
-    #: The record fields :meth:`trace_sections` draws; every other field is shown by its shape after them.
-    trace_fields: ClassVar[frozenset[str]] = frozenset()
+    @classmethod
+    def drawn_fields(cls) -> set[str]:
+        """The record fields :meth:`trace_sections` draws: those the class defining it declares, and what its
+        :meth:`record` adds; every other field (a later subclass's, a shared base's) is shown by its shape."""
+        owner: Any = next(c for c in cls.__mro__ if "trace_sections" in vars(c))
+        return set(owner.model_fields) - set(owner.__mro__[1].model_fields) | set(cls().record()) - set(cls.model_fields)
 
     def trace_sections(self) -> list[TraceSection]:
-        """The family's own drawing of its plan, steps, evidence and decisions (the fields in :attr:`trace_fields`)."""
+        """The family's own drawing of its plan, steps, evidence and decisions (the fields in :meth:`drawn_fields`)."""
         return []

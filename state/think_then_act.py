@@ -11,12 +11,12 @@ from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, TypedDict
 
 from ragplan.state.failure import FailureKind
-from ragplan.state.result import GraphOutput, GraphResult
+from ragplan.state.result import GraphOutput, GraphResult, merge_by_index
 from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
-__all__ = ["SubQuery", "BranchFailure", "failure_of", "merge_queries", "TextQAInput", "TextQAOutput", "TextQAState",
+__all__ = ["SubQuery", "BranchFailure", "failure_of", "TextQAInput", "TextQAOutput", "TextQAState",
            "SubQueryOutput", "SubQueryState", "SingleQueryState", "TextQAResult", "references"]
 
 _REF = re.compile(r"#(\d+)")
@@ -61,10 +61,8 @@ def failure_of(update: dict[str, Any], node: str, query: int = 0) -> BranchFailu
                    cause=(update.get("failure") or {}).get("kind", "error"))
 
 
-def merge_queries(left: list[Any] | None, right: list[Any] | None) -> list[SubQuery]:
-    """Reducer: sub-queries by index, a later version replacing an earlier one; kept in index order."""
-    out = {q.index: q for q in map(SubQuery.model_validate, (left or []) + (right or []))}
-    return [out[i] for i in sorted(out)]
+merge_queries = merge_by_index(SubQuery)
+"""Reducer: sub-queries by index, a later version replacing an earlier one."""
 
 
 class TextQAInput(TypedDict):
@@ -170,10 +168,6 @@ class TextQAResult(GraphResult):
                         f"Retrieval ratio: {self.retrieval_ratio:.2f} ({self.retrievals() - failed} retrieved"
                         + (f", {failed} failed" if failed else "") + ")"
                         + (f"   Confidence source: {self.confidence_source}" if self.confidence_source else "")]
-
-    trace_fields = frozenset({"reasoning", "assessment", "assessment_reason", "queries", "retrieval_count", "retrieval_ratio",
-                              "confidence_source", "failures"})
-    """The record fields :meth:`trace_sections` draws (the rest are shown by their shape)."""
 
     def trace_sections(self) -> list[TraceSection]:
         """The query assessment, each (sub-)query with its gate, evidence and answer, the reasoning and failures."""

@@ -242,7 +242,7 @@ def test_fields_a_family_does_not_draw_are_still_shown():
     (sec,) = Plain.report_sections({"notes": "hello"})
     assert (sec.title, sec.note, sec.value) == ("notes", "Some notes.", "hello")
     for fam in families():  # what a family says it draws are fields its records have
-        assert fam.result.trace_fields <= set(fam.result().record()), fam.name
+        assert fam.result.drawn_fields() <= set(fam.result().record()), fam.name
 
 
 # ------------------------------------------------------------------------------------------- the page as text

@@ -209,7 +209,8 @@ def test_graph_shape_snapshot(name):
 
 
 def test_python_api_returns_typed_result(trade_cql, question):
-    from ragplan.api import RunResult, ask
+    from ragplan.api import ask
+    from ragplan.state.planrag import PlanRAGResult
 
     model = ScriptedChatModel(replies=[
         RetrievalAction(thought="t", action="graph_db", action_input=Q_FLOW),
@@ -218,7 +219,7 @@ def test_python_api_returns_typed_result(trade_cql, question):
     seen = []
     res = ask(question, method="single_rag", model=model, store=trade_cql, row_cap=5,
               on_update=lambda node, upd: seen.append(node))
-    assert isinstance(res, RunResult) and res.method == "single_rag"
+    assert isinstance(res, PlanRAGResult) and res.method == "single_rag"
     assert res.answer == "novgorod" and res.wall_time_s > 0 and res.usage.llm_calls == 2
     assert seen == ["read_schema", "retrieve", "answer", "check_decision"]
     with pytest.raises(TypeError, match="unknown setting"):

@@ -16,7 +16,7 @@ from ragplan.state.think_then_act import (BranchFailure, SingleQueryState, SubQu
                                           references)
 
 __all__ = ["branch_outcome", "ShortAnswer", "answer_subquery", "final_answer", "resolve_text", "ANSWER_STYLE",
-           "instructions_line", "retrieval_figures"]
+           "instructions_line"]
 
 ANSWER_STYLE = """Answer as briefly as possible: a name, date, number or short phrase; "yes" or "no" for a yes/no
 question; for a claim to verify, exactly one of SUPPORTS, REFUTES, NOT ENOUGH INFO. No full sentence."""
@@ -33,13 +33,6 @@ def instructions_line(state: Mapping[str, object]) -> str:
     """The ``instructions`` input (e.g. FEVER's labels) as a prompt line, or ''; retrieval never sees them."""
     text = str(state.get("instructions") or "").strip()
     return f"Instructions: {text}\n" if text else ""
-
-
-def retrieval_figures(queries: list[SubQuery]) -> dict[str, Any]:
-    """``retrieval_count`` (queries that ran a retrieval) and ``retrieval_ratio`` (share that retrieved successfully)."""
-    ran = [q for q in queries if q.retrieve]
-    ok = sum(1 for q in ran if not q.retrieval_error)
-    return {"retrieval_count": len(ran), "retrieval_ratio": round(ok / len(queries), 4) if queries else 0.0}
 
 
 def resolve_text(q: SubQuery, prior: list[SubQuery]) -> str:
@@ -99,7 +92,9 @@ def branch_outcome(state: TextQAState) -> dict[str, Any]:
 def final_answer(state: TextQAState | SingleQueryState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
     """The final answer: the single query's answer, or the sub-answers composed by the LLM."""
     queries: list[SubQuery] = state.get("queries") or []
-    stats = retrieval_figures(queries)
+    ran = [q for q in queries if q.retrieve]  # the retrieval ratio counts successful retrievals only
+    ok = sum(1 for q in ran if not q.retrieval_error)
+    stats = {"retrieval_count": len(ran), "retrieval_ratio": round(ok / len(queries), 4) if queries else 0.0}
     outcome = {} if state.get("stop_reason") == "llm_error" else branch_outcome(state)
     if state.get("stop_reason") == "llm_error" or outcome.get("stop_reason") == "llm_error":
         return {**stats, "answer": "", **outcome}

@@ -1,8 +1,6 @@
-"""The embedded backend: kglite loaded from a Neo4j-dialect script, only ever in worker processes (docs/reliability.md).
-
-kglite keeps ``id``, ``title`` and ``type`` on every node: ``title``/``type`` are hidden, ``id`` shown only
-for labels whose script sets it.
-"""
+"""The embedded backend: kglite loaded from a Neo4j-dialect script, only ever in worker processes. kglite keeps
+``id``, ``title`` and ``type`` on every node: ``title``/``type`` are hidden, ``id`` shown only for labels whose
+script sets it."""
 
 from __future__ import annotations
 

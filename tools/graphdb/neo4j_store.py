@@ -1,8 +1,5 @@
-"""The Neo4j backend over Bolt: read transactions with a server-side timeout, ``row_cap + 1`` records fetched.
-
-``load_statements`` is the one trusted write path: one write transaction, refused on a non-empty database
-unless asked to clear it (docs/reliability.md).
-"""
+"""The Neo4j backend over Bolt: read transactions with a server-side timeout, ``row_cap + 1`` records fetched;
+``load_statements`` is the one trusted write path, refused on a non-empty database unless asked to clear it."""
 
 from __future__ import annotations
 

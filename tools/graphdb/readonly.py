@@ -1,9 +1,5 @@
-"""The statement check that keeps LLM-written Cypher read-only and small enough to parse safely.
-
-The rules, the size caps and why (kglite's read-only mode still runs ``LOAD CSV``): docs/reliability.md.
-It works on tokens after literals and comments are removed, on ``\n``-normalised text (which is what
-runs), in time linear in the query's length.
-"""
+"""The statement check that keeps LLM-written Cypher read-only and small enough to parse safely (rules and caps:
+docs/reliability.md); it works on tokens after literals and comments are removed, in time linear in the length."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The query worker (``python -P sandbox_worker.py GRAPH_FD BUDGET_BYTES``): one frozen kglite graph, untrusted queries.
-
-Standard library and kglite only. Frames both ways: an 8-byte big-endian length, then a pickle (docs/reliability.md).
-"""
+"""The query worker (``python -P sandbox_worker.py GRAPH_FD BUDGET_BYTES``): one frozen kglite graph, untrusted
+queries; standard library and kglite only. Frames both ways: an 8-byte big-endian length, then a pickle."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""Reading Neo4j-dialect Cypher scripts (DQA's ``.cql``) into statements that keep their 1-based line.
-
-Per file, *line mode* (most or no non-blank lines end with ``;``: a line is a statement unless visibly
-unfinished) or *semicolon mode* (statements end at ``;`` outside strings and comments).
-"""
+"""Reading Neo4j-dialect Cypher scripts (DQA's ``.cql``) into statements that keep their 1-based line: per file,
+*line mode* (most or no non-blank lines end with ``;``: a line is a statement unless visibly unfinished) or
+*semicolon mode* (statements end at ``;`` outside strings and comments)."""
 
 from __future__ import annotations
 

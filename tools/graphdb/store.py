@@ -1,7 +1,5 @@
-"""The graph-store interface every backend implements: the statement check, then the backend's read-only path.
-
-``query`` ends in rows or in :class:`QueryRefused`, :class:`QueryTimeout` or :class:`QueryError` (docs/reliability.md).
-"""
+"""The graph-store interface every backend implements: the statement check, then the backend's read-only path;
+``query`` ends in rows or in :class:`QueryRefused`, :class:`QueryTimeout` or :class:`QueryError`."""
 
 from __future__ import annotations
 
