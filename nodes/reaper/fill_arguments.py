@@ -12,8 +12,8 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
-from ragplan.methods.reaper import check_plan, format_plan
-from ragplan.methods.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan
+from ragplan.methods.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan, format_plan
+from ragplan.methods.reaper.validate import check_plan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.retail.tools import PURPOSES

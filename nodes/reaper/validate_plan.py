@@ -8,7 +8,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragplan.methods.reaper import PlanCall, PlanError, RetrievalPlan, check_plan, format_plan, parse_plan
+from ragplan.methods.reaper.plan import PlanCall, PlanError, RetrievalPlan, format_plan, parse_plan
+from ragplan.methods.reaper.validate import check_plan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
