@@ -5,7 +5,6 @@ training data and the classification baseline (docs/methods/reaper.md). Exit cod
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import random
 import sys
@@ -139,16 +138,13 @@ def run_shop(args: argparse.Namespace) -> int:
     """Run ``ragplan reaper make-shop``; returns the exit code."""
     from ragplan.tools.retail import generate_shop, load_shop
 
-    if args.products < 1 or args.orders < 0:
-        return fail("--products must be at least 1 and --orders at least 0")
-    try:
-        dt.date.fromisoformat(args.today)
-    except ValueError:
-        return fail(f"--today must be a date YYYY-MM-DD, got {args.today!r}")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         return fail(f"--out {str(out)!r} exists and is not a directory")
-    path = generate_shop(out, seed=args.seed, n_products=args.products, n_orders=args.orders, today=args.today)
+    try:
+        path = generate_shop(out, seed=args.seed, n_products=args.products, n_orders=args.orders, today=args.today)
+    except ValueError as exc:  # the sizes or --today
+        return fail(str(exc))
     meta = json.loads((path / "meta.json").read_text())
     if args.build_index:
         from ragplan.tools.embeddings import EmbeddingModelError

@@ -140,9 +140,6 @@ class ToolView:
     mapping: dict[str, str] = field(default_factory=dict)
     """Original tool name -> the name shown (every tool of the registry, shown or not)."""
 
-    def names(self) -> list[str]:
-        return [s.name for s in self.specs]
-
     def rename(self, plan: RetrievalPlan) -> RetrievalPlan:
         return rename_plan(plan, self.mapping)
 

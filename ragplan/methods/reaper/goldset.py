@@ -17,7 +17,7 @@ from ragplan.tools.retail.tools import PURPOSES, singular
 from ragplan.tools.retail.dates import resolve_range
 from ragplan.tools.retail.shop import load_shop
 
-__all__ = ["GoldExample", "CATEGORIES", "generate_goldset", "write_goldset", "load_goldset", "empty_context"]
+__all__ = ["GoldExample", "CATEGORIES", "generate_goldset", "write_goldset", "load_goldset"]
 
 CATEGORIES = ["no_retrieval", "prod_search", "prod_qna", "context_qna", "review_summary", "customer_support",
               "shipment_status", "date_math", "date_shipment", "search_qna", "shipment_qna", "compatible",
@@ -49,16 +49,6 @@ class GoldExample:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (one JSONL line)."""
         return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "GoldExample":
-        """Read one JSONL row back."""
-        return cls(**{k: d[k] for k in _FIELDS}, split=d.get("split", "train"))
-
-
-def empty_context(date: str = "") -> dict[str, Any]:
-    """The context off a product page."""
-    return {"product_id": "", "product_title": "", "history": [], "date": date}
 
 
 def _plan(*calls: tuple[str, list[Any], dict[str, Any]]) -> RetrievalPlan:
@@ -180,10 +170,9 @@ class _Gen:
         self.by_id = {p["product_id"]: p for p in self.products}
 
     def ctx(self, p: dict[str, Any] | None = None, history: list[str] | None = None) -> dict[str, Any]:
-        c = empty_context(self.today.isoformat())
-        if p is not None:
-            c.update(product_id=p["product_id"], product_title=p["title"])
-        return {**c, "history": list(history or [])}
+        page = {"product_id": p["product_id"], "product_title": p["title"]} if p is not None else \
+            {"product_id": "", "product_title": ""}
+        return {**page, "history": list(history or []), "date": self.today.isoformat()}
 
     def order_kw(self, o: dict[str, Any]) -> str:
         p = self.by_id.get(o["product_id"])
@@ -347,7 +336,7 @@ def load_goldset(path: str | Path) -> list[GoldExample]:
         missing = [k for k in _FIELDS if k not in row]
         if missing:
             raise ValueError(f"{path}:{n}: no {', '.join(repr(k) for k in missing)}")
-        out.append(GoldExample.from_dict(row))
+        out.append(GoldExample(**{k: row[k] for k in _FIELDS}, split=row.get("split", "train")))
     if not out:
         raise ValueError(f"{path}: no gold examples (an empty file?)")
     return out
