@@ -231,12 +231,10 @@ def run_datagen(args: argparse.Namespace) -> int:
                                                    trim=args.trim)
         except (ValueError, ImportError, OSError) as exc:
             return fail(f"DQS cannot embed the queries: {exc}")
-        for j in kept:
-            q = pool[j]
-            if q["plan"] is None:
-                unannotated.append({"id": q["id"], "query": q["query"], "context": q["context"]})
-            else:
-                extra.append(dg.SeedExample(f"dqs:{q['id']}", q["query"], q["context"], q["plan"]))
+        picked = [pool[j] for j in kept]
+        unannotated = [{k: q[k] for k in ("id", "query", "context")} for q in picked if q["plan"] is None]
+        extra = [dg.SeedExample(f"dqs:{q['id']}", q["query"], q["context"], q["plan"])
+                 for q in picked if q["plan"] is not None]
         dqs_stats.update({"pool": report["large"], "dropped_similar": len(report["dropped_similar"]),
                           "dropped_dissimilar": len(report["dropped_dissimilar"]), "sampled": len(kept),
                           "annotated": len(extra), "unannotated": len(unannotated)})

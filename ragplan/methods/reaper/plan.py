@@ -254,13 +254,12 @@ class _Block:
     def add(self, lineno: int, text: str) -> None:
         self.starts.append((len(self.text) + 1, lineno))
         self.text += " " + text
-        if len(self.starts) > _MAX_STEP_LINES:
-            if self.state == "need_call":
-                self.finish()
-            else:
-                self._fail(self.starts[0][1], f"the step runs over more than {_MAX_STEP_LINES} lines")
-        elif self.state != "incomplete" or ")" in text:  # only a ')' can complete an open call
+        if len(self.starts) <= _MAX_STEP_LINES:
             self._parse()
+        elif self.state == "need_call":
+            self.finish()
+        else:
+            self._fail(self.starts[0][1], f"the step runs over more than {_MAX_STEP_LINES} lines")
 
     def _parse(self) -> None:
         text = self.text
@@ -295,8 +294,6 @@ class _Block:
         return self.done
 
     def finish(self) -> PlanStep | PlanError | None:
-        if self.state == "incomplete":
-            self._parse()  # lines without ')' were not parsed: one last look for a precise error
         if self.state == "need_call":
             return self._fail(self.starts[0][1], f"no tool call (expected `#E{self.index} = tool(…)`): "
                                                  f"{_excerpt(self.text, 0, 60)!r}")
