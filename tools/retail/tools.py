@@ -78,6 +78,7 @@ PURPOSES = {"prod_search": "Fetch product search results", "prod_qna": "Fetch sp
             "shipment_status": "Fetch shipment status", "date_math": "Fetch the date range",
             "compatible_products": "Find compatible products"}
 """The purpose written into generated plans' steps (gold set, classifier baseline), by tool."""
+RANGE_OPERATIONS = ("", "date_range", "range", "resolve")  # date_math operations that resolve expr to a date range
 NEW_TOOLS = ["compatible_products"]
 """Tools left out by ``include_new_tool=False`` (the novel-tool experiment)."""
 _TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "any": Any,
@@ -273,7 +274,7 @@ class RetailTools:
     def date_math(self, expr: Any, operation: str | None = None, fmt: str | None = None) -> Any:
         """A date range for ``expr`` (default), or ``format_date_time`` / ``days_from_today`` of a date in it."""
         op = (operation or "").strip().lower().replace(" ", "_")
-        if op in ("", "date_range", "range", "resolve"):
+        if op in RANGE_OPERATIONS:
             if isinstance(expr, dict) and ("start" in expr or "end" in expr):
                 start, end = parse_range_arg(expr, self.today)
             elif isinstance(expr, str):

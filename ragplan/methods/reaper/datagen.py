@@ -146,12 +146,12 @@ def rename_plan(plan: RetrievalPlan, mapping: dict[str, str]) -> RetrievalPlan:
 
 
 def evolve_tools(registry: ToolRegistry, needed: Iterable[str], rng: random.Random, *, rename_prob: float = 0.5,
-                 paraphrase_prob: float = 0.7, keep_all: bool = False) -> ToolView:
+                 paraphrase_prob: float = 0.7) -> ToolView:
     """A TEvo tool view: the needed tools plus a random subset of the rest, shuffled, renamed from each spec's
     ``aliases`` (never two to one name) and paraphrased from :data:`DESCRIPTION_PARAPHRASES`."""
     needed = [n for n in dict.fromkeys(needed) if n in registry]
     others = [n for n in registry.names() if n not in needed]
-    extra = others if keep_all else sorted(rng.sample(others, rng.randint(0, len(others))), key=others.index)
+    extra = sorted(rng.sample(others, rng.randint(0, len(others))), key=others.index)
     mapping: dict[str, str] = {}
     used: set[str] = set()
     for spec in registry:

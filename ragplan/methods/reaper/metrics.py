@@ -14,7 +14,7 @@ from ragplan.eval.benchmark import ComparedRun
 from ragplan.methods.reaper.plan import PlanArg, PlanStep, RetrievalPlan, as_steps, parse_plan
 from ragplan.methods.reaper.validate import arg_names, bind_args, check_plan, is_date_range_literal
 from ragplan.tools.retail.dates import parse_range_arg
-from ragplan.tools.retail.tools import build_retail_registry, singular
+from ragplan.tools.retail.tools import RANGE_OPERATIONS, build_retail_registry, singular
 
 __all__ = ["NO_RETRIEVAL", "NO_VALID_PLAN", "SCORED_ARGS", "STOP_WORDS", "STATUSES", "PlanScore", "PlanMetrics",
            "normalize_text", "keyword_set", "scored_calls", "score_plan", "class_prf", "aggregate",
@@ -39,7 +39,6 @@ STOP_WORDS = frozenset(
 """Words left out of a keyword set: articles, pronouns, prepositions, request verbs, generic order words."""
 
 _PUNCT = re.compile(r"[^\w\s#]", re.UNICODE)
-_RANGE_OPS = ("", "date_range", "range", "resolve")
 
 
 def normalize_text(s: str) -> str:
@@ -100,7 +99,7 @@ def _date_value(arg: PlanArg, steps: Mapping[int, PlanStep], registry: Any, toda
         bound, _, _ = bind_args(src, arg_names(registry, "date_math", ["expr", "operation", "fmt"]))
         expr, op = bound.get("expr"), bound.get("operation")
         op_text = str(op.value).strip().lower().replace(" ", "_") if op is not None and op.kind == "literal" and op.value else ""
-        if expr is not None and expr.kind == "literal" and op_text in _RANGE_OPS:
+        if expr is not None and expr.kind == "literal" and op_text in RANGE_OPERATIONS:
             return _literal_dates(expr.value, today)
     return ("ref", src.tool)
 
