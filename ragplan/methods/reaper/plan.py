@@ -201,7 +201,7 @@ def _scan_value(text: str, i: int) -> tuple[PlanArg, int]:
             raise _Unreadable(i, "JSON argument nested too deeply") from None
         return PlanArg(kind="literal", value=val), j
     raise _Unreadable(i, f"cannot read the argument starting at {_excerpt(text, i)!r} "
-                  "(expected a quoted string, a number, true/false/null or a reference #Ej)")
+                         "(expected a quoted string, a number, true/false/null or a reference #Ej)")
 
 
 def _next(text: str, i: int) -> int:
@@ -254,12 +254,13 @@ class _Block:
     def add(self, lineno: int, text: str) -> None:
         self.starts.append((len(self.text) + 1, lineno))
         self.text += " " + text
-        if len(self.starts) <= _MAX_STEP_LINES:
+        if len(self.starts) > _MAX_STEP_LINES:
+            if self.state == "need_call":
+                self.finish()
+            else:
+                self._fail(self.starts[0][1], f"the step runs over more than {_MAX_STEP_LINES} lines")
+        elif self.state != "incomplete" or ")" in text:  # only a ')' can complete an open call
             self._parse()
-        elif self.state == "need_call":
-            self.finish()
-        else:
-            self._fail(self.starts[0][1], f"the step runs over more than {_MAX_STEP_LINES} lines")
 
     def _parse(self) -> None:
         text = self.text
@@ -294,6 +295,8 @@ class _Block:
         return self.done
 
     def finish(self) -> PlanStep | PlanError | None:
+        if self.state == "incomplete":
+            self._parse()  # lines without ')' were not parsed: one last look for a precise error
         if self.state == "need_call":
             return self._fail(self.starts[0][1], f"no tool call (expected `#E{self.index} = tool(…)`): "
                                                  f"{_excerpt(self.text, 0, 60)!r}")
