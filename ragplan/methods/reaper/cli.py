@@ -5,6 +5,7 @@ training data and the classification baseline (docs/methods/reaper.md). Exit cod
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import sys
@@ -151,9 +152,8 @@ def run_shop(args: argparse.Namespace) -> int:
         from ragplan.tools.textindex import TextIndexError
 
         try:
-            shop = load_shop(path, model_path=args.model_path)
-            shop.build_indexes()
-            shop.close()
+            with contextlib.closing(load_shop(path, model_path=args.model_path)) as shop:
+                shop.build_indexes()
         except (EmbeddingModelError, TextIndexError) as exc:
             return fail(str(exc))
     if args.json:

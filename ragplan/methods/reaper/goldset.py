@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import math
@@ -283,36 +284,32 @@ class _Gen:
 def generate_goldset(shop_dir: str | Path, seed: int = 0, n: int = 360, test_fraction: float = 0.2) -> list[GoldExample]:
     """``n`` gold examples over the shop, spread evenly over :data:`CATEGORIES`, distinct within a category,
     deterministic for (shop, seed, n); ``test_fraction`` of each category (seeded) is ``test``."""
-    shop = load_shop(shop_dir)
-    try:
-        rng = random.Random(f"{seed}:goldset")
-        gen = _Gen(shop, rng)
-        counts = {c: n // len(CATEGORIES) + (k < n % len(CATEGORIES)) for k, c in enumerate(CATEGORIES)}
-        out: list[GoldExample] = []
-        for cat in CATEGORIES:
-            make: Callable[[], Any] = getattr(gen, cat)
-            seen: set[tuple[str, str]] = set()
-            rows: list[GoldExample] = []
-            tries = 0
-            while len(rows) < counts[cat] and tries < counts[cat] * 60:
-                tries += 1
-                got = make() if gen.orders or cat not in _NEEDS_ORDERS else None
-                if got is None:
-                    continue
-                q, ctx, plan = got
-                key = (q.lower(), ctx["product_id"])
-                if key in seen:
-                    continue
-                seen.add(key)
-                rows.append(GoldExample(f"{cat}-{len(rows) + 1:03d}", q, ctx, format_plan(plan), plan.tools(), cat))
-            order = list(range(len(rows)))
-            random.Random(f"{seed}:split:{cat}").shuffle(order)
-            for i in order[: round(test_fraction * len(rows))]:
-                rows[i].split = "test"
-            out.extend(rows)
-        return out
-    finally:
-        shop.close()
+    with contextlib.closing(load_shop(shop_dir)) as shop:  # the generator copies what it needs
+        gen = _Gen(shop, random.Random(f"{seed}:goldset"))
+    counts = {c: n // len(CATEGORIES) + (k < n % len(CATEGORIES)) for k, c in enumerate(CATEGORIES)}
+    out: list[GoldExample] = []
+    for cat in CATEGORIES:
+        make: Callable[[], Any] = getattr(gen, cat)
+        seen: set[tuple[str, str]] = set()
+        rows: list[GoldExample] = []
+        tries = 0
+        while len(rows) < counts[cat] and tries < counts[cat] * 60:
+            tries += 1
+            got = make() if gen.orders or cat not in _NEEDS_ORDERS else None
+            if got is None:
+                continue
+            q, ctx, plan = got
+            key = (q.lower(), ctx["product_id"])
+            if key in seen:
+                continue
+            seen.add(key)
+            rows.append(GoldExample(f"{cat}-{len(rows) + 1:03d}", q, ctx, format_plan(plan), plan.tools(), cat))
+        order = list(range(len(rows)))
+        random.Random(f"{seed}:split:{cat}").shuffle(order)
+        for i in order[: round(test_fraction * len(rows))]:
+            rows[i].split = "test"
+        out.extend(rows)
+    return out
 
 
 _NEEDS_ORDERS = {"shipment_status", "date_shipment", "shipment_qna", "shipment_compat"}
