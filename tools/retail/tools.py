@@ -18,7 +18,7 @@ from ragplan.tools.retail.errors import ToolError
 from ragplan.tools.retail.reviews import summarise_reviews
 from ragplan.tools.retail.shop import Shop, load_shop
 
-__all__ = ["RetailTools", "build_retail_registry", "retail_specs", "TOOL_NAMES", "NEW_TOOLS", "PURPOSES", "compatibility",
+__all__ = ["RetailTools", "build_retail_registry", "TOOL_NAMES", "NEW_TOOLS", "PURPOSES", "compatibility",
            "resolve_product_type", "singular"]
 
 # name -> (description, args, example, aliases)
@@ -331,18 +331,14 @@ def _schema(name: str, args: list[ArgSpec]) -> Any:
     return create_model("".join(w.title() for w in name.split("_")) + "Args", **fields)
 
 
-def retail_specs(include_new_tool: bool = True) -> list[ToolSpec]:
-    """The unbound specs (names, descriptions, typed arguments, one example, aliases) in prompt order."""
-    return [ToolSpec(name, desc, list(args), example, None, list(aliases))
-            for name, (desc, args, example, aliases) in _SPECS.items() if include_new_tool or name not in NEW_TOOLS]
-
-
 def build_retail_registry(shop_dir: str | None = None, today: str | None = None, *, include_new_tool: bool = True,
                           model_path: str = "", **settings: Any) -> ToolRegistry:
-    """The ``retail`` suite: specs bound to tools over the shop at ``shop_dir``, or specs only without it."""
+    """The ``retail`` suite: specs (names, descriptions, typed arguments, one example, aliases; in prompt order) bound
+    to tools over the shop at ``shop_dir``, or specs only without it."""
     from langchain_core.tools import StructuredTool
 
-    specs = retail_specs(include_new_tool)
+    specs = [ToolSpec(name, desc, list(args), example, None, list(aliases))
+             for name, (desc, args, example, aliases) in _SPECS.items() if include_new_tool or name not in NEW_TOOLS]
     if shop_dir:
         tools = RetailTools(load_shop(shop_dir, model_path=model_path), today=today, **settings)
         for s in specs:
