@@ -11,7 +11,8 @@ import pytest
 from ragplan.methods.reaper.cli import add_classifier_parser, run_classifier
 from ragplan.nodes.reaper.fill_arguments import FilledArguments, build_skeleton
 from ragplan.nodes.reaper.respond import Response
-from ragplan.methods.reaper import parse_plan, check_plan
+from ragplan.methods.reaper.plan import parse_plan
+from ragplan.methods.reaper.validate import check_plan
 from ragplan.methods.reaper.classifier import class_tools, load_classifier, route_class, train_classifier
 from ragplan.methods.reaper.goldset import generate_goldset, write_goldset
 from ragplan.methods.reaper.validate import bind_args

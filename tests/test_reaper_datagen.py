@@ -108,7 +108,7 @@ def test_tevo_renames_consistently_and_adds_irrelevant_tools(registry, seeds):
 
 def test_evolve_tools_view(registry):
     view = dg.evolve_tools(registry, ["prod_qna", "date_math"], random.Random(3), rename_prob=1.0, paraphrase_prob=1.0)
-    names = view.names()
+    names = [s.name for s in view.specs]
     assert view.mapping["prod_qna"] in names and view.mapping["date_math"] in names
     assert all(n not in registry for n in names)                      # every tool renamed
     assert len(set(view.mapping.values())) == len(view.mapping)       # never two tools with one name

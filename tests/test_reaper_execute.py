@@ -11,7 +11,8 @@ import time
 from langchain_core.tools import StructuredTool, tool
 from pydantic import BaseModel
 
-from ragplan.methods.reaper import run_plan_async, parse_plan, run_plan
+from ragplan.methods.reaper.execute import run_plan_async, run_plan
+from ragplan.methods.reaper.plan import parse_plan
 from ragplan.tools.registry import ArgSpec, ToolRegistry, ToolSpec
 
 SLEEP = 0.15
@@ -233,7 +234,8 @@ def test_execute_plan_is_async_and_run_plan_works_inside_a_loop():
 def test_object_reference_fits_a_text_parameter_by_its_name():
     from langchain_core.tools import StructuredTool
 
-    from ragplan.methods.reaper import parse_plan, run_plan
+    from ragplan.methods.reaper.execute import run_plan
+    from ragplan.methods.reaper.plan import parse_plan
     from ragplan.tools.registry import ArgSpec, ToolRegistry, ToolSpec
 
     orders = StructuredTool.from_function(lambda keywords: [{"order_id": "O1", "product_id": "ABC123"}],

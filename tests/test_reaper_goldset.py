@@ -102,7 +102,7 @@ def test_write_load_roundtrip(tmp_path: Path, gold) -> None:
 def test_gold_set_and_in_context_examples_follow_the_argument_rule(gold) -> None:
     """One rule (ragplan.methods.reaper.metrics): scored arguments are taken from the question; free text is not scored."""
     from ragplan.methods.reaper.metrics import keyword_set, normalize_text, score_plan
-    from ragplan.nodes.reaper.planner_examples import DEFAULT_EXAMPLES
+    from ragplan.nodes.reaper.planner_prompt import DEFAULT_EXAMPLES
     from ragplan.methods.reaper.plan import PlanArg
 
     reg = build_retail_registry()

@@ -21,7 +21,7 @@ from ragplan.eval.runner import evaluate
 from ragplan.graphs.reaper import FAMILY, build_agent_planner, build_reaper
 from ragplan.nodes.reaper.agent_step import AgentAction
 from ragplan.nodes.reaper.respond import Response
-from ragplan.methods.reaper import PlanCall, PlanStep
+from ragplan.methods.reaper.plan import PlanCall, PlanStep
 from ragplan.methods.reaper.validate import bind_args
 from ragplan.methods.reaper.plan import format_plan, parse_plan
 from ragplan.state.context import ReaperContext

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from ragplan.methods.reaper import RetrievalPlan, PlanArg, PlanStep, format_plan, parse_plan
+from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanStep, format_plan, parse_plan
 
 # ------------------------------------------------------------------------------------ the paper's figures
 

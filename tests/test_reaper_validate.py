@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragplan.methods.reaper import parse_plan, repair_prompt, check_plan
+from ragplan.methods.reaper.plan import parse_plan
+from ragplan.methods.reaper.validate import repair_prompt, check_plan
 from ragplan.methods.reaper.validate import is_date_range_literal
 from ragplan.tools.registry import ArgSpec, ToolRegistry, ToolSpec
 

@@ -12,7 +12,8 @@ from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.reaper.respond import evidence_block
-from ragplan.methods.reaper import PlanArg, PlanStep, RetrievalPlan, as_steps, format_plan, run_plan
+from ragplan.methods.reaper.execute import run_plan
+from ragplan.methods.reaper.plan import PlanArg, PlanStep, RetrievalPlan, as_steps, format_plan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for

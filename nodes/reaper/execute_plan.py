@@ -7,7 +7,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragplan.methods.reaper import RetrievalPlan, as_steps, run_plan
+from ragplan.methods.reaper.execute import run_plan
+from ragplan.methods.reaper.plan import RetrievalPlan, as_steps
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for

@@ -12,8 +12,8 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
-from ragplan.methods.reaper import check_plan, format_plan
-from ragplan.methods.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan
+from ragplan.methods.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan, format_plan
+from ragplan.methods.reaper.validate import check_plan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.retail.tools import PURPOSES
@@ -77,26 +77,18 @@ def _assemble(skeleton: list[tuple[str, dict[str, int]]], filled: dict[str, dict
     for k, (tool, refs) in enumerate(skeleton, 1):
         spec = registry.get(tool)
         given = {str(n): v for n, v in (filled.get(str(k)) or {}).items()}
-        values: dict[str, PlanArg] = {}
+        args, kwargs, positional = [], {}, True
         for a in (spec.args if spec is not None else []):
-            if a.name in refs:
-                values[a.name] = PlanArg(kind="ref", value=f"#E{refs[a.name]}", refs=[refs[a.name]])
-                continue
-            v = given.get(a.name)
+            v = f"#E{refs[a.name]}" if a.name in refs else given.get(a.name)
             if (v is None or v == "") and a.name in _CONTEXT_ARGS and page.get("product_id"):
                 v = page["product_id"]
             if v is None or v == "":
-                continue
-            values[a.name] = PlanArg.of(v)
-        args, kwargs, positional = [], {}, True
-        for a in (spec.args if spec is not None else []):
-            if a.name not in values:
                 positional = False
             elif positional and a.required:
-                args.append(values[a.name])
+                args.append(PlanArg.of(v))
             else:
                 positional = False
-                kwargs[a.name] = values[a.name]
+                kwargs[a.name] = PlanArg.of(v)
         steps.append(PlanStep(index=k, purpose=PURPOSES.get(tool, tool.replace("_", " ")), evidence_var=f"E{k}",
                               tool=tool, args=args, kwargs=kwargs))
     return RetrievalPlan(steps=steps)

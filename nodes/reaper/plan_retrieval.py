@@ -9,9 +9,9 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from ragplan.llm import chat_model_for, failure_update, generate, message_text
-from ragplan.methods.reaper import PlanCall, repair_prompt
-from ragplan.nodes.reaper.planner_prompt import build_planner_messages
-from ragplan.nodes.reaper.planner_examples import examples_for
+from ragplan.methods.reaper.plan import PlanCall
+from ragplan.methods.reaper.validate import repair_prompt
+from ragplan.nodes.reaper.planner_prompt import build_planner_messages, examples_for
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for

@@ -1,16 +1,17 @@
 """The REAPER planner's prompt (paper §4.1): role, instruction, tool list, examples, input; the training data is built
-from the same functions, so a fine-tuned planner sees at run time the form it was trained on."""
+from the same functions, so a fine-tuned planner sees at run time the form it was trained on. The default examples
+have the shapes of the paper's Figure 2 (made-up product ids), their arguments the metrics module's argument rule."""
 
 from __future__ import annotations
 
 import json
 from typing import Any, Iterable, Sequence
 
-from ragplan.methods.reaper.plan import RetrievalPlan, format_plan
+from ragplan.methods.reaper.plan import RetrievalPlan, format_plan, parse_plan
 from ragplan.tools.registry import ToolRegistry, ToolSpec
 
-__all__ = ["ROLE", "SYSTEM_INSTRUCTION", "NO_RETRIEVAL", "build_planner_messages", "format_input", "format_example",
-           "plan_text", "tool_block"]
+__all__ = ["ROLE", "SYSTEM_INSTRUCTION", "NO_RETRIEVAL", "DEFAULT_EXAMPLES", "examples_for", "build_planner_messages",
+           "format_input", "format_example", "plan_text", "tool_block"]
 
 ROLE = ("You help a sales associate in a large online shop. For every customer question you work out which "
         "information the associate needs and how to fetch it, so that the answer rests on evidence rather than "
@@ -66,3 +67,27 @@ def build_planner_messages(tools: ToolRegistry | Sequence[ToolSpec], examples: I
         parts += ["", "### Examples:", "\n\n".join(shown)]
     parts += ["", "### Input:", format_input(query, context)]
     return f"### Role:\n{role}", "\n".join(parts)
+
+
+DEFAULT_EXAMPLES: list[dict] = [
+    {"query": "hi there, how are you today?", "context": {"product_id": "", "product_title": ""},
+     "plan": "No retrieval needed."},
+    {"query": "how do I stop my subscribe and save deliveries", "context": {"product_id": "", "product_title": ""},
+     "plan": 'Step 1: Ask the help centre - #E1 = customer_support("how do I stop my subscribe and save deliveries")'},
+    {"query": "does it work with a 12 cup carafe?",
+     "context": {"product_id": "Q7R2KD81MX", "product_title": "Brewline Classic 12-Cup Programmable Coffee Maker"},
+     "plan": 'Step 1: Look up that attribute of the product on the page - #E1 = prod_qna("Q7R2KD81MX", '
+             '"Does the Brewline Classic 12-Cup Programmable Coffee Maker work with a 12 cup carafe?")'},
+    {"query": "show me some waterproof hiking backpacks", "context": {"product_id": "", "product_title": ""},
+     "plan": 'Step 1: Search the catalogue - #E1 = prod_search("waterproof hiking backpacks")'},
+    {"query": "when will the charger I ordered last week get here?", "context": {"product_id": "", "product_title": ""},
+     "plan": 'Step 1: Work out the date range - #E1 = date_math("last week")\n'
+             'Step 2: Find the order and its delivery estimate - #E2 = shipment_status(date_range=#E1, keywords="charger")'},
+]
+
+
+def examples_for(registry: Any, examples: list[dict] | None = None) -> list[dict]:
+    """The examples (default :data:`DEFAULT_EXAMPLES`) whose plans use only tools of ``registry``: a tool taken
+    out of the registry (``removed_tools``, ``include_new_tool=False``) is not shown in an example either."""
+    pool = DEFAULT_EXAMPLES if examples is None else examples
+    return [e for e in pool if all(t in registry for t in parse_plan(str(e["plan"])).plan.tools())]

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from ragplan.nodes.common.review_plan import PlanEdit, PlanEditError, PlanReviewer, PlanView
 from ragplan.nodes.reaper.validate_plan import registry_errors
-from ragplan.methods.reaper import as_steps, format_plan, parse_plan
-from ragplan.methods.reaper.plan import RetrievalPlan
+from ragplan.methods.reaper.plan import RetrievalPlan, as_steps, format_plan, parse_plan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragplan.methods.reaper import PlanCall, PlanError, RetrievalPlan, check_plan, format_plan, parse_plan
+from ragplan.methods.reaper.plan import PlanCall, PlanError, RetrievalPlan, format_plan, parse_plan
+from ragplan.methods.reaper.validate import check_plan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
 from ragplan.tools.suites import suite_for
@@ -46,11 +47,7 @@ def validate_plan(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[s
             return failed("tool_error", "validate_plan", f"validate_plan: {exc}", plan_errors=[str(err)], plan=[], plan_text="",
                           stop_reason="tool_error", plan_calls=[call([err])])
     update: dict[str, Any] = {"plan_errors": [str(e) for e in errors], "plan_calls": [call(errors)]}
-    if not errors:
-        update["plan"] = list(parsed.plan.steps)
-        update["plan_text"] = format_plan(parsed.plan)
-    else:
-        update["plan"], update["plan_text"] = [], ""
-        if state.get("plan_attempts", 0) > ctx.max_plan_repairs:
-            update["stop_reason"] = "invalid_plan"
+    update["plan"], update["plan_text"] = ([], "") if errors else (list(parsed.plan.steps), format_plan(parsed.plan))
+    if errors and state.get("plan_attempts", 0) > ctx.max_plan_repairs:
+        update["stop_reason"] = "invalid_plan"
     return update

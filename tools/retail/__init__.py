@@ -3,7 +3,7 @@
 
 from ragplan.tools.retail.errors import ShopError, ToolError
 from ragplan.tools.retail.shop import Shop, generate_shop, load_shop
-from ragplan.tools.retail.tools import NEW_TOOLS, TOOL_NAMES, RetailTools, build_retail_registry, retail_specs
+from ragplan.tools.retail.tools import NEW_TOOLS, TOOL_NAMES, RetailTools, build_retail_registry
 
 __all__ = ["ToolError", "ShopError", "Shop", "generate_shop", "load_shop", "RetailTools", "build_retail_registry",
-           "retail_specs", "TOOL_NAMES", "NEW_TOOLS"]
+           "TOOL_NAMES", "NEW_TOOLS"]

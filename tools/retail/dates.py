@@ -86,13 +86,9 @@ def resolve_range(expr: str, today: dt.date) -> tuple[dt.date, dt.date]:
             return _month(today.replace(day=1) + relativedelta(months=k))
         return dt.date(today.year + k, 1, 1), dt.date(today.year + k, 12, 31)
     units = r"(day|week|month|year)s?"
-    m = re.fullmatch(r"(?:in|after) (?:a )?(\w+)(?: of)? " + units, text)
-    if m and (count := _number(m.group(1))) is not None:
-        d = _shift(today, count, m.group(2))
-        return d, d
-    m = re.fullmatch(r"(?:a )?(\w+)(?: of)? " + units + " ago", text)
-    if m and (count := _number(m.group(1))) is not None:
-        d = _shift(today, -count, m.group(2))
+    m = re.fullmatch(r"(in |after )?(?:a )?(\w+)(?: of)? " + units + "( ago)?", text)  # "in 3 days", "2 weeks ago"
+    if m and bool(m.group(1)) != bool(m.group(4)) and (count := _number(m.group(2))) is not None:
+        d = _shift(today, -count if m.group(4) else count, m.group(3))
         return d, d
     m = re.fullmatch(r"(last|past|previous|next|coming|within|within next|over next) (?:a )?(\w+)(?: of)? " + units, text)
     if m and (n := _number(m.group(2))) is not None:

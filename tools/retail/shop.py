@@ -3,6 +3,7 @@ first search; deterministic for a seed, ``meta.json`` written last, a few script
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -117,11 +118,12 @@ def generate_shop(out_dir: str | Path, seed: int = 0, n_products: int = 400, n_o
                   today: str = "2026-11-22") -> Path:
     """Write a shop for ``seed`` into ``out_dir`` (created; a previous shop there is replaced); returns the path."""
     if n_products < 1 or n_orders < 0:
-        raise ValueError("n_products must be at least 1 and n_orders not negative")
+        raise ValueError(f"a shop needs at least 1 product and 0 or more orders (--products {n_products}, "
+                         f"--orders {n_orders})")
     try:
         day = dt.date.fromisoformat(str(today))
     except ValueError as exc:
-        raise ValueError(f"today must be YYYY-MM-DD, got {today!r}") from exc
+        raise ValueError(f"today (--today) must be a date YYYY-MM-DD, got {today!r}") from exc
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "meta.json").unlink(missing_ok=True)  # incomplete until rewritten
@@ -138,14 +140,10 @@ def generate_shop(out_dir: str | Path, seed: int = 0, n_products: int = 400, n_o
     _write(out / "faq_passages.jsonl", _jsonl([_faq_passage(f) for f in faq]))
     tmp = out / "orders.sqlite.tmp"
     tmp.unlink(missing_ok=True)
-    con = sqlite3.connect(tmp)
-    try:
+    with contextlib.closing(sqlite3.connect(tmp)) as con, con:  # committed, then closed
         con.executescript(_SCHEMA)
         con.executemany("INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [o for o, _ in orders])
         con.executemany("INSERT INTO shipments VALUES (?, ?, ?, ?, ?)", [s for _, s in orders])
-        con.commit()
-    finally:
-        con.close()
     os.replace(tmp, out / "orders.sqlite")
     types = dict(Counter(p["product_type"] for p in products))
     meta = {"format": FORMAT, "seed": seed, "today": day.isoformat(),

@@ -18,7 +18,7 @@ from ragplan.tools.retail.errors import ToolError
 from ragplan.tools.retail.reviews import summarise_reviews
 from ragplan.tools.retail.shop import Shop, load_shop
 
-__all__ = ["RetailTools", "build_retail_registry", "retail_specs", "TOOL_NAMES", "NEW_TOOLS", "PURPOSES", "compatibility",
+__all__ = ["RetailTools", "build_retail_registry", "TOOL_NAMES", "NEW_TOOLS", "PURPOSES", "compatibility",
            "resolve_product_type", "singular"]
 
 # name -> (description, args, example, aliases)
@@ -78,6 +78,7 @@ PURPOSES = {"prod_search": "Fetch product search results", "prod_qna": "Fetch sp
             "shipment_status": "Fetch shipment status", "date_math": "Fetch the date range",
             "compatible_products": "Find compatible products"}
 """The purpose written into generated plans' steps (gold set, classifier baseline), by tool."""
+RANGE_OPERATIONS = ("", "date_range", "range", "resolve")  # date_math operations that resolve expr to a date range
 NEW_TOOLS = ["compatible_products"]
 """Tools left out by ``include_new_tool=False`` (the novel-tool experiment)."""
 _TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "any": Any,
@@ -273,7 +274,7 @@ class RetailTools:
     def date_math(self, expr: Any, operation: str | None = None, fmt: str | None = None) -> Any:
         """A date range for ``expr`` (default), or ``format_date_time`` / ``days_from_today`` of a date in it."""
         op = (operation or "").strip().lower().replace(" ", "_")
-        if op in ("", "date_range", "range", "resolve"):
+        if op in RANGE_OPERATIONS:
             if isinstance(expr, dict) and ("start" in expr or "end" in expr):
                 start, end = parse_range_arg(expr, self.today)
             elif isinstance(expr, str):
@@ -330,18 +331,14 @@ def _schema(name: str, args: list[ArgSpec]) -> Any:
     return create_model("".join(w.title() for w in name.split("_")) + "Args", **fields)
 
 
-def retail_specs(include_new_tool: bool = True) -> list[ToolSpec]:
-    """The unbound specs (names, descriptions, typed arguments, one example, aliases) in prompt order."""
-    return [ToolSpec(name, desc, list(args), example, None, list(aliases))
-            for name, (desc, args, example, aliases) in _SPECS.items() if include_new_tool or name not in NEW_TOOLS]
-
-
 def build_retail_registry(shop_dir: str | None = None, today: str | None = None, *, include_new_tool: bool = True,
                           model_path: str = "", **settings: Any) -> ToolRegistry:
-    """The ``retail`` suite: specs bound to tools over the shop at ``shop_dir``, or specs only without it."""
+    """The ``retail`` suite: specs (names, descriptions, typed arguments, one example, aliases; in prompt order) bound
+    to tools over the shop at ``shop_dir``, or specs only without it."""
     from langchain_core.tools import StructuredTool
 
-    specs = retail_specs(include_new_tool)
+    specs = [ToolSpec(name, desc, list(args), example, None, list(aliases))
+             for name, (desc, args, example, aliases) in _SPECS.items() if include_new_tool or name not in NEW_TOOLS]
     if shop_dir:
         tools = RetailTools(load_shop(shop_dir, model_path=model_path), today=today, **settings)
         for s in specs:

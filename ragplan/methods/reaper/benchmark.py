@@ -12,11 +12,11 @@ from pydantic import ValidationError
 
 from ragplan.eval.benchmark import ComparedRun, Item
 from ragplan.methods.reaper.goldset import GoldExample, generate_goldset, load_goldset, write_goldset
-from ragplan.methods.reaper.metrics import (aggregate, default_registry, instruction_following,
-                                            instruction_following_table, render_comparison, render_table, score_plan,
-                                            table_one)
+from ragplan.methods.reaper.metrics import (aggregate, instruction_following, instruction_following_table,
+                                            render_comparison, render_table, score_plan, table_one)
 from ragplan.methods.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan, as_steps, format_plan, parse_plan
 from ragplan.state.reaper import FINISHED
+from ragplan.tools.retail.tools import build_retail_registry as default_registry
 
 __all__ = ["ReaperBenchmark", "GOLDSET_FILE", "PredictedPlan", "predicted_plans"]
 
@@ -172,12 +172,6 @@ class ReaperBenchmark:
         return base + (("instruction_following", "instruction_following_first_call") if self.removed else ())
 
     @property
-    def goldset_path(self) -> Path:
-        """The gold-set file this benchmark reads."""
-        p = Path(self.data)
-        return p / GOLDSET_FILE if p.is_dir() else p
-
-    @property
     def shop_dir(self) -> str:
         """The shop the questions are about ("" when the gold-set file is not inside a shop)."""
         p = Path(self.data)
@@ -187,9 +181,10 @@ class ReaperBenchmark:
     def examples(self) -> list[GoldExample]:
         """The gold examples of the split, after ``limit`` (generating the shop's gold set when missing)."""
         if self._cache is None:
-            path = self.goldset_path
+            data = Path(self.data)
+            path = data / GOLDSET_FILE if data.is_dir() else data
             if not path.is_file():
-                if not Path(self.data).is_dir():
+                if not data.is_dir():
                     raise FileNotFoundError(f"no gold set at {path} (give a shop directory or a gold-set JSONL file)")
                 write_goldset(path, generate_goldset(self.data))
             exs = [e for e in load_goldset(path) if self.split == "all" or e.split == self.split]

@@ -16,6 +16,9 @@ from scipy.special import softmax
 from sklearn.metrics import precision_recall_fscore_support
 from sklearn.preprocessing import normalize
 
+from ragplan.methods.reaper.validate import arg_names, bind_args
+from ragplan.tools.retail.tools import build_retail_registry
+
 __all__ = ["NO_RETRIEVAL", "WORKFLOW_PREFIX", "DEFAULT_CHAINS", "route_class", "class_tools", "ClassifierReport",
            "RouteClassifier", "train_classifier", "load_classifier", "features", "workflow_chains"]
 
@@ -60,13 +63,9 @@ def features(embedder: Any, questions: list[str], contexts: list[dict[str, Any] 
     return np.hstack([emb, flag])
 
 
-def workflow_chains(examples: list[Any], registry: Any = None) -> dict[str, list[dict[str, int]]]:
+def workflow_chains(examples: list[Any]) -> dict[str, list[dict[str, int]]]:
     """Per workflow class in ``examples``, per step ``{argument name: referenced step}`` (most common pattern)."""
-    from ragplan.methods.reaper.validate import arg_names, bind_args
-
-    if registry is None:
-        from ragplan.tools.retail import build_retail_registry
-        registry = build_retail_registry()
+    registry = build_retail_registry()
     seen: dict[str, Counter] = {}
     for ex in examples:
         cls = route_class(ex.tool_sequence)
@@ -137,10 +136,8 @@ class RouteClassifier:
         sims = normalize(x) @ self.train_x.T
         k = min(KNN_K, sims.shape[1])
         out = np.zeros((len(x), len(self.classes)))
-        for i, row in enumerate(sims):
-            idx = np.argsort(-row, kind="stable")[:k]
-            for j in idx:
-                out[i, self.train_y[j]] += max(float(row[j]), 0.0) + 1e-6
+        for i, near in enumerate(np.argsort(-sims, axis=1, kind="stable")[:, :k]):
+            np.add.at(out[i], self.train_y[near], np.maximum(sims[i, near], 0.0) + 1e-6)
         return out / out.sum(axis=1, keepdims=True)
 
     def proba(self, x: np.ndarray, head: str = "ensemble") -> np.ndarray:

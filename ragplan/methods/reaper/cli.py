@@ -5,7 +5,7 @@ training data and the classification baseline (docs/methods/reaper.md). Exit cod
 from __future__ import annotations
 
 import argparse
-import datetime as dt
+import contextlib
 import json
 import random
 import sys
@@ -139,25 +139,21 @@ def run_shop(args: argparse.Namespace) -> int:
     """Run ``ragplan reaper make-shop``; returns the exit code."""
     from ragplan.tools.retail import generate_shop, load_shop
 
-    if args.products < 1 or args.orders < 0:
-        return fail("--products must be at least 1 and --orders at least 0")
-    try:
-        dt.date.fromisoformat(args.today)
-    except ValueError:
-        return fail(f"--today must be a date YYYY-MM-DD, got {args.today!r}")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         return fail(f"--out {str(out)!r} exists and is not a directory")
-    path = generate_shop(out, seed=args.seed, n_products=args.products, n_orders=args.orders, today=args.today)
+    try:
+        path = generate_shop(out, seed=args.seed, n_products=args.products, n_orders=args.orders, today=args.today)
+    except ValueError as exc:  # the sizes or --today
+        return fail(str(exc))
     meta = json.loads((path / "meta.json").read_text())
     if args.build_index:
         from ragplan.tools.embeddings import EmbeddingModelError
         from ragplan.tools.textindex import TextIndexError
 
         try:
-            shop = load_shop(path, model_path=args.model_path)
-            shop.build_indexes()
-            shop.close()
+            with contextlib.closing(load_shop(path, model_path=args.model_path)) as shop:
+                shop.build_indexes()
         except (EmbeddingModelError, TextIndexError) as exc:
             return fail(str(exc))
     if args.json:
@@ -235,12 +231,10 @@ def run_datagen(args: argparse.Namespace) -> int:
                                                    trim=args.trim)
         except (ValueError, ImportError, OSError) as exc:
             return fail(f"DQS cannot embed the queries: {exc}")
-        for j in kept:
-            q = pool[j]
-            if q["plan"] is None:
-                unannotated.append({"id": q["id"], "query": q["query"], "context": q["context"]})
-            else:
-                extra.append(dg.SeedExample(f"dqs:{q['id']}", q["query"], q["context"], q["plan"]))
+        picked = [pool[j] for j in kept]
+        unannotated = [{k: q[k] for k in ("id", "query", "context")} for q in picked if q["plan"] is None]
+        extra = [dg.SeedExample(f"dqs:{q['id']}", q["query"], q["context"], q["plan"])
+                 for q in picked if q["plan"] is not None]
         dqs_stats.update({"pool": report["large"], "dropped_similar": len(report["dropped_similar"]),
                           "dropped_dissimilar": len(report["dropped_dissimilar"]), "sampled": len(kept),
                           "annotated": len(extra), "unannotated": len(unannotated)})
@@ -295,10 +289,7 @@ def _examples(args: argparse.Namespace) -> list[Any]:
         raise ValueError(f"the shop folder {shop} does not exist")
     path = Path(args.goldset) if args.goldset else shop / "goldset.jsonl"
     if args.goldset or path.exists():
-        try:
-            return load_goldset(path)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise ValueError(f"cannot read the gold set {path}: {exc}") from exc
+        return load_goldset(path)  # a bad file: ValueError naming the file and line
     try:
         return generate_goldset(shop)
     except Exception as exc:  # not a shop folder

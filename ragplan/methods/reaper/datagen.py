@@ -7,13 +7,14 @@ import random
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from ragplan.nodes.reaper.planner_prompt import NO_RETRIEVAL, build_planner_messages
 from ragplan.jsonl import read_jsonl_objects
 from ragplan.methods.reaper.plan import RetrievalPlan, parse_plan
+from ragplan.methods.reaper.validate import check_plan
 from ragplan.tools.registry import ToolRegistry, ToolSpec
 
 __all__ = ["NO_RETRIEVAL", "DESCRIPTION_PARAPHRASES", "DatagenError", "SeedExample", "ToolView", "sample_examples",
@@ -86,36 +87,26 @@ class SeedExample:
         return list(dict.fromkeys(self.plan.tools()))
 
 
-def _check_row(path: Any, n: int, row: dict[str, Any], need_plan: bool) -> None:
-    if not isinstance(row.get("query"), str) or not row["query"].strip():
-        raise DatagenError(f"{path}:{n}: 'query' must be a non-empty string")
-    if not isinstance(row.get("context", {}), dict):
-        raise DatagenError(f"{path}:{n}: 'context' must be a JSON object")
-    if (need_plan or row.get("plan") is not None) and not isinstance(row.get("plan"), str):
-        raise DatagenError(f"{path}:{n}: 'plan' must be a string with the plan text")
-
-
-def _parse_checked(path: Any, n: int, text: str, registry: ToolRegistry | None) -> RetrievalPlan:
-    res = parse_plan(text)
-    if res.errors:
-        raise DatagenError(f"{path}:{n}: plan {res.errors[0]}")
-    if registry is not None:
-        from ragplan.methods.reaper.validate import check_plan
-
-        errs = check_plan(res.plan, registry)
+def _read_rows(path: str | Path, registry: ToolRegistry | None, need_plan: bool) -> Iterator[tuple[int, dict, Any]]:
+    """``(line, row, plan or None)`` per line ``{query, context?, plan?, id?}``, each checked, its plan validated."""
+    for n, row in read_jsonl_objects(path, DatagenError):
+        if not isinstance(row.get("query"), str) or not row["query"].strip():
+            raise DatagenError(f"{path}:{n}: 'query' must be a non-empty string")
+        if not isinstance(row.get("context", {}), dict):
+            raise DatagenError(f"{path}:{n}: 'context' must be a JSON object")
+        if (need_plan or row.get("plan") is not None) and not isinstance(row.get("plan"), str):
+            raise DatagenError(f"{path}:{n}: 'plan' must be a string with the plan text")
+        res = parse_plan(row["plan"]) if row.get("plan") is not None else None
+        errs = [*res.errors, *(check_plan(res.plan, registry) if registry is not None else [])] if res else []
         if errs:
             raise DatagenError(f"{path}:{n}: plan {errs[0]}")
-    return res.plan
+        yield n, row, res.plan if res else None
 
 
 def load_seed_examples(path: str | Path, registry: ToolRegistry | None = None) -> list[SeedExample]:
     """The seed pool: every line ``{query, context, plan}`` (optional ``id``), each plan parsed and validated."""
-    out = []
-    for n, row in read_jsonl_objects(path, DatagenError):
-        _check_row(path, n, row, need_plan=True)
-        plan = _parse_checked(path, n, row["plan"], registry)
-        out.append(SeedExample(str(row.get("id", f"seed-{n}")), row["query"].strip(), dict(row.get("context") or {}),
-                               plan, n))
+    out = [SeedExample(str(row.get("id", f"seed-{n}")), row["query"].strip(), dict(row.get("context") or {}), plan, n)
+           for n, row, plan in _read_rows(path, registry, need_plan=True)]
     if not out:
         raise DatagenError(f"{path}: no examples")
     return out
@@ -123,13 +114,9 @@ def load_seed_examples(path: str | Path, registry: ToolRegistry | None = None) -
 
 def load_query_pool(path: str | Path, registry: ToolRegistry | None = None) -> list[dict[str, Any]]:
     """The large pool: lines ``{query, context?, plan?, id?}``; plans, when present, are parsed and validated."""
-    out = []
-    for n, row in read_jsonl_objects(path, DatagenError):
-        _check_row(path, n, row, need_plan=False)
-        plan = _parse_checked(path, n, row["plan"], registry) if row.get("plan") is not None else None
-        out.append({"id": str(row.get("id", f"query-{n}")), "query": row["query"].strip(),
-                    "context": dict(row.get("context") or {}), "plan": plan})
-    return out
+    return [{"id": str(row.get("id", f"query-{n}")), "query": row["query"].strip(),
+             "context": dict(row.get("context") or {}), "plan": plan}
+            for n, row, plan in _read_rows(path, registry, need_plan=False)]
 
 
 @dataclass
@@ -139,9 +126,6 @@ class ToolView:
     specs: list[ToolSpec]
     mapping: dict[str, str] = field(default_factory=dict)
     """Original tool name -> the name shown (every tool of the registry, shown or not)."""
-
-    def names(self) -> list[str]:
-        return [s.name for s in self.specs]
 
     def rename(self, plan: RetrievalPlan) -> RetrievalPlan:
         return rename_plan(plan, self.mapping)
@@ -162,12 +146,12 @@ def rename_plan(plan: RetrievalPlan, mapping: dict[str, str]) -> RetrievalPlan:
 
 
 def evolve_tools(registry: ToolRegistry, needed: Iterable[str], rng: random.Random, *, rename_prob: float = 0.5,
-                 paraphrase_prob: float = 0.7, keep_all: bool = False) -> ToolView:
+                 paraphrase_prob: float = 0.7) -> ToolView:
     """A TEvo tool view: the needed tools plus a random subset of the rest, shuffled, renamed from each spec's
     ``aliases`` (never two to one name) and paraphrased from :data:`DESCRIPTION_PARAPHRASES`."""
     needed = [n for n in dict.fromkeys(needed) if n in registry]
     others = [n for n in registry.names() if n not in needed]
-    extra = others if keep_all else sorted(rng.sample(others, rng.randint(0, len(others))), key=others.index)
+    extra = sorted(rng.sample(others, rng.randint(0, len(others))), key=others.index)
     mapping: dict[str, str] = {}
     used: set[str] = set()
     for spec in registry:

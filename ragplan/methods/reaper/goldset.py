@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import math
@@ -17,7 +18,7 @@ from ragplan.tools.retail.tools import PURPOSES, singular
 from ragplan.tools.retail.dates import resolve_range
 from ragplan.tools.retail.shop import load_shop
 
-__all__ = ["GoldExample", "CATEGORIES", "generate_goldset", "write_goldset", "load_goldset", "empty_context"]
+__all__ = ["GoldExample", "CATEGORIES", "generate_goldset", "write_goldset", "load_goldset"]
 
 CATEGORIES = ["no_retrieval", "prod_search", "prod_qna", "context_qna", "review_summary", "customer_support",
               "shipment_status", "date_math", "date_shipment", "search_qna", "shipment_qna", "compatible",
@@ -49,16 +50,6 @@ class GoldExample:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (one JSONL line)."""
         return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "GoldExample":
-        """Read one JSONL row back."""
-        return cls(**{k: d[k] for k in _FIELDS}, split=d.get("split", "train"))
-
-
-def empty_context(date: str = "") -> dict[str, Any]:
-    """The context off a product page."""
-    return {"product_id": "", "product_title": "", "history": [], "date": date}
 
 
 def _plan(*calls: tuple[str, list[Any], dict[str, Any]]) -> RetrievalPlan:
@@ -180,10 +171,9 @@ class _Gen:
         self.by_id = {p["product_id"]: p for p in self.products}
 
     def ctx(self, p: dict[str, Any] | None = None, history: list[str] | None = None) -> dict[str, Any]:
-        c = empty_context(self.today.isoformat())
-        if p is not None:
-            c.update(product_id=p["product_id"], product_title=p["title"])
-        return {**c, "history": list(history or [])}
+        page = {"product_id": p["product_id"], "product_title": p["title"]} if p is not None else \
+            {"product_id": "", "product_title": ""}
+        return {**page, "history": list(history or []), "date": self.today.isoformat()}
 
     def order_kw(self, o: dict[str, Any]) -> str:
         p = self.by_id.get(o["product_id"])
@@ -294,36 +284,32 @@ class _Gen:
 def generate_goldset(shop_dir: str | Path, seed: int = 0, n: int = 360, test_fraction: float = 0.2) -> list[GoldExample]:
     """``n`` gold examples over the shop, spread evenly over :data:`CATEGORIES`, distinct within a category,
     deterministic for (shop, seed, n); ``test_fraction`` of each category (seeded) is ``test``."""
-    shop = load_shop(shop_dir)
-    try:
-        rng = random.Random(f"{seed}:goldset")
-        gen = _Gen(shop, rng)
-        counts = {c: n // len(CATEGORIES) + (k < n % len(CATEGORIES)) for k, c in enumerate(CATEGORIES)}
-        out: list[GoldExample] = []
-        for cat in CATEGORIES:
-            make: Callable[[], Any] = getattr(gen, cat)
-            seen: set[tuple[str, str]] = set()
-            rows: list[GoldExample] = []
-            tries = 0
-            while len(rows) < counts[cat] and tries < counts[cat] * 60:
-                tries += 1
-                got = make() if gen.orders or cat not in _NEEDS_ORDERS else None
-                if got is None:
-                    continue
-                q, ctx, plan = got
-                key = (q.lower(), ctx["product_id"])
-                if key in seen:
-                    continue
-                seen.add(key)
-                rows.append(GoldExample(f"{cat}-{len(rows) + 1:03d}", q, ctx, format_plan(plan), plan.tools(), cat))
-            order = list(range(len(rows)))
-            random.Random(f"{seed}:split:{cat}").shuffle(order)
-            for i in order[: round(test_fraction * len(rows))]:
-                rows[i].split = "test"
-            out.extend(rows)
-        return out
-    finally:
-        shop.close()
+    with contextlib.closing(load_shop(shop_dir)) as shop:  # the generator copies what it needs
+        gen = _Gen(shop, random.Random(f"{seed}:goldset"))
+    counts = {c: n // len(CATEGORIES) + (k < n % len(CATEGORIES)) for k, c in enumerate(CATEGORIES)}
+    out: list[GoldExample] = []
+    for cat in CATEGORIES:
+        make: Callable[[], Any] = getattr(gen, cat)
+        seen: set[tuple[str, str]] = set()
+        rows: list[GoldExample] = []
+        tries = 0
+        while len(rows) < counts[cat] and tries < counts[cat] * 60:
+            tries += 1
+            got = make() if gen.orders or cat not in _NEEDS_ORDERS else None
+            if got is None:
+                continue
+            q, ctx, plan = got
+            key = (q.lower(), ctx["product_id"])
+            if key in seen:
+                continue
+            seen.add(key)
+            rows.append(GoldExample(f"{cat}-{len(rows) + 1:03d}", q, ctx, format_plan(plan), plan.tools(), cat))
+        order = list(range(len(rows)))
+        random.Random(f"{seed}:split:{cat}").shuffle(order)
+        for i in order[: round(test_fraction * len(rows))]:
+            rows[i].split = "test"
+        out.extend(rows)
+    return out
 
 
 _NEEDS_ORDERS = {"shipment_status", "date_shipment", "shipment_qna", "shipment_compat"}
@@ -347,7 +333,7 @@ def load_goldset(path: str | Path) -> list[GoldExample]:
         missing = [k for k in _FIELDS if k not in row]
         if missing:
             raise ValueError(f"{path}:{n}: no {', '.join(repr(k) for k in missing)}")
-        out.append(GoldExample.from_dict(row))
+        out.append(GoldExample(**{k: row[k] for k in _FIELDS}, split=row.get("split", "train")))
     if not out:
         raise ValueError(f"{path}: no gold examples (an empty file?)")
     return out

@@ -13,12 +13,12 @@ from typing import Any
 from ragplan.eval.benchmark import ComparedRun
 from ragplan.methods.reaper.plan import PlanArg, PlanStep, RetrievalPlan, as_steps, parse_plan
 from ragplan.methods.reaper.validate import arg_names, bind_args, check_plan, is_date_range_literal
-from ragplan.tools.retail.tools import singular
 from ragplan.tools.retail.dates import parse_range_arg
+from ragplan.tools.retail.tools import RANGE_OPERATIONS, build_retail_registry, singular
 
 __all__ = ["NO_RETRIEVAL", "NO_VALID_PLAN", "SCORED_ARGS", "STOP_WORDS", "STATUSES", "PlanScore", "PlanMetrics",
            "normalize_text", "keyword_set", "scored_calls", "score_plan", "class_prf", "aggregate",
-           "render_table", "render_comparison", "default_registry", "instruction_following", "instruction_following_table",
+           "render_table", "render_comparison", "instruction_following", "instruction_following_table",
            "table_one"]
 
 NO_RETRIEVAL = "no_retrieval"
@@ -39,14 +39,6 @@ STOP_WORDS = frozenset(
 """Words left out of a keyword set: articles, pronouns, prepositions, request verbs, generic order words."""
 
 _PUNCT = re.compile(r"[^\w\s#]", re.UNICODE)
-_RANGE_OPS = ("", "date_range", "range", "resolve")
-
-
-def default_registry() -> Any:
-    """The retail tool registry (specs only; nothing is opened)."""
-    from ragplan.tools.retail import build_retail_registry
-
-    return build_retail_registry()
 
 
 def normalize_text(s: str) -> str:
@@ -107,7 +99,7 @@ def _date_value(arg: PlanArg, steps: Mapping[int, PlanStep], registry: Any, toda
         bound, _, _ = bind_args(src, arg_names(registry, "date_math", ["expr", "operation", "fmt"]))
         expr, op = bound.get("expr"), bound.get("operation")
         op_text = str(op.value).strip().lower().replace(" ", "_") if op is not None and op.kind == "literal" and op.value else ""
-        if expr is not None and expr.kind == "literal" and op_text in _RANGE_OPS:
+        if expr is not None and expr.kind == "literal" and op_text in RANGE_OPERATIONS:
             return _literal_dates(expr.value, today)
     return ("ref", src.tool)
 
@@ -178,7 +170,7 @@ def score_plan(pred: RetrievalPlan | list[Any] | str | None, gold: RetrievalPlan
                today: dt.date | str | None = None,
                scored_args: Mapping[str, tuple[str, ...]] = SCORED_ARGS) -> PlanScore:
     """Score one prediction (plan text, typed steps or a plan) against the gold plan."""
-    registry = default_registry() if registry is None else registry
+    registry = build_retail_registry() if registry is None else registry
     if status not in (None, *STATUSES):
         raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
     g, _ = _as_plan(gold)
@@ -271,7 +263,7 @@ def aggregate(items: Iterable[PlanScore | Mapping[str, Any] | tuple[Any, Any]], 
     recs: list[Mapping[str, Any]] = []
     for x in items:
         if isinstance(x, tuple):
-            registry = default_registry() if registry is None else registry
+            registry = build_retail_registry() if registry is None else registry
             x = score_plan(x[0], x[1], registry)
         recs.append(x.to_dict() if isinstance(x, PlanScore) else x)
     n = len(recs)
@@ -361,11 +353,6 @@ def instruction_following_table(records: Sequence[Mapping[str, Any]], removed: S
         f"Instruction following (paper Table 2): {', '.join(removed)} removed from the planner's tools"))
 
 
-def _mean(records: Sequence[Mapping[str, Any]], key: str) -> float | None:
-    vals = [float(r[key]) for r in records if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool)]
-    return sum(vals) / len(vals) if vals else None
-
-
 def table_one(runs: Sequence[ComparedRun]) -> str:
     """Runs side by side in the shape of the paper's Table 1 (Markdown): per-class P/R/F1 of the final plan, then
     the overall figures (first call and final), LLM calls and, when a run removed tools, instruction following."""
@@ -386,7 +373,7 @@ def table_one(runs: Sequence[ComparedRun]) -> str:
         ("argument accuracy, first planner call", firsts, "argument_accuracy"), ("plan validity", finals, "plan_valid"),
         ("macro F1", finals, "macro_f1"), ("planner latency (s, mean per question)", finals, "latency_mean")]]
     rows = [("plans", *(finals[lab].n for lab in labels)), *rows,
-            ("LLM calls per question", *(_f(_mean(run.records, "llm_calls")) for run in runs))]
+            ("LLM calls per question", *(_f(_share(run.records, "llm_calls")[2]) for run in runs))]
     removed = {run.label: list(dict.fromkeys(t for r in run.records for t in (r.get("removed_tools") or [])))
                for run in runs}
     if any(removed.values()):

@@ -157,12 +157,10 @@ _PUNCT_AFTER_CALL = re.compile(r"[\s,;.]*")
 _MAX_STEP_LINES = 200
 
 
-class _Incomplete(Exception):
-    """The text ends inside the call: more (wrapped) lines may complete it."""
+class _Unreadable(Exception):
+    """Why a call cannot be read, at ``pos``; without one the text ends inside the call (more lines may complete it)."""
 
-
-class _Bad(Exception):
-    def __init__(self, pos: int, message: str) -> None:
+    def __init__(self, pos: int | None = None, message: str = "") -> None:
         super().__init__(message)
         self.pos, self.message = pos, message
 
@@ -175,7 +173,7 @@ def _excerpt(text: str, pos: int, width: int = 30) -> str:
 def _scan_string(text: str, i: int) -> tuple[str, int]:
     m = _STRING[text[i]].match(text, i)
     if m is None:
-        raise _Incomplete()
+        raise _Unreadable()
     return _ESCAPE.sub(lambda e: chr(int(e[1][1:], 16)) if len(e[1]) == 5 else _ESCAPES.get(e[1], "\\" + e[1]),
                        m[1]), m.end()
 
@@ -197,21 +195,21 @@ def _scan_value(text: str, i: int) -> tuple[PlanArg, int]:
             val, j = json.JSONDecoder().raw_decode(text, i)
         except json.JSONDecodeError as exc:
             if exc.pos >= len(text):
-                raise _Incomplete() from None
-            raise _Bad(i, f"malformed JSON argument {_excerpt(text, i)!r}: {exc.msg}") from None
+                raise _Unreadable() from None
+            raise _Unreadable(i, f"malformed JSON argument {_excerpt(text, i)!r}: {exc.msg}") from None
         except RecursionError:
-            raise _Bad(i, "JSON argument nested too deeply") from None
+            raise _Unreadable(i, "JSON argument nested too deeply") from None
         return PlanArg(kind="literal", value=val), j
-    raise _Bad(i, f"cannot read the argument starting at {_excerpt(text, i)!r} "
-                  "(expected a quoted string, a number, true/false/null or a reference #Ej)")
+    raise _Unreadable(i, f"cannot read the argument starting at {_excerpt(text, i)!r} "
+                         "(expected a quoted string, a number, true/false/null or a reference #Ej)")
 
 
 def _next(text: str, i: int) -> int:
-    """The position of the next non-space character; :class:`_Incomplete` at the end of the text."""
+    """The position of the next non-space character; :class:`_Unreadable` (no position) at the end of the text."""
     while i < len(text) and text[i].isspace():
         i += 1
     if i >= len(text):
-        raise _Incomplete()
+        raise _Unreadable()
     return i
 
 
@@ -227,17 +225,17 @@ def _scan_call(text: str, i: int) -> tuple[list[PlanArg], dict[str, PlanArg], in
         arg, i = _scan_value(text, _next(text, m.end()) if m else i)
         if m is None:
             if kwargs:
-                raise _Bad(start, "a positional argument follows a keyword argument")
+                raise _Unreadable(start, "a positional argument follows a keyword argument")
             args.append(arg)
         elif m.group(1) in kwargs:
-            raise _Bad(start, f"argument {m.group(1)!r} is given twice")
+            raise _Unreadable(start, f"argument {m.group(1)!r} is given twice")
         else:
             kwargs[m.group(1)] = arg
         i = _next(text, i)
         if text[i] == ",":
             i += 1
         elif text[i] != ")":
-            raise _Bad(i, f"expected ',' or ')' after an argument, found {_excerpt(text, i)!r}")
+            raise _Unreadable(i, f"expected ',' or ')' after an argument, found {_excerpt(text, i)!r}")
 
 
 class _Block:
@@ -276,12 +274,12 @@ class _Block:
             rest = text[end:]
             if _PUNCT_AFTER_CALL.fullmatch(rest) is None:
                 pos = end + len(rest) - len(rest.lstrip())
-                raise _Bad(pos, f"unexpected text after the call: {_excerpt(text, pos)!r}")
-        except _Incomplete:
-            self.state = "incomplete"
-            return
-        except _Bad as exc:
-            self._fail(self.line_at(exc.pos), exc.message)
+                raise _Unreadable(pos, f"unexpected text after the call: {_excerpt(text, pos)!r}")
+        except _Unreadable as exc:
+            if exc.pos is None:
+                self.state = "incomplete"
+            else:
+                self._fail(self.line_at(exc.pos), exc.message)
             return
         except Exception as exc:  # noqa: BLE001  (the parser never raises on bad input)
             self._fail(self.line_at(m.start()), f"cannot read the call: {type(exc).__name__}")

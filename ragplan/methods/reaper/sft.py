@@ -12,7 +12,7 @@ from ragplan.tools.registry import ToolRegistry
 from ragplan.methods.reaper.datagen import SeedExample
 from ragplan.methods.reaper.ttg import TASKS
 
-__all__ = ["chat_record", "generate_dataset", "write_dataset", "SECONDARY_TASKS", "parse_ttg_tasks"]
+__all__ = ["generate_dataset", "write_dataset", "SECONDARY_TASKS", "parse_ttg_tasks"]
 
 SECONDARY_TASKS: tuple[str, ...] = tuple(t for t in TASKS if t != "plan")
 """TTG's seven secondary tasks in the paper's order (§4.2.2: task 1 is ``query_from_plan`` … task 7
@@ -38,16 +38,10 @@ def parse_ttg_tasks(spec: str | None) -> list[str]:
     return [t for t in SECONDARY_TASKS if t in chosen]
 
 
-def chat_record(system: str, user: str, assistant: str, task: str, source_id: str, **meta: Any) -> dict[str, Any]:
-    """One SFT record in the chat format common trainers read."""
-    return {"messages": [{"role": "system", "content": system}, {"role": "user", "content": user},
-                         {"role": "assistant", "content": assistant}], "task": task, "source_id": source_id, **meta}
-
-
 def generate_dataset(seeds: Sequence[SeedExample], registry: ToolRegistry, *, seed: int = 0, per_example: int = 2,
                      extra: Sequence[SeedExample] = (), ttg_tasks: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """Records of the plan task and ``ttg_tasks`` (default all seven) for the seeds then ``extra`` (DQS picks),
-    ``per_example`` variants each; every task draws from its own seeded stream."""
+    """Chat-format records (what common trainers read) of the plan task and ``ttg_tasks`` (default all seven) for the
+    seeds then ``extra`` (DQS picks), ``per_example`` variants each; every task draws from its own seeded stream."""
     chosen = {"plan", *(SECONDARY_TASKS if ttg_tasks is None else ttg_tasks)}
     unknown = sorted(chosen - set(TASKS))
     if unknown:
@@ -62,7 +56,9 @@ def generate_dataset(seeds: Sequence[SeedExample], registry: ToolRegistry, *, se
                 made = fn(ex, seeds, registry, rng)
                 if made is not None:
                     system, user, target = made
-                    records.append(chat_record(system, user, target, task, ex.source_id, variant=k))
+                    records.append({"messages": [{"role": "system", "content": system}, {"role": "user", "content": user},
+                                                 {"role": "assistant", "content": target}],
+                                    "task": task, "source_id": ex.source_id, "variant": k})
     return records
 
 
