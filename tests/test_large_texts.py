@@ -69,3 +69,33 @@ def test_once_keeps_short_copies_and_the_executed_queries():
     assert rec["answer"] == rec["queries"][0]["answer"] == "Paris"  # short texts repeat as before
     assert rec["executed_queries"] == [q]  # read by `ragplan eval retrieval --queries`
     assert rec["queries"][0]["text"] == f"[same text as question: {len(q):,} characters]"
+
+
+def test_a_long_step_is_stored_once_in_the_checkpoints_of_a_planrag_run(tmp_path, trade_cql, question):
+    """Every later checkpoint stored the whole steps list again (15 checkpoints: 1.5 MB for one 150,000-character
+    thought); the lists are delta channels now, so the thought is stored once, with the step's write."""
+    import sqlite3
+
+    from ragplan.api import ask
+    from ragplan.nodes.planrag.answer import FinalAnswer
+    from ragplan.nodes.planrag.plan import Plan
+    from ragplan.nodes.planrag.replan import ReplanDecision
+    from ragplan.nodes.planrag.retrieve import RetrievalAction
+    from tests.scripted import ScriptedChatModel
+
+    count = "MATCH (t:Trade_node) RETURN count(t) AS n"
+    replies: list = [Plan(steps=[f"Step {i}" for i in range(4)]),
+                     RetrievalAction(thought=BIG, action="graph_db", action_input=count)]
+    for _ in range(3):
+        replies += [ReplanDecision(replan=False, reason="ok"), RetrievalAction(thought="t", action="graph_db",
+                                                                               action_input=count)]
+    replies += [ReplanDecision(replan=False, reason="ok"), FinalAnswer(answer="lubeck")]
+    db = tmp_path / "checkpoints.sqlite"
+    res = ask(question, "planrag", model=ScriptedChatModel(replies=replies), store=str(trade_cql),
+              checkpoint_db=str(db))
+    assert res.answer == "lubeck" and [s.thought for s in res.steps] == [BIG, "t", "t", "t"]
+    with sqlite3.connect(db) as conn:
+        (n, blobs), = conn.execute("SELECT count(*), sum(length(checkpoint)) FROM checkpoints")
+        (writes,) = conn.execute("SELECT sum(length(value)) FROM writes").fetchone()
+    assert n >= 10 and blobs < len(BIG) // 2, (n, blobs)  # was ~10 copies
+    assert len(BIG) < writes < 2 * len(BIG)  # the step's own write: once
