@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import operator
 import re
+from functools import reduce
 from typing import Annotated, Any, Literal
 
+from langgraph.channels import DeltaChannel
 from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, TypedDict
 
@@ -80,8 +82,9 @@ class TextQAInput(TypedDict):
 class SubQueryOutput(TypedDict, total=False):
     """What a sub-query branch hands back to the parent: only keys that merge across parallel branches."""
 
-    queries: Annotated[list[SubQuery], merge_queries]
-    """Every (sub-)query with its gate, evidence and answer (a branch's: the sub-query it solved)."""
+    queries: Annotated[list[SubQuery], DeltaChannel(lambda old, writes: reduce(merge_queries, writes, old))]
+    """Every (sub-)query with its gate, evidence and answer (a branch's: the sub-query it solved). A LangGraph
+    DeltaChannel (beta): checkpoints keep the writes once, not the list again at every later step."""
     usage: Annotated[Usage, add_usage]
     """LLM calls, tokens and LLM time (of the whole run, or of one branch)."""
     failures: Annotated[list[BranchFailure], operator.add]

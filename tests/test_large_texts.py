@@ -99,3 +99,41 @@ def test_a_long_step_is_stored_once_in_the_checkpoints_of_a_planrag_run(tmp_path
         (writes,) = conn.execute("SELECT sum(length(value)) FROM writes").fetchone()
     assert n >= 10 and blobs < len(BIG) // 2, (n, blobs)  # was ~10 copies
     assert len(BIG) < writes < 2 * len(BIG)  # the step's own write: once
+
+
+def test_a_long_sub_answer_is_cut_in_later_prompts_and_stored_once_in_checkpoints(tmp_path):
+    """Think-then-Act: a 150,000-character answer to sub-query 1 went whole into every later sub-query (its #1
+    reference, "answers found so far"), the composition (prompts up to 450,000 characters) and ~50 checkpoints."""
+    import sqlite3
+
+    from ragplan.api import ask
+    from ragplan.nodes.think_then_act.answer_subquery import ShortAnswer
+    from ragplan.nodes.think_then_act.assess_query import QueryAssessment
+    from ragplan.nodes.think_then_act.confidence_gate import Confidence
+    from tests.family_data.think_then_act import local_index
+    from tests.scripted import ScriptedChatModel
+
+    prompts: list[int] = []
+    answers: list[str] = []
+
+    def respond(messages, tool):
+        prompts.append(sum(len(str(m.content)) for m in messages))
+        if tool == "QueryAssessment":
+            return QueryAssessment(category="AMBIGUOUS", sub_queries=["Who directed Alien?", "Where was #1 born?",
+                                                                      "When was #1 born?", "Answer: #2 and #3"])
+        if tool == "Confidence":
+            return Confidence(probability=0.9, reason="known")
+        answers.append(BIG if not answers else "short")  # the first sub-answer is long
+        return ShortAnswer(answer=answers[-1])
+
+    db = tmp_path / "checkpoints.sqlite"
+    res = ask("Who directed Alien, and where and when was he born?", "think_then_act",
+              model=ScriptedChatModel(responder=respond), retriever="local", index_dir=str(local_index(tmp_path)),
+              checkpoint_db=str(db))
+    assert [q.answer for q in res.queries] == [BIG, "short", "short", "short"] and res.answer == "short"
+    assert res.queries[1].resolved == f"Where was {BIG[:300]}… born?"
+    assert len(prompts) == 10 and max(prompts) < 5_000, prompts
+    with sqlite3.connect(db) as conn:
+        (blobs,) = conn.execute("SELECT sum(length(checkpoint)) FROM checkpoints").fetchone()
+        (writes,) = conn.execute("SELECT sum(length(value)) FROM writes").fetchone()
+    assert blobs < len(BIG) // 2 and writes < 3 * len(BIG), (blobs, writes)  # was 7.4 MB and 2.7 MB
