@@ -137,3 +137,14 @@ def test_a_long_sub_answer_is_cut_in_later_prompts_and_stored_once_in_checkpoint
         (blobs,) = conn.execute("SELECT sum(length(checkpoint)) FROM checkpoints").fetchone()
         (writes,) = conn.execute("SELECT sum(length(value)) FROM writes").fetchone()
     assert blobs < len(BIG) // 2 and writes < 3 * len(BIG), (blobs, writes)  # was 7.4 MB and 2.7 MB
+
+
+def test_instructrag_steps_enter_later_prompts_with_long_thoughts_cut():
+    from ragplan.nodes.instructrag.prompt import scratchpad
+    from ragplan.state.instructrag import TAOStep
+
+    steps = [TAOStep(index=1, thought=BIG, action="Search", argument="Alien", observation="Alien is a 1979 film."),
+             TAOStep(index=2, thought="Found it.", action="Finish", argument="Ridley Scott")]
+    pad = scratchpad(steps)
+    assert len(pad) < 1_000 and "Thought 1: lorem ipsum dolor" in pad and "…\nAction 1: Search[Alien]" in pad
+    assert "Observation 1: Alien is a 1979 film." in pad and "Action 2: Finish[Ridley Scott]" in pad
