@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import operator
 import re
+from collections.abc import Sequence
 from functools import reduce
 from typing import Annotated, Any, Literal
 
@@ -69,6 +70,12 @@ def merge_queries(left: list[Any] | None, right: list[Any] | None) -> list[SubQu
     return [out[i] for i in sorted(out)]
 
 
+def merged_queries(old: list[SubQuery], writes: Sequence[list[Any]]) -> list[SubQuery]:
+    """:func:`merge_queries` over a batch of writes. As LangGraph's :class:`DeltaChannel` (beta), a checkpoint stores
+    the writes once, not the whole list again at every later step."""
+    return reduce(merge_queries, writes, old)
+
+
 class TextQAInput(TypedDict):
     """What a text-QA graph takes."""
 
@@ -82,9 +89,8 @@ class TextQAInput(TypedDict):
 class SubQueryOutput(TypedDict, total=False):
     """What a sub-query branch hands back to the parent: only keys that merge across parallel branches."""
 
-    queries: Annotated[list[SubQuery], DeltaChannel(lambda old, writes: reduce(merge_queries, writes, old))]
-    """Every (sub-)query with its gate, evidence and answer (a branch's: the sub-query it solved). A LangGraph
-    DeltaChannel (beta): checkpoints keep the writes once, not the list again at every later step."""
+    queries: Annotated[list[SubQuery], DeltaChannel(merged_queries)]
+    """Every (sub-)query with its gate, evidence and answer (a branch's: the sub-query it solved)."""
     usage: Annotated[Usage, add_usage]
     """LLM calls, tokens and LLM time (of the whole run, or of one branch)."""
     failures: Annotated[list[BranchFailure], operator.add]
