@@ -69,6 +69,9 @@ def test_once_keeps_short_copies_and_the_executed_queries():
     assert rec["answer"] == rec["queries"][0]["answer"] == "Paris"  # short texts repeat as before
     assert rec["executed_queries"] == [q]  # read by `ragplan eval retrieval --queries`
     assert rec["queries"][0]["text"] == f"[same text as question: {len(q):,} characters]"
+    plan = once({"answer": "ok", "args": [q], "raw": f'#E1 = search("{q}")', "plan_text": f'Step 1: #E1 = search("{q}")'})
+    assert plan["args"] == [q] and plan["raw"] == f'#E1 = search("[same text as args[0]: {len(q):,} characters]")'
+    assert plan["plan_text"] == f'Step 1: {plan["raw"]}'  # within a longer text too (REAPER's step lines)
 
 
 def test_a_long_step_is_stored_once_in_the_checkpoints_of_a_planrag_run(tmp_path, trade_cql, question):

@@ -131,16 +131,20 @@ LARGE_TEXT = 1_000
 
 
 def once(value: Any, seen: dict[str, str] | None = None, path: str = "") -> Any:
-    """``value`` with each text over :data:`LARGE_TEXT` characters kept in its first field only (in the line's
-    order); a later copy becomes ``[same text as FIELD: N characters]``. ``executed_queries`` stays whole."""
+    """``value`` with each text over :data:`LARGE_TEXT` characters written in its first field only (in the line's
+    order): in a later field, whole or within a longer text, it becomes ``[same text as FIELD: N characters]``.
+    ``executed_queries`` stays whole."""
     seen = {} if seen is None else seen
     if isinstance(value, str) and len(value) > LARGE_TEXT:
-        first = seen.setdefault(value, path)
-        return value if first == path or path.startswith("executed_queries[") else (
-            f"[same text as {first}: {len(value):,} characters]")
-    if isinstance(value, dict):
+        if not path.startswith("executed_queries["):
+            for text, first in seen.items():
+                if text in value:
+                    value = value.replace(text, f"[same text as {first}: {len(text):,} characters]")
+        if len(value) > LARGE_TEXT:
+            seen.setdefault(value, path)
+    elif isinstance(value, dict):
         return {k: once(v, seen, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
-    if isinstance(value, list):
+    elif isinstance(value, list):
         return [once(v, seen, f"{path}[{i}]") for i, v in enumerate(value)]
     return value
 
