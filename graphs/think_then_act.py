@@ -10,7 +10,7 @@ from langgraph.types import Send
 
 from ragplan.family import END, Builder, Emit, GraphSpec, TextRetrievalFamily
 from ragplan.nodes.common.retrieve_text import retrieve_text
-from ragplan.nodes.think_then_act.answer_subquery import answer_subquery, branch_outcome, final_answer
+from ragplan.nodes.think_then_act.answer_subquery import SHOWN, answer_subquery, branch_outcome, final_answer
 from ragplan.nodes.think_then_act.assess_query import assess_query
 from ragplan.nodes.think_then_act.confidence_gate import confidence_gate
 from ragplan.nodes.think_then_act.direct_answer import make_direct_answer
@@ -19,6 +19,7 @@ from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import (
     SingleQueryState, SubQuery, SubQueryOutput, SubQueryState, TextQAInput, TextQAOutput, TextQAResult, TextQAState,
 )
+from ragplan.state.trace_sections import excerpt
 
 __all__ = ["build_subquery_graph", "build_think_then_act", "build_standard", "build_cot", "build_retrieve_then_read",
            "build_flare", "FAMILY", "think_then_act", "standard", "cot", "retrieve_then_read", "flare"]
@@ -63,7 +64,7 @@ def dispatch(state: TextQAState) -> list[Send] | Literal["final_answer"]:
     if not pending or state.get("stop_reason") == "llm_error" or state.get("waves", 0) > len(queries) + 1:
         return "final_answer"
     ready = [q for q in pending if all(d in done or d >= q.index for d in q.depends_on)] or pending
-    prior = [q for q in queries if q.done]
+    prior = [q.model_copy(update={"answer": excerpt(q.answer, SHOWN)}) for q in queries if q.done]  # (what prompts take)
     # the answer instructions (FEVER's labels) go only to a query whose answer is the final one
     instructions = state.get("instructions", "") if len(queries) == 1 else ""
     return [Send("solve_subquery", {"question": state["question"], "instructions": instructions, "query": q,

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 
-__all__ = ["TraceSection", "field_sections"]
+__all__ = ["TraceSection", "field_sections", "excerpt"]
 
 
 class TraceSection(BaseModel):
@@ -30,3 +30,9 @@ def field_sections(values: dict[str, Any], described: dict[str, FieldInfo] | Non
     return [TraceSection(title=key.replace("_", " "), value=value,
                          note=getattr((described or {}).get(key), "description", None) or "")
             for key, value in values.items() if value not in (None, "", [], {})]
+
+
+def excerpt(text: str, limit: int = 200) -> str:
+    """A display copy of ``text`` (the normalised answer, a draft quoted in a decision): cut at ``limit`` characters
+    with "…", so a record never repeats a large text in full."""
+    return text if len(text) <= limit else text[:limit] + "…"

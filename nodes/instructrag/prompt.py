@@ -4,6 +4,7 @@ demonstrations, the selected path as the plan (not for ``react``), the question 
 from __future__ import annotations
 
 from ragplan.state.instructrag import PlannedPath, TAOStep
+from ragplan.state.trace_sections import excerpt
 
 __all__ = ["TASK_DESCRIPTION", "DEMONSTRATIONS", "planning_prompt", "scratchpad"]
 
@@ -42,8 +43,10 @@ Action 3: Finish[Norway]""",
 
 
 def scratchpad(steps: list[TAOStep]) -> str:
-    """The steps so far as ``Thought i / Action i / Observation i`` lines."""
-    return "\n".join(f"Thought {s.index}: {s.thought}\nAction {s.index}: {s.action}[{s.argument}]"
+    """The steps so far as ``Thought i / Action i / Observation i`` lines (a thought or argument over 600 characters
+    cut: a long reply does not go whole into every later prompt)."""
+    return "\n".join(f"Thought {s.index}: {excerpt(s.thought, 600)}\n"
+                     f"Action {s.index}: {s.action}[{excerpt(s.argument, 600)}]"
                      + (f"\nObservation {s.index}: {s.observation}" if s.observation else "") for s in steps)
 
 

@@ -49,8 +49,13 @@ def messages(state: PlanRAGState, row_cap: int, *parts: str) -> list[BaseMessage
     return [SystemMessage(system_frame(state.get("schema_text", ""), row_cap)), HumanMessage("\n\n".join(parts))]
 
 
+SHORT = 600
+"""Characters of an older step's block (and of one plan step) kept in a prompt when the text is longer."""
+
+
 def plan_block(plan: list[str], current: int | None = None) -> str:
-    """The plan as numbered lines, marking done steps and the current one."""
+    """The plan as numbered lines, marking done steps and the current one (a step over :data:`SHORT` characters
+    cut to them)."""
     if not plan:
         return "Plan: (none)"
     lines = ["Plan:"]
@@ -58,26 +63,37 @@ def plan_block(plan: list[str], current: int | None = None) -> str:
         mark = ""
         if current is not None:
             mark = "  [done]" if i < current else ("  <- current step" if i == current else "")
-        lines.append(f"  Step {i + 1}: {step}{mark}")
+        lines.append(f"  Step {i + 1}: {_cut(step, SHORT)}{mark}")
     return "\n".join(lines)
 
 
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n] + "…(shortened)"
+
+
+def _block(s: RetrievalStep, room: int | None = None) -> str:
+    """One step of the trace; with ``room``, its thought and input cut to :data:`SHORT`, its observation to ``room``."""
+    head = f"[{s.index}]" + (f" (plan step {s.plan_step})" if s.plan_step else "")
+    action = "Graph DB" if s.action == "graph_db" else "Self-thinking" if s.action == "self_thinking" else s.action
+    thought, query, obs = (s.thought, s.query, s.observation) if room is None else (
+        _cut(s.thought, SHORT), _cut(s.query, SHORT), _cut(s.observation, max(SHORT, room)))
+    return f"{head}\nThought: {thought}\nAction: {action}\nAction input: {query}\nObservation: {obs}"
+
+
 def trace_block(steps: list[RetrievalStep], max_chars: int = 24_000) -> str:
-    """The retrieval trace so far, oldest first; past ``max_chars`` the oldest observations are shortened first."""
+    """The retrieval trace so far, oldest first; past ``max_chars`` the oldest steps are cut to :data:`SHORT`
+    characters first, then the newest one's thought and input to :data:`SHORT` and its observation to what is left
+    (a long reply reaches the next prompt bounded, and later ones as an older step)."""
     if not steps:
         return "Retrieval so far: nothing yet."
-    blocks = []
-    for s in steps:
-        head = f"[{s.index}]" + (f" (plan step {s.plan_step})" if s.plan_step else "")
-        action = "Graph DB" if s.action == "graph_db" else "Self-thinking" if s.action == "self_thinking" else s.action
-        blocks.append(
-            f"{head}\nThought: {s.thought}\nAction: {action}\nAction input: {s.query}\nObservation: {s.observation}"
-        )
+    blocks = [_block(s) for s in steps]
     total = sum(len(b) for b in blocks)
     i = 0
     while total > max_chars and i < len(blocks) - 1:
-        cut = blocks[i][:600] + "\n…(observation shortened)"
+        cut = blocks[i][:SHORT] + "\n…(observation shortened)"
         total -= len(blocks[i]) - len(cut)
         blocks[i] = cut
         i += 1
+    if total > max_chars:  # the newest step alone is over the budget
+        blocks[-1] = _block(steps[-1], max_chars - (total - len(blocks[-1])) - 2 * SHORT)
     return "Retrieval so far:\n" + "\n\n".join(blocks)

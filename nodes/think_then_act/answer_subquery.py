@@ -14,6 +14,7 @@ from ragplan.state.context import ThinkThenActContext
 from ragplan.state.failure import failure
 from ragplan.state.think_then_act import (BranchFailure, SingleQueryState, SubQuery, SubQueryState, TextQAState, failure_of,
                                           references)
+from ragplan.state.trace_sections import excerpt
 
 __all__ = ["branch_outcome", "ShortAnswer", "answer_subquery", "final_answer", "resolve_text", "ANSWER_STYLE",
            "instructions_line"]
@@ -33,6 +34,11 @@ def instructions_line(state: Mapping[str, object]) -> str:
     """The ``instructions`` input (e.g. FEVER's labels) as a prompt line, or ''; retrieval never sees them."""
     text = str(state.get("instructions") or "").strip()
     return f"Instructions: {text}\n" if text else ""
+
+
+SHOWN = 300
+"""Characters of a sub-answer that later sub-queries (their ``prior``, #k references) and the composition take
+(answers are short; a longer reply is cut)."""
 
 
 def resolve_text(q: SubQuery, prior: list[SubQuery]) -> str:
@@ -100,7 +106,8 @@ def final_answer(state: TextQAState | SingleQueryState, runtime: Runtime[ThinkTh
         return {**stats, "answer": "", **outcome}
     if len(queries) == 1:
         return {**stats, **outcome, "answer": queries[0].answer, "stop_reason": "answered" if queries[0].answer else "no_answer"}
-    steps = "\n".join(f"Sub-question {q.index}: {q.resolved or q.text}\nSub-answer: {q.answer or '(none)'}" for q in queries)
+    steps = "\n".join(f"Sub-question {q.index}: {q.resolved or q.text}\nSub-answer: {excerpt(q.answer, SHOWN) or '(none)'}"
+                      for q in queries)
     messages = [SystemMessage("You are a careful question-answering assistant."),
                 HumanMessage(f"Question: {state['question']}\n{instructions_line(state)}\n{steps}\n\nUsing the sub-answers, "
                              f"give the final answer to the question.\n{ANSWER_STYLE}")]

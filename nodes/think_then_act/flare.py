@@ -15,6 +15,7 @@ from ragplan.nodes.think_then_act.confidence_gate import Confidence
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.failure import failed
 from ragplan.state.think_then_act import SingleQueryState, SubQuery
+from ragplan.state.trace_sections import excerpt
 
 __all__ = ["flare_draft", "token_probabilities"]
 
@@ -65,6 +66,6 @@ def flare_draft(state: SingleQueryState, runtime: Runtime[ThinkThenActContext]) 
     q = SubQuery(index=1, text=question, resolved=question, search_query=f"{question} {masked}".strip() if low else "",
                  beta=round(confidence, 4),
                  retrieve=low, answer="" if low else draft, done=not low,
-                 decision=f"{'RETRIEVAL' if low else 'NO RETRIEVAL'}: draft {draft!r}, {source} confidence "
+                 decision=f"{'RETRIEVAL' if low else 'NO RETRIEVAL'}: draft {excerpt(draft)!r}, {source} confidence "
                           f"{confidence:.2f} {'<' if low else '≥'} {ctx.flare_threshold:g}")
     return {"query": q, "queries": [q], "confidence_source": source, "usage": usage}

@@ -126,11 +126,35 @@ class ResultWriter:
             self._writing = False
 
 
+LARGE_TEXT = 1_000
+"""A text longer than this (in characters) is written once per results line (:func:`once`)."""
+
+
+def once(value: Any, seen: dict[str, str] | None = None, path: str = "") -> Any:
+    """``value`` with each text over :data:`LARGE_TEXT` characters written in its first field only (in the line's
+    order): in a later field, whole or within a longer text, it becomes ``[same text as FIELD: N characters]``.
+    ``executed_queries`` stays whole."""
+    seen = {} if seen is None else seen
+    if isinstance(value, str) and len(value) > LARGE_TEXT:
+        if not path.startswith("executed_queries["):
+            for text, first in seen.items():
+                if text in value:
+                    value = value.replace(text, f"[same text as {first}: {len(text):,} characters]")
+        if len(value) > LARGE_TEXT:
+            seen.setdefault(value, path)
+    elif isinstance(value, dict):
+        return {k: once(v, seen, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+    elif isinstance(value, list):
+        return [once(v, seen, f"{path}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
 def _record(item: Item, res: GraphResult, graded: dict[str, Any], settings: RunSettings, latency: float,
             attempts: int) -> dict[str, Any]:
-    """One results.jsonl line: the item, the grade, what every family has, then the family's own fields."""
+    """One results.jsonl line: the item, the grade, what every family has, then the family's own fields; a large
+    text is written once (:func:`once`)."""
     u = res.usage
-    return {
+    return once({
         "id": item.id, "method": settings.method, "model": settings.model,
         **{k: v for k, v in item.meta.items() if not k.startswith("_")},
         "question": item.question, "answer": res.answer, "gold": item.gold, **graded,
@@ -140,7 +164,7 @@ def _record(item: Item, res: GraphResult, graded: dict[str, Any], settings: RunS
         "llm_seconds": u.llm_seconds, "latency_s": round(latency, 3), "stop_reason": res.stop_reason,
         "error": res.error, "failure": res.failure, "attempts": attempts,
         **{k: v for k, v in res.record().items() if k not in graded},
-    }
+    })
 
 
 def _usage(out: dict[str, Any]) -> Usage:

@@ -17,6 +17,7 @@ from ragplan.eval.metrics import (
     ScoreRule, exact_match, extract_label, f1_score, label_accuracy, normalize_answer, retrieval_stats,
 )
 from ragplan.eval.retrieval import GoldSupport, SupportScorer, gold_support, support_metric_names
+from ragplan.state.trace_sections import excerpt
 
 __all__ = ["TextQABenchmark", "SPECS", "BENCHMARKS", "context_passages", "FEVER_INSTRUCTIONS", "text_report"]
 
@@ -130,8 +131,9 @@ class TextQABenchmark:
                 for ex in self.examples()]
 
     def grade(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
-        """Official ``em``/``f1``, ``label_acc``, ``correct``, ``chosen``, ``predicted_label`` (the label read from the
-        answer; the item's ``label`` stays the gold one) and the retrieval counts."""
+        """Official ``em``/``f1``, ``label_acc``, ``correct``, ``chosen`` (the normalised answer, a display copy cut at
+        200 characters), ``predicted_label`` (the label read from the answer; the item's ``label`` stays the gold one)
+        and the retrieval counts."""
         prediction = str(output.get("answer") or "")
         golds = list(item.meta.get("_answers") or [item.gold])
         kind = item.meta.get("kind", "span")
@@ -145,7 +147,7 @@ class TextQABenchmark:
         correct = label_acc == 1.0 if self.label_only else em == 1.0
         st = retrieval_stats(output)
         sub = st.subquery_ratio
-        return {"correct": bool(correct), "chosen": normalize_answer(prediction), "predicted_label": label,
+        return {"correct": bool(correct), "chosen": excerpt(normalize_answer(prediction)), "predicted_label": label,
                 "em": em, "f1": f1, "label_acc": label_acc,
                 "retrieval_ratio": st.question_ratio, "subquery_retrieval_ratio": None if sub is None else round(sub, 4),
                 "subqueries": st.queries, "retrieval_count": st.attempted, "retrieval_errors": st.failed,

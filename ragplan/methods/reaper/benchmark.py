@@ -17,6 +17,7 @@ from ragplan.methods.reaper.metrics import (aggregate, instruction_following, in
 from ragplan.methods.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan, as_steps, format_plan, parse_plan
 from ragplan.state.reaper import FINISHED
 from ragplan.tools.retail.tools import build_retail_registry as default_registry
+from ragplan.state.trace_sections import excerpt
 
 __all__ = ["ReaperBenchmark", "GOLDSET_FILE", "PredictedPlan", "predicted_plans"]
 
@@ -227,7 +228,8 @@ class ReaperBenchmark:
                        errors=pred.errors, today=today)
         return {**s.to_dict(), "tool_accuracy": float(s.tools_correct),
                 "argument_accuracy": None if s.args_correct is None else float(s.args_correct),
-                "plan_valid": float(s.valid), "errors": s.errors[:10], "pred_plan": format_plan(pred.plan),
+                "plan_valid": float(s.valid), "errors": s.errors[:10],
+                "pred_plan": excerpt(format_plan(pred.plan), 1_000),  # (a display copy: the record keeps the plan)
                 "planner_latency_s": pred.latency_s}
 
     def grade(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
