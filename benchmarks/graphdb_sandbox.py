@@ -1,19 +1,6 @@
-"""Benchmark what the query sandbox costs: worker start-up and per-query overhead against in-process.
-
-On the synthetic graph of ``benchmarks/graphdb_load.py``, over ``--repeat`` rounds: opening a store
-(spawn the first worker, load the script); a trivial and a typical query in-process (kglite here) and
-in the worker (statement check and pipe round trip included: the p50 difference is the overhead); the
-restart after a query that crashes the engine. p50 / p95 per step, ratios with ``--baseline``.
-``--attacks`` instead runs the resource-attack corpus of ``tests/test_graphdb_resources.py`` and prints
-each attack's wall time, peak worker memory and observation. ``--batch N`` runs ``ragplan eval --concurrency N``
-over N DQA questions whose (local stub) LLM writes a memory-hungry query, and prints the peak resident memory
-of the eval's whole process tree and the most workers alive. A measurement,
-not a test.
-
-    python benchmarks/graphdb_sandbox.py [--repeat 3] [--query-runs 200] [--baseline FILE.json] [--save FILE.json]
-    python benchmarks/graphdb_sandbox.py --attacks [--timeout 2]
-    python benchmarks/graphdb_sandbox.py --batch 32 [--timeout 5]
-"""
+"""Benchmark the query sandbox (synthetic graph of graphdb_load.py): worker start-up, per-query overhead against
+in-process, restart after a crash, p50/p95 per step; ``--attacks``: the resource-attack corpus; ``--batch N``: peak memory
+of ``ragplan eval --concurrency N``. Usage: python benchmarks/graphdb_sandbox.py [--attacks | --batch 32] [--help]"""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from common import load_baseline, print_rows, save_report  # noqa: E402
 from ragplan.tools.embeddings import get_embedder  # noqa: E402
 from ragplan.tools.textindex import TextIndex, build_index  # noqa: E402
-from ragplan.tools.textindex.build import _make_index  # noqa: E402
+from ragplan.tools.textindex.build import make_index  # noqa: E402
 
 
 def vocabulary(size: int, seed: int) -> list[str]:
@@ -128,7 +128,7 @@ def real_model_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[fl
     texts = [q + " ?" for q, _ in queries]  # texts not seen before: embedded, not cached
     add_latency(res, "real: query embed+search {} (flat)", lambda q: idx.search(q, 10), texts)
     vecs = idx.index.reconstruct_n(0, idx.count)
-    hnsw = _make_index("hnsw", model.dim, args.ef_construction, 64)
+    hnsw = make_index("hnsw", model.dim, args.ef_construction, 64)
     hnsw.add(vecs)
     qv = model.encode([q for q, _ in queries])
     for ef in (16, 64, 128):

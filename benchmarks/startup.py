@@ -1,10 +1,6 @@
-"""Benchmark the start-up of everyday commands: `ragplan --help`, `ragplan graphs`, `ragplan cypher` on the example
-graph, each a fresh process, beside the import of langgraph + langchain_openai (what any graph needs) and a bare
-interpreter. Runs are interleaved; medians of wall time, CPU time (user + sys, which a loaded machine inflates less
-than wall time) and peak memory per process, with the issue-23 wall-time targets (quiet machine).
-
-    python benchmarks/startup.py [--runs 7] [--root CHECKOUT] [--save FILE.json] [--baseline FILE.json]
-"""
+"""Benchmark the start-up of everyday commands (`ragplan --help`, `graphs`, `cypher`), each a fresh process, beside
+importing langgraph + langchain_openai and a bare interpreter: medians of wall, CPU (user + sys) and peak memory.
+Usage: python benchmarks/startup.py [--runs 7] [--root CHECKOUT] [--save FILE.json] [--baseline FILE.json]"""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Loaders for the QA datasets of the Think-then-Act evaluation, from the files users download: JSON (a list
-of records, or an object whose ``data`` is one) or JSON Lines, gzipped too. A file that cannot be read raises
-:class:`DatasetError` naming the file, the record (0-based, and for JSON Lines its line) and the problem.
-"""
+"""Loaders for the QA datasets users download: JSON (a list of records, or an object whose ``data`` is one) or JSON
+Lines, gzipped too; a file that cannot be read raises :class:`DatasetError` naming the file, record and problem."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The evaluation's figures (matplotlib's Agg backend, no pyplot): categories in reading order, labels
-wrapped so they never collide, shares in percent. Reading order (tables too, docs/evaluation.md, "Order of
-groups"): known ordinal scales in their order, else natural order (numbers as numbers, before words), ``None`` last.
-"""
+"""The evaluation's figures (matplotlib's Agg backend, no pyplot); categories in reading order (docs/evaluation.md,
+"Order of groups"): known ordinal scales in their order, else natural order (numbers as numbers), ``None`` last."""
 
 from __future__ import annotations
 

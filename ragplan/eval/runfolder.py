@@ -14,7 +14,7 @@ from typing import Any, Collection
 
 from ragplan import __version__
 from ragplan.redact import redact
-from ragplan.jsonl import FileFormatError, read_text
+from ragplan.jsonl import FileFormatError, atomic_write, read_text
 from ragplan.llm_cache import fingerprint_of
 
 __all__ = ["RunSettings", "RunFolder", "atomic_write", "record_line", "record_problem"]
@@ -112,9 +112,7 @@ class RunFolder:
                 with open(self.path / "results.rejected.jsonl", "ab") as fh:
                     for n, line, _ in bad:
                         fh.write(json.dumps({"line": n, "text": line.decode("utf-8", "replace").rstrip("\n")}).encode() + b"\n")
-                tmp = self.results_file.with_name(self.results_file.name + ".tmp")
-                tmp.write_bytes(b"".join(good))
-                os.replace(tmp, self.results_file)
+                atomic_write(self.results_file, b"".join(good))
         if unknown:
             where = ", ".join(map(str, unknown[:10])) + (" …" if len(unknown) > 10 else "")
             warnings.warn(f"{self.results_file}: left out {len(unknown)} record(s) whose id is not a question of the run's "
@@ -199,10 +197,3 @@ def record_problem(rec: Any) -> str:
 def record_line(record: dict[str, Any]) -> bytes:
     """A record as one ``results.jsonl`` line (UTF-8, ending in a newline), credentials redacted."""
     return (redact(json.dumps(record, ensure_ascii=False, default=str)) + "\n").encode("utf-8")
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename (no torn file on a kill)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

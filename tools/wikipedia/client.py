@@ -11,7 +11,6 @@ import importlib.metadata
 import json
 import logging
 import os
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from urllib.parse import quote
 import httpx
 import wikipediaapi
 
+from ragplan.jsonl import atomic_write
 from ragplan.tools.retrieval import Passage
 
 __all__ = ["WikipediaClient", "WikipediaRetriever", "WikiPage", "WikipediaError", "ResponseCache", "default_user_agent",
@@ -82,22 +82,12 @@ class ResponseCache:
         return response if isinstance(response, dict) else None
 
     def put(self, endpoint: str, language: str, params: dict[str, Any], response: dict[str, Any]) -> Path:
-        """Store a response atomically (temporary file in the same directory, then ``os.replace``)."""
+        """Store a response atomically (:func:`ragplan.jsonl.atomic_write`)."""
         path = self.path_for(endpoint, language, params)
         path.parent.mkdir(parents=True, exist_ok=True)
         entry = {"request": _request_record(endpoint, language, params),
                  "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "response": response}
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(entry, fh, ensure_ascii=False, indent=1)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        atomic_write(path, json.dumps(entry, ensure_ascii=False, indent=1))
         return path
 
 
