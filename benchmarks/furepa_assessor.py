@@ -16,7 +16,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from benchmarks.common import load_baseline, print_rows, save_report  # noqa: E402
+from benchmarks.common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
 from ragplan.datasets import load_qa  # noqa: E402
 from ragplan.eval.retrieval import title_key  # noqa: E402
 from ragplan.tools.textindex import TextIndex  # noqa: E402
@@ -93,8 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default="0,1,2", type=lambda s: [int(x) for x in s.split(",") if x.strip()],
                     help="seeds, comma-separated (default 0,1,2)")
     ap.add_argument("--limit", type=int, default=None, help="read the first N questions only")
-    ap.add_argument("--baseline", type=Path, help="a JSON report saved earlier with --save: print ratios against it")
-    ap.add_argument("--save", type=Path, help="write this run's rows as JSON")
+    add_report_flags(ap, "trained MRR")
     args = ap.parse_args(argv)
     rows = run(args)
     print_rows(rows, [("seed", "d"), ("pool", "s"), ("points", "d"), ("trained", ".3f"), ("first", ".3f"),

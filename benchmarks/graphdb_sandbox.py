@@ -16,7 +16,7 @@ import kglite
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from common import save_report  # noqa: E402
+from common import add_report_flags, save_report  # noqa: E402
 from graphdb_load import print_steps, step_rows, synthetic_script, timed  # noqa: E402
 
 from ragplan.tools.graphdb import EmbeddedGraphStore, QueryError, run_graph_query, split_statements  # noqa: E402
@@ -145,8 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3, help="rounds (a fresh store and worker each; default 3)")
     ap.add_argument("--query-runs", type=int, default=200, help="runs of each query per round and mode (default 200)")
-    ap.add_argument("--baseline", type=Path, help="a JSON report saved earlier with --save: print ratios against it")
-    ap.add_argument("--save", type=Path, help="write this run's report as JSON")
+    add_report_flags(ap, "p50_ms")
     ap.add_argument("--attacks", action="store_true", help="run the resource-attack corpus instead and print its costs")
     ap.add_argument("--timeout", type=float, default=2.0, help="query time budget for --attacks (default 2 s)")
     ap.add_argument("--batch", type=int, metavar="N", help="run a memory-hungry query from N threads, one script each")

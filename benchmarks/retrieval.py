@@ -18,7 +18,7 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import load_baseline, print_rows, save_report  # noqa: E402
+from common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
 from ragplan.tools.embeddings import get_embedder  # noqa: E402
 from ragplan.tools.textindex import TextIndex, build_index  # noqa: E402
 from ragplan.tools.textindex.build import make_index  # noqa: E402
@@ -197,8 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ef-construction", type=int, default=200, help="HNSW efConstruction (default 200)")
     ap.add_argument("--batch-size", type=int, default=128, help="model batch size, as `index build --batch-size`")
     ap.add_argument("--progress", action="store_true", help="show the build progress bars")
-    ap.add_argument("--baseline", type=Path, help="a JSON report saved earlier with --save: print ratios against it")
-    ap.add_argument("--save", type=Path, help="write this run's report as JSON")
+    add_report_flags(ap, "value")
     args = ap.parse_args(argv)
     try:
         args.ef_search = [int(x) for x in args.ef_search.split(",") if x.strip()]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import tempfile
+import threading
 import zlib
 from pathlib import Path
 from typing import Any
@@ -61,13 +61,13 @@ def atomic_write(path: str | Path, data: str | bytes) -> None:
     """Write ``data`` (text as UTF-8) to ``path`` through a temporary file of its own beside it, fsynced, then a rename:
     no torn file on a kill, and each of several concurrent writers leaves a whole file."""
     p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}-{threading.get_ident()}.tmp")  # created as any file is (umask)
     try:
-        with os.fdopen(fd, "wb") as fh:
+        with open(tmp, "wb") as fh:
             fh.write(data.encode("utf-8") if isinstance(data, str) else data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, p)
     except BaseException:
-        os.unlink(tmp)
+        tmp.unlink(missing_ok=True)
         raise

@@ -10,7 +10,7 @@ import json
 import math
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from jinja2 import Environment, PackageLoader
 
@@ -68,12 +68,8 @@ def _family_part(cls: type[GraphResult] | None, rec: dict[str, Any]) -> tuple[li
         return [TraceSection(title="trace", status="bad", note=note)] + field_sections(own, cls.model_fields), keys
 
 
-def _png(data: bytes | Callable[[io.BytesIO], Any], alt: str, caption: str = "") -> dict[str, str]:
-    """A plot for the template from PNG bytes or a function drawing into a file object."""
-    if callable(data):
-        buf = io.BytesIO()
-        data(buf)
-        data = buf.getvalue()
+def _png(data: bytes, alt: str, caption: str = "") -> dict[str, str]:
+    """A plot for the template from PNG bytes."""
     return {"data": base64.b64encode(data).decode(), "alt": alt, "caption": caption}
 
 
@@ -156,8 +152,8 @@ def render_html_report(run_dirs: list[str | Path], title: str = "") -> str:
     benchmarks = sorted({st.benchmark for st, _, _ in c.runs})
     tables, plots, notes = _benchmark_parts(list(run_dirs), c) if c.runs else ("", [], [])
     if c.runs:
-        plots.insert(0, _png(lambda buf: plot_costs(labels, [s for _, _, s in c.runs], buf),
-                             "comparison of the runs: accuracy, LLM calls and latency per question"))
+        plot_costs(labels, [s for _, _, s in c.runs], buf := io.BytesIO())
+        plots.insert(0, _png(buf.getvalue(), "comparison of the runs: accuracy, LLM calls and latency per question"))
     for lab, d in zip(labels, dirs):
         png = d / "plot.png"
         if png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n":

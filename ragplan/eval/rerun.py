@@ -5,28 +5,17 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ragplan.eval.runfolder import RunFolder, RunSettings
+from ragplan.eval.runfolder import RunFolder
 from ragplan.llm_cache import LLMCache
 
-__all__ = ["rerun_settings", "bad_entries", "record_differences", "TIMING_FIELDS"]
+__all__ = ["bad_entries", "record_differences", "TIMING_FIELDS"]
 
 #: Record fields that measure time or count invocations of this folder; they differ between executions.
 TIMING_FIELDS = frozenset({"latency_s", "llm_seconds", "finished_at", "invocation", "wall_time_s", "seconds",
                            "elapsed_s", "duration_s", "created", "started", "planner_latency_s"})
-
-
-def rerun_settings(run_dir: str | Path, *, data: str | None = None, concurrency: int | None = None) -> RunSettings:
-    """The settings of the run in ``run_dir`` for a fresh execution (``data`` moves the benchmark's data)."""
-    settings = replace(RunSettings.load(Path(run_dir) / "settings.json"), created="")  # fresh dicts: read anew
-    if data:
-        settings.data = str(Path(data).resolve())
-    if concurrency:
-        settings.concurrency = concurrency
-    return settings
 
 
 def bad_entries(run_dir: str | Path, cache_dir: str | Path) -> tuple[list[str], int]:
