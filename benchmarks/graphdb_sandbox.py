@@ -1,6 +1,6 @@
-"""Benchmark the query sandbox (synthetic graph of graphdb_load.py): worker start-up, per-query overhead against
-in-process, restart after a crash, p50/p95 per step; ``--attacks``: the resource-attack corpus; ``--batch N``: peak memory
-of ``ragplan eval --concurrency N``. Usage: python benchmarks/graphdb_sandbox.py [--attacks | --batch 32] [--help]"""
+"""Benchmark the query sandbox (graphdb_load.py's synthetic graph): worker start-up, per-query overhead against
+in-process, restart after a crash (p50/p95); ``--attacks``: the resource-attack corpus; ``--batch N``: peak memory of
+``ragplan eval --concurrency N``. Usage: python benchmarks/graphdb_sandbox.py [--attacks | --batch 32] [--help]"""
 
 from __future__ import annotations
 

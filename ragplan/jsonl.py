@@ -1,6 +1,6 @@
-"""Reading users' text files (JSON, JSON Lines, logs …) one way: a file that cannot be read or is not UTF-8 text, or a
-line that is not a JSON object, is an error naming the file and line, raised as the caller's error class
-(:class:`FileFormatError` by default, which the CLI reports with exit code 2); and writing a file whole or not at all."""
+"""Users' text files read one way (a file that cannot be read or is not UTF-8, or a line that is not a JSON object, is
+the caller's error class naming file and line: :class:`FileFormatError` by default, exit code 2 in the CLI); and files
+written whole or not at all."""
 
 from __future__ import annotations
 

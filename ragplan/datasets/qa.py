@@ -181,7 +181,7 @@ def load_qa(path: str | Path, fmt: str | None = None, *, limit: int | None = Non
     if fmt == "2wikimultihopqa":
         alias_file = Path(aliases_path) if aliases_path else p.parent / "id_aliases.json"
         if aliases_path or alias_file.is_file():
-            opts.aliases = {rec.ident("Q_id"): rec.str_list("aliases") + rec.str_list("demonyms")  # {Q_id, aliases, …}
+            opts.aliases = {rec.ident("Q_id"): rec.str_list("aliases") + rec.str_list("demonyms")
                             for rec in read_records(alias_file)}
     parse = PARSERS[fmt]
     out: list[QAExample] = []

@@ -17,7 +17,7 @@ from jinja2 import Environment, PackageLoader
 from ragplan.redact import redact
 from ragplan.eval.figures import plot_costs
 from ragplan.eval.report import RunComparison, benchmark_comparison, comparison, family_or_none, plot_comparison
-from ragplan.eval.runfolder import atomic_write
+from ragplan.eval.runfolder import RECORD_NUMBERS, RECORD_TEXTS, atomic_write
 from ragplan.state.result import GraphResult
 from ragplan.state.trace_sections import TraceSection, field_sections
 
@@ -31,9 +31,7 @@ MAX_TEXT = 20_000
 
 #: Keys every run record has (written by the runner, :mod:`ragplan.eval.runner`), shown in each result's header
 #: part; the other non-family keys are the item's metadata and the benchmark's grade.
-_RUNNER_KEYS = {"id", "method", "model", "question", "answer", "gold", "retrievals", "retrieval_errors",
-                "executed_queries", "llm_calls", "input_tokens", "output_tokens", "llm_seconds", "latency_s",
-                "stop_reason", "error", "attempts", "invocation", "finished_at", "position"}
+_RUNNER_KEYS = {*RECORD_NUMBERS, *RECORD_TEXTS, "id", "gold", "executed_queries", "position"}
 
 
 #: The template's environment: autoescape on, and the few helpers the template calls.

@@ -17,7 +17,8 @@ from ragplan.redact import redact
 from ragplan.jsonl import FileFormatError, atomic_write, read_text
 from ragplan.llm_cache import fingerprint_of
 
-__all__ = ["RunSettings", "RunFolder", "atomic_write", "record_line", "record_problem"]
+__all__ = ["RunSettings", "RunFolder", "atomic_write", "record_line", "record_problem", "RECORD_NUMBERS",
+           "RECORD_TEXTS"]
 
 _append_lock = threading.Lock()  # appends to results files, from any thread, one line at a time
 
@@ -174,9 +175,9 @@ class RunFolder:
 
 
 #: Record fields the runner and the reports compute with: numbers, and texts (or null).
-_NUMBERS = ("llm_calls", "input_tokens", "output_tokens", "llm_seconds", "latency_s", "retrievals", "retrieval_errors",
-            "attempts", "invocation", "finished_at")
-_TEXTS = ("method", "model", "question", "answer", "stop_reason", "error")
+RECORD_NUMBERS = ("llm_calls", "input_tokens", "output_tokens", "llm_seconds", "latency_s", "retrievals",
+                  "retrieval_errors", "attempts", "invocation", "finished_at")
+RECORD_TEXTS = ("method", "model", "question", "answer", "stop_reason", "error")
 
 
 def record_problem(rec: Any) -> str:
@@ -185,10 +186,10 @@ def record_problem(rec: Any) -> str:
         return f"a JSON {type(rec).__name__}, not an object"
     if not isinstance(rec.get("id"), str):
         return "no string id"
-    for k in _NUMBERS:
+    for k in RECORD_NUMBERS:
         if k in rec and (isinstance(rec[k], bool) or not isinstance(rec[k], (int, float))):
             return f"{k} is {json.dumps(rec[k])[:40]}, not a number"
-    for k in _TEXTS:
+    for k in RECORD_TEXTS:
         if rec.get(k) is not None and not isinstance(rec[k], str):
             return f"{k} is {json.dumps(rec[k])[:40]}, not a text"
     return ""

@@ -88,7 +88,8 @@ def check_sweep_setting(method: str, key: str, values: Sequence[Any]) -> None:
         try:
             family.check_settings(method, {key: v})
         except ValueError as exc:  # an unknown setting, or a value its type refuses
-            raise SweepError(f"--sweep {key}: {v!r} is not a valid value ({exc})" if known else f"--sweep {exc}") from None
+            why = f"{key}: {v!r} is not a valid value ({exc})" if known else str(exc)
+            raise SweepError(f"--sweep {why}") from None
 
 
 def sweep_metrics(rows: Sequence[dict[str, Any]]) -> list[str]:

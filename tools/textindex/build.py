@@ -159,7 +159,7 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
             manifest = {"count": count, "skipped": stats.skipped, "errors": stats.errors, "fingerprint": fingerprint,
                         "passages_file": str(src.resolve()), "input_sha256": input_sha, "model_path": model_dir,
                         "model_fingerprint": model_fp, "shard_size": shard_size}
-            atomic_write(work / "manifest.json", _json_bytes(manifest))
+            atomic_write(work / "manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
         count = int(manifest["count"])
         if count == 0:
             shutil.rmtree(work)  # nothing to resume from
@@ -199,15 +199,11 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
             "build_seconds": round(seconds, 3), "shards": n_shards, "shards_reused": reused,
             "built_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         }
-        atomic_write(out / "meta.json", _json_bytes(meta))
+        atomic_write(out / "meta.json", json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
         shutil.rmtree(work, ignore_errors=True)
     return BuildReport(str(out), count, index_type, dim, seconds, n_shards, reused, int(manifest.get("skipped", 0)),
                        skipped_errors=list(manifest.get("errors", [])), model_seconds=model_seconds,
                        embed_seconds=embed_seconds, embedded=embedded)
-
-
-def _json_bytes(obj: dict[str, Any]) -> bytes:
-    return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode()
 
 
 def _embed_shards(work: Path, store_path: Path, count: int, shard_size: int, dim: int, embedder: Any,
