@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -311,11 +312,8 @@ def every_question_failed(summary: dict[str, Any], run_dir: str | Path) -> str |
     n = int(overall.get("n") or 0)
     if not n or int(overall.get("errors") or 0) < n:
         return None
-    first = ""
-    try:
-        with open(Path(run_dir) / "results.jsonl", encoding="utf-8") as fh:
-            first = next((e for line in fh if line.strip() and (e := json.loads(line).get("error"))), "")
-    except (OSError, ValueError):  # the reason is a courtesy: the counts say enough
-        pass
+    first = ""  # the reason is a courtesy: the counts say enough
+    with contextlib.suppress(OSError, ValueError), open(Path(run_dir) / "results.jsonl", encoding="utf-8") as fh:
+        first = next((e for line in fh if line.strip() and (e := json.loads(line).get("error"))), "")
     return (f"every question failed ({n} of {n})" + (f"; the first: {first[:300]}" if first else "")
             + " (failed questions are recorded: once the cause is fixed, run them again into a new --out)")
