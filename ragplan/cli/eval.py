@@ -190,10 +190,10 @@ def run(args: argparse.Namespace) -> int:
     settings.checkpoints = settings.checkpoints and not args.no_checkpoints
     check_llm(settings)
     if args.rerun and settings.llm_replay:
-        bad, used = bad_entries(args.rerun, settings.llm_cache_dir)
         if not (Path(args.rerun) / "llm_cache.json").exists():
             return fail(f"{args.rerun} was recorded without --llm-cache (it has no llm_cache.json): there are no "
                         "recorded responses to replay; re-run it against an endpoint without --replay")
+        bad, used = bad_entries(args.rerun, settings.llm_cache_dir)
         if bad:
             return fail(f"the LLM cache {settings.llm_cache_dir} lacks or cannot serve {len(bad)} of the {used} responses "
                         f"{args.rerun} used (its llm_cache.json), the replay would fail on them: " + "; ".join(bad[:5])

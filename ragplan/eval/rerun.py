@@ -22,8 +22,6 @@ def bad_entries(run_dir: str | Path, cache_dir: str | Path) -> tuple[list[str], 
     """``(problems, used)``: why each of the LLM cache entries the run used (its ``llm_cache.json``) cannot be
     replayed from ``cache_dir`` (missing, unreadable, altered: :meth:`LLMCache.check`), and how many it used."""
     path = Path(run_dir) / "llm_cache.json"
-    if not path.exists():
-        return [], 0
     digests = [d for d in json.loads(path.read_text(encoding="utf-8")).get("digests") or [] if isinstance(d, str)]
     cache = LLMCache(cache_dir, replay=True)
     return [p for p in map(cache.check, digests) if p], len(digests)

@@ -212,25 +212,22 @@ def _embed_shards(work: Path, store_path: Path, count: int, shard_size: int, dim
     n_shards = (count + shard_size - 1) // shard_size
     rows = [min(shard_size, count - s * shard_size) for s in range(n_shards)]
     done = [s for s in range(n_shards) if _shard_ok(_shard_path(work, s), rows[s], dim)]
-    store = PassageStore(store_path)
     seconds, embedded = 0.0, 0
-    try:
-        with tqdm(total=count, initial=sum(rows[s] for s in done), desc="embedding", unit=" passages",
-                  disable=not progress, smoothing=0.1) as bar:
-            for s in (s for s in range(n_shards) if s not in done):
-                texts = [embed_text(p) for p in store.range(s * shard_size, s * shard_size + rows[s])]
-                t0 = time.perf_counter()
-                vecs = np.asarray(embedder.encode(texts, batch_size=batch_size, cache=False), dtype=np.float32)
-                seconds += time.perf_counter() - t0
-                embedded += len(texts)
-                if vecs.shape != (rows[s], dim):
-                    raise TextIndexError(f"the embedder returned shape {vecs.shape} for {rows[s]} texts of dim {dim}")
-                buf = io.BytesIO()
-                np.save(buf, vecs)
-                atomic_write(_shard_path(work, s), buf.getvalue())
-                bar.update(rows[s])
-    finally:
-        store.close()
+    with contextlib.closing(PassageStore(store_path)) as store, tqdm(
+            total=count, initial=sum(rows[s] for s in done), desc="embedding", unit=" passages",
+            disable=not progress, smoothing=0.1) as bar:
+        for s in (s for s in range(n_shards) if s not in done):
+            texts = [embed_text(p) for p in store.range(s * shard_size, s * shard_size + rows[s])]
+            t0 = time.perf_counter()
+            vecs = np.asarray(embedder.encode(texts, batch_size=batch_size, cache=False), dtype=np.float32)
+            seconds += time.perf_counter() - t0
+            embedded += len(texts)
+            if vecs.shape != (rows[s], dim):
+                raise TextIndexError(f"the embedder returned shape {vecs.shape} for {rows[s]} texts of dim {dim}")
+            buf = io.BytesIO()
+            np.save(buf, vecs)
+            atomic_write(_shard_path(work, s), buf.getvalue())
+            bar.update(rows[s])
     return len(done), seconds, embedded
 
 
