@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-__all__ = ["save_report", "load_baseline", "print_rows"]
+__all__ = ["save_report", "load_baseline", "print_rows", "add_report_flags"]
+
+
+def add_report_flags(ap: argparse.ArgumentParser, compare: str) -> None:
+    """``--save FILE.json`` (this run's report) and ``--baseline FILE.json`` (its ``compare`` and the ratio shown)."""
+    ap.add_argument("--save", type=Path, help="write this run's report as JSON")
+    ap.add_argument("--baseline", type=Path, help=f"a report saved with --save: show its {compare} and the ratio")
 
 
 def save_report(path: Path | None, name: str, rows: list[dict[str, Any]], **meta: Any) -> None:

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from benchmarks.common import load_baseline, print_rows, save_report  # noqa: E402
+from benchmarks.common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
 
 SCENARIOS: list[tuple[str, tuple[str, ...], bool]] = [
     ("429", ("429",), False), ("500", ("500",), False), ("503", ("503",), False), ("hang", ("hang",), False),
@@ -33,8 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=1, help="runs per graph and scenario, each with another seed")
     ap.add_argument("--families", default="", help="comma-separated family names (default: all)")
-    ap.add_argument("--save", type=Path, help="write this run's rows as JSON")
-    ap.add_argument("--baseline", type=Path, help="a report saved with --save: show its wall time and the ratio")
+    add_report_flags(ap, "wall time")
     args = ap.parse_args(argv)
     os.environ.pop("OPENAI_API_KEY", None)
     warnings.simplefilter("ignore")

@@ -16,7 +16,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from benchmarks.common import load_baseline, print_rows, save_report  # noqa: E402
+from benchmarks.common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
 from ragplan.datasets import load_qa  # noqa: E402
 from ragplan.eval.retrieval import title_key  # noqa: E402
 from ragplan.tools.textindex import TextIndex  # noqa: E402
@@ -24,10 +24,6 @@ from ragplan.methods.furepa.data import HopGroup, build_groups, label_groups  # 
 from ragplan.methods.furepa.pipeline import context_index  # noqa: E402
 from ragplan.methods.furepa.scorer import load_assessor  # noqa: E402
 from ragplan.methods.furepa.train import pick_mrr, split_by_question, train_assessor  # noqa: E402
-
-
-def _scores(assessor: Any, groups: list[HopGroup]) -> list[list[float]]:
-    return [assessor.score(g.question, g.context, g.candidates) for g in groups]
 
 
 def _without_gold_titles(groups: list[HopGroup]) -> list[HopGroup]:
@@ -50,7 +46,8 @@ def _with_distractors(groups: list[HopGroup], paragraphs: dict[str, list[tuple[s
     return out
 
 
-def _row(seed: int, pool: str, groups: list[HopGroup], scores: list[list[float]]) -> dict[str, Any]:
+def _row(seed: int, pool: str, groups: list[HopGroup], assessor: Any) -> dict[str, Any]:
+    scores = [assessor.score(g.question, g.context, g.candidates) for g in groups]
     picks = [max(range(len(s)), key=lambda i: (s[i], -i)) for s in scores]
     gold_pick = sum(1 for g, i in zip(groups, picks) if title_key(g.candidates[i]) in {title_key(t) for t in g.targets})
     return {"key": f"{seed}/{pool}", "seed": seed, "pool": pool, "points": len(groups), **pick_mrr(groups, scores),
@@ -65,8 +62,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         index_dir = context_index(examples, Path(tmp) / "context_index", progress=False)
-        index = TextIndex.open(str(index_dir))
-        try:
+        with TextIndex.open(str(index_dir)) as index:
             for seed in args.seeds:
                 groups = build_groups(examples, seed=seed, n_candidates=6)
                 label_groups(groups, index.search_many, k=20)
@@ -75,14 +71,12 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 usable = [g for g in groups if len(g.labels) == len(g.candidates) and len(g.candidates) >= 2]
                 _, test = split_by_question(usable, 0.25, seed)
                 assessor = load_assessor(out)
-                rows.append(_row(seed, "all", test, _scores(assessor, test)))
+                rows.append(_row(seed, "all", test, assessor))
                 reduced = _without_gold_titles(test)
-                rows.append(_row(seed, "no gold title", reduced, _scores(assessor, reduced)))
+                rows.append(_row(seed, "no gold title", reduced, assessor))
                 noisy = _with_distractors(test, paragraphs, seed)
                 label_groups(noisy, index.search_many, k=20)
-                rows.append(_row(seed, "noisy context", noisy, _scores(assessor, noisy)))
-        finally:
-            index.close()
+                rows.append(_row(seed, "noisy context", noisy, assessor))
     return rows
 
 
@@ -93,8 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default="0,1,2", type=lambda s: [int(x) for x in s.split(",") if x.strip()],
                     help="seeds, comma-separated (default 0,1,2)")
     ap.add_argument("--limit", type=int, default=None, help="read the first N questions only")
-    ap.add_argument("--baseline", type=Path, help="a JSON report saved earlier with --save: print ratios against it")
-    ap.add_argument("--save", type=Path, help="write this run's rows as JSON")
+    add_report_flags(ap, "trained MRR")
     args = ap.parse_args(argv)
     rows = run(args)
     print_rows(rows, [("seed", "d"), ("pool", "s"), ("points", "d"), ("trained", ".3f"), ("first", ".3f"),

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import load_baseline, print_rows, save_report  # noqa: E402
+from common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
 
 from ragplan.methods.planrag.generate import Size, locating_script  # noqa: E402
 from ragplan.tools.graphdb import EmbeddedGraphStore, read_script  # noqa: E402
@@ -87,8 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--relationships", type=int, default=1600, help="relationships in all, about (default 1600)")
     ap.add_argument("--repeat", type=int, default=3, help="rounds of load + schema + queries (default 3)")
     ap.add_argument("--query-runs", type=int, default=10, help="runs of each query per round (default 10)")
-    ap.add_argument("--baseline", type=Path, help="a JSON report saved earlier with --save: print ratios against it")
-    ap.add_argument("--save", type=Path, help="write this run's report as JSON")
+    add_report_flags(ap, "p50_ms")
     args = ap.parse_args(argv)
     if min(args.nodes, args.countries, args.repeat, args.query_runs) < 1 or args.nodes < 2:
         ap.error("--nodes must be at least 2; --countries, --repeat and --query-runs at least 1")

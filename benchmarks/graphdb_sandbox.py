@@ -1,19 +1,6 @@
-"""Benchmark what the query sandbox costs: worker start-up and per-query overhead against in-process.
-
-On the synthetic graph of ``benchmarks/graphdb_load.py``, over ``--repeat`` rounds: opening a store
-(spawn the first worker, load the script); a trivial and a typical query in-process (kglite here) and
-in the worker (statement check and pipe round trip included: the p50 difference is the overhead); the
-restart after a query that crashes the engine. p50 / p95 per step, ratios with ``--baseline``.
-``--attacks`` instead runs the resource-attack corpus of ``tests/test_graphdb_resources.py`` and prints
-each attack's wall time, peak worker memory and observation. ``--batch N`` runs ``ragplan eval --concurrency N``
-over N DQA questions whose (local stub) LLM writes a memory-hungry query, and prints the peak resident memory
-of the eval's whole process tree and the most workers alive. A measurement,
-not a test.
-
-    python benchmarks/graphdb_sandbox.py [--repeat 3] [--query-runs 200] [--baseline FILE.json] [--save FILE.json]
-    python benchmarks/graphdb_sandbox.py --attacks [--timeout 2]
-    python benchmarks/graphdb_sandbox.py --batch 32 [--timeout 5]
-"""
+"""Benchmark the query sandbox (graphdb_load.py's synthetic graph): worker start-up, per-query overhead against
+in-process, restart after a crash (p50/p95); ``--attacks``: the resource-attack corpus; ``--batch N``: peak memory of
+``ragplan eval --concurrency N``. Usage: python benchmarks/graphdb_sandbox.py [--attacks | --batch 32] [--help]"""
 
 from __future__ import annotations
 
@@ -29,7 +16,7 @@ import kglite
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from common import save_report  # noqa: E402
+from common import add_report_flags, save_report  # noqa: E402
 from graphdb_load import print_steps, step_rows, synthetic_script, timed  # noqa: E402
 
 from ragplan.tools.graphdb import EmbeddedGraphStore, QueryError, run_graph_query, split_statements  # noqa: E402
@@ -158,8 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3, help="rounds (a fresh store and worker each; default 3)")
     ap.add_argument("--query-runs", type=int, default=200, help="runs of each query per round and mode (default 200)")
-    ap.add_argument("--baseline", type=Path, help="a JSON report saved earlier with --save: print ratios against it")
-    ap.add_argument("--save", type=Path, help="write this run's report as JSON")
+    add_report_flags(ap, "p50_ms")
     ap.add_argument("--attacks", action="store_true", help="run the resource-attack corpus instead and print its costs")
     ap.add_argument("--timeout", type=float, default=2.0, help="query time budget for --attacks (default 2 s)")
     ap.add_argument("--batch", type=int, metavar="N", help="run a memory-hungry query from N threads, one script each")

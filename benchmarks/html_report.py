@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import load_baseline, print_rows, save_report  # noqa: E402
+from common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
 
 from ragplan.eval.html_report import write_html_report  # noqa: E402
 from ragplan.eval.runfolder import RunFolder, RunSettings  # noqa: E402
@@ -70,8 +70,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="50,200,1000", help="questions per run (comma-separated)")
     ap.add_argument("--browser", action="store_true", help="also time headless Chromium loading each page")
-    ap.add_argument("--save", type=Path, help="write this run's rows as JSON")
-    ap.add_argument("--baseline", type=Path, help="a report saved with --save: show its render_s and the ratio")
+    add_report_flags(ap, "render_s")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         rows = [measure(int(s), Path(tmp), a.browser) for s in a.sizes.split(",") if s.strip()]

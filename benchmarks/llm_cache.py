@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import load_baseline, print_rows, save_report  # noqa: E402
+from common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
 
 from ragplan.llm import decide, load_chat_model  # noqa: E402
 from ragplan.llm_cache import LLMCache, digest_of  # noqa: E402
@@ -64,8 +64,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="2000,20000,100000", help="prompt sizes in characters (comma-separated)")
     ap.add_argument("--calls", type=int, default=200, help="calls per figure (the median is shown)")
-    ap.add_argument("--save", type=Path, help="write this run's rows as JSON")
-    ap.add_argument("--baseline", type=Path, help="a report saved with --save: show its hit_ms and the ratio")
+    add_report_flags(ap, "hit_ms")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         rows = [measure(int(s), a.calls, Path(tmp)) for s in a.sizes.split(",") if s.strip()]

@@ -18,10 +18,10 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import load_baseline, print_rows, save_report  # noqa: E402
+from common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
 from ragplan.tools.embeddings import get_embedder  # noqa: E402
 from ragplan.tools.textindex import TextIndex, build_index  # noqa: E402
-from ragplan.tools.textindex.build import _make_index  # noqa: E402
+from ragplan.tools.textindex.build import make_index  # noqa: E402
 
 
 def vocabulary(size: int, seed: int) -> list[str]:
@@ -128,7 +128,7 @@ def real_model_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[fl
     texts = [q + " ?" for q, _ in queries]  # texts not seen before: embedded, not cached
     add_latency(res, "real: query embed+search {} (flat)", lambda q: idx.search(q, 10), texts)
     vecs = idx.index.reconstruct_n(0, idx.count)
-    hnsw = _make_index("hnsw", model.dim, args.ef_construction, 64)
+    hnsw = make_index("hnsw", model.dim, args.ef_construction, 64)
     hnsw.add(vecs)
     qv = model.encode([q for q, _ in queries])
     for ef in (16, 64, 128):
@@ -197,8 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ef-construction", type=int, default=200, help="HNSW efConstruction (default 200)")
     ap.add_argument("--batch-size", type=int, default=128, help="model batch size, as `index build --batch-size`")
     ap.add_argument("--progress", action="store_true", help="show the build progress bars")
-    ap.add_argument("--baseline", type=Path, help="a JSON report saved earlier with --save: print ratios against it")
-    ap.add_argument("--save", type=Path, help="write this run's report as JSON")
+    add_report_flags(ap, "value")
     args = ap.parse_args(argv)
     try:
         args.ef_search = [int(x) for x in args.ef_search.split(",") if x.strip()]

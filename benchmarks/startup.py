@@ -1,10 +1,6 @@
-"""Benchmark the start-up of everyday commands: `ragplan --help`, `ragplan graphs`, `ragplan cypher` on the example
-graph, each a fresh process, beside the import of langgraph + langchain_openai (what any graph needs) and a bare
-interpreter. Runs are interleaved; medians of wall time, CPU time (user + sys, which a loaded machine inflates less
-than wall time) and peak memory per process, with the issue-23 wall-time targets (quiet machine).
-
-    python benchmarks/startup.py [--runs 7] [--root CHECKOUT] [--save FILE.json] [--baseline FILE.json]
-"""
+"""Benchmark the start-up of everyday commands (`ragplan --help`, `graphs`, `cypher`), each a fresh process, beside
+importing langgraph + langchain_openai and a bare interpreter: medians of wall, CPU (user + sys) and peak memory.
+Usage: python benchmarks/startup.py [--runs 7] [--root CHECKOUT] [--save FILE.json] [--baseline FILE.json]"""
 
 from __future__ import annotations
 
@@ -17,7 +13,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import load_baseline, print_rows, save_report  # noqa: E402
+from common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CYPHER = ["cypher", "--graph", str(ROOT / "examples" / "trade_network.cql"), "MATCH (n:Trade_node) RETURN count(n)"]
@@ -48,8 +44,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=7, help="runs of each command (the median is shown)")
     ap.add_argument("--root", type=Path, default=ROOT, help="the checkout whose ragplan is measured (default this one)")
-    ap.add_argument("--save", type=Path, help="write this run's rows as JSON")
-    ap.add_argument("--baseline", type=Path, help="a report saved with --save: show its cpu_s and the ratio")
+    add_report_flags(ap, "cpu_s")
     a = ap.parse_args()
     got: dict[str, list[tuple[float, float, float]]] = {name: [] for name in COMMANDS}
     for _ in range(a.runs):

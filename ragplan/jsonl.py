@@ -1,16 +1,18 @@
-"""Reading users' text files (JSON, JSON Lines, logs …) one way: a file that cannot be read or is not UTF-8 text,
-or a line that is not a JSON object, is an error naming the file and line, raised as the caller's error class
-(:class:`FileFormatError` by default, which the CLI reports with exit code 2)."""
+"""Users' text files read one way (a file that cannot be read or is not UTF-8, or a line that is not a JSON object, is
+the caller's error class naming file and line: :class:`FileFormatError` by default, exit code 2 in the CLI); and files
+written whole or not at all."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import os
+import threading
 import zlib
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FileFormatError", "decode_text", "read_text", "read_jsonl_objects"]
+__all__ = ["FileFormatError", "decode_text", "read_text", "read_jsonl_objects", "atomic_write"]
 
 
 class FileFormatError(ValueError):
@@ -53,3 +55,19 @@ def read_jsonl_objects(path: str | Path, error: type[Exception] = FileFormatErro
             raise error(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
         rows.append((n, row))
     return rows
+
+
+def atomic_write(path: str | Path, data: str | bytes) -> None:
+    """Write ``data`` (text as UTF-8) to ``path`` through a temporary file of its own beside it, fsynced, then a rename:
+    no torn file on a kill, and each of several concurrent writers leaves a whole file."""
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}-{threading.get_ident()}.tmp")  # created as any file is (umask)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

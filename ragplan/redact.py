@@ -1,7 +1,5 @@
-"""Credentials kept out of what ragplan prints or writes: URL passwords, secret query values, configured API keys.
-
-Light on purpose (standard library only): every command's output passes through :func:`redact`.
-"""
+"""Credentials kept out of what ragplan prints or writes: URL passwords, secret query values, configured API keys
+(standard library only: every command's output passes through :func:`redact`)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""Running a method graph as a checkpointed, resumable run that may pause for a person's plan review.
-
-:func:`start_run` compiles the graph with a SQLite checkpointer (:mod:`ragplan.checkpoints`), records what is
-needed to continue it and streams it (``durability="sync"``: a killed run loses at most the node in flight).
-At a plan review (LangGraph's ``interrupt``) ``review(payload)`` is asked and the run goes on with
-``Command(resume=decision)``; without ``review`` it stays paused (``stop_reason = "awaiting_review"``).
-:func:`resume_run` answers a pending review, continues a killed run from its last finished node, or returns
-a finished run as it is.
-"""
+"""A method graph as a checkpointed, resumable run (SQLite, ``durability="sync"``) that may pause at a plan review
+(LangGraph's ``interrupt``): :func:`start_run` answers it with ``review`` or stays paused (``awaiting_review``);
+:func:`resume_run` answers a pending review, continues a killed run, or returns a finished one."""
 
 from __future__ import annotations
 

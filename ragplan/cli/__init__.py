@@ -1,9 +1,6 @@
-"""The ``ragplan`` command line: ``ragplan --help`` lists the commands, ``ragplan COMMAND --help`` their flags.
-
-The commands that run graphs (ask, eval, eval sweep, compare, resume) take every setting of the method's context
-as a flag generated from it (:mod:`ragplan.cli.settings`). Exit codes: 0 success; 1 the run or query failed (the
-reason is printed); 2 bad input or configuration.
-"""
+"""The ``ragplan`` command line; the commands that run graphs take every setting of the method's context as a flag
+generated from it (:mod:`ragplan.cli.settings`). Exit codes: 0 success; 1 the run or query failed (the reason is
+printed); 2 bad input or configuration."""
 
 from __future__ import annotations
 

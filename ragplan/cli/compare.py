@@ -15,9 +15,6 @@ from ragplan.cli.eval import add_run_flags, new_settings, reason
 
 __all__ = ["add_parser", "run"]
 
-#: Settings that must match for a run folder to be resumed (the endpoint, concurrency and time budget may change).
-_SAME = ("method", "benchmark", "data", "model", "limit", "year", "context", "benchmark_options")
-
 
 def add_parser(sub: Any, settings: Any = None) -> None:
     """Register ``ragplan compare`` on the top-level subparsers; ``settings(parser)`` adds the setting flags."""
@@ -40,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from ragplan.eval.report import compare_runs, every_question_failed
     from ragplan.eval.runfolder import RunSettings
     from ragplan.eval.runner import run_evaluation
+    from ragplan.eval.sweep import COMPARED_SETTINGS
     from ragplan.registry import family_of
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -63,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
                 saved = RunSettings.load(out / m / "settings.json")
             except (OSError, ValueError, TypeError) as exc:
                 return fail(f"{out / m} is not a run folder: {exc}")
-            diff = "; ".join(f"{k}: {getattr(saved, k)!r} there, {getattr(st, k)!r} now" for k in _SAME
+            diff = "; ".join(f"{k}: {getattr(saved, k)!r} there, {getattr(st, k)!r} now" for k in COMPARED_SETTINGS
                              if getattr(saved, k) != getattr(st, k))
             if diff:
                 return fail(f"{out / m} was run with other settings ({diff}); give another --out")

@@ -166,17 +166,17 @@ def run(args: argparse.Namespace) -> int:
         return {"report": _report, "retrieval": _retrieval, "sweep": _sweep}[args.eval_command](args)
     from ragplan.cli.settings import check_llm
     from ragplan.eval.report import every_question_failed, summary_markdown
-    from ragplan.eval.rerun import bad_entries, record_differences, rerun_settings
+    from ragplan.eval.rerun import bad_entries, record_differences
     from ragplan.eval.runfolder import RunSettings
     from ragplan.eval.runner import RunRefused, run_evaluation
     from ragplan.registry import family_of
 
     if args.rerun or args.resume:
         try:
-            settings = (rerun_settings(args.rerun, data=args.data, concurrency=args.concurrency) if args.rerun
-                        else RunSettings.load(Path(args.resume) / "settings.json"))
+            settings = RunSettings.load(Path(args.rerun or args.resume) / "settings.json")
         except (OSError, json.JSONDecodeError, TypeError) as exc:
             return fail(f"{Path(args.rerun or args.resume)} is not a run folder: {exc}")
+        settings.created = "" if args.rerun else settings.created  # a rerun is a new run
         run_dir = Path(args.out or _stamped(settings)) if args.rerun else Path(args.resume)
         if args.rerun and (run_dir.resolve() == Path(args.rerun).resolve() or (run_dir / "results.jsonl").exists()):
             return fail(f"--rerun writes a new run folder: {run_dir} already holds a run (give --out NEW_DIR)")
@@ -205,10 +205,10 @@ def run(args: argparse.Namespace) -> int:
         settings.checkpoint_db = args.checkpoint_db
     check_llm(settings)
     if args.rerun and settings.llm_replay:
-        bad, used = bad_entries(args.rerun, settings.llm_cache_dir)
         if not (Path(args.rerun) / "llm_cache.json").exists():
             return fail(f"{args.rerun} was recorded without --llm-cache (it has no llm_cache.json): there are no "
                         "recorded responses to replay; re-run it against an endpoint without --replay")
+        bad, used = bad_entries(args.rerun, settings.llm_cache_dir)
         if bad:
             return fail(f"the LLM cache {settings.llm_cache_dir} lacks or cannot serve {len(bad)} of the {used} responses "
                         f"{args.rerun} used (its llm_cache.json), the replay would fail on them: " + "; ".join(bad[:5])

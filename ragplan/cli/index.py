@@ -64,9 +64,7 @@ def _build(args: argparse.Namespace) -> int:
     from ragplan.tools.textindex import build_index
     from ragplan.tools.textindex.build import DEFAULT_SHARD_SIZE
 
-    shard = DEFAULT_SHARD_SIZE if args.shard_size is None else args.shard_size
-    if args.batch_size < 1 or shard < 1 or args.flat_threshold < 0 or args.ef_search < 1:
-        return fail("--batch-size, --shard-size and --ef-search must be at least 1, --flat-threshold at least 0")
+    shard = DEFAULT_SHARD_SIZE if args.shard_size is None else args.shard_size  # (build_index checks the numbers)
     r = build_index(args.passages, args.out, model_path=args.model_path, batch_size=args.batch_size,
                     flat_threshold=args.flat_threshold, progress=not args.no_progress, shard_size=shard,
                     skip_malformed=args.skip_malformed, ef_search=args.ef_search, force=args.force)

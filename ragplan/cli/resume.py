@@ -28,22 +28,9 @@ def add_parser(sub: Any, settings: Any = None) -> None:
     add_shared_flags(p, settings)
 
 
-def _list(db: str | None) -> int:
-    from ragplan.checkpoints import RunStore
-
-    with RunStore(db) as store:
-        runs = store.recent(50)
-    if not runs:
-        print(f"no runs in {store.path}")
-    for r in runs:
-        when, q = dt.datetime.fromtimestamp(r.updated), r.question if len(r.question) <= 60 else r.question[:57] + "…"
-        print(f"{r.thread_id}  {r.status:<8}  {when:%Y-%m-%d %H:%M}  {r.method:<18}  {q}")
-    return 0
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``ragplan resume``."""
-    from ragplan.checkpoints import UnknownThread, checkpoint_db, redact
+    from ragplan.checkpoints import RunStore, UnknownThread, checkpoint_db, redact
     from ragplan.cli.settings import check_llm, settings_from_args
     from ragplan.registry import family_of
     from ragplan.runs import rebuild_context, resume_run, thread_status
@@ -61,8 +48,16 @@ def run(args: argparse.Namespace) -> int:
         from psycopg import Error as PostgresError
         errors = (PostgresError,)
     try:
-        if args.list:
-            return _list(args.checkpoint_db)
+        if args.list:  # newest first
+            with RunStore(args.checkpoint_db) as store:
+                runs = store.recent(50)
+            if not runs:
+                print(f"no runs in {store.path}")
+            for r in runs:
+                q = r.question if len(r.question) <= 60 else r.question[:57] + "…"
+                print(f"{r.thread_id}  {r.status:<8}  {dt.datetime.fromtimestamp(r.updated):%Y-%m-%d %H:%M}  "
+                      f"{r.method:<18}  {q}")
+            return 0
         info, status, _, _ = thread_status(args.thread_id, args.checkpoint_db)
     except UnknownThread as exc:
         return fail(f"{exc} (see `ragplan resume --list`)")

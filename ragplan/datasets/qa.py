@@ -1,7 +1,5 @@
-"""Loaders for the QA datasets of the Think-then-Act evaluation, from the files users download: JSON (a list
-of records, or an object whose ``data`` is one) or JSON Lines, gzipped too. A file that cannot be read raises
-:class:`DatasetError` naming the file, the record (0-based, and for JSON Lines its line) and the problem.
-"""
+"""Loaders for the QA datasets users download: JSON (a list of records, or an object whose ``data`` is one) or JSON
+Lines, gzipped too; a file that cannot be read raises :class:`DatasetError` naming the file, record and problem."""
 
 from __future__ import annotations
 
@@ -76,11 +74,6 @@ def _lines(path: Path) -> Generator[tuple[int, str], None, None]:
             yield n, decode_text(raw, path, DatasetError, n)
 
 
-def _first_char(path: Path) -> str:
-    with contextlib.closing(_lines(path)) as lines:
-        return next((s[0] for _, line in lines if (s := line.lstrip("\ufeff \t\r\n"))), "")
-
-
 def _json_error(path: Path, exc: json.JSONDecodeError, line: int | None = None) -> DatasetError:
     where = f"line {line}" if line is not None else f"line {exc.lineno} column {exc.colno}"
     return DatasetError(f"{path}: {where}: not valid JSON ({exc.msg})")
@@ -109,7 +102,8 @@ def _holds_records(data: Any) -> bool:
 def read_records(path: str | Path) -> Iterator[RawRecord]:
     """The raw records of a JSON or JSON Lines file (streamed; blank lines skipped), each with its location."""
     p = Path(path)
-    first = _first_char(p)
+    with contextlib.closing(_lines(p)) as lines:
+        first = next((s[0] for _, line in lines if (s := line.lstrip("\ufeff \t\r\n"))), "")
     if not first:
         raise DatasetError(f"{p}: the file is empty")
     if first not in "[{":
@@ -172,11 +166,6 @@ def _dataset_name(path: Path, fmt: str) -> str:
     return _SPLIT.sub("", stem) or fmt
 
 
-def _load_aliases(path: Path) -> dict[str, list[str]]:
-    """2Wiki's ``id_aliases.json`` (JSON Lines of ``{Q_id, aliases, demonyms}``) → id → aliases."""
-    return {rec.ident("Q_id"): rec.str_list("aliases") + rec.str_list("demonyms") for rec in read_records(path)}
-
-
 def load_qa(path: str | Path, fmt: str | None = None, *, limit: int | None = None,
             aliases_path: str | Path | None = None) -> list[QAExample]:
     """Read a QA dataset file (or a release folder) into examples, in file order: ``fmt`` one of :data:`FORMATS`
@@ -192,7 +181,8 @@ def load_qa(path: str | Path, fmt: str | None = None, *, limit: int | None = Non
     if fmt == "2wikimultihopqa":
         alias_file = Path(aliases_path) if aliases_path else p.parent / "id_aliases.json"
         if aliases_path or alias_file.is_file():
-            opts.aliases = _load_aliases(alias_file)
+            opts.aliases = {rec.ident("Q_id"): rec.str_list("aliases") + rec.str_list("demonyms")
+                            for rec in read_records(alias_file)}
     parse = PARSERS[fmt]
     out: list[QAExample] = []
     seen: dict[str, int] = {}

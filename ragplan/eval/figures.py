@@ -1,7 +1,5 @@
-"""The evaluation's figures (matplotlib's Agg backend, no pyplot): categories in reading order, labels
-wrapped so they never collide, shares in percent. Reading order (tables too, docs/evaluation.md, "Order of
-groups"): known ordinal scales in their order, else natural order (numbers as numbers, before words), ``None`` last.
-"""
+"""The evaluation's figures (matplotlib's Agg backend, no pyplot); categories in reading order (docs/evaluation.md,
+"Order of groups"): known ordinal scales in their order, else natural order (numbers as numbers), ``None`` last."""
 
 from __future__ import annotations
 
@@ -29,11 +27,6 @@ _NUMBER = re.compile(r"(\d+(?:\.\d+)?)")
 _MISSING = {"none", "null", "nan", ""}
 
 
-def _scale_for(values: list[str]) -> tuple[str, ...] | None:
-    present = {v.strip().lower() for v in values}  # a scale may hold a word that otherwise means "missing" (none < MR)
-    return next((s for s in ORDINAL_SCALES if (present - _MISSING) and present - (_MISSING - set(s)) <= set(s)), None)
-
-
 def _natural(text: str) -> tuple:
     """Text with its numbers compared as numbers: ``2hop`` < ``3hop1`` < ``10hop``; a number alone first."""
     parts = _NUMBER.split(text.strip())
@@ -43,7 +36,8 @@ def _natural(text: str) -> tuple:
 def ordered_categories(values: Iterable[object]) -> list[str]:
     """The distinct values (as strings) in reading order (see the module docstring)."""
     vals = list(dict.fromkeys(str(v) for v in values))
-    scale = _scale_for(vals)
+    present = {v.strip().lower() for v in vals}  # a scale may hold a word that otherwise means "missing" (none < MR)
+    scale = next((s for s in ORDINAL_SCALES if (present - _MISSING) and present - (_MISSING - set(s)) <= set(s)), None)
 
     def key(v: str) -> tuple:
         low = v.strip().lower()

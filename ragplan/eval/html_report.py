@@ -10,14 +10,14 @@ import json
 import math
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from jinja2 import Environment, PackageLoader
 
 from ragplan.redact import redact
 from ragplan.eval.figures import plot_costs
 from ragplan.eval.report import RunComparison, benchmark_comparison, comparison, family_or_none, plot_comparison
-from ragplan.eval.runfolder import atomic_write
+from ragplan.eval.runfolder import RECORD_NUMBERS, RECORD_TEXTS, atomic_write
 from ragplan.state.result import GraphResult
 from ragplan.state.trace_sections import TraceSection, field_sections
 
@@ -31,9 +31,7 @@ MAX_TEXT = 20_000
 
 #: Keys every run record has (written by the runner, :mod:`ragplan.eval.runner`), shown in each result's header
 #: part; the other non-family keys are the item's metadata and the benchmark's grade.
-_RUNNER_KEYS = {"id", "method", "model", "question", "answer", "gold", "retrievals", "retrieval_errors",
-                "executed_queries", "llm_calls", "input_tokens", "output_tokens", "llm_seconds", "latency_s",
-                "stop_reason", "error", "attempts", "invocation", "finished_at", "position"}
+_RUNNER_KEYS = {*RECORD_NUMBERS, *RECORD_TEXTS, "id", "gold", "executed_queries", "position"}
 
 
 #: The template's environment: autoescape on, and the few helpers the template calls.
@@ -68,12 +66,8 @@ def _family_part(cls: type[GraphResult] | None, rec: dict[str, Any]) -> tuple[li
         return [TraceSection(title="trace", status="bad", note=note)] + field_sections(own, cls.model_fields), keys
 
 
-def _png(data: bytes | Callable[[io.BytesIO], Any], alt: str, caption: str = "") -> dict[str, str]:
-    """A plot for the template from PNG bytes or a function drawing into a file object."""
-    if callable(data):
-        buf = io.BytesIO()
-        data(buf)
-        data = buf.getvalue()
+def _png(data: bytes, alt: str, caption: str = "") -> dict[str, str]:
+    """A plot for the template from PNG bytes."""
     return {"data": base64.b64encode(data).decode(), "alt": alt, "caption": caption}
 
 
@@ -156,8 +150,8 @@ def render_html_report(run_dirs: list[str | Path], title: str = "") -> str:
     benchmarks = sorted({st.benchmark for st, _, _ in c.runs})
     tables, plots, notes = _benchmark_parts(list(run_dirs), c) if c.runs else ("", [], [])
     if c.runs:
-        plots.insert(0, _png(lambda buf: plot_costs(labels, [s for _, _, s in c.runs], buf),
-                             "comparison of the runs: accuracy, LLM calls and latency per question"))
+        plot_costs(labels, [s for _, _, s in c.runs], buf := io.BytesIO())
+        plots.insert(0, _png(buf.getvalue(), "comparison of the runs: accuracy, LLM calls and latency per question"))
     for lab, d in zip(labels, dirs):
         png = d / "plot.png"
         if png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,7 +177,12 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
         if not folder.settings_file.exists():
             raise FileNotFoundError(f"{d} is not a run folder (no settings.json)")
         st = RunSettings.load(folder.settings_file)
-        runs.append((st, folder.load_records(ids=_question_ids(st))))
+        try:  # the ids of the run's questions; None (every valid record reported) when its data cannot be read
+            ids: set[str] | None = {it.id for it in get_benchmark(st.benchmark, st.data, limit=st.limit, year=st.year,
+                                                             **st.benchmark_options).items()}
+        except Exception:  # noqa: BLE001
+            ids = None
+        runs.append((st, folder.load_records(ids=ids)))
         try:  # the benchmark's own metrics (EM, F1, retrieval ratio …), from the run's summary
             listed = json.loads((folder.path / "summary.json").read_text()).get("metrics", [])
         except (OSError, ValueError):
@@ -209,15 +215,6 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
                      s["cost"]["per_question_llm_calls"], s["cost"]["per_question_tokens"], s["cost"]["mean_latency_s"],
                      s["overall"]["errors"]])
     return RunComparison(headers, rows, split_note, summaries, labels)
-
-
-def _question_ids(st: RunSettings) -> set[str] | None:
-    """The ids of the questions of ``st``'s run (its benchmark, limit, year); None when its data cannot be read."""
-    try:
-        return {it.id for it in get_benchmark(st.benchmark, st.data, limit=st.limit, year=st.year,
-                                              **st.benchmark_options).items()}
-    except Exception:  # noqa: BLE001  (data moved or unreadable: every valid record is reported)
-        return None
 
 
 def family_or_none(method: str) -> MethodFamily | None:
@@ -315,11 +312,8 @@ def every_question_failed(summary: dict[str, Any], run_dir: str | Path) -> str |
     n = int(overall.get("n") or 0)
     if not n or int(overall.get("errors") or 0) < n:
         return None
-    first = ""
-    try:
-        with open(Path(run_dir) / "results.jsonl", encoding="utf-8") as fh:
-            first = next((e for line in fh if line.strip() and (e := json.loads(line).get("error"))), "")
-    except (OSError, ValueError):  # the reason is a courtesy: the counts say enough
-        pass
+    first = ""  # the reason is a courtesy: the counts say enough
+    with contextlib.suppress(OSError, ValueError), open(Path(run_dir) / "results.jsonl", encoding="utf-8") as fh:
+        first = next((e for line in fh if line.strip() and (e := json.loads(line).get("error"))), "")
     return (f"every question failed ({n} of {n})" + (f"; the first: {first[:300]}" if first else "")
             + " (failed questions are recorded: once the cause is fixed, run them again into a new --out)")

@@ -5,36 +5,23 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ragplan.eval.runfolder import RunFolder, RunSettings
+from ragplan.eval.runfolder import RunFolder
 from ragplan.llm_cache import LLMCache
 
-__all__ = ["rerun_settings", "bad_entries", "record_differences", "TIMING_FIELDS"]
+__all__ = ["bad_entries", "record_differences", "TIMING_FIELDS"]
 
 #: Record fields that measure time or count invocations of this folder; they differ between executions.
 TIMING_FIELDS = frozenset({"latency_s", "llm_seconds", "finished_at", "invocation", "wall_time_s", "seconds",
                            "elapsed_s", "duration_s", "created", "started", "planner_latency_s"})
 
 
-def rerun_settings(run_dir: str | Path, *, data: str | None = None, concurrency: int | None = None) -> RunSettings:
-    """The settings of the run in ``run_dir`` for a fresh execution (``data`` moves the benchmark's data)."""
-    settings = replace(RunSettings.load(Path(run_dir) / "settings.json"), created="")  # fresh dicts: read anew
-    if data:
-        settings.data = str(Path(data).resolve())
-    if concurrency:
-        settings.concurrency = concurrency
-    return settings
-
-
 def bad_entries(run_dir: str | Path, cache_dir: str | Path) -> tuple[list[str], int]:
     """``(problems, used)``: why each of the LLM cache entries the run used (its ``llm_cache.json``) cannot be
     replayed from ``cache_dir`` (missing, unreadable, altered: :meth:`LLMCache.check`), and how many it used."""
     path = Path(run_dir) / "llm_cache.json"
-    if not path.exists():
-        return [], 0
     digests = [d for d in json.loads(path.read_text(encoding="utf-8")).get("digests") or [] if isinstance(d, str)]
     cache = LLMCache(cache_dir, replay=True)
     return [p for p in map(cache.check, digests) if p], len(digests)

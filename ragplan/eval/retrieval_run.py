@@ -128,13 +128,10 @@ def evaluate_retrieval(benchmark: str, data: str, *, index_dir: str | Path | Non
         index_dir = build_context_index(examples, Path(work_dir) / f"context_index-{benchmark}", model=embedding_model,
                                         what=f"{data} ({benchmark})")
     executed = read_executed_queries(queries) if queries else None
-    index = TextIndex.open(str(index_dir), model_path=embedding_model)
-    try:
+    with TextIndex.open(str(index_dir), model_path=embedding_model) as index:
         result = score_examples(examples, index.search_many, ks=ks, queries=executed,
                                 ranker=SentenceRanker(index.embedder), passages=passages,
                                 group_by=[k for k in getattr(bench, "group_by", ()) if k != "kind"])
-    finally:
-        index.close()
     return {"benchmark": benchmark, "data": str(data), "index": str(index_dir), "context_only": bool(context_only),
             "query_source": f"executed queries of {queries}" if queries else "the questions", **result}
 

@@ -14,10 +14,11 @@ from typing import Any, Collection
 
 from ragplan import __version__
 from ragplan.redact import redact
-from ragplan.jsonl import FileFormatError, read_text
+from ragplan.jsonl import FileFormatError, atomic_write, read_text
 from ragplan.llm_cache import fingerprint_of
 
-__all__ = ["RunSettings", "RunFolder", "atomic_write", "record_line", "record_problem"]
+__all__ = ["RunSettings", "RunFolder", "atomic_write", "record_line", "record_problem", "RECORD_NUMBERS",
+           "RECORD_TEXTS"]
 
 _append_lock = threading.Lock()  # appends to results files, from any thread, one line at a time
 
@@ -114,9 +115,7 @@ class RunFolder:
                 with open(self.path / "results.rejected.jsonl", "ab") as fh:
                     for n, line, _ in bad:
                         fh.write(json.dumps({"line": n, "text": line.decode("utf-8", "replace").rstrip("\n")}).encode() + b"\n")
-                tmp = self.results_file.with_name(self.results_file.name + ".tmp")
-                tmp.write_bytes(b"".join(good))
-                os.replace(tmp, self.results_file)
+                atomic_write(self.results_file, b"".join(good))
         if unknown:
             where = ", ".join(map(str, unknown[:10])) + (" …" if len(unknown) > 10 else "")
             warnings.warn(f"{self.results_file}: left out {len(unknown)} record(s) whose id is not a question of the run's "
@@ -178,9 +177,9 @@ class RunFolder:
 
 
 #: Record fields the runner and the reports compute with: numbers, and texts (or null).
-_NUMBERS = ("llm_calls", "input_tokens", "output_tokens", "llm_seconds", "latency_s", "retrievals", "retrieval_errors",
-            "attempts", "invocation", "finished_at")
-_TEXTS = ("method", "model", "question", "answer", "stop_reason", "error")
+RECORD_NUMBERS = ("llm_calls", "input_tokens", "output_tokens", "llm_seconds", "latency_s", "retrievals",
+                  "retrieval_errors", "attempts", "invocation", "finished_at")
+RECORD_TEXTS = ("method", "model", "question", "answer", "stop_reason", "error")
 
 
 def record_problem(rec: Any) -> str:
@@ -189,10 +188,10 @@ def record_problem(rec: Any) -> str:
         return f"a JSON {type(rec).__name__}, not an object"
     if not isinstance(rec.get("id"), str):
         return "no string id"
-    for k in _NUMBERS:
+    for k in RECORD_NUMBERS:
         if k in rec and (isinstance(rec[k], bool) or not isinstance(rec[k], (int, float))):
             return f"{k} is {json.dumps(rec[k])[:40]}, not a number"
-    for k in _TEXTS:
+    for k in RECORD_TEXTS:
         if rec.get(k) is not None and not isinstance(rec[k], str):
             return f"{k} is {json.dumps(rec[k])[:40]}, not a text"
     return ""
@@ -201,10 +200,3 @@ def record_problem(rec: Any) -> str:
 def record_line(record: dict[str, Any]) -> bytes:
     """A record as one ``results.jsonl`` line (UTF-8, ending in a newline), credentials redacted."""
     return (redact(json.dumps(record, ensure_ascii=False, default=str)) + "\n").encode("utf-8")
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename (no torn file on a kill)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -83,21 +83,13 @@ def check_sweep_setting(method: str, key: str, values: Sequence[Any]) -> None:
         family = family_of(method)
     except KeyError:
         raise SweepError(f"unknown method {method!r}; see `ragplan graphs`") from None
-    known = {f.name: f for f in fields(family.context)}
-    if key not in known:
-        raise SweepError(f"--sweep {key}: not a setting of {method}; settings: {', '.join(sorted(known))}")
-    default = known[key].default
+    known = key in family.settable()
     for v in values:
-        number = isinstance(v, (int, float)) and not isinstance(v, bool)
-        if isinstance(default, bool):
-            ok = isinstance(v, bool)
-        elif isinstance(default, (int, float)):
-            ok = number and (isinstance(default, float) or isinstance(v, int))
-        else:
-            ok = number or isinstance(v, str) or not isinstance(default, str)
-        if not ok:
-            raise SweepError(f"--sweep {key}: {v!r} is not a valid value (the setting is a {type(default).__name__}, "
-                             f"default {default!r})")
+        try:
+            family.check_settings(method, {key: v})
+        except ValueError as exc:  # an unknown setting, or a value its type refuses
+            why = f"{key}: {v!r} is not a valid value ({exc})" if known else str(exc)
+            raise SweepError(f"--sweep {why}") from None
 
 
 def sweep_metrics(rows: Sequence[dict[str, Any]]) -> list[str]:

@@ -19,10 +19,11 @@ from typing import Any, Iterator
 import numpy as np
 from tqdm.auto import tqdm
 
+from ragplan.jsonl import atomic_write
 from ragplan.tools.textindex.reader import ReadStats, embed_text, read_passages
 from ragplan.tools.textindex.store import PassageStore, write_store
 
-__all__ = ["build_index", "BuildReport", "TextIndexError", "DEFAULT_SHARD_SIZE", "FORMAT"]
+__all__ = ["build_index", "BuildReport", "TextIndexError", "DEFAULT_SHARD_SIZE", "FORMAT", "make_index"]
 
 FORMAT = "ragplan-textindex/1"
 DEFAULT_SHARD_SIZE = 4096
@@ -56,15 +57,6 @@ class BuildReport:
     embed_seconds: float = 0.0
     """Time spent embedding the passages of this run (not of reused shards)."""
     embedded: int = 0  # passages embedded by this run
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -167,7 +159,7 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
             manifest = {"count": count, "skipped": stats.skipped, "errors": stats.errors, "fingerprint": fingerprint,
                         "passages_file": str(src.resolve()), "input_sha256": input_sha, "model_path": model_dir,
                         "model_fingerprint": model_fp, "shard_size": shard_size}
-            _write_atomic(work / "manifest.json", _json_bytes(manifest))
+            atomic_write(work / "manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
         count = int(manifest["count"])
         if count == 0:
             shutil.rmtree(work)  # nothing to resume from
@@ -184,7 +176,7 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
         reused, embed_seconds, embedded = _embed_shards(work, store_path, count, shard_size, dim, embedder,
                                                         batch_size, progress)
         index_type = "flat" if count < flat_threshold else "hnsw"
-        index = _make_index(index_type, dim, ef_construction, ef_search)
+        index = make_index(index_type, dim, ef_construction, ef_search)
         for s in tqdm(range(n_shards), desc="indexing (HNSW)", unit=" shards",
                       disable=not progress or index_type == "flat"):
             index.add(np.load(_shard_path(work, s)))
@@ -207,15 +199,11 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
             "build_seconds": round(seconds, 3), "shards": n_shards, "shards_reused": reused,
             "built_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         }
-        _write_atomic(out / "meta.json", _json_bytes(meta))
+        atomic_write(out / "meta.json", json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
         shutil.rmtree(work, ignore_errors=True)
     return BuildReport(str(out), count, index_type, dim, seconds, n_shards, reused, int(manifest.get("skipped", 0)),
                        skipped_errors=list(manifest.get("errors", [])), model_seconds=model_seconds,
                        embed_seconds=embed_seconds, embedded=embedded)
-
-
-def _json_bytes(obj: dict[str, Any]) -> bytes:
-    return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode()
 
 
 def _embed_shards(work: Path, store_path: Path, count: int, shard_size: int, dim: int, embedder: Any,
@@ -224,29 +212,27 @@ def _embed_shards(work: Path, store_path: Path, count: int, shard_size: int, dim
     n_shards = (count + shard_size - 1) // shard_size
     rows = [min(shard_size, count - s * shard_size) for s in range(n_shards)]
     done = [s for s in range(n_shards) if _shard_ok(_shard_path(work, s), rows[s], dim)]
-    store = PassageStore(store_path)
     seconds, embedded = 0.0, 0
-    try:
-        with tqdm(total=count, initial=sum(rows[s] for s in done), desc="embedding", unit=" passages",
-                  disable=not progress, smoothing=0.1) as bar:
-            for s in (s for s in range(n_shards) if s not in done):
-                texts = [embed_text(p) for p in store.range(s * shard_size, s * shard_size + rows[s])]
-                t0 = time.perf_counter()
-                vecs = np.asarray(embedder.encode(texts, batch_size=batch_size, cache=False), dtype=np.float32)
-                seconds += time.perf_counter() - t0
-                embedded += len(texts)
-                if vecs.shape != (rows[s], dim):
-                    raise TextIndexError(f"the embedder returned shape {vecs.shape} for {rows[s]} texts of dim {dim}")
-                buf = io.BytesIO()
-                np.save(buf, vecs)
-                _write_atomic(_shard_path(work, s), buf.getvalue())
-                bar.update(rows[s])
-    finally:
-        store.close()
+    with contextlib.closing(PassageStore(store_path)) as store, tqdm(
+            total=count, initial=sum(rows[s] for s in done), desc="embedding", unit=" passages",
+            disable=not progress, smoothing=0.1) as bar:
+        for s in (s for s in range(n_shards) if s not in done):
+            texts = [embed_text(p) for p in store.range(s * shard_size, s * shard_size + rows[s])]
+            t0 = time.perf_counter()
+            vecs = np.asarray(embedder.encode(texts, batch_size=batch_size, cache=False), dtype=np.float32)
+            seconds += time.perf_counter() - t0
+            embedded += len(texts)
+            if vecs.shape != (rows[s], dim):
+                raise TextIndexError(f"the embedder returned shape {vecs.shape} for {rows[s]} texts of dim {dim}")
+            buf = io.BytesIO()
+            np.save(buf, vecs)
+            atomic_write(_shard_path(work, s), buf.getvalue())
+            bar.update(rows[s])
     return len(done), seconds, embedded
 
 
-def _make_index(index_type: str, dim: int, ef_construction: int, ef_search: int) -> Any:
+def make_index(index_type: str, dim: int, ef_construction: int, ef_search: int) -> Any:
+    """An empty FAISS index of unit vectors: exact inner product (``flat``) or HNSW (``hnsw``) with these breadths."""
     import faiss
 
     if index_type == "flat":

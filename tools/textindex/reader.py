@@ -47,8 +47,7 @@ def _open(path: Path) -> IO[bytes]:
 def detect_passage_format(path: str | Path) -> str:
     """``"jsonl"`` or ``"tsv"`` for a passage file, from its name or else its first non-blank character."""
     p = Path(path)
-    suffixes = [s.lower() for s in p.suffixes if s.lower() != ".gz"]
-    ext = suffixes[-1] if suffixes else ""
+    ext = next((s.lower() for s in reversed(p.suffixes) if s.lower() != ".gz"), "")
     if ext in (".jsonl", ".json", ".ndjson"):
         return "jsonl"
     if ext == ".tsv":

@@ -11,7 +11,6 @@ import importlib.metadata
 import json
 import logging
 import os
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from urllib.parse import quote
 import httpx
 import wikipediaapi
 
+from ragplan.jsonl import atomic_write
 from ragplan.tools.retrieval import Passage
 
 __all__ = ["WikipediaClient", "WikipediaRetriever", "WikiPage", "WikipediaError", "ResponseCache", "default_user_agent",
@@ -82,22 +82,12 @@ class ResponseCache:
         return response if isinstance(response, dict) else None
 
     def put(self, endpoint: str, language: str, params: dict[str, Any], response: dict[str, Any]) -> Path:
-        """Store a response atomically (temporary file in the same directory, then ``os.replace``)."""
+        """Store a response atomically (:func:`ragplan.jsonl.atomic_write`)."""
         path = self.path_for(endpoint, language, params)
         path.parent.mkdir(parents=True, exist_ok=True)
         entry = {"request": _request_record(endpoint, language, params),
                  "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "response": response}
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(entry, fh, ensure_ascii=False, indent=1)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        atomic_write(path, json.dumps(entry, ensure_ascii=False, indent=1))
         return path
 
 
@@ -119,29 +109,20 @@ class WikiPage:
 
 
 def default_user_agent() -> str:
-    """``$RAGPLAN_WIKI_USER_AGENT``, else ``ragplan/<v> (<[project.urls] URL>; research use) Wikipedia-API/<v>
-    httpx/<v>`` (without a URL it has no contact, and a warning asks for one: Wikimedia's policy)."""
-    env = os.environ.get("RAGPLAN_WIKI_USER_AGENT", "").strip()
-    if env:
-        return env
+    """``$RAGPLAN_WIKI_USER_AGENT``, else ``ragplan/<v> (research use) Wikipedia-API/<v> httpx/<v>`` (which names no
+    contact: a warning asks for one, as Wikimedia's policy does)."""
     from ragplan import __version__
 
-    try:
-        entries = importlib.metadata.metadata("ragplan").get_all("Project-URL") or []
-    except importlib.metadata.PackageNotFoundError:
-        entries = []
-    url = next((u for e in entries if (u := e.partition(",")[2].strip()).startswith("http")), "")
-    contact = f"{url}; research use" if url else "research use"
     libs = f"Wikipedia-API/{importlib.metadata.version('Wikipedia-API')} httpx/{httpx.__version__}"
-    return f"ragplan/{__version__} ({contact}) {libs}"
+    return os.environ.get("RAGPLAN_WIKI_USER_AGENT", "").strip() or f"ragplan/{__version__} (research use) {libs}"
 
 
 @functools.cache
 def _warn_without_contact(ua: str) -> None:
     """Warn (once per User-Agent) when live Wikipedia would get a User-Agent without any URL or e-mail."""
     if "http" not in ua and "@" not in ua:
-        log.warning("the Wikipedia User-Agent %r names no contact; set RAGPLAN_WIKI_USER_AGENT or [project.urls] "
-                    "in pyproject (https://meta.wikimedia.org/wiki/User-Agent_policy)", ua)
+        log.warning("the Wikipedia User-Agent %r names no contact; set RAGPLAN_WIKI_USER_AGENT "
+                    "(https://meta.wikimedia.org/wiki/User-Agent_policy)", ua)
 
 
 @dataclass(eq=False)
