@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections import defaultdict
 from typing import Any
@@ -42,6 +43,8 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Dispatch a ``ragplan dqa`` subcommand."""
+    if "numpy" not in sys.modules:  # the simulators' products are small: more BLAS threads only wait on a busy machine
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from ragplan.methods.planrag.data import DQAError
     from ragplan.tools.graphdb.script import ScriptError
 
