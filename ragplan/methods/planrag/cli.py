@@ -62,7 +62,7 @@ def _verify(args: argparse.Namespace) -> int:
 
     questions = load_questions(args.data, args.scenario)[: args.limit]
     stats: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-    agree = 0
+    agree, rows = 0, []
     for q in questions:
         subset = "-" if q.year is None else str(q.year)
         row: dict[str, Any] = {"question_num": q.num, "subset": subset, "gold": q.answer}
@@ -76,11 +76,13 @@ def _verify(args: argparse.Namespace) -> int:
         st[:] = st[0] + 1, st[1] + row["agree"], st[2] + ("error" in row)
         agree += row["agree"]
         if args.json:
-            print(json.dumps(row, ensure_ascii=False))
+            rows.append(json.dumps(row, ensure_ascii=False))
         elif not row["agree"]:
             print(f"q{q.num}: gold {q.answer!r}, simulator {row['simulated']!r}"
                   + (f"  ({row['error']})" if "error" in row else ""), file=sys.stderr)
     failed = sum(v[2] for v in stats.values())  # a script that does not load is an error of the clone: exit 2
+    if rows:
+        print("\n".join(rows))  # one write: every write is checked for credentials
     if not args.json:
         print(f"{args.scenario} — agreement of the simulator with the gold answers")
         print(f"{'year':<8} {'questions':>9} {'agree':>6} {'errors':>6} {'rate':>7}")
