@@ -154,7 +154,7 @@ def parse_statements(statements: list[Statement], source: str) -> GraphData:
 
 # ------------------------------------------------------------------------------------- the fast path
 
-_W = r"[^\S\n]*+"            # spacing inside one line (possessive: what follows is never a space)
+_W = r"[ \t\r\x0b\x0c]*+"  # spacing inside one line (re.ASCII: all but "\n"; possessive, never backtracked)
 _BODY = r"\{([^{}\n]*+)\}"    # a map body on one line
 _CREATE, _MATCH = "[Cc][Rr][Ee][Aa][Tt][Ee]", "[Mm][Aa][Tt][Cc][Hh]"  # as re.I reads them, a little faster
 #: One line of a plain file (searched in "\n" + text + "\n"): a whole-line DQA statement — a node (groups
