@@ -24,7 +24,11 @@ _MODULE = {"EmbeddedGraphStore": "embedded", "Neo4jGraphStore": "neo4j_store", "
            **dict.fromkeys(["ScriptError", "Statement", "read_script", "split_statements"], "script"),
            **dict.fromkeys(["GraphStore", "QueryError", "QueryResult", "QueryTimeout"], "store"),
            **dict.fromkeys(["StoreSpec", "make_graph_db_tool", "open_store", "run_graph_query"], "tool")}
-__all__ = sorted(_MODULE)
+__all__ = [
+    "EmbeddedGraphStore", "GraphSchema", "GraphStore", "Neo4jGraphStore", "QueryCaps", "QueryError", "QueryRefused",
+    "QueryResult", "QueryTimeout", "SandboxSettings", "ScriptError", "Statement", "StoreSpec", "check_read_only", "format_rows",
+    "make_graph_db_tool", "open_store", "read_script", "run_graph_query", "split_statements",
+]
 
 
 def __getattr__(name: str) -> Any:
