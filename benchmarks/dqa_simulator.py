@@ -1,8 +1,9 @@
 """`ragplan dqa verify` end to end (a fresh process, as a user runs it) against the straightforward annotator on a
 generated clone in the official layout and sizes (200 locating questions, a q<N>.cql each, up to 20 sharing a content
-as the official clone's share 10; 101 building questions, a script each). Rounds alternate a verify run with a share of the reference,
-so load falls on both; "ratio" = reference / verify (wall; "cpu" likewise), target ≥ 100×; "agree" counts the
-questions both decide alike, "gold" verify's agreement with the answers. Usage: python benchmarks/dqa_simulator.py."""
+as the official clone's share 10; 101 building questions, a script each). Rounds alternate a verify run with a share
+of the reference, so load falls on both; "ratio" = reference / verify (wall; "cpu" likewise), target ≥ 100×; "agree"
+counts the questions both decide alike, "gold" verify's agreement with the answers. Usage: python
+benchmarks/dqa_simulator.py."""
 
 from __future__ import annotations
 
