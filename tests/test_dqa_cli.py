@@ -72,6 +72,46 @@ def test_generate_is_deterministic_and_writes_the_clone_layout(tmp_path, capsys,
     assert rc == 0 and out.startswith(f"wrote 2 {scenario} questions and ") and f"/data/{scenario}" in out
 
 
+def test_official_size_writes_the_official_layout(tmp_path):
+    """A question file per locating question, at most 20 questions (and more than one content) per script; a building
+    script per question."""
+    from collections import Counter
+
+    from ragplan.methods.planrag.generate import generate_clone
+
+    qs = generate_clone(tmp_path, "locating", 22, seed=0, size="official")
+    files = sorted((tmp_path / LOCATING_SCRIPTS).glob("*.cql"), key=lambda p: int(p.stem[1:]))
+    assert [p.name for p in files] == [f"q{q['question_num']}.cql" for q in qs] == [f"q{i}.cql" for i in range(1, 23)]
+    shared = Counter(p.read_bytes() for p in files)
+    assert 1 < len(shared) < 22 and max(shared.values()) <= 20
+    assert len({(q["country"], q["home"]) for q in qs}) == 22
+    bq = generate_clone(tmp_path, "building", 3, seed=0, size="official")
+    assert sorted(p.stem for p in (tmp_path / BUILDING_SCRIPTS).glob("*.cql")) == sorted(q["country"] for q in bq)
+    assert len({q["country"] for q in bq}) == 3
+
+
+def test_verify_starts_without_the_graph_libraries(tmp_path):
+    """`ragplan dqa verify` in a fresh process loads NumPy (building) but no pydantic, LangChain, LangGraph, torch,
+    kglite, nor the other commands' modules."""
+    import os
+    import subprocess
+    import sys
+
+    from ragplan.methods.planrag.generate import generate_clone
+
+    generate_clone(tmp_path, "building", 2, seed=0)
+    root = Path(__file__).resolve().parents[1]
+    code = ("import json, sys; from ragplan.cli import main; rc = main(['dqa', 'verify', '--data', sys.argv[1], "
+            "'--scenario', 'building']); print(json.dumps([rc, sorted(sys.modules)]))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env, cwd=root)
+    rc, modules = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert rc == 0 and "agree 2/2" in proc.stdout
+    top = {m.split(".")[0] for m in modules}
+    assert "numpy" in top and not top & {"pydantic", "langchain_core", "langgraph", "torch", "kglite", "neo4j"}
+    assert not [m for m in modules if m.startswith(("ragplan.methods.instructrag", "ragplan.cli.eval"))]
+
+
 # -------------------------------------------------------------------------------------------- verify
 
 

@@ -129,6 +129,41 @@ def test_building_rules_by_hand():
     assert sol.best == 12 and [o.building_id for o in sol.ranked()] == [12, 11, 13]
 
 
+# Every kind of building: level 0 (raised x5), an input of max_demand 0 next to a real one, two inputs on one goods,
+# outputs to two goods, inputs without outputs, and (B6) outputs without inputs; "idle" is neither bought nor made.
+EDGE_MARKET = MARKET + """\
+CREATE (n: Goods {name:"idle", code: 3, base_price:15, current_price:15, pop_demand:0.0});
+CREATE (n: Building {id: 14, name:"zero", level:0});
+CREATE (n: Building {id: 15, name:"sink", level:4});
+CREATE (n: Building {id: 16, name:"mine", level:2});
+MATCH (g: Goods{code: 1}), (b: Building{id:14}) CREATE (g)-[r:Demand{max_demand: 0, current_input: 0, level: 0}]->(b);
+MATCH (g: Goods{code: 2}), (b: Building{id:14}) CREATE (g)-[r:Demand{max_demand: 3.0, current_input: 1, level: 0}]->(b);
+MATCH (g: Goods{code: 2}), (b: Building{id:14}) CREATE (g)-[r:Demand{max_demand: 2.5, current_input: 1, level: 0}]->(b);
+MATCH (g: Goods{code: 1}), (b: Building{id:14}) CREATE (b)-[r:Supply{max_supply: 7.0, current_output: 1.0,level: 0}]->(g);
+MATCH (g: Goods{code: 2}), (b: Building{id:14}) CREATE (b)-[r:Supply{max_supply: 1.5, current_output: 1.0,level: 0}]->(g);
+MATCH (g: Goods{code: 1}), (b: Building{id:15}) CREATE (g)-[r:Demand{max_demand: 9.0, current_input: 4, level: 4}]->(b);
+MATCH (g: Goods{code: 2}), (b: Building{id:16}) CREATE (b)-[r:Supply{max_supply: 2.0, current_output: 1.5,level: 2}]->(g);
+"""
+
+
+@pytest.mark.parametrize("size", ["edge cases", "official"])
+def test_all_options_at_once_are_each_options_sequential_prices(tmp_path, size):
+    """The vectorised pass (every option in one goods x goods product per round) gives, row by row, the prices the
+    annotator's one-number-at-a-time order gives, with nothing raised and with each building raised."""
+    if size == "official":
+        generate_clone(tmp_path, "building", 1, seed=7, size=size)
+        sc = building_scenario(read_graph_data(load_questions(tmp_path, "building")[0].script))
+        raised = [-1, *range(0, len(sc.building_ids), 7)]
+    else:
+        sc = building_scenario(graph_data_from_text(EDGE_MARKET))
+        raised = [-1, *range(len(sc.building_ids))]
+    fast = simulate_prices(sc, raised)
+    assert fast.shape == (len(raised), len(sc.goods_names))
+    for row, b in zip(fast.tolist(), raised):
+        assert row == pytest.approx(sequential_prices(sc, b), rel=1e-12, abs=1e-12)
+    assert len({tuple(row) for row in fast.tolist()}) > len(raised) // 2  # raising really changes the market
+
+
 def test_building_tie_and_strictly_below_script_price():
     sc = building_scenario(graph_data_from_text(MARKET))
     sol = solve_building(sc, "widgets")

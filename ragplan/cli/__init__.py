@@ -36,8 +36,8 @@ SETTINGS_COMMANDS = ("ask", "eval", "compare", "resume")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The argument parser of every ``ragplan`` command; the commands that run graphs get every family's setting flags
-    (when ``argv`` names one of them, or is None), their ``--help`` the settings of the methods ``argv`` names."""
+    """The argument parser of every ``ragplan`` command (of the one ``argv`` names, when it names one); the commands
+    that run graphs get every family's setting flags, their ``--help`` the settings of the methods ``argv`` names."""
     settings = None
     if argv is None or argv[:1] and argv[0] in SETTINGS_COMMANDS:
         from ragplan.cli.settings import add_setting_flags, methods_in
@@ -63,7 +63,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                             "every registered graph; in any other folder, serves the installed package's graphs. Then "
                             "runs `langgraph dev`; extra arguments go to it, e.g. --port 2024 --no-browser.")
     studio.add_argument("langgraph_args", nargs=argparse.REMAINDER, help="arguments for `langgraph dev`")
-    for name, module in COMMAND_MODULES.items():
+    named = argv[0] if argv and argv[0] in COMMAND_MODULES else None  # a command's run needs its own parser only
+    for name, module in COMMAND_MODULES.items() if named is None else [(named, COMMAND_MODULES[named])]:
         add = importlib.import_module(module).add_parser
         add(sub, settings) if name in SETTINGS_COMMANDS else add(sub)
     return parser

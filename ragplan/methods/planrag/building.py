@@ -109,43 +109,36 @@ def scenario_from_data(data: GraphData | GraphRows) -> BuildingScenario:
 def simulate_prices(sc: BuildingScenario, raised: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
     """Prices of every goods (columns) with building ``raised[row]`` raised (-1: none; default: each in turn)."""
     nb, ng = len(sc.building_ids), len(sc.goods_names)
-    if raised is None:
-        raised = np.arange(nb)
-    raised = np.asarray(raised, dtype=np.int64)
-    rows = len(raised)
-    lv = np.maximum(sc.level, 1.0)
-    factor = np.ones((rows, nb))
-    valid = raised >= 0
-    factor[np.nonzero(valid)[0], raised[valid]] = (sc.level[raised[valid]] + RAISE_LEVELS) / lv[raised[valid]]
-    md = sc.max_demand[None, :] * factor[:, sc.d_building]            # rows × demand edges
-    ms = sc.max_supply[None, :] * factor[:, sc.s_building]            # rows × supply edges (rule 1 only)
-    row_off_g = (np.arange(rows) * ng)[:, None]
-    gsum = lambda idx, w: np.bincount((row_off_g + idx[None, :]).ravel(), w.ravel(), rows * ng).reshape(rows, ng)  # noqa: E731
-    # state from the script, then rule 1: the accumulators are added to, not reset
+    raised = np.arange(nb) if raised is None else np.asarray(raised, dtype=np.int64)
+    rb = np.maximum(raised, 0)  # (a row without a raise reads building 0 times a zero gain)
+    gain = np.where(raised >= 0, (sc.level[rb] + RAISE_LEVELS) / np.maximum(sc.level[rb], 1.0) - 1, 0.0)[:, None]
+    per_bg = lambda b, g, w: np.bincount(b * ng + g, w, nb * ng).reshape(nb, ng)  # noqa: E731  (building x goods sums)
+    demand_of, supply_of = per_bg(sc.d_building, sc.d_goods, sc.max_demand), per_bg(sc.s_building, sc.s_goods, sc.max_supply)
+    # the state from the script, then rule 1 (added to, not reset) with the raised building's demand and supply scaled
     bdem0 = np.bincount(sc.d_goods, sc.max_demand, ng)
-    sup0 = np.bincount(sc.s_goods, sc.current_output, ng)
-    building_demand = bdem0[None, :] + gsum(sc.d_goods, md)
-    supply = sup0[None, :] + gsum(sc.s_goods, ms)
+    building_demand = (bdem0 + bdem0)[None, :] + gain * demand_of[rb]
+    supply = (np.bincount(sc.s_goods, sc.current_output, ng) + np.bincount(sc.s_goods, sc.max_supply, ng))[None, :] \
+        + gain * supply_of[rb]
     denom = sc.pop_demand[None, :] + building_demand                   # fixed over the rounds
     inv = np.where(denom > 0, 1.0 / np.where(denom > 0, denom, 1.0), 0.0)  # no demand: no input
-    # An input's share is min(supply / demand, 1) of its goods, a building's ratio the mean of its inputs'
-    # shares, supply the sum of max_supply × factor × ratio plus what buildings without inputs keep.
-    # Bincounts, not a matrix product: a multi-threaded BLAS stalls for tenths of a second on a busy machine.
+    # An input's share is min(supply / demand, 1) of its goods, a building's ratio the mean of its inputs' shares
+    # (ratio = share @ inputs + satisfied), supply what buildings with inputs make (ratio @ outputs, the raised one's
+    # ratio scaled) plus what buildings without inputs keep: one goods x goods product per round for every option.
     n_inputs = np.bincount(sc.d_building, minlength=nb)
     per_input = 1.0 / np.maximum(n_inputs, 1)
     positive = sc.max_demand > 0
+    inputs = np.bincount(sc.d_goods[positive] * nb + sc.d_building[positive], minlength=ng * nb).reshape(ng, nb) * per_input
     satisfied = np.bincount(sc.d_building[~positive], minlength=nb) * per_input
-    in_goods = sc.d_goods[positive]
-    in_flat = ((np.arange(rows) * nb)[:, None] + sc.d_building[positive][None, :]).ravel()
-    produces = (n_inputs > 0)[sc.s_building]                            # outputs of buildings with inputs
-    out_building, out_supply = sc.s_building[produces], sc.max_supply[produces]
-    out_flat = (row_off_g + sc.s_goods[produces][None, :]).ravel()
-    kept = np.bincount(sc.s_goods[~produces], sc.current_output[~produces], ng)
+    outputs = supply_of * (n_inputs > 0)[:, None]
+    kept_edges = n_inputs[sc.s_building] == 0
+    constant = satisfied @ outputs + np.bincount(sc.s_goods[kept_edges], sc.current_output[kept_edges], ng)
+    through = inputs @ outputs                                         # goods' shares -> goods' supply
+    raised_inputs, raised_outputs = inputs[:, rb].T, gain * outputs[rb]
+    raised_satisfied = satisfied[rb]
     for _ in range(ROUNDS):
         share = np.minimum(supply * inv, 1.0)
-        ratio = np.bincount(in_flat, share[:, in_goods].ravel(), rows * nb).reshape(rows, nb) * per_input + satisfied
-        ratio *= factor
-        supply = np.bincount(out_flat, (ratio[:, out_building] * out_supply).ravel(), rows * ng).reshape(rows, ng) + kept
+        raised_ratio = np.einsum("rg,rg->r", share, raised_inputs) + raised_satisfied
+        supply = share @ through + constant + raised_ratio[:, None] * raised_outputs
     demand = sc.pop_demand[None, :] + building_demand
     both_zero = (demand == 0) & (supply == 0)
     top = np.maximum(demand, supply)

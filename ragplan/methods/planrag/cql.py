@@ -154,7 +154,7 @@ def parse_statements(statements: list[Statement], source: str) -> GraphData:
 
 # ------------------------------------------------------------------------------------- the fast path
 
-_W = r"[^\S\n]*+"            # spacing inside one line (possessive: what follows is never a space)
+_W = r"[ \t\r\x0b\x0c]*+"  # spacing inside one line (re.ASCII: all but "\n"; possessive, never backtracked)
 _BODY = r"\{([^{}\n]*+)\}"    # a map body on one line
 _CREATE, _MATCH = "[Cc][Rr][Ee][Aa][Tt][Ee]", "[Mm][Aa][Tt][Cc][Hh]"  # as re.I reads them, a little faster
 #: One line of a plain file (searched in "\n" + text + "\n"): a whole-line DQA statement — a node (groups
@@ -169,56 +169,6 @@ _LINE = re.compile(
     re.ASCII,  # faster; a statement with non-ASCII names or spacing is left to the general path
 )
 _KEY_NAME = re.compile(r"[A-Za-z_]\w*")
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-_WORDS = {w: {"true": True, "false": False, "null": None}[w.lower()]
-          for w in ("true", "false", "null", "TRUE", "FALSE", "NULL", "True", "False")}
-
-
-class _NotPlain(Exception):
-    """The file is not in the plain form the fast path reads; the general path decides."""
-
-
-def _value(raw: str) -> Any:
-    """A value in the plain form (what :func:`parse_map` gives for it), else :class:`_NotPlain`."""
-    if raw[:1] == '"':
-        inner = raw[1:-1]
-        if len(raw) < 2 or raw[-1] != '"' or '"' in inner or "\\" in inner:
-            raise _NotPlain
-        return inner
-    if raw in _WORDS:
-        return _WORDS[raw]
-    if raw.replace(".", "", 1).isdecimal():  # 12, 1.5, .5, 1. (the common numbers, without the regex)
-        return float(raw) if "." in raw else int(raw)
-    if _NUMBER.fullmatch(raw):
-        return float(raw) if any(c in raw for c in ".eE") else int(raw)
-    raise _NotPlain
-
-
-def _map_parser() -> Any:
-    """A reader of one file's distinct map bodies split on their commas, each distinct item and key read once
-    (a string holding a comma leaves an unbalanced quote: not plain)."""
-    items: dict[str, tuple[str, Any]] = {}   # "key: value" piece -> (key, value)
-    keys: dict[str, str] = {}                # the piece's text before ':' -> the key
-
-    def parse(body: str) -> dict[str, Any]:
-        parts = body.split(",")
-        if len(parts) > 1 and (not parts[-1] or parts[-1].isspace()):
-            parts = parts[:-1]  # a trailing comma
-        elif len(parts) == 1 and (not parts[0] or parts[0].isspace()):
-            return {}  # an empty map
-        for part in parts:
-            if part not in items:
-                raw_key, colon, raw = part.partition(":")
-                key = keys.get(raw_key)
-                if key is None:
-                    key = raw_key.strip()
-                    if not colon or not _KEY_NAME.fullmatch(key):
-                        raise _NotPlain
-                    keys[raw_key] = key
-                items[part] = (key, _value(raw.strip()))
-        return dict(map(items.__getitem__, parts))
-
-    return parse
 
 
 def _no_constant(name: str) -> Any:
@@ -260,12 +210,8 @@ def _plain_rows(text: str, source: str) -> GraphRows | None:
     distinct = dict.fromkeys([f[1] for _, f in statements if f[0]] + [f[i] for _, f in statements if not f[0] for i in (4, 7, 10)])
     distinct.pop("", None)
     maps = _json_maps(list(distinct))
-    if maps is None:  # the slower per-item reading decides (it gives up on what is not plain)
-        parse_one = _map_parser()
-        try:
-            maps = {body: parse_one(body) for body in distinct}
-        except _NotPlain:
-            return None
+    if maps is None:  # a map JSON does not read exactly: the general path decides
+        return None
     maps[""] = {}
     get = maps.__getitem__
     nodes: list[NodeRow] = []

@@ -3,7 +3,7 @@ and scripts; :func:`load_scenario` caches compiled scripts by the hash of their 
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import gc
 import hashlib
 import json
@@ -178,8 +178,9 @@ def load_scenario(path: str | Path, scenario: Scenario) -> Any:
             _cache[key] = sc
             while len(_cache) > SCENARIO_CACHE_SIZE:
                 _cache.popitem(last=False)
-    if sc.source != str(p):  # the same bytes under another name
-        sc = dataclasses.replace(sc, source=str(p))
+    if sc.source != str(p):  # the same bytes under another name: a shallow copy keeps what was compiled and simulated
+        sc = copy.copy(sc)
+        sc.source = str(p)
     return sc
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,11 +28,17 @@ class Size:
     records_per_country: float
     goods: int
     buildings: int
+    locating_per_script: int
+    """At most this many locating questions share one script's content (each question has its own ``q<N>.cql``)."""
+    building_per_script: int
 
 
 SIZES = {
-    "small": Size(trade_nodes=7, countries=6, records_per_country=2.0, goods=6, buildings=8),
-    "official": Size(trade_nodes=80, countries=665, records_per_country=1.0, goods=50, buildings=250),
+    "small": Size(trade_nodes=7, countries=6, records_per_country=2.0, goods=6, buildings=8,
+                  locating_per_script=1, building_per_script=3),
+    # as the official clone: 200 locating question files over 10 contents, a building script per question
+    "official": Size(trade_nodes=80, countries=665, records_per_country=1.0, goods=50, buildings=250,
+                     locating_per_script=20, building_per_script=1),
 }
 
 LOCATING_RULES = (
@@ -110,9 +117,8 @@ def locating_script(rng: random.Random, size: Size) -> tuple[str, list[dict[str,
             f'MATCH (t:Trade_node {{name:"{names[node]}"}}), ({c}:Country {{name:"{c}"}}) CREATE ({c})-[r:NodeCountry'
             f'{{is_home: {str(is_home).lower()}, {key}: "{merch}",base_trading_power: {base},'
             f'calculated_trading_power: {calc}}}]->(t)', rng))
-    candidates = [{"country": c, "home": names[home[c]]} for c in countries
-                  if sum(1 for r in records if r[0] == c and not r[2] and not r[3]) >= 2
-                  and not any(r[0] == c and r[3] for r in records)]
+    options, merchants = Counter(r[0] for r in records if not r[2] and not r[3]), {r[0] for r in records if r[3]}
+    candidates = [{"country": c, "home": names[home[c]]} for c in countries if options[c] >= 2 and c not in merchants]
     return "\n".join(lines) + "\n", candidates
 
 
@@ -189,7 +195,7 @@ def generate_clone(out_dir: str | Path, scenario: str, n: int, seed: int = 0, si
             raise ValueError(f"only {len(questions)} of {n} {scenario} questions could be made at size {size} "
                              f"({MAX_FRUITLESS_SCRIPTS} scripts in a row gave no new one)")
         scripts += 1
-        made = (_locating_question(rng, sz, sdir, questions) if locating
+        made = (_locating_questions(rng, sz, sdir, questions, n) if locating
                 else _building_questions(rng, sz, sdir, questions, n, scripts))
         if made:
             fruitless = 0
@@ -198,33 +204,43 @@ def generate_clone(out_dir: str | Path, scenario: str, n: int, seed: int = 0, si
     return questions
 
 
-def _locating_question(rng: random.Random, sz: Size, sdir: Path, questions: list[dict[str, Any]]) -> bool:
-    """One new script and question about a (country, home) pair not asked yet, if its best answer is a real improvement."""
+def _locating_questions(rng: random.Random, sz: Size, sdir: Path, questions: list[dict[str, Any]], n: int) -> bool:
+    """One new script and up to ``sz.locating_per_script`` questions about (country, home) pairs not asked yet whose
+    best answer is a real improvement, each question with its own copy of the script."""
     text, cands = locating_script(rng, sz)
     asked = {(q["country"], q["home"]) for q in questions}
     cands = [c for c in cands if (c["country"], c["home"]) not in asked]  # every question reads differently
     if not cands:
         return False
-    pick = rng.choice(cands)
-    sol = solve_locating(locating_scenario(graph_rows_from_text(text)), pick["country"], pick["home"])
-    best = sol.option(sol.best) if sol.best else None
-    if best is None or not best.has_presence or best.change_pct <= 0.01:
-        return False
-    num = len(questions) + 1
-    (sdir / f"q{num}.cql").write_text(text)
-    questions.append({
-        "question_num": num, "country": pick["country"], "home": pick["home"], "year": rng.choice(YEARS),
-        "business_rules": LOCATING_RULES,
-        "question": f"We are {pick['country']} with home trade node {pick['home']} and one merchant to place. "
-                    f"In which trade node should we place the merchant?",
-        "goal": f"Maximise {pick['country']}'s profit in its home trade node {pick['home']}.",
-        "answer": sol.best, "target_gdb": f"q{num}",
-    })
-    return True
+    sc = locating_scenario(graph_rows_from_text(text))
+    want = min(sz.locating_per_script, n - len(questions))
+    wrote = 0
+    for _ in range(1 if want == 1 else len(cands)):  # (one pick per script when one is wanted)
+        if wrote == want or not cands:
+            break
+        pick = rng.choice(cands)
+        cands.remove(pick)
+        sol = solve_locating(sc, pick["country"], pick["home"])
+        best = sol.option(sol.best) if sol.best else None
+        if best is None or not best.has_presence or best.change_pct <= 0.01:
+            continue
+        num = len(questions) + 1
+        (sdir / f"q{num}.cql").write_text(text)
+        questions.append({
+            "question_num": num, "country": pick["country"], "home": pick["home"], "year": rng.choice(YEARS),
+            "business_rules": LOCATING_RULES,
+            "question": f"We are {pick['country']} with home trade node {pick['home']} and one merchant to place. "
+                        f"In which trade node should we place the merchant?",
+            "goal": f"Maximise {pick['country']}'s profit in its home trade node {pick['home']}.",
+            "answer": sol.best, "target_gdb": f"q{num}",
+        })
+        wrote += 1
+    return wrote > 0
 
 
 def _building_questions(rng: random.Random, sz: Size, sdir: Path, questions: list[dict[str, Any]], n: int, k: int) -> bool:
-    """One new market script and up to 3 questions about its goods whose best answer really lowers the price."""
+    """One new market script and up to ``sz.building_per_script`` questions about its goods whose best answer really
+    lowers the price."""
     country = f"C{k:02d}{rng.choice(YEARS)}"
     text = building_script(rng, sz, country)
     sc = building_scenario(graph_rows_from_text(text, country))
@@ -232,7 +248,7 @@ def _building_questions(rng: random.Random, sz: Size, sdir: Path, questions: lis
     goods_order = list(sc.goods_names)
     rng.shuffle(goods_order)
     wrote = False
-    for goods in goods_order[: max(1, min(3, n - len(questions)))]:
+    for goods in goods_order[: max(1, min(sz.building_per_script, n - len(questions)))]:
         sol = solve_building(sc, goods, prices)
         best = sol.option(sol.best) if sol.best is not None else None
         if best is None or best.change_pct > -0.5:
