@@ -497,8 +497,9 @@ def test_item_checkpoints_keep_every_node_of_a_multi_step_graph_and_only_the_out
     from ragplan.state.context import PlanRAGContext, ThinkThenActContext
 
     path = tmp_path / "items.sqlite"
-    cot_ctx = lambda: ThinkThenActContext(model="-", chat_model=ScriptedChatModel(  # noqa: E731
-        replies=[ChainOfThought(reasoning="r", answer="Canberra")]))
+
+    def cot_ctx() -> ThinkThenActContext:
+        return ThinkThenActContext(model="-", chat_model=ScriptedChatModel(replies=[ChainOfThought(reasoning="r", answer="Canberra")]))
 
     async def go() -> tuple[dict, dict, ScriptedChatModel]:
         ck = ItemCheckpoints(path)
