@@ -146,14 +146,16 @@ class StateSerializer:
     """LangGraph's :class:`JsonPlusSerializer`, reading back only the registered graphs' state classes (an allowlist
     made at the first read, so a fresh run, which only writes, never builds every graph for it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, keys: list[str] | None = None) -> None:
+        """``keys``: the credentials to mask, read once (default: :func:`configured_keys` at every write)."""
         self._writer = JsonPlusSerializer()
         self._reader: JsonPlusSerializer | None = None
+        self._keys = None if keys is None else [k.encode() for k in keys]
 
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
         """``obj`` as LangGraph's serializer writes it, its credentials redacted (:func:`redact`)."""
         kind, data = self._writer.dumps_typed(obj)
-        keys = [k.encode() for k in configured_keys()]
+        keys = [k.encode() for k in configured_keys()] if self._keys is None else self._keys
         if any(k in data for k in keys) or _SECRET_BYTES.search(data):  # (rare: the walk only then)
             kind, data = self._writer.dumps_typed(_redacted(obj))
             for k in keys:  # a key in an object the walk does not open: masked in place (lengths kept)
@@ -172,7 +174,7 @@ _serde = StateSerializer()
 
 
 def checkpoint_serde() -> StateSerializer:
-    """The serializer every checkpointer of ragplan uses (one per process; see :class:`StateSerializer`)."""
+    """The serializer of ragplan's checkpointers (one per process; an eval run makes its own with its keys)."""
     return _serde
 
 

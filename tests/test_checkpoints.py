@@ -485,3 +485,41 @@ def test_item_checkpoints_request_log_survives_a_kill_and_a_torn_line(tmp_path):
         return (*seen, Path(f"{path}.requests").exists())
 
     assert asyncio.run(go()) == (2, 1, False)
+
+
+def test_item_checkpoints_keep_every_node_of_a_multi_step_graph_and_only_the_output_of_a_one_step_graph(trade_cql, tmp_path):
+    """A graph of one step (the cot baseline) writes one checkpoint, its finished output, which a resume grades from;
+    a graph of several nodes is checkpointed after each, so a kill continues it from its last node."""
+    from ragplan.eval.item_checkpoints import ItemCheckpoints, durability
+    from ragplan.graphs.planrag import build_single_rag
+    from ragplan.graphs.think_then_act import build_cot
+    from ragplan.nodes.think_then_act.direct_answer import ChainOfThought
+    from ragplan.state.context import PlanRAGContext, ThinkThenActContext
+
+    path = tmp_path / "items.sqlite"
+
+    def cot_ctx() -> ThinkThenActContext:
+        return ThinkThenActContext(model="-", chat_model=ScriptedChatModel(replies=[ChainOfThought(reasoning="r", answer="Canberra")]))
+
+    async def go() -> tuple[dict, dict, ScriptedChatModel]:
+        ck = ItemCheckpoints(path)
+        saver = await ck.open()
+        cot, rag = build_cot().compile(checkpointer=saver), build_single_rag().compile(checkpointer=saver)
+        assert (durability(cot), durability(rag)) == ("exit", "async")
+        done = await ck.run(cot, "q1", 1, {"question": "Capital of Australia?"}, cot_ctx(), 50)
+        replies = [RetrievalAction(thought="t", action="graph_db", action_input=Q), FinalAnswer(answer="lubeck")]
+        await ck.run(rag, "q2", 1, {"question": QUESTION},
+                     PlanRAGContext(model="-", chat_model=ScriptedChatModel(replies=replies), graph_path=str(trade_cql)), 50)
+        await ck.close()  # "killed" before the result lines were written
+        again = ItemCheckpoints(path)
+        cot = build_cot().compile(checkpointer=await again.open())
+        ctx = cot_ctx()
+        graded = await again.run(cot, "q1", 1, {"question": "Capital of Australia?"}, ctx, 50)
+        await again.close()
+        return done, graded, ctx.chat_model
+
+    done, graded, unused = asyncio.run(go())
+    assert done["answer"] == graded["answer"] == "Canberra" and unused.remaining == 1  # not asked again
+    with sqlite3.connect(path) as conn:
+        count = dict(conn.execute("SELECT thread_id, count(*) FROM checkpoints GROUP BY thread_id").fetchall())
+    assert count["q1#1"] == 1 and count["q2#1"] >= 4  # the output only; the input and every node's step

@@ -1,10 +1,10 @@
 """Per-question checkpoints of an evaluation run: a question in flight at a kill continues from its last node.
 
-An :class:`AsyncSqliteSaver` over ``RUN_DIR/checkpoints.sqlite``, one thread per attempt (``<item id>#<attempt>``);
-the LLM requests sent for each question are logged beside it before they go out. At close, recorded questions'
-threads are deleted together, and both files are removed when no question is left. Given a PostgreSQL URL
-(``eval --checkpoint-db``) the checkpoints go to an :class:`AsyncPostgresSaver` in a schema of the run's own instead,
-dropped when no question is left.
+An :class:`AsyncSqliteSaver` over ``RUN_DIR/checkpoints.sqlite``, one thread per attempt (``<item id>#<attempt>``),
+a checkpoint after every node (only the output for a graph of one step: :func:`durability`); the LLM requests sent
+for each question are logged beside it before they go out. At close, recorded questions' threads are deleted together,
+and both files are removed when no question is left. Given a PostgreSQL URL (``eval --checkpoint-db``) the
+checkpoints go to an :class:`AsyncPostgresSaver` in a schema of the run's own instead, dropped when no question is left.
 """
 
 from __future__ import annotations
@@ -20,10 +20,13 @@ from typing import Any, Callable, Iterator
 import aiosqlite
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph import END, START
+from langgraph.types import Durability
 
-from ragplan.checkpoints import checkpoint_serde, connect_postgres
+from ragplan.checkpoints import StateSerializer, connect_postgres
+from ragplan.redact import configured_keys
 
-__all__ = ["ItemCheckpoints", "CHECKPOINT_FILE"]
+__all__ = ["ItemCheckpoints", "CHECKPOINT_FILE", "durability"]
 
 CHECKPOINT_FILE = "checkpoints.sqlite"
 """The checkpoint file's name in a run folder."""
@@ -36,6 +39,15 @@ def _logged(data: bytes) -> Iterator[str]:
             yield str(json.loads(line))
         except ValueError:
             continue
+
+
+def durability(graph: Any) -> Durability:
+    """``exit`` for a graph of one node that only leads to the end: it takes one step, so its output is the only
+    checkpoint a resume can use (a kill during the step runs it again either way); ``async`` (after every node) else."""
+    b = graph.builder
+    one_step = (len(b.nodes) == 1 and not any(b.branches.values()) and not any(n.ends for n in b.nodes.values())
+                and all(end == END for start, end in b.edges if start != START))
+    return "exit" if one_step else "async"
 
 
 class ItemCheckpoints:
@@ -60,15 +72,17 @@ class ItemCheckpoints:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn: Any = await (connect_postgres(self.db, aio=True) if self.db else aiosqlite.connect(str(self.path)))
         try:
+            # the credentials to mask read once for the run (each checkpoint write scanned the environment again)
+            serde = StateSerializer(keys=configured_keys())
             if self.db:
                 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver  # (psycopg only when used)
 
                 await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
                 await conn.execute(f"SET search_path TO {self.schema}")  # (the saver's tables go there)
-                saver: Any = AsyncPostgresSaver(conn, serde=checkpoint_serde())
+                saver: Any = AsyncPostgresSaver(conn, serde=serde)
             else:
                 await conn.execute("PRAGMA synchronous=NORMAL")  # WAL (set by the saver) + NORMAL: no fsync per commit
-                saver = AsyncSqliteSaver(conn, serde=checkpoint_serde())
+                saver = AsyncSqliteSaver(conn, serde=serde)
             await saver.setup()
             self._threads = {str(t.config["configurable"]["thread_id"]) async for t in saver.alist(None)}
             if self._log.exists():
@@ -134,14 +148,15 @@ class ItemCheckpoints:
             self._first[item_id] = (self._attempts(item_id) or [1])[-1]
         thread = self._thread(item_id, self._first[item_id] + attempt - 1)
         config: RunnableConfig = {"configurable": {"thread_id": thread}, "recursion_limit": limit}
+        mode = durability(graph)
         if thread not in self._threads:
             self._threads.add(thread)
-            return dict(await graph.ainvoke(graph_input, context=ctx, config=config, durability="async"))
+            return dict(await graph.ainvoke(graph_input, context=ctx, config=config, durability=mode))
         snap = await graph.aget_state(config)
         if snap.next:  # killed in flight: on from the last finished node
-            return dict(await graph.ainvoke(None, context=ctx, config=config, durability="async"))
+            return dict(await graph.ainvoke(None, context=ctx, config=config, durability=mode))
         if snap.created_at is None:  # a thread id without a checkpoint: run it afresh
-            return dict(await graph.ainvoke(graph_input, context=ctx, config=config, durability="async"))
+            return dict(await graph.ainvoke(graph_input, context=ctx, config=config, durability=mode))
         return dict(snap.values)  # the graph had finished; only the result line was missing
 
     def keep_only(self, item_ids: set[str]) -> None:

@@ -217,10 +217,10 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
             t0 = time.perf_counter()
             while True:
                 attempts += 1
-                try:
-                    out = await asyncio.wait_for(checkpoints.run(graph, item.id, attempts, graph_input, ctx, limit),
-                                                 timeout=settings.item_timeout_s)
-                except asyncio.TimeoutError:
+                try:  # (a timeout scope, not wait_for: no task of its own per question)
+                    async with asyncio.timeout(settings.item_timeout_s):
+                        out = await checkpoints.run(graph, item.id, attempts, graph_input, ctx, limit)
+                except TimeoutError:
                     out = {"answer": "", "error": f"the question ran past item_timeout_s={settings.item_timeout_s:g}",
                            "stop_reason": "item_timeout"}
                 except Exception as exc:  # a crash of one question is that question's recorded failure
