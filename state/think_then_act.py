@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Sequence
-from functools import reduce
 from typing import Annotated, Any, Literal
 
-from langgraph.channels import DeltaChannel
 from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, TypedDict
 
@@ -68,12 +65,6 @@ merge_queries = merge_by_index(SubQuery)
 """Reducer: sub-queries by index, a later version replacing an earlier one."""
 
 
-def merged_queries(old: list[SubQuery], writes: Sequence[list[Any]]) -> list[SubQuery]:
-    """:func:`merge_queries` over a batch of writes. As LangGraph's :class:`DeltaChannel` (beta), a checkpoint stores
-    the writes once, not the whole list again at every later step."""
-    return reduce(merge_queries, writes, old)
-
-
 class TextQAInput(TypedDict):
     """What a text-QA graph takes."""
 
@@ -87,7 +78,7 @@ class TextQAInput(TypedDict):
 class SubQueryOutput(TypedDict, total=False):
     """What a sub-query branch hands back to the parent: only keys that merge across parallel branches."""
 
-    queries: Annotated[list[SubQuery], DeltaChannel(merged_queries)]
+    queries: Annotated[list[SubQuery], merge_queries]
     """Every (sub-)query with its gate, evidence and answer (a branch's: the sub-query it solved)."""
     usage: Annotated[Usage, add_usage]
     """LLM calls, tokens and LLM time (of the whole run, or of one branch)."""
