@@ -177,7 +177,7 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
         if settings.server:  # the graph runs on a LangGraph server instead, which keeps its own checkpoints
             from ragplan.eval.server import ServerRuns
 
-            server = ServerRuns(settings, folder, base)
+            server = ServerRuns(settings, folder, base, {it.id: it for it in items})
             run_graph = (await server.open()).run
     except BaseException:  # the checkpoint file is closed whatever stops the run before its questions start
         await checkpoints.close()

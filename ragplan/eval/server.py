@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 from langgraph_sdk import get_client
 
+from ragplan.eval.benchmark import Item
 from ragplan.eval.runfolder import RunFolder, RunSettings
 from ragplan.family import context_settings
 from ragplan.state.failure import FailureKind, failed
@@ -58,6 +59,7 @@ class ServerRuns:
     settings: RunSettings
     folder: RunFolder
     base: dict[str, Any]
+    items: dict[str, Item]
     client: Any = None
     attempts: dict[str, list[int]] = field(default_factory=dict)
     """Attempt numbers of each question's threads on the server (from the metadata search)."""
@@ -118,7 +120,8 @@ class ServerRuns:
             state = await self.client.threads.get_state(tid)
             if state.get("checkpoint") and not state.get("next") and state.get("values"):
                 return dict(state["values"])  # the graph had finished; only the record was missing
-        context = {k: v for k, v in context_settings(ctx).items() if k != "chat_model"}
+        given = {**self.base, **self.items[item_id].context}  # what the run sets; the server's own env fills the rest
+        context = {k: v for k, v in context_settings(ctx).items() if k in given}
         run = await runs.create(tid, self.settings.method, input=None if state.get("next") else graph_input,
                                 context=context, config={"recursion_limit": limit}, multitask_strategy="reject")
         return self._output(await runs.join(tid, run["run_id"]))
