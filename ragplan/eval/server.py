@@ -74,7 +74,8 @@ class ServerRuns:
         if self.base.get("chat_model") is not None:
             raise ValueError("a chat-model object cannot be sent to a LangGraph server: name the model (model=…)")
         self.client = get_client(url=self.settings.server)
-        found, page = [], 200
+        found: list[Any] = []
+        page = 200
         while True:
             batch = await self.client.threads.search(metadata={"ragplan_run": self.key}, limit=page, offset=len(found),
                                                      select=["thread_id", "metadata"])
