@@ -190,3 +190,13 @@ def test_server_stopped_mid_run_records_failures_naming_it_and_resume_finishes(d
     assert len(recs) == 2 and len({r["id"] for r in recs}) == 2
     assert all(r["error"] == "" and r["answer"] and r["invocation"] == 2 for r in recs)
     assert json.loads((run / "settings.json").read_text())["server"] == url2
+
+
+def test_a_server_that_cannot_be_reached_refuses_the_run_naming_it(data, tmp_path, capsys):
+    d, run, url = data["reaper"], tmp_path / "run", f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
+        assert _eval("reaper", d, run, stub, "--server", url) == 2
+        assert stub.requests == []
+    err = capsys.readouterr().err
+    assert f"LangGraph server {url}: ConnectError" in err and "Traceback" not in err
+    assert not (run / "results.jsonl").exists()

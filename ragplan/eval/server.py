@@ -77,8 +77,11 @@ class ServerRuns:
         found: list[Any] = []
         page = 200
         while True:
-            batch = await self.client.threads.search(metadata={"ragplan_run": self.key}, limit=page, offset=len(found),
-                                                     select=["thread_id", "metadata"])
+            try:
+                batch = await self.client.threads.search(metadata={"ragplan_run": self.key}, limit=page,
+                                                         offset=len(found), select=["thread_id", "metadata"])
+            except httpx.HTTPError as exc:  # no question is started on a server that cannot be reached
+                raise ConnectionError(f"LangGraph server {self.settings.server}: {type(exc).__name__}: {exc}") from None
             found += batch
             if len(batch) < page:
                 break
@@ -96,7 +99,8 @@ class ServerRuns:
         if item_id not in self.first:  # continue the last attempt an earlier invocation left
             self.first[item_id] = max(self.attempts.get(item_id) or [1])
         n = self.first[item_id] + attempt - 1
-        for k in range(RETRIES + 1):
+        k = 0
+        while True:
             try:
                 known = k > 0 or n in self.attempts.get(item_id, ())  # the thread may hold a run: look first
                 return await self._attempt(item_id, n, graph_input, ctx, limit, known)
@@ -105,8 +109,8 @@ class ServerRuns:
                 if kind is None or k == RETRIES:
                     why = f"LangGraph server {self.settings.server}: {type(exc).__name__}: {exc}"
                     return failed(kind or "error", SERVER_NODE, why, answer="", stop_reason="crash")
-                await asyncio.sleep(BACKOFF_S * 2 ** k)
-        raise AssertionError("unreachable")
+            await asyncio.sleep(BACKOFF_S * 2 ** k)
+            k += 1
 
     async def _attempt(self, item_id: str, n: int, graph_input: dict[str, Any], ctx: Any, limit: int,
                        known: bool) -> dict[str, Any]:
