@@ -40,6 +40,8 @@ def add_run_flags(p: argparse.ArgumentParser, settings: Any, *, required: bool =
     p.add_argument("--concurrency", type=int, default=None, metavar="C", help="questions in flight at once (default "
                    f"{DEFAULT_CONCURRENCY}; with --resume the run's own unless given)")
     p.add_argument("--item-timeout", type=float, default=None, metavar="SEC", help="wall-time budget of one question")
+    p.add_argument("--server", metavar="URL", default=None, help="run each question on this LangGraph server "
+                   "(langgraph dev / a deployment of langgraph.json; docs/deploy.md) instead of in this process")
     if settings is not None:
         settings(p)
 
@@ -117,7 +119,7 @@ def new_settings(args: argparse.Namespace, methods: list[str]) -> Any:
                      context=context, benchmark_options=options,
                      concurrency=args.concurrency if args.concurrency is not None else DEFAULT_CONCURRENCY,
                      llm_cache_dir=str(Path(cache).resolve()) if cache else "",
-                     llm_replay=context.pop("llm_replay", False))
+                     llm_replay=context.pop("llm_replay", False), server=args.server or "")
     st.item_timeout_s = args.item_timeout or st.item_timeout_s
     return st
 
@@ -126,7 +128,8 @@ def _resume_overrides(settings: Any, args: argparse.Namespace) -> None:
     """Apply ``--resume`` / ``--rerun``'s flags to the saved settings; BadInput for one changing what is measured."""
     from ragplan.redact import REDACTED
 
-    for name, key in (("concurrency", "concurrency"), ("item_timeout", "item_timeout_s"), ("limit", "limit")):
+    for name, key in (("concurrency", "concurrency"), ("item_timeout", "item_timeout_s"), ("limit", "limit"),
+                      ("server", "server")):
         if getattr(args, name) is not None:
             setattr(settings, key, getattr(args, name))
     if args.data is not None:

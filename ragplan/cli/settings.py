@@ -134,7 +134,7 @@ def check_llm(st: Any) -> None:
         raise BadInput(f"--llm-cache {cache}: no such folder, nothing to replay")
     if cache and Path(cache).exists() and not Path(cache).is_dir():
         raise BadInput(f"--llm-cache {cache}: not a folder")
-    problem = endpoint_problem(st.model, st.base_url, replay)
+    problem = not getattr(st, "server", "") and endpoint_problem(st.model, st.base_url, replay)  # (a server has its own keys)
     if problem:
         raise BadInput(problem)
 

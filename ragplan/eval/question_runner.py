@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
+from functools import partial
 from typing import Any, Callable, Iterable
 
 from ragplan.eval.benchmark import Benchmark, Item
@@ -41,9 +42,11 @@ def data_keys(family: MethodFamily, items: Iterable[Item]) -> list[str]:
 class ItemContexts:
     """Contexts of a run's questions, the family's data prepared once per distinct data."""
 
-    def __init__(self, family: MethodFamily, method: str, base: dict[str, Any], items: Iterable[Item]) -> None:
-        """``base``: the settings every question shares; ``items``: the questions this invocation will run."""
-        self.family, self.method, self.base = family, method, base
+    def __init__(self, family: MethodFamily, method: str, base: dict[str, Any], items: Iterable[Item],
+                 prepare: bool = True) -> None:
+        """``base``: the settings every question shares; ``items``: the questions this invocation will run;
+        ``prepare=False``: the data is opened where the graph runs (a LangGraph server), not here."""
+        self.family, self.method, self.base, self.open_data = family, method, base, prepare
         self.fields = family.context_fields()
         self._pending: Counter[str] = Counter(self._key(it) for it in items)
         self._handles: dict[str, dict[str, Any]] = {}
@@ -74,8 +77,8 @@ class ItemContexts:
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
             if key not in self._handles:
-                self._handles[key] = await asyncio.to_thread(self._prepare, ctx)
-                self.prepared += 1
+                self._handles[key] = await asyncio.to_thread(self._prepare, ctx) if self.open_data else {}
+                self.prepared += self.open_data
                 return ctx
         for name, value in self._handles[key].items():
             setattr(ctx, name, value)
@@ -187,17 +190,27 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
                         on_finished: Callable[[], None] | None = None) -> int:
     """Run and record ``items`` with the context settings ``base`` plus their own, ``on_finished`` after each;
     returns how many distinct data were prepared."""
-    checkpoints = ItemCheckpoints(folder.path / CHECKPOINT_FILE, enabled=settings.checkpoints, db=settings.checkpoint_db,
+    checkpoints = ItemCheckpoints(folder.path / CHECKPOINT_FILE, enabled=settings.checkpoints and not settings.server,
+                                  db=settings.checkpoint_db,
                                   key=f"{settings.created} {settings.method} {settings.benchmark} {folder.path.name}")
+    server = None
     try:
         graph = family.graph(settings.method).build().compile(name=settings.method, checkpointer=await checkpoints.open())
         checkpoints.keep_only({it.id for it in items})
+        run_graph: Callable[..., Any] = partial(checkpoints.run, graph)
+        if settings.server:  # the graph runs on a LangGraph server instead, which keeps its own checkpoints
+            from ragplan.eval.server import ServerRuns
+
+            server = ServerRuns(settings, folder, base, {it.id: it for it in items})
+            run_graph = (await server.open()).run
     except BaseException:  # the checkpoint file is closed whatever stops the run before its questions start
         await checkpoints.close()
+        if server:
+            await server.close()
         raise
     concurrency = max(1, settings.concurrency)
     sem = asyncio.Semaphore(concurrency)
-    contexts = ItemContexts(family, settings.method, base, items)  # each distinct script / index opened once
+    contexts = ItemContexts(family, settings.method, base, items, prepare=not settings.server)  # each data opened once
     writer = ResultWriter(folder)
     # synchronous nodes run in the loop's default thread pool: size it to the concurrency (asyncio's own
     # default, min(32, cores + 4), would cap a run at 6 questions in flight on 2 cores)
@@ -219,7 +232,7 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
                 attempts += 1
                 try:  # (a timeout scope, not wait_for: no task of its own per question)
                     async with asyncio.timeout(settings.item_timeout_s):
-                        out = await checkpoints.run(graph, item.id, attempts, graph_input, ctx, limit)
+                        out = await run_graph(item.id, attempts, graph_input, ctx, limit)
                 except TimeoutError:
                     out = {"answer": "", "error": f"the question ran past item_timeout_s={settings.item_timeout_s:g}",
                            "stop_reason": "item_timeout"}
@@ -253,4 +266,6 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
         await asyncio.gather(*(one(it) for it in items))
     finally:
         await checkpoints.close()
+        if server:
+            await server.close()
     return contexts.prepared

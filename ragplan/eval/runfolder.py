@@ -53,6 +53,8 @@ class RunSettings:
     """The LLM record/replay cache every call went through (empty = none); see ``llm_cache.json``."""
     llm_replay: bool = False
     """Whether every LLM call was served from ``llm_cache_dir`` only (a replay, no endpoint)."""
+    server: str = ""
+    """The LangGraph server the questions run on (``--server URL``; empty: in this process)."""
     created: str = ""
     ragplan_version: str = __version__
 
@@ -121,6 +123,16 @@ class RunFolder:
             warnings.warn(f"{self.results_file}: left out {len(unknown)} record(s) whose id is not a question of the run's "
                           f"benchmark (line {where})", RuntimeWarning, stacklevel=2)
         return records
+
+    def drop(self, ids: Collection[str]) -> None:
+        """Take the records of ``ids`` out of ``results.jsonl`` (their questions run again), atomically."""
+        if not ids or not self.results_file.exists():
+            return
+        keep = [line for line in self.results_file.read_bytes().splitlines(keepends=True)
+                if not line.strip() or json.loads(line).get("id") not in ids]  # (lines checked by load_records)
+        tmp = self.results_file.with_name(self.results_file.name + ".tmp")
+        tmp.write_bytes(b"".join(keep))
+        os.replace(tmp, self.results_file)
 
     def start_invocation(self) -> int:
         """Record that a run (or a resume) starts now; returns its number (1, 2, …)."""

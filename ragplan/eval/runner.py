@@ -36,6 +36,12 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     for pos, it in enumerate(items):  # each record keeps its question's place, so reports list them in this order
         it.meta["position"] = pos
     done = folder.load_records(repair=True, ids={it.id for it in items})
+    if settings.server:  # questions the LangGraph server could not run (it was down) run again
+        from ragplan.eval.server import server_failed
+
+        again = {k for k, rec in done.items() if server_failed(rec)}
+        folder.drop(again)
+        done = {k: rec for k, rec in done.items() if k not in again}
     # items that share their settings (a DQA script …) run next to each other, so each store is loaded once per run
     pending = sorted((it for it in items if it.id not in done), key=lambda it: json.dumps(it.context, sort_keys=True, default=str))
     family = family_of(settings.method)

@@ -1,0 +1,202 @@
+"""``ragplan eval --server URL``: the questions run on a LangGraph server (``ragplan studio``, the in-memory runtime of
+``langgraph dev``) and the run folder is the one an in-process run writes.
+
+The server is started once for the module on a free port, from a folder outside the project, its files in a temp
+state folder; the LLM is the OpenAI-compatible stub (:mod:`tests.openai_server`) in this process, which the server's
+graphs reach over 127.0.0.1. Each family's small test data come from ``tests/family_data/``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ragplan.cli import main
+from ragplan.eval.rerun import record_differences
+from tests.auto_reply import auto_responder
+from tests.openai_server import OpenAIStub
+from tests.test_langgraph_dev import LANGGRAPH, ROOT, _env, _free_port, _serving, _stop
+
+pytestmark = pytest.mark.server
+
+MODEL = "openai:stub-model"
+FAMILIES = {"planrag": "planrag", "think_then_act": "think_then_act", "reaper": "reaper", "furepa": "furepa",
+            "instructrag": "instructrag"}  # one graph of each family
+
+
+def _studio(tmp: Path, port: int | None = None):
+    """``ragplan studio`` serving from ``tmp`` (its state there too): a context manager giving its URL."""
+    (tmp / "anywhere").mkdir(exist_ok=True)
+    env = {**_env(), "XDG_STATE_HOME": str(tmp / "state"), "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "ragplan", "studio", "--no-browser", "--no-reload", "--n-jobs-per-worker", "4",
+           "--port", str(port or _free_port())]
+    return _serving(cmd, tmp / "anywhere", tmp / f"studio-{time.monotonic_ns()}.log", env)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if not LANGGRAPH.exists():
+        pytest.skip(f"{LANGGRAPH} not installed (pip install -e '.[dev]')")
+    with _studio(tmp_path_factory.mktemp("studio")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("family_data")
+    return {f: importlib.import_module(f"tests.family_data.{f}").make(root) for f in FAMILIES}
+
+
+@pytest.fixture(autouse=True)
+def _no_key(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+#: A fresh server loads REAPER's retail tools (an embedding model) inside the first tool calls, where an in-process
+#: run loads them before its questions start: a budget a loaded machine cannot miss.
+SLOW_TOOLS = {"reaper": ["--set", "step_timeout_s=600"]}
+
+
+def _flags(method: str, d) -> list[str]:
+    return [*d.eval(method), "--limit", "2", "--model", MODEL, *SLOW_TOOLS.get(method, [])]
+
+
+def _eval(method: str, d, run: Path, stub: OpenAIStub, *extra: str) -> int:
+    return main(["eval", "--method", method, *_flags(method, d), "--base-url", stub.base_url, "--out", str(run),
+                 "--no-progress", *extra])
+
+
+def _lines(run: Path) -> list[dict]:
+    return [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines() if x.strip()]
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_server_run_writes_the_records_an_in_process_run_writes(family, server, data, tmp_path):
+    from langgraph_sdk import get_sync_client
+
+    d, method = data[family], FAMILIES[family]
+    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
+        assert _eval(method, d, tmp_path / "local", stub) == 0
+        local_calls = len(stub.requests)
+        assert _eval(method, d, tmp_path / "remote", stub, "--server", server) == 0
+        assert len(stub.requests) == 2 * local_calls > 0  # the server's graphs called the same endpoint as often
+    compared, diffs = record_differences(tmp_path / "local", tmp_path / "remote")
+    assert compared >= 1 and diffs == {}
+    recs = _lines(tmp_path / "remote")
+    assert all(r["error"] == "" and r["answer"] for r in recs)
+    settings = json.loads((tmp_path / "remote" / "settings.json").read_text())
+    assert settings["server"] == server
+    summary = json.loads((tmp_path / "remote" / "summary.json").read_text())
+    assert summary["runner"]["data_prepared"] == 0  # the data was opened on the server, not here
+    # each question ran in a thread of its own on the server, tagged with the run folder and the question
+    client = get_sync_client(url=server)
+    for r in recs:
+        [t] = client.threads.search(metadata={"ragplan_question": r["id"], "ragplan_run":
+                                              f"{(tmp_path / 'remote').resolve()}@{settings['created']}"}, limit=5)
+        assert t["status"] == "idle" and t["metadata"]["ragplan_attempt"] == 1
+    assert (tmp_path / "remote" / "summary.md").exists() and not (tmp_path / "remote" / "checkpoints.sqlite").exists()
+
+
+def test_resume_takes_results_finished_on_the_server_and_runs_nothing_again(server, data, tmp_path):
+    """A client that died after the server finished a question but before its record: --resume takes the result from
+    the server (no LLM call) and writes each record once."""
+    d, run = data["reaper"], tmp_path / "run"
+    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
+        assert _eval("reaper", d, run, stub, "--server", server) == 0
+        calls = len(stub.requests)
+        first = _lines(run)
+        assert len(first) == 2
+        (run / "results.jsonl").write_text(json.dumps(first[0]) + "\n")  # the second record was never written
+        assert main(["eval", "--resume", str(run), "--no-progress"]) == 0
+        assert len(stub.requests) == calls  # nothing ran again
+    again = _lines(run)
+    assert sorted(r["id"] for r in again) == sorted(r["id"] for r in first)
+    assert again[1]["answer"] == first[1]["answer"] and again[1]["llm_calls"] == first[1]["llm_calls"]
+    assert again[1]["invocation"] == 2 and again[1]["attempts"] == 1
+
+
+def _slow(d, delay_s: float):
+    reply = auto_responder(d.overrides, d.text)
+
+    def respond(req):
+        time.sleep(delay_s)
+        return reply(req)
+    return respond
+
+
+def _wait_for(cond, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def test_a_killed_client_reattaches_to_the_runs_still_going(server, data, tmp_path):
+    """Kill the client while its questions run on the server: --resume joins those runs (each question's graph ran
+    once: no LLM call repeated) and writes each record once."""
+    d, run = data["reaper"], tmp_path / "run"
+    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:  # how many calls a clean run makes
+        assert _eval("reaper", d, tmp_path / "clean", stub, "--server", server) == 0
+        clean = len(stub.requests)
+    with OpenAIStub(responder=_slow(d, 1.5)) as stub:
+        cmd = [sys.executable, "-m", "ragplan", "eval", "--method", "reaper", *_flags("reaper", d), "--base-url",
+               stub.base_url, "--out", str(run), "--no-progress", "--server", server]
+        proc = subprocess.Popen(cmd, cwd=tmp_path, env={**_env(), "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            _wait_for(lambda: len(stub.requests) >= 1)
+        finally:
+            proc.kill()
+            _stop(proc)
+        assert not (run / "results.jsonl").exists() or not _lines(run)
+        assert main(["eval", "--resume", str(run), "--no-progress"]) == 0
+        assert len(stub.requests) == clean
+    recs = _lines(run)
+    assert len(recs) == 2 and len({r["id"] for r in recs}) == 2 and all(r["error"] == "" for r in recs)
+    assert record_differences(tmp_path / "clean", run)[1] == {}
+
+
+def test_server_stopped_mid_run_records_failures_naming_it_and_resume_finishes(data, tmp_path, monkeypatch):
+    if not LANGGRAPH.exists():
+        pytest.skip(f"{LANGGRAPH} not installed (pip install -e '.[dev]')")
+    import ragplan.eval.server as server_mod
+
+    monkeypatch.setattr(server_mod, "BACKOFF_S", 0.2)
+    d, run, home = data["reaper"], tmp_path / "run", tmp_path / "srv"
+    home.mkdir()
+    codes: list[int] = []
+    with OpenAIStub(responder=_slow(d, 2.0)) as stub:
+        with _studio(home) as url:
+            t = threading.Thread(target=lambda: codes.append(_eval("reaper", d, run, stub, "--server", url)))
+            t.start()
+            _wait_for(lambda: len(stub.requests) >= 1)
+        t.join(120)  # the server is stopped: the client's retries end, the questions in flight are recorded
+        assert not t.is_alive() and codes == [1]  # every question failed
+        failed = _lines(run)
+        assert len(failed) == 2
+        for r in failed:
+            assert url in r["error"] and r["failure"]["node"] == "langgraph_server", r
+            assert r["failure"]["kind"] == "connection" and r["stop_reason"] == "crash"
+        with _studio(home) as url2:  # back (on another port): --resume runs them on it
+            assert main(["eval", "--resume", str(run), "--server", url2, "--no-progress"]) == 0
+    recs = _lines(run)
+    assert len(recs) == 2 and len({r["id"] for r in recs}) == 2
+    assert all(r["error"] == "" and r["answer"] and r["invocation"] == 2 for r in recs)
+    assert json.loads((run / "settings.json").read_text())["server"] == url2
+
+
+def test_a_server_that_cannot_be_reached_refuses_the_run_naming_it(data, tmp_path, capsys):
+    d, run, url = data["reaper"], tmp_path / "run", f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
+        assert _eval("reaper", d, run, stub, "--server", url) == 2
+        assert stub.requests == []
+    err = capsys.readouterr().err
+    assert f"LangGraph server {url}: ConnectError" in err and "Traceback" not in err
+    assert not (run / "results.jsonl").exists()
