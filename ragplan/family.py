@@ -73,10 +73,7 @@ class MethodFamily:
 
     def graph(self, method: str) -> GraphSpec:
         """The graph named ``method`` (KeyError when the family has none)."""
-        for g in self.graphs:
-            if g.name == method:
-                return g
-        raise KeyError(method)
+        return {g.name: g for g in self.graphs}[method]
 
     def context_fields(self) -> set[str]:
         """Names of the context's settings."""
@@ -86,8 +83,7 @@ class MethodFamily:
         """The context from a model (object or ``provider:name``), the family's data handle (``store``: one object
         or path, PlanRAG's ``.cql`` script or ``GraphStore``) and settings; unknown settings are a TypeError."""
         names = self.context_fields()
-        unknown = set(settings) - names
-        if unknown:
+        if unknown := set(settings) - names:
             raise TypeError(f"unknown setting(s) for {method}: {', '.join(sorted(unknown))}; known: {', '.join(sorted(names))}")
         kw = {k: v for k, v in settings.items() if v is not None}
         settable = self.settable()

@@ -1,6 +1,5 @@
 """Sentence-BERT embeddings from a local model directory (never a hub download), loaded once per process,
-with an LRU text cache; calls are serialised, ``RAGPLAN_TORCH_THREADS`` sets torch's threads (docs/reliability.md).
-"""
+with an LRU text cache; calls are serialised, ``RAGPLAN_TORCH_THREADS`` sets torch's threads (docs/reliability.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -64,15 +62,6 @@ def model_fingerprint(model_dir: str) -> str:
     return h.hexdigest()[:16]
 
 
-def _configure_torch_threads(torch: Any) -> None:
-    want = os.environ.get("RAGPLAN_TORCH_THREADS", "").strip()
-    if want.isdigit() and int(want) > 0:
-        torch.set_num_threads(int(want))
-    elif not os.environ.get("OMP_NUM_THREADS"):  # containers: torch may count the host's cores, not ours
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        torch.set_num_threads(min(torch.get_num_threads(), cores))
-
-
 class Embedder:
     """A sentence-transformers model from a local directory with an LRU cache of text → vector."""
 
@@ -92,7 +81,12 @@ class Embedder:
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 
-        _configure_torch_threads(torch)
+        want = os.environ.get("RAGPLAN_TORCH_THREADS", "").strip()
+        if want.isdigit() and int(want) > 0:
+            torch.set_num_threads(int(want))
+        elif not os.environ.get("OMP_NUM_THREADS"):  # containers: torch may count the host's cores, not ours
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+            torch.set_num_threads(min(torch.get_num_threads(), cores))
         bars = hf_logging.is_progress_bar_enabled()
         hf_logging.disable_progress_bar()  # no "Loading weights" bar on every start
         try:
@@ -120,8 +114,7 @@ class Embedder:
                         self._cache.move_to_end(t)
                         vecs[t] = self._cache[t]
                         self.hits += 1
-        todo = [t for t in dict.fromkeys(texts) if t not in vecs]
-        if todo:
+        if todo := [t for t in dict.fromkeys(texts) if t not in vecs]:
             with self._model_lock:
                 new = self.model.encode(todo, batch_size=max(1, int(batch_size)), show_progress_bar=show_progress,
                                         convert_to_numpy=True, normalize_embeddings=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 from ragplan.tools.retrieval import Retriever, SentenceRanker
 
-__all__ = ["make_retriever", "ranker_for", "retriever_problem"]
+__all__ = ["make_retriever", "ranker_for", "retriever_problem", "search_k"]
 
 
 _lock = threading.Lock()
@@ -42,6 +42,11 @@ def make_retriever(ctx: Any) -> Retriever:
                                          api_url=ctx.wiki_api_url or None)
                 _retrievers[key] = WikipediaRetriever(client, pages=ctx.wiki_pages)
         return _retrievers[key]
+
+
+def search_k(ctx: Any, retriever: Retriever) -> int:
+    """Passages one search asks for: ``wiki_pages`` from Wikipedia, ``retrieval_k`` from any other retriever."""
+    return ctx.wiki_pages if getattr(retriever, "name", "") == "wiki" else ctx.retrieval_k
 
 
 def ranker_for(ctx: Any) -> SentenceRanker:

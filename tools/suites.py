@@ -37,8 +37,7 @@ def suite_for(ctx: Any) -> ToolRegistry:
 def _without(registry: ToolRegistry, removed: list[str]) -> ToolRegistry:
     if not removed:
         return registry
-    unknown = [t for t in removed if t not in registry]
-    if unknown:
+    if unknown := [t for t in removed if t not in registry]:
         raise ValueError(f"removed_tools: {', '.join(unknown)} is not a tool of the registry; tools: "
                          f"{', '.join(registry.names())}")
     return registry.subset([n for n in registry.names() if n not in removed])

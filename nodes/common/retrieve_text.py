@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 
 from ragplan.state.context import TextRAGContext
 from ragplan.state.think_then_act import SingleQueryState, SubQuery, SubQueryState
-from ragplan.tools.retrievers import make_retriever, ranker_for
+from ragplan.tools.retrievers import make_retriever, ranker_for, search_k
 
 __all__ = ["retrieve_text"]
 
@@ -23,8 +23,7 @@ def retrieve_text(state: SubQueryState | SingleQueryState, runtime: Runtime[Text
     evidence: list[dict[str, Any]] = []
     try:
         retriever = make_retriever(ctx)
-        k = ctx.wiki_pages if getattr(retriever, "name", "") == "wiki" else ctx.retrieval_k
-        passages = retriever.search(query, k=k)
+        passages = retriever.search(query, k=search_k(ctx, retriever))
         evidence = [e.to_dict() for e in ranker_for(ctx).rank(query, passages, n=ctx.top_sentences)] if passages else []
         error = "" if passages else "no passage found"
     except Exception as exc:  # network, missing index, bad settings: recorded on the query

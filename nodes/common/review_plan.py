@@ -124,8 +124,7 @@ def check_resume_context(runtime: Runtime[Any], plan: str, keep: bool) -> str:
         if keep:
             runtime.store.put(PAUSED_CONTEXTS, key, now)
         return key
-    changed = [f"{k}={v!r} (resumed with {now.get(k)!r})" for k, v in kept.value.items() if now.get(k) != v]
-    if changed:
+    if changed := [f"{k}={v!r} (resumed with {now.get(k)!r})" for k, v in kept.value.items() if now.get(k) != v]:
         raise ResumeContextMismatch("this run paused for review under other settings: " + ", ".join(changed)
                                     + "; resume it with the context it ran with (context=…), so the same model "
                                     "and endpoint execute the plan. It stays paused.")

@@ -39,8 +39,7 @@ def assess_plan(state: FuRePAState, runtime: Runtime[FuRePAContext]) -> dict[str
     n = len(it.candidates)
     mode = ctx.assessor_mode
     if mode == "trained":
-        problem = assessor_problem(ctx)
-        if problem:
+        if problem := assessor_problem(ctx):
             return failed("setup", "assess_plan", f"assess_plan: {problem}", iterations=[it], stop_reason="assessor_error", answer="")
         from ragplan.methods.furepa.scorer import load_assessor
 

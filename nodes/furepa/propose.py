@@ -102,5 +102,4 @@ def make_propose(single_query: bool = False) -> Node[FuRePAState, FuRePAContext]
             it.pick, it.query, it.assessor = 0, queries[0], "single"
         return {"iterations": [it], "reasoning": it.thought, "usage": d.usage}
 
-    propose.__name__ = "propose"
     return propose

@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 
 from ragplan.nodes.furepa.mask_reasoning import clip
 from ragplan.state.furepa import EvidencePassage, FuRePAContext, FuRePAState, Iteration
-from ragplan.tools.retrievers import make_retriever
+from ragplan.tools.retrievers import make_retriever, search_k
 
 __all__ = ["retrieve_passages"]
 
@@ -23,8 +23,7 @@ def retrieve_passages(state: FuRePAState, runtime: Runtime[FuRePAContext]) -> di
     new: list[EvidencePassage] = []
     try:
         retriever = make_retriever(ctx)
-        k = ctx.wiki_pages if getattr(retriever, "name", "") == "wiki" else ctx.retrieval_k
-        passages = retriever.search(it.query, k=k)
+        passages = retriever.search(it.query, k=search_k(ctx, retriever))
         for rank, p in enumerate(passages, 1):
             e = EvidencePassage(id=str(p.id), title=p.title, text=clip(p.text, ctx.passage_chars),
                                 source=p.source or getattr(retriever, "name", ""), query=it.query, iteration=it.index,

@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 
 from ragplan.state.instructrag import InstructRAGContext, InstructRAGState, TAOStep
 from ragplan.tools.react_docstore import ReActDocstore
-from ragplan.tools.retrievers import make_retriever
+from ragplan.tools.retrievers import make_retriever, search_k
 
 __all__ = ["observe"]
 
@@ -26,8 +26,7 @@ def observe(state: InstructRAGState, runtime: Runtime[InstructRAGContext]) -> di
     except Exception as exc:
         steps[-1] = step.model_copy(update={"observation": f"Search failed: {exc}", "error": str(exc)[:300]})
         return {"steps": steps, **_bound(steps, ctx)}
-    k = ctx.wiki_pages if getattr(retriever, "name", "") == "wiki" else ctx.retrieval_k
-    store = ReActDocstore(retriever, k=k, page_title=state.get("page_title", ""),
+    store = ReActDocstore(retriever, k=search_k(ctx, retriever), page_title=state.get("page_title", ""),
                           page_sentences=list(state.get("page_sentences") or []),
                           lookup_keyword=state.get("lookup_keyword", ""), lookup_next=int(state.get("lookup_next", 0)))
     r = store.execute(step.action, step.argument)

@@ -1,6 +1,5 @@
 """select_path: the ML-Agent picks the candidate path that goes into the planning prompt (InstructRAG §4.4):
-the candidate most similar to the question once both are encoded; the scores stay on the candidates.
-"""
+the candidate most similar to the question once both are encoded; the scores stay on the candidates."""
 
 from __future__ import annotations
 

@@ -43,14 +43,12 @@ def flare_draft(state: SingleQueryState, runtime: Runtime[ThinkThenActContext]) 
         model = chat_model_for(ctx)
     except Exception as exc:
         return failed("config", "flare_draft", f"flare_draft: no usable chat model: {exc}", stop_reason="llm_error", answer="")
-    # token probabilities where given
     g = generate(model, messages, options={"logprobs": True}, max_reply_chars=ctx.max_reply_chars)
     if not g.ok:
         return failure_update(g, "flare_draft")
     msg, usage = g.value, g.usage
     draft = message_text(msg)
-    probs = token_probabilities(msg)
-    if probs:
+    if probs := token_probabilities(msg):
         source, confidence = "logprobs", min(p for _, p in probs)
         masked = " ".join(tok.strip() for tok, p in probs if p >= ctx.flare_threshold and tok.strip())
     else:

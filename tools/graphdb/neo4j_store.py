@@ -61,13 +61,9 @@ class Neo4jGraphStore(GraphStore):
         rows = [{k: _plain(rec[k]) for k in keys} for rec in records[:row_cap]]
         return QueryResult(keys, rows, len(records), 0.0, total_exact=len(records) <= row_cap)
 
-    def is_empty(self) -> bool:
-        """Whether the database holds no node."""
-        return not self.query("MATCH (n) RETURN n LIMIT 1", row_cap=1).rows
-
     def load_statements(self, statements: list[Statement], *, source: str, replace: bool = False) -> int:
         """Write a script in one write transaction (trusted path); refuses a non-empty database unless ``replace``."""
-        if not self.is_empty():
+        if self.query("MATCH (n) RETURN n LIMIT 1", row_cap=1).rows:  # the database holds data
             if not replace:
                 raise ScriptError(source, 0, f"the Neo4j database at {self.source} is not empty; use an empty database "
                                   "or pass --neo4j-replace to clear it first")

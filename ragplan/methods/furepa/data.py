@@ -75,8 +75,7 @@ def _step_hops(ex: QAExample) -> list[Hop]:
 def question_hops(ex: QAExample) -> tuple[list[Hop], bool]:
     """The question's gold passages as hops (the decomposition's order, else a title the question names first; a
     comparison has no order), and whether their order matters."""
-    hops = _step_hops(ex)
-    if hops:
+    if hops := _step_hops(ex):
         return hops, True
     paragraphs: dict[str, str] = {}
     for t, sents in ex.contexts:
@@ -124,8 +123,7 @@ def data_candidates(ex: QAExample, hops: list[Hop], h: int, rng: random.Random, 
     if h > 0:
         pool += [f"{ex.question} {hop.title}", hops[h - 1].title, f"{hops[h - 1].title} {' '.join(words[-3:])}"]
     gold = {title_key(x.title) for x in hops}
-    distractors = [t for t, _ in ex.contexts if title_key(t) not in gold]
-    if distractors:
+    if distractors := [t for t, _ in ex.contexts if title_key(t) not in gold]:
         d = rng.choice(distractors)
         pool += [d, f"{d} {' '.join(words[:3])}"]
     pool.append(rng.choice(["more information about the answer", "the answer to the question", "related facts"]))

@@ -235,19 +235,6 @@ class _Trainer:
         return ft_loss(q, [self.encode(params, self.path_vectors(pool), "path") for pool in pools], best, self.s.tau)
 
 
-def _plot_curves(curves: dict[str, list[float]], out: Path) -> None:
-    from matplotlib.figure import Figure
-
-    keys = [k for k, v in curves.items() if v]
-    fig = Figure(figsize=(3.2 * max(1, len(keys)), 2.8))
-    for ax, k in zip(fig.subplots(1, len(keys), squeeze=False)[0], keys):
-        ax.plot(range(1, len(curves[k]) + 1), curves[k], marker="o", ms=3)
-        ax.set_title(k)
-        ax.set_xlabel("epoch")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-
-
 def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: Any, reward: PathReward,
                settings: MetaSettings | None = None, out_dir: str | Path | None = None, *,
                progress: bool = False) -> tuple[RLAgent, MLAgent, MetaReport]:
@@ -305,8 +292,7 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
                 sums["ws"].append(float(l_ws.detach()))
                 sums["pt"].append(float(l_pt.detach()))
             for opt, terms in ((opt_rl, total_rl), (opt_ml, total_ml)):
-                live = [t for t in terms if t.requires_grad]
-                if live:
+                if live := [t for t in terms if t.requires_grad]:
                     opt.zero_grad()
                     torch.stack(live).sum().backward()
                     opt.step()
@@ -327,7 +313,16 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
         (out / AGENTS_FILE).write_text(json.dumps({"format": "ragplan-instructrag-agents-1", "settings": asdict(s),
                                                    "report": asdict(report), "graph_stats": graph.stats().to_dict(),
                                                    "model_fingerprint": graph.model_fingerprint}, indent=2))
-        _plot_curves(report.curves, out / "curves.png")
+        from matplotlib.figure import Figure
+
+        keys = [k for k, v in report.curves.items() if v]
+        fig = Figure(figsize=(3.2 * max(1, len(keys)), 2.8))
+        for ax, k in zip(fig.subplots(1, len(keys), squeeze=False)[0], keys):
+            ax.plot(range(1, len(report.curves[k]) + 1), report.curves[k], marker="o", ms=3)
+            ax.set_title(k)
+            ax.set_xlabel("epoch")
+        fig.tight_layout()
+        fig.savefig(out / "curves.png", dpi=110)
     return rl, ml, report
 
 

@@ -1,6 +1,5 @@
 """Path selection at run time: the graph and agents folders loaded once per process (reloaded when their files
-change), the walk's K candidates (RL-Agent or threshold), the RAP-style stored candidates, the ML-Agent's pick.
-"""
+change), the walk's K candidates (RL-Agent or threshold), the RAP-style stored candidates, the ML-Agent's pick."""
 
 from __future__ import annotations
 
