@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -22,15 +21,16 @@ from tests.data import QUESTION, TRADE_NETWORK  # noqa: E402
 
 
 @contextmanager
-def _turn(alone: bool) -> Iterator[None]:
+def _turn(config: pytest.Config, alone: bool) -> Iterator[None]:
     """Under pytest-xdist, a test marked ``serial`` runs while no other worker runs a test (a readers-writer lock
-    over two files shared by this run's workers; the turnstile keeps a waiting ``serial`` test from starving)."""
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if not run:
+    over two files in the run's temp folder, which every worker's own temp folder is in; the turnstile keeps a
+    waiting ``serial`` test from starving)."""
+    worker_tmp = config.getoption("basetemp") if os.environ.get("PYTEST_XDIST_WORKER") else None
+    if not worker_tmp:
         yield
         return
-    base = Path(tempfile.gettempdir()) / f"ragplan-pytest-{run}"
-    with open(f"{base}.turnstile", "a") as turnstile, open(f"{base}.lock", "a") as lock:
+    run = Path(worker_tmp).parent
+    with open(run / "serial.turnstile", "a") as turnstile, open(run / "serial.lock", "a") as lock:
         fcntl.flock(turnstile, fcntl.LOCK_EX)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
@@ -45,7 +45,7 @@ def _turn(alone: bool) -> Iterator[None]:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """Setup, call and teardown of a ``serial`` test (timings, memory peaks, requests in flight) run alone."""
-    with _turn(item.get_closest_marker("serial") is not None):
+    with _turn(item.config, item.get_closest_marker("serial") is not None):
         yield
 
 
