@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Run the whole test suite (installs or updates ./.venv first). Extra arguments go to pytest.
+# Tests run in parallel (pytest-xdist): RAGPLAN_TEST_WORKERS processes, default 3; 0 runs them in this process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
@@ -42,4 +43,4 @@ if [ -z "${RAGPLAN_TEST_POSTGRES:-}" ] && command -v apt-get >/dev/null 2>&1 && 
   fi
 fi
 export HF_HUB_OFFLINE=1
-exec .venv/bin/python -m pytest "$@"
+exec .venv/bin/python -m pytest -n "${RAGPLAN_TEST_WORKERS:-3}" --dist loadgroup "$@"

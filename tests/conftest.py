@@ -2,15 +2,51 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Several pytest-xdist workers share the cores: one torch/BLAS thread each (and in the processes a test starts),
+    # rather than every worker's training spinning one thread per core against the others.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from ragplan.tools.graphdb import EmbeddedGraphStore  # noqa: E402
 from tests.data import QUESTION, TRADE_NETWORK  # noqa: E402
+
+
+@contextmanager
+def _turn(config: pytest.Config, alone: bool) -> Iterator[None]:
+    """Under pytest-xdist, a test marked ``serial`` runs while no other worker runs a test (a readers-writer lock
+    over two files in the run's temp folder, which every worker's own temp folder is in; the turnstile keeps a
+    waiting ``serial`` test from starving)."""
+    worker_tmp = config.getoption("basetemp") if os.environ.get("PYTEST_XDIST_WORKER") else None
+    if not worker_tmp:
+        yield
+        return
+    run = Path(worker_tmp).parent
+    with open(run / "serial.turnstile", "a") as turnstile, open(run / "serial.lock", "a") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Setup, call and teardown of a ``serial`` test (timings, memory peaks, requests in flight) run alone."""
+    with _turn(item.config, item.get_closest_marker("serial") is not None):
+        yield
 
 
 @pytest.fixture(autouse=True)

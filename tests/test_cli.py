@@ -73,6 +73,7 @@ def test_cypher_schema(trade_cql, capsys):
     assert "(:Trade_node {" in capsys.readouterr().out
 
 
+@pytest.mark.serial  # "at once": a bounded wait for a fresh process
 def test_ask_without_endpoint_stops_at_once(trade_cql):
     env = {k: v for k, v in __import__("os").environ.items()
            if k not in ("OPENAI_API_KEY", "RAGPLAN_BASE_URL", "OPENAI_BASE_URL", "RAGPLAN_MODEL")}

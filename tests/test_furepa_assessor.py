@@ -121,6 +121,7 @@ def _train(root, data, out, capsys, *extra):
     return json.loads(captured.out)
 
 
+@pytest.mark.xdist_group("furepa_trained")  # trains root/model, whose context index the next test reuses: one worker
 def test_train_assessor_beats_first_and_random_on_held_out_questions(trained, capsys):
     root, data = trained
     report = _train(root, data, root / "model", capsys)
@@ -145,6 +146,7 @@ def test_train_assessor_beats_first_and_random_on_held_out_questions(trained, ca
     assert other["mrr"] != m or other["n_groups"] != report["n_groups"]
 
 
+@pytest.mark.xdist_group("furepa_trained")  # reuses the context index the test above built
 def test_train_assessor_prints_the_figures(trained, capsys, tmp_path):
     root, data = trained
     code = main(["furepa", "train-assessor", "--data", str(data), "--index",

@@ -34,6 +34,8 @@ from ragplan.tools.graphdb import (
 from ragplan.tools.graphdb.readonly import QueryCaps
 from ragplan.tools.graphdb.sandbox import SandboxSettings
 
+pytestmark = pytest.mark.serial  # its attacks are timed and their memory peaks measured
+
 TIMEOUT_S = 2.0
 GB = 1 << 30
 N = 30

@@ -35,7 +35,8 @@ from ragplan.nodes.planrag.replan import ReplanDecision
 from ragplan.nodes.planrag.retrieve import RetrievalAction
 from tests.data import QUESTION, TRADE_NETWORK
 
-pytestmark = pytest.mark.server
+# one worker runs the module: one dev server, and one writer of .langgraph_api/ in the repo root
+pytestmark = [pytest.mark.server, pytest.mark.xdist_group("langgraph_dev")]
 
 ROOT = Path(__file__).resolve().parents[1]
 LANGGRAPH = Path(sys.executable).parent / "langgraph"

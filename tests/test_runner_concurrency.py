@@ -51,6 +51,7 @@ def most_in_flight(arrivals: list[float], hold_s: float) -> int:
     return most
 
 
+@pytest.mark.serial  # counts requests in flight within a time window
 def test_concurrency_16_keeps_16_requests_in_flight(tmp_path):
     clone = tmp_path / "clone"
     generate_clone(clone, "building", 32, seed=0)
