@@ -152,8 +152,9 @@ def test_train_assessor_prints_the_figures(trained, capsys, tmp_path):
     code = main(["furepa", "train-assessor", "--data", str(data), "--index",
                  str(root / "model" / "context_index" / "index"), "--out", str(tmp_path / "m"), "--limit", "80",
                  "--no-progress", "--trees", "60"])
-    out = capsys.readouterr().out
-    assert code == 0 and "Spearman (score vs label):" in out
+    captured = capsys.readouterr()
+    out = captured.out
+    assert code == 0 and "Spearman (score vs label):" in out, captured.err[-2000:]
     assert "trained" in out and "first" in out and "random" in out and "oracle" in out
 
 
