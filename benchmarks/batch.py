@@ -6,8 +6,11 @@ stub, in its own process) that answers every request after ``--latency`` seconds
 latency / concurrency over the runner's wall time (``summary.json``'s ``cost.wall_time_s``); 1.0 means
 ``concurrency`` requests were in flight all the time. The whole process's wall time is printed beside it.
 
-    .venv/bin/python benchmarks/batch.py [--n 64] [--latency 1] [--concurrency 32] [--no-checkpoints]
+    .venv/bin/python benchmarks/batch.py [--n 64] [--latency 1] [--concurrency 32] [--no-checkpoints] [--server]
                                          [--save FILE.json] [--baseline FILE.json]
+
+``--server`` also starts ``ragplan studio`` (a local LangGraph dev server) and runs the same questions with
+``eval --server``, printing both rows and the CPU seconds the client and the server spent.
 
 Target (issue 19): efficiency ≥ 0.85 at the defaults.
 """
@@ -18,6 +21,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -52,26 +56,67 @@ def hotpot_records(n: int) -> list[dict[str, Any]]:
             for i in range(n)]
 
 
+def group_cpu(pgid: int) -> float:
+    """CPU seconds (user + sys) of the live processes in the process group ``pgid`` (Linux /proc)."""
+    total = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # (fields after the name: state, ppid, pgrp, …, utime at 11, stime at 12)
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def start_server(home: Path, env: dict[str, str], concurrency: int) -> tuple[subprocess.Popen, str]:
+    """``ragplan studio`` on a free port, serving from ``home``; the process and its URL once /ok answers."""
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(home / "studio.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "ragplan", "studio", "--no-browser", "--no-reload",
+                             "--n-jobs-per-worker", str(concurrency), "--port", str(port)], cwd=home,
+                            env={**env, "XDG_STATE_HOME": str(home / "state")}, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 180
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(url + "/ok", timeout=2):
+                return proc, url
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise SystemExit(f"ragplan studio did not start (see {home / 'studio.log'})")
+
+
 def cold_run(base_url: str, data: Path, out: Path, n: int, concurrency: int, latency: float,
-             checkpoints: bool) -> dict[str, Any]:
-    """One fresh ``ragplan eval`` process; its figures."""
+             checkpoints: bool, server: str = "") -> dict[str, Any]:
+    """One fresh ``ragplan eval`` process (its questions run on ``server`` when given); its figures."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
     env.pop("OPENAI_API_KEY", None)
     cmd = [sys.executable, "-m", "ragplan", "eval", "--method", "cot", "--benchmark", "hotpotqa", "--data", str(data),
            "--limit", str(n), "--concurrency", str(concurrency), "--model", "openai:stub", "--base-url", base_url,
-           "--out", str(out), "--no-progress", *([] if checkpoints else ["--no-checkpoints"])]
-    t0 = time.perf_counter()
+           "--out", str(out), "--no-progress", *([] if checkpoints else ["--no-checkpoints"]),
+           *(["--server", server] if server else [])]
+    t0, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     process_s = time.perf_counter() - t0
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client_cpu = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
     if proc.returncode != 0:
         raise SystemExit(f"ragplan eval failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     summary = json.loads((out / "summary.json").read_text())
     calls = int(summary["cost"]["llm_calls"])
     run_s = float(summary["cost"]["wall_time_s"])
     ideal = calls * latency / concurrency
-    return {"concurrency": concurrency, "questions": summary["overall"]["n"], "errors": summary["overall"].get("errors", 0),
+    return {"path": "server" if server else "in-process", "concurrency": concurrency, "questions": summary["overall"]["n"], "errors": summary["overall"].get("errors", 0),
             "calls": calls, "ideal_s": round(ideal, 3), "run_s": round(run_s, 3), "efficiency": round(ideal / run_s, 3),
-            "process_s": round(process_s, 3), "process_efficiency": round(ideal / process_s, 3)}
+            "process_s": round(process_s, 3), "process_efficiency": round(ideal / process_s, 3),
+            "client_cpu_s": round(client_cpu, 2)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--latency", type=float, default=1.0, help="seconds per LLM request (default 1)")
     ap.add_argument("--concurrency", type=int, default=32, help="questions in flight (default 32)")
     ap.add_argument("--no-checkpoints", action="store_true", help="ragplan eval --no-checkpoints")
+    ap.add_argument("--server", action="store_true", help="also run the questions on a local `ragplan studio`")
     ap.add_argument("--save", type=Path, help="write this run's row as JSON")
     ap.add_argument("--baseline", type=Path, help="a report saved with --save: show its efficiency and the ratio")
     args = ap.parse_args(argv)
@@ -93,16 +139,28 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             data = Path(tmp) / "hotpot_dev_distractor_v1.json"
             data.write_text(json.dumps(hotpot_records(args.n)))
-            row = cold_run(base_url, data, Path(tmp) / "run", args.n, args.concurrency, args.latency,
-                           not args.no_checkpoints)
+            rows = [cold_run(base_url, data, Path(tmp) / "run", args.n, args.concurrency, args.latency,
+                             not args.no_checkpoints)]
+            if args.server:
+                env = dict(os.environ, HF_HUB_OFFLINE="1", NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+                (home := Path(tmp) / "studio").mkdir()
+                server, url = start_server(home, env, args.concurrency)
+                try:
+                    before = group_cpu(server.pid)
+                    rows.append(cold_run(base_url, data, Path(tmp) / "run-server", args.n, args.concurrency,
+                                         args.latency, True, url))
+                    rows[-1]["server_cpu_s"] = round(group_cpu(server.pid) - before, 2)
+                finally:
+                    os.killpg(server.pid, 9)
     finally:
         endpoint.kill()
     print(f"cot, {args.n} HotpotQA questions, one cold `ragplan eval` process, {args.latency:g} s per request "
           f"(endpoint in its own process), checkpoints {'off' if args.no_checkpoints else 'on'}")
-    print_rows([row], [("concurrency", "d"), ("questions", "d"), ("errors", "d"), ("calls", "d"), ("ideal_s", ".2f"),
-                       ("run_s", ".2f"), ("efficiency", ".2f"), ("process_s", ".2f"), ("process_efficiency", ".2f")],
-               key="concurrency", baseline=load_baseline(args.baseline), compare="efficiency")
-    save_report(args.save, "batch", [row], n=args.n, latency=args.latency)
+    print_rows(rows, [("path", "s"), ("concurrency", "d"), ("questions", "d"), ("errors", "d"), ("calls", "d"), ("ideal_s", ".2f"),
+                       ("run_s", ".2f"), ("efficiency", ".2f"), ("process_s", ".2f"), ("process_efficiency", ".2f"),
+                      ("client_cpu_s", ".2f"), ("server_cpu_s", ".2f")],
+               key="path", baseline=load_baseline(args.baseline), compare="efficiency")
+    save_report(args.save, "batch", rows, n=args.n, latency=args.latency)
     return 0
 
 

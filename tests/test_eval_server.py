@@ -220,3 +220,15 @@ def test_a_server_that_cannot_be_reached_refuses_the_run_naming_it(data, tmp_pat
     err = capsys.readouterr().err
     assert f"LangGraph server {url}: ConnectError" in err and "Traceback" not in err
     assert not (run / "results.jsonl").exists()
+
+
+def test_an_llm_cache_is_refused_on_a_server_run(data, tmp_path, capsys):
+    """The server makes the LLM calls: a --llm-cache run there would record or replay none (it wrote an empty
+    llm_cache.json), so it is refused before anything runs."""
+    d, run, url = data["reaper"], tmp_path / "run", f"http://127.0.0.1:{_free_port()}"
+    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
+        assert _eval("reaper", d, run, stub, "--server", url, "--llm-cache", str(tmp_path / "cache")) == 2
+        assert stub.requests == []
+    err = capsys.readouterr().err
+    assert "--llm-cache cannot record or replay a run on a LangGraph server" in err and "Traceback" not in err
+    assert not (run / "settings.json").exists() and not (run / "llm_cache.json").exists()

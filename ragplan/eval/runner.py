@@ -29,6 +29,9 @@ class RunRefused(ValueError):
 async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: Any = None,
                    on_progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Run (or resume) ``settings`` into ``run_dir``; returns the summary. ``chat_model`` is for Python callers."""
+    if settings.server and settings.llm_cache_dir:  # the server makes the calls: this process would cache none
+        raise RunRefused("--llm-cache cannot record or replay a run on a LangGraph server (--server): the server "
+                         "makes the LLM calls; run in-process to cache them")
     folder = RunFolder(run_dir)
     bench: Benchmark = get_benchmark(settings.benchmark, settings.data, limit=settings.limit, year=settings.year,
                                      **settings.benchmark_options)
