@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import load_baseline, print_rows, save_report  # noqa: E402
+from tests.test_langgraph_dev import SERVERS, _free_port, _serving  # noqa: E402
 
 
 def serve(latency: float, ready: Any) -> None:
@@ -67,30 +68,6 @@ def group_cpu(pgid: int) -> float:
         if int(fields[2]) == pgid:  # (fields after the name: state, ppid, pgrp, …, utime at 11, stime at 12)
             total += int(fields[11]) + int(fields[12])
     return total / os.sysconf("SC_CLK_TCK")
-
-
-def start_server(home: Path, env: dict[str, str], concurrency: int) -> tuple[subprocess.Popen, str]:
-    """``ragplan studio`` on a free port, serving from ``home``; the process and its URL once /ok answers."""
-    import socket
-    import urllib.request
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = open(home / "studio.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "ragplan", "studio", "--no-browser", "--no-reload",
-                             "--n-jobs-per-worker", str(concurrency), "--port", str(port)], cwd=home,
-                            env={**env, "XDG_STATE_HOME": str(home / "state")}, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 180
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            with urllib.request.urlopen(url + "/ok", timeout=2):
-                return proc, url
-        except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    raise SystemExit(f"ragplan studio did not start (see {home / 'studio.log'})")
 
 
 def cold_run(base_url: str, data: Path, out: Path, n: int, concurrency: int, latency: float,
@@ -144,14 +121,13 @@ def main(argv: list[str] | None = None) -> int:
             if args.server:
                 env = dict(os.environ, HF_HUB_OFFLINE="1", NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
                 (home := Path(tmp) / "studio").mkdir()
-                server, url = start_server(home, env, args.concurrency)
-                try:
-                    before = group_cpu(server.pid)
+                cmd = [sys.executable, "-m", "ragplan", "studio", "--no-browser", "--no-reload", "--n-jobs-per-worker",
+                       str(args.concurrency), "--port", str(_free_port())]
+                with _serving(cmd, home, home / "studio.log", {**env, "XDG_STATE_HOME": str(home / "state")}) as url:
+                    before = group_cpu(SERVERS[url].pid)
                     rows.append(cold_run(base_url, data, Path(tmp) / "run-server", args.n, args.concurrency,
                                          args.latency, True, url))
-                    rows[-1]["server_cpu_s"] = round(group_cpu(server.pid) - before, 2)
-                finally:
-                    os.killpg(server.pid, 9)
+                    rows[-1]["server_cpu_s"] = round(group_cpu(SERVERS[url].pid) - before, 2)
     finally:
         endpoint.kill()
     print(f"cot, {args.n} HotpotQA questions, one cold `ragplan eval` process, {args.latency:g} s per request "

@@ -24,7 +24,7 @@ from ragplan.cli import main
 from ragplan.eval.rerun import record_differences
 from tests.auto_reply import auto_responder
 from tests.openai_server import OpenAIStub
-from tests.test_langgraph_dev import LANGGRAPH, ROOT, _env, _free_port, _serving, _stop
+from tests.test_langgraph_dev import LANGGRAPH, ROOT, SERVERS, _env, _free_port, _serving, _stop
 
 pytestmark = pytest.mark.server
 
@@ -165,23 +165,6 @@ def test_a_killed_client_reattaches_to_the_runs_still_going(server, data, tmp_pa
     assert record_differences(tmp_path / "clean", run)[1] == {}
 
 
-def _kill_listener(url: str) -> None:
-    """SIGKILL the process group of the server listening on ``url``'s port (found through /proc)."""
-    port = int(url.rsplit(":", 1)[1])
-    inodes = {line.split()[9] for f in ("/proc/net/tcp", "/proc/net/tcp6") if os.path.exists(f)
-              for line in open(f).read().splitlines()[1:] if int(line.split()[1].rsplit(":", 1)[1], 16) == port
-              and line.split()[3] == "0A"}  # LISTEN
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-            if any(os.readlink(f"/proc/{pid}/fd/{fd}") in {f"socket:[{i}]" for i in inodes} for fd in fds):
-                os.killpg(os.getpgid(int(pid)), signal.SIGKILL)
-                return
-        except OSError:
-            continue
-    pytest.fail(f"no process listens on {url}")
-
-
 def test_server_stopped_mid_run_records_failures_naming_it_and_resume_finishes(data, tmp_path, monkeypatch):
     if not LANGGRAPH.exists():
         pytest.skip(f"{LANGGRAPH} not installed (pip install -e '.[dev]')")
@@ -196,7 +179,7 @@ def test_server_stopped_mid_run_records_failures_naming_it_and_resume_finishes(d
             t = threading.Thread(target=lambda: codes.append(_eval("reaper", d, run, stub, "--server", url)))
             t.start()
             _wait_for(lambda: len(stub.requests) >= 1)
-            _kill_listener(url)  # stopped hard: a graceful stop could still finish the runs in flight
+            os.killpg(SERVERS[url].pid, signal.SIGKILL)  # stopped hard: a graceful stop could finish the runs
         t.join(120)  # the server is stopped: the client's retries end, the questions in flight are recorded
         assert not t.is_alive() and codes == [1]  # every question failed
         failed = _lines(run)

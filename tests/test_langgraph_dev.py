@@ -86,9 +86,14 @@ def _stop(proc: subprocess.Popen) -> None:
         pass
 
 
+SERVERS: dict[str, subprocess.Popen] = {}
+"""The process (its own process group) of each server :func:`_serving` is serving, by URL."""
+
+
 @contextmanager
 def _serving(cmd: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None) -> Iterator[str]:
-    """Start a LangGraph dev server with ``cmd`` (its port is the last argument), wait for /ok; its URL; stopped."""
+    """Start a LangGraph dev server with ``cmd`` (its port is the last argument), wait for /ok; its URL (its process
+    in :data:`SERVERS` meanwhile); stopped."""
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env or _env(), stdout=fh, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
@@ -107,8 +112,10 @@ def _serving(cmd: list[str], cwd: Path, log: Path, env: dict[str, str] | None = 
             if time.monotonic() > deadline:
                 pytest.fail(f"{cmd[2]} not ready after {START_TIMEOUT_S} s:\n{_tail(log)}")
             time.sleep(0.5)
+        SERVERS[url] = proc
         yield url
     finally:
+        SERVERS.pop(url, None)
         _stop(proc)
 
 
