@@ -16,7 +16,7 @@ import pytest
 from ragplan.cli import main
 from ragplan.methods.planrag.data import load_questions
 from ragplan.methods.planrag.generate import generate_clone
-from ragplan.eval.figures import ordered_categories, plot_retrieval_split, plot_run, plot_sweep
+from ragplan.eval.figures import format_table, ordered_categories, plot_retrieval_split, plot_run, plot_sweep
 from ragplan.eval.report import summarise, summary_markdown
 from ragplan.eval.runfolder import RunSettings
 from ragplan.eval.runner import evaluate
@@ -25,6 +25,18 @@ from ragplan.nodes.planrag.plan import Plan
 from ragplan.nodes.planrag.replan import ReplanDecision
 from ragplan.nodes.planrag.retrieve import RetrievalAction
 from tests.openai_server import OpenAIStub
+
+
+def test_one_table_formatter_prints_every_table_style():
+    """Run summaries (markdown), sweep/retrieval tables (md), `ragplan cypher` (grid) and the REAPER/InstructRAG
+    figure tables (plain) come from one formatter; each style's bytes are pinned here."""
+    head, rows = ["name", "n", "score"], [["alpha", 3, "0.50"], ["b", 12, ""]]
+    assert format_table(head, rows) == ("| name  | n  | score |\n|-------|----|-------|\n"
+                                        "| alpha | 3  | 0.50  |\n| b     | 12 |       |")
+    assert format_table(head, rows, style="md") == "| name | n | score |\n|---|---|---|\n| alpha | 3 | 0.50 |\n| b | 12 |  |"
+    assert format_table(head, rows, style="grid") == "name  | n  | score\n------+----+------\nalpha | 3  | 0.50\nb     | 12 |"
+    assert format_table(head, rows, style="plain", right=True) == "name    n  score\nalpha   3   0.50\nb      12"
+    assert format_table(head, rows, style="plain") == "name   n   score\nalpha  3   0.50\nb      12"
 
 
 def _ticks(ax) -> list[str]:

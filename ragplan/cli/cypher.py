@@ -36,20 +36,13 @@ def add_parser(sub: Any) -> None:
     cy.add_argument("query", nargs="?", help="the Cypher query")
 
 
-def _table(columns: list[str], rows: list[dict[str, Any]]) -> str:
-    from ragplan.tools.graphdb.schema import format_value
-
-    cells = [[format_value(r.get(c)) for c in columns] for r in rows]
-    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
-    line = lambda vals: " | ".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(columns), "-+-".join("-" * w for w in widths), *map(line, cells)])
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``ragplan cypher``: 0 rows printed, 1 the query failed or timed out, 2 bad input or a refused write."""
     from ragplan.cli.settings import given_settings
+    from ragplan.eval.figures import format_table
     from ragplan.state.context import GraphDBContext
     from ragplan.tools.graphdb import QueryError, QueryRefused, QueryTimeout, ScriptError, StoreSpec, open_store
+    from ragplan.tools.graphdb.schema import format_value
 
     if not args.query and not args.schema:
         return fail("give a QUERY (or --schema)")
@@ -78,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
         for row in res.rows:
             print(json.dumps(row, ensure_ascii=False, default=str))
     else:
-        print(_table(res.columns, res.rows) if res.columns else "(no columns)")
+        print(format_table(res.columns, [[format_value(r.get(c)) for c in res.columns] for r in res.rows], style="grid")
+              if res.columns else "(no columns)")
         print(f"({len(res.rows)} row{'s' if len(res.rows) != 1 else ''}, {res.elapsed_ms:.1f} ms)")
     if res.truncated:
         print(f"note: {res.total_rows} rows in all, {len(res.rows)} shown (raise --row-cap to see more)",

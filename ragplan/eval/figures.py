@@ -1,15 +1,15 @@
-"""The evaluation's figures (matplotlib's Agg backend, no pyplot); categories in reading order (docs/evaluation.md,
-"Order of groups"): known ordinal scales in their order, else natural order (numbers as numbers), ``None`` last."""
+"""The evaluation's figures (matplotlib's Agg backend, no pyplot) and text tables; categories in reading order
+(docs/evaluation.md, "Order of groups"): known ordinal scales in their order, else natural order, ``None`` last."""
 
 from __future__ import annotations
 
 import re
 import textwrap
 from pathlib import Path
-from typing import IO, Any, Iterable, Mapping, Sequence
+from typing import IO, Any, Iterable, Literal, Mapping, Sequence
 
 __all__ = ["metric_label", "plot_run", "plot_sweep", "plot_retrieval_split", "plot_costs", "ORDINAL_SCALES",
-           "ordered_categories"]
+           "ordered_categories", "format_table"]
 
 ORDINAL_SCALES: tuple[tuple[str, ...], ...] = (
     ("easy", "medium", "hard"),
@@ -48,6 +48,24 @@ def ordered_categories(values: Iterable[object]) -> list[str]:
         return (1, 0.0, _natural(low))
 
     return sorted(vals, key=key)
+
+
+def format_table(head: Sequence[Any], rows: Iterable[Sequence[Any]], *, right: bool = False,
+                 style: Literal["markdown", "md", "grid", "plain"] = "markdown") -> str:
+    """Rows under a header as text: ``markdown`` (padded), ``md`` (unpadded), ``grid`` (`` | `` and ``-+-``) or
+    ``plain`` (two spaces, no rule); ``right``: every column but the first right-aligned."""
+    cells = [[str(c) for c in r] for r in [head, *rows]]
+    widths = [0 if style == "md" else max(len(r[i]) for r in cells) for i in range(len(head))]
+
+    def line(r: list[str]) -> str:
+        vals = [c.rjust(w) if right and i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        if style in ("markdown", "md"):
+            return "| " + " | ".join(vals) + " |"
+        return (" | " if style == "grid" else "  ").join(vals).rstrip()
+
+    rules = {"markdown": "|" + "|".join("-" * (w + 2) for w in widths) + "|", "md": "|---" * len(head) + "|",
+             "grid": "-+-".join("-" * w for w in widths)}
+    return "\n".join([line(cells[0]), *([rules[style]] if style in rules else []), *map(line, cells[1:])])
 
 
 _NAMES = {"em": "EM", "f1": "F1", "label_acc": "label accuracy", "accuracy": "accuracy",

@@ -10,7 +10,7 @@ from collections import Counter
 from typing import IO, Any, Callable
 
 from ragplan.eval.benchmark import ComparedRun
-from ragplan.eval.figures import ordered_categories, plot_retrieval_split, plot_run
+from ragplan.eval.figures import format_table, ordered_categories, plot_retrieval_split, plot_run
 from ragplan.eval.registry import get_benchmark
 from ragplan.eval.runfolder import RunFolder, RunSettings
 from ragplan.family import MethodFamily
@@ -107,20 +107,13 @@ def retrieval_totals(records: list[dict[str, Any]]) -> dict[str, int]:
                                         and num(r, "retrieval_errors") >= num(r, "retrievals"))}
 
 
-def _table(headers: list[str], rows: list[list[Any]]) -> str:
-    cells = [[str(c) for c in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    fmt = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
-    return "\n".join([fmt(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [fmt(r) for r in cells])
-
-
 def summary_markdown(s: dict[str, Any]) -> str:
     """The summary as Markdown tables."""
     o, c = s["overall"], s["cost"]
     ms = [*(s.get("metrics") or []), *(s.get("run_metrics") or [])]  # the benchmark's, then the method family's
     mfmt = lambda a: [("-" if a.get(m) is None else f"{a[m]:.3f}") for m in ms]  # noqa: E731
     parts = [f"# {s['method']} on {s['benchmark']} ({s['model'] or 'model from context'})", "",
-             _table(["questions", "correct", "accuracy", *ms, "errors", "LLM calls", "prompt tokens", "completion tokens",
+             format_table(["questions", "correct", "accuracy", *ms, "errors", "LLM calls", "prompt tokens", "completion tokens",
                      "LLM calls/q", "tokens/q", "latency/q (s)", "wall time (s)"],
                     [[o["n"], o["correct"], f"{o['accuracy']:.1%}", *mfmt(o), o["errors"], c["llm_calls"], c["input_tokens"],
                       c["output_tokens"], c["per_question_llm_calls"], c["per_question_tokens"], c["mean_latency_s"],
@@ -136,7 +129,7 @@ def summary_markdown(s: dict[str, Any]) -> str:
     tables.append(("by retrieval count (SR = one retrieval, MR = several)", "class", s["retrieval"]))
     for title, col, vals in tables:
         rows = [[v, a["n"], a["correct"], f"{a['accuracy']:.1%}", *mfmt(a)] for v, a in vals.items()]
-        parts += ["", f"## accuracy {title}", "", _table([col, "questions", "correct", "accuracy", *ms], rows)]
+        parts += ["", f"## accuracy {title}", "", format_table([col, "questions", "correct", "accuracy", *ms], rows)]
     if s.get("benchmark_report"):
         parts += ["", s["benchmark_report"]]
     return "\n".join(parts) + "\n"
@@ -165,7 +158,7 @@ def compare_runs(run_dirs: list[str | Path]) -> str:
     """One table comparing several runs (same benchmark expected), questions aligned by id."""
     c = comparison(run_dirs)
     extra = benchmark_comparison(c)  # e.g. REAPER's Table 1 with a column per method
-    return _table(c.headers, c.rows) + f"\n({c.note})" + (f"\n\n{extra}" if extra else "")
+    return format_table(c.headers, c.rows) + f"\n({c.note})" + (f"\n\n{extra}" if extra else "")
 
 
 def comparison(run_dirs: list[str | Path]) -> RunComparison:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ragplan.datasets import QAExample
+from ragplan.eval.figures import format_table
 from ragplan.eval.retrieval import (
     DEFAULT_KS, GoldSupport, gold_support, mean_scores, passage_key, score_names, score_queries,
 )
@@ -97,14 +98,13 @@ def retrieval_table(result: dict[str, Any]) -> str:
     o = result["overall"]
     fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
     cols = ["recall", "all_supporting", "sentence_recall", "title_recall", "title_all_supporting"]
-    rows = ["| k | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
-    rows += ["| " + " | ".join([str(k), *(fmt(o.get(f"{c}@{k}")) for c in cols)]) + " |" for k in result["ks"]]
+    table = format_table(["k", *cols], [[k, *(fmt(o.get(f"{c}@{k}")) for c in cols)] for k in result["ks"]], style="md")
     c = result["counts"]
     head = (f"# retrieval on {result.get('benchmark', '?')} — queries: {result.get('query_source', 'the questions')}\n\n"
             f"{c['scored']} of {c['questions']} questions scored ({c['no_gold']} without gold support, {c['missing']} "
             f"not in the run, {c['without_queries']} without queries); {result['queries_per_question']} queries per "
             f"question; sentences ranked from the top {result['passages']} passages of each query.\n")
-    return head + "\n" + "\n".join(rows) + (f"\n\nMRR (first supporting paragraph): {fmt(o.get('mrr'))}; by title: "
+    return head + "\n" + table + (f"\n\nMRR (first supporting paragraph): {fmt(o.get('mrr'))}; by title: "
                                            f"{fmt(o.get('title_mrr'))}\n")
 
 

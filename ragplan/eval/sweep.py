@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ragplan.redact import redact
-from ragplan.eval.figures import plot_sweep
+from ragplan.eval.figures import format_table, plot_sweep
 from ragplan.eval.runfolder import RunSettings, atomic_write
 from ragplan.registry import family_of
 
@@ -153,15 +153,10 @@ def sweep_markdown(result: SweepResult) -> str:
     """The sweep as a Markdown table: one row per value (questions, accuracy, the benchmark's metrics, cost)."""
     metrics = list(dict.fromkeys(m for r in result.rows for m in r.get("metrics", [])))
     headers = [result.key, "questions", "accuracy", *metrics, "LLM calls/q", "tokens/q", "errors", "run folder"]
-    lines = [f"# {result.method} on {result.benchmark}: sweep of {result.key}", "",
-             "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    for r in result.rows:
-        o, c = r["overall"], r["cost"]
-        lines.append("| " + " | ".join([json.dumps(r["value"]) if not isinstance(r["value"], str) else r["value"],
-                                         str(o["n"]), f"{o['accuracy']:.1%}", *[_cell(o.get(m)) for m in metrics],
-                                         str(c.get("per_question_llm_calls", "-")), str(c.get("per_question_tokens", "-")),
-                                         str(o.get("errors", 0)), Path(r["run_dir"]).name]) + " |")
-    return "\n".join(lines) + "\n"
+    rows = [[json.dumps(r["value"]) if not isinstance(r["value"], str) else r["value"], o["n"], f"{o['accuracy']:.1%}",
+             *[_cell(o.get(m)) for m in metrics], c.get("per_question_llm_calls", "-"), c.get("per_question_tokens", "-"),
+             o.get("errors", 0), Path(r["run_dir"]).name] for r in result.rows for o, c in [(r["overall"], r["cost"])]]
+    return f"# {result.method} on {result.benchmark}: sweep of {result.key}\n\n{format_table(headers, rows, style='md')}\n"
 
 
 def write_sweep(out_dir: str | Path, result: SweepResult) -> dict[str, Path]:

@@ -13,6 +13,7 @@ from ragplan.datasets import DatasetError, QAExample, load_qa
 from ragplan.datasets.qa import detect_format, normalize_format, resolve_data_file
 from ragplan.eval.benchmark import Item
 from ragplan.eval.benchmarks.context_index import build_context_index, context_passages
+from ragplan.eval.figures import format_table
 from ragplan.eval.metrics import (
     ScoreRule, exact_match, extract_label, f1_score, label_accuracy, normalize_answer, retrieval_stats,
 )
@@ -222,11 +223,10 @@ def text_report(records: list[dict[str, Any]], rule: str, label_only: bool) -> s
               "Figure 3); `subquery_retrieval_ratio`: per question, the share of its (sub-)queries that retrieved "
               "successfully, averaged over questions; `retrieval_errors`: failed retrievals per question.",
               "", "## retrieval", "",
-              "| questions | retrieved (≥ 1 success) | sub-queries | sub-queries retrieved | pooled sub-query ratio "
-              "| retrievals run | failed | questions whose every retrieval failed |",
-              "|---|---|---|---|---|---|---|---|",
-              f"| {n} | {retrieved} ({retrieved / n if n else 0:.1%}) | {subs} | {sub_ok} | "
-              f"{(sub_ok / subs if subs else 0):.3f} | {runs} | {failed} | {all_failed} |"]
+              format_table(["questions", "retrieved (≥ 1 success)", "sub-queries", "sub-queries retrieved",
+                            "pooled sub-query ratio", "retrievals run", "failed", "questions whose every retrieval failed"],
+                           [[n, f"{retrieved} ({retrieved / n if n else 0:.1%})", subs, sub_ok,
+                             f"{(sub_ok / subs if subs else 0):.3f}", runs, failed, all_failed]], style="md")]
     return "\n".join(lines)
 
 

@@ -99,9 +99,9 @@ def selection_quality(graph: InstructionGraph, rl: RLAgent | None, ml: MLAgent |
 
 def format_table(head: list[str], rows: list[list[str]]) -> str:
     """A plain table: the first column left-aligned, the others right-aligned."""
-    widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
-    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
-                     for r in [head] + rows)
+    from ragplan.eval.figures import format_table as table
+
+    return table(head, rows, style="plain", right=True)
 
 
 def format_selection_rows(rows: list[SelectionRow]) -> str:

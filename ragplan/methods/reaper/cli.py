@@ -59,9 +59,9 @@ def _step_json(step: Any, registry: Any) -> dict[str, Any]:
 
 def _table(rows: list[list[str]], numbers: bool = False) -> str:
     """Aligned columns (with ``numbers``, every column but the first right-aligned)."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.rjust(w) if numbers and i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-                     for r in rows)
+    from ragplan.eval.figures import format_table
+
+    return format_table(rows[0], rows[1:], style="plain", right=numbers)
 
 
 def run_validate(args: argparse.Namespace) -> int:
