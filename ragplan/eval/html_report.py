@@ -54,10 +54,7 @@ def _family_part(cls: type[GraphResult] | None, rec: dict[str, Any]) -> tuple[li
     """The family's sections for one record, and the record keys they cover."""
     if cls is None:
         return [], set()
-    try:
-        keys = set(cls.from_state(rec).record())
-    except Exception:  # a record that does not fit: report_sections says so and shows its fields
-        keys = set(cls.model_fields) - set(GraphResult.model_fields)
+    keys = set(cls().record())  # the family's fields and what its record() adds, whatever the record holds
     try:
         return cls.report_sections(rec), keys
     except Exception as exc:  # a drawing bug must not lose the report: show the fields as stored

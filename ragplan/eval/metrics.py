@@ -15,7 +15,7 @@ from ragplan.eval.labels import read_label as extract_label
 
 __all__ = [
     "normalize_answer", "exact_match", "f1_score", "extract_label", "canonical_label", "label_accuracy",
-    "retrieval_stats", "RetrievalStats", "FEVER_LABELS", "ScoreRule", "SCORE_RULES",
+    "retrieval_stats", "RetrievalStats", "FEVER_LABELS", "ScoreRule", "SCORE_RULES", "count_of", "field_of",
 ]
 
 ScoreRule = Literal["hotpotqa", "musique"]
@@ -115,21 +115,23 @@ class RetrievalStats:
         return self.succeeded / self.queries if self.queries else None
 
 
-def _num(value: Any) -> int | None:
+def count_of(value: Any) -> int | None:
+    """A record's count as an int (a number, not a bool), else None."""
     return None if isinstance(value, bool) or not isinstance(value, (int, float)) else int(value)
 
 
-def _field(q: Any, name: str) -> Any:
-    return q.get(name) if isinstance(q, Mapping) else getattr(q, name, None)
+def field_of(x: Any, name: str) -> Any:
+    """``x[name]`` of a mapping, else the attribute (None when missing)."""
+    return x.get(name) if isinstance(x, Mapping) else getattr(x, name, None)
 
 
 def retrieval_stats(output: Mapping[str, Any]) -> RetrievalStats:
     """Retrieval counts of a graph's output: from its ``queries`` when listed, else its counts."""
     qs = output.get("queries")
     if isinstance(qs, list) and qs:
-        ran = [q for q in qs if _field(q, "retrieve")]
-        failed = sum(1 for q in ran if _field(q, "retrieval_error"))
+        ran = [q for q in qs if field_of(q, "retrieve")]
+        failed = sum(1 for q in ran if field_of(q, "retrieval_error"))
         return RetrievalStats(len(qs), len(ran), failed)
-    typed = _num(output.get("retrievals"))
-    attempted = (typed if typed is not None else _num(output.get("retrieval_count"))) or 0
-    return RetrievalStats(None, attempted, min(attempted, _num(output.get("retrieval_errors")) or 0))
+    typed = count_of(output.get("retrievals"))
+    attempted = (typed if typed is not None else count_of(output.get("retrieval_count"))) or 0
+    return RetrievalStats(None, attempted, min(attempted, count_of(output.get("retrieval_errors")) or 0))

@@ -10,6 +10,7 @@ from collections import Counter
 from typing import IO, Any, Callable
 
 from ragplan.eval.benchmark import ComparedRun
+from ragplan.eval.metrics import count_of
 from ragplan.eval.figures import format_table, ordered_categories, plot_retrieval_split, plot_run
 from ragplan.eval.registry import get_benchmark
 from ragplan.eval.runfolder import RunFolder, RunSettings
@@ -96,15 +97,10 @@ def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any 
 
 def retrieval_totals(records: list[dict[str, Any]]) -> dict[str, int]:
     """Retrievals run and failed, questions that retrieved and those whose every retrieval failed."""
-    def num(r: dict[str, Any], k: str) -> int:
-        v = r.get(k)
-        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
-
-    return {"retrievals": sum(num(r, "retrievals") for r in records),
-            "retrieval_errors": sum(num(r, "retrieval_errors") for r in records),
-            "questions_retrieving": sum(1 for r in records if num(r, "retrievals") > 0),
-            "questions_all_failed": sum(1 for r in records if num(r, "retrievals") > 0
-                                        and num(r, "retrieval_errors") >= num(r, "retrievals"))}
+    counts = [(count_of(r.get("retrievals")) or 0, count_of(r.get("retrieval_errors")) or 0) for r in records]
+    return {"retrievals": sum(n for n, _ in counts), "retrieval_errors": sum(e for _, e in counts),
+            "questions_retrieving": sum(1 for n, _ in counts if n > 0),
+            "questions_all_failed": sum(1 for n, e in counts if n > 0 and e >= n)}
 
 
 def summary_markdown(s: dict[str, Any]) -> str:

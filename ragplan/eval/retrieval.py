@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragplan.datasets import QAExample
+from ragplan.eval.metrics import field_of
 
 __all__ = ["SupportSentence", "GoldParagraph", "EvidenceSet", "passage_key", "GoldSupport", "gold_support",
            "score_ranking", "score_queries", "mean_scores", "score_names", "DEFAULT_KS", "SUPPORT_KS",
@@ -124,15 +125,11 @@ def gold_support(example: QAExample) -> GoldSupport:
 
 # ------------------------------------------------------------------------------------------ scoring
 
-def _get(x: Any, name: str) -> Any:
-    return x.get(name) if isinstance(x, Mapping) else getattr(x, name, None)
-
-
 def passage_key(p: Any) -> tuple[str, str]:
     """A passage (a :class:`Passage`, a ``{title, text|contents}`` dict or a bare title) as compared."""
     if isinstance(p, str):
         return title_key(p), ""
-    return title_key(str(_get(p, "title") or "")), _text_key(str(_get(p, "text") or _get(p, "contents") or ""))
+    return title_key(str(field_of(p, "title") or "")), _text_key(str(field_of(p, "text") or field_of(p, "contents") or ""))
 
 
 def score_names(ks: Sequence[int] = DEFAULT_KS, *, sentences: bool = True) -> list[str]:
@@ -146,7 +143,8 @@ def score_names(ks: Sequence[int] = DEFAULT_KS, *, sentences: bool = True) -> li
 def _sentence_hits(sentences: Sequence[Any], gold: EvidenceSet) -> set[SupportSentence]:
     hits: set[SupportSentence] = set()
     for s in sentences:
-        title, idx, text = title_key(str(_get(s, "title") or "")), _get(s, "sentence_index"), _text_key(str(_get(s, "sentence") or ""))
+        title, idx = title_key(str(field_of(s, "title") or "")), field_of(s, "sentence_index")
+        text = _text_key(str(field_of(s, "sentence") or ""))
         for g in gold.sentences:
             if title_key(g.title) == title and ((idx is not None and idx == g.index) or (g.text and g.text == text)):
                 hits.add(g)

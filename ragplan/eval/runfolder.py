@@ -130,9 +130,7 @@ class RunFolder:
             return
         keep = [line for line in self.results_file.read_bytes().splitlines(keepends=True)
                 if not line.strip() or json.loads(line).get("id") not in ids]  # (lines checked by load_records)
-        tmp = self.results_file.with_name(self.results_file.name + ".tmp")
-        tmp.write_bytes(b"".join(keep))
-        os.replace(tmp, self.results_file)
+        atomic_write(self.results_file, b"".join(keep))
 
     def start_invocation(self) -> int:
         """Record that a run (or a resume) starts now; returns its number (1, 2, …)."""
