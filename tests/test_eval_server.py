@@ -215,3 +215,58 @@ def test_an_llm_cache_is_refused_on_a_server_run(data, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--llm-cache cannot record or replay a run on a LangGraph server" in err and "Traceback" not in err
     assert not (run / "settings.json").exists() and not (run / "llm_cache.json").exists()
+
+
+def test_a_question_past_its_time_budget_stops_its_run_on_the_server(server, data, tmp_path):
+    """A question given up by the client (past item_timeout_s) is recorded as timed out, and its run on the server is
+    cancelled rather than left running (and billing the endpoint) after the eval has ended."""
+    from langgraph_sdk import get_sync_client
+
+    d, run = data["think_then_act"], tmp_path / "run"
+    with OpenAIStub(responder=_slow(d, 30)) as stub:
+        _eval("think_then_act", d, run, stub, "--server", server, "--item-timeout", "3")  # 1: every question failed
+        recs = _lines(run)
+        assert recs and all(r["stop_reason"] == "item_timeout" for r in recs)
+        settings = json.loads((run / "settings.json").read_text())
+        client = get_sync_client(url=server)
+        for r in recs:
+            [t] = client.threads.search(metadata={"ragplan_question": r["id"], "ragplan_run":
+                                                  f"{run.resolve()}@{settings['created']}"}, limit=5)
+            _wait_for(lambda: all(x["status"] not in ("pending", "running")
+                                  for x in client.runs.list(t["thread_id"])), timeout_s=20)
+            assert {x["status"] for x in client.runs.list(t["thread_id"])} == {"interrupted"}
+
+
+class _ErroringRuns:
+    """langgraph_sdk's runs API for a server whose graph raised: every run ends in ``__error__``."""
+
+    def __init__(self) -> None:
+        self.created = 0
+
+    async def create(self, *args, **kwargs):
+        self.created += 1
+        return {"run_id": f"run-{self.created}"}
+
+    async def join(self, thread_id, run_id):
+        return {"__error__": {"error": "ValueError", "message": "boom"}}
+
+
+def test_a_run_that_errored_on_the_server_is_recorded_at_once_naming_it(tmp_path):
+    """A graph that raised on the server is that question's recorded crash, as a graph raising in-process is: no
+    retry of a run that would raise again, and the message names the server and the error."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from ragplan.eval.runfolder import RunFolder, RunSettings
+    from ragplan.eval.server import RunError, ServerRuns
+
+    async def created(**kwargs):
+        return {}
+
+    runs = _ErroringRuns()
+    settings = RunSettings(method="cot", benchmark="hotpotqa", data="", server="http://127.0.0.1:1")
+    sr = ServerRuns(settings, RunFolder(tmp_path), {}, {"q1": SimpleNamespace(context={})})
+    sr.client = SimpleNamespace(runs=runs, threads=SimpleNamespace(create=created))
+    with pytest.raises(RunError, match=r"LangGraph server http://127\.0\.0\.1:1: ValueError: boom"):
+        asyncio.run(sr.run("q1", 1, {"question": "q"}, SimpleNamespace(), 25))
+    assert runs.created == 1

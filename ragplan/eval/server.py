@@ -28,7 +28,8 @@ __all__ = ["ServerRuns", "SERVER_NODE", "server_failed"]
 SERVER_NODE = "langgraph_server"
 """The ``failure.node`` of a question the server could not run (down, unreachable, 5xx): a resume runs it again."""
 RETRIES = 3
-"""Further tries of a question after a connection loss, a 5xx or a run that errored on the server."""
+"""Further tries of a question after a connection loss or a 5xx (a run that errored is recorded at once, as a graph
+that raises in-process is)."""
 BACKOFF_S = 1.0
 """First wait before such a retry; doubles each time."""
 
@@ -49,7 +50,7 @@ def _fault(exc: BaseException) -> FailureKind | None:
 
 
 class RunError(Exception):
-    """A run that ended in error on the server (the graph raised)."""
+    """A run that ended in error on the server (the graph raised): the question's record says so, as in-process."""
 
 
 @dataclass
@@ -104,8 +105,8 @@ class ServerRuns:
             try:
                 known = k > 0 or n in self.attempts.get(item_id, ())  # the thread may hold a run: look first
                 return await self._attempt(item_id, n, graph_input, ctx, limit, known)
-            except (httpx.HTTPError, RunError) as exc:
-                kind = "error" if isinstance(exc, RunError) else _fault(exc)
+            except httpx.HTTPError as exc:
+                kind = _fault(exc)
                 if kind is None or k == RETRIES:
                     why = f"LangGraph server {self.settings.server}: {type(exc).__name__}: {exc}"
                     return failed(kind or "error", SERVER_NODE, why, answer="", stop_reason="crash")
@@ -121,7 +122,7 @@ class ServerRuns:
         if known:
             going = [r for r in await runs.list(tid, limit=5) if r["status"] in ("pending", "running")]
             if going:  # a client killed mid-run, or a retry after a dropped connection: reattach
-                return self._output(await runs.join(tid, going[0]["run_id"]))
+                return await self._join(tid, going[0]["run_id"])
             state = await self.client.threads.get_state(tid)
             if state.get("checkpoint") and not state.get("next") and state.get("values"):
                 return dict(state["values"])  # the graph had finished; only the record was missing
@@ -129,14 +130,25 @@ class ServerRuns:
         context = {k: v for k, v in context_settings(ctx).items() if k in given}
         run = await runs.create(tid, self.settings.method, input=None if state.get("next") else graph_input,
                                 context=context, config={"recursion_limit": limit}, multitask_strategy="reject")
-        return self._output(await runs.join(tid, run["run_id"]))
+        return await self._join(tid, run["run_id"])
 
-    @staticmethod
-    def _output(out: Any) -> dict[str, Any]:
+    async def _join(self, tid: str, run_id: str) -> dict[str, Any]:
+        """The run's output; a question given up here (past item_timeout_s, or the batch stopped) stops it there."""
+        try:
+            out = await self.client.runs.join(tid, run_id)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._cancel(tid, run_id))
+            raise
         if isinstance(out, dict) and isinstance(out.get("__error__"), dict):
             err = out["__error__"]
-            raise RunError(f"{err.get('error')}: {err.get('message')}")
+            raise RunError(f"LangGraph server {self.settings.server}: {err.get('error')}: {err.get('message')}")
         return dict(out or {})
+
+    async def _cancel(self, tid: str, run_id: str) -> None:
+        try:
+            await self.client.runs.cancel(tid, run_id)
+        except httpx.HTTPError:  # the server is gone or the run ended meanwhile: nothing left to stop
+            pass
 
     async def close(self) -> None:
         """Close the connection."""
