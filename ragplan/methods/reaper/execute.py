@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
-import dataclasses
 import functools
 import inspect
 import json
@@ -17,9 +16,10 @@ from typing import Any, Callable, Literal
 
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
+from pydantic_core import to_jsonable_python
 
 from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanStep
-from ragplan.methods.reaper.validate import arg_names, bind_args, find_cycles, step_references
+from ragplan.methods.reaper.validate import bind_args, find_cycles, step_references
 
 _REF = re.compile(r"#E(\d+)(?!\d)")
 
@@ -65,27 +65,8 @@ class ExecutionResult(BaseModel):
 
 
 def to_jsonable(value: Any) -> Any:
-    """``value`` as plain JSON data: pydantic models, dataclasses, LangChain documents and messages included."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (set, frozenset)):  # in a fixed order: the evidence goes into the responder's prompt
-        return sorted((to_jsonable(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True, default=str))
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, BaseModel):
-        return to_jsonable(value.model_dump(mode="json"))
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return to_jsonable(dataclasses.asdict(value))
-    if hasattr(value, "page_content"):  # langchain Document
-        return {"page_content": value.page_content, "metadata": to_jsonable(getattr(value, "metadata", {}))}
-    if hasattr(value, "content") and hasattr(value, "type"):  # langchain message
-        return to_jsonable(value.content)
-    try:
-        return json.loads(json.dumps(value, default=str))
-    except (TypeError, ValueError):
-        return str(value)
+    """``value`` as plain JSON data (pydantic models, dataclasses, LangChain documents and messages included)."""
+    return to_jsonable_python(value, fallback=str)
 
 
 def render_for_text(value: Any, limit: int | None = 2000) -> str:
@@ -232,7 +213,7 @@ async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float
                                          f"{'failed' if f.status != 'skipped' else 'did not run'}: {_short(why or '')}")
             return
         spec = registry.get(s.tool) if registry is not None else None
-        bound, surplus, _ = bind_args(s, arg_names(registry, s.tool))
+        bound, surplus, _ = bind_args(s, registry)
         problem = (f"unknown tool {s.tool!r}" if spec is None else
                    f"tool {s.tool!r} is not bound to an implementation (a specs-only registry)"
                    if getattr(spec, "tool", None) is None else

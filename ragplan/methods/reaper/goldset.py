@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import math
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ragplan.jsonl import read_jsonl_objects
+from ragplan.jsonl import atomic_write, read_jsonl_objects
 from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanStep, format_plan, parse_plan
 from ragplan.tools.retail.tools import PURPOSES, singular
 from ragplan.tools.retail.dates import resolve_range
-from ragplan.tools.retail.shop import load_shop
+from ragplan.tools.retail.shop import jsonl_text, load_shop
 
 __all__ = ["GoldExample", "CATEGORIES", "generate_goldset", "write_goldset", "load_goldset"]
 
@@ -319,9 +318,7 @@ def write_goldset(path: str | Path, examples: list[GoldExample]) -> Path:
     """Write examples as JSONL (one per line, atomically); returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(e.to_dict(), ensure_ascii=False) + "\n" for e in examples), encoding="utf-8")
-    tmp.replace(path)
+    atomic_write(path, jsonl_text(e.to_dict() for e in examples))
     return path
 
 

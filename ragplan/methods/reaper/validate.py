@@ -10,27 +10,22 @@ from typing import Any
 
 from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanError, PlanStep
 
-__all__ = ["check_plan", "repair_prompt", "bind_args", "arg_names", "is_date_range_literal", "find_cycles",
+__all__ = ["check_plan", "repair_prompt", "bind_args", "is_date_range_literal", "find_cycles",
            "step_references"]
 
 _DATE = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
 _DATE_RANGE = re.compile(rf"\s*{_DATE}\s*(?:(?:\.\.|to)\s*{_DATE}\s*)?", re.I)
 
 
-def bind_args(step: PlanStep, arg_names: list[str]) -> tuple[dict[str, PlanArg], list[PlanArg], list[str]]:
-    """``(bound, surplus, duplicates)``: name -> argument (keywords win), positional arguments beyond the
-    tool's, and names given both by position and by keyword."""
-    bound: dict[str, PlanArg] = dict(zip(arg_names, step.args))
-    surplus = list(step.args[len(arg_names):])
+def bind_args(step: PlanStep, registry: Any, default: list[str] | tuple[str, ...] = ()
+              ) -> tuple[dict[str, PlanArg], list[PlanArg], list[str]]:
+    """``(bound, surplus, duplicates)``: name -> argument (keywords win), positional arguments beyond the tool's
+    (its names in ``registry``, else ``default``), and names given both by position and by keyword."""
+    spec = registry.get(step.tool) if registry is not None else None
+    names = [a.name for a in spec.args] if spec is not None else list(default)
+    bound: dict[str, PlanArg] = dict(zip(names, step.args))
     duplicates = [k for k in step.kwargs if k in bound]
-    bound.update(step.kwargs)
-    return bound, surplus, duplicates
-
-
-def arg_names(registry: Any, tool: str, default: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """The argument names of ``tool`` in ``registry``, or ``default`` when the registry has no such tool."""
-    spec = registry.get(tool) if registry is not None else None
-    return [a.name for a in spec.args] if spec is not None else list(default)
+    return {**bound, **step.kwargs}, list(step.args[len(names):]), duplicates
 
 
 def is_date_range_literal(value: Any) -> bool:
@@ -98,7 +93,7 @@ def _check_call(step: PlanStep, registry: Any) -> list[PlanError]:
         return [_err(step, "unknown_tool", f'unknown tool "{step.tool}"{hint} '
                                            f"(available: {', '.join(registry.names()) or 'none'})")]
     names = [a.name for a in spec.args]
-    bound, surplus, duplicates = bind_args(step, names)
+    bound, surplus, duplicates = bind_args(step, registry)
     out: list[PlanError] = []
     if surplus:
         out.append(_err(step, "too_many_args", f"{spec.signature} takes at most {len(names)} argument"
