@@ -205,9 +205,7 @@ async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float
             await asyncio.wait([tasks[d] for d in set(deps[pos])])
         failed = next((d for d in deps[pos] if d not in evidence or evidence[d].status != "ok"), None)
         if failed is not None:
-            if failed not in evidence:  # the runner itself broke on that step
-                record(failed, "error", error="internal error")
-            f = evidence[failed]
+            f = evidence[failed]  # (none: the runner broke on that step; recorded below as an internal error)
             why = f.error if f.status != "skipped" else "it was skipped"
             record(pos, "skipped", error=f"skipped: depends on #{f.evidence_var} (step {f.index}), which "
                                          f"{'failed' if f.status != 'skipped' else 'did not run'}: {_short(why or '')}")
@@ -222,14 +220,9 @@ async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float
         if problem is not None or spec is None:
             record(pos, "error", error=problem)
             return
-        try:
-            types = {a.name: a.type for a in spec.args}
-            kwargs = {k: _coerce(k, types.get(k, "any"), _resolve(a, outputs, ref_text_limit), ref_text_limit)
-                      for k, a in bound.items()}
-            shown = to_jsonable(kwargs)
-        except Exception as exc:  # noqa: BLE001
-            record(pos, "error", error=f"could not resolve the arguments: {type(exc).__name__}: {exc}")
-            return
+        types = {a.name: a.type for a in spec.args}
+        kwargs = {k: _coerce(k, types.get(k, "any"), _resolve(a, outputs, ref_text_limit), ref_text_limit)
+                  for k, a in bound.items()}
         async with sem:
             started = time.perf_counter()
             order.append(s.index)
@@ -251,7 +244,7 @@ async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float
                 outputs[s.var_number] = out
             except Exception as exc:  # noqa: BLE001
                 status, error = "error", f"the output cannot be recorded: {type(exc).__name__}: {exc}"
-        record(pos, status, args=shown, output=shown_out, error=error, **timing)
+        record(pos, status, args=to_jsonable(kwargs), output=shown_out, error=error, **timing)
 
     for pos, reason in skip.items():
         record(pos, "skipped", error=reason)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ragplan.jsonl import atomic_write, read_jsonl_objects
-from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanStep, format_plan, parse_plan
+from ragplan.methods.reaper.plan import RetrievalPlan, PlanStep, format_plan, parse_plan
 from ragplan.tools.retail.tools import PURPOSES, singular
 from ragplan.tools.retail.dates import resolve_range
 from ragplan.tools.retail.shop import jsonl_text, load_shop
@@ -52,10 +52,8 @@ class GoldExample:
 
 
 def _plan(*calls: tuple[str, list[Any], dict[str, Any]]) -> RetrievalPlan:
-    return RetrievalPlan(steps=[PlanStep(index=k, purpose=PURPOSES[tool], evidence_var=f"E{k}", tool=tool,
-                                         args=[PlanArg.of(a) for a in args],
-                                         kwargs={n: PlanArg.of(v) for n, v in kwargs.items()})
-                                for k, (tool, args, kwargs) in enumerate(calls, 1)])
+    return RetrievalPlan(steps=[PlanStep(index=k, purpose=PURPOSES[tool], evidence_var=f"E{k}", tool=tool, args=args,
+                                         kwargs=kwargs) for k, (tool, args, kwargs) in enumerate(calls, 1)])
 
 
 _SMALL_TALK = ["hi there", "hello, how are you today?", "thanks, that's all I needed", "good morning!",
