@@ -77,9 +77,7 @@ def run_validate(args: argparse.Namespace) -> int:
         return fail(f"cannot read the plan file {args.plan_file}: {exc}")
     try:
         registry = tool_registry.get_suite(args.tools)
-    except KeyError as exc:
-        return fail(f"{exc.args[0] if exc.args else exc}")
-    except ImportError as exc:
+    except (KeyError, ImportError) as exc:
         return fail(f"the tool suite {args.tools!r} cannot be loaded: {exc}")
     if not text.strip():
         return fail(f"the plan file {args.plan_file} is empty")

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from pydantic_core import to_jsonable_python
 
 from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanStep
-from ragplan.methods.reaper.validate import bind_args, find_cycles, step_references
+from ragplan.methods.reaper.validate import bind_args, reference_problems
 
 _REF = re.compile(r"#E(\d+)(?!\d)")
 
@@ -144,19 +144,13 @@ def _coerce(name: str, type_: str, value: Any, limit: int | None) -> Any:
 
 
 def _static_skips(plan: RetrievalPlan) -> tuple[dict[int, list[int]], dict[int, str]]:
-    """Position -> dependency positions, position -> reason it cannot run."""
+    """Position -> dependency positions, position -> reason it cannot run (a forward reference can: it waits)."""
     steps = plan.steps
-    first, deps, problems = step_references(plan)
-    skip = {pos: f"skipped: #{s.evidence_var} is already assigned by step {steps[first[s.var_number]].index}"
-            for pos, s in enumerate(steps) if first[s.var_number] != pos}
-    for pos, kind, r in problems:
+    deps, problems = reference_problems(plan)
+    skip: dict[int, str] = {}
+    for pos, kind, message in problems:
         if kind != "forward_ref":
-            skip.setdefault(pos, f"skipped: refers to its own result #E{r}" if kind == "self_ref"
-                            else f"skipped: refers to #E{r}, which no step assigns")
-    for comp in find_cycles(deps):
-        names = " → ".join(f"#{steps[p].evidence_var}" for p in comp)
-        for p in comp:
-            skip.setdefault(p, f"skipped: part of a reference cycle ({names})")
+            skip.setdefault(pos, f"skipped: {message}")
     changed = True
     while changed:  # dependants of steps that cannot run cannot run either
         changed = False
