@@ -83,28 +83,18 @@ def _short(msg: str, n: int = 200) -> str:
 
 def _in_daemon_thread(fn: Callable[[], Any]) -> "asyncio.Future[Any]":
     """Run ``fn`` in a daemon thread; the returned future can be abandoned without waiting for it."""
-    loop = asyncio.get_running_loop()
-    fut: asyncio.Future[Any] = loop.create_future()
+    fut: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    fut.set_running_or_notify_cancel()  # (a time-out cancels the waiting side only; the thread still finishes)
     ctx = contextvars.copy_context()
-
-    def deliver(ok: bool, val: Any) -> None:
-        if not fut.done():
-            (fut.set_result if ok else fut.set_exception)(val)
 
     def work() -> None:
         try:
-            res = ctx.run(fn)
+            fut.set_result(ctx.run(fn))
         except BaseException as exc:  # noqa: BLE001  (reported as the step's error)
-            ok, val = False, exc
-        else:
-            ok, val = True, res
-        try:
-            loop.call_soon_threadsafe(deliver, ok, val)
-        except RuntimeError:  # the loop is closed: nobody waits any more
-            pass
+            fut.set_exception(exc)
 
     threading.Thread(target=work, name="reaper-step", daemon=True).start()
-    return fut
+    return asyncio.wrap_future(fut)
 
 
 def _call(tool: Any, kwargs: dict[str, Any]) -> Any:
