@@ -251,7 +251,7 @@ def add_classifier_parser(rsub: Any) -> None:
                                     "on the test split next to the majority-class rate.")
     p.add_argument("--shop", required=True, metavar="DIR", help="the shop folder (`ragplan reaper make-shop`)")
     p.add_argument("--goldset", default="", metavar="FILE",
-                   help="gold-set JSONL (default: DIR/goldset.jsonl, or the shop's default gold set generated)")
+                   help="gold-set JSONL (default: DIR/goldset.jsonl, the shop's gold set, written there when missing)")
     p.add_argument("--out", required=True, metavar="DIR", help="folder to save the classifier to")
     p.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
     p.add_argument("--model-path", default="", metavar="DIR",
