@@ -103,7 +103,7 @@ def _gold_args(example) -> FilledArguments:
     reg = build_retail_registry()
     steps = {}
     for s in example.plan.steps:
-        bound, _, _ = bind_args(s, [a.name for a in reg.get(s.tool).args])
+        bound, _, _ = bind_args(s, reg)
         steps[str(s.index)] = {k: a.value for k, a in bound.items() if a.kind != "ref"}
     return FilledArguments(steps=steps)
 

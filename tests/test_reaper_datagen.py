@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from ragplan.methods.reaper import cli as reaper_datagen
+from ragplan.tools import embeddings
 from ragplan.methods.reaper.cli import add_datagen_parser, run_datagen
 from ragplan.methods.reaper import datagen as dg, sft
 from ragplan.methods.reaper.plan import parse_plan
@@ -224,7 +224,7 @@ class HashEmbedder:
 
 
 def test_cli_round_trip(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(reaper_datagen, "_embedder", lambda model_path: HashEmbedder())
+    monkeypatch.setattr(embeddings, "get_embedder", lambda model_path="": HashEmbedder())
     seeds = write_seeds(tmp_path, SEEDS[:3])
     outs = []
     for name in ("o1", "o2"):
@@ -254,7 +254,7 @@ def test_cli_round_trip(tmp_path, capsys, monkeypatch):
 
 
 def test_cli_extra_queries_without_plans(tmp_path, monkeypatch):
-    monkeypatch.setattr(reaper_datagen, "_embedder", lambda model_path: HashEmbedder())
+    monkeypatch.setattr(embeddings, "get_embedder", lambda model_path="": HashEmbedder())
     seeds = write_seeds(tmp_path, SEEDS[:3])
     extra = write_seeds(tmp_path, [{"query": f"where is my order number {i} of {w}", "context": EMPTY}
                                    for i, w in enumerate(["socks", "a kettle", "paint", "dog food", "tea", "lamps",

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from ragplan.methods.reaper.execute import run_plan_async, run_plan
 from ragplan.methods.reaper.plan import parse_plan
+from ragplan.methods.reaper.validate import check_plan
 from ragplan.tools.registry import ArgSpec, ToolRegistry, ToolSpec
 
 SLEEP = 0.15
@@ -247,3 +248,12 @@ def test_object_reference_fits_a_text_parameter_by_its_name():
     plan = parse_plan('#E1 = shipment_status(keywords="desk")\n#E2 = prod_qna(#E1, "How tall is it?")').plan
     res = run_plan(plan, reg)
     assert res.evidence[1].output == {"asked": "ABC123", "q": "How tall is it?"}
+
+
+def test_a_step_the_validator_rejects_is_skipped_with_the_validators_reason():
+    p = parse_plan('#E1 = prod_qna(#E1, "q")\n#E2 = prod_qna(#E9, "q")\n#E2 = prod_search("x")').plan
+    reasons = {e.index: e.error for e in run_plan(p, registry()).evidence}
+    errors = [e for e in check_plan(p, registry()) if e.kind in ("self_ref", "missing_ref", "duplicate_var")]
+    assert [e.kind for e in errors] == ["self_ref", "missing_ref", "duplicate_var"]
+    for e in errors:
+        assert reasons[e.step] == "skipped: " + e.message.split(": ", 1)[1]

@@ -129,8 +129,7 @@ def test_failed_runs_are_wrong(shop, bench, tmp_path):
 
 def _gold_call(step: PlanStep, outputs: dict[int, Any]) -> AgentAction:
     """The agent's call for a gold step: its arguments by name, a reference replaced by that step's output."""
-    spec = build_retail_registry().get(step.tool)
-    bound, _, _ = bind_args(step, [a.name for a in spec.args])
+    bound, _, _ = bind_args(step, build_retail_registry())
     args = {k: outputs[a.refs[0]] if a.kind == "ref" else a.value for k, a in bound.items()}
     return AgentAction(thought=f"call {step.tool}", tool=step.tool, args=args)
 

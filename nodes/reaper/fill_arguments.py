@@ -41,12 +41,12 @@ class FilledArguments(BaseModel):
         description='Step number as a string ("1", "2", …) → {argument name: value} for that step\'s open arguments.')
 
 
-def build_skeleton(cls: str, chains: dict[str, list[dict[str, int]]] | None = None) -> list[tuple[str, dict[str, int]]]:
-    """The skeleton of a route class: ``[(tool, {argument: referenced step}), …]`` (empty for no retrieval)."""
+def build_skeleton(cls: str, known: list[dict[str, int]] | None = None) -> list[tuple[str, dict[str, int]]]:
+    """The skeleton of a route class: ``[(tool, {argument: referenced step}), …]`` (empty for no retrieval), with the
+    argument chain the classifier learnt for it (``known``) or else :data:`DEFAULT_CHAINS`."""
     from ragplan.methods.reaper.classifier import DEFAULT_CHAINS, class_tools
 
     tools = class_tools(cls)
-    known = (chains or {}).get(cls)
     if known is not None and len(known) == len(tools):
         return [(t, dict(r)) for t, r in zip(tools, known)]
     out: list[tuple[str, dict[str, int]]] = []
@@ -100,15 +100,7 @@ def fill_arguments(state: ReaperState, runtime: Runtime[ReaperContext]) -> dict[
     route = state.get("route") or {}
     cls = route.get("class", "")
     page = state.get("page_context") or {}
-    chains: dict[str, Any] = {}
-    directory = getattr(ctx, "classifier_dir", "") or ""
-    if directory:
-        try:
-            from ragplan.nodes.reaper.classify_question import classifier_for
-            chains = classifier_for(directory).chains
-        except Exception:  # the skeleton falls back to DEFAULT_CHAINS
-            chains = {}
-    skeleton = build_skeleton(cls, chains) if cls else []
+    skeleton = build_skeleton(cls, route.get("chain")) if cls else []
     route_s = float(route.get("latency_s") or 0.0)
     if not skeleton:  # no retrieval: a valid zero-step plan, no LLM call
         return {"plan": [], "plan_text": "", "plan_raw": "", "plan_errors": [], "plan_attempts": 0,

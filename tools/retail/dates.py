@@ -13,7 +13,7 @@ from dateutil.relativedelta import relativedelta
 
 from ragplan.tools.retail.errors import ToolError
 
-__all__ = ["resolve_range", "parse_range_arg", "format_values", "parse_datetime", "date_range"]
+__all__ = ["resolve_range", "parse_range_arg", "format_values", "parse_datetime"]
 
 _NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
         "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple": 2, "few": 3}
@@ -22,13 +22,6 @@ _MONTHS = [m.lower() for m in calendar.month_name][1:]
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?")
 _HELP = ("use e.g. 'today', 'tomorrow', 'next week', 'last month', 'in 3 days', 'last 30 days', 'friday', "
          "'2026-11-20' or '2026-11-01..2026-11-10'")
-
-
-def date_range(start: dt.date, end: dt.date) -> dict[str, str]:
-    """The range dict for ``start``–``end`` (swapped when given backwards)."""
-    if end < start:
-        start, end = end, start
-    return {"start": start.isoformat(), "end": end.isoformat()}
 
 
 def _month(d: dt.date) -> tuple[dt.date, dt.date]:

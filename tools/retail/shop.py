@@ -12,16 +12,17 @@ import shutil
 import sqlite3
 import threading
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ragplan.jsonl import read_jsonl_objects
+from ragplan.jsonl import atomic_write, read_jsonl_objects
 from ragplan.tools.retail.catalog import make_catalog
 from ragplan.tools.retail.errors import ShopError, ToolError
 from ragplan.tools.retail.faq import faq_entries
 from ragplan.tools.retail.reviews import make_reviews
 
-__all__ = ["generate_shop", "load_shop", "Shop", "FORMAT"]
+__all__ = ["generate_shop", "load_shop", "Shop", "FORMAT", "jsonl_text"]
 
 FORMAT = "ragplan-retail-shop/1"
 CARRIERS = ["UPS", "USPS", "FedEx", "DHL", "OnTrac"]
@@ -42,13 +43,8 @@ _SCRIPTED = [
 ]
 
 
-def _write(path: Path, data: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(data, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def _jsonl(rows: list[dict[str, Any]]) -> str:
+def jsonl_text(rows: Iterable[Any]) -> str:
+    """One JSON line per row (what the shop's, the gold set's and the training data's JSONL files hold)."""
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
 
@@ -134,10 +130,10 @@ def generate_shop(out_dir: str | Path, seed: int = 0, n_products: int = 400, n_o
         p["reviews"] = make_reviews(rrng, p["product_type"], p["product_id"], day)
     orders = _make_orders(random.Random(f"{seed}:orders"), products, n_orders, day)
     faq = faq_entries()
-    _write(out / "products.jsonl", _jsonl(products))
-    _write(out / "faq.jsonl", _jsonl(faq))
-    _write(out / "catalog_passages.jsonl", _jsonl([_catalog_passage(p) for p in products]))
-    _write(out / "faq_passages.jsonl", _jsonl([_faq_passage(f) for f in faq]))
+    atomic_write(out / "products.jsonl", jsonl_text(products))
+    atomic_write(out / "faq.jsonl", jsonl_text(faq))
+    atomic_write(out / "catalog_passages.jsonl", jsonl_text([_catalog_passage(p) for p in products]))
+    atomic_write(out / "faq_passages.jsonl", jsonl_text([_faq_passage(f) for f in faq]))
     tmp = out / "orders.sqlite.tmp"
     tmp.unlink(missing_ok=True)
     with contextlib.closing(sqlite3.connect(tmp)) as con, con:  # committed, then closed
@@ -149,7 +145,7 @@ def generate_shop(out_dir: str | Path, seed: int = 0, n_products: int = 400, n_o
     meta = {"format": FORMAT, "seed": seed, "today": day.isoformat(),
             "counts": {"products": len(products), "reviews": sum(len(p["reviews"]) for p in products),
                        "orders": len(orders), "faq": len(faq), "product_types": types}}
-    _write(out / "meta.json", json.dumps(meta, indent=2) + "\n")
+    atomic_write(out / "meta.json", json.dumps(meta, indent=2) + "\n")
     return out
 
 
@@ -245,7 +241,7 @@ class Shop:
                 if not src.is_file():  # written by generate_shop; recreated for a hand-copied shop
                     rows = [_catalog_passage(p) for p in self.products.values()] if name == "catalog" else \
                         [_faq_passage(f) for f in self.faq.values()]
-                    _write(src, _jsonl(rows))
+                    atomic_write(src, jsonl_text(rows))
                 build_index(src, self.root / "index" / name, model_path=self.model_path, progress=False)
                 self._indexes[name] = TextIndex.open(self.root / "index" / name, model_path=self.model_path)
             return self._indexes[name]

@@ -12,7 +12,6 @@ from pydantic import Field, create_model
 
 from ragplan.tools.registry import ArgSpec, ToolRegistry, ToolSpec
 from ragplan.tools.retail.catalog import PRODUCT_TYPES, TYPE_SYNONYMS
-from ragplan.tools.retail.dates import date_range as range_dict
 from ragplan.tools.retail.dates import format_values, parse_datetime, parse_range_arg, resolve_range
 from ragplan.tools.retail.errors import ToolError
 from ragplan.tools.retail.reviews import summarise_reviews
@@ -21,40 +20,40 @@ from ragplan.tools.retail.shop import Shop, load_shop
 __all__ = ["RetailTools", "build_retail_registry", "TOOL_NAMES", "NEW_TOOLS", "PURPOSES", "compatibility",
            "resolve_product_type", "singular"]
 
-# name -> (description, args, example, aliases)
-_SPECS: dict[str, tuple[str, list[ArgSpec], str, list[str]]] = {
+# name -> (description, args, example, aliases, purpose in generated plans)
+_SPECS: dict[str, tuple[str, list[ArgSpec], str, list[str], str]] = {
     "prod_search": (
         "Looks up the shop's catalogue for products matching a shopping need and returns the best matches with their "
         "ids, titles, prices and star ratings. Use it when the customer wants options or recommendations.",
         [ArgSpec("query", "str", True, "the kind of product wanted, in a few words")],
         '#E1 = prod_search("nut free chocolate coins")',
-        ["product_search", "search_catalog", "find_products"]),
+        ["product_search", "search_catalog", "find_products"], "Fetch product search results"),
     "prod_qna": (
         "Answers a question about one specific product: returns its attributes and the facts, seller Q&A and "
         "description sentences closest to the question. Needs the product id and the question.",
         [ArgSpec("product_id", "str", True, "the 10-character product id"),
          ArgSpec("question", "str", True, "the customer's question about that product")],
         '#E1 = prod_qna("J6FLBNBQ31", "What is the tread depth of the MICHELIN Defender LTX M/S tire?")',
-        ["product_information", "product_facts", "product_qa"]),
+        ["product_information", "product_facts", "product_qa"], "Fetch specific information about the product"),
     "review_summary": (
         "Summarises what customers say about one product: average star rating, how many reviews gave each star, and "
         "the praise and complaints that come up repeatedly. Needs the product id.",
         [ArgSpec("product_id", "str", True, "the 10-character product id")],
         '#E1 = review_summary("J6FLBNBQ31")',
-        ["summarize_reviews", "review_insights", "customer_reviews"]),
+        ["summarize_reviews", "review_insights", "customer_reviews"], "Summarise the product's customer reviews"),
     "shipment_status": (
         "Finds the customer's orders and their delivery status (carrier, estimated and actual delivery time). Filter "
         "by keywords from the product name and/or by a date range the estimated delivery falls in (from date_math).",
         [ArgSpec("keywords", "str", False, "words from the ordered product's name, e.g. 'sheet pan'"),
          ArgSpec("date_range", "date_range", False, "estimated-delivery window, usually the output of date_math")],
         '#E2 = shipment_status(keywords="sheet pan", date_range=#E1)',
-        ["order_status", "track_package", "delivery_status"]),
+        ["order_status", "track_package", "delivery_status"], "Fetch shipment status"),
     "customer_support": (
         "Searches the help centre for policies and how-to answers: returns, refunds, cancelling orders or Subscribe & "
         "Save, payments, warranties, shipping options and account questions.",
         [ArgSpec("question", "str", True, "the customer's support question")],
         '#E1 = customer_support("how do i cancel all subscribe and save items")',
-        ["help_center", "support_faq", "customer_service"]),
+        ["help_center", "support_faq", "customer_service"], "Ask customer support"),
     "date_math": (
         "Turns a relative date such as 'tomorrow', 'last week' or 'in 3 days' into a date range for other tools, or "
         "with operation 'format_date_time' and a strftime format (e.g. '%I:%M %p') formats a datetime or an order's "
@@ -63,20 +62,17 @@ _SPECS: dict[str, tuple[str, list[ArgSpec], str, list[str]]] = {
          ArgSpec("operation", "str", False, "omit for a date range; 'format_date_time' or 'days_from_today'"),
          ArgSpec("fmt", "str", False, "strftime format for format_date_time")],
         '#E1 = date_math("tomorrow")',
-        ["date_calculator", "resolve_date", "time_math"]),
+        ["date_calculator", "resolve_date", "time_math"], "Fetch the date range"),
     "compatible_products": (
         "Lists products of a given type that work with a base product, e.g. cases for a phone, ink for a printer, "
         "batteries for a camera, pods for a coffee maker or bags for a laptop. Needs the base product id and the type.",
         [ArgSpec("base_product_id", "str", True, "id of the product the accessory must fit"),
          ArgSpec("product_type", "str", True, "the kind of product wanted, e.g. 'phone case' or 'ink cartridge'")],
         '#E1 = compatible_products(base_product_id="B0135KI4X8", product_type="ink cartridge")',
-        ["find_compatible", "accessory_finder", "compatibility_search"]),
+        ["find_compatible", "accessory_finder", "compatibility_search"], "Find compatible products"),
 }
 TOOL_NAMES = list(_SPECS)
-PURPOSES = {"prod_search": "Fetch product search results", "prod_qna": "Fetch specific information about the product",
-            "review_summary": "Summarise the product's customer reviews", "customer_support": "Ask customer support",
-            "shipment_status": "Fetch shipment status", "date_math": "Fetch the date range",
-            "compatible_products": "Find compatible products"}
+PURPOSES = {name: spec[4] for name, spec in _SPECS.items()}
 """The purpose written into generated plans' steps (gold set, classifier baseline), by tool."""
 RANGE_OPERATIONS = ("", "date_range", "range", "resolve")  # date_math operations that resolve expr to a date range
 NEW_TOOLS = ["compatible_products"]
@@ -282,8 +278,8 @@ class RetailTools:
             else:
                 raise ToolError(f"date_math needs a date expression such as 'tomorrow', got {type(expr).__name__}",
                                 tool="date_math")
-            return {**range_dict(start, end), "expression": expr if isinstance(expr, str) else "range",
-                    "today": self.today.isoformat()}
+            return {"start": start.isoformat(), "end": end.isoformat(),  # (both readers return them in order)
+                    "expression": expr if isinstance(expr, str) else "range", "today": self.today.isoformat()}
         if op in ("format_date_time", "format", "format_date", "format_time"):
             if isinstance(expr, str) and parse_datetime(expr) is None:
                 start, _ = resolve_range(expr, self.today)  # "tomorrow" → its date, formatted
@@ -338,7 +334,7 @@ def build_retail_registry(shop_dir: str | None = None, today: str | None = None,
     from langchain_core.tools import StructuredTool
 
     specs = [ToolSpec(name, desc, list(args), example, None, list(aliases))
-             for name, (desc, args, example, aliases) in _SPECS.items() if include_new_tool or name not in NEW_TOOLS]
+             for name, (desc, args, example, aliases, _) in _SPECS.items() if include_new_tool or name not in NEW_TOOLS]
     if shop_dir:
         tools = RetailTools(load_shop(shop_dir, model_path=model_path), today=today, **settings)
         for s in specs:

@@ -26,35 +26,16 @@ _OPTIONS = ("limit", "year", "split", "remove_tool")
 _SPLITS = ("test", "train", "all")
 
 
-def _arg(v: Any) -> PlanArg:
-    if isinstance(v, PlanArg):
-        return v
-    if isinstance(v, dict) and v.get("kind") in ("literal", "ref", "template"):
-        return PlanArg.model_validate(v)
-    return PlanArg.of(v)
-
-
-def _loose_step(k: int, s: Any) -> PlanStep:
-    """A step from a plain ``{tool, args, kwargs}`` dict with raw values (hand-written outputs)."""
-    s = dict(s)
-    return PlanStep(index=int(s.get("index") or k), purpose=str(s.get("purpose") or ""),
-                    evidence_var=str(s.get("evidence_var") or f"E{k}").lstrip("#"), tool=str(s["tool"]),
-                    args=[_arg(a) for a in s.get("args") or []],
-                    kwargs={str(n): _arg(a) for n, a in (s.get("kwargs") or {}).items()})
-
-
 def _steps(value: Any) -> RetrievalPlan:
-    """Typed steps (PlanStep objects or dumps), else plain step dicts; ValueError when neither."""
-    try:
-        return RetrievalPlan(steps=as_steps(value))
-    except ValidationError:
-        pass
+    """Typed steps (PlanStep objects or dumps), or plain ``{tool, args, kwargs}`` dicts with raw values (hand-written
+    outputs); ValueError when neither."""
     if not isinstance(value, list):
         raise ValueError(f"a plan must be a list of steps, not {type(value).__name__}")
     try:
-        return RetrievalPlan(steps=[_loose_step(k, s) for k, s in enumerate(value, 1)])
-    except (KeyError, TypeError, ValueError, AttributeError, ValidationError) as exc:
-        raise ValueError(f"unreadable plan steps: {type(exc).__name__}: {exc}") from None
+        return RetrievalPlan(steps=as_steps([{"index": k, "evidence_var": f"E{k}", **s} if isinstance(s, dict) else s
+                                             for k, s in enumerate(value, 1)]))
+    except ValidationError as exc:
+        raise ValueError(f"unreadable plan steps: {exc.error_count()} problems: {exc.errors()[0]['msg']}") from None
 
 
 def _plan_from_evidence(evidence: list[Any]) -> RetrievalPlan:

@@ -16,7 +16,7 @@ from scipy.special import softmax
 from sklearn.metrics import precision_recall_fscore_support
 from sklearn.preprocessing import normalize
 
-from ragplan.methods.reaper.validate import arg_names, bind_args
+from ragplan.methods.reaper.validate import bind_args
 from ragplan.tools.retail.tools import build_retail_registry
 
 __all__ = ["NO_RETRIEVAL", "WORKFLOW_PREFIX", "DEFAULT_CHAINS", "route_class", "class_tools", "ClassifierReport",
@@ -73,7 +73,7 @@ def workflow_chains(examples: list[Any]) -> dict[str, list[dict[str, int]]]:
             continue
         pattern = []
         for step in ex.plan.steps:
-            bound, _, _ = bind_args(step, arg_names(registry, step.tool))
+            bound, _, _ = bind_args(step, registry)
             pattern.append(tuple(sorted((k, a.refs[0]) for k, a in bound.items() if a.kind == "ref" and a.refs)))
         seen.setdefault(cls, Counter())[tuple(pattern)] += 1
     return {cls: [dict(p) for p in c.most_common(1)[0][0]] for cls, c in sorted(seen.items())}

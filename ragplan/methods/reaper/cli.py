@@ -48,9 +48,9 @@ def _arg_json(arg: Any) -> Any:
 
 
 def _step_json(step: Any, registry: Any) -> dict[str, Any]:
-    from ragplan.methods.reaper.validate import arg_names, bind_args
+    from ragplan.methods.reaper.validate import bind_args
 
-    bound, surplus, _ = bind_args(step, arg_names(registry, step.tool))
+    bound, surplus, _ = bind_args(step, registry)
     return {"step": step.index, "line": step.line, "evidence_var": f"#{step.evidence_var}", "tool": step.tool,
             "purpose": step.purpose, "args": {k: _arg_json(a) for k, a in bound.items()},
             "extra_positional": [_arg_json(a) for a in surplus],
@@ -68,7 +68,7 @@ def run_validate(args: argparse.Namespace) -> int:
     """Run ``ragplan reaper validate``; returns the exit code (0 valid, 1 invalid, 2 bad input)."""
     from ragplan.methods.reaper.plan import PlanError, format_arg, parse_plan
     from ragplan.nodes.reaper.planner_prompt import NO_RETRIEVAL
-    from ragplan.methods.reaper.validate import arg_names, bind_args, check_plan
+    from ragplan.methods.reaper.validate import bind_args, check_plan
     from ragplan.tools import suites as tool_registry
 
     try:
@@ -77,9 +77,7 @@ def run_validate(args: argparse.Namespace) -> int:
         return fail(f"cannot read the plan file {args.plan_file}: {exc}")
     try:
         registry = tool_registry.get_suite(args.tools)
-    except KeyError as exc:
-        return fail(f"{exc.args[0] if exc.args else exc}")
-    except ImportError as exc:
+    except (KeyError, ImportError) as exc:
         return fail(f"the tool suite {args.tools!r} cannot be loaded: {exc}")
     if not text.strip():
         return fail(f"the plan file {args.plan_file} is empty")
@@ -109,7 +107,7 @@ def run_validate(args: argparse.Namespace) -> int:
     if steps:
         rows = [["STEP", "VAR", "TOOL", "ARGUMENTS"]]
         for s in steps:
-            bound, _, _ = bind_args(s, arg_names(registry, s.tool))
+            bound, _, _ = bind_args(s, registry)
             rows.append([str(s.index), f"#{s.evidence_var}", s.tool,
                          ", ".join(f"{k}={format_arg(a)}" for k, a in bound.items())])
         print(_table(rows))
@@ -189,16 +187,12 @@ def add_datagen_parser(rsub: Any) -> None:
                         "7 use_provided_tools; `all` (default) or `none` (the primary planning task only)")
 
 
-def _embedder(model_path: str) -> Any:
-    from ragplan.tools.embeddings import get_embedder
-
-    return get_embedder(model_path)
-
-
 def run_datagen(args: argparse.Namespace) -> int:
     """Run ``ragplan reaper datagen``; returns the exit code."""
     from ragplan.methods.reaper import datagen as dg, sft
     from ragplan.tools import suites as tool_registry
+    from ragplan.tools.embeddings import get_embedder
+    from ragplan.tools.retail.shop import jsonl_text
 
     if args.per_example < 1:
         return fail("--per-example must be at least 1")
@@ -226,9 +220,8 @@ def run_datagen(args: argparse.Namespace) -> int:
     dqs_stats: dict[str, Any] = {"enabled": not args.no_dqs}
     if not args.no_dqs and pool:
         try:
-            embedder = _embedder(args.model_path)
-            kept, report = dg.diverse_query_sample([s.query for s in seeds], [q["query"] for q in pool], embedder, rng,
-                                                   trim=args.trim)
+            kept, report = dg.diverse_query_sample([s.query for s in seeds], [q["query"] for q in pool],
+                                                   get_embedder(args.model_path), rng, trim=args.trim)
         except (ValueError, ImportError, OSError) as exc:
             return fail(f"DQS cannot embed the queries: {exc}")
         picked = [pool[j] for j in kept]
@@ -242,8 +235,7 @@ def run_datagen(args: argparse.Namespace) -> int:
                                    ttg_tasks=ttg_tasks)
     out.mkdir(parents=True, exist_ok=True)
     if unannotated:
-        (out / "dqs_queries.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in unannotated),
-                                               encoding="utf-8")
+        (out / "dqs_queries.jsonl").write_text(jsonl_text(unannotated), encoding="utf-8")
     stats = sft.write_dataset(records, out, seed=args.seed, ttg_tasks=ttg_tasks,
                              extra_stats={"seed_examples": len(seeds), "per_example": args.per_example,
                                           "tools": args.tools, "ttg_tasks": ttg_tasks, "dqs": dqs_stats})
@@ -259,7 +251,7 @@ def add_classifier_parser(rsub: Any) -> None:
                                     "on the test split next to the majority-class rate.")
     p.add_argument("--shop", required=True, metavar="DIR", help="the shop folder (`ragplan reaper make-shop`)")
     p.add_argument("--goldset", default="", metavar="FILE",
-                   help="gold-set JSONL (default: DIR/goldset.jsonl, or the shop's default gold set generated)")
+                   help="gold-set JSONL (default: DIR/goldset.jsonl, the shop's gold set, written there when missing)")
     p.add_argument("--out", required=True, metavar="DIR", help="folder to save the classifier to")
     p.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
     p.add_argument("--model-path", default="", metavar="DIR",
@@ -281,28 +273,16 @@ def format_report(report: Any) -> str:
             f"saved to {report.out_dir}")
 
 
-def _examples(args: argparse.Namespace) -> list[Any]:
-    from ragplan.methods.reaper.goldset import generate_goldset, load_goldset
-
-    shop = Path(args.shop)
-    if not shop.is_dir():
-        raise ValueError(f"the shop folder {shop} does not exist")
-    path = Path(args.goldset) if args.goldset else shop / "goldset.jsonl"
-    if args.goldset or path.exists():
-        return load_goldset(path)  # a bad file: ValueError naming the file and line
-    try:
-        return generate_goldset(shop)
-    except Exception as exc:  # not a shop folder
-        raise ValueError(f"cannot generate a gold set from {shop}: {exc}") from exc
-
-
 def run_classifier(args: argparse.Namespace) -> int:
     """Run ``ragplan reaper train-classifier``; returns the exit code (0 saved, 2 bad input)."""
+    from ragplan.methods.reaper.benchmark import ReaperBenchmark
     from ragplan.methods.reaper.classifier import train_classifier
     from ragplan.tools.embeddings import EmbeddingModelError
 
     try:
-        examples = _examples(args)
+        if not Path(args.shop).is_dir():
+            raise ValueError(f"the shop folder {args.shop} does not exist")
+        examples = ReaperBenchmark(args.goldset or args.shop, split="all").examples()  # a bad file: ValueError naming it
         report = train_classifier(examples, model_path=args.model_path, seed=args.seed, out_dir=args.out)
     except (ValueError, EmbeddingModelError, OSError) as exc:
         return fail(str(exc))

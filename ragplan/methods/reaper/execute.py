@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
-import dataclasses
 import functools
 import inspect
 import json
@@ -17,9 +16,10 @@ from typing import Any, Callable, Literal
 
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
+from pydantic_core import to_jsonable_python
 
 from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanStep
-from ragplan.methods.reaper.validate import arg_names, bind_args, find_cycles, step_references
+from ragplan.methods.reaper.validate import bind_args, reference_problems
 
 _REF = re.compile(r"#E(\d+)(?!\d)")
 
@@ -65,27 +65,8 @@ class ExecutionResult(BaseModel):
 
 
 def to_jsonable(value: Any) -> Any:
-    """``value`` as plain JSON data: pydantic models, dataclasses, LangChain documents and messages included."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (set, frozenset)):  # in a fixed order: the evidence goes into the responder's prompt
-        return sorted((to_jsonable(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True, default=str))
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, BaseModel):
-        return to_jsonable(value.model_dump(mode="json"))
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return to_jsonable(dataclasses.asdict(value))
-    if hasattr(value, "page_content"):  # langchain Document
-        return {"page_content": value.page_content, "metadata": to_jsonable(getattr(value, "metadata", {}))}
-    if hasattr(value, "content") and hasattr(value, "type"):  # langchain message
-        return to_jsonable(value.content)
-    try:
-        return json.loads(json.dumps(value, default=str))
-    except (TypeError, ValueError):
-        return str(value)
+    """``value`` as plain JSON data (pydantic models, dataclasses, LangChain documents and messages included)."""
+    return to_jsonable_python(value, fallback=str)
 
 
 def render_for_text(value: Any, limit: int | None = 2000) -> str:
@@ -102,28 +83,18 @@ def _short(msg: str, n: int = 200) -> str:
 
 def _in_daemon_thread(fn: Callable[[], Any]) -> "asyncio.Future[Any]":
     """Run ``fn`` in a daemon thread; the returned future can be abandoned without waiting for it."""
-    loop = asyncio.get_running_loop()
-    fut: asyncio.Future[Any] = loop.create_future()
+    fut: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    fut.set_running_or_notify_cancel()  # (a time-out cancels the waiting side only; the thread still finishes)
     ctx = contextvars.copy_context()
-
-    def deliver(ok: bool, val: Any) -> None:
-        if not fut.done():
-            (fut.set_result if ok else fut.set_exception)(val)
 
     def work() -> None:
         try:
-            res = ctx.run(fn)
+            fut.set_result(ctx.run(fn))
         except BaseException as exc:  # noqa: BLE001  (reported as the step's error)
-            ok, val = False, exc
-        else:
-            ok, val = True, res
-        try:
-            loop.call_soon_threadsafe(deliver, ok, val)
-        except RuntimeError:  # the loop is closed: nobody waits any more
-            pass
+            fut.set_exception(exc)
 
     threading.Thread(target=work, name="reaper-step", daemon=True).start()
-    return fut
+    return asyncio.wrap_future(fut)
 
 
 def _call(tool: Any, kwargs: dict[str, Any]) -> Any:
@@ -163,19 +134,13 @@ def _coerce(name: str, type_: str, value: Any, limit: int | None) -> Any:
 
 
 def _static_skips(plan: RetrievalPlan) -> tuple[dict[int, list[int]], dict[int, str]]:
-    """Position -> dependency positions, position -> reason it cannot run."""
+    """Position -> dependency positions, position -> reason it cannot run (a forward reference can: it waits)."""
     steps = plan.steps
-    first, deps, problems = step_references(plan)
-    skip = {pos: f"skipped: #{s.evidence_var} is already assigned by step {steps[first[s.var_number]].index}"
-            for pos, s in enumerate(steps) if first[s.var_number] != pos}
-    for pos, kind, r in problems:
+    deps, problems = reference_problems(plan)
+    skip: dict[int, str] = {}
+    for pos, kind, message in problems:
         if kind != "forward_ref":
-            skip.setdefault(pos, f"skipped: refers to its own result #E{r}" if kind == "self_ref"
-                            else f"skipped: refers to #E{r}, which no step assigns")
-    for comp in find_cycles(deps):
-        names = " → ".join(f"#{steps[p].evidence_var}" for p in comp)
-        for p in comp:
-            skip.setdefault(p, f"skipped: part of a reference cycle ({names})")
+            skip.setdefault(pos, f"skipped: {message}")
     changed = True
     while changed:  # dependants of steps that cannot run cannot run either
         changed = False
@@ -224,15 +189,13 @@ async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float
             await asyncio.wait([tasks[d] for d in set(deps[pos])])
         failed = next((d for d in deps[pos] if d not in evidence or evidence[d].status != "ok"), None)
         if failed is not None:
-            if failed not in evidence:  # the runner itself broke on that step
-                record(failed, "error", error="internal error")
-            f = evidence[failed]
+            f = evidence[failed]  # (none: the runner broke on that step; recorded below as an internal error)
             why = f.error if f.status != "skipped" else "it was skipped"
             record(pos, "skipped", error=f"skipped: depends on #{f.evidence_var} (step {f.index}), which "
                                          f"{'failed' if f.status != 'skipped' else 'did not run'}: {_short(why or '')}")
             return
         spec = registry.get(s.tool) if registry is not None else None
-        bound, surplus, _ = bind_args(s, arg_names(registry, s.tool))
+        bound, surplus, _ = bind_args(s, registry)
         problem = (f"unknown tool {s.tool!r}" if spec is None else
                    f"tool {s.tool!r} is not bound to an implementation (a specs-only registry)"
                    if getattr(spec, "tool", None) is None else
@@ -241,14 +204,9 @@ async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float
         if problem is not None or spec is None:
             record(pos, "error", error=problem)
             return
-        try:
-            types = {a.name: a.type for a in spec.args}
-            kwargs = {k: _coerce(k, types.get(k, "any"), _resolve(a, outputs, ref_text_limit), ref_text_limit)
-                      for k, a in bound.items()}
-            shown = to_jsonable(kwargs)
-        except Exception as exc:  # noqa: BLE001
-            record(pos, "error", error=f"could not resolve the arguments: {type(exc).__name__}: {exc}")
-            return
+        types = {a.name: a.type for a in spec.args}
+        kwargs = {k: _coerce(k, types.get(k, "any"), _resolve(a, outputs, ref_text_limit), ref_text_limit)
+                  for k, a in bound.items()}
         async with sem:
             started = time.perf_counter()
             order.append(s.index)
@@ -270,7 +228,7 @@ async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float
                 outputs[s.var_number] = out
             except Exception as exc:  # noqa: BLE001
                 status, error = "error", f"the output cannot be recorded: {type(exc).__name__}: {exc}"
-        record(pos, status, args=shown, output=shown_out, error=error, **timing)
+        record(pos, status, args=to_jsonable(kwargs), output=shown_out, error=error, **timing)
 
     for pos, reason in skip.items():
         record(pos, "skipped", error=reason)

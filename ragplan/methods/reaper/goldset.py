@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import math
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ragplan.jsonl import read_jsonl_objects
-from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanStep, format_plan, parse_plan
+from ragplan.jsonl import atomic_write, read_jsonl_objects
+from ragplan.methods.reaper.plan import RetrievalPlan, PlanStep, format_plan, parse_plan
 from ragplan.tools.retail.tools import PURPOSES, singular
 from ragplan.tools.retail.dates import resolve_range
-from ragplan.tools.retail.shop import load_shop
+from ragplan.tools.retail.shop import jsonl_text, load_shop
 
 __all__ = ["GoldExample", "CATEGORIES", "generate_goldset", "write_goldset", "load_goldset"]
 
@@ -53,10 +52,8 @@ class GoldExample:
 
 
 def _plan(*calls: tuple[str, list[Any], dict[str, Any]]) -> RetrievalPlan:
-    return RetrievalPlan(steps=[PlanStep(index=k, purpose=PURPOSES[tool], evidence_var=f"E{k}", tool=tool,
-                                         args=[PlanArg.of(a) for a in args],
-                                         kwargs={n: PlanArg.of(v) for n, v in kwargs.items()})
-                                for k, (tool, args, kwargs) in enumerate(calls, 1)])
+    return RetrievalPlan(steps=[PlanStep(index=k, purpose=PURPOSES[tool], evidence_var=f"E{k}", tool=tool, args=args,
+                                         kwargs=kwargs) for k, (tool, args, kwargs) in enumerate(calls, 1)])
 
 
 _SMALL_TALK = ["hi there", "hello, how are you today?", "thanks, that's all I needed", "good morning!",
@@ -319,9 +316,7 @@ def write_goldset(path: str | Path, examples: list[GoldExample]) -> Path:
     """Write examples as JSONL (one per line, atomically); returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(e.to_dict(), ensure_ascii=False) + "\n" for e in examples), encoding="utf-8")
-    tmp.replace(path)
+    atomic_write(path, jsonl_text(e.to_dict() for e in examples))
     return path
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from ragplan.eval.benchmark import ComparedRun
 from ragplan.methods.reaper.plan import PlanArg, PlanStep, RetrievalPlan, as_steps, parse_plan
-from ragplan.methods.reaper.validate import arg_names, bind_args, check_plan, is_date_range_literal
+from ragplan.methods.reaper.validate import bind_args, check_plan, is_date_range_literal
 from ragplan.tools.retail.dates import parse_range_arg
 from ragplan.tools.retail.tools import RANGE_OPERATIONS, build_retail_registry, singular
 
@@ -96,7 +96,7 @@ def _date_value(arg: PlanArg, steps: Mapping[int, PlanStep], registry: Any, toda
     if src is None:
         return ("ref", None)
     if src.tool == "date_math":
-        bound, _, _ = bind_args(src, arg_names(registry, "date_math", ["expr", "operation", "fmt"]))
+        bound, _, _ = bind_args(src, registry, ["expr", "operation", "fmt"])
         expr, op = bound.get("expr"), bound.get("operation")
         op_text = str(op.value).strip().lower().replace(" ", "_") if op is not None and op.kind == "literal" and op.value else ""
         if expr is not None and expr.kind == "literal" and op_text in RANGE_OPERATIONS:
@@ -128,7 +128,7 @@ def scored_calls(plan: RetrievalPlan, registry: Any = None, today: dt.date | str
         params = scored_args.get(s.tool)
         if params is None:
             continue
-        bound, _, _ = bind_args(s, arg_names(registry, s.tool, params))
+        bound, _, _ = bind_args(s, registry, params)
         items = [(p, v) for p in params if (v := _scored_value(p, bound.get(p), steps, registry, day)) is not None]
         out.append((s.tool, tuple(items)))
     return out

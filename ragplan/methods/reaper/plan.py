@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 __all__ = ["PlanArg", "PlanStep", "RetrievalPlan", "PlanError", "ParseResult", "PlanCall", "parse_plan", "format_plan",
            "format_arg", "as_steps"]
@@ -30,6 +30,12 @@ class PlanArg(BaseModel):
             return cls(kind="ref", value=f"#E{int(m.group(1))}", refs=[int(m.group(1))])
         refs = list(dict.fromkeys(int(x) for x in _REF_IN_TEXT.findall(v))) if isinstance(v, str) else []
         return cls(kind="template", value=v, refs=refs) if refs else cls(kind="literal", value=v)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _raw(cls, v: Any) -> Any:
+        """A raw value (a hand-written step's argument) is read as :meth:`of` reads it."""
+        return v if isinstance(v, PlanArg) or isinstance(v, dict) and v.get("kind") in _KINDS else dict(cls.of(v))
 
 
 class PlanStep(BaseModel):
@@ -137,6 +143,7 @@ class ParseResult(BaseModel):
         return not self.errors
 
 
+_KINDS = ("literal", "ref", "template")
 _REF_ONLY = re.compile(r"\s*#E(\d+)\s*")
 _REF_IN_TEXT = re.compile(r"#E(\d+)(?!\d)")
 _STEP_HEADER = re.compile(r"^(?:[-*•]\s*)?(?:\*\*)?\s*step\s*(\d+)\s*(?:\*\*)?\s*[:.)\-–—]\s*(?:\*\*)?\s*", re.I)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from ragplan.tools.registry import ToolRegistry
+from ragplan.tools.retail.shop import jsonl_text
 from ragplan.methods.reaper.datagen import SeedExample
 from ragplan.methods.reaper.ttg import TASKS
 
@@ -68,20 +69,14 @@ def write_dataset(records: Sequence[dict[str, Any]], out_dir: str | Path, *, see
     ``train.jsonl`` (all, shuffled by ``seed``) and ``stats.json``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-
-    def dump(path: Path, rows: Iterable[dict[str, Any]]) -> None:
-        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-
     chosen = {"plan", *(SECONDARY_TASKS if ttg_tasks is None else ttg_tasks)}
-    counts = {t: 0 for t in TASKS if t in chosen}
-    for t in counts:
-        rows = [r for r in records if r["task"] == t]
-        counts[t] = len(rows)
-        dump(out / f"{t}.jsonl", rows)
+    by_task = {t: [r for r in records if r["task"] == t] for t in TASKS if t in chosen}
+    for t, rows in by_task.items():
+        (out / f"{t}.jsonl").write_text(jsonl_text(rows), encoding="utf-8")
     train = list(records)
     random.Random(f"{seed}|train").shuffle(train)
-    dump(out / "train.jsonl", train)
-    stats = {"seed": seed, "total": len(train), "tasks": counts,
+    (out / "train.jsonl").write_text(jsonl_text(train), encoding="utf-8")
+    stats = {"seed": seed, "total": len(train), "tasks": {t: len(rows) for t, rows in by_task.items()},
              "sources": len(dict.fromkeys(r["source_id"] for r in records)), **(extra_stats or {})}
     (out / "stats.json").write_text(json.dumps(stats, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return stats

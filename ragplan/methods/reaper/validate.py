@@ -10,27 +10,22 @@ from typing import Any
 
 from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanError, PlanStep
 
-__all__ = ["check_plan", "repair_prompt", "bind_args", "arg_names", "is_date_range_literal", "find_cycles",
-           "step_references"]
+__all__ = ["check_plan", "repair_prompt", "bind_args", "is_date_range_literal", "find_cycles",
+           "reference_problems"]
 
 _DATE = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
 _DATE_RANGE = re.compile(rf"\s*{_DATE}\s*(?:(?:\.\.|to)\s*{_DATE}\s*)?", re.I)
 
 
-def bind_args(step: PlanStep, arg_names: list[str]) -> tuple[dict[str, PlanArg], list[PlanArg], list[str]]:
-    """``(bound, surplus, duplicates)``: name -> argument (keywords win), positional arguments beyond the
-    tool's, and names given both by position and by keyword."""
-    bound: dict[str, PlanArg] = dict(zip(arg_names, step.args))
-    surplus = list(step.args[len(arg_names):])
+def bind_args(step: PlanStep, registry: Any, default: list[str] | tuple[str, ...] = ()
+              ) -> tuple[dict[str, PlanArg], list[PlanArg], list[str]]:
+    """``(bound, surplus, duplicates)``: name -> argument (keywords win), positional arguments beyond the tool's
+    (its names in ``registry``, else ``default``), and names given both by position and by keyword."""
+    spec = registry.get(step.tool) if registry is not None else None
+    names = [a.name for a in spec.args] if spec is not None else list(default)
+    bound: dict[str, PlanArg] = dict(zip(names, step.args))
     duplicates = [k for k in step.kwargs if k in bound]
-    bound.update(step.kwargs)
-    return bound, surplus, duplicates
-
-
-def arg_names(registry: Any, tool: str, default: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """The argument names of ``tool`` in ``registry``, or ``default`` when the registry has no such tool."""
-    spec = registry.get(tool) if registry is not None else None
-    return [a.name for a in spec.args] if spec is not None else list(default)
+    return {**bound, **step.kwargs}, list(step.args[len(names):]), duplicates
 
 
 def is_date_range_literal(value: Any) -> bool:
@@ -98,7 +93,7 @@ def _check_call(step: PlanStep, registry: Any) -> list[PlanError]:
         return [_err(step, "unknown_tool", f'unknown tool "{step.tool}"{hint} '
                                            f"(available: {', '.join(registry.names()) or 'none'})")]
     names = [a.name for a in spec.args]
-    bound, surplus, duplicates = bind_args(step, names)
+    bound, surplus, duplicates = bind_args(step, registry)
     out: list[PlanError] = []
     if surplus:
         out.append(_err(step, "too_many_args", f"{spec.signature} takes at most {len(names)} argument"
@@ -139,23 +134,36 @@ def find_cycles(deps: dict[int, list[int]]) -> list[list[int]]:
     return sorted(list(c) for c in comps if len(c) > 1)
 
 
-def step_references(plan: RetrievalPlan) -> tuple[dict[int, int], dict[int, list[int]], list[tuple[int, str, int]]]:
-    """``(first, deps, problems)``: #Ek number -> position of the first step assigning it, position -> positions
-    whose results it uses, and ``(position, kind, number)`` per self_ref, missing_ref or forward_ref."""
+_REF_MESSAGES = {"self_ref": "refers to its own result #E{r}; a step can use only earlier steps' results",
+                 "missing_ref": "refers to #E{r}, but no step assigns #E{r}",
+                 "forward_ref": ("refers to #E{r}, which a later step (step {later}) assigns; a step can use only "
+                                 "earlier steps' results")}
+
+
+def reference_problems(plan: RetrievalPlan) -> tuple[dict[int, list[int]], list[tuple[int, str, str]]]:
+    """``(deps, problems)``: position -> positions whose results it uses, and ``(position, kind, message)`` per
+    duplicate_var, self_ref, missing_ref, forward_ref and reference cycle (on its first step)."""
+    steps = plan.steps
     first: dict[int, int] = {}
-    for pos, s in enumerate(plan.steps):
+    for pos, s in enumerate(steps):
         first.setdefault(s.var_number, pos)
-    deps: dict[int, list[int]] = {pos: [] for pos in range(len(plan.steps))}
-    problems: list[tuple[int, str, int]] = []
-    for pos, s in enumerate(plan.steps):
+    deps: dict[int, list[int]] = {pos: [] for pos in range(len(steps))}
+    out: list[tuple[int, str, str]] = []
+    for pos, s in enumerate(steps):
+        if first[s.var_number] != pos:
+            other = steps[first[s.var_number]]
+            out.append((pos, "duplicate_var", (f"#{s.evidence_var} is already assigned by step {other.index} "
+                                               f"(line {other.line}); each step assigns its own #Ek")))
         for r in s.refs:
-            if r == s.var_number or r not in first:
-                problems.append((pos, "self_ref" if r == s.var_number else "missing_ref", r))
-                continue
-            deps[pos].append(first[r])
-            if first[r] > pos:
-                problems.append((pos, "forward_ref", r))
-    return first, deps, problems
+            kind = "self_ref" if r == s.var_number else "missing_ref" if r not in first else \
+                "forward_ref" if first[r] > pos else ""
+            if kind in ("", "forward_ref"):
+                deps[pos].append(first[r])
+            if kind:
+                out.append((pos, kind, _REF_MESSAGES[kind].format(r=r, later=steps[first.get(r, 0)].index)))
+    out += [(comp[0], "cycle", (f"reference cycle between {', '.join(f'#{steps[p].evidence_var}' for p in comp)}: "
+                                "none of these steps can run first")) for comp in find_cycles(deps)]
+    return deps, out
 
 
 def check_plan(plan: RetrievalPlan, registry: Any) -> list[PlanError]:
@@ -169,28 +177,13 @@ def check_plan(plan: RetrievalPlan, registry: Any) -> list[PlanError]:
                                 message=f"steps are numbered {', '.join(map(str, numbers))}; number them "
                                         f"1 to {len(steps)} in order (found Step {numbers[k]} where Step {k + 1} "
                                         "belongs)"))
-    first, deps, problems = step_references(plan)
-    for pos, s in enumerate(steps):
-        other = steps[first[s.var_number]]
-        if other is not s:
-            errors.append(_err(s, "duplicate_var", f"#{s.evidence_var} is already assigned by step {other.index} "
-                                                   f"(line {other.line}); each step assigns its own #Ek"))
-        elif s.var_number != s.index:
-            errors.append(_err(s, "numbering", f"Step {s.index} assigns #{s.evidence_var}; step k must assign "
-                                               f"#E{s.index}"))
+    _, problems = reference_problems(plan)
+    dups = {pos for pos, kind, _ in problems if kind == "duplicate_var"}
+    errors += [_err(s, "numbering", f"Step {s.index} assigns #{s.evidence_var}; step k must assign #E{s.index}")
+               for pos, s in enumerate(steps) if pos not in dups and s.var_number != s.index]
     for s in steps:
         errors.extend(_check_call(s, registry))
-    messages = {"self_ref": "refers to its own result #E{r}; a step can use only earlier steps' results",
-                "missing_ref": "refers to #E{r}, but no step assigns #E{r}",
-                "forward_ref": "refers to #E{r}, which a later step (step {later}) assigns; a step can use only "
-                               "earlier steps' results"}
-    for pos, kind, r in problems:
-        later = steps[first[r]].index if r in first else None
-        errors.append(_err(steps[pos], kind, messages[kind].format(r=r, later=later)))
-    for comp in find_cycles(deps):
-        names = [f"#{steps[p].evidence_var}" for p in comp]
-        errors.append(_err(steps[comp[0]], "cycle", f"reference cycle between {', '.join(names)}: none of these "
-                                                    "steps can run first"))
+    errors += [_err(steps[pos], kind, message) for pos, kind, message in problems]
     errors.sort(key=lambda e: (e.line, e.step or 0))
     return errors
 
