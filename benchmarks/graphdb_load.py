@@ -39,7 +39,7 @@ QUERIES = {
 def synthetic_script(nodes: int, countries: int, relationships: int, seed: int = 1445) -> str:
     """A messy DQA-locating-style script (``ragplan dqa generate``'s) with about ``relationships`` relationships."""
     per_country = max(0.1, (relationships - 2 * nodes) / countries - 1)  # besides each country's home record
-    return locating_script(random.Random(seed), Size(nodes, countries, per_country, goods=0, buildings=0))[0]
+    return locating_script(random.Random(seed), Size(nodes, countries, per_country, 0, 0, 1, 1))[0]
 
 
 def timed(samples: dict[str, list[float]], step: str, fn: Callable[[], Any]) -> Any:

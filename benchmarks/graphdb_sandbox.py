@@ -1,14 +1,14 @@
 """Benchmark the query sandbox (graphdb_load.py's synthetic graph): worker start-up, per-query overhead against
-in-process, restart after a crash (p50/p95); ``--attacks``: the resource-attack corpus; ``--batch N``: peak memory of
-``ragplan eval --concurrency N``. Usage: python benchmarks/graphdb_sandbox.py [--attacks | --batch 32] [--help]"""
+in-process, restart after a crash (p50/p95); ``--batch N``: peak memory of ``ragplan eval --concurrency N``.
+Usage: python benchmarks/graphdb_sandbox.py [--batch 32] [--help]"""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-import time
 import tempfile
+import time
 from contextlib import suppress
 from pathlib import Path
 
@@ -16,10 +16,10 @@ import kglite
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from common import add_report_flags, save_report  # noqa: E402
-from graphdb_load import print_steps, step_rows, synthetic_script, timed  # noqa: E402
+from common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
+from graphdb_load import step_rows, synthetic_script, timed  # noqa: E402
 
-from ragplan.tools.graphdb import EmbeddedGraphStore, QueryError, run_graph_query, split_statements  # noqa: E402
+from ragplan.tools.graphdb import EmbeddedGraphStore, QueryError, split_statements  # noqa: E402
 from ragplan.tools.graphdb.sandbox import WORKERS  # noqa: E402
 from ragplan.tools.graphdb.sandbox_worker import proc_status  # noqa: E402
 
@@ -59,30 +59,6 @@ def run(args: argparse.Namespace) -> list[dict]:
         timed(samples, "restart after a crash (crash + next query)", lambda: crash_and_query(store))
         store.close()
     return step_rows(samples)
-
-
-def run_attacks(timeout_s: float) -> None:
-    """Run the test corpus of resource attacks and print what each cost."""
-    sys.path.insert(0, str(ROOT))
-    from tests.test_graphdb_resources import ATTACKS, PeakSampler, graph_script
-
-    store = EmbeddedGraphStore.from_text(graph_script(), source="attack.cql")
-    pool = store.sandbox
-    pool.warm_up()
-    print(f"{'attack':30} {'s':>5} {'peak MB':>8}  observation")
-    worst_s, worst_mb = 0.0, 0
-    for name, query, _ in ATTACKS:
-        before = list(pool.exits)
-        with PeakSampler(pool) as sampler:
-            t0 = time.monotonic()
-            out = run_graph_query(store, query, row_cap=100, timeout_s=timeout_s)
-            elapsed = time.monotonic() - t0
-        ended = [e for e in pool.exits if all(e is not b for b in before)]
-        peak = max([sampler.peak] + [e.peak_rss_bytes for e in ended]) >> 20
-        worst_s, worst_mb = max(worst_s, elapsed), max(worst_mb, peak)
-        print(f"{name:30} {elapsed:5.2f} {peak:8d}  {out.observation.splitlines()[0][:90]}")
-    print(f"worst: {worst_s:.2f} s (budget {timeout_s:g} s + 1 s grace), {worst_mb} MB peak worker memory")
-    store.close()
 
 
 HUNGRY = "MATCH (a:Country), (b:Country) RETURN size(collect([a, b])) AS n"  # every pair of countries
@@ -146,8 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="rounds (a fresh store and worker each; default 3)")
     ap.add_argument("--query-runs", type=int, default=200, help="runs of each query per round and mode (default 200)")
     add_report_flags(ap, "p50_ms")
-    ap.add_argument("--attacks", action="store_true", help="run the resource-attack corpus instead and print its costs")
-    ap.add_argument("--timeout", type=float, default=2.0, help="query time budget for --attacks (default 2 s)")
+    ap.add_argument("--timeout", type=float, default=2.0, help="query time budget for --batch (default 2 s)")
     ap.add_argument("--batch", type=int, metavar="N", help="run a memory-hungry query from N threads, one script each")
     args = ap.parse_args(argv)
     if min(args.repeat, args.query_runs) < 1:
@@ -155,12 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.batch:
         run_batch(args.batch, args.timeout)
         return 0
-    if args.attacks:
-        run_attacks(args.timeout)
-        return 0
     rows = run(args)
     print(f"kglite {getattr(kglite, '__version__', '?')}")
-    print_steps(rows, args.baseline)
+    print_rows(rows, [("step", "s"), ("n", "d"), ("p50_ms", ".3f"), ("p95_ms", ".3f")], key="step",
+               baseline=load_baseline(args.baseline), compare="p50_ms")
     p50 = {r["step"]: r["p50_ms"] for r in rows}
     for name in QUERIES:  # the check and the pipe round trip
         overhead = p50[f"{name}, worker"] - p50[f"{name}, in-process"]
