@@ -25,7 +25,6 @@ import json
 import os
 import platform
 import re
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Sequence, TypeVar
@@ -107,10 +106,6 @@ def endpoint_problem(spec: str, base_url: str = "", replay: bool = False) -> str
     return None
 
 
-_models: dict[tuple, BaseChatModel] = {}
-_models_lock = threading.Lock()
-
-
 def cache_of(cache_dir: str, replay: bool, model: str = "") -> LLMCache | None:
     """The record/replay cache of ``model`` (None without ``cache_dir``); LLMConfigError for replay without one."""
     if replay and not cache_dir:
@@ -133,37 +128,31 @@ def load_chat_model(
         raise LLMConfigError(problem)
     provider, name = split_model_spec(spec)
     cache = cache_of(cache_dir, replay, f"{provider}:{name}")
-    key = (spec, base_url, float(temperature), float(timeout_s), int(max_retries),
-           str(cache.directory) if cache else "", bool(replay))
-    known = _models.get(key)  # the common case, without the lock (every node of every question asks)
-    if known is not None:
-        return known
-    with _models_lock:
-        if key in _models:
-            return _models[key]
-        cached: dict[str, Any] = {"cache": cache} if cache is not None else {}
-        if base_url or provider == "openai":
-            import openai
-            from langchain_openai import ChatOpenAI
+    return _chat_model(provider, name, base_url, float(temperature), float(timeout_s), int(max_retries), cache, bool(replay))
 
-            platform.platform()  # what the OpenAI client reads at its first request, resolved once, not per thread
-            secret = os.environ.get("OPENAI_API_KEY") or "not-needed"  # (an empty key is refused by the endpoint)
-            sync = openai.OpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries)
-            async_ = openai.AsyncOpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries)
-            model: BaseChatModel = ChatOpenAI(
-                model=name, temperature=temperature, stream_usage=True, api_key=SecretStr(secret), root_client=sync,
-                client=sync.chat.completions, root_async_client=async_, async_client=async_.chat.completions, **cached,
-            )
-        else:
-            from langchain.chat_models import init_chat_model
 
-            env_key = _PROVIDER_KEYS.get(provider)
-            extra: dict[str, Any] = {**cached, "temperature": temperature, "timeout": timeout_s, "max_retries": max_retries}
-            if replay and env_key and not os.environ.get(env_key):  # never sent: replay answers from the cache
-                extra["api_key"] = "not-needed"
-            model = init_chat_model(name, model_provider=provider, **extra)
-        _models[key] = model
-        return model
+@functools.cache  # one model per setting and process (every node of every question asks)
+def _chat_model(provider: str, name: str, base_url: str, temperature: float, timeout_s: float, max_retries: int,
+                cache: LLMCache | None, replay: bool) -> BaseChatModel:
+    cached: dict[str, Any] = {"cache": cache} if cache is not None else {}
+    if base_url or provider == "openai":
+        import openai
+        from langchain_openai import ChatOpenAI
+
+        platform.platform()  # what the OpenAI client reads at its first request, resolved once, not per thread
+        secret = os.environ.get("OPENAI_API_KEY") or "not-needed"  # (an empty key is refused by the endpoint)
+        sync = openai.OpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries)
+        async_ = openai.AsyncOpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries)
+        return ChatOpenAI(model=name, temperature=temperature, stream_usage=True, api_key=SecretStr(secret),
+                          root_client=sync, client=sync.chat.completions, root_async_client=async_,
+                          async_client=async_.chat.completions, **cached)
+    from langchain.chat_models import init_chat_model
+
+    env_key = _PROVIDER_KEYS.get(provider)
+    extra: dict[str, Any] = {**cached, "temperature": temperature, "timeout": timeout_s, "max_retries": max_retries}
+    if replay and env_key and not os.environ.get(env_key):  # never sent: replay answers from the cache
+        extra["api_key"] = "not-needed"
+    return init_chat_model(name, model_provider=provider, **extra)
 
 
 def chat_model_for(ctx: Any, role: str = "") -> BaseChatModel:

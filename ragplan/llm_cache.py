@@ -12,6 +12,7 @@ with what the file holds, so a recording run sees what its replay will see. With
 from __future__ import annotations
 
 import contextvars
+import functools
 import hashlib
 import json
 import os
@@ -223,17 +224,12 @@ class LLMCache(BaseCache):
             path.unlink(missing_ok=True)
 
 
-_caches: dict[tuple[str, bool, str], LLMCache] = {}
-_caches_lock = threading.Lock()
-
-
 def llm_cache(directory: str | Path, replay: bool = False, model: str = "") -> LLMCache:
     """The process-wide :class:`LLMCache` of ``directory`` in the given mode, for the chat model named ``model``."""
-    key = (str(Path(directory).expanduser().resolve()), bool(replay), model)
-    with _caches_lock:
-        if key not in _caches:
-            _caches[key] = LLMCache(key[0], key[1], model)
-        return _caches[key]
+    return _llm_cache(str(Path(directory).expanduser().resolve()), bool(replay), model)
+
+
+_llm_cache = functools.cache(LLMCache)
 
 
 def model_with(model: BaseChatModel, **update: Any) -> BaseChatModel:
