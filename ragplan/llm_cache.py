@@ -16,7 +16,6 @@ import functools
 import hashlib
 import json
 import os
-import threading
 import uuid
 import weakref
 from contextlib import contextmanager
@@ -68,28 +67,16 @@ def _load_generation(d: dict[str, Any]) -> Generation:
     return ChatGeneration(message=msg, generation_info=d.get("generation_info"))
 
 
-class CacheUsage:
-    """The entries one run read or wrote (thread-safe); see :func:`track_cache_usage`."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.used: dict[str, bool] = {}
-        """Digest -> whether this run recorded it (False: served from the cache)."""
-
-    def add(self, digest: str, recorded: bool) -> None:
-        """Count one entry the run used."""
-        with self._lock:
-            self.used[digest] = recorded or self.used.get(digest, False)
+class CacheUsage(dict[str, bool]):
+    """The entries one run read or wrote: digest -> whether this run recorded it (False: served from the cache)."""
 
     def digests(self) -> list[str]:
         """Every entry used, sorted."""
-        with self._lock:
-            return sorted(self.used)
+        return sorted(self.copy())  # (a copy: a request still in flight may add one)
 
     def summary(self) -> dict[str, Any]:
         """``{"entries", "replayed", "recorded", "fingerprint"}`` of the entries used."""
-        with self._lock:
-            used = dict(self.used)
+        used = self.copy()
         recorded = sum(used.values())
         return {**fingerprint_of(list(used)), "replayed": len(used) - recorded, "recorded": recorded}
 
@@ -117,7 +104,7 @@ def track_cache_usage() -> Iterator[CacheUsage]:
 def _note(digest: str, recorded: bool) -> None:
     usage = _usage.get()
     if usage is not None:
-        usage.add(digest, recorded)
+        usage[digest] = recorded or usage.get(digest, False)
 
 
 class LLMCache(BaseCache):
