@@ -1,21 +1,6 @@
-"""Chat models by name, and typed LLM decisions with a bounded repair.
-
-* :func:`load_chat_model` turns ``provider:name`` (+ an optional OpenAI-compatible base URL) into a LangChain
-  chat model, once per process; nodes get it from the run's context through :func:`chat_model_for`.
-* :func:`decide` asks the model for one pydantic object (a plan, a verdict, an action): the schema bound as
-  a forced tool (``bind_tools``) and read by LangChain's ``PydanticToolsParser``, the endpoint's JSON-schema
-  mode (``with_structured_output(schema, include_raw=True)``), or in ``text`` mode a JSON reply read by
-  ``JsonOutputParser`` after a filled example and its format instructions; in ``text`` mode an answer step (a
-  schema of ``answer`` and at most one more text field) is asked for, and read from, plain text ("…Answer: X").
-  A parse error is shown back to the model for a bounded number of repairs; a failure comes back as a
-  :class:`Decision` whose ``kind`` is set from the exception's type.
-
-Retries. The OpenAI client retries a 429, a 5xx, a timeout and a dropped connection itself (``max_retries``). A
-``200 OK`` whose body is not a chat completion (:data:`MALFORMED_REPLY`), or a reply longer than ``max_reply_chars``
-(:class:`ReplyTooLong`), is retried here as often, with jittered exponential backoff; a ``ValidationError`` is
-repaired like a reply that does not parse; a 4xx comes back at once. :data:`on_request` hears of every request
-before it is sent (an evaluation run counts them, so a request in flight at a kill is counted too).
-"""
+"""Chat models by name (:func:`load_chat_model`, :func:`chat_model_for`) and typed LLM decisions (:func:`decide`): a
+forced tool, the endpoint's JSON schema or a text reply, repaired a bounded number of times, retried on a malformed
+reply (the OpenAI client retries transport errors itself); a failure is a :class:`Decision` of a typed ``kind``."""
 
 from __future__ import annotations
 

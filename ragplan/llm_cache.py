@@ -1,13 +1,6 @@
-"""Record and replay of every LLM call: an on-disk LangChain cache of chat requests and their responses.
-
-:class:`LLMCache` is a :class:`~langchain_core.caches.BaseCache` set as a chat model's ``cache`` field, so every
-call of every node goes through it, streamed or not, sync or async. An entry's key is the SHA-256 of what
-LangChain hands the cache, as given (``prompt`` and ``llm_string``); the entry is one JSON file
-``DIR/ab/cd/<digest>.json`` (the conversation, the model description, the generations' ``model_dump``),
-written to a temporary name, fsynced and linked into place: the first writer wins and every caller continues
-with what the file holds, so a recording run sees what its replay will see. With ``replay`` a miss raises
-:class:`LLMCacheMiss` before any request is sent. :func:`track_cache_usage` counts the entries a run used.
-"""
+"""Record and replay of every LLM call: :class:`LLMCache`, a LangChain cache on disk keyed by the SHA-256 of what
+LangChain hands it, one JSON file an entry written once (the first writer wins, so a recording run sees what its
+replay will see); a replay miss raises :class:`LLMCacheMiss` before any request is sent."""
 
 from __future__ import annotations
 
