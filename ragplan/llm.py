@@ -422,7 +422,9 @@ def decide(
     runnable: Any = model
     if method != "text":
         try:
-            runnable = memo(model, (schema, method), lambda: _asking(model, schema, method))
+            runnable = memo(model, (schema, method), lambda: model.bind_tools(  # with_structured_output's request,
+                [schema], tool_choice=schema.__name__, parallel_tool_calls=False)  # without its chains
+                if method == "function_calling" else model.with_structured_output(schema, method=method, include_raw=True))
         except (NotImplementedError, ValueError, TypeError):
             method = "text"
     if method == "text":
@@ -448,13 +450,6 @@ def decide(
             f"That reply could not be used: {problem}. Answer again {again}.")]
     return Decision(None, usage, f"no valid {schema.__name__} after {max_repairs + 1} attempts: {problem}", max_repairs + 1,
                     "unparseable")
-
-
-def _asking(model: BaseChatModel, schema: type[BaseModel], method: str) -> Any:
-    """``model`` asked for ``schema`` as a forced tool (without ``with_structured_output``'s chains) or JSON schema."""
-    if method == "function_calling":
-        return model.bind_tools([schema], tool_choice=schema.__name__, parallel_tool_calls=False)
-    return model.with_structured_output(schema, method=method, include_raw=True)  # type: ignore[call-overload]
 
 
 def decide_for(ctx: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: str = "") -> Decision[T]:
