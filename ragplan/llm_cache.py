@@ -113,14 +113,12 @@ class LLMCache(BaseCache):
         """Where the entry of ``digest`` lives."""
         return self.directory / digest[:2] / digest[2:4] / f"{digest}.json"
 
-    def _read(self, path: Path) -> list[Generation]:
-        return self._generations(json.loads(path.read_text(encoding="utf-8")))
-
     @staticmethod
-    def _generations(data: dict[str, Any]) -> list[Generation]:
+    def _read(path: Path) -> tuple[dict[str, Any], list[Generation]]:
+        data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("format") != FORMAT:
             raise ValueError(f"entry format {data.get('format')}, this ragplan reads format {FORMAT}")
-        return [_load_generation(g) for g in data["generations"]]
+        return data, [_load_generation(g) for g in data["generations"]]
 
     def check(self, digest: str) -> str:
         """Why the entry of ``digest`` cannot be replayed (``""`` when it can): missing, not a file, unreadable, or
@@ -129,8 +127,7 @@ class LLMCache(BaseCache):
         if not path.is_file():
             return f"{path}: " + ("not a file" if path.exists() else "missing")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            self._generations(data)
+            data = self._read(path)[0]
             prompt = data["messages"] if isinstance(data["messages"], str) else json.dumps(data["messages"])
             if digest_of(prompt, data["llm_string"]) != digest:
                 return f"{path}: the recorded request does not hash to its name (the entry was altered)"
@@ -154,7 +151,7 @@ class LLMCache(BaseCache):
         digest = digest_of(prompt, llm_string)
         path = self.path_of(digest)
         try:
-            gens = self._read(path)
+            gens = self._read(path)[1]
         except (OSError, ValueError, KeyError, TypeError) as exc:  # missing or damaged: (re-)recorded, or a clear miss
             if self.replay:
                 why = self._older() if isinstance(exc, FileNotFoundError) else f"its entry {path} is unreadable: {exc}"
@@ -193,7 +190,7 @@ class LLMCache(BaseCache):
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
-        return_val[:] = self._read(path)  # type: ignore[index]  # LangChain returns this very list to the caller
+        return_val[:] = self._read(path)[1]  # type: ignore[index]  # LangChain returns this very list to the caller
         _note(digest, recorded=True)
 
     def clear(self, **kwargs: Any) -> None:
