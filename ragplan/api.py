@@ -3,7 +3,6 @@ family's typed result; ``resume(thread_id, decision)`` continues a checkpointed 
 
 from __future__ import annotations
 
-import time
 from typing import Any, Callable, Iterator
 
 from ragplan.registry import family_of
@@ -46,22 +45,13 @@ def ask(question: str, method: str = "planrag", *, model: Any = None, store: Any
     ``on_update(node, update)`` is called as each node finishes; ``review(payload) -> decision`` answers plan reviews.
     With ``thread_id=`` or ``checkpoint_db=``, or with plan review on and no ``review`` callback, the run is
     checkpointed in ``ragplan ask``'s SQLite file or the PostgreSQL database a ``postgresql://`` ``checkpoint_db``
-    names (``resume`` continues it); with a ``review`` callback and neither, in memory; otherwise nothing is checkpointed."""
+    names (``resume`` continues it); otherwise in memory, for this call only."""
     family = family_of(method)
     ctx = context if context is not None else family.make_context(method, model=model, store=store, **settings)
     reviews = bool(getattr(ctx, "review_plan", False) or getattr(ctx, "review_replans", False))
-    if thread_id or checkpoint_db or reviews:  # checkpointed in the file, or (reviews by callback) in memory
-        return start_run(method, question, ctx, inputs=inputs, thread_id=thread_id, checkpoint_db=checkpoint_db,
-                         in_memory=not (thread_id or checkpoint_db) and review is not None, review=review,
-                         on_update=on_update)
-    t0 = time.perf_counter()
-    final: dict[str, Any] = {}
-    for node, update in stream_run(method, question, ctx, inputs):
-        if node == "__final__":
-            final = update
-        elif on_update is not None:
-            on_update(node, update)
-    return family.result.from_state(final, method=method, wall_time_s=round(time.perf_counter() - t0, 3))
+    in_file = bool(thread_id or checkpoint_db or (reviews and review is None))  # else in memory, for this call only
+    return start_run(method, question, ctx, inputs=inputs, thread_id=thread_id, checkpoint_db=checkpoint_db,
+                     in_memory=not in_file, review=review, on_update=on_update)
 
 
 def resume(thread_id: str, decision: Any = NO_DECISION, *, model: Any = None, context: Any = None,

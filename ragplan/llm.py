@@ -1,21 +1,6 @@
-"""Chat models by name, and typed LLM decisions with a bounded repair.
-
-* :func:`load_chat_model` turns ``provider:name`` (+ an optional OpenAI-compatible base URL) into a LangChain
-  chat model, once per process; nodes get it from the run's context through :func:`chat_model_for`.
-* :func:`decide` asks the model for one pydantic object (a plan, a verdict, an action): the schema bound as
-  a forced tool (``bind_tools``) and read by LangChain's ``PydanticToolsParser``, the endpoint's JSON-schema
-  mode (``with_structured_output(schema, include_raw=True)``), or in ``text`` mode a JSON reply read by
-  ``JsonOutputParser`` after a filled example and its format instructions; in ``text`` mode an answer step (a
-  schema of ``answer`` and at most one more text field) is asked for, and read from, plain text ("…Answer: X").
-  A parse error is shown back to the model for a bounded number of repairs; a failure comes back as a
-  :class:`Decision` whose ``kind`` is set from the exception's type.
-
-Retries. The OpenAI client retries a 429, a 5xx, a timeout and a dropped connection itself (``max_retries``). A
-``200 OK`` whose body is not a chat completion (:data:`MALFORMED_REPLY`), or a reply longer than ``max_reply_chars``
-(:class:`ReplyTooLong`), is retried here as often, with jittered exponential backoff; a ``ValidationError`` is
-repaired like a reply that does not parse; a 4xx comes back at once. :data:`on_request` hears of every request
-before it is sent (an evaluation run counts them, so a request in flight at a kill is counted too).
-"""
+"""Chat models by name (:func:`load_chat_model`, :func:`chat_model_for`) and typed LLM decisions (:func:`decide`): a
+forced tool, the endpoint's JSON schema or a text reply, repaired a bounded number of times, retried on a malformed
+reply (the OpenAI client retries transport errors itself); a failure is a :class:`Decision` of a typed ``kind``."""
 
 from __future__ import annotations
 
@@ -25,7 +10,6 @@ import json
 import os
 import platform
 import re
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Sequence, TypeVar
@@ -107,10 +91,6 @@ def endpoint_problem(spec: str, base_url: str = "", replay: bool = False) -> str
     return None
 
 
-_models: dict[tuple, BaseChatModel] = {}
-_models_lock = threading.Lock()
-
-
 def cache_of(cache_dir: str, replay: bool, model: str = "") -> LLMCache | None:
     """The record/replay cache of ``model`` (None without ``cache_dir``); LLMConfigError for replay without one."""
     if replay and not cache_dir:
@@ -133,37 +113,31 @@ def load_chat_model(
         raise LLMConfigError(problem)
     provider, name = split_model_spec(spec)
     cache = cache_of(cache_dir, replay, f"{provider}:{name}")
-    key = (spec, base_url, float(temperature), float(timeout_s), int(max_retries),
-           str(cache.directory) if cache else "", bool(replay))
-    known = _models.get(key)  # the common case, without the lock (every node of every question asks)
-    if known is not None:
-        return known
-    with _models_lock:
-        if key in _models:
-            return _models[key]
-        cached: dict[str, Any] = {"cache": cache} if cache is not None else {}
-        if base_url or provider == "openai":
-            import openai
-            from langchain_openai import ChatOpenAI
+    return _chat_model(provider, name, base_url, float(temperature), float(timeout_s), int(max_retries), cache, bool(replay))
 
-            platform.platform()  # what the OpenAI client reads at its first request, resolved once, not per thread
-            secret = os.environ.get("OPENAI_API_KEY") or "not-needed"  # (an empty key is refused by the endpoint)
-            sync = openai.OpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries)
-            async_ = openai.AsyncOpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries)
-            model: BaseChatModel = ChatOpenAI(
-                model=name, temperature=temperature, stream_usage=True, api_key=SecretStr(secret), root_client=sync,
-                client=sync.chat.completions, root_async_client=async_, async_client=async_.chat.completions, **cached,
-            )
-        else:
-            from langchain.chat_models import init_chat_model
 
-            env_key = _PROVIDER_KEYS.get(provider)
-            extra: dict[str, Any] = {**cached, "temperature": temperature, "timeout": timeout_s, "max_retries": max_retries}
-            if replay and env_key and not os.environ.get(env_key):  # never sent: replay answers from the cache
-                extra["api_key"] = "not-needed"
-            model = init_chat_model(name, model_provider=provider, **extra)
-        _models[key] = model
-        return model
+@functools.cache  # one model per setting and process (every node of every question asks)
+def _chat_model(provider: str, name: str, base_url: str, temperature: float, timeout_s: float, max_retries: int,
+                cache: LLMCache | None, replay: bool) -> BaseChatModel:
+    cached: dict[str, Any] = {"cache": cache} if cache is not None else {}
+    if base_url or provider == "openai":
+        import openai
+        from langchain_openai import ChatOpenAI
+
+        platform.platform()  # what the OpenAI client reads at its first request, resolved once, not per thread
+        secret = os.environ.get("OPENAI_API_KEY") or "not-needed"  # (an empty key is refused by the endpoint)
+        sync = openai.OpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries)
+        async_ = openai.AsyncOpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries)
+        return ChatOpenAI(model=name, temperature=temperature, stream_usage=True, api_key=SecretStr(secret),
+                          root_client=sync, client=sync.chat.completions, root_async_client=async_,
+                          async_client=async_.chat.completions, **cached)
+    from langchain.chat_models import init_chat_model
+
+    env_key = _PROVIDER_KEYS.get(provider)
+    extra: dict[str, Any] = {**cached, "temperature": temperature, "timeout": timeout_s, "max_retries": max_retries}
+    if replay and env_key and not os.environ.get(env_key):  # never sent: replay answers from the cache
+        extra["api_key"] = "not-needed"
+    return init_chat_model(name, model_provider=provider, **extra)
 
 
 def chat_model_for(ctx: Any, role: str = "") -> BaseChatModel:
@@ -448,7 +422,9 @@ def decide(
     runnable: Any = model
     if method != "text":
         try:
-            runnable = memo(model, (schema, method), lambda: _asking(model, schema, method))
+            runnable = memo(model, (schema, method), lambda: model.bind_tools(  # with_structured_output's request,
+                [schema], tool_choice=schema.__name__, parallel_tool_calls=False)  # without its chains
+                if method == "function_calling" else model.with_structured_output(schema, method=method, include_raw=True))
         except (NotImplementedError, ValueError, TypeError):
             method = "text"
     if method == "text":
@@ -474,13 +450,6 @@ def decide(
             f"That reply could not be used: {problem}. Answer again {again}.")]
     return Decision(None, usage, f"no valid {schema.__name__} after {max_repairs + 1} attempts: {problem}", max_repairs + 1,
                     "unparseable")
-
-
-def _asking(model: BaseChatModel, schema: type[BaseModel], method: str) -> Any:
-    """``model`` asked for ``schema`` as a forced tool (without ``with_structured_output``'s chains) or JSON schema."""
-    if method == "function_calling":
-        return model.bind_tools([schema], tool_choice=schema.__name__, parallel_tool_calls=False)
-    return model.with_structured_output(schema, method=method, include_raw=True)  # type: ignore[call-overload]
 
 
 def decide_for(ctx: Any, messages: Sequence[BaseMessage], schema: type[T], *, role: str = "") -> Decision[T]:

@@ -1,21 +1,14 @@
-"""Record and replay of every LLM call: an on-disk LangChain cache of chat requests and their responses.
-
-:class:`LLMCache` is a :class:`~langchain_core.caches.BaseCache` set as a chat model's ``cache`` field, so every
-call of every node goes through it, streamed or not, sync or async. An entry's key is the SHA-256 of what
-LangChain hands the cache, as given (``prompt`` and ``llm_string``); the entry is one JSON file
-``DIR/ab/cd/<digest>.json`` (the conversation, the model description, the generations' ``model_dump``),
-written to a temporary name, fsynced and linked into place: the first writer wins and every caller continues
-with what the file holds, so a recording run sees what its replay will see. With ``replay`` a miss raises
-:class:`LLMCacheMiss` before any request is sent. :func:`track_cache_usage` counts the entries a run used.
-"""
+"""Record and replay of every LLM call: :class:`LLMCache`, a LangChain cache on disk keyed by the SHA-256 of what
+LangChain hands it, one JSON file an entry written once (the first writer wins, so a recording run sees what its
+replay will see); a replay miss raises :class:`LLMCacheMiss` before any request is sent."""
 
 from __future__ import annotations
 
 import contextvars
+import functools
 import hashlib
 import json
 import os
-import threading
 import uuid
 import weakref
 from contextlib import contextmanager
@@ -67,28 +60,16 @@ def _load_generation(d: dict[str, Any]) -> Generation:
     return ChatGeneration(message=msg, generation_info=d.get("generation_info"))
 
 
-class CacheUsage:
-    """The entries one run read or wrote (thread-safe); see :func:`track_cache_usage`."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.used: dict[str, bool] = {}
-        """Digest -> whether this run recorded it (False: served from the cache)."""
-
-    def add(self, digest: str, recorded: bool) -> None:
-        """Count one entry the run used."""
-        with self._lock:
-            self.used[digest] = recorded or self.used.get(digest, False)
+class CacheUsage(dict[str, bool]):
+    """The entries one run read or wrote: digest -> whether this run recorded it (False: served from the cache)."""
 
     def digests(self) -> list[str]:
         """Every entry used, sorted."""
-        with self._lock:
-            return sorted(self.used)
+        return sorted(self.copy())  # (a copy: a request still in flight may add one)
 
     def summary(self) -> dict[str, Any]:
         """``{"entries", "replayed", "recorded", "fingerprint"}`` of the entries used."""
-        with self._lock:
-            used = dict(self.used)
+        used = self.copy()
         recorded = sum(used.values())
         return {**fingerprint_of(list(used)), "replayed": len(used) - recorded, "recorded": recorded}
 
@@ -116,7 +97,7 @@ def track_cache_usage() -> Iterator[CacheUsage]:
 def _note(digest: str, recorded: bool) -> None:
     usage = _usage.get()
     if usage is not None:
-        usage.add(digest, recorded)
+        usage[digest] = recorded or usage.get(digest, False)
 
 
 class LLMCache(BaseCache):
@@ -132,14 +113,12 @@ class LLMCache(BaseCache):
         """Where the entry of ``digest`` lives."""
         return self.directory / digest[:2] / digest[2:4] / f"{digest}.json"
 
-    def _read(self, path: Path) -> list[Generation]:
-        return self._generations(json.loads(path.read_text(encoding="utf-8")))
-
     @staticmethod
-    def _generations(data: dict[str, Any]) -> list[Generation]:
+    def _read(path: Path) -> tuple[dict[str, Any], list[Generation]]:
+        data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("format") != FORMAT:
             raise ValueError(f"entry format {data.get('format')}, this ragplan reads format {FORMAT}")
-        return [_load_generation(g) for g in data["generations"]]
+        return data, [_load_generation(g) for g in data["generations"]]
 
     def check(self, digest: str) -> str:
         """Why the entry of ``digest`` cannot be replayed (``""`` when it can): missing, not a file, unreadable, or
@@ -148,8 +127,7 @@ class LLMCache(BaseCache):
         if not path.is_file():
             return f"{path}: " + ("not a file" if path.exists() else "missing")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            self._generations(data)
+            data = self._read(path)[0]
             prompt = data["messages"] if isinstance(data["messages"], str) else json.dumps(data["messages"])
             if digest_of(prompt, data["llm_string"]) != digest:
                 return f"{path}: the recorded request does not hash to its name (the entry was altered)"
@@ -173,7 +151,7 @@ class LLMCache(BaseCache):
         digest = digest_of(prompt, llm_string)
         path = self.path_of(digest)
         try:
-            gens = self._read(path)
+            gens = self._read(path)[1]
         except (OSError, ValueError, KeyError, TypeError) as exc:  # missing or damaged: (re-)recorded, or a clear miss
             if self.replay:
                 why = self._older() if isinstance(exc, FileNotFoundError) else f"its entry {path} is unreadable: {exc}"
@@ -212,7 +190,7 @@ class LLMCache(BaseCache):
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
-        return_val[:] = self._read(path)  # type: ignore[index]  # LangChain returns this very list to the caller
+        return_val[:] = self._read(path)[1]  # type: ignore[index]  # LangChain returns this very list to the caller
         _note(digest, recorded=True)
 
     def clear(self, **kwargs: Any) -> None:
@@ -223,17 +201,12 @@ class LLMCache(BaseCache):
             path.unlink(missing_ok=True)
 
 
-_caches: dict[tuple[str, bool, str], LLMCache] = {}
-_caches_lock = threading.Lock()
-
-
 def llm_cache(directory: str | Path, replay: bool = False, model: str = "") -> LLMCache:
     """The process-wide :class:`LLMCache` of ``directory`` in the given mode, for the chat model named ``model``."""
-    key = (str(Path(directory).expanduser().resolve()), bool(replay), model)
-    with _caches_lock:
-        if key not in _caches:
-            _caches[key] = LLMCache(key[0], key[1], model)
-        return _caches[key]
+    return _llm_cache(str(Path(directory).expanduser().resolve()), bool(replay), model)
+
+
+_llm_cache = functools.cache(LLMCache)
 
 
 def model_with(model: BaseChatModel, **update: Any) -> BaseChatModel:

@@ -8,14 +8,18 @@
 - every `ragplan <command>` (and `ragplan <command> <subcommand>`) the README names is a command of
   the CLI's parser;
 - every method family of the registry has its page docs/methods/<family>.md naming each of its graphs;
-- the README's picture of the `planrag` graph is the compiled graph's own Mermaid drawing.
+- the README's picture of the `planrag` graph is the compiled graph's own Mermaid drawing;
+- every `benchmarks/<script>.py` the pages name exists and starts (its ``--help``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -189,3 +193,15 @@ def test_readme_draws_the_compiled_planrag_graph():
 @pytest.mark.parametrize("page", ["evaluation.md", "reliability.md", "performance.md", "development.md"])
 def test_docs_pages_exist(page):
     assert (DOCS / page).exists()
+
+
+def test_every_benchmark_the_docs_name_starts():
+    """A figure the docs quote can be measured again: each benchmark script they name runs its ``--help``."""
+    named = sorted({n for page in _pages() for n in re.findall(r"benchmarks/(\w+)\.py", page.read_text())} - {"common"})
+    assert "faults" in named and "graphdb" in named
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    procs = {n: subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / f"{n}.py"), "--help"], cwd=ROOT, env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for n in named}
+    errors = {n: p.communicate(timeout=600)[1] for n, p in procs.items()}
+    failed = {n: errors[n][-1500:] for n, p in procs.items() if p.returncode != 0}
+    assert not failed, failed

@@ -158,7 +158,7 @@ def store() -> Any:
 
 @pytest.mark.parametrize(("query", "why"), [pytest.param(q, w, id=i) for i, q, w in ATTACKS])
 def test_attack_is_contained(store: EmbeddedGraphStore, record_property: Any, query: str, why: str) -> None:
-    """One attack; ``python benchmarks/graphdb_sandbox.py --attacks`` prints the whole corpus's costs."""
+    """One attack: contained within its time and memory budgets (its costs recorded as test properties)."""
     pool = store.sandbox
     assert pool is not None
     reset_hwm("self")

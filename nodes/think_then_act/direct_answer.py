@@ -1,8 +1,5 @@
-"""direct_answer: the no-retrieval baselines of Think-then-Act (paper §4.3).
-
-``standard`` answers directly, ``cot`` reasons step by step first; both show the same in-context examples as the
-query assessment (:mod:`~ragplan.nodes.think_then_act.in_context_examples`), answered directly or with reasoning.
-"""
+"""direct_answer: the no-retrieval baselines of Think-then-Act (paper §4.3): ``standard`` answers directly, ``cot``
+reasons step by step first; both show the query assessment's in-context examples (``in_context_examples``)."""
 
 from __future__ import annotations
 

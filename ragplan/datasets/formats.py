@@ -10,7 +10,7 @@ from ragplan.datasets.example import DecompositionStep, Kind, QAExample, RawReco
 
 __all__ = ["ParseOptions", "PARSERS", "fever_title", "looks_like", "unsupported_format"]
 
-_TWOWIKI_TYPES = ("comparison", "inference", "compositional", "bridge_comparison")
+_TWOWIKI_TYPES = ("inference", "compositional", "bridge_comparison")  # (HotpotQA has "comparison" too)
 _FEVER_LABELS = {"SUPPORTS": "SUPPORTS", "REFUTES": "REFUTES", "NOT ENOUGH INFO": "NOT ENOUGH INFO",
                  "NOT_ENOUGH_INFO": "NOT ENOUGH INFO", "NEI": "NOT ENOUGH INFO"}
 _PTB = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}", "-COLON-": ":"}
@@ -225,39 +225,32 @@ PARSERS: dict[str, Callable[[RawRecord, ParseOptions], QAExample]] = {
 """Format name → parser."""
 
 
+# what a record's keys give away, the first match winning: a format ragplan reads, else a well-known one it does not
+_SNIFF: list[tuple[str, Callable[[dict, set[str]], bool]]] = [
+    ("flashrag", lambda d, k: "golden_answers" in k),
+    ("kilt", lambda d, k: {"input", "output"} <= k),
+    ("fever", lambda d, k: "claim" in k),
+    ("musique", lambda d, k: "question" in k and bool(k & {"paragraphs", "question_decomposition", "answer_aliases"})),
+    ("strategyqa", lambda d, k: bool(k & {"qid", "decomposition", "facts"}) or isinstance(d.get("answer"), bool)),
+    ("2wikimultihopqa", lambda d, k: "question" in k and ("evidences" in k or d.get("type") in _TWOWIKI_TYPES)),
+    ("hotpotqa",  # HotpotQA's context is a list of [title, sentences] (SQuAD's is a string)
+     lambda d, k: "question" in k and (isinstance(d.get("context"), (list, dict)) or "supporting_facts" in k)),
+    ("SQuAD (a {title, paragraphs: [{context, qas}]} article)",
+     lambda d, k: "paragraphs" in k and "title" in k and "question" not in k),
+    ("SQuAD (flattened {id, title, context, question, answers})", lambda d, k: {"context", "question", "answers"} <= k),
+    ("Natural Questions", lambda d, k: "question_text" in k and ("annotations" in k or "document_tokens" in k)),
+    ("TriviaQA", lambda d, k: "Question" in k and "Answer" in k),
+    ("MS MARCO", lambda d, k: "query" in k and "passages" in k),
+    ("IIRC", lambda d, k: "questions" in k and "links" in k),
+    ("a bare {question, answer} file (no dataset structure)", lambda d, k: {"question", "answer"} <= k),
+]
+
+
 def looks_like(data: dict) -> str | None:
     """The format a raw record's keys point to (keys only that format has), or ``None`` when they fit none."""
-    keys = set(data)
-    if "golden_answers" in keys:
-        return "flashrag"
-    if {"input", "output"} <= keys:
-        return "kilt"
-    if "claim" in keys:
-        return "fever"
-    if "question" in keys and ("paragraphs" in keys or "question_decomposition" in keys or "answer_aliases" in keys):
-        return "musique"
-    if "qid" in keys or "decomposition" in keys or "facts" in keys or isinstance(data.get("answer"), bool):
-        return "strategyqa"
-    if "question" in keys and ("evidences" in keys or data.get("type") in _TWOWIKI_TYPES[1:]):
-        return "2wikimultihopqa"
-    if "question" in keys and (isinstance(data.get("context"), (list, dict)) or "supporting_facts" in keys):
-        return "hotpotqa"  # HotpotQA's context is a list of [title, sentences] (SQuAD's is a string)
-    return None
-
-
-# keys that give away a well-known format ragplan does not read: (name, test)
-_UNSUPPORTED: list[tuple[str, Callable[[set[str]], bool]]] = [
-    ("SQuAD (a {title, paragraphs: [{context, qas}]} article)",
-     lambda k: "paragraphs" in k and "title" in k and "question" not in k),
-    ("SQuAD (flattened {id, title, context, question, answers})", lambda k: {"context", "question", "answers"} <= k),
-    ("Natural Questions", lambda k: "question_text" in k and ("annotations" in k or "document_tokens" in k)),
-    ("TriviaQA", lambda k: "Question" in k and "Answer" in k),
-    ("MS MARCO", lambda k: "query" in k and "passages" in k),
-    ("IIRC", lambda k: "questions" in k and "links" in k),
-    ("a bare {question, answer} file (no dataset structure)", lambda k: {"question", "answer"} <= k),
-]
+    return next((name for name, test in _SNIFF if name in PARSERS and test(data, set(data))), None)
 
 
 def unsupported_format(data: dict) -> str | None:
     """The name of a well-known QA format a record is in that ragplan does not read, or ``None``."""
-    return next((name for name, test in _UNSUPPORTED if test(set(data))), None)
+    return next((name for name, test in _SNIFF if name not in PARSERS and test(data, set(data))), None)

@@ -3,18 +3,16 @@ Lines, gzipped too; a file that cannot be read raises :class:`DatasetError` nami
 
 from __future__ import annotations
 
-import contextlib
-import gzip
 import itertools
 import json
 import re
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ragplan.datasets.example import DatasetError, QAExample, RawRecord, infer_kind
 from ragplan.datasets.formats import PARSERS, ParseOptions, looks_like, unsupported_format
-from ragplan.jsonl import decode_text, read_text
+from ragplan.jsonl import read_text
 
 __all__ = ["FORMATS", "QAExample", "DatasetError", "infer_kind", "load_qa", "detect_format", "read_records",
            "resolve_data_file", "normalize_format"]
@@ -67,29 +65,9 @@ def resolve_data_file(path: str | Path, dataset: str | None = None) -> Path:
                             "give the file's path")
 
 
-def _lines(path: Path) -> Generator[tuple[int, str], None, None]:
-    """``(line number, text)`` of each line, streamed; a line that is not UTF-8 is a :class:`DatasetError`."""
-    with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as fh:
-        for n, raw in enumerate(fh, 1):
-            yield n, decode_text(raw, path, DatasetError, n)
-
-
 def _json_error(path: Path, exc: json.JSONDecodeError, line: int | None = None) -> DatasetError:
     where = f"line {line}" if line is not None else f"line {exc.lineno} column {exc.colno}"
     return DatasetError(f"{path}: {where}: not valid JSON ({exc.msg})")
-
-
-def _whole_json(path: Path, text: str) -> list[Any]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _json_error(path, exc) from None
-    if isinstance(data, dict):
-        lists = ("data", "Data", "examples", "questions")
-        return next((data[k] for k in lists if isinstance(data.get(k), list)), [data])
-    if not isinstance(data, list):
-        raise DatasetError(f"{path}: expected a list of records, got {type(data).__name__}")
-    return data
 
 
 def _holds_records(data: Any) -> bool:
@@ -100,38 +78,39 @@ def _holds_records(data: Any) -> bool:
 
 
 def read_records(path: str | Path) -> Iterator[RawRecord]:
-    """The raw records of a JSON or JSON Lines file (streamed; blank lines skipped), each with its location."""
+    """The raw records of a JSON or JSON Lines file (blank lines skipped), each with its location; a JSON Lines
+    record is parsed when it is read."""
     p = Path(path)
-    with contextlib.closing(_lines(p)) as lines:
-        first = next((s[0] for _, line in lines if (s := line.lstrip("\ufeff \t\r\n"))), "")
-    if not first:
+    text = read_text(p, DatasetError)  # (a line that is not UTF-8 is named)
+    body = text.lstrip(" \t\r\n")
+    if not body:
         raise DatasetError(f"{p}: the file is empty")
-    if first not in "[{":
-        raise DatasetError(f"{p}: neither JSON nor JSON Lines (starts with {first!r})")
+    if body[0] not in "[{":
+        raise DatasetError(f"{p}: neither JSON nor JSON Lines (starts with {body[0]!r})")
+    first: Any = None
     first_error: DatasetError | None = None
-    if first == "{":
-        with contextlib.closing(_lines(p)) as lines:
-            for index, (lineno, line) in enumerate((n, x) for n, x in lines if x.strip()):
-                try:
-                    data = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    if index > 0:
-                        raise _json_error(p, exc, lineno) from None
-                    first_error = _json_error(p, exc, lineno)  # maybe one pretty-printed object ({"data": [...]})
-                    break
-                if index == 0 and _holds_records(data):
-                    break  # one object on one line holding the records: read as a whole file below
-                yield RawRecord(data, p, index, lineno)
-            else:
-                return
-    text = read_text(p, DatasetError)  # not UTF-8: that line, not a first line's JSON error
+    lines = [(n, x) for n, x in enumerate(text.splitlines(), 1) if x.strip()] if body[0] == "{" else []
     try:
-        whole = _whole_json(p, text)
-    except DatasetError:
-        if first_error is not None:
-            raise first_error from None
-        raise
-    del text  # (the records hold what they need)
+        first = json.loads(lines[0][1]) if lines else None
+    except json.JSONDecodeError as exc:
+        first_error = _json_error(p, exc, lines[0][0])  # maybe one pretty-printed object ({"data": [...]})
+    if first is not None and not _holds_records(first):  # JSON Lines
+        for index, (lineno, line) in enumerate(lines):
+            try:
+                data = first if index == 0 else json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise _json_error(p, exc, lineno) from None
+            yield RawRecord(data, p, index, lineno)
+        return
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise (first_error or _json_error(p, exc)) from None
+    if isinstance(whole, dict):
+        whole = next((whole[k] for k in ("data", "Data", "examples", "questions") if isinstance(whole.get(k), list)),
+                     [whole])
+    if not isinstance(whole, list):
+        raise DatasetError(f"{p}: expected a list of records, got {type(whole).__name__}")
     for i, data in enumerate(whole):
         yield RawRecord(data, p, i)
 
