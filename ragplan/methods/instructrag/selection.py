@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +37,8 @@ class PlannerParts:
             self._agents[key] = load_agents(self.agents_dir, key)
         return self._agents[key]
 
-    @cached_property
-    def known(self) -> dict[str, np.ndarray]:
-        """The graph's instruction vectors by text."""
-        return self.graph.instruction_vectors()
+    known: dict[str, np.ndarray] = field(default_factory=dict)
+    """Backbone vectors of the candidate paths met so far, by text."""
 
     def vector(self, text: str) -> np.ndarray:
         """The unit embedding of ``text``."""
@@ -83,12 +80,13 @@ def derived_from(g: InstructionGraph, instruction_ids: list[int]) -> list[str]:
 
 
 def graph_candidates(parts: PlannerParts, question: str, task: str, *, mode: str = "rl_agent", k: int = 3,
-                     threshold: float = 0.4, max_len: int = 8, adapted: bool = True) -> list[PlannedPath]:
-    """K candidate paths from a walk of the graph: the RL-Agent's (``rl_agent``) or the threshold rule's (``threshold``)."""
+                     threshold: float = -1.0, max_len: int = 8, adapted: bool = True) -> list[PlannedPath]:
+    """K candidate paths from a walk of the graph: the RL-Agent's (``rl_agent``) or the threshold rule's (``threshold``;
+    a negative one = the graph's calibrated threshold)."""
     g = parts.graph
     qvec = parts.vector(question)
     if mode == "threshold":
-        res = traverse(g, qvec, threshold_decider(threshold), k=k, max_len=max_len)
+        res = traverse(g, qvec, threshold_decider(g.threshold if threshold < 0 else threshold), k=k, max_len=max_len)
     else:
         rl, _ = parts.agents(task, adapted)
         res = traverse(g, qvec, rl.greedy(), k=k, start_nodes=rl.start_nodes, max_len=max_len)
