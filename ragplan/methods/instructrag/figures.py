@@ -67,7 +67,7 @@ def select_path_offline(method: str, graph: InstructionGraph, rl: RLAgent | None
     paths = [[g.instruction(i) for i in p] for p in res.paths]
     if not paths or method == "no_ml" or ml is None:
         return paths[0] if paths else []
-    vecs = path_backbone_vectors([[i.text for i in p] for p in paths], embedder, cache)
+    vecs = path_backbone_vectors([[i.text for i in p] for p in paths], embedder, cache or g.instruction_vectors())
     return paths[int(np.argmax(ml.scores(ex.qvec, vecs)))]
 
 
@@ -91,7 +91,8 @@ def selection_quality(graph: InstructionGraph, rl: RLAgent | None, ml: MLAgent |
     """One :class:`SelectionRow` per method; ``agents_for(task)`` gives per-task (adapted) agents."""
     exs = query_examples(query, embedder)
     n = max(1, len(exs))
-    match, cache, rows = PathMatchReward(embedder), {}, []
+    match, cache, rows = PathMatchReward(embedder), graph.instruction_vectors(), []
+    match.known.update(cache)
     torch.manual_seed(seed)
     untrained = (RLAgent(), MLAgent(dim=int(graph.vectors.shape[1]) if graph.vectors.ndim == 2 else 384))
     for m in methods:

@@ -182,10 +182,14 @@ class InstructionGraph:
         self.build_seconds += time.perf_counter() - t0
         return len(texts)
 
+    def instruction_vectors(self) -> dict[str, np.ndarray]:
+        """Instruction text -> its stored unit vector (the first occurrence)."""
+        return {r["text"]: self.vectors[r["id"]] for r in reversed(self.instructions)}
+
     def calibrate(self, probes: int = 40) -> float:
         """Set :attr:`threshold` to :data:`CALIBRATION_PERCENTILE` of the mean state features of every node for up to
         ``probes`` stored questions (evenly spread): the graph's own similarity distribution."""
-        qs = np.linspace(0, len(self.questions) - 1, min(probes, len(self.questions))).astype(int) if self.questions else []
+        qs = np.linspace(0, len(self.questions) - 1, min(probes, len(self.questions))).astype(int)
         vals = [float(StateBuilder(self, self.qvectors[q]).state(n, None).mean()) for q in qs for n in range(len(self.nodes))]
         self.threshold = round(float(np.percentile(vals, CALIBRATION_PERCENTILE)), 4) if vals else 0.0
         return self.threshold

@@ -21,7 +21,7 @@ from ragplan.methods.instructrag.agents import AGENTS_FILE, load_agents, task_sl
 from ragplan.methods.instructrag.graph import START, InstructionGraph
 from ragplan.methods.instructrag.ml_agent import MLAgent, ft_loss, path_backbone_vectors, qpa_loss
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath
-from ragplan.methods.instructrag.reward import PathReward, QueryExample
+from ragplan.methods.instructrag.reward import PathMatchReward, PathReward, QueryExample
 from ragplan.methods.instructrag.rl_agent import RLAgent, StateBuilder, TraversalResult, policy_decider, traverse
 
 __all__ = ["MetaSettings", "MetaReport", "AdaptReport", "NothingLearned", "meta_train", "adapt_agents", "query_examples"]
@@ -136,7 +136,13 @@ class _Trainer:
         self.gen = torch.Generator().manual_seed(s.seed)
         self.baseline = 0.0
         self.rewards: list[float] = []  # every reward computed, for the refusal to save a model that learned nothing
-        self._known: dict[str, np.ndarray] = {}  # backbone vectors of paths by text
+        self._known: dict[str, np.ndarray] = {}  # instruction vectors by text
+
+    def prime(self, examples: list[QueryExample]) -> None:
+        """Give a path-match reward the graph's vectors and embed the examples' own paths in one batch."""
+        if isinstance(self.reward, PathMatchReward):
+            self.reward.known.update(self.g.instruction_vectors())
+            self.reward.vectors([i for ex in examples for i in ex.own_path])
 
     def score(self, ex: QueryExample, path: list[Instruction]) -> float:
         r = float(self.reward(ex, path))
@@ -153,6 +159,8 @@ class _Trainer:
         return functional_call(self.ml.heads, params, (torch.as_tensor(x), side))
 
     def path_vectors(self, paths: list[list[Instruction]]) -> torch.Tensor:
+        if len(self._known) < len(self.g.instructions):
+            self._known = self.g.instruction_vectors()
         return torch.as_tensor(path_backbone_vectors([[i.text for i in p] for p in paths], self.emb, self._known))
 
     # -- RL-Agent losses
@@ -258,6 +266,7 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
     for i, p in enumerate(graph.paths):
         support.setdefault(p["task"], []).append(i)
     qexs = query_examples(query, embedder)
+    tr.prime(qexs)
     qby: dict[str, list[QueryExample]] = {}
     for ex in qexs:
         qby.setdefault(ex.task, []).append(ex)
@@ -382,6 +391,7 @@ def adapt_agents(graph: InstructionGraph, agents_dir: str | Path, support: list[
         paths = by_task[task]
         path_ids = [i for i, p in enumerate(graph.paths) if p["task"] == task and p["id"] in {x.id for x in paths}]
         exs = query_examples(paths, embedder)
+        tr.prime(exs)
         theta = {k: v.detach().clone().requires_grad_(True) for k, v in rl.net.named_parameters()}
         eta = {k: v.detach().clone().requires_grad_(True) for k, v in ml.heads.named_parameters()}
         logs = {"ws": 0.0, "pg": 0.0, "pt": 0.0, "ft": 0.0}

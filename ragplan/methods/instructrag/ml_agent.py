@@ -1,6 +1,6 @@
 """The ML-Agent (InstructRAG §4.4): small heads ``v = unit(x + W tanh(S x))`` over frozen Sentence-BERT vectors (an
 untrained agent ranks by plain cosine) and a QPM matching head; losses QPA (Eq. 7), QPM (Eq. 8), FT (Eq. 10).
-A path's backbone vector is its text embedded whole, in order (a swap changes it); the pick is the highest cosine."""
+A path's backbone vector weighs its steps by position (order matters); the pick is the highest cosine."""
 
 from __future__ import annotations
 
@@ -14,19 +14,26 @@ from torch import nn
 
 from ragplan.methods.instructrag.rl_agent import load_weights, save_weights
 
-__all__ = ["MLHeads", "MLAgent", "qpa_loss", "ft_loss", "path_backbone_vectors"]
+__all__ = ["MLHeads", "MLAgent", "POSITION_DECAY", "qpa_loss", "ft_loss", "path_backbone_vectors"]
 
 
-def path_backbone_vectors(paths: list[list[str]], embedder: Any, cache: dict[str, np.ndarray] | None = None) -> np.ndarray:
-    """Unit backbone vectors of paths of instruction texts: each path's ``A[x] → B[y]`` text embedded as one sequence
-    (the encoder's positions see the order), memoised in ``cache`` by text."""
-    cache = cache if cache is not None else {}
-    texts = [" → ".join(p) for p in paths]
-    if todo := list(dict.fromkeys(t for t in texts if t and t not in cache)):
-        for t, v in zip(todo, np.asarray(embedder.encode(todo), dtype=np.float32)):
-            cache[t] = v / max(float(np.linalg.norm(v)), 1e-12)
-    dim = next((len(v) for v in cache.values()), 384)
-    return np.stack([cache[t] if t else np.zeros(dim, dtype=np.float32) for t in texts]) if texts else np.zeros((0, dim), np.float32)
+POSITION_DECAY = 0.8
+"""Step i of a path weighs ``POSITION_DECAY ** i`` in its backbone vector (a positional encoding: order matters)."""
+
+
+def path_backbone_vectors(paths: list[list[str]], embedder: Any, known: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """Unit backbone vectors of paths of instruction texts: the position-weighted sum of their instructions' vectors
+    (``known``, else embedded), so swapping two different steps changes it."""
+    known = known if known is not None else {}
+    todo = list(dict.fromkeys(t for p in paths for t in p if t not in known))
+    extra = dict(zip(todo, embedder.encode(todo))) if todo else {}
+    dim = next((len(v) for v in list(known.values())[:1] + list(extra.values())[:1]), 384)
+    out = np.zeros((len(paths), dim), dtype=np.float32)
+    for i, p in enumerate(paths):
+        if p:
+            v = sum(POSITION_DECAY ** j * np.asarray(known[t] if t in known else extra[t]) for j, t in enumerate(p))
+            out[i] = v / max(float(np.linalg.norm(v)), 1e-12)
+    return out
 
 
 class MLHeads(nn.Module):

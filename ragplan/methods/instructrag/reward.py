@@ -62,7 +62,8 @@ class PathMatchReward:
     def __init__(self, embedder: Any = None) -> None:
         """``embedder`` has ``encode(texts)`` (default: the packaged all-MiniLM-L6-v2)."""
         self.embedder = embedder
-        self._vec: dict[str, np.ndarray] = {}
+        self.known: dict[str, np.ndarray] = {}
+        """Unit vectors by instruction text (a graph's can be added: same model)."""
 
     def vectors(self, path: list[Instruction]) -> np.ndarray:
         """Unit vectors of the instructions of ``path`` (cached by text)."""
@@ -70,10 +71,10 @@ class PathMatchReward:
             from ragplan.tools.embeddings import get_embedder
 
             self.embedder = get_embedder("")
-        if todo := list(dict.fromkeys(i.text for i in path if i.text not in self._vec)):
+        if todo := list(dict.fromkeys(i.text for i in path if i.text not in self.known)):
             for t, v in zip(todo, np.asarray(self.embedder.encode(todo), dtype=np.float32)):
-                self._vec[t] = v / max(float(np.linalg.norm(v)), 1e-12)
-        return np.stack([self._vec[i.text] for i in path]) if path else np.zeros((0, 1), dtype=np.float32)
+                self.known[t] = v / max(float(np.linalg.norm(v)), 1e-12)
+        return np.stack([self.known[i.text] for i in path]) if path else np.zeros((0, 1), dtype=np.float32)
 
     def __call__(self, ex: QueryExample, path: list[Instruction]) -> float:
         """See the class docstring."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +38,10 @@ class PlannerParts:
             self._agents[key] = load_agents(self.agents_dir, key)
         return self._agents[key]
 
-    known: dict[str, np.ndarray] = field(default_factory=dict)
-    """Backbone vectors of the candidate paths met so far, by text."""
+    @cached_property
+    def known(self) -> dict[str, np.ndarray]:
+        """The graph's instruction vectors by text."""
+        return self.graph.instruction_vectors()
 
     def vector(self, text: str) -> np.ndarray:
         """The unit embedding of ``text``."""
