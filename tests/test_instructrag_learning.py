@@ -16,7 +16,7 @@ from ragplan.methods.instructrag.graph import InstructionGraph, build_instructio
 from ragplan.methods.instructrag.meta import MetaSettings, NothingLearned, meta_train
 from ragplan.methods.instructrag.ml_agent import MLAgent, path_backbone_vectors
 from ragplan.methods.instructrag.paths import parse_instruction, read_paths
-from ragplan.methods.instructrag.reward import PathMatchReward, QueryExample, instruction_f1
+from ragplan.methods.instructrag.reward import PathMatchReward, QueryExample
 from ragplan.methods.instructrag.rl_agent import threshold_decider, traverse
 from ragplan.nodes.instructrag.retrieve_paths import make_retrieve_paths
 from ragplan.state.instructrag import InstructRAGContext
@@ -45,7 +45,7 @@ def test_path_match_reward_matches_paraphrased_instructions_by_meaning():
     ex = QueryExample("Were Scott Derrickson and Ed Wood of the same nationality?", "yes/no", "yes", own)
     paraphrase = _path("Search[Derrickson, Scott] → Search[Edward Wood Jr.] → Finish[yes, both]")
     other = _path("Search[Boston Celtics] → Lookup[founded] → Finish[1946]")
-    assert instruction_f1(paraphrase, own) == 0.0  # no instruction text in common
+    assert not {i.text.casefold() for i in paraphrase} & {i.text.casefold() for i in own}  # no instruction text in common
     assert reward(ex, own) == pytest.approx(1.0, abs=1e-5)
     assert reward(ex, paraphrase) > 0.6 > reward(ex, other) > 0.0  # signal that tells the two apart
 
@@ -151,5 +151,4 @@ def test_semantic_reward_gives_signal_on_the_published_paths(real):
     reward = PathMatchReward(emb)
     own = [QueryExample(p.question, p.task, p.answer, p.instructions) for p in new]
     scores = [reward(a, b.instructions) for a in own for b in new if a.question != b.question]
-    assert np.std(scores) > 0.02 and min(scores) < max(scores)  # the exact-text F1 was 0 for every pair
-    assert max(instruction_f1(b.instructions, a.own_path) for a in own for b in new if a.question != b.question) < 0.5
+    assert np.std(scores) > 0.02 and min(scores) < max(scores)  # exact instruction text matched almost never

@@ -23,8 +23,8 @@ __all__ = ["add_parser", "run", "make_reward"]
 
 def _reward_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reward", choices=("proxy", "path-match", "llm"), default=None,
-                   help="proxy: retrieval-only over --index (default with --index); path-match: the question's own path, "
-                        "instructions matched by meaning with Sentence-BERT (default without); llm: answer F1 of planning with the path (needs --model)")
+                   help="proxy: retrieval-only over --index (default with --index); path-match: the question's own "
+                        "path, instructions matched by meaning (default without); llm: answer F1 of planning with the path (needs --model)")
     p.add_argument("--index", default="", metavar="DIR", help="the local passage index for the proxy or LLM reward")
     p.add_argument("--model", default="", help="llm reward: chat model provider:name [env RAGPLAN_MODEL]")
     p.add_argument("--base-url", default="", help="llm reward: OpenAI-compatible endpoint [env RAGPLAN_BASE_URL]")
@@ -291,7 +291,7 @@ def run_figures(args: argparse.Namespace) -> int:
     reward = make_reward(argparse.Namespace(reward="proxy", index=args.index)) if args.index else None
     agents_for = cache(lambda task: load_agents(args.agents, task))  # a task's adapted agents when the folder has them
     rows = selection_quality(g, rl, ml, query, emb, reward=reward, k=args.k,
-                             methods=tuple(m for m in SELECTION_METHODS if rl is not None or m not in ("instructrag", "no_ml")),
+                             methods=tuple(m for m in SELECTION_METHODS if rl or m not in ("instructrag", "no_ml")),
                              threshold=args.threshold, agents_for=agents_for if rl is not None else None)
     print(json.dumps([r.__dict__ for r in rows]) if args.json else format_selection_rows(rows))
     return 0

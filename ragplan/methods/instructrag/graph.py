@@ -16,8 +16,8 @@ import numpy as np
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath, read_paths_jsonl, write_paths_jsonl
 from ragplan.tools.embeddings import get_embedder
 
-__all__ = ["START", "GRAPH_FILE", "InstructionGraph", "StateBuilder", "GraphStats", "build_instruction_graph", "embedder_for_graph",
-           "graph_embedder", "noise_pool"]
+__all__ = ["START", "GRAPH_FILE", "InstructionGraph", "StateBuilder", "GraphStats", "build_instruction_graph",
+           "embedder_for_graph", "graph_embedder", "noise_pool"]
 
 Edge = tuple[int, int]
 START = -1
@@ -190,7 +190,8 @@ class InstructionGraph:
         """Set :attr:`threshold` to :data:`CALIBRATION_PERCENTILE` of the mean state features of every node for up to
         ``probes`` stored questions (evenly spread): the graph's own similarity distribution."""
         qs = np.linspace(0, len(self.questions) - 1, min(probes, len(self.questions))).astype(int)
-        vals = [float(StateBuilder(self, self.qvectors[q]).state(n, None).mean()) for q in qs for n in range(len(self.nodes))]
+        vals = [float(StateBuilder(self, self.qvectors[q]).state(n, None).mean())
+                for q in qs for n in range(len(self.nodes))]
         self.threshold = round(float(np.percentile(vals, CALIBRATION_PERCENTILE)), 4) if vals else 0.0
         return self.threshold
 
@@ -212,8 +213,8 @@ class InstructionGraph:
                           instructions=len(self.instructions), tasks=len(tasks), questions=len(self.questions),
                           paths=len(self.paths), failed_kept=len(self.failed),
                           noisy_paths=sum(1 for p in self.paths if not p.get("success", True)), junction_nodes=junction,
-                          max_node_size=max((len(n) for n in self.nodes), default=0), delta=self.delta, threshold=self.threshold,
-                          build_seconds=round(self.build_seconds, 3))
+                          max_node_size=max((len(n) for n in self.nodes), default=0), delta=self.delta,
+                          threshold=self.threshold, build_seconds=round(self.build_seconds, 3))
 
     def save(self, out_dir: str | Path) -> Path:
         """Write the graph folder (see the module docstring); returns its path."""

@@ -1,9 +1,9 @@
 """Rewards Δ(path, question) of a candidate path (InstructRAG Eq. 3), all deterministic: :class:`LLMF1Reward` (the
-paper's answer F1), :class:`ProxyReward` (the path run on a local corpus, no LLM), :class:`PathMatchReward` (instructions matched by meaning)."""
+paper's answer F1), :class:`ProxyReward` (the path run on a local corpus, no LLM), :class:`PathMatchReward` (the
+question's own path, instructions matched by meaning)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -13,7 +13,7 @@ from ragplan.eval.metrics import f1_score, normalize_answer
 from ragplan.tools.react_docstore import ReActDocstore
 from ragplan.methods.instructrag.paths import Instruction
 
-__all__ = ["QueryExample", "PathReward", "PathMatchReward", "ProxyReward", "LLMF1Reward", "instruction_f1", "soft_f1"]
+__all__ = ["QueryExample", "PathReward", "PathMatchReward", "ProxyReward", "LLMF1Reward", "soft_f1"]
 
 
 @dataclass
@@ -32,17 +32,6 @@ class QueryExample:
 
 PathReward = Callable[[QueryExample, list[Instruction]], float]
 """Δ(path, question) in [0, 1]; the rewards below also carry a ``name``."""
-
-
-def instruction_f1(candidate: list[Instruction], reference: list[Instruction]) -> float:
-    """F1 between two paths as multisets of case-insensitive instruction texts."""
-    a = Counter(i.text.casefold() for i in candidate)
-    b = Counter(i.text.casefold() for i in reference)
-    common = sum((a & b).values())
-    if not a or not b or common == 0:
-        return 0.0
-    p, r = common / sum(a.values()), common / sum(b.values())
-    return 2 * p * r / (p + r)
 
 
 def soft_f1(sims: np.ndarray) -> float:
