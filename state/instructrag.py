@@ -32,7 +32,8 @@ class InstructRAGContext(PlanReviewSettings, TextRAGContext):
     candidate_paths: int = setting(3, "K: candidate paths the RL-Agent proposes (paper: 3).")
     max_path_len: int = setting(8, "Most instructions in one candidate path.")
     traversal_threshold: float = setting(
-        0.4, "instructrag_threshold: include a node when its mean state feature reaches this.")
+        -1.0, "instructrag_threshold: include a node when its mean state feature reaches this; negative = the "
+        "graph's own threshold, calibrated on its similarities at build time.")
     task: str = setting("", "The question's task (a HotpotQA answer type); empty = derived from the question.")
     use_adapted: bool = setting(True, "Use the task's few-shot adapted agents when the agents folder has them.")
     max_steps: int = setting(7, "Most Thought/Action/Observation steps before answering (ReAct: 7).")

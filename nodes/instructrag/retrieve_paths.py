@@ -44,6 +44,11 @@ def make_retrieve_paths(mode: str, *, pick_first: bool = False) -> Node[Instruct
         if pick_first:
             how = "stored" if mode == "stored" else "first"
             update.update(selected_path=cands[0] if cands else None, selection=how if cands else "none")
+        if not cands and mode != "stored":
+            thr = parts.graph.threshold if ctx.traversal_threshold < 0 else ctx.traversal_threshold
+            why = f"no node reached the walk's threshold {thr:.3f}" if mode == "threshold" else \
+                "the RL-Agent excluded every start node"
+            update["selection"] = f"none: no path found in the instruction graph ({why}); planning without one, as react"
         return update
 
     return retrieve_paths

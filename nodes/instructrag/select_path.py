@@ -20,7 +20,7 @@ def select_path(state: InstructRAGState, runtime: Runtime[InstructRAGContext]) -
     ctx = runtime.context
     cands: list[PlannedPath] = list(state.get("candidate_paths") or [])
     if not cands:
-        return {"selected_path": None, "selection": "none"}
+        return {"selected_path": None, "selection": state.get("selection") or "none"}
     from ragplan.methods.instructrag.selection import load_parts, ml_pick  # numpy and torch: only when a run selects
 
     try:

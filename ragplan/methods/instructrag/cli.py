@@ -23,8 +23,8 @@ __all__ = ["add_parser", "run", "make_reward"]
 
 def _reward_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reward", choices=("proxy", "path-match", "llm"), default=None,
-                   help="proxy: retrieval-only over --index (default with --index); path-match: instruction F1 against the "
-                        "question's own path (default without); llm: answer F1 of planning with the path (needs --model)")
+                   help="proxy: retrieval-only over --index (default with --index); path-match: the question's own "
+                        "path, instructions matched by meaning (default without); llm: answer F1 of planning with the path (needs --model)")
     p.add_argument("--index", default="", metavar="DIR", help="the local passage index for the proxy or LLM reward")
     p.add_argument("--model", default="", help="llm reward: chat model provider:name [env RAGPLAN_MODEL]")
     p.add_argument("--base-url", default="", help="llm reward: OpenAI-compatible endpoint [env RAGPLAN_BASE_URL]")
@@ -89,7 +89,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--paths", nargs="+", required=True, metavar="FILE", help="held-out questions' own successful paths")
     p.add_argument("--index", default="", metavar="DIR", help="a local index: adds the proxy reward")
     p.add_argument("--k", type=int, default=3)
-    p.add_argument("--threshold", type=float, default=0.4, help="the threshold walk's inclusion threshold")
+    p.add_argument("--threshold", type=float, default=None, help="the threshold walk's inclusion threshold (default: the "
+                   "graph's calibrated one)")
     p.add_argument("--json", action="store_true")
     p = s.add_parser("report", help="F1 and EM of `ragplan eval` runs by seen / unseen task and by task")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR")
@@ -178,6 +179,11 @@ def run_build_graph(args: argparse.Namespace) -> int:
     if rep.skipped:
         print(f"skipped {rep.skipped} log block(s): {'; '.join(rep.problems[:3])}", file=sys.stderr)
     _print_stats(g.stats(), args.json)
+    both = sorted({p.question for p in rep.successful} & {p.question for p in rep.failed})
+    print(f"failed_kept: {len(g.failed)} failed path(s) of the {len(both)} question(s) with both a failed and a successful "
+          "trajectory in --paths" + (f" (e.g. {both[0]!r}); --noise-rate inserts them as noise" if both else
+                                     "; with none, the noise experiment (--noise-rate) cannot run on these files"),
+          file=sys.stderr if args.json else sys.stdout)
     return 0
 
 
@@ -189,13 +195,13 @@ def run_stats(args: argparse.Namespace) -> int:
     return 0
 
 
-def make_reward(args: argparse.Namespace) -> Any:
-    """The reward the flags name (ValueError when it cannot be built)."""
+def make_reward(args: argparse.Namespace, embedder: Any = None) -> Any:
+    """The reward the flags name (ValueError when it cannot be built); ``embedder`` is the graph's."""
     from ragplan.methods.instructrag.reward import LLMF1Reward, PathMatchReward, ProxyReward
 
     kind = args.reward or ("proxy" if args.index else "path-match")
     if kind == "path-match":
-        return PathMatchReward()
+        return PathMatchReward(embedder)
     if not args.index:
         raise ValueError(f"the {kind} reward needs --index DIR (a local passage index: `ragplan index build`)")
     from ragplan.state.instructrag import InstructRAGContext
@@ -231,18 +237,25 @@ def _graph(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def run_train(args: argparse.Namespace) -> int:
     """Meta-train the agents and print the curves."""
-    from ragplan.methods.instructrag.meta import meta_train
+    from ragplan.methods.instructrag.meta import NothingLearned, meta_train
 
     if args.epochs < 1:
         return fail(f"--epochs {args.epochs}: train at least one epoch (0 would save the agents untrained)")
     g, emb = _graph(args)
-    reward, rep = make_reward(args), read_paths(args.paths)
+    reward, rep = make_reward(args, emb), read_paths(args.paths)
     if not rep.successful:
         return fail("no successful query paths to train on")
-    _, _, report = meta_train(g, rep.successful, emb, reward, _settings(args), args.out, progress=not args.no_progress)
+    try:
+        _, _, report = meta_train(g, rep.successful, emb, reward, _settings(args), args.out, progress=not args.no_progress)
+    except NothingLearned as exc:
+        return fail(str(exc), 1)
     print(f"trained on {report.support} support and {report.query} query paths of {len(report.tasks)} task(s) "
           f"({', '.join(report.tasks)}) with the {report.reward} reward in {report.seconds:.1f} s")
-    for k, v in report.curves.items():
+    curves = dict(report.curves)
+    if "reward" in curves:
+        print(f"  reward ({report.reward}) per epoch, mean ± spread: " + " ".join(
+            f"{m:.3f}±{d:.3f}" for m, d in zip(curves.pop("reward"), curves.pop("reward_sd"))))
+    for k, v in curves.items():
         print(f"  {k:>6}: {' '.join(f'{x:.3f}' for x in v)}")
     if report.reward_failures:
         print(f"warning: {report.reward_failures} reward run(s) failed and scored 0 (last: {report.reward_error})", file=sys.stderr)
@@ -255,7 +268,7 @@ def run_adapt(args: argparse.Namespace) -> int:
     from ragplan.methods.instructrag.meta import adapt_agents
 
     g, emb = _graph(args)
-    reward = make_reward(args)
+    reward = make_reward(args, emb)
     report = adapt_agents(g, args.agents, read_paths(args.paths).successful, emb, reward, _settings(args), args.out,
                           shots=args.shots, progress=not args.no_progress)
     print(f"inserted the support paths into the graph in {report.insert_seconds:.2f} s; adapted {len(report.tasks)} task(s) "
@@ -278,7 +291,7 @@ def run_figures(args: argparse.Namespace) -> int:
     reward = make_reward(argparse.Namespace(reward="proxy", index=args.index)) if args.index else None
     agents_for = cache(lambda task: load_agents(args.agents, task))  # a task's adapted agents when the folder has them
     rows = selection_quality(g, rl, ml, query, emb, reward=reward, k=args.k,
-                             methods=SELECTION_METHODS if rl is not None else ("threshold", "rap", "random"),
+                             methods=tuple(m for m in SELECTION_METHODS if rl or m not in ("instructrag", "no_ml")),
                              threshold=args.threshold, agents_for=agents_for if rl is not None else None)
     print(json.dumps([r.__dict__ for r in rows]) if args.json else format_selection_rows(rows))
     return 0

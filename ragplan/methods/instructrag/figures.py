@@ -1,26 +1,32 @@
 """LLM-free figures of InstructRAG: each method's selected path against a held-out question's own successful path
-(action match, instruction F1, proxy reward, ms per question)."""
+(action match, path match, proxy reward, ms per question) beside one-line baselines."""
 
 from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+import torch
 
 from ragplan.methods.instructrag.graph import InstructionGraph
 from ragplan.methods.instructrag.meta import query_examples
 from ragplan.methods.instructrag.ml_agent import MLAgent, path_backbone_vectors
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath
-from ragplan.methods.instructrag.reward import PathReward, QueryExample, instruction_f1
+from ragplan.methods.instructrag.reward import PathMatchReward, PathReward, QueryExample
 from ragplan.methods.instructrag.rl_agent import RLAgent, threshold_decider, traverse
 
-__all__ = ["SELECTION_METHODS", "SelectionRow", "action_match", "select_path_offline", "selection_quality",
+__all__ = ["SELECTION_METHODS", "CONSTANT_PLAN", "SelectionRow", "action_match", "select_path_offline", "selection_quality",
            "format_table", "format_selection_rows"]
 
-SELECTION_METHODS = ("instructrag", "threshold", "no_ml", "rap", "random")
+SELECTION_METHODS = ("instructrag", "untrained", "threshold", "no_ml", "rap", "majority", "constant", "random")
+"""The trained selection, its ablations and the one-line baselines: untrained agents (same seed), the stored path of
+the nearest question with the store's most common action sequence, the constant plan, a random stored path."""
+CONSTANT_PLAN = [Instruction("Search", ""), Instruction("Search", ""), Instruction("Finish", "")]
+"""The constant plan ``Search → Search → Finish`` (no arguments: the planner fills them in)."""
 
 
 def action_match(a: list[Instruction], b: list[Instruction]) -> float:
@@ -37,18 +43,23 @@ def action_match(a: list[Instruction], b: list[Instruction]) -> float:
 
 
 def select_path_offline(method: str, graph: InstructionGraph, rl: RLAgent | None, ml: MLAgent | None, ex: QueryExample,
-                        embedder: Any, *, k: int = 3, threshold: float = 0.4,
-                        rng: random.Random | None = None) -> list[Instruction]:
-    """The path ``method`` selects for ``ex`` (empty when it finds none)."""
+                        embedder: Any, *, k: int = 3, threshold: float | None = None, rng: random.Random | None = None,
+                        cache: dict[str, np.ndarray] | None = None) -> list[Instruction]:
+    """The path ``method`` selects for ``ex`` (empty when it finds none); ``threshold`` None = the graph's own."""
     g = graph
-    if method in ("rap", "random"):  # the whole store, noisy paths included (the paper's RAP keeps them)
+    if method == "constant":
+        return list(CONSTANT_PLAN)
+    if method in ("rap", "random", "majority"):  # the whole store, noisy paths included (the paper's RAP keeps them)
         if not g.paths:
             return []
         if method == "random":
             return g.path_instructions((rng or random.Random(0)).choice(range(len(g.paths))))
-        return g.path_instructions(int(g.questions[int(np.argmax(g.qvectors @ ex.qvec))]["path"]))
+        acts = [tuple(g.instructions[i]["action"] for i in p["instructions"]) for p in g.paths]
+        top = Counter(acts).most_common(1)[0][0]
+        ok = np.array([method == "rap" or acts[int(q["path"])] == top for q in g.questions])
+        return g.path_instructions(int(g.questions[int(np.argmax(np.where(ok, g.qvectors @ ex.qvec, -9)))]["path"]))
     if method == "threshold":
-        res = traverse(g, ex.qvec, threshold_decider(threshold), k=k)
+        res = traverse(g, ex.qvec, threshold_decider(g.threshold if threshold is None else threshold), k=k)
     elif rl is None:
         raise ValueError(f"{method} needs an RL-Agent")
     else:
@@ -56,7 +67,7 @@ def select_path_offline(method: str, graph: InstructionGraph, rl: RLAgent | None
     paths = [[g.instruction(i) for i in p] for p in res.paths]
     if not paths or method == "no_ml" or ml is None:
         return paths[0] if paths else []
-    vecs = path_backbone_vectors([[i.text for i in p] for p in paths], embedder, g.instruction_vectors())
+    vecs = path_backbone_vectors([[i.text for i in p] for p in paths], embedder, cache or g.instruction_vectors())
     return paths[int(np.argmax(ml.scores(ex.qvec, vecs)))]
 
 
@@ -68,31 +79,35 @@ class SelectionRow:
     questions: int
     found: float  # share of questions with a path
     action_match: float
-    instruction_f1: float
+    path_match: float  # the path-match reward: instructions matched by meaning
     proxy_reward: float | None
     ms: float
 
 
 def selection_quality(graph: InstructionGraph, rl: RLAgent | None, ml: MLAgent | None, query: list[InstructionPath],
                       embedder: Any, *, methods: tuple[str, ...] = SELECTION_METHODS, reward: PathReward | None = None,
-                      k: int = 3, threshold: float = 0.4, seed: int = 0,
+                      k: int = 3, threshold: float | None = None, seed: int = 0,
                       agents_for: Callable[[str], tuple[RLAgent, MLAgent]] | None = None) -> list[SelectionRow]:
     """One :class:`SelectionRow` per method; ``agents_for(task)`` gives per-task (adapted) agents."""
     exs = query_examples(query, embedder)
     n = max(1, len(exs))
-    rows = []
+    match, cache, rows = PathMatchReward(embedder), graph.instruction_vectors(), []
+    match.known.update(cache)
+    torch.manual_seed(seed)
+    untrained = (RLAgent(), MLAgent(dim=int(graph.vectors.shape[1]) if graph.vectors.ndim == 2 else 384))
     for m in methods:
         rng = random.Random(seed)
         t0 = time.perf_counter()
-        picks = [select_path_offline(m, graph, *(agents_for(ex.task) if agents_for is not None else (rl, ml)), ex,
-                                     embedder, k=k, threshold=threshold, rng=rng) for ex in exs]
+        picks = [select_path_offline(m, graph, *(untrained if m == "untrained" else agents_for(ex.task)
+                                                 if agents_for is not None else (rl, ml)),
+                                     ex, embedder, k=k, threshold=threshold, rng=rng, cache=cache) for ex in exs]
         ms = 1000 * (time.perf_counter() - t0) / n
         pairs = list(zip(exs, picks))
         am = [action_match(p, ex.own_path) for ex, p in pairs]
-        f1 = [instruction_f1(p, ex.own_path) for ex, p in pairs]
+        pm = [match(ex, p) for ex, p in pairs]
         rw = [reward(ex, p) if p else 0.0 for ex, p in pairs] if reward is not None else []
         rows.append(SelectionRow(m, len(exs), round(sum(map(bool, picks)) / n, 3), round(float(np.mean(am or 0)), 3),
-                                 round(float(np.mean(f1 or 0)), 3), round(float(np.mean(rw)), 3) if rw else None,
+                                 round(float(np.mean(pm or 0)), 3), round(float(np.mean(rw)), 3) if rw else None,
                                  round(ms, 2)))
     return rows
 
@@ -106,7 +121,7 @@ def format_table(head: list[str], rows: list[list[str]]) -> str:
 
 def format_selection_rows(rows: list[SelectionRow]) -> str:
     """A plain table of selection-quality rows."""
-    body = [[r.method, str(r.questions), f"{r.found:.2f}", f"{r.action_match:.3f}", f"{r.instruction_f1:.3f}",
+    body = [[r.method, str(r.questions), f"{r.found:.2f}", f"{r.action_match:.3f}", f"{r.path_match:.3f}",
              "-" if r.proxy_reward is None else f"{r.proxy_reward:.3f}", f"{r.ms:.1f}"] for r in rows]
-    return format_table(["method", "questions", "found", "action match", "instruction F1", "proxy reward",
+    return format_table(["method", "questions", "found", "action match", "path match", "proxy reward",
                          "ms/question"], body)

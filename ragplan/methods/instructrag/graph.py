@@ -16,13 +16,16 @@ import numpy as np
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath, read_paths_jsonl, write_paths_jsonl
 from ragplan.tools.embeddings import get_embedder
 
-__all__ = ["START", "GRAPH_FILE", "InstructionGraph", "GraphStats", "build_instruction_graph", "embedder_for_graph",
-           "graph_embedder", "noise_pool"]
+__all__ = ["START", "GRAPH_FILE", "InstructionGraph", "StateBuilder", "GraphStats", "build_instruction_graph",
+           "embedder_for_graph", "graph_embedder", "noise_pool"]
 
+Edge = tuple[int, int]
 START = -1
 """The virtual start node every path's first instruction hangs off."""
 GRAPH_FILE = "graph.json"
 _HNSW_ABOVE = 50_000
+CALIBRATION_PERCENTILE = 50
+"""The threshold walk includes a node whose mean state feature reaches this percentile of the graph's own."""
 
 
 @dataclass
@@ -44,6 +47,8 @@ class GraphStats:
     """Nodes holding instructions of two or more paths (where new paths can be combined)."""
     max_node_size: int
     delta: float
+    threshold: float
+    """The threshold walk's calibrated inclusion threshold."""
     build_seconds: float
 
     def to_dict(self) -> dict[str, Any]:
@@ -82,6 +87,8 @@ class InstructionGraph:
     qvectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     """Unit embeddings of the questions (row = question id)."""
     build_seconds: float = 0.0
+    threshold: float = 0.0
+    """The threshold walk's calibrated inclusion threshold (:meth:`calibrate`)."""
     _index: Any = field(default=None, repr=False)
     _out: dict[int, list[int]] = field(default_factory=dict, repr=False)
     _in: dict[int, list[tuple[int, int]]] = field(default_factory=dict, repr=False)
@@ -171,12 +178,22 @@ class InstructionGraph:
         bar.close()
         self.vectors = np.vstack([self.vectors, ivecs])
         self._out, self._in = {}, {}
+        self.calibrate()
         self.build_seconds += time.perf_counter() - t0
         return len(texts)
 
     def instruction_vectors(self) -> dict[str, np.ndarray]:
         """Instruction text -> its stored unit vector (the first occurrence)."""
         return {r["text"]: self.vectors[r["id"]] for r in reversed(self.instructions)}
+
+    def calibrate(self, probes: int = 40) -> float:
+        """Set :attr:`threshold` to :data:`CALIBRATION_PERCENTILE` of the mean state features of every node for up to
+        ``probes`` stored questions (evenly spread): the graph's own similarity distribution."""
+        qs = np.linspace(0, len(self.questions) - 1, min(probes, len(self.questions))).astype(int)
+        vals = [float(StateBuilder(self, self.qvectors[q]).state(n, None).mean())
+                for q in qs for n in range(len(self.nodes))]
+        self.threshold = round(float(np.percentile(vals, CALIBRATION_PERCENTILE)), 4) if vals else 0.0
+        return self.threshold
 
     def instruction(self, iid: int) -> Instruction:
         """The instruction with id ``iid``."""
@@ -197,7 +214,7 @@ class InstructionGraph:
                           paths=len(self.paths), failed_kept=len(self.failed),
                           noisy_paths=sum(1 for p in self.paths if not p.get("success", True)), junction_nodes=junction,
                           max_node_size=max((len(n) for n in self.nodes), default=0), delta=self.delta,
-                          build_seconds=round(self.build_seconds, 3))
+                          threshold=self.threshold, build_seconds=round(self.build_seconds, 3))
 
     def save(self, out_dir: str | Path) -> Path:
         """Write the graph folder (see the module docstring); returns its path."""
@@ -208,7 +225,7 @@ class InstructionGraph:
         write_paths_jsonl(self.failed, out / "failed.jsonl")
         data = {"format": "ragplan-instruction-graph-1", "delta": self.delta, "model_path": self.model_path,
                 "model_fingerprint": self.model_fingerprint, "build_seconds": self.build_seconds,
-                "instructions": self.instructions, "nodes": self.nodes,
+                "threshold": self.threshold, "instructions": self.instructions, "nodes": self.nodes,
                 "edges": [{"from": a, "to": b, "tasks": t} for (a, b), t in self.edges.items()],
                 "questions": self.questions, "paths": self.paths, "stats": self.stats().to_dict()}
         tmp = out / (GRAPH_FILE + ".tmp")
@@ -240,9 +257,42 @@ class InstructionGraph:
             raise ValueError(f"{meta}: no {exc} (an instruction graph written by another version?)") from exc
         except (OSError, TypeError, ValueError) as exc:  # a vectors file missing or cut off, a field of the wrong type
             raise ValueError(f"the instruction graph at {root} cannot be read: {type(exc).__name__}: {exc}") from exc
+        g.threshold = float(data["threshold"]) if "threshold" in data else g.calibrate()
         if (root / "failed.jsonl").is_file():
             g.failed = read_paths_jsonl(root / "failed.jsonl").failed
         return g
+
+
+class StateBuilder:
+    """Eq. 1's three cosine features for one question over one graph (cached per node and edge)."""
+
+    def __init__(self, graph: InstructionGraph, qvec: np.ndarray) -> None:
+        """``qvec`` is the question's unit embedding (the graph's model)."""
+        self.graph, self.q = graph, np.asarray(qvec, dtype=np.float32).reshape(-1)
+        self.isim = graph.vectors @ self.q if len(graph.vectors) else np.zeros(0, dtype=np.float32)
+        self.qsim = graph.qvectors @ self.q if len(graph.qvectors) else np.zeros(0, dtype=np.float32)
+        self._cache: dict[tuple[int, Edge | None], np.ndarray] = {}
+
+    def state(self, node: int, edge: Edge | None) -> np.ndarray:
+        """``[max cos(Q̂, I ∈ 𝕀), max cos(Q̂, T ∈ 𝕋), max cos(Q̂, Q ∈ T_c)]``."""
+        if (node, edge) not in self._cache:
+            g = self.graph
+            tasks: dict[str, list[int]] = {}
+            for e in [edge] if edge is not None and edge in g.edges else g.in_edges(node):
+                for t, qs in g.edges[e].items():
+                    tasks.setdefault(t, []).extend(qs)
+            ids = g.nodes[node]
+            s1 = float(max(self.isim[i] for i in ids)) if ids else 0.0
+            s2 = s3 = 0.0
+            best = -2.0
+            for qs in filter(None, tasks.values()):
+                v = g.qvectors[qs].mean(axis=0)
+                nv = float(np.linalg.norm(v))
+                sim = float(v @ self.q / nv) if nv > 0 else 0.0
+                if sim > best:
+                    best, s2, s3 = sim, sim, float(max(self.qsim[q] for q in qs))
+            self._cache[(node, edge)] = np.array([s1, s2, s3], dtype=np.float32)
+        return self._cache[(node, edge)].copy()
 
 
 embedder_for_graph = get_embedder

@@ -21,12 +21,16 @@ from ragplan.methods.instructrag.agents import AGENTS_FILE, load_agents, task_sl
 from ragplan.methods.instructrag.graph import START, InstructionGraph
 from ragplan.methods.instructrag.ml_agent import MLAgent, ft_loss, path_backbone_vectors, qpa_loss
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath
-from ragplan.methods.instructrag.reward import PathReward, QueryExample
+from ragplan.methods.instructrag.reward import PathMatchReward, PathReward, QueryExample
 from ragplan.methods.instructrag.rl_agent import RLAgent, StateBuilder, TraversalResult, policy_decider, traverse
 
-__all__ = ["MetaSettings", "MetaReport", "AdaptReport", "meta_train", "adapt_agents", "query_examples"]
+__all__ = ["MetaSettings", "MetaReport", "AdaptReport", "NothingLearned", "meta_train", "adapt_agents", "query_examples"]
 
 Params = dict[str, torch.Tensor]
+
+
+class NothingLearned(RuntimeError):
+    """Training ended with agents that learned nothing (the reward never varied, or the weights did not move)."""
 
 
 @dataclass
@@ -131,7 +135,19 @@ class _Trainer:
         self.rng = random.Random(s.seed)
         self.gen = torch.Generator().manual_seed(s.seed)
         self.baseline = 0.0
-        self._known: dict[str, np.ndarray] = {}
+        self.rewards: list[float] = []  # every reward computed, for the refusal to save a model that learned nothing
+        self._known: dict[str, np.ndarray] = {}  # instruction vectors by text
+
+    def prime(self, examples: list[QueryExample]) -> None:
+        """Give a path-match reward the graph's vectors and embed the examples' own paths in one batch."""
+        if isinstance(self.reward, PathMatchReward):
+            self.reward.known.update(self.g.instruction_vectors())
+            self.reward.vectors([i for ex in examples for i in ex.own_path])
+
+    def score(self, ex: QueryExample, path: list[Instruction]) -> float:
+        r = float(self.reward(ex, path))
+        self.rewards.append(r)
+        return r
 
     def sample(self, items: Sequence[Any], n: int) -> list[Any]:
         return self.rng.sample(items, min(len(items), n))
@@ -143,7 +159,7 @@ class _Trainer:
         return functional_call(self.ml.heads, params, (torch.as_tensor(x), side))
 
     def path_vectors(self, paths: list[list[Instruction]]) -> torch.Tensor:
-        if len(self._known) != len(self.g.instructions):
+        if len(self._known) < len(self.g.instructions):
             self._known = self.g.instruction_vectors()
         return torch.as_tensor(path_backbone_vectors([[i.text for i in p] for p in paths], self.emb, self._known))
 
@@ -179,12 +195,12 @@ class _Trainer:
             q = self.encode(ml_params, ex.qvec.reshape(1, -1), "question")
             return int(torch.argmax(self.encode(ml_params, self.path_vectors(paths), "path") @ q[0]))
 
-    def pg_loss(self, params: Params, examples: list[QueryExample], ml_params: Params) -> tuple[torch.Tensor, float]:
+    def pg_loss(self, params: Params, examples: list[QueryExample], ml_params: Params) -> tuple[torch.Tensor, list[float]]:
         terms, rewards = [], []
         for ex in examples:
             res, paths = self.walk(params, ex)
             i = self.pick(ml_params, ex, paths)
-            r = self.reward(ex, paths[i]) if i >= 0 else 0.0
+            r = self.score(ex, paths[i]) if i >= 0 else 0.0
             rewards.append(r)
             if not res.states:
                 continue
@@ -195,7 +211,7 @@ class _Trainer:
             logp = torch.log_softmax(self.policy(params, res.states), -1)
             terms.append(-(returns * logp.gather(1, torch.as_tensor(res.actions).reshape(-1, 1)).squeeze(1)).mean())
         loss = torch.stack(terms).mean() if terms else torch.zeros(())
-        return loss, float(np.mean(rewards)) if rewards else 0.0
+        return loss, rewards
 
     # -- ML-Agent losses
     def pt_loss(self, params: Params, path_ids: list[int]) -> torch.Tensor:
@@ -223,7 +239,7 @@ class _Trainer:
                     pool.setdefault(" → ".join(i.text for i in c), c)
             if len(pool) < 2:
                 continue
-            rewards = [self.reward(ex, c) for c in pool.values()]
+            rewards = [self.score(ex, c) for c in pool.values()]
             if max(rewards) == min(rewards):
                 continue  # no signal: every path scores the same
             qs.append(ex.qvec)
@@ -250,13 +266,15 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
     for i, p in enumerate(graph.paths):
         support.setdefault(p["task"], []).append(i)
     qexs = query_examples(query, embedder)
+    tr.prime(qexs)
     qby: dict[str, list[QueryExample]] = {}
     for ex in qexs:
         qby.setdefault(ex.task, []).append(ex)
     tasks = sorted(t for t in support if t in qby) or sorted(support)
+    start = _snapshot((rl, ml))
     opt_rl = torch.optim.Adam(rl.net.parameters(), lr=s.outer_lr)
     opt_ml = torch.optim.Adam(ml.heads.parameters(), lr=s.outer_lr)
-    report = MetaReport(curves={k: [] for k in ("ws", "pg", "pt", "ft", "reward")}, support=len(graph.paths),
+    report = MetaReport(curves={k: [] for k in ("ws", "pg", "pt", "ft", "reward", "reward_sd")}, support=len(graph.paths),
                         query=len(qexs), tasks=tasks, reward=getattr(reward, "name", type(reward).__name__))
     t0 = time.perf_counter()
     bar = tqdm(range(s.epochs), desc="meta-training", unit="epoch", disable=not progress)
@@ -277,10 +295,10 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
                 theta_i = _step(theta, l_ws, s.inner_lr, not s.first_order) if (s.ws and s.pg) else theta
                 eta_i = _step(eta, l_pt, s.inner_lr, not s.first_order) if (s.pt and s.ft) else eta
                 if s.pg and qry:
-                    l_pg, mean_r = tr.pg_loss(theta_i, qry, _detached(eta_i))
+                    l_pg, rewards = tr.pg_loss(theta_i, qry, _detached(eta_i))
                     total_rl.append(l_pg)
                     sums["pg"].append(float(l_pg.detach()))
-                    sums["reward"].append(mean_r)
+                    sums["reward"] += rewards
                 elif s.ws:
                     total_rl.append(l_ws)
                 if s.ft and qry:
@@ -296,6 +314,7 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
                     opt.zero_grad()
                     torch.stack(live).sum().backward()
                     opt.step()
+        sums["reward_sd"] = [float(np.std(sums["reward"]))] if sums["reward"] else []
         for k, v in sums.items():
             report.curves[k].append(round(float(np.mean(v)), 5) if v else float("nan"))
         bar.set_postfix(reward=f"{report.curves['reward'][-1]:.3f}")
@@ -306,6 +325,8 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
     rl.net.eval()
     ml.heads.eval()
     if out_dir is not None:
+        if problem := _nothing_learned(tr.rewards, start, (rl, ml)):
+            raise NothingLearned(f"not saved to {out_dir}: {problem}")
         out = Path(out_dir)
         rl.save(out)
         ml.save(out)
@@ -324,6 +345,21 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
         fig.tight_layout()
         fig.savefig(out / "curves.png", dpi=110)
     return rl, ml, report
+
+
+def _snapshot(agents: tuple[RLAgent, MLAgent]) -> list[dict[str, torch.Tensor]]:
+    return [{k: v.detach().clone() for k, v in m.state_dict().items()} for m in (agents[0].net, agents[1].heads)]
+
+
+def _nothing_learned(rewards: list[float], start: list[dict[str, torch.Tensor]], agents: tuple[RLAgent, MLAgent]) -> str:
+    """Why the trained agents learned nothing ('' when they did): a reward that never varied, weights that did not move."""
+    if rewards and max(rewards) == min(rewards):
+        return (f"the reward was {rewards[0]:.3f} for all {len(rewards)} paths scored, so there was nothing to learn from "
+                "(a reward that tells paths apart is needed: see --reward)")
+    for name, before, now in zip(("RL-Agent", "ML-Agent"), start, _snapshot(agents)):
+        if all(torch.equal(before[k], now[k]) for k in before):
+            return f"the {name}'s weights did not change in training (its losses were zero or switched off)"
+    return ""
 
 
 def adapt_agents(graph: InstructionGraph, agents_dir: str | Path, support: list[InstructionPath], embedder: Any,
@@ -355,6 +391,7 @@ def adapt_agents(graph: InstructionGraph, agents_dir: str | Path, support: list[
         paths = by_task[task]
         path_ids = [i for i, p in enumerate(graph.paths) if p["task"] == task and p["id"] in {x.id for x in paths}]
         exs = query_examples(paths, embedder)
+        tr.prime(exs)
         theta = {k: v.detach().clone().requires_grad_(True) for k, v in rl.net.named_parameters()}
         eta = {k: v.detach().clone().requires_grad_(True) for k, v in ml.heads.named_parameters()}
         logs = {"ws": 0.0, "pg": 0.0, "pt": 0.0, "ft": 0.0}

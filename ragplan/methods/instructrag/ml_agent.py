@@ -1,6 +1,6 @@
 """The ML-Agent (InstructRAG §4.4): small heads ``v = unit(x + W tanh(S x))`` over frozen Sentence-BERT vectors (an
 untrained agent ranks by plain cosine) and a QPM matching head; losses QPA (Eq. 7), QPM (Eq. 8), FT (Eq. 10).
-A path's backbone vector is the mean of its instructions'; the pick is the highest cosine."""
+A path's backbone vector weighs its steps by position (order matters); the pick is the highest cosine."""
 
 from __future__ import annotations
 
@@ -14,11 +14,16 @@ from torch import nn
 
 from ragplan.methods.instructrag.rl_agent import load_weights, save_weights
 
-__all__ = ["MLHeads", "MLAgent", "qpa_loss", "ft_loss", "path_backbone_vectors"]
+__all__ = ["MLHeads", "MLAgent", "POSITION_DECAY", "qpa_loss", "ft_loss", "path_backbone_vectors"]
+
+
+POSITION_DECAY = 0.8
+"""Step i of a path weighs ``POSITION_DECAY ** i`` in its backbone vector (a positional encoding: order matters)."""
 
 
 def path_backbone_vectors(paths: list[list[str]], embedder: Any, known: dict[str, np.ndarray] | None = None) -> np.ndarray:
-    """Unit backbone vectors of paths of instruction texts: the mean of their vectors (``known``, else embedded)."""
+    """Unit backbone vectors of paths of instruction texts: the position-weighted sum of their instructions' vectors
+    (``known``, else embedded), so swapping two different steps changes it."""
     known = known if known is not None else {}
     todo = list(dict.fromkeys(t for p in paths for t in p if t not in known))
     extra = dict(zip(todo, embedder.encode(todo))) if todo else {}
@@ -26,7 +31,7 @@ def path_backbone_vectors(paths: list[list[str]], embedder: Any, known: dict[str
     out = np.zeros((len(paths), dim), dtype=np.float32)
     for i, p in enumerate(paths):
         if p:
-            v = np.mean([known[t] if t in known else extra[t] for t in p], axis=0)
+            v = sum(POSITION_DECAY ** j * np.asarray(known[t] if t in known else extra[t]) for j, t in enumerate(p))
             out[i] = v / max(float(np.linalg.norm(v)), 1e-12)
     return out
 

@@ -1,9 +1,9 @@
 """Rewards Δ(path, question) of a candidate path (InstructRAG Eq. 3), all deterministic: :class:`LLMF1Reward` (the
-paper's answer F1), :class:`ProxyReward` (the path run on a local corpus, no LLM), :class:`PathMatchReward` (F1)."""
+paper's answer F1), :class:`ProxyReward` (the path run on a local corpus, no LLM), :class:`PathMatchReward` (the
+question's own path, instructions matched by meaning)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -13,7 +13,7 @@ from ragplan.eval.metrics import f1_score, normalize_answer
 from ragplan.tools.react_docstore import ReActDocstore
 from ragplan.methods.instructrag.paths import Instruction
 
-__all__ = ["QueryExample", "PathReward", "PathMatchReward", "ProxyReward", "LLMF1Reward", "instruction_f1"]
+__all__ = ["QueryExample", "PathReward", "PathMatchReward", "ProxyReward", "LLMF1Reward", "soft_f1"]
 
 
 @dataclass
@@ -34,25 +34,43 @@ PathReward = Callable[[QueryExample, list[Instruction]], float]
 """Δ(path, question) in [0, 1]; the rewards below also carry a ``name``."""
 
 
-def instruction_f1(candidate: list[Instruction], reference: list[Instruction]) -> float:
-    """F1 between two paths as multisets of case-insensitive instruction texts."""
-    a = Counter(i.text.casefold() for i in candidate)
-    b = Counter(i.text.casefold() for i in reference)
-    common = sum((a & b).values())
-    if not a or not b or common == 0:
+def soft_f1(sims: np.ndarray) -> float:
+    """F1 of a candidate × reference similarity matrix: each instruction counts by its best match on the other side."""
+    if sims.size == 0:
         return 0.0
-    p, r = common / sum(a.values()), common / sum(b.values())
-    return 2 * p * r / (p + r)
+    p, r = float(sims.max(axis=1).mean()), float(sims.max(axis=0).mean())
+    return 2 * p * r / (p + r) if p + r > 0 else 0.0
 
 
 class PathMatchReward:
-    """Instruction-level F1 against the question's own successful path (no LLM, no corpus)."""
+    """Instructions matched by meaning against the question's own successful path: :func:`soft_f1` of the cosines of
+    their Sentence-BERT vectors (``Action[argument]``), 0 between different actions (no LLM, no corpus)."""
 
     name = "path-match"
 
+    def __init__(self, embedder: Any = None) -> None:
+        """``embedder`` has ``encode(texts)`` (default: the packaged all-MiniLM-L6-v2)."""
+        self.embedder = embedder
+        self.known: dict[str, np.ndarray] = {}
+        """Unit vectors by instruction text (a graph's can be added: same model)."""
+
+    def vectors(self, path: list[Instruction]) -> np.ndarray:
+        """Unit vectors of the instructions of ``path`` (cached by text)."""
+        if self.embedder is None:
+            from ragplan.tools.embeddings import get_embedder
+
+            self.embedder = get_embedder("")
+        if todo := list(dict.fromkeys(i.text for i in path if i.text not in self.known)):
+            for t, v in zip(todo, np.asarray(self.embedder.encode(todo), dtype=np.float32)):
+                self.known[t] = v / max(float(np.linalg.norm(v)), 1e-12)
+        return np.stack([self.known[i.text] for i in path]) if path else np.zeros((0, 1), dtype=np.float32)
+
     def __call__(self, ex: QueryExample, path: list[Instruction]) -> float:
-        """See :func:`instruction_f1`."""
-        return instruction_f1(path, ex.own_path)
+        """See the class docstring."""
+        if not path or not ex.own_path:
+            return 0.0
+        same = np.array([[a.action == b.action for b in ex.own_path] for a in path])
+        return soft_f1(np.clip(self.vectors(path) @ self.vectors(ex.own_path).T, 0, 1) * same)
 
 
 class ProxyReward:

@@ -13,13 +13,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from ragplan.methods.instructrag.graph import START, InstructionGraph
+from ragplan.methods.instructrag.graph import START, Edge, InstructionGraph, StateBuilder
 
 __all__ = ["PolicyNet", "StateBuilder", "TraversalResult", "traverse", "RLAgent", "threshold_decider", "policy_decider",
            "save_weights", "load_weights"]
 
 RL_FILE = "rl_agent.pt"
-Edge = tuple[int, int]
 M = TypeVar("M", bound=nn.Module)
 
 
@@ -60,38 +59,6 @@ class PolicyNet(nn.Module):
     def forward(self, states: torch.Tensor) -> torch.Tensor:
         """Logits ``(n, 2)`` for states ``(n, 3)``."""
         return self.layer2(torch.tanh(self.layer1(states)))
-
-
-class StateBuilder:
-    """Eq. 1's three cosine features for one question over one graph (cached per node and edge)."""
-
-    def __init__(self, graph: InstructionGraph, qvec: np.ndarray) -> None:
-        """``qvec`` is the question's unit embedding (the graph's model)."""
-        self.graph, self.q = graph, np.asarray(qvec, dtype=np.float32).reshape(-1)
-        self.isim = graph.vectors @ self.q if len(graph.vectors) else np.zeros(0, dtype=np.float32)
-        self.qsim = graph.qvectors @ self.q if len(graph.qvectors) else np.zeros(0, dtype=np.float32)
-        self._cache: dict[tuple[int, Edge | None], np.ndarray] = {}
-
-    def state(self, node: int, edge: Edge | None) -> np.ndarray:
-        """``[max cos(Q̂, I ∈ 𝕀), max cos(Q̂, T ∈ 𝕋), max cos(Q̂, Q ∈ T_c)]``."""
-        if (node, edge) not in self._cache:
-            g = self.graph
-            tasks: dict[str, list[int]] = {}
-            for e in [edge] if edge is not None and edge in g.edges else g.in_edges(node):
-                for t, qs in g.edges[e].items():
-                    tasks.setdefault(t, []).extend(qs)
-            ids = g.nodes[node]
-            s1 = float(max(self.isim[i] for i in ids)) if ids else 0.0
-            s2 = s3 = 0.0
-            best = -2.0
-            for qs in filter(None, tasks.values()):
-                v = g.qvectors[qs].mean(axis=0)
-                nv = float(np.linalg.norm(v))
-                sim = float(v @ self.q / nv) if nv > 0 else 0.0
-                if sim > best:
-                    best, s2, s3 = sim, sim, float(max(self.qsim[q] for q in qs))
-            self._cache[(node, edge)] = np.array([s1, s2, s3], dtype=np.float32)
-        return self._cache[(node, edge)].copy()
 
 
 @dataclass
@@ -192,8 +159,9 @@ def policy_decider(params: dict[str, torch.Tensor], draw: Callable[[], float] | 
     return decide
 
 
-def threshold_decider(threshold: float = 0.4) -> Decider:
-    """The ablation without the RL-Agent: include a node when the mean of its state features reaches ``threshold``."""
+def threshold_decider(threshold: float) -> Decider:
+    """The ablation without the RL-Agent: include a node when the mean of its state features reaches ``threshold``
+    (:attr:`InstructionGraph.threshold` calibrates it on the graph's own similarities)."""
     return lambda s: int(float(np.mean(s)) >= threshold)
 
 

@@ -83,12 +83,13 @@ def derived_from(g: InstructionGraph, instruction_ids: list[int]) -> list[str]:
 
 
 def graph_candidates(parts: PlannerParts, question: str, task: str, *, mode: str = "rl_agent", k: int = 3,
-                     threshold: float = 0.4, max_len: int = 8, adapted: bool = True) -> list[PlannedPath]:
-    """K candidate paths from a walk of the graph: the RL-Agent's (``rl_agent``) or the threshold rule's (``threshold``)."""
+                     threshold: float = -1.0, max_len: int = 8, adapted: bool = True) -> list[PlannedPath]:
+    """K candidate paths from a walk of the graph: the RL-Agent's (``rl_agent``) or the threshold rule's (``threshold``;
+    a negative one = the graph's calibrated threshold)."""
     g = parts.graph
     qvec = parts.vector(question)
     if mode == "threshold":
-        res = traverse(g, qvec, threshold_decider(threshold), k=k, max_len=max_len)
+        res = traverse(g, qvec, threshold_decider(g.threshold if threshold < 0 else threshold), k=k, max_len=max_len)
     else:
         rl, _ = parts.agents(task, adapted)
         res = traverse(g, qvec, rl.greedy(), k=k, start_nodes=rl.start_nodes, max_len=max_len)
