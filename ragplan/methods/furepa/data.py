@@ -140,16 +140,14 @@ def logged_queries(files: Sequence[str | Path]) -> dict[str, list[str]]:
     return out
 
 
-def data_candidates(ex: QAExample, hops: list[Hop], h: int, rng: random.Random, n: int, logged: Sequence[str] = (),
-                    ordered: bool = True) -> list[str]:
+def data_candidates(ex: QAExample, hops: list[Hop], h: int, rng: random.Random, n: int, logged: Sequence[str] = ()) -> list[str]:
     """Up to ``n`` candidate queries for hop ``h`` written by people or planners: the question, every hop's annotated
-    sub-question (``#k`` filled only from earlier hops), the ReAct agents' ``logged`` queries; none that
-    :func:`leaks`; shuffled with ``rng``."""
+    sub-question (``#k`` filled only from earlier hops), the ReAct agents' ``logged`` queries; none that :func:`leaks`
+    hop ``h``'s or a later hop's gold; shuffled with ``rng``."""
     context = [(x.title, x.text) for x in hops[:h]]
     pool = [ex.question, *(_filled(x.sub_question, hops, h) for x in hops if x.sub_question), *logged]
     out = list(dict.fromkeys(q for q in (" ".join(p.split()) for p in pool)
-                             if content_words(q) and not leaks(q, hops[h:h + 1] if ordered else hops[h:], ex.question,
-                                                               context)))
+                             if content_words(q) and not leaks(q, hops[h:], ex.question, context)))
     rng.shuffle(out)
     return out[:n]
 
@@ -185,7 +183,7 @@ def build_groups(examples: Sequence[QAExample], *, seed: int = 0, n_candidates: 
             rng = random.Random(f"{seed}:{ex.id}:{h}")
             cands = propose(ex.question, context, n_candidates) if propose is not None else []
             source = "llm" if cands else "react-log" if agents else "data"
-            cands = cands or data_candidates(ex, hops, h, rng, n_candidates, agents, ordered)
+            cands = cands or data_candidates(ex, hops, h, rng, n_candidates, agents)
             if len(cands) >= 2:
                 groups.append(HopGroup(ex.id, ex.question, h, context, targets, cands, source=source,
                                        own=[(t, _paragraph(x)) for t, x in ex.contexts]))
