@@ -1,5 +1,5 @@
-"""``ragplan furepa train-assessor | make-data``: FuRePA's plan assessor and the synthetic multi-hop corpus it is
-trained and measured on (docs/methods/furepa.md). Exit codes: 0 done; 2 bad input."""
+"""``ragplan furepa train-assessor | make-data``: FuRePA's plan assessor (trained and measured on published data or an
+LLM's candidates) and a synthetic demo corpus (docs/methods/furepa.md). Exit codes: 0 done; 2 bad input."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(sub: Any) -> None:
     """The ``furepa`` command and its sub-commands."""
-    fu = sub.add_parser("furepa", help="FuRePA: train the plan assessor, write the synthetic multi-hop corpus",
+    fu = sub.add_parser("furepa", help="FuRePA: train the plan assessor, write a synthetic demo corpus",
                         description="FuRePA (furthest reasoning with plan assessment): the plan assessor and its data.")
     fsub = fu.add_subparsers(dest="furepa_command", metavar="SUBCOMMAND", required=True)
     t = fsub.add_parser("train-assessor", help="train the plan assessor (query scorer) and report held-out figures",
@@ -48,7 +48,7 @@ def add_parser(sub: Any) -> None:
     t.add_argument("--llm-cache", default="", metavar="DIR", help="keep --model's replies here; a rerun reads them")
     t.add_argument("--json", action="store_true", help="print the report as one JSON object")
     t.add_argument("--no-progress", action="store_true", help="no progress bars")
-    d = fsub.add_parser("make-data", help="write the synthetic multi-hop corpus (FlashRAG-style JSONL)",
+    d = fsub.add_parser("make-data", help="write a synthetic multi-hop demo corpus (FlashRAG-style JSONL)",
                         description="A fictional world of cities, people, companies and novels, with bridge and "
                                     "comparison questions, gold supporting passages, distractors and decompositions.")
     d.add_argument("--out", required=True, metavar="FILE", help="the JSONL file to write")

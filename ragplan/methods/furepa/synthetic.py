@@ -1,4 +1,4 @@
-"""A synthetic multi-hop QA corpus with gold supporting passages (the plan assessor's own data): a fictional world of
+"""A synthetic multi-hop QA demo corpus with gold supporting passages (smoke tests, not figures): a fictional world of
 rivers, cities, people, companies and novels, bridge and comparison questions among distractors, as FlashRAG-style
 or MuSiQue JSON Lines (:func:`write_synthetic`). Deterministic for a seed."""
 
