@@ -248,11 +248,6 @@ def test_make_data_command(tmp_path, capsys):
     assert main(["furepa", "make-data", "--out", str(tmp_path / "d.jsonl"), "--n", "12", "--seed", "4"]) == 0
     assert "Wrote 12 questions" in capsys.readouterr().out
     assert len(load_qa(tmp_path / "d.jsonl")) == 12
-    assert main(["furepa", "make-data", "--out", str(tmp_path / "m.jsonl"), "--n", "30", "--format", "musique"]) == 0
-    n = int(re.search(r"Wrote (\d+) questions", capsys.readouterr().out).group(1))
-    exs = load_qa(tmp_path / "m.jsonl")
-    assert 0 < n == len(exs) < 30 and all(ex.meta["dataset"] == "musique" and ex.supporting_paragraphs for ex in exs)
-    assert all(len(ex.decomposition_steps) == ex.meta["hops"] == len(question_hops(ex)[0]) for ex in exs)
 
 
 def test_train_assessor_with_llm_candidates_through_the_openai_client(tmp_path, capsys, monkeypatch):

@@ -55,9 +55,6 @@ def add_parser(sub: Any) -> None:
     d.add_argument("--n", type=int, default=300, help="questions (default 300)")
     d.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     d.add_argument("--distractors", type=int, default=6, help="distractor paragraphs per question (default 6)")
-    d.add_argument("--format", default="flashrag", choices=("flashrag", "musique"), dest="data_format",
-                   help="flashrag (default: every question, FlashRAG-style JSONL) or musique (the bridge questions as "
-                        "MuSiQue records: paragraphs with idx/is_supporting, question_decomposition)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if args.furepa_command == "make-data":
         from ragplan.methods.furepa.synthetic import write_synthetic
 
-        path = write_synthetic(args.out, args.n, args.seed, args.distractors, fmt=args.data_format)
+        path = write_synthetic(args.out, args.n, args.seed, args.distractors)
         n = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
         print(f"Wrote {n} questions to {path}")
         return 0
