@@ -1,12 +1,13 @@
-"""The plan assessor: hops from gold supporting passages, candidates from the data or an LLM, reciprocal-rank
-labels, training through ``ragplan furepa train-assessor`` on a synthetic corpus the test writes, its held-out
-figures (the trained pick beats first and random), determinism for a seed, saving and loading by path."""
+"""The plan assessor: hops from gold supporting passages; candidates written by people or planners (annotated
+sub-questions, ReAct logs, the propose prompt), never naming the searched hop's gold title or answer; reciprocal-rank
+labels; the text scorer trained through ``ragplan furepa train-assessor`` beside its one-line baselines; --eval-data."""
 
 from __future__ import annotations
 
 import json
 import random
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,26 +16,66 @@ from ragplan.cli import main
 from ragplan.datasets import DatasetError, load_qa
 from ragplan.nodes.furepa.propose import Proposal
 from ragplan.state.furepa import FuRePAContext
-from ragplan.methods.furepa.data import build_groups, data_candidates, llm_candidates, question_hops, reciprocal_rank
-from ragplan.methods.furepa.features import FEATURE_NAMES, group_features
+from ragplan.methods.furepa.data import (HopGroup, build_groups, data_candidates, leaks, llm_candidates, logged_queries,
+                                         question_hops, question_key, reciprocal_rank)
+from ragplan.methods.furepa.features import feature_names, group_features
 from ragplan.methods.furepa.scorer import AssessorError, TreeEnsemble, fit_trees, load_assessor
-from ragplan.methods.furepa.synthetic import musique_records, synthetic_records, write_synthetic
+from ragplan.methods.furepa.train import pick_mrr, train_assessor
+from ragplan.methods.furepa.synthetic import write_synthetic
 from tests.scripted import ScriptedChatModel
 from tests.test_datasets import HOTPOT, MUSIQUE, write_json, write_jsonl
 
+SAMPLES = Path(__file__).parent / "samples" / "furepa"  # published data, see its NOTICE
+MUSIQUE_SAMPLE, HOTPOT_SAMPLE, REACT_LOG = (SAMPLES / "musique_ans_v1.0_train.json",
+                                            SAMPLES / "hotpot_distractor_sample.json", SAMPLES / "react_log_sample.txt")
 
-def test_synthetic_corpus_is_deterministic_and_loads_with_hops(tmp_path):
-    assert synthetic_records(30, seed=1) == synthetic_records(30, seed=1) != synthetic_records(30, seed=2)
-    exs = load_qa(write_synthetic(tmp_path / "s.jsonl", 30, seed=1))
-    assert len(exs) == 30 and all(ex.supporting_facts and ex.decomposition and ex.contexts for ex in exs)
-    ex = next(e for e in exs if e.question.startswith("On which river lies the birthplace of the founder"))
+
+def _no_leak(groups, examples):
+    """No candidate names the gold title or answer of the searched or a later hop unless the question or the evidence
+    so far holds it."""
+    by_id = {ex.id: question_hops(ex)[0] for ex in examples}
+    for g in groups:
+        assert not [c for c in g.candidates if leaks(c, by_id[g.qid][g.hop:], g.question, g.context)], g
+
+
+def test_musique_candidates_from_the_published_decomposition():
+    """MuSiQue's question_decomposition as published: a later hop's #k takes the earlier hop's answer (evidence so
+    far); the hop being searched never gets its own answer or title from the annotation."""
+    exs = load_qa(MUSIQUE_SAMPLE)
+    ex = next(e for e in exs if e.id == "2hop__150763_14904")
     hops, ordered = question_hops(ex)
-    assert ordered and len(hops) == 3 and hops[0].title in ex.question
-    assert hops[0].text.startswith(f"{hops[0].title} is") and f"by {hops[1].title}" in hops[0].text
-    cands = data_candidates(ex, hops, 1, random.Random(0), 20)
-    assert f"Where was {hops[1].title} born?" in cands  # #1 filled with the entity hop 1 leads to
-    assert "Where was #1 born?" in cands and ex.question in cands and hops[1].title in cands
-    assert data_candidates(ex, hops, 1, random.Random(0), 5) == data_candidates(ex, hops, 1, random.Random(0), 5)
+    assert ordered and [h.sub_question for h in hops] == ["What company published Journal of Psychotherapy Integration?",
+                                                          "Who was the first president of #1 ?"]
+    first = data_candidates(ex, hops, 0, random.Random(0), 10)
+    second = data_candidates(ex, hops, 1, random.Random(0), 10)
+    assert "Who was the first president of ?" in first and not any("American Psychological" in c for c in first)
+    assert "Who was the first president of American Psychological Association ?" in second
+    assert not any("Stanley Hall" in c for c in first + second)  # the answer of the hop searched last
+    assert ex.question in first and ex.question in second
+    groups = build_groups(exs, n_candidates=10)
+    assert {g.qid for g in groups} == {e.id for e in exs} and all(g.source == "data" for g in groups)
+    _no_leak(groups, exs)
+    three = next(e for e in exs if e.id.startswith("3hop"))
+    h3, _ = question_hops(three)
+    assert leaks(h3[1].title, h3[1:2], three.question, []) and not leaks(three.question, h3[1:2], three.question, [])
+
+
+def test_react_log_queries_are_mapped_to_the_distractor_questions():
+    """The Search[...] queries of the published ReAct log become candidates of the same HotpotQA questions (matched by
+    question text); one naming a hop the evidence has not reached yet is left out."""
+    logged = logged_queries([REACT_LOG])
+    exs = load_qa(HOTPOT_SAMPLE)
+    assert {question_key(e.question) for e in exs} <= set(logged)
+    wallace = next(e for e in exs if "Wallace and Gromit" in e.question)
+    assert logged[question_key(wallace.question)] == ["Wallace and Gromit", "Nick Park"]
+    groups = build_groups(exs, n_candidates=10, logged=logged)
+    assert groups and all(g.source == "react-log" for g in groups)
+    _no_leak(groups, exs)
+    (g0,) = [g for g in groups if g.qid == wallace.id and g.hop == 0]
+    assert "Wallace and Gromit" in g0.candidates and "Nick Park" not in g0.candidates  # Nick Park is a gold page
+    jaclyn = {g.hop: g.candidates for g in groups if "Jaclyn Stapp" in g.question}
+    assert "Creed" in jaclyn[1] and not any("Creed" in c for c in jaclyn[0])  # the bridge entity once evidence holds it
+    assert not build_groups(exs, n_candidates=10)  # without the log, the question alone is no choice
 
 
 def test_hotpot_hops_bridge_ordered_comparison_free(tmp_path):
@@ -43,23 +84,25 @@ def test_hotpot_hops_bridge_ordered_comparison_free(tmp_path):
     assert not ordered and [h.title for h in hops] == ["Scott Derrickson", "Ed Wood"]
     hops, ordered = question_hops(bridge)
     assert ordered and [h.title for h in hops] == ["Kiss and Tell (1945 film)", "Shirley Temple"]
-    groups = build_groups([comparison, bridge], seed=0, n_candidates=4)
+    logged = {question_key(ex.question): ["Ed Wood films", "Scott Derrickson director", "Corliss Archer actress"]
+              for ex in (comparison, bridge)}
+    groups = build_groups([comparison, bridge], seed=0, n_candidates=4, logged=logged)
     assert [(g.qid, g.hop, g.targets) for g in groups] == [
         (comparison.id, 0, ["Scott Derrickson", "Ed Wood"]), (comparison.id, 1, ["Ed Wood"]),
         (bridge.id, 0, ["Kiss and Tell (1945 film)"]), (bridge.id, 1, ["Shirley Temple"])]
     assert groups[3].context == [("Kiss and Tell (1945 film)", "Kiss and Tell is a 1945 American comedy film starring "
                                   "then 17-year-old Shirley Temple as Corliss Archer.")]
-    assert all(len(g.candidates) == 4 for g in groups)
+    assert all(2 <= len(g.candidates) <= 4 for g in groups)
 
 
 def test_musique_decomposition_orders_hops_and_fills_answers(tmp_path):
-    two, three = load_qa(write_jsonl(tmp_path / "musique_ans_v1.0_dev.jsonl", MUSIQUE))
+    _, three = load_qa(write_jsonl(tmp_path / "musique_ans_v1.0_dev.jsonl", MUSIQUE))
     hops, ordered = question_hops(three)
     assert ordered and [(h.title, h.answer) for h in hops] == [("Lake Orrin", "Dunmere"), ("Dunmere", "Halvik"),
                                                               ("Halvik", "1712")]
     assert hops[2].text == "Halvik was founded in 1712 by fishermen."
     assert "When was Halvik founded?" in data_candidates(three, hops, 2, random.Random(0), 30)
-    assert "Arlo Venn >> spouse" in data_candidates(two, question_hops(two)[0], 1, random.Random(0), 30)
+    assert "When was founded?" in data_candidates(three, hops, 1, random.Random(0), 30)  # #2 is not known yet
     groups = build_groups([three], n_candidates=5)
     assert [g.targets for g in groups] == [["Lake Orrin"], ["Dunmere"], ["Halvik"]]
     assert groups[2].context == [("Lake Orrin", "Lake Orrin lies in the county of Dunmere."),
@@ -99,65 +142,87 @@ def test_features_of_a_group():
 
     f = group_features(get_embedder(""), "Where was the founder of Iskax Mills born?",
                        [("Iskax Mills", "Iskax Mills was founded by Bruno Yoren.")],
-                       ["Bruno Yoren", "Iskax Mills", "Where was #1 born?"])
-    assert f.shape == (3, len(FEATURE_NAMES))
-    col = {n: f[:, i] for i, n in enumerate(FEATURE_NAMES)}
-    assert list(col["entities_from_evidence"]) == [2.0, 0.0, 0.0]  # the bridge entity came from the evidence
-    assert list(col["names_evidence_title"]) == [0.0, 1.0, 0.0] and list(col["unresolved_reference"]) == [0.0, 0.0, 1.0]
+                       ["Bruno Yoren", "Iskax Mills", "Where was the founder born?"])
+    names = feature_names(384)
+    assert f.shape == (3, len(names))
+    col = {n: f[:, i] for i, n in enumerate(names)}
+    assert list(col["share_from_evidence"]) == [1.0, 0.0, 0.0] and list(col["share_in_question"]) == [0.0, 1.0, 1.0]
+    assert col["cos_evidence_vs_best"].max() == 0.0 and np.allclose(f[:, len(names) - 384:].sum(axis=1), col["cos_context"])
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    root = tmp_path_factory.mktemp("assessor")
-    data = write_synthetic(root / "syn.jsonl", 200, seed=7)
-    return root, data
+def _group(i, good_first):
+    """A picking point where the bridge entity from the evidence retrieves the target and the question does not."""
+    q, ev = f"Where was the founder of Mill {i} born?", [(f"Mill {i}", f"Mill {i} was founded by Bruno Yoren{i}.")]
+    cands, labels = [q, f"Bruno Yoren{i}", "related facts"], [0.1, 1.0, 0.0]
+    order = [1, 0, 2] if good_first else [0, 2, 1]
+    return HopGroup(f"q{i}", q, 1, ev, [f"Bruno Yoren{i}"], [cands[j] for j in order], [labels[j] for j in order],
+                    top_scores=[0.5, 0.5, 0.5])
 
 
-def _train(root, data, out, capsys, *extra):
-    code = main(["furepa", "train-assessor", "--data", str(data), "--context-only", "--out", str(out), "--seed", "0",
-                 "--json", "--no-progress", *extra])
+def test_text_scorer_learns_what_the_labels_reward_and_beats_word_overlap(tmp_path):
+    """Trained on tiny data whose labels reward the bridge entity taken from the evidence, the scorer picks it on
+    held-out questions, where word overlap with the question and ``first`` pick wrongly; a flat label set is refused."""
+    groups = [_group(i, good_first=i % 5 == 0) for i in range(24)]
+    report = train_assessor(groups, tmp_path / "m", seed=0, test_share=0.25, n_trees=40, progress=False)
+    m = report.mrr
+    assert m["trained"] == m["oracle"] == 1.0 and m["overlap"] == 0.1 and m["first"] < 0.5
+    assessor = load_assessor(tmp_path / "m")
+    s = assessor.score("Where was the founder of Mill 99 born?", [("Mill 99", "Mill 99 was founded by Bruno Yoren99.")],
+                       ["Where was the founder of Mill 99 born?", "Bruno Yoren99"])
+    assert s[1] > s[0] and assessor.meta["features"][-1] == "context_x_query_383"
+    flat = [HopGroup(g.qid, g.question, 1, g.context, g.targets, g.candidates, [0.5] * 3) for g in groups]
+    with pytest.raises(ValueError, match="did not learn"):
+        train_assessor(flat, tmp_path / "flat", seed=0, n_trees=10, progress=False)
+    assert not (tmp_path / "flat").exists()
+    base = pick_mrr(groups[:2], [[0, 0, 1], [1, 0, 0]])
+    assert set(base) == {"trained", "overlap", "bm25", "retriever", "first", "random", "oracle"}
+
+
+_LINE = re.compile(r"trained ([\d.]+)\s+overlap ([\d.]+)\s+bm25 ([\d.]+)\s+retriever ([\d.]+)\s+first ([\d.]+)\s+"
+                   r"random ([\d.]+)\s+oracle ([\d.]+)\s+\(trained - best baseline (\w+): ([-+][\d.]+)\)")
+
+
+def test_train_on_published_musique_then_eval_data_on_hotpotqa_with_the_react_log(tmp_path, capsys):
+    """``train-assessor`` on the MuSiQue sample prints held-out MRR beside the one-line baselines; ``--eval-data``
+    measures the saved assessor on the HotpotQA sample (candidates from the ReAct log) the same way; reruns repeat."""
+    out = tmp_path / "m"
+    args = ["furepa", "train-assessor", "--data", str(MUSIQUE_SAMPLE), "--context-only", "--out", str(out),
+            "--trees", "30", "--test-share", "0.34", "--no-progress"]
+    assert main(args) == 0, capsys.readouterr().err
+    text = capsys.readouterr().out
+    (figures,) = _LINE.findall(text)
+    m = dict(zip(("trained", "overlap", "bm25", "retriever", "first", "random", "oracle"), map(float, figures[:7])))
+    assert all(0 <= v <= m["oracle"] for v in m.values()) and "Held-out questions: 1" in text
+    assert float(figures[8]) == pytest.approx(m["trained"] - m[figures[7]], abs=0.002)
+    trees = (out / "trees.npz").read_bytes()
+    assert main(args) == 0 and (out / "trees.npz").read_bytes() == trees  # deterministic for a seed
+    capsys.readouterr()
+    code = main(["furepa", "train-assessor", "--eval-data", str(HOTPOT_SAMPLE), "--queries-from", str(REACT_LOG),
+                 "--context-only", "--out", str(out), "--no-progress", "--json"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    return json.loads(captured.out)
+    ev = json.loads(captured.out)["eval"]
+    assert ev["n_questions"] == 3 and ev["candidates"] == "react-log" and ev["data"] == str(HOTPOT_SAMPLE)
+    assert set(ev["mrr"]) == {"trained", "overlap", "bm25", "retriever", "first", "random", "oracle"}
+    assert (out / "context_index_hotpot_distractor_sample" / "index").is_dir()
 
 
-@pytest.mark.xdist_group("furepa_trained")  # trains root/model, whose context index the next test reuses: one worker
-def test_train_assessor_beats_first_and_random_on_held_out_questions(trained, capsys):
-    root, data = trained
-    report = _train(root, data, root / "model", capsys)
-    m = report["mrr"]
-    assert report["n_questions"] == {"train": 150, "test": 50} and report["candidates"] == "data"
-    assert m["trained"] > m["first"] + 0.15 and m["trained"] > m["random"] + 0.15 and m["trained"] <= m["oracle"]
-    assert report["spearman"] > 0.5 and report["group_spearman"] > 0.4
-    assessor = load_assessor(root / "model")
-    assert assessor.meta["metrics"]["mrr"] == m and assessor.meta["seed"] == 0
-    ex = load_qa(data)[0]
-    hops, _ = question_hops(ex)
-    scores = assessor.score(ex.question, [], [hops[0].title, "related facts"])
-    assert len(scores) == 2 and scores[0] > scores[1]
-    # deterministic for a seed: the same data and seed give the same trees (the context index is reused)
-    with np.load(root / "model" / "trees.npz") as z:
-        before = {k: z[k].copy() for k in z.files}
-    again = _train(root, data, root / "model", capsys)
-    with np.load(root / "model" / "trees.npz") as z:
-        assert set(z.files) == set(before) and all(np.array_equal(z[k], before[k]) for k in z.files)
-    assert again["mrr"] == m and again["spearman"] == report["spearman"]
-    other = _train(root, data, root / "model2", capsys, "--seed", "1")
-    assert other["mrr"] != m or other["n_groups"] != report["n_groups"]
-
-
-@pytest.mark.xdist_group("furepa_trained")  # reuses the context index the test above built, when it did
-def test_train_assessor_prints_the_figures(trained, capsys, tmp_path):
-    root, data = trained
-    if not (root / "model" / "context_index" / "index").is_dir():  # the test above ran elsewhere (xdist) or not yet
-        _train(root, data, root / "model", capsys)
-    code = main(["furepa", "train-assessor", "--data", str(data), "--index",
-                 str(root / "model" / "context_index" / "index"), "--out", str(tmp_path / "m"), "--limit", "80",
-                 "--no-progress", "--trees", "60"])
-    captured = capsys.readouterr()
-    out = captured.out
-    assert code == 0 and "Spearman (score vs label):" in out, captured.err[-2000:]
-    assert "trained" in out and "first" in out and "random" in out and "oracle" in out
+def test_eval_data_bad_or_missing_file(tmp_path, capsys):
+    """A missing, malformed or gold-less --eval-data file, or no assessor at --out, is a clear error (exit 2)."""
+    base = ["furepa", "train-assessor", "--context-only", "--out", str(tmp_path / "m"), "--no-progress"]
+    assert main(base) == 2 and "--data FILE" in capsys.readouterr().err
+    assert main([*base, "--eval-data", str(HOTPOT_SAMPLE)]) == 2
+    assert "no trained plan assessor" in capsys.readouterr().err
+    train_assessor([_group(i, i % 2 == 0) for i in range(8)], tmp_path / "m", n_trees=5, progress=False)
+    assert main([*base, "--eval-data", str(tmp_path / "missing.json")]) == 2
+    assert "missing.json" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"_id": "x", "question": "q?",\n')
+    assert main([*base, "--eval-data", str(bad)]) == 2
+    assert "bad.json" in capsys.readouterr().err
+    no_facts = write_json(tmp_path / "h.json", [{k: v for k, v in HOTPOT[0].items() if k != "supporting_facts"}])
+    assert main([*base, "--eval-data", str(no_facts)]) == 2
+    assert "gold supporting passages" in capsys.readouterr().err
 
 
 def test_train_assessor_bad_input(tmp_path, capsys, monkeypatch):
@@ -183,20 +248,15 @@ def test_make_data_command(tmp_path, capsys):
     assert main(["furepa", "make-data", "--out", str(tmp_path / "d.jsonl"), "--n", "12", "--seed", "4"]) == 0
     assert "Wrote 12 questions" in capsys.readouterr().out
     assert len(load_qa(tmp_path / "d.jsonl")) == 12
-    assert main(["furepa", "make-data", "--out", str(tmp_path / "m.jsonl"), "--n", "30", "--format", "musique"]) == 0
-    n = int(re.search(r"Wrote (\d+) questions", capsys.readouterr().out).group(1))
-    exs = load_qa(tmp_path / "m.jsonl")
-    assert 0 < n == len(exs) < 30 and all(ex.meta["dataset"] == "musique" and ex.supporting_paragraphs for ex in exs)
-    assert all(len(ex.decomposition_steps) == ex.meta["hops"] == len(question_hops(ex)[0]) for ex in exs)
 
 
 def test_train_assessor_with_llm_candidates_through_the_openai_client(tmp_path, capsys, monkeypatch):
-    """--model/--base-url: every picking point's candidates come from the LLM, asked with FuRePA's masked prompt."""
+    """--model/--base-url: every picking point's candidates come from the LLM, asked with FuRePA's masked prompt;
+    with --llm-cache a rerun is served from the cache (no request) and gives the same figures."""
     from tests.auto_reply import auto_responder
     from tests.openai_server import OpenAIStub
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    data = write_synthetic(tmp_path / "s.jsonl", 24, seed=2)
 
     def proposal(req):
         text = req.prompt_text
@@ -205,25 +265,23 @@ def test_train_assessor_with_llm_candidates_through_the_openai_client(tmp_path, 
         return {"thought": "t", "action": "search", "answer": "",
                 "queries": [question, "related facts", *(f"{t} history" for t in held)]}
 
+    def train():
+        code = main(["furepa", "train-assessor", "--data", str(MUSIQUE_SAMPLE), "--context-only", "--out",
+                     str(tmp_path / "m"), "--model", "openai:stub", "--base-url", stub.base_url, "--llm-cache",
+                     str(tmp_path / "cache"), "--candidates", "3", "--trees", "20", "--test-share", "0.34", "--json",
+                     "--no-progress"])
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        return json.loads(captured.out)
+
     with OpenAIStub(responder=auto_responder({"Proposal": proposal})) as stub:
-        report = _train(tmp_path, data, tmp_path / "m", capsys, "--model", "openai:stub", "--base-url", stub.base_url,
-                        "--candidates", "3", "--trees", "40", "--test-share", "0.3")
+        report = train()
         prompts = [r.prompt_text for r in stub.requests]
-    assert report["candidates"] == "llm" and len(prompts) >= 48  # one request per question and hop
+        again = train()
+        assert len(stub.requests) == len(prompts)  # the rerun read the cache
+    assert report["candidates"] == "llm" and len(prompts) == 7  # one request per question and hop
     assert all("Evidence gathered so far" in p and "write 3 different search queries" in p for p in prompts)
-    assert set(report["mrr"]) == {"trained", "first", "random", "oracle"}
-
-
-def _musique_shuffled_idx(records):
-    """MuSiQue records whose paragraph ``idx`` is not the paragraph's place in the list (the format allows it)."""
-    out = []
-    for r in records:
-        n = len(r["paragraphs"])
-        new = {p["idx"]: n - 1 - p["idx"] for p in r["paragraphs"]}  # a position, but of another paragraph
-        out.append({**r, "paragraphs": [{**p, "idx": new[p["idx"]]} for p in r["paragraphs"]],
-                    "question_decomposition": [{**s, "paragraph_support_idx": new[s["paragraph_support_idx"]]}
-                                               for s in r["question_decomposition"]]})
-    return out
+    assert again["mrr"] == report["mrr"] and "bm25" in report["mrr"]
 
 
 def test_musique_hops_follow_the_paragraph_idx_not_the_list_position(tmp_path):
@@ -239,31 +297,3 @@ def test_musique_hops_follow_the_paragraph_idx_not_the_list_position(tmp_path):
     dup = {**MUSIQUE[1], "paragraphs": [{**p, "idx": 0} for p in MUSIQUE[1]["paragraphs"]]}
     with pytest.raises(DatasetError, match="is also the idx of"):
         load_qa(write_jsonl(tmp_path / "dup" / "musique_ans_v1.0_dev.jsonl", [dup]))
-
-
-_FIGURES = re.compile(r"trained ([\d.]+)\s+first ([\d.]+)\s+random ([\d.]+)\s+oracle ([\d.]+)")
-
-
-def test_train_assessor_on_musique_files(tmp_path, capsys):
-    """MuSiQue's official JSONL and a JSON list of its records train the assessor (gold from is_supporting paragraphs,
-    hops from question_decomposition by paragraph idx); the held-out figures print and the trained pick wins."""
-    records = _musique_shuffled_idx(musique_records(synthetic_records(100, seed=3)))
-    assert len(records) > 60 and all(r["id"].split("__")[0] in ("2hop", "3hop") for r in records)
-    jsonl = write_jsonl(tmp_path / "jsonl" / "musique_ans_v1.0_train.jsonl", records)
-    as_list = write_json(tmp_path / "list" / "musique_ans_v1.0_train.json", records)
-    figures = []
-    for data, where in ((jsonl, ["--context-only"]),
-                        (as_list, ["--index", str(jsonl.parent / "model" / "context_index" / "index")])):
-        exs = load_qa(data)
-        assert len(exs) == len(records) and all(ex.supporting_paragraphs and not ex.supporting_facts for ex in exs)
-        out = data.parent / "model"
-        code = main(["furepa", "train-assessor", "--data", str(data), *where, "--out", str(out),
-                     "--no-progress", "--trees", "120"])
-        captured = capsys.readouterr()
-        assert code == 0, captured.err
-        assert "Held-out questions:" in captured.out and "Spearman (score vs label):" in captured.out
-        trained, first, rnd, oracle = map(float, _FIGURES.search(captured.out).groups())
-        assert trained > first + 0.15 and trained > rnd + 0.15 and trained <= oracle
-        groups = load_assessor(out).meta
-        figures.append((trained, first, rnd, oracle, groups["metrics"]["mrr"]["trained"]))
-    assert figures[0] == figures[1]  # the same records, whichever container

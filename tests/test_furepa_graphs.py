@@ -75,7 +75,11 @@ def test_assessor_trained_for_the_graph_beats_first_and_random(world):
 
 
 def test_furepa_masked_two_hops_with_the_trained_assessor(world):
-    model = TempModel(responder=two_hop_agent(world))
+    # every candidate of a round finds that round's page, so the path does not hang on which one the demo-trained
+    # assessor prefers; the test checks that its scores decide the pick and the pick is what runs
+    first = [world["company"], f"Who founded {world['company']}?", f"{world['company']} founder"]
+    second = [world["founder"], f"{world['founder']} birthplace", f"Where was {world['founder']} born?"]
+    model = TempModel(responder=two_hop_agent(world, first, second))
     res, nodes = run(world, "furepa", model)
     assert nodes == ["mask_reasoning", "propose", "assess_plan", "review_plan", "repetition_control", "retrieve"] * 2 + \
         ["mask_reasoning", "propose"]  # review_plan passes through (review is off)
@@ -85,8 +89,7 @@ def test_furepa_masked_two_hops_with_the_trained_assessor(world):
         scores = [c.score for c in it.candidates]
         assert it.assessor == "trained" and all(s is not None for s in scores) and len(scores) == 3
         assert it.pick == max(range(3), key=lambda i: (scores[i], -i)) and it.executed and not it.repeated
-    assert it1.query == world["company"] and it2.query == f"{world['founder']} birthplace"
-    assert res.executed_queries() == [world["company"], f"{world['founder']} birthplace"]
+    assert it1.query in first and it2.query in second and res.executed_queries() == [it1.query, it2.query]
     titles = [p.title for p in res.evidence]
     assert titles[0] == world["company"] and world["founder"] in titles and len(titles) == len(set(p.key for p in res.evidence))
     assert all(p.source == "local" and p.query in res.executed_queries() for p in res.evidence)

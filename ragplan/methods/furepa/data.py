@@ -1,20 +1,21 @@
-"""Training groups for the plan assessor: per question and hop, the gold passages of the earlier hops as context,
-candidate queries (from the data or the LLM) and their labels (the reciprocal rank of the hop's gold passage among
-the top ``k`` results, passages the context holds left out; 0 when absent)."""
+"""Training groups for the plan assessor: per question and hop, the earlier hops' gold passages as context, candidate
+queries written by people or planners (annotated sub-questions, ReAct logs, the propose prompt) and their labels (the
+reciprocal rank of the hop's gold passage among the top ``k`` new results; 0 when absent)."""
 
 from __future__ import annotations
 
 import random
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ragplan.datasets import QAExample
 from ragplan.eval.retrieval import EvidenceSet, GoldSupport, gold_support, score_ranking, title_key
 from ragplan.methods.furepa.features import content_words
 
-__all__ = ["Hop", "HopGroup", "question_hops", "data_candidates", "llm_candidates", "build_groups", "label_groups",
-           "reciprocal_rank"]
+__all__ = ["Hop", "HopGroup", "question_hops", "data_candidates", "leaks", "question_key", "logged_queries",
+           "llm_candidates", "build_groups", "label_groups", "reciprocal_rank"]
 
 _REF = re.compile(r"#(\d+)")
 _PAREN = re.compile(r"\s*\([^)]*\)")
@@ -49,7 +50,11 @@ class HopGroup:
     labels: list[float] = field(default_factory=list)
     """Each candidate's reciprocal rank of a target (0 when none is in the top k)."""
     source: str = "data"
-    """Where the candidates came from: data or llm."""
+    """Where the candidates came from: data (the question and annotated sub-questions), react-log or llm."""
+    own: list[tuple[str, str]] = field(default_factory=list)
+    """The question's own paragraphs ``(title, text)`` (the distractor setting's pool)."""
+    top_scores: list[float] = field(default_factory=list)
+    """Each candidate's best new result's retrieval score (a one-line baseline)."""
 
 
 def _names(question: str, title: str) -> bool:
@@ -94,40 +99,55 @@ def question_hops(ex: QAExample) -> tuple[list[Hop], bool]:
     return [Hop(t, paragraphs.get(t, ""), subs[i] if aligned else "") for i, t in enumerate(titles)], ordered
 
 
-def _filled(sub: str, hops: list[Hop]) -> str:
-    """``#k`` replaced by hop k's answer, else by the title of hop k+1 (the entity hop k leads to)."""
+def _filled(sub: str, hops: list[Hop], h: int) -> str:
+    """``#k`` replaced by hop k's answer when hop k comes before hop ``h`` (evidence so far), else left out."""
     def fill(m: re.Match) -> str:
-        """The answer (or next hop's title) for one ``#k``."""
+        """The earlier hop's answer for one ``#k``, or nothing."""
         k = int(m.group(1))
-        if 1 <= k <= len(hops) and hops[k - 1].answer:
-            return hops[k - 1].answer
-        return hops[k].title if 0 <= k < len(hops) else m.group(0)
+        return hops[k - 1].answer if 1 <= k <= h and hops[k - 1].answer else ""
 
-    return _REF.sub(fill, sub)
+    return " ".join(_REF.sub(fill, sub).split())
 
 
-def data_candidates(ex: QAExample, hops: list[Hop], h: int, rng: random.Random, n: int) -> list[str]:
-    """Up to ``n`` candidate queries for hop ``h`` from the data (sub-questions, titles, the question, rewrites, poor
-    variants), shuffled."""
-    hop = hops[h]
-    pool: list[str] = []
-    if hop.sub_question:
-        pool.append(_filled(hop.sub_question, hops))
-        if _REF.search(hop.sub_question):
-            pool.append(hop.sub_question)
-    words = content_words(ex.question)
-    pool += [hop.title, ex.question, " ".join(words)]
-    if len(words) >= 4:
-        half = len(words) // 2
-        pool += [" ".join(words[:half]), " ".join(words[half:])]
-    if h > 0:
-        pool += [f"{ex.question} {hop.title}", hops[h - 1].title, f"{hops[h - 1].title} {' '.join(words[-3:])}"]
-    gold = {title_key(x.title) for x in hops}
-    if distractors := [t for t, _ in ex.contexts if title_key(t) not in gold]:
-        d = rng.choice(distractors)
-        pool += [d, f"{d} {' '.join(words[:3])}"]
-    pool.append(rng.choice(["more information about the answer", "the answer to the question", "related facts"]))
-    out = list(dict.fromkeys(" ".join(p.split()) for p in pool if p and p.strip()))
+def leaks(query: str, searched: Sequence[Hop], question: str, context: Sequence[tuple[str, str]]) -> bool:
+    """Whether ``query`` names a searched hop's gold title or answer when neither the question nor the evidence so far
+    does (a candidate a planner could not have written without the gold annotation)."""
+    known = f" {' '.join(content_words(' '.join([question, *(f'{t} {x}' for t, x in context)])))} "
+    words = f" {' '.join(content_words(query))} "
+    for gold in [g for hop in searched for g in (_PAREN.sub("", hop.title), hop.answer)]:
+        g = " ".join(content_words(gold))
+        if g and f" {g} " in words and f" {g} " not in known:
+            return True
+    return False
+
+
+def question_key(question: str) -> str:
+    """A question compared across files: lower case, words only."""
+    return " ".join(re.findall(r"[a-z0-9]+", question.lower()))
+
+
+def logged_queries(files: Sequence[str | Path]) -> dict[str, list[str]]:
+    """The ``Search[...]`` queries ReAct/Reflexion agents wrote, per :func:`question_key`, from their published
+    trajectory logs (every trial, successful or not, in the order written)."""
+    from ragplan.methods.instructrag.paths import parse_trajectory_log
+
+    out: dict[str, list[str]] = {}
+    for f in files:
+        report = parse_trajectory_log(Path(f).read_text(encoding="utf-8"), str(f))
+        for p in report.successful + report.failed:
+            qs = out.setdefault(question_key(p.question), [])
+            qs += [i.argument.strip(' "') for i in p.instructions if i.action == "Search" and i.argument.strip(' "')]
+    return out
+
+
+def data_candidates(ex: QAExample, hops: list[Hop], h: int, rng: random.Random, n: int, logged: Sequence[str] = ()) -> list[str]:
+    """Up to ``n`` candidate queries for hop ``h`` written by people or planners: the question, every hop's annotated
+    sub-question (``#k`` filled only from earlier hops), the ReAct agents' ``logged`` queries; none that :func:`leaks`
+    hop ``h``'s or a later hop's gold; shuffled with ``rng``."""
+    context = [(x.title, x.text) for x in hops[:h]]
+    pool = [ex.question, *(_filled(x.sub_question, hops, h) for x in hops if x.sub_question), *logged]
+    out = list(dict.fromkeys(q for q in (" ".join(p.split()) for p in pool)
+                             if content_words(q) and not leaks(q, hops[h:], ex.question, context)))
     rng.shuffle(out)
     return out[:n]
 
@@ -148,22 +168,25 @@ def llm_candidates(ctx: Any, question: str, context: Sequence[tuple[str, str]], 
 
 def build_groups(examples: Sequence[QAExample], *, seed: int = 0, n_candidates: int = 6,
                  propose: Callable[[str, Sequence[tuple[str, str]], int], list[str]] | None = None,
-                 progress: bool = False) -> list[HopGroup]:
-    """Every question's picking points, with candidates from ``propose(question, context, n)`` or else the data's."""
+                 logged: dict[str, list[str]] | None = None, progress: bool = False) -> list[HopGroup]:
+    """Every question's picking points, with candidates from ``propose(question, context, n)`` or else the data's and
+    the ``logged`` agents' queries (:func:`data_candidates`)."""
     from tqdm import tqdm
 
     groups: list[HopGroup] = []
     for ex in tqdm(examples, desc="building candidate queries", unit="question", disable=not progress):
         hops, ordered = question_hops(ex)
+        agents = (logged or {}).get(question_key(ex.question), [])
         for h in range(len(hops)):
             context = [(x.title, x.text) for x in hops[:h]]
             targets = [hops[h].title] if ordered else [x.title for x in hops[h:]]
             rng = random.Random(f"{seed}:{ex.id}:{h}")
             cands = propose(ex.question, context, n_candidates) if propose is not None else []
-            source = "llm" if cands else "data"
-            cands = cands or data_candidates(ex, hops, h, rng, n_candidates)
+            source = "llm" if cands else "react-log" if agents else "data"
+            cands = cands or data_candidates(ex, hops, h, rng, n_candidates, agents)
             if len(cands) >= 2:
-                groups.append(HopGroup(ex.id, ex.question, h, context, targets, cands, source=source))
+                groups.append(HopGroup(ex.id, ex.question, h, context, targets, cands, source=source,
+                                       own=[(t, _paragraph(x)) for t, x in ex.contexts]))
     return groups
 
 
@@ -176,19 +199,22 @@ def reciprocal_rank(result_titles: Sequence[str], targets: Sequence[str], known:
 
 
 def label_groups(groups: list[HopGroup], search_many: Callable[[list[str], int], list[list[Any]]], *, k: int = 20,
-                 batch: int = 256, progress: bool = False) -> None:
-    """Fill every group's ``labels``: :func:`reciprocal_rank` of its targets in ``search_many(queries, k)``'s results."""
+                 own_only: bool = False, batch: int = 256, progress: bool = False) -> None:
+    """Fill every group's ``labels`` (:func:`reciprocal_rank` of its targets in ``search_many(queries, k)``'s results;
+    with ``own_only`` among the question's own paragraphs) and ``top_scores`` (the best new result's score)."""
     from tqdm import tqdm
 
     flat = [(g, q) for g in groups for q in g.candidates]
-    labels: dict[int, list[float]] = {id(g): [] for g in groups}
+    for g in groups:
+        g.labels, g.top_scores = [], []
     with tqdm(total=len(flat), desc="labelling candidates against the index", unit="query", disable=not progress) as bar:
         for start in range(0, len(flat), batch):
             chunk = flat[start:start + batch]
-            results = search_many([q for _, q in chunk], k + 10)
-            for (g, _), hits in zip(chunk, results):
-                rr = reciprocal_rank([getattr(p, "title", "") for p in hits], g.targets, [t for t, _ in g.context])
-                labels[id(g)].append(rr if rr >= 1.0 / k else 0.0)
+            for (g, _), hits in zip(chunk, search_many([q for _, q in chunk], 200 if own_only else k + 10)):
+                own = {title_key(t) for t, _ in g.own} if own_only else None
+                known = {title_key(t) for t, _ in g.context}
+                hits = [p for p in hits if (own is None or title_key(p.title) in own) and title_key(p.title) not in known]
+                rr = reciprocal_rank([p.title for p in hits], g.targets, [])
+                g.labels.append(rr if rr >= 1.0 / k else 0.0)
+                g.top_scores.append(float(hits[0].score) if hits else 0.0)
             bar.update(len(chunk))
-    for g in groups:
-        g.labels = labels[id(g)]

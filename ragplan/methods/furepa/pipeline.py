@@ -1,5 +1,5 @@
-"""From a dataset file to a trained plan assessor: load, index (``index_dir``, or with ``context_only`` one built from
-the questions' own paragraphs), candidates, labels, training and the held-out report."""
+"""From a dataset file to labelled picking points (load, index, candidates, labels), to a trained plan assessor and its
+held-out report."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import json
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from ragplan.eval.retrieval import gold_support
-from ragplan.methods.furepa.data import build_groups, label_groups, llm_candidates
+from ragplan.methods.furepa.data import HopGroup, build_groups, label_groups, llm_candidates, logged_queries
 from ragplan.methods.furepa.train import AssessorReport, train_assessor
 
-__all__ = ["assessor_from_data", "context_index"]
+__all__ = ["assessor_from_data", "labelled_groups", "context_index"]
 
 
 def context_index(examples: list[Any], root: str | Path, *, model_path: str = "", progress: bool = True) -> Path:
@@ -35,15 +35,16 @@ def context_index(examples: list[Any], root: str | Path, *, model_path: str = ""
     return root / "index"
 
 
-def assessor_from_data(data: str | Path, out_dir: str | Path, *, index_dir: str = "", context_only: bool = False,
-                       fmt: str | None = None, limit: int | None = None, seed: int = 0, n_candidates: int = 6,
-                       label_k: int = 20, test_share: float = 0.25, model_path: str = "", llm_context: Any = None,
-                       n_trees: int = 300, progress: bool = True) -> AssessorReport:
-    """Train an assessor from a dataset file (candidates from ``llm_context``'s LLM, else the data) and report."""
+def labelled_groups(data: str | Path, index_root: str | Path, *, index_dir: str = "", context_only: bool = False,
+                    fmt: str | None = None, limit: int | None = None, seed: int = 0, n_candidates: int = 6,
+                    label_k: int = 20, model_path: str = "", llm_context: Any = None, logs: Sequence[str] = (),
+                    progress: bool = True) -> list[HopGroup]:
+    """A dataset file's picking points with their candidates (``llm_context``'s LLM, else the data and the ReAct
+    ``logs``) labelled against ``index_dir`` (or, ``context_only``, the questions' own paragraphs indexed under
+    ``index_root``)."""
     from ragplan.datasets import load_qa
     from ragplan.tools.textindex import TextIndex
 
-    t0 = time.perf_counter()
     examples = load_qa(data, fmt, limit=limit)
     if not any(gold_support(ex) for ex in examples):
         raise ValueError(f"{data}: no question has gold supporting passages (supporting_facts, MuSiQue's is_supporting "
@@ -51,14 +52,24 @@ def assessor_from_data(data: str | Path, out_dir: str | Path, *, index_dir: str 
     if context_only == bool(index_dir):
         raise ValueError("name the index to label against: --index DIR or --context-only (one of them)")
     if context_only:
-        index_dir = str(context_index(examples, Path(out_dir) / "context_index", model_path=model_path, progress=progress))
+        index_dir = str(context_index(examples, index_root, model_path=model_path, progress=progress))
     propose = partial(llm_candidates, llm_context) if llm_context is not None else None
-    groups = build_groups(examples, seed=seed, n_candidates=n_candidates, propose=propose, progress=progress)
-    index = TextIndex.open(index_dir, model_path=model_path)
-    try:
-        label_groups(groups, index.search_many, k=label_k, progress=progress)
-    finally:
-        index.close()
+    groups = build_groups(examples, seed=seed, n_candidates=n_candidates, propose=propose,
+                          logged=logged_queries(logs) if logs else None, progress=progress)
+    with TextIndex.open(index_dir, model_path=model_path) as index:
+        label_groups(groups, index.search_many, k=label_k, own_only=context_only, progress=progress)
+    return groups
+
+
+def assessor_from_data(data: str | Path, out_dir: str | Path, *, index_dir: str = "", context_only: bool = False,
+                       fmt: str | None = None, limit: int | None = None, seed: int = 0, n_candidates: int = 6,
+                       label_k: int = 20, test_share: float = 0.25, model_path: str = "", llm_context: Any = None,
+                       logs: Sequence[str] = (), n_trees: int = 300, progress: bool = True) -> AssessorReport:
+    """Train an assessor from a dataset file (see :func:`labelled_groups`) and report on its held-out questions."""
+    t0 = time.perf_counter()
+    groups = labelled_groups(data, Path(out_dir) / "context_index", index_dir=index_dir, context_only=context_only,
+                             fmt=fmt, limit=limit, seed=seed, n_candidates=n_candidates, label_k=label_k,
+                             model_path=model_path, llm_context=llm_context, logs=logs, progress=progress)
     report = train_assessor(groups, out_dir, seed=seed, test_share=test_share, model_path=model_path, label_k=label_k,
                             n_trees=n_trees, progress=progress,
                             extra_meta={"data": str(data), "index_dir": str(index_dir), "n_candidates": n_candidates})

@@ -1,5 +1,6 @@
-"""The plan assessor's query scorer: scikit-learn's gradient-boosted trees kept as numpy arrays (``meta.json`` +
-``trees.npz``), so loading needs neither pickle nor scikit-learn; :func:`load_assessor` caches per folder."""
+"""The plan assessor's query scorer: scikit-learn's gradient-boosted trees over the features of features.py (MiniLM
+embeddings of context and query), kept as numpy arrays (``meta.json`` + ``trees.npz``): loading needs neither pickle nor
+scikit-learn; :func:`load_assessor` caches per folder."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ragplan.methods.furepa.features import FEATURE_NAMES, group_features
+from ragplan.methods.furepa.features import SCALAR_FEATURES, group_features
 
 __all__ = ["TreeEnsemble", "PlanAssessor", "AssessorError", "fit_trees", "save_assessor", "load_assessor",
            "META_FILE", "TREES_FILE"]
@@ -107,7 +108,7 @@ class PlanAssessor:
     """A trained query scorer: ``score(question, evidence, queries)`` predicts each query's reciprocal rank."""
 
     def __init__(self, meta: dict[str, Any], trees: TreeEnsemble) -> None:
-        if list(meta.get("features") or []) != list(FEATURE_NAMES):
+        if list(meta.get("features") or [])[:len(SCALAR_FEATURES)] != list(SCALAR_FEATURES):
             raise AssessorError("the assessor was trained on other features than this version computes; retrain it")
         self.meta = meta
         self.trees = trees
@@ -127,8 +128,7 @@ def save_assessor(out_dir: str | Path, trees: TreeEnsemble, meta: dict[str, Any]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     np.savez(out / TREES_FILE, **trees.arrays())
-    (out / META_FILE).write_text(json.dumps({**meta, "features": list(FEATURE_NAMES)}, indent=2, ensure_ascii=False) + "\n",
-                                 encoding="utf-8")
+    (out / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return out
 
 

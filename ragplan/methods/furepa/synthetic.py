@@ -1,6 +1,6 @@
-"""A synthetic multi-hop QA corpus with gold supporting passages (the plan assessor's own data): a fictional world of
+"""A synthetic multi-hop QA demo corpus with gold supporting passages (smoke tests, not figures): a fictional world of
 rivers, cities, people, companies and novels, bridge and comparison questions among distractors, as FlashRAG-style
-or MuSiQue JSON Lines (:func:`write_synthetic`). Deterministic for a seed."""
+JSON Lines (:func:`write_synthetic`). Deterministic for a seed."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from ragplan.eval.runfolder import atomic_write
 
-__all__ = ["SyntheticWorld", "make_synthetic_world", "synthetic_records", "musique_records", "write_synthetic"]
+__all__ = ["SyntheticWorld", "make_synthetic_world", "synthetic_records", "write_synthetic"]
 
 _ON = ["val", "mar", "tor", "bel", "dun", "kes", "lor", "mir", "ost", "pra", "quen", "rav", "sol", "tam", "ul", "ver",
        "wes", "yor", "zan", "cal", "bren", "fal", "gor", "hal", "isk", "jor", "kal", "lum", "nor", "per"]
@@ -192,34 +192,9 @@ def synthetic_records(n: int, seed: int = 0, distractors: int = 6) -> list[dict[
     return out
 
 
-def musique_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The bridge questions of :func:`synthetic_records` as official MuSiQue records (a decomposition step per hop)."""
-    out: list[dict[str, Any]] = []
-    for r in records:
-        m = r["metadata"]
-        if m["type"] != "bridge":
-            continue
-        chain = list(dict.fromkeys(t for t, _ in m["supporting_facts"]))
-        idx = {t: i for i, (t, _) in enumerate(m["context"])}
-        answers = chain[1:] + [r["golden_answers"][0]]
-        out.append({"id": f"{len(chain)}hop__{r['id']}",
-                    "paragraphs": [{"idx": i, "title": t, "paragraph_text": " ".join(sents), "is_supporting": t in chain}
-                                   for i, (t, sents) in enumerate(m["context"])],
-                    "question": r["question"],
-                    "question_decomposition": [{"id": f"{r['id']}-{k}", "question": q, "answer": a,
-                                                "paragraph_support_idx": idx[t]}
-                                               for k, (q, a, t) in enumerate(zip(m["decomposition"], answers, chain))],
-                    "answer": r["golden_answers"][0], "answer_aliases": [], "answerable": True})
-    return out
-
-
-def write_synthetic(path: str | Path, n: int, seed: int = 0, distractors: int = 6, fmt: str = "flashrag") -> Path:
-    """Write :func:`synthetic_records` as JSON Lines to ``path`` (``fmt="musique"``: :func:`musique_records` of them)."""
-    if fmt not in ("flashrag", "musique"):
-        raise ValueError(f"unknown synthetic format {fmt!r}; known: flashrag, musique")
+def write_synthetic(path: str | Path, n: int, seed: int = 0, distractors: int = 6) -> Path:
+    """Write :func:`synthetic_records` as JSON Lines to ``path``."""
     records = synthetic_records(n, seed, distractors)
-    if fmt == "musique":
-        records = musique_records(records)
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(p, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))

@@ -1,22 +1,28 @@
 """Train the plan assessor and measure it on held-out questions: Spearman correlation of score and label and the MRR
-of each selector's pick (the trained scorer, ``first``, ``random`` expected and the ``oracle`` ceiling)."""
+of each selector's pick: the trained scorer, one-line baselines (word overlap with the question, BM25 of the
+candidate, the retriever's top score), ``first``, ``random`` (expected) and the ``oracle`` ceiling."""
 
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from collections import Counter
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from ragplan.methods.furepa.data import HopGroup
-from ragplan.methods.furepa.features import FEATURE_NAMES, group_features, group_texts
-from ragplan.methods.furepa.scorer import fit_trees, save_assessor
+from ragplan.methods.furepa.features import content_words, feature_names, group_features, group_texts
+from ragplan.methods.furepa.scorer import PlanAssessor, fit_trees, save_assessor
 
-__all__ = ["AssessorReport", "split_by_question", "featurize", "pick_mrr", "spearman", "train_assessor"]
+__all__ = ["AssessorReport", "split_by_question", "featurize", "baseline_scores", "pick_mrr", "mrr_line", "spearman",
+           "train_assessor", "evaluate_assessor"]
+
+BASELINES = ("overlap", "bm25", "retriever")
 
 
 @dataclass
@@ -28,7 +34,7 @@ class AssessorReport:
     group_spearman: float
     """Mean per-group Spearman over held-out groups whose labels differ."""
     mrr: dict[str, float]
-    """Mean label of the picked candidate: trained, first, random (expected), oracle."""
+    """Mean label of the picked candidate: trained, the one-line baselines, first, random (expected), oracle."""
     n_questions: dict[str, int]
     n_groups: dict[str, int]
     """Picking points (question × hop) in each split."""
@@ -45,8 +51,6 @@ class AssessorReport:
     out_dir: str
     seconds: float
     """Wall time of the training (of the whole command when run from data)."""
-    importances: dict[str, float] = field(default_factory=dict)
-    """Share of the trees' splits on each feature."""
 
     def lines(self) -> list[str]:
         """The report as printed by ``ragplan furepa train-assessor``."""
@@ -57,9 +61,16 @@ class AssessorReport:
             f"({self.n_candidates['train']} candidates from {self.candidates}), seed {self.seed}",
             f"Spearman (score vs label): {self.spearman:.3f} overall, {self.group_spearman:.3f} mean within a group",
             f"MRR of the picked query (label = 1/rank of the hop's gold passage in the top {self.label_k}):",
-            f"  trained {m['trained']:.3f}   first {m['first']:.3f}   random {m['random']:.3f}   oracle {m['oracle']:.3f}",
-            f"Saved to {self.out_dir} ({self.seconds:.1f} s)",
+            mrr_line(m), f"Saved to {self.out_dir} ({self.seconds:.1f} s)",
         ]
+
+
+def mrr_line(m: dict[str, float]) -> str:
+    """The selectors' MRR on one line, and the trained pick's margin over the best one-line baseline."""
+    best = max(BASELINES, key=lambda b: m[b])
+    return (f"  trained {m['trained']:.3f}   overlap {m['overlap']:.3f}   bm25 {m['bm25']:.3f}   retriever "
+            f"{m['retriever']:.3f}   first {m['first']:.3f}   random {m['random']:.3f}   oracle {m['oracle']:.3f}   "
+            f"(trained - best baseline {best}: {m['trained'] - m[best]:+.3f})")
 
 
 def split_by_question(groups: Sequence[HopGroup], test_share: float, seed: int) -> tuple[list[HopGroup], list[HopGroup]]:
@@ -79,7 +90,34 @@ def featurize(groups: Sequence[HopGroup], embedder: Any, *, progress: bool = Fal
     embedder.encode(texts, batch_size=128, show_progress=progress)  # one batched pass; the groups then read the cache
     rows = [group_features(embedder, g.question, g.context, g.candidates)
             for g in tqdm(groups, desc=desc, unit="group", disable=not progress)]
-    return np.vstack(rows) if rows else np.zeros((0, len(FEATURE_NAMES)))
+    return np.vstack(rows) if rows else np.zeros((0, len(feature_names(int(embedder.dim)))))
+
+
+def _bm25(query: str, docs: list[list[str]], k1: float = 1.5, b: float = 0.75) -> float:
+    """The best Okapi BM25 score of ``query`` over ``docs`` (word lists; idf from them)."""
+    if not docs:
+        return 0.0
+    df = Counter(w for d in docs for w in set(d))
+    avg = sum(map(len, docs)) / len(docs) or 1.0
+    idf = {w: math.log(1 + (len(docs) - n + 0.5) / (n + 0.5)) for w, n in df.items()}
+    best = 0.0
+    for d in docs:
+        tf = Counter(d)
+        best = max(best, sum(idf.get(w, 0.0) * tf[w] * (k1 + 1) / (tf[w] + k1 * (1 - b + b * len(d) / avg))
+                             for w in set(content_words(query))))
+    return best
+
+
+def baseline_scores(g: HopGroup) -> dict[str, list[float]]:
+    """The one-line baselines' scores of ``g``'s candidates: word overlap (Jaccard) with the question, BM25 over the
+    question's own paragraphs not yet held, and the retriever's top score (from labelling)."""
+    q = set(content_words(g.question))
+    held = {t for t, _ in g.context}
+    docs = [content_words(f"{t} {x}") for t, x in g.own if t not in held]
+    return {"overlap": [len(q & set(w)) / len(q | set(w)) if q | set(w) else 0.0
+                        for w in map(content_words, g.candidates)],
+            "bm25": [_bm25(c, docs) for c in g.candidates],
+            "retriever": list(g.top_scores) if len(g.top_scores) == len(g.candidates) else [0.0] * len(g.candidates)}
 
 
 def spearman(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
@@ -91,12 +129,13 @@ def spearman(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -
 
 
 def pick_mrr(groups: Sequence[HopGroup], scores: Sequence[Sequence[float]]) -> dict[str, float]:
-    """Mean label of the pick of each selector (trained = highest score, ties to the earlier candidate)."""
-    if not groups:
-        return {"trained": 0.0, "first": 0.0, "random": 0.0, "oracle": 0.0}
-    trained = [g.labels[int(np.argmax(s))] for g, s in zip(groups, scores)]
-    n = len(groups)
-    return {"trained": round(sum(trained) / n, 4),
+    """Mean label of the pick of each selector (a scorer picks its highest score, ties to the earlier candidate)."""
+    def mean_pick(per: Sequence[Sequence[float]]) -> float:
+        return round(sum(g.labels[int(np.argmax(s))] for g, s in zip(groups, per)) / max(1, len(groups)), 4)
+
+    base = [baseline_scores(g) for g in groups]
+    n = max(1, len(groups))
+    return {"trained": mean_pick(scores), **{b: mean_pick([x[b] for x in base]) for b in BASELINES},
             "first": round(sum(g.labels[0] for g in groups) / n, 4),
             "random": round(sum(sum(g.labels) / len(g.labels) for g in groups) / n, 4),
             "oracle": round(sum(max(g.labels) for g in groups) / n, 4)}
@@ -127,26 +166,42 @@ def train_assessor(groups: Sequence[HopGroup], out_dir: str | Path, *, seed: int
     x_train = featurize(train, embedder, progress=progress, desc="features (train)")
     x_test = featurize(test, embedder, progress=progress, desc="features (held out)")
     trees = fit_trees(x_train, y, seed=seed, n_trees=n_trees, progress=progress)
+    fitted = trees.predict(x_train)
+    if np.ptp(fitted) == 0:
+        raise ValueError("the scorer did not learn (its score is the same for every training candidate): the labels "
+                         "do not vary with the candidates; not saved")
     s_test = trees.predict(x_test)
     y_test = [v for g in test for v in g.labels]
     per_group = _per_group(test, s_test)
     within = [spearman(s, g.labels) for g, s in zip(test, per_group) if len(set(g.labels)) > 1]
-    sources = sorted({g.source for g in groups})
-    usage = np.bincount(trees.feature[trees.left >= 0], minlength=len(FEATURE_NAMES))
-    importances = {n: round(float(c) / max(1, int(usage.sum())), 4) for n, c in zip(FEATURE_NAMES, usage) if c}
     report = AssessorReport(
         spearman=round(spearman(s_test, y_test), 4), group_spearman=round(float(np.mean(within)) if within else 0.0, 4),
-        mrr=pick_mrr(test, per_group), train_mrr=pick_mrr(train, _per_group(train, trees.predict(x_train))),
+        mrr=pick_mrr(test, per_group), train_mrr=pick_mrr(train, _per_group(train, fitted)),
         n_questions={"train": len({g.qid for g in train}), "test": len({g.qid for g in test})},
         n_groups={"train": len(train), "test": len(test)},
         n_candidates={"train": len(y), "test": len(y_test)}, seed=seed, label_k=label_k,
-        candidates="+".join(sources), model_path=model_path, out_dir=str(out_dir), seconds=0.0,
-        importances=dict(sorted(importances.items(), key=lambda kv: -kv[1])))
+        candidates="+".join(sorted({g.source for g in groups})), model_path=model_path, out_dir=str(out_dir), seconds=0.0)
     digest = hashlib.sha256(repr([(g.qid, g.hop, g.candidates, g.labels) for g in groups]).encode()).hexdigest()[:16]
     report.seconds = round(time.perf_counter() - t0, 1)
     meta = {"model_path": model_path, "resolved_model_path": resolve_model_path(model_path), "seed": seed,
             "test_share": test_share, "label_k": label_k, "n_trees": n_trees, "data_digest": digest,
-            "metrics": {k: v for k, v in asdict(report).items() if k not in ("out_dir", "seconds")},
-            **(extra_meta or {})}
+            "features": feature_names(int(embedder.dim)),
+            "metrics": {k: v for k, v in asdict(report).items() if k not in ("out_dir", "seconds")}, **(extra_meta or {})}
     save_assessor(out_dir, trees, meta)
     return report
+
+
+def evaluate_assessor(groups: Sequence[HopGroup], assessor: PlanAssessor) -> dict[str, Any]:
+    """A saved assessor's picks on labelled ``groups`` (every question of another dataset) beside the baselines."""
+    from ragplan.tools.embeddings import get_embedder
+
+    groups = [g for g in groups if len(g.labels) == len(g.candidates) and len(g.candidates) >= 2]
+    if not groups:
+        raise ValueError("no picking point with two or more labelled candidates to evaluate on")
+    texts = list(dict.fromkeys(t for g in groups for t in group_texts(g.question, g.context, g.candidates)))
+    get_embedder(assessor.meta.get("model_path", "")).encode(texts, batch_size=128)  # one batch; scoring reads the cache
+    scores = [assessor.score(g.question, g.context, g.candidates) for g in groups]
+    within = [spearman(s, g.labels) for g, s in zip(groups, scores) if len(set(g.labels)) > 1]
+    return {"n_questions": len({g.qid for g in groups}), "n_groups": len(groups),
+            "n_candidates": sum(len(g.candidates) for g in groups), "candidates": "+".join(sorted({g.source for g in groups})),
+            "group_spearman": round(float(np.mean(within)) if within else 0.0, 4), "mrr": pick_mrr(groups, scores)}
