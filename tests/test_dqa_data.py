@@ -181,8 +181,8 @@ def test_scenario_cache_is_bounded(tmp_path, monkeypatch):
         load_scenario(p, "building")
     assert len(dqa_data._cache) == 3
     calls: list[str] = []
-    real = dqa_data.graph_rows_from_bytes
-    monkeypatch.setattr(dqa_data, "graph_rows_from_bytes", lambda b, source: calls.append(source) or real(b, source))
+    real = dqa_data._compile  # (a building script in the official form never reaches graph_rows_from_bytes)
+    monkeypatch.setattr(dqa_data, "_compile", lambda b, source, scenario: calls.append(source) or real(b, source, scenario))
     load_scenario(paths[4], "building")   # recent: kept
     load_scenario(paths[0], "building")   # oldest: evicted, parsed again
     assert calls == [str(paths[0].resolve())]
