@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -45,18 +45,11 @@ class BuildingScenario:
     s_goods: np.ndarray
     max_supply: np.ndarray
     current_output: np.ndarray
-    _sequential: dict[int, list[float]] = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
     def all_prices(self) -> np.ndarray:
         """Prices of every goods for every building raised (rows in file order), computed once."""
         return simulate_prices(self)
-
-    def sequential_prices(self, raised: int) -> list[float]:
-        """:func:`sequential_prices` of building index ``raised``, computed once."""
-        if raised not in self._sequential:
-            self._sequential[raised] = sequential_prices(self, raised)
-        return self._sequential[raised]
 
     def goods_index(self, goods: str | int) -> int:
         """Index of goods given by name or code; ValueError if absent."""
@@ -306,7 +299,7 @@ def _decide_near_ties(sc: BuildingScenario, g: int, column: list[float], script_
         return column  # one clear best: the order of operations cannot change the decision
     column = list(column)
     for b in near:
-        column[b] = sc.sequential_prices(b)[g]
+        column[b] = sequential_prices(sc, b)[g]
     return column
 
 

@@ -15,8 +15,15 @@ __all__ = ["LocatingScenario", "Record", "LocatingOption", "LocatingSolution", "
            "merchant_power", "truthy"]
 
 
+#: DQA's usual flag values, looked up (1 and 0 hash as True and False).
+_FLAGS: dict[Any, bool] = {True: True, False: False, "True": True, "False": False, "true": True, "false": False}
+
+
 def truthy(value: Any) -> bool:
-    """DQA's merchant flags are the strings "True"/"False" (sometimes booleans)."""
+    """DQA's merchant flags are the strings "True"/"False" (sometimes booleans); script values are scalars."""
+    known = _FLAGS.get(value)
+    if known is not None:
+        return known
     return value is True or (isinstance(value, str) and value.strip().lower() == "true") or value == 1
 
 
@@ -167,16 +174,6 @@ class LocatingScenario:
         return (local_value[home] - outgoing[home] + ingoing[home]) * powers[mine] / total
 
 
-#: :func:`truthy` of DQA's usual flag values, looked up (1 and 0 hash as True and False: truthy agrees).
-_FLAGS: dict[Any, bool] = {True: True, False: False, "True": True, "False": False, "true": True, "false": False}
-
-
-def _flag(value: Any) -> bool:
-    """:func:`truthy`, by a lookup for the usual values (script values are scalars, so hashable)."""
-    known = _FLAGS.get(value)
-    return truthy(value) if known is None else known
-
-
 def scenario_from_data(data: GraphData | GraphRows) -> LocatingScenario:
     """Build a scenario from a parsed script; a relationship to an unknown node names its line."""
     rows = data if isinstance(data, GraphRows) else GraphRows.of(data)
@@ -192,7 +189,7 @@ def scenario_from_data(data: GraphData | GraphRows) -> LocatingScenario:
             if label == "Trade_node":
                 names.append(str(props["name"]))
                 lv.append(float(props.get("local_value", 0) or 0))
-                inland.append(_flag(props.get("is_inland", False)))
+                inland.append(truthy(props.get("is_inland", False)))
                 tp.append(float(props.get("total_power", 0) or 0))
             else:
                 name = str(props["name"])
@@ -209,8 +206,8 @@ def scenario_from_data(data: GraphData | GraphRows) -> LocatingScenario:
             if rtype == "NodeCountry":
                 country, node = (src_key, dst_key) if src_label == "Country" else (dst_key, src_key)
                 merchant = props["has_merchant"] if "has_merchant" in props else props.get("has_has_merchant", False)
-                records.append(Record(str(country["name"]), index[str(node["name"])], _flag(props.get("is_home", False)),
-                                      _flag(merchant), float(props.get("base_trading_power", 0) or 0)))
+                records.append(Record(str(country["name"]), index[str(node["name"])], truthy(props.get("is_home", False)),
+                                      truthy(merchant), float(props.get("base_trading_power", 0) or 0)))
             elif rtype == "source":
                 edges.append((index[str(src_key["name"])], index[str(dst_key["name"])]))
         except KeyError as exc:
