@@ -17,8 +17,7 @@ import pytest
 
 from ragplan.methods.planrag import cql
 from ragplan.methods.planrag.building import official_scenario, scenario_from_data as building_scenario
-from ragplan.methods.planrag.cql import (GraphRows, graph_data_from_bytes, graph_data_from_text, graph_rows_from_bytes,
-                                         graph_rows_from_text, read_graph_data)
+from ragplan.methods.planrag.cql import graph_data_from_bytes, graph_data_from_text, read_graph_data
 from ragplan.methods.planrag.data import load_questions
 from ragplan.methods.planrag.generate import generate_clone
 from ragplan.tools.graphdb.script import ScriptError, split_statements
@@ -47,10 +46,8 @@ def test_generated_clones_parse_to_the_same_graph_data(tmp_path, scenario, size)
         assert new == legacy.legacy_graph_data(text, str(q.script))
         assert _plain(text)  # generated files (messy lines and all) take the fast path
         assert new.nodes and new.rels
-        maps = [m for r in new.rels for m in (r.src_key, r.dst_key, r.props)] + [n.props for n in new.nodes]
-        assert len({id(m) for m in maps}) == len(maps)  # every record has dicts of its own
-        rows = graph_rows_from_bytes(q.script.read_bytes(), str(q.script))  # what the loader compiles
-        assert rows == GraphRows.of(new) and len({id(r[4]) for r in rows.rels}) < len(rows.rels)  # maps shared
+        assert graph_data_from_bytes(q.script.read_bytes(), str(q.script)) == new  # what the loader compiles
+        assert len({id(r.dst_key) for r in new.rels}) < len(new.rels)  # maps with the same text shared
 
 
 # The ways DQA's real files are messy (shared/DQA.md): lines without ';', spacing variants, blank
@@ -208,8 +205,7 @@ def test_a_hostile_corpus_parses_as_the_old_parser_did(seed):
         text = rng.choice(["\n", "\n", "\r\n", "\r"]).join(lines) + rng.choice(["", "\n", "\n\n", " "])
         expected = _outcome(legacy.legacy_graph_data, text)
         assert _outcome(graph_data_from_text, text) == expected, repr(text)
-        rows = _outcome(lambda t, s: graph_rows_from_bytes(t.encode("utf-8"), s), text)  # the loader's form
-        assert rows == (expected if expected[0] == "error" else ("ok", GraphRows.of(expected[1]))), repr(text)
+        assert _outcome(lambda t, s: graph_data_from_bytes(t.encode("utf-8"), s), text) == expected, repr(text)
         assert _outcome(split_statements, text) == _outcome(legacy.split_statements, text), repr(text)
         plain += _plain(text)
     assert 200 < plain < 1300  # both paths are exercised
@@ -256,7 +252,7 @@ def _building_outcome(compile_text, text: str):
 
 
 def _general_building(text: str):
-    return building_scenario(graph_rows_from_text(text, "f.cql"))
+    return building_scenario(graph_data_from_text(text, "f.cql"))
 
 
 @pytest.mark.parametrize("size", ["small", "official"])

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ragplan.methods.planrag.cql import GraphData, GraphRows
+from ragplan.methods.planrag.cql import GraphData
 from ragplan.tools.graphdb.script import ScriptError
 
 __all__ = ["BuildingScenario", "BuildingOption", "BuildingSolution", "scenario_from_data", "simulate_prices",
@@ -59,27 +59,26 @@ class BuildingScenario:
         raise ValueError(f"goods {goods!r} is not in {self.source}")
 
 
-def scenario_from_data(data: GraphData | GraphRows) -> BuildingScenario:
+def scenario_from_data(data: GraphData) -> BuildingScenario:
     """Build a scenario from a parsed script; an edge to unknown goods or building names its line."""
-    rows = data if isinstance(data, GraphRows) else GraphRows.of(data)
     goods: list[tuple[Any, ...]] = []
     buildings: list[tuple[Any, ...]] = []
     edges: list[tuple[Any, ...]] = []
-    for label, props, line in rows.nodes:
+    for label, props, line in data.nodes:
         if label in ("Goods", "Building") and props.get("code" if label == "Goods" else "id") is None:
-            raise ScriptError(rows.source, line, f"a {label} node without its {'code' if label == 'Goods' else 'id'}")
+            raise ScriptError(data.source, line, f"a {label} node without its {'code' if label == 'Goods' else 'id'}")
         if label == "Goods":
             goods.append((props.get("name"), props["code"], props.get("base_price"), props.get("current_price"),
                           props.get("pop_demand")))
         elif label == "Building":
             buildings.append((props["id"], props.get("name", ""), props.get("level")))
-    for rtype, _, src_key, _, dst_key, props, line in rows.rels:
+    for rtype, _, src_key, _, dst_key, props, line in data.rels:
         if rtype == "Demand":
             edges.append((src_key.get("code"), dst_key.get("id"), props.get("max_demand"), line))
         elif rtype == "Supply":
             edges.append((src_key.get("id"), dst_key.get("code"), props.get("max_supply"), props.get("current_output"),
                           line))
-    return _scenario(rows.source, goods, buildings, edges)
+    return _scenario(data.source, goods, buildings, edges)
 
 
 def _scenario(source: str, goods: list[tuple[Any, ...]], buildings: list[tuple[Any, ...]],
@@ -87,10 +86,8 @@ def _scenario(source: str, goods: list[tuple[Any, ...]], buildings: list[tuple[A
     """The scenario of a script's values in file order: goods (name, code, base_price, current_price, pop_demand),
     buildings (id, name, level), edges: demand (code, id, max_demand, line) and supply (id, code, max_supply,
     current_output, line); a missing number is 0, an edge to unknown goods or building names its line."""
-    nums = lambda col: np.asarray([float(x or 0) for x in col], dtype=float)  # noqa: E731
-    g_names, g_codes, base, cur, pop = (list(c) for c in zip(*goods)) if goods else ([], [], [], [], [])
-    b_ids, b_names, levels = (list(c) for c in zip(*buildings)) if buildings else ([], [], [])
-    g_codes, b_ids = [int(c) for c in g_codes], [int(b) for b in b_ids]
+    nums = lambda rows, k: np.asarray([float(r[k] or 0) for r in rows], dtype=float)  # noqa: E731
+    g_codes, b_ids = [int(g[1]) for g in goods], [int(b[0]) for b in buildings]
     g_idx = {c: i for i, c in enumerate(g_codes)}
     b_idx = {b: i for i, b in enumerate(b_ids)}
     dg, db, md, sb, sg, ms, co = [], [], [], [], [], [], []
@@ -109,8 +106,9 @@ def _scenario(source: str, goods: list[tuple[Any, ...]], buildings: list[tuple[A
             raise ScriptError(source, edge[-1], f"relationship refers to unknown goods or building ({exc})") from exc
     ints = lambda x: np.asarray(x, dtype=np.int64)  # noqa: E731
     return BuildingScenario(
-        source, [str(n) for n in g_names], g_codes, nums(base), nums(cur), nums(pop), b_ids, [str(n) for n in b_names],
-        nums(levels), ints(dg), ints(db), np.asarray(md), ints(sb), ints(sg), np.asarray(ms), np.asarray(co),
+        source, [str(g[0]) for g in goods], g_codes, nums(goods, 2), nums(goods, 3), nums(goods, 4), b_ids,
+        [str(b[1]) for b in buildings], nums(buildings, 2), ints(dg), ints(db), np.asarray(md), ints(sb), ints(sg),
+        np.asarray(ms), np.asarray(co),
     )
 
 
