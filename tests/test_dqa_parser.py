@@ -12,10 +12,12 @@ from __future__ import annotations
 import random
 import re
 
+import numpy as np
 import pytest
 
 from ragplan.methods.planrag import cql
-from ragplan.methods.planrag.cql import GraphRows, graph_data_from_bytes, graph_data_from_text, graph_rows_from_bytes, read_graph_data
+from ragplan.methods.planrag.building import official_scenario, scenario_from_data as building_scenario
+from ragplan.methods.planrag.cql import graph_data_from_bytes, graph_data_from_text, read_graph_data
 from ragplan.methods.planrag.data import load_questions
 from ragplan.methods.planrag.generate import generate_clone
 from ragplan.tools.graphdb.script import ScriptError, split_statements
@@ -44,10 +46,8 @@ def test_generated_clones_parse_to_the_same_graph_data(tmp_path, scenario, size)
         assert new == legacy.legacy_graph_data(text, str(q.script))
         assert _plain(text)  # generated files (messy lines and all) take the fast path
         assert new.nodes and new.rels
-        maps = [m for r in new.rels for m in (r.src_key, r.dst_key, r.props)] + [n.props for n in new.nodes]
-        assert len({id(m) for m in maps}) == len(maps)  # every record has dicts of its own
-        rows = graph_rows_from_bytes(q.script.read_bytes(), str(q.script))  # what the loader compiles
-        assert rows == GraphRows.of(new) and len({id(r[4]) for r in rows.rels}) < len(rows.rels)  # maps shared
+        assert graph_data_from_bytes(q.script.read_bytes(), str(q.script)) == new  # what the loader compiles
+        assert len({id(r.dst_key) for r in new.rels}) < len(new.rels)  # maps with the same text shared
 
 
 # The ways DQA's real files are messy (shared/DQA.md): lines without ';', spacing variants, blank
@@ -205,8 +205,7 @@ def test_a_hostile_corpus_parses_as_the_old_parser_did(seed):
         text = rng.choice(["\n", "\n", "\r\n", "\r"]).join(lines) + rng.choice(["", "\n", "\n\n", " "])
         expected = _outcome(legacy.legacy_graph_data, text)
         assert _outcome(graph_data_from_text, text) == expected, repr(text)
-        rows = _outcome(lambda t, s: graph_rows_from_bytes(t.encode("utf-8"), s), text)  # the loader's form
-        assert rows == (expected if expected[0] == "error" else ("ok", GraphRows.of(expected[1]))), repr(text)
+        assert _outcome(lambda t, s: graph_data_from_bytes(t.encode("utf-8"), s), text) == expected, repr(text)
         assert _outcome(split_statements, text) == _outcome(legacy.split_statements, text), repr(text)
         plain += _plain(text)
     assert 200 < plain < 1300  # both paths are exercised
@@ -237,3 +236,50 @@ def test_the_splitter_splits_any_cypher_as_before(seed):
             lines[i] = _mutate(lines[i], rng)
         text = rng.choice(["\n", "\r\n"]).join(lines) + rng.choice(["", "\n"])
         assert _outcome(split_statements, text) == _outcome(legacy.split_statements, text), repr(text)
+
+
+# ------------------------------------------------------------------- building scripts in the official form
+
+def _building_outcome(compile_text, text: str):
+    try:
+        sc = compile_text(text)
+    except ScriptError as exc:
+        return "error", str(exc)
+    if sc is None:
+        return None
+    return "ok", {k: (v.dtype.str, v.tolist()) if isinstance(v, np.ndarray) else v
+                  for k, v in vars(sc).items() if not k.startswith("_") and k != "all_prices"}
+
+
+def _general_building(text: str):
+    return building_scenario(graph_data_from_text(text, "f.cql"))
+
+
+@pytest.mark.parametrize("size", ["small", "official"])
+def test_official_building_scripts_compile_without_the_general_parser_to_the_same_scenario(tmp_path, size):
+    generate_clone(tmp_path, "building", 4, seed=21, size=size)
+    for q in load_questions(tmp_path, "building"):
+        text = q.script.read_text()
+        fast = _building_outcome(lambda t: official_scenario(t, "f.cql"), text)
+        assert fast is not None and fast == _building_outcome(_general_building, text)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_official_building_form_falls_back_or_agrees_on_a_hostile_corpus(seed):
+    rng = random.Random(200 + seed)
+    lines = [ln for ln in LINES if "Goods" in ln or "Building" in ln or ln.startswith("//") or not ln]
+    lines += ['CREATE (n: Goods {name:"tools", code: 42, base_price:30, current_price:24.1, pop_demand:12.5});',
+              'CREATE (n: Building {id: 1430, name:"b", level:0});',
+              'CREATE (n: Building {id: 1435, name:"a{b", level:2});']
+    fast_taken = 0
+    for _ in range(1500):
+        picked = [rng.choice(lines) for _ in range(rng.randint(1, 8))]
+        for _ in range(rng.randint(0, 4)):
+            i = rng.randrange(len(picked))
+            picked[i] = _mutate(picked[i], rng)
+        text = rng.choice(["\n", "\n", "\r\n"]).join(picked) + rng.choice(["", "\n", " "])
+        fast = _building_outcome(lambda t: official_scenario(t, "f.cql"), text)
+        if fast is not None:  # None: the general parser decides
+            fast_taken += 1
+            assert fast == _building_outcome(_general_building, text), repr(text)
+    assert 100 < fast_taken < 1400  # both paths are exercised

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ragplan.methods.planrag import building
 from ragplan.methods.planrag.building import scenario_from_data as building_scenario, sequential_prices, simulate_prices, solve_building
 from ragplan.methods.planrag.cql import graph_data_from_text, parse_map
 from ragplan.methods.planrag.generate import generate_clone
@@ -276,10 +277,12 @@ def test_building_near_tie_with_the_script_price():
     assert solve_building(building_scenario(data), "gadgets").best is None
 
 
-def test_building_clear_best_skips_the_sequential_check():
+def test_building_clear_best_skips_the_sequential_check(monkeypatch):
+    rechecked: list[int] = []
+    monkeypatch.setattr(building, "sequential_prices", lambda sc, raised=-1: rechecked.append(raised) or [])
     sc = building_scenario(graph_data_from_text(MARKET))
     assert solve_building(sc, "gadgets").best == 12
-    assert sc._sequential == {}  # one clear best: nothing re-simulated
+    assert rechecked == []  # one clear best: nothing re-simulated
 
 
 # P1 and P2 feed H and X; D's merchants steer toward X, C's merchant (the option) toward H. On paper

@@ -109,11 +109,6 @@ def _code(text: str) -> str:
     return _LITERAL_OR_COMMENT.sub(lambda m: "" if m.group(1) else '""', text)
 
 
-def _is_content(line: str) -> bool:
-    s = line.strip()
-    return bool(s) and not s.startswith("//")
-
-
 def _ends_with_semicolon(stmt: str) -> bool:
     if stmt.endswith(";") and "//" not in stmt[stmt.rfind("\n") + 1 :]:
         return True  # the common case, without the slower literal / comment strip
@@ -198,7 +193,7 @@ def split_statements(text: str, path: str = "<script>") -> list[Statement]:
     for pos in [*semis, len(text)]:
         chunk = text[prev:pos]
         chunk_lines = chunk.split("\n")
-        skip = next((i for i, ln in enumerate(chunk_lines) if _is_content(ln)), None)
+        skip = next((i for i, ln in enumerate(chunk_lines) if ln.strip() and not ln.strip().startswith("//")), None)
         if skip is not None:
             stmt = "\n".join(chunk_lines[skip:]).strip()
             if quote and pos == len(text):

@@ -4,18 +4,19 @@ re-simulated in the annotator's order. A level-0 building is raised by 5 / 1; ``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from ragplan.methods.planrag.cql import GraphData, GraphRows
+from ragplan.methods.planrag.cql import GraphData
 from ragplan.tools.graphdb.script import ScriptError
 
 __all__ = ["BuildingScenario", "BuildingOption", "BuildingSolution", "scenario_from_data", "simulate_prices",
-           "sequential_prices", "solve_building", "RAISE_LEVELS", "ROUNDS", "NEAR_TIE_REL"]
+           "sequential_prices", "solve_building", "official_scenario", "RAISE_LEVELS", "ROUNDS", "NEAR_TIE_REL"]
 
 RAISE_LEVELS = 5
 ROUNDS = 10
@@ -44,18 +45,11 @@ class BuildingScenario:
     s_goods: np.ndarray
     max_supply: np.ndarray
     current_output: np.ndarray
-    _sequential: dict[int, list[float]] = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
     def all_prices(self) -> np.ndarray:
         """Prices of every goods for every building raised (rows in file order), computed once."""
         return simulate_prices(self)
-
-    def sequential_prices(self, raised: int) -> list[float]:
-        """:func:`sequential_prices` of building index ``raised``, computed once."""
-        if raised not in self._sequential:
-            self._sequential[raised] = sequential_prices(self, raised)
-        return self._sequential[raised]
 
     def goods_index(self, goods: str | int) -> int:
         """Index of goods given by name or code; ValueError if absent."""
@@ -65,45 +59,108 @@ class BuildingScenario:
         raise ValueError(f"goods {goods!r} is not in {self.source}")
 
 
-def scenario_from_data(data: GraphData | GraphRows) -> BuildingScenario:
+def scenario_from_data(data: GraphData) -> BuildingScenario:
     """Build a scenario from a parsed script; an edge to unknown goods or building names its line."""
-    rows = data if isinstance(data, GraphRows) else GraphRows.of(data)
-    g_names, g_codes, base, cur, pop = [], [], [], [], []
-    b_ids, b_names, levels = [], [], []
-    for label, props, line in rows.nodes:
+    goods: list[tuple[Any, ...]] = []
+    buildings: list[tuple[Any, ...]] = []
+    edges: list[tuple[Any, ...]] = []
+    for label, props, line in data.nodes:
         if label in ("Goods", "Building") and props.get("code" if label == "Goods" else "id") is None:
-            raise ScriptError(rows.source, line, f"a {label} node without its {'code' if label == 'Goods' else 'id'}")
+            raise ScriptError(data.source, line, f"a {label} node without its {'code' if label == 'Goods' else 'id'}")
         if label == "Goods":
-            g_names.append(str(props.get("name")))
-            g_codes.append(int(props["code"]))
-            base.append(float(props.get("base_price", 0) or 0))
-            cur.append(float(props.get("current_price", 0) or 0))
-            pop.append(float(props.get("pop_demand", 0) or 0))
+            goods.append((props.get("name"), props["code"], props.get("base_price"), props.get("current_price"),
+                          props.get("pop_demand")))
         elif label == "Building":
-            b_ids.append(int(props["id"]))
-            b_names.append(str(props.get("name", "")))
-            levels.append(float(props.get("level", 0) or 0))
+            buildings.append((props["id"], props.get("name", ""), props.get("level")))
+    for rtype, _, src_key, _, dst_key, props, line in data.rels:
+        if rtype == "Demand":
+            edges.append((src_key.get("code"), dst_key.get("id"), props.get("max_demand"), line))
+        elif rtype == "Supply":
+            edges.append((src_key.get("id"), dst_key.get("code"), props.get("max_supply"), props.get("current_output"),
+                          line))
+    return _scenario(data.source, goods, buildings, edges)
+
+
+def _scenario(source: str, goods: list[tuple[Any, ...]], buildings: list[tuple[Any, ...]],
+              edges: list[tuple[Any, ...]]) -> BuildingScenario:
+    """The scenario of a script's values in file order: goods (name, code, base_price, current_price, pop_demand),
+    buildings (id, name, level), edges: demand (code, id, max_demand, line) and supply (id, code, max_supply,
+    current_output, line); a missing number is 0, an edge to unknown goods or building names its line."""
+    nums = lambda rows, k: np.asarray([float(r[k] or 0) for r in rows], dtype=float)  # noqa: E731
+    g_codes, b_ids = [int(g[1]) for g in goods], [int(b[0]) for b in buildings]
     g_idx = {c: i for i, c in enumerate(g_codes)}
     b_idx = {b: i for i, b in enumerate(b_ids)}
     dg, db, md, sb, sg, ms, co = [], [], [], [], [], [], []
-    for rtype, _, src_key, _, dst_key, props, line in rows.rels:
+    for edge in edges:
         try:
-            if rtype == "Demand":
-                dg.append(g_idx[int(src_key["code"])])
-                db.append(b_idx[int(dst_key["id"])])
-                md.append(float(props.get("max_demand", 0) or 0))
-            elif rtype == "Supply":
-                sb.append(b_idx[int(src_key["id"])])
-                sg.append(g_idx[int(dst_key["code"])])
-                ms.append(float(props.get("max_supply", 0) or 0))
-                co.append(float(props.get("current_output", 0) or 0))
+            if len(edge) == 4:
+                dg.append(g_idx[int(edge[0])])
+                db.append(b_idx[int(edge[1])])
+                md.append(float(edge[2] or 0))
+            else:
+                sb.append(b_idx[int(edge[0])])
+                sg.append(g_idx[int(edge[1])])
+                ms.append(float(edge[2] or 0))
+                co.append(float(edge[3] or 0))
         except (KeyError, TypeError, ValueError) as exc:
-            raise ScriptError(rows.source, line, f"relationship refers to unknown goods or building ({exc})") from exc
-    arr = lambda x, t=float: np.asarray(x, dtype=t)  # noqa: E731
+            raise ScriptError(source, edge[-1], f"relationship refers to unknown goods or building ({exc})") from exc
+    ints = lambda x: np.asarray(x, dtype=np.int64)  # noqa: E731
     return BuildingScenario(
-        rows.source, g_names, g_codes, arr(base), arr(cur), arr(pop), b_ids, b_names, arr(levels),
-        arr(dg, np.int64), arr(db, np.int64), arr(md), arr(sb, np.int64), arr(sg, np.int64), arr(ms), arr(co),
+        source, [str(g[0]) for g in goods], g_codes, nums(goods, 2), nums(goods, 3), nums(goods, 4), b_ids,
+        [str(b[1]) for b in buildings], nums(buildings, 2), ints(dg), ints(db), np.asarray(md), ints(sb), ints(sg),
+        np.asarray(ms), np.asarray(co),
     )
+
+
+_S = r"[ \t]*+"  # spacing inside one line
+_NUM = r"(?:\d++\.?\d*+|\.\d++)(?:[eE][-+]?\d++)?"  # an unsigned number, as parse_map reads it
+_STR = r'"([^"\\\n{}]*+)"'  # a string without escapes or braces
+
+
+def _map(*props: tuple[str, str]) -> str:
+    """A ``{key: value, …}`` pattern with exactly these keys in this order."""
+    return r"\{" + ",".join(rf"{_S}{key}{_S}:{_S}{value}{_S}" for key, value in props) + r"\}"
+
+
+def _node(var: str, label: str, *props: tuple[str, str]) -> str:
+    return rf"\({_S}{var}{_S}:{_S}{label}{_S}{_map(*props)}{_S}\)"
+
+
+#: One line of a building script in the official form (DQA.md's lines: its keys in its order, no escapes): Goods
+#: (groups 1-5: name, code, base_price, current_price, pop_demand), Building (6-8: id, name, level), Demand or Supply
+#: (9-17: goods variable and code, building variable and id, from-variable, max_demand | max_supply and
+#: current_output, to-variable) and its ``;`` (18); or a blank or comment line (all groups empty).
+_OFFICIAL_LINE = re.compile(
+    rf"\n(?:CREATE{_S}" + _node(r"\w*+", "Goods", ("name", _STR), ("code", r"(\d++)"), ("base_price", f"({_NUM})"),
+                                ("current_price", f"({_NUM})"), ("pop_demand", f"({_NUM})"))
+    + rf"|CREATE{_S}" + _node(r"\w*+", "Building", ("id", r"(\d++)"), ("name", _STR), ("level", f"({_NUM})"))
+    + rf"|MATCH{_S}" + _node(r"(\w++)", "Goods", ("code", r"(\d++)")) + rf"{_S},{_S}"
+    + _node(r"(\w++)", "Building", ("id", r"(\d++)")) + rf"{_S}CREATE{_S}\({_S}(\w++){_S}\){_S}-{_S}\[{_S}\w*+{_S}:{_S}"
+    + rf"(?:Demand{_S}" + _map(("max_demand", f"({_NUM})"), ("current_input", _NUM), ("level", _NUM))
+    + rf"|Supply{_S}" + _map(("max_supply", f"({_NUM})"), ("current_output", f"({_NUM})"), ("level", _NUM))
+    + rf"){_S}\]{_S}->{_S}\({_S}(\w++){_S}\))"
+    + rf"{_S}(;?){_S}(?=\n)|\n{_S}(?://[^\n]*+)?(?=\n)",
+    re.ASCII,
+)
+
+
+def official_scenario(text: str, source: str = "<script>") -> BuildingScenario | None:
+    """The scenario of a script whose every line is in the official form, read by one regex pass without the
+    general parser (the same scenario it gives); None for any other script."""
+    found = _OFFICIAL_LINE.findall("\n" + text + "\n")
+    if "\r" in text or len(found) != text.count("\n") + 1:
+        return None
+    goods = [f[:5] for f in found if f[1]]
+    buildings = [f[5:8] for f in found if f[5]]
+    edges = [(f[9], f[11], f[13], no) if f[13] else (f[11], f[9], f[14], f[15], no)
+             for no, f in enumerate(found, 1) if f[8]]
+    semis = sum(1 for f in found if f[17])
+    if not (goods or buildings) or semis and semis * 2 < len(goods) + len(buildings) + len(edges):
+        return None  # no nodes, or a file the statement splitter reads in semicolon mode
+    if any(gv == bv or (a, b) != ((gv, bv) if md else (bv, gv)) for gv, _, bv, _, a, md, _, _, b, _ in
+           (f[8:18] for f in found if f[8])):
+        return None  # an edge between other variables than the matched ones: the general parser names the error
+    return _scenario(source, goods, buildings, edges)
 
 
 def simulate_prices(sc: BuildingScenario, raised: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
@@ -240,7 +297,7 @@ def _decide_near_ties(sc: BuildingScenario, g: int, column: list[float], script_
         return column  # one clear best: the order of operations cannot change the decision
     column = list(column)
     for b in near:
-        column[b] = sc.sequential_prices(b)[g]
+        column[b] = sequential_prices(sc, b)[g]
     return column
 
 

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     from ragplan.methods.planrag.data import load_questions
-    from ragplan.methods.planrag.grade import best_decision
+    from ragplan.methods.planrag.grade import solve_question
 
     questions = load_questions(args.data, args.scenario)[: args.limit]
     stats: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
@@ -67,7 +67,8 @@ def _verify(args: argparse.Namespace) -> int:
         subset = "-" if q.year is None else str(q.year)
         row: dict[str, Any] = {"question_num": q.num, "subset": subset, "gold": q.answer}
         try:
-            best = best_decision(q)
+            found = solve_question(q).best
+            best = None if found is None else str(found)
             gold = q.answer.strip().strip('"').lower()
             row.update(simulated=best, agree=best is not None and gold == best.strip().lower())
         except Exception as exc:  # a bad script is one recorded failure, never the end of the run

@@ -8,17 +8,15 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ragplan.tools.graphdb.script import ScriptError, Statement, decode_script, read_script_bytes, split_statements
 
-__all__ = ["NodeRec", "RelRec", "GraphData", "GraphRows", "NodeRow", "RelRow", "parse_map", "parse_statements",
-           "read_graph_data", "graph_data_from_text", "graph_data_from_bytes", "graph_rows_from_text",
-           "graph_rows_from_bytes"]
+__all__ = ["NodeRec", "RelRec", "GraphData", "parse_map", "parse_statements", "read_graph_data", "graph_data_from_text",
+           "graph_data_from_bytes"]
 
 
-@dataclass
-class NodeRec:
+class NodeRec(NamedTuple):
     """A created node: its label and properties."""
 
     label: str
@@ -26,8 +24,7 @@ class NodeRec:
     line: int = 0
 
 
-@dataclass
-class RelRec:
+class RelRec(NamedTuple):
     """A created relationship: type, the two matched endpoints (label + key map), properties."""
 
     type: str
@@ -41,33 +38,12 @@ class RelRec:
 
 @dataclass
 class GraphData:
-    """All nodes and relationships of a script, in file order."""
+    """All nodes and relationships of a script, in file order; maps with the same text may be one shared dict,
+    so the records are read-only."""
 
     source: str
     nodes: list[NodeRec] = field(default_factory=list)
     rels: list[RelRec] = field(default_factory=list)
-
-
-#: A node as the simulators' compilers read it: (label, props, line).
-NodeRow = tuple[str, dict[str, Any], int]
-#: A relationship: (type, src_label, src_key, dst_label, dst_key, props, line).
-RelRow = tuple[str, str, dict[str, Any], str, dict[str, Any], dict[str, Any], int]
-
-
-@dataclass
-class GraphRows:
-    """The content of :class:`GraphData` as tuples, cheaper to build; maps with the same text may be one
-    shared dict, so the rows are read-only."""
-
-    source: str
-    nodes: list[NodeRow]
-    rels: list[RelRow]
-
-    @classmethod
-    def of(cls, data: GraphData) -> GraphRows:
-        """The rows of parsed data (its dicts, not copies)."""
-        return cls(data.source, [(n.label, n.props, n.line) for n in data.nodes],
-                   [(r.type, r.src_label, r.src_key, r.dst_label, r.dst_key, r.props, r.line) for r in data.rels])
 
 
 _VALUE = re.compile(
@@ -198,8 +174,8 @@ def _json_maps(bodies: list[str]) -> dict[str, dict[str, Any]] | None:
     return dict(zip(bodies, loaded))
 
 
-def _plain_rows(text: str, source: str) -> GraphRows | None:
-    """The fast path: the rows of a file in the plain form (maps with the same text shared), else None."""
+def _plain_rows(text: str, source: str) -> GraphData | None:
+    """The fast path: the records of a file in the plain form (maps with the same text shared), else None."""
     found = _LINE.findall("\n" + text + "\n")
     if len(found) != text.count("\n") + 1:
         return None  # some line is neither a plain one-line statement nor blank nor a comment
@@ -214,50 +190,28 @@ def _plain_rows(text: str, source: str) -> GraphRows | None:
         return None
     maps[""] = {}
     get = maps.__getitem__
-    nodes: list[NodeRow] = []
-    rels: list[RelRow] = []
+    nodes: list[NodeRec] = []
+    rels: list[RelRec] = []
     for no, (label, body, v1, l1, m1, v2, l2, m2, a, rtype, props, b, _) in statements:
         if label:
-            nodes.append((label, get(body), no))
+            nodes.append(NodeRec(label, get(body), no))
             continue
-        # as parse_statements's {v1: …, v2: …}: the second variable wins when both are the same
-        if a == v2:
-            sl, sk = l2, get(m2)
-        elif a == v1:
-            sl, sk = l1, get(m1)
-        else:
+        ends = {v1: (l1, m1), v2: (l2, m2)}  # as parse_statements's: the second variable wins when both are the same
+        if a not in ends or b not in ends:
             return None  # not a matched variable: the general path names the error
-        if b == v2:
-            dl, dk = l2, get(m2)
-        elif b == v1:
-            dl, dk = l1, get(m1)
-        else:
-            return None
-        rels.append((rtype, sl, sk, dl, dk, get(props), no))
-    return GraphRows(source, nodes, rels)
+        (sl, sk), (dl, dk) = ends[a], ends[b]
+        rels.append(RelRec(rtype, sl, get(sk), dl, get(dk), get(props), no))
+    return GraphData(source, nodes, rels)
 
 
 # --------------------------------------------------------------------------------------------- entry
 
 
-def graph_rows_from_text(text: str, source: str = "<script>") -> GraphRows:
-    """:class:`GraphRows` of a DQA script given as a string (the fast path for a plain file, else the general one)."""
+def graph_data_from_text(text: str, source: str = "<script>") -> GraphData:
+    """Parse a DQA script given as a string (the fast path for a plain file, else the general one)."""
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")  # lines as the splitter counts them
-    rows = _plain_rows(text, source)
-    return rows if rows is not None else GraphRows.of(parse_statements(split_statements(text, source), source))
-
-
-def graph_rows_from_bytes(data: bytes, source: str = "<script>") -> GraphRows:
-    """:class:`GraphRows` of a script given as the bytes of its file (UTF-8, a BOM dropped)."""
-    return graph_rows_from_text(decode_script(data, source), source)
-
-
-def graph_data_from_text(text: str, source: str = "<script>") -> GraphData:
-    """Parse a DQA script given as a string into records, each with dicts of its own."""
-    rows = graph_rows_from_text(text, source)
-    return GraphData(rows.source, [NodeRec(label, props.copy(), no) for label, props, no in rows.nodes],
-                     [RelRec(t, sl, sk.copy(), dl, dk.copy(), props.copy(), no) for t, sl, sk, dl, dk, props, no in rows.rels])
+    return _plain_rows(text, source) or parse_statements(split_statements(text, source), source)
 
 
 def graph_data_from_bytes(data: bytes, source: str = "<script>") -> GraphData:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ragplan.methods.planrag.building import scenario_from_data as building_scenario, simulate_prices, solve_building
-from ragplan.methods.planrag.cql import graph_rows_from_text
+from ragplan.methods.planrag.cql import graph_data_from_text
 from ragplan.methods.planrag.data import BUILDING_QUESTIONS, BUILDING_SCRIPTS, LOCATING_QUESTIONS, LOCATING_SCRIPTS
 from ragplan.methods.planrag.locating import merchant_power, scenario_from_data as locating_scenario, solve_locating
 
@@ -152,7 +152,7 @@ def building_script(rng: random.Random, size: Size, country: str) -> str:
         return "\n".join(head + body + rel_lines) + "\n"
 
     draft = compose([float(spec[2]) for spec in goods_specs])
-    prices = simulate_prices(building_scenario(graph_rows_from_text(draft, country)), raised=[-1])[0]
+    prices = simulate_prices(building_scenario(graph_data_from_text(draft, country)), raised=[-1])[0]
     return compose([float(p) for p in prices])
 
 
@@ -212,7 +212,7 @@ def _locating_questions(rng: random.Random, sz: Size, sdir: Path, questions: lis
     cands = [c for c in cands if (c["country"], c["home"]) not in asked]  # every question reads differently
     if not cands:
         return False
-    sc = locating_scenario(graph_rows_from_text(text))
+    sc = locating_scenario(graph_data_from_text(text))
     want = min(sz.locating_per_script, n - len(questions))
     wrote = 0
     for _ in range(1 if want == 1 else len(cands)):  # (one pick per script when one is wanted)
@@ -243,7 +243,7 @@ def _building_questions(rng: random.Random, sz: Size, sdir: Path, questions: lis
     lowers the price."""
     country = f"C{k:02d}{rng.choice(YEARS)}"
     text = building_script(rng, sz, country)
-    sc = building_scenario(graph_rows_from_text(text, country))
+    sc = building_scenario(graph_data_from_text(text, country))
     prices = simulate_prices(sc)
     goods_order = list(sc.goods_names)
     rng.shuffle(goods_order)

@@ -12,7 +12,7 @@ from ragplan.methods.planrag.building import BuildingSolution, solve_building
 from ragplan.methods.planrag.data import DQAQuestion, load_scenario
 from ragplan.methods.planrag.locating import LocatingSolution, solve_locating
 
-__all__ = ["Verdict", "solve_question", "normalise_node", "normalise_building", "grade", "best_decision"]
+__all__ = ["Verdict", "solve_question", "normalise_node", "normalise_building", "grade"]
 
 
 @dataclass
@@ -87,12 +87,6 @@ def solve_question(q: DQAQuestion) -> LocatingSolution | BuildingSolution:
     if q.scenario == "locating":
         return solve_locating(sc, q.country, q.home)
     return solve_building(sc, q.goods)
-
-
-def best_decision(q: DQAQuestion) -> str | None:
-    """The simulator's best decision as a string (node name or building id)."""
-    best = solve_question(q).best
-    return None if best is None else str(best)
 
 
 def grade(q: DQAQuestion, answer: str) -> Verdict:

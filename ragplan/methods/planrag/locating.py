@@ -8,15 +8,22 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from ragplan.methods.planrag.cql import GraphData, GraphRows
+from ragplan.methods.planrag.cql import GraphData
 from ragplan.tools.graphdb.script import ScriptError
 
 __all__ = ["LocatingScenario", "Record", "LocatingOption", "LocatingSolution", "scenario_from_data", "solve_locating",
            "merchant_power", "truthy"]
 
 
+#: DQA's usual flag values, looked up (1 and 0 hash as True and False).
+_FLAGS: dict[Any, bool] = {True: True, False: False, "True": True, "False": False, "true": True, "false": False}
+
+
 def truthy(value: Any) -> bool:
-    """DQA's merchant flags are the strings "True"/"False" (sometimes booleans)."""
+    """DQA's merchant flags are the strings "True"/"False" (sometimes booleans); script values are scalars."""
+    known = _FLAGS.get(value)
+    if known is not None:
+        return known
     return value is True or (isinstance(value, str) and value.strip().lower() == "true") or value == 1
 
 
@@ -167,32 +174,21 @@ class LocatingScenario:
         return (local_value[home] - outgoing[home] + ingoing[home]) * powers[mine] / total
 
 
-#: :func:`truthy` of DQA's usual flag values, looked up (1 and 0 hash as True and False: truthy agrees).
-_FLAGS: dict[Any, bool] = {True: True, False: False, "True": True, "False": False, "true": True, "false": False}
-
-
-def _flag(value: Any) -> bool:
-    """:func:`truthy`, by a lookup for the usual values (script values are scalars, so hashable)."""
-    known = _FLAGS.get(value)
-    return truthy(value) if known is None else known
-
-
-def scenario_from_data(data: GraphData | GraphRows) -> LocatingScenario:
+def scenario_from_data(data: GraphData) -> LocatingScenario:
     """Build a scenario from a parsed script; a relationship to an unknown node names its line."""
-    rows = data if isinstance(data, GraphRows) else GraphRows.of(data)
     names, lv, inland, tp = [], [], [], []
     dev: dict[str, float] = {}
     home_of: dict[str, str] = {}
-    for label, props, line in rows.nodes:
+    for label, props, line in data.nodes:
         if label not in ("Trade_node", "Country"):
             continue
         if props.get("name") is None:  # every relationship finds its nodes by name
-            raise ScriptError(rows.source, line, f"a {label} node without its name")
+            raise ScriptError(data.source, line, f"a {label} node without its name")
         try:
             if label == "Trade_node":
                 names.append(str(props["name"]))
                 lv.append(float(props.get("local_value", 0) or 0))
-                inland.append(_flag(props.get("is_inland", False)))
+                inland.append(truthy(props.get("is_inland", False)))
                 tp.append(float(props.get("total_power", 0) or 0))
             else:
                 name = str(props["name"])
@@ -200,25 +196,25 @@ def scenario_from_data(data: GraphData | GraphRows) -> LocatingScenario:
                 if props.get("home_node") is not None:
                     home_of[name] = str(props["home_node"])
         except (TypeError, ValueError) as exc:
-            raise ScriptError(rows.source, line, f"a {label} property is not a number ({exc})") from exc
+            raise ScriptError(data.source, line, f"a {label} property is not a number ({exc})") from exc
     index = {n: i for i, n in enumerate(names)}
     edges: list[tuple[int, int]] = []
     records: list[Record] = []
-    for rtype, src_label, src_key, _, dst_key, props, line in rows.rels:
+    for rtype, src_label, src_key, _, dst_key, props, line in data.rels:
         try:
             if rtype == "NodeCountry":
                 country, node = (src_key, dst_key) if src_label == "Country" else (dst_key, src_key)
                 merchant = props["has_merchant"] if "has_merchant" in props else props.get("has_has_merchant", False)
-                records.append(Record(str(country["name"]), index[str(node["name"])], _flag(props.get("is_home", False)),
-                                      _flag(merchant), float(props.get("base_trading_power", 0) or 0)))
+                records.append(Record(str(country["name"]), index[str(node["name"])], truthy(props.get("is_home", False)),
+                                      truthy(merchant), float(props.get("base_trading_power", 0) or 0)))
             elif rtype == "source":
                 edges.append((index[str(src_key["name"])], index[str(dst_key["name"])]))
         except KeyError as exc:
-            raise ScriptError(rows.source, line, f"relationship refers to an unknown trade node or key {exc}") from exc
+            raise ScriptError(data.source, line, f"relationship refers to an unknown trade node or key {exc}") from exc
     for rec in records:  # countries without home_node: the is_home record says it
         if rec.is_home:
             home_of.setdefault(rec.country, names[rec.node])
-    return LocatingScenario(rows.source, names, lv, inland, tp, dev, home_of, edges, records)
+    return LocatingScenario(data.source, names, lv, inland, tp, dev, home_of, edges, records)
 
 
 @dataclass
