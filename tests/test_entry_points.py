@@ -8,8 +8,6 @@ family that is not wired into an entry point, or has no test data, fails.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -29,14 +27,9 @@ MODEL = "openai:stub-model"
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory) -> dict[str, FamilyData]:
-    """Test data of every family that has a module under tests/family_data/ (a missing one fails its graphs)."""
-    root = tmp_path_factory.mktemp("entry")
-    out = {}
-    for fam in families():
-        if importlib.util.find_spec(f"tests.family_data.{fam.name}") is not None:
-            out[fam.name] = importlib.import_module(f"tests.family_data.{fam.name}").make(root)
-    return out
+def data(every_family_data) -> dict[str, FamilyData]:
+    """Test data of every family (tests/family_data/<family>.py; a missing one fails its graphs)."""
+    return every_family_data
 
 
 def _family_data(data: dict[str, FamilyData], method: str) -> tuple[Any, FamilyData]:

@@ -8,7 +8,6 @@ graphs reach over 127.0.0.1. Each family's small test data come from ``tests/fam
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import signal
@@ -26,7 +25,7 @@ from tests.auto_reply import auto_responder
 from tests.openai_server import OpenAIStub
 from tests.test_langgraph_dev import LANGGRAPH, ROOT, SERVERS, _env, _free_port, _serving, _stop
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.xdist_group("eval_server")]  # one studio server for the module
 
 MODEL = "openai:stub-model"
 FAMILIES = {"planrag": "planrag", "think_then_act": "think_then_act", "reaper": "reaper", "furepa": "furepa",
@@ -51,9 +50,8 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    root = tmp_path_factory.mktemp("family_data")
-    return {f: importlib.import_module(f"tests.family_data.{f}").make(root) for f in FAMILIES}
+def data(every_family_data):
+    return {f: every_family_data[f] for f in FAMILIES}
 
 
 @pytest.fixture(autouse=True)

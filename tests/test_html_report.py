@@ -10,7 +10,6 @@ other results, and its screenshot must not be blank. Without chromium the browse
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import shutil
@@ -175,12 +174,12 @@ def test_compare_a_method_that_failed_on_every_question_is_an_error(tmp_path):
 
 # ------------------------------------------------------------------------------------------- every family's hook
 @pytest.fixture(scope="module")
-def family_runs(tmp_path_factory):
+def family_runs(tmp_path_factory, every_family_data):
     """One question of each family's method graph through `ragplan eval` (the entry-point tests' data)."""
     root = tmp_path_factory.mktemp("families")
     runs = {}
     for fam in families():
-        d = importlib.import_module(f"tests.family_data.{fam.name}").make(root)
+        d = every_family_data[fam.name]
         method = fam.graphs[0].name
         run = root / f"run-{method}"
         with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
