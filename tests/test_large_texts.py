@@ -141,6 +141,7 @@ def test_a_long_sub_answer_is_cut_in_later_prompts_and_stored_once_in_checkpoint
         (writes,) = conn.execute("SELECT sum(length(value)) FROM writes").fetchone()
     # the sub-answer is written once per step (a plain list reducer, see docs/reliability.md): 1.27 MB, was 7.4 MB
     assert blobs < 10 * len(BIG) and writes < 3 * len(BIG), (blobs, writes)
+    print("TTA", blobs, writes)
 
 
 def test_instructrag_steps_enter_later_prompts_with_long_thoughts_cut():
@@ -152,3 +153,56 @@ def test_instructrag_steps_enter_later_prompts_with_long_thoughts_cut():
     pad = scratchpad(steps)
     assert len(pad) < 1_000 and "Thought 1: lorem ipsum dolor" in pad and "…\nAction 1: Search[Alien]" in pad
     assert "Observation 1: Alien is a 1979 film." in pad and "Action 2: Finish[Ridley Scott]" in pad
+
+
+def _stored(db) -> tuple[int, int, int]:
+    """Checkpoints, their bytes and the bytes of the nodes' writes in a checkpoint file."""
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        (n, blobs), = conn.execute("SELECT count(*), coalesce(sum(length(checkpoint)), 0) FROM checkpoints")
+        (writes,) = conn.execute("SELECT coalesce(sum(length(value)), 0) FROM writes").fetchone()
+    return n, blobs, writes
+
+
+def test_a_long_furepa_thought_is_stored_about_once_in_the_checkpoints(tmp_path):
+    """FuRePA: each later checkpoint held the thought twice (``reasoning`` and its iteration) and each later node
+    wrote the iteration whole again (10 checkpoints, 2.0 MB); now the lists and ``reasoning`` are delta channels and a
+    node after ``propose`` writes only the fields it changed."""
+    from ragplan.api import ask
+    from ragplan.nodes.furepa.answer import EvidenceAnswer
+    from ragplan.nodes.furepa.propose import Proposal
+    from tests.family_data.think_then_act import local_index
+    from tests.scripted import ScriptedChatModel
+
+    replies = [Proposal(thought=BIG, action="search", queries=["Alien film director"]),
+               Proposal(thought="Ridley Scott directed it.", action="answer", answer="Ridley Scott")]
+    db = tmp_path / "checkpoints.sqlite"
+    res = ask("Who directed Alien?", "furepa", model=ScriptedChatModel(replies=replies), retriever="local",
+              index_dir=str(local_index(tmp_path)), assessor_mode="first", checkpoint_db=str(db))
+    assert res.answer == "Ridley Scott" and [it.thought for it in res.iterations] == [BIG, "Ridley Scott directed it."]
+    assert res.iterations[0].query == "Alien film director" and res.iterations[0].executed and res.evidence
+    n, blobs, writes = _stored(db)
+    print("FUREPA", n, blobs, writes)
+    assert n >= 10 and blobs + writes < 3 * len(BIG), (n, blobs, writes)  # was 2.0 MB
+
+
+def test_a_long_instructrag_thought_is_stored_about_once_in_the_checkpoints(tmp_path):
+    """InstructRAG: ``steps`` was written whole by every node and copied into every later checkpoint (0.5 MB over
+    8 checkpoints); now a delta channel, ``plan_step`` writes the new step and ``observe`` only its observation."""
+    from ragplan.api import ask
+    from ragplan.nodes.instructrag.plan_step import TAODecision
+    from tests.family_data.think_then_act import local_index
+    from tests.scripted import ScriptedChatModel
+
+    replies = [TAODecision(thought=BIG, action="Search", argument="Alien (film)"),
+               TAODecision(thought="Found it.", action="Search", argument="Ridley Scott"),
+               TAODecision(thought="Done.", action="Finish", argument="Ridley Scott")]
+    db = tmp_path / "checkpoints.sqlite"
+    res = ask("Who directed Alien?", "react", model=ScriptedChatModel(replies=replies), retriever="local",
+              index_dir=str(local_index(tmp_path)), checkpoint_db=str(db))
+    assert res.answer == "Ridley Scott" and [s.thought for s in res.steps] == [BIG, "Found it.", "Done."]
+    assert "Ridley Scott" in res.steps[0].observation and res.steps[0].title == "Alien (film)"
+    n, blobs, writes = _stored(db)
+    print("IR", n, blobs, writes)
+    assert n >= 7 and blobs + writes < 3 * len(BIG), (n, blobs, writes)
