@@ -137,9 +137,9 @@ class FuRePAOutput(ReviewedOutput, total=False):
     answer: str
     """The final answer (short)."""
     reasoning: Annotated[str, DeltaChannel(lambda old, writes: writes[-1])]
-    """The chain of thought that led to the answer (the last iteration's, or the fallback answer's). This and the lists
-    are delta channels: a checkpoint keeps a marker, not a long thought again."""
-    evidence: Annotated[list[EvidencePassage], merge_evidence]
+    """The chain of thought that led to the answer (the last iteration's, or the fallback answer's). This, ``evidence``
+    and ``iterations`` are delta channels: a checkpoint keeps a marker, not a long thought again."""
+    evidence: Annotated[list[EvidencePassage], delta(merge_evidence)]
     """Every passage gathered, in retrieval order, de-duplicated, with its source and query."""
     iterations: Annotated[list[Iteration], delta(merge_iterations)]
     """Every iteration: thought, candidates with scores, pick, repetition check, retrieval (a node after ``propose``
