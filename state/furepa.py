@@ -137,13 +137,12 @@ class FuRePAOutput(ReviewedOutput, total=False):
     answer: str
     """The final answer (short)."""
     reasoning: Annotated[str, DeltaChannel(lambda old, writes: writes[-1])]
-    """The chain of thought that led to the answer (the last iteration's, or the fallback answer's). This, ``evidence``
-    and ``iterations`` are delta channels: a checkpoint keeps a marker, not a long thought again."""
+    """The chain of thought that led to the answer (the last iteration's, or the fallback answer's); delta channels
+    (this and the lists below but the last) keep a long thought out of later checkpoints."""
     evidence: Annotated[list[EvidencePassage], delta(merge_evidence)]
     """Every passage gathered, in retrieval order, de-duplicated, with its source and query."""
     iterations: Annotated[list[Iteration], delta(merge_iterations)]
-    """Every iteration: thought, candidates with scores, pick, repetition check, retrieval (a node after ``propose``
-    writes only the fields it changed)."""
+    """Every iteration: thought, candidates with scores, pick, repetition check, retrieval (later nodes: changes)."""
     temperature_changes: Annotated[list[TemperatureChange], operator.add]
     """Every temperature raise (after a repeat) and reset (after new evidence)."""
     retrieval_count: int

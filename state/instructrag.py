@@ -99,8 +99,7 @@ class InstructRAGOutput(ReviewedOutput, total=False):
     selection: str
     """How it was chosen: ml_agent, first (no ML-Agent), stored (RAP-style), given, none."""
     steps: Annotated[list[TAOStep], delta(merge_by_index(TAOStep))]
-    """Every Thought / Action / Observation step (a delta channel: a checkpoint keeps a marker, not a long thought again;
-    ``observe`` writes only the step's observation)."""
+    """Every Thought / Action / Observation step (a delta channel; ``observe`` writes only the observation)."""
     stop_reason: StopReason
     """answered (Finish), max_steps (bound reached, answered from the steps), setup_error, llm_error, llm_unparseable,
     plan_rejected (a reviewer rejected the path: no answer)."""

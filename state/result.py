@@ -18,28 +18,24 @@ __all__ = ["GraphOutput", "GraphResult", "merge_by_index", "changes", "delta"]
 
 
 def merge_by_index(model: Any) -> Callable[[list[Any] | None, list[Any] | None], list[Any]]:
-    """A reducer of ``model`` items by their ``index``: a later version replaces an earlier one, a dict (:func:`changes`)
-    only the fields it names; kept in index order."""
+    """A reducer of items by ``index``: a later one replaces an earlier; a dict (:func:`changes`), its fields."""
     def merge(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
         out: dict[int, Any] = {}
         for x in (left or []) + (right or []):
-            if isinstance(x, dict) and x.get("index") in out:
-                x = {**dict(out[x["index"]]), **x}
-            item = model.model_validate(x)
-            out[item.index] = item
+            patch = isinstance(x, dict) and x.get("index") in out
+            x = model.model_validate({**dict(out[x["index"]]), **x} if patch else x)
+            out[x.index] = x
         return [out[i] for i in sorted(out)]
     return merge
 
 
 def changes(item: Any, *fields: str) -> dict[str, Any]:
-    """``item``'s index and ``fields``: a node's change for :func:`merge_by_index` that does not write the item's other
-    fields (a long thought) again."""
+    """``item``'s index and ``fields`` only: a change that does not write the item's long texts again."""
     return {"index": item.index, **{f: getattr(item, f) for f in fields}}
 
 
 def delta(merge: Callable[[Any, Any], Any]) -> DeltaChannel:
-    """``merge`` as LangGraph's :class:`DeltaChannel` (beta): a checkpoint keeps a marker, not the list again; the list
-    is rebuilt from the nodes' writes, each stored once."""
+    """``merge`` as a :class:`DeltaChannel` (beta): checkpoints keep a marker; the list is rebuilt from the writes."""
     return DeltaChannel(lambda old, writes: merge(old, [x for w in writes for x in w]))
 
 

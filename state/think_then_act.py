@@ -17,8 +17,7 @@ from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
 __all__ = ["SubQuery", "BranchFailure", "failure_of", "TextQAInput", "TextQAOutput", "TextQAState",
-           "MultiStepState", "SubQueryOutput", "SubQueryState", "SingleQueryState", "TextQAResult",
-           "references"]
+           "MultiStepState", "SubQueryOutput", "SubQueryState", "SingleQueryState", "TextQAResult", "references"]
 
 _REF = re.compile(r"#(\d+)")
 
@@ -80,8 +79,7 @@ class SubQueryOutput(TypedDict, total=False):
     """What a sub-query branch hands back to the parent: only keys that merge across parallel branches."""
 
     queries: list[SubQuery]
-    """Every (sub-)query with its gate, evidence and answer (a branch's: the sub-query it solved), merged by index
-    (each graph's state says how)."""
+    """Every (sub-)query with its gate, evidence and answer (a branch's: the sub-query it solved); by index."""
     usage: Annotated[Usage, add_usage]
     """LLM calls, tokens and LLM time (of the whole run, or of one branch)."""
     failures: Annotated[list[BranchFailure], operator.add]
@@ -123,8 +121,7 @@ class MultiStepState(TextQAState, total=False):
     """Internal state of the multi-step text-QA graphs (think_then_act, retrieve_then_read, flare)."""
 
     queries: Annotated[list[SubQuery], delta(merge_queries)]
-    """The (sub-)queries as a delta channel: a checkpoint keeps a marker, not a long sub-answer again (the one-step
-    graphs, checkpointed once, keep the plain reducer: a delta channel costs them an extra checkpoint)."""
+    """A delta channel: checkpoints keep a marker, not a long sub-answer (one-step graphs would get an extra one)."""
 
 
 class SubQueryState(SubQueryOutput, total=False):

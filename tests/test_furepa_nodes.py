@@ -152,8 +152,8 @@ def test_repetition_raises_then_stops_and_a_fresh_query_resets():
     assert not _last(fresh, out).repeated and out["temperature"] == 0.2 and out["raises"] == 0
     assert out["temperature_changes"][0].reason == "a fresh query: back to tp0"
     first = {"question": Q, "iterations": [_picked("x", 1)]}
-    assert repetition_control(first, rt(**ctx)) == {"iterations": [{"index": 1, "similarity": None, "repeat_check_error": "",
-                                                                     "repeated": False, "repeat_of": ""}]}
+    assert repetition_control(first, rt(**ctx)) == {"iterations": [
+        {"index": 1, "similarity": None, "repeat_check_error": "", "repeated": False, "repeat_of": ""}]}
 
 
 def test_a_repeat_on_the_last_iteration_goes_to_the_answer():

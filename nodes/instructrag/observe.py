@@ -33,8 +33,8 @@ def observe(state: InstructRAGState, runtime: Runtime[InstructRAGContext]) -> di
     r = store.execute(step.action, step.argument)
     steps[-1] = step.model_copy(update={"observation": r.observation, "title": r.title, "error": r.error})
     return {"steps": [changes(steps[-1], "observation", "title", "error")], "page_title": store.page_title,
-            "page_sentences": store.page_sentences, "lookup_keyword": store.lookup_keyword, "lookup_next": store.lookup_next,
-            **_bound(steps, ctx)}
+            "page_sentences": store.page_sentences, "lookup_keyword": store.lookup_keyword,
+            "lookup_next": store.lookup_next, **_bound(steps, ctx)}
 
 
 def _bound(steps: list[TAOStep], ctx: InstructRAGContext) -> dict[str, Any]:
