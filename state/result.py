@@ -14,7 +14,7 @@ from ragplan.state.failure import Failure
 from ragplan.state.trace_sections import TraceSection, field_sections
 from ragplan.state.usage import Usage, add_usage
 
-__all__ = ["GraphOutput", "GraphResult", "merge_by_index", "changes", "delta"]
+__all__ = ["GraphOutput", "GraphResult", "changes", "delta", "merge_by_index"]
 
 
 def merge_by_index(model: Any) -> Callable[[list[Any] | None, list[Any] | None], list[Any]]:
