@@ -137,8 +137,7 @@ class FuRePAOutput(ReviewedOutput, total=False):
     answer: str
     """The final answer (short)."""
     reasoning: Annotated[str, DeltaChannel(lambda old, writes: writes[-1])]
-    """The chain of thought that led to the answer (the last iteration's, or the fallback answer's); delta channels
-    (this and the lists below but the last) keep a long thought out of later checkpoints."""
+    """The chain of thought that led to the answer (the last iteration's, or the fallback answer's); a delta channel."""
     evidence: Annotated[list[EvidencePassage], delta(merge_evidence)]
     """Every passage gathered, in retrieval order, de-duplicated, with its source and query."""
     iterations: Annotated[list[Iteration], delta(merge_iterations)]
