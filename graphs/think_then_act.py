@@ -17,7 +17,8 @@ from ragplan.nodes.think_then_act.direct_answer import make_direct_answer
 from ragplan.nodes.think_then_act.flare import flare_draft
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import (
-    SingleQueryState, SubQuery, SubQueryOutput, SubQueryState, TextQAInput, TextQAOutput, TextQAResult, TextQAState,
+    MultiStepState, SingleQueryState, SubQuery, SubQueryOutput, SubQueryState, TextQAInput, TextQAOutput, TextQAResult,
+    TextQAState,
 )
 from ragplan.state.trace_sections import excerpt
 
@@ -49,13 +50,13 @@ def build_subquery_graph() -> Builder:
     return g
 
 
-def schedule(state: TextQAState) -> dict[str, Any]:
+def schedule(state: MultiStepState) -> dict[str, Any]:
     """Count a wave of sub-query solving; an endpoint failure in a branch of the last wave ends the run."""
     outcome = branch_outcome(state)
     return {"waves": 1, **(outcome if outcome.get("stop_reason") == "llm_error" else {})}
 
 
-def dispatch(state: TextQAState) -> list[Send] | Literal["final_answer"]:
+def dispatch(state: MultiStepState) -> list[Send] | Literal["final_answer"]:
     """Send every sub-query whose references are answered to ``solve_subquery``, in parallel; else finish. At most one
     wave per sub-query (+1); when none is ready but some remain, all are sent with the references as written."""
     queries: list[SubQuery] = state.get("queries") or []
@@ -73,7 +74,7 @@ def dispatch(state: TextQAState) -> list[Send] | Literal["final_answer"]:
 
 def build_think_then_act() -> Builder:
     """Think-then-Act: assess and rewrite the query, gate each (sub-)query by confidence, retrieve if needed, answer."""
-    g = _graph(TextQAState)
+    g = _graph(MultiStepState)
     g.add_node("assess_query", assess_query)
     g.add_node("schedule", schedule)
     g.add_node("solve_subquery", build_subquery_graph().compile())

@@ -7,11 +7,12 @@ import operator
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
+from langgraph.channels import DeltaChannel
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from ragplan.state.context import TextRAGContext, env_field, setting
-from ragplan.state.result import merge_by_index
+from ragplan.state.result import delta, merge_by_index
 from ragplan.state.review import PlanReviewSettings, ReviewedOutput, ReviewedResult
 from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
@@ -135,12 +136,12 @@ class FuRePAOutput(ReviewedOutput, total=False):
 
     answer: str
     """The final answer (short)."""
-    reasoning: str
-    """The chain of thought that led to the answer (the last iteration's, or the fallback answer's)."""
-    evidence: Annotated[list[EvidencePassage], merge_evidence]
+    reasoning: Annotated[str, DeltaChannel(lambda old, writes: writes[-1])]
+    """The chain of thought that led to the answer (the last iteration's, or the fallback answer's); a delta channel."""
+    evidence: Annotated[list[EvidencePassage], delta(merge_evidence)]
     """Every passage gathered, in retrieval order, de-duplicated, with its source and query."""
-    iterations: Annotated[list[Iteration], merge_iterations]
-    """Every iteration: thought, candidates with scores, pick, repetition check, retrieval."""
+    iterations: Annotated[list[Iteration], delta(merge_iterations)]
+    """Every iteration: thought, candidates with scores, pick, repetition check, retrieval (later nodes: changes)."""
     temperature_changes: Annotated[list[TemperatureChange], operator.add]
     """Every temperature raise (after a repeat) and reset (after new evidence)."""
     retrieval_count: int

@@ -4,11 +4,13 @@ path put into the prompt and every Thought / Action / Observation step."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, Required, TypedDict
 
 from ragplan.state.context import TextRAGContext, env_field, setting
+from ragplan.state.result import delta, merge_by_index
 from ragplan.state.review import PlanReviewSettings, ReviewedOutput, ReviewedResult
 from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
@@ -97,8 +99,8 @@ class InstructRAGOutput(ReviewedOutput, total=False):
     """The path put into the planning prompt (None for react)."""
     selection: str
     """How it was chosen: ml_agent, first (no ML-Agent), stored (RAP-style), given, none."""
-    steps: list[TAOStep]
-    """Every Thought / Action / Observation step."""
+    steps: Annotated[list[TAOStep], delta(merge_by_index(TAOStep))]
+    """Every Thought / Action / Observation step (a delta channel; ``observe`` writes only the observation)."""
     stop_reason: StopReason
     """answered (Finish), max_steps (bound reached, answered from the steps), setup_error, llm_error, llm_unparseable,
     plan_rejected (a reviewer rejected the path: no answer)."""

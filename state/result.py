@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Callable, Self
 
+from langgraph.channels import DeltaChannel
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_core import to_jsonable_python
 from typing_extensions import Required, TypedDict
@@ -13,15 +14,29 @@ from ragplan.state.failure import Failure
 from ragplan.state.trace_sections import TraceSection, field_sections
 from ragplan.state.usage import Usage, add_usage
 
-__all__ = ["GraphOutput", "GraphResult", "merge_by_index"]
+__all__ = ["GraphOutput", "GraphResult", "changes", "delta", "merge_by_index"]
 
 
 def merge_by_index(model: Any) -> Callable[[list[Any] | None, list[Any] | None], list[Any]]:
-    """A reducer of ``model`` items by their ``index``: a later version replaces an earlier one; kept in index order."""
+    """A reducer of items by ``index``: a later one replaces an earlier; a dict (:func:`changes`), its fields."""
     def merge(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
-        out = {x.index: x for x in map(model.model_validate, (left or []) + (right or []))}
+        out: dict[int, Any] = {}
+        for x in (left or []) + (right or []):
+            patch = isinstance(x, dict) and x.get("index") in out
+            x = model.model_validate({**dict(out[x["index"]]), **x} if patch else x)
+            out[x.index] = x
         return [out[i] for i in sorted(out)]
     return merge
+
+
+def changes(item: Any, *fields: str) -> dict[str, Any]:
+    """``item``'s index and ``fields`` only: a change that does not write the item's long texts again."""
+    return {"index": item.index, **{f: getattr(item, f) for f in fields}}
+
+
+def delta(merge: Callable[[Any, Any], Any]) -> DeltaChannel:
+    """``merge`` as a :class:`DeltaChannel` (beta): checkpoints keep a marker; the list is rebuilt from the writes."""
+    return DeltaChannel(lambda old, writes: merge(old, [x for w in writes for x in w]))
 
 
 class GraphOutput(TypedDict, total=False):

@@ -11,13 +11,13 @@ from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, TypedDict
 
 from ragplan.state.failure import FailureKind
-from ragplan.state.result import GraphOutput, GraphResult, merge_by_index
+from ragplan.state.result import GraphOutput, GraphResult, delta, merge_by_index
 from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
 __all__ = ["SubQuery", "BranchFailure", "failure_of", "TextQAInput", "TextQAOutput", "TextQAState",
-           "SubQueryOutput", "SubQueryState", "SingleQueryState", "TextQAResult", "references"]
+           "MultiStepState", "SubQueryOutput", "SubQueryState", "SingleQueryState", "TextQAResult", "references"]
 
 _REF = re.compile(r"#(\d+)")
 
@@ -78,8 +78,8 @@ class TextQAInput(TypedDict):
 class SubQueryOutput(TypedDict, total=False):
     """What a sub-query branch hands back to the parent: only keys that merge across parallel branches."""
 
-    queries: Annotated[list[SubQuery], merge_queries]
-    """Every (sub-)query with its gate, evidence and answer (a branch's: the sub-query it solved)."""
+    queries: list[SubQuery]
+    """Every (sub-)query with its gate, evidence and answer (a branch's: the sub-query it solved); by index."""
     usage: Annotated[Usage, add_usage]
     """LLM calls, tokens and LLM time (of the whole run, or of one branch)."""
     failures: Annotated[list[BranchFailure], operator.add]
@@ -108,14 +108,27 @@ class TextQAOutput(GraphOutput, SubQueryOutput, total=False):
 
 
 class TextQAState(TextQAInput, TextQAOutput, total=False):
-    """Internal state of the text-QA graphs."""
+    """Internal state of the text-QA graphs (as is: of the one-step ones, standard and cot)."""
+
+    queries: Annotated[list[SubQuery], merge_queries]
+    """The (sub-)queries, by index."""
 
     waves: Annotated[int, operator.add]
     """Rounds of sub-query solving so far (each round solves every ready sub-query in parallel)."""
 
 
+class MultiStepState(TextQAState, total=False):
+    """Internal state of the multi-step text-QA graphs (think_then_act, retrieve_then_read, flare)."""
+
+    queries: Annotated[list[SubQuery], delta(merge_queries)]
+    """A delta channel: checkpoints keep a marker, not a long sub-answer (one-step graphs would get an extra one)."""
+
+
 class SubQueryState(SubQueryOutput, total=False):
     """The state of one sub-query's branch (gate → retrieve → answer), sent in parallel per sub-query."""
+
+    queries: Annotated[list[SubQuery], delta(merge_queries)]
+    """The sub-query as solved (a delta channel, as in :class:`MultiStepState`)."""
 
     question: str
     """The original question (context for the sub-query)."""
@@ -127,7 +140,7 @@ class SubQueryState(SubQueryOutput, total=False):
     """Sub-queries answered before (for #k references and as context)."""
 
 
-class SingleQueryState(TextQAState, total=False):
+class SingleQueryState(MultiStepState, total=False):
     """State of the one-query graphs (retrieve_then_read, flare): the query being solved lives here."""
 
     query: SubQuery

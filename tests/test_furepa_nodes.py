@@ -12,7 +12,7 @@ from ragplan.nodes.furepa.mask_reasoning import keep_reasoning, mask_reasoning
 from ragplan.nodes.furepa.propose import Proposal, chat_model_at, distinct_queries, make_propose
 from ragplan.nodes.furepa.repetition_control import find_repeat, raised_temperature, repetition_control
 from ragplan.nodes.furepa.retrieve import retrieve_passages
-from ragplan.state.furepa import Candidate, EvidencePassage, FuRePAContext, Iteration, merge_evidence
+from ragplan.state.furepa import Candidate, EvidencePassage, FuRePAContext, Iteration, merge_evidence, merge_iterations
 from ragplan.tools.retrieval import Passage
 from tests.scripted import ScriptedChatModel
 
@@ -129,11 +129,16 @@ def _picked(query, index=2):
     return Iteration(index=index, temperature=0.2, candidates=[Candidate(query=query)], pick=0, query=query, assessor="first")
 
 
+def _last(state, out):
+    """The current iteration once the node's change is merged (a node after propose writes only what it changed)."""
+    return merge_iterations(state["iterations"], out["iterations"])[-1]
+
+
 def test_repetition_raises_then_stops_and_a_fresh_query_resets():
     ctx = dict(tp0=0.2, delta_tp=0.8, max_temperature_raises=2, repeat_similarity=1.0)
     state = {"question": Q, "iterations": PAST + [_picked("iskax  mills?")]}
     out = repetition_control(state, rt(**ctx))
-    it = out["iterations"][0]
+    it = _last(state, out)
     assert it.repeated and it.repeat_of == "Iskax Mills" and it.similarity == 1.0
     assert out["temperature"] == 1.0 and out["raises"] == 1 and "stop_reason" not in out
     (change,) = out["temperature_changes"]
@@ -144,15 +149,17 @@ def test_repetition_raises_then_stops_and_a_fresh_query_resets():
     assert out["stop_reason"] == "repetition" and "temperature_changes" not in out
     fresh = {"question": Q, "iterations": PAST + [_picked("Bruno Yoren")], "temperature": 1.8, "raises": 2}
     out = repetition_control(fresh, rt(**ctx))
-    assert not out["iterations"][0].repeated and out["temperature"] == 0.2 and out["raises"] == 0
+    assert not _last(fresh, out).repeated and out["temperature"] == 0.2 and out["raises"] == 0
     assert out["temperature_changes"][0].reason == "a fresh query: back to tp0"
-    assert repetition_control({"question": Q, "iterations": [_picked("x", 1)]}, rt(**ctx)) == {"iterations": [_picked("x", 1)]}
+    first = {"question": Q, "iterations": [_picked("x", 1)]}
+    assert repetition_control(first, rt(**ctx)) == {"iterations": [
+        {"index": 1, "similarity": None, "repeat_check_error": "", "repeated": False, "repeat_of": ""}]}
 
 
 def test_a_repeat_on_the_last_iteration_goes_to_the_answer():
-    out = repetition_control({"question": Q, "iterations": PAST + [_picked("Iskax Mills")]},
-                             rt(max_iterations=2, repeat_similarity=1.0))
-    assert out["stop_reason"] == "max_iterations" and out["iterations"][0].repeated
+    state = {"question": Q, "iterations": PAST + [_picked("Iskax Mills")]}
+    out = repetition_control(state, rt(max_iterations=2, repeat_similarity=1.0))
+    assert out["stop_reason"] == "max_iterations" and _last(state, out).repeated
     # no proposal follows, so no raise is recorded (it would inflate temperature_raises)
     assert "temperature_changes" not in out and "temperature" not in out and "raises" not in out
 
@@ -167,13 +174,15 @@ def test_a_failing_embedding_model_falls_back_to_exact_repeats(monkeypatch):
 
     monkeypatch.setattr(embeddings, "get_embedder", no_model)
     ctx = dict(repeat_similarity=0.9, embedding_model="/nowhere/model")
-    out = repetition_control({"question": Q, "iterations": PAST + [_picked("Bruno Yoren")]}, rt(**ctx))
-    it = out["iterations"][0]
+    state = {"question": Q, "iterations": PAST + [_picked("Bruno Yoren")]}
+    out = repetition_control(state, rt(**ctx))
+    it = _last(state, out)
     assert not it.repeated and it.similarity is None and "stop_reason" not in out
     assert "similarity check failed (EmbeddingModelError: /nowhere/model" in it.repeat_check_error
     assert it.repeat_check_error.endswith("exact repeats only")
-    out = repetition_control({"question": Q, "iterations": PAST + [_picked("ISKAX mills")]}, rt(**ctx))
-    it = out["iterations"][0]
+    repeat = {"question": Q, "iterations": PAST + [_picked("ISKAX mills")]}
+    out = repetition_control(repeat, rt(**ctx))
+    it = _last(repeat, out)
     assert it.repeated and it.repeat_of == "Iskax Mills" and out["raises"] == 1 and it.repeat_check_error
     lines: list[str] = []
     FAMILY.trace("repetition_control", out, lines.append)
@@ -184,10 +193,10 @@ def test_a_failing_embedding_model_falls_back_to_exact_repeats(monkeypatch):
             raise RuntimeError("CUDA out of memory")
 
     monkeypatch.setattr(embeddings, "get_embedder", lambda path="": Broken())
-    out = repetition_control({"question": Q, "iterations": PAST + [_picked("Bruno Yoren")]}, rt(**ctx))
-    assert "RuntimeError: CUDA out of memory" in out["iterations"][0].repeat_check_error
-    ok = repetition_control({"question": Q, "iterations": PAST + [_picked("Bruno Yoren")]}, rt(repeat_similarity=1.0))
-    assert ok["iterations"][0].repeat_check_error == ""  # exact-only by setting: nothing to report
+    out = repetition_control(state, rt(**ctx))
+    assert "RuntimeError: CUDA out of memory" in _last(state, out).repeat_check_error
+    ok = repetition_control(state, rt(repeat_similarity=1.0))
+    assert _last(state, ok).repeat_check_error == ""  # exact-only by setting: nothing to report
 
 
 def test_embedding_similarity_counts_as_a_repeat():
@@ -204,10 +213,10 @@ def test_embedding_similarity_counts_as_a_repeat():
 def test_assess_plan_modes_and_refusal_without_a_model(monkeypatch):
     cands = [Candidate(query=q) for q in ("the answer", "Bruno Yoren", "Iskax Mills")]
     state = {"question": Q, "evidence": EV, "iterations": [Iteration(index=2, candidates=cands)]}
-    assert assess_plan(state, rt(assessor_mode="first"))["iterations"][0].query == "the answer"
-    picks = {assess_plan(state, rt(assessor_mode="random", assessor_seed=s))["iterations"][0].pick for s in range(12)}
-    assert len(picks) > 1 and assess_plan(state, rt(assessor_mode="random"))["iterations"][0].pick == \
-        assess_plan(state, rt(assessor_mode="random"))["iterations"][0].pick  # seeded: repeatable
+    assert _last(state, assess_plan(state, rt(assessor_mode="first"))).query == "the answer"
+    picks = {_last(state, assess_plan(state, rt(assessor_mode="random", assessor_seed=s))).pick for s in range(12)}
+    assert len(picks) > 1 and _last(state, assess_plan(state, rt(assessor_mode="random"))).pick == \
+        _last(state, assess_plan(state, rt(assessor_mode="random"))).pick  # seeded: repeatable
     out = assess_plan(state, rt(assessor_mode="trained", assessor_dir=""))
     assert out["stop_reason"] == "assessor_error" and NO_ASSESSOR in out["error"]
 
@@ -221,7 +230,7 @@ def test_assess_plan_modes_and_refusal_without_a_model(monkeypatch):
 
     monkeypatch.setattr(scorer, "load_assessor", lambda d: Stub())
     monkeypatch.setattr(node, "assessor_problem", lambda ctx: None)
-    it = assess_plan(state, rt(assessor_mode="trained", assessor_dir="x"))["iterations"][0]
+    it = _last(state, assess_plan(state, rt(assessor_mode="trained", assessor_dir="x")))
     assert it.pick == 1 and it.query == "Bruno Yoren" and [c.score for c in it.candidates] == [0.1, 0.9, 0.9]
 
 
@@ -242,7 +251,8 @@ def test_retrieve_appends_new_passages_with_source_and_deduplicates():
     r = ListRetriever([Passage("p1", "Iskax Mills", "old"), Passage("p2", "Bruno Yoren", "Bruno was born in Valmouth. " * 80, 0.7, "local")])
     state = {"question": Q, "evidence": EV, "iterations": PAST + [_picked("Bruno Yoren")]}
     out = retrieve_passages(state, rt(retriever_object=r, retrieval_k=4, passage_chars=50))
-    it = out["iterations"][0]
+    it = _last(state, out)
+    assert "thought" not in out["iterations"][0] and it.query == "Bruno Yoren"  # only what retrieval changed
     assert r.calls == [("Bruno Yoren", 4)] and it.executed and it.retrieved == ["p1", "p2"] and it.new_evidence == 1
     (p,) = out["evidence"]
     assert (p.title, p.source, p.query, p.iteration, p.rank) == ("Bruno Yoren", "local", "Bruno Yoren", 2, 2)
@@ -250,7 +260,7 @@ def test_retrieve_appends_new_passages_with_source_and_deduplicates():
     assert out["retrieval_count"] == 2 and out["retrieval_errors"] == 0 and "stop_reason" not in out
     assert [e.id for e in merge_evidence(EV, out["evidence"] + EV)] == ["p1", "p2"]
     failed = retrieve_passages(state, rt(retriever_object=ListRetriever([], fail=True), max_iterations=2))
-    assert failed["iterations"][0].retrieval_error == "RuntimeError: index gone" and failed["retrieval_errors"] == 1
+    assert _last(state, failed).retrieval_error == "RuntimeError: index gone" and failed["retrieval_errors"] == 1
     assert failed["stop_reason"] == "max_iterations"
 
 

@@ -74,11 +74,27 @@ def test_once_keeps_short_copies_and_the_executed_queries():
     assert plan["plan_text"] == f'Step 1: {plan["raw"]}'  # within a longer text too (REAPER's step lines)
 
 
+def _stored(db) -> tuple[int, int, int]:
+    """Checkpoints, their bytes and the bytes of the nodes' writes in a checkpoint file."""
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        (n, blobs), = conn.execute("SELECT count(*), coalesce(sum(length(checkpoint)), 0) FROM checkpoints")
+        (writes,) = conn.execute("SELECT coalesce(sum(length(value)), 0) FROM writes").fetchone()
+    return n, blobs, writes
+
+
+def _history(builder, db, thread_id: str) -> list:
+    """The run's state at every checkpoint, newest first, as ``get_state`` (Studio) reads it back."""
+    from ragplan.checkpoints import open_saver
+
+    with open_saver(str(db)) as saver:
+        return list(builder().compile(checkpointer=saver).get_state_history({"configurable": {"thread_id": thread_id}}))
+
+
 def test_a_long_step_is_stored_once_in_the_checkpoints_of_a_planrag_run(tmp_path, trade_cql, question):
     """Every later checkpoint stored the whole steps list again (15 checkpoints: 1.5 MB for one 150,000-character
     thought); the lists are delta channels now, so the thought is stored once, with the step's write."""
-    import sqlite3
-
     from ragplan.api import ask
     from ragplan.nodes.planrag.answer import FinalAnswer
     from ragplan.nodes.planrag.plan import Plan
@@ -97,9 +113,7 @@ def test_a_long_step_is_stored_once_in_the_checkpoints_of_a_planrag_run(tmp_path
     res = ask(question, "planrag", model=ScriptedChatModel(replies=replies), store=str(trade_cql),
               checkpoint_db=str(db))
     assert res.answer == "lubeck" and [s.thought for s in res.steps] == [BIG, "t", "t", "t"]
-    with sqlite3.connect(db) as conn:
-        (n, blobs), = conn.execute("SELECT count(*), sum(length(checkpoint)) FROM checkpoints")
-        (writes,) = conn.execute("SELECT sum(length(value)) FROM writes").fetchone()
+    n, blobs, writes = _stored(db)
     assert n >= 10 and blobs < len(BIG) // 2, (n, blobs)  # was ~10 copies
     assert len(BIG) < writes < 2 * len(BIG)  # the step's own write: once
 
@@ -107,9 +121,8 @@ def test_a_long_step_is_stored_once_in_the_checkpoints_of_a_planrag_run(tmp_path
 def test_a_long_sub_answer_is_cut_in_later_prompts_and_stored_once_in_checkpoints(tmp_path):
     """Think-then-Act: a 150,000-character answer to sub-query 1 went whole into every later sub-query (its #1
     reference, "answers found so far"), the composition (prompts up to 450,000 characters) and its copies filled ~50 checkpoints."""
-    import sqlite3
-
     from ragplan.api import ask
+    from ragplan.graphs.think_then_act import build_think_then_act
     from ragplan.nodes.think_then_act.answer_subquery import ShortAnswer
     from ragplan.nodes.think_then_act.assess_query import QueryAssessment
     from ragplan.nodes.think_then_act.confidence_gate import Confidence
@@ -136,11 +149,11 @@ def test_a_long_sub_answer_is_cut_in_later_prompts_and_stored_once_in_checkpoint
     assert [q.answer for q in res.queries] == [BIG, "short", "short", "short"] and res.answer == "short"
     assert res.queries[1].resolved == f"Where was {BIG[:300]}… born?"
     assert len(prompts) == 10 and max(prompts) < 5_000, prompts
-    with sqlite3.connect(db) as conn:
-        (blobs,) = conn.execute("SELECT sum(length(checkpoint)) FROM checkpoints").fetchone()
-        (writes,) = conn.execute("SELECT sum(length(value)) FROM writes").fetchone()
-    # the sub-answer is written once per step (a plain list reducer, see docs/reliability.md): 1.27 MB, was 7.4 MB
-    assert blobs < 10 * len(BIG) and writes < 3 * len(BIG), (blobs, writes)
+    assert _history(build_think_then_act, db, res.thread_id)[0].values["queries"] == res.queries
+    _, blobs, writes = _stored(db)
+    # queries are delta channels: the sub-answer is in its branch's write and in the branch's output (was 1.27 MB of
+    # checkpoints, one copy in each later one)
+    assert blobs < len(BIG) // 2 and writes < 3 * len(BIG), (blobs, writes)
 
 
 def test_instructrag_steps_enter_later_prompts_with_long_thoughts_cut():
@@ -152,3 +165,52 @@ def test_instructrag_steps_enter_later_prompts_with_long_thoughts_cut():
     pad = scratchpad(steps)
     assert len(pad) < 1_000 and "Thought 1: lorem ipsum dolor" in pad and "…\nAction 1: Search[Alien]" in pad
     assert "Observation 1: Alien is a 1979 film." in pad and "Action 2: Finish[Ridley Scott]" in pad
+
+
+def test_a_long_furepa_thought_is_stored_about_once_in_the_checkpoints(tmp_path):
+    """FuRePA: each later checkpoint held the thought twice (``reasoning`` and its iteration) and each later node
+    wrote the iteration whole again (10 checkpoints, 2.0 MB); now the lists and ``reasoning`` are delta channels and a
+    node after ``propose`` writes only the fields it changed."""
+    from ragplan.api import ask
+    from ragplan.graphs.furepa import build_furepa
+    from ragplan.nodes.furepa.propose import Proposal
+    from tests.family_data.think_then_act import local_index
+    from tests.scripted import ScriptedChatModel
+
+    replies = [Proposal(thought=BIG, action="search", queries=["Alien film director"]),
+               Proposal(thought="Ridley Scott directed it.", action="answer", answer="Ridley Scott")]
+    db = tmp_path / "checkpoints.sqlite"
+    res = ask("Who directed Alien?", "furepa", model=ScriptedChatModel(replies=replies), retriever="local",
+              index_dir=str(local_index(tmp_path)), assessor_mode="first", checkpoint_db=str(db))
+    assert res.answer == "Ridley Scott" and [it.thought for it in res.iterations] == [BIG, "Ridley Scott directed it."]
+    assert res.iterations[0].query == "Alien film director" and res.iterations[0].executed and res.evidence
+    snaps = _history(build_furepa, db, res.thread_id)  # each checkpoint reads back whole, the changes merged
+    assert snaps[0].values["iterations"] == res.iterations and snaps[0].values["reasoning"] == res.reasoning
+    picked = [s.values["iterations"][0]
+              for s in snaps if s.values["iterations"] and s.values["iterations"][0].pick == 0]
+    assert len(picked) >= 5 and all(it.thought == BIG and it.query == "Alien film director" for it in picked)
+    n, blobs, writes = _stored(db)
+    assert n >= 10 and blobs + writes < 3 * len(BIG), (n, blobs, writes)  # was 2.75 MB (2.0 MB of checkpoints)
+
+
+def test_a_long_instructrag_thought_is_stored_about_once_in_the_checkpoints(tmp_path):
+    """InstructRAG: ``steps`` was written whole by every node and copied into every later checkpoint; now a delta
+    channel, ``plan_step`` writes the new step and ``observe`` only its observation."""
+    from ragplan.api import ask
+    from ragplan.graphs.instructrag import build_react
+    from ragplan.nodes.instructrag.plan_step import TAODecision
+    from tests.family_data.think_then_act import local_index
+    from tests.scripted import ScriptedChatModel
+
+    replies = [TAODecision(thought=BIG, action="Search", argument="Alien (film)"),
+               TAODecision(thought="Found it.", action="Search", argument="Ridley Scott"),
+               TAODecision(thought="Done.", action="Finish", argument="Ridley Scott")]
+    db = tmp_path / "checkpoints.sqlite"
+    res = ask("Who directed Alien?", "react", model=ScriptedChatModel(replies=replies), retriever="local",
+              index_dir=str(local_index(tmp_path)), checkpoint_db=str(db))
+    assert res.answer == "Ridley Scott" and [s.thought for s in res.steps] == [BIG, "Found it.", "Done."]
+    assert "Ridley Scott" in res.steps[0].observation and res.steps[0].title == "Alien (film)"
+    snaps = _history(build_react, db, res.thread_id)
+    assert snaps[0].values["steps"] == res.steps and all(s.values["steps"][0].thought == BIG for s in snaps[:-2])
+    n, blobs, writes = _stored(db)
+    assert n >= 7 and blobs + writes < 3 * len(BIG), (n, blobs, writes)  # was 1.5 MB (0.77 MB of checkpoints)

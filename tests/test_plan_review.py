@@ -229,7 +229,7 @@ def test_furepa_later_picks_are_replans_and_pass_without_review_replans():
     assert later is not None and later.kind == "replan" and later.steps == ["Ridley Scott"]
     assert reviewer.pending({"iterations": [Iteration(index=1, answer="x")]}, ctx) is None  # answered: nothing to review
     edit = reviewer.apply_edit({"iterations": [picked(1, "Alien")]}, ctx, "  alien   ")  # the same candidate, normalised
-    assert edit.update["iterations"][0].pick == 0 and edit.text == "Alien"
+    assert edit.update["iterations"][0]["pick"] == 0 and edit.text == "Alien"
 
 
 @pytest.mark.parametrize("method", ["planrag", "reaper", "furepa", "instructrag"])

@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 
 from ragplan.state.failure import failed
 from ragplan.state.furepa import EvidencePassage, FuRePAContext, FuRePAState, Iteration
+from ragplan.state.result import changes
 
 __all__ = ["assess_plan", "assessor_problem", "NO_ASSESSOR"]
 
@@ -58,4 +59,4 @@ def assess_plan(state: FuRePAState, runtime: Runtime[FuRePAContext]) -> dict[str
     else:
         pick = 0
     it.assessor, it.pick, it.query = mode, pick, it.candidates[pick].query
-    return {"iterations": [it]}
+    return {"iterations": [changes(it, "candidates", "assessor", "pick", "query")]}

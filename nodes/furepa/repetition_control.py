@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 
 from ragplan.nodes.furepa.propose import normalize_query
 from ragplan.state.furepa import FuRePAContext, FuRePAState, Iteration, TemperatureChange
+from ragplan.state.result import changes
 
 __all__ = ["raised_temperature", "find_repeat", "repetition_control"]
 
@@ -55,9 +56,9 @@ def repetition_control(state: FuRePAState, runtime: Runtime[FuRePAContext]) -> d
                                  "exact repeats only")
     temperature = float(state.get("temperature", ctx.tp0))
     raises = int(state.get("raises", 0))
-    out: dict[str, Any] = {"iterations": [it]}
+    it.repeated, it.repeat_of = bool(repeat_of), repeat_of
+    out: dict[str, Any] = {"iterations": [changes(it, "similarity", "repeat_check_error", "repeated", "repeat_of")]}
     if repeat_of:
-        it.repeated, it.repeat_of = True, repeat_of
         if raises >= ctx.max_temperature_raises:
             return {**out, "stop_reason": "repetition"}
         if len(iterations) >= ctx.max_iterations:  # no proposal follows: a raise would change nothing

@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 
 from ragplan.nodes.furepa.mask_reasoning import clip
 from ragplan.state.furepa import EvidencePassage, FuRePAContext, FuRePAState, Iteration
+from ragplan.state.result import changes
 from ragplan.tools.retrievers import make_retriever, search_k
 
 __all__ = ["retrieve_passages"]
@@ -36,7 +37,8 @@ def retrieve_passages(state: FuRePAState, runtime: Runtime[FuRePAContext]) -> di
         it.retrieval_error = f"{type(exc).__name__}: {str(exc)[:300]}"
     it.executed, it.new_evidence = True, len(new)
     done = [i for i in iterations[:-1] if i.executed] + [it]
-    out: dict[str, Any] = {"iterations": [it], "evidence": new, "retrieval_count": len(done),
+    out: dict[str, Any] = {"iterations": [changes(it, "retrieved", "retrieval_error", "executed", "new_evidence")],
+                           "evidence": new, "retrieval_count": len(done),
                            "retrieval_errors": sum(1 for i in done if i.retrieval_error)}
     if len(iterations) >= ctx.max_iterations:
         out["stop_reason"] = "max_iterations"

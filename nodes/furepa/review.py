@@ -8,6 +8,7 @@ from typing import Literal
 from ragplan.nodes.common.review_plan import PlanEdit, PlanEditError, PlanReviewer, PlanView
 from ragplan.nodes.furepa.propose import normalize_query
 from ragplan.state.furepa import Candidate, FuRePAContext, FuRePAState, Iteration
+from ragplan.state.result import changes
 
 __all__ = ["FuRePAReviewer", "MAX_QUERY_CHARS"]
 
@@ -46,4 +47,4 @@ class FuRePAReviewer(PlanReviewer[FuRePAState, FuRePAContext]):
             it.candidates.append(Candidate(query=query))
             pick = len(it.candidates) - 1
         it.pick, it.query, it.assessor = pick, it.candidates[pick].query, "edited"
-        return PlanEdit(update={"iterations": [it]}, text=it.query)
+        return PlanEdit(update={"iterations": [changes(it, "candidates", "pick", "query", "assessor")]}, text=it.query)

@@ -8,6 +8,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from ragplan.state.instructrag import InstructRAGContext, InstructRAGState, TAOStep
+from ragplan.state.result import changes
 from ragplan.tools.react_docstore import ReActDocstore
 from ragplan.tools.retrievers import make_retriever, search_k
 
@@ -25,14 +26,15 @@ def observe(state: InstructRAGState, runtime: Runtime[InstructRAGContext]) -> di
         retriever = make_retriever(ctx)
     except Exception as exc:
         steps[-1] = step.model_copy(update={"observation": f"Search failed: {exc}", "error": str(exc)[:300]})
-        return {"steps": steps, **_bound(steps, ctx)}
+        return {"steps": [changes(steps[-1], "observation", "error")], **_bound(steps, ctx)}
     store = ReActDocstore(retriever, k=search_k(ctx, retriever), page_title=state.get("page_title", ""),
                           page_sentences=list(state.get("page_sentences") or []),
                           lookup_keyword=state.get("lookup_keyword", ""), lookup_next=int(state.get("lookup_next", 0)))
     r = store.execute(step.action, step.argument)
     steps[-1] = step.model_copy(update={"observation": r.observation, "title": r.title, "error": r.error})
-    return {"steps": steps, "page_title": store.page_title, "page_sentences": store.page_sentences,
-            "lookup_keyword": store.lookup_keyword, "lookup_next": store.lookup_next, **_bound(steps, ctx)}
+    return {"steps": [changes(steps[-1], "observation", "title", "error")], "page_title": store.page_title,
+            "page_sentences": store.page_sentences, "lookup_keyword": store.lookup_keyword,
+            "lookup_next": store.lookup_next, **_bound(steps, ctx)}
 
 
 def _bound(steps: list[TAOStep], ctx: InstructRAGContext) -> dict[str, Any]:

@@ -40,7 +40,7 @@ def plan_step(state: InstructRAGState, runtime: Runtime[InstructRAGContext]) -> 
         return failure_update(d, "plan_step")
     v = d.value
     step = TAOStep(index=len(steps) + 1, thought=v.thought.strip(), action=v.action, argument=" ".join(v.argument.split()))
-    update: dict[str, Any] = {"steps": steps + [step], "usage": d.usage, **extra}
+    update: dict[str, Any] = {"steps": [step], "usage": d.usage, **extra}
     if v.action == "Finish":
         update.update(answer=step.argument, stop_reason="answered")
     return update

@@ -13,7 +13,7 @@ from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.think_then_act.answer_subquery import instructions_line
 from ragplan.nodes.think_then_act.in_context_examples import ASSESSMENT_EXAMPLES
 from ragplan.state.context import ThinkThenActContext
-from ragplan.state.think_then_act import SubQuery, TextQAState, references
+from ragplan.state.think_then_act import MultiStepState, SubQuery, references
 
 __all__ = ["QueryAssessment", "assess_query", "ASSESS_INSTRUCTION"]
 
@@ -39,7 +39,7 @@ class QueryAssessment(BaseModel):
     sub_queries: list[str] = Field(default_factory=list, description="AMBIGUOUS: the simple sub-questions, in order (#k refers to the k-th).")
 
 
-def assess_query(state: TextQAState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
+def assess_query(state: MultiStepState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
     """Classify the question and produce the query (or sub-queries) to answer."""
     ctx = runtime.context
     question = state["question"]
