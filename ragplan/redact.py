@@ -49,8 +49,8 @@ def configured_keys() -> list[str]:
 
 @contextmanager
 def keys_read_once() -> Iterator[list[str]]:
-    """Within it (and the tasks and threads it starts), :func:`configured_keys` is the list read on entry: a batch run
-    redacts every record and checkpoint without scanning the environment each time."""
+    """Within it (and the tasks and threads started with its context), :func:`configured_keys` is the list read on
+    entry: a batch run redacts every record without scanning the environment each time."""
     token = _fixed.set(configured_keys())
     try:
         yield _fixed.get() or []
