@@ -7,8 +7,8 @@ import base64
 import contextvars
 import os
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 from urllib.parse import unquote, urlsplit
 
 __all__ = ["REDACTED", "redact", "configured_keys", "remember_credentials", "keys_read_once"]
