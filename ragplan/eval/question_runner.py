@@ -218,29 +218,10 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
     pool = ThreadPoolExecutor(max_workers=max(8, 2 * concurrency + 4), thread_name_prefix="ragplan-node")
     asyncio.get_running_loop().set_default_executor(pool)
 
-    loop = asyncio.get_running_loop()
-    starting: set[str] = set()  # questions that have their slot and have not sent their first request yet
-    none_starting = asyncio.Event()
-    none_starting.set()
-
-    def started(item_id: str) -> None:
-        starting.discard(item_id)
-        if not starting:
-            none_starting.set()
-
     async def one(item: Item) -> None:
-        count = None if settings.llm_replay else checkpoints.counter(item.id)
-
-        def sent() -> None:  # (in the node's thread) every request counted, one in flight at a kill too
-            if count:
-                count()
-            if item.id in starting:
-                loop.call_soon_threadsafe(started, item.id)
-        on_request.set(sent)
+        if not settings.llm_replay:  # every request sent for the question is counted, one in flight at a kill too
+            on_request.set(checkpoints.counter(item.id))
         async with sem:
-            if not settings.server:  # (on a server no request is sent from here)
-                starting.add(item.id)
-                none_starting.clear()
             ctx = await contexts.get(item)
             limit = family.recursion_limit(ctx)
             graph_input = family.graph_input(item.question, item.inputs)
@@ -265,13 +246,9 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
                     continue
                 break
             latency = time.perf_counter() - t0  # every attempt and its backoff
-        started(item.id)  # (a question that sent no request)
         spent = spent + Usage(llm_calls=max(0, checkpoints.requests(item.id) - spent.llm_calls))
+        # the slot is free once the graph is done: the next question's request goes out before this one is graded
         contexts.release(item)
-        # the slot is free once the graph is done: the question woken for it takes it (sleep(0)), and the questions
-        # that took a slot send their first request before this one is graded and recorded (its checkpoint holds it)
-        await asyncio.sleep(0)
-        await none_starting.wait()
         res = _typed(family, {**out, "usage": spent})
         if res.error and not out.get("error"):
             out = {**out, "answer": "", "error": res.error, "stop_reason": res.stop_reason}
