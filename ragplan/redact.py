@@ -4,17 +4,21 @@
 from __future__ import annotations
 
 import base64
+import contextvars
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["REDACTED", "redact", "configured_keys", "remember_credentials"]
+__all__ = ["REDACTED", "redact", "configured_keys", "remember_credentials", "keys_read_once"]
 
 REDACTED = "***"
 """What :func:`redact` writes in place of a credential."""
 _URL_PASSWORD = re.compile(r"(://[^/\s:@\"'\\]*:)([^/\s@\"'\\]+)(?=@)")
 _QUERY_SECRET = re.compile(r"((?:[?&]|&amp;)[\w.-]*(?:key|token|password|secret)=)([\w.~%+-]+)", re.I | re.A)
 _remembered: set[str] = set()
+_fixed: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("ragplan_redact_keys", default=None)
 
 
 def _url_secrets(url: str) -> list[str]:
@@ -35,10 +39,23 @@ def remember_credentials(url: str) -> None:
 def configured_keys() -> list[str]:
     """The API keys configured for this process: every ``*_API_KEY`` variable's value and the credentials of the base
     URLs in ``RAGPLAN_BASE_URL`` / ``OPENAI_BASE_URL`` or remembered (values under 8 characters left out)."""
+    if (fixed := _fixed.get()) is not None:
+        return fixed
     keys = [v for k, v in os.environ.items() if k.upper().endswith("_API_KEY")] + list(_remembered)
     for url in (os.environ.get("RAGPLAN_BASE_URL", ""), os.environ.get("OPENAI_BASE_URL", "")):
         keys += _url_secrets(url)
     return sorted({k.strip() for k in keys if len(k.strip()) >= 8}, key=len, reverse=True)
+
+
+@contextmanager
+def keys_read_once() -> Iterator[list[str]]:
+    """Within it (and the tasks and threads started with its context), :func:`configured_keys` is the list read on
+    entry: a batch run redacts every record without scanning the environment each time."""
+    token = _fixed.set(configured_keys())
+    try:
+        yield _fixed.get() or []
+    finally:
+        _fixed.reset(token)
 
 
 def redact(text: str) -> str:

@@ -523,3 +523,29 @@ def test_item_checkpoints_keep_every_node_of_a_multi_step_graph_and_only_the_out
     with sqlite3.connect(path) as conn:
         count = dict(conn.execute("SELECT thread_id, count(*) FROM checkpoints GROUP BY thread_id").fetchall())
     assert count["q1#1"] == 1 and count["q2#1"] >= 4  # the output only; the input and every node's step
+
+
+def test_item_checkpoints_a_finished_runs_file_is_not_written_again_at_close(trade_cql, tmp_path):
+    """With every question recorded the files go, removed before the close: SQLite then copies no log into the file
+    (a hard link to it shows what the close wrote)."""
+    from ragplan.eval.item_checkpoints import ItemCheckpoints
+    from ragplan.graphs.planrag import build_single_rag
+    from ragplan.state.context import PlanRAGContext
+
+    path, link = tmp_path / "items.sqlite", tmp_path / "link.sqlite"
+
+    async def go() -> int:
+        ck = ItemCheckpoints(path)
+        graph = build_single_rag().compile(checkpointer=await ck.open())
+        replies = [RetrievalAction(thought="t", action="graph_db", action_input=Q), FinalAnswer(answer="lubeck")]
+        ctx = PlanRAGContext(model="-", chat_model=ScriptedChatModel(replies=replies), graph_path=str(trade_cql))
+        await ck.run(graph, "q1", 1, {"question": QUESTION}, ctx, 50)
+        ck.forget("q1")
+        os.link(path, link)
+        before = link.stat().st_size
+        await ck.close()
+        return before
+
+    before = asyncio.run(go())
+    assert not path.exists() and not Path(f"{path}-wal").exists() and not Path(f"{path}.requests").exists()
+    assert link.stat().st_size == before  # the checkpoints stayed in the log, never copied into the file

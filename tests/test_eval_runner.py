@@ -292,3 +292,44 @@ def test_eval_writes_and_prints_no_password_of_the_url_nor_a_key_the_endpoint_ec
     # the password is not kept: a resume is given the URL again
     assert main(["eval", "--resume", str(run), "--no-progress"]) == 2
     assert "without the password" in capsys.readouterr().err
+
+
+def test_keys_read_once_holds_the_keys_read_on_entry_in_its_threads(monkeypatch):
+    """A run reads the keys to mask once (not at every record and checkpoint write); outside, they are read again."""
+    import asyncio
+
+    from ragplan.redact import configured_keys, keys_read_once, redact
+
+    monkeypatch.setenv("FIRST_API_KEY", "first-key-123456")
+    with keys_read_once() as keys:
+        monkeypatch.setenv("LATER_API_KEY", "later-key-123456")
+        seen = asyncio.run(asyncio.to_thread(configured_keys))  # a task, then a thread, started with its context
+        assert redact("first-key-123456 later-key-123456") == "*** later-key-123456"
+    assert "first-key-123456" in keys and seen == keys and "later-key-123456" not in keys
+    assert redact("first-key-123456 later-key-123456") == "*** ***"
+
+
+def test_the_run_clock_starts_after_its_set_up(tmp_path, monkeypatch):
+    """The run's wall time starts once the checkpoints are open and the graph compiled (set-up, once per run)."""
+    import asyncio
+
+    from ragplan.eval.item_checkpoints import ItemCheckpoints
+    from ragplan.nodes.think_then_act.direct_answer import ChainOfThought
+
+    opened: list[float] = []
+    real_open = ItemCheckpoints.open
+
+    async def open_and_note(self):
+        saver = await real_open(self)
+        opened.append(time.time())
+        return saver
+
+    monkeypatch.setattr(ItemCheckpoints, "open", open_and_note)
+    data = tmp_path / "hotpot_dev_distractor_v1.json"
+    data.write_text(json.dumps([{"_id": f"q{i}", "question": f"Is city {i} big?", "answer": "yes", "type": "comparison",
+                                 "level": "easy", "supporting_facts": [], "context": []} for i in range(2)]))
+    with OpenAIStub(responder=lambda req: ChainOfThought(reasoning="r", answer="yes")) as stub:
+        summary = asyncio.run(evaluate(RunSettings(method="cot", benchmark="hotpotqa", data=str(data),
+                                                   model="openai:stub", base_url=stub.base_url), tmp_path / "run"))
+    started = json.loads((tmp_path / "run" / "invocations.jsonl").read_text())["started"]
+    assert summary["overall"]["n"] == 2 and len(opened) == 1 and started >= opened[0]

@@ -108,12 +108,12 @@ class ItemCheckpoints:
                         await saver.adelete_thread(thread)
                 elif self.db:
                     await saver.conn.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
+                if not self._threads:  # removed before the close: SQLite copies no log into a file that is gone
+                    for path in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm"), self._log):
+                        path.unlink(missing_ok=True)
                 self._done.clear()
             finally:
                 await saver.conn.close()
-            if not self._threads:
-                for path in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm"), self._log):
-                    path.unlink(missing_ok=True)
 
     def counter(self, item_id: str) -> Callable[[], None]:
         """What to call before each LLM request of the question: the request is logged (so a kill does not lose it)."""

@@ -21,6 +21,7 @@ from ragplan.eval.item_checkpoints import CHECKPOINT_FILE, ItemCheckpoints
 from ragplan.eval.runfolder import RunFolder, RunSettings, record_line
 from ragplan.family import MethodFamily
 from ragplan.llm import on_request
+from ragplan.redact import keys_read_once
 from ragplan.state.result import GraphResult
 from ragplan.state.usage import Usage
 
@@ -185,11 +186,11 @@ def _typed(family: MethodFamily, out: dict[str, Any]) -> GraphResult:
                              error=f"the output does not fit {family.result.__name__}: {type(exc).__name__}: {exc}")
 
 
-async def run_questions(family: MethodFamily, settings: RunSettings, folder: RunFolder, invocation: int,
-                        items: list[Item], base: dict[str, Any], bench: Benchmark,
-                        on_finished: Callable[[], None] | None = None) -> int:
+async def run_questions(family: MethodFamily, settings: RunSettings, folder: RunFolder, items: list[Item],
+                        base: dict[str, Any], bench: Benchmark, on_finished: Callable[[], None] | None = None) -> int:
     """Run and record ``items`` with the context settings ``base`` plus their own, ``on_finished`` after each;
-    returns how many distinct data were prepared."""
+    returns how many distinct data were prepared. The run's clock (:meth:`RunFolder.start_invocation`) starts once the
+    run is set up (checkpoints open, graph compiled), with its first question."""
     checkpoints = ItemCheckpoints(folder.path / CHECKPOINT_FILE, enabled=settings.checkpoints and not settings.server,
                                   db=settings.checkpoint_db,
                                   key=f"{settings.created} {settings.method} {settings.benchmark} {folder.path.name}")
@@ -263,7 +264,9 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
             on_finished()
 
     try:  # the loop shuts its default executor down when it closes
-        await asyncio.gather(*(one(it) for it in items))
+        invocation = folder.start_invocation()  # the run's clock: set-up above is done once per run, before it
+        with keys_read_once():  # the credentials to mask, read once for the run's records
+            await asyncio.gather(*(one(it) for it in items))
     finally:
         await checkpoints.close()
         if server:

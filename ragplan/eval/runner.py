@@ -71,7 +71,6 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     if not settings.created:  # saved once the run is not refused: a refused run leaves no settings.json
         settings.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     folder.save_settings(settings)
-    invocation = folder.start_invocation()  # the run's clock (summary's wall time) starts with its questions
     finished = len(items) - len(pending)
     if on_progress:
         on_progress(finished, len(items))
@@ -83,7 +82,7 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
             on_progress(finished, len(items))
 
     with track_cache_usage() as cache_usage:  # the LLM cache entries this run reads or writes
-        prepared = await run_questions(family, settings, folder, invocation, pending, base, bench, one_more)
+        prepared = await run_questions(family, settings, folder, pending, base, bench, one_more)
     digests = cache_usage.digests()
     records = folder.load_records()
     ordered = [records[it.id] for it in items if it.id in records]
