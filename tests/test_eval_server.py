@@ -236,17 +236,66 @@ def test_a_question_past_its_time_budget_stops_its_run_on_the_server(server, dat
 
 
 class _ErroringRuns:
-    """langgraph_sdk's runs API for a server whose graph raised: every run ends in ``__error__``."""
+    """langgraph_sdk's runs API for a server whose graph raised: every run ends in ``__error__`` (or, with
+    ``unavailable=n``, the first n creates answer 503 and the runs then finish)."""
 
-    def __init__(self) -> None:
-        self.created = 0
+    def __init__(self, unavailable: int = 0) -> None:
+        self.created, self.unavailable = 0, unavailable
 
     async def create(self, *args, **kwargs):
+        import httpx
+
         self.created += 1
+        if self.created <= self.unavailable:
+            req = httpx.Request("POST", "http://127.0.0.1:1/runs")
+            raise httpx.HTTPStatusError("503 Service Unavailable", request=req, response=httpx.Response(503, request=req))
         return {"run_id": f"run-{self.created}"}
 
+    async def list(self, thread_id, limit=5):
+        return []
+
     async def join(self, thread_id, run_id):
+        if self.unavailable:
+            return {"answer": "done"}
         return {"__error__": {"error": "ValueError", "message": "boom"}}
+
+
+def _server_runs(tmp_path, runs):
+    from types import SimpleNamespace
+
+    from ragplan.eval.runfolder import RunFolder, RunSettings
+    from ragplan.eval.server import ServerRuns
+
+    async def created(**kwargs):
+        return {}
+
+    async def state(thread_id):
+        return {}
+
+    settings = RunSettings(method="cot", benchmark="hotpotqa", data="", server="http://127.0.0.1:1")
+    sr = ServerRuns(settings, RunFolder(tmp_path), {}, {"q1": SimpleNamespace(context={})})
+    sr.client = SimpleNamespace(runs=runs, threads=SimpleNamespace(create=created, get_state=state))
+    return sr
+
+
+@pytest.mark.parametrize("down", [2, 9])
+def test_a_server_answering_5xx_is_retried_then_recorded_naming_it(tmp_path, monkeypatch, down):
+    """A 5xx is retried with backoff (RETRIES more tries); a server still failing after them is the question's
+    recorded failure (kind server_error, the server named), which --resume runs again."""
+    import asyncio
+    from types import SimpleNamespace
+
+    import ragplan.eval.server as server_mod
+
+    monkeypatch.setattr(server_mod, "BACKOFF_S", 0.01)
+    runs = _ErroringRuns(unavailable=down)
+    out = asyncio.run(_server_runs(tmp_path, runs).run("q1", 1, {"question": "q"}, SimpleNamespace(), 25))
+    if down <= server_mod.RETRIES:
+        assert out == {"answer": "done"} and runs.created == down + 1
+    else:
+        assert runs.created == server_mod.RETRIES + 1 and out["stop_reason"] == "crash"
+        assert server_mod.server_failed(out) and out["failure"]["kind"] == "server_error"
+        assert "LangGraph server http://127.0.0.1:1" in out["failure"]["message"] and "503" in out["failure"]["message"]
 
 
 def test_a_run_that_errored_on_the_server_is_recorded_at_once_naming_it(tmp_path):
@@ -255,16 +304,9 @@ def test_a_run_that_errored_on_the_server_is_recorded_at_once_naming_it(tmp_path
     import asyncio
     from types import SimpleNamespace
 
-    from ragplan.eval.runfolder import RunFolder, RunSettings
-    from ragplan.eval.server import RunError, ServerRuns
-
-    async def created(**kwargs):
-        return {}
+    from ragplan.eval.server import RunError
 
     runs = _ErroringRuns()
-    settings = RunSettings(method="cot", benchmark="hotpotqa", data="", server="http://127.0.0.1:1")
-    sr = ServerRuns(settings, RunFolder(tmp_path), {}, {"q1": SimpleNamespace(context={})})
-    sr.client = SimpleNamespace(runs=runs, threads=SimpleNamespace(create=created))
     with pytest.raises(RunError, match=r"LangGraph server http://127\.0\.0\.1:1: ValueError: boom"):
-        asyncio.run(sr.run("q1", 1, {"question": "q"}, SimpleNamespace(), 25))
+        asyncio.run(_server_runs(tmp_path, runs).run("q1", 1, {"question": "q"}, SimpleNamespace(), 25))
     assert runs.created == 1
