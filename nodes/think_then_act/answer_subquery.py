@@ -12,8 +12,8 @@ from pydantic import BaseModel, Field
 from ragplan.llm import decide_for, failure_update
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.failure import failure
-from ragplan.state.think_then_act import (BranchFailure, SingleQueryState, SubQuery, SubQueryState, TextQAState, failure_of,
-                                          references)
+from ragplan.state.think_then_act import (BranchFailure, MultiStepState, SingleQueryState, SubQuery, SubQueryState,
+                                          TextQAState, failure_of, references)
 from ragplan.state.trace_sections import excerpt
 
 __all__ = ["branch_outcome", "ShortAnswer", "answer_subquery", "final_answer", "resolve_text", "ANSWER_STYLE",
@@ -95,7 +95,7 @@ def branch_outcome(state: TextQAState) -> dict[str, Any]:
     return {"error": message, "failure": typed}
 
 
-def final_answer(state: TextQAState | SingleQueryState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
+def final_answer(state: MultiStepState | SingleQueryState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
     """The final answer: the single query's answer, or the sub-answers composed by the LLM."""
     queries: list[SubQuery] = state.get("queries") or []
     ran = [q for q in queries if q.retrieve]  # the retrieval ratio counts successful retrievals only

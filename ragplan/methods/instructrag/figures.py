@@ -20,7 +20,7 @@ from ragplan.methods.instructrag.reward import PathMatchReward, PathReward, Quer
 from ragplan.methods.instructrag.rl_agent import RLAgent, threshold_decider, traverse
 
 __all__ = ["SELECTION_METHODS", "CONSTANT_PLAN", "SelectionRow", "action_match", "select_path_offline", "selection_quality",
-           "format_table", "format_selection_rows"]
+           "format_selection_rows"]
 
 SELECTION_METHODS = ("instructrag", "untrained", "threshold", "no_ml", "rap", "majority", "constant", "random")
 """The trained selection, its ablations and the one-line baselines: untrained agents (same seed), the stored path of
@@ -112,16 +112,11 @@ def selection_quality(graph: InstructionGraph, rl: RLAgent | None, ml: MLAgent |
     return rows
 
 
-def format_table(head: list[str], rows: list[list[str]]) -> str:
-    """A plain table: the first column left-aligned, the others right-aligned."""
-    from ragplan.eval.figures import format_table as table
-
-    return table(head, rows, style="plain", right=True)
-
-
 def format_selection_rows(rows: list[SelectionRow]) -> str:
     """A plain table of selection-quality rows."""
     body = [[r.method, str(r.questions), f"{r.found:.2f}", f"{r.action_match:.3f}", f"{r.path_match:.3f}",
              "-" if r.proxy_reward is None else f"{r.proxy_reward:.3f}", f"{r.ms:.1f}"] for r in rows]
+    from ragplan.eval.figures import format_table
+
     return format_table(["method", "questions", "found", "action match", "path match", "proxy reward",
-                         "ms/question"], body)
+                         "ms/question"], body, style="plain", right=True)
