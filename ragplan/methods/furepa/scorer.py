@@ -16,10 +16,9 @@ import numpy as np
 from ragplan.methods.furepa.features import SCALAR_FEATURES, context_text, group_features
 
 __all__ = ["TreeEnsemble", "PlanAssessor", "AssessorError", "fit_trees", "fit_cross_encoder", "save_assessor",
-           "load_assessor", "META_FILE", "TREES_FILE", "CROSS_DIR", "SCORERS"]
+           "load_assessor", "META_FILE", "TREES_FILE", "CROSS_DIR"]
 
 META_FILE, TREES_FILE, CROSS_DIR = "meta.json", "trees.npz", "cross_encoder"
-SCORERS = ("trees", "cross-encoder")
 
 
 class AssessorError(ValueError):
