@@ -1,5 +1,7 @@
-"""The plan assessor in-domain and cross-dataset: per seed, train on each dataset, then report the trained pick's MRR
-beside the one-line baselines on its held-out questions and on every question of the other dataset.
+"""The plan assessor in-domain and cross-dataset: per seed, train each scorer (boosted trees, cross-encoder) on each
+dataset, then report each trained pick's MRR beside the one-line baselines on a validation part of the training
+questions (trained on the rest; this row chooses the default scorer), on the held-out questions and on every question
+of the other dataset.
 Usage: python benchmarks/furepa_assessor.py --data A --data B [--queries-from LOG ...] [--seeds 0,1,2] [--work DIR]."""
 
 from __future__ import annotations
@@ -16,13 +18,19 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from benchmarks.common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
 from ragplan.methods.furepa.pipeline import labelled_groups  # noqa: E402
 from ragplan.methods.furepa.scorer import load_assessor  # noqa: E402
-from ragplan.methods.furepa.train import BASELINES, evaluate_assessor, train_assessor  # noqa: E402
+from ragplan.methods.furepa.train import BASELINES, evaluate_assessor, split_by_question, train_assessor  # noqa: E402
+
+SCORERS = {"trees": "trees", "cross": "cross-encoder"}
 
 
-def _row(seed: int, trained_on: str, measured_on: str, points: int, mrr: dict[str, float]) -> dict[str, Any]:
-    best = max(BASELINES, key=lambda b: mrr[b])
-    return {"key": f"{seed}/{trained_on}/{measured_on}", "seed": seed, "trained_on": trained_on,
-            "measured_on": measured_on, "points": points, **mrr, "margin": round(mrr["trained"] - mrr[best], 4)}
+def _row(seed: int, trained_on: str, measured_on: str, points: int, mrr: dict[str, dict[str, float]]) -> dict[str, Any]:
+    base = mrr["trees"]
+    best = max(BASELINES, key=lambda b: base[b])
+    row = {"key": f"{seed}/{trained_on}/{measured_on}", "seed": seed, "trained_on": trained_on, "measured_on": measured_on,
+           "points": points, **{k: base[k] for k in base if k != "trained"}, "best": best,
+           **{s: mrr[s]["trained"] for s in SCORERS}, **{f"{s}_margin": round(mrr[s]["trained"] - base[best], 4) for s in SCORERS}}
+    print(row, file=sys.stderr, flush=True)
+    return row
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -33,12 +41,20 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         groups = {d: labelled_groups(d, work / Path(d).stem / "context_index", context_only=True, seed=seed,
                                      logs=args.queries_from, progress=False) for d in args.data}
         for d in args.data:
-            out = work / Path(d).stem / f"assessor-{seed}"
-            report = train_assessor(groups[d], out, seed=seed, progress=False)
-            rows.append(_row(seed, Path(d).stem, "held out", report.n_groups["test"], report.mrr))
+            part, _ = split_by_question(groups[d], 0.25, seed)  # the training questions only
+            reports = {s: train_assessor(part, work / Path(d).stem / f"validation-{s}-{seed}", seed=seed, scorer=name,
+                                         progress=False) for s, name in SCORERS.items()}
+            rows.append(_row(seed, Path(d).stem, "validation", reports["trees"].n_groups["test"],
+                             {s: r.mrr for s, r in reports.items()}))
+            outs = {s: work / Path(d).stem / f"assessor-{s}-{seed}" for s in SCORERS}
+            reports = {s: train_assessor(groups[d], outs[s], seed=seed, scorer=name, progress=False)
+                       for s, name in SCORERS.items()}
+            rows.append(_row(seed, Path(d).stem, "held out", reports["trees"].n_groups["test"],
+                             {s: r.mrr for s, r in reports.items()}))
             for other in (x for x in args.data if x != d):
-                ev = evaluate_assessor(groups[other], load_assessor(out))
-                rows.append(_row(seed, Path(d).stem, Path(other).stem, ev["n_groups"], ev["mrr"]))
+                evs = {s: evaluate_assessor(groups[other], load_assessor(outs[s])) for s in SCORERS}
+                rows.append(_row(seed, Path(d).stem, Path(other).stem, evs["trees"]["n_groups"],
+                                 {s: e["mrr"] for s, e in evs.items()}))
     return rows
 
 
@@ -50,13 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default="0,1,2", type=lambda s: [int(x) for x in s.split(",") if x.strip()],
                     help="seeds, comma-separated (default 0,1,2)")
     ap.add_argument("--work", default=".furepa_assessor", help="folder for the context indexes and assessors")
-    add_report_flags(ap, "trained MRR")
+    add_report_flags(ap, "cross-encoder MRR")
     args = ap.parse_args(argv)
     rows = run(args)
-    print_rows(rows, [("seed", "d"), ("trained_on", "s"), ("measured_on", "s"), ("points", "d"), ("trained", ".3f"),
-                      ("overlap", ".3f"), ("bm25", ".3f"), ("retriever", ".3f"), ("first", ".3f"), ("random", ".3f"),
-                      ("oracle", ".3f"), ("margin", "+.3f")],
-               key="key", baseline=load_baseline(args.baseline), compare="trained")
+    print_rows(rows, [("seed", "d"), ("trained_on", "s"), ("measured_on", "s"), ("points", "d"), ("trees", ".3f"),
+                      ("cross", ".3f"), ("overlap", ".3f"), ("bm25", ".3f"), ("retriever", ".3f"), ("first", ".3f"),
+                      ("random", ".3f"), ("oracle", ".3f"), ("trees_margin", "+.3f"), ("cross_margin", "+.3f")],
+               key="key", baseline=load_baseline(args.baseline), compare="cross")
     save_report(args.save, "furepa_assessor", rows, data=args.data, seeds=args.seeds)
     return 0
 

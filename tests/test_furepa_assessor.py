@@ -19,7 +19,8 @@ from ragplan.state.furepa import FuRePAContext
 from ragplan.methods.furepa.data import (HopGroup, build_groups, data_candidates, leaks, llm_candidates, logged_queries,
                                          question_hops, question_key, reciprocal_rank)
 from ragplan.methods.furepa.features import feature_names, group_features
-from ragplan.methods.furepa.scorer import AssessorError, TreeEnsemble, fit_trees, load_assessor
+from ragplan.methods.furepa.features import context_text
+from ragplan.methods.furepa.scorer import AssessorError, TreeEnsemble, fit_cross_encoder, fit_trees, load_assessor
 from ragplan.methods.furepa.train import pick_mrr, train_assessor
 from ragplan.methods.furepa.synthetic import write_synthetic
 from tests.scripted import ScriptedChatModel
@@ -176,6 +177,34 @@ def test_text_scorer_learns_what_the_labels_reward_and_beats_word_overlap(tmp_pa
     assert not (tmp_path / "flat").exists()
     base = pick_mrr(groups[:2], [[0, 0, 1], [1, 0, 0]])
     assert set(base) == {"trained", "overlap", "bm25", "retriever", "first", "random", "oracle"}
+
+
+def test_cross_encoder_scorer_trains_saves_reloads_and_learns_the_labels(tmp_path, monkeypatch):
+    """The cross-encoder (from the packaged MiniLM) reads (question + evidence, candidate): a few pairs and one epoch
+    change its ranking towards what the labels reward; train_assessor saves it beside meta.json naming the scorer, and
+    load_assessor scores with it; one whose scores do not vary is refused and not saved."""
+    groups = [_group(i, good_first=i % 5 == 0) for i in range(8)]
+    pairs = [(context_text(g.question, g.context), c) for g in groups for c in g.candidates]
+    labels = [v for g in groups for v in g.labels]
+    probe_q, probe_ev = "Where was the founder of Mill 99 born?", [("Mill 99", "Mill 99 was founded by Bruno Yoren99.")]
+    probe = [(context_text(probe_q, probe_ev), c) for c in (probe_q, "Bruno Yoren99", "related facts")]
+    before = fit_cross_encoder(pairs, labels, epochs=0, progress=False).predict(probe)
+    after = fit_cross_encoder(pairs, labels, epochs=1, lr=1e-4, batch=8, progress=False).predict(probe)
+    assert int(np.argmax(before)) != 1 and int(np.argmax(after)) == 1  # the bridge entity, once trained
+    report = train_assessor(groups, tmp_path / "x", seed=0, test_share=0.25, scorer="cross-encoder", epochs=1,
+                            progress=False)
+    assert report.n_candidates == {"train": 18, "test": 6} and set(report.mrr) >= {"trained", "bm25", "oracle"}
+    assert (tmp_path / "x" / "cross_encoder").is_dir() and not (tmp_path / "x" / "trees.npz").exists()
+    assessor = load_assessor(tmp_path / "x")
+    assert assessor.meta["scorer"] == "cross-encoder" and assessor.meta["epochs"] == 1 and assessor.trees is None
+    s = assessor.score(probe_q, probe_ev, [c for _, c in probe])
+    assert len(s) == 3 and len(set(s)) == 3 and assessor.score(probe_q, probe_ev, []) == []
+    from sentence_transformers import CrossEncoder
+
+    monkeypatch.setattr(CrossEncoder, "predict", lambda self, x, **kw: np.full(len(x), 0.5))
+    with pytest.raises(ValueError, match="did not learn"):
+        train_assessor(groups, tmp_path / "flat", seed=0, scorer="cross-encoder", epochs=0, progress=False)
+    assert not (tmp_path / "flat").exists()
 
 
 _LINE = re.compile(r"trained ([\d.]+)\s+overlap ([\d.]+)\s+bm25 ([\d.]+)\s+retriever ([\d.]+)\s+first ([\d.]+)\s+"

@@ -41,6 +41,8 @@ def add_parser(sub: Any) -> None:
     t.add_argument("--candidates", type=int, default=6, metavar="N", help="candidate queries per question and hop (default 6)")
     t.add_argument("--label-k", type=int, default=20, metavar="K", help="results searched for the gold passage (default 20)")
     t.add_argument("--test-share", type=float, default=0.25, metavar="F", help="share of questions held out (default 0.25)")
+    t.add_argument("--scorer", choices=("trees", "cross-encoder"), default="trees", help="boosted trees over MiniLM "
+                   "features, or a cross-encoder from MiniLM reading (question + evidence, query) (default trees)")
     t.add_argument("--trees", type=int, default=300, metavar="N", help="boosted trees (default 300)")
     t.add_argument("--model-path", default="", metavar="DIR", help="a local Sentence-BERT model (default: the packaged MiniLM)")
     t.add_argument("--model", default=None, help="candidate queries from this chat model (provider:name) instead of the data")
@@ -88,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
                       seed=args.seed, n_candidates=args.candidates, label_k=args.label_k, model_path=args.model_path,
                       llm_context=llm_context, logs=args.queries_from, progress=not args.no_progress)
         if args.data is not None:
-            report = assessor_from_data(args.data, args.out, test_share=args.test_share, n_trees=args.trees, **common)
+            report = assessor_from_data(args.data, args.out, test_share=args.test_share, n_trees=args.trees,
+                                        scorer=args.scorer, **common)
             out["train"] = asdict(report)
         if args.eval_data is not None:
             assessor = load_assessor(args.out)

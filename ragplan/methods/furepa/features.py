@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["SCALAR_FEATURES", "feature_names", "group_features", "group_texts", "content_words", "STOPWORDS"]
+__all__ = ["SCALAR_FEATURES", "feature_names", "group_features", "group_texts", "context_text", "content_words", "STOPWORDS"]
 
 STOPWORDS = frozenset("""a an the of in on at to for from by with and or but is are was were be been being do does did
 what which who whom whose where when why how that this these those it its he she his her they them their there as
@@ -32,13 +32,14 @@ def content_words(text: str) -> list[str]:
     return [w for w in (m.lower() for m in _WORD.findall(text or "")) if w not in STOPWORDS]
 
 
-def _context_text(question: str, evidence: Sequence[tuple[str, str]]) -> str:
+def context_text(question: str, evidence: Sequence[tuple[str, str]]) -> str:
+    """The question and the evidence so far (each passage cut to 300 characters) as one text."""
     return " ".join([question, *(f"{t}. {' '.join(x.split())[:300]}" for t, x in evidence)])
 
 
 def group_texts(question: str, evidence: Sequence[tuple[str, str]], queries: Sequence[str]) -> list[str]:
     """The texts :func:`group_features` embeds: context, question, the queries, then each evidence passage."""
-    return [_context_text(question, evidence), question, *queries, *(f"{t}. {' '.join(x.split())[:700]}" for t, x in evidence)]
+    return [context_text(question, evidence), question, *queries, *(f"{t}. {' '.join(x.split())[:700]}" for t, x in evidence)]
 
 
 def group_features(embedder: Any, question: str, evidence: Sequence[tuple[str, str]], queries: Sequence[str]) -> np.ndarray:

@@ -64,14 +64,14 @@ def labelled_groups(data: str | Path, index_root: str | Path, *, index_dir: str 
 def assessor_from_data(data: str | Path, out_dir: str | Path, *, index_dir: str = "", context_only: bool = False,
                        fmt: str | None = None, limit: int | None = None, seed: int = 0, n_candidates: int = 6,
                        label_k: int = 20, test_share: float = 0.25, model_path: str = "", llm_context: Any = None,
-                       logs: Sequence[str] = (), n_trees: int = 300, progress: bool = True) -> AssessorReport:
+                       logs: Sequence[str] = (), n_trees: int = 300, scorer: str = "trees", progress: bool = True) -> AssessorReport:
     """Train an assessor from a dataset file (see :func:`labelled_groups`) and report on its held-out questions."""
     t0 = time.perf_counter()
     groups = labelled_groups(data, Path(out_dir) / "context_index", index_dir=index_dir, context_only=context_only,
                              fmt=fmt, limit=limit, seed=seed, n_candidates=n_candidates, label_k=label_k,
                              model_path=model_path, llm_context=llm_context, logs=logs, progress=progress)
     report = train_assessor(groups, out_dir, seed=seed, test_share=test_share, model_path=model_path, label_k=label_k,
-                            n_trees=n_trees, progress=progress,
+                            n_trees=n_trees, scorer=scorer, progress=progress,
                             extra_meta={"data": str(data), "index_dir": str(index_dir), "n_candidates": n_candidates})
     report.seconds = round(time.perf_counter() - t0, 1)  # the whole command: index, candidates, labels, training
     return report

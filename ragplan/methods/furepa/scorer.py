@@ -1,6 +1,7 @@
-"""The plan assessor's query scorer: scikit-learn's gradient-boosted trees over the features of features.py (MiniLM
-embeddings of context and query), kept as numpy arrays (``meta.json`` + ``trees.npz``): loading needs neither pickle nor
-scikit-learn; :func:`load_assessor` caches per folder."""
+"""The plan assessor's query scorer, as ``meta.json`` names it: scikit-learn's gradient-boosted trees over the features
+of features.py (MiniLM embeddings of context and query) kept as numpy arrays (``trees.npz``: loading needs neither
+pickle nor scikit-learn), or a sentence-transformers cross-encoder reading (context, query) (``cross_encoder/``);
+:func:`load_assessor` caches per folder."""
 
 from __future__ import annotations
 
@@ -12,12 +13,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ragplan.methods.furepa.features import SCALAR_FEATURES, group_features
+from ragplan.methods.furepa.features import SCALAR_FEATURES, context_text, group_features
 
-__all__ = ["TreeEnsemble", "PlanAssessor", "AssessorError", "fit_trees", "save_assessor", "load_assessor",
-           "META_FILE", "TREES_FILE"]
+__all__ = ["TreeEnsemble", "PlanAssessor", "AssessorError", "fit_trees", "fit_cross_encoder", "save_assessor",
+           "load_assessor", "META_FILE", "TREES_FILE", "CROSS_DIR"]
 
-META_FILE, TREES_FILE = "meta.json", "trees.npz"
+META_FILE, TREES_FILE, CROSS_DIR = "meta.json", "trees.npz", "cross_encoder"
 
 
 class AssessorError(ValueError):
@@ -104,30 +105,73 @@ def fit_trees(x: np.ndarray, y: np.ndarray, *, seed: int = 0, n_trees: int = 300
     return ens
 
 
+def fit_cross_encoder(pairs: Sequence[tuple[str, str]], labels: Sequence[float], *, model_path: str = "", seed: int = 0,
+                      epochs: int = 2, lr: float = 2e-5, batch: int = 16, progress: bool = True) -> Any:
+    """A sentence-transformers ``CrossEncoder`` (one output) started from the Sentence-BERT model at ``model_path`` and
+    fit to ``(context, query) -> label`` by binary cross-entropy on the logit (the library's loss for one label);
+    deterministic for ``seed``; ``epochs=0`` gives the untrained model."""
+    import torch
+    from sentence_transformers import CrossEncoder
+    from tqdm import tqdm
+
+    from ragplan.tools.embeddings import resolve_model_path
+
+    torch.manual_seed(seed)
+    ce = CrossEncoder(resolve_model_path(model_path), num_labels=1, max_length=256, device="cpu", local_files_only=True)
+    net, y = ce.transformers_model, torch.tensor(list(labels), dtype=torch.float32)
+    opt, rng = torch.optim.AdamW(net.parameters(), lr=lr), torch.Generator().manual_seed(seed)
+    net.train()
+    for epoch in range(epochs):
+        order = torch.randperm(len(pairs), generator=rng).tolist()
+        for start in tqdm(range(0, len(order), batch), desc=f"fitting the cross-encoder (epoch {epoch + 1}/{epochs})",
+                          unit="batch", disable=not progress):
+            idx = order[start:start + batch]
+            enc = ce.tokenizer([pairs[i][0] for i in idx], [pairs[i][1] for i in idx], padding=True,
+                               truncation="longest_first", max_length=256, return_tensors="pt")
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(net(**enc).logits.view(-1), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    net.eval()
+    return ce
+
+
 class PlanAssessor:
     """A trained query scorer: ``score(question, evidence, queries)`` predicts each query's reciprocal rank."""
 
-    def __init__(self, meta: dict[str, Any], trees: TreeEnsemble) -> None:
-        if list(meta.get("features") or [])[:len(SCALAR_FEATURES)] != list(SCALAR_FEATURES):
+    def __init__(self, meta: dict[str, Any], trees: TreeEnsemble | None = None, cross: Any = None) -> None:
+        if cross is None and list(meta.get("features") or [])[:len(SCALAR_FEATURES)] != list(SCALAR_FEATURES):
             raise AssessorError("the assessor was trained on other features than this version computes; retrain it")
         self.meta = meta
         self.trees = trees
+        self.cross = cross
 
     def score(self, question: str, evidence: Sequence[tuple[str, str]], queries: Sequence[str]) -> list[float]:
         """Predicted reciprocal rank of each candidate query, given the question and the evidence ``(title, text)``."""
         if not queries:
             return []
+        if self.cross is not None:
+            context = context_text(question, evidence)
+            return [float(v) for v in self.cross.predict([(context, q) for q in queries], show_progress_bar=False)]
+        assert self.trees is not None
         from ragplan.tools.embeddings import get_embedder
 
         embedder = get_embedder(self.meta.get("model_path", ""))  # the model the features were trained with
         return [float(v) for v in self.trees.predict(group_features(embedder, question, evidence, queries))]
 
 
-def save_assessor(out_dir: str | Path, trees: TreeEnsemble, meta: dict[str, Any]) -> Path:
-    """Write ``meta.json`` and ``trees.npz`` to ``out_dir`` (the meta last, so a folder with it is complete)."""
+def save_assessor(out_dir: str | Path, scorer: Any, meta: dict[str, Any]) -> Path:
+    """Write the scorer (``trees.npz`` or ``cross_encoder/``, named in the meta's ``scorer``) and ``meta.json`` to
+    ``out_dir`` (the meta last, so a folder with it is complete)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    np.savez(out / TREES_FILE, **trees.arrays())
+    if isinstance(scorer, TreeEnsemble):
+        np.savez(out / TREES_FILE, **scorer.arrays())
+        meta = {**meta, "scorer": "trees"}
+    else:
+        scorer.save(str(out / CROSS_DIR))
+        (out / TREES_FILE).unlink(missing_ok=True)
+        meta = {**meta, "scorer": "cross-encoder"}
     (out / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return out
 
@@ -150,12 +194,21 @@ def load_assessor(directory: str | Path) -> PlanAssessor:
             return _loaded[key]
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            if meta.get("scorer") == "cross-encoder":
+                from sentence_transformers import CrossEncoder
+
+                if not (d / CROSS_DIR).is_dir():
+                    raise OSError(f"no {CROSS_DIR} folder")
+                _loaded[key] = PlanAssessor(meta, cross=CrossEncoder(str(d / CROSS_DIR), device="cpu",
+                                                                     local_files_only=True))
+                return _loaded[key]
             with np.load(d / TREES_FILE) as z:
                 trees = TreeEnsemble.from_arrays(z)
         except json.JSONDecodeError as exc:
             raise AssessorError(f"{meta_path}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg}; a "
                                 "truncated file?)") from exc
         except (OSError, ValueError, KeyError) as exc:
-            raise AssessorError(f"{d} is not a saved plan assessor ({TREES_FILE}): {type(exc).__name__}: {exc}") from exc
-        _loaded[key] = PlanAssessor(meta, trees)
+            what = CROSS_DIR if (d / CROSS_DIR).is_dir() else TREES_FILE
+            raise AssessorError(f"{d} is not a saved plan assessor ({what}): {type(exc).__name__}: {exc}") from exc
+        _loaded[key] = PlanAssessor(meta, trees=trees)
         return _loaded[key]

@@ -16,8 +16,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ragplan.methods.furepa.data import HopGroup
-from ragplan.methods.furepa.features import content_words, feature_names, group_features, group_texts
-from ragplan.methods.furepa.scorer import PlanAssessor, fit_trees, save_assessor
+from ragplan.methods.furepa.features import content_words, context_text, feature_names, group_features, group_texts
+from ragplan.methods.furepa.scorer import PlanAssessor, fit_cross_encoder, fit_trees, save_assessor
 
 __all__ = ["AssessorReport", "split_by_question", "featurize", "baseline_scores", "pick_mrr", "mrr_line", "spearman",
            "train_assessor", "evaluate_assessor"]
@@ -147,9 +147,10 @@ def _per_group(groups: Sequence[HopGroup], flat: np.ndarray) -> list[list[float]
 
 
 def train_assessor(groups: Sequence[HopGroup], out_dir: str | Path, *, seed: int = 0, test_share: float = 0.25,
-                   model_path: str = "", label_k: int = 20, n_trees: int = 300, progress: bool = True,
-                   extra_meta: dict[str, Any] | None = None) -> AssessorReport:
-    """Fit the scorer on the training questions, measure it on the held-out ones, save it to ``out_dir``; deterministic."""
+                   model_path: str = "", label_k: int = 20, n_trees: int = 300, scorer: str = "trees", epochs: int = 2,
+                   progress: bool = True, extra_meta: dict[str, Any] | None = None) -> AssessorReport:
+    """Fit the scorer (``trees`` or ``cross-encoder``) on the training questions, measure it on the held-out ones, save
+    it to ``out_dir``; deterministic."""
     from ragplan.tools.embeddings import get_embedder, resolve_model_path
 
     t0 = time.perf_counter()
@@ -162,15 +163,27 @@ def train_assessor(groups: Sequence[HopGroup], out_dir: str | Path, *, seed: int
     if not (y > 0).any():
         raise ValueError("no training candidate retrieved its gold passage: check that the index holds the dataset's "
                          "paragraphs (titles are matched) or use --context-only")
-    embedder = get_embedder(model_path)
-    x_train = featurize(train, embedder, progress=progress, desc="features (train)")
-    x_test = featurize(test, embedder, progress=progress, desc="features (held out)")
-    trees = fit_trees(x_train, y, seed=seed, n_trees=n_trees, progress=progress)
-    fitted = trees.predict(x_train)
-    if np.ptp(fitted) == 0:
-        raise ValueError("the scorer did not learn (its score is the same for every training candidate): the labels "
-                         "do not vary with the candidates; not saved")
-    s_test = trees.predict(x_test)
+    not_learnt = ValueError("the scorer did not learn (its score is the same for every training candidate): the labels "
+                            "do not vary with the candidates; not saved")
+    if np.ptp(y) == 0:
+        raise not_learnt
+    settings: dict[str, Any] = {"epochs": epochs} if scorer == "cross-encoder" else {"n_trees": n_trees}
+    if scorer == "cross-encoder":
+        def pairs(gs: Sequence[HopGroup]) -> list[tuple[str, str]]:
+            """(context, candidate) of every candidate of ``gs``."""
+            return [(context_text(g.question, g.context), c) for g in gs for c in g.candidates]
+
+        model: Any = fit_cross_encoder(pairs(train), y.tolist(), model_path=model_path, seed=seed, epochs=epochs, progress=progress)
+        fitted, s_test = (model.predict(pairs(gs), batch_size=64, show_progress_bar=progress) for gs in (train, test))
+    else:
+        embedder = get_embedder(model_path)
+        x_train = featurize(train, embedder, progress=progress, desc="features (train)")
+        x_test = featurize(test, embedder, progress=progress, desc="features (held out)")
+        model = fit_trees(x_train, y, seed=seed, n_trees=n_trees, progress=progress)
+        fitted, s_test = model.predict(x_train), model.predict(x_test)
+        settings["features"] = feature_names(int(embedder.dim))
+    if np.ptp(fitted) <= 1e-9:
+        raise not_learnt
     y_test = [v for g in test for v in g.labels]
     per_group = _per_group(test, s_test)
     within = [spearman(s, g.labels) for g, s in zip(test, per_group) if len(set(g.labels)) > 1]
@@ -184,10 +197,9 @@ def train_assessor(groups: Sequence[HopGroup], out_dir: str | Path, *, seed: int
     digest = hashlib.sha256(repr([(g.qid, g.hop, g.candidates, g.labels) for g in groups]).encode()).hexdigest()[:16]
     report.seconds = round(time.perf_counter() - t0, 1)
     meta = {"model_path": model_path, "resolved_model_path": resolve_model_path(model_path), "seed": seed,
-            "test_share": test_share, "label_k": label_k, "n_trees": n_trees, "data_digest": digest,
-            "features": feature_names(int(embedder.dim)),
+            "test_share": test_share, "label_k": label_k, "data_digest": digest, **settings,
             "metrics": {k: v for k, v in asdict(report).items() if k not in ("out_dir", "seconds")}, **(extra_meta or {})}
-    save_assessor(out_dir, trees, meta)
+    save_assessor(out_dir, model, meta)
     return report
 
 
@@ -198,8 +210,9 @@ def evaluate_assessor(groups: Sequence[HopGroup], assessor: PlanAssessor) -> dic
     groups = [g for g in groups if len(g.labels) == len(g.candidates) and len(g.candidates) >= 2]
     if not groups:
         raise ValueError("no picking point with two or more labelled candidates to evaluate on")
-    texts = list(dict.fromkeys(t for g in groups for t in group_texts(g.question, g.context, g.candidates)))
-    get_embedder(assessor.meta.get("model_path", "")).encode(texts, batch_size=128)  # one batch; scoring reads the cache
+    if assessor.trees is not None:  # one batch; scoring reads the embedder's cache
+        texts = list(dict.fromkeys(t for g in groups for t in group_texts(g.question, g.context, g.candidates)))
+        get_embedder(assessor.meta.get("model_path", "")).encode(texts, batch_size=128)
     scores = [assessor.score(g.question, g.context, g.candidates) for g in groups]
     within = [spearman(s, g.labels) for g, s in zip(groups, scores) if len(set(g.labels)) > 1]
     return {"n_questions": len({g.qid for g in groups}), "n_groups": len(groups),
