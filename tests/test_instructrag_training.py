@@ -142,9 +142,13 @@ def test_commands_end_to_end(tmp_path, capsys):
     run = out / "run"
     run.mkdir()
     (run / "results.jsonl").write_text(
-        json.dumps({"method": "instructrag", "question": "Who directed Alien?", "gold": "Ridley Scott", "f1": 1.0, "em": 1.0}) + "\n"
-        + json.dumps({"method": "instructrag", "question": "Which band is she in?", "gold": "The Vessa", "f1": 0.5, "em": 0.0}) + "\n")
-    assert main(["instructrag", "report", str(run), "--json"]) == 0
+        json.dumps({"id": "q1", "method": "instructrag", "question": "Who directed Alien?", "gold": "Ridley Scott",
+                    "f1": 1.0, "em": 1.0}) + "\n"
+        + json.dumps({"id": "q2", "method": "instructrag", "question": "Which band is she in?", "gold": "The Vessa",
+                      "f1": 0.5, "em": 0.0}) + "\n"
+        + '{"id": "q3", "method": "instructrag", "f1": 1.0')  # the torn last line of a killed run
+    with pytest.warns(RuntimeWarning, match=r"results\.jsonl:3: not JSON"):  # named, not silently skipped
+        assert main(["instructrag", "report", str(run), "--json"]) == 0
     rep = next(iter(json.loads(capsys.readouterr().out).values()))
     assert rep["seen"] == {"n": 1, "f1": 1.0, "em": 1.0} and rep["unseen"] == {"n": 1, "f1": 0.5, "em": 0.0}
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from ragplan.cli.errors import fail
-from ragplan.jsonl import read_text
 from ragplan.methods.instructrag.paths import read_paths, write_paths_jsonl
 from ragplan.methods.instructrag.synth import split_failed, split_paths, write_world
 from ragplan.methods.instructrag.tasks import answer_type, task_split
@@ -299,6 +298,8 @@ def run_figures(args: argparse.Namespace) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     """F1 / EM of eval runs grouped by seen / unseen task (the task from the gold answer and question)."""
+    from ragplan.eval.runfolder import RunFolder
+
     out: dict[str, Any] = {}
     for run_dir in args.runs:
         f = Path(run_dir) / "results.jsonl"
@@ -306,11 +307,7 @@ def run_report(args: argparse.Namespace) -> int:
             return fail(f"no results.jsonl in {run_dir}")
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
         method = ""
-        for line in read_text(f).splitlines():
-            try:
-                r = json.loads(line)
-            except ValueError:  # a blank or cut-off line (of a killed run)
-                continue
+        for r in RunFolder(run_dir).load_records().values():  # a bad line is named (file:line) and left out
             method = r.get("method", method)
             task = answer_type(str(r.get("gold", "")), str(r.get("question", "")))
             for key in ("all", task_split(task), f"task: {task}"):
