@@ -193,16 +193,21 @@ def _mutate(line: str, rng: random.Random) -> str:
     return line.replace("{", "{ ", 1)
 
 
+def _hostile_text(rng: random.Random, lines: list[str], mutations: int, seps: list[str], ends: list[str]) -> str:
+    """1–8 lines drawn from ``lines``, up to ``mutations`` of them mutated, joined by a drawn separator and ending."""
+    picked = [rng.choice(lines) for _ in range(rng.randint(1, 8))]
+    for _ in range(rng.randint(0, mutations)):
+        i = rng.randrange(len(picked))
+        picked[i] = _mutate(picked[i], rng)
+    return rng.choice(seps).join(picked) + rng.choice(ends)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_a_hostile_corpus_parses_as_the_old_parser_did(seed):
     rng = random.Random(seed)
     plain = 0
     for _ in range(1500):
-        lines = [rng.choice(LINES) for _ in range(rng.randint(1, 8))]
-        for _ in range(rng.randint(0, 6)):
-            i = rng.randrange(len(lines))
-            lines[i] = _mutate(lines[i], rng)
-        text = rng.choice(["\n", "\n", "\r\n", "\r"]).join(lines) + rng.choice(["", "\n", "\n\n", " "])
+        text = _hostile_text(rng, LINES, 6, ["\n", "\n", "\r\n", "\r"], ["", "\n", "\n\n", " "])
         expected = _outcome(legacy.legacy_graph_data, text)
         assert _outcome(graph_data_from_text, text) == expected, repr(text)
         assert _outcome(lambda t, s: graph_data_from_bytes(t.encode("utf-8"), s), text) == expected, repr(text)
@@ -273,11 +278,7 @@ def test_the_official_building_form_falls_back_or_agrees_on_a_hostile_corpus(see
               'CREATE (n: Building {id: 1435, name:"a{b", level:2});']
     fast_taken = 0
     for _ in range(1500):
-        picked = [rng.choice(lines) for _ in range(rng.randint(1, 8))]
-        for _ in range(rng.randint(0, 4)):
-            i = rng.randrange(len(picked))
-            picked[i] = _mutate(picked[i], rng)
-        text = rng.choice(["\n", "\n", "\r\n"]).join(picked) + rng.choice(["", "\n", " "])
+        text = _hostile_text(rng, lines, 4, ["\n", "\n", "\r\n"], ["", "\n", " "])
         fast = _building_outcome(lambda t: official_scenario(t, "f.cql"), text)
         if fast is not None:  # None: the general parser decides
             fast_taken += 1
