@@ -11,7 +11,7 @@ import time
 from langchain_core.tools import StructuredTool, tool
 from pydantic import BaseModel
 
-from ragplan.methods.reaper.execute import run_plan_async, run_plan
+from ragplan.methods.reaper.execute import render_for_text, run_plan_async, run_plan, to_jsonable
 from ragplan.methods.reaper.plan import parse_plan
 from ragplan.methods.reaper.validate import check_plan
 from ragplan.tools.registry import ArgSpec, ToolRegistry, ToolSpec
@@ -257,3 +257,12 @@ def test_a_step_the_validator_rejects_is_skipped_with_the_validators_reason():
     assert [e.kind for e in errors] == ["self_ref", "missing_ref", "duplicate_var"]
     for e in errors:
         assert reasons[e.step] == "skipped: " + e.message.split(": ", 1)[1]
+
+
+def test_set_valued_outputs_are_recorded_sorted():
+    """A set in a tool's output (at any depth) is recorded in sorted order, whatever the hash seed."""
+    words = {f"w{k:02d}" for k in range(30)}
+    value = {"tags": words, "nested": [{"ids": frozenset(range(40, 0, -3))}], 7: ("a", {"z", "y"})}
+    assert to_jsonable(value) == {"tags": sorted(words), "nested": [{"ids": sorted(range(40, 0, -3))}],
+                                  "7": ["a", ["y", "z"]]}
+    assert render_for_text({"b", "a", "c"}) == '["a","b","c"]' and to_jsonable({2, "1"}) == ["1", 2]

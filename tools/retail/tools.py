@@ -8,8 +8,6 @@ import datetime as dt
 import re
 from typing import Any
 
-from pydantic import Field, create_model
-
 from ragplan.tools.registry import ArgSpec, ToolRegistry, ToolSpec
 from ragplan.tools.retail.catalog import PRODUCT_TYPES, TYPE_SYNONYMS
 from ragplan.tools.retail.dates import format_values, parse_datetime, parse_range_arg, resolve_range
@@ -77,8 +75,6 @@ PURPOSES = {name: spec[4] for name, spec in _SPECS.items()}
 RANGE_OPERATIONS = ("", "date_range", "range", "resolve")  # date_math operations that resolve expr to a date range
 NEW_TOOLS = ["compatible_products"]
 """Tools left out by ``include_new_tool=False`` (the novel-tool experiment)."""
-_TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "any": Any,
-                          "date_range": dict[str, Any] | str}
 _QUESTION_WORDS = set("what which how does did the this that these are is can will for with and has have product item "
                       "they them its".split())
 _NOISE = set("my the a an of for order orders package packages item items delivery shipment shipments new".split())
@@ -318,15 +314,6 @@ class RetailTools:
         return out
 
 
-def _schema(name: str, args: list[ArgSpec]) -> Any:
-    fields: dict[str, Any] = {}
-    for a in args:
-        typ = _TYPES.get(a.type, Any)
-        fields[a.name] = (typ, Field(..., description=a.description)) if a.required else \
-            (typ | None if typ is not Any else Any, Field(None, description=a.description))
-    return create_model("".join(w.title() for w in name.split("_")) + "Args", **fields)
-
-
 def build_retail_registry(shop_dir: str | None = None, today: str | None = None, *, include_new_tool: bool = True,
                           model_path: str = "", **settings: Any) -> ToolRegistry:
     """The ``retail`` suite: specs (names, descriptions, typed arguments, one example, aliases; in prompt order) bound
@@ -338,6 +325,6 @@ def build_retail_registry(shop_dir: str | None = None, today: str | None = None,
     if shop_dir:
         tools = RetailTools(load_shop(shop_dir, model_path=model_path), today=today, **settings)
         for s in specs:
-            s.tool = StructuredTool.from_function(func=getattr(tools, s.name), name=s.name,
-                                                  description=s.description, args_schema=_schema(s.name, s.args))
+            # (the arguments' schema is inferred from the method's signature)
+            s.tool = StructuredTool.from_function(func=getattr(tools, s.name), name=s.name, description=s.description)
     return ToolRegistry(specs, name="retail")

@@ -66,6 +66,16 @@ class ExecutionResult(BaseModel):
 
 def to_jsonable(value: Any) -> Any:
     """``value`` as plain JSON data (pydantic models, dataclasses, LangChain documents and messages included)."""
+    if isinstance(value, (set, frozenset)):  # in a fixed order: the evidence goes into the responder's prompt
+        items = [to_jsonable(v) for v in value]
+        try:
+            return sorted(items)
+        except TypeError:  # mixed or unorderable values: by their JSON text
+            return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return to_jsonable_python({k: to_jsonable(v) for k, v in value.items()}, fallback=str)
     return to_jsonable_python(value, fallback=str)
 
 
