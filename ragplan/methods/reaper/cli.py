@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ragplan.cli.errors import fail
+from ragplan.eval.figures import format_table
 
 __all__ = ["add_parser", "run", "add_validate_parser", "run_validate", "add_shop_parser", "run_shop", "add_datagen_parser",
            "run_datagen", "add_classifier_parser", "run_classifier", "format_report"]
@@ -57,13 +58,6 @@ def _step_json(step: Any, registry: Any) -> dict[str, Any]:
             "refs": [f"#E{r}" for r in step.refs], "call": step.call_text()}
 
 
-def _table(rows: list[list[str]], numbers: bool = False) -> str:
-    """Aligned columns (with ``numbers``, every column but the first right-aligned)."""
-    from ragplan.eval.figures import format_table
-
-    return format_table(rows[0], rows[1:], style="plain", right=numbers)
-
-
 def run_validate(args: argparse.Namespace) -> int:
     """Run ``ragplan reaper validate``; returns the exit code (0 valid, 1 invalid, 2 bad input)."""
     from ragplan.methods.reaper.plan import PlanError, format_arg, parse_plan
@@ -105,12 +99,9 @@ def run_validate(args: argparse.Namespace) -> int:
         return 1
     steps = parsed.plan.steps
     if steps:
-        rows = [["STEP", "VAR", "TOOL", "ARGUMENTS"]]
-        for s in steps:
-            bound, _, _ = bind_args(s, registry)
-            rows.append([str(s.index), f"#{s.evidence_var}", s.tool,
-                         ", ".join(f"{k}={format_arg(a)}" for k, a in bound.items())])
-        print(_table(rows))
+        rows = [[str(s.index), f"#{s.evidence_var}", s.tool,
+                 ", ".join(f"{k}={format_arg(a)}" for k, a in bind_args(s, registry)[0].items())] for s in steps]
+        print(format_table(["STEP", "VAR", "TOOL", "ARGUMENTS"], rows, style="plain"))
     print(f"{args.plan_file}: valid, {len(steps)} step{'s' if len(steps) != 1 else ''} (tools: {args.tools})")
     return 0
 
@@ -204,12 +195,11 @@ def run_datagen(args: argparse.Namespace) -> int:
         return fail(f"--ttg-tasks: {exc}")
     try:
         registry = tool_registry.get_suite(args.tools)
-    except (KeyError, ImportError) as exc:
-        return fail(f"the tool suite {args.tools!r} cannot be loaded: {exc}")
-    try:
         seeds = dg.load_seed_examples(args.seed_plans, registry)
         rng = random.Random(f"{args.seed}|dqs")
         pool = dg.load_query_pool(args.extra_queries, registry) if args.extra_queries else dg.template_variants(seeds, rng)
+    except (KeyError, ImportError) as exc:
+        return fail(f"the tool suite {args.tools!r} cannot be loaded: {exc}")
     except dg.DatagenError as exc:
         return fail(str(exc))
     out = Path(args.out)
@@ -261,10 +251,9 @@ def add_classifier_parser(rsub: Any) -> None:
 
 def format_report(report: Any) -> str:
     """The per-class table and the summary lines of a :class:`~ragplan.methods.reaper.classifier.ClassifierReport`."""
-    rows = [["class", "precision", "recall", "f1", "support"]]
-    for cls, m in report.per_class.items():
-        rows.append([cls, f"{m['precision']:.3f}", f"{m['recall']:.3f}", f"{m['f1']:.3f}", str(m["support"])])
-    table = _table(rows, numbers=True)
+    rows = [[cls, f"{m['precision']:.3f}", f"{m['recall']:.3f}", f"{m['f1']:.3f}", str(m["support"])]
+            for cls, m in report.per_class.items()]
+    table = format_table(["class", "precision", "recall", "f1", "support"], rows, style="plain", right=True)
     heads = ", ".join(f"{k} {v:.3f}" for k, v in report.head_accuracy.items())
     return (f"{table}\n\n"
             f"accuracy {report.accuracy:.3f} (macro F1 {report.macro_f1:.3f}; heads alone: {heads})\n"

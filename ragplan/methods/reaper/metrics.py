@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -186,13 +187,9 @@ def score_plan(pred: RetrievalPlan | list[Any] | str | None, gold: RetrievalPlan
         return PlanScore(tools_correct=False, args_correct=False if gold_scored else None, valid=False, status=status,
                          pred_tools=p.tools(), gold_tools=g.tools(), pred_classes=[NO_VALID_PLAN],
                          args_scored=len(gold_scored), errors=errs)
-    left = scored_calls(p, registry, today, scored_args)
-    matched = 0
-    for sig in gold_scored:
-        if sig in left:
-            left.remove(sig)
-            matched += 1
-    args_correct = (matched == len(gold_scored) and not left) if gold_scored else None
+    gold_calls, pred_calls = Counter(gold_scored), Counter(scored_calls(p, registry, today, scored_args))
+    matched = sum((gold_calls & pred_calls).values())  # each predicted call matches one gold call at most
+    args_correct = gold_calls == pred_calls if gold_scored else None
     return PlanScore(tools_correct=p.tools() == g.tools(), args_correct=args_correct, valid=True, status="valid",
                      pred_tools=p.tools(), gold_tools=g.tools(), pred_classes=sorted(set(p.tools())) or [NO_RETRIEVAL],
                      args_matched=matched, args_scored=len(gold_scored), errors=errs)
