@@ -62,6 +62,7 @@ def _graph(**nodes: Any) -> Builder:
     for name, node in nodes.items():
         g.add_node(name, node)
     g.add_edge(START, next(iter(nodes)))
+    g.add_edge("respond", END)  # every graph of the family ends with the responder
     return g
 
 
@@ -73,7 +74,6 @@ def build_reaper() -> Builder:
     g.add_conditional_edges("validate_plan", route_after_validation, ["plan_retrieval", "review_plan", "respond"])
     g.add_conditional_edges("review_plan", route_to_execution, ["execute_plan", "respond", END])
     g.add_edge("execute_plan", "respond")
-    g.add_edge("respond", END)
     return g
 
 
@@ -81,7 +81,6 @@ def build_agent_planner() -> Builder:
     """Agent baseline: one LLM call per retrieval step over the same tools, then the same responder."""
     g = _graph(agent_step=agent_step, respond=respond)
     g.add_conditional_edges("agent_step", route_after_agent, ["agent_step", "respond", END])
-    g.add_edge("respond", END)
     return g
 
 
@@ -106,7 +105,6 @@ def build_classifier_planner() -> Builder:
     g.add_conditional_edges("classify_question", route_after_classify, ["fill_arguments", END])
     g.add_conditional_edges("fill_arguments", route_after_fill, ["execute_plan", "respond", END])
     g.add_edge("execute_plan", "respond")
-    g.add_edge("respond", END)
     return g
 
 

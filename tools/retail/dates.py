@@ -9,7 +9,7 @@ import datetime as dt
 import re
 from typing import Any
 
-from dateutil.relativedelta import relativedelta
+from dateutil.relativedelta import relativedelta, weekday
 
 from ragplan.tools.retail.errors import ToolError
 
@@ -89,15 +89,10 @@ def resolve_range(expr: str, today: dt.date) -> tuple[dt.date, dt.date]:
         d = _shift(today, -n if back else n, m.group(3))
         return (d, today) if back else (today, d)
     m = re.fullmatch(r"(?:(this|next|last|coming|past) )?(" + "|".join(_WEEKDAYS) + ")", text)
-    if m:
-        target = _WEEKDAYS.index(m.group(2))
-        ahead = (target - today.weekday()) % 7
-        if m.group(1) in ("last", "past"):
-            d = today - dt.timedelta(days=(today.weekday() - target) % 7 or 7)
-        elif m.group(1) == "next":
-            d = today + dt.timedelta(days=ahead or 7)
-        else:
-            d = today + dt.timedelta(days=ahead)
+    if m:  # last: the one before today; next: the one after today; else today or the next one
+        back = m.group(1) in ("last", "past")
+        d = today + relativedelta(days=-1 if back else 1 if m.group(1) == "next" else 0,
+                                  weekday=weekday(_WEEKDAYS.index(m.group(2)), -1 if back else 1))
         return d, d
     m = re.fullmatch(r"(?:(this|next|last) )?(?:in )?(" + "|".join(_MONTHS) + r")(?: (\d{4}))?", text)
     if m:

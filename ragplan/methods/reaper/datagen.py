@@ -127,9 +127,6 @@ class ToolView:
     mapping: dict[str, str] = field(default_factory=dict)
     """Original tool name -> the name shown (every tool of the registry, shown or not)."""
 
-    def rename(self, plan: RetrievalPlan) -> RetrievalPlan:
-        return rename_plan(plan, self.mapping)
-
 
 def _rename_text(text: str, mapping: dict[str, str]) -> str:
     if not mapping:

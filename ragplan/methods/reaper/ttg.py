@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 
 from ragplan.nodes.reaper.planner_prompt import (NO_RETRIEVAL, ROLE, SYSTEM_INSTRUCTION, build_planner_messages, format_input,
                                                 plan_text, tool_block)
-from ragplan.methods.reaper.datagen import SeedExample, ToolView, evolve_tools, sample_examples
+from ragplan.methods.reaper.datagen import SeedExample, ToolView, evolve_tools, rename_plan, sample_examples
 from ragplan.methods.reaper.plan import RetrievalPlan, format_arg, format_plan
 from ragplan.tools.registry import ToolRegistry
 
@@ -26,7 +26,7 @@ def _setup(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegistry,
     shots = sample_examples(pool, ex.source_id, rng) if with_examples else []
     needed = ex.tools() + [t for e in shots for t in e.tools()]
     view = evolve_tools(registry, needed, rng)
-    return shots, view, view.rename(ex.plan)
+    return shots, view, rename_plan(ex.plan, view.mapping)
 
 
 def _user(instruction: str, view: ToolView, ex: SeedExample, *extra: str) -> str:
@@ -40,7 +40,7 @@ def _user(instruction: str, view: ToolView, ex: SeedExample, *extra: str) -> str
 def primary_plan(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegistry, rng: random.Random) -> Made:
     """The primary task: the full planner prompt (TEvo view, resampled examples) -> the plan."""
     shots, view, plan = _setup(ex, pool, registry, rng)
-    shots = [SeedExample(s.source_id, s.query, s.context, view.rename(s.plan)) for s in shots]
+    shots = [SeedExample(s.source_id, s.query, s.context, rename_plan(s.plan, view.mapping)) for s in shots]
     system, user = build_planner_messages(view.specs, shots, ex.query, ex.context,
                                           role=ROLE, instructions=SYSTEM_INSTRUCTION)
     return system, user, plan_text(plan)
@@ -146,7 +146,7 @@ def use_provided_tools(ex: SeedExample, pool: Sequence[SeedExample], registry: T
     needed = ex.tools()
     feasible = not needed or rng.random() < 0.5
     view = evolve_tools(registry, needed, rng)
-    plan = view.rename(ex.plan)
+    plan = rename_plan(ex.plan, view.mapping)
     if feasible:
         target = plan_text(plan)
         specs = view.specs
