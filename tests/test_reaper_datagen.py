@@ -11,7 +11,7 @@ import pytest
 
 from ragplan.tools import embeddings
 from ragplan.methods.reaper.cli import add_datagen_parser, run_datagen
-from ragplan.methods.reaper import datagen as dg, sft
+from ragplan.methods.reaper import datagen as dg, ttg
 from ragplan.methods.reaper.plan import parse_plan
 from ragplan.methods.reaper.ttg import NO_PLAN_POSSIBLE, TASKS
 from ragplan.methods.reaper.validate import check_plan
@@ -126,7 +126,7 @@ def test_evolve_tools_view(registry):
 # ---------------------------------------------------------------------------------------------- TTG
 
 def test_every_ttg_task_present(registry, seeds):
-    records = sft.generate_dataset(seeds, registry, seed=1, per_example=1)
+    records = ttg.generate_dataset(seeds, registry, seed=1, per_example=1)
     tasks = {r["task"] for r in records}
     assert tasks == set(TASKS) and len(TASKS) == 8
     for r in records:
@@ -195,13 +195,13 @@ def test_dqs_keeps_pool_size_and_drops_extremes():
 # ---------------------------------------------------------------------------------------------- output / CLI
 
 def test_generation_is_deterministic(tmp_path, registry, seeds):
-    a = sft.write_dataset(sft.generate_dataset(seeds, registry, seed=5), tmp_path / "a", seed=5)
-    b = sft.write_dataset(sft.generate_dataset(seeds, registry, seed=5), tmp_path / "b", seed=5)
+    a = ttg.write_dataset(ttg.generate_dataset(seeds, registry, seed=5), tmp_path / "a", seed=5)
+    b = ttg.write_dataset(ttg.generate_dataset(seeds, registry, seed=5), tmp_path / "b", seed=5)
     assert a == b
     for f in sorted(p.name for p in (tmp_path / "a").iterdir()):
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
-    c = sft.generate_dataset(seeds, registry, seed=6)
-    assert [json.dumps(r) for r in c] != [json.dumps(r) for r in sft.generate_dataset(seeds, registry, seed=5)]
+    c = ttg.generate_dataset(seeds, registry, seed=6)
+    assert [json.dumps(r) for r in c] != [json.dumps(r) for r in ttg.generate_dataset(seeds, registry, seed=5)]
 
 
 def parser():

@@ -23,7 +23,7 @@ from ragplan.eval.runner import evaluate
 from ragplan.nodes.reaper.fill_arguments import FilledArguments
 from ragplan.nodes.reaper.respond import Response
 from ragplan.methods.reaper.plan import parse_plan
-from ragplan.methods.reaper import sft
+from ragplan.methods.reaper import ttg
 from ragplan.methods.reaper.classifier import train_classifier
 from tests.scripted import ScriptedChatModel
 from tests.test_reaper_datagen import SEEDS, write_seeds
@@ -198,6 +198,6 @@ def test_datagen_ttg_task_subset(tmp_path, capsys):
     assert list(json.loads((tmp_path / "none" / "stats.json").read_text())["tasks"]) == ["plan"]
     assert _datagen(tmp_path, "bad", "--ttg-tasks", "1,shuffle") == 2
     assert "unknown TTG task 'shuffle'" in capsys.readouterr().err and not (tmp_path / "bad").exists()
-    assert sft.parse_ttg_tasks("7,1") == ["query_from_plan", "use_provided_tools"]
+    assert ttg.parse_ttg_tasks("7,1") == ["query_from_plan", "use_provided_tools"]
     with pytest.raises(ValueError):
-        sft.parse_ttg_tasks("8")
+        ttg.parse_ttg_tasks("8")

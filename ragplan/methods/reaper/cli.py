@@ -180,7 +180,7 @@ def add_datagen_parser(rsub: Any) -> None:
 
 def run_datagen(args: argparse.Namespace) -> int:
     """Run ``ragplan reaper datagen``; returns the exit code."""
-    from ragplan.methods.reaper import datagen as dg, sft
+    from ragplan.methods.reaper import datagen as dg, ttg
     from ragplan.tools import suites as tool_registry
     from ragplan.tools.embeddings import get_embedder
     from ragplan.tools.retail.shop import jsonl_text
@@ -190,7 +190,7 @@ def run_datagen(args: argparse.Namespace) -> int:
     if not 0 <= args.trim < 0.5:
         return fail("--trim must be in [0, 0.5)")
     try:
-        ttg_tasks = sft.parse_ttg_tasks(args.ttg_tasks)
+        ttg_tasks = ttg.parse_ttg_tasks(args.ttg_tasks)
     except ValueError as exc:
         return fail(f"--ttg-tasks: {exc}")
     try:
@@ -221,12 +221,12 @@ def run_datagen(args: argparse.Namespace) -> int:
         dqs_stats.update({"pool": report["large"], "dropped_similar": len(report["dropped_similar"]),
                           "dropped_dissimilar": len(report["dropped_dissimilar"]), "sampled": len(kept),
                           "annotated": len(extra), "unannotated": len(unannotated)})
-    records = sft.generate_dataset(seeds, registry, seed=args.seed, per_example=args.per_example, extra=extra,
+    records = ttg.generate_dataset(seeds, registry, seed=args.seed, per_example=args.per_example, extra=extra,
                                    ttg_tasks=ttg_tasks)
     out.mkdir(parents=True, exist_ok=True)
     if unannotated:
         (out / "dqs_queries.jsonl").write_text(jsonl_text(unannotated), encoding="utf-8")
-    stats = sft.write_dataset(records, out, seed=args.seed, ttg_tasks=ttg_tasks,
+    stats = ttg.write_dataset(records, out, seed=args.seed, ttg_tasks=ttg_tasks,
                              extra_stats={"seed_examples": len(seeds), "per_example": args.per_example,
                                           "tools": args.tools, "ttg_tasks": ttg_tasks, "dqs": dqs_stats})
     tasks = ", ".join(f"{k} {v}" for k, v in stats["tasks"].items())
