@@ -246,11 +246,6 @@ class Shop:
                 self._indexes[name] = TextIndex.open(self.root / "index" / name, model_path=self.model_path)
             return self._indexes[name]
 
-    def build_indexes(self) -> None:
-        """Build (or check) both indexes now instead of at the first search."""
-        self.index("catalog")
-        self.index("faq")
-
     @property
     def embedder(self) -> Any:
         """The process-wide Sentence-BERT embedder of this shop's model."""

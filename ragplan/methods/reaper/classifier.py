@@ -127,9 +127,8 @@ class RouteClassifier:
 
     def _logreg(self, x: np.ndarray) -> np.ndarray:
         z = x @ self.coef.T + self.intercept
-        if z.shape[1] == 1:  # a binary logistic regression stores one row
-            p = 1.0 / (1.0 + np.exp(-z[:, 0]))
-            return np.stack([1 - p, p], axis=1)
+        if z.shape[1] == 1:  # a binary logistic regression stores one row: sigmoid(z) = softmax([0, z])
+            z = np.hstack([np.zeros_like(z), z])
         return softmax(z, axis=1)
 
     def _knn(self, x: np.ndarray) -> np.ndarray:

@@ -133,18 +133,13 @@ def run_shop(args: argparse.Namespace) -> int:
         return fail(f"--out {str(out)!r} exists and is not a directory")
     try:
         path = generate_shop(out, seed=args.seed, n_products=args.products, n_orders=args.orders, today=args.today)
-    except ValueError as exc:  # the sizes or --today
+        if args.build_index:  # both indexes now instead of at the first search
+            with contextlib.closing(load_shop(path, model_path=args.model_path)) as shop:
+                for name in ("catalog", "faq"):
+                    shop.index(name)
+    except ValueError as exc:  # the sizes or --today; an embedding model or an index that cannot be built
         return fail(str(exc))
     meta = json.loads((path / "meta.json").read_text())
-    if args.build_index:
-        from ragplan.tools.embeddings import EmbeddingModelError
-        from ragplan.tools.textindex import TextIndexError
-
-        try:
-            with contextlib.closing(load_shop(path, model_path=args.model_path)) as shop:
-                shop.build_indexes()
-        except (EmbeddingModelError, TextIndexError) as exc:
-            return fail(str(exc))
     if args.json:
         print(json.dumps(meta, indent=2))
         return 0

@@ -50,8 +50,6 @@ class ExecutionResult(BaseModel):
     evidence: list[StepEvidence] = Field(default_factory=list)
     waves: list[list[int]] = Field(default_factory=list)
     """Step numbers by dependency depth: wave 0 needs no other step, wave k needs some step of wave k-1."""
-    order: list[int] = Field(default_factory=list)
-    """Step numbers in the order their tools were called."""
     elapsed_ms: float = 0.0
 
     @property
@@ -184,7 +182,6 @@ async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float
     deps, skip = _static_skips(plan)
     evidence: dict[int, StepEvidence] = {}
     outputs: dict[int, Any] = {}  # var number -> raw output
-    order: list[int] = []
     sem = asyncio.Semaphore(max(1, int(max_parallel)))
     tasks: dict[int, asyncio.Task[None]] = {}
 
@@ -219,7 +216,6 @@ async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float
                   for k, a in bound.items()}
         async with sem:
             started = time.perf_counter()
-            order.append(s.index)
             status, out, error = "ok", None, None
             try:
                 task = asyncio.ensure_future(_call(spec.tool, kwargs))
@@ -252,7 +248,7 @@ async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float
             exc = t.exception() if not t.cancelled() else None
             record(pos, "error", error=f"internal error: {exc!r}")
     return ExecutionResult(evidence=[evidence[p] for p in range(len(steps))], waves=_waves(plan, deps, skip),
-                           order=order, elapsed_ms=(time.perf_counter() - t0) * 1000)
+                           elapsed_ms=(time.perf_counter() - t0) * 1000)
 
 
 def run_plan(plan: RetrievalPlan, registry: Any, **kw: Any) -> ExecutionResult:
