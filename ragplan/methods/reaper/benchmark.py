@@ -14,7 +14,7 @@ from ragplan.eval.benchmark import ComparedRun, Item
 from ragplan.methods.reaper.goldset import GoldExample, generate_goldset, load_goldset, write_goldset
 from ragplan.methods.reaper.metrics import (aggregate, instruction_following, instruction_following_table,
                                             render_comparison, render_table, score_plan, table_one)
-from ragplan.methods.reaper.plan import PlanArg, PlanCall, PlanStep, RetrievalPlan, as_steps, format_plan, parse_plan
+from ragplan.methods.reaper.plan import PlanCall, RetrievalPlan, as_steps, format_plan, parse_plan
 from ragplan.state.reaper import FINISHED
 from ragplan.tools.retail.tools import build_retail_registry as default_registry
 from ragplan.state.trace_sections import excerpt
@@ -41,12 +41,10 @@ def _steps(value: Any) -> RetrievalPlan:
 def _plan_from_evidence(evidence: list[Any]) -> RetrievalPlan:
     """The tool calls of an output's evidence, in call order, with their arguments by name, as plan steps
     (for outputs that carry no ``plan``, e.g. agent_planner runs recorded before it kept one)."""
-    calls = [e if isinstance(e, dict) else e.model_dump() for e in evidence]
-    calls = [e for e in calls if e.get("status") != "skipped"]  # the list is in call order (agent_planner appends)
-    return RetrievalPlan(steps=[
-        PlanStep(index=k, evidence_var=f"E{k}", tool=str(e["tool"]),
-                 kwargs={str(n): PlanArg(kind="literal", value=v) for n, v in (e.get("args") or {}).items()})
-        for k, e in enumerate(calls, 1)])
+    calls = [e if isinstance(e, dict) else e.model_dump() for e in evidence]  # in call order (agent_planner appends)
+    return _steps([{"tool": str(e["tool"]), "kwargs": {str(n): {"kind": "literal", "value": v}
+                                                       for n, v in (e.get("args") or {}).items()}}
+                   for e in calls if e.get("status") != "skipped"])
 
 
 @dataclass
