@@ -169,7 +169,7 @@ def shop(tmp_path_factory):
      r"meta\.json: 'today' should be a date"),
 ])
 def test_reaper_shop(shop, tmp_path, file, change, where):
-    from ragplan.tools.retail.errors import ShopError
+    from ragplan.tools.retail import ShopError
     from ragplan.tools.retail.shop import load_shop
 
     bad = tmp_path / "shop"

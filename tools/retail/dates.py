@@ -11,7 +11,7 @@ from typing import Any
 
 from dateutil.relativedelta import relativedelta, weekday
 
-from ragplan.tools.retail.errors import ToolError
+from ragplan.tools.retail.shop import ToolError
 
 __all__ = ["resolve_range", "parse_range_arg", "format_values", "parse_datetime"]
 

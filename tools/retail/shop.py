@@ -16,13 +16,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from langchain_core.tools import ToolException
+
 from ragplan.jsonl import atomic_write, read_jsonl_objects
 from ragplan.tools.retail.catalog import make_catalog
-from ragplan.tools.retail.errors import ShopError, ToolError
 from ragplan.tools.retail.faq import faq_entries
 from ragplan.tools.retail.reviews import make_reviews
 
-__all__ = ["generate_shop", "load_shop", "Shop", "FORMAT", "jsonl_text"]
+__all__ = ["generate_shop", "load_shop", "Shop", "FORMAT", "jsonl_text", "ToolError", "ShopError"]
 
 FORMAT = "ragplan-retail-shop/1"
 CARRIERS = ["UPS", "USPS", "FedEx", "DHL", "OnTrac"]
@@ -41,6 +42,19 @@ _SCRIPTED = [
     ("running shoes", (-3, "21:05"), (0, "17:45"), "out for delivery", None),
     ("printers", (-12, "13:20"), (-8, "12:00"), "delivered", (-8, "11:16")),
 ]
+
+
+class ToolError(ToolException):
+    """A retail tool call that cannot be answered (unknown product id, no matching order, bad date)."""
+
+    def __init__(self, message: str, *, tool: str = "") -> None:
+        super().__init__(message)
+        self.tool = tool
+        """The tool that raised it ("" when raised outside a tool)."""
+
+
+class ShopError(ValueError):
+    """A shop directory that is missing, incomplete or not made by ``generate_shop``."""
 
 
 def jsonl_text(rows: Iterable[Any]) -> str:
