@@ -314,7 +314,7 @@ def _sweep(args: argparse.Namespace) -> int:
 def _retrieval(args: argparse.Namespace) -> int:
     """``ragplan eval retrieval``: print the table and write the JSON (``--out``, default runs/retrieval-…json)."""
     from ragplan.cli.settings import parse_assignments
-    from ragplan.eval.retrieval_run import evaluate_retrieval, retrieval_table, write_result
+    from ragplan.eval.retrieval import evaluate_retrieval, retrieval_table, write_result
 
     missing = _missing(args, "benchmark", "data")
     if missing or bool(args.index) == bool(args.context_only):

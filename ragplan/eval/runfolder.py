@@ -18,7 +18,7 @@ from ragplan.jsonl import FileFormatError, atomic_write, read_text
 from ragplan.llm_cache import fingerprint_of
 
 __all__ = ["RunSettings", "RunFolder", "atomic_write", "record_line", "record_problem", "RECORD_NUMBERS",
-           "RECORD_TEXTS"]
+           "RECORD_TEXTS", "COMPARED_SETTINGS", "saved_settings"]
 
 _append_lock = threading.Lock()  # appends to results files, from any thread, one line at a time
 
@@ -67,6 +67,26 @@ class RunSettings:
             return cls(**{k: v for k, v in data.items() if k in known})
         except (ValueError, AttributeError, TypeError) as exc:
             raise FileFormatError(str(exc) if isinstance(exc, FileFormatError) else f"{path}: not a run's settings ({exc})") from None
+
+
+COMPARED_SETTINGS = ("method", "benchmark", "data", "model", "limit", "year", "context", "benchmark_options")
+"""The run settings that must agree for an existing run folder to be resumed (by a sweep or ``compare``)."""
+
+
+def saved_settings(run_dir: Path, new: RunSettings) -> RunSettings | None:
+    """The settings of the run ``run_dir`` holds (None: none); ValueError naming the folder when they cannot be read
+    or differ from ``new`` in :data:`COMPARED_SETTINGS`."""
+    if not (run_dir / "settings.json").is_file():
+        return None
+    try:
+        old = RunSettings.load(run_dir / "settings.json")
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{run_dir}: unreadable settings.json ({exc})") from None
+    diff = [f"{k} ({getattr(old, k)!r} there, {getattr(new, k)!r} now)" for k in COMPARED_SETTINGS
+            if getattr(old, k) != getattr(new, k)]
+    if diff:
+        raise ValueError(f"{run_dir} holds a run with other settings: {'; '.join(diff)}. Use another --out.")
+    return old
 
 
 class RunFolder:
