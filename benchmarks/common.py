@@ -43,6 +43,9 @@ def print_rows(rows: list[dict[str, Any]], columns: list[tuple[str, str]], key: 
     cells = []
     for r in rows:
         line = [format(r.get(c), f) if r.get(c) is not None else "-" for c, f in columns]
-        b = base.get(r.get(key), {}).get(compare) if ratio else None
-        cells.append(line + (["-", "-"] if b in (None, 0) else [f"{b:.3g}", f"{r.get(compare, 0) / b:.2f}"]) * ratio)
-    print(format_table([c for c, _ in columns] + ["baseline", "ratio"] * ratio, cells, style="plain", right=True))
+        if ratio:
+            b = base.get(r.get(key), {}).get(compare)
+            line += ["-", "-"] if b in (None, 0) else [f"{b:.3g}", f"{r.get(compare, 0) / b:.2f}"]
+        cells.append(line)
+    heads = [c for c, _ in columns] + (["baseline", "ratio"] if ratio else [])
+    print(format_table(heads, cells, style="plain", right=True))

@@ -3,24 +3,18 @@ family's typed result; ``resume(thread_id, decision)`` continues a checkpointed 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from ragplan.registry import family_of
 from ragplan.runs import NO_DECISION, OnUpdate, Review, resume_run, start_run
-from ragplan.state.context import LLMContext, recursion_limit_for
 from ragplan.state.result import GraphResult
 
-__all__ = ["ask", "resume", "make_context", "GraphResult", "recursion_limit_for"]
-
-
-def make_context(method: str = "planrag", *, model: Any = None, store: Any = None, **settings: Any) -> LLMContext:
-    """The method's context from a model (object or name), its family's data handle and setting overrides."""
-    return family_of(method).make_context(method, model=model, store=store, **settings)
+__all__ = ["ask", "resume", "GraphResult"]
 
 
 def ask(question: str, method: str = "planrag", *, model: Any = None, store: Any = None,
         context: Any = None, inputs: dict[str, Any] | None = None,
-        on_update: Callable[[str, dict[str, Any]], None] | None = None, review: Review | None = None,
+        on_update: OnUpdate | None = None, review: Review | None = None,
         thread_id: str | None = None, checkpoint_db: str | None = None, **settings: Any) -> GraphResult:
     """Answer ``question`` with ``method``: its family's typed result. ``model`` is a chat model object or a
     ``provider:name`` string, ``store`` PlanRAG's graph (a ``GraphStore`` or a ``.cql`` path), other keyword arguments

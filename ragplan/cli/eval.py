@@ -169,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         return {"report": _report, "retrieval": _retrieval, "sweep": _sweep}[args.eval_command](args)
     from ragplan.cli.settings import check_llm
     from ragplan.eval.report import every_question_failed, summary_markdown
-    from ragplan.eval.rerun import bad_entries, record_differences
+    from ragplan.eval.runfolder import bad_entries, record_differences
     from ragplan.eval.runfolder import RunSettings
     from ragplan.eval.runner import RunRefused, run_evaluation
     from ragplan.registry import family_of

@@ -330,7 +330,7 @@ def evaluate_retrieval(benchmark: str, data: str, *, index_dir: str | Path | Non
                        passages: int | None = None, embedding_model: str = "", fmt: str | None = None,
                        work_dir: str | Path = ".") -> dict[str, Any]:
     """Everything ``ragplan eval retrieval`` does but printing."""
-    from ragplan.eval.benchmarks.context_index import build_context_index
+    from ragplan.datasets.qa import build_context_index
     from ragplan.eval.registry import get_benchmark
     from ragplan.tools.retrieval import SentenceRanker
     from ragplan.tools.textindex import TextIndex

@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from typing import Any, Callable
 
 from ragplan.datasets import DatasetError, QAExample, load_qa
-from ragplan.datasets.qa import detect_format, normalize_format, resolve_data_file
+from ragplan.datasets.qa import (
+    build_context_index, context_passages, detect_format, normalize_format, resolve_data_file,
+)
 from ragplan.eval.benchmark import Item
-from ragplan.eval.benchmarks.context_index import build_context_index, context_passages
 from ragplan.eval.figures import format_table
 from ragplan.eval.metrics import (
     ScoreRule, exact_match, f1_score, label_accuracy, normalize_answer, read_label, retrieval_stats,
