@@ -36,16 +36,16 @@ def load_baseline(path: Path | None) -> list[dict[str, Any]] | None:
 def print_rows(rows: list[dict[str, Any]], columns: list[tuple[str, str]], key: str,
                baseline: list[dict[str, Any]] | None = None, compare: str = "") -> None:
     """A fixed-width table of ``rows`` (``columns``: field, format), with the baseline's ``compare`` and the ratio."""
+    from ragplan.eval.figures import format_table
+
     base = {r.get(key): r for r in baseline or []}
-    heads = [c for c, _ in columns] + (["baseline", "ratio"] if baseline is not None and compare else [])
+    ratio = baseline is not None and bool(compare)
     cells = []
     for r in rows:
         line = [format(r.get(c), f) if r.get(c) is not None else "-" for c, f in columns]
-        if baseline is not None and compare:
+        if ratio:
             b = base.get(r.get(key), {}).get(compare)
             line += ["-", "-"] if b in (None, 0) else [f"{b:.3g}", f"{r.get(compare, 0) / b:.2f}"]
         cells.append(line)
-    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(heads)]
-    print("  ".join(h.rjust(w) for h, w in zip(heads, widths)))
-    for c in cells:
-        print("  ".join(v.rjust(w) for v, w in zip(c, widths)))
+    heads = [c for c, _ in columns] + (["baseline", "ratio"] if ratio else [])
+    print(format_table(heads, cells, style="plain", right=True))

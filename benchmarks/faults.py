@@ -32,7 +32,6 @@ def main(argv: list[str] | None = None) -> int:
     """Run every graph under every scenario and print one row per family and scenario."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=1, help="runs per graph and scenario, each with another seed")
-    ap.add_argument("--families", default="", help="comma-separated family names (default: all)")
     add_report_flags(ap, "wall time")
     args = ap.parse_args(argv)
     os.environ.pop("OPENAI_API_KEY", None)
@@ -43,13 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     from tests.fault_injection import run_with_faults
 
     llm.BACKOFF_S = 0.05  # the malformed-reply backoff, short so the table takes minutes, not hours
-    wanted = {f for f in args.families.split(",") if f}
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for fam in families():
-            if wanted and fam.name not in wanted:
-                continue
             data = importlib.import_module(f"tests.family_data.{fam.name}").make(root)
             for scenario, kinds, persistent in SCENARIOS:
                 row: dict[str, Any] = {"family/scenario": f"{fam.name} / {scenario}", "graphs": len(fam.graphs),

@@ -43,6 +43,8 @@ QUERIES = {
     "q: all countries (capped)": "MATCH (c:Country) RETURN c.name AS name, c.development AS dev",
 }
 CRASH = " UNION ".join(f"RETURN {i} AS x" for i in range(600))  # segfaults kglite 0.21 (the check refuses it)
+SIZE = (80, 665, 1600)  # trade nodes, countries, relationships: DQA locating's size
+REPEAT, QUERY_RUNS = 3, 50  # rounds of load + schema + queries; runs of each query per round and mode
 HUNGRY = "MATCH (a:Country), (b:Country) RETURN size(collect([a, b])) AS n"  # every pair of countries
 
 
@@ -67,12 +69,12 @@ def crash_and_query(store: EmbeddedGraphStore) -> None:
     store.query("RETURN 1 AS x")
 
 
-def run(args: argparse.Namespace) -> tuple[list[dict], dict[str, object]]:
-    """Time every step over ``args.repeat`` rounds (a fresh store and worker each); the rows and what the script and
+def run() -> tuple[list[dict], dict[str, object]]:
+    """Time every step over :data:`REPEAT` rounds (a fresh store and worker each); the rows and what the script and
     graph hold."""
     samples: dict[str, list[float]] = {}
     info: dict[str, object] = {}
-    text = synthetic_script(args.nodes, args.countries, args.relationships)
+    text = synthetic_script(*SIZE)
     graph = kglite.KnowledgeGraph()
     for st in split_statements(text):
         graph.cypher(st.text)
@@ -81,7 +83,7 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict[str, object]]:
         path = Path(tmp) / "q1.cql"
         path.write_text(text)
         info["script_kb"] = round(path.stat().st_size / 1024, 1)
-        for _ in range(args.repeat):
+        for _ in range(REPEAT):
             stmts = timed(samples, "read_script", lambda: read_script(path))
             store = timed(samples, "from_script (read + worker start + load + freeze)",
                           lambda: EmbeddedGraphStore.from_script(path))
@@ -89,7 +91,7 @@ def run(args: argparse.Namespace) -> tuple[list[dict], dict[str, object]]:
             for name, cypher in QUERIES.items():
                 for label, run_query in (("in-process", lambda: list(in_process.cypher(cypher, row_limit=100))),
                                          ("worker", lambda: store.query(cypher, row_cap=100))):
-                    for _ in range(args.query_runs):
+                    for _ in range(QUERY_RUNS):
                         timed(samples, f"{name}, {label}", run_query)
             timed(samples, "restart after a crash (crash + next query)", lambda: crash_and_query(store))
             info.update(statements=len(stmts), nodes=store.node_count(),
@@ -154,11 +156,6 @@ def run_batch(n: int, timeout_s: float) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--nodes", type=int, default=80, help="trade nodes (default 80)")
-    ap.add_argument("--countries", type=int, default=665, help="countries (default 665)")
-    ap.add_argument("--relationships", type=int, default=1600, help="relationships in all, about (default 1600)")
-    ap.add_argument("--repeat", type=int, default=3, help="rounds of load + schema + queries (default 3)")
-    ap.add_argument("--query-runs", type=int, default=50, help="runs of each query per round and mode (default 50)")
     ap.add_argument("--batch", type=int, metavar="N", help="run a memory-hungry query from N questions at once instead")
     ap.add_argument("--timeout", type=float, default=2.0, help="query time budget for --batch (default 2 s)")
     add_report_flags(ap, "p50_ms")
@@ -166,11 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.batch:
         run_batch(args.batch, args.timeout)
         return 0
-    if min(args.nodes, args.countries, args.repeat, args.query_runs) < 1 or args.nodes < 2:
-        ap.error("--nodes must be at least 2; --countries, --repeat and --query-runs at least 1")
-    if args.relationships < 2 * (args.countries + args.nodes):
-        ap.error("--relationships must cover two records per country plus the source edges (about two per node)")
-    rows, info = run(args)
+    rows, info = run()
     print(f"script {info['script_kb']} KB, {info['statements']} statements -> {info['nodes']} nodes, "
           f"{info['relationships']} relationships; schema prompt {info['schema_chars']} chars; "
           f"kglite {version('kglite')}")
@@ -180,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in QUERIES:  # the check and the pipe round trip
         print(f"per-query overhead of the worker, {name}: {p50[f'{name}, worker'] - p50[f'{name}, in-process']:+.3f} ms")
     save_report(args.save, "graphdb", rows, info=info, kglite=version("kglite"),
-                config={k: getattr(args, k) for k in ("nodes", "countries", "relationships", "repeat", "query_runs")})
+                config={"size": SIZE, "repeat": REPEAT, "query_runs": QUERY_RUNS})
     return 0
 
 

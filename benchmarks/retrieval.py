@@ -1,6 +1,6 @@
 """Benchmark the local text index over a seeded synthetic corpus: MiniLM on ``--embed-n`` passages, and at ``--n`` a
 hashed bag-of-words stand-in: build rate, search p50/p95, HNSW recall@10 against flat.
-Usage: python benchmarks/retrieval.py [--n 100000] [--embed-n 2000] [--queries 200] [--save / --baseline FILE.json]"""
+Usage: python benchmarks/retrieval.py [--n 100000] [--embed-n 1000] [--queries 200] [--save / --baseline FILE.json]"""
 
 from __future__ import annotations
 
@@ -113,13 +113,12 @@ def recall_at(index_a: Any, index_b: Any, qvecs: np.ndarray, k: int = 10) -> flo
 
 def real_model_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[float, str]]) -> None:
     t0 = time.perf_counter()
-    model = get_embedder(args.model_path)
+    model = get_embedder()
     res["real: model load"] = (time.perf_counter() - t0, "s")
     passages = synthetic_corpus(args.embed_n, seed=21)
     src = tmp / "real.jsonl"
     src.write_text("".join(json.dumps(p) + "\n" for p in passages))
-    rep = build_index(src, tmp / "real-idx", embedder=model, flat_threshold=args.embed_n + 1, progress=args.progress,
-                      batch_size=args.batch_size)
+    rep = build_index(src, tmp / "real-idx", embedder=model, flat_threshold=args.embed_n + 1, progress=False)
     res[f"real: build {args.embed_n} passages (flat)"] = (rep.count / rep.seconds, "passages/s")
     res["real: embedding only"] = (rep.embedded / rep.embed_seconds, "passages/s")
     res[f"real: est. time to embed {args.n // 1000}k passages"] = (args.n / res["real: embedding only"][0] / 60, "min")
@@ -128,7 +127,7 @@ def real_model_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[fl
     texts = [q + " ?" for q, _ in queries]  # texts not seen before: embedded, not cached
     add_latency(res, "real: query embed+search {} (flat)", lambda q: idx.search(q, 10), texts)
     vecs = idx.index.reconstruct_n(0, idx.count)
-    hnsw = make_index("hnsw", model.dim, args.ef_construction, 64)
+    hnsw = make_index("hnsw", model.dim, 200, 64)  # build_index's efConstruction
     hnsw.add(vecs)
     qv = model.encode([q for q, _ in queries])
     for ef in (16, 64, 128):
@@ -148,8 +147,7 @@ def scale_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[float, 
     queries = make_queries(passages, args.queries)
     del passages
     for kind, thr in (("flat", args.n + 1), ("hnsw", 0)):
-        rep = build_index(src, tmp / f"idx-{kind}", embedder=emb, flat_threshold=thr, progress=args.progress,
-                          batch_size=args.batch_size, ef_construction=args.ef_construction)
+        rep = build_index(src, tmp / f"idx-{kind}", embedder=emb, flat_threshold=thr, progress=False)
         res[f"{args.n // 1000}k stand-in: build {kind}"] = (rep.count / rep.seconds, "passages/s")
         res[f"{args.n // 1000}k stand-in: build {kind} w/o embedding"] = (rep.count / (rep.seconds - rep.embed_seconds),
                                                                        "passages/s")
@@ -161,7 +159,7 @@ def scale_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[float, 
     size = f"{args.n // 1000}k"
     flat.search_vectors(qv[:5], 10)  # warm up
     add_latency(res, size + ": flat search {}", lambda v: flat.search_vectors(v[None, :], 10), qv)
-    for ef in args.ef_search:
+    for ef in (16, 32, 64, 128):
         hnsw.index.hnsw.efSearch = ef
         hnsw.search_vectors(qv[:5], 10)
         add_latency(res, f"{size}: HNSW ef={ef} search {{}}", lambda v: hnsw.search_vectors(v[None, :], 10), qv)
@@ -190,17 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=100_000, help="passages in the scale corpus (default 100000)")
     ap.add_argument("--embed-n", type=int, default=1000, help="passages embedded with the real model (0 = skip)")
     ap.add_argument("--queries", type=int, default=200, help="queries for latency and recall (default 200)")
-    ap.add_argument("--ef-search", type=int, nargs="+", default=[16, 32, 64, 128], help="HNSW efSearch values")
-    ap.add_argument("--model-path", default="", help="local sentence-transformers model (default: packaged MiniLM)")
-    ap.add_argument("--ef-construction", type=int, default=200, help="HNSW efConstruction (default 200)")
-    ap.add_argument("--batch-size", type=int, default=128, help="model batch size, as `index build --batch-size`")
-    ap.add_argument("--progress", action="store_true", help="show the build progress bars")
     add_report_flags(ap, "value")
     args = ap.parse_args(argv)
-    if (args.n < 20 or min(args.queries, args.batch_size, args.ef_construction) < 1 or args.embed_n < 0
-            or not args.ef_search or min(args.ef_search) < 1):
-        ap.error("--n must be at least 20; --queries, --batch-size, --ef-construction and every --ef-search "
-                 "at least 1; --embed-n not negative")
+    if args.n < 20 or args.queries < 1 or args.embed_n < 0:
+        ap.error("--n must be at least 20, --queries at least 1, --embed-n not negative")
     import faiss
     import torch
 
@@ -213,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"sanity: the query's source passage is in the flat top-10 for {info['flat_source_in_top10']} of queries")
     print_rows(rows, [("metric", "s"), ("value", ".4g"), ("unit", "s")], key="metric",
                baseline=load_baseline(args.baseline), compare="value")
-    config = {k: getattr(args, k) for k in ("n", "embed_n", "queries", "ef_search", "ef_construction", "batch_size")}
+    config = {k: getattr(args, k) for k in ("n", "embed_n", "queries")}
     save_report(args.save, "retrieval", rows, config=config, info=info, faiss=faiss.__version__,
                 torch=torch.__version__)
     return 0

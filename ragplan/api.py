@@ -3,41 +3,18 @@ family's typed result; ``resume(thread_id, decision)`` continues a checkpointed 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ragplan.registry import family_of
 from ragplan.runs import NO_DECISION, OnUpdate, Review, resume_run, start_run
-from ragplan.state.context import LLMContext, recursion_limit_for
 from ragplan.state.result import GraphResult
 
-__all__ = ["ask", "resume", "stream_run", "make_context", "GraphResult", "recursion_limit_for"]
-
-
-def make_context(method: str = "planrag", *, model: Any = None, store: Any = None, **settings: Any) -> LLMContext:
-    """The method's context from a model (object or name), its family's data handle and setting overrides."""
-    return family_of(method).make_context(method, model=model, store=store, **settings)
-
-
-def stream_run(method: str, question: str, context: Any, inputs: dict[str, Any] | None = None
-               ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Run ``method`` and yield ``(node, update)`` as each node finishes, then ``("__final__", state)``."""
-    family = family_of(method)
-    graph = family.graph(method).build().compile(name=method)
-    config = {"recursion_limit": family.recursion_limit(context)}
-    final: dict[str, Any] = {}
-    for mode, chunk in graph.stream(family.graph_input(question, inputs), context=context, config=config,
-                                    stream_mode=["updates", "values"]):
-        if mode == "values":
-            final = chunk
-        else:
-            for node, update in (chunk or {}).items():
-                yield node, update or {}
-    yield "__final__", final
+__all__ = ["ask", "resume", "GraphResult"]
 
 
 def ask(question: str, method: str = "planrag", *, model: Any = None, store: Any = None,
         context: Any = None, inputs: dict[str, Any] | None = None,
-        on_update: Callable[[str, dict[str, Any]], None] | None = None, review: Review | None = None,
+        on_update: OnUpdate | None = None, review: Review | None = None,
         thread_id: str | None = None, checkpoint_db: str | None = None, **settings: Any) -> GraphResult:
     """Answer ``question`` with ``method``: its family's typed result. ``model`` is a chat model object or a
     ``provider:name`` string, ``store`` PlanRAG's graph (a ``GraphStore`` or a ``.cql`` path), other keyword arguments

@@ -129,6 +129,21 @@ def test_a_checkpoint_file_that_cannot_be_used_is_exit_2(trade_cql, tmp_path, ca
     assert not missing.exists()  # reading never creates the file
 
 
+def test_resume_names_a_checkpoint_store_that_fails_to_read_instead_of_a_traceback(tmp_path, monkeypatch, capsys):
+    """Any error reading the store (here an OSError, neither SQLite's nor psycopg's) is exit 2 naming it, as in ask."""
+    import ragplan.runs
+
+    db = tmp_path / "runs.sqlite"
+    sqlite3.connect(db).close()
+
+    def unreadable(thread_id, checkpoint_db=None):
+        raise OSError("I/O error reading the file")
+
+    monkeypatch.setattr(ragplan.runs, "thread_status", unreadable)
+    assert main(["resume", "abc", "--checkpoint-db", str(db)]) == 2
+    assert f"the checkpoint file {db} cannot be used: I/O error reading the file" in capsys.readouterr().err
+
+
 def test_ask_review_edit_in_editor(trade_cql, tmp_path, monkeypatch, capsys):
     seen = tmp_path / "editor-saw.txt"
     editor = tmp_path / "editor.py"

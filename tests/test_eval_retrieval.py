@@ -9,9 +9,9 @@ import pytest
 from ragplan.cli import main
 from ragplan.datasets import load_qa
 from ragplan.eval.retrieval import (
-    EvidenceSet, GoldParagraph, GoldSupport, SupportSentence, gold_support, mean_scores, score_queries, score_ranking,
+    EvidenceSet, GoldParagraph, GoldSupport, SupportSentence, gold_support, mean_scores, score_examples, score_queries,
+    score_ranking,
 )
-from ragplan.eval.retrieval_run import score_examples
 from ragplan.tools.retrieval import Evidence, Passage
 from tests.test_datasets import FEVER, HOTPOT, KILT_FEVER, MUSIQUE, TWOWIKI, write_json, write_jsonl
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from ragplan.cli import main
-from ragplan.eval.rerun import record_differences
+from ragplan.eval.runfolder import record_differences
 from tests.auto_reply import auto_responder
 from tests.openai_server import OpenAIStub
 from tests.test_langgraph_dev import LANGGRAPH, ROOT, SERVERS, _env, _free_port, _serving, _stop

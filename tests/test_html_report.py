@@ -98,7 +98,7 @@ def test_compare_refuses_a_folder_made_with_other_settings(dqa_compare, capsys):
     argv = [a if a != "3" else "2" for a in dqa_compare["argv"]]  # --limit 2 into the same --out
     code = main([*argv, "--base-url", "http://127.0.0.1:9/v1"])
     err = capsys.readouterr().err
-    assert code == 2 and "other settings" in err and "limit: 3 there, 2 now" in err
+    assert code == 2 and "other settings" in err and "limit (3 there, 2 now)" in err
 
 
 def test_compare_bad_input_is_a_clear_error(dqa_compare, tmp_path, capsys):

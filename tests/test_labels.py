@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragplan.eval.labels import read_label
-from ragplan.eval.metrics import extract_label, label_accuracy
+from ragplan.eval.metrics import label_accuracy, read_label
 
 YESNO = [
     # bare and near-bare
@@ -83,7 +82,6 @@ FEVER = [
 @pytest.mark.parametrize(("reply", "label"), YESNO)
 def test_yes_no_corpus(reply, label):
     assert read_label(reply, "yesno") == label
-    assert extract_label(reply, "yesno") == label
 
 
 @pytest.mark.parametrize(("reply", "label"), FEVER)

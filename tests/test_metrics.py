@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragplan.eval.metrics import (
-    exact_match, extract_label, f1_score, label_accuracy, normalize_answer, retrieval_stats,
+    exact_match, read_label, f1_score, label_accuracy, normalize_answer, retrieval_stats,
 )
 
 
@@ -73,7 +73,7 @@ def test_best_over_several_golds():
     ("Yesterday it rained", None),
 ])
 def test_yes_no_labels(reply, label):
-    assert extract_label(reply, "yesno") == label
+    assert read_label(reply, "yesno") == label
 
 
 @pytest.mark.parametrize(("reply", "label"), [
@@ -90,7 +90,7 @@ def test_yes_no_labels(reply, label):
     ("banana", None), ("", None),
 ])
 def test_fever_labels(reply, label):
-    assert extract_label(reply, "fever") == label
+    assert read_label(reply, "fever") == label
 
 
 def test_label_accuracy():
@@ -101,7 +101,7 @@ def test_label_accuracy():
     assert label_accuracy("not enough information", "NOT ENOUGH INFO", "fever") == 1.0
     assert label_accuracy("supported", "NOT_ENOUGH_INFO", "fever") == 0.0
     with pytest.raises(ValueError, match="unknown label kind"):
-        extract_label("yes", "span")
+        read_label("yes", "span")
 
 
 def test_musique_rule_differs_only_where_the_scripts_do():

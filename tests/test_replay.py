@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from ragplan.cli import main
-from ragplan.eval.rerun import record_differences
+from ragplan.eval.runfolder import record_differences
 from tests.auto_reply import auto_responder
 from tests.family_data import planrag as planrag_data
 from tests.family_data import think_then_act as tta_data

@@ -1,12 +1,17 @@
-"""``ragplan ask``: answer one question with any method graph, printing its family's trace as it runs; every ask is a
-checkpointed thread that ``ragplan resume ID`` continues (docs/settings.md lists the setting flags)."""
+"""``ragplan ask``: answer one question with any method graph, printing its family's trace as it runs (a plan review
+asked in the terminal); every ask is a checkpointed thread that ``ragplan resume ID`` continues (docs/settings.md lists
+the setting flags)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
+import subprocess
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+import tempfile
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TextIO
 
 from ragplan.cli.errors import BadInput
 
@@ -14,7 +19,7 @@ if TYPE_CHECKING:  # (langgraph is imported by the commands that run graphs, not
     from ragplan.family import MethodFamily
 
 __all__ = ["add_parser", "run", "print_result", "resume_hint", "add_shared_flags", "print_header", "run_traced",
-           "MAX_QUESTION_CHARS"]
+           "MAX_QUESTION_CHARS", "terminal_review", "PROMPT"]
 
 MAX_QUESTION_CHARS = 100_000
 """Longest question ``ask`` sends (it goes into every prompt of the run); a longer one is refused, exit 2."""
@@ -168,10 +173,89 @@ def print_header(args: argparse.Namespace, method: str, model: str, url: str, qu
     return out
 
 
+PROMPT = "approve / edit / reject [a/e/r]: "
+"""The question asked for each review."""
+
+_TRIES = 5
+
+
+def terminal_review(out: TextIO) -> Callable[[dict[str, Any]], Any]:
+    """A ``review`` callback (:mod:`ragplan.runs`) that shows the plan on ``out`` and reads ``approve / edit / reject``
+    from standard input (``e`` opens ``$EDITOR`` or reads lines up to an empty one; ReviewDeferred when input ends)."""
+    from ragplan.runs import ReviewDeferred
+
+    def say(text: str = "", end: str = "\n") -> None:
+        print(text, end=end, file=out, flush=True)
+
+    def line() -> str | None:
+        got = sys.stdin.readline()
+        return None if got == "" else got.rstrip("\n")
+
+    def edit(payload: dict[str, Any]) -> str:
+        """The new plan from ``$EDITOR`` (or from standard input until an empty line)."""
+        fmt = payload.get("format") or "the plan"
+        editor = os.environ.get("EDITOR", "").strip()
+        if not editor:
+            say(f"Write the new plan ({fmt}); end with an empty line:")
+            lines: list[str] = []
+            while (text := line()) is not None and text.strip():
+                lines.append(text)
+            return "\n".join(lines).strip()
+        steps = "\n".join(str(s) for s in payload.get("steps") or [])
+        fd, path = tempfile.mkstemp(prefix="ragplan-plan-", suffix=".txt")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(f"# Edit the plan below: {fmt}.\n# Lines starting with \"# \" are ignored. Save and quit to "
+                         f"continue; an empty plan keeps the one shown.\n{steps}\n")
+            try:
+                code = subprocess.run([*shlex.split(editor), path]).returncode
+            except OSError as exc:
+                say(f"cannot run EDITOR={editor!r}: {exc}")
+                return ""
+            if code != 0:
+                say(f"the editor exited with {code}; the plan is unchanged")
+                return ""
+            with open(path, encoding="utf-8") as fh:
+                kept = [ln for ln in fh.read().splitlines() if not (ln.lstrip().startswith("# ") or ln.strip() == "#")]
+            return "\n".join(kept).strip()
+        finally:
+            os.unlink(path)
+
+    def review(payload: dict[str, Any]) -> Any:
+        kind = "re-plan" if payload.get("kind") == "replan" else "plan"
+        rnd, most = payload.get("round", 1), payload.get("max_rounds", 1)
+        say(f"\nReview the {kind} ({payload.get('method', '-')}){f', answer {rnd} of {most}' if rnd > 1 else ''}:")
+        if payload.get("error"):
+            say(f"  refused: {payload['error']}")
+        for text in str(payload.get("plan", "")).splitlines() or ["(empty)"]:
+            say(f"  {text}")
+        for _ in range(_TRIES):
+            say(PROMPT, end="")
+            answer = line()
+            if answer is None:
+                say()
+                raise ReviewDeferred("no answer: standard input ended")
+            word = answer.strip().lower()
+            if word in ("a", "approve"):
+                return {"action": "approve"}
+            if word in ("r", "reject"):
+                say("reason (optional): ", end="")
+                return {"action": "reject", "reason": (line() or "").strip()}
+            if word in ("e", "edit"):
+                text = edit(payload)
+                if text:
+                    return {"action": "edit", "plan": text}
+                say("no plan written; the plan is unchanged")
+                continue
+            say("answer a (approve), e (edit) or r (reject)")
+        raise ReviewDeferred(f"no answer after {_TRIES} prompts")
+
+    return review
+
+
 def run_traced(start: Callable[..., Any], family: MethodFamily, out: Any, args: argparse.Namespace, hint: str) -> Any:
     """``start(review, on_update)`` with a terminal plan review and the family's trace on ``out`` (none with
     ``--quiet``); a kill or a pause for review prints the command that continues (``hint``)."""
-    from ragplan.cli.review import terminal_review
     from ragplan.state.review import AWAITING_REVIEW
 
     emit = lambda ln: print(ln, file=out, flush=True)  # noqa: E731

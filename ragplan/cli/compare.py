@@ -35,9 +35,8 @@ def run(args: argparse.Namespace) -> int:
     from ragplan.eval.html_report import write_html_report
     from ragplan.eval.registry import get_benchmark
     from ragplan.eval.report import compare_runs, every_question_failed
-    from ragplan.eval.runfolder import RunSettings
+    from ragplan.eval.runfolder import RunSettings, saved_settings
     from ragplan.eval.runner import run_evaluation
-    from ragplan.eval.sweep import COMPARED_SETTINGS
     from ragplan.registry import family_of
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -56,16 +55,11 @@ def run(args: argparse.Namespace) -> int:
     for m in methods:
         st = plan[m] = replace(base, method=m, context=dict(base.context),
                                benchmark_options=dict(base.benchmark_options))
-        if (out / m / "settings.json").exists():
-            try:
-                saved = RunSettings.load(out / m / "settings.json")
-            except (OSError, ValueError, TypeError) as exc:
-                return fail(f"{out / m} is not a run folder: {exc}")
-            diff = "; ".join(f"{k}: {getattr(saved, k)!r} there, {getattr(st, k)!r} now" for k in COMPARED_SETTINGS
-                             if getattr(saved, k) != getattr(st, k))
-            if diff:
-                return fail(f"{out / m} was run with other settings ({diff}); give another --out")
-            st.created = saved.created
+        try:
+            saved = saved_settings(out / m, st)
+        except ValueError as exc:
+            return fail(str(exc))
+        st.created = saved.created if saved is not None else st.created
     print(f"compare folder: {out}  ({len(methods)} methods x {n_items} questions; the same command with --out {out} "
           "resumes)", flush=True)
     failed: list[str] = []

@@ -169,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         return {"report": _report, "retrieval": _retrieval, "sweep": _sweep}[args.eval_command](args)
     from ragplan.cli.settings import check_llm
     from ragplan.eval.report import every_question_failed, summary_markdown
-    from ragplan.eval.rerun import bad_entries, record_differences
+    from ragplan.eval.runfolder import bad_entries, record_differences
     from ragplan.eval.runfolder import RunSettings
     from ragplan.eval.runner import RunRefused, run_evaluation
     from ragplan.registry import family_of
@@ -314,7 +314,7 @@ def _sweep(args: argparse.Namespace) -> int:
 def _retrieval(args: argparse.Namespace) -> int:
     """``ragplan eval retrieval``: print the table and write the JSON (``--out``, default runs/retrieval-…json)."""
     from ragplan.cli.settings import parse_assignments
-    from ragplan.eval.retrieval_run import evaluate_retrieval, retrieval_table, write_result
+    from ragplan.eval.retrieval import evaluate_retrieval, retrieval_table, write_result
 
     missing = _missing(args, "benchmark", "data")
     if missing or bool(args.index) == bool(args.context_only):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import sqlite3
 from typing import Any
 
 from ragplan.cli.ask import add_shared_flags, print_header, print_result, resume_hint, run_traced
@@ -43,10 +42,6 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc))
     if not isinstance(db, str) and not db.is_file():  # reading must not create an empty checkpoint file
         return fail(f"no checkpoint file at {db} (runs are kept there by `ragplan ask`; see --checkpoint-db)")
-    errors: tuple[type[Exception], ...] = (sqlite3.Error,)
-    if isinstance(db, str):
-        from psycopg import Error as PostgresError
-        errors = (PostgresError,)
     try:
         if args.list:  # newest first
             with RunStore(args.checkpoint_db) as store:
@@ -63,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"{exc} (see `ragplan resume --list`)")
     except ConnectionError as exc:  # PostgreSQL unreachable (the message names the server)
         return fail(str(exc))
-    except errors as exc:  # not a SQLite file, a folder without rights, a database refusing the tables
+    except Exception as exc:  # not a SQLite file, a folder without rights, a database refusing the tables (as ask)
         return fail(f"the checkpoint {'database' if isinstance(db, str) else 'file'} {redact(str(db))} cannot be used: {exc}")
     family = family_of(info.method)
     out = print_header(args, info.method, info.settings.get("model", "-"), info.settings.get("base_url") or "",

@@ -40,6 +40,11 @@ def _labelled(answers: list[str], meta: dict) -> tuple[Any, list[str]]:
     return kind, answers
 
 
+def _typed(data: dict) -> dict[str, str]:
+    """The question ``type`` and ``level`` a record (or FlashRAG's ``metadata``) gives, as text."""
+    return {k: str(data[k]) for k in ("type", "level") if data.get(k) is not None}
+
+
 def fever_title(page: str) -> str:
     """A FEVER page id as a title: underscores to spaces, PTB bracket escapes undone."""
     for k, v in _PTB.items():
@@ -53,10 +58,7 @@ def parse_multihop(rec: RawRecord, opts: ParseOptions) -> QAExample:
     question = rec.text("question")
     answer = rec.text("answer", what=" (a test split without gold answers cannot be graded)")
     answers = [answer]
-    meta: dict = {"dataset": opts.dataset}
-    for key in ("type", "level"):
-        if rec.has(key):
-            meta[key] = str(rec.get(key))
+    meta: dict = {"dataset": opts.dataset, **_typed(rec.data)}
     if rec.has("evidences"):  # 2Wiki's [subject, relation, object] triples, kept as given
         evidences = rec.get("evidences")
         if not isinstance(evidences, list):
@@ -176,10 +178,7 @@ def parse_flashrag(rec: RawRecord, opts: ParseOptions) -> QAExample:
     md = rec.get("metadata", {})
     if not isinstance(md, dict):
         rec.fail("'metadata' should be an object")
-    meta: dict = {"dataset": str(md.get("dataset") or opts.dataset)}
-    for key in ("type", "level"):
-        if md.get(key) is not None:
-            meta[key] = str(md[key])
+    meta: dict = {"dataset": str(md.get("dataset") or opts.dataset), **_typed(md)}
     kind, answers = _labelled(answers, meta)
     raw = md.get("decomposition")
     decomposition: list[Any] = raw if isinstance(raw, list) else []

@@ -1,8 +1,10 @@
 """Loaders for the QA datasets users download: JSON (a list of records, or an object whose ``data`` is one) or JSON
-Lines, gzipped too; a file that cannot be read raises :class:`DatasetError` naming the file, record and problem."""
+Lines, gzipped too; a file that cannot be read raises :class:`DatasetError` naming the file, record and problem.
+:func:`build_context_index` indexes the questions' own paragraphs (``--context-only``), keeping their sentences."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import re
@@ -12,10 +14,10 @@ from typing import Any
 
 from ragplan.datasets.example import DatasetError, QAExample, RawRecord, infer_kind
 from ragplan.datasets.formats import PARSERS, ParseOptions, looks_like, unsupported_format
-from ragplan.jsonl import read_text
+from ragplan.jsonl import atomic_write, read_text
 
 __all__ = ["FORMATS", "QAExample", "DatasetError", "infer_kind", "load_qa", "detect_format", "read_records",
-           "resolve_data_file", "normalize_format"]
+           "resolve_data_file", "normalize_format", "context_passages", "build_context_index"]
 
 FORMATS = tuple(PARSERS)
 """Format names ``fmt=`` accepts."""
@@ -172,3 +174,46 @@ def load_qa(path: str | Path, fmt: str | None = None, *, limit: int | None = Non
         seen[ex.id] = rec.index
         out.append(ex)
     return out
+
+
+def context_passages(examples: list[QAExample]) -> list[dict[str, Any]]:
+    """One ``{id, title, contents[, sentences]}`` passage per distinct (title, paragraph), ids hashed."""
+    out: dict[str, dict[str, Any]] = {}
+    for ex in examples:
+        for title, sentences in ex.contexts:
+            kept = [s.strip() for s in sentences if s.strip()]
+            contents = " ".join(kept)
+            pid = hashlib.sha1(f"{title}\n{contents}".encode()).hexdigest()[:16]
+            if contents and pid not in out:
+                out[pid] = {"id": pid, "title": title, "contents": contents,
+                            **({"sentences": kept} if ex.sentence_segmented else {})}
+    return list(out.values())
+
+
+def build_context_index(examples: list[QAExample], root: str | Path, *, model: str = "", what: str = "") -> Path:
+    """Build ``root/index`` (returned) from ``root/passages.jsonl``; reused when ``root/manifest.json`` (written
+    last) matches. :class:`DatasetError` when the examples ship no paragraphs (``what`` names the data)."""
+    passages = context_passages(examples)
+    if not passages:
+        raise DatasetError(f"{what or 'these questions'}: context_only needs the questions' own context paragraphs, "
+                           "and these questions have none (FEVER and KILT files ship none, nor do most FlashRAG "
+                           "files); retrieve from Wikipedia or a corpus index instead")
+    root = Path(root)
+    passages_path, index_dir, manifest_path = root / "passages.jsonl", root / "index", root / "manifest.json"
+    text = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in passages)
+    manifest = {"passages_sha256": hashlib.sha256(text.encode()).hexdigest(), "passages": len(passages),
+                "questions": len(examples), "embedding_model": model}
+    try:
+        fresh = json.loads(manifest_path.read_text()) == manifest and index_dir.is_dir() and passages_path.is_file()
+    except (OSError, ValueError):
+        fresh = False
+    if not fresh:
+        root.mkdir(parents=True, exist_ok=True)
+        manifest_path.unlink(missing_ok=True)
+        atomic_write(passages_path, text)
+        # build_index resumes an interrupted build of the same passages and replaces an index of others
+        from ragplan.tools.textindex import build_index
+
+        build_index(passages_path, index_dir, model_path=model)
+        atomic_write(manifest_path, json.dumps(manifest, indent=2))
+    return index_dir

@@ -179,21 +179,19 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
         metrics += [m for m in listed if m not in metrics]
     # each run's family figures (FuRePA's iterations …)
     hooks = [fam.result.run_metrics if (fam := family_or_none(st.method)) else None for st, _ in runs]
-    run_names = list(dict.fromkeys(k for (_, recs), h in zip(runs, hooks) for k in _figures(list(recs.values()), h)[1]
-                                   if k not in metrics))
     refs = _reference_counts(runs)
     refs_names = "/".join(dict.fromkeys(m for m, _ in refs.values()))
     split_note = f"SR/MR by {refs_names}'s retrieval count" if refs else "SR/MR by each run's own retrieval count"
     group_keys = ["year"] if any("year" in r for _, recs in runs for r in recs.values()) else []
+    summaries = [(st, recs, summarise(list(recs.values()), group_keys, st, metrics, run_metrics=hook))
+                 for (st, recs), hook in zip(runs, hooks)]
+    run_names = list(dict.fromkeys(k for *_, s in summaries for k in s["run_metrics"]))  # a family's figures
     years = ordered_categories(str(r.get("year")) for _, recs in runs for r in recs.values()) if group_keys else []
     headers = ["run", "model", "benchmark", "questions", "accuracy", *metrics, *run_names, *[f"y{y}" for y in years], "SR", "MR",
                "calls/q", "tokens/q", "latency/q (s)", "errors"]
     rows = []
-    summaries = []
     labels = run_labels([st for st, _ in runs], run_dirs)
-    for (st, recs), hook, label in zip(runs, hooks, labels):
-        s = summarise(list(recs.values()), group_keys, st, metrics, run_metrics=hook)
-        summaries.append((st, recs, s))
+    for (st, recs, s), label in zip(summaries, labels):
         cls = _split(st, recs, refs)
         sr, mr = (_acc([r for i, r in recs.items() if cls[i] == k]) for k in ("SR", "MR"))
         ys = [s["groups"].get("year", {}).get(y, {"accuracy": 0, "n": 0}) for y in years]

@@ -1,10 +1,12 @@
-"""A run folder on disk (docs/evaluation.md, "A run"), written so that a kill loses nothing finished."""
+"""A run folder on disk (docs/evaluation.md, "A run"), written so that a kill loses nothing finished; ``eval --rerun``'s
+check of a re-executed run's records and of the LLM cache entries its replay needs."""
 
 from __future__ import annotations
 
 import fcntl
 import json
 import os
+import re
 import threading
 import time
 import warnings
@@ -15,10 +17,10 @@ from typing import Any, Collection
 from ragplan import __version__
 from ragplan.redact import redact
 from ragplan.jsonl import FileFormatError, atomic_write, read_text
-from ragplan.llm_cache import fingerprint_of
+from ragplan.llm_cache import LLMCache, fingerprint_of
 
 __all__ = ["RunSettings", "RunFolder", "atomic_write", "record_line", "record_problem", "RECORD_NUMBERS",
-           "RECORD_TEXTS"]
+           "RECORD_TEXTS", "COMPARED_SETTINGS", "saved_settings", "bad_entries", "record_differences", "TIMING_FIELDS"]
 
 _append_lock = threading.Lock()  # appends to results files, from any thread, one line at a time
 
@@ -67,6 +69,26 @@ class RunSettings:
             return cls(**{k: v for k, v in data.items() if k in known})
         except (ValueError, AttributeError, TypeError) as exc:
             raise FileFormatError(str(exc) if isinstance(exc, FileFormatError) else f"{path}: not a run's settings ({exc})") from None
+
+
+COMPARED_SETTINGS = ("method", "benchmark", "data", "model", "limit", "year", "context", "benchmark_options")
+"""The run settings that must agree for an existing run folder to be resumed (by a sweep or ``compare``)."""
+
+
+def saved_settings(run_dir: Path, new: RunSettings) -> RunSettings | None:
+    """The settings of the run ``run_dir`` holds (None: none); ValueError naming the folder when they cannot be read
+    or differ from ``new`` in :data:`COMPARED_SETTINGS`."""
+    if not (run_dir / "settings.json").is_file():
+        return None
+    try:
+        old = RunSettings.load(run_dir / "settings.json")
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{run_dir}: unreadable settings.json ({exc})") from None
+    diff = [f"{k} ({getattr(old, k)!r} there, {getattr(new, k)!r} now)" for k in COMPARED_SETTINGS
+            if getattr(old, k) != getattr(new, k)]
+    if diff:
+        raise ValueError(f"{run_dir} holds a run with other settings: {'; '.join(diff)}. Use another --out.")
+    return old
 
 
 class RunFolder:
@@ -210,3 +232,47 @@ def record_problem(rec: Any) -> str:
 def record_line(record: dict[str, Any]) -> bytes:
     """A record as one ``results.jsonl`` line (UTF-8, ending in a newline), credentials redacted."""
     return (redact(json.dumps(record, ensure_ascii=False, default=str)) + "\n").encode("utf-8")
+
+
+#: Record fields that measure time or count invocations of this folder; they differ between executions.
+TIMING_FIELDS = frozenset({"latency_s", "llm_seconds", "finished_at", "invocation", "wall_time_s", "seconds",
+                           "elapsed_s", "duration_s", "created", "started", "planner_latency_s"})
+
+
+def bad_entries(run_dir: str | Path, cache_dir: str | Path) -> tuple[list[str], int]:
+    """``(problems, used)``: why each of the LLM cache entries the run used (its ``llm_cache.json``) cannot be
+    replayed from ``cache_dir`` (missing, unreadable, altered: :meth:`LLMCache.check`), and how many it used."""
+    path = Path(run_dir) / "llm_cache.json"
+    digests = [d for d in json.loads(path.read_text(encoding="utf-8")).get("digests") or [] if isinstance(d, str)]
+    cache = LLMCache(cache_dir, replay=True)
+    return [p for p in map(cache.check, digests) if p], len(digests)
+
+
+_DURATION = re.compile(r"\b\d+\.\d+ m?s\b")
+
+
+def _untimed(value: Any) -> Any:
+    """``value`` without its timing fields and with durations in text masked, at any depth."""
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items()
+                if k not in TIMING_FIELDS and not k.endswith(("_s", "_ms", "_seconds"))}
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    if isinstance(value, str):
+        return _DURATION.sub("(time)", value)
+    return value
+
+
+def record_differences(old_dir: str | Path, new_dir: str | Path) -> tuple[int, dict[str, list[str]]]:
+    """``(compared, {id: differing fields})`` between two run folders' records (``(missing)``: in one only)."""
+    old, new = RunFolder(old_dir).load_records(), RunFolder(new_dir).load_records()
+    diffs: dict[str, list[str]] = {}
+    for qid in sorted(set(old) | set(new)):
+        if qid not in old or qid not in new:
+            diffs[qid] = ["(missing)"]
+            continue
+        a, b = _untimed(old[qid]), _untimed(new[qid])
+        fields = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+        if fields:
+            diffs[qid] = fields
+    return len(set(old) | set(new)), diffs

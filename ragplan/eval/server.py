@@ -1,12 +1,6 @@
-"""``ragplan eval --server URL``: each question's graph runs on a LangGraph server (langgraph_sdk); grading, records
-and reports stay with :mod:`ragplan.eval.question_runner`.
-
-One thread per attempt at a question, its id derived from the run and the question, tagged in metadata with the run
-(``ragplan_run``: folder and start time), the question id and the attempt. At open, one metadata search lists the
-run's threads, so a resume joins a run still going on the server, takes the result of one that finished, continues one
-that stopped from its last checkpoint, and starts the others. The context sent is the run's JSON settings (secrets
-left out: the server's environment supplies keys); paths in it are read by the server, which runs on the same files.
-"""
+"""``ragplan eval --server URL``: each question's graph runs on a LangGraph server (langgraph_sdk), one thread per
+attempt tagged with the run, question and attempt, so a resume joins, collects, continues or starts each; the context
+sent is the run's JSON settings without secrets (the server's environment supplies keys); grading stays local."""
 
 from __future__ import annotations
 

@@ -10,14 +10,11 @@ from typing import Any, Callable, Sequence
 
 from ragplan.redact import redact
 from ragplan.eval.figures import format_table, plot_sweep
-from ragplan.eval.runfolder import RunSettings, atomic_write
+from ragplan.eval.runfolder import COMPARED_SETTINGS, RunSettings, atomic_write, saved_settings
 from ragplan.registry import family_of
 
-__all__ = ["SweepError", "SweepResult", "COMPARED_SETTINGS", "parse_sweep", "sweep_run_dir", "check_sweep_setting",
+__all__ = ["SweepError", "SweepResult", "parse_sweep", "sweep_run_dir", "check_sweep_setting",
            "run_sweep", "sweep_markdown", "write_sweep", "sweep_metrics"]
-
-COMPARED_SETTINGS = ("method", "benchmark", "data", "model", "limit", "year", "context", "benchmark_options")
-"""The run settings that must agree for an existing run folder to be resumed as part of a sweep."""
 
 
 class SweepError(ValueError):
@@ -115,16 +112,11 @@ def run_sweep(base: RunSettings, key: str, values: Sequence[Any], out_dir: str |
         run_dir = sweep_run_dir(out, key, v)
         new = replace(base, context={**base.context, key: v}, created="")
         done = 0
-        if (run_dir / "settings.json").is_file():
-            try:
-                old = RunSettings.load(run_dir / "settings.json")
-            except (OSError, ValueError, TypeError) as exc:
-                raise SweepError(f"{run_dir}: unreadable settings.json ({exc})") from None
-            diff = [f"{k} ({getattr(old, k)!r} there, {getattr(new, k)!r} now)" for k in COMPARED_SETTINGS
-                    if getattr(old, k) != getattr(new, k)]
-            if diff:
-                raise SweepError(f"{run_dir} holds a run with other settings: {'; '.join(diff)}. "
-                                 f"Use another --out for this sweep.")
+        try:
+            old = saved_settings(run_dir, new)
+        except ValueError as exc:
+            raise SweepError(str(exc)) from None
+        if old is not None:
             new = replace(old, concurrency=base.concurrency, base_url=base.base_url,  # resume: keep its creation time
                           llm_cache_dir=base.llm_cache_dir, llm_replay=base.llm_replay)
             results = run_dir / "results.jsonl"
