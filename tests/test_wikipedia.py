@@ -167,7 +167,7 @@ def test_offline_client_never_sends(wiki: MediaWikiStub, tmp_path: Path, monkeyp
 
 def test_default_cache_dir_from_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGPLAN_CACHE_DIR", str(tmp_path))
-    assert WikipediaClient(user_agent=UA).cache.root == tmp_path / "wikipedia"
+    assert WikipediaClient(user_agent=UA).cache_dir == tmp_path / "wikipedia"
 
 
 # -- retries, rate limits, timeouts ----------------------------------------------------------------
@@ -292,7 +292,7 @@ def test_make_retriever_builds_the_wiki_retriever(wiki: MediaWikiStub, tmp_path:
                           wiki_api_url=wiki.api_url, wiki_pages=2, retriever_object=None)
     retriever = make_retriever(ctx)
     assert isinstance(retriever, WikipediaRetriever) and retriever.pages == 2
-    assert retriever.client.api_url == wiki.api_url and retriever.client.cache.root == tmp_path
+    assert retriever.client.api_url == wiki.api_url and retriever.client.cache_dir == tmp_path
     assert make_retriever(ctx) is retriever
     assert [p.title for p in retriever.search("snakes", k=5)] == ["Cobra"]
 
