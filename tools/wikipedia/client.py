@@ -220,8 +220,9 @@ class WikipediaClient:
                 time.sleep(wait)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, json.dumps({"request": record, "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                           "response": data}, ensure_ascii=False, indent=1))
+            fetched = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            atomic_write(path, json.dumps({"request": record, "fetched_at": fetched, "response": data}, ensure_ascii=False,
+                                          indent=1))
         except OSError as err:
             log.warning("could not write the Wikipedia cache under %s: %s", self.cache_dir, err)
         return data
