@@ -23,7 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from ragplan.tools.retrieval import Passage, Retriever  # noqa: E402
 from ragplan.tools.retrievers import make_retriever  # noqa: E402
 from ragplan.tools.textindex import (  # noqa: E402
-    LocalIndexRetriever, PassageFormatError, ReadStats, TextIndex, TextIndexError, build_index, read_passages,
+    PassageFormatError, ReadStats, TextIndex, TextIndexError, build_index, read_passages,
 )
 
 CORPUS = [
@@ -234,12 +234,12 @@ def test_hnsw_above_threshold_has_the_same_top1(corpus_file, flat_index, tmp_pat
 
 
 def test_local_retriever_and_make_retriever(flat_index):
-    r = LocalIndexRetriever(flat_index)
+    r = flat_index
     assert isinstance(r, Retriever) and r.name == "local"
     assert r.search("honey from flowers", 2)[0].title == "Honey bee"
     ctx = SimpleNamespace(retriever="local", index_dir=str(flat_index.root), embedding_model="")
     made = make_retriever(ctx)
-    assert isinstance(made, LocalIndexRetriever) and made is make_retriever(ctx)
+    assert isinstance(made, TextIndex) and made is make_retriever(ctx)
     assert isinstance(made.search("espresso machine", 1)[0], Passage)
 
 

@@ -32,9 +32,9 @@ def make_retriever(ctx: Any) -> Retriever:
     with _lock:
         if key not in _retrievers:
             if kind == "local":
-                from ragplan.tools.textindex import LocalIndexRetriever, TextIndex
+                from ragplan.tools.textindex import TextIndex
 
-                _retrievers[key] = LocalIndexRetriever(TextIndex.open(ctx.index_dir, model_path=ctx.embedding_model))
+                _retrievers[key] = TextIndex.open(ctx.index_dir, model_path=ctx.embedding_model)
             else:
                 from ragplan.tools.wikipedia import WikipediaClient, WikipediaRetriever
 

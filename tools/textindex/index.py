@@ -1,4 +1,4 @@
-"""Search a text index built by :func:`build_index`; the ``local`` retriever over it."""
+"""Search a text index built by :func:`build_index`: the ``local`` retriever."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ragplan.tools.retrieval import Passage
 from ragplan.tools.textindex.build import FORMAT, WORK_DIR, TextIndexError
 from ragplan.tools.textindex.store import PassageStore
 
-__all__ = ["TextIndex", "LocalIndexRetriever"]
+__all__ = ["TextIndex"]
 
 
 def _check_dir(root: Path) -> dict[str, Any]:
@@ -43,7 +43,10 @@ def _check_dir(root: Path) -> dict[str, Any]:
 
 
 class TextIndex:
-    """A FAISS index over passages with their texts; cosine scores; thread-safe searches."""
+    """A FAISS index over passages with their texts; cosine scores; thread-safe searches. The ``local``
+    :class:`~ragplan.tools.retrieval.Retriever`."""
+
+    name = "local"
 
     def __init__(self, root: Path, meta: dict[str, Any], index: Any, store: PassageStore, embedder: Any) -> None:
         """Use :meth:`open`."""
@@ -122,16 +125,3 @@ class TextIndex:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-class LocalIndexRetriever:
-    """The ``local`` :class:`~ragplan.tools.retrieval.Retriever`: passages from a :class:`TextIndex`."""
-
-    name = "local"
-
-    def __init__(self, index: TextIndex | str | Path) -> None:
-        """Wrap an open index (or open the index directory at that path)."""
-        self.index = index if isinstance(index, TextIndex) else TextIndex.open(index)
-
-    def search(self, query: str, k: int = 5) -> list[Passage]:
-        """The ``k`` best passages for ``query`` (fewer when the index has fewer)."""
-        return self.index.search(query, k)
