@@ -40,7 +40,8 @@ def route_after_gate(state: SubQueryState) -> Literal["retrieve_text", "answer_s
 def build_subquery_graph() -> Builder:
     """One (sub-)query: confidence_gate → [retrieve_text] → answer_subquery."""
     g: Builder = StateGraph(SubQueryState, context_schema=ThinkThenActContext, output_schema=SubQueryOutput)
-    g.add_node(confidence_gate).add_sequence([retrieve_text, answer_subquery])
+    then: list[Any] = [retrieve_text, answer_subquery]
+    g.add_node(confidence_gate).add_sequence(then)
     g.add_conditional_edges("confidence_gate", route_after_gate, ["retrieve_text", "answer_subquery", END])
     return g.add_edge(START, "confidence_gate").add_edge("answer_subquery", END)
 
@@ -69,7 +70,8 @@ def dispatch(state: MultiStepState) -> list[Send] | Literal["final_answer"]:
 
 def build_think_then_act() -> Builder:
     """Think-then-Act: assess and rewrite the query, gate each (sub-)query by confidence, retrieve if needed, answer."""
-    g = _graph(MultiStepState).add_sequence([assess_query, schedule])
+    first: list[Any] = [assess_query, schedule]
+    g = _graph(MultiStepState).add_sequence(first)
     g.add_node("solve_subquery", build_subquery_graph().compile()).add_node(final_answer)
     g.add_conditional_edges("schedule", dispatch, ["solve_subquery", "final_answer"])
     return g.add_edge(START, "assess_query").add_edge("solve_subquery", "schedule").add_edge("final_answer", END)
