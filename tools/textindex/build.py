@@ -20,6 +20,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ragplan.jsonl import atomic_write
+from ragplan.tools.embeddings import get_embedder, model_fingerprint, resolve_model_path
 from ragplan.tools.textindex.reader import ReadStats, embed_text, read_passages
 from ragplan.tools.textindex.store import PassageStore, write_store
 
@@ -116,14 +117,11 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise TextIndexError(f"index output {str(out)!r} exists and is not a directory")
-    if embedder is not None:
-        model_dir = str(getattr(embedder, "model_path", type(embedder).__name__))
-        model_fp = str(getattr(embedder, "fingerprint", type(embedder).__name__))
-    else:
-        from ragplan.tools.embeddings import model_fingerprint, resolve_model_path
-
+    if embedder is None:  # (the model is loaded only when there is something to embed)
         model_dir = resolve_model_path(model_path)
         model_fp = model_fingerprint(model_dir)
+    else:
+        model_dir, model_fp = (str(getattr(embedder, a, type(embedder).__name__)) for a in ("model_path", "fingerprint"))
     with open(src, "rb") as fh:
         input_sha = hashlib.file_digest(fh, "sha256").hexdigest()
     recipe = [FORMAT, input_sha, model_fp, shard_size, bool(skip_malformed), _RECIPE, _STORE_VERSION]
@@ -161,10 +159,7 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
             raise TextIndexError(f"no passages in {src}" + (f" ({manifest['skipped']} malformed lines skipped)"
                                                             if manifest.get("skipped") else ""))
         t_model = time.perf_counter()
-        if embedder is None:
-            from ragplan.tools.embeddings import get_embedder
-
-            embedder = get_embedder(model_dir)
+        embedder = embedder if embedder is not None else get_embedder(model_dir)
         model_seconds = time.perf_counter() - t_model
         dim = int(embedder.dim)
         index_type = "flat" if count < flat_threshold else "hnsw"

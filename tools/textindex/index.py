@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ragplan.tools.embeddings import get_embedder
 from ragplan.tools.retrieval import Passage
 from ragplan.tools.textindex.build import FORMAT, WORK_DIR, TextIndexError
 from ragplan.tools.textindex.store import PassageStore
@@ -61,8 +62,6 @@ class TextIndex:
         root = Path(index_dir)
         meta = _check_dir(root)
         if embedder is None:
-            from ragplan.tools.embeddings import get_embedder
-
             built_with = str(meta.get("model_path") or "")
             chosen = model_path or (built_with if built_with and Path(built_with).is_dir() else "")
             embedder = get_embedder(chosen)
