@@ -121,10 +121,9 @@ def test_embedder_unit_rows_and_cache(embedder):
     v1 = embedder.encode(texts)
     assert v1.shape == (2, embedder.dim) and v1.dtype == np.float32
     assert np.allclose(np.linalg.norm(v1, axis=1), 1.0, atol=1e-5)
-    before = embedder.cache_info()
+    hits, misses = embedder.hits, embedder.misses
     v2 = embedder.encode(texts + texts[:1])
-    after = embedder.cache_info()
-    assert after["hits"] - before["hits"] == 3 and after["misses"] == before["misses"]
+    assert embedder.hits - hits == 3 and embedder.misses == misses
     assert np.allclose(v2[:2], v1) and np.allclose(v2[2], v1[0])
     assert embedder.encode([]).shape == (0, embedder.dim)
     from concurrent.futures import ThreadPoolExecutor
@@ -135,19 +134,19 @@ def test_embedder_unit_rows_and_cache(embedder):
 
 def test_embedding_cache_is_bounded_lru(embedder, monkeypatch):
     monkeypatch.setattr(embedder, "cache_size", 2)
-    embedder.clear_cache()
+    embedder._cache.clear()
     try:
         embedder.encode(["lru one is here", "lru two is here", "lru three is here"])
-        assert embedder.cache_info()["size"] == 2
-        misses = embedder.cache_info()["misses"]
+        assert len(embedder._cache) == 2
+        misses = embedder.misses
         embedder.encode(["lru three is here"])  # kept
-        assert embedder.cache_info()["misses"] == misses
+        assert embedder.misses == misses
         embedder.encode(["lru one is here"])  # evicted first
-        assert embedder.cache_info()["misses"] == misses + 1
+        assert embedder.misses == misses + 1
         embedder.encode(["not cached at all"], cache=False)
         assert "not cached at all" not in embedder._cache
     finally:
-        embedder.clear_cache()
+        embedder._cache.clear()
 
 
 def test_model_path_must_be_a_local_model_dir(tmp_path):
