@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import quote
@@ -24,7 +24,7 @@ import wikipediaapi
 from ragplan.jsonl import atomic_write
 from ragplan.tools.retrieval import Passage
 
-__all__ = ["WikipediaClient", "WikipediaRetriever", "WikiPage", "WikipediaError", "default_user_agent",
+__all__ = ["WikipediaClient", "WikipediaRetriever", "WikipediaError", "default_user_agent",
            "default_cache_dir", "request_key"]
 
 log = logging.getLogger(__name__)
@@ -58,16 +58,6 @@ _RETRY_API_CODES = ("maxlag", "ratelimited", "readonly")
 
 class WikipediaError(RuntimeError):
     """A Wikipedia request that failed after its retries, or an answer that cannot be used."""
-
-
-@dataclass(frozen=True)
-class WikiPage:
-    """One fetched article (redirect-resolved title); ``text`` keeps headings as ``== Heading ==`` lines."""
-
-    title: str
-    text: str
-    url: str
-    pageid: int
 
 
 def default_user_agent() -> str:
@@ -160,8 +150,9 @@ class WikipediaClient:
             raise WikipediaError(f"unexpected search answer from {self.api_url} for {q!r}: {err!r}") from err
         return list(results.pages.keys())[:limit]
 
-    def page(self, title: str) -> WikiPage | None:
-        """The article ``title`` (redirects followed), or ``None`` when it does not exist."""
+    def page(self, title: str) -> Passage | None:
+        """The article ``title`` (redirects followed; ``id`` its page id, ``meta["url"]`` its address), or ``None``
+        when it does not exist; ``text`` keeps headings as ``== Heading ==`` lines."""
         t = (title or "").strip()
         if not t:
             return None
@@ -175,7 +166,8 @@ class WikipediaClient:
         if pageid is None or int(pageid) <= 0:
             return None
         text = "\n\n".join(part for part in [summary.strip(), *_section_parts(sections)] if part)
-        return WikiPage(title=final_title, text=text, url=self.article_url(final_title), pageid=int(pageid))
+        return Passage(id=str(int(pageid)), title=final_title, text=text, source="wiki",
+                       meta={"url": self.article_url(final_title)})
 
     def article_url(self, title: str) -> str:
         """The reader URL of an article (``…/wiki/Title`` for ``…/w/api.php`` endpoints), as MediaWiki encodes it."""
@@ -286,12 +278,9 @@ class WikipediaRetriever:
         if n <= 0 or not (query or "").strip():
             return []
         out: list[Passage] = []
-        seen: set[int] = set()
         for rank, title in enumerate(self.client.search(query, limit=n), start=1):
             page = self.client.page(title)
-            if page is None or page.pageid in seen:  # deleted since the search, or two redirects to one page
+            if page is None or any(page.id == p.id for p in out):  # deleted since the search, or two redirects to one
                 continue
-            seen.add(page.pageid)
-            out.append(Passage(id=str(page.pageid), title=page.title, text=page.text, score=1.0 / rank, source="wiki",
-                               meta={"url": page.url, "rank": rank, "search_title": title}))
+            out.append(replace(page, score=1.0 / rank, meta={**page.meta, "rank": rank, "search_title": title}))
         return out
