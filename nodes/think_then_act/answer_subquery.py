@@ -17,7 +17,7 @@ from ragplan.state.think_then_act import (BranchFailure, MultiStepState, SingleQ
 from ragplan.state.trace_sections import excerpt
 
 __all__ = ["branch_outcome", "ShortAnswer", "answer_subquery", "final_answer", "resolve_text", "ANSWER_STYLE",
-           "ask"]
+           "qa_prompt"]
 
 ANSWER_STYLE = """Answer as briefly as possible: a name, date, number or short phrase; "yes" or "no" for a yes/no
 question; for a claim to verify, exactly one of SUPPORTS, REFUTES, NOT ENOUGH INFO. No full sentence."""
@@ -30,7 +30,7 @@ class ShortAnswer(BaseModel):
     reasoning: str = Field(default="", description="One or two sentences of reasoning (optional).")
 
 
-def ask(state: Mapping[str, object], question: str, before: str = "", after: str = "",
+def qa_prompt(state: Mapping[str, object], question: str, before: str = "", after: str = "",
         role: str = "You are a careful question-answering assistant.") -> list[BaseMessage]:
     """The prompt of a Think-then-Act step: ``before``, the question, the ``instructions`` input (e.g. FEVER's labels;
     retrieval never sees them) and ``after``."""
@@ -71,7 +71,7 @@ def answer_subquery(state: SubQueryState | SingleQueryState, runtime: Runtime[Th
     known = f"Answers found so far:\n{known}\n" if known else ""
     use = "Use the context if it helps; otherwise rely on what you know." if q.retrieve else "Answer from what you know."
     text = q.resolved or resolve_text(q, prior)
-    messages = ask(state, text, f"{_evidence_block(q)}{known}(Overall question: {state['question']})\n",
+    messages = qa_prompt(state, text, f"{_evidence_block(q)}{known}(Overall question: {state['question']})\n",
                    f"\n{use}\n{ANSWER_STYLE}")
     d = decide_for(runtime.context, messages, ShortAnswer)
     done = q.model_copy(update={"resolved": text, "done": True, "answer": d.value.answer.strip() if d.ok else ""})
@@ -111,7 +111,7 @@ def final_answer(state: MultiStepState | SingleQueryState, runtime: Runtime[Thin
     steps = "\n".join(f"Sub-question {q.index}: {q.resolved or q.text}\nSub-answer: {excerpt(q.answer, SHOWN) or '(none)'}"
                       for q in queries)
     after = f"\n{steps}\n\nUsing the sub-answers, give the final answer to the question.\n{ANSWER_STYLE}"
-    d = decide_for(runtime.context, ask(state, state["question"], after=after), ShortAnswer)
+    d = decide_for(runtime.context, qa_prompt(state, state["question"], after=after), ShortAnswer)
     if not d.ok:
         return {**stats, **failure_update(d, "final_answer")}
     return {**stats, **outcome, "answer": d.value.answer.strip(), "reasoning": d.value.reasoning.strip(), "usage": d.usage,

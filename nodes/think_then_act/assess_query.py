@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
-from ragplan.nodes.think_then_act.answer_subquery import ask
+from ragplan.nodes.think_then_act.answer_subquery import qa_prompt
 from ragplan.nodes.think_then_act.in_context_examples import ASSESSMENT_EXAMPLES
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import MultiStepState, SubQuery, references
@@ -42,7 +42,7 @@ def assess_query(state: MultiStepState, runtime: Runtime[ThinkThenActContext]) -
     """Classify the question and produce the query (or sub-queries) to answer."""
     ctx = runtime.context
     question = state["question"]
-    d = decide_for(ctx, ask(state, question, f"{ASSESS_INSTRUCTION}\n\n"), QueryAssessment)
+    d = decide_for(ctx, qa_prompt(state, question, f"{ASSESS_INSTRUCTION}\n\n"), QueryAssessment)
     if not d.ok:
         return failure_update(d, "assess_query")
     a = d.value

@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
-from ragplan.nodes.think_then_act.answer_subquery import ask, resolve_text
+from ragplan.nodes.think_then_act.answer_subquery import qa_prompt, resolve_text
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import SubQuery, SubQueryState, failure_of
 
@@ -60,7 +60,7 @@ def confidence_gate(state: SubQueryState, runtime: Runtime[ThinkThenActContext])
     instruction = CONFIDENCE_INSTRUCTION if ctx.gate_mode == "confidence" else DIRECT_INSTRUCTION
     schema = Confidence if ctx.gate_mode == "confidence" else DirectDecision
     context = f"(It is part of answering: {state['question']})\n" if text != state.get("question") else ""
-    d = decide_for(ctx, ask(state, text, f"{instruction}\n\n{context}", role=KNOWS_LIMITS), schema)
+    d = decide_for(ctx, qa_prompt(state, text, f"{instruction}\n\n{context}", role=KNOWS_LIMITS), schema)
     if not d.ok:
         # cannot judge: retrieving is the safe choice; the failure is recorded
         q.retrieve, q.decision = True, f"RETRIEVAL (gate failed: {d.error[:200]})"

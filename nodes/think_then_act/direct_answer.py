@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes import Node
-from ragplan.nodes.think_then_act.answer_subquery import ANSWER_STYLE, ShortAnswer, ask
+from ragplan.nodes.think_then_act.answer_subquery import ANSWER_STYLE, ShortAnswer, qa_prompt
 from ragplan.nodes.think_then_act.in_context_examples import ANSWER_EXAMPLES, COT_EXAMPLES
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import SubQuery, TextQAState
@@ -34,8 +34,9 @@ def make_direct_answer(cot: bool) -> Node[TextQAState, ThinkThenActContext]:
 
     def direct_answer(state: TextQAState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
         """Answer the question without retrieval."""
-        after = f"\n{ANSWER_STYLE}\n{COT_INSTRUCTION if cot else ANSWER_EXAMPLES}"
-        d = decide_for(runtime.context, ask(state, state["question"], after=after), ChainOfThought if cot else ShortAnswer)
+        examples = COT_INSTRUCTION if cot else ANSWER_EXAMPLES
+        messages = qa_prompt(state, state["question"], after=f"\n{ANSWER_STYLE}\n{examples}")
+        d = decide_for(runtime.context, messages, ChainOfThought if cot else ShortAnswer)
         if not d.ok:
             return {**failure_update(d, "direct_answer"), "retrieval_count": 0, "retrieval_ratio": 0.0}
         q = SubQuery(index=1, text=state["question"], resolved=state["question"], decision="NO RETRIEVAL (baseline)",
