@@ -77,7 +77,7 @@ def answer_subquery(state: SubQueryState | SingleQueryState, runtime: Runtime[Th
     done = q.model_copy(update={"resolved": text, "done": True, "answer": d.value.answer.strip() if d.ok else ""})
     out: dict[str, Any] = {"queries": [done], "usage": d.usage}
     if not d.ok:
-        out["failures"] = [failure_of(failure_update(d, "answer_subquery"), "answer_subquery", q.index)]
+        out["failures"] = [failure_of(failure_update(d, "answer_subquery"), q.index)]
     return out
 
 

@@ -64,7 +64,7 @@ def confidence_gate(state: SubQueryState, runtime: Runtime[ThinkThenActContext])
     if not d.ok:
         # cannot judge: retrieving is the safe choice; the failure is recorded
         q.retrieve, q.decision = True, f"RETRIEVAL (gate failed: {d.error[:200]})"
-        return {"query": q, "usage": d.usage, "failures": [failure_of(failure_update(d, "confidence_gate"), "confidence_gate", q.index)]}
+        return {"query": q, "usage": d.usage, "failures": [failure_of(failure_update(d, "confidence_gate"), q.index)]}
     v = d.value
     if isinstance(v, Confidence):
         q.beta = float(v.probability)
