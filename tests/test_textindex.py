@@ -206,7 +206,7 @@ def test_malformed_lines_name_file_and_line_or_are_skipped(tmp_path):
 # --- search ---------------------------------------------------------------------------------------
 
 def test_flat_index_finds_the_topic_first(flat_index):
-    assert flat_index.index_type == "flat" and flat_index.count == 30
+    assert flat_index.meta["index_type"] == "flat" and flat_index.count == 30
     for query, title in QUERIES.items():
         hits = flat_index.search(query, k=5)
         assert hits[0].title == title, (query, [h.title for h in hits])

@@ -89,11 +89,6 @@ class TextIndex:
             index.hnsw.efSearch = int(ef_search or (meta.get("hnsw") or {}).get("efSearch") or 128)
         return cls(root, meta, index, store, embedder)
 
-    @property
-    def index_type(self) -> str:
-        """``flat`` or ``hnsw``."""
-        return str(self.meta.get("index_type", "?"))
-
     def search(self, query: str, k: int = 5) -> list[Passage]:
         """The ``k`` passages most similar to ``query``, best first (``score`` = cosine, ``source`` = local)."""
         return self.search_many([query], k)[0]
