@@ -121,7 +121,8 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
         model_dir = resolve_model_path(model_path)
         model_fp = model_fingerprint(model_dir)
     else:
-        model_dir, model_fp = (str(getattr(embedder, a, type(embedder).__name__)) for a in ("model_path", "fingerprint"))
+        model_dir, model_fp = (str(getattr(embedder, name, type(embedder).__name__))
+                               for name in ("model_path", "fingerprint"))
     with open(src, "rb") as fh:
         input_sha = hashlib.file_digest(fh, "sha256").hexdigest()
     recipe = [FORMAT, input_sha, model_fp, shard_size, bool(skip_malformed), _RECIPE, _STORE_VERSION]

@@ -213,8 +213,8 @@ class WikipediaClient:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fetched = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            atomic_write(path, json.dumps({"request": record, "fetched_at": fetched, "response": data}, ensure_ascii=False,
-                                          indent=1))
+            atomic_write(path, json.dumps({"request": record, "fetched_at": fetched, "response": data}, indent=1,
+                                          ensure_ascii=False))
         except OSError as err:
             log.warning("could not write the Wikipedia cache under %s: %s", self.cache_dir, err)
         return data
