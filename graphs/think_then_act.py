@@ -40,14 +40,10 @@ def route_after_gate(state: SubQueryState) -> Literal["retrieve_text", "answer_s
 def build_subquery_graph() -> Builder:
     """One (sub-)query: confidence_gate → [retrieve_text] → answer_subquery."""
     g: Builder = StateGraph(SubQueryState, context_schema=ThinkThenActContext, output_schema=SubQueryOutput)
-    g.add_node("confidence_gate", confidence_gate)
-    g.add_node("retrieve_text", retrieve_text)
-    g.add_node("answer_subquery", answer_subquery)
-    g.add_edge(START, "confidence_gate")
+    then: list[Any] = [retrieve_text, answer_subquery]
+    g.add_node(confidence_gate).add_sequence(then)
     g.add_conditional_edges("confidence_gate", route_after_gate, ["retrieve_text", "answer_subquery", END])
-    g.add_edge("retrieve_text", "answer_subquery")
-    g.add_edge("answer_subquery", END)
-    return g
+    return g.add_edge(START, "confidence_gate").add_edge("answer_subquery", END)
 
 
 def schedule(state: MultiStepState) -> dict[str, Any]:
@@ -74,17 +70,11 @@ def dispatch(state: MultiStepState) -> list[Send] | Literal["final_answer"]:
 
 def build_think_then_act() -> Builder:
     """Think-then-Act: assess and rewrite the query, gate each (sub-)query by confidence, retrieve if needed, answer."""
-    g = _graph(MultiStepState)
-    g.add_node("assess_query", assess_query)
-    g.add_node("schedule", schedule)
-    g.add_node("solve_subquery", build_subquery_graph().compile())
-    g.add_node("final_answer", final_answer)
-    g.add_edge(START, "assess_query")
-    g.add_edge("assess_query", "schedule")
+    first: list[Any] = [assess_query, schedule]
+    g = _graph(MultiStepState).add_sequence(first)
+    g.add_node("solve_subquery", build_subquery_graph().compile()).add_node(final_answer)
     g.add_conditional_edges("schedule", dispatch, ["solve_subquery", "final_answer"])
-    g.add_edge("solve_subquery", "schedule")
-    g.add_edge("final_answer", END)
-    return g
+    return g.add_edge(START, "assess_query").add_edge("solve_subquery", "schedule").add_edge("final_answer", END)
 
 
 def _direct(cot: bool) -> Builder:

@@ -12,32 +12,27 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FileFormatError", "decode_text", "read_text", "read_jsonl_objects", "atomic_write"]
+__all__ = ["FileFormatError", "read_text", "read_jsonl_objects", "atomic_write"]
 
 
 class FileFormatError(ValueError):
     """A user's file that cannot be read as it should: the message names the file (and line)."""
 
 
-def decode_text(data: bytes, path: str | Path, error: type[Exception] = FileFormatError, line: int = 1) -> str:
-    """``data`` (read from ``path``, starting at ``line``) as UTF-8 text, a BOM dropped; ``error`` naming the file and
-    the line of the first byte that is not UTF-8."""
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line += data.count(b"\n", 0, exc.start)
-        raise error(f"{path}:{line}: not UTF-8 text (a binary file?)") from None
-
-
 def read_text(path: str | Path, error: type[Exception] = FileFormatError) -> str:
-    """The text of ``path`` (``.gz`` decompressed) by :func:`decode_text`; ``error`` naming the file when it cannot
-    be read."""
+    """The UTF-8 text of ``path`` (``.gz`` decompressed, a BOM dropped); ``error`` naming the file when it cannot be
+    read, or the file and line of the first byte that is not UTF-8."""
     p = Path(path)
     try:
         data = p.read_bytes()
-        return decode_text(gzip.decompress(data) if p.suffix == ".gz" else data, p, error)
+        data = gzip.decompress(data) if p.suffix == ".gz" else data
     except (OSError, EOFError, zlib.error) as exc:
         raise error(f"{p}: cannot read: {exc}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise error(f"{p}:{line}: not UTF-8 text (a binary file?)") from None
 
 
 def read_jsonl_objects(path: str | Path, error: type[Exception] = FileFormatError) -> list[tuple[int, dict[str, Any]]]:
@@ -57,9 +52,10 @@ def read_jsonl_objects(path: str | Path, error: type[Exception] = FileFormatErro
     return rows
 
 
-def atomic_write(path: str | Path, data: str | bytes) -> None:
+def atomic_write(path: str | Path, data: str | bytes, *, exclusive: bool = False) -> bool:
     """Write ``data`` (text as UTF-8) to ``path`` through a temporary file of its own beside it, fsynced, then a rename:
-    no torn file on a kill, and each of several concurrent writers leaves a whole file."""
+    no torn file on a kill, and each of several concurrent writers leaves a whole file. ``exclusive``: a file already
+    at ``path`` is kept (a hard link; where there are none, a rename); whether ``data`` was written."""
     p = Path(path)
     tmp = p.with_name(f".{p.name}.{os.getpid()}-{threading.get_ident()}.tmp")  # created as any file is (umask)
     try:
@@ -67,7 +63,15 @@ def atomic_write(path: str | Path, data: str | bytes) -> None:
             fh.write(data.encode("utf-8") if isinstance(data, str) else data)
             fh.flush()
             os.fsync(fh.fileno())
+        if exclusive:
+            try:
+                os.link(tmp, p)  # atomic, and refused when the file exists
+                return True
+            except FileExistsError:
+                return False
+            except OSError:  # a file system without hard links
+                pass
         os.replace(tmp, p)
-    except BaseException:
+        return True
+    finally:
         tmp.unlink(missing_ok=True)
-        raise

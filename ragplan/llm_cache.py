@@ -8,8 +8,6 @@ import contextvars
 import functools
 import hashlib
 import json
-import os
-import uuid
 import weakref
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -20,6 +18,8 @@ from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, message_chunk_to_message, messages_from_dict
 from langchain_core.outputs import ChatGeneration, Generation
+
+from ragplan.jsonl import atomic_write
 
 __all__ = ["LLMCache", "LLMCacheMiss", "CacheUsage", "digest_of", "llm_cache", "track_cache_usage", "attach_cache",
            "model_with", "memo", "fingerprint_of", "FORMAT"]
@@ -174,22 +174,12 @@ class LLMCache(BaseCache):
                  "generations": [_dump_generation(g) for g in return_val],
                  "recorded": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{digest}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry, ensure_ascii=False, indent=1, default=str))
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
-            os.link(tmp, path)  # atomic and exclusive: an entry another writer made first is kept
-        except FileExistsError:
+        text = json.dumps(entry, ensure_ascii=False, indent=1, default=str)
+        if not atomic_write(path, text, exclusive=True):  # an entry another writer made first is kept
             try:
                 self._read(path)
             except (OSError, ValueError, KeyError, TypeError):  # a damaged entry is replaced
-                os.replace(tmp, path)
-        except OSError:  # a file system without hard links: rename (atomic; the last writer wins)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
+                atomic_write(path, text)
         return_val[:] = self._read(path)[1]  # type: ignore[index]  # LangChain returns this very list to the caller
         _note(digest, recorded=True)
 

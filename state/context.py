@@ -30,14 +30,13 @@ def env_field(env: str, default: str = "", **metadata: Any) -> Any:
 class PlanReviewSettings:
     """Settings of plan review by a person (mixed into the context of every family that writes a plan)."""
 
-    review_plan: bool = field(default=False, metadata={"flag": "--review", "description": "Pause after planning until "
-                              "a person approves, edits or rejects the plan (LangGraph interrupt; resume with "
-                              "approve / edit / reject). Needs a checkpointer."})
-    review_replans: bool = field(default=False, metadata={"description": "Also pause after each re-plan that changed "
-                                 "the plan (PlanRAG's revisions, FuRePA's later picks)."})
-    max_review_rounds: int = field(default=3, metadata={"description": "Most answers to one review: after this many "
-                                   "invalid edits or unreadable answers the plan counts as rejected (an unapproved "
-                                   "plan is never run)."})
+    review_plan: bool = setting(False, "Pause after planning until a person approves, edits or rejects the plan "
+                                "(LangGraph interrupt; resume with approve / edit / reject). Needs a checkpointer.",
+                                flag="--review")
+    review_replans: bool = setting(False, "Also pause after each re-plan that changed the plan (PlanRAG's revisions, "
+                                   "FuRePA's later picks).")
+    max_review_rounds: int = setting(3, "Most answers to one review: after this many invalid edits or unreadable "
+                                     "answers the plan counts as rejected (an unapproved plan is never run).")
 
 
 @dataclass(kw_only=True)

@@ -55,10 +55,11 @@ class BranchFailure(BaseModel):
     cause: FailureKind = Field(default="error", description="What failed, from the exception's type (state.failure).")
 
 
-def failure_of(update: dict[str, Any], node: str, query: int = 0) -> BranchFailure:
+def failure_of(update: dict[str, Any], query: int = 0) -> BranchFailure:
     """The :class:`BranchFailure` of a node's failed-decision update (``failure_update`` from :mod:`ragplan.llm`)."""
-    return BranchFailure(node=node, kind=update.get("stop_reason") or "llm_error", message=update.get("error", ""), query=query,
-                   cause=(update.get("failure") or {}).get("kind", "error"))
+    typed = update["failure"]
+    return BranchFailure(node=typed["node"], kind=update.get("stop_reason") or "llm_error", message=update["error"],
+                         query=query, cause=typed["kind"])
 
 
 merge_queries = merge_by_index(SubQuery)

@@ -17,11 +17,6 @@ class Usage(BaseModel):
     output_tokens: int = Field(default=0, description="Completion tokens reported by the endpoint.")
     llm_seconds: float = Field(default=0.0, description="Wall time spent waiting for the chat model.")
 
-    @property
-    def total_tokens(self) -> int:
-        """Prompt plus completion tokens."""
-        return self.input_tokens + self.output_tokens
-
     def __add__(self, other: "Usage") -> "Usage":
         # sums of valid counts are valid: built without re-validation (usage is added up at every node and call)
         return Usage.model_construct(**{k: round(getattr(self, k) + getattr(other, k), 4) for k in Usage.model_fields})

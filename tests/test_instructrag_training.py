@@ -73,11 +73,11 @@ def test_agents_save_load_and_curves(world, graph, tmp_path):
 
 def test_rewards_without_an_llm(world, tmp_path):
     w, parts = world
-    from ragplan.tools.textindex import LocalIndexRetriever, build_index
+    from ragplan.tools.textindex import TextIndex, build_index
 
     (tmp_path / "p.jsonl").write_text("".join(json.dumps({"id": str(i), **p}) + "\n" for i, p in enumerate(w.passages)))
     build_index(tmp_path / "p.jsonl", tmp_path / "idx", progress=False)
-    proxy = ProxyReward(LocalIndexRetriever(tmp_path / "idx"))
+    proxy = ProxyReward(TextIndex.open(tmp_path / "idx"))
     ex = query_examples([p for p in parts["query_seen"] if p.task == "date"][:1], embedder_for_graph())[0]
     assert proxy(ex, ex.own_path) == 1.0  # the own path reaches both supporting pages and the answer
     assert proxy(ex, ex.own_path[:1]) == 0.25  # one of two pages, no answer

@@ -251,7 +251,7 @@ def test_registry_specs(monkeypatch: pytest.MonkeyPatch, shop_dir: Path) -> None
     assert sigs["shipment_status"] == "shipment_status(keywords=…, date_range=…)"
     assert sigs["date_math"] == "date_math(expr, operation=…, fmt=…)"
     assert sigs["compatible_products"] == "compatible_products(base_product_id, product_type)"
-    assert reg.get("shipment_status").arg("date_range").type == "date_range"
+    assert {a.name: a.type for a in reg.get("shipment_status").args}["date_range"] == "date_range"
     for s in reg:
         m = re.fullmatch(r"#E(\d+) = (\w+)\((.*)\)", s.example)
         assert m and m.group(2) == s.name and m.group(3), s.example

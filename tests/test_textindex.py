@@ -23,7 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from ragplan.tools.retrieval import Passage, Retriever  # noqa: E402
 from ragplan.tools.retrievers import make_retriever  # noqa: E402
 from ragplan.tools.textindex import (  # noqa: E402
-    LocalIndexRetriever, PassageFormatError, ReadStats, TextIndex, TextIndexError, build_index, read_passages,
+    PassageFormatError, ReadStats, TextIndex, TextIndexError, build_index, read_passages,
 )
 
 CORPUS = [
@@ -121,10 +121,9 @@ def test_embedder_unit_rows_and_cache(embedder):
     v1 = embedder.encode(texts)
     assert v1.shape == (2, embedder.dim) and v1.dtype == np.float32
     assert np.allclose(np.linalg.norm(v1, axis=1), 1.0, atol=1e-5)
-    before = embedder.cache_info()
+    hits, misses = embedder.hits, embedder.misses
     v2 = embedder.encode(texts + texts[:1])
-    after = embedder.cache_info()
-    assert after["hits"] - before["hits"] == 3 and after["misses"] == before["misses"]
+    assert embedder.hits - hits == 3 and embedder.misses == misses
     assert np.allclose(v2[:2], v1) and np.allclose(v2[2], v1[0])
     assert embedder.encode([]).shape == (0, embedder.dim)
     from concurrent.futures import ThreadPoolExecutor
@@ -135,19 +134,19 @@ def test_embedder_unit_rows_and_cache(embedder):
 
 def test_embedding_cache_is_bounded_lru(embedder, monkeypatch):
     monkeypatch.setattr(embedder, "cache_size", 2)
-    embedder.clear_cache()
+    embedder._cache.clear()
     try:
         embedder.encode(["lru one is here", "lru two is here", "lru three is here"])
-        assert embedder.cache_info()["size"] == 2
-        misses = embedder.cache_info()["misses"]
+        assert len(embedder._cache) == 2
+        misses = embedder.misses
         embedder.encode(["lru three is here"])  # kept
-        assert embedder.cache_info()["misses"] == misses
+        assert embedder.misses == misses
         embedder.encode(["lru one is here"])  # evicted first
-        assert embedder.cache_info()["misses"] == misses + 1
+        assert embedder.misses == misses + 1
         embedder.encode(["not cached at all"], cache=False)
         assert "not cached at all" not in embedder._cache
     finally:
-        embedder.clear_cache()
+        embedder._cache.clear()
 
 
 def test_model_path_must_be_a_local_model_dir(tmp_path):
@@ -207,7 +206,7 @@ def test_malformed_lines_name_file_and_line_or_are_skipped(tmp_path):
 # --- search ---------------------------------------------------------------------------------------
 
 def test_flat_index_finds_the_topic_first(flat_index):
-    assert flat_index.index_type == "flat" and flat_index.count == 30
+    assert flat_index.meta["index_type"] == "flat" and flat_index.count == 30
     for query, title in QUERIES.items():
         hits = flat_index.search(query, k=5)
         assert hits[0].title == title, (query, [h.title for h in hits])
@@ -234,12 +233,12 @@ def test_hnsw_above_threshold_has_the_same_top1(corpus_file, flat_index, tmp_pat
 
 
 def test_local_retriever_and_make_retriever(flat_index):
-    r = LocalIndexRetriever(flat_index)
+    r = flat_index
     assert isinstance(r, Retriever) and r.name == "local"
     assert r.search("honey from flowers", 2)[0].title == "Honey bee"
     ctx = SimpleNamespace(retriever="local", index_dir=str(flat_index.root), embedding_model="")
     made = make_retriever(ctx)
-    assert isinstance(made, LocalIndexRetriever) and made is make_retriever(ctx)
+    assert isinstance(made, TextIndex) and made is make_retriever(ctx)
     assert isinstance(made.search("espresso machine", 1)[0], Passage)
 
 

@@ -225,11 +225,11 @@ def _run_with(builder, responder, retriever, question, **inputs):
 
 @pytest.mark.parametrize("builder", [build_think_then_act, build_retrieve_then_read, build_flare])
 def test_instructions_reach_the_answer_prompt_but_never_the_search(builder, index_dir):
-    from ragplan.tools.textindex import LocalIndexRetriever
+    from ragplan.tools.textindex import TextIndex
 
     claim = "Canberra is the capital city of Australia."
     instructions = "Answer SUPPORTS, REFUTES or NOT ENOUGH INFO."
-    log = _SearchLog(LocalIndexRetriever(index_dir))
+    log = _SearchLog(TextIndex.open(index_dir))
 
     def respond(messages, schema):
         if schema == "QueryAssessment":
@@ -244,12 +244,12 @@ def test_instructions_reach_the_answer_prompt_but_never_the_search(builder, inde
     assert log.queries[0].startswith(claim)
     assert f"Instructions: {instructions}" in model.prompts[-1][-1].content
     # without instructions the prompt has no such line
-    res, model = _run_with(builder, respond, _SearchLog(LocalIndexRetriever(index_dir)), claim)
+    res, model = _run_with(builder, respond, _SearchLog(TextIndex.open(index_dir)), claim)
     assert "Instructions:" not in model.prompts[-1][-1].content
 
 
 def test_sub_queries_get_no_label_instructions_but_the_composition_does(index_dir):
-    from ragplan.tools.textindex import LocalIndexRetriever
+    from ragplan.tools.textindex import TextIndex
 
     claim = "Ada Lovelace could have sent an email."
     subs = ["When did Ada Lovelace die?", "When was email invented?"]
@@ -259,7 +259,7 @@ def test_sub_queries_get_no_label_instructions_but_the_composition_does(index_di
             return QueryAssessment(category="AMBIGUOUS", sub_queries=subs)
         return ShortAnswer(answer="REFUTES" if "Using the sub-answers" in messages[-1].content else "1852")
 
-    res, model = _run_with(build_think_then_act, respond, _SearchLog(LocalIndexRetriever(index_dir)), claim,
+    res, model = _run_with(build_think_then_act, respond, _SearchLog(TextIndex.open(index_dir)), claim,
                            instructions="Answer SUPPORTS, REFUTES or NOT ENOUGH INFO.")
     sub_prompts = [p[-1].content for p in model.prompts if "Using the sub-answers" not in p[-1].content
                    and "Overall question" in p[-1].content]

@@ -14,9 +14,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from ragplan.tools.retrieval import Retriever, split_sentences
+from ragplan.tools.retrieval import Passage, Retriever, split_sentences
 from ragplan.tools.retrievers import make_retriever
-from ragplan.tools.wikipedia import WikiPage, WikipediaClient, WikipediaError, WikipediaRetriever
+from ragplan.tools.wikipedia import WikipediaClient, WikipediaError, WikipediaRetriever
 from ragplan.tools.wikipedia.client import _retry_after, request_key
 from tests.mediawiki_server import Fault, MediaWikiStub
 
@@ -71,10 +71,10 @@ def test_search_returns_titles_in_search_order(wiki: MediaWikiStub, tmp_path: Pa
 def test_page_text_url_and_pageid(wiki: MediaWikiStub, tmp_path: Path) -> None:
     client = make_client(wiki, tmp_path)
     page = client.page("Python (programming language)")
-    assert isinstance(page, WikiPage)
+    assert isinstance(page, Passage) and page.source == "wiki"
     assert page.title == "Python (programming language)"
-    assert page.pageid == wiki.pageids["Python (programming language)"]
-    assert page.url == wiki.api_url.replace("/w/api.php", "/wiki/Python_(programming_language)")
+    assert page.id == str(wiki.pageids["Python (programming language)"])
+    assert page.meta["url"] == wiki.api_url.replace("/w/api.php", "/wiki/Python_(programming_language)")
     assert page.text.startswith("Python is a high-level programming language.")
     assert "== History ==" in page.text and "=== Python 3 ===" in page.text
     sentences = split_sentences(page.text)
@@ -92,7 +92,7 @@ def test_redirect_and_normalised_title_followed(wiki: MediaWikiStub, tmp_path: P
         page = client.page(asked)
         assert page is not None, asked
         assert page.title == "Python (programming language)"
-        assert page.pageid == wiki.pageids["Python (programming language)"]
+        assert page.id == str(wiki.pageids["Python (programming language)"])
     assert wiki.requests[0].answered == "pages"
 
 
@@ -167,7 +167,7 @@ def test_offline_client_never_sends(wiki: MediaWikiStub, tmp_path: Path, monkeyp
 
 def test_default_cache_dir_from_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGPLAN_CACHE_DIR", str(tmp_path))
-    assert WikipediaClient(user_agent=UA).cache.root == tmp_path / "wikipedia"
+    assert WikipediaClient(user_agent=UA).cache_dir == tmp_path / "wikipedia"
 
 
 # -- retries, rate limits, timeouts ----------------------------------------------------------------
@@ -292,7 +292,7 @@ def test_make_retriever_builds_the_wiki_retriever(wiki: MediaWikiStub, tmp_path:
                           wiki_api_url=wiki.api_url, wiki_pages=2, retriever_object=None)
     retriever = make_retriever(ctx)
     assert isinstance(retriever, WikipediaRetriever) and retriever.pages == 2
-    assert retriever.client.api_url == wiki.api_url and retriever.client.cache.root == tmp_path
+    assert retriever.client.api_url == wiki.api_url and retriever.client.cache_dir == tmp_path
     assert make_retriever(ctx) is retriever
     assert [p.title for p in retriever.search("snakes", k=5)] == ["Cobra"]
 
@@ -303,5 +303,5 @@ def test_live_wikipedia(tmp_path: Path) -> None:
     titles = client.search("Guido van Rossum Python creator", limit=3)
     assert titles
     page = client.page(titles[0])
-    assert page is not None and page.pageid > 0 and page.text
+    assert page is not None and int(page.id) > 0 and page.text
     assert client.page("Python programming language").title == "Python (programming language)"

@@ -127,16 +127,6 @@ class Embedder:
                         self._cache.popitem(last=False)
         return np.array([vecs[t] for t in texts], dtype=np.float32).reshape(len(texts), self.dim)
 
-    def cache_info(self) -> dict[str, int]:
-        """Cache counters: ``hits``, ``misses``, ``size``, ``max_size``."""
-        with self._cache_lock:
-            return {"hits": self.hits, "misses": self.misses, "size": len(self._cache), "max_size": self.cache_size}
-
-    def clear_cache(self) -> None:
-        """Forget every cached vector (the counters stay)."""
-        with self._cache_lock:
-            self._cache.clear()
-
 
 _lock = threading.Lock()
 _embedders: dict[str, Embedder] = {}

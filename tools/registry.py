@@ -40,10 +40,6 @@ class ToolSpec:
         parts = [a.name if a.required else f"{a.name}=…" for a in self.args]
         return f"{self.name}({', '.join(parts)})"
 
-    def arg(self, name: str) -> ArgSpec | None:
-        """The argument called ``name``, if any."""
-        return next((a for a in self.args if a.name == name), None)
-
     @classmethod
     def from_tool(cls, tool: Any, example: str) -> "ToolSpec":
         """A spec from a LangChain tool: arguments (order, required, type) from its ``args_schema``."""

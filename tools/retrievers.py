@@ -20,21 +20,19 @@ def make_retriever(ctx: Any) -> Retriever:
     if obj is not None:
         return obj
     kind = (getattr(ctx, "retriever", "") or "").strip().lower()
-    if kind == "local":
-        if not getattr(ctx, "index_dir", ""):
-            raise ValueError("retriever 'local' needs index_dir (build one with `ragplan index build`)")
-        key: tuple = ("local", ctx.index_dir, getattr(ctx, "embedding_model", ""))
-    elif kind == "wiki":
-        key = ("wiki", getattr(ctx, "wiki_language", "en"), getattr(ctx, "wiki_cache_dir", ""),
-               getattr(ctx, "wiki_api_url", ""), getattr(ctx, "wiki_pages", 3))
-    else:
+    if kind not in ("local", "wiki"):
         raise ValueError(f"unknown retriever {kind!r}: use 'wiki' (live Wikipedia) or 'local' (a FAISS index)")
+    if kind == "local" and not getattr(ctx, "index_dir", ""):
+        raise ValueError("retriever 'local' needs index_dir (build one with `ragplan index build`)")
+    settings = ("index_dir", "embedding_model") if kind == "local" else ("wiki_language", "wiki_cache_dir",
+                                                                         "wiki_api_url", "wiki_pages")
+    key = (kind, *(getattr(ctx, name) for name in settings))
     with _lock:
         if key not in _retrievers:
             if kind == "local":
-                from ragplan.tools.textindex import LocalIndexRetriever, TextIndex
+                from ragplan.tools.textindex import TextIndex
 
-                _retrievers[key] = LocalIndexRetriever(TextIndex.open(ctx.index_dir, model_path=ctx.embedding_model))
+                _retrievers[key] = TextIndex.open(ctx.index_dir, model_path=ctx.embedding_model)
             else:
                 from ragplan.tools.wikipedia import WikipediaClient, WikipediaRetriever
 

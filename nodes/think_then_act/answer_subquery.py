@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
@@ -17,7 +17,7 @@ from ragplan.state.think_then_act import (BranchFailure, MultiStepState, SingleQ
 from ragplan.state.trace_sections import excerpt
 
 __all__ = ["branch_outcome", "ShortAnswer", "answer_subquery", "final_answer", "resolve_text", "ANSWER_STYLE",
-           "instructions_line"]
+           "qa_prompt"]
 
 ANSWER_STYLE = """Answer as briefly as possible: a name, date, number or short phrase; "yes" or "no" for a yes/no
 question; for a claim to verify, exactly one of SUPPORTS, REFUTES, NOT ENOUGH INFO. No full sentence."""
@@ -30,10 +30,13 @@ class ShortAnswer(BaseModel):
     reasoning: str = Field(default="", description="One or two sentences of reasoning (optional).")
 
 
-def instructions_line(state: Mapping[str, object]) -> str:
-    """The ``instructions`` input (e.g. FEVER's labels) as a prompt line, or ''; retrieval never sees them."""
+def qa_prompt(state: Mapping[str, object], question: str, before: str = "", after: str = "",
+        role: str = "You are a careful question-answering assistant.") -> list[BaseMessage]:
+    """The prompt of a Think-then-Act step: ``before``, the question, the ``instructions`` input (e.g. FEVER's labels;
+    retrieval never sees them) and ``after``."""
     text = str(state.get("instructions") or "").strip()
-    return f"Instructions: {text}\n" if text else ""
+    line = f"Instructions: {text}\n" if text else ""
+    return [SystemMessage(role), HumanMessage(f"{before}Question: {question}\n{line}{after}".rstrip("\n"))]
 
 
 SHOWN = 300
@@ -68,14 +71,13 @@ def answer_subquery(state: SubQueryState | SingleQueryState, runtime: Runtime[Th
     known = f"Answers found so far:\n{known}\n" if known else ""
     use = "Use the context if it helps; otherwise rely on what you know." if q.retrieve else "Answer from what you know."
     text = q.resolved or resolve_text(q, prior)
-    messages = [SystemMessage("You are a careful question-answering assistant."),
-                HumanMessage(f"{_evidence_block(q)}{known}(Overall question: {state['question']})\n"
-                             f"Question: {text}\n{instructions_line(state)}\n{use}\n{ANSWER_STYLE}")]
+    messages = qa_prompt(state, text, f"{_evidence_block(q)}{known}(Overall question: {state['question']})\n",
+                   f"\n{use}\n{ANSWER_STYLE}")
     d = decide_for(runtime.context, messages, ShortAnswer)
     done = q.model_copy(update={"resolved": text, "done": True, "answer": d.value.answer.strip() if d.ok else ""})
     out: dict[str, Any] = {"queries": [done], "usage": d.usage}
     if not d.ok:
-        out["failures"] = [failure_of(failure_update(d, "answer_subquery"), "answer_subquery", q.index)]
+        out["failures"] = [failure_of(failure_update(d, "answer_subquery"), q.index)]
     return out
 
 
@@ -108,10 +110,8 @@ def final_answer(state: MultiStepState | SingleQueryState, runtime: Runtime[Thin
         return {**stats, **outcome, "answer": queries[0].answer, "stop_reason": "answered" if queries[0].answer else "no_answer"}
     steps = "\n".join(f"Sub-question {q.index}: {q.resolved or q.text}\nSub-answer: {excerpt(q.answer, SHOWN) or '(none)'}"
                       for q in queries)
-    messages = [SystemMessage("You are a careful question-answering assistant."),
-                HumanMessage(f"Question: {state['question']}\n{instructions_line(state)}\n{steps}\n\nUsing the sub-answers, "
-                             f"give the final answer to the question.\n{ANSWER_STYLE}")]
-    d = decide_for(runtime.context, messages, ShortAnswer)
+    after = f"\n{steps}\n\nUsing the sub-answers, give the final answer to the question.\n{ANSWER_STYLE}"
+    d = decide_for(runtime.context, qa_prompt(state, state["question"], after=after), ShortAnswer)
     if not d.ok:
         return {**stats, **failure_update(d, "final_answer")}
     return {**stats, **outcome, "answer": d.value.answer.strip(), "reasoning": d.value.reasoning.strip(), "usage": d.usage,

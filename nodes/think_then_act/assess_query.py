@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
-from ragplan.nodes.think_then_act.answer_subquery import instructions_line
+from ragplan.nodes.think_then_act.answer_subquery import qa_prompt
 from ragplan.nodes.think_then_act.in_context_examples import ASSESSMENT_EXAMPLES
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import MultiStepState, SubQuery, references
@@ -43,9 +42,7 @@ def assess_query(state: MultiStepState, runtime: Runtime[ThinkThenActContext]) -
     """Classify the question and produce the query (or sub-queries) to answer."""
     ctx = runtime.context
     question = state["question"]
-    messages = [SystemMessage("You are a careful question-answering assistant."),
-                HumanMessage(f"{ASSESS_INSTRUCTION}\n\nQuestion: {question}\n{instructions_line(state)}".rstrip("\n"))]
-    d = decide_for(ctx, messages, QueryAssessment)
+    d = decide_for(ctx, qa_prompt(state, question, f"{ASSESS_INSTRUCTION}\n\n"), QueryAssessment)
     if not d.ok:
         return failure_update(d, "assess_query")
     a = d.value

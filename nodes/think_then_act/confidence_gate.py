@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
-from ragplan.nodes.think_then_act.answer_subquery import instructions_line, resolve_text
+from ragplan.nodes.think_then_act.answer_subquery import qa_prompt, resolve_text
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import SubQuery, SubQueryState, failure_of
 
@@ -23,6 +22,9 @@ have?" 0.2; "Which year did a minor local official die?" 0.1."""
 
 DIRECT_INSTRUCTION = """Do you need to look up information to answer this question correctly? Answer RETRIEVAL if you
 need external information, NO RETRIEVAL if you can answer it reliably from your own knowledge, with a short reason."""
+
+
+KNOWS_LIMITS = "You are a careful question-answering assistant who knows the limits of its knowledge."
 
 
 class Confidence(BaseModel):
@@ -58,13 +60,11 @@ def confidence_gate(state: SubQueryState, runtime: Runtime[ThinkThenActContext])
     instruction = CONFIDENCE_INSTRUCTION if ctx.gate_mode == "confidence" else DIRECT_INSTRUCTION
     schema = Confidence if ctx.gate_mode == "confidence" else DirectDecision
     context = f"(It is part of answering: {state['question']})\n" if text != state.get("question") else ""
-    messages = [SystemMessage("You are a careful question-answering assistant who knows the limits of its knowledge."),
-                HumanMessage(f"{instruction}\n\n{context}Question: {text}\n{instructions_line(state)}".rstrip("\n"))]
-    d = decide_for(ctx, messages, schema)
+    d = decide_for(ctx, qa_prompt(state, text, f"{instruction}\n\n{context}", role=KNOWS_LIMITS), schema)
     if not d.ok:
         # cannot judge: retrieving is the safe choice; the failure is recorded
         q.retrieve, q.decision = True, f"RETRIEVAL (gate failed: {d.error[:200]})"
-        return {"query": q, "usage": d.usage, "failures": [failure_of(failure_update(d, "confidence_gate"), "confidence_gate", q.index)]}
+        return {"query": q, "usage": d.usage, "failures": [failure_of(failure_update(d, "confidence_gate"), q.index)]}
     v = d.value
     if isinstance(v, Confidence):
         q.beta = float(v.probability)

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes import Node
-from ragplan.nodes.think_then_act.answer_subquery import ANSWER_STYLE, ShortAnswer, instructions_line
+from ragplan.nodes.think_then_act.answer_subquery import ANSWER_STYLE, ShortAnswer, qa_prompt
 from ragplan.nodes.think_then_act.in_context_examples import ANSWER_EXAMPLES, COT_EXAMPLES
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import SubQuery, TextQAState
@@ -35,9 +34,8 @@ def make_direct_answer(cot: bool) -> Node[TextQAState, ThinkThenActContext]:
 
     def direct_answer(state: TextQAState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
         """Answer the question without retrieval."""
-        extra = f"\n{COT_INSTRUCTION if cot else ANSWER_EXAMPLES}"
-        messages = [SystemMessage("You are a careful question-answering assistant."),
-                    HumanMessage(f"Question: {state['question']}\n{instructions_line(state)}\n{ANSWER_STYLE}{extra}")]
+        examples = COT_INSTRUCTION if cot else ANSWER_EXAMPLES
+        messages = qa_prompt(state, state["question"], after=f"\n{ANSWER_STYLE}\n{examples}")
         d = decide_for(runtime.context, messages, ChainOfThought if cot else ShortAnswer)
         if not d.ok:
             return {**failure_update(d, "direct_answer"), "retrieval_count": 0, "retrieval_ratio": 0.0}

@@ -6,12 +6,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from ragplan.llm import chat_model_for, decide_for, failure_update, generate, message_text
-from ragplan.nodes.think_then_act.answer_subquery import ANSWER_STYLE, instructions_line
-from ragplan.nodes.think_then_act.confidence_gate import Confidence
+from ragplan.nodes.think_then_act.answer_subquery import ANSWER_STYLE, qa_prompt
+from ragplan.nodes.think_then_act.confidence_gate import KNOWS_LIMITS, Confidence
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.failure import failed
 from ragplan.state.think_then_act import SingleQueryState, SubQuery
@@ -37,8 +36,7 @@ def flare_draft(state: SingleQueryState, runtime: Runtime[ThinkThenActContext]) 
     """Draft an answer, measure its confidence, and prepare the query that retrieval would use."""
     ctx = runtime.context
     question = state["question"]
-    messages = [SystemMessage("You are a careful question-answering assistant."),
-                HumanMessage(f"Question: {question}\n{instructions_line(state)}\n{ANSWER_STYLE}")]
+    messages = qa_prompt(state, question, after=f"\n{ANSWER_STYLE}")
     try:
         model = chat_model_for(ctx)
     except Exception as exc:
@@ -52,10 +50,9 @@ def flare_draft(state: SingleQueryState, runtime: Runtime[ThinkThenActContext]) 
         source, confidence = "logprobs", min(p for _, p in probs)
         masked = " ".join(tok.strip() for tok, p in probs if p >= ctx.flare_threshold and tok.strip())
     else:
-        check = [SystemMessage("You are a careful question-answering assistant who knows the limits of its knowledge."),
-                 HumanMessage(f"Question: {question}\n{instructions_line(state)}Your draft answer: {draft}\n\nHow likely is the draft to be "
-                              f"correct? Give `probability` between 0.0 and 1.0 and a short reason.")]
-        d = decide_for(ctx, check, Confidence)
+        after = (f"Your draft answer: {draft}\n\nHow likely is the draft to be correct? Give `probability` between 0.0 "
+                 "and 1.0 and a short reason.")
+        d = decide_for(ctx, qa_prompt(state, question, after=after, role=KNOWS_LIMITS), Confidence)
         usage = usage + d.usage
         if not d.ok:
             return {**failure_update(d, "flare_draft"), "usage": usage}

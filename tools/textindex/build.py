@@ -20,6 +20,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ragplan.jsonl import atomic_write
+from ragplan.tools.embeddings import get_embedder, model_fingerprint, resolve_model_path
 from ragplan.tools.textindex.reader import ReadStats, embed_text, read_passages
 from ragplan.tools.textindex.store import PassageStore, write_store
 
@@ -116,14 +117,12 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise TextIndexError(f"index output {str(out)!r} exists and is not a directory")
-    if embedder is not None:
-        model_dir = str(getattr(embedder, "model_path", type(embedder).__name__))
-        model_fp = str(getattr(embedder, "fingerprint", type(embedder).__name__))
-    else:
-        from ragplan.tools.embeddings import model_fingerprint, resolve_model_path
-
+    if embedder is None:  # (the model is loaded only when there is something to embed)
         model_dir = resolve_model_path(model_path)
         model_fp = model_fingerprint(model_dir)
+    else:
+        model_dir, model_fp = (str(getattr(embedder, name, type(embedder).__name__))
+                               for name in ("model_path", "fingerprint"))
     with open(src, "rb") as fh:
         input_sha = hashlib.file_digest(fh, "sha256").hexdigest()
     recipe = [FORMAT, input_sha, model_fp, shard_size, bool(skip_malformed), _RECIPE, _STORE_VERSION]
@@ -147,15 +146,10 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
         work.mkdir(exist_ok=True)
         store_path = work / "passages.sqlite"
         if manifest is None or not store_path.is_file():
-            stats, tmp = ReadStats(), store_path.with_name(store_path.name + ".tmp")
+            stats = ReadStats()
             passages = read_passages(src, skip_malformed=skip_malformed, stats=stats)
-            try:
-                count = write_store(tqdm(passages, desc="reading passages", unit=" passages", disable=not progress,
-                                         mininterval=0.5), tmp)
-            except BaseException:
-                tmp.unlink(missing_ok=True)
-                raise
-            os.replace(tmp, store_path)
+            count = write_store(tqdm(passages, desc="reading passages", unit=" passages", disable=not progress,
+                                     mininterval=0.5), store_path)
             manifest = {"count": count, "skipped": stats.skipped, "errors": stats.errors, "fingerprint": fingerprint,
                         "passages_file": str(src.resolve()), "input_sha256": input_sha, "model_path": model_dir,
                         "model_fingerprint": model_fp, "shard_size": shard_size}
@@ -166,20 +160,13 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
             raise TextIndexError(f"no passages in {src}" + (f" ({manifest['skipped']} malformed lines skipped)"
                                                             if manifest.get("skipped") else ""))
         t_model = time.perf_counter()
-        if embedder is None:
-            from ragplan.tools.embeddings import get_embedder
-
-            embedder = get_embedder(model_dir)
+        embedder = embedder if embedder is not None else get_embedder(model_dir)
         model_seconds = time.perf_counter() - t_model
         dim = int(embedder.dim)
-        n_shards = (count + shard_size - 1) // shard_size
-        reused, embed_seconds, embedded = _embed_shards(work, store_path, count, shard_size, dim, embedder,
-                                                        batch_size, progress)
         index_type = "flat" if count < flat_threshold else "hnsw"
         index = make_index(index_type, dim, ef_construction, ef_search)
-        for s in tqdm(range(n_shards), desc="indexing (HNSW)", unit=" shards",
-                      disable=not progress or index_type == "flat"):
-            index.add(np.load(_shard_path(work, s)))
+        n_shards, reused, embed_seconds, embedded = _embed_shards(work, store_path, count, shard_size, embedder, index,
+                                                                  batch_size, progress)
         import faiss  # imported on first use: it costs a second
 
         faiss.write_index(index, str(work / "index.faiss.tmp"))
@@ -206,29 +193,31 @@ def build_index(passages_path: str | Path, out_dir: str | Path, *, model_path: s
                        embed_seconds=embed_seconds, embedded=embedded)
 
 
-def _embed_shards(work: Path, store_path: Path, count: int, shard_size: int, dim: int, embedder: Any,
-                  batch_size: int, progress: bool) -> tuple[int, float, int]:
-    """Embed every shard not already on disk; returns (shards reused, seconds embedding, passages embedded)."""
-    n_shards = (count + shard_size - 1) // shard_size
+def _embed_shards(work: Path, store_path: Path, count: int, shard_size: int, embedder: Any, index: Any,
+                  batch_size: int, progress: bool) -> tuple[int, int, float, int]:
+    """Embed every shard not already on disk (kept there, so a killed build resumes) and add every shard to ``index``;
+    returns (shards, shards reused, seconds embedding, passages embedded)."""
+    n_shards, dim = (count + shard_size - 1) // shard_size, index.d
     rows = [min(shard_size, count - s * shard_size) for s in range(n_shards)]
     done = [s for s in range(n_shards) if _shard_ok(_shard_path(work, s), rows[s], dim)]
     seconds, embedded = 0.0, 0
     with contextlib.closing(PassageStore(store_path)) as store, tqdm(
-            total=count, initial=sum(rows[s] for s in done), desc="embedding", unit=" passages",
-            disable=not progress, smoothing=0.1) as bar:
-        for s in (s for s in range(n_shards) if s not in done):
-            texts = [embed_text(p) for p in store.range(s * shard_size, s * shard_size + rows[s])]
-            t0 = time.perf_counter()
-            vecs = np.asarray(embedder.encode(texts, batch_size=batch_size, cache=False), dtype=np.float32)
-            seconds += time.perf_counter() - t0
-            embedded += len(texts)
-            if vecs.shape != (rows[s], dim):
-                raise TextIndexError(f"the embedder returned shape {vecs.shape} for {rows[s]} texts of dim {dim}")
-            buf = io.BytesIO()
-            np.save(buf, vecs)
-            atomic_write(_shard_path(work, s), buf.getvalue())
+            total=count, desc="embedding and indexing", unit=" passages", disable=not progress, smoothing=0.1) as bar:
+        for s in range(n_shards):
+            if s not in done:
+                texts = [embed_text(p) for p in store.range(s * shard_size, s * shard_size + rows[s])]
+                t0 = time.perf_counter()
+                vecs = np.asarray(embedder.encode(texts, batch_size=batch_size, cache=False), dtype=np.float32)
+                seconds += time.perf_counter() - t0
+                embedded += len(texts)
+                if vecs.shape != (rows[s], dim):
+                    raise TextIndexError(f"the embedder returned shape {vecs.shape} for {rows[s]} texts of dim {dim}")
+                buf = io.BytesIO()
+                np.save(buf, vecs)
+                atomic_write(_shard_path(work, s), buf.getvalue())
+            index.add(np.load(_shard_path(work, s)))
             bar.update(rows[s])
-    return len(done), seconds, embedded
+    return n_shards, len(done), seconds, embedded
 
 
 def make_index(index_type: str, dim: int, ef_construction: int, ef_search: int) -> Any:

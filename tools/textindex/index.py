@@ -1,4 +1,4 @@
-"""Search a text index built by :func:`build_index`; the ``local`` retriever over it."""
+"""Search a text index built by :func:`build_index`: the ``local`` retriever."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ragplan.tools.embeddings import get_embedder
 from ragplan.tools.retrieval import Passage
 from ragplan.tools.textindex.build import FORMAT, WORK_DIR, TextIndexError
 from ragplan.tools.textindex.store import PassageStore
 
-__all__ = ["TextIndex", "LocalIndexRetriever"]
+__all__ = ["TextIndex"]
 
 
 def _check_dir(root: Path) -> dict[str, Any]:
@@ -43,7 +44,10 @@ def _check_dir(root: Path) -> dict[str, Any]:
 
 
 class TextIndex:
-    """A FAISS index over passages with their texts; cosine scores; thread-safe searches."""
+    """A FAISS index over passages with their texts; cosine scores; thread-safe searches. The ``local``
+    :class:`~ragplan.tools.retrieval.Retriever`."""
+
+    name = "local"
 
     def __init__(self, root: Path, meta: dict[str, Any], index: Any, store: PassageStore, embedder: Any) -> None:
         """Use :meth:`open`."""
@@ -58,8 +62,6 @@ class TextIndex:
         root = Path(index_dir)
         meta = _check_dir(root)
         if embedder is None:
-            from ragplan.tools.embeddings import get_embedder
-
             built_with = str(meta.get("model_path") or "")
             chosen = model_path or (built_with if built_with and Path(built_with).is_dir() else "")
             embedder = get_embedder(chosen)
@@ -86,11 +88,6 @@ class TextIndex:
         if hasattr(index, "hnsw"):
             index.hnsw.efSearch = int(ef_search or (meta.get("hnsw") or {}).get("efSearch") or 128)
         return cls(root, meta, index, store, embedder)
-
-    @property
-    def index_type(self) -> str:
-        """``flat`` or ``hnsw``."""
-        return str(self.meta.get("index_type", "?"))
 
     def search(self, query: str, k: int = 5) -> list[Passage]:
         """The ``k`` passages most similar to ``query``, best first (``score`` = cosine, ``source`` = local)."""
@@ -122,16 +119,3 @@ class TextIndex:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-class LocalIndexRetriever:
-    """The ``local`` :class:`~ragplan.tools.retrieval.Retriever`: passages from a :class:`TextIndex`."""
-
-    name = "local"
-
-    def __init__(self, index: TextIndex | str | Path) -> None:
-        """Wrap an open index (or open the index directory at that path)."""
-        self.index = index if isinstance(index, TextIndex) else TextIndex.open(index)
-
-    def search(self, query: str, k: int = 5) -> list[Passage]:
-        """The ``k`` best passages for ``query`` (fewer when the index has fewer)."""
-        return self.index.search(query, k)

@@ -4,6 +4,7 @@ in a JSON ``sentences`` column (stores from before that column are read as passa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -20,23 +21,25 @@ _SCHEMA = ("CREATE TABLE passages (row INTEGER PRIMARY KEY, id TEXT NOT NULL, ti
 
 
 def write_store(passages: Iterable[Passage], path: str | Path) -> int:
-    """Write ``passages`` (rows 0, 1, …) to a new SQLite file at ``path`` (callers rename it); returns the count."""
+    """Write ``passages`` (rows 0, 1, …) to a new SQLite file at ``path``, whole or not at all (through a temporary file
+    beside it, renamed); returns the count."""
     p = Path(path)
-    for extra in ("", "-journal", "-wal"):
-        Path(str(p) + extra).unlink(missing_ok=True)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.unlink(missing_ok=True)  # (left by a killed build; journal_mode=OFF leaves no journal)
     rows = ((i, q.id, q.title, q.text, json.dumps(q.sentences, ensure_ascii=False) if q.sentences else None)
             for i, q in enumerate(passages))
-    con = sqlite3.connect(p)
     try:
-        con.execute("PRAGMA journal_mode=OFF")
-        con.execute("PRAGMA synchronous=OFF")
-        con.execute(_SCHEMA)
-        count = con.executemany("INSERT INTO passages VALUES (?, ?, ?, ?, ?)", rows).rowcount
-        con.commit()
+        with contextlib.closing(sqlite3.connect(tmp)) as con:
+            con.execute("PRAGMA journal_mode=OFF")
+            con.execute("PRAGMA synchronous=OFF")
+            con.execute(_SCHEMA)
+            count = con.executemany("INSERT INTO passages VALUES (?, ?, ?, ?, ?)", rows).rowcount
+            con.commit()
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
     finally:
-        con.close()
-    with open(p, "rb") as fh:
-        os.fsync(fh.fileno())
+        tmp.unlink(missing_ok=True)
     return count
 
 

@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import quote
@@ -24,7 +24,7 @@ import wikipediaapi
 from ragplan.jsonl import atomic_write
 from ragplan.tools.retrieval import Passage
 
-__all__ = ["WikipediaClient", "WikipediaRetriever", "WikiPage", "WikipediaError", "ResponseCache", "default_user_agent",
+__all__ = ["WikipediaClient", "WikipediaRetriever", "WikipediaError", "default_user_agent",
            "default_cache_dir", "request_key"]
 
 log = logging.getLogger(__name__)
@@ -53,59 +53,11 @@ def request_key(endpoint: str, language: str, params: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-class ResponseCache:
-    """JSON files under ``root``; ``get`` returns ``None`` on a miss or an unreadable entry."""
-
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        """Use (and create on first write) the directory ``root``."""
-        self.root = Path(root).expanduser()
-
-    def path_for(self, endpoint: str, language: str, params: dict[str, Any]) -> Path:
-        """Where the entry for this request is (or would be) stored."""
-        key = request_key(endpoint, language, params)
-        lang = "".join(c for c in language if c.isalnum() or c in "-_") or "_"
-        return self.root / lang / key[:2] / f"{key}.json"
-
-    def get(self, endpoint: str, language: str, params: dict[str, Any]) -> dict[str, Any] | None:
-        """The stored response for this request, or ``None``."""
-        path = self.path_for(endpoint, language, params)
-        try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as err:
-            log.warning("ignoring unreadable Wikipedia cache entry %s: %s", path, err)
-            return None
-        if not isinstance(entry, dict) or entry.get("request") != _request_record(endpoint, language, params):
-            return None
-        response = entry.get("response")
-        return response if isinstance(response, dict) else None
-
-    def put(self, endpoint: str, language: str, params: dict[str, Any], response: dict[str, Any]) -> Path:
-        """Store a response atomically (:func:`ragplan.jsonl.atomic_write`)."""
-        path = self.path_for(endpoint, language, params)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        entry = {"request": _request_record(endpoint, language, params),
-                 "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "response": response}
-        atomic_write(path, json.dumps(entry, ensure_ascii=False, indent=1))
-        return path
-
-
 _RETRY_API_CODES = ("maxlag", "ratelimited", "readonly")
 
 
 class WikipediaError(RuntimeError):
     """A Wikipedia request that failed after its retries, or an answer that cannot be used."""
-
-
-@dataclass(frozen=True)
-class WikiPage:
-    """One fetched article (redirect-resolved title); ``text`` keeps headings as ``== Heading ==`` lines."""
-
-    title: str
-    text: str
-    url: str
-    pageid: int
 
 
 def default_user_agent() -> str:
@@ -174,7 +126,8 @@ class WikipediaClient:
         self.backoff_s, self.max_wait_s = float(backoff_s), float(max_wait_s)
         env_offline = os.environ.get("RAGPLAN_WIKI_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
         self.offline = env_offline if offline is None else bool(offline)
-        self.cache = ResponseCache(cache_dir or default_cache_dir())
+        self.cache_dir = Path(cache_dir or default_cache_dir()).expanduser()
+        """Where responses are kept: ``<language>/<key[:2]>/<key>.json`` (:func:`request_key`), failures never."""
         self.stats = {"requests": 0, "cache_hits": 0, "retries": 0}
         """Counters: HTTP attempts sent, requests answered from the cache, retries slept for."""
         self._lock = threading.Lock()
@@ -197,8 +150,9 @@ class WikipediaClient:
             raise WikipediaError(f"unexpected search answer from {self.api_url} for {q!r}: {err!r}") from err
         return list(results.pages.keys())[:limit]
 
-    def page(self, title: str) -> WikiPage | None:
-        """The article ``title`` (redirects followed), or ``None`` when it does not exist."""
+    def page(self, title: str) -> Passage | None:
+        """The article ``title`` (redirects followed; ``id`` its page id, ``meta["url"]`` its address), or ``None``
+        when it does not exist; ``text`` keeps headings as ``== Heading ==`` lines."""
         t = (title or "").strip()
         if not t:
             return None
@@ -212,7 +166,8 @@ class WikipediaClient:
         if pageid is None or int(pageid) <= 0:
             return None
         text = "\n\n".join(part for part in [summary.strip(), *_section_parts(sections)] if part)
-        return WikiPage(title=final_title, text=text, url=self.article_url(final_title), pageid=int(pageid))
+        return Passage(id=str(int(pageid)), title=final_title, text=text, source="wiki",
+                       meta={"url": self.article_url(final_title)})
 
     def article_url(self, title: str) -> str:
         """The reader URL of an article (``…/wiki/Title`` for ``…/w/api.php`` endpoints), as MediaWiki encodes it."""
@@ -225,14 +180,23 @@ class WikipediaClient:
         return base.rstrip("/") + "/wiki/" + path
 
     def _request(self, params: dict[str, Any]) -> dict[str, Any]:
-        """Answer one MediaWiki request: from the cache, else over HTTP with bounded retries."""
-        cached = self.cache.get(self.api_url, self.language, params)
-        if cached is not None:
-            self._count("cache_hits")
-            return cached
+        """Answer one MediaWiki request: from the cache (an entry of this very request), else over HTTP with bounded
+        retries, the answer then written to the cache atomically."""
+        record = _request_record(self.api_url, self.language, params)
+        key = request_key(self.api_url, self.language, params)
+        path = self.cache_dir / self.language / key[:2] / f"{key}.json"  # (the language code is checked: a-z, 0-9, -)
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            if entry.get("request") == record and isinstance(entry.get("response"), dict):
+                self._count("cache_hits")
+                return entry["response"]
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, AttributeError) as err:
+            log.warning("ignoring unreadable Wikipedia cache entry %s: %s", path, err)
         what = _describe(params)
         if self.offline:
-            raise WikipediaError(f"Wikipedia {what} is not in the cache {self.cache.root} and the client is offline")
+            raise WikipediaError(f"Wikipedia {what} is not in the cache {self.cache_dir} and the client is offline")
         for attempt in range(1 + self.retries):
             try:
                 data = self._attempt(params, what)
@@ -247,9 +211,12 @@ class WikipediaClient:
                 self._count("retries")
                 time.sleep(wait)
         try:
-            self.cache.put(self.api_url, self.language, params, data)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fetched = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            atomic_write(path, json.dumps({"request": record, "fetched_at": fetched, "response": data}, indent=1,
+                                          ensure_ascii=False))
         except OSError as err:
-            log.warning("could not write the Wikipedia cache under %s: %s", self.cache.root, err)
+            log.warning("could not write the Wikipedia cache under %s: %s", self.cache_dir, err)
         return data
 
     def _attempt(self, params: dict[str, Any], what: str) -> dict[str, Any]:
@@ -311,12 +278,9 @@ class WikipediaRetriever:
         if n <= 0 or not (query or "").strip():
             return []
         out: list[Passage] = []
-        seen: set[int] = set()
         for rank, title in enumerate(self.client.search(query, limit=n), start=1):
             page = self.client.page(title)
-            if page is None or page.pageid in seen:  # deleted since the search, or two redirects to one page
+            if page is None or any(page.id == p.id for p in out):  # deleted since the search, or two redirects to one
                 continue
-            seen.add(page.pageid)
-            out.append(Passage(id=str(page.pageid), title=page.title, text=page.text, score=1.0 / rank, source="wiki",
-                               meta={"url": page.url, "rank": rank, "search_title": title}))
+            out.append(replace(page, score=1.0 / rank, meta={**page.meta, "rank": rank, "search_title": title}))
         return out
