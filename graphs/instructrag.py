@@ -123,8 +123,8 @@ class InstructRAGFamily(TextRetrievalFamily):
         agents = method != "instructrag_rap"
         try:
             parts = load_parts(ctx.instruction_graph_dir, ctx.agents_dir if agents else "", ctx.embedding_model)
-            if agents:
-                parts.agents("", False)
+            if agents and ctx.path_selection in ("agents", "untrained"):  # the baselines need no agents
+                parts.agents("", False, ctx.path_selection == "untrained")
         except Exception as exc:  # a missing folder or setting, a damaged graph or agent file
             return f"{method} cannot run: {exc}"
         return None

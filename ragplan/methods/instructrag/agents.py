@@ -3,13 +3,16 @@ and, after few-shot adaptation, each task's pair in ``tasks/<task>/``."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+
+import torch
 
 from ragplan.methods.instructrag.ml_agent import MLAgent
 from ragplan.methods.instructrag.rl_agent import RLAgent
 
-__all__ = ["AGENTS_FILE", "task_slug", "load_agents"]
+__all__ = ["AGENTS_FILE", "task_slug", "load_agents", "untrained_agents", "training_seed"]
 
 AGENTS_FILE = "agents.json"
 
@@ -26,3 +29,21 @@ def load_agents(agents_dir: str | Path, task: str = "") -> tuple[RLAgent, MLAgen
     if sub is not None and sub.is_dir():
         return RLAgent.load(sub), MLAgent.load(sub)
     return RLAgent.load(root), MLAgent.load(root)
+
+
+def untrained_agents(dim: int, seed: int = 0) -> tuple[RLAgent, MLAgent]:
+    """Fresh agents as training starts them for ``seed`` (the untrained baseline; the global RNG is left as it was)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return RLAgent(), MLAgent(dim=dim or 384)
+
+
+def training_seed(agents_dir: str | Path) -> int:
+    """The seed the agents of ``agents_dir`` were trained with (``agents.json``; 0 without one)."""
+    f = Path(agents_dir) / AGENTS_FILE
+    if not agents_dir or not f.is_file():
+        return 0
+    try:
+        return int(json.loads(f.read_text())["settings"]["seed"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{f}: no training seed ({type(exc).__name__}: {exc}); train the agents again") from None
