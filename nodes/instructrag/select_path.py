@@ -15,7 +15,7 @@ __all__ = ["select_path"]
 
 def select_path(state: InstructRAGState, runtime: Runtime[InstructRAGContext]) -> dict[str, Any]:
     """Choose among ``candidate_paths`` with the ML-Agent (a path already chosen is kept: given, majority, constant)."""
-    if state.get("selected_path") is not None:
+    if state.get("selected_path") is not None or state.get("stop_reason") == "setup_error":
         return {}
     ctx = runtime.context
     cands: list[PlannedPath] = list(state.get("candidate_paths") or [])

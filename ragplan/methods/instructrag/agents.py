@@ -41,9 +41,7 @@ def untrained_agents(dim: int, seed: int = 0) -> tuple[RLAgent, MLAgent]:
 def training_seed(agents_dir: str | Path) -> int:
     """The seed the agents of ``agents_dir`` were trained with (``agents.json``; 0 without one)."""
     f = Path(agents_dir) / AGENTS_FILE
-    if not agents_dir or not f.is_file():
-        return 0
     try:
-        return int(json.loads(f.read_text())["settings"]["seed"])
+        return int(json.loads(f.read_text())["settings"]["seed"]) if agents_dir and f.is_file() else 0
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{f}: no training seed ({type(exc).__name__}: {exc}); train the agents again") from None

@@ -315,10 +315,11 @@ def run_report(args: argparse.Namespace) -> int:
             task = answer_type(str(r.get("gold", "")), str(r.get("question", "")))
             for key in ("all", task_split(task), f"task: {task}"):
                 groups[key].append(r)
-        runs.append({"run": run_dir, "method": st.method if st else next(iter(groups["all"]), {}).get("method", ""),
-                     "selection": str(st.context.get("path_selection", "agents") if st else "agents"), "groups": {
-                         k: {"n": len(v), **{m: round(sum(float(x.get(m) or 0) for x in v) / len(v), 4) for m in ("f1", "em")}}
-                         for k, v in sorted(groups.items(), key=lambda kv: (kv[0].startswith("task"), kv[0]))}})
+        stats = {k: {"n": len(v), **{m: round(sum(float(x.get(m) or 0) for x in v) / len(v), 4) for m in ("f1", "em")}}
+                 for k, v in sorted(groups.items(), key=lambda kv: (kv[0].startswith("task"), kv[0]))}
+        method = st.method if st else next((str(r.get("method", "")) for r in groups.get("all", [])), "")
+        selection = str(st.context.get("path_selection", "agents")) if st else "agents"  # the context's default
+        runs.append({"run": run_dir, "method": method, "selection": selection, "groups": stats})
     runs.sort(key=lambda r: order.index(r["selection"]) if r["selection"] in order else len(order))
     if args.json:
         print(json.dumps(runs))

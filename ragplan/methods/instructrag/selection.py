@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ragplan.state.instructrag import PlannedPath
-from ragplan.methods.instructrag.graph import GRAPH_FILE, InstructionGraph, graph_embedder
+from ragplan.methods.instructrag.graph import InstructionGraph, graph_embedder
 from ragplan.methods.instructrag.agents import load_agents, training_seed, untrained_agents
 from ragplan.methods.instructrag.ml_agent import MLAgent, path_backbone_vectors
 from ragplan.methods.instructrag.paths import Instruction
@@ -73,9 +73,6 @@ def load_parts(graph_dir: str, agents_dir: str = "", embedding_model: str = "") 
     if not graph_dir:
         raise ValueError("no instruction graph: set instruction_graph_dir (--instruction-graph DIR; build one with "
                          "`ragplan instructrag build-graph --paths FILE… --out DIR`)")
-    if not (Path(graph_dir) / GRAPH_FILE).is_file():
-        raise ValueError(f"no instruction graph at {graph_dir}; build one with `ragplan instructrag build-graph --paths FILE… "
-                         f"--out {graph_dir}`")
     if agents_dir and not Path(agents_dir).is_dir():
         raise ValueError(f"no agents folder at {agents_dir}; train the agents with `ragplan instructrag train`")
     key = (str(Path(graph_dir).resolve()), str(Path(agents_dir).resolve()) if agents_dir else "", embedding_model,
