@@ -161,7 +161,7 @@ def test_path_selection_baselines_and_untrained_agents(parts, tmp_path):
 
     import torch
 
-    from ragplan.methods.instructrag.agents import untrained_agents
+    from ragplan.methods.instructrag.selection import untrained_agents
     from ragplan.methods.instructrag.graph import InstructionGraph, embedder_for_graph
     from ragplan.methods.instructrag.meta import MetaSettings, meta_train
     from ragplan.methods.instructrag.reward import PathMatchReward

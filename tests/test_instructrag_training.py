@@ -12,7 +12,7 @@ from ragplan.nodes.instructrag.plan_step import TAODecision
 from ragplan.state.instructrag import InstructRAGContext
 from ragplan.methods.instructrag.figures import SELECTION_METHODS, action_match, selection_quality
 from ragplan.methods.instructrag.graph import build_instruction_graph, embedder_for_graph
-from ragplan.methods.instructrag.agents import load_agents
+from ragplan.methods.instructrag.selection import load_agents
 from ragplan.methods.instructrag.meta import MetaSettings, adapt_agents, meta_train, query_examples
 from ragplan.methods.instructrag.paths import Instruction, parse_instruction
 from ragplan.methods.instructrag.reward import LLMF1Reward, PathMatchReward, ProxyReward

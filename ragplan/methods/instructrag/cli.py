@@ -281,7 +281,7 @@ def run_adapt(args: argparse.Namespace) -> int:
 
 def run_figures(args: argparse.Namespace) -> int:
     """Path-selection quality table."""
-    from ragplan.methods.instructrag.agents import load_agents
+    from ragplan.methods.instructrag.selection import load_agents
     from ragplan.methods.instructrag.figures import SELECTION_METHODS, format_selection_rows, selection_quality
 
     g, emb = _graph(args)

@@ -10,14 +10,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ragplan.methods.instructrag.agents import untrained_agents
 from ragplan.methods.instructrag.graph import InstructionGraph
 from ragplan.methods.instructrag.meta import query_examples
 from ragplan.methods.instructrag.ml_agent import MLAgent
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath
 from ragplan.methods.instructrag.reward import PathMatchReward, PathReward, QueryExample
 from ragplan.methods.instructrag.rl_agent import RLAgent
-from ragplan.methods.instructrag.selection import CONSTANT_PLAN, ml_scores, stored_path, walk
+from ragplan.methods.instructrag.selection import CONSTANT_PLAN, ml_scores, stored_path, untrained_agents, walk
 
 __all__ = ["SELECTION_METHODS", "CONSTANT_PLAN", "SelectionRow", "action_match", "select_path_offline", "selection_quality",
            "format_selection_rows"]

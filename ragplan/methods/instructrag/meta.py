@@ -17,12 +17,12 @@ import torch.nn.functional as F
 from torch.func import functional_call
 from tqdm import tqdm
 
-from ragplan.methods.instructrag.agents import AGENTS_FILE, load_agents, task_slug
 from ragplan.methods.instructrag.graph import START, InstructionGraph
 from ragplan.methods.instructrag.ml_agent import MLAgent, ft_loss, path_backbone_vectors, qpa_loss
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath
 from ragplan.methods.instructrag.reward import PathMatchReward, PathReward, QueryExample
 from ragplan.methods.instructrag.rl_agent import RLAgent, StateBuilder, TraversalResult, policy_decider, traverse
+from ragplan.methods.instructrag.selection import AGENTS_FILE, load_agents, task_slug
 
 __all__ = ["MetaSettings", "MetaReport", "AdaptReport", "NothingLearned", "meta_train", "adapt_agents", "query_examples"]
 
@@ -390,7 +390,8 @@ def adapt_agents(graph: InstructionGraph, agents_dir: str | Path, support: list[
         path_ids = [i for i, p in enumerate(graph.paths) if p["task"] == task and p["id"] in {x.id for x in paths}]
         exs = query_examples(paths, embedder)
         tr.prime(exs)
-        theta, eta = dict(rl.net.named_parameters()), dict(ml.heads.named_parameters())  # this task's own copy
+        theta: Params = dict(rl.net.named_parameters())  # this task's own copy, stepped in place
+        eta: Params = dict(ml.heads.named_parameters())
         logs = {"ws": 0.0, "pg": 0.0, "pt": 0.0, "ft": 0.0}
         opt_theta = torch.optim.Adam(list(theta.values()), lr=s.outer_lr)  # the β-terms' Adam steps
         opt_eta = torch.optim.Adam(list(eta.values()), lr=s.outer_lr)

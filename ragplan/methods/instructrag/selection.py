@@ -1,10 +1,12 @@
-"""Path selection, at run time and in the LLM-free figures: the graph and agents folders loaded once per process
-(reloaded when their files change), the walk's K candidates (RL-Agent or threshold), the stored paths of the one-line
-baselines (RAP-style, majority) and the constant plan, the ML-Agent's pick."""
+"""Path selection, at run time and in the LLM-free figures: the graph and agents folders (``rl_agent.pt`` / ``ml_agent.pt``,
+``agents.json``, adapted pairs in ``tasks/<task>/``) loaded once per process, the walk's K candidates (RL-Agent or
+threshold), the stored paths of the baselines (RAP-style, majority), the constant plan and the ML-Agent's pick."""
 
 from __future__ import annotations
 
+import json
 import random
+import re
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -13,16 +15,50 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from ragplan.state.instructrag import PlannedPath
 from ragplan.methods.instructrag.graph import InstructionGraph, graph_embedder
-from ragplan.methods.instructrag.agents import load_agents, training_seed, untrained_agents
 from ragplan.methods.instructrag.ml_agent import MLAgent, path_backbone_vectors
 from ragplan.methods.instructrag.paths import Instruction
 from ragplan.methods.instructrag.rl_agent import RLAgent, TraversalResult, threshold_decider, traverse
 
-__all__ = ["PlannerParts", "CONSTANT_PLAN", "load_parts", "walk", "ml_scores", "stored_path", "graph_candidates",
+__all__ = ["AGENTS_FILE", "task_slug", "load_agents", "untrained_agents", "training_seed", "PlannerParts", "CONSTANT_PLAN",
+           "load_parts", "walk", "ml_scores", "stored_path", "graph_candidates",
            "stored_candidates", "ml_pick", "derived_from"]
+
+AGENTS_FILE = "agents.json"
+
+
+def task_slug(task: str) -> str:
+    """A folder name for a task label (``group/org`` -> ``group-org``)."""
+    return re.sub(r"[^a-z0-9]+", "-", task.casefold()).strip("-") or "task"
+
+
+def load_agents(agents_dir: str | Path, task: str = "") -> tuple[RLAgent, MLAgent]:
+    """The agents of ``agents_dir``; a task's adapted agents (``tasks/<task>/``) when they exist."""
+    root = Path(agents_dir)
+    sub = root / "tasks" / task_slug(task) if task else None
+    if sub is not None and sub.is_dir():
+        return RLAgent.load(sub), MLAgent.load(sub)
+    return RLAgent.load(root), MLAgent.load(root)
+
+
+def untrained_agents(dim: int, seed: int = 0) -> tuple[RLAgent, MLAgent]:
+    """Fresh agents as training starts them for ``seed`` (the untrained baseline; the global RNG is left as it was)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return RLAgent(), MLAgent(dim=dim or 384)
+
+
+def training_seed(agents_dir: str | Path) -> int:
+    """The seed the agents of ``agents_dir`` were trained with (``agents.json``; 0 without one)."""
+    f = Path(agents_dir) / AGENTS_FILE
+    try:
+        return int(json.loads(f.read_text())["settings"]["seed"]) if agents_dir and f.is_file() else 0
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{f}: no training seed ({type(exc).__name__}: {exc}); train the agents again") from None
+
 
 CONSTANT_PLAN = [Instruction("Search", ""), Instruction("Search", ""), Instruction("Finish", "")]
 """The constant plan ``Search → Search → Finish`` (no arguments: the planner fills them in)."""
