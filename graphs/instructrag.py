@@ -25,11 +25,6 @@ __all__ = ["build_instructrag", "build_instructrag_threshold", "build_instructra
            "build_react", "FAMILY", "instructrag", "instructrag_threshold", "instructrag_no_ml", "instructrag_rap", "react"]
 
 
-def route_after_paths(state: InstructRAGState) -> Literal["select_path", "__end__"]:
-    """Select among the candidates, unless the graph or agents could not be loaded."""
-    return END if state.get("stop_reason") == "setup_error" else "select_path"
-
-
 def route_to_planning(state: InstructRAGState) -> Literal["review_plan", "__end__"]:
     """The path goes to review (a pass-through when review is off), unless the graph or agents could not be loaded."""
     return END if state.get("stop_reason") == "setup_error" else "review_plan"
@@ -74,7 +69,7 @@ def _build(find: tuple[str, Any] | None = None, method: str = "", *, select: boo
     g.add_conditional_edges("review_plan", route_after_path_review, ["plan_step", END])
     g.add_edge(START, find[0])
     if select:
-        g.add_conditional_edges(find[0], route_after_paths, ["select_path", END])
+        g.add_edge(find[0], "select_path")
     g.add_conditional_edges("select_path" if select else find[0], route_to_planning, ["review_plan", END])
     return g
 
@@ -123,8 +118,8 @@ class InstructRAGFamily(TextRetrievalFamily):
         agents = method != "instructrag_rap"
         try:
             parts = load_parts(ctx.instruction_graph_dir, ctx.agents_dir if agents else "", ctx.embedding_model)
-            if agents:
-                parts.agents("", False)
+            if agents and ctx.path_selection in ("agents", "untrained"):  # the baselines need no agents
+                parts.agents("", False, ctx.path_selection == "untrained")
         except Exception as exc:  # a missing folder or setting, a damaged graph or agent file
             return f"{method} cannot run: {exc}"
         return None

@@ -4,7 +4,7 @@ path put into the prompt and every Thought / Action / Observation step."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, Required, TypedDict
@@ -38,6 +38,10 @@ class InstructRAGContext(PlanReviewSettings, TextRAGContext):
         "graph's own threshold, calibrated on its similarities at build time.")
     task: str = setting("", "The question's task (a HotpotQA answer type); empty = derived from the question.")
     use_adapted: bool = setting(True, "Use the task's few-shot adapted agents when the agents folder has them.")
+    path_selection: Literal["agents", "untrained", "majority", "constant"] = setting(
+        "agents", "How the path is found: agents = the trained agents; untrained = the same agents freshly initialised "
+        "(the agents folder's training seed); majority = the nearest stored question's path among those with the "
+        "commonest action sequence; constant = Search → Search → Finish. The last three are baselines.")
     max_steps: int = setting(7, "Most Thought/Action/Observation steps before answering (ReAct: 7).")
     demonstrations: int = setting(2, "Worked examples in the planning prompt (0-2).")
 
@@ -46,7 +50,7 @@ class PlannedPath(BaseModel):
     """One instruction path offered to the planner."""
 
     instructions: list[str] = Field(description="The instructions, e.g. ['Search[Ed Wood]', 'Lookup[nationality]'].")
-    source: str = Field(default="", description="rl_agent, threshold, stored (RAP-style), or given.")
+    source: str = Field(default="", description="rl_agent, threshold, stored (RAP-style), majority, constant or given.")
     nodes: list[int] = Field(default_factory=list, description="The instruction-graph nodes it walks (empty for stored paths).")
     derived_from: list[str] = Field(default_factory=list, description="Past questions whose paths it combines (edge tasks).")
     score: float | None = Field(default=None, description="The ML-Agent's cosine (or the stored question's similarity).")
@@ -98,7 +102,7 @@ class InstructRAGOutput(ReviewedOutput, total=False):
     selected_path: PlannedPath | None
     """The path put into the planning prompt (None for react)."""
     selection: str
-    """How it was chosen: ml_agent, first (no ML-Agent), stored (RAP-style), given, none."""
+    """How it was chosen: ml_agent, first (no ML-Agent), stored (RAP-style), majority, constant, given, none."""
     steps: Annotated[list[TAOStep], delta(merge_by_index(TAOStep))]
     """Every Thought / Action / Observation step (a delta channel; ``observe`` writes only the observation)."""
     stop_reason: StopReason
@@ -126,7 +130,7 @@ class InstructRAGResult(ReviewedResult):
     task_split: str = Field(default="", description="seen / unseen / other.")
     candidate_paths: list[PlannedPath] = Field(default_factory=list, description="The K candidate paths.")
     selected_path: PlannedPath | None = Field(default=None, description="The path in the planning prompt.")
-    selection: str = Field(default="", description="ml_agent, first, stored, given or none.")
+    selection: str = Field(default="", description="ml_agent, first, stored, majority, constant, given or none.")
     steps: list[TAOStep] = Field(default_factory=list, description="Every Thought / Action / Observation step.")
 
     def retrievals(self) -> int:

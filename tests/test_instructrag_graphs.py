@@ -28,7 +28,7 @@ def parts(tmp_path_factory):
 def _ctx(parts, model, **kw) -> InstructRAGContext:
     _, index, graph, agents = parts
     return InstructRAGContext(chat_model=model, retriever="local", index_dir=str(index), instruction_graph_dir=str(graph),
-                              agents_dir=str(agents), **kw)
+                              **{"agents_dir": str(agents), **kw})
 
 
 def run(builder, replies, parts, question=QUESTION, inputs=None, **kw):
@@ -151,3 +151,76 @@ def test_task_label_and_adapted_agents_are_used(parts, tmp_path):
                                    instruction_graph_dir=str(tmp_path / "adapted" / "graph"), agents_dir=str(tmp_path / "adapted")))
     res = InstructRAGResult.from_state(out)
     assert res.task == "event" and res.task_split == "unseen" and res.answer == "Mira Sorensen"
+
+
+def test_path_selection_baselines_and_untrained_agents(parts, tmp_path):
+    """``path_selection``: the constant plan and the majority path go into the prompt as they are; ``untrained`` walks
+    and picks with freshly initialised agents, seeded as training seeded the agents folder's."""
+    import shutil
+    from collections import Counter
+
+    import torch
+
+    from ragplan.methods.instructrag.selection import untrained_agents
+    from ragplan.methods.instructrag.graph import InstructionGraph, embedder_for_graph
+    from ragplan.methods.instructrag.meta import MetaSettings, meta_train
+    from ragplan.methods.instructrag.reward import PathMatchReward
+    from ragplan.methods.instructrag.selection import load_parts, ml_pick
+
+    res, model, nodes, lines, _ = run(build_instructrag, [SEARCH, FINISH], parts, path_selection="constant")
+    assert res.selection == "constant" and res.selected_path.instructions == ["Search[]", "Search[]", "Finish[]"]
+    assert res.answer == "Mira Sorensen" and "Search[] → Search[] → Finish[]" in _prompt(model, 0)
+    assert nodes[:3] == ["retrieve_paths", "select_path", "review_plan"] and "Selected (constant): Search[] → " \
+        "Search[] → Finish[]" in lines
+    g = InstructionGraph.load(parts[2])
+    acts = Counter(tuple(g.instructions[i]["action"] for i in p["instructions"]) for p in g.paths)
+    res, *_ = run(build_instructrag, [SEARCH, FINISH], parts, path_selection="majority")
+    assert res.selection == "majority" and res.selected_path.source == "majority" and res.selected_path.derived_from
+    assert tuple(i.split("[")[0] for i in res.selected_path.instructions) == acts.most_common(1)[0][0]
+    agents = tmp_path / "agents"  # the folder's training seed (agents.json) seeds the untrained agents
+    shutil.copytree(parts[3], agents)
+    meta = json.loads((agents / "agents.json").read_text())
+    (agents / "agents.json").write_text(json.dumps({**meta, "settings": {**meta["settings"], "seed": 7}}))
+    start, _, _ = meta_train(g, [], embedder_for_graph(), PathMatchReward(), MetaSettings(epochs=0, seed=7))
+    p = load_parts(str(parts[2]), str(agents))
+    rl, ml = p.agents("person", True, untrained=True)
+    assert all(torch.equal(a, b) for a, b in zip(rl.net.state_dict().values(), start.net.state_dict().values()))
+    assert not all(torch.equal(a, b) for a, b in zip(rl.net.state_dict().values(),
+                                                      untrained_agents(384, 0)[0].net.state_dict().values()))
+    res, *_ = run(build_instructrag, [SEARCH, FINISH], parts, path_selection="untrained", agents_dir=str(agents))
+    assert res.selection in ("ml_agent", "none") or res.selection.startswith("none:")
+    if res.candidate_paths:  # scored by the untrained ML-Agent, not the trained one
+        assert [c.score for c in res.candidate_paths] == ml_pick(p, QUESTION, ml, res.candidate_paths)[1]
+    assert FAMILY.prepare("instructrag", InstructRAGContext(
+        retriever="local", index_dir=str(parts[1]), instruction_graph_dir=str(parts[2]), path_selection="constant")) is None
+
+
+def test_eval_runs_of_each_path_selection_and_their_report(parts, tmp_path, capsys):
+    """Four ``ragplan eval`` runs, one per ``--path-selection``; ``instructrag report`` labels and groups them."""
+    from ragplan.cli import main
+    from tests.auto_reply import auto_responder
+    from tests.family_data.instructrag import make
+    from tests.openai_server import OpenAIStub
+
+    d = make(parts[0].parent)
+    runs = {}
+    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
+        for sel in ("constant", "untrained", "agents", "majority"):
+            runs[sel] = tmp_path / sel
+            flags = [] if sel == "agents" else ["--path-selection", sel]
+            assert main(["eval", "--method", "instructrag", *d.eval("instructrag"), *flags, "--limit", "1", "--model",
+                         "openai:stub-model", "--base-url", stub.base_url, "--out", str(runs[sel]), "--no-progress"]) == 0
+    rec = json.loads((runs["constant"] / "results.jsonl").read_text().splitlines()[0])
+    assert rec["selection"] == "constant" and rec["selected_path"]["instructions"] == ["Search[]", "Search[]", "Finish[]"]
+    capsys.readouterr()
+    assert main(["instructrag", "report", *map(str, runs.values())]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:5] == ["selection", "method", "n", "F1", "EM"]
+    assert [ln.split()[0] for ln in out[1:5]] == ["agents", "untrained", "majority", "constant"]
+    assert all(ln.split()[1:3] == ["instructrag", "1"] for ln in out[1:5])
+    assert any(ln.startswith("task") for ln in out[5:]) and str(runs["majority"]) in "\n".join(out[5:])
+    assert main(["instructrag", "report", *map(str, runs.values()), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["selection"], r["run"]) for r in rows] == [(s, str(runs[s])) for s in ("agents", "untrained", "majority",
+                                                                                       "constant")]
+    assert all(r["groups"]["all"]["n"] == 1 and 0 <= r["groups"]["all"]["f1"] <= 1 for r in rows)

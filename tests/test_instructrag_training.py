@@ -12,7 +12,7 @@ from ragplan.nodes.instructrag.plan_step import TAODecision
 from ragplan.state.instructrag import InstructRAGContext
 from ragplan.methods.instructrag.figures import SELECTION_METHODS, action_match, selection_quality
 from ragplan.methods.instructrag.graph import build_instruction_graph, embedder_for_graph
-from ragplan.methods.instructrag.agents import load_agents
+from ragplan.methods.instructrag.selection import load_agents
 from ragplan.methods.instructrag.meta import MetaSettings, adapt_agents, meta_train, query_examples
 from ragplan.methods.instructrag.paths import Instruction, parse_instruction
 from ragplan.methods.instructrag.reward import LLMF1Reward, PathMatchReward, ProxyReward
@@ -149,8 +149,9 @@ def test_commands_end_to_end(tmp_path, capsys):
         + '{"id": "q3", "method": "instructrag", "f1": 1.0')  # the torn last line of a killed run
     with pytest.warns(RuntimeWarning, match=r"results\.jsonl:3: not JSON"):  # named, not silently skipped
         assert main(["instructrag", "report", str(run), "--json"]) == 0
-    rep = next(iter(json.loads(capsys.readouterr().out).values()))
-    assert rep["seen"] == {"n": 1, "f1": 1.0, "em": 1.0} and rep["unseen"] == {"n": 1, "f1": 0.5, "em": 0.0}
+    (row,) = json.loads(capsys.readouterr().out)  # a run without settings.json: the default selection
+    rep = row["groups"]
+    assert row["selection"] == "agents" and row["method"] == "instructrag" and rep["seen"] == {"n": 1, "f1": 1.0, "em": 1.0} and rep["unseen"] == {"n": 1, "f1": 0.5, "em": 0.0}
 
 
 def test_paths_parse_helper():

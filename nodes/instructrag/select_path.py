@@ -14,8 +14,8 @@ __all__ = ["select_path"]
 
 
 def select_path(state: InstructRAGState, runtime: Runtime[InstructRAGContext]) -> dict[str, Any]:
-    """Choose among ``candidate_paths`` with the ML-Agent (a given path is kept)."""
-    if state.get("selection") == "given":
+    """Choose among ``candidate_paths`` with the ML-Agent (a path already chosen is kept: given, majority, constant)."""
+    if state.get("selected_path") is not None or state.get("stop_reason") == "setup_error":
         return {}
     ctx = runtime.context
     cands: list[PlannedPath] = list(state.get("candidate_paths") or [])
@@ -25,7 +25,8 @@ def select_path(state: InstructRAGState, runtime: Runtime[InstructRAGContext]) -
 
     try:
         parts = load_parts(ctx.instruction_graph_dir, ctx.agents_dir, ctx.embedding_model)
-        best, scores = ml_pick(parts, state["question"], state.get("task", ""), cands, ctx.use_adapted)
+        ml = parts.agents(state.get("task", ""), ctx.use_adapted, ctx.path_selection == "untrained")[1]
+        best, scores = ml_pick(parts, state["question"], ml, cands)
     except Exception as exc:
         return failed("setup", "select_path", f"select_path: {exc}", stop_reason="setup_error", answer="")
     scored = [c.model_copy(update={"score": s}) for c, s in zip(cands, scores)]

@@ -10,7 +10,7 @@ import sys
 from collections import Counter, defaultdict
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 from ragplan.cli.errors import fail
 from ragplan.methods.instructrag.paths import read_paths, write_paths_jsonl
@@ -281,7 +281,7 @@ def run_adapt(args: argparse.Namespace) -> int:
 
 def run_figures(args: argparse.Namespace) -> int:
     """Path-selection quality table."""
-    from ragplan.methods.instructrag.agents import load_agents
+    from ragplan.methods.instructrag.selection import load_agents
     from ragplan.methods.instructrag.figures import SELECTION_METHODS, format_selection_rows, selection_quality
 
     g, emb = _graph(args)
@@ -297,29 +297,42 @@ def run_figures(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    """F1 / EM of eval runs grouped by seen / unseen task (the task from the gold answer and question)."""
-    from ragplan.eval.runfolder import RunFolder
+    """F1 / EM of eval runs, one row per run labelled with its ``path_selection`` (trained agents, untrained agents,
+    majority path, constant plan), overall, by seen / unseen task and by task (from the gold answer and question)."""
+    from ragplan.eval.figures import format_table
+    from ragplan.eval.runfolder import RunFolder, RunSettings
+    from ragplan.state.instructrag import InstructRAGContext
 
-    out: dict[str, Any] = {}
+    order = get_args(get_type_hints(InstructRAGContext)["path_selection"])
+    runs: list[dict[str, Any]] = []
     for run_dir in args.runs:
-        f = Path(run_dir) / "results.jsonl"
-        if not f.is_file():
+        folder = RunFolder(run_dir)
+        if not (folder.path / "results.jsonl").is_file():
             return fail(f"no results.jsonl in {run_dir}")
+        st = RunSettings.load(folder.settings_file) if folder.settings_file.is_file() else None
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        method = ""
-        for r in RunFolder(run_dir).load_records().values():  # a bad line is named (file:line) and left out
-            method = r.get("method", method)
+        for r in folder.load_records().values():  # a bad line is named (file:line) and left out
             task = answer_type(str(r.get("gold", "")), str(r.get("question", "")))
             for key in ("all", task_split(task), f"task: {task}"):
                 groups[key].append(r)
-        out[f"{run_dir} ({method})"] = {
-            k: {"n": len(v), **{m: round(sum(float(x.get(m) or 0) for x in v) / len(v), 4) for m in ("f1", "em")}}
-            for k, v in sorted(groups.items(), key=lambda kv: (kv[0].startswith("task"), kv[0]))}
+        stats = {k: {"n": len(v), **{m: round(sum(float(x.get(m) or 0) for x in v) / len(v), 4) for m in ("f1", "em")}}
+                 for k, v in sorted(groups.items(), key=lambda kv: (kv[0].startswith("task"), kv[0]))}
+        method = st.method if st else next((str(r.get("method", "")) for r in groups.get("all", [])), "")
+        selection = str(st.context.get("path_selection", "agents")) if st else "agents"  # the context's default
+        runs.append({"run": run_dir, "method": method, "selection": selection, "groups": stats})
+    runs.sort(key=lambda r: order.index(r["selection"]) if r["selection"] in order else len(order))
     if args.json:
-        print(json.dumps(out))
+        print(json.dumps(runs))
         return 0
-    for run, groups_ in out.items():
-        print(run)
-        for k, v in groups_.items():
-            print(f"  {k:<26} n={v['n']:<5} F1 {v['f1']:.3f}  EM {v['em']:.3f}")
+
+    def cells(g: dict[str, Any] | None) -> list[str]:
+        return [f"{g['f1']:.3f}", f"{g['em']:.3f}"] if g else ["-", "-"]
+
+    print(format_table(["selection", "method", "n", "F1", "EM", "seen F1", "seen EM", "unseen F1", "unseen EM", "run"], [
+        [r["selection"], r["method"], r["groups"].get("all", {}).get("n", 0),
+         *[c for k in ("all", "seen", "unseen") for c in cells(r["groups"].get(k))], r["run"]] for r in runs], style="plain"))
+    tasks = sorted({k for r in runs for k in r["groups"] if k.startswith("task: ")})
+    print("\n" + format_table(["task", "selection", "n", "F1", "EM", "run"], [
+        [t[6:], r["selection"], r["groups"][t]["n"], *cells(r["groups"][t]), r["run"]]
+        for t in tasks for r in runs if t in r["groups"]], style="plain"))
     return 0

@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import random
 import time
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
-import torch
 
 from ragplan.methods.instructrag.graph import InstructionGraph
 from ragplan.methods.instructrag.meta import query_examples
-from ragplan.methods.instructrag.ml_agent import MLAgent, path_backbone_vectors
+from ragplan.methods.instructrag.ml_agent import MLAgent
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath
 from ragplan.methods.instructrag.reward import PathMatchReward, PathReward, QueryExample
-from ragplan.methods.instructrag.rl_agent import RLAgent, threshold_decider, traverse
+from ragplan.methods.instructrag.rl_agent import RLAgent
+from ragplan.methods.instructrag.selection import CONSTANT_PLAN, ml_scores, stored_path, untrained_agents, walk
 
 __all__ = ["SELECTION_METHODS", "CONSTANT_PLAN", "SelectionRow", "action_match", "select_path_offline", "selection_quality",
            "format_selection_rows"]
@@ -25,8 +24,6 @@ __all__ = ["SELECTION_METHODS", "CONSTANT_PLAN", "SelectionRow", "action_match",
 SELECTION_METHODS = ("instructrag", "untrained", "threshold", "no_ml", "rap", "majority", "constant", "random")
 """The trained selection, its ablations and the one-line baselines: untrained agents (same seed), the stored path of
 the nearest question with the store's most common action sequence, the constant plan, a random stored path."""
-CONSTANT_PLAN = [Instruction("Search", ""), Instruction("Search", ""), Instruction("Finish", "")]
-"""The constant plan ``Search → Search → Finish`` (no arguments: the planner fills them in)."""
 
 
 def action_match(a: list[Instruction], b: list[Instruction]) -> float:
@@ -49,26 +46,17 @@ def select_path_offline(method: str, graph: InstructionGraph, rl: RLAgent | None
     g = graph
     if method == "constant":
         return list(CONSTANT_PLAN)
-    if method in ("rap", "random", "majority"):  # the whole store, noisy paths included (the paper's RAP keeps them)
-        if not g.paths:
-            return []
-        if method == "random":
-            return g.path_instructions((rng or random.Random(0)).choice(range(len(g.paths))))
-        acts = [tuple(g.instructions[i]["action"] for i in p["instructions"]) for p in g.paths]
-        top = Counter(acts).most_common(1)[0][0]
-        ok = np.array([method == "rap" or acts[int(q["path"])] == top for q in g.questions])
-        return g.path_instructions(int(g.questions[int(np.argmax(np.where(ok, g.qvectors @ ex.qvec, -9)))]["path"]))
-    if method == "threshold":
-        res = traverse(g, ex.qvec, threshold_decider(g.threshold if threshold is None else threshold), k=k)
-    elif rl is None:
+    if method in ("rap", "random", "majority"):
+        i = stored_path(g, ex.qvec, method, rng)
+        return g.path_instructions(i) if i >= 0 else []
+    if method != "threshold" and rl is None:
         raise ValueError(f"{method} needs an RL-Agent")
-    else:
-        res = traverse(g, ex.qvec, rl.greedy(), k=k, start_nodes=rl.start_nodes, max_len=rl.max_len)
+    res = walk(g, ex.qvec, None if method == "threshold" else rl, k=k, threshold=-1.0 if threshold is None else threshold)
     paths = [[g.instruction(i) for i in p] for p in res.paths]
     if not paths or method == "no_ml" or ml is None:
         return paths[0] if paths else []
-    vecs = path_backbone_vectors([[i.text for i in p] for p in paths], embedder, cache or g.instruction_vectors())
-    return paths[int(np.argmax(ml.scores(ex.qvec, vecs)))]
+    texts = [[i.text for i in p] for p in paths]
+    return paths[int(np.argmax(ml_scores(ml, ex.qvec, texts, embedder, cache or g.instruction_vectors())))]
 
 
 @dataclass
@@ -93,8 +81,7 @@ def selection_quality(graph: InstructionGraph, rl: RLAgent | None, ml: MLAgent |
     n = max(1, len(exs))
     match, cache, rows = PathMatchReward(embedder), graph.instruction_vectors(), []
     match.known.update(cache)
-    torch.manual_seed(seed)
-    untrained = (RLAgent(), MLAgent(dim=int(graph.vectors.shape[1]) if graph.vectors.ndim == 2 else 384))
+    untrained = untrained_agents(int(graph.vectors.shape[1]) if graph.vectors.ndim == 2 else 384, seed)
     for m in methods:
         rng = random.Random(seed)
         t0 = time.perf_counter()

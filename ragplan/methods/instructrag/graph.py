@@ -14,6 +14,7 @@ from typing import Any, Collection, Iterable
 import numpy as np
 
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath, read_paths_jsonl, write_paths_jsonl
+from ragplan.jsonl import atomic_write
 from ragplan.tools.embeddings import get_embedder
 
 __all__ = ["START", "GRAPH_FILE", "InstructionGraph", "StateBuilder", "GraphStats", "build_instruction_graph",
@@ -228,9 +229,7 @@ class InstructionGraph:
                 "threshold": self.threshold, "instructions": self.instructions, "nodes": self.nodes,
                 "edges": [{"from": a, "to": b, "tasks": t} for (a, b), t in self.edges.items()],
                 "questions": self.questions, "paths": self.paths, "stats": self.stats().to_dict()}
-        tmp = out / (GRAPH_FILE + ".tmp")
-        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-        tmp.replace(out / GRAPH_FILE)
+        atomic_write(out / GRAPH_FILE, json.dumps(data, ensure_ascii=False))
         return out
 
     @classmethod

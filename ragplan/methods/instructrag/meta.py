@@ -17,12 +17,12 @@ import torch.nn.functional as F
 from torch.func import functional_call
 from tqdm import tqdm
 
-from ragplan.methods.instructrag.agents import AGENTS_FILE, load_agents, task_slug
 from ragplan.methods.instructrag.graph import START, InstructionGraph
 from ragplan.methods.instructrag.ml_agent import MLAgent, ft_loss, path_backbone_vectors, qpa_loss
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath
 from ragplan.methods.instructrag.reward import PathMatchReward, PathReward, QueryExample
 from ragplan.methods.instructrag.rl_agent import RLAgent, StateBuilder, TraversalResult, policy_decider, traverse
+from ragplan.methods.instructrag.selection import AGENTS_FILE, load_agents, task_slug
 
 __all__ = ["MetaSettings", "MetaReport", "AdaptReport", "NothingLearned", "meta_train", "adapt_agents", "query_examples"]
 
@@ -136,12 +136,12 @@ class _Trainer:
         self.gen = torch.Generator().manual_seed(s.seed)
         self.baseline = 0.0
         self.rewards: list[float] = []  # every reward computed, for the refusal to save a model that learned nothing
-        self._known: dict[str, np.ndarray] = {}  # instruction vectors by text
+        self.known = graph.instruction_vectors()  # by text; the graph does not change while it trains
 
     def prime(self, examples: list[QueryExample]) -> None:
         """Give a path-match reward the graph's vectors and embed the examples' own paths in one batch."""
         if isinstance(self.reward, PathMatchReward):
-            self.reward.known.update(self.g.instruction_vectors())
+            self.reward.known.update(self.known)
             self.reward.vectors([i for ex in examples for i in ex.own_path])
 
     def score(self, ex: QueryExample, path: list[Instruction]) -> float:
@@ -159,9 +159,7 @@ class _Trainer:
         return functional_call(self.ml.heads, params, (torch.as_tensor(x), side))
 
     def path_vectors(self, paths: list[list[Instruction]]) -> torch.Tensor:
-        if len(self._known) < len(self.g.instructions):
-            self._known = self.g.instruction_vectors()
-        return torch.as_tensor(path_backbone_vectors([[i.text for i in p] for p in paths], self.emb, self._known))
+        return torch.as_tensor(path_backbone_vectors([[i.text for i in p] for p in paths], self.emb, self.known))
 
     # -- RL-Agent losses
     def ws_loss(self, params: Params, path_ids: list[int]) -> torch.Tensor:
@@ -392,8 +390,8 @@ def adapt_agents(graph: InstructionGraph, agents_dir: str | Path, support: list[
         path_ids = [i for i, p in enumerate(graph.paths) if p["task"] == task and p["id"] in {x.id for x in paths}]
         exs = query_examples(paths, embedder)
         tr.prime(exs)
-        theta = {k: v.detach().clone().requires_grad_(True) for k, v in rl.net.named_parameters()}
-        eta = {k: v.detach().clone().requires_grad_(True) for k, v in ml.heads.named_parameters()}
+        theta: Params = dict(rl.net.named_parameters())  # this task's own copy, stepped in place
+        eta: Params = dict(ml.heads.named_parameters())
         logs = {"ws": 0.0, "pg": 0.0, "pt": 0.0, "ft": 0.0}
         opt_theta = torch.optim.Adam(list(theta.values()), lr=s.outer_lr)  # the β-terms' Adam steps
         opt_eta = torch.optim.Adam(list(eta.values()), lr=s.outer_lr)
@@ -405,8 +403,6 @@ def adapt_agents(graph: InstructionGraph, agents_dir: str | Path, support: list[
             _apply(theta, _grads(l_ws, theta), _grads(l_pg, theta), s.inner_lr, opt_theta)
             _apply(eta, _grads(l_pt, eta), _grads(l_ft, eta, unused=FT_UNUSED), s.inner_lr, opt_eta)
             logs = {k: float(v.detach()) for k, v in zip(logs, (l_ws, l_pg, l_pt, l_ft))}
-        rl.net.load_state_dict(_detached(theta))
-        ml.heads.load_state_dict(_detached(eta))
         if out is not None:
             rl.save(out / "tasks" / task_slug(task))
             ml.save(out / "tasks" / task_slug(task))

@@ -1,23 +1,67 @@
-"""Path selection at run time: the graph and agents folders loaded once per process (reloaded when their files
-change), the walk's K candidates (RL-Agent or threshold), the RAP-style stored candidates, the ML-Agent's pick."""
+"""Path selection, at run time and in the LLM-free figures: the graph and agents folders (``rl_agent.pt`` / ``ml_agent.pt``,
+``agents.json``, adapted pairs in ``tasks/<task>/``) loaded once per process, the walk's K candidates (RL-Agent or
+threshold), the stored paths of the baselines (RAP-style, majority), the constant plan and the ML-Agent's pick."""
 
 from __future__ import annotations
 
+import json
+import random
+import re
 import threading
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from ragplan.state.instructrag import PlannedPath
-from ragplan.methods.instructrag.graph import GRAPH_FILE, InstructionGraph, graph_embedder
-from ragplan.methods.instructrag.agents import load_agents
+from ragplan.methods.instructrag.graph import InstructionGraph, graph_embedder
 from ragplan.methods.instructrag.ml_agent import MLAgent, path_backbone_vectors
-from ragplan.methods.instructrag.rl_agent import RLAgent, threshold_decider, traverse
+from ragplan.methods.instructrag.paths import Instruction
+from ragplan.methods.instructrag.rl_agent import RLAgent, TraversalResult, threshold_decider, traverse
 
-__all__ = ["PlannerParts", "load_parts", "graph_candidates", "stored_candidates", "ml_pick", "derived_from"]
+__all__ = ["AGENTS_FILE", "task_slug", "load_agents", "untrained_agents", "training_seed", "PlannerParts", "CONSTANT_PLAN",
+           "load_parts", "walk", "ml_scores", "stored_path", "graph_candidates",
+           "stored_candidates", "ml_pick", "derived_from"]
+
+AGENTS_FILE = "agents.json"
+
+
+def task_slug(task: str) -> str:
+    """A folder name for a task label (``group/org`` -> ``group-org``)."""
+    return re.sub(r"[^a-z0-9]+", "-", task.casefold()).strip("-") or "task"
+
+
+def load_agents(agents_dir: str | Path, task: str = "") -> tuple[RLAgent, MLAgent]:
+    """The agents of ``agents_dir``; a task's adapted agents (``tasks/<task>/``) when they exist."""
+    root = Path(agents_dir)
+    sub = root / "tasks" / task_slug(task) if task else None
+    if sub is not None and sub.is_dir():
+        return RLAgent.load(sub), MLAgent.load(sub)
+    return RLAgent.load(root), MLAgent.load(root)
+
+
+def untrained_agents(dim: int, seed: int = 0) -> tuple[RLAgent, MLAgent]:
+    """Fresh agents as training starts them for ``seed`` (the untrained baseline; the global RNG is left as it was)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return RLAgent(), MLAgent(dim=dim or 384)
+
+
+def training_seed(agents_dir: str | Path) -> int:
+    """The seed the agents of ``agents_dir`` were trained with (``agents.json``; 0 without one)."""
+    f = Path(agents_dir) / AGENTS_FILE
+    try:
+        return int(json.loads(f.read_text())["settings"]["seed"]) if agents_dir and f.is_file() else 0
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{f}: no training seed ({type(exc).__name__}: {exc}); train the agents again") from None
+
+
+CONSTANT_PLAN = [Instruction("Search", ""), Instruction("Search", ""), Instruction("Finish", "")]
+"""The constant plan ``Search → Search → Finish`` (no arguments: the planner fills them in)."""
 
 
 @dataclass
@@ -29,10 +73,13 @@ class PlannerParts:
     agents_dir: str = ""
     _agents: dict[str, tuple[RLAgent, MLAgent]] = field(default_factory=dict)
 
-    def agents(self, task: str = "", adapted: bool = True) -> tuple[RLAgent, MLAgent]:
-        """The RL-Agent and ML-Agent for ``task`` (its adapted pair when there is one and ``adapted``)."""
-        key = task if adapted else ""
-        if key not in self._agents:
+    def agents(self, task: str = "", adapted: bool = True, untrained: bool = False) -> tuple[RLAgent, MLAgent]:
+        """The RL-Agent and ML-Agent for ``task`` (its adapted pair when there is one and ``adapted``); ``untrained``:
+        freshly initialised agents, seeded with the agents folder's training seed (0 without one)."""
+        key = "\0untrained" if untrained else task if adapted else ""
+        if untrained and key not in self._agents:
+            self._agents[key] = untrained_agents(int(self.graph.vectors.shape[1]), training_seed(self.agents_dir))
+        elif key not in self._agents:
             if not self.agents_dir:
                 raise ValueError("no agents folder: set agents_dir (--agents DIR; train with `ragplan instructrag train`)")
             self._agents[key] = load_agents(self.agents_dir, key)
@@ -62,9 +109,6 @@ def load_parts(graph_dir: str, agents_dir: str = "", embedding_model: str = "") 
     if not graph_dir:
         raise ValueError("no instruction graph: set instruction_graph_dir (--instruction-graph DIR; build one with "
                          "`ragplan instructrag build-graph --paths FILE… --out DIR`)")
-    if not (Path(graph_dir) / GRAPH_FILE).is_file():
-        raise ValueError(f"no instruction graph at {graph_dir}; build one with `ragplan instructrag build-graph --paths FILE… "
-                         f"--out {graph_dir}`")
     if agents_dir and not Path(agents_dir).is_dir():
         raise ValueError(f"no agents folder at {agents_dir}; train the agents with `ragplan instructrag train`")
     key = (str(Path(graph_dir).resolve()), str(Path(agents_dir).resolve()) if agents_dir else "", embedding_model,
@@ -82,38 +126,66 @@ def derived_from(g: InstructionGraph, instruction_ids: list[int]) -> list[str]:
     return list(dict.fromkeys(g.questions[int(p["question"])]["text"] for p in paths))
 
 
-def graph_candidates(parts: PlannerParts, question: str, task: str, *, mode: str = "rl_agent", k: int = 3,
-                     threshold: float = -1.0, max_len: int = 8, adapted: bool = True) -> list[PlannedPath]:
-    """K candidate paths from a walk of the graph: the RL-Agent's (``rl_agent``) or the threshold rule's (``threshold``;
-    a negative one = the graph's calibrated threshold)."""
-    g = parts.graph
-    qvec = parts.vector(question)
-    if mode == "threshold":
-        res = traverse(g, qvec, threshold_decider(g.threshold if threshold < 0 else threshold), k=k, max_len=max_len)
-    else:
-        rl, _ = parts.agents(task, adapted)
-        res = traverse(g, qvec, rl.greedy(), k=k, start_nodes=rl.start_nodes, max_len=max_len)
-    return [PlannedPath(instructions=[g.instructions[i]["text"] for i in p], source=mode, nodes=list(nodes),
-                        derived_from=derived_from(g, p)) for p, nodes in zip(res.paths, res.path_nodes)]
+def walk(g: InstructionGraph, qvec: np.ndarray, rl: RLAgent | None, *, k: int = 3, threshold: float = -1.0,
+         max_len: int | None = None) -> TraversalResult:
+    """K candidate walks of the graph: the RL-Agent's, or with ``rl`` None the threshold rule's (a negative
+    ``threshold`` = the graph's calibrated one)."""
+    if rl is None:
+        decide = threshold_decider(g.threshold if threshold < 0 else threshold)
+        return traverse(g, qvec, decide, k=k, max_len=max_len or 8)
+    return traverse(g, qvec, rl.greedy(), k=k, start_nodes=rl.start_nodes, max_len=max_len or rl.max_len)
 
 
-def stored_candidates(parts: PlannerParts, question: str, k: int = 3) -> list[PlannedPath]:
-    """RAP-style: the stored paths of the ``k`` past questions most similar to ``question`` (the graph's whole store)."""
+def ml_scores(ml: MLAgent, qvec: np.ndarray, paths: list[list[str]], embedder: Any,
+              known: dict[str, np.ndarray]) -> np.ndarray:
+    """The ML-Agent's cosine of each path of instruction texts (the pick is the highest)."""
+    return ml.scores(qvec, path_backbone_vectors(paths, embedder, known))
+
+
+def stored_path(g: InstructionGraph, qvec: np.ndarray, method: str = "rap", rng: random.Random | None = None) -> int:
+    """The stored path (index; -1 for an empty store) a one-line baseline takes: ``rap`` the nearest question's,
+    ``majority`` the nearest question's whose path has the store's commonest action sequence, ``random`` any."""
+    if not g.paths:  # the whole store, noisy paths included (the paper's RAP keeps them)
+        return -1
+    if method == "random":
+        return (rng or random.Random(0)).choice(range(len(g.paths)))
+    acts = [tuple(g.instructions[i]["action"] for i in p["instructions"]) for p in g.paths]
+    top = Counter(acts).most_common(1)[0][0]
+    ok = np.array([method == "rap" or acts[int(q["path"])] == top for q in g.questions])
+    return int(g.questions[int(np.argmax(np.where(ok, g.qvectors @ qvec, -9)))]["path"])
+
+
+def graph_candidates(parts: PlannerParts, question: str, rl: RLAgent | None, *, k: int = 3, threshold: float = -1.0,
+                     max_len: int = 8) -> list[PlannedPath]:
+    """K candidate paths from a walk of the graph (:func:`walk`: the RL-Agent's, or the threshold rule's)."""
     g = parts.graph
+    res = walk(g, parts.vector(question), rl, k=k, threshold=threshold, max_len=max_len)
+    return [PlannedPath(instructions=[g.instructions[i]["text"] for i in p], source="threshold" if rl is None else
+                        "rl_agent", nodes=list(nodes), derived_from=derived_from(g, p))
+            for p, nodes in zip(res.paths, res.path_nodes)]
+
+
+def stored_candidates(parts: PlannerParts, question: str, k: int = 3, how: str = "stored") -> list[PlannedPath]:
+    """RAP-style (``stored``): the stored paths of the ``k`` past questions most similar to ``question`` (the graph's
+    whole store); ``majority``: the path :func:`stored_path` picks; ``constant``: :data:`CONSTANT_PLAN`."""
+    g = parts.graph
+    if how == "constant":
+        return [PlannedPath(instructions=[i.text for i in CONSTANT_PLAN], source=how)]
     if not len(g.qvectors):
         return []
-    sims = g.qvectors @ parts.vector(question)
-    best = [int(qi) for qi in np.argsort(-sims, kind="stable")[:max(1, k)]]  # noisy paths too: RAP's store holds them
+    qvec = parts.vector(question)
+    sims = g.qvectors @ qvec
+    best = [int(qi) for qi in np.argsort(-sims, kind="stable")[:max(1, k)]]
+    if how == "majority":
+        best = [int(g.paths[stored_path(g, qvec, how)]["question"])]
     return [PlannedPath(instructions=[i.text for i in g.path_instructions(int(g.questions[qi]["path"]))],
-                        source="stored", derived_from=[g.questions[qi]["text"]], score=round(float(sims[qi]), 4))
+                        source=how, derived_from=[g.questions[qi]["text"]], score=round(float(sims[qi]), 4))
             for qi in best]
 
 
-def ml_pick(parts: PlannerParts, question: str, task: str, candidates: list[PlannedPath], adapted: bool = True) -> tuple[int, list[float]]:
+def ml_pick(parts: PlannerParts, question: str, ml: MLAgent, candidates: list[PlannedPath]) -> tuple[int, list[float]]:
     """The ML-Agent's pick among ``candidates`` (index, cosine per candidate); -1 when there are none."""
     if not candidates:
         return -1, []
-    _, ml = parts.agents(task, adapted)
-    pv = path_backbone_vectors([c.instructions for c in candidates], parts.embedder, parts.known)
-    scores = ml.scores(parts.vector(question), pv)
+    scores = ml_scores(ml, parts.vector(question), [c.instructions for c in candidates], parts.embedder, parts.known)
     return int(np.argmax(scores)), [round(float(s), 4) for s in scores]
