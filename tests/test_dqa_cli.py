@@ -179,8 +179,9 @@ def test_verify_counts_a_broken_script_as_an_error_and_finishes(tmp_path, capsys
 
 def test_verify_splits_many_questions_over_two_processes_with_the_same_output(tmp_path, capsys, monkeypatch):
     """From ``SPLIT_FROM`` questions verify solves the second half in a forked process: the same rows, in the same
-    order, with the same disagreements and errors as one process gives."""
+    order, with the same disagreements and errors as one process gives (also when the child dies)."""
     import os
+    import pickle
 
     from ragplan.methods.planrag import cli as dqa_cli, grade
 
@@ -201,6 +202,8 @@ def test_verify_splits_many_questions_over_two_processes_with_the_same_output(tm
     solved_by = pids.read_text().split()  # two runs: the first half here, the second in a forked process
     assert len(solved_by) == 2 * len(qs) and solved_by.count(str(os.getpid())) == 2 * (len(qs) // 2)
     assert split[0][0] == 2 and "ScriptError" in split[0][2] and "gold '-1'" in split[0][2]
+    monkeypatch.setattr(pickle, "dump", lambda *a: os._exit(1))  # a child that dies: its half is solved here
+    assert [_run(capsys, "verify", "--data", tmp_path, "--scenario", "building", *f) for f in ((), ("--json",))] == split
     monkeypatch.setattr(dqa_cli, "SPLIT_FROM", 10**9)
     assert [_run(capsys, "verify", "--data", tmp_path, "--scenario", "building", *f) for f in ((), ("--json",))] == split
 

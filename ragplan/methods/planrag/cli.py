@@ -74,29 +74,38 @@ def _verify_rows(questions: list[Any]) -> list[dict[str, Any]]:
     return rows
 
 
-#: From this many questions ``verify`` solves the second half in one forked process while it solves the first
+#: From this many questions ``verify`` solves the second half in a forked process while it solves the first
 #: (the questions are independent; below it the fork costs more than it saves).
 SPLIT_FROM = 32
 
 
 def _solve_all(questions: list[Any]) -> list[dict[str, Any]]:
-    """:func:`_verify_rows` of every question, in order; on two cores or more split in two halves."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    """:func:`_verify_rows` of every question, in order; on two cores or more in two halves, one in a forked child."""
+    import pickle
 
     import ragplan.methods.planrag.grade  # noqa: F401  (imported once, before the fork)
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1  # (Linux: where fork is safe)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1  # (Linux, where fork is safe)
     if len(questions) < SPLIT_FROM or cores < 2:
         return _verify_rows(questions)
     half = len(questions) // 2
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
-        later = pool.submit(_verify_rows, questions[half:])
-        rows = _verify_rows(questions[:half])
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its rows go back pickled through the pipe, and it ends without the parent's exit
         try:
-            return rows + later.result()
-        except Exception:  # the helper process failed: its half is solved here
-            return rows + _verify_rows(questions[half:])
+            with os.fdopen(write, "wb") as pipe:
+                pickle.dump(_verify_rows(questions[half:]), pipe)
+        finally:
+            os._exit(0)
+    os.close(write)
+    rows = _verify_rows(questions[:half])
+    with os.fdopen(read, "rb") as pipe:
+        try:
+            later = pickle.load(pipe)
+        except Exception:  # the child failed: its half is solved here
+            later = _verify_rows(questions[half:])
+    os.waitpid(pid, 0)
+    return rows + later
 
 
 def _verify(args: argparse.Namespace) -> int:
