@@ -70,7 +70,8 @@ def scenario_from_data(data: GraphData) -> BuildingScenario:
         if label in ("Goods", "Building") and props.get("code" if label == "Goods" else "id") is None:
             raise ScriptError(data.source, line, f"a {label} node without its {'code' if label == 'Goods' else 'id'}")
         if label == "Goods":
-            goods.append((str(props.get("name")), props["code"], *num(props, "base_price", "current_price", "pop_demand")))
+            goods.append((str(props.get("name")), props["code"],
+                          *num(props, "base_price", "current_price", "pop_demand")))
         elif label == "Building":
             buildings.append((props["id"], str(props.get("name", "")), *num(props, "level")))
     for rtype, _, src_key, _, dst_key, props, line in data.rels:
@@ -78,7 +79,8 @@ def scenario_from_data(data: GraphData) -> BuildingScenario:
             demand.append((src_key.get("code"), dst_key.get("id"), *num(props, "max_demand"), line))
         elif rtype == "Supply":
             supply.append((src_key.get("id"), dst_key.get("code"), *num(props, "max_supply", "current_output"), line))
-    return _scenario(data.source, *(_columns(rows, n) for rows, n in ((goods, 5), (buildings, 3), (demand, 4), (supply, 5))))
+    columns = (_columns(rows, n) for rows, n in ((goods, 5), (buildings, 3), (demand, 4), (supply, 5)))
+    return _scenario(data.source, *columns)
 
 
 def _columns(rows: list[tuple[Any, ...]], width: int) -> list[tuple[Any, ...]]:
@@ -109,8 +111,9 @@ def _scenario(source: str, goods: Sequence[Sequence[Any]], buildings: Sequence[S
     return BuildingScenario(
         source, list(goods[0]), g_codes, floats(goods[2]), floats(goods[3]), floats(goods[4]), b_ids,
         list(buildings[1]), floats(buildings[2]), _positions(demand[0], g_at, demand[3], source),
-        _positions(demand[1], b_at, demand[3], source), floats(demand[2]), _positions(supply[0], b_at, supply[4], source),
-        _positions(supply[1], g_at, supply[4], source), floats(supply[2]), floats(supply[3]),
+        _positions(demand[1], b_at, demand[3], source), floats(demand[2]),
+        _positions(supply[0], b_at, supply[4], source), _positions(supply[1], g_at, supply[4], source),
+        floats(supply[2]), floats(supply[3]),
     )
 
 

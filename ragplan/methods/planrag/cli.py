@@ -123,7 +123,8 @@ def _verify(args: argparse.Namespace) -> int:
     agree = sum(row["agree"] for row in rows)
     failed = sum(v[2] for v in stats.values())  # a script that does not load is an error of the clone: exit 2
     if args.json and rows:
-        print("\n".join(json.dumps(row, ensure_ascii=False) for row in rows))  # one write: every write is checked for credentials
+        # one write: every write is checked for credentials
+        print("\n".join(json.dumps(row, ensure_ascii=False) for row in rows))
     if not args.json:
         print(f"{args.scenario} — agreement of the simulator with the gold answers")
         print(f"{'year':<8} {'questions':>9} {'agree':>6} {'errors':>6} {'rate':>7}")
