@@ -225,23 +225,16 @@ def sequential_prices(sc: BuildingScenario, raised: int = -1) -> list[float]:
         outputs[b].append([g, ms, co])
     pop, base = sc.pop_demand.tolist(), sc.base_price.tolist()
     building_demand, supply = [0.0] * ng, [0.0] * ng
-    for b in range(nb):  # the state from the script
-        for g, md, _ in inputs[b]:
-            building_demand[g] += md
-        for g, _, co in outputs[b]:
-            supply[g] += co
-    if raised >= 0:
-        level = float(sc.level[raised])
-        f = (level + RAISE_LEVELS) / max(level, 1.0)
-        for e in inputs[raised]:
-            e[1] *= f
-        for e in outputs[raised]:
-            e[1] *= f
-    for b in range(nb):  # rule 1: added to, not reset
-        for g, md, _ in inputs[b]:
-            building_demand[g] += md
-        for g, ms, _ in outputs[b]:
-            supply[g] += ms
+    for rule_one in (False, True):  # the state from the script, then rule 1 (added to, not reset) after the raise
+        if rule_one and raised >= 0:
+            level = float(sc.level[raised])
+            for e in inputs[raised] + outputs[raised]:
+                e[1] *= (level + RAISE_LEVELS) / max(level, 1.0)
+        for b in range(nb):
+            for g, md, _ in inputs[b]:
+                building_demand[g] += md
+            for g, ms, co in outputs[b]:
+                supply[g] += ms if rule_one else co
     for _ in range(ROUNDS):
         for b in range(nb):
             for e in inputs[b]:
