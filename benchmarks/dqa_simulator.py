@@ -22,7 +22,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests/ holds the straightforward reference
 
-from benchmarks.common import load_baseline, print_rows, save_report  # noqa: E402
+from benchmarks.common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
 from ragplan.methods.planrag.cql import read_graph_data  # noqa: E402
 from ragplan.methods.planrag.data import load_questions  # noqa: E402
 from ragplan.methods.planrag.generate import generate_clone  # noqa: E402
@@ -88,8 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="verify runs (the median is kept), each followed by a share "
                                                           "of the reference (default 3)")
     ap.add_argument("--workdir", type=Path, help="generate the clones here (kept) instead of a temporary folder")
-    ap.add_argument("--baseline", type=Path, help="a JSON report saved earlier with --save: show it in the table")
-    ap.add_argument("--save", type=Path, help="write this run's report as JSON")
+    add_report_flags(ap, "verify_s")
     args = ap.parse_args(argv)
     if (args.questions is not None and args.questions < 1) or args.rounds < 1:
         ap.error("--questions and --rounds must be at least 1")

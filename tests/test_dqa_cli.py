@@ -177,6 +177,37 @@ def test_verify_counts_a_broken_script_as_an_error_and_finishes(tmp_path, capsys
     assert not any("error" in r for i, r in enumerate(rows) if i != 1)
 
 
+def test_verify_splits_many_questions_over_two_processes_with_the_same_output(tmp_path, capsys, monkeypatch):
+    """From ``SPLIT_FROM`` questions verify solves the second half in a forked process: the same rows, in the same
+    order, with the same disagreements and errors as one process gives (also when the child dies)."""
+    import os
+    import pickle
+
+    from ragplan.methods.planrag import cli as dqa_cli, grade
+
+    qs = _generate(capsys, tmp_path, "building", dqa_cli.SPLIT_FROM + 3, seed=5)
+    qs[-1]["answer"] = -1  # a disagreement in the second half
+    (tmp_path / BUILDING_QUESTIONS).write_text(json.dumps(qs))
+    (tmp_path / BUILDING_SCRIPTS / f"{qs[-4]['country']}.cql").write_text("MATCH (n) DETACH DELETE n;\n")
+    pids, solve = tmp_path / "pids", grade.solve_question
+
+    def recording(q):
+        with pids.open("a") as f:
+            f.write(f"{os.getpid()}\n")
+        return solve(q)
+
+    monkeypatch.setattr(grade, "solve_question", recording)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    split = [_run(capsys, "verify", "--data", tmp_path, "--scenario", "building", *f) for f in ((), ("--json",))]
+    solved_by = pids.read_text().split()  # two runs: the first half here, the second in a forked process
+    assert len(solved_by) == 2 * len(qs) and solved_by.count(str(os.getpid())) == 2 * (len(qs) // 2)
+    assert split[0][0] == 2 and "ScriptError" in split[0][2] and "gold '-1'" in split[0][2]
+    monkeypatch.setattr(pickle, "dump", lambda *a: os._exit(1))  # a child that dies: its half is solved here
+    assert [_run(capsys, "verify", "--data", tmp_path, "--scenario", "building", *f) for f in ((), ("--json",))] == split
+    monkeypatch.setattr(dqa_cli, "SPLIT_FROM", 10**9)
+    assert [_run(capsys, "verify", "--data", tmp_path, "--scenario", "building", *f) for f in ((), ("--json",))] == split
+
+
 def test_verify_on_a_folder_that_is_not_a_clone(tmp_path, capsys):
     rc, out, err = _run(capsys, "verify", "--data", tmp_path, "--scenario", "building")
     assert rc == 2 and out == "" and err.startswith("error: ") and "not a clone" in err

@@ -283,4 +283,4 @@ def test_the_official_building_form_falls_back_or_agrees_on_a_hostile_corpus(see
         if fast is not None:  # None: the general parser decides
             fast_taken += 1
             assert fast == _building_outcome(_general_building, text), repr(text)
-    assert 100 < fast_taken < 1400  # both paths are exercised
+    assert 50 < fast_taken < 1400  # both paths are exercised (an edge to unknown goods or building falls back)

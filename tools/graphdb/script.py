@@ -80,30 +80,6 @@ def _scan(text: str, depth: int, quote: str) -> tuple[int, str, list[int]]:
     return depth, quote, semis
 
 
-_STRINGS = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`[^`]*`""", re.S)
-
-
-def _bare(line: str) -> str:
-    """``_STRINGS.sub("", line)``; by ``str.split`` when the line's only literals are ``"…"`` without escapes."""
-    if "'" not in line and "`" not in line:
-        if '"' not in line:
-            return line
-        if "\\" not in line and line.count('"') % 2 == 0:
-            return "".join(line.split('"')[::2])  # the same pairs the regex would match, left to right
-    return _STRINGS.sub("", line)
-
-
-def _line_state(line: str, depth: int, quote: str) -> tuple[int, str]:
-    """Bracket depth and open quote after ``line``: C-speed counting when the line has no open quote or comment."""
-    if not quote:
-        bare = _bare(line)
-        if "//" not in bare and not any(q in bare for q in "'\"`"):
-            opened = bare.count("(") + bare.count("[") + bare.count("{")
-            return depth + opened - bare.count(")") - bare.count("]") - bare.count("}"), ""
-    depth, quote, _ = _scan(line, depth, quote)
-    return depth, quote
-
-
 def _code(text: str) -> str:
     """``text`` with comments removed and strings / quoted names emptied: what the keywords are."""
     return _LITERAL_OR_COMMENT.sub(lambda m: "" if m.group(1) else '""', text)
@@ -153,18 +129,7 @@ def split_statements(text: str, path: str = "<script>") -> list[Statement]:
             if not buf:
                 if not is_code[i]:
                     continue
-                line = stripped[i]
-                if (line.endswith(";") and line.count(";") == 1 and "//" not in line and "\\" not in line
-                        and "'" not in line and "`" not in line and line.count('"') % 2 == 0):
-                    # the usual line: one statement ending with its ';', "…" strings without escapes;
-                    # balanced brackets outside the strings make it whole (what the general steps decide)
-                    bare = "".join(line.split('"')[::2]) if '"' in line else line
-                    if (bare.count("(") + bare.count("[") + bare.count("{")
-                            == bare.count(")") + bare.count("]") + bare.count("}")):
-                        if line[:-1].strip():
-                            out.append(Statement(line[:-1].rstrip(), i + 1))
-                        continue
-                depth, quote = _line_state(raw, 0, "")  # a line alone ("\n" changes nothing there)
+                depth, quote, _ = _scan(raw, 0, "")  # a line alone ("\n" changes nothing there)
                 if depth <= 0 and not quote and not _unfinished(stripped[i], following[i]):
                     out.extend(Statement(part, i + 1) for part in _split_semis(stripped[i]))  # a whole statement
                     depth = 0
@@ -175,7 +140,7 @@ def split_statements(text: str, path: str = "<script>") -> list[Statement]:
                     continue
             else:
                 buf.append(raw)
-                depth, quote = _line_state(raw + "\n", depth, quote)
+                depth, quote, _ = _scan(raw + "\n", depth, quote)
                 if depth > 0 or quote:
                     continue
             stmt = "\n".join(buf).strip()

@@ -63,58 +63,64 @@ def scenario_from_data(data: GraphData) -> BuildingScenario:
     """Build a scenario from a parsed script; an edge to unknown goods or building names its line."""
     goods: list[tuple[Any, ...]] = []
     buildings: list[tuple[Any, ...]] = []
-    edges: list[tuple[Any, ...]] = []
+    demand: list[tuple[Any, ...]] = []
+    supply: list[tuple[Any, ...]] = []
+    num = lambda props, *keys: [float(props.get(k) or 0) for k in keys]  # noqa: E731  (a missing number is 0)
     for label, props, line in data.nodes:
         if label in ("Goods", "Building") and props.get("code" if label == "Goods" else "id") is None:
             raise ScriptError(data.source, line, f"a {label} node without its {'code' if label == 'Goods' else 'id'}")
         if label == "Goods":
-            goods.append((props.get("name"), props["code"], props.get("base_price"), props.get("current_price"),
-                          props.get("pop_demand")))
+            goods.append((str(props.get("name")), props["code"],
+                          *num(props, "base_price", "current_price", "pop_demand")))
         elif label == "Building":
-            buildings.append((props["id"], props.get("name", ""), props.get("level")))
+            buildings.append((props["id"], str(props.get("name", "")), *num(props, "level")))
     for rtype, _, src_key, _, dst_key, props, line in data.rels:
         if rtype == "Demand":
-            edges.append((src_key.get("code"), dst_key.get("id"), props.get("max_demand"), line))
+            demand.append((src_key.get("code"), dst_key.get("id"), *num(props, "max_demand"), line))
         elif rtype == "Supply":
-            edges.append((src_key.get("id"), dst_key.get("code"), props.get("max_supply"), props.get("current_output"),
-                          line))
-    return _scenario(data.source, goods, buildings, edges)
+            supply.append((src_key.get("id"), dst_key.get("code"), *num(props, "max_supply", "current_output"), line))
+    columns = (_columns(rows, n) for rows, n in ((goods, 5), (buildings, 3), (demand, 4), (supply, 5)))
+    return _scenario(data.source, *columns)
 
 
-def _scenario(source: str, goods: list[tuple[Any, ...]], buildings: list[tuple[Any, ...]],
-              edges: list[tuple[Any, ...]]) -> BuildingScenario:
-    """The scenario of a script's values in file order: goods (name, code, base_price, current_price, pop_demand),
-    buildings (id, name, level), edges: demand (code, id, max_demand, line) and supply (id, code, max_supply,
-    current_output, line); a missing number is 0, an edge to unknown goods or building names its line."""
-    nums = lambda rows, k: np.asarray([float(r[k] or 0) for r in rows], dtype=float)  # noqa: E731
-    g_codes, b_ids = [int(g[1]) for g in goods], [int(b[0]) for b in buildings]
-    g_idx = {c: i for i, c in enumerate(g_codes)}
-    b_idx = {b: i for i, b in enumerate(b_ids)}
-    dg, db, md, sb, sg, ms, co = [], [], [], [], [], [], []
-    for edge in edges:
-        try:
-            if len(edge) == 4:
-                dg.append(g_idx[int(edge[0])])
-                db.append(b_idx[int(edge[1])])
-                md.append(float(edge[2] or 0))
-            else:
-                sb.append(b_idx[int(edge[0])])
-                sg.append(g_idx[int(edge[1])])
-                ms.append(float(edge[2] or 0))
-                co.append(float(edge[3] or 0))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ScriptError(source, edge[-1], f"relationship refers to unknown goods or building ({exc})") from exc
-    ints = lambda x: np.asarray(x, dtype=np.int64)  # noqa: E731
+def _columns(rows: list[tuple[Any, ...]], width: int) -> list[tuple[Any, ...]]:
+    return list(zip(*rows)) or [()] * width
+
+
+def _positions(keys: Sequence[Any], position: dict[int, int], lines: Sequence[int], source: str) -> np.ndarray:
+    """The positions of ``keys`` (read as integers) in ``position``; the line of an unknown key is named."""
+    try:
+        return np.fromiter(map(position.__getitem__, map(int, keys)), np.int64, len(keys))
+    except (KeyError, TypeError, ValueError):
+        for key, line in zip(keys, lines):
+            try:
+                position[int(key)]
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ScriptError(source, line, f"relationship refers to unknown goods or building ({exc})") from exc
+        raise
+
+
+def _scenario(source: str, goods: Sequence[Sequence[Any]], buildings: Sequence[Sequence[Any]],
+              demand: Sequence[Sequence[Any]], supply: Sequence[Sequence[Any]]) -> BuildingScenario:
+    """The scenario of a script's columns in file order: goods (name, code, base_price, current_price, pop_demand),
+    buildings (id, name, level), demand (code, id, max_demand, line), supply (id, code, max_supply, current_output,
+    line); numbers as numbers or their text."""
+    floats = lambda col: np.asarray(col, dtype=float)  # noqa: E731
+    g_codes, b_ids = list(map(int, goods[1])), list(map(int, buildings[0]))
+    g_at, b_at = {c: i for i, c in enumerate(g_codes)}, {b: i for i, b in enumerate(b_ids)}
     return BuildingScenario(
-        source, [str(g[0]) for g in goods], g_codes, nums(goods, 2), nums(goods, 3), nums(goods, 4), b_ids,
-        [str(b[1]) for b in buildings], nums(buildings, 2), ints(dg), ints(db), np.asarray(md), ints(sb), ints(sg),
-        np.asarray(ms), np.asarray(co),
+        source, list(goods[0]), g_codes, floats(goods[2]), floats(goods[3]), floats(goods[4]), b_ids,
+        list(buildings[1]), floats(buildings[2]), _positions(demand[0], g_at, demand[3], source),
+        _positions(demand[1], b_at, demand[3], source), floats(demand[2]),
+        _positions(supply[0], b_at, supply[4], source), _positions(supply[1], g_at, supply[4], source),
+        floats(supply[2]), floats(supply[3]),
     )
 
 
 _S = r"[ \t]*+"  # spacing inside one line
 _NUM = r"(?:\d++\.?\d*+|\.\d++)(?:[eE][-+]?\d++)?"  # an unsigned number, as parse_map reads it
 _STR = r'"([^"\\\n{}]*+)"'  # a string without escapes or braces
+_END = rf"{_S}(;?){_S}(?=\n)"  # the end of a line and its ``;``
 
 
 def _map(*props: tuple[str, str]) -> str:
@@ -126,41 +132,45 @@ def _node(var: str, label: str, *props: tuple[str, str]) -> str:
     return rf"\({_S}{var}{_S}:{_S}{label}{_S}{_map(*props)}{_S}\)"
 
 
-#: One line of a building script in the official form (DQA.md's lines: its keys in its order, no escapes): Goods
-#: (groups 1-5: name, code, base_price, current_price, pop_demand), Building (6-8: id, name, level), Demand or Supply
-#: (9-17: goods variable and code, building variable and id, from-variable, max_demand | max_supply and
-#: current_output, to-variable) and its ``;`` (18); or a blank or comment line (all groups empty).
-_OFFICIAL_LINE = re.compile(
-    rf"\n(?:CREATE{_S}" + _node(r"\w*+", "Goods", ("name", _STR), ("code", r"(\d++)"), ("base_price", f"({_NUM})"),
-                                ("current_price", f"({_NUM})"), ("pop_demand", f"({_NUM})"))
-    + rf"|CREATE{_S}" + _node(r"\w*+", "Building", ("id", r"(\d++)"), ("name", _STR), ("level", f"({_NUM})"))
-    + rf"|MATCH{_S}" + _node(r"(\w++)", "Goods", ("code", r"(\d++)")) + rf"{_S},{_S}"
-    + _node(r"(\w++)", "Building", ("id", r"(\d++)")) + rf"{_S}CREATE{_S}\({_S}(\w++){_S}\){_S}-{_S}\[{_S}\w*+{_S}:{_S}"
-    + rf"(?:Demand{_S}" + _map(("max_demand", f"({_NUM})"), ("current_input", _NUM), ("level", _NUM))
-    + rf"|Supply{_S}" + _map(("max_supply", f"({_NUM})"), ("current_output", f"({_NUM})"), ("level", _NUM))
-    + rf"){_S}\]{_S}->{_S}\({_S}(\w++){_S}\))"
-    + rf"{_S}(;?){_S}(?=\n)|\n{_S}(?://[^\n]*+)?(?=\n)",
-    re.ASCII,
-)
+def _edge(src: str, rtype: str, props: tuple[tuple[str, str], ...], dst: str) -> str:
+    """``(src)-[r:rtype{props}]->(dst)``."""
+    return rf"\({_S}{src}{_S}\){_S}-{_S}\[{_S}\w*+{_S}:{_S}{rtype}{_S}{_map(*props)}{_S}\]{_S}->{_S}\({_S}{dst}{_S}\)"
+
+
+#: The lines of a building script in the official form (DQA.md's lines: its keys in its order, no escapes), one
+#: pattern a kind: Goods (name, code, base_price, current_price, pop_demand, ``;``), Building (id, name, level, ``;``),
+#: Demand or Supply (goods variable and code, building variable and id, max_demand | max_supply and current_output,
+#: ``;``), and blank or comment lines.
+_OFFICIAL = tuple(re.compile(pattern, re.ASCII) for pattern in (
+    rf"\nCREATE{_S}" + _node(r"\w*+", "Goods", ("name", _STR), ("code", r"(\d++)"), ("base_price", f"({_NUM})"),
+                             ("current_price", f"({_NUM})"), ("pop_demand", f"({_NUM})")) + _END,
+    rf"\nCREATE{_S}" + _node(r"\w*+", "Building", ("id", r"(\d++)"), ("name", _STR), ("level", f"({_NUM})")) + _END,
+    rf"\nMATCH{_S}" + _node(r"(\w++)", "Goods", ("code", r"(\d++)")) + rf"{_S},{_S}(?!\1\b)"
+    + _node(r"(\w++)", "Building", ("id", r"(\d++)")) + rf"{_S}CREATE{_S}(?:"
+    + _edge(r"\1", "Demand", (("max_demand", f"({_NUM})"), ("current_input", _NUM), ("level", _NUM)), r"\3") + "|"
+    + _edge(r"\3", "Supply", (("max_supply", f"({_NUM})"), ("current_output", f"({_NUM})"), ("level", _NUM)), r"\1")
+    + ")" + _END,
+    rf"\n{_S}(?://[^\n]*+)?(?=\n)",
+))
 
 
 def official_scenario(text: str, source: str = "<script>") -> BuildingScenario | None:
-    """The scenario of a script whose every line is in the official form, read by one regex pass without the
-    general parser (the same scenario it gives); None for any other script."""
-    found = _OFFICIAL_LINE.findall("\n" + text + "\n")
-    if "\r" in text or len(found) != text.count("\n") + 1:
+    """The scenario of a script whose every line is in the official form, read by one regex pass per kind of line
+    without the general parser (the same scenario it gives); None for any other script."""
+    padded = "\n" + text + "\n"
+    goods, buildings, edges, blank = (pattern.findall(padded) for pattern in _OFFICIAL)
+    statements = len(goods) + len(buildings) + len(edges)
+    if "\r" in text or statements + len(blank) != text.count("\n") + 1 or not (goods or buildings):
         return None
-    goods = [f[:5] for f in found if f[1]]
-    buildings = [f[5:8] for f in found if f[5]]
-    edges = [(f[9], f[11], f[13], no) if f[13] else (f[11], f[9], f[14], f[15], no)
-             for no, f in enumerate(found, 1) if f[8]]
-    semis = sum(1 for f in found if f[17])
-    if not (goods or buildings) or semis and semis * 2 < len(goods) + len(buildings) + len(edges):
-        return None  # no nodes, or a file the statement splitter reads in semicolon mode
-    if any(gv == bv or (a, b) != ((gv, bv) if md else (bv, gv)) for gv, _, bv, _, a, md, _, _, b, _ in
-           (f[8:18] for f in found if f[8])):
-        return None  # an edge between other variables than the matched ones: the general parser names the error
-    return _scenario(source, goods, buildings, edges)
+    semis = sum(1 for rows in (goods, buildings, edges) for row in rows if row[-1])
+    if semis and semis * 2 < statements:
+        return None  # a file the statement splitter reads in semicolon mode
+    d, s = _columns([e for e in edges if e[4]], 8), _columns([e for e in edges if not e[4]], 8)
+    try:
+        return _scenario(source, _columns(goods, 6), _columns(buildings, 4), (d[1], d[3], d[4], ()),
+                         (s[3], s[1], s[5], s[6], ()))
+    except (ValueError, KeyError):  # an edge to unknown goods or building: the general parser names its line
+        return None
 
 
 def simulate_prices(sc: BuildingScenario, raised: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
@@ -215,23 +225,16 @@ def sequential_prices(sc: BuildingScenario, raised: int = -1) -> list[float]:
         outputs[b].append([g, ms, co])
     pop, base = sc.pop_demand.tolist(), sc.base_price.tolist()
     building_demand, supply = [0.0] * ng, [0.0] * ng
-    for b in range(nb):  # the state from the script
-        for g, md, _ in inputs[b]:
-            building_demand[g] += md
-        for g, _, co in outputs[b]:
-            supply[g] += co
-    if raised >= 0:
-        level = float(sc.level[raised])
-        f = (level + RAISE_LEVELS) / max(level, 1.0)
-        for e in inputs[raised]:
-            e[1] *= f
-        for e in outputs[raised]:
-            e[1] *= f
-    for b in range(nb):  # rule 1: added to, not reset
-        for g, md, _ in inputs[b]:
-            building_demand[g] += md
-        for g, ms, _ in outputs[b]:
-            supply[g] += ms
+    for rule_one in (False, True):  # the state from the script, then rule 1 (added to, not reset) after the raise
+        if rule_one and raised >= 0:
+            level = float(sc.level[raised])
+            for e in inputs[raised] + outputs[raised]:
+                e[1] *= (level + RAISE_LEVELS) / max(level, 1.0)
+        for b in range(nb):
+            for g, md, _ in inputs[b]:
+                building_demand[g] += md
+            for g, ms, co in outputs[b]:
+                supply[g] += ms if rule_one else co
     for _ in range(ROUNDS):
         for b in range(nb):
             for e in inputs[b]:

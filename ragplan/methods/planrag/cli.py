@@ -56,16 +56,13 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc))
 
 
-def _verify(args: argparse.Namespace) -> int:
-    from ragplan.methods.planrag.data import load_questions
+def _verify_rows(questions: list[Any]) -> list[dict[str, Any]]:
+    """One row per question: the simulator's best decision and whether it is the gold answer (or the error)."""
     from ragplan.methods.planrag.grade import solve_question
 
-    questions = load_questions(args.data, args.scenario)[: args.limit]
-    stats: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-    agree, rows = 0, []
+    rows = []
     for q in questions:
-        subset = "-" if q.year is None else str(q.year)
-        row: dict[str, Any] = {"question_num": q.num, "subset": subset, "gold": q.answer}
+        row: dict[str, Any] = {"question_num": q.num, "subset": "-" if q.year is None else str(q.year), "gold": q.answer}
         try:
             found = solve_question(q).best
             best = None if found is None else str(found)
@@ -73,17 +70,61 @@ def _verify(args: argparse.Namespace) -> int:
             row.update(simulated=best, agree=best is not None and gold == best.strip().lower())
         except Exception as exc:  # a bad script is one recorded failure, never the end of the run
             row.update(simulated=None, agree=False, error=f"{type(exc).__name__}: {exc}")
+        rows.append(row)
+    return rows
+
+
+#: From this many questions ``verify`` solves the second half in a forked process while it solves the first
+#: (the questions are independent; below it the fork costs more than it saves).
+SPLIT_FROM = 32
+
+
+def _solve_all(questions: list[Any]) -> list[dict[str, Any]]:
+    """:func:`_verify_rows` of every question, in order; on two cores or more in two halves, one in a forked child."""
+    import pickle
+
+    import ragplan.methods.planrag.grade  # noqa: F401  (imported once, before the fork)
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1  # (Linux, where fork is safe)
+    if len(questions) < SPLIT_FROM or cores < 2:
+        return _verify_rows(questions)
+    half = len(questions) // 2
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its rows go back pickled through the pipe, and it ends without the parent's exit
+        try:
+            with os.fdopen(write, "wb") as pipe:
+                pickle.dump(_verify_rows(questions[half:]), pipe)
+        finally:
+            os._exit(0)
+    os.close(write)
+    rows = _verify_rows(questions[:half])
+    with os.fdopen(read, "rb") as pipe:
+        try:
+            later = pickle.load(pipe)
+        except Exception:  # the child failed: its half is solved here
+            later = _verify_rows(questions[half:])
+    os.waitpid(pid, 0)
+    return rows + later
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from ragplan.methods.planrag.data import load_questions
+
+    questions = load_questions(args.data, args.scenario)[: args.limit]
+    stats: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    rows = _solve_all(questions)
+    for row in rows:
         st = stats[row["subset"]]
         st[:] = st[0] + 1, st[1] + row["agree"], st[2] + ("error" in row)
-        agree += row["agree"]
-        if args.json:
-            rows.append(json.dumps(row, ensure_ascii=False))
-        elif not row["agree"]:
-            print(f"q{q.num}: gold {q.answer!r}, simulator {row['simulated']!r}"
+        if not args.json and not row["agree"]:
+            print(f"q{row['question_num']}: gold {row['gold']!r}, simulator {row['simulated']!r}"
                   + (f"  ({row['error']})" if "error" in row else ""), file=sys.stderr)
+    agree = sum(row["agree"] for row in rows)
     failed = sum(v[2] for v in stats.values())  # a script that does not load is an error of the clone: exit 2
-    if rows:
-        print("\n".join(rows))  # one write: every write is checked for credentials
+    if args.json and rows:
+        # one write: every write is checked for credentials
+        print("\n".join(json.dumps(row, ensure_ascii=False) for row in rows))
     if not args.json:
         print(f"{args.scenario} — agreement of the simulator with the gold answers")
         print(f"{'year':<8} {'questions':>9} {'agree':>6} {'errors':>6} {'rate':>7}")

@@ -15,15 +15,8 @@ __all__ = ["LocatingScenario", "Record", "LocatingOption", "LocatingSolution", "
            "merchant_power", "truthy"]
 
 
-#: DQA's usual flag values, looked up (1 and 0 hash as True and False).
-_FLAGS: dict[Any, bool] = {True: True, False: False, "True": True, "False": False, "true": True, "false": False}
-
-
 def truthy(value: Any) -> bool:
     """DQA's merchant flags are the strings "True"/"False" (sometimes booleans); script values are scalars."""
-    known = _FLAGS.get(value)
-    if known is not None:
-        return known
     return value is True or (isinstance(value, str) and value.strip().lower() == "true") or value == 1
 
 
