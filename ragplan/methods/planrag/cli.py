@@ -80,8 +80,9 @@ SPLIT_FROM = 32
 
 
 def _solve_all(questions: list[Any]) -> list[dict[str, Any]]:
-    """:func:`_verify_rows` of every question, in order; on two cores or more in two halves, one in a forked child."""
-    import pickle
+    """:func:`_verify_rows` of every question, in order; on two cores or more in two halves, one in a forked worker."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
     import ragplan.methods.planrag.grade  # noqa: F401  (imported once, before the fork)
 
@@ -89,23 +90,13 @@ def _solve_all(questions: list[Any]) -> list[dict[str, Any]]:
     if len(questions) < SPLIT_FROM or cores < 2:
         return _verify_rows(questions)
     half = len(questions) // 2
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: its rows go back pickled through the pipe, and it ends without the parent's exit
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        later = pool.submit(_verify_rows, questions[half:])
+        rows = _verify_rows(questions[:half])
         try:
-            with os.fdopen(write, "wb") as pipe:
-                pickle.dump(_verify_rows(questions[half:]), pipe)
-        finally:
-            os._exit(0)
-    os.close(write)
-    rows = _verify_rows(questions[:half])
-    with os.fdopen(read, "rb") as pipe:
-        try:
-            later = pickle.load(pipe)
-        except Exception:  # the child failed: its half is solved here
-            later = _verify_rows(questions[half:])
-    os.waitpid(pid, 0)
-    return rows + later
+            return rows + later.result()
+        except Exception:  # the worker died: its half is solved here
+            return rows + _verify_rows(questions[half:])
 
 
 def _verify(args: argparse.Namespace) -> int:
