@@ -8,12 +8,10 @@ import argparse
 import json
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
 
 from ragplan.eval.html_report import write_html_report  # noqa: E402

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -15,7 +14,6 @@ from langchain_core.load import dumps
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
 
 from ragplan.llm import decide, load_chat_model  # noqa: E402

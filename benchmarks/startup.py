@@ -12,7 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -394,6 +394,9 @@ def test_malformed_records_name_file_and_record(tmp_path):
     assert "test split without gold answers" in _bad(tmp_path, [test_split], fmt="hotpotqa")
     bad_ctx = {**HOTPOT[0], "context": [["Ed Wood", "x", "y"]]}
     assert "record 0: 'context'[0] should be [title, [sentences]]" in _bad(tmp_path, [bad_ctx])
+    bad_sentences = {**HOTPOT[0], "context": [["Ed Wood", ["ok", 3]]]}  # the title is fine, a sentence is not
+    assert "'context'[0] should be [title, [sentences]], got ['Ed Wood', ['ok', 3]]" in _bad(tmp_path, [bad_sentences])
+    assert "'context' should be a list of [title, [sentences]] pairs" in _bad(tmp_path, [{**HOTPOT[0], "context": 7}])
     bad_fact = {**HOTPOT[0], "supporting_facts": [["Ed Wood", "zero"]]}
     assert "'supporting_facts'[0] should be [title, sentence index]" in _bad(tmp_path, [bad_fact])
     maybe = {**STRATEGY[0], "answer": "maybe"}

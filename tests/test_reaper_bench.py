@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from ragplan.eval import registry
+from ragplan.eval.registry import get_benchmark, register
 from ragplan.methods.reaper.benchmark import BENCHMARKS
-from ragplan.methods.reaper.benchmark import GOLDSET_FILE, ReaperBenchmark, _factory, predicted_plans
+from ragplan.methods.reaper.benchmark import GOLDSET_FILE, ReaperBenchmark, predicted_plans
 from ragplan.methods.reaper.metrics import aggregate
 from ragplan.methods.reaper.plan import format_plan, parse_plan
 from ragplan.tools.retail import generate_shop
@@ -19,14 +21,27 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_factory_options(shop: Path) -> None:
-    assert BENCHMARKS["reaper-retail"] is _factory
-    with pytest.raises(ValueError, match="no option"):
-        _factory(str(shop), bogus=1)
+    assert BENCHMARKS["reaper-retail"] is ReaperBenchmark
+    with pytest.raises(ValueError, match="'reaper-retail' has no option bogus; options: limit, year, split, remove_tool"):
+        get_benchmark("reaper-retail", str(shop), bogus=1)
+    with pytest.raises(ValueError, match="no option group_by"):  # a fixed attribute, not an option
+        get_benchmark("reaper-retail", str(shop), group_by=("split",))
     with pytest.raises(ValueError, match="split"):
-        _factory(str(shop), split="dev")
-    b = _factory(str(shop), limit=5, year=None)
+        get_benchmark("reaper-retail", str(shop), split="dev")
+    b = get_benchmark("reaper-retail", str(shop), limit=5, year=None)
     assert b.metrics == ("tool_accuracy", "argument_accuracy", "plan_valid", "tool_accuracy_first_call",
                          "argument_accuracy_first_call", "plan_valid_first_call") and b.group_by == ("category",)
+
+
+def test_registry_checks_a_registered_factorys_options(tmp_path: Path) -> None:
+    """A user's factory without ``**options`` gets the same clear error for an option it lacks (not a TypeError)."""
+    register("test-mine", lambda data, limit=None: ReaperBenchmark(data, limit=limit))
+    try:
+        with pytest.raises(ValueError, match="'test-mine' has no option split; options: limit"):
+            get_benchmark("test-mine", str(tmp_path), split="all")
+        assert get_benchmark("test-mine", str(tmp_path), limit=2).limit == 2
+    finally:
+        registry._REGISTRY.pop("test-mine")
 
 
 def test_items_generate_goldset_and_carry_context(shop: Path) -> None:

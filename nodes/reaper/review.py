@@ -4,7 +4,7 @@ an edit is parsed and validated like the planner's and becomes the ``plan`` to e
 from __future__ import annotations
 
 from ragplan.nodes.common.review_plan import PlanEdit, PlanEditError, PlanReviewer, PlanView
-from ragplan.nodes.reaper.validate_plan import registry_errors
+from ragplan.nodes.reaper.validate_plan import plan_errors
 from ragplan.methods.reaper.plan import RetrievalPlan, as_steps, format_plan, parse_plan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperState
@@ -30,12 +30,10 @@ class ReaperReviewer(PlanReviewer[ReaperState, ReaperContext]):
     def apply_edit(self, state: ReaperState, ctx: ReaperContext, text: str) -> PlanEdit:
         """Parse and validate the edited plan like the planner's; it becomes the plan to execute."""
         parsed = parse_plan(text)
-        errors = list(parsed.errors)
-        if not errors:
-            try:
-                errors = registry_errors(parsed.plan, ctx)
-            except Exception as exc:  # the registry cannot be opened: the edit cannot be checked, so it is refused
-                raise PlanEditError(f"the tool registry is unavailable, the plan cannot be checked: {exc}") from None
+        try:
+            errors = plan_errors(parsed, ctx)
+        except Exception as exc:  # the registry cannot be opened: the edit cannot be checked, so it is refused
+            raise PlanEditError(f"the tool registry is unavailable, the plan cannot be checked: {exc}") from None
         if errors:
             raise PlanEditError("the plan does not validate: " + "; ".join(str(e) for e in errors))
         printed = format_plan(parsed.plan)

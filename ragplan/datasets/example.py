@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Any, Callable, Literal, NoReturn
 
 __all__ = ["QAExample", "DatasetError", "RawRecord", "Kind", "infer_kind", "DecompositionStep"]
 
@@ -146,8 +146,9 @@ class RawRecord:
             self.fail(f"{key!r} should be a list of strings")
         return [str(x) for x in v]
 
-    def _pairs(self, value: Any, key: str, column: str, what: str = "sentences") -> list[Any]:
-        """``[[title, x], …]`` as given (``[]`` for none) or from the column form ``{"title": [...], column: […]}``."""
+    def _pairs(self, value: Any, key: str, column: str, shape: str, ok: Callable[[Any], bool]) -> list[tuple[str, Any]]:
+        """``[[title, x], …]`` as given (``[]`` for none) or from the column form ``{"title": [...], column: […]}``,
+        each ``x`` passing ``ok``; else the record's error naming ``key``, the pair and its ``shape``."""
         if value is None:
             return []
         if isinstance(value, dict):
@@ -156,31 +157,20 @@ class RawRecord:
                 self.fail(f"{key!r} in column form needs lists 'title' and {column!r} of equal length")
             value = [list(p) for p in zip(titles, xs)]
         if not isinstance(value, list):
-            self.fail(f"{key!r} should be a list of [title, {what}] pairs")
-        return value
+            self.fail(f"{key!r} should be a list of {shape} pairs")
+        for j, pair in enumerate(value):
+            if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[0], str) and ok(pair[1])):
+                self.fail(f"{key!r}[{j}] should be {shape}, got {pair!r}")
+        return [(title, x) for title, x in value]
 
     def contexts(self, value: Any, key: str = "context") -> list[tuple[str, list[str]]]:
-        """``[[title, [sentence, …]], …]`` (HotpotQA) or ``{"title": [...], "sentences": [[...]]}`` (HF columns)."""
-        value = self._pairs(value, key, "sentences")
-        out: list[tuple[str, list[str]]] = []
-        for j, para in enumerate(value):
-            if not isinstance(para, (list, tuple)) or len(para) != 2 or not isinstance(para[0], str):
-                self.fail(f"{key!r}[{j}] should be [title, [sentences]]")
-            title, sentences = para
-            if isinstance(sentences, str):
-                sentences = [sentences]
-            if not isinstance(sentences, list) or not all(isinstance(s, str) for s in sentences):
-                self.fail(f"{key!r}[{j}] ({title!r}) should hold a list of sentences")
-            out.append((title, list(sentences)))
-        return out
+        """``[[title, [sentence, …]], …]`` (HotpotQA; one string is one sentence) or ``{"title": [...], "sentences":
+        [[...]]}`` (HF columns)."""
+        pairs = self._pairs(value, key, "sentences", "[title, [sentences]]",
+                            lambda x: isinstance(x, str) or isinstance(x, list) and all(isinstance(s, str) for s in x))
+        return [(title, [x] if isinstance(x, str) else list(x)) for title, x in pairs]
 
     def facts(self, value: Any, key: str = "supporting_facts") -> list[tuple[str, int]]:
         """``[[title, sentence index], …]`` or ``{"title": [...], "sent_id": [...]}``."""
-        value = self._pairs(value, key, "sent_id", "sentence index")
-        out: list[tuple[str, int]] = []
-        for j, fact in enumerate(value):
-            ok = isinstance(fact, (list, tuple)) and len(fact) == 2 and isinstance(fact[0], str)
-            if not ok or isinstance(fact[1], bool) or not isinstance(fact[1], int):
-                self.fail(f"{key!r}[{j}] should be [title, sentence index], got {fact!r}")
-            out.append((fact[0], int(fact[1])))
-        return out
+        return self._pairs(value, key, "sent_id", "[title, sentence index]",
+                           lambda x: isinstance(x, int) and not isinstance(x, bool))

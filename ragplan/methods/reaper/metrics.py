@@ -88,31 +88,29 @@ def _literal_dates(v: Any, today: dt.date | None) -> tuple:
     return ("dates", start.isoformat(), end.isoformat())
 
 
-def _date_value(arg: PlanArg, steps: Mapping[int, PlanStep], registry: Any, today: dt.date | None) -> tuple:
-    if arg.kind == "literal":
-        return _literal_dates(arg.value, today)
-    if arg.kind == "template":
-        return ("text", normalize_text(str(arg.value)))
-    src = steps.get(arg.refs[0]) if arg.refs else None
-    if src is None:
-        return ("ref", None)
-    if src.tool == "date_math":
-        bound, _, _ = bind_args(src, registry, ["expr", "operation", "fmt"])
-        expr, op = bound.get("expr"), bound.get("operation")
-        op_text = str(op.value).strip().lower().replace(" ", "_") if op is not None and op.kind == "literal" and op.value else ""
-        if expr is not None and expr.kind == "literal" and op_text in RANGE_OPERATIONS:
-            return _literal_dates(expr.value, today)
-    return ("ref", src.tool)
+def _range_expr(src: PlanStep, registry: Any) -> PlanArg | None:
+    """The literal ``expr`` argument a ``date_math`` step resolves to a date range (None when it does something else)."""
+    bound, _, _ = bind_args(src, registry, ["expr", "operation", "fmt"])
+    expr, op = bound.get("expr"), bound.get("operation")
+    op_text = str(op.value).strip().lower().replace(" ", "_") if op is not None and op.kind == "literal" and op.value else ""
+    return expr if expr is not None and expr.kind == "literal" and op_text in RANGE_OPERATIONS else None
 
 
 def _scored_value(name: str, arg: PlanArg | None, steps: Mapping[int, PlanStep], registry: Any,
                   today: dt.date | None) -> tuple | None:
+    """A scored argument's normalised value: a date range (literal, or a ``date_math`` step's), the referenced
+    step's tool, or the keyword set; None when there is nothing to compare."""
     if arg is None:
         return None
-    if name in _DATE_ARGS:
-        v = _date_value(arg, steps, registry, today)
+    dates = name in _DATE_ARGS
+    src = steps.get(arg.refs[0]) if arg.kind == "ref" and arg.refs else None
+    if dates and arg.kind == "literal":
+        v = _literal_dates(arg.value, today)
+    elif dates and arg.kind == "template":
+        v = ("text", normalize_text(str(arg.value)))
+    elif dates and src is not None and src.tool == "date_math" and (expr := _range_expr(src, registry)) is not None:
+        v = _literal_dates(expr.value, today)
     elif arg.kind == "ref":
-        src = steps.get(arg.refs[0]) if arg.refs else None
         v = ("ref", src.tool if src is not None else None)
     else:
         v = ("words", *keyword_set(arg.value))

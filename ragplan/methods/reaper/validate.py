@@ -15,6 +15,12 @@ __all__ = ["check_plan", "repair_prompt", "bind_args", "is_date_range_literal", 
 
 _DATE = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
 _DATE_RANGE = re.compile(rf"\s*{_DATE}\s*(?:(?:\.\.|to)\s*{_DATE}\s*)?", re.I)
+# scalar argument type -> (the Python types a literal may have, the text form it may take, what the error calls it)
+_SCALARS: dict[str, tuple[tuple[type, ...], str, str]] = {
+    "int": ((int,), r"\s*-?\d+\s*", "a whole number"),
+    "float": ((int, float), r"\s*-?(\d+\.?\d*|\.\d+)\s*", "a number"),
+    "bool": ((bool,), r"(?i)true|false", "true or false"),
+}
 
 
 def bind_args(step: PlanStep, registry: Any, default: list[str] | tuple[str, ...] = ()
@@ -65,14 +71,11 @@ def _check_type(step: PlanStep, name: str, typ: str, arg: PlanArg, registry: Any
             hint = f'; compute it first with a date_math("{v}") step and pass its result (#Ej)'
         return _err(step, "arg_type", f'{step.tool} argument "{name}" expects a date range such as '
                                       f'"2024-05-01..2024-05-07", not {_show(v)}{hint}')
-    if typ == "int" and not (isinstance(v, int) and not isinstance(v, bool)
-                             or isinstance(v, str) and re.fullmatch(r"\s*-?\d+\s*", v)):
-        return _err(step, "arg_type", f'{step.tool} argument "{name}" expects a whole number, not {_show(v)}')
-    if typ == "float" and not (isinstance(v, (int, float)) and not isinstance(v, bool)
-                               or isinstance(v, str) and re.fullmatch(r"\s*-?(\d+\.?\d*|\.\d+)\s*", v)):
-        return _err(step, "arg_type", f'{step.tool} argument "{name}" expects a number, not {_show(v)}')
-    if typ == "bool" and not (isinstance(v, bool) or isinstance(v, str) and v.lower() in ("true", "false")):
-        return _err(step, "arg_type", f'{step.tool} argument "{name}" expects true or false, not {_show(v)}')
+    if typ in _SCALARS:
+        types, text, what = _SCALARS[typ]
+        if not (isinstance(v, types) and isinstance(v, bool) == (typ == "bool")
+                or isinstance(v, str) and re.fullmatch(text, v)):
+            return _err(step, "arg_type", f'{step.tool} argument "{name}" expects {what}, not {_show(v)}')
     return None
 
 
