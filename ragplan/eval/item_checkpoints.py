@@ -23,7 +23,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START
 from langgraph.types import Durability
 
-from ragplan.checkpoints import StateSerializer, connect_sqlite, connect_postgres
+from ragplan.checkpoints import StateSerializer, connect_postgres, connect_sqlite
 from ragplan.redact import configured_keys
 
 __all__ = ["ItemCheckpoints", "CHECKPOINT_FILE", "durability"]
@@ -50,7 +50,7 @@ def durability(graph: Any) -> Durability:
     return "exit" if one_step else "async"
 
 
-def _run(graph: Any, graph_input: dict[str, Any], ctx: Any, config: RunnableConfig, fresh: bool,
+def _run(graph: Any, graph_input: dict[str, Any] | None, ctx: Any, config: RunnableConfig, fresh: bool,
          stop: threading.Event) -> dict[str, Any]:
     """The graph's output for the question (see :meth:`ItemCheckpoints.run`), stopping after a step once ``stop`` is set."""
     if not fresh:
@@ -59,7 +59,7 @@ def _run(graph: Any, graph_input: dict[str, Any], ctx: Any, config: RunnableConf
             return dict(snap.values)  # the graph had finished; only the result line was missing
         if snap.next:  # killed in flight: on from the last finished node (else a thread id without a checkpoint)
             graph_input = None
-    out: dict[str, Any] = {}
+    out: Any = {}
     mode = durability(graph) if graph.checkpointer else None
     for out in graph.stream(graph_input, config, context=ctx, stream_mode="values", durability=mode):
         if stop.is_set():
