@@ -130,7 +130,8 @@ class ItemCheckpoints:
                         path.unlink(missing_ok=True)
                 self._done.clear()
             finally:
-                saver.conn.close()
+                with saver.lock:  # (not while a given-up question's thread writes)
+                    saver.conn.close()
 
     def counter(self, item_id: str) -> Callable[[], None]:
         """What to call before each LLM request of the question: the request is logged (so a kill does not lose it)."""
