@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # (psycopg is imported only when a PostgreSQL URL is used)
 
 __all__ = ["DB_ENV", "default_checkpoint_db", "checkpoint_db", "state_classes", "StateSerializer", "checkpoint_serde", "open_saver",
            "RunInfo", "RunStore", "UnknownThread", "context_settings", "new_thread_id", "redact", "configured_keys",
-           "remember_credentials", "REDACTED", "POSTGRES_SCHEMES", "connect_postgres"]
+           "remember_credentials", "REDACTED", "POSTGRES_SCHEMES", "connect_postgres", "connect_sqlite"]
 
 _SECRET_BYTES = re.compile(rb"://[^/\s@]*:[^/\s@]+@|[?&][\w.-]*(?:key|token|password|secret)=", re.I)
 
@@ -178,11 +178,16 @@ def checkpoint_serde() -> StateSerializer:
     return _serde
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def connect_sqlite(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
+    """A connection to the SQLite file ``path`` for every thread (WAL); closed again when the file is no database."""
     conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a killed process loses nothing committed; no fsync per commit
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a killed process loses nothing committed; no fsync per commit
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
@@ -199,7 +204,7 @@ def open_saver(path: str | os.PathLike[str] | None = None) -> Iterator[SqliteSav
             saver.setup()
             yield saver
         return
-    with closing(_connect(db)) as conn:
+    with closing(connect_sqlite(db)) as conn:
         yield SqliteSaver(conn, serde=checkpoint_serde())
 
 
@@ -233,7 +238,7 @@ class RunStore:
         db = checkpoint_db(path)
         self.path = redact(db) if isinstance(db, str) else db  # (what messages name)
         self._own = conn is None
-        self.conn = conn if conn is not None else connect_postgres(db) if isinstance(db, str) else _connect(db)
+        self.conn = conn if conn is not None else connect_postgres(db) if isinstance(db, str) else connect_sqlite(db)
         self._conflict: type[Exception] = sqlite3.IntegrityError  # (a thread id already recorded)
         if not isinstance(self.conn, sqlite3.Connection):
             from psycopg import IntegrityError

@@ -123,8 +123,12 @@ def _chat_model(provider: str, name: str, base_url: str, temperature: float, tim
     if base_url or provider == "openai":
         import openai
         from langchain_openai import ChatOpenAI
+        from openai.types.chat import ChatCompletion, ChatCompletionMessage
+        from openai.types.chat.chat_completion import Choice
 
         platform.platform()  # what the OpenAI client reads at its first request, resolved once, not per thread
+        for reply_type in (ChatCompletionMessage, Choice, ChatCompletion):  # (else built at the first reply)
+            reply_type.model_rebuild()
         secret = os.environ.get("OPENAI_API_KEY") or "not-needed"  # (an empty key is refused by the endpoint)
         sync = openai.OpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries)
         async_ = openai.AsyncOpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries)

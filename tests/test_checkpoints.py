@@ -383,45 +383,79 @@ def test_item_checkpoints_finished_unrecorded_and_fresh_attempts(trade_cql, tmp_
     assert first.remaining == 0 and second.remaining == 0 and len(second.prompts) == 2  # only the retry called the model
 
 
-def test_item_checkpoints_close_the_file_on_every_exit_path(tmp_path):
-    """A file that cannot be opened leaves no connection (no thread) behind; close is safe twice and unopened;
+def test_item_checkpoints_close_the_file_on_every_exit_path(tmp_path, monkeypatch):
+    """A file that cannot be opened leaves no connection open behind; close is safe twice and unopened;
     a recorded question's threads are deleted from the file."""
-    import threading
-
     from ragplan.eval.item_checkpoints import ItemCheckpoints
 
     bad = tmp_path / "bad.sqlite"
     bad.write_bytes(b"not a database " * 200)
+    made: list[sqlite3.Connection] = []
+    real_connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: made.append(real_connect(*a, **k)) or made[-1])
 
-    earlier = {t.ident for t in threading.enumerate()}  # other tests' threads may still be ending: not counted
-
-    def sqlite_threads() -> int:  # aiosqlite's connection threads started by this test
-        return sum("_connection_worker_thread" in t.name and t.ident not in earlier for t in threading.enumerate())
-
-    async def settled(want: int) -> int:  # a connection's thread ends just after its close() returns
-        for _ in range(500):
-            if sqlite_threads() == want:
-                break
-            await asyncio.sleep(0.01)
-        return sqlite_threads()
+    def open_connections() -> int:
+        n = 0
+        for conn in made:
+            try:
+                conn.execute("SELECT 1")
+                n += 1
+            except sqlite3.ProgrammingError:  # (closed)
+                pass
+        return n
 
     async def go() -> tuple[int, int, int]:
         ck = ItemCheckpoints(bad)
         with pytest.raises(sqlite3.DatabaseError):
             await ck.open()
         await ck.close()
-        after_failure = await settled(0)
+        after_failure = open_connections()
         ok = ItemCheckpoints(tmp_path / "ok.sqlite")
         await ItemCheckpoints(tmp_path / "never.sqlite").close()
         saver = await ok.open()
         assert saver is not None
-        opened = sqlite_threads()
+        opened = open_connections()
         await ok.close()
         await ok.close()
-        return after_failure, opened, await settled(0)
+        return after_failure, opened, open_connections()
 
-    after_failure, opened, closed = asyncio.run(go())
-    assert (after_failure, opened, closed) == (0, 1, 0)
+    assert asyncio.run(go()) == (0, 1, 0) and len(made) == 2
+
+
+def test_item_checkpoints_a_question_given_up_stops_after_the_step_it_is_in(trade_cql, tmp_path):
+    """Past its time budget a question is no longer waited for; its graph, running in a worker thread, ends after the
+    node it is in instead of going on to the next LLM call."""
+    import threading
+
+    from ragplan.eval.item_checkpoints import ItemCheckpoints
+    from ragplan.graphs.planrag import build_single_rag
+    from ragplan.state.context import PlanRAGContext
+
+    called, gate = threading.Event(), threading.Event()
+
+    def responder(messages: Any, tool: Any) -> Any:
+        if len(model.prompts) == 1:
+            called.set()
+            gate.wait(30)
+            return RetrievalAction(thought="t", action="graph_db", action_input=Q)
+        return FinalAnswer(answer="lubeck")
+
+    model = ScriptedChatModel(responder=responder)
+    ck = ItemCheckpoints(tmp_path / "items.sqlite")
+
+    async def go() -> None:
+        graph = build_single_rag().compile(checkpointer=await ck.open())
+        ctx = PlanRAGContext(model="-", chat_model=model, graph_path=str(trade_cql))
+        running = asyncio.ensure_future(ck.run(graph, "q1", 1, {"question": QUESTION}, ctx, 50))
+        assert await asyncio.to_thread(called.wait, 30)
+        running.cancel()  # (what the runner's item timeout does)
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        gate.set()  # the node in flight ends now; the run's thread pool is waited for when the loop closes
+
+    asyncio.run(go())
+    asyncio.run(ck.close())
+    assert len(model.prompts) == 1
 
 
 def test_item_checkpoints_recorded_question_leaves_no_thread(trade_cql, tmp_path):
@@ -492,7 +526,7 @@ def test_item_checkpoints_request_log_survives_a_kill_and_a_torn_line(tmp_path):
         ck._fd, fd = -1, ck._fd  # "killed": nothing more is written
         os.write(fd, b'"q1')
         os.close(fd)
-        await ck.saver.conn.close()
+        ck.saver.conn.close()
         again = ItemCheckpoints(path)
         await again.open()
         seen = again.requests("q1"), again.requests("q2")

@@ -1,14 +1,15 @@
 """Per-question checkpoints of an evaluation run: a question in flight at a kill continues from its last node.
 
-An :class:`AsyncSqliteSaver` over ``RUN_DIR/checkpoints.sqlite``, one thread per attempt (``<item id>#<attempt>``),
+A :class:`SqliteSaver` over ``RUN_DIR/checkpoints.sqlite``, one thread per attempt (``<item id>#<attempt>``),
 a checkpoint after every node (only the output for a graph of one step: :func:`durability`); the LLM requests sent
 for each question are logged beside it before they go out. At close, recorded questions' threads are deleted together,
 and both files are removed when no question is left. Given a PostgreSQL URL (``eval --checkpoint-db``) the
-checkpoints go to an :class:`AsyncPostgresSaver` in a schema of the run's own instead, dropped when no question is left.
+checkpoints go to a :class:`PostgresSaver` in a schema of the run's own instead, dropped when no question is left.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -17,13 +18,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-import aiosqlite
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START
 from langgraph.types import Durability
 
-from ragplan.checkpoints import StateSerializer, connect_postgres
+from ragplan.checkpoints import StateSerializer, connect_postgres, connect_sqlite
 from ragplan.redact import configured_keys
 
 __all__ = ["ItemCheckpoints", "CHECKPOINT_FILE", "durability"]
@@ -50,6 +50,23 @@ def durability(graph: Any) -> Durability:
     return "exit" if one_step else "async"
 
 
+def _run(graph: Any, graph_input: dict[str, Any] | None, ctx: Any, config: RunnableConfig, fresh: bool,
+         stop: threading.Event) -> dict[str, Any]:
+    """The graph's output for the question (see :meth:`ItemCheckpoints.run`), stopping after a step once ``stop`` is set."""
+    if not fresh:
+        snap = graph.get_state(config)
+        if not snap.next and snap.created_at is not None:
+            return dict(snap.values)  # the graph had finished; only the result line was missing
+        if snap.next:  # killed in flight: on from the last finished node (else a thread id without a checkpoint)
+            graph_input = None
+    out: Any = {}
+    mode = durability(graph) if graph.checkpointer else None
+    for out in graph.stream(graph_input, config, context=ctx, stream_mode="values", durability=mode):
+        if stop.is_set():
+            break
+    return dict(out)
+
+
 class ItemCheckpoints:
     """The checkpoints of one run folder (open with :meth:`open`, close with :meth:`close`)."""
 
@@ -59,7 +76,7 @@ class ItemCheckpoints:
         self.path = Path(path)
         self.enabled = enabled
         self.db, self.schema = db, "ragplan_eval_" + hashlib.sha256(key.encode()).hexdigest()[:16]
-        self.saver: Any = None  # an AsyncSqliteSaver or AsyncPostgresSaver
+        self.saver: Any = None  # a SqliteSaver or PostgresSaver
         self._threads: set[str] = set()
         self._first: dict[str, int] = {}
         self._log, self._fd, self._sent, self._lock = Path(f"{self.path}.requests"), -1, Counter[str](), threading.Lock()
@@ -70,26 +87,25 @@ class ItemCheckpoints:
         if not self.enabled:
             return None
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn: Any = await (connect_postgres(self.db, aio=True) if self.db else aiosqlite.connect(str(self.path)))
+        conn: Any = connect_postgres(self.db) if self.db else connect_sqlite(self.path)
         try:
             # the credentials to mask read once for the run (each checkpoint write scanned the environment again)
             serde = StateSerializer(keys=configured_keys())
             if self.db:
-                from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver  # (psycopg only when used)
+                from langgraph.checkpoint.postgres import PostgresSaver  # (psycopg only when used)
 
-                await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
-                await conn.execute(f"SET search_path TO {self.schema}")  # (the saver's tables go there)
-                saver: Any = AsyncPostgresSaver(conn, serde=serde)
+                conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
+                conn.execute(f"SET search_path TO {self.schema}")  # (the saver's tables go there)
+                saver: Any = PostgresSaver(conn, serde=serde)
             else:
-                await conn.execute("PRAGMA synchronous=NORMAL")  # WAL (set by the saver) + NORMAL: no fsync per commit
-                saver = AsyncSqliteSaver(conn, serde=serde)
-            await saver.setup()
-            self._threads = {str(t.config["configurable"]["thread_id"]) async for t in saver.alist(None)}
+                saver = SqliteSaver(conn, serde=serde)
+            saver.setup()
+            self._threads = {str(t.config["configurable"]["thread_id"]) for t in saver.list(None)}
             if self._log.exists():
                 self._sent.update(_logged(self._log.read_bytes()))
             self._fd = os.open(self._log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except BaseException:
-            await conn.close()
+            conn.close()
             raise
         self.saver = saver
         return saver
@@ -98,30 +114,32 @@ class ItemCheckpoints:
         """Close the connection (safe to call twice, and when :meth:`open` was not called or failed); with no thread
         left, the files are removed (their pages would stay allocated)."""
         saver, self.saver = self.saver, None
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        with self._lock:  # (a given-up question's thread may still be sending)
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
         if saver is not None:
             try:
                 if self._threads:  # questions left for a resume: only the recorded ones' threads go
                     for thread in self._done:
-                        await saver.adelete_thread(thread)
+                        saver.delete_thread(thread)
                 elif self.db:
-                    await saver.conn.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
+                    saver.conn.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
                 if not self._threads:  # removed before the close: SQLite copies no log into a file that is gone
                     for path in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm"), self._log):
                         path.unlink(missing_ok=True)
                 self._done.clear()
             finally:
-                await saver.conn.close()
+                with saver.lock:  # (not while a given-up question's thread writes)
+                    saver.conn.close()
 
     def counter(self, item_id: str) -> Callable[[], None]:
         """What to call before each LLM request of the question: the request is logged (so a kill does not lose it)."""
         line = (json.dumps(item_id) + "\n").encode()
 
         def sent() -> None:
-            if self._fd >= 0:
-                with self._lock:
+            with self._lock:
+                if self._fd >= 0:
                     os.write(self._fd, line)
                     self._sent[item_id] += 1
         return sent
@@ -141,23 +159,22 @@ class ItemCheckpoints:
 
     async def run(self, graph: Any, item_id: str, attempt: int, graph_input: dict[str, Any], ctx: Any,
                   limit: int) -> dict[str, Any]:
-        """This invocation's ``attempt`` (1-based) at the question: a fresh run, or the continuation of a checkpoint."""
-        if not self.enabled:
-            return dict(await graph.ainvoke(graph_input, context=ctx, config={"recursion_limit": limit}))
-        if item_id not in self._first:  # continue the last attempt a killed invocation left (else attempt 1)
-            self._first[item_id] = (self._attempts(item_id) or [1])[-1]
-        thread = self._thread(item_id, self._first[item_id] + attempt - 1)
-        config: RunnableConfig = {"configurable": {"thread_id": thread}, "recursion_limit": limit}
-        mode = durability(graph)
-        if thread not in self._threads:
+        """This invocation's ``attempt`` (1-based) at the question: a fresh run, or the continuation of a checkpoint.
+        The graph runs in a worker thread, whole; cancelled, the thread stops after the step it is in."""
+        config: RunnableConfig = {"recursion_limit": limit}
+        fresh = True
+        if self.enabled:
+            if item_id not in self._first:  # continue the last attempt a killed invocation left (else attempt 1)
+                self._first[item_id] = (self._attempts(item_id) or [1])[-1]
+            thread = self._thread(item_id, self._first[item_id] + attempt - 1)
+            config["configurable"] = {"thread_id": thread}
+            fresh = thread not in self._threads
             self._threads.add(thread)
-            return dict(await graph.ainvoke(graph_input, context=ctx, config=config, durability=mode))
-        snap = await graph.aget_state(config)
-        if snap.next:  # killed in flight: on from the last finished node
-            return dict(await graph.ainvoke(None, context=ctx, config=config, durability=mode))
-        if snap.created_at is None:  # a thread id without a checkpoint: run it afresh
-            return dict(await graph.ainvoke(graph_input, context=ctx, config=config, durability=mode))
-        return dict(snap.values)  # the graph had finished; only the result line was missing
+        stop = threading.Event()
+        try:
+            return await asyncio.to_thread(_run, graph, graph_input, ctx, config, fresh, stop)
+        finally:
+            stop.set()
 
     def keep_only(self, item_ids: set[str]) -> None:
         """Only these questions are still to run: the threads of any other (recorded before a kill) are forgotten."""

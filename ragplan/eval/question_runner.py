@@ -213,7 +213,7 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
     sem = asyncio.Semaphore(concurrency)
     contexts = ItemContexts(family, settings.method, base, items, prepare=not settings.server)  # each data opened once
     writer = ResultWriter(folder)
-    # synchronous nodes run in the loop's default thread pool: size it to the concurrency (asyncio's own
+    # each question's graph runs in the loop's default thread pool: size it to the concurrency (asyncio's own
     # default, min(32, cores + 4), would cap a run at 6 questions in flight on 2 cores)
     pool = ThreadPoolExecutor(max_workers=max(8, 2 * concurrency + 4), thread_name_prefix="ragplan-node")
     asyncio.get_running_loop().set_default_executor(pool)
