@@ -12,7 +12,7 @@ latency / concurrency over the runner's wall time (``summary.json``'s ``cost.wal
 ``--server`` also starts ``ragplan studio`` (a local LangGraph dev server) and runs the same questions with
 ``eval --server``, printing both rows and the CPU seconds the client and the server spent.
 
-Target (issue 19): efficiency ≥ 0.85 at the defaults.
+Target: efficiency ≥ 0.85 at the defaults.
 """
 
 from __future__ import annotations
