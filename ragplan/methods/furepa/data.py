@@ -4,6 +4,7 @@ reciprocal rank of the hop's gold passage among the top ``k`` new results; 0 whe
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -23,7 +24,7 @@ _REF = re.compile(r"#(\d+)")
 _PAREN = re.compile(r"\s*\([^)]*\)")
 _STEP_END = re.compile(r"(?<!\b[A-Z]\.)(?<=\.)\s+(?=[A-Z])")  # a sentence's end, not an initial's ("Edward L. Cahn")
 _TITLE = "Wikipedia Title: "
-_ANSWER = re.compile(r"^A: (.*?)\s*So the answer is:\s*(.*?)\.?\s*$", re.M)
+_ANSWER = re.compile(r"^A: (.*?)\s*So the answer is:\s*(.*?)\.?\s*$", re.MULTILINE)
 
 
 @dataclass
@@ -88,12 +89,8 @@ def question_hops(ex: QAExample) -> tuple[list[Hop], bool]:
     comparison has no order), and whether their order matters."""
     if hops := _step_hops(ex):
         return hops, True
-    paragraphs: dict[str, str] = {}
-    for t, sents in ex.contexts:
-        paragraphs.setdefault(t, _paragraph(sents))
+    paragraphs = {t: _paragraph(sents) for t, sents in reversed(ex.contexts)}  # a title's first paragraph
     titles = list(gold_support(ex).titles)
-    if not titles:
-        return [], False
     subs = list(ex.decomposition)
     ordered = bool(subs) and len(subs) == len(titles) and ex.meta.get("type") != "comparison"
     if not ordered:
@@ -116,12 +113,12 @@ def read_ircot(path: str | Path) -> list[QAExample]:
         if not f.read(12).startswith("# METADATA:"):
             return []
     text, out = p.read_text(encoding="utf-8"), []
-    starts = [m.start() for m in re.finditer(r"^# METADATA:", text, re.M)] + [len(text)]
-    for start, end in zip(starts, starts[1:]):
+    starts = [m.start() for m in re.finditer(r"^# METADATA:", text, re.MULTILINE)] + [len(text)]
+    for start, end in itertools.pairwise(starts):
         head, _, block = text[start:end].partition("\n")
         chunks = [c.strip() for c in block.split("\n\n") if c.strip()]
         paras = [c[len(_TITLE):].partition("\n")[::2] for c in chunks if c.startswith(_TITLE)]
-        question, answer = re.search(r"^Q: (.*)$", block, re.M), _ANSWER.search(block)
+        question, answer = re.search(r"^Q: (.*)$", block, re.MULTILINE), _ANSWER.search(block)
         try:
             qid = str(json.loads(head.removeprefix("# METADATA:"))["qid"])
         except (ValueError, KeyError, TypeError):
