@@ -151,13 +151,8 @@ def _filled(sub: str, hops: list[Hop], h: int) -> str:
 def leaks(query: str, searched: Sequence[Hop], question: str, context: Sequence[tuple[str, str]]) -> bool:
     """Whether ``query`` names a searched hop's gold title or answer when neither the question nor the evidence so far
     does (a candidate a planner could not have written without the gold annotation)."""
-    known = f" {' '.join(content_words(' '.join([question, *(f'{t} {x}' for t, x in context)])))} "
-    words = f" {' '.join(content_words(query))} "
-    for gold in [g for hop in searched for g in (_PAREN.sub("", hop.title), hop.answer)]:
-        g = " ".join(content_words(gold))
-        if g and f" {g} " in words and f" {g} " not in known:
-            return True
-    return False
+    known = " ".join([question, *(f"{t} {x}" for t, x in context)])
+    return any(_named_at(query, g) >= 0 > _named_at(known, g) for hop in searched for g in (hop.title, hop.answer))
 
 
 def question_key(question: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ class SyntheticWorld:
 
     def all(self) -> list[dict[str, Any]]:
         """Every entity (each has ``title`` and ``sentences``)."""
-        return self.rivers + self.cities + self.people + self.companies + self.novels
+        return [e for f in fields(self) for e in getattr(self, f.name)]
 
 
 def _a(word: str) -> str:
@@ -115,10 +115,6 @@ def make_synthetic_world(n_questions: int, seed: int = 0) -> SyntheticWorld:
     return w
 
 
-def _by_title(world: SyntheticWorld) -> dict[str, dict[str, Any]]:
-    return {e["title"]: e for e in world.all()}
-
-
 # bridge questions: the start entity's kind, the facts followed from it (each a title of the next entity, the last the
 # answer), the question and its decomposition; each fact's sentence in its entity's paragraph
 _BRIDGES = {
@@ -138,7 +134,7 @@ _FACT_SENTENCE = {"founder": 0, "city": 1, "author": 1, "born": 0, "river": 1, "
 
 def _question(world: SyntheticWorld, rng: random.Random) -> dict[str, Any]:
     """One question: its text, answer, type, gold chain (title, fact sentence index) and decomposition."""
-    ents = _by_title(world)
+    ents = {e["title"]: e for e in world.all()}
     kind = rng.choice(["founder_city", "founder_city", "author_born", "person_river", "founder_river", "hq_country",
                        "compare_founded"])
     if kind in _BRIDGES:
@@ -163,9 +159,8 @@ def _question(world: SyntheticWorld, rng: random.Random) -> dict[str, Any]:
 def synthetic_records(n: int, seed: int = 0, distractors: int = 6) -> list[dict[str, Any]]:
     """``n`` FlashRAG-style records over one world (gold paragraphs mixed with ``distractors`` of the same kinds)."""
     world = make_synthetic_world(n, seed)
-    ents = _by_title(world)
-    kinds = {e["title"]: k for k, es in (("river", world.rivers), ("city", world.cities), ("person", world.people),
-                                         ("company", world.companies), ("novel", world.novels)) for e in es}
+    ents = {e["title"]: e for e in world.all()}
+    kinds = {e["title"]: f.name for f in fields(world) for e in getattr(world, f.name)}
     rng = random.Random(seed + 1)
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
