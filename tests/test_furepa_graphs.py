@@ -5,6 +5,7 @@ assessor."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -246,13 +247,13 @@ def test_furepa_picks_through_a_cross_encoder_assessor(world, tmp_path):
     first = [world["company"], f"Who founded {world['company']}?", f"{world['company']} founder"]
     second = [world["founder"], f"{world['founder']} birthplace", f"Where was {world['founder']} born?"]
     model = TempModel(responder=two_hop_agent(world, first, second))
-    res, _ = run(world, "furepa", model, assessor_dir=str(tmp_path / "xenc"))
+    res = ask(world["question"], "furepa", context=dataclasses.replace(ctx(world, model), assessor_dir=str(tmp_path / "xenc")))
     assert res.stop_reason == "answered" and res.answer == world["city"] and len(res.iterations) == 3
     for it in res.iterations[:2]:
         held = [(p.title, p.text) for p in res.evidence if p.iteration < it.index]
         queries = [c.query for c in it.candidates]
-        expected = [round(s, 4) for s in cross.score(world["question"], held, queries)]
-        assert it.assessor == "trained" and [c.score for c in it.candidates] == expected
-        assert expected != [round(s, 4) for s in trees.score(world["question"], held, queries)]  # not the trees' scores
-        assert it.pick == max(range(3), key=lambda i: (expected[i], -i)) and it.query == queries[it.pick] and it.executed
+        scores = cross.score(world["question"], held, queries)
+        assert it.assessor == "trained" and [c.score for c in it.candidates] == [round(s, 4) for s in scores]
+        assert scores != trees.score(world["question"], held, queries)  # not the trees' scores
+        assert it.pick == max(range(3), key=lambda i: (scores[i], -i)) and it.query == queries[it.pick] and it.executed
     assert res.executed_queries() == [it.query for it in res.iterations[:2]]
