@@ -42,15 +42,12 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                                      logs=args.queries_from, progress=False) for d in args.data}
         for d in args.data:
             part, _ = split_by_question(groups[d], 0.25, seed)  # the training questions only
-            reports = {s: train_assessor(part, work / Path(d).stem / f"validation-{s}-{seed}", seed=seed, scorer=name,
-                                         progress=False) for s, name in SCORERS.items()}
-            rows.append(_row(seed, Path(d).stem, "validation", reports["trees"].n_groups["test"],
-                             {s: r.mrr for s, r in reports.items()}))
-            outs = {s: work / Path(d).stem / f"assessor-{s}-{seed}" for s in SCORERS}
-            reports = {s: train_assessor(groups[d], outs[s], seed=seed, scorer=name, progress=False)
-                       for s, name in SCORERS.items()}
-            rows.append(_row(seed, Path(d).stem, "held out", reports["trees"].n_groups["test"],
-                             {s: r.mrr for s, r in reports.items()}))
+            for measured, train_on, name in (("validation", part, "validation"), ("held out", groups[d], "assessor")):
+                outs = {s: work / Path(d).stem / f"{name}-{s}-{seed}" for s in SCORERS}  # last: the ones measured below
+                reports = {s: train_assessor(train_on, outs[s], seed=seed, scorer=scorer, progress=False)
+                           for s, scorer in SCORERS.items()}
+                rows.append(_row(seed, Path(d).stem, measured, reports["trees"].n_groups["test"],
+                                 {s: r.mrr for s, r in reports.items()}))
             for other in (x for x in args.data if x != d):
                 evs = {s: evaluate_assessor(groups[other], load_assessor(outs[s])) for s in SCORERS}
                 rows.append(_row(seed, Path(d).stem, Path(other).stem, evs["trees"]["n_groups"],

@@ -81,16 +81,13 @@ def _graph() -> Builder:
 
 def build_furepa() -> Builder:
     """FuRePA: masked prompt → N candidates → plan assessor → repetition control → retrieve, until answered or bounded."""
-    g = _graph()
-    g.add_node("mask_reasoning", mask_reasoning)
-    g.add_node("propose", make_propose())
+    g = _graph().add_sequence((mask_reasoning, make_propose()))
     g.add_node("assess_plan", assess_plan)
     g.add_node("review_plan", make_review_plan("furepa", FuRePAReviewer()))
     g.add_node("repetition_control", repetition_control)
     g.add_node("retrieve", retrieve_passages)
     g.add_node("answer", answer_from_evidence)
     g.add_edge(START, "mask_reasoning")
-    g.add_edge("mask_reasoning", "propose")
     g.add_conditional_edges("propose", route_after_propose, ["assess_plan", "answer", END])
     g.add_conditional_edges("assess_plan", route_after_assessment, ["review_plan", END])
     g.add_conditional_edges("review_plan", route_after_pick_review, ["repetition_control", END])
@@ -102,13 +99,10 @@ def build_furepa() -> Builder:
 
 def build_ircot() -> Builder:
     """IRCoT-style: the prompt keeps earlier reasoning; one query per step, run as proposed."""
-    g = _graph()
-    g.add_node("keep_reasoning", keep_reasoning)
-    g.add_node("propose", make_propose(single_query=True))
+    g = _graph().add_sequence((keep_reasoning, make_propose(single_query=True)))
     g.add_node("retrieve", retrieve_passages)
     g.add_node("answer", answer_from_evidence)
     g.add_edge(START, "keep_reasoning")
-    g.add_edge("keep_reasoning", "propose")
     g.add_conditional_edges("propose", route_ircot_after_propose, ["retrieve", "answer", END])
     g.add_conditional_edges("retrieve", route_ircot_after_retrieval, ["keep_reasoning", "answer"])
     g.add_edge("answer", END)

@@ -17,7 +17,7 @@ from ragplan.datasets import DatasetError, load_qa
 from ragplan.nodes.furepa.propose import Proposal
 from ragplan.state.furepa import FuRePAContext
 from ragplan.methods.furepa.data import (HopGroup, build_groups, data_candidates, leaks, llm_candidates, logged_queries,
-                                         question_hops, question_key, reciprocal_rank)
+                                         question_hops, question_key, read_ircot, reciprocal_rank)
 from ragplan.methods.furepa.features import feature_names, group_features
 from ragplan.methods.furepa.features import context_text
 from ragplan.methods.furepa.scorer import AssessorError, TreeEnsemble, fit_cross_encoder, fit_trees, load_assessor
@@ -29,6 +29,7 @@ from tests.test_datasets import HOTPOT, MUSIQUE, write_json, write_jsonl
 SAMPLES = Path(__file__).parent / "samples" / "furepa"  # published data, see its NOTICE
 MUSIQUE_SAMPLE, HOTPOT_SAMPLE, REACT_LOG = (SAMPLES / "musique_ans_v1.0_train.json",
                                             SAMPLES / "hotpot_distractor_sample.json", SAMPLES / "react_log_sample.txt")
+IRCOT_2WIKI = SAMPLES / "ircot_2wikimultihopqa_cot.txt"
 
 
 def _no_leak(groups, examples):
@@ -77,6 +78,33 @@ def test_react_log_queries_are_mapped_to_the_distractor_questions():
     jaclyn = {g.hop: g.candidates for g in groups if "Jaclyn Stapp" in g.question}
     assert "Creed" in jaclyn[1] and not any("Creed" in c for c in jaclyn[0])  # the bridge entity once evidence holds it
     assert not build_groups(exs, n_candidates=10)  # without the log, the question alone is no choice
+
+
+def test_ircot_prompt_file_reasoning_steps_before_a_hop_are_its_candidates(tmp_path):
+    """IRCoT's annotated 2Wiki prompt as published: the paragraphs its reasoning names are the gold hops, in the order
+    named (not a distractor sharing a named page's base title); hop h's candidates hold the human-written reasoning
+    before it, never a step naming a gold page the evidence has not reached; a broken block names its line."""
+    exs = read_ircot(IRCOT_2WIKI)
+    assert [len(e.contexts) for e in exs] == [5, 5, 7, 7] and read_ircot(HOTPOT_SAMPLE) == []
+    laughter, sun, aunts = exs[1], exs[2], exs[3]
+    assert laughter.answers == ["August 25, 1963"] and laughter.meta["reasoning"] == [
+        "The film Laughter In Hell was directed by Edward L. Cahn.", "Edward L. Cahn died on August 25, 1963."]
+    assert [(h.title, h.answer) for h in question_hops(laughter)[0]] == [("Laughter in Hell", ""),
+                                                                       ("Edward L. Cahn", "August 25, 1963")]
+    assert [h.title for h in question_hops(aunts)[0]] == ["When the Mad Aunts Arrive", "Franz Josef Gottlieb",
+                                                          "The Miracle Worker (1962 film)", "Arthur Penn"]
+    assert "The Miracle Worker (1936 film)" in dict(aunts.contexts) and len(aunts.supporting_paragraphs) == 4
+    groups = {(g.qid, g.hop): g for g in build_groups(exs, n_candidates=10)}
+    _no_leak(groups.values(), exs)
+    assert "The film Laughter In Hell was directed by Edward L. Cahn." in groups[(laughter.id, 1)].candidates
+    assert (laughter.id, 0) not in groups  # before the first hop there is no reasoning: the question alone is no choice
+    waters = "The director of Nevada (1927 film) is John Waters."  # names hop 3's page: not before the evidence holds it
+    assert sun.meta["reasoning"][1] == waters and [h.title for h in question_hops(sun)[0]][3].startswith("John Waters")
+    assert not any("John Waters" in c for c in groups[(sun.id, 2)].candidates) and waters in groups[(sun.id, 3)].candidates
+    bad = tmp_path / "bad.txt"
+    bad.write_text(IRCOT_2WIKI.read_text().split("\n\n\n")[0] + '\n\n\n# METADATA: {"qid": "x"}\nQ: What?\n')
+    with pytest.raises(DatasetError, match=r"bad.txt: line 2\d: an IRCoT block needs"):
+        read_ircot(bad)
 
 
 def test_hotpot_hops_bridge_ordered_comparison_free(tmp_path):
@@ -213,7 +241,8 @@ _LINE = re.compile(r"trained ([\d.]+)\s+overlap ([\d.]+)\s+bm25 ([\d.]+)\s+retri
 
 def test_train_on_published_musique_then_eval_data_on_hotpotqa_with_the_react_log(tmp_path, capsys):
     """``train-assessor`` on the MuSiQue sample prints held-out MRR beside the one-line baselines; ``--eval-data``
-    measures the saved assessor on the HotpotQA sample (candidates from the ReAct log) the same way; reruns repeat."""
+    measures the saved assessor on the HotpotQA sample (candidates from the ReAct log) and on IRCoT's 2Wiki prompt
+    file the same way; reruns repeat."""
     out = tmp_path / "m"
     args = ["furepa", "train-assessor", "--data", str(MUSIQUE_SAMPLE), "--context-only", "--out", str(out),
             "--trees", "30", "--test-share", "0.34", "--no-progress"]
@@ -234,6 +263,12 @@ def test_train_on_published_musique_then_eval_data_on_hotpotqa_with_the_react_lo
     assert ev["n_questions"] == 3 and ev["candidates"] == "react-log" and ev["data"] == str(HOTPOT_SAMPLE)
     assert set(ev["mrr"]) == {"trained", "overlap", "bm25", "retriever", "first", "random", "oracle"}
     assert (out / "context_index_hotpot_distractor_sample" / "index").is_dir()
+    code = main(["furepa", "train-assessor", "--eval-data", str(IRCOT_2WIKI), "--context-only", "--out", str(out),
+                 "--no-progress", "--json"])  # IRCoT's prompt file as published, detected by its format
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    ev = json.loads(captured.out)["eval"]
+    assert (ev["n_questions"], ev["n_groups"], ev["n_candidates"], ev["candidates"]) == (4, 8, 22, "data")
 
 
 def test_eval_data_bad_or_missing_file(tmp_path, capsys):

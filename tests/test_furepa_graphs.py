@@ -5,6 +5,7 @@ assessor."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -230,3 +231,29 @@ def test_eval_runs_furepa_and_retrieval_scores_its_executed_queries(world, tmp_p
     out = capsys.readouterr()
     assert code == 0, out.err
     assert "mrr" in out.out.lower()
+
+
+def test_furepa_picks_through_a_cross_encoder_assessor(world, tmp_path):
+    """A graph whose assessor_dir holds a cross-encoder (trained by train_assessor on tiny data) scores each round's
+    candidates with it, in their context (question + evidence so far), and runs its highest-scored pick."""
+    from ragplan.methods.furepa.scorer import load_assessor
+    from ragplan.methods.furepa.train import train_assessor
+    from tests.test_furepa_assessor import _group
+
+    train_assessor([_group(i, good_first=i % 5 == 0) for i in range(8)], tmp_path / "xenc", seed=0,
+                   scorer="cross-encoder", epochs=1, progress=False)
+    cross, trees = load_assessor(tmp_path / "xenc"), load_assessor(world["assessor"])
+    assert cross.meta["scorer"] == "cross-encoder" and cross.cross is not None
+    first = [world["company"], f"Who founded {world['company']}?", f"{world['company']} founder"]
+    second = [world["founder"], f"{world['founder']} birthplace", f"Where was {world['founder']} born?"]
+    model = TempModel(responder=two_hop_agent(world, first, second))
+    res = ask(world["question"], "furepa", context=dataclasses.replace(ctx(world, model), assessor_dir=str(tmp_path / "xenc")))
+    assert res.stop_reason == "answered" and res.answer == world["city"] and len(res.iterations) == 3
+    for it in res.iterations[:2]:
+        held = [(p.title, p.text) for p in res.evidence if p.iteration < it.index]
+        queries = [c.query for c in it.candidates]
+        scores = cross.score(world["question"], held, queries)
+        assert it.assessor == "trained" and [c.score for c in it.candidates] == [round(s, 4) for s in scores]
+        assert scores != trees.score(world["question"], held, queries)  # not the trees' scores
+        assert it.pick == max(range(3), key=lambda i: (scores[i], -i)) and it.query == queries[it.pick] and it.executed
+    assert res.executed_queries() == [it.query for it in res.iterations[:2]]

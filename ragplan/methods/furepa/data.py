@@ -4,21 +4,27 @@ reciprocal rank of the hop's gold passage among the top ``k`` new results; 0 whe
 
 from __future__ import annotations
 
+import itertools
+import json
 import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ragplan.datasets import QAExample
+from ragplan.datasets import DatasetError, QAExample, infer_kind
+from ragplan.datasets.example import DecompositionStep
 from ragplan.eval.retrieval import EvidenceSet, GoldSupport, gold_support, score_ranking, title_key
 from ragplan.methods.furepa.features import content_words
 
 __all__ = ["Hop", "HopGroup", "question_hops", "data_candidates", "leaks", "question_key", "logged_queries",
-           "llm_candidates", "build_groups", "label_groups", "reciprocal_rank"]
+           "llm_candidates", "build_groups", "label_groups", "reciprocal_rank", "read_ircot"]
 
 _REF = re.compile(r"#(\d+)")
 _PAREN = re.compile(r"\s*\([^)]*\)")
+_STEP_END = re.compile(r"(?<!\b[A-Z]\.)(?<=\.)\s+(?=[A-Z])")  # a sentence's end, not an initial's ("Edward L. Cahn")
+_TITLE = "Wikipedia Title: "
+_ANSWER = re.compile(r"^A: (.*?)\s*So the answer is:\s*(.*?)\.?\s*$", re.MULTILINE)
 
 
 @dataclass
@@ -57,10 +63,11 @@ class HopGroup:
     """Each candidate's best new result's retrieval score (a one-line baseline)."""
 
 
-def _names(question: str, title: str) -> bool:
-    """Whether ``question`` names the page ``title`` (its words in a row, the disambiguation left out)."""
-    words = content_words(_PAREN.sub("", title))
-    return bool(words) and f" {' '.join(words)} " in f" {' '.join(content_words(question))} "
+def _named_at(text: str, title: str, *, full: bool = False) -> int:
+    """Where ``text`` names the page ``title`` (its words in a row, the disambiguation left out unless ``full``), -1
+    if it does not."""
+    words = " ".join(content_words(title if full else _PAREN.sub("", title)))
+    return f" {' '.join(content_words(text))} ".find(f" {words} ") if words else -1
 
 
 def _paragraph(sentences: list[str]) -> str:
@@ -82,21 +89,53 @@ def question_hops(ex: QAExample) -> tuple[list[Hop], bool]:
     comparison has no order), and whether their order matters."""
     if hops := _step_hops(ex):
         return hops, True
-    paragraphs: dict[str, str] = {}
-    for t, sents in ex.contexts:
-        paragraphs.setdefault(t, _paragraph(sents))
+    paragraphs = {t: _paragraph(sents) for t, sents in reversed(ex.contexts)}  # a title's first paragraph
     titles = list(gold_support(ex).titles)
-    if not titles:
-        return [], False
     subs = list(ex.decomposition)
     ordered = bool(subs) and len(subs) == len(titles) and ex.meta.get("type") != "comparison"
     if not ordered:
-        named = [t for t in titles if _names(ex.question, t)]
+        named = [t for t in titles if _named_at(ex.question, t) >= 0]
         if ex.meta.get("type") != "comparison" and named and len(named) < len(titles):
             titles = named + [t for t in titles if t not in named]
             ordered = True
     aligned = len(subs) == len(titles)
     return [Hop(t, paragraphs.get(t, ""), subs[i] if aligned else "") for i, t in enumerate(titles)], ordered
+
+
+def read_ircot(path: str | Path) -> list[QAExample]:
+    """IRCoT's annotated prompt file (``# METADATA: {"qid": …}``, ``Wikipedia Title:`` paragraphs, ``Q: …``, ``A: steps.
+    So the answer is: X.``) as examples ([] for a file in another format): the paragraphs the reasoning or question names
+    are the gold hops, in the order named; the reasoning steps are kept in ``meta["reasoning"]``."""
+    p = Path(path)
+    if not p.is_file():
+        return []
+    with p.open(encoding="utf-8", errors="replace") as f:
+        if not f.read(12).startswith("# METADATA:"):
+            return []
+    text, out = p.read_text(encoding="utf-8"), []
+    starts = [m.start() for m in re.finditer(r"^# METADATA:", text, re.MULTILINE)] + [len(text)]
+    for start, end in itertools.pairwise(starts):
+        head, _, block = text[start:end].partition("\n")
+        chunks = [c.strip() for c in block.split("\n\n") if c.strip()]
+        paras = [c[len(_TITLE):].partition("\n")[::2] for c in chunks if c.startswith(_TITLE)]
+        question, answer = re.search(r"^Q: (.*)$", block, re.MULTILINE), _ANSWER.search(block)
+        try:
+            qid = str(json.loads(head.removeprefix("# METADATA:"))["qid"])
+        except (ValueError, KeyError, TypeError):
+            qid = ""
+        if not (qid and paras and question and answer):
+            raise DatasetError(f"{p}: line {text.count(chr(10), 0, start) + 1}: an IRCoT block needs METADATA with a "
+                               "qid, 'Wikipedia Title:' paragraphs, a 'Q:' line and an 'A: … So the answer is: X.' line")
+        said, answers = f"{answer.group(1)} {question.group(1)}", [answer.group(2)]
+        named = {_PAREN.sub("", t) for t, _ in paras if _named_at(said, t, full=True) >= 0}  # "X (1962 film)" named
+        at = {i: _named_at(said, t, full=_PAREN.sub("", t) in named) for i, (t, _) in enumerate(paras)}
+        gold = sorted((i for i in at if at[i] >= 0), key=at.__getitem__)
+        steps = [DecompositionStep(f"{qid}#{k}", "", answers[0] if k == len(gold) - 1 else "", i, i)
+                 for k, i in enumerate(gold)]
+        out.append(QAExample(qid, question.group(1), answers, infer_kind(answers), [(t, [x]) for t, x in paras],
+                             sentence_segmented=False, supporting_paragraphs=gold, decomposition_steps=steps,
+                             meta={"dataset": p.stem, "reasoning": [x for x in _STEP_END.split(answer.group(1)) if x]}))
+    return out
 
 
 def _filled(sub: str, hops: list[Hop], h: int) -> str:
@@ -112,13 +151,8 @@ def _filled(sub: str, hops: list[Hop], h: int) -> str:
 def leaks(query: str, searched: Sequence[Hop], question: str, context: Sequence[tuple[str, str]]) -> bool:
     """Whether ``query`` names a searched hop's gold title or answer when neither the question nor the evidence so far
     does (a candidate a planner could not have written without the gold annotation)."""
-    known = f" {' '.join(content_words(' '.join([question, *(f'{t} {x}' for t, x in context)])))} "
-    words = f" {' '.join(content_words(query))} "
-    for gold in [g for hop in searched for g in (_PAREN.sub("", hop.title), hop.answer)]:
-        g = " ".join(content_words(gold))
-        if g and f" {g} " in words and f" {g} " not in known:
-            return True
-    return False
+    known = " ".join([question, *(f"{t} {x}" for t, x in context)])
+    return any(_named_at(query, g) >= 0 > _named_at(known, g) for hop in searched for g in (hop.title, hop.answer))
 
 
 def question_key(question: str) -> str:
@@ -142,10 +176,12 @@ def logged_queries(files: Sequence[str | Path]) -> dict[str, list[str]]:
 
 def data_candidates(ex: QAExample, hops: list[Hop], h: int, rng: random.Random, n: int, logged: Sequence[str] = ()) -> list[str]:
     """Up to ``n`` candidate queries for hop ``h`` written by people or planners: the question, every hop's annotated
-    sub-question (``#k`` filled only from earlier hops), the ReAct agents' ``logged`` queries; none that :func:`leaks`
-    hop ``h``'s or a later hop's gold; shuffled with ``rng``."""
+    sub-question (``#k`` filled only from earlier hops), the ReAct agents' ``logged`` queries, IRCoT's reasoning steps
+    before hop ``h``; none that :func:`leaks` hop ``h``'s or a later hop's gold; shuffled with ``rng``."""
     context = [(x.title, x.text) for x in hops[:h]]
-    pool = [ex.question, *(_filled(x.sub_question, hops, h) for x in hops if x.sub_question), *logged]
+    steps = list(ex.meta.get("reasoning") or [])[:h]  # IRCoT's reasoning written before hop h: each, and all of it
+    pool = [ex.question, *(_filled(x.sub_question, hops, h) for x in hops if x.sub_question), *logged, *steps,
+            " ".join(steps)]
     out = list(dict.fromkeys(q for q in (" ".join(p.split()) for p in pool)
                              if content_words(q) and not leaks(q, hops[h:], ex.question, context)))
     rng.shuffle(out)

@@ -3,36 +3,17 @@ held-out report."""
 
 from __future__ import annotations
 
-import json
 import time
 from functools import partial
 from pathlib import Path
 from typing import Any, Sequence
 
+from ragplan.eval.benchmarks.context_index import build_context_index
 from ragplan.eval.retrieval import gold_support
-from ragplan.methods.furepa.data import HopGroup, build_groups, label_groups, llm_candidates, logged_queries
+from ragplan.methods.furepa.data import HopGroup, build_groups, label_groups, llm_candidates, logged_queries, read_ircot
 from ragplan.methods.furepa.train import AssessorReport, train_assessor
 
-__all__ = ["assessor_from_data", "labelled_groups", "context_index"]
-
-
-def context_index(examples: list[Any], root: str | Path, *, model_path: str = "", progress: bool = True) -> Path:
-    """A local index of the examples' own context paragraphs under ``root`` (built once; resumed or rebuilt by build_index)."""
-    from ragplan.eval.benchmarks.textqa import context_passages
-    from ragplan.tools.textindex import build_index
-
-    passages = context_passages(examples)
-    if not passages:
-        raise ValueError("--context-only needs the questions' own context paragraphs, and this data has none; "
-                         "give --index DIR of a corpus that holds the gold passages")
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    src = root / "passages.jsonl"
-    text = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in passages)
-    if not src.is_file() or src.read_text(encoding="utf-8") != text:
-        src.write_text(text, encoding="utf-8")
-    build_index(src, root / "index", model_path=model_path, progress=progress)
-    return root / "index"
+__all__ = ["assessor_from_data", "labelled_groups"]
 
 
 def labelled_groups(data: str | Path, index_root: str | Path, *, index_dir: str = "", context_only: bool = False,
@@ -45,14 +26,14 @@ def labelled_groups(data: str | Path, index_root: str | Path, *, index_dir: str 
     from ragplan.datasets import load_qa
     from ragplan.tools.textindex import TextIndex
 
-    examples = load_qa(data, fmt, limit=limit)
+    examples = read_ircot(data)[:limit] or load_qa(data, fmt, limit=limit)
     if not any(gold_support(ex) for ex in examples):
         raise ValueError(f"{data}: no question has gold supporting passages (supporting_facts, MuSiQue's is_supporting "
                          "paragraphs); the assessor's labels need them")
     if context_only == bool(index_dir):
         raise ValueError("name the index to label against: --index DIR or --context-only (one of them)")
     if context_only:
-        index_dir = str(context_index(examples, index_root, model_path=model_path, progress=progress))
+        index_dir = str(build_context_index(examples, index_root, model=model_path, what=str(data)))
     propose = partial(llm_candidates, llm_context) if llm_context is not None else None
     groups = build_groups(examples, seed=seed, n_candidates=n_candidates, propose=propose,
                           logged=logged_queries(logs) if logs else None, progress=progress)

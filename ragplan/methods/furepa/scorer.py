@@ -5,8 +5,8 @@ pickle nor scikit-learn), or a sentence-transformers cross-encoder reading (cont
 
 from __future__ import annotations
 
+import functools
 import json
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -176,39 +176,33 @@ def save_assessor(out_dir: str | Path, scorer: Any, meta: dict[str, Any]) -> Pat
     return out
 
 
-_loaded: dict[tuple[str, float], PlanAssessor] = {}
-_lock = threading.Lock()
-
-
 def load_assessor(directory: str | Path) -> PlanAssessor:
     """The assessor saved in ``directory`` (read once per process per folder version); :class:`AssessorError` if none."""
     d = Path(directory).expanduser()
-    meta_path = d / META_FILE
     try:
-        key = (str(d.resolve()), meta_path.stat().st_mtime)
+        return _load(d.resolve(), (d / META_FILE).stat().st_mtime)
     except OSError:
         raise AssessorError(f"{d} holds no trained plan assessor (no {META_FILE}); train one with "
                             "`ragplan furepa train-assessor`") from None
-    with _lock:
-        if key in _loaded:
-            return _loaded[key]
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            if meta.get("scorer") == "cross-encoder":
-                from sentence_transformers import CrossEncoder
 
-                if not (d / CROSS_DIR).is_dir():
-                    raise OSError(f"no {CROSS_DIR} folder")
-                _loaded[key] = PlanAssessor(meta, cross=CrossEncoder(str(d / CROSS_DIR), device="cpu",
-                                                                     local_files_only=True))
-                return _loaded[key]
-            with np.load(d / TREES_FILE) as z:
-                trees = TreeEnsemble.from_arrays(z)
-        except json.JSONDecodeError as exc:
-            raise AssessorError(f"{meta_path}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg}; a "
-                                "truncated file?)") from exc
-        except (OSError, ValueError, KeyError) as exc:
-            what = CROSS_DIR if (d / CROSS_DIR).is_dir() else TREES_FILE
-            raise AssessorError(f"{d} is not a saved plan assessor ({what}): {type(exc).__name__}: {exc}") from exc
-        _loaded[key] = PlanAssessor(meta, trees=trees)
-        return _loaded[key]
+
+@functools.cache
+def _load(d: Path, mtime: float) -> PlanAssessor:
+    """The assessor in ``d`` as its ``meta.json`` of ``mtime`` names it."""
+    meta_path = d / META_FILE
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if meta.get("scorer") == "cross-encoder":
+            from sentence_transformers import CrossEncoder
+
+            if not (d / CROSS_DIR).is_dir():
+                raise OSError(f"no {CROSS_DIR} folder")
+            return PlanAssessor(meta, cross=CrossEncoder(str(d / CROSS_DIR), device="cpu", local_files_only=True))
+        with np.load(d / TREES_FILE) as z:
+            return PlanAssessor(meta, trees=TreeEnsemble.from_arrays(z))
+    except json.JSONDecodeError as exc:
+        raise AssessorError(f"{meta_path}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg}; a "
+                            "truncated file?)") from exc
+    except (OSError, ValueError, KeyError) as exc:
+        what = CROSS_DIR if (d / CROSS_DIR).is_dir() else TREES_FILE
+        raise AssessorError(f"{d} is not a saved plan assessor ({what}): {type(exc).__name__}: {exc}") from exc

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ class SyntheticWorld:
 
     def all(self) -> list[dict[str, Any]]:
         """Every entity (each has ``title`` and ``sentences``)."""
-        return self.rivers + self.cities + self.people + self.companies + self.novels
+        return [e for f in fields(self) for e in getattr(self, f.name)]
 
 
 def _a(word: str) -> str:
@@ -115,46 +115,38 @@ def make_synthetic_world(n_questions: int, seed: int = 0) -> SyntheticWorld:
     return w
 
 
-def _by_title(world: SyntheticWorld) -> dict[str, dict[str, Any]]:
-    return {e["title"]: e for e in world.all()}
+# bridge questions: the start entity's kind, the facts followed from it (each a title of the next entity, the last the
+# answer), the question and its decomposition; each fact's sentence in its entity's paragraph
+_BRIDGES = {
+    "founder_city": ("companies", ("founder", "city"), "In which city was the founder of {} born?",
+                     ("Who founded {}?", "In which city was #1 born?")),
+    "author_born": ("novels", ("author", "born"), "In what year was the author of {} born?",
+                    ("Who wrote {}?", "In what year was #1 born?")),
+    "person_river": ("people", ("city", "river"), "On which river lies the city where {} was born?",
+                     ("Where was {} born?", "On which river does #1 lie?")),
+    "founder_river": ("companies", ("founder", "city", "river"), "On which river lies the birthplace of the founder of {}?",
+                      ("Who founded {}?", "Where was #1 born?", "On which river does #2 lie?")),
+    "hq_country": ("companies", ("hq", "country"), "In which country does {} have its headquarters?",
+                   ("Where are the headquarters of {}?", "In which country is #1?")),
+}
+_FACT_SENTENCE = {"founder": 0, "city": 1, "author": 1, "born": 0, "river": 1, "hq": 1, "country": 0}
 
 
 def _question(world: SyntheticWorld, rng: random.Random) -> dict[str, Any]:
     """One question: its text, answer, type, gold chain (title, fact sentence index) and decomposition."""
-    ents = _by_title(world)
+    ents = {e["title"]: e for e in world.all()}
     kind = rng.choice(["founder_city", "founder_city", "author_born", "person_river", "founder_river", "hq_country",
                        "compare_founded"])
-    if kind == "founder_city":
-        co = rng.choice(world.companies)
-        f = ents[co["founder"]]
-        return {"type": "bridge", "question": f"In which city was the founder of {co['title']} born?", "answer": f["city"],
-                "chain": [(co["title"], 0), (f["title"], 1)],
-                "decomposition": [f"Who founded {co['title']}?", "In which city was #1 born?"]}
-    if kind == "author_born":
-        b = rng.choice(world.novels)
-        a = ents[b["author"]]
-        return {"type": "bridge", "question": f"In what year was the author of {b['title']} born?", "answer": str(a["born"]),
-                "chain": [(b["title"], 1), (a["title"], 0)],
-                "decomposition": [f"Who wrote {b['title']}?", "In what year was #1 born?"]}
-    if kind == "person_river":
-        p = rng.choice(world.people)
-        c = ents[p["city"]]
-        return {"type": "bridge", "question": f"On which river lies the city where {p['title']} was born?",
-                "answer": c["river"], "chain": [(p["title"], 1), (c["title"], 1)],
-                "decomposition": [f"Where was {p['title']} born?", "On which river does #1 lie?"]}
-    if kind == "founder_river":
-        co = rng.choice(world.companies)
-        f = ents[co["founder"]]
-        c = ents[f["city"]]
-        return {"type": "bridge", "question": f"On which river lies the birthplace of the founder of {co['title']}?",
-                "answer": c["river"], "chain": [(co["title"], 0), (f["title"], 1), (c["title"], 1)],
-                "decomposition": [f"Who founded {co['title']}?", "Where was #1 born?", "On which river does #2 lie?"]}
-    if kind == "hq_country":
-        co = rng.choice(world.companies)
-        c = ents[co["hq"]]
-        return {"type": "bridge", "question": f"In which country does {co['title']} have its headquarters?",
-                "answer": c["country"], "chain": [(co["title"], 1), (c["title"], 0)],
-                "decomposition": [f"Where are the headquarters of {co['title']}?", "In which country is #1?"]}
+    if kind in _BRIDGES:
+        group, facts, question, decomposition = _BRIDGES[kind]
+        e = start = rng.choice(getattr(world, group))
+        chain = []
+        for fact in facts:
+            chain.append((e["title"], _FACT_SENTENCE[fact]))
+            value = e[fact]
+            e = ents.get(value, e)
+        return {"type": "bridge", "question": question.format(start["title"]), "answer": str(value), "chain": chain,
+                "decomposition": [d.format(start["title"]) for d in decomposition]}
     a, b = rng.sample(world.companies, 2)
     while a["year"] == b["year"]:
         a, b = rng.sample(world.companies, 2)
@@ -167,9 +159,8 @@ def _question(world: SyntheticWorld, rng: random.Random) -> dict[str, Any]:
 def synthetic_records(n: int, seed: int = 0, distractors: int = 6) -> list[dict[str, Any]]:
     """``n`` FlashRAG-style records over one world (gold paragraphs mixed with ``distractors`` of the same kinds)."""
     world = make_synthetic_world(n, seed)
-    ents = _by_title(world)
-    kinds = {e["title"]: k for k, es in (("river", world.rivers), ("city", world.cities), ("person", world.people),
-                                         ("company", world.companies), ("novel", world.novels)) for e in es}
+    ents = {e["title"]: e for e in world.all()}
+    kinds = {e["title"]: f.name for f in fields(world) for e in getattr(world, f.name)}
     rng = random.Random(seed + 1)
     out: list[dict[str, Any]] = []
     seen: set[str] = set()

@@ -169,30 +169,26 @@ def train_assessor(groups: Sequence[HopGroup], out_dir: str | Path, *, seed: int
         raise not_learnt
     settings: dict[str, Any] = {"epochs": epochs} if scorer == "cross-encoder" else {"n_trees": n_trees}
     if scorer == "cross-encoder":
-        def pairs(gs: Sequence[HopGroup]) -> list[tuple[str, str]]:
-            """(context, candidate) of every candidate of ``gs``."""
-            return [(context_text(g.question, g.context), c) for g in gs for c in g.candidates]
-
-        model: Any = fit_cross_encoder(pairs(train), y.tolist(), model_path=model_path, seed=seed, epochs=epochs, progress=progress)
-        fitted, s_test = (model.predict(pairs(gs), batch_size=64, show_progress_bar=progress) for gs in (train, test))
+        pairs = [(context_text(g.question, g.context), c) for g in train for c in g.candidates]
+        model: Any = fit_cross_encoder(pairs, y.tolist(), model_path=model_path, seed=seed, epochs=epochs, progress=progress)
+        fitted = model.predict(pairs, batch_size=64, show_progress_bar=progress)
+        assessor = PlanAssessor(settings, cross=model)
     else:
         embedder = get_embedder(model_path)
         x_train = featurize(train, embedder, progress=progress, desc="features (train)")
-        x_test = featurize(test, embedder, progress=progress, desc="features (held out)")
         model = fit_trees(x_train, y, seed=seed, n_trees=n_trees, progress=progress)
-        fitted, s_test = model.predict(x_train), model.predict(x_test)
+        fitted = model.predict(x_train)
         settings["features"] = feature_names(int(embedder.dim))
+        assessor = PlanAssessor({**settings, "model_path": model_path}, trees=model)
     if np.ptp(fitted) <= 1e-9:
         raise not_learnt
-    y_test = [v for g in test for v in g.labels]
-    per_group = _per_group(test, s_test)
-    within = [spearman(s, g.labels) for g, s in zip(test, per_group) if len(set(g.labels)) > 1]
+    held = evaluate_assessor(test, assessor)  # the held-out questions, as another dataset is measured
     report = AssessorReport(
-        spearman=round(spearman(s_test, y_test), 4), group_spearman=round(float(np.mean(within)) if within else 0.0, 4),
-        mrr=pick_mrr(test, per_group), train_mrr=pick_mrr(train, _per_group(train, fitted)),
-        n_questions={"train": len({g.qid for g in train}), "test": len({g.qid for g in test})},
+        spearman=held["spearman"], group_spearman=held["group_spearman"],
+        mrr=held["mrr"], train_mrr=pick_mrr(train, _per_group(train, fitted)),
+        n_questions={"train": len({g.qid for g in train}), "test": held["n_questions"]},
         n_groups={"train": len(train), "test": len(test)},
-        n_candidates={"train": len(y), "test": len(y_test)}, seed=seed, label_k=label_k,
+        n_candidates={"train": len(y), "test": held["n_candidates"]}, seed=seed, label_k=label_k,
         candidates="+".join(sorted({g.source for g in groups})), model_path=model_path, out_dir=str(out_dir), seconds=0.0)
     digest = hashlib.sha256(repr([(g.qid, g.hop, g.candidates, g.labels) for g in groups]).encode()).hexdigest()[:16]
     report.seconds = round(time.perf_counter() - t0, 1)
@@ -215,6 +211,7 @@ def evaluate_assessor(groups: Sequence[HopGroup], assessor: PlanAssessor) -> dic
         get_embedder(assessor.meta.get("model_path", "")).encode(texts, batch_size=128)
     scores = [assessor.score(g.question, g.context, g.candidates) for g in groups]
     within = [spearman(s, g.labels) for g, s in zip(groups, scores) if len(set(g.labels)) > 1]
-    return {"n_questions": len({g.qid for g in groups}), "n_groups": len(groups),
+    flat = spearman([v for s in scores for v in s], [v for g in groups for v in g.labels])
+    return {"n_questions": len({g.qid for g in groups}), "n_groups": len(groups), "spearman": round(flat, 4),
             "n_candidates": sum(len(g.candidates) for g in groups), "candidates": "+".join(sorted({g.source for g in groups})),
             "group_spearman": round(float(np.mean(within)) if within else 0.0, 4), "mrr": pick_mrr(groups, scores)}
