@@ -8,7 +8,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Sequence
 
-from ragplan.eval.benchmarks.context_index import build_context_index
+from ragplan.datasets.qa import build_context_index
 from ragplan.eval.retrieval import gold_support
 from ragplan.methods.furepa.data import HopGroup, build_groups, label_groups, llm_candidates, logged_queries, read_ircot
 from ragplan.methods.furepa.train import AssessorReport, train_assessor
