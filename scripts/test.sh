@@ -43,4 +43,4 @@ if [ -z "${RAGPLAN_TEST_POSTGRES:-}" ] && command -v apt-get >/dev/null 2>&1 && 
   fi
 fi
 export HF_HUB_OFFLINE=1
-exec .venv/bin/python -m pytest -n "${RAGPLAN_TEST_WORKERS:-3}" --dist loadgroup "$@"
+exec .venv/bin/python -m pytest -n "${RAGPLAN_TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder "$@"

@@ -42,6 +42,23 @@ def _turn(config: pytest.Config, alone: bool) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+SLOW_FIRST = [
+    "test_eval_server", "test_entry_points", "test_furepa_graphs", "test_furepa_assessor", "test_replay",
+    "test_fault_suite", "test_html_report", "test_postgres_checkpoints", "test_layout", "test_checkpoints",
+    "test_malformed_outputs", "test_run_recovery", "test_reaper_grading", "test_reaper_tables", "test_graphdb_resources",
+    "test_import_cost", "test_retail", "test_graphdb_process", "test_langgraph_dev", "test_plan_review",
+    "test_dqa_parser", "test_docs", "test_eval_runner", "test_cli",
+]
+"""The modules that take longest, longest first. scripts/test.sh hands each module to one pytest-xdist worker
+(``--dist loadfile``: its module fixtures are built once) in collection order (``--no-loadscope-reorder``); these
+start first, so none of them is left to run alone at the end. A module not named here only starts later."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))  # stable: each module's own order is kept
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """Setup, call and teardown of a ``serial`` test (timings, memory peaks, requests in flight) run alone."""
@@ -65,21 +82,37 @@ def local_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
+@contextmanager
+def shared_folder(factory: pytest.TempPathFactory, name: str) -> Iterator[Path]:
+    """A folder of this test run shared by every pytest-xdist worker, held under an exclusive lock in the block: test
+    data built there once by whichever worker comes first (the others wait, then find it built), not once per worker."""
+    base = factory.getbasetemp()
+    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = run / f"shared-{name}"
+    folder.mkdir(exist_ok=True)
+    with open(run / f"shared-{name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield folder
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
 def every_family_data(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """Every registered family's test data (tests/family_data/<family>.py), built once per session; a family
-    without a data module fails the tests that use it."""
+    """Every registered family's test data (tests/family_data/<family>.py), built once per test run (shared by the
+    xdist workers); a family without a data module fails the tests that use it."""
     import importlib
     import importlib.util
 
     from ragplan.registry import families
 
-    root = tmp_path_factory.mktemp("families")
     out = {}
-    for fam in families():
-        if importlib.util.find_spec(f"tests.family_data.{fam.name}") is None:
-            pytest.fail(f"family {fam.name!r} has no test data: add tests/family_data/{fam.name}.py")
-        out[fam.name] = importlib.import_module(f"tests.family_data.{fam.name}").make(root)
+    with shared_folder(tmp_path_factory, "families") as root:
+        for fam in families():
+            if importlib.util.find_spec(f"tests.family_data.{fam.name}") is None:
+                pytest.fail(f"family {fam.name!r} has no test data: add tests/family_data/{fam.name}.py")
+            out[fam.name] = importlib.import_module(f"tests.family_data.{fam.name}").make(root)
     return out
 
 

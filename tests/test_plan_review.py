@@ -9,7 +9,6 @@ requests had been made when the graph paused, so "no LLM call after a rejection"
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any, Callable
 
@@ -37,10 +36,9 @@ NO_PLAN = ["iter_rag", "single_rag", "agent_planner", "classifier_planner", "irc
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory) -> dict[str, FamilyData]:
-    """Test data of the families that write a plan."""
-    root = tmp_path_factory.mktemp("review")
-    return {f: importlib.import_module(f"tests.family_data.{f}").make(root) for f in ("planrag", "reaper", "furepa", "instructrag")}
+def data(every_family_data) -> dict[str, FamilyData]:
+    """Test data of the families that write a plan (tests/family_data/, built once per test run)."""
+    return {f: every_family_data[f] for f in ("planrag", "reaper", "furepa", "instructrag")}
 
 
 @pytest.fixture(autouse=True)

@@ -8,9 +8,21 @@ schema-filling stub LLM is steered so each graph really retrieves.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["FamilyData"]
+__all__ = ["FamilyData", "once"]
+
+
+def once(path: Path, build: Callable[[Path], Any]) -> Path:
+    """``path`` (a file or folder) made by ``build(path)`` unless a finished build is there (its ``<name>.built``
+    mark): in the folder the test workers share (tests/conftest.py ``every_family_data``) the first ``make`` builds
+    the data and the others reuse it, never rewriting a file another worker may be reading."""
+    mark = path.with_name(path.name + ".built")
+    if not mark.exists():
+        build(path)
+        mark.touch()
+    return path
 
 
 @dataclass

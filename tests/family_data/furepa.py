@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.family_data import FamilyData
+from tests.family_data import FamilyData, once
 
 
 def _proposal(req: Any) -> dict[str, Any]:
@@ -26,10 +26,9 @@ def make(root: Path) -> FamilyData:
     from tests.test_datasets import HOTPOT, write_json
 
     index = local_index(root)
-    hotpot = write_json(root / "furepa_hotpot.json", HOTPOT[:1])
-    assessor = root / "furepa_assessor"
-    assessor_from_data(write_synthetic(root / "furepa_synthetic.jsonl", 40, seed=0), assessor, context_only=True,
-                       n_trees=50, progress=False)
+    hotpot = once(root / "furepa_hotpot.json", lambda p: write_json(p, HOTPOT[:1]))
+    assessor = once(root / "furepa_assessor", lambda d: assessor_from_data(
+        write_synthetic(root / "furepa_synthetic.jsonl", 40, seed=0), d, context_only=True, n_trees=50, progress=False))
     trained = lambda m: m == "furepa"  # noqa: E731
     return FamilyData(
         cli=lambda m: ["--retriever", "local", "--index", str(index)] + (["--assessor", str(assessor)] if trained(m) else []),

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.family_data import FamilyData
+from tests.family_data import FamilyData, once
 
 
 def _step(req: Any) -> dict[str, Any]:
@@ -39,14 +39,13 @@ def build_parts(root: Path) -> tuple[Path, Path, Path, Path]:
 def make(root: Path) -> FamilyData:
     """Flags and data of the InstructRAG family."""
     world, index, graph, agents = build_parts(root)
-    hotpot = world / "hotpot.json"
-    first = json.loads(hotpot.read_text())[:1]
-    (root / "ir_hotpot.json").write_text(json.dumps(first))
+    first = once(root / "ir_hotpot.json",
+                 lambda p: p.write_text(json.dumps(json.loads((world / "hotpot.json").read_text())[:1])))
     return FamilyData(
         cli=lambda m: ["--retriever", "local", "--index", str(index), "--instruction-graph", str(graph), "--agents", str(agents)],
         api=lambda m: {"retriever": "local", "index_dir": str(index), "instruction_graph_dir": str(graph),
                        "agents_dir": str(agents)},
-        eval=lambda m: ["--benchmark", "hotpotqa", "--data", str(root / "ir_hotpot.json"), "--context-only",
+        eval=lambda m: ["--benchmark", "hotpotqa", "--data", str(first), "--context-only",
                         "--set", f"instruction_graph_dir={graph}", "--set", f"agents_dir={agents}"],
         question="Who directed The Distant Signal?",
         overrides={"TAODecision": _step, "PlannedAnswer": {"answer": "Mira Sorensen"}},

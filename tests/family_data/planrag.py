@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.family_data import FamilyData
+from tests.family_data import FamilyData, once
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,8 +22,7 @@ def make(root: Path) -> FamilyData:
     from ragplan.methods.planrag.generate import generate_clone
 
     cql = str(ROOT / "examples" / "trade_network.cql")
-    clone = root / "dqa"
-    generate_clone(clone, "locating", 1, seed=0)
+    clone = once(root / "dqa", lambda d: generate_clone(d, "locating", 1, seed=0))
     return FamilyData(
         cli=lambda m: ["--graph", cql], api=lambda m: {"store": cql},
         eval=lambda m: ["--benchmark", "dqa-locating", "--data", str(clone)],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.family_data import FamilyData
+from tests.family_data import FamilyData, once
 
 
 def _agent_call(req: Any) -> dict[str, Any]:
@@ -21,10 +21,8 @@ def make(root: Path) -> FamilyData:
     from ragplan.tools.retail import generate_shop
     from ragplan.methods.reaper.classifier import train_classifier
 
-    shop = root / "shop"
-    generate_shop(shop, seed=0, n_products=60, n_orders=30)
-    classifier = root / "classifier"
-    train_classifier(generate_goldset(shop, n=200), seed=0, out_dir=classifier)
+    shop = once(root / "shop", lambda d: generate_shop(d, seed=0, n_products=60, n_orders=30))
+    classifier = once(root / "classifier", lambda d: train_classifier(generate_goldset(shop, n=200), seed=0, out_dir=d))
     clf = lambda m: m == "classifier_planner"  # noqa: E731
     return FamilyData(
         cli=lambda m: ["--shop", str(shop)] + (["--classifier", str(classifier)] if clf(m) else []),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.family_data import FamilyData
+from tests.family_data import FamilyData, once
 
 PASSAGES = [
     ("Ed Wood", "Edward Davis Wood Jr. was an American filmmaker."),
@@ -32,7 +32,7 @@ def make(root: Path) -> FamilyData:
     from tests.test_datasets import HOTPOT, write_json
 
     index = local_index(root)
-    hotpot = write_json(root / "hotpot.json", HOTPOT[:1])
+    hotpot = once(root / "hotpot.json", lambda p: write_json(p, HOTPOT[:1]))
     return FamilyData(
         cli=lambda m: ["--retriever", "local", "--index", str(index)],
         api=lambda m: {"retriever": "local", "index_dir": str(index)},
