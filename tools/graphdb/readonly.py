@@ -54,13 +54,9 @@ SUBQUERY_OPENERS = frozenset({"CALL", "EXISTS", "COUNT", "COLLECT"})
 #: Set operations; each joins one more part to the query.
 SET_OPERATIONS = frozenset({"UNION", "INTERSECT", "EXCEPT"})
 
-#: Where a literal or comment may start; each kind is then read to its end from there.
+#: Where a literal or comment may start; it is then read to its end from there (no match: it is unterminated).
 _OPENER = re.compile(r"//|/\*|['\"`]")
-_LITERAL_REST = {
-    "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*'", re.S),
-    '"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S),
-    "`": re.compile(r"[^`]*(?:``[^`]*)*`"),
-}
+_SPAN = re.compile(r"""//[^\n]*|/\*.*?\*/|'[^'\\]*(?:\\.[^'\\]*)*'|"[^"\\]*(?:\\.[^"\\]*)*"|`[^`]*(?:``[^`]*)*`""", re.S)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IDENT_RUN = re.compile(r"\w+")
 _SPACE = re.compile(r"\s*")
@@ -86,22 +82,11 @@ def _literal_spans(text: str) -> list[tuple[int, int, bool]]:
     spans: list[tuple[int, int, bool]] = []
     pos = 0
     while (m := _OPENER.search(text, pos)) is not None:
-        start, opener = m.start(), m.group()
-        if opener == "//":
-            end = text.find("\n", start)
-            end = len(text) if end < 0 else end
-        elif opener == "/*":
-            end = text.find("*/", start + 2)
-            if end < 0:
-                raise QueryRefused("the query has an unterminated string, quoted name or comment")
-            end += 2
-        else:
-            rest = _LITERAL_REST[opener].match(text, start + 1)
-            if rest is None:
-                raise QueryRefused("the query has an unterminated string, quoted name or comment")
-            end = rest.end()
-        spans.append((start, end, opener in ("//", "/*")))
-        pos = end
+        span = _SPAN.match(text, m.start())
+        if span is None:
+            raise QueryRefused("the query has an unterminated string, quoted name or comment")
+        spans.append((m.start(), span.end(), m.group() in ("//", "/*")))
+        pos = span.end()
     return spans
 
 
