@@ -94,7 +94,7 @@ def test_graph_persists_and_grows_incrementally(tmp_path):
     g = build_instruction_graph(PATHS[:2], delta=0.4, embedder=emb)
     g.save(tmp_path / "g")
     loaded = InstructionGraph.load(tmp_path / "g")
-    assert loaded.stats().to_dict() == g.stats().to_dict()
+    assert loaded.stats() == g.stats()
     loaded.insert(PATHS[2:], emb)
     full = build_instruction_graph(PATHS, delta=0.4, embedder=emb)
     assert _node_sets(loaded) == _node_sets(full) and loaded.edges == full.edges

@@ -54,13 +54,9 @@ SUBQUERY_OPENERS = frozenset({"CALL", "EXISTS", "COUNT", "COLLECT"})
 #: Set operations; each joins one more part to the query.
 SET_OPERATIONS = frozenset({"UNION", "INTERSECT", "EXCEPT"})
 
-#: Where a literal or comment may start; each kind is then read to its end from there.
-_OPENER = re.compile(r"//|/\*|['\"`]")
-_LITERAL_REST = {
-    "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*'", re.S),
-    '"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S),
-    "`": re.compile(r"[^`]*(?:``[^`]*)*`"),
-}
+#: A comment, string or quoted name read to its end; an opener that the others cannot end (group 1) is unterminated.
+_SPAN = re.compile(r"""(?=[/'"`])(?://[^\n]*|/\*.*?\*/|'[^'\\]*(?:\\.[^'\\]*)*'|"[^"\\]*(?:\\.[^"\\]*)*"|`[^`]*(?:``[^`]*)*`"""
+                   r"""|(/\*|['"`]))""", re.S)  # (the lookahead: a position that opens nothing is passed at once)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IDENT_RUN = re.compile(r"\w+")
 _SPACE = re.compile(r"\s*")
@@ -81,39 +77,16 @@ def _skip_space(text: str, at: int) -> int:
     return m.end() if m else at
 
 
-def _literal_spans(text: str) -> list[tuple[int, int, bool]]:
-    """``(start, end, is_comment)`` of every comment, string and quoted name; an unterminated one is refused."""
-    spans: list[tuple[int, int, bool]] = []
-    pos = 0
-    while (m := _OPENER.search(text, pos)) is not None:
-        start, opener = m.start(), m.group()
-        if opener == "//":
-            end = text.find("\n", start)
-            end = len(text) if end < 0 else end
-        elif opener == "/*":
-            end = text.find("*/", start + 2)
-            if end < 0:
-                raise QueryRefused("the query has an unterminated string, quoted name or comment")
-            end += 2
-        else:
-            rest = _LITERAL_REST[opener].match(text, start + 1)
-            if rest is None:
-                raise QueryRefused("the query has an unterminated string, quoted name or comment")
-            end = rest.end()
-        spans.append((start, end, opener in ("//", "/*")))
-        pos = end
-    return spans
-
-
 def _replace_spans(text: str, comment: Callable[[str], str], literal: Callable[[str], str]) -> str:
-    """``text`` with each comment, string and quoted name replaced by what ``comment`` / ``literal`` make of it."""
-    out: list[str] = []
-    pos = 0
-    for start, end, is_comment in _literal_spans(text):
-        out += [text[pos:start], (comment if is_comment else literal)(text[start:end])]
-        pos = end
-    out.append(text[pos:])
-    return "".join(out)
+    """``text`` with each comment, string and quoted name replaced by what ``comment`` / ``literal`` make of it; an
+    unterminated one is refused."""
+
+    def replace(m: re.Match[str]) -> str:
+        if m.group(1):
+            raise QueryRefused("the query has an unterminated string, quoted name or comment")
+        return (comment if m.group().startswith(("//", "/*")) else literal)(m.group())
+
+    return _SPAN.sub(replace, text)
 
 
 def _mask(query: str) -> str:

@@ -256,15 +256,7 @@ class _Worker:
                 reply = self._read_reply(time.monotonic() + hard_timeout, watch_memory=True)
             except (_Stop, BrokenPipeError) as stop:
                 kind = stop.args[0] if isinstance(stop, _Stop) else "died"
-                if kind == "died":
-                    raise self._death_error(mark, timeout_s) from None
-                self.kill("memory" if kind == "shared" else kind)
-                if kind == "timeout":
-                    raise QueryTimeout(timeout_message(timeout_s, "the engine did not stop, so its worker was ended")) from None
-                broken = "the query worker sent a malformed reply and was restarted; try the query again"
-                if kind == "shared":
-                    raise QueryError(memory_message(int(WORKERS.memory_mb) << 20, shared=True)) from None
-                raise QueryError(memory_message(self.budget) if kind == "memory" else broken) from None
+                raise self._death_error(mark, timeout_s) if kind == "died" else self._ended(kind, timeout_s) from None
         except QueryError:
             raise
         except BaseException as exc:  # KeyboardInterrupt, a broken reply: the worker's state is unknown
@@ -274,16 +266,25 @@ class _Worker:
             raise
         return self._result(reply, timeout_s)
 
+    def _ended(self, kind: str, timeout_s: float) -> QueryError:
+        """Kill the worker that ran out of time or memory (``shared``: the run-wide budget) or broke the protocol,
+        and say why."""
+        self.kill("memory" if kind == "shared" else kind)
+        if kind == "timeout":
+            return QueryTimeout(timeout_message(timeout_s, "the engine did not stop, so its worker was ended"))
+        if kind == "shared":
+            return QueryError(memory_message(int(WORKERS.memory_mb) << 20, shared=True))
+        if kind == "memory":
+            return QueryError(memory_message(self.budget))
+        return QueryError("the query worker sent a malformed reply and was restarted; try the query again")
+
     def _death_error(self, mark: int, timeout_s: float) -> QueryError:
         rc = self._reap(5.0)
-        tail = self._stderr_tail(mark)
-        low = tail.lower()
+        low = self._stderr_tail(mark).lower()
         if any(s in low for s in ("memory allocation of", "out of memory", "memoryerror", "cannot allocate", "unable to allocate")):
-            self.kill("memory")
-            return QueryError(memory_message(self.budget))
+            return self._ended("memory", timeout_s)
         if rc == -signal.SIGXCPU:
-            self.kill("timeout")
-            return QueryTimeout(timeout_message(timeout_s, "the engine did not stop, so its worker was ended"))
+            return self._ended("timeout", timeout_s)
         self.kill("crash")
         if "overflowed its stack" in low:
             what = "a stack overflow"

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 from collections import Counter, defaultdict
+from dataclasses import asdict
 from functools import cache
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
@@ -27,7 +28,6 @@ def _reward_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", default="", metavar="DIR", help="the local passage index for the proxy or LLM reward")
     p.add_argument("--model", default="", help="llm reward: chat model provider:name [env RAGPLAN_MODEL]")
     p.add_argument("--base-url", default="", help="llm reward: OpenAI-compatible endpoint [env RAGPLAN_BASE_URL]")
-    p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     p.add_argument("--epochs", type=int, default=10, help="meta-training epochs (default 10)")
     p.add_argument("--k", type=int, default=3, help="K candidate paths (default 3)")
     p.add_argument("--no-ws", action="store_true", help="ablation: no warm start (BCE) of the RL-Agent")
@@ -35,7 +35,6 @@ def _reward_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-pt", action="store_true", help="ablation: no pre-training (QPA + QPM) of the ML-Agent")
     p.add_argument("--no-ft", action="store_true", help="ablation: no fine-tuning of the ML-Agent")
     p.add_argument("--first-order", action="store_true", help="first-order MAML (drop second-order terms)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def add_parser(sub: Any) -> None:
@@ -44,16 +43,19 @@ def add_parser(sub: Any) -> None:
                          description="InstructRAG (Wang et al., SIGIR 2025): build the instruction graph, meta-train and "
                                      "adapt the agents, and measure path selection without an LLM.")
     s = top.add_subparsers(dest="instructrag_command", metavar="SUBCOMMAND", required=True)
-    p = s.add_parser("synth", help="write a synthetic multi-hop world (passages, paths, hotpot.json)")
+    seed, as_json, progress = (argparse.ArgumentParser(add_help=False) for _ in range(3))  # flags several share
+    seed.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    as_json.add_argument("--json", action="store_true", help="print JSON")
+    progress.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p = s.add_parser("synth", parents=[seed], help="write a synthetic multi-hop world (passages, paths, hotpot.json)")
     p.add_argument("--out", required=True, metavar="DIR")
     p.add_argument("--questions", type=int, default=240, help="questions (default 240)")
-    p.add_argument("--seed", type=int, default=0)
-    p = s.add_parser("split", help="split paths into support/query sets of the seen and unseen tasks")
+    p = s.add_parser("split", parents=[seed], help="split paths into support/query sets of the seen and unseen tasks")
     p.add_argument("--paths", nargs="+", required=True, metavar="FILE")
     p.add_argument("--out", required=True, metavar="DIR")
     p.add_argument("--query-fraction", type=float, default=0.3, help="share of each task's paths in its query set (0.3)")
-    p.add_argument("--seed", type=int, default=0)
-    p = s.add_parser("build-graph", help="build (or extend) the instruction graph from successful paths (Algorithm 1)")
+    p = s.add_parser("build-graph", parents=[seed, as_json, progress],
+                     help="build (or extend) the instruction graph from successful paths (Algorithm 1)")
     p.add_argument("--paths", nargs="+", required=True, metavar="FILE", help="JSONL paths or ReAct/Reflexion trajectory logs")
     p.add_argument("--out", required=True, metavar="DIR")
     p.add_argument("--delta", type=float, default=None, help="δ: similarity to join a node (default and paper: 0.4)")
@@ -61,20 +63,16 @@ def add_parser(sub: Any) -> None:
                    "and embedding model: a different --delta or --model-path is refused, --noise-rate too)")
     p.add_argument("--noise-rate", type=float, default=0.0, help="share of the graph's paths that are failed paths of the "
                    "support questions, inserted as noise (robustness; pass the set's failed_*.jsonl too)")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model-path", default="", metavar="DIR", help="a local Sentence-BERT model (default all-MiniLM-L6-v2; "
                    "with --insert, the graph's own)")
-    p.add_argument("--json", action="store_true", help="print the statistics as JSON")
-    p.add_argument("--no-progress", action="store_true")
-    p = s.add_parser("stats", help="print an instruction graph's statistics")
+    p = s.add_parser("stats", parents=[as_json], help="print an instruction graph's statistics")
     p.add_argument("--graph", required=True, metavar="DIR")
-    p.add_argument("--json", action="store_true")
-    p = s.add_parser("train", help="meta-train the RL-Agent and ML-Agent (Algorithm 2)")
+    p = s.add_parser("train", parents=[seed, progress], help="meta-train the RL-Agent and ML-Agent (Algorithm 2)")
     p.add_argument("--graph", required=True, metavar="DIR", help="the instruction graph of the support set")
     p.add_argument("--paths", nargs="+", required=True, metavar="FILE", help="the query set's paths")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the agents")
     _reward_args(p)
-    p = s.add_parser("adapt", help="few-shot adaptation to unseen tasks (Algorithm 3)")
+    p = s.add_parser("adapt", parents=[seed, progress], help="few-shot adaptation to unseen tasks (Algorithm 3)")
     p.add_argument("--graph", required=True, metavar="DIR")
     p.add_argument("--agents", required=True, metavar="DIR")
     p.add_argument("--paths", nargs="+", required=True, metavar="FILE", help="the unseen tasks' support paths")
@@ -82,7 +80,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--shots", type=int, default=0, help="paths per task (0 = all)")
     p.add_argument("--steps", type=int, default=5, help="adaptation gradient steps per task (default 5)")
     _reward_args(p)
-    p = s.add_parser("figures", help="path-selection quality on held-out questions, without an LLM")
+    p = s.add_parser("figures", parents=[as_json], help="path-selection quality on held-out questions, without an LLM")
     p.add_argument("--graph", required=True, metavar="DIR")
     p.add_argument("--agents", default="", metavar="DIR")
     p.add_argument("--paths", nargs="+", required=True, metavar="FILE", help="held-out questions' own successful paths")
@@ -90,10 +88,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--k", type=int, default=3)
     p.add_argument("--threshold", type=float, default=None, help="the threshold walk's inclusion threshold (default: the "
                    "graph's calibrated one)")
-    p.add_argument("--json", action="store_true")
-    p = s.add_parser("report", help="F1 and EM of `ragplan eval` runs by seen / unseen task and by task")
+    p = s.add_parser("report", parents=[as_json],
+                     help="F1 and EM of `ragplan eval` runs by seen / unseen task and by task")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR")
-    p.add_argument("--json", action="store_true")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -136,7 +133,7 @@ def run_split(args: argparse.Namespace) -> int:
 
 
 def _print_stats(stats: Any, as_json: bool) -> None:
-    d = stats.to_dict()
+    d = asdict(stats)
     print(json.dumps(d) if as_json else "\n".join(f"{k:>15}: {v}" for k, v in d.items()))
 
 

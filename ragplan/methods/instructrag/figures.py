@@ -12,11 +12,11 @@ import numpy as np
 
 from ragplan.methods.instructrag.graph import InstructionGraph
 from ragplan.methods.instructrag.meta import query_examples
-from ragplan.methods.instructrag.ml_agent import MLAgent
+from ragplan.methods.instructrag.ml_agent import MLAgent, path_backbone_vectors
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath
 from ragplan.methods.instructrag.reward import PathMatchReward, PathReward, QueryExample
 from ragplan.methods.instructrag.rl_agent import RLAgent
-from ragplan.methods.instructrag.selection import CONSTANT_PLAN, ml_scores, stored_path, untrained_agents, walk
+from ragplan.methods.instructrag.selection import CONSTANT_PLAN, stored_path, untrained_agents, walk
 
 __all__ = ["SELECTION_METHODS", "CONSTANT_PLAN", "SelectionRow", "action_match", "select_path_offline", "selection_quality",
            "format_selection_rows"]
@@ -55,8 +55,8 @@ def select_path_offline(method: str, graph: InstructionGraph, rl: RLAgent | None
     paths = [[g.instruction(i) for i in p] for p in res.paths]
     if not paths or method == "no_ml" or ml is None:
         return paths[0] if paths else []
-    texts = [[i.text for i in p] for p in paths]
-    return paths[int(np.argmax(ml_scores(ml, ex.qvec, texts, embedder, cache or g.instruction_vectors())))]
+    vecs = path_backbone_vectors([[i.text for i in p] for p in paths], embedder, cache or g.instruction_vectors())
+    return paths[int(np.argmax(ml.scores(ex.qvec, vecs)))]
 
 
 @dataclass

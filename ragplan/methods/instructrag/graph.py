@@ -8,6 +8,7 @@ import json
 import random
 import time
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Collection, Iterable
 
@@ -52,10 +53,6 @@ class GraphStats:
     """The threshold walk's calibrated inclusion threshold."""
     build_seconds: float
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return asdict(self)
-
 
 def _unit(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float32)
@@ -91,8 +88,6 @@ class InstructionGraph:
     threshold: float = 0.0
     """The threshold walk's calibrated inclusion threshold (:meth:`calibrate`)."""
     _index: Any = field(default=None, repr=False)
-    _out: dict[int, list[int]] = field(default_factory=dict, repr=False)
-    _in: dict[int, list[tuple[int, int]]] = field(default_factory=dict, repr=False)
 
     def _faiss(self) -> Any:
         if self._index is None:
@@ -114,22 +109,24 @@ class InstructionGraph:
         scores, ids = self._faiss().search(_unit(vector).reshape(1, -1), want)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0 and int(i) not in exclude][:k]
 
-    def _adjacency(self) -> None:
-        if self.edges and not self._out:
-            for a, b in sorted(self.edges):
-                self._out.setdefault(a, []).append(b)
-            for e in self.edges:
-                self._in.setdefault(e[1], []).append(e)
+    @cached_property
+    def _adjacency(self) -> tuple[dict[int, list[int]], dict[int, list[Edge]]]:
+        """Out-neighbours (sorted) and in-edges of every node, made on first use after an insert."""
+        out: dict[int, list[int]] = {}
+        into: dict[int, list[Edge]] = {}
+        for a, b in sorted(self.edges):
+            out.setdefault(a, []).append(b)
+        for e in self.edges:
+            into.setdefault(e[1], []).append(e)
+        return out, into
 
     def out_neighbours(self, node: int) -> list[int]:
         """The nodes an edge leads to from ``node`` (``START`` for the path starts)."""
-        self._adjacency()
-        return self._out.get(node, [])
+        return self._adjacency[0].get(node, [])
 
     def in_edges(self, node: int) -> list[tuple[int, int]]:
         """Every edge into ``node``."""
-        self._adjacency()
-        return self._in.get(node, [])
+        return self._adjacency[1].get(node, [])
 
     def insert(self, paths: Iterable[InstructionPath], embedder: Any, *, progress: bool = False) -> int:
         """Insert every instruction of ``paths`` by Algorithm 1 (in order); returns the instructions inserted."""
@@ -178,7 +175,7 @@ class InstructionGraph:
                                "source": p.source})
         bar.close()
         self.vectors = np.vstack([self.vectors, ivecs])
-        self._out, self._in = {}, {}
+        self.__dict__.pop("_adjacency", None)
         self.calibrate()
         self.build_seconds += time.perf_counter() - t0
         return len(texts)
@@ -228,7 +225,7 @@ class InstructionGraph:
                 "model_fingerprint": self.model_fingerprint, "build_seconds": self.build_seconds,
                 "threshold": self.threshold, "instructions": self.instructions, "nodes": self.nodes,
                 "edges": [{"from": a, "to": b, "tasks": t} for (a, b), t in self.edges.items()],
-                "questions": self.questions, "paths": self.paths, "stats": self.stats().to_dict()}
+                "questions": self.questions, "paths": self.paths, "stats": asdict(self.stats())}
         atomic_write(out / GRAPH_FILE, json.dumps(data, ensure_ascii=False))
         return out
 

@@ -286,27 +286,23 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
             for task in order[b:b + s.tasks_per_batch]:
                 sup = tr.sample(support[task], s.questions_per_task)
                 qry = tr.sample(qby.get(task, []), s.questions_per_task)
-                theta: Params = {k: v for k, v in rl.net.named_parameters()}
-                eta: Params = {k: v for k, v in ml.heads.named_parameters()}
+                theta: Params = dict(rl.net.named_parameters())
+                eta: Params = dict(ml.heads.named_parameters())
                 l_ws = tr.ws_loss(theta, sup) if s.ws else torch.zeros(())
                 l_pt = tr.pt_loss(eta, sup) if s.pt else torch.zeros(())
                 theta_i = _step(theta, l_ws, s.inner_lr, not s.first_order) if (s.ws and s.pg) else theta
                 eta_i = _step(eta, l_pt, s.inner_lr, not s.first_order) if (s.pt and s.ft) else eta
-                if s.pg and qry:
-                    l_pg, rewards = tr.pg_loss(theta_i, qry, _detached(eta_i))
-                    total_rl.append(l_pg)
-                    sums["pg"].append(float(l_pg.detach()))
-                    sums["reward"] += rewards
-                elif s.ws:
-                    total_rl.append(l_ws)
-                if s.ft and qry:
-                    l_ft = tr.ft_loss(eta_i, qry, _detached(theta_i))
-                    total_ml.append(l_ft)
-                    sums["ft"].append(float(l_ft.detach()))
-                elif s.pt:
-                    total_ml.append(l_pt)
-                sums["ws"].append(float(l_ws.detach()))
-                sums["pt"].append(float(l_pt.detach()))
+                l_pg, rewards = tr.pg_loss(theta_i, qry, _detached(eta_i)) if s.pg and qry else (None, [])
+                l_ft = tr.ft_loss(eta_i, qry, _detached(theta_i)) if s.ft and qry else None
+                sums["reward"] += rewards
+                # per agent: the query-set loss when it ran, else the support-set loss when that one is on
+                for terms, (warm, on, w), (outer, o) in ((total_rl, (l_ws, s.ws, "ws"), (l_pg, "pg")),
+                                                         (total_ml, (l_pt, s.pt, "pt"), (l_ft, "ft"))):
+                    sums[w].append(float(warm.detach()))
+                    if outer is not None:
+                        sums[o].append(float(outer.detach()))
+                    if outer is not None or on:
+                        terms.append(warm if outer is None else outer)
             for opt, terms in ((opt_rl, total_rl), (opt_ml, total_ml)):
                 if live := [t for t in terms if t.requires_grad]:
                     opt.zero_grad()
@@ -330,7 +326,7 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
         ml.save(out)
         report.out_dir = str(out)
         (out / AGENTS_FILE).write_text(json.dumps({"format": "ragplan-instructrag-agents-1", "settings": asdict(s),
-                                                   "report": asdict(report), "graph_stats": graph.stats().to_dict(),
+                                                   "report": asdict(report), "graph_stats": asdict(graph.stats()),
                                                    "model_fingerprint": graph.model_fingerprint}, indent=2))
         from matplotlib.figure import Figure
 

@@ -24,7 +24,7 @@ from ragplan.methods.instructrag.paths import Instruction
 from ragplan.methods.instructrag.rl_agent import RLAgent, TraversalResult, threshold_decider, traverse
 
 __all__ = ["AGENTS_FILE", "task_slug", "load_agents", "untrained_agents", "training_seed", "PlannerParts", "CONSTANT_PLAN",
-           "load_parts", "walk", "ml_scores", "stored_path", "graph_candidates",
+           "load_parts", "walk", "stored_path", "graph_candidates",
            "stored_candidates", "ml_pick", "derived_from"]
 
 AGENTS_FILE = "agents.json"
@@ -136,12 +136,6 @@ def walk(g: InstructionGraph, qvec: np.ndarray, rl: RLAgent | None, *, k: int = 
     return traverse(g, qvec, rl.greedy(), k=k, start_nodes=rl.start_nodes, max_len=max_len or rl.max_len)
 
 
-def ml_scores(ml: MLAgent, qvec: np.ndarray, paths: list[list[str]], embedder: Any,
-              known: dict[str, np.ndarray]) -> np.ndarray:
-    """The ML-Agent's cosine of each path of instruction texts (the pick is the highest)."""
-    return ml.scores(qvec, path_backbone_vectors(paths, embedder, known))
-
-
 def stored_path(g: InstructionGraph, qvec: np.ndarray, method: str = "rap", rng: random.Random | None = None) -> int:
     """The stored path (index; -1 for an empty store) a one-line baseline takes: ``rap`` the nearest question's,
     ``majority`` the nearest question's whose path has the store's commonest action sequence, ``random`` any."""
@@ -187,5 +181,6 @@ def ml_pick(parts: PlannerParts, question: str, ml: MLAgent, candidates: list[Pl
     """The ML-Agent's pick among ``candidates`` (index, cosine per candidate); -1 when there are none."""
     if not candidates:
         return -1, []
-    scores = ml_scores(ml, parts.vector(question), [c.instructions for c in candidates], parts.embedder, parts.known)
+    scores = ml.scores(parts.vector(question), path_backbone_vectors([c.instructions for c in candidates],
+                                                                      parts.embedder, parts.known))
     return int(np.argmax(scores)), [round(float(s), 4) for s in scores]
