@@ -179,8 +179,8 @@ def checkpoint_serde() -> StateSerializer:
 
 
 def connect_sqlite(path: Path) -> sqlite3.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
     """A connection to the SQLite file ``path`` for every thread (WAL); closed again when the file is no database."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
