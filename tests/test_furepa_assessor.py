@@ -105,6 +105,9 @@ def test_ircot_prompt_file_reasoning_steps_before_a_hop_are_its_candidates(tmp_p
     bad.write_text(IRCOT_2WIKI.read_text().split("\n\n\n")[0] + '\n\n\n# METADATA: {"qid": "x"}\nQ: What?\n')
     with pytest.raises(DatasetError, match=r"bad.txt: line 2\d: an IRCoT block needs"):
         read_ircot(bad)
+    bad.write_bytes(IRCOT_2WIKI.read_bytes() + b"\nQ: caf\xe9?\n")  # a Latin-1 byte: named, not a traceback
+    with pytest.raises(DatasetError, match=r"bad.txt: not UTF-8 text"):
+        read_ircot(bad)
 
 
 def test_hotpot_hops_bridge_ordered_comparison_free(tmp_path):

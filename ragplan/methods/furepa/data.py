@@ -112,7 +112,10 @@ def read_ircot(path: str | Path) -> list[QAExample]:
     with p.open(encoding="utf-8", errors="replace") as f:
         if not f.read(12).startswith("# METADATA:"):
             return []
-    text, out = p.read_text(encoding="utf-8"), []
+    try:
+        text, out = p.read_text(encoding="utf-8"), []
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{p}: not UTF-8 text (byte {exc.start})") from None
     starts = [m.start() for m in re.finditer(r"^# METADATA:", text, re.MULTILINE)] + [len(text)]
     for start, end in itertools.pairwise(starts):
         head, _, block = text[start:end].partition("\n")
