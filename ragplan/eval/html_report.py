@@ -19,7 +19,7 @@ from ragplan.eval.figures import plot_costs
 from ragplan.eval.report import RunComparison, benchmark_comparison, comparison, family_or_none, plot_comparison
 from ragplan.eval.runfolder import RECORD_NUMBERS, RECORD_TEXTS, atomic_write
 from ragplan.state.result import GraphResult
-from ragplan.state.trace_sections import TraceSection, field_sections
+from ragplan.state.trace_sections import TraceSection
 
 __all__ = ["render_html_report", "write_html_report", "outcome_of", "OPEN_UP_TO", "MAX_TEXT"]
 
@@ -54,13 +54,7 @@ def _family_part(cls: type[GraphResult] | None, rec: dict[str, Any]) -> tuple[li
     """The family's sections for one record, and the record keys they cover."""
     if cls is None:
         return [], set()
-    keys = set(cls().record())  # the family's fields and what its record() adds, whatever the record holds
-    try:
-        return cls.report_sections(rec), keys
-    except Exception as exc:  # a drawing bug must not lose the report: show the fields as stored
-        note = f"{cls.__name__}.report_sections failed: {type(exc).__name__}: {exc}; shown as stored"
-        own = {k: rec[k] for k in keys if k in rec}
-        return [TraceSection(title="trace", status="bad", note=note)] + field_sections(own, cls.model_fields), keys
+    return cls.report_sections(rec), set(cls().record())  # the family's fields and what its record() adds
 
 
 def _png(data: bytes, alt: str, caption: str = "") -> dict[str, str]:
