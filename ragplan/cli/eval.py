@@ -4,7 +4,6 @@ compare runs, sweep one setting, score retrieval without an LLM (docs/evaluation
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -256,7 +255,7 @@ def _report(args: argparse.Namespace) -> int:
             print(f"written: {written}" if written is not None else "no SR/MR figure: none of the runs retrieved")
         if args.html:
             print(f"written: {write_html_report(args.runs, args.html)}")
-    except (FileNotFoundError, json.JSONDecodeError) as exc:
+    except FileNotFoundError as exc:  # a folder without settings.json, a figure into a missing folder
         return fail(str(exc))
     return 0
 
