@@ -50,13 +50,6 @@ def outcome_of(record: dict[str, Any]) -> str:
     return "correct" if record.get("correct") else "wrong"
 
 
-def _family_part(cls: type[GraphResult] | None, rec: dict[str, Any]) -> tuple[list[TraceSection], set[str]]:
-    """The family's sections for one record, and the record keys they cover."""
-    if cls is None:
-        return [], set()
-    return cls.report_sections(rec), set(cls().record())  # the family's fields and what its record() adds
-
-
 def _png(data: bytes, alt: str, caption: str = "") -> dict[str, str]:
     """A plot for the template from PNG bytes."""
     return {"data": base64.b64encode(data).decode(), "alt": alt, "caption": caption}
@@ -101,7 +94,8 @@ def _result(label: str, cls: type[GraphResult] | None, rec: dict[str, Any], open
               "LLM calls": rec.get("llm_calls"),
               "tokens": f"{rec.get('input_tokens', 0)} prompt + {rec.get('output_tokens', 0)} completion",
               "LLM time (s)": rec.get("llm_seconds"), "latency (s)": rec.get("latency_s"), "attempts": rec.get("attempts")}
-    sections, family_keys = _family_part(cls, rec)
+    # the family's sections, and the record keys they cover (its fields and what its record() adds)
+    sections, family_keys = (cls.report_sections(rec), set(cls().record())) if cls is not None else ([], set())
     grade = {k: v for k, v in rec.items() if k not in _RUNNER_KEYS and k not in family_keys}
     return {"label": label, "outcome": outcome, "open": open_,
             "short": answer if len(answer) <= 100 else answer[:100] + "…",

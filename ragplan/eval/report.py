@@ -22,13 +22,10 @@ __all__ = ["summarise", "write_summary", "compare_runs", "every_question_failed"
            "plot_comparison", "run_labels", "family_or_none"]
 
 
-def retrieval_class(n: int) -> str:
-    """``SR`` for one retrieval, ``MR`` for several, ``none`` for zero."""
+def retrieval_class(record: dict[str, Any]) -> str:
+    """A run record's class: ``SR`` for one retrieval, ``MR`` for several, ``none`` for zero."""
+    n = int(record.get("retrievals", 0) or 0)
     return "none" if n <= 0 else "SR" if n == 1 else "MR"
-
-
-def _class_of(record: dict[str, Any]) -> str:
-    return retrieval_class(int(record.get("retrievals", 0) or 0))
 
 
 #: A family's figures of one run record (:meth:`ragplan.state.result.GraphResult.run_metrics`).
@@ -80,7 +77,7 @@ def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any 
         "overall": {**_acc(records, shown), "errors": sum(1 for r in records if r.get("error"))},
         "stop_reasons": dict(Counter(str(r.get("stop_reason") or "-") for r in records).most_common()),
         "groups": {key: by([str(r.get(key)) for r in records]) for key in group_by},
-        "retrieval": by([_class_of(r) for r in records]),
+        "retrieval": by([retrieval_class(r) for r in records]),
         "retrieval_totals": retrieval_totals(records),
         "cost": {**total, "per_question_llm_calls": round(total["llm_calls"] / n, 2),
                  "per_question_tokens": round((total["input_tokens"] + total["output_tokens"]) / n, 1),
@@ -218,7 +215,7 @@ def _reference_counts(runs: list[Any]) -> dict[str, tuple[str, dict[str, dict[st
 def _split(st: RunSettings, recs: dict[str, dict[str, Any]], refs: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Accuracy on the SR and on the MR questions, each classed by the reference run's retrieval count, else its own."""
     counts = refs[st.benchmark][1] if st.benchmark in refs else recs
-    cls = {i: _class_of(counts[i]) if i in counts else "unsplit" for i in recs}
+    cls = {i: retrieval_class(counts[i]) if i in counts else "unsplit" for i in recs}
     return {k: _acc([r for i, r in recs.items() if cls[i] == k]) for k in ("SR", "MR")}
 
 
@@ -253,7 +250,7 @@ def retrieval_split(c: RunComparison) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for label, (st, recs, _) in zip(c.labels, c.runs):
         ref = refs.get(st.benchmark)
-        own = [_class_of(r) for r in (ref[1] if ref else recs).values()]
+        own = [retrieval_class(r) for r in (ref[1] if ref else recs).values()]
         b = out.setdefault(st.benchmark, {"total": len(own), "n": {k: own.count(k) for k in ("SR", "MR")} if ref else {},
                                           "methods": {}, "counts": {}, "left_out": [],
                                           "split_by": ref[0] if ref else "own retrieval counts"})
