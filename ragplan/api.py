@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ragplan.registry import family_of
-from ragplan.runs import NO_DECISION, OnUpdate, Review, resume_run, start_run
+from ragplan.runs import OnUpdate, Review, start_run
+from ragplan.runs import resume_run as resume
 from ragplan.state.result import GraphResult
 
 __all__ = ["ask", "resume", "GraphResult"]
@@ -29,13 +30,3 @@ def ask(question: str, method: str = "planrag", *, model: Any = None, store: Any
     in_file = bool(thread_id or checkpoint_db or (reviews and review is None))  # else in memory, for this call only
     return start_run(method, question, ctx, inputs=inputs, thread_id=thread_id, checkpoint_db=checkpoint_db,
                      in_memory=not in_file, review=review, on_update=on_update)
-
-
-def resume(thread_id: str, decision: Any = NO_DECISION, *, model: Any = None, context: Any = None,
-           review: Review | None = None, on_update: OnUpdate | None = None, checkpoint_db: str | None = None,
-           **settings: Any) -> GraphResult:
-    """Continue a checkpointed run and return its typed result: ``decision`` (``"approve"``, ``{"action": "edit",
-    "plan": …}`` …) or ``review`` answers a pending plan review (with neither it stays paused); a killed run goes on
-    from its last finished node. :class:`~ragplan.checkpoints.UnknownThread` (a KeyError) for an unknown thread."""
-    return resume_run(thread_id, decision, checkpoint_db=checkpoint_db, ctx=context, model=model, settings=settings,
-                      review=review, on_update=on_update)

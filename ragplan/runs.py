@@ -135,17 +135,19 @@ def thread_status(thread_id: str, checkpoint_db: str | None = None) -> tuple[Run
     return info, ("unfinished" if snap.next else "finished"), None, values
 
 
-def resume_run(thread_id: str, decision: Any = NO_DECISION, *, checkpoint_db: str | None = None, ctx: Any = None,
-               model: Any = None, settings: dict[str, Any] | None = None, review: Review | None = None,
-               on_update: OnUpdate | None = None) -> GraphResult:
-    """Continue thread ``thread_id`` (see the module docstring; :class:`~ragplan.checkpoints.UnknownThread` when
-    unknown); ``ctx`` defaults to :func:`rebuild_context` with ``model`` and ``settings``."""
+def resume_run(thread_id: str, decision: Any = NO_DECISION, *, model: Any = None, context: Any = None,
+               review: Review | None = None, on_update: OnUpdate | None = None, checkpoint_db: str | None = None,
+               **settings: Any) -> GraphResult:
+    """Continue a checkpointed run, its typed result (``ragplan.api.resume``): ``decision`` (``"approve"``,
+    ``{"action": "edit", "plan": …}`` …) or ``review`` answers a pending plan review (with neither it stays paused);
+    a killed run goes on from its last finished node. ``context`` defaults to :func:`rebuild_context` with ``model``
+    and ``settings``. :class:`~ragplan.checkpoints.UnknownThread` (a KeyError) for an unknown thread."""
     t0 = time.perf_counter()
     info, status, pending, values = thread_status(thread_id, checkpoint_db)
     family = family_of(info.method)
     if status == "finished":
         return _result(family, info.method, values, None, thread_id, t0)
-    ctx = ctx if ctx is not None else rebuild_context(info, model=model, **(settings or {}))
+    ctx = context if context is not None else rebuild_context(info, model=model, **settings)
     value: Any = None
     if status == "not_started":
         value = info.inputs

@@ -106,17 +106,20 @@ class GraphResult(BaseModel):
     @classmethod
     def report_sections(cls, record: dict[str, Any]) -> list[TraceSection]:
         """A run record's family part as report sections, drawn by :meth:`trace_sections`; a record that does not
-        fit the result (written by another version) is shown field by field instead, so nothing is hidden."""
+        fit the result (written by another version), or a drawing that fails, is shown field by field instead, so
+        nothing is hidden."""
         try:
             res = cls.from_state(record)
-        except ValidationError as exc:
-            own = {k: record[k] for k in cls.model_fields if k in record and k not in GraphResult.model_fields}
-            return [TraceSection(title="record", status="bad",
-                                 note=f"does not fit {cls.__name__} ({exc.error_count()} problem(s)); shown as stored")
+            drawn = cls.drawn_fields()
+            rest = {k: v for k, v in res.record().items() if k not in drawn}
+            return res.trace_sections() + field_sections(rest, cls.model_fields)
+        except Exception as exc:  # noqa: BLE001  (a report is still written)
+            why = (f"does not fit {cls.__name__} ({exc.error_count()} problem(s))" if isinstance(exc, ValidationError)
+                   else f"{cls.__name__}.report_sections failed: {type(exc).__name__}: {exc}")
+            own = {k: record[k] for k in dict.fromkeys([*cls.model_fields, *cls().record()])
+                   if k in record and k not in GraphResult.model_fields}
+            return [TraceSection(title="record", status="bad", note=f"{why}; shown as stored")
                     ] + field_sections(own, cls.model_fields)
-        drawn = cls.drawn_fields()
-        rest = {k: v for k, v in res.record().items() if k not in drawn}
-        return res.trace_sections() + field_sections(rest, cls.model_fields)
 
     @classmethod
     def drawn_fields(cls) -> set[str]:

@@ -244,6 +244,19 @@ def test_fields_a_family_does_not_draw_are_still_shown():
         assert fam.result.drawn_fields() <= set(fam.result().record()), fam.name
 
 
+def test_a_drawing_that_fails_shows_the_record_as_stored():
+    """A family's trace_sections that raises loses nothing: its fields are shown by their shape, the failure named."""
+    from ragplan.state.planrag import PlanRAGResult
+
+    class Broken(PlanRAGResult):
+        def trace_sections(self):
+            raise RuntimeError("a drawing bug")
+
+    first, *rest = Broken.report_sections({"plan": ["keep me"], "answer": "a"})
+    assert first.status == "bad" and "Broken.report_sections failed: RuntimeError: a drawing bug" in first.note
+    assert [s.value for s in rest if s.title == "plan"] == [["keep me"]]
+
+
 # ------------------------------------------------------------------------------------------- the page as text
 HOSTILE = "<script>alert('pwned')</script>"
 

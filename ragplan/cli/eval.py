@@ -4,7 +4,6 @@ compare runs, sweep one setting, score retrieval without an LLM (docs/evaluation
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -174,11 +173,8 @@ def run(args: argparse.Namespace) -> int:
     from ragplan.eval.runner import RunRefused, run_evaluation
     from ragplan.registry import family_of
 
-    if args.rerun or args.resume:
-        try:
-            settings = RunSettings.load(Path(args.rerun or args.resume) / "settings.json")
-        except (OSError, json.JSONDecodeError, TypeError) as exc:
-            return fail(f"{Path(args.rerun or args.resume)} is not a run folder: {exc}")
+    if args.rerun or args.resume:  # (a folder without readable settings: FileFormatError naming the file, exit 2)
+        settings = RunSettings.load(Path(args.rerun or args.resume) / "settings.json")
         settings.created = "" if args.rerun else settings.created  # a rerun is a new run
         run_dir = Path(args.out or _stamped(settings)) if args.rerun else Path(args.resume)
         if args.rerun and (run_dir.resolve() == Path(args.rerun).resolve() or (run_dir / "results.jsonl").exists()):
@@ -191,9 +187,7 @@ def run(args: argparse.Namespace) -> int:
         run_dir = Path(args.out or _stamped(settings))
     try:  # a saved run's values converted to their settings' types (a wrong one is refused here, not in every question)
         settings.context = family_of(settings.method).check_settings(settings.method, settings.context)
-    except KeyError:
-        return fail(f"unknown method {settings.method!r}; see `ragplan graphs`")
-    except ValueError as exc:
+    except ValueError as exc:  # (an unknown method was refused with the command line's settings)
         return fail(f"--set {exc}")
     settings.checkpoints = settings.checkpoints and not args.no_checkpoints
     if args.checkpoint_db:
@@ -261,7 +255,7 @@ def _report(args: argparse.Namespace) -> int:
             print(f"written: {written}" if written is not None else "no SR/MR figure: none of the runs retrieved")
         if args.html:
             print(f"written: {write_html_report(args.runs, args.html)}")
-    except (FileNotFoundError, json.JSONDecodeError) as exc:
+    except FileNotFoundError as exc:  # a folder without settings.json, a figure into a missing folder
         return fail(str(exc))
     return 0
 

@@ -89,6 +89,7 @@ def _snippet(text: str, width: int) -> str:
 
 
 def _search(args: argparse.Namespace) -> int:
+    from ragplan.eval.figures import format_table
     from ragplan.tools.textindex import TextIndex
 
     if args.k < 1:
@@ -105,10 +106,7 @@ def _search(args: argparse.Namespace) -> int:
     if not hits:
         print("no passages")
         return 0
-    id_w = max(2, min(max(len(p.id) for p in hits), 24))
-    title_w = max(5, min(max(len(p.title) for p in hits), 32))
-    print(f"{'#':>2}  {'score':>6}  {'id':<{id_w}}  {'title':<{title_w}}  text")
-    for rank, p in enumerate(hits, 1):
-        print(f"{rank:>2}  {p.score:6.3f}  {p.id[:id_w]:<{id_w}}  {_snippet(p.title, title_w):<{title_w}}  "
-              f"{_snippet(p.text, args.width)}")
+    rows = [[rank, f"{p.score:.3f}", p.id[:24], _snippet(p.title, 32), _snippet(p.text, args.width)]
+            for rank, p in enumerate(hits, 1)]
+    print(format_table(["#", "score", "id", "title", "text"], rows, style="plain"))
     return 0

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         return fail(problem)
     print(f"Thread: {args.thread_id}  ({_DOING[status]})", file=out, flush=True)
-    res = run_traced(lambda review, on_update: resume_run(args.thread_id, checkpoint_db=args.checkpoint_db, ctx=ctx,
+    res = run_traced(lambda review, on_update: resume_run(args.thread_id, checkpoint_db=args.checkpoint_db, context=ctx,
                                                           review=review, on_update=on_update),
                      family, out, args, resume_hint(args.thread_id, args.checkpoint_db))
     return print_result(res, args.json)

@@ -19,7 +19,7 @@ from ragplan.eval.figures import plot_costs
 from ragplan.eval.report import RunComparison, benchmark_comparison, comparison, family_or_none, plot_comparison
 from ragplan.eval.runfolder import RECORD_NUMBERS, RECORD_TEXTS, atomic_write
 from ragplan.state.result import GraphResult
-from ragplan.state.trace_sections import TraceSection, field_sections
+from ragplan.state.trace_sections import TraceSection
 
 __all__ = ["render_html_report", "write_html_report", "outcome_of", "OPEN_UP_TO", "MAX_TEXT"]
 
@@ -48,19 +48,6 @@ def outcome_of(record: dict[str, Any]) -> str:
     if record.get("error") or record.get("grade_error"):
         return "failed"
     return "correct" if record.get("correct") else "wrong"
-
-
-def _family_part(cls: type[GraphResult] | None, rec: dict[str, Any]) -> tuple[list[TraceSection], set[str]]:
-    """The family's sections for one record, and the record keys they cover."""
-    if cls is None:
-        return [], set()
-    keys = set(cls().record())  # the family's fields and what its record() adds, whatever the record holds
-    try:
-        return cls.report_sections(rec), keys
-    except Exception as exc:  # a drawing bug must not lose the report: show the fields as stored
-        note = f"{cls.__name__}.report_sections failed: {type(exc).__name__}: {exc}; shown as stored"
-        own = {k: rec[k] for k in keys if k in rec}
-        return [TraceSection(title="trace", status="bad", note=note)] + field_sections(own, cls.model_fields), keys
 
 
 def _png(data: bytes, alt: str, caption: str = "") -> dict[str, str]:
@@ -107,7 +94,8 @@ def _result(label: str, cls: type[GraphResult] | None, rec: dict[str, Any], open
               "LLM calls": rec.get("llm_calls"),
               "tokens": f"{rec.get('input_tokens', 0)} prompt + {rec.get('output_tokens', 0)} completion",
               "LLM time (s)": rec.get("llm_seconds"), "latency (s)": rec.get("latency_s"), "attempts": rec.get("attempts")}
-    sections, family_keys = _family_part(cls, rec)
+    # the family's sections, and the record keys they cover (its fields and what its record() adds)
+    sections, family_keys = (cls.report_sections(rec), set(cls().record())) if cls is not None else ([], set())
     grade = {k: v for k, v in rec.items() if k not in _RUNNER_KEYS and k not in family_keys}
     return {"label": label, "outcome": outcome, "open": open_,
             "short": answer if len(answer) <= 100 else answer[:100] + "…",

@@ -7,13 +7,14 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 __all__ = [
     "normalize_answer", "exact_match", "f1_score", "read_label", "LabelKind", "canonical_label", "label_accuracy",
     "retrieval_stats", "RetrievalStats", "FEVER_LABELS", "ScoreRule", "SCORE_RULES", "count_of", "field_of",
+    "mean_scores",
 ]
 
 ScoreRule = Literal["hotpotqa", "musique"]
@@ -344,6 +345,13 @@ def count_of(value: Any) -> int | None:
 def field_of(x: Any, name: str) -> Any:
     """``x[name]`` of a mapping, else the attribute (None when missing)."""
     return x.get(name) if isinstance(x, Mapping) else getattr(x, name, None)
+
+
+def mean_scores(scores: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
+    """The mean of each score over records (questions), ``None`` values left out (``None`` when none has it)."""
+    names = dict.fromkeys(n for s in scores for n in s)
+    vals = {n: [float(v) for s in scores if isinstance(v := s.get(n), (int, float))] for n in names}
+    return {n: round(sum(v) / len(v), 4) if v else None for n, v in vals.items()}
 
 
 def retrieval_stats(output: Mapping[str, Any]) -> RetrievalStats:

@@ -7,10 +7,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections import Counter
-from typing import IO, Any, Callable
+from typing import IO, Any, Callable, Sequence
 
 from ragplan.eval.benchmark import ComparedRun
-from ragplan.eval.metrics import count_of
+from ragplan.eval.metrics import count_of, mean_scores
 from ragplan.eval.figures import format_table, ordered_categories, plot_retrieval_split, plot_run
 from ragplan.eval.registry import get_benchmark
 from ragplan.eval.runfolder import RunFolder, RunSettings
@@ -22,57 +22,48 @@ __all__ = ["summarise", "write_summary", "compare_runs", "every_question_failed"
            "plot_comparison", "run_labels", "family_or_none"]
 
 
-def retrieval_class(n: int) -> str:
-    """``SR`` for one retrieval, ``MR`` for several, ``none`` for zero."""
+def retrieval_class(record: dict[str, Any]) -> str:
+    """A run record's class: ``SR`` for one retrieval, ``MR`` for several, ``none`` for zero."""
+    n = int(record.get("retrievals", 0) or 0)
     return "none" if n <= 0 else "SR" if n == 1 else "MR"
-
-
-def _class_of(record: dict[str, Any]) -> str:
-    return retrieval_class(int(record.get("retrievals", 0) or 0))
 
 
 #: A family's figures of one run record (:meth:`ragplan.state.result.GraphResult.run_metrics`).
 RunMetrics = Callable[[dict[str, Any]], dict[str, float]]
 
 
-def _mean(vals: list[float]) -> float | None:
-    return round(sum(vals) / len(vals), 4) if vals else None
+def _acc(records: list[dict[str, Any]], metrics: Sequence[str] = ()) -> dict[str, Any]:
+    """Accuracy and the mean of each of ``metrics`` (None where no record has it as a number)."""
+    n, c = len(records), sum(1 for r in records if r.get("correct"))
+    means = mean_scores([{m: r.get(m) for m in metrics} for r in records])
+    return {"n": n, "correct": c, "accuracy": round(c / n, 4) if n else 0.0, **{m: means.get(m) for m in metrics}}
 
 
-def _acc(records: list[dict[str, Any]], metrics: list[str] | tuple[str, ...] = (),
-         figures: dict[int, dict[str, float]] | None = None, names: list[str] | None = None) -> dict[str, Any]:
-    """Accuracy and the mean of each metric; with ``figures`` (record id() → its family figures), each of ``names`` too."""
-    n = len(records)
-    c = sum(1 for r in records if r.get("correct"))
-    out: dict[str, Any] = {"n": n, "correct": c, "accuracy": round(c / n, 4) if n else 0.0}
-    out.update({m: _mean([float(r[m]) for r in records if isinstance(r.get(m), (int, float))]) for m in metrics})
-    figs = figures or {}
-    out.update({m: _mean([f[m] for r in records if m in (f := figs.get(id(r), {}))]) for m in names or []})
-    return out
-
-
-def _figures(records: list[dict[str, Any]], run_metrics: RunMetrics | None) -> tuple[dict[int, dict[str, float]], list[str]]:
-    """Each record's family figures (by id()) and their names in first-seen order; a record the hook cannot read has none."""
-    figures: dict[int, dict[str, float]] = {}
-    if run_metrics is None:
-        return figures, []
+def _with_figures(records: list[dict[str, Any]],
+                  run_metrics: RunMetrics | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """Copies of the records with their family figures as fields (a record the hook cannot read has none), and the
+    figures' names in first-seen order."""
+    out, names = [], dict[str, None]()
     for r in records:
         try:
-            figures[id(r)] = {k: float(v) for k, v in run_metrics(r).items()}
+            figures = {k: float(v) for k, v in run_metrics(r).items()} if run_metrics is not None else {}
         except Exception:  # a record from another version: no figures rather than no summary
-            figures[id(r)] = {}
-    return figures, list(dict.fromkeys(k for f in figures.values() for k in f))
+            figures = {}
+        out.append({**r, **figures})
+        names.update(dict.fromkeys(figures))
+    return out, list(names)
 
 
 def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any = None,
               metrics: list[str] | None = None, run_metrics: RunMetrics | None = None) -> dict[str, Any]:
     """Accuracy and metrics overall, per group key and per retrieval class, plus stop reasons and cost."""
     metrics = list(metrics or [])
-    figures, names = _figures(records, run_metrics)
-    names = [m for m in names if m not in metrics]
+    records, figures = _with_figures(records, run_metrics)
+    names = [m for m in figures if m not in metrics]
+    shown = [*metrics, *names]
 
     def by(keys: list[str]) -> dict[str, dict[str, Any]]:  # one value per record; in reading order (easy < hard)
-        return {v: _acc([r for r, k in zip(records, keys) if k == v], metrics, figures, names)
+        return {v: _acc([r for r, k in zip(records, keys) if k == v], shown)
                 for v in ordered_categories(keys)}
 
     n = len(records) or 1
@@ -83,10 +74,10 @@ def summarise(records: list[dict[str, Any]], group_by: list[str], settings: Any 
         "model": getattr(settings, "model", ""),
         "metrics": metrics,
         "run_metrics": names,
-        "overall": {**_acc(records, metrics, figures, names), "errors": sum(1 for r in records if r.get("error"))},
+        "overall": {**_acc(records, shown), "errors": sum(1 for r in records if r.get("error"))},
         "stop_reasons": dict(Counter(str(r.get("stop_reason") or "-") for r in records).most_common()),
         "groups": {key: by([str(r.get(key)) for r in records]) for key in group_by},
-        "retrieval": by([_class_of(r) for r in records]),
+        "retrieval": by([retrieval_class(r) for r in records]),
         "retrieval_totals": retrieval_totals(records),
         "cost": {**total, "per_question_llm_calls": round(total["llm_calls"] / n, 2),
                  "per_question_tokens": round((total["input_tokens"] + total["output_tokens"]) / n, 1),
@@ -192,8 +183,7 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
     rows = []
     labels = run_labels([st for st, _ in runs], run_dirs)
     for (st, recs, s), label in zip(summaries, labels):
-        cls = _split(st, recs, refs)
-        sr, mr = (_acc([r for i, r in recs.items() if cls[i] == k]) for k in ("SR", "MR"))
+        sr, mr = _split(st, recs, refs).values()
         ys = [s["groups"].get("year", {}).get(y, {"accuracy": 0, "n": 0}) for y in years]
         rows.append([label, st.model or "-", st.benchmark, s["overall"]["n"], f"{s['overall']['accuracy']:.1%}",
                      *["-" if s["overall"].get(m) is None else f"{s['overall'][m]:.3f}" for m in [*metrics, *run_names]],
@@ -222,10 +212,11 @@ def _reference_counts(runs: list[Any]) -> dict[str, tuple[str, dict[str, dict[st
     return refs
 
 
-def _split(st: RunSettings, recs: dict[str, dict[str, Any]], refs: dict[str, Any]) -> dict[str, str]:
-    """Each question's SR/MR class by the reference run's retrieval count, else its own."""
+def _split(st: RunSettings, recs: dict[str, dict[str, Any]], refs: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Accuracy on the SR and on the MR questions, each classed by the reference run's retrieval count, else its own."""
     counts = refs[st.benchmark][1] if st.benchmark in refs else recs
-    return {i: _class_of(counts[i]) if i in counts else "unsplit" for i in recs}
+    cls = {i: retrieval_class(counts[i]) if i in counts else "unsplit" for i in recs}
+    return {k: _acc([r for i, r in recs.items() if cls[i] == k]) for k in ("SR", "MR")}
 
 
 def run_labels(settings: list[RunSettings], run_dirs: list[str | Path]) -> list[str]:
@@ -259,15 +250,14 @@ def retrieval_split(c: RunComparison) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for label, (st, recs, _) in zip(c.labels, c.runs):
         ref = refs.get(st.benchmark)
-        own = [_class_of(r) for r in (ref[1] if ref else recs).values()]
+        own = [retrieval_class(r) for r in (ref[1] if ref else recs).values()]
         b = out.setdefault(st.benchmark, {"total": len(own), "n": {k: own.count(k) for k in ("SR", "MR")} if ref else {},
                                           "methods": {}, "counts": {}, "left_out": [],
                                           "split_by": ref[0] if ref else "own retrieval counts"})
         if ref is None and own.count("none") == len(own):  # its SR/MR split would be empty: say so, draw nothing
             b["left_out"].append(label)
             continue
-        cls = _split(st, recs, refs)
-        accs = {k: _acc([r for i, r in recs.items() if cls[i] == k]) for k in ("SR", "MR")}
+        accs = _split(st, recs, refs)
         b["methods"][label] = {k: (a["accuracy"] if a["n"] else None) for k, a in accs.items()}
         b["counts"][label] = {k: a["n"] for k, a in accs.items()}
     return out

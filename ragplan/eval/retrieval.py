@@ -8,14 +8,14 @@ import itertools
 import json
 import threading
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ragplan.datasets import QAExample
 from ragplan.eval.figures import format_table
-from ragplan.eval.metrics import field_of
+from ragplan.eval.metrics import field_of, mean_scores
 from ragplan.eval.runfolder import RunFolder, atomic_write
 
 __all__ = ["SupportSentence", "GoldParagraph", "EvidenceSet", "passage_key", "GoldSupport", "gold_support",
@@ -190,13 +190,6 @@ def score_ranking(ranking: Sequence[Any], gold: GoldSupport, ks: Sequence[int] =
                   sentences: Sequence[Any] | None = None) -> dict[str, float | None]:
     """Scores of one query's ranked passages (and ranked sentences, optionally) against ``gold``."""
     return score_queries([ranking], gold, ks, sentence_rankings=None if sentences is None else [sentences])
-
-
-def mean_scores(scores: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
-    """The mean of each score over questions, ``None`` values left out (``None`` when none has it)."""
-    names = dict.fromkeys(n for s in scores for n in s)
-    vals = {n: [float(v) for s in scores if isinstance(v := s.get(n), (int, float))] for n in names}
-    return {n: round(sum(v) / len(v), 4) if v else None for n, v in vals.items()}
 
 
 SUPPORT_KS: tuple[int, ...] = (2, 5)

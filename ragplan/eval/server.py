@@ -5,6 +5,7 @@ sent is the run's JSON settings without secrets (the server's environment suppli
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -139,10 +140,8 @@ class ServerRuns:
         return dict(out or {})
 
     async def _cancel(self, tid: str, run_id: str) -> None:
-        try:
+        with contextlib.suppress(httpx.HTTPError):  # the server is gone or the run ended meanwhile: nothing left to stop
             await self.client.runs.cancel(tid, run_id)
-        except httpx.HTTPError:  # the server is gone or the run ended meanwhile: nothing left to stop
-            pass
 
     async def close(self) -> None:
         """Close the connection."""
