@@ -80,7 +80,8 @@ def _graph() -> Builder:
 
 
 def build_furepa() -> Builder:
-    """FuRePA: masked prompt → N candidates → plan assessor → repetition control → retrieve, until answered or bounded."""
+    """FuRePA: masked reasoning, N candidate queries, trained plan assessor, temperature raise on repeats; retrieve
+    until answered or bounded."""
     g = _graph().add_sequence((mask_reasoning, make_propose()))
     g.add_node("assess_plan", assess_plan)
     g.add_node("review_plan", make_review_plan("furepa", FuRePAReviewer()))
@@ -98,7 +99,7 @@ def build_furepa() -> Builder:
 
 
 def build_ircot() -> Builder:
-    """IRCoT-style: the prompt keeps earlier reasoning; one query per step, run as proposed."""
+    """IRCoT-style loop: earlier reasoning kept in the prompt, one query per step, run as proposed."""
     g = _graph().add_sequence((keep_reasoning, make_propose(single_query=True)))
     g.add_node("retrieve", retrieve_passages)
     g.add_node("answer", answer_from_evidence)
@@ -172,9 +173,8 @@ class FuRePAFamily(TextRetrievalFamily):
 
 FAMILY = FuRePAFamily(
     name="furepa", title="FuRePA (arXiv 2309.12767)", order=40, context=FuRePAContext, result=FuRePAResult, graphs=(
-        GraphSpec("furepa", build_furepa, "FuRePA: masked reasoning, N candidate queries, trained plan assessor, "
-                  "temperature raise on repeats"),
-        GraphSpec("ircot", build_ircot, "IRCoT-style loop: earlier reasoning kept in the prompt, one query per step"),
+        GraphSpec("furepa", build_furepa),
+        GraphSpec("ircot", build_ircot),
     ),
     data_help="--retriever wiki|local --index DIR, and for furepa --assessor DIR (or --assessor-mode first|random)",
 )

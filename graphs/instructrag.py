@@ -75,27 +75,28 @@ def _build(find: tuple[str, Any] | None = None, method: str = "", *, select: boo
 
 
 def build_instructrag() -> Builder:
-    """InstructRAG: RL-Agent candidates on the instruction graph, ML-Agent pick, planning with the path."""
+    """InstructRAG: RL-Agent walks the instruction graph for K paths, ML-Agent picks one, the LLM plans
+    Search/Lookup/Finish steps with it."""
     return _build(("retrieve_paths", make_retrieve_paths("rl_agent")), "instructrag", select=True)
 
 
 def build_instructrag_threshold() -> Builder:
-    """Ablation: a similarity threshold walks the graph instead of the RL-Agent; the ML-Agent still picks."""
+    """InstructRAG ablation: a similarity threshold walks the graph instead of the RL-Agent; the ML-Agent picks."""
     return _build(("retrieve_paths", make_retrieve_paths("threshold")), "instructrag_threshold", select=True)
 
 
 def build_instructrag_no_ml() -> Builder:
-    """Ablation: the RL-Agent's first candidate is used (no ML-Agent)."""
+    """InstructRAG ablation: the RL-Agent's first path, no ML-Agent."""
     return _build(("retrieve_paths", make_retrieve_paths("rl_agent", pick_first=True)), "instructrag_no_ml")
 
 
 def build_instructrag_rap() -> Builder:
-    """Baseline: the stored path of the most similar past question (RAP-style, no instruction graph)."""
+    """RAP-style baseline: the most similar past question's stored path, no instruction graph."""
     return _build(("retrieve_stored_paths", retrieve_stored_paths), "instructrag_rap")
 
 
 def build_react() -> Builder:
-    """ReAct: Thought / Action / Observation over the same docstore with no path (or with a given path)."""
+    """ReAct: Thought/Action/Observation with Search/Lookup/Finish over the same docstore, no path (or a given one)."""
     return _build()
 
 
@@ -157,14 +158,11 @@ class InstructRAGFamily(TextRetrievalFamily):
 FAMILY = InstructRAGFamily(
     name="instructrag", title="InstructRAG (Wang et al., SIGIR 2025)", order=50, context=InstructRAGContext,
     result=InstructRAGResult, graphs=(
-        GraphSpec("instructrag", build_instructrag, "InstructRAG: RL-Agent walks the instruction graph for K paths, ML-Agent "
-                  "picks one, the LLM plans Search/Lookup/Finish steps with it"),
-        GraphSpec("instructrag_threshold", build_instructrag_threshold, "InstructRAG ablation: a similarity threshold walks "
-                  "the graph instead of the RL-Agent"),
-        GraphSpec("instructrag_no_ml", build_instructrag_no_ml, "InstructRAG ablation: the RL-Agent's first path, no ML-Agent"),
-        GraphSpec("instructrag_rap", build_instructrag_rap, "RAP-style baseline: the most similar past question's stored path, "
-                  "no instruction graph"),
-        GraphSpec("react", build_react, "ReAct: Thought/Action/Observation with Search/Lookup/Finish and no path"),
+        GraphSpec("instructrag", build_instructrag),
+        GraphSpec("instructrag_threshold", build_instructrag_threshold),
+        GraphSpec("instructrag_no_ml", build_instructrag_no_ml),
+        GraphSpec("instructrag_rap", build_instructrag_rap),
+        GraphSpec("react", build_react),
     ),
     data_help="--retriever wiki|local --index DIR, and --instruction-graph DIR --agents DIR (react needs only the retriever)",
 )

@@ -79,7 +79,8 @@ def _base() -> Builder:
 
 
 def build_planrag(*, with_replan: bool = True) -> Builder:
-    """PlanRAG: plan, then retrieve step by step with a re-plan verdict after each observation."""
+    """PlanRAG: plan data analyses from the schema, retrieve step by step with Cypher, re-plan after each
+    observation, answer."""
     g = _base()
     g.add_node("plan", plan)
     g.add_node("review_plan", make_review_plan("planrag" if with_replan else "planrag_no_replan", PlanRAGReviewer()))
@@ -96,7 +97,7 @@ def build_planrag(*, with_replan: bool = True) -> Builder:
 
 
 def build_planrag_no_replan() -> Builder:
-    """PlanRAG without re-planning (the paper's "w/o RP" ablation)."""
+    """PlanRAG without re-planning (the paper's w/o RP ablation)."""
     return build_planrag(with_replan=False)
 
 
@@ -111,12 +112,12 @@ def _without_plan(mode: Literal["react", "single"], then: str) -> Builder:
 
 
 def build_iter_rag() -> Builder:
-    """IterRAG: ReAct-style iterative retrieval without a plan; the LLM decides when it knows enough."""
+    """IterRAG: ReAct-style iterative Cypher retrieval, no plan; the LLM answers when it knows enough."""
     return _without_plan("react", "retrieve")
 
 
 def build_single_rag() -> Builder:
-    """SingleRAG: one retrieval, then the answer (``single_rag_repairs`` > 0 lets a failed query be repaired)."""
+    """SingleRAG: one Cypher retrieval, then the answer (``single_rag_repairs`` > 0 lets a failed query be repaired)."""
     return _without_plan("single", "answer")
 
 
@@ -210,11 +211,10 @@ class PlanRAGFamily(MethodFamily):
 FAMILY = PlanRAGFamily(
     name="planrag", title="PlanRAG (Lee et al., NAACL 2024)", order=10, context=PlanRAGContext, result=PlanRAGResult,
     graphs=(
-        GraphSpec("planrag", build_planrag, "PlanRAG: plan data analyses from the schema, retrieve step by step with Cypher, re-plan after each observation, answer"),
-        GraphSpec("planrag_no_replan", build_planrag_no_replan, "PlanRAG without re-planning (the paper's w/o RP ablation)"),
-        GraphSpec("iter_rag", build_iter_rag, "IterRAG: ReAct-style iterative Cypher retrieval, no plan; answers when it knows enough",
-                  splits_retrievals=True),
-        GraphSpec("single_rag", build_single_rag, "SingleRAG: one Cypher retrieval, then the answer"),
+        GraphSpec("planrag", build_planrag),
+        GraphSpec("planrag_no_replan", build_planrag_no_replan),
+        GraphSpec("iter_rag", build_iter_rag, splits_retrievals=True),
+        GraphSpec("single_rag", build_single_rag),
     ),
     data_help="--graph FILE.cql (or --neo4j-uri / NEO4J_URI for a Neo4j server)",
 )

@@ -67,7 +67,8 @@ def _graph(**nodes: Any) -> Builder:
 
 
 def build_reaper() -> Builder:
-    """REAPER: one-call plan, validation with one repair, parallel execution, response from evidence."""
+    """REAPER: a small planner writes the whole retrieval plan in one call; validated (one repair), executed in
+    parallel, answered from the evidence by a large responder."""
     g = _graph(plan_retrieval=plan_retrieval, validate_plan=validate_plan,
                review_plan=make_review_plan("reaper", ReaperReviewer()), execute_plan=execute_plan, respond=respond)
     g.add_conditional_edges("plan_retrieval", route_after_planner, ["validate_plan", END])
@@ -78,7 +79,7 @@ def build_reaper() -> Builder:
 
 
 def build_agent_planner() -> Builder:
-    """Agent baseline: one LLM call per retrieval step over the same tools, then the same responder."""
+    """Agent baseline for REAPER: one LLM call per retrieval step over the same tools, then the same responder."""
     g = _graph(agent_step=agent_step, respond=respond)
     g.add_conditional_edges("agent_step", route_after_agent, ["agent_step", "respond", END])
     return g
@@ -99,7 +100,8 @@ def route_after_fill(state: ReaperState) -> Literal["execute_plan", "respond", "
 
 
 def build_classifier_planner() -> Builder:
-    """Classifier baseline: route to a retrieval class, fill its arguments with an LLM, execute, respond."""
+    """Classifier baseline for REAPER: a trained classifier routes to a retrieval class, an LLM fills its arguments,
+    execute, respond."""
     g = _graph(classify_question=classify_question, fill_arguments=fill_arguments, execute_plan=execute_plan,
                respond=respond)
     g.add_conditional_edges("classify_question", route_after_classify, ["fill_arguments", END])
@@ -189,9 +191,9 @@ FAMILY = ReaperFamily(
     context=ReaperContext,
     result=ReaperResult,
     graphs=(
-        GraphSpec("reaper", build_reaper, "REAPER: a small planner writes the whole retrieval plan in one call; validated, executed in parallel, answered by a large responder"),
-        GraphSpec("agent_planner", build_agent_planner, "Agent baseline for REAPER: one LLM call per retrieval step over the same tools"),
-        GraphSpec("classifier_planner", build_classifier_planner, "Classifier baseline for REAPER: a trained classifier routes to a retrieval class, an LLM fills its arguments"),
+        GraphSpec("reaper", build_reaper),
+        GraphSpec("agent_planner", build_agent_planner),
+        GraphSpec("classifier_planner", build_classifier_planner),
     ),
     data_help="--shop DIR (a retail shop made by `ragplan reaper make-shop --out DIR`)",
 )

@@ -69,7 +69,7 @@ def dispatch(state: MultiStepState) -> list[Send] | Literal["final_answer"]:
 
 
 def build_think_then_act() -> Builder:
-    """Think-then-Act: assess and rewrite the query, gate each (sub-)query by confidence, retrieve if needed, answer."""
+    """Think-then-Act: assess/rewrite the query, retrieve only below confidence β′, answer sub-queries in parallel."""
     first: list[Any] = [assess_query, schedule]
     g = _graph(MultiStepState).add_sequence(first)
     g.add_node("solve_subquery", build_subquery_graph().compile()).add_node(final_answer)
@@ -116,12 +116,12 @@ def _single_query(first: Any, route: Any = None) -> Builder:
 
 
 def build_retrieve_then_read() -> Builder:
-    """Retrieve-then-Read: always retrieve for the question, then answer with the evidence."""
+    """Retrieve-then-Read: always retrieve top sentences for the question, then answer with the evidence."""
     return _single_query(as_single_query)
 
 
 def build_flare() -> Builder:
-    """FLARE-style: draft, check token confidence (or stated confidence), retrieve and regenerate when low."""
+    """FLARE-style: draft, retrieve and regenerate when token (or stated) confidence is low."""
     return _single_query(flare_draft, route_after_draft)
 
 
@@ -161,11 +161,11 @@ class ThinkThenActFamily(TextRetrievalFamily):
 FAMILY = ThinkThenActFamily(
     name="think_then_act", title="Think-then-Act (Shen et al. 2024)", order=20, context=ThinkThenActContext,
     result=TextQAResult, graphs=(
-        GraphSpec("think_then_act", build_think_then_act, "Think-then-Act: assess/rewrite the query, retrieve only below confidence β′, answer sub-queries in parallel"),
-        GraphSpec("standard", build_standard, "Standard prediction: answer directly, no retrieval", uses_data=False),
-        GraphSpec("cot", build_cot, "Chain of thought: reason step by step, then answer; no retrieval", uses_data=False),
-        GraphSpec("retrieve_then_read", build_retrieve_then_read, "Retrieve-then-Read: always retrieve top sentences, then answer"),
-        GraphSpec("flare", build_flare, "FLARE-style: draft, retrieve and regenerate when token (or stated) confidence is low"),
+        GraphSpec("think_then_act", build_think_then_act),
+        GraphSpec("standard", build_standard, uses_data=False),
+        GraphSpec("cot", build_cot, uses_data=False),
+        GraphSpec("retrieve_then_read", build_retrieve_then_read),
+        GraphSpec("flare", build_flare),
     ),
     data_help="--retriever wiki (live Wikipedia, cached) or --retriever local --index DIR",
 )

@@ -4,6 +4,7 @@ entry point asks which family it has."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from dataclasses import MISSING, dataclass, fields, is_dataclass
@@ -38,13 +39,17 @@ class GraphSpec:
     """The graph's name (langgraph.json key, ``--method``)."""
     build: Callable[[], Any]
     """Builder of the uncompiled ``StateGraph`` (tests and the runner compile their own copy)."""
-    summary: str
-    """One line for ``ragplan graphs``."""
+    summary: str = ""
+    """One line for ``ragplan graphs`` and Studio (default: the first paragraph of the builder's docstring)."""
     uses_data: bool = True
     """Whether the graph reads the family's data (False for baselines that answer unaided, e.g. ``standard``)."""
     splits_retrievals: bool = False
     """Whether this graph's retrieval counts define the single- vs multi-retrieval (SR/MR) split of a comparison
     (PlanRAG's Figure 5 splits every method's questions by how often IterRAG retrieved)."""
+
+    def __post_init__(self) -> None:
+        if not self.summary:
+            object.__setattr__(self, "summary", " ".join((inspect.getdoc(self.build) or "").split("\n\n")[0].split()))
 
 
 @dataclass(frozen=True)
