@@ -80,8 +80,7 @@ def _graph() -> Builder:
 
 
 def build_furepa() -> Builder:
-    """FuRePA: masked reasoning, N candidate queries, trained plan assessor, temperature raise on repeats; retrieve
-    until answered or bounded."""
+    """FuRePA: masked reasoning, N candidate queries, trained plan assessor, temperature raise on repeats."""
     g = _graph().add_sequence((mask_reasoning, make_propose()))
     g.add_node("assess_plan", assess_plan)
     g.add_node("review_plan", make_review_plan("furepa", FuRePAReviewer()))

@@ -75,8 +75,7 @@ def _build(find: tuple[str, Any] | None = None, method: str = "", *, select: boo
 
 
 def build_instructrag() -> Builder:
-    """InstructRAG: RL-Agent walks the instruction graph for K paths, ML-Agent picks one, the LLM plans
-    Search/Lookup/Finish steps with it."""
+    """InstructRAG: RL-Agent walks the instruction graph for K paths, ML-Agent picks one, the LLM plans with it."""
     return _build(("retrieve_paths", make_retrieve_paths("rl_agent")), "instructrag", select=True)
 
 

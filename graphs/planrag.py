@@ -79,8 +79,7 @@ def _base() -> Builder:
 
 
 def build_planrag(*, with_replan: bool = True) -> Builder:
-    """PlanRAG: plan data analyses from the schema, retrieve step by step with Cypher, re-plan after each
-    observation, answer."""
+    """PlanRAG: plan analyses from the schema, retrieve step by step with Cypher, re-plan after each observation."""
     g = _base()
     g.add_node("plan", plan)
     g.add_node("review_plan", make_review_plan("planrag" if with_replan else "planrag_no_replan", PlanRAGReviewer()))

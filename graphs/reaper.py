@@ -67,8 +67,7 @@ def _graph(**nodes: Any) -> Builder:
 
 
 def build_reaper() -> Builder:
-    """REAPER: a small planner writes the whole retrieval plan in one call; validated (one repair), executed in
-    parallel, answered from the evidence by a large responder."""
+    """REAPER: a small planner writes the retrieval plan in one call; checked, run in parallel; a large LLM answers."""
     g = _graph(plan_retrieval=plan_retrieval, validate_plan=validate_plan,
                review_plan=make_review_plan("reaper", ReaperReviewer()), execute_plan=execute_plan, respond=respond)
     g.add_conditional_edges("plan_retrieval", route_after_planner, ["validate_plan", END])
@@ -100,8 +99,7 @@ def route_after_fill(state: ReaperState) -> Literal["execute_plan", "respond", "
 
 
 def build_classifier_planner() -> Builder:
-    """Classifier baseline for REAPER: a trained classifier routes to a retrieval class, an LLM fills its arguments,
-    execute, respond."""
+    """Classifier baseline for REAPER: a trained classifier picks a retrieval class, an LLM fills its arguments."""
     g = _graph(classify_question=classify_question, fill_arguments=fill_arguments, execute_plan=execute_plan,
                respond=respond)
     g.add_conditional_edges("classify_question", route_after_classify, ["fill_arguments", END])

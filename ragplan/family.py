@@ -40,7 +40,7 @@ class GraphSpec:
     build: Callable[[], Any]
     """Builder of the uncompiled ``StateGraph`` (tests and the runner compile their own copy)."""
     summary: str = ""
-    """One line for ``ragplan graphs`` and Studio (default: the first paragraph of the builder's docstring)."""
+    """One line for ``ragplan graphs`` (default: the first line of the builder's docstring)."""
     uses_data: bool = True
     """Whether the graph reads the family's data (False for baselines that answer unaided, e.g. ``standard``)."""
     splits_retrievals: bool = False
@@ -49,7 +49,7 @@ class GraphSpec:
 
     def __post_init__(self) -> None:
         if not self.summary:
-            object.__setattr__(self, "summary", " ".join((inspect.getdoc(self.build) or "").split("\n\n")[0].split()))
+            object.__setattr__(self, "summary", (inspect.getdoc(self.build) or "").partition("\n")[0])
 
 
 @dataclass(frozen=True)

@@ -21,19 +21,18 @@ def test_graphs_lists_every_graph(capsys):
     for name in graph_registry():
         assert name in out
     assert len(out.strip().splitlines()) == len(graph_registry())
-    assert "PlanRAG: plan data analyses from the schema, retrieve step by step with Cypher, re-plan after each observation" in out
+    assert "PlanRAG: plan analyses from the schema, retrieve step by step with Cypher, re-plan after" in out
 
 
 def test_graph_summary_is_the_builders_docstring_unless_given():
     from ragplan.family import GraphSpec
 
     def build():
-        """First line of the docstring,
-        wrapped.
+        """First line of the docstring.
 
         Details that stay out of the listing."""
 
-    assert GraphSpec("x", build).summary == "First line of the docstring, wrapped."
+    assert GraphSpec("x", build).summary == "First line of the docstring."
     assert GraphSpec("x", build, "Given.").summary == "Given."
     for name, (_, summary) in graph_registry().items():  # every graph has a line in ``ragplan graphs``
         assert len(summary) > 20, name
