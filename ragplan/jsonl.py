@@ -12,7 +12,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FileFormatError", "read_text", "read_jsonl_objects", "atomic_write"]
+__all__ = ["FileFormatError", "read_text", "read_json", "read_jsonl_objects", "atomic_write"]
 
 
 class FileFormatError(ValueError):
@@ -33,6 +33,18 @@ def read_text(path: str | Path, error: type[Exception] = FileFormatError) -> str
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise error(f"{p}:{line}: not UTF-8 text (a binary file?)") from None
+
+
+def read_json(path: str | Path, error: type[Exception] = FileFormatError) -> Any:
+    """The JSON value in ``path`` (read as :func:`read_text` reads it); ``error`` naming the file, line and column
+    where it is not valid JSON (``{path}: line L column C: not valid JSON``), or saying it is empty."""
+    text = read_text(path, error)
+    if not text.strip():
+        raise error(f"{path}: the file is empty")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"{path}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg}; a truncated file?)") from None
 
 
 def read_jsonl_objects(path: str | Path, error: type[Exception] = FileFormatError) -> list[tuple[int, dict[str, Any]]]:

@@ -165,6 +165,7 @@ def shop(tmp_path_factory):
     ("products.jsonl", lambda s: "[1, 2]\n" + s, r"products\.jsonl:1: expected a JSON object"),
     ("faq.jsonl", lambda s: s.replace('"faq_id"', '"id"', 1), r"faq\.jsonl:1: no 'faq_id'"),
     ("meta.json", lambda s: s[:25], r"meta\.json: line \d+ column \d+: not valid JSON"),
+    ("meta.json", lambda s: " \n", r"meta\.json: the file is empty"),
     ("meta.json", lambda s: json.dumps({k: v for k, v in json.loads(s).items() if k != "today"}),
      r"meta\.json: 'today' should be a date"),
 ])
@@ -257,6 +258,8 @@ def test_instructrag_graph_and_agents(tmp_path):
 
     g = write(tmp_path / "g" / GRAPH_FILE, '{"format": "ragplan-instruction-graph-1", "delta": 0.4, "instru')
     refused(lambda: InstructionGraph.load(g.parent), ValueError, r"graph\.json: line 1 column \d+: not valid JSON")
+    g.write_bytes(b'{"format": "ragplan-instruction-graph-1",\n "delta": "\xe9"}')  # not UTF-8: named, no traceback
+    refused(lambda: InstructionGraph.load(g.parent), ValueError, r"graph\.json:2: not UTF-8 text")
     write(g, json.dumps({"format": "ragplan-instruction-graph-1", "delta": 0.4}))
     refused(lambda: InstructionGraph.load(g.parent), ValueError, r"graph\.json: no 'instructions'")
     a = tmp_path / "agents"
@@ -273,6 +276,8 @@ def test_saved_assessor_and_classifier(tmp_path):
     d = tmp_path / "assessor"
     write(d / "meta.json", '{"features": ["a", "b"], "trees": 3')
     refused(lambda: load_assessor(d), AssessorError, r"assessor/meta\.json: line 1 column \d+: not valid JSON")
+    write(d / "meta.json", "")
+    refused(lambda: load_assessor(d), AssessorError, r"assessor/meta\.json: the file is empty")
     write(d / "meta.json", json.dumps({"features": ["a"]}))
     refused(lambda: load_assessor(d), AssessorError, r"assessor is not a saved plan assessor \(trees\.npz\)")
     c = tmp_path / "classifier"

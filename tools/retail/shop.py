@@ -18,7 +18,7 @@ from typing import Any
 
 from langchain_core.tools import ToolException
 
-from ragplan.jsonl import atomic_write, read_jsonl_objects
+from ragplan.jsonl import atomic_write, read_json, read_jsonl_objects
 from ragplan.tools.retail.catalog import make_catalog
 from ragplan.tools.retail.faq import faq_entries
 from ragplan.tools.retail.reviews import make_reviews
@@ -177,10 +177,7 @@ def _read_jsonl(path: Path, key: str) -> list[dict[str, Any]]:
 
 def _read_meta(path: Path) -> dict[str, Any]:
     """``meta.json``; :class:`ShopError` when it does not parse or lacks ``format`` / ``today``."""
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ShopError(f"{path}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})") from exc
+    meta = read_json(path, ShopError)
     if not isinstance(meta, dict):
         raise ShopError(f"{path}: expected a JSON object, got {type(meta).__name__}")
     if meta.get("format") != FORMAT:

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ragplan.jsonl import read_json
 from ragplan.methods.furepa.features import SCALAR_FEATURES, context_text, group_features
 
 __all__ = ["TreeEnsemble", "PlanAssessor", "AssessorError", "fit_trees", "fit_cross_encoder", "save_assessor",
@@ -189,9 +190,8 @@ def load_assessor(directory: str | Path) -> PlanAssessor:
 @functools.cache
 def _load(d: Path, mtime: float) -> PlanAssessor:
     """The assessor in ``d`` as its ``meta.json`` of ``mtime`` names it."""
-    meta_path = d / META_FILE
+    meta = read_json(d / META_FILE, AssessorError)
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
         if meta.get("scorer") == "cross-encoder":
             from sentence_transformers import CrossEncoder
 
@@ -200,9 +200,6 @@ def _load(d: Path, mtime: float) -> PlanAssessor:
             return PlanAssessor(meta, cross=CrossEncoder(str(d / CROSS_DIR), device="cpu", local_files_only=True))
         with np.load(d / TREES_FILE) as z:
             return PlanAssessor(meta, trees=TreeEnsemble.from_arrays(z))
-    except json.JSONDecodeError as exc:
-        raise AssessorError(f"{meta_path}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg}; a "
-                            "truncated file?)") from exc
     except (OSError, ValueError, KeyError) as exc:
         what = CROSS_DIR if (d / CROSS_DIR).is_dir() else TREES_FILE
         raise AssessorError(f"{d} is not a saved plan assessor ({what}): {type(exc).__name__}: {exc}") from exc

@@ -15,7 +15,7 @@ from typing import Any, Collection, Iterable
 import numpy as np
 
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath, read_paths_jsonl, write_paths_jsonl
-from ragplan.jsonl import atomic_write
+from ragplan.jsonl import atomic_write, read_json
 from ragplan.tools.embeddings import get_embedder
 
 __all__ = ["START", "GRAPH_FILE", "InstructionGraph", "StateBuilder", "GraphStats", "build_instruction_graph",
@@ -237,10 +237,7 @@ class InstructionGraph:
         if not meta.is_file():
             raise ValueError(f"no instruction graph at {root} (no {GRAPH_FILE}); build one with "
                              f"`ragplan instructrag build-graph --paths FILE… --out {root}`")
-        try:
-            data = json.loads(meta.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{meta}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg}; a truncated file?)") from exc
+        data = read_json(meta, ValueError)
         if not isinstance(data, dict) or data.get("format") != "ragplan-instruction-graph-1":
             raise ValueError(f"{meta} is not an instruction graph written by ragplan")
         try:

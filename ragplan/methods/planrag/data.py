@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import gc
 import hashlib
-import json
 import re
 import threading
 from collections import OrderedDict
@@ -14,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ragplan.jsonl import read_json
 from ragplan.methods.planrag.cql import graph_data_from_bytes
 from ragplan.tools.graphdb.script import decode_script
 
@@ -94,17 +94,9 @@ def load_questions(clone: str | Path, scenario: Scenario) -> list[DQAQuestion]:
     if not path.exists() and scenario == "building":  # tolerate the singular spelling
         alt = root / rel.replace("simulated_questions", "simulated_question")
         path = alt if alt.exists() else path
-    try:
-        text = path.read_text(encoding="utf-8")
-        if not text.strip():
-            raise DQAError(f"{path}: the file is empty")
-        raw = json.loads(text)
-    except FileNotFoundError as exc:
-        raise DQAError(f"missing {path}") from exc
-    except UnicodeDecodeError as exc:
-        raise DQAError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
-    except json.JSONDecodeError as exc:
-        raise DQAError(f"{path}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg}; a truncated file?)") from exc
+    if not path.exists():
+        raise DQAError(f"missing {path}")
+    raw = read_json(path, DQAError)
     if isinstance(raw, dict):
         raw = raw.get("questions") or list(raw.values())
     if not isinstance(raw, list):
