@@ -8,12 +8,11 @@ import re
 import string
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 __all__ = [
     "normalize_answer", "exact_match", "f1_score", "read_label", "LabelKind", "canonical_label", "label_accuracy",
-    "retrieval_stats", "RetrievalStats", "FEVER_LABELS", "ScoreRule", "SCORE_RULES", "count_of", "field_of",
+    "retrieval_stats", "FEVER_LABELS", "ScoreRule", "SCORE_RULES", "count_of", "field_of",
     "mean_scores",
 ]
 
@@ -310,33 +309,6 @@ def label_accuracy(prediction: str, gold: str | Iterable[str], kind: str) -> flo
     return float(label is not None and any(label == canonical_label(g, kind) for g in _golds(gold)))
 
 
-@dataclass(frozen=True)
-class RetrievalStats:
-    """What one question's run did with retrieval."""
-
-    queries: int | None
-    """(Sub-)queries the run answered (None when the output does not list them)."""
-    attempted: int
-    """Retrievals it ran (a failed one included)."""
-    failed: int
-    """Retrievals that failed (an error, or nothing found)."""
-
-    @property
-    def succeeded(self) -> int:
-        """Retrievals that returned evidence."""
-        return max(0, self.attempted - self.failed)
-
-    @property
-    def question_ratio(self) -> float:
-        """1.0 when the question retrieved successfully at least once, else 0.0 (Figure 3's unit)."""
-        return 1.0 if self.succeeded > 0 else 0.0
-
-    @property
-    def subquery_ratio(self) -> float | None:
-        """Share of the question's (sub-)queries that retrieved successfully (None without queries)."""
-        return self.succeeded / self.queries if self.queries else None
-
-
 def count_of(value: Any) -> int | None:
     """A record's count as an int (a number, not a bool), else None."""
     return None if isinstance(value, bool) or not isinstance(value, (int, float)) else int(value)
@@ -354,13 +326,20 @@ def mean_scores(scores: Sequence[Mapping[str, float | None]]) -> dict[str, float
     return {n: round(sum(v) / len(v), 4) if v else None for n, v in vals.items()}
 
 
-def retrieval_stats(output: Mapping[str, Any]) -> RetrievalStats:
-    """Retrieval counts of a graph's output: from its ``queries`` when listed, else its counts."""
+def retrieval_stats(output: Mapping[str, Any]) -> dict[str, Any]:
+    """A question's retrieval figures, from a graph's output's ``queries`` when listed, else its counts:
+    ``subqueries`` (None when not listed), ``retrieval_count`` (a failed retrieval included), ``retrieval_errors``
+    (an error, or nothing found), ``retrieval_ratio`` (1.0 when it retrieved successfully at least once: Figure 3's
+    unit) and ``subquery_retrieval_ratio`` (share of its sub-queries that retrieved successfully)."""
     qs = output.get("queries")
     if isinstance(qs, list) and qs:
         ran = [q for q in qs if field_of(q, "retrieve")]
-        failed = sum(1 for q in ran if field_of(q, "retrieval_error"))
-        return RetrievalStats(len(qs), len(ran), failed)
-    typed = count_of(output.get("retrievals"))
-    attempted = (typed if typed is not None else count_of(output.get("retrieval_count"))) or 0
-    return RetrievalStats(None, attempted, min(attempted, count_of(output.get("retrieval_errors")) or 0))
+        queries, attempted, failed = len(qs), len(ran), sum(1 for q in ran if field_of(q, "retrieval_error"))
+    else:
+        typed = count_of(output.get("retrievals"))
+        queries, attempted = None, (typed if typed is not None else count_of(output.get("retrieval_count"))) or 0
+        failed = min(attempted, count_of(output.get("retrieval_errors")) or 0)
+    ok = max(0, attempted - failed)
+    return {"retrieval_ratio": 1.0 if ok else 0.0,
+            "subquery_retrieval_ratio": round(ok / queries, 4) if queries else None,
+            "subqueries": queries, "retrieval_count": attempted, "retrieval_errors": failed}

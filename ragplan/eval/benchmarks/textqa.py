@@ -145,12 +145,8 @@ class TextQABenchmark:
         label = read_label(prediction, kind) if labelled else None
         label_acc = label_accuracy(prediction, golds, kind) if labelled else None
         correct = label_acc == 1.0 if self.label_only else em == 1.0
-        st = retrieval_stats(output)
-        sub = st.subquery_ratio
         return {"correct": bool(correct), "chosen": excerpt(normalize_answer(prediction)), "predicted_label": label,
-                "em": em, "f1": f1, "label_acc": label_acc,
-                "retrieval_ratio": st.question_ratio, "subquery_retrieval_ratio": None if sub is None else round(sub, 4),
-                "subqueries": st.queries, "retrieval_count": st.attempted, "retrieval_errors": st.failed,
+                "em": em, "f1": f1, "label_acc": label_acc, **retrieval_stats(output),
                 **self._support_figures(item, output)}
 
     def _support_figures(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
@@ -213,9 +209,9 @@ def text_report(records: list[dict[str, Any]], rule: str, label_only: bool) -> s
         lines.append(f"- {unans} unanswerable question(s) (MuSiQue full) have no `em`/`f1`.")
     stats = [retrieval_stats({"retrievals": r.get("retrievals", r.get("retrieval_count")),
                               "retrieval_errors": r.get("retrieval_errors")}) for r in records]
-    retrieved = sum(1 for st in stats if st.succeeded > 0)  # (retrievals run and failed: the summary's own line)
+    retrieved = sum(1 for st in stats if st["retrieval_ratio"])  # (retrievals run and failed: the summary's own line)
     subs = sum(int(r.get("subqueries") or 0) for r in records)
-    sub_ok = sum(st.succeeded for r, st in zip(records, stats) if r.get("subqueries"))
+    sub_ok = sum(st["retrieval_count"] - st["retrieval_errors"] for r, st in zip(records, stats) if r.get("subqueries"))
     lines += ["- `retrieval_ratio`: share of questions that retrieved successfully at least once (the paper's "
               "Figure 3); `subquery_retrieval_ratio`: per question, the share of its (sub-)queries that retrieved "
               "successfully, averaged over questions; `retrieval_errors`: failed retrievals per question.",
