@@ -35,16 +35,20 @@ def read_text(path: str | Path, error: type[Exception] = FileFormatError) -> str
         raise error(f"{p}:{line}: not UTF-8 text (a binary file?)") from None
 
 
-def read_json(path: str | Path, error: type[Exception] = FileFormatError) -> Any:
+def read_json(path: str | Path, error: type[Exception] = FileFormatError, *, object_only: bool = False) -> Any:
     """The JSON value in ``path`` (read as :func:`read_text` reads it); ``error`` naming the file, line and column
-    where it is not valid JSON (``{path}: line L column C: not valid JSON``), or saying it is empty."""
+    where it is not valid JSON (``{path}: line L column C: not valid JSON``), or saying it is empty (or, with
+    ``object_only``, not a JSON object)."""
     text = read_text(path, error)
     if not text.strip():
         raise error(f"{path}: the file is empty")
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise error(f"{path}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg}; a truncated file?)") from None
+    if object_only and not isinstance(value, dict):
+        raise error(f"{path}: expected a JSON object, got {type(value).__name__}")
+    return value
 
 
 def read_jsonl_objects(path: str | Path, error: type[Exception] = FileFormatError) -> list[tuple[int, dict[str, Any]]]:

@@ -278,6 +278,8 @@ def test_saved_assessor_and_classifier(tmp_path):
     refused(lambda: load_assessor(d), AssessorError, r"assessor/meta\.json: line 1 column \d+: not valid JSON")
     write(d / "meta.json", "")
     refused(lambda: load_assessor(d), AssessorError, r"assessor/meta\.json: the file is empty")
+    write(d / "meta.json", "[1, 2]")
+    refused(lambda: load_assessor(d), AssessorError, r"assessor/meta\.json: expected a JSON object, got list")
     write(d / "meta.json", json.dumps({"features": ["a"]}))
     refused(lambda: load_assessor(d), AssessorError, r"assessor is not a saved plan assessor \(trees\.npz\)")
     c = tmp_path / "classifier"

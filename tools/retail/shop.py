@@ -177,9 +177,7 @@ def _read_jsonl(path: Path, key: str) -> list[dict[str, Any]]:
 
 def _read_meta(path: Path) -> dict[str, Any]:
     """``meta.json``; :class:`ShopError` when it does not parse or lacks ``format`` / ``today``."""
-    meta = read_json(path, ShopError)
-    if not isinstance(meta, dict):
-        raise ShopError(f"{path}: expected a JSON object, got {type(meta).__name__}")
+    meta = read_json(path, ShopError, object_only=True)
     if meta.get("format") != FORMAT:
         raise ShopError(f"{path} is not a {FORMAT} shop description")
     try:

@@ -190,7 +190,7 @@ def load_assessor(directory: str | Path) -> PlanAssessor:
 @functools.cache
 def _load(d: Path, mtime: float) -> PlanAssessor:
     """The assessor in ``d`` as its ``meta.json`` of ``mtime`` names it."""
-    meta = read_json(d / META_FILE, AssessorError)
+    meta = read_json(d / META_FILE, AssessorError, object_only=True)
     try:
         if meta.get("scorer") == "cross-encoder":
             from sentence_transformers import CrossEncoder
