@@ -92,32 +92,20 @@ def checkpoint_db(path: str | os.PathLike[str] | None = None) -> Path | str:
     return Path(chosen).expanduser()
 
 
-def connect_postgres(url: str, *, aio: bool = False) -> Any:
-    """A connection to PostgreSQL as LangGraph's savers want it (autocommit, dict rows; async with ``aio``, then
-    awaited by the caller); a bounded connect timeout, and ConnectionError naming the server when it cannot be reached."""
+def connect_postgres(url: str) -> Any:
+    """A connection to PostgreSQL as LangGraph's savers want it (autocommit, dict rows); a bounded connect timeout,
+    and ConnectionError naming the server when it cannot be reached."""
     import psycopg
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
     from psycopg.rows import dict_row
 
     timed = "connect_timeout" in conninfo_to_dict(url) or os.environ.get("PGCONNECT_TIMEOUT")
     info = make_conninfo(url, **({} if timed else {"connect_timeout": CONNECT_TIMEOUT_S}))
-    kw: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
-
-    def unreachable(exc: Exception) -> ConnectionError:
-        return ConnectionError(f"cannot connect to the checkpoint database {redact(url)}: "
-                               + redact(" ".join(str(exc).split())))
-
-    if aio:
-        async def connect() -> psycopg.AsyncConnection[Any]:
-            try:
-                return await psycopg.AsyncConnection.connect(info, **kw)
-            except psycopg.OperationalError as exc:
-                raise unreachable(exc) from None
-        return connect()
     try:
-        return psycopg.Connection.connect(info, **kw)
+        return psycopg.Connection.connect(info, autocommit=True, prepare_threshold=0, row_factory=dict_row)
     except psycopg.OperationalError as exc:
-        raise unreachable(exc) from None
+        raise ConnectionError(f"cannot connect to the checkpoint database {redact(url)}: "
+                              + redact(" ".join(str(exc).split()))) from None
 
 
 def _classes_in(tp: Any, seen: set[type]) -> None:
@@ -211,8 +199,6 @@ def open_saver(path: str | os.PathLike[str] | None = None) -> Iterator[SqliteSav
 def new_thread_id() -> str:
     """A fresh thread id (12 hex digits: short enough to type, unique enough for one user's runs)."""
     return uuid.uuid4().hex[:12]
-
-
 
 
 class RunInfo(BaseModel):
