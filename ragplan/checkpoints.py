@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # (psycopg is imported only when a PostgreSQL URL is used)
 
 __all__ = ["DB_ENV", "default_checkpoint_db", "checkpoint_db", "state_classes", "StateSerializer", "checkpoint_serde", "open_saver",
            "RunInfo", "RunStore", "UnknownThread", "context_settings", "new_thread_id", "redact", "configured_keys",
-           "remember_credentials", "REDACTED", "POSTGRES_SCHEMES", "connect_postgres", "connect_sqlite"]
+           "remember_credentials", "REDACTED", "POSTGRES_SCHEMES", "connect_postgres", "connect_sqlite", "saver_on"]
 
 _SECRET_BYTES = re.compile(rb"://[^/\s@]*:[^/\s@]+@|[?&][\w.-]*(?:key|token|password|secret)=", re.I)
 
@@ -134,16 +134,16 @@ class StateSerializer:
     """LangGraph's :class:`JsonPlusSerializer`, reading back only the registered graphs' state classes (an allowlist
     made at the first read, so a fresh run, which only writes, never builds every graph for it)."""
 
-    def __init__(self, keys: list[str] | None = None) -> None:
-        """``keys``: the credentials to mask, read once (default: :func:`configured_keys` at every write)."""
+    def __init__(self) -> None:
+        """A serializer; the credentials to mask are :func:`configured_keys` at each write (an eval run reads them once:
+        :func:`ragplan.redact.keys_read_once`)."""
         self._writer = JsonPlusSerializer()
         self._reader: JsonPlusSerializer | None = None
-        self._keys = None if keys is None else [k.encode() for k in keys]
 
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
         """``obj`` as LangGraph's serializer writes it, its credentials redacted (:func:`redact`)."""
         kind, data = self._writer.dumps_typed(obj)
-        keys = [k.encode() for k in configured_keys()] if self._keys is None else self._keys
+        keys = [k.encode() for k in configured_keys()]
         if any(k in data for k in keys) or _SECRET_BYTES.search(data):  # (rare: the walk only then)
             kind, data = self._writer.dumps_typed(_redacted(obj))
             for k in keys:  # a key in an object the walk does not open: masked in place (lengths kept)
@@ -162,7 +162,7 @@ _serde = StateSerializer()
 
 
 def checkpoint_serde() -> StateSerializer:
-    """The serializer of ragplan's checkpointers (one per process; an eval run makes its own with its keys)."""
+    """The serializer of ragplan's checkpointers (one per process)."""
     return _serde
 
 
@@ -184,16 +184,25 @@ def open_saver(path: str | os.PathLike[str] | None = None) -> Iterator[SqliteSav
     """A :class:`SqliteSaver` over the checkpoint file (created with its folder when missing), or a
     :class:`PostgresSaver` (its tables set up) for a PostgreSQL URL; closed on exit."""
     db = checkpoint_db(path)
-    if isinstance(db, str):
+    with closing(connect_postgres(db) if isinstance(db, str) else connect_sqlite(db)) as conn:
+        yield saver_on(conn, checkpoint_serde())
+
+
+def saver_on(conn: Any, serde: StateSerializer, schema: str = "") -> SqliteSaver | PostgresSaver:
+    """A :class:`SqliteSaver` on a SQLite connection, else a :class:`PostgresSaver` (its tables in ``schema`` when
+    given, created when missing); its tables set up."""
+    saver: SqliteSaver | PostgresSaver
+    if isinstance(conn, sqlite3.Connection):
+        saver = SqliteSaver(conn, serde=serde)
+    else:
         from langgraph.checkpoint.postgres import PostgresSaver
 
-        with closing(connect_postgres(db)) as pg:
-            saver = PostgresSaver(pg, serde=checkpoint_serde())
-            saver.setup()
-            yield saver
-        return
-    with closing(connect_sqlite(db)) as conn:
-        yield SqliteSaver(conn, serde=checkpoint_serde())
+        if schema:
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+            conn.execute(f"SET search_path TO {schema}")  # (the saver's tables go there)
+        saver = PostgresSaver(conn, serde=serde)
+    saver.setup()
+    return saver
 
 
 def new_thread_id() -> str:

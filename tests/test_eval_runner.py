@@ -214,8 +214,8 @@ def test_report_names_a_failing_benchmark_comparison_and_still_prints_the_rest(t
     assert main(["eval", "report", str(tmp_path / "plan"), "--html", str(html)]) == 1
     cap = capsys.readouterr()
     assert re.search(r"^\| planrag ", cap.out, re.M) and html.is_file() and "Traceback" not in cap.err
-    assert cap.err.strip().splitlines()[-1] == (f"error: dqa-locating's own comparison of {tmp_path / 'plan'} could not be "
-                                                "made: ZeroDivisionError: division by zero in the hook")
+    assert cap.err.strip().splitlines()[-1:] == [f"error: dqa-locating's own comparison of {tmp_path / 'plan'} could not be "
+                                                "made: ZeroDivisionError: division by zero in the hook"]
 
 
 def test_a_corrupt_line_in_the_middle_loses_no_later_record(tmp_path):

@@ -250,18 +250,16 @@ def _report(args: argparse.Namespace) -> int:
     from ragplan.eval.html_report import write_html_report
     from ragplan.eval.report import benchmark_comparison, comparison, plot_comparison
 
-    errors: list[str] = []
+    code = 0
     try:
         c = comparison(args.runs)
         print(format_table(c.headers, c.rows) + f"\n({c.note})")
         try:
-            extra = benchmark_comparison(c)  # e.g. REAPER's Table 1 with a column per method
+            if extra := benchmark_comparison(c):  # e.g. REAPER's Table 1 with a column per method
+                print(f"\n{extra}")
         except Exception as exc:  # noqa: BLE001  (left out, the rest still shown, as in the HTML page)
-            errors.append(f"{c.runs[0][0].benchmark}'s own comparison of {', '.join(args.runs)} could not be made: "
-                          f"{type(exc).__name__}: {exc}")
-            extra = ""
-        if extra:
-            print(f"\n{extra}")
+            code = fail(f"{c.runs[0][0].benchmark}'s own comparison of {', '.join(args.runs)} could not be made: "
+                        f"{type(exc).__name__}: {exc}", 1)
         if args.plot:
             written = plot_comparison(args.runs, args.plot, c)
             print(f"written: {written}" if written is not None else "no SR/MR figure: none of the runs retrieved")
@@ -269,9 +267,7 @@ def _report(args: argparse.Namespace) -> int:
             print(f"written: {write_html_report(args.runs, args.html)}")
     except FileNotFoundError as exc:  # a folder without settings.json, a figure into a missing folder
         return fail(str(exc))
-    for error in errors:
-        fail(error, 1)
-    return 1 if errors else 0
+    return code
 
 
 def _sweep(args: argparse.Namespace) -> int:
