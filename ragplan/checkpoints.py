@@ -16,7 +16,7 @@ import re
 import sqlite3
 import time
 import uuid
-from contextlib import closing, contextmanager
+from contextlib import AbstractContextManager, closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, get_args, get_origin, get_type_hints
 
@@ -223,7 +223,7 @@ class RunInfo(BaseModel):
     updated: float = Field(default=0.0, description="When the run last ran (Unix time).")
 
 
-class RunStore:
+class RunStore(AbstractContextManager["RunStore"]):
     """The ``ragplan_runs`` table in a checkpoint file or PostgreSQL database (use as a context manager, or
     :meth:`close`)."""
 
@@ -257,9 +257,6 @@ class RunStore:
         """Close the connection when this store opened it."""
         if self._own:
             self.conn.close()
-
-    def __enter__(self) -> "RunStore":
-        return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
