@@ -16,7 +16,7 @@ import re
 import sqlite3
 import time
 import uuid
-from contextlib import closing, contextmanager
+from contextlib import AbstractContextManager, closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, get_args, get_origin, get_type_hints
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # (psycopg is imported only when a PostgreSQL URL is used)
 
 __all__ = ["DB_ENV", "default_checkpoint_db", "checkpoint_db", "state_classes", "StateSerializer", "checkpoint_serde", "open_saver",
            "RunInfo", "RunStore", "UnknownThread", "context_settings", "new_thread_id", "redact", "configured_keys",
-           "remember_credentials", "REDACTED", "POSTGRES_SCHEMES", "connect_postgres", "connect_sqlite"]
+           "remember_credentials", "REDACTED", "POSTGRES_SCHEMES", "connect_postgres", "connect_sqlite", "saver_on"]
 
 _SECRET_BYTES = re.compile(rb"://[^/\s@]*:[^/\s@]+@|[?&][\w.-]*(?:key|token|password|secret)=", re.I)
 
@@ -92,32 +92,20 @@ def checkpoint_db(path: str | os.PathLike[str] | None = None) -> Path | str:
     return Path(chosen).expanduser()
 
 
-def connect_postgres(url: str, *, aio: bool = False) -> Any:
-    """A connection to PostgreSQL as LangGraph's savers want it (autocommit, dict rows; async with ``aio``, then
-    awaited by the caller); a bounded connect timeout, and ConnectionError naming the server when it cannot be reached."""
+def connect_postgres(url: str) -> Any:
+    """A connection to PostgreSQL as LangGraph's savers want it (autocommit, dict rows); a bounded connect timeout,
+    and ConnectionError naming the server when it cannot be reached."""
     import psycopg
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
     from psycopg.rows import dict_row
 
     timed = "connect_timeout" in conninfo_to_dict(url) or os.environ.get("PGCONNECT_TIMEOUT")
     info = make_conninfo(url, **({} if timed else {"connect_timeout": CONNECT_TIMEOUT_S}))
-    kw: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
-
-    def unreachable(exc: Exception) -> ConnectionError:
-        return ConnectionError(f"cannot connect to the checkpoint database {redact(url)}: "
-                               + redact(" ".join(str(exc).split())))
-
-    if aio:
-        async def connect() -> psycopg.AsyncConnection[Any]:
-            try:
-                return await psycopg.AsyncConnection.connect(info, **kw)
-            except psycopg.OperationalError as exc:
-                raise unreachable(exc) from None
-        return connect()
     try:
-        return psycopg.Connection.connect(info, **kw)
+        return psycopg.Connection.connect(info, autocommit=True, prepare_threshold=0, row_factory=dict_row)
     except psycopg.OperationalError as exc:
-        raise unreachable(exc) from None
+        raise ConnectionError(f"cannot connect to the checkpoint database {redact(url)}: "
+                              + redact(" ".join(str(exc).split()))) from None
 
 
 def _classes_in(tp: Any, seen: set[type]) -> None:
@@ -146,16 +134,16 @@ class StateSerializer:
     """LangGraph's :class:`JsonPlusSerializer`, reading back only the registered graphs' state classes (an allowlist
     made at the first read, so a fresh run, which only writes, never builds every graph for it)."""
 
-    def __init__(self, keys: list[str] | None = None) -> None:
-        """``keys``: the credentials to mask, read once (default: :func:`configured_keys` at every write)."""
+    def __init__(self) -> None:
+        """A serializer; the credentials to mask are :func:`configured_keys` at each write (an eval run reads them once:
+        :func:`ragplan.redact.keys_read_once`)."""
         self._writer = JsonPlusSerializer()
         self._reader: JsonPlusSerializer | None = None
-        self._keys = None if keys is None else [k.encode() for k in keys]
 
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
         """``obj`` as LangGraph's serializer writes it, its credentials redacted (:func:`redact`)."""
         kind, data = self._writer.dumps_typed(obj)
-        keys = [k.encode() for k in configured_keys()] if self._keys is None else self._keys
+        keys = [k.encode() for k in configured_keys()]
         if any(k in data for k in keys) or _SECRET_BYTES.search(data):  # (rare: the walk only then)
             kind, data = self._writer.dumps_typed(_redacted(obj))
             for k in keys:  # a key in an object the walk does not open: masked in place (lengths kept)
@@ -174,7 +162,7 @@ _serde = StateSerializer()
 
 
 def checkpoint_serde() -> StateSerializer:
-    """The serializer of ragplan's checkpointers (one per process; an eval run makes its own with its keys)."""
+    """The serializer of ragplan's checkpointers (one per process)."""
     return _serde
 
 
@@ -196,23 +184,30 @@ def open_saver(path: str | os.PathLike[str] | None = None) -> Iterator[SqliteSav
     """A :class:`SqliteSaver` over the checkpoint file (created with its folder when missing), or a
     :class:`PostgresSaver` (its tables set up) for a PostgreSQL URL; closed on exit."""
     db = checkpoint_db(path)
-    if isinstance(db, str):
+    with closing(connect_postgres(db) if isinstance(db, str) else connect_sqlite(db)) as conn:
+        yield saver_on(conn, checkpoint_serde())
+
+
+def saver_on(conn: Any, serde: StateSerializer, schema: str = "") -> SqliteSaver | PostgresSaver:
+    """A :class:`SqliteSaver` on a SQLite connection, else a :class:`PostgresSaver` (its tables in ``schema`` when
+    given, created when missing); its tables set up."""
+    saver: SqliteSaver | PostgresSaver
+    if isinstance(conn, sqlite3.Connection):
+        saver = SqliteSaver(conn, serde=serde)
+    else:
         from langgraph.checkpoint.postgres import PostgresSaver
 
-        with closing(connect_postgres(db)) as pg:
-            saver = PostgresSaver(pg, serde=checkpoint_serde())
-            saver.setup()
-            yield saver
-        return
-    with closing(connect_sqlite(db)) as conn:
-        yield SqliteSaver(conn, serde=checkpoint_serde())
+        if schema:
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+            conn.execute(f"SET search_path TO {schema}")  # (the saver's tables go there)
+        saver = PostgresSaver(conn, serde=serde)
+    saver.setup()
+    return saver
 
 
 def new_thread_id() -> str:
     """A fresh thread id (12 hex digits: short enough to type, unique enough for one user's runs)."""
     return uuid.uuid4().hex[:12]
-
-
 
 
 class RunInfo(BaseModel):
@@ -228,7 +223,7 @@ class RunInfo(BaseModel):
     updated: float = Field(default=0.0, description="When the run last ran (Unix time).")
 
 
-class RunStore:
+class RunStore(AbstractContextManager["RunStore"]):
     """The ``ragplan_runs`` table in a checkpoint file or PostgreSQL database (use as a context manager, or
     :meth:`close`)."""
 
@@ -262,9 +257,6 @@ class RunStore:
         """Close the connection when this store opened it."""
         if self._own:
             self.conn.close()
-
-    def __enter__(self) -> "RunStore":
-        return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()

@@ -194,6 +194,30 @@ def test_report_compares_runs_with_iter_rag_split(tmp_path, capsys):
     assert main(["eval", "report", str(tmp_path / "nope")]) == 2
 
 
+def test_report_names_a_failing_benchmark_comparison_and_still_prints_the_rest(tmp_path, capsys, monkeypatch):
+    """A benchmark's ``compare`` hook that raises: the table and the HTML page are still made, the error names the
+    benchmark and the runs, exit 1 (not a traceback)."""
+    from ragplan.methods.planrag.benchmark import DQABenchmark
+
+    clone = tmp_path / "clone"
+    generate_clone(clone, "locating", 2, seed=6)
+    import asyncio
+
+    with OpenAIStub(responder=agent(clone, "locating")) as stub:
+        asyncio.run(evaluate(settings_for(stub, clone), tmp_path / "plan"))
+
+    def broken(self, runs):
+        raise ZeroDivisionError("division by zero in the hook")
+
+    monkeypatch.setattr(DQABenchmark, "compare", broken, raising=False)
+    html = tmp_path / "report.html"
+    assert main(["eval", "report", str(tmp_path / "plan"), "--html", str(html)]) == 1
+    cap = capsys.readouterr()
+    assert re.search(r"^\| planrag ", cap.out, re.M) and html.is_file() and "Traceback" not in cap.err
+    assert cap.err.strip().splitlines()[-1:] == [f"error: dqa-locating's own comparison of {tmp_path / 'plan'} could not be "
+                                                "made: ZeroDivisionError: division by zero in the hook"]
+
+
 def test_a_corrupt_line_in_the_middle_loses_no_later_record(tmp_path):
     """Every valid line survives; the bad one is set aside with a warning naming its line (issue 13)."""
     folder = RunFolder(tmp_path)
@@ -333,3 +357,47 @@ def test_the_run_clock_starts_after_its_set_up(tmp_path, monkeypatch):
                                                    model="openai:stub", base_url=stub.base_url), tmp_path / "run"))
     started = json.loads((tmp_path / "run" / "invocations.jsonl").read_text())["started"]
     assert summary["overall"]["n"] == 2 and len(opened) == 1 and started >= opened[0]
+
+
+def test_a_summary_write_that_fails_midway_leaves_the_previous_summary_whole(tmp_path, monkeypatch):
+    """summary.json and summary.md are written whole or not at all: a disk that fills mid-write keeps the old ones."""
+    import builtins
+    import io
+
+    from ragplan.eval.report import summarise, write_summary
+
+    old = summarise([{"id": "1", "correct": True}], [])
+    write_summary(tmp_path, old)
+    before = {n: (tmp_path / n).read_text() for n in ("summary.json", "summary.md")}
+    real_open = builtins.open
+
+    class HalfWritten:  # writes half of what it is given, then the disk is full
+        def __init__(self, fh):
+            self.fh = fh
+
+        def write(self, data):
+            self.fh.write(data[: len(data) // 2])
+            raise OSError(28, "No space left on device")
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+    def failing_open(file, mode="r", *args, **kw):
+        fh = real_open(file, mode, *args, **kw)
+        return HalfWritten(fh) if "summary" in str(file) and ("w" in mode or "x" in mode) else fh
+
+    monkeypatch.setattr(builtins, "open", failing_open)
+    monkeypatch.setattr(io, "open", failing_open)
+    new = summarise([{"id": "1", "correct": False}, {"id": "2", "correct": True}], [])
+    with pytest.raises(OSError, match="No space left"):
+        write_summary(tmp_path, new)
+    monkeypatch.undo()
+    assert {n: (tmp_path / n).read_text() for n in ("summary.json", "summary.md")} == before
+    assert json.loads(before["summary.json"])["overall"]["n"] == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plot.png", "summary.json", "summary.md"]  # no temp file left

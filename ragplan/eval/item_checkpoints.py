@@ -19,12 +19,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START
 from langgraph.types import Durability
 
-from ragplan.checkpoints import StateSerializer, connect_postgres, connect_sqlite
-from ragplan.redact import configured_keys
+from ragplan.checkpoints import checkpoint_serde, connect_postgres, connect_sqlite, saver_on
 
 __all__ = ["ItemCheckpoints", "CHECKPOINT_FILE", "durability"]
 
@@ -89,17 +87,7 @@ class ItemCheckpoints:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn: Any = connect_postgres(self.db) if self.db else connect_sqlite(self.path)
         try:
-            # the credentials to mask read once for the run (each checkpoint write scanned the environment again)
-            serde = StateSerializer(keys=configured_keys())
-            if self.db:
-                from langgraph.checkpoint.postgres import PostgresSaver  # (psycopg only when used)
-
-                conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
-                conn.execute(f"SET search_path TO {self.schema}")  # (the saver's tables go there)
-                saver: Any = PostgresSaver(conn, serde=serde)
-            else:
-                saver = SqliteSaver(conn, serde=serde)
-            saver.setup()
+            saver = saver_on(conn, checkpoint_serde(), self.schema)
             self._threads = {str(t.config["configurable"]["thread_id"]) for t in saver.list(None)}
             if self._log.exists():
                 self._sent.update(_logged(self._log.read_bytes()))

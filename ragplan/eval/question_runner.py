@@ -49,17 +49,11 @@ class ItemContexts:
         ``prepare=False``: the data is opened where the graph runs (a LangGraph server), not here."""
         self.family, self.method, self.base, self.open_data = family, method, base, prepare
         self.fields = family.context_fields()
-        self._pending: Counter[str] = Counter(self._key(it) for it in items)
+        self._pending: Counter[str] = Counter(data_keys(family, items))
         self._handles: dict[str, dict[str, Any]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self.prepared = 0
         """How many distinct data were prepared (each distinct script loaded once: this many loads)."""
-
-    def _own(self, item: Item) -> dict[str, Any]:
-        return {k: v for k, v in item.context.items() if k in self.fields}
-
-    def _key(self, item: Item) -> str:
-        return self.family.data_key(self._own(item))
 
     def _prepare(self, ctx: Any) -> dict[str, Any]:
         """Run ``prepare`` on ``ctx``; the fields it set (the data's handles), or nothing when it failed."""
@@ -73,8 +67,8 @@ class ItemContexts:
 
     async def get(self, item: Item) -> Any:
         """A fresh context for ``item``, with its data's prepared handles."""
-        key = self._key(item)
-        ctx = self.family.context(**{**self.base, **self._own(item)})
+        key = data_keys(self.family, [item])[0]
+        ctx = self.family.context(**{**self.base, **{k: v for k, v in item.context.items() if k in self.fields}})
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
             if key not in self._handles:
@@ -87,7 +81,7 @@ class ItemContexts:
 
     def release(self, item: Item) -> None:
         """``item`` is done: when it was the last question of its data, let the data go."""
-        key = self._key(item)
+        key = data_keys(self.family, [item])[0]
         self._pending[key] -= 1
         if self._pending[key] <= 0:
             self._handles.pop(key, None)
@@ -194,21 +188,6 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
     checkpoints = ItemCheckpoints(folder.path / CHECKPOINT_FILE, enabled=settings.checkpoints and not settings.server,
                                   db=settings.checkpoint_db,
                                   key=f"{settings.created} {settings.method} {settings.benchmark} {folder.path.name}")
-    server = None
-    try:
-        graph = family.graph(settings.method).build().compile(name=settings.method, checkpointer=await checkpoints.open())
-        checkpoints.keep_only({it.id for it in items})
-        run_graph: Callable[..., Any] = partial(checkpoints.run, graph)
-        if settings.server:  # the graph runs on a LangGraph server instead, which keeps its own checkpoints
-            from ragplan.eval.server import ServerRuns
-
-            server = ServerRuns(settings, folder, base, {it.id: it for it in items})
-            run_graph = (await server.open()).run
-    except BaseException:  # the checkpoint file is closed whatever stops the run before its questions start
-        await checkpoints.close()
-        if server:
-            await server.close()
-        raise
     concurrency = max(1, settings.concurrency)
     sem = asyncio.Semaphore(concurrency)
     contexts = ItemContexts(family, settings.method, base, items, prepare=not settings.server)  # each data opened once
@@ -226,11 +205,9 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
             limit = family.recursion_limit(ctx)
             graph_input = family.graph_input(item.question, item.inputs)
             out: dict[str, Any] = {}
-            attempts = 0
             spent = Usage()  # every attempt's LLM work counts (a rate-limited attempt cost calls and tokens too)
             t0 = time.perf_counter()
-            while True:
-                attempts += 1
+            for attempts in range(1, max(0, settings.rate_limit_retries) + 2):
                 try:  # (a timeout scope, not wait_for: no task of its own per question)
                     async with asyncio.timeout(settings.item_timeout_s):
                         out = await run_graph(item.id, attempts, graph_input, ctx, limit)
@@ -240,11 +217,9 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
                 except Exception as exc:  # a crash of one question is that question's recorded failure
                     out = {"answer": "", "error": f"{type(exc).__name__}: {exc}", "stop_reason": "crash"}
                 spent = spent + _usage(out)
-                if is_rate_limited(out) and attempts <= settings.rate_limit_retries:
-                    delay = settings.backoff_s * 2 ** (attempts - 1) * (1 + random.random() / 2)
-                    await asyncio.sleep(delay)
-                    continue
-                break
+                if not is_rate_limited(out) or attempts > settings.rate_limit_retries:
+                    break
+                await asyncio.sleep(settings.backoff_s * 2 ** (attempts - 1) * (1 + random.random() / 2))
             latency = time.perf_counter() - t0  # every attempt and its backoff
         spent = spent + Usage(llm_calls=max(0, checkpoints.requests(item.id) - spent.llm_calls))
         # the slot is free once the graph is done: the next question's request goes out before this one is graded
@@ -263,7 +238,17 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
         if on_finished:
             on_finished()
 
-    try:  # the loop shuts its default executor down when it closes
+    server = None
+    try:  # the checkpoint file is closed whatever stops the run, in its set-up too
+        graph = family.graph(settings.method).build().compile(name=settings.method, checkpointer=await checkpoints.open())
+        checkpoints.keep_only({it.id for it in items})
+        run_graph: Callable[..., Any] = partial(checkpoints.run, graph)
+        if settings.server:  # the graph runs on a LangGraph server instead, which keeps its own checkpoints
+            from ragplan.eval.server import ServerRuns
+
+            server = ServerRuns(settings, folder, base, {it.id: it for it in items})
+            run_graph = (await server.open()).run
+        # (the loop shuts its default executor down when it closes)
         invocation = folder.start_invocation()  # the run's clock: set-up above is done once per run, before it
         with keys_read_once():  # the credentials to mask, read once for the run's records
             await asyncio.gather(*(one(it) for it in items))

@@ -15,6 +15,7 @@ from ragplan.eval.figures import format_table, ordered_categories, plot_retrieva
 from ragplan.eval.registry import get_benchmark
 from ragplan.eval.runfolder import RunFolder, RunSettings
 from ragplan.family import MethodFamily
+from ragplan.jsonl import atomic_write
 from ragplan.registry import family_of
 
 __all__ = ["summarise", "write_summary", "compare_runs", "every_question_failed", "comparison", "RunComparison",
@@ -123,9 +124,9 @@ def summary_markdown(s: dict[str, Any]) -> str:
 
 
 def write_summary(run_dir: Path, s: dict[str, Any]) -> None:
-    """Write ``summary.json``, ``summary.md`` and ``plot.png`` into the run folder."""
-    (run_dir / "summary.json").write_text(json.dumps(s, indent=2))
-    (run_dir / "summary.md").write_text(summary_markdown(s))
+    """Write ``summary.json``, ``summary.md`` and ``plot.png`` into the run folder (each whole or not at all)."""
+    atomic_write(run_dir / "summary.json", json.dumps(s, indent=2))
+    atomic_write(run_dir / "summary.md", summary_markdown(s))
     plot_run(s, run_dir / "plot.png")
 
 
