@@ -256,7 +256,7 @@ def test_comparison_rows_name_runs_as_the_runs_table_does(tmp_path):
     c = comparison([a, b])
     assert c.headers[0] == "run" and [r[0] for r in c.rows] == c.labels == [
         "think_then_act (openai:small)", "think_then_act (openai:large)"]
-    assert "| think_then_act (openai:large) |" in compare_runs([a, b])
+    assert "| think_then_act (openai:large) |" in compare_runs([a, b])[0]
     same = _run_folder(tmp_path / "again", "think_then_act", recs, model="openai:small")
     assert [r[0] for r in comparison([a, same]).rows] == ["think_then_act (a)", "think_then_act (again)"]
     page = render_html_report([a, b])

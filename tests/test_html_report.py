@@ -101,6 +101,22 @@ def test_compare_refuses_a_folder_made_with_other_settings(dqa_compare, capsys):
     assert code == 2 and "other settings" in err and "limit (3 there, 2 now)" in err
 
 
+def test_compare_names_a_failing_benchmark_comparison_and_still_reports(dqa_compare, monkeypatch):
+    """The benchmark's own comparison raising is a named error (exit 1), not a traceback; the table and the page stay."""
+    from ragplan.methods.planrag.benchmark import DQABenchmark
+
+    def broken(self, runs):
+        raise ZeroDivisionError("division by zero in the hook")
+
+    monkeypatch.setattr(DQABenchmark, "compare", broken, raising=False)
+    with OpenAIStub(responder=auto_responder()) as stub:  # (every question is recorded: no request goes out)
+        code, out, err = _capture(main, [*dqa_compare["argv"], "--base-url", stub.base_url])
+    assert code == 1 and "Traceback" not in err and re.search(r"^\| planrag ", out, re.M) and "report: " in out
+    assert err.strip().splitlines()[-1] == (f"error: dqa-locating's own comparison of {dqa_compare['out'] / 'planrag'}, "
+                                            f"{dqa_compare['out'] / 'iter_rag'} could not be made: ZeroDivisionError: "
+                                            "division by zero in the hook")
+
+
 def test_compare_bad_input_is_a_clear_error(dqa_compare, tmp_path, capsys):
     base = ["compare", "--benchmark", "dqa-locating", "--data", str(dqa_compare["clone"]), "--model", MODEL,
             "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "x"), "--no-progress"]

@@ -30,7 +30,8 @@ def add_parser(sub: Any, settings: Any = None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``ragplan compare`` (exit 0: every method ran; 1: a method's run failed as a whole; 2: bad input)."""
+    """Run ``ragplan compare`` (exit 0: every method ran; 1: a method's run failed as a whole, or the benchmark's own
+    comparison could not be made; 2: bad input)."""
     from ragplan.cli.settings import check_llm
     from ragplan.eval.html_report import write_html_report
     from ragplan.eval.registry import get_benchmark
@@ -74,12 +75,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {m}: {failure}", file=sys.stderr, flush=True)
     runs: list[str | Path] = [out / m for m in plan if (out / m / "results.jsonl").is_file()  # a row to report
                               and (out / m / "results.jsonl").stat().st_size > 0]
+    code = 0
     if runs:
-        print(compare_runs(runs))
+        text, no_table = compare_runs(runs)
+        print(text)
+        code = fail(no_table, 1) if no_table else 0
         title = f"ragplan compare: {', '.join(methods)} on {args.benchmark} ({base.model})"
         print(f"report: {write_html_report(runs, out / 'report.html', title=title)}")
     if failed:
         print(f"error: {len(failed)} method(s) did not run or failed on every question: {', '.join(failed)}",
               file=sys.stderr)
         return 1
-    return 0
+    return code

@@ -246,20 +246,14 @@ def _stamped(settings: Any) -> str:
 def _report(args: argparse.Namespace) -> int:
     """``ragplan eval report RUN_DIR…``: one table (and optionally the SR/MR figure and the HTML page); exit 1 when the
     benchmark's own comparison fails (the rest is still printed and written)."""
-    from ragplan.eval.figures import format_table
     from ragplan.eval.html_report import write_html_report
-    from ragplan.eval.report import benchmark_comparison, comparison, plot_comparison
+    from ragplan.eval.report import compare_runs, comparison, plot_comparison
 
-    code = 0
     try:
         c = comparison(args.runs)
-        print(format_table(c.headers, c.rows) + f"\n({c.note})")
-        try:
-            if extra := benchmark_comparison(c):  # e.g. REAPER's Table 1 with a column per method
-                print(f"\n{extra}")
-        except Exception as exc:  # noqa: BLE001  (left out, the rest still shown, as in the HTML page)
-            code = fail(f"{c.runs[0][0].benchmark}'s own comparison of {', '.join(args.runs)} could not be made: "
-                        f"{type(exc).__name__}: {exc}", 1)
+        text, failed = compare_runs(args.runs, c)
+        print(text)
+        code = fail(failed, 1) if failed else 0
         if args.plot:
             written = plot_comparison(args.runs, args.plot, c)
             print(f"written: {written}" if written is not None else "no SR/MR figure: none of the runs retrieved")

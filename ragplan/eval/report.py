@@ -142,11 +142,17 @@ class RunComparison:
     labels: list[str] = field(default_factory=list)
 
 
-def compare_runs(run_dirs: list[str | Path]) -> str:
-    """One table comparing several runs (same benchmark expected), questions aligned by id."""
-    c = comparison(run_dirs)
-    extra = benchmark_comparison(c)  # e.g. REAPER's Table 1 with a column per method
-    return format_table(c.headers, c.rows) + f"\n({c.note})" + (f"\n\n{extra}" if extra else "")
+def compare_runs(run_dirs: list[str | Path], c: RunComparison | None = None) -> tuple[str, str]:
+    """One table comparing several runs (same benchmark expected), questions aligned by id, with the benchmark's own
+    tables; and why those could not be made ('' when they could: the rest is shown either way, as in the HTML page)."""
+    c = c or comparison(run_dirs)
+    text = format_table(c.headers, c.rows) + f"\n({c.note})"
+    try:
+        extra = benchmark_comparison(c)  # e.g. REAPER's Table 1 with a column per method
+    except Exception as exc:  # noqa: BLE001  (a hook that fails is named, never a traceback)
+        return text, (f"{c.runs[0][0].benchmark}'s own comparison of {', '.join(map(str, run_dirs))} could not be "
+                      f"made: {type(exc).__name__}: {exc}")
+    return text + (f"\n\n{extra}" if extra else ""), ""
 
 
 def comparison(run_dirs: list[str | Path]) -> RunComparison:
