@@ -4,6 +4,8 @@ labels; the text scorer trained through ``ragplan furepa train-assessor`` beside
 
 from __future__ import annotations
 
+import os
+
 import json
 import random
 import re
@@ -230,6 +232,13 @@ def test_cross_encoder_scorer_trains_saves_reloads_and_learns_the_labels(tmp_pat
     assert assessor.meta["scorer"] == "cross-encoder" and assessor.meta["epochs"] == 1 and assessor.trees is None
     s = assessor.score(probe_q, probe_ev, [c for _, c in probe])
     assert len(s) == 3 and len(set(s)) == 3 and assessor.score(probe_q, probe_ev, []) == []
+    train_assessor(groups, tmp_path / "x", seed=0, test_share=0.25, progress=False)  # trees saved over it
+    assert not (tmp_path / "x" / "cross_encoder").exists() and load_assessor(tmp_path / "x").meta["scorer"] == "trees"
+    (tmp_path / "x" / "trees.npz").write_bytes(b"not an npz")
+    meta = tmp_path / "x" / "meta.json"
+    os.utime(meta, ns=(meta.stat().st_atime_ns, meta.stat().st_mtime_ns + 10**9))  # (a new version of the folder)
+    with pytest.raises(AssessorError, match=r"not a saved plan assessor \(trees.npz\)"):
+        load_assessor(tmp_path / "x")
     from sentence_transformers import CrossEncoder
 
     monkeypatch.setattr(CrossEncoder, "predict", lambda self, x, **kw: np.full(len(x), 0.5))

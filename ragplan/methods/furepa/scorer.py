@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -168,6 +169,7 @@ def save_assessor(out_dir: str | Path, scorer: Any, meta: dict[str, Any]) -> Pat
     out.mkdir(parents=True, exist_ok=True)
     if isinstance(scorer, TreeEnsemble):
         np.savez(out / TREES_FILE, **scorer.arrays())
+        shutil.rmtree(out / CROSS_DIR, ignore_errors=True)  # (a cross-encoder saved there before)
         meta = {**meta, "scorer": "trees"}
     else:
         scorer.save(str(out / CROSS_DIR))
@@ -201,5 +203,5 @@ def _load(d: Path, mtime: float) -> PlanAssessor:
         with np.load(d / TREES_FILE) as z:
             return PlanAssessor(meta, trees=TreeEnsemble.from_arrays(z))
     except (OSError, ValueError, KeyError) as exc:
-        what = CROSS_DIR if (d / CROSS_DIR).is_dir() else TREES_FILE
+        what = CROSS_DIR if meta.get("scorer") == "cross-encoder" else TREES_FILE
         raise AssessorError(f"{d} is not a saved plan assessor ({what}): {type(exc).__name__}: {exc}") from exc
