@@ -350,6 +350,14 @@ def test_gzip_wrapped_object_and_pretty_jsonl(tmp_path):
     assert len(load_qa(blank_lines)) == 2
 
 
+def test_jsonl_text_with_unicode_line_separators_stays_one_record(tmp_path):
+    """json.dumps(ensure_ascii=False) leaves U+2028/U+2029 and \\x85 unescaped in strings: a JSON Lines record is cut at
+    newlines only."""
+    rec = dict(HOTPOT[0], question="Which magazine\u2028was started first,\u2029Arthur\x85s or First for Women?")
+    exs = load_qa(write_jsonl(tmp_path / "hotpot.jsonl", [rec, HOTPOT[1]]))
+    assert [e.question for e in exs] == [rec["question"], HOTPOT[1]["question"]]
+
+
 def test_limit_stops_reading_jsonl(tmp_path):
     path = tmp_path / "fever.jsonl"
     path.write_text(json.dumps(FEVER[0]) + "\n" + json.dumps(FEVER[1]) + "\n{not json\n")

@@ -91,7 +91,7 @@ def read_records(path: str | Path) -> Iterator[RawRecord]:
         raise DatasetError(f"{p}: neither JSON nor JSON Lines (starts with {body[0]!r})")
     first: Any = None
     first_error: DatasetError | None = None
-    lines = [(n, x) for n, x in enumerate(text.splitlines(), 1) if x.strip()] if body[0] == "{" else []
+    lines = [(n, x) for n, x in enumerate(text.split("\n"), 1) if x.strip()] if body[0] == "{" else []
     try:
         first = json.loads(lines[0][1]) if lines else None
     except json.JSONDecodeError as exc:
