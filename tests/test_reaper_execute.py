@@ -272,3 +272,29 @@ def test_set_valued_outputs_are_recorded_sorted():
     assert to_jsonable(value) == {"tags": sorted(words), "nested": [{"ids": sorted(range(40, 0, -3))}],
                                   "7": ["a", ["y", "z"]]}
     assert render_for_text({"b", "a", "c"}) == '["a","b","c"]' and to_jsonable({2, "1"}) == ["1", 2]
+
+
+def test_documents_and_messages_are_recorded_as_their_text():
+    """A LangChain Document is its text and metadata and a message its content: no model fields (ids, usage,
+    response metadata) crowd the evidence the responder reads."""
+    from langchain_core.documents import Document
+    from langchain_core.messages import AIMessage
+
+    doc = Document(page_content="Order 7 shipped.", metadata={"order": 7, "tags": {"b", "a"}}, id="d1")
+    msg = AIMessage(content="It shipped.", response_metadata={"model": "x"}, id="m1")
+    assert to_jsonable([doc, msg]) == [{"page_content": "Order 7 shipped.", "metadata": {"order": 7, "tags": ["a", "b"]}},
+                                       "It shipped."]
+
+
+def test_a_step_the_runner_breaks_on_is_an_internal_error_and_its_dependants_are_skipped(monkeypatch):
+    """A bug in the runner on one step (here its argument coercion) is that step's internal error; a step that
+    depends on it is skipped, naming it, instead of failing on the missing record."""
+    from ragplan.methods.reaper import execute
+
+    reg = ToolRegistry([ToolSpec("echo", "", [ArgSpec("text")], "", tool=lambda text: text * 2)])
+    real = execute._coerce
+    monkeypatch.setattr(execute, "_coerce", lambda k, t, v, lim: (1 / 0) if v == "boom" else real(k, t, v, lim))
+    res = run_plan(plan('#E1 = echo("boom")\n#E2 = echo(#E1)'), reg)
+    first, second = res.evidence
+    assert first.status == "error" and first.error == "internal error"
+    assert second.status == "skipped" and second.error.startswith("skipped: depends on #E1 (step 1), which failed")

@@ -72,6 +72,10 @@ def to_jsonable(value: Any) -> Any:
             return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v) for v in value]
+    if hasattr(value, "page_content"):  # a LangChain Document: its text and metadata, not every field of the model
+        return {"page_content": value.page_content, "metadata": to_jsonable(getattr(value, "metadata", {}))}
+    if hasattr(value, "content") and hasattr(value, "type"):  # a LangChain message: its content
+        return to_jsonable(value.content)
     if isinstance(value, dict):
         return to_jsonable_python({k: to_jsonable(v) for k, v in value.items()}, fallback=str)
     return to_jsonable_python(value, fallback=str)
@@ -196,7 +200,9 @@ async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float
             await asyncio.wait([tasks[d] for d in set(deps[pos])])
         failed = next((d for d in deps[pos] if d not in evidence or evidence[d].status != "ok"), None)
         if failed is not None:
-            f = evidence[failed]  # (none: the runner broke on that step; recorded below as an internal error)
+            if failed not in evidence:  # the runner itself broke on that step
+                record(failed, "error", error="internal error")
+            f = evidence[failed]
             why = f.error if f.status != "skipped" else "it was skipped"
             record(pos, "skipped", error=f"skipped: depends on #{f.evidence_var} (step {f.index}), which "
                                          f"{'failed' if f.status != 'skipped' else 'did not run'}: {_short(why or '')}")
