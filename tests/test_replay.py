@@ -130,6 +130,14 @@ def test_a_replay_miss_fails_clearly(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "lacks or cannot serve 3 of the 3 responses" in err and not (tmp_path / "r1").exists()
     assert err.count(": missing") == 3
+    used = run / "llm_cache.json"  # the run's own list of entries torn: named, not a traceback
+    whole = used.read_text()
+    used.write_text(whole[:20])
+    code = main(["eval", "--rerun", str(run), "--out", str(tmp_path / "r1"), "--llm-cache", str(cache), "--replay"])
+    err = capsys.readouterr().err
+    assert code == 2 and re.search(rf"{re.escape(str(used))}: line \d+ column \d+: not valid JSON", err)
+    assert not (tmp_path / "r1").exists()
+    used.write_text(whole)
     # damaged entries are named before anything runs: torn, a folder in its place, another request under its name
     import shutil
 

@@ -16,7 +16,7 @@ from typing import Any, Collection
 
 from ragplan import __version__
 from ragplan.redact import redact
-from ragplan.jsonl import FileFormatError, atomic_write, read_text
+from ragplan.jsonl import FileFormatError, atomic_write, read_json, read_text
 from ragplan.llm_cache import LLMCache, fingerprint_of
 
 __all__ = ["RunSettings", "RunFolder", "atomic_write", "record_line", "record_problem", "RECORD_NUMBERS",
@@ -243,7 +243,7 @@ def bad_entries(run_dir: str | Path, cache_dir: str | Path) -> tuple[list[str], 
     """``(problems, used)``: why each of the LLM cache entries the run used (its ``llm_cache.json``) cannot be
     replayed from ``cache_dir`` (missing, unreadable, altered: :meth:`LLMCache.check`), and how many it used."""
     path = Path(run_dir) / "llm_cache.json"
-    digests = [d for d in json.loads(path.read_text(encoding="utf-8")).get("digests") or [] if isinstance(d, str)]
+    digests = [d for d in read_json(path, FileFormatError, object_only=True).get("digests") or [] if isinstance(d, str)]
     cache = LLMCache(cache_dir, replay=True)
     return [p for p in map(cache.check, digests) if p], len(digests)
 
