@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Sequence, TypeVar
@@ -112,8 +113,13 @@ def load_chat_model(
     if problem:
         raise LLMConfigError(problem)
     provider, name = split_model_spec(spec)
-    cache = cache_of(cache_dir, replay, f"{provider}:{name}")
-    return _chat_model(provider, name, base_url, float(temperature), float(timeout_s), int(max_retries), cache, bool(replay))
+    with _models_lock:  # (functools.cache does not lock: questions' threads asking at once would each build one)
+        cache = cache_of(cache_dir, replay, f"{provider}:{name}")
+        return _chat_model(provider, name, base_url, float(temperature), float(timeout_s), int(max_retries), cache,
+                           bool(replay))
+
+
+_models_lock = threading.Lock()
 
 
 @functools.cache  # one model per setting and process (every node of every question asks)

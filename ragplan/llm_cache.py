@@ -96,8 +96,10 @@ def track_cache_usage() -> Iterator[CacheUsage]:
 
 def _note(digest: str, recorded: bool) -> None:
     usage = _usage.get()
-    if usage is not None:
-        usage[digest] = recorded or usage.get(digest, False)
+    if usage is not None and recorded:  # each a single dict operation: questions' threads note at once
+        usage[digest] = True
+    elif usage is not None:
+        usage.setdefault(digest, False)
 
 
 class LLMCache(BaseCache):

@@ -199,3 +199,21 @@ def test_an_unreachable_endpoint_is_named_in_the_reason():
     assert g.result is None and "Connection" in g.error and f"(endpoint {url})" in g.error and g.kind == "connection"
     d = decide(model, MSG, Verdict, max_repairs=0)
     assert d.result is None and f"(endpoint {url})" in d.error
+
+
+def test_questions_threads_asking_at_once_share_one_model():
+    """One chat model per setting in a process, also when a batch's threads ask for it at the same moment."""
+    import threading
+
+    start, models = threading.Barrier(12), []
+
+    def ask() -> None:
+        start.wait()
+        models.append(load_chat_model("openai:llama3", base_url="http://127.0.0.1:9/v1", timeout_s=7.25))
+
+    threads = [threading.Thread(target=ask) for _ in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(models) == 12 and len({id(m) for m in models}) == 1
