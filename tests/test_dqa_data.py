@@ -126,8 +126,8 @@ def test_load_scenario_parses_each_script_once_and_again_when_modified(tmp_path,
     (q,) = load_questions(tmp_path, "locating")
     dqa_data.clear_scenario_cache()
     calls: list[str] = []
-    real = dqa_data.graph_data_from_bytes
-    monkeypatch.setattr(dqa_data, "graph_data_from_bytes", lambda b, source: calls.append(source) or real(b, source))
+    real = dqa_data.graph_data_from_text
+    monkeypatch.setattr(dqa_data, "graph_data_from_text", lambda t, source: calls.append(source) or real(t, source))
     first = load_scenario(q.script, "locating")
     assert isinstance(first, LocatingScenario)
     assert load_scenario(q.script, "locating") is first
@@ -157,8 +157,8 @@ def test_scripts_with_the_same_bytes_are_parsed_once_and_named_by_their_path(tmp
     copy.write_bytes(q.script.read_bytes())
     dqa_data.clear_scenario_cache()
     calls: list[str] = []
-    real = dqa_data.graph_data_from_bytes
-    monkeypatch.setattr(dqa_data, "graph_data_from_bytes", lambda b, source: calls.append(source) or real(b, source))
+    real = dqa_data.graph_data_from_text
+    monkeypatch.setattr(dqa_data, "graph_data_from_text", lambda t, source: calls.append(source) or real(t, source))
     a, b = load_scenario(q.script, "locating"), load_scenario(copy, "locating")
     assert len(calls) == 1
     assert a.source == str(q.script.resolve()) and b.source == str(copy.resolve())
@@ -181,7 +181,7 @@ def test_scenario_cache_is_bounded(tmp_path, monkeypatch):
         load_scenario(p, "building")
     assert len(dqa_data._cache) == 3
     calls: list[str] = []
-    real = dqa_data._compile  # (a building script in the official form never reaches graph_data_from_bytes)
+    real = dqa_data._compile  # (a building script in the official form never reaches graph_data_from_text)
     monkeypatch.setattr(dqa_data, "_compile", lambda b, source, scenario: calls.append(source) or real(b, source, scenario))
     load_scenario(paths[4], "building")   # recent: kept
     load_scenario(paths[0], "building")   # oldest: evicted, parsed again

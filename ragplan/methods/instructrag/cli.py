@@ -304,7 +304,7 @@ def run_report(args: argparse.Namespace) -> int:
     runs: list[dict[str, Any]] = []
     for run_dir in args.runs:
         folder = RunFolder(run_dir)
-        if not (folder.path / "results.jsonl").is_file():
+        if not folder.results_file.is_file():
             return fail(f"no results.jsonl in {run_dir}")
         st = RunSettings.load(folder.settings_file) if folder.settings_file.is_file() else None
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)

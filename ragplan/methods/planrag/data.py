@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragplan.jsonl import read_json
-from ragplan.methods.planrag.cql import graph_data_from_bytes
+from ragplan.methods.planrag.cql import graph_data_from_text
 from ragplan.tools.graphdb.script import decode_script
 
 __all__ = [
@@ -141,10 +141,11 @@ def _compile(data: bytes, source: str, scenario: str) -> Any:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        fast = building.official_scenario(decode_script(data, source), source) if scenario == "building" else None
+        text = decode_script(data, source)
+        fast = building.official_scenario(text, source) if scenario == "building" else None
         if fast is not None:  # a building script in the official form, read without the general parser
             return fast
-        rows = graph_data_from_bytes(data, source)
+        rows = graph_data_from_text(text, source)
         if not rows.nodes:  # a comments-only or truncated file would compile to a scenario without options
             raise DQAError(f"{source}:1: the script creates no nodes (an empty or truncated file?)")
         return compile_graph(rows)
