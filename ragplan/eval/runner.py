@@ -51,7 +51,7 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     ctx_fields = family.context_fields()
     base = {k: v for k, v in {**settings.context, **REVIEW_OFF}.items() if k in ctx_fields}  # a batch never pauses
     given = {"model": settings.model, "base_url": settings.base_url, "llm_cache_dir": settings.llm_cache_dir,
-             "chat_model": chat_model, "llm_replay": settings.llm_cache_dir and settings.llm_replay}
+             "chat_model": chat_model, "llm_replay": settings.llm_replay if settings.llm_cache_dir else None}
     base.update({k: v for k, v in given.items() if v is not None and v != ""})
     if hasattr(bench, "prepare"):  # e.g. build a local index from the dataset's own contexts
         base.update({k: v for k, v in bench.prepare(folder.path, settings.context).items() if k in ctx_fields})
