@@ -26,7 +26,7 @@ def gold(shop: Path):
 
 def test_deterministic_and_seeded(shop: Path, gold) -> None:
     again = generate_goldset(shop, seed=0)
-    assert [e.to_dict() for e in again] == [e.to_dict() for e in gold]
+    assert again == gold
     other = generate_goldset(shop, seed=1)
     assert [e.question for e in other] != [e.question for e in gold]
 
@@ -96,7 +96,7 @@ def test_write_load_roundtrip(tmp_path: Path, gold) -> None:
     p = write_goldset(tmp_path / "g.jsonl", gold)
     assert len(p.read_text().splitlines()) == len(gold)
     json.loads(p.read_text().splitlines()[0])
-    assert [e.to_dict() for e in load_goldset(p)] == [e.to_dict() for e in gold]
+    assert load_goldset(p) == gold
 
 
 def test_gold_set_and_in_context_examples_follow_the_argument_rule(gold) -> None:

@@ -133,7 +133,8 @@ class ReaperBenchmark:
     def __post_init__(self) -> None:
         if self.split not in _SPLITS:
             raise ValueError(f"reaper-retail split must be one of {', '.join(_SPLITS)}, got {self.split!r}")
-        known = default_registry().names()
+        self._registry = default_registry()
+        known = self._registry.names()
         unknown = [t for t in self.removed if t not in known]
         if unknown:
             raise ValueError(f"reaper-retail remove_tool: {', '.join(unknown)} is not a retail tool; tools: {', '.join(known)}")
@@ -213,8 +214,6 @@ class ReaperBenchmark:
     def grade(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
         """Tool/argument correctness and validity of the final plan, and (``*_first_call``, ``first_call``) of
         the first planner call; ``chosen`` is the predicted tool sequence, or ``invalid`` / ``failed``."""
-        if self._registry is None:
-            self._registry = default_registry()
         first, final = predicted_plans(output)
         f, g = self._score(item, first), self._score(item, final)
         chosen = (" > ".join(g["pred_tools"]) or "none") if g["valid"] else g["status"]
@@ -223,9 +222,7 @@ class ReaperBenchmark:
             follow = {"removed_tools": self.removed,
                       "instruction_following": instruction_following(g, self.removed),
                       "instruction_following_first_call": instruction_following(f, self.removed)}
-        final_rec = {k: g[k] for k in ("correct", "tool_accuracy", "argument_accuracy", "plan_valid", "tools_correct",
-                                   "args_correct", "valid", "pred_tools", "pred_classes", "gold_tools", "args_matched",
-                                   "args_scored", "pred_plan")}
+        final_rec = {k: v for k, v in g.items() if k not in ("status", "errors", "planner_latency_s")}
         first_rec = {f"{k}_first_call": f[k] for k in ("tool_accuracy", "argument_accuracy", "plan_valid", "correct")}
         return {**follow, **final_rec, **first_rec, "chosen": chosen, "plan_status": g["status"], "pred_errors": g["errors"],
                 "first_call": f}

@@ -101,10 +101,6 @@ class ClassifierReport:
     predictions: list[str] = field(default_factory=list)
     """The predicted class of each test example, in gold-set order."""
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
-
 
 class RouteClassifier:
     """A trained route classifier: ``predict(question, context) -> (class, probability)``."""
@@ -141,11 +137,7 @@ class RouteClassifier:
 
     def proba(self, x: np.ndarray, head: str = "ensemble") -> np.ndarray:
         """Class probabilities of feature rows (``head``: ensemble, logreg or knn)."""
-        if head == "logreg":
-            return self._logreg(x)
-        if head == "knn":
-            return self._knn(x)
-        w = float(self.meta.get("knn_weight", KNN_WEIGHT))
+        w = {"logreg": 0.0, "knn": 1.0}.get(head, float(self.meta.get("knn_weight", KNN_WEIGHT)))
         return (1.0 - w) * self._logreg(x) + w * self._knn(x)
 
     def predict_many(self, questions: list[str], contexts: list[dict[str, Any] | None]) -> list[tuple[str, float]]:
@@ -213,7 +205,7 @@ def train_classifier(goldset_examples: list[Any], *, model_path: str = "", seed:
         majority_rate=round(sum(g == majority for g in gold) / len(gold), 4), macro_f1=macro, per_class=per,
         head_accuracy={"logreg": heads["logreg"], "knn": heads["knn"]}, n_train=len(train), n_test=len(test),
         seed=seed, model_path=model_path, out_dir=str(out_dir), predictions=pred)
-    meta["metrics"] = {k: v for k, v in report.to_dict().items() if k not in ("predictions", "out_dir")}
+    meta["metrics"] = {k: v for k, v in asdict(report).items() if k not in ("predictions", "out_dir")}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     np.savez(out / WEIGHTS_FILE, **weights)

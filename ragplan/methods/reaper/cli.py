@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import random
 import sys
@@ -270,5 +271,5 @@ def run_classifier(args: argparse.Namespace) -> int:
         report = train_classifier(examples, model_path=args.model_path, seed=args.seed, out_dir=args.out)
     except (ValueError, EmbeddingModelError, OSError) as exc:
         return fail(str(exc))
-    print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) if args.json else format_report(report))
+    print(json.dumps(dataclasses.asdict(report), indent=2, ensure_ascii=False) if args.json else format_report(report))
     return 0

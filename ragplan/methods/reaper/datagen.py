@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
+from sklearn.preprocessing import normalize
 
 from ragplan.nodes.reaper.planner_prompt import NO_RETRIEVAL, build_planner_messages
 from ragplan.jsonl import read_jsonl_objects
@@ -203,10 +204,7 @@ def diverse_query_sample(initial: Sequence[str], large: Sequence[str], embedder:
     size = len(initial) if size is None else size
     if not large:
         return [], {"large": 0, "dropped_similar": [], "dropped_dissimilar": [], "kept": []}
-    a = np.asarray(embedder.encode(list(initial)), dtype=np.float64)
-    b = np.asarray(embedder.encode(list(large)), dtype=np.float64)
-    a /= np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
-    b /= np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
+    a, b = (normalize(np.asarray(embedder.encode(list(q)), dtype=np.float64)) for q in (initial, large))
     sim = a @ b.T                                   # S[i, j] = cos(initial_i, large_j)
     score = np.round(sim.max(axis=0), 9)
     order = sorted(range(len(large)), key=lambda j: (score[j], j))

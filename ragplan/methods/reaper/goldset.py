@@ -46,10 +46,6 @@ class GoldExample:
         """The gold plan parsed."""
         return parse_plan(self.gold_plan).plan
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (one JSONL line)."""
-        return asdict(self)
-
 
 def _plan(*calls: tuple[str, list[Any], dict[str, Any]]) -> RetrievalPlan:
     return RetrievalPlan(steps=[PlanStep(index=k, purpose=PURPOSES[tool], evidence_var=f"E{k}", tool=tool, args=args,
@@ -238,10 +234,11 @@ class _Gen:
         if e is None:
             return None
         past = dt.date.fromisoformat(o["estimated_delivery"][:10]) < self.today
+        said = "the " + e if e.startswith("day ") else e
         if self.rng.random() < 0.25:
-            q = self.rng.choice(_DATE_SHIP_ANY).format(e="the " + e if e.startswith("day ") else e)
+            q = self.rng.choice(_DATE_SHIP_ANY).format(e=said)
             return q, self.ctx(), _plan(("date_math", [e], {}), ("shipment_status", [], {"date_range": "#E1"}))
-        k, said = self.order_kw(o), ("the " + e if e.startswith("day ") else e)
+        k = self.order_kw(o)
         q = self.rng.choice(_DATE_SHIP_PAST if past else _DATE_SHIP_FUT).format(k=k, e=said)
         return q, self.ctx(), _plan(("date_math", [e], {}),
                                     ("shipment_status", [], {"keywords": k, "date_range": "#E1"}))
@@ -316,7 +313,7 @@ def write_goldset(path: str | Path, examples: list[GoldExample]) -> Path:
     """Write examples as JSONL (one per line, atomically); returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, jsonl_text(e.to_dict() for e in examples))
+    atomic_write(path, jsonl_text(asdict(e) for e in examples))
     return path
 
 

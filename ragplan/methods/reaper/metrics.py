@@ -237,10 +237,6 @@ class PlanMetrics:
     latency_mean: float | None = None
     """Mean planner latency in seconds, when the records carry one."""
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
-        return asdict(self)
-
 
 def _truth(v: Any) -> float:
     return float(v) if isinstance(v, (int, float)) else 1.0 if v else 0.0
