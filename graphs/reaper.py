@@ -43,8 +43,9 @@ def route_after_validation(state: ReaperState) -> Literal["plan_retrieval", "rev
 
 
 def route_to_execution(state: ReaperState) -> Literal["execute_plan", "respond", "__end__"]:
-    """A rejected plan ends the run; otherwise execute it (or respond at once for a zero-step plan)."""
-    if state.get("stop_reason") == PLAN_REJECTED:
+    """A rejected plan or a failed LLM call ends the run; otherwise execute the plan (respond at once for a zero-step
+    plan, and for an invalid one: the classifier baseline's is left empty)."""
+    if state.get("stop_reason") in (PLAN_REJECTED, "llm_error"):
         return END
     return "execute_plan" if state.get("plan") else "respond"
 
@@ -89,21 +90,12 @@ def route_after_classify(state: ReaperState) -> Literal["fill_arguments", "__end
     return END if state.get("stop_reason") == "classifier_error" else "fill_arguments"
 
 
-def route_after_fill(state: ReaperState) -> Literal["execute_plan", "respond", "__end__"]:
-    """Execute a valid non-empty plan; respond at once for no retrieval or an invalid plan; end on an LLM failure."""
-    if state.get("stop_reason") == "llm_error":
-        return END
-    if state.get("plan_errors") or state.get("stop_reason") == "invalid_plan" or not state.get("plan"):
-        return "respond"
-    return "execute_plan"
-
-
 def build_classifier_planner() -> Builder:
     """Classifier baseline for REAPER: a trained classifier picks a retrieval class, an LLM fills its arguments."""
     g = _graph(classify_question=classify_question, fill_arguments=fill_arguments, execute_plan=execute_plan,
                respond=respond)
     g.add_conditional_edges("classify_question", route_after_classify, ["fill_arguments", END])
-    g.add_conditional_edges("fill_arguments", route_after_fill, ["execute_plan", "respond", END])
+    g.add_conditional_edges("fill_arguments", route_to_execution, ["execute_plan", "respond", END])
     g.add_edge("execute_plan", "respond")
     return g
 
@@ -153,15 +145,11 @@ class ReaperFamily(MethodFamily):
         if node in ("validate_plan", "fill_arguments"):
             for c in update.get("plan_calls") or []:
                 call = PlanCall.model_validate(c)
-                if not call.valid:
-                    emit(f"Plan {call.attempt} invalid:")
-                    for e in call.errors:
-                        emit(f"  - {e}")
-                    continue
-                shown = node == "fill_arguments" and call.steps  # the planner's own text is already printed
-                emit(f"Plan {call.attempt} valid" + (f", {len(call.steps)} step{'s' if len(call.steps) != 1 else ''}"
-                                                     f"{':' if shown else '.'}" if call.steps else ": no retrieval needed."))
-                for line in format_plan(call.plan).splitlines() if shown else []:
+                n = len(call.steps)
+                shown = node == "fill_arguments" and n  # the planner's own text is already printed
+                emit(f"Plan {call.attempt} invalid:" if not call.valid else f"Plan {call.attempt} valid"
+                     + (f", {n} step{'s' if n != 1 else ''}{':' if shown else '.'}" if n else ": no retrieval needed."))
+                for line in [f"- {e}" for e in call.errors] or (format_plan(call.plan).splitlines() if shown else []):
                     emit(f"  {line}")
             if update.get("plan_errors") and not update.get("plan_calls"):
                 emit("Plan invalid:")
@@ -175,10 +163,7 @@ class ReaperFamily(MethodFamily):
             args = e.get("args", {}) or {}
             emit(f"\n[#{e.get('evidence_var', '')}] {e.get('tool', '')}({', '.join(f'{k}={_short(v, 80)}' for k, v in args.items())})"
                  f"  {status} {e.get('elapsed_ms', 0.0):.0f} ms")
-            if status == "ok":
-                emit(f"  Output: {_short(e.get('output'))}")
-            else:
-                emit(f"  {e.get('error') or status}")
+            emit(f"  Output: {_short(e.get('output'))}" if status == "ok" else f"  {e.get('error') or status}")
         super().trace(node, update, emit)
 
 

@@ -94,9 +94,8 @@ class ReaperResult(ReviewedResult):
     def summary_lines(self) -> list[str]:
         """Stop reason, plan steps, tool calls, the planner calls (first plan valid or not) and the planner's latency."""
         lines = [f"Plan errors: {'; '.join(self.plan_errors)}"] if self.plan_errors else []
-        first = self.first_call()
-        calls = f"{self.plan_attempts}" + (f" (first plan {'valid' if first.valid else 'invalid'})"
-                                           if first is not None and len(self.plan_calls) > 1 else "")
+        calls = f"{self.plan_attempts}" + (f" (first plan {'valid' if self.plan_calls[0].valid else 'invalid'})"
+                                           if len(self.plan_calls) > 1 else "")
         planning = (f"   Planner calls: {calls}   Planner latency: {self.planner_latency_s:.2f} s" if self.plan_attempts
                     else f"   Planning: step by step ({self.planner_latency_s:.2f} s in the agent's steps)"
                     if self.planner_latency_s else "")

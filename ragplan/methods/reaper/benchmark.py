@@ -124,6 +124,8 @@ class ReaperBenchmark:
     split: str = "test"
     remove_tool: str = ""
     """Tools taken out of the planner's registry (comma-separated; the instruction-following experiment)."""
+    removed: list[str] = field(default_factory=list, init=False)
+    """The removed tools, in the order given."""
     name: str = field(default="reaper-retail", init=False)
     group_by: tuple[str, ...] = field(default=("category",), init=False)
     plot_metrics: tuple[str, ...] = field(default=("accuracy", "tool_accuracy", "argument_accuracy"), init=False)
@@ -134,15 +136,11 @@ class ReaperBenchmark:
         if self.split not in _SPLITS:
             raise ValueError(f"reaper-retail split must be one of {', '.join(_SPLITS)}, got {self.split!r}")
         self._registry = default_registry()
+        self.removed = [t.strip() for t in str(self.remove_tool or "").split(",") if t.strip()]
         known = self._registry.names()
         unknown = [t for t in self.removed if t not in known]
         if unknown:
             raise ValueError(f"reaper-retail remove_tool: {', '.join(unknown)} is not a retail tool; tools: {', '.join(known)}")
-
-    @property
-    def removed(self) -> list[str]:
-        """The removed tools, in the order given."""
-        return [t.strip() for t in str(self.remove_tool or "").split(",") if t.strip()]
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -150,13 +148,6 @@ class ReaperBenchmark:
         base = ("tool_accuracy", "argument_accuracy", "plan_valid", "tool_accuracy_first_call",
                 "argument_accuracy_first_call", "plan_valid_first_call")
         return base + (("instruction_following", "instruction_following_first_call") if self.removed else ())
-
-    @property
-    def shop_dir(self) -> str:
-        """The shop the questions are about ("" when the gold-set file is not inside a shop)."""
-        p = Path(self.data)
-        root = p if p.is_dir() else p.parent
-        return str(root.resolve()) if (root / "meta.json").is_file() else ""
 
     def examples(self) -> list[GoldExample]:
         """The gold examples of the split, after ``limit`` (generating the shop's gold set when missing)."""
@@ -172,17 +163,15 @@ class ReaperBenchmark:
         return self._cache
 
     def items(self) -> list[Item]:
-        """One item per gold question: the question, its page context as a graph input, the gold plan as gold."""
-        shop = self.shop_dir
-        out = []
-        for e in self.examples():
-            meta = {"category": e.category, "split": e.split, "gold_sequence": " > ".join(e.tool_sequence) or "none",
-                    "page_context": e.context, "raw_question": e.question, "_gold_plan": e.gold_plan}
-            # the graph gets the question and its page context as separate inputs (the planner prompt
-            # writes them in the paper's `Context: … Question: …` form itself)
-            ctx = {**({"shop_dir": shop} if shop else {}), **({"removed_tools": ",".join(self.removed)} if self.removed else {})}
-            out.append(Item(e.id, e.question, e.gold_plan, ctx, meta, inputs={"page_context": e.context}))
-        return out
+        """One item per gold question: the question, its page context as a graph input (the planner prompt writes the
+        paper's `Context: … Question: …` form itself), the gold plan as gold."""
+        root = Path(self.data) if Path(self.data).is_dir() else Path(self.data).parent  # the shop of the questions
+        shop, removed = str(root.resolve()) if (root / "meta.json").is_file() else "", ",".join(self.removed)
+        ctx = {**({"shop_dir": shop} if shop else {}), **({"removed_tools": removed} if removed else {})}
+        return [Item(e.id, e.question, e.gold_plan, dict(ctx),
+                     {"category": e.category, "split": e.split, "gold_sequence": " > ".join(e.tool_sequence) or "none",
+                      "page_context": e.context, "raw_question": e.question, "_gold_plan": e.gold_plan},
+                     inputs={"page_context": e.context}) for e in self.examples()]
 
     def report(self, records: list[dict[str, Any]]) -> str:
         """The paper's Table 1 twice: for the first planner call (the paper's one-call setting) and for the

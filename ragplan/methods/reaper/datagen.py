@@ -151,15 +151,13 @@ def evolve_tools(registry: ToolRegistry, needed: Iterable[str], rng: random.Rand
     others = [n for n in registry.names() if n not in needed]
     extra = sorted(rng.sample(others, rng.randint(0, len(others))), key=others.index)
     mapping: dict[str, str] = {}
-    used: set[str] = set()
     for spec in registry:
         name = spec.name
         if spec.aliases and rng.random() < rename_prob:
-            cand = [a for a in spec.aliases if a not in used and a not in registry]
+            cand = [a for a in spec.aliases if a not in mapping.values() and a not in registry]
             if cand:
                 name = rng.choice(cand)
         mapping[spec.name] = name
-        used.add(name)
     shown = needed + extra
     rng.shuffle(shown)
     specs = []

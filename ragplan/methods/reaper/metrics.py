@@ -58,12 +58,10 @@ def keyword_set(value: Any) -> tuple[str, ...]:
 
 def _as_plan(plan: RetrievalPlan | list[Any] | str | None) -> tuple[RetrievalPlan, list[str]]:
     """(plan, syntax errors) from plan text, typed steps or their dumps."""
-    if isinstance(plan, RetrievalPlan):
-        return plan, []
-    if isinstance(plan, list):
-        return RetrievalPlan(steps=as_steps(plan)), []
-    res = parse_plan(plan or "")
-    return res.plan, [str(e) for e in res.errors]
+    if plan is None or isinstance(plan, str):
+        res = parse_plan(plan)
+        return res.plan, [str(e) for e in res.errors]
+    return RetrievalPlan(steps=as_steps(plan)), []
 
 
 def _today(today: dt.date | str | None) -> dt.date | None:

@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from ragplan.state.trace_sections import excerpt
+
 __all__ = ["PlanArg", "PlanStep", "RetrievalPlan", "PlanError", "ParseResult", "PlanCall", "parse_plan", "format_plan",
            "format_arg", "as_steps"]
 
@@ -172,11 +174,6 @@ class _Unreadable(Exception):
         self.pos, self.message = pos, message
 
 
-def _excerpt(text: str, pos: int, width: int = 30) -> str:
-    s = text[pos:pos + width]
-    return s + ("…" if len(text) > pos + width else "")
-
-
 def _scan_string(text: str, i: int) -> tuple[str, int]:
     m = _STRING[text[i]].match(text, i)
     if m is None:
@@ -203,11 +200,11 @@ def _scan_value(text: str, i: int) -> tuple[PlanArg, int]:
         except json.JSONDecodeError as exc:
             if exc.pos >= len(text):
                 raise _Unreadable() from None
-            raise _Unreadable(i, f"malformed JSON argument {_excerpt(text, i)!r}: {exc.msg}") from None
+            raise _Unreadable(i, f"malformed JSON argument {excerpt(text[i:], 30)!r}: {exc.msg}") from None
         except RecursionError:
             raise _Unreadable(i, "JSON argument nested too deeply") from None
         return PlanArg(kind="literal", value=val), j
-    raise _Unreadable(i, f"cannot read the argument starting at {_excerpt(text, i)!r} "
+    raise _Unreadable(i, f"cannot read the argument starting at {excerpt(text[i:], 30)!r} "
                          "(expected a quoted string, a number, true/false/null or a reference #Ej)")
 
 
@@ -242,7 +239,7 @@ def _scan_call(text: str, i: int) -> tuple[list[PlanArg], dict[str, PlanArg], in
         if text[i] == ",":
             i += 1
         elif text[i] != ")":
-            raise _Unreadable(i, f"expected ',' or ')' after an argument, found {_excerpt(text, i)!r}")
+            raise _Unreadable(i, f"expected ',' or ')' after an argument, found {excerpt(text[i:], 30)!r}")
 
 
 class _Block:
@@ -281,7 +278,7 @@ class _Block:
             rest = text[end:]
             if _PUNCT_AFTER_CALL.fullmatch(rest) is None:
                 pos = end + len(rest) - len(rest.lstrip())
-                raise _Unreadable(pos, f"unexpected text after the call: {_excerpt(text, pos)!r}")
+                raise _Unreadable(pos, f"unexpected text after the call: {excerpt(text[pos:], 30)!r}")
         except _Unreadable as exc:
             if exc.pos is None:
                 self.state = "incomplete"
@@ -306,10 +303,10 @@ class _Block:
             self._parse()  # lines without ')' were not parsed: one last look for a precise error
         if self.state == "need_call":
             return self._fail(self.starts[0][1], f"no tool call (expected `#E{self.index} = tool(…)`): "
-                                                 f"{_excerpt(self.text, 0, 60)!r}")
+                                                 f"{excerpt(self.text, 60)!r}")
         if self.state == "incomplete":
             return self._fail(self.line_at(self.call_pos), "the call is not closed (a missing quote or ')'): "
-                                                           f"{_excerpt(self.text, self.call_pos, 60)!r}")
+                                                           f"{excerpt(self.text[self.call_pos:], 60)!r}")
         return self.done
 
 

@@ -24,12 +24,11 @@ _SYSTEM = f"### Role:\n{ROLE}"
 _FORMAT = "Plans use one line per step: Step k: <what the step does> - #Ek = tool_name(arguments)."
 
 
-def _setup(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegistry, rng: random.Random,
-           *, with_examples: bool = True) -> tuple[list[SeedExample], ToolView, RetrievalPlan]:
-    shots = sample_examples(pool, ex.source_id, rng) if with_examples else []
-    needed = ex.tools() + [t for e in shots for t in e.tools()]
-    view = evolve_tools(registry, needed, rng)
-    return shots, view, rename_plan(ex.plan, view.mapping)
+def _view(ex: SeedExample, registry: ToolRegistry, rng: random.Random, shots: Sequence[SeedExample] = ()
+          ) -> tuple[ToolView, RetrievalPlan]:
+    """A fresh TEvo view offering the tools of ``ex`` and ``shots``, and the plan of ``ex`` renamed to it."""
+    view = evolve_tools(registry, ex.tools() + [t for e in shots for t in e.tools()], rng)
+    return view, rename_plan(ex.plan, view.mapping)
 
 
 def _user(instruction: str, view: ToolView, ex: SeedExample, *extra: str) -> str:
@@ -42,7 +41,8 @@ def _user(instruction: str, view: ToolView, ex: SeedExample, *extra: str) -> str
 
 def primary_plan(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegistry, rng: random.Random) -> Made:
     """The primary task: the full planner prompt (TEvo view, resampled examples) -> the plan."""
-    shots, view, plan = _setup(ex, pool, registry, rng)
+    shots = sample_examples(pool, ex.source_id, rng)
+    view, plan = _view(ex, registry, rng, shots)
     shots = [SeedExample(s.source_id, s.query, s.context, rename_plan(s.plan, view.mapping)) for s in shots]
     system, user = build_planner_messages(view.specs, shots, ex.query, ex.context,
                                           role=ROLE, instructions=SYSTEM_INSTRUCTION)
@@ -53,7 +53,7 @@ def query_from_plan(ex: SeedExample, pool: Sequence[SeedExample], registry: Tool
     """(1) Given the page context and a plan, write the customer question it answers."""
     if not ex.plan.steps:
         return None
-    _, view, plan = _setup(ex, pool, registry, rng, with_examples=False)
+    view, plan = _view(ex, registry, rng)
     user = "\n".join(["### Task:", "Below is a retrieval plan made with the listed tools for a customer question "
                       "asked on a page with the given context. Write the customer's question that this plan was made "
                       "for. Answer with the question only.", "", "### Tools:", tool_block(view.specs), "",
@@ -66,7 +66,7 @@ def complete_partial_plan(ex: SeedExample, pool: Sequence[SeedExample], registry
     """(2) Given the first steps of a plan, write the whole plan."""
     if len(ex.plan.steps) < 2:
         return None
-    _, view, plan = _setup(ex, pool, registry, rng, with_examples=False)
+    view, plan = _view(ex, registry, rng)
     k = rng.randint(1, len(plan.steps) - 1)
     partial = format_plan(RetrievalPlan(steps=plan.steps[:k]))
     user = _user("A retrieval plan for the customer question below was started but not finished. Write the complete "
@@ -77,7 +77,7 @@ def complete_partial_plan(ex: SeedExample, pool: Sequence[SeedExample], registry
 
 def identify_tools(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegistry, rng: random.Random) -> Made:
     """(3) Name the tools needed for the question, in the order a plan would use them."""
-    _, view, plan = _setup(ex, pool, registry, rng, with_examples=False)
+    view, plan = _view(ex, registry, rng)
     user = _user("Which of the listed tools are needed to gather the evidence for the customer question below? List "
                  "their names, comma-separated, in the order a plan would call them, or answer \"none\" when no "
                  "retrieval is needed. Do not write the plan.", view, ex)
@@ -89,7 +89,7 @@ def masked_step(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegi
     """(4) One step's call is replaced by [MASK]; write that step in full."""
     if not ex.plan.steps:
         return None
-    _, view, plan = _setup(ex, pool, registry, rng, with_examples=False)
+    view, plan = _view(ex, registry, rng)
     k = rng.randrange(len(plan.steps))
     lines = format_plan(plan).splitlines()
     target, var = lines[k], f"#{plan.steps[k].evidence_var}"
@@ -104,7 +104,7 @@ def reorder_steps(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRe
     """(5) The steps are given out of order (without their numbers); write the plan in the right order."""
     if len(ex.plan.steps) < 2:
         return None
-    _, view, plan = _setup(ex, pool, registry, rng, with_examples=False)
+    view, plan = _view(ex, registry, rng)
     order = list(range(len(plan.steps)))
     rng.shuffle(order)
     if order == sorted(order):
@@ -121,20 +121,19 @@ def masked_params(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRe
     with_args = [i for i, s in enumerate(ex.plan.steps) if s.args or s.kwargs]
     if not with_args:
         return None
-    _, view, plan = _setup(ex, pool, registry, rng, with_examples=False)
+    view, plan = _view(ex, registry, rng)
     k = rng.choice(with_args)
     s = plan.steps[k]
-    slots = [("a", i) for i in range(len(s.args))] + [("k", n) for n in s.kwargs]
+    slots = [("", a) for a in s.args] + [(f"{n}=", a) for n, a in s.kwargs.items()]
     masked = set(rng.sample(range(len(slots)), rng.randint(1, len(slots))))
-    parts, answers, m = [], [], 0
-    for j, (kind, key) in enumerate(slots):
-        arg = s.args[int(key)] if kind == "a" else s.kwargs[str(key)]
+    parts: list[str] = []
+    answers: list[str] = []
+    for j, (name, arg) in enumerate(slots):
         text = format_arg(arg)
         if j in masked:
-            m += 1
-            answers.append(f"[MASK{m}] = {text}")
-            text = f"[MASK{m}]"
-        parts.append(text if kind == "a" else f"{key}={text}")
+            answers.append(f"[MASK{len(answers) + 1}] = {text}")
+            text = f"[MASK{len(answers)}]"
+        parts.append(name + text)
     lines = format_plan(plan).splitlines()
     lines[k] = f"{lines[k].partition(f'#{s.evidence_var} = ')[0]}#{s.evidence_var} = {s.tool}({', '.join(parts)})"
     user = _user("In the retrieval plan below some arguments of one step were replaced by [MASK1], [MASK2], .... Give "
@@ -148,8 +147,7 @@ def use_provided_tools(ex: SeedExample, pool: Sequence[SeedExample], registry: T
     """(7) Plan with only a restricted tool list; when a needed tool is missing, say no plan is possible."""
     needed = ex.tools()
     feasible = not needed or rng.random() < 0.5
-    view = evolve_tools(registry, needed, rng)
-    plan = rename_plan(ex.plan, view.mapping)
+    view, plan = _view(ex, registry, rng)
     if feasible:
         target = plan_text(plan)
         specs = view.specs
@@ -159,9 +157,8 @@ def use_provided_tools(ex: SeedExample, pool: Sequence[SeedExample], registry: T
         specs = [s for s in view.specs if s.name != gone]
         step = next(s for s in ex.plan.steps if s.tool == missing)
         what = " ".join(step.purpose.split()).rstrip(".")
-        why = f"none of them can do step {step.index} ({what[:1].lower() + what[1:]})" if what else \
-            f"none of them can do step {step.index}"
-        target = f"{NO_PLAN_POSSIBLE}: {why}."
+        why = f" ({what[:1].lower() + what[1:]})" if what else ""
+        target = f"{NO_PLAN_POSSIBLE}: none of them can do step {step.index}{why}."
     user = "\n".join(["### Task:", "Write a retrieval plan for the customer question below using ONLY the tools "
                       "listed here; do not call any other tool. If the question cannot be answered with these tools, "
                       f"answer \"{NO_PLAN_POSSIBLE}: <the reason>.\" instead. If it needs no retrieval, answer "
@@ -217,11 +214,8 @@ def generate_dataset(seeds: Sequence[SeedExample], registry: ToolRegistry, *, se
     records = []
     for ex in [*seeds, *extra]:
         for k in range(per_example):
-            for task, fn in TASKS.items():
-                if task not in chosen:
-                    continue
-                rng = random.Random(f"{seed}|{ex.source_id}|{task}|{k}")
-                made = fn(ex, seeds, registry, rng)
+            for task in [t for t in TASKS if t in chosen]:
+                made = TASKS[task](ex, seeds, registry, random.Random(f"{seed}|{ex.source_id}|{task}|{k}"))
                 if made is not None:
                     system, user, target = made
                     records.append({"messages": [{"role": "system", "content": system}, {"role": "user", "content": user},

@@ -48,9 +48,7 @@ def is_date_range_literal(value: Any) -> bool:
 
 
 def _suggest(name: str, choices: list[str]) -> str | None:
-    low = {c.lower(): c for c in choices}
-    if name.lower() in low:
-        return low[name.lower()]
+    low = {c.lower(): c for c in choices}  # (an exact match, in any case, is the closest)
     hit = difflib.get_close_matches(name.lower(), list(low), n=1, cutoff=0.5)
     if hit:
         return low[hit[0]]
