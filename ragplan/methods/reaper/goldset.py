@@ -147,9 +147,7 @@ def _search_phrase(rng: random.Random, p: dict[str, Any]) -> str:
 
 
 def _anaphora(rng: random.Random, p: dict[str, Any]) -> str:
-    keys = [k for k in p["attributes"] if k in _ANAPHORA]
-    pool = [(k, t) for k in keys for t in _ANAPHORA[k]] + [("", t) for t in _ANY_ANAPHORA]
-    _, t = rng.choice(pool)
+    t = rng.choice([t for k in p["attributes"] if k in _ANAPHORA for t in _ANAPHORA[k]] + _ANY_ANAPHORA)
     fits = p["attributes"].get("compatible_with") or ["phone"]
     return t.format(c=rng.choice(_COLOURS), m=fits[0])
 

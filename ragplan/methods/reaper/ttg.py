@@ -34,9 +34,7 @@ def _view(ex: SeedExample, registry: ToolRegistry, rng: random.Random, shots: Se
 def _user(instruction: str, view: ToolView, ex: SeedExample, *extra: str) -> str:
     parts = ["### Task:", instruction, _FORMAT, "", "### Tools:", tool_block(view.specs), "", "### Input:",
              format_input(ex.query, ex.context)]
-    for e in extra:
-        parts += ["", e]
-    return "\n".join(parts)
+    return "\n\n".join(["\n".join(parts), *extra])
 
 
 def primary_plan(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolRegistry, rng: random.Random) -> Made:
