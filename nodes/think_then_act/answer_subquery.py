@@ -12,8 +12,7 @@ from pydantic import BaseModel, Field
 from ragplan.llm import decide_for, failure_update
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.failure import failure
-from ragplan.state.think_then_act import (BranchFailure, MultiStepState, SingleQueryState, SubQuery, SubQueryState,
-                                          TextQAState, failure_of, references)
+from ragplan.state.think_then_act import BranchFailure, MultiStepState, SubQuery, TextQAState, failure_of, references
 from ragplan.state.trace_sections import excerpt
 
 __all__ = ["branch_outcome", "ShortAnswer", "answer_subquery", "final_answer", "resolve_text", "ANSWER_STYLE",
@@ -63,7 +62,7 @@ def _evidence_block(q: SubQuery) -> str:
     return "Context:\n" + "\n".join(lines) + "\n"
 
 
-def answer_subquery(state: SubQueryState | SingleQueryState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
+def answer_subquery(state: MultiStepState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
     """Answer the branch's (sub-)query and hand it back to the parent graph as done."""
     q: SubQuery = state["query"]
     prior = [p for p in state.get("prior") or [] if p.answer]
@@ -97,7 +96,7 @@ def branch_outcome(state: TextQAState) -> dict[str, Any]:
     return {"error": message, "failure": typed}
 
 
-def final_answer(state: MultiStepState | SingleQueryState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
+def final_answer(state: MultiStepState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
     """The final answer: the single query's answer, or the sub-answers composed by the LLM."""
     queries: list[SubQuery] = state.get("queries") or []
     ran = [q for q in queries if q.retrieve]  # the retrieval ratio counts successful retrievals only
