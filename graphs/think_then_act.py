@@ -141,19 +141,13 @@ class ThinkThenActFamily(TextRetrievalFamily):
             emit(f"Assessment: {update['assessment']}" + (f" — {update['assessment_reason']}" if update.get("assessment_reason") else ""))
             for q in queries:
                 emit(f"  ({q.index}) {q.text}")
-        if node in ("solve_subquery", "answer_subquery", "direct_answer", "cot_answer", "flare_draft"):
-            for q in queries:
-                if not q.done and node != "flare_draft":
-                    continue
-                emit(f"\n[{q.index}] {q.resolved or q.text}")
-                if q.decision:
-                    emit(f"  Gate: {q.decision}")
-                for e in q.evidence:
-                    emit(f"  Evidence ({e.get('score', 0):.2f}, {e.get('title', '')}): {e.get('sentence', '')}")
-                if q.retrieval_error:
-                    emit(f"  Retrieval failed: {q.retrieval_error}")
-                if q.answer:
-                    emit(f"  Answer: {q.answer}")
+        answered = node in ("solve_subquery", "answer_subquery", "direct_answer", "cot_answer")
+        for q in [q for q in queries if q.done and answered or node == "flare_draft"]:
+            emit(f"\n[{q.index}] {q.resolved or q.text}")
+            evidence = [(f"Evidence ({e.get('score', 0):.2f}, {e.get('title', '')})", e.get("sentence", "")) for e in q.evidence]
+            for label, text in [("Gate", q.decision), *evidence, ("Retrieval failed", q.retrieval_error), ("Answer", q.answer)]:
+                if text:
+                    emit(f"  {label}: {text}")
         super().trace(node, update, emit)
 
 

@@ -176,10 +176,9 @@ class TextQAResult(GraphResult):
                 items=[TraceSection(
                     title=f"#{q.index} · {'retrieved' if q.retrieve else 'no retrieval'}", note=q.decision,
                     status="bad" if q.retrieval_error else "",
-                    fields={"query": q.text, **({"resolved": q.resolved} if q.resolved and q.resolved != q.text else {}),
-                            **({"searched for": q.search_query} if q.search_query else {}),
-                            **({"confidence β": q.beta} if q.beta is not None else {}),
-                            **({"retrieval error": q.retrieval_error} if q.retrieval_error else {}),
+                    fields={"query": q.text, **{k: v for k, v in [
+                        ("resolved", "" if q.resolved == q.text else q.resolved), ("searched for", q.search_query),
+                        ("confidence β", q.beta), ("retrieval error", q.retrieval_error)] if v not in ("", None)},
                             "evidence": q.evidence, "answer": q.answer})
                     for q in self.queries]))
         if self.reasoning:

@@ -57,7 +57,7 @@ def confidence_gate(state: MultiStepState, runtime: Runtime[ThinkThenActContext]
         q.decision = f"{'RETRIEVAL' if q.retrieve else 'NO RETRIEVAL'} (β′ = {t:g} fixes the decision)"
         return {"query": q}
     instruction = CONFIDENCE_INSTRUCTION if ctx.gate_mode == "confidence" else DIRECT_INSTRUCTION
-    schema: type[Confidence] | type[DirectDecision] = Confidence if ctx.gate_mode == "confidence" else DirectDecision
+    schema: type[Confidence | DirectDecision] = Confidence if ctx.gate_mode == "confidence" else DirectDecision
     context = f"(It is part of answering: {state['question']})\n" if text != state.get("question") else ""
     d = decide_for(ctx, qa_prompt(state, text, f"{instruction}\n\n{context}", role=KNOWS_LIMITS), schema)
     if not d.ok:
