@@ -17,8 +17,7 @@ from ragplan.nodes.think_then_act.direct_answer import make_direct_answer
 from ragplan.nodes.think_then_act.flare import flare_draft
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.think_then_act import (
-    MultiStepState, SingleQueryState, SubQuery, SubQueryOutput, SubQueryState, TextQAInput, TextQAOutput, TextQAResult,
-    TextQAState,
+    MultiStepState, SubQuery, SubQueryOutput, TextQAInput, TextQAOutput, TextQAResult, TextQAState,
 )
 from ragplan.state.trace_sections import excerpt
 
@@ -30,7 +29,7 @@ def _graph(state: Any) -> Builder:
     return StateGraph(state, context_schema=ThinkThenActContext, input_schema=TextQAInput, output_schema=TextQAOutput)
 
 
-def route_after_gate(state: SubQueryState) -> Literal["retrieve_text", "answer_subquery", "__end__"]:
+def route_after_gate(state: MultiStepState) -> Literal["retrieve_text", "answer_subquery", "__end__"]:
     """Retrieve when the gate said so, else answer unaided; an endpoint failure ends the branch (no more calls)."""
     if any(getattr(f, "kind", None) == "llm_error" for f in state.get("failures") or []):
         return END
@@ -39,7 +38,7 @@ def route_after_gate(state: SubQueryState) -> Literal["retrieve_text", "answer_s
 
 def build_subquery_graph() -> Builder:
     """One (sub-)query: confidence_gate → [retrieve_text] → answer_subquery."""
-    g: Builder = StateGraph(SubQueryState, context_schema=ThinkThenActContext, output_schema=SubQueryOutput)
+    g: Builder = StateGraph(MultiStepState, context_schema=ThinkThenActContext, output_schema=SubQueryOutput)
     then: list[Any] = [retrieve_text, answer_subquery]
     g.add_node(confidence_gate).add_sequence(then)
     g.add_conditional_edges("confidence_gate", route_after_gate, ["retrieve_text", "answer_subquery", END])
@@ -92,13 +91,13 @@ def build_cot() -> Builder:
     return _direct(cot=True)
 
 
-def as_single_query(state: SingleQueryState) -> dict[str, Any]:
+def as_single_query(state: MultiStepState) -> dict[str, Any]:
     """The question itself as the one query to retrieve for (Retrieve-then-Read always retrieves)."""
     q = SubQuery(index=1, text=state["question"], resolved=state["question"], retrieve=True, decision="RETRIEVAL (always)")
     return {"query": q, "queries": [q]}
 
 
-def route_after_draft(state: SingleQueryState) -> Literal["retrieve_text", "final_answer"]:
+def route_after_draft(state: MultiStepState) -> Literal["retrieve_text", "final_answer"]:
     """Retrieve when the draft was not trusted; otherwise the draft is the answer."""
     q = state.get("query")
     return "retrieve_text" if q is not None and q.retrieve and state.get("stop_reason") != "llm_error" else "final_answer"
@@ -108,9 +107,9 @@ def _single_query(first: Any, route: Any = None) -> Builder:
     """``first`` → [retrieve_text → answer_subquery] → final_answer; ``route`` may skip retrieval."""
     then: list[Any] = [retrieve_text, answer_subquery, final_answer]
     if route is None:
-        g = _graph(SingleQueryState).add_sequence([first, *then])
+        g = _graph(MultiStepState).add_sequence([first, *then])
     else:
-        g = _graph(SingleQueryState).add_node(first).add_sequence(then)
+        g = _graph(MultiStepState).add_node(first).add_sequence(then)
         g.add_conditional_edges(first.__name__, route, ["retrieve_text", "final_answer"])
     return g.add_edge(START, first.__name__).add_edge("final_answer", END)
 
@@ -142,19 +141,13 @@ class ThinkThenActFamily(TextRetrievalFamily):
             emit(f"Assessment: {update['assessment']}" + (f" — {update['assessment_reason']}" if update.get("assessment_reason") else ""))
             for q in queries:
                 emit(f"  ({q.index}) {q.text}")
-        if node in ("solve_subquery", "answer_subquery", "direct_answer", "cot_answer", "flare_draft"):
-            for q in queries:
-                if not q.done and node != "flare_draft":
-                    continue
-                emit(f"\n[{q.index}] {q.resolved or q.text}")
-                if q.decision:
-                    emit(f"  Gate: {q.decision}")
-                for e in q.evidence:
-                    emit(f"  Evidence ({e.get('score', 0):.2f}, {e.get('title', '')}): {e.get('sentence', '')}")
-                if q.retrieval_error:
-                    emit(f"  Retrieval failed: {q.retrieval_error}")
-                if q.answer:
-                    emit(f"  Answer: {q.answer}")
+        answered = node in ("solve_subquery", "answer_subquery", "direct_answer", "cot_answer")
+        for q in [q for q in queries if q.done and answered or node == "flare_draft"]:
+            emit(f"\n[{q.index}] {q.resolved or q.text}")
+            evidence = [(f"Evidence ({e.get('score', 0):.2f}, {e.get('title', '')})", e.get("sentence", "")) for e in q.evidence]
+            for label, text in [("Gate", q.decision), *evidence, ("Retrieval failed", q.retrieval_error), ("Answer", q.answer)]:
+                if text:
+                    emit(f"  {label}: {text}")
         super().trace(node, update, emit)
 
 

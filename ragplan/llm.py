@@ -25,7 +25,7 @@ from pydantic import BaseModel, SecretStr, ValidationError
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from ragplan.llm_cache import LLMCache, LLMCacheMiss, attach_cache, llm_cache, memo
-from ragplan.state.failure import FailureKind, failure
+from ragplan.state.failure import FailureKind, failed
 from ragplan.state.usage import Usage
 
 __all__ = ["load_chat_model", "endpoint_problem", "chat_model_for", "Decision", "decide", "decide_for", "LLMConfigError",
@@ -477,9 +477,7 @@ def failure_update(d: Decision[Any], node: str) -> dict[str, Any]:
     """The state update of a failed decision: error, typed failure, usage, and why the run stops
     (``llm_unparseable`` still lets the answer step try; ``llm_error`` ends the run)."""
     reason = "llm_unparseable" if d.kind == "unparseable" else "llm_error"
-    error = f"{node}: {d.error}"
-    return {"usage": d.usage, "error": error, "failure": failure(d.kind or "error", node, error), "stop_reason": reason,
-            "answer": ""}
+    return failed(d.kind or "error", node, f"{node}: {d.error}", usage=d.usage, stop_reason=reason, answer="")
 
 
 def _visible(msg: Any) -> str:

@@ -44,18 +44,13 @@ def digest_of(prompt: str, llm_string: str) -> str:
     return hashlib.sha256(f"{prompt}\0{llm_string}".encode()).hexdigest()
 
 
-def _dump_generation(gen: Generation) -> dict[str, Any]:
-    msg = getattr(gen, "message", None)
-    if msg is None:
-        return {"text": gen.text, "generation_info": gen.generation_info}
-    if isinstance(msg, AIMessageChunk):
-        msg = message_chunk_to_message(msg)
+def _dump_generation(gen: Any) -> dict[str, Any]:
+    """A chat generation as JSON (a chat model's cache holds nothing else); a streamed message whole, without its id."""
+    msg = message_chunk_to_message(gen.message) if isinstance(gen.message, AIMessageChunk) else gen.message
     return {"message": msg.model_copy(update={"id": None}).model_dump(mode="json"), "generation_info": gen.generation_info}
 
 
-def _load_generation(d: dict[str, Any]) -> Generation:
-    if "message" not in d:
-        return Generation(text=d.get("text", ""), generation_info=d.get("generation_info"))
+def _load_generation(d: dict[str, Any]) -> ChatGeneration:
     msg = messages_from_dict([{"type": d["message"]["type"], "data": d["message"]}])[0]
     return ChatGeneration(message=msg, generation_info=d.get("generation_info"))
 
@@ -168,11 +163,8 @@ class LLMCache(BaseCache):
             return
         digest = digest_of(prompt, llm_string)
         path = self.path_of(digest)
-        try:
-            messages: Any = json.loads(prompt)
-        except ValueError:
-            messages = prompt
-        entry = {"format": FORMAT, "digest": digest, "model": self.model, "llm_string": llm_string, "messages": messages,
+        entry = {"format": FORMAT, "digest": digest, "model": self.model, "llm_string": llm_string,
+                 "messages": json.loads(prompt),  # (a chat model's prompt is its messages as JSON)
                  "generations": [_dump_generation(g) for g in return_val],
                  "recorded": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -213,14 +205,12 @@ _memos: dict[tuple[int, Any], tuple[weakref.ref[Any], Any]] = {}
 
 def memo(obj: Any, key: Any, make: Callable[[], Any]) -> Any:
     """``make()``, made once per live ``obj`` and ``key`` (a race makes it twice; either is kept)."""
-    hit = _memos.get((id(obj), key))
+    k = (id(obj), key)
+    hit = _memos.get(k)
     if hit is not None and hit[0]() is obj:
         return hit[1]
-    if len(_memos) > 1024:
-        for k in [k for k, (ref, _) in list(_memos.items()) if ref() is None]:
-            _memos.pop(k, None)
     value = make()
-    _memos[(id(obj), key)] = (weakref.ref(obj), value)
+    _memos[k] = (weakref.ref(obj, lambda _: _memos.pop(k, None)), value)  # (dropped when obj is collected)
     return value
 
 

@@ -17,7 +17,7 @@ from ragplan.state.trace_sections import TraceSection
 from ragplan.state.usage import Usage, add_usage
 
 __all__ = ["SubQuery", "BranchFailure", "failure_of", "TextQAInput", "TextQAOutput", "TextQAState",
-           "MultiStepState", "SubQueryOutput", "SubQueryState", "SingleQueryState", "TextQAResult", "references"]
+           "MultiStepState", "SubQueryOutput", "TextQAResult", "references"]
 
 _REF = re.compile(r"#(\d+)")
 
@@ -119,35 +119,16 @@ class TextQAState(TextQAInput, TextQAOutput, total=False):
 
 
 class MultiStepState(TextQAState, total=False):
-    """Internal state of the multi-step text-QA graphs (think_then_act, retrieve_then_read, flare)."""
+    """Internal state of the multi-step text-QA graphs (think_then_act, retrieve_then_read, flare) and of a sub-query's
+    branch (gate → retrieve → answer, sent in parallel per sub-query with ``question``, ``instructions``, ``query``
+    and ``prior``; the instructions only when its answer is the final one)."""
 
     queries: Annotated[list[SubQuery], delta(merge_queries)]
     """A delta channel: checkpoints keep a marker, not a long sub-answer (one-step graphs would get an extra one)."""
-
-
-class SubQueryState(SubQueryOutput, total=False):
-    """The state of one sub-query's branch (gate → retrieve → answer), sent in parallel per sub-query."""
-
-    queries: Annotated[list[SubQuery], delta(merge_queries)]
-    """The sub-query as solved (a delta channel, as in :class:`MultiStepState`)."""
-
-    question: str
-    """The original question (context for the sub-query)."""
-    instructions: str
-    """The question's answer instructions, given only when this query's answer is the final one."""
     query: SubQuery
-    """The sub-query being solved."""
+    """The (sub-)query being solved."""
     prior: list[SubQuery]
-    """Sub-queries answered before (for #k references and as context)."""
-
-
-class SingleQueryState(MultiStepState, total=False):
-    """State of the one-query graphs (retrieve_then_read, flare): the query being solved lives here."""
-
-    query: SubQuery
-    """The query being solved."""
-    prior: list[SubQuery]
-    """Unused by one-query graphs (always empty); shared with the sub-query nodes."""
+    """Sub-queries answered before (for #k references and as context; empty in the one-query graphs)."""
 
 
 class TextQAResult(GraphResult):
@@ -195,10 +176,9 @@ class TextQAResult(GraphResult):
                 items=[TraceSection(
                     title=f"#{q.index} · {'retrieved' if q.retrieve else 'no retrieval'}", note=q.decision,
                     status="bad" if q.retrieval_error else "",
-                    fields={"query": q.text, **({"resolved": q.resolved} if q.resolved and q.resolved != q.text else {}),
-                            **({"searched for": q.search_query} if q.search_query else {}),
-                            **({"confidence β": q.beta} if q.beta is not None else {}),
-                            **({"retrieval error": q.retrieval_error} if q.retrieval_error else {}),
+                    fields={"query": q.text, **{k: v for k, v in [
+                        ("resolved", "" if q.resolved == q.text else q.resolved), ("searched for", q.search_query),
+                        ("confidence β", q.beta), ("retrieval error", q.retrieval_error)] if v not in ("", None)},
                             "evidence": q.evidence, "answer": q.answer})
                     for q in self.queries]))
         if self.reasoning:

@@ -200,3 +200,20 @@ def test_rate_limit_detection_reads_the_failure_kind_not_the_text():
     assert not is_rate_limited({"error": "model `qwen-429` not found: rate limit 429",
                                 "failure": {"kind": "not_found", "node": "plan", "message": "…429…"}})
     assert not is_rate_limited({"error": "LLM request failed: RateLimitError: Error code: 429"})  # no typed failure
+
+
+def test_a_memo_is_dropped_with_its_object():
+    """memo keeps what it made while the object lives and forgets it when the object is collected."""
+    import gc
+
+    from ragplan import llm_cache
+
+    class Obj:
+        pass
+
+    obj, made = Obj(), []
+    assert llm_cache.memo(obj, "k", lambda: made.append(1) or "v") == "v" == llm_cache.memo(obj, "k", lambda: "w")
+    assert made == [1] and any(k[1] == "k" for k in llm_cache._memos)
+    del obj
+    gc.collect()
+    assert not any(k[1] == "k" for k in llm_cache._memos)

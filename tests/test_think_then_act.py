@@ -280,3 +280,14 @@ def test_failed_retrievals_are_not_retrievals(index_dir):
     assert res.retrieval_count == 1 and res.retrieval_ratio == 0.0       # ran once, retrieved nothing
     assert "ConnectionError" in res.queries[0].retrieval_error
     assert "(0 retrieved, 1 failed)" in res.summary_lines()[-1]
+
+
+def test_references_resolve_once_and_by_whole_number():
+    """#k is replaced by sub-query k's answer in one pass: #12 is not read as #1, an unknown reference stays, and an
+    answer that itself contains "#2" is not resolved again."""
+    from ragplan.nodes.think_then_act.answer_subquery import resolve_text
+    from ragplan.state.think_then_act import SubQuery
+
+    prior = [SubQuery(index=1, text="a", answer="Track #2"), SubQuery(index=2, text="b", answer="1971")]
+    q = SubQuery(index=3, text="Did #1 chart before #2 and #12?")
+    assert resolve_text(q, prior) == "Did Track #2 chart before 1971 and #12?"

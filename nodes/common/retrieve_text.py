@@ -9,13 +9,13 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from ragplan.state.context import TextRAGContext
-from ragplan.state.think_then_act import SingleQueryState, SubQuery, SubQueryState
+from ragplan.state.think_then_act import MultiStepState, SubQuery
 from ragplan.tools.retrievers import make_retriever, ranker_for, search_k
 
 __all__ = ["retrieve_text"]
 
 
-def retrieve_text(state: SubQueryState | SingleQueryState, runtime: Runtime[TextRAGContext]) -> dict[str, Any]:
+def retrieve_text(state: MultiStepState, runtime: Runtime[TextRAGContext]) -> dict[str, Any]:
     """Retrieve evidence for the branch's sub-query (its resolved text)."""
     q: SubQuery = state["query"]
     ctx, query = runtime.context, q.search_query or q.resolved or q.text

@@ -161,19 +161,16 @@ def make_review_plan(method: str, reviewer: PlanReviewer[S, C]) -> Node[S, C]:
                                 "max_rounds": rounds, "error": error, "accepts": list(REVIEW_ANSWERS)})
             try:
                 decision = parse_decision(answer)
-                if decision.action == "approve":
-                    records.append(review(round=rnd, action="approve"))
-                    return {"plan_reviews": records}
-                if decision.action == "reject":
-                    records.append(review(round=rnd, action="reject", reason=decision.reason))
-                    return {"plan_reviews": records, "stop_reason": PLAN_REJECTED, "answer": ""}
-                edit = reviewer.apply_edit(state, ctx, decision.plan)
+                edit = reviewer.apply_edit(state, ctx, decision.plan) if decision.action == "edit" else None
             except ValueError as exc:  # PlanEditError included: shown again with the error
                 error = str(exc)
                 records.append(review(round=rnd, action="invalid", error=error))
                 continue
-            records.append(review(round=rnd, action="edit", edited=edit.text))
-            return {**edit.update, "plan_reviews": records}
+            records.append(review(round=rnd, action=decision.action, reason=decision.reason,
+                                  edited=edit.text if edit else ""))
+            if decision.action == "reject":
+                return {"plan_reviews": records, "stop_reason": PLAN_REJECTED, "answer": ""}
+            return {**(edit.update if edit else {}), "plan_reviews": records}
         return {"plan_reviews": records, "stop_reason": PLAN_REJECTED, "answer": "",
                 "error": f"plan review: no acceptable answer in {rounds} rounds (last: {error})"}
 

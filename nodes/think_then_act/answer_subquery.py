@@ -3,6 +3,7 @@ final_answer composes the sub-answers (a single query's answer is already final)
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -11,9 +12,8 @@ from pydantic import BaseModel, Field
 
 from ragplan.llm import decide_for, failure_update
 from ragplan.state.context import ThinkThenActContext
-from ragplan.state.failure import failure
-from ragplan.state.think_then_act import (BranchFailure, MultiStepState, SingleQueryState, SubQuery, SubQueryState,
-                                          TextQAState, failure_of, references)
+from ragplan.state.failure import failed
+from ragplan.state.think_then_act import BranchFailure, MultiStepState, SubQuery, TextQAState, failure_of
 from ragplan.state.trace_sections import excerpt
 
 __all__ = ["branch_outcome", "ShortAnswer", "answer_subquery", "final_answer", "resolve_text", "ANSWER_STYLE",
@@ -47,11 +47,7 @@ SHOWN = 300
 def resolve_text(q: SubQuery, prior: list[SubQuery]) -> str:
     """The sub-query with #k replaced by the answer of sub-query k (unknown references kept)."""
     answers = {p.index: p.answer for p in prior if p.answer}
-    text = q.text
-    for k in sorted(references(text), reverse=True):  # #12 before #1
-        if k in answers:
-            text = text.replace(f"#{k}", answers[k])
-    return text
+    return re.sub(r"#(\d+)", lambda m: answers.get(int(m.group(1)), m.group(0)), q.text)
 
 
 def _evidence_block(q: SubQuery) -> str:
@@ -63,7 +59,7 @@ def _evidence_block(q: SubQuery) -> str:
     return "Context:\n" + "\n".join(lines) + "\n"
 
 
-def answer_subquery(state: SubQueryState | SingleQueryState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
+def answer_subquery(state: MultiStepState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
     """Answer the branch's (sub-)query and hand it back to the parent graph as done."""
     q: SubQuery = state["query"]
     prior = [p for p in state.get("prior") or [] if p.answer]
@@ -91,13 +87,11 @@ def branch_outcome(state: TextQAState) -> dict[str, Any]:
     if state.get("error"):
         message = f"{state['error']}; {message}"
     first = next((f for f in failures if f.kind == "llm_error"), failures[0])
-    typed = failure(first.cause, first.node, message)
-    if first.kind == "llm_error":
-        return {"stop_reason": "llm_error", "error": message, "failure": typed, "answer": ""}
-    return {"error": message, "failure": typed}
+    ends: dict[str, Any] = {"stop_reason": "llm_error", "answer": ""} if first.kind == "llm_error" else {}
+    return failed(first.cause, first.node, message, **ends)
 
 
-def final_answer(state: MultiStepState | SingleQueryState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
+def final_answer(state: MultiStepState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
     """The final answer: the single query's answer, or the sub-answers composed by the LLM."""
     queries: list[SubQuery] = state.get("queries") or []
     ran = [q for q in queries if q.retrieve]  # the retrieval ratio counts successful retrievals only

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from ragplan.llm import decide_for, failure_update
 from ragplan.nodes.think_then_act.answer_subquery import qa_prompt, resolve_text
 from ragplan.state.context import ThinkThenActContext
-from ragplan.state.think_then_act import SubQuery, SubQueryState, failure_of
+from ragplan.state.think_then_act import MultiStepState, SubQuery, failure_of
 
 __all__ = ["Confidence", "DirectDecision", "confidence_gate", "needs_retrieval"]
 
@@ -46,19 +46,18 @@ def needs_retrieval(beta: float, threshold: float) -> bool:
     return threshold >= 1.0 or (threshold > 0.0 and beta < threshold)
 
 
-def confidence_gate(state: SubQueryState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
+def confidence_gate(state: MultiStepState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
     """Decide whether the branch's sub-query retrieves; records β (or the direct decision) on it."""
     ctx = runtime.context
-    q: SubQuery = state["query"]
-    text = resolve_text(q, state.get("prior") or [])
-    q = q.model_copy(update={"resolved": text})
     t = ctx.beta_threshold
-    if ctx.gate_mode == "confidence" and (t >= 1.0 or t <= 0.0):
-        fixed = t >= 1.0
-        q.retrieve, q.decision = fixed, f"{'RETRIEVAL' if fixed else 'NO RETRIEVAL'} (β′ = {t:g} fixes the decision)"
+    text = resolve_text(state["query"], state.get("prior") or [])
+    q: SubQuery = state["query"].model_copy(update={"resolved": text})
+    if ctx.gate_mode == "confidence" and not 0.0 < t < 1.0:
+        q.retrieve = needs_retrieval(0.0, t)
+        q.decision = f"{'RETRIEVAL' if q.retrieve else 'NO RETRIEVAL'} (β′ = {t:g} fixes the decision)"
         return {"query": q}
     instruction = CONFIDENCE_INSTRUCTION if ctx.gate_mode == "confidence" else DIRECT_INSTRUCTION
-    schema = Confidence if ctx.gate_mode == "confidence" else DirectDecision
+    schema: type[Confidence | DirectDecision] = Confidence if ctx.gate_mode == "confidence" else DirectDecision
     context = f"(It is part of answering: {state['question']})\n" if text != state.get("question") else ""
     d = decide_for(ctx, qa_prompt(state, text, f"{instruction}\n\n{context}", role=KNOWS_LIMITS), schema)
     if not d.ok:
@@ -69,8 +68,9 @@ def confidence_gate(state: SubQueryState, runtime: Runtime[ThinkThenActContext])
     if isinstance(v, Confidence):
         q.beta = float(v.probability)
         q.retrieve = needs_retrieval(q.beta, t)
-        q.decision = f"{'RETRIEVAL' if q.retrieve else 'NO RETRIEVAL'}: β = {q.beta:.2f} {'<' if q.retrieve else '≥'} β′ = {t:g}. {v.reason}".strip()
-    elif isinstance(v, DirectDecision):
+        why = f"β = {q.beta:.2f} {'<' if q.retrieve else '≥'} β′ = {t:g}. {v.reason}"
+    else:
         q.retrieve = v.decision == "RETRIEVAL"
-        q.decision = f"{v.decision}: {v.reason}".strip()
+        why = v.reason
+    q.decision = f"{'RETRIEVAL' if q.retrieve else 'NO RETRIEVAL'}: {why}".strip()
     return {"query": q, "usage": d.usage}

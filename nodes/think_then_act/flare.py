@@ -13,7 +13,7 @@ from ragplan.nodes.think_then_act.answer_subquery import ANSWER_STYLE, qa_prompt
 from ragplan.nodes.think_then_act.confidence_gate import KNOWS_LIMITS, Confidence
 from ragplan.state.context import ThinkThenActContext
 from ragplan.state.failure import failed
-from ragplan.state.think_then_act import SingleQueryState, SubQuery
+from ragplan.state.think_then_act import MultiStepState, SubQuery
 from ragplan.state.trace_sections import excerpt
 
 __all__ = ["flare_draft", "token_probabilities"]
@@ -32,7 +32,7 @@ def token_probabilities(message: Any) -> list[tuple[str, float]]:
     return out
 
 
-def flare_draft(state: SingleQueryState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
+def flare_draft(state: MultiStepState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
     """Draft an answer, measure its confidence, and prepare the query that retrieval would use."""
     ctx = runtime.context
     question = state["question"]
