@@ -89,6 +89,29 @@ def test_load_shop_refuses_a_non_shop(tmp_path: Path) -> None:
         build_retail_registry(str(tmp_path))
 
 
+def test_shop_files_are_the_shared_jsonl_text(shop, shop_dir: Path) -> None:
+    """The shop writes its JSONL with ragplan.jsonl's writer, one record a line even with Unicode line separators."""
+    from ragplan.jsonl import jsonl_text, read_jsonl_objects
+
+    rows = [{"q": "a\u2028b\u2029c\x85d é"}, {"n": [1, 2]}]
+    (shop_dir.parent / "rows.jsonl").write_text(jsonl_text(rows), encoding="utf-8")
+    assert jsonl_text(rows).count("\n") == 2 and "\u2028" in jsonl_text(rows)
+    assert read_jsonl_objects(shop_dir.parent / "rows.jsonl") == [(1, rows[0]), (2, rows[1])]
+    stored = [{k: v for k, v in p.items() if k not in ("rating", "review_count")} for p in shop.products.values()]
+    assert (shop_dir / "products.jsonl").read_text(encoding="utf-8") == jsonl_text(stored)
+
+
+def test_date_arithmetic_imports_no_other_retail_module() -> None:
+    """ToolError lives in dates.py, the lightest module that raises it: date arithmetic does not load the shop."""
+    import ast
+
+    import ragplan.tools.retail.dates as dates
+
+    tree = ast.parse(Path(dates.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not {m for m in imported if m and m.startswith("ragplan.tools.retail")}, imported
+
+
 # --- the tools over the real stores ---------------------------------------------------------------
 
 def test_prod_search_finds_the_product(tools, shop) -> None:

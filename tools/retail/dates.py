@@ -10,10 +10,19 @@ import re
 from typing import Any
 
 from dateutil.relativedelta import relativedelta, weekday
+from langchain_core.tools import ToolException
 
-from ragplan.tools.retail.shop import ToolError
+__all__ = ["ToolError", "resolve_range", "parse_range_arg", "format_values", "parse_datetime"]
 
-__all__ = ["resolve_range", "parse_range_arg", "format_values", "parse_datetime"]
+
+class ToolError(ToolException):
+    """A retail tool call that cannot be answered (unknown product id, no matching order, bad date)."""
+
+    def __init__(self, message: str, *, tool: str = "") -> None:
+        super().__init__(message)
+        self.tool = tool
+        """The tool that raised it ("" when raised outside a tool)."""
+
 
 _NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
         "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple": 2, "few": 3}

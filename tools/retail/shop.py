@@ -12,18 +12,16 @@ import shutil
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from langchain_core.tools import ToolException
-
-from ragplan.jsonl import atomic_write, read_json, read_jsonl_objects
+from ragplan.jsonl import atomic_write, jsonl_text, read_json, read_jsonl_objects
 from ragplan.tools.retail.catalog import make_catalog
+from ragplan.tools.retail.dates import ToolError
 from ragplan.tools.retail.faq import faq_entries
 from ragplan.tools.retail.reviews import make_reviews
 
-__all__ = ["generate_shop", "load_shop", "Shop", "FORMAT", "jsonl_text", "ToolError", "ShopError"]
+__all__ = ["generate_shop", "load_shop", "Shop", "FORMAT", "ShopError"]
 
 FORMAT = "ragplan-retail-shop/1"
 CARRIERS = ["UPS", "USPS", "FedEx", "DHL", "OnTrac"]
@@ -44,22 +42,8 @@ _SCRIPTED = [
 ]
 
 
-class ToolError(ToolException):
-    """A retail tool call that cannot be answered (unknown product id, no matching order, bad date)."""
-
-    def __init__(self, message: str, *, tool: str = "") -> None:
-        super().__init__(message)
-        self.tool = tool
-        """The tool that raised it ("" when raised outside a tool)."""
-
-
 class ShopError(ValueError):
     """A shop directory that is missing, incomplete or not made by ``generate_shop``."""
-
-
-def jsonl_text(rows: Iterable[Any]) -> str:
-    """One JSON line per row (what the shop's, the gold set's and the training data's JSONL files hold)."""
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
 
 def _at(day: dt.date, offset: int, hhmm: str) -> dt.datetime:

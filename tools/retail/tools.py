@@ -10,9 +10,9 @@ from typing import Any
 
 from ragplan.tools.registry import ArgSpec, ToolRegistry, ToolSpec
 from ragplan.tools.retail.catalog import PRODUCT_TYPES, TYPE_SYNONYMS
-from ragplan.tools.retail.dates import format_values, parse_datetime, parse_range_arg, resolve_range
+from ragplan.tools.retail.dates import ToolError, format_values, parse_datetime, parse_range_arg, resolve_range
 from ragplan.tools.retail.reviews import summarise_reviews
-from ragplan.tools.retail.shop import Shop, ToolError, load_shop
+from ragplan.tools.retail.shop import Shop, load_shop
 
 __all__ = ["RetailTools", "build_retail_registry", "TOOL_NAMES", "NEW_TOOLS", "PURPOSES", "compatibility",
            "resolve_product_type", "singular"]
