@@ -223,7 +223,8 @@ def test_date_math_tool(tools, shop_dir: Path) -> None:
     assert dm.invoke({"expr": "2026-12-01", "operation": "days_from_today"})["days_from_today"] == 9
     for bad in ({"expr": "when pigs fly"}, {"expr": "tomorrow", "operation": "moon_phase"},
                 {"expr": "no date here", "operation": "format_date_time", "fmt": "%H"},
-                {"expr": "2026-11-23T10:00:00", "operation": "format_date_time", "fmt": "hours"}):
+                {"expr": "2026-11-23T10:00:00", "operation": "format_date_time", "fmt": "hours"},
+                {"expr": {"start": "soon", "end": "later"}}):  # (a range read as shipment_status reads its own)
         with pytest.raises(ToolError) as err:
             dm.invoke(bad)
         assert err.value.tool == "date_math"

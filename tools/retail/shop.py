@@ -207,13 +207,13 @@ class Shop:
                                     check_same_thread=False)
         self._con.row_factory = sqlite3.Row
 
-    def product(self, product_id: str, tool: str = "") -> dict[str, Any]:
+    def product(self, product_id: str) -> dict[str, Any]:
         """The product with this id; :class:`ToolError` naming the id when there is none."""
         pid = str(product_id or "").strip().strip("\"'").upper()
         if pid not in self.products:
             hint = "" if pid else " (the id is empty)"
             raise ToolError(f"unknown product id {product_id!r}{hint}: no product in the catalogue has it; "
-                            "find ids with prod_search", tool=tool)
+                            "find ids with prod_search")
         return self.products[pid]
 
     def orders(self) -> list[dict[str, Any]]:

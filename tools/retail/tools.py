@@ -5,7 +5,9 @@ The shop, its ``today`` and result sizes are settings of :func:`build_retail_reg
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
+from collections.abc import Callable
 from typing import Any
 
 from ragplan.tools.registry import ArgSpec, ToolRegistry, ToolSpec
@@ -196,7 +198,7 @@ class RetailTools:
     def prod_search(self, query: str) -> list[dict[str, Any]]:
         """Top catalogue products for ``query`` (FAISS, cosine score)."""
         if not str(query or "").strip():
-            raise ToolError("prod_search needs a non-empty query", tool="prod_search")
+            raise ToolError("prod_search needs a non-empty query")
         hits = self.shop.index("catalog").search(str(query), self.search_k)
         return [_brief(self.shop.products[h.id], score=round(h.score, 4)) for h in hits if h.id in self.shop.products]
 
@@ -204,9 +206,9 @@ class RetailTools:
         """The product's attributes and the attribute lines, Q&A pairs and description sentences closest to ``question``."""
         from ragplan.tools.retrieval import split_sentences
 
-        p = self.shop.product(product_id, tool="prod_qna")
+        p = self.shop.product(product_id)
         if not str(question or "").strip():
-            raise ToolError("prod_qna needs a question about the product", tool="prod_qna")
+            raise ToolError("prod_qna needs a question about the product")
         cands: list[dict[str, Any]] = []
         for k, v in p["attributes"].items():
             cands.append({"source": "attribute", "attribute": k,
@@ -223,7 +225,7 @@ class RetailTools:
 
     def review_summary(self, product_id: str) -> dict[str, Any]:
         """Rating statistics and recurring pros/cons phrases computed from the product's reviews."""
-        p = self.shop.product(product_id, tool="review_summary")
+        p = self.shop.product(product_id)
         return {"product_id": p["product_id"], "title": p["title"], **summarise_reviews(p.get("reviews") or [])}
 
     def shipment_status(self, keywords: str | None = None, date_range: Any = None) -> list[dict[str, Any]]:
@@ -235,7 +237,7 @@ class RetailTools:
             orders = [o for o in orders if set(words) <= set(_words(f"{o['title']} {o['keywords']}"))]
             if not orders:
                 raise ToolError(f"no order matches the keywords {keywords!r}; check the product name or search "
-                                "without keywords", tool="shipment_status")
+                                "without keywords")
             # "camera" means the camera before the camera battery: product types named by the last keyword first
             for o in orders:
                 ptype = self.shop.products.get(o["product_id"], {}).get("product_type", "")
@@ -248,7 +250,7 @@ class RetailTools:
                 what = f"{len(orders)} order(s) match {keywords!r}" if words else "there are orders"
                 etas = ", ".join(sorted({o["estimated_delivery"][:10] for o in orders})[-5:])
                 raise ToolError(f"{what} but none is estimated to arrive between {start} and {end} (latest estimated "
-                                f"deliveries: {etas})", tool="shipment_status")
+                                f"deliveries: {etas})")
             orders = sorted(inside, key=lambda o: (not first.get(o["order_id"], True), o["estimated_delivery"],
                                                    o["order_id"]))
         keys = ("order_id", "product_id", "title", "quantity", "total_price", "order_date", "status", "carrier",
@@ -258,7 +260,7 @@ class RetailTools:
     def customer_support(self, question: str) -> list[dict[str, Any]]:
         """The help-centre articles closest to ``question`` (FAISS)."""
         if not str(question or "").strip():
-            raise ToolError("customer_support needs a question", tool="customer_support")
+            raise ToolError("customer_support needs a question")
         hits = self.shop.index("faq").search(str(question), self.faq_k)
         return [{**self.shop.faq[h.id], "score": round(h.score, 4)} for h in hits if h.id in self.shop.faq]
 
@@ -271,8 +273,7 @@ class RetailTools:
             elif isinstance(expr, str):
                 start, end = resolve_range(expr, self.today)
             else:
-                raise ToolError(f"date_math needs a date expression such as 'tomorrow', got {type(expr).__name__}",
-                                tool="date_math")
+                raise ToolError(f"date_math needs a date expression such as 'tomorrow', got {type(expr).__name__}")
             return {"start": start.isoformat(), "end": end.isoformat(),  # (both readers return them in order)
                     "expression": expr if isinstance(expr, str) else "range", "today": self.today.isoformat()}
         if op in ("format_date_time", "format", "format_date", "format_time"):
@@ -286,18 +287,17 @@ class RetailTools:
             out = [{**i, "days_from_today": (dt.date.fromisoformat(i["value"][:10]) - self.today).days}
                    for i in items if "value" in i]
             if not out:
-                raise ToolError("days_from_today needs a single date, datetime or order", tool="date_math")
+                raise ToolError("days_from_today needs a single date, datetime or order")
             return out if isinstance(found, list) else out[0]
         raise ToolError(f"unknown date_math operation {operation!r}; use none (date range), 'format_date_time' or "
-                        "'days_from_today'", tool="date_math")
+                        "'days_from_today'")
 
     def compatible_products(self, base_product_id: str, product_type: str) -> dict[str, Any]:
         """Products of ``product_type`` that fit the base product, each with the reason (from attributes)."""
-        base = self.shop.product(base_product_id, tool="compatible_products")
+        base = self.shop.product(base_product_id)
         ptype = resolve_product_type(product_type or "")
         if ptype is None:
-            raise ToolError(f"unknown product type {product_type!r}; the shop sells: {', '.join(PRODUCT_TYPES)}",
-                            tool="compatible_products")
+            raise ToolError(f"unknown product type {product_type!r}; the shop sells: {', '.join(PRODUCT_TYPES)}")
         found = []
         for p in self.shop.products.values():
             if p["product_type"] == ptype and p["product_id"] != base["product_id"]:
@@ -325,5 +325,18 @@ def build_retail_registry(shop_dir: str | None = None, today: str | None = None,
         tools = RetailTools(load_shop(shop_dir, model_path=model_path), today=today, **settings)
         for s in specs:
             # (the arguments' schema is inferred from the method's signature)
-            s.tool = StructuredTool.from_function(func=getattr(tools, s.name), name=s.name, description=s.description)
+            s.tool = StructuredTool.from_function(func=_naming(s.name, getattr(tools, s.name)), name=s.name,
+                                                  description=s.description)
     return ToolRegistry(specs, name="retail")
+
+
+def _naming(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method``, its :class:`ToolError` naming the tool ``name``."""
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except ToolError as err:
+            err.tool = name
+            raise
+    return call
