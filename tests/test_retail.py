@@ -249,6 +249,27 @@ def test_compatible_products(tools, shop) -> None:
         tools["compatible_products"].invoke({"base_product_id": laptop["product_id"], "product_type": "garden hose"})
 
 
+@pytest.mark.parametrize("a, b, why", [
+    ({"model": "M1"}, {"compatible_with": ["M1"]}, "made for the M1"),
+    ({"compatible_with": ["M2"]}, {"model": "M2"}, "the base product is made for the M2"),
+    ({"compatible_with": ["X", "Y"]}, {"compatible_with": ["Y"]}, "both fit the Y"),
+    ({"tire_size": "235/65R18"}, {"tire_sizes": ["235/65R18"]}, "fits tire size 235/65R18"),
+    ({"tire_sizes": ["205/55R16"]}, {"tire_size": "205/55R16"}, "is tire size 205/55R16, which the base product fits"),
+    ({"tire_size": "205/55R16"}, {"tire_size": "205/55R16"}, "same tire size 205/55R16"),
+    ({"pod_format": "BrewDisc"}, {"pod_format": "BrewDisc"}, "uses BrewDisc pods"),
+    ({"screen_size": "14 in"}, {"fits_laptops_up_to": "15.6 in"}, "holds laptops up to 15.6 in (base is 14 in)"),
+    ({"fits_laptops_up_to": "15.6 in"}, {"screen_size": "14 in"}, "its 14 in screen fits a bag for up to 15.6 in"),
+    ({"fits_laptops_up_to": "15.6 in"}, {"screen_size": "16 in"}, None),
+    ({"model": "M1", "tire_size": "A"}, {"compatible_with": ["M2"], "tire_size": "B", "pod_format": "P"}, None),
+])
+def test_compatibility_reasons(a, b, why) -> None:
+    from ragplan.tools.retail.tools import compatibility
+
+    base_type = "laptops" if "screen_size" in a else "bags"
+    assert compatibility({"attributes": a, "product_type": base_type},
+                         {"attributes": b, "product_type": "laptops" if "screen_size" in b else "x"}) == why
+
+
 def test_unknown_product_id_is_a_clear_error(tools) -> None:
     for name, args in (("prod_qna", {"product_id": "ZZZZZZZZZ9", "question": "how big is it?"}),
                        ("review_summary", {"product_id": "ZZZZZZZZZ9"}),

@@ -63,7 +63,6 @@ _SPACE = re.compile(r"\s*")
 _BRACKET = re.compile(r"[()\[\]{}]")
 _NEWLINES = re.compile(r"\r\n?|[\u2028\u2029\x85]")
 _PROCEDURE_NAME = re.compile(r"([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)(?=\s|\(|$)")
-_QUOTED_CALL = re.compile(r"__lit__\s*\(")
 
 
 def normalize_newlines(query: str) -> str:
@@ -183,13 +182,12 @@ def _check_function_names(bare: str) -> None:
         chain.append(part)
         suspect = suspect or part in ("apoc", "__lit__")
         prev_end = m.end()
-        if suspect and len(chain) > 1:
+        if suspect and (len(chain) > 1 or part == "__lit__"):  # a.b.apoc(…), apoc.f(…), `quoted`(…)
             after_at = _skip_space(bare, m.end())
             if bare[after_at : after_at + 1] == "(":
-                raise QueryRefused(f"function {'.'.join(chain)[:200]} is not allowed: APOC functions and quoted "
-                                   "function names are refused")
-    if _QUOTED_CALL.search(bare):
-        raise QueryRefused("a backtick-quoted function name is not allowed")
+                name = ".".join(chain).replace("__lit__", "`…`")[:200]
+                raise QueryRefused(f"function {name} is not allowed: APOC functions and quoted function names are "
+                                   "refused")
 
 
 def _check_nesting(bare: str, caps: QueryCaps) -> None:

@@ -266,19 +266,13 @@ class _Worker:
             raise
         return self._result(reply, timeout_s)
 
-    def _ended(self, kind: str, timeout_s: float) -> QueryError:
+    def _ended(self, kind: str, timeout_s: float) -> Exception:
         """Kill the worker that ran out of time or memory (``shared``: the run-wide budget) or broke the protocol,
         and say why."""
         self.kill("memory" if kind == "shared" else kind)
-        if kind == "timeout":
-            return QueryTimeout(timeout_message(timeout_s, "the engine did not stop, so its worker was ended"))
-        if kind == "shared":
-            return QueryError(memory_message(int(WORKERS.memory_mb) << 20, shared=True))
-        if kind == "memory":
-            return QueryError(memory_message(self.budget))
-        return QueryError("the query worker sent a malformed reply and was restarted; try the query again")
+        return self._error(kind, timeout_s, "the engine did not stop, so its worker was ended")
 
-    def _death_error(self, mark: int, timeout_s: float) -> QueryError:
+    def _death_error(self, mark: int, timeout_s: float) -> Exception:
         rc = self._reap(5.0)
         low = self._stderr_tail(mark).lower()
         if any(s in low for s in ("memory allocation of", "out of memory", "memoryerror", "cannot allocate", "unable to allocate")):
@@ -302,12 +296,18 @@ class _Worker:
             _, columns, rows, total, warnings = reply
             return list(columns), list(rows), int(total), list(warnings)
         kind, message = (reply[1], reply[2]) if isinstance(reply, tuple) and len(reply) == 3 else ("error", "")
+        raise self._error(kind, timeout_s, message)
+
+    def _error(self, kind: str, timeout_s: float, detail: str) -> Exception:
+        """The error of a query that ended in ``kind`` (``detail``: the engine's words, if any)."""
         if kind == "timeout":
-            raise QueryTimeout(timeout_message(timeout_s, message))
+            return QueryTimeout(timeout_message(timeout_s, detail))
         if kind == "refused":
-            raise QueryRefused(f"the store is read-only: {message}")
-        raise QueryError({
+            return QueryRefused(f"the store is read-only: {detail}")
+        return QueryError({
             "memory": memory_message(self.budget),
+            "shared": memory_message(int(WORKERS.memory_mb) << 20, shared=True),
+            "broken": "the query worker sent a malformed reply and was restarted; try the query again",
             "format": "FORMAT CSV is not supported here: return columns (RETURN a, b …) instead",
             "too_big": f"the result is larger than {size_text(int(self.settings.max_result_mb) << 20)} and was not "
                        "returned: return fewer or smaller values (count(*), size(x) or a LIMIT instead of a huge "
@@ -316,7 +316,7 @@ class _Worker:
                         "fewer rows or shorter lists (count(*), size(x), or aggregate, filter or LIMIT first)",
             "too_deep": f"a returned value nests lists or maps more than {self.settings.max_value_depth} levels deep: "
                         "return something flatter",
-        }.get(kind) or message or "the query failed in the engine")
+        }.get(kind) or detail or "the query failed in the engine")
 
 
 class WorkerBudget:

@@ -12,7 +12,7 @@ from typing import Any
 from dateutil.relativedelta import relativedelta, weekday
 from langchain_core.tools import ToolException
 
-__all__ = ["ToolError", "resolve_range", "parse_range_arg", "format_values", "parse_datetime"]
+__all__ = ["ToolError", "parse_day", "resolve_range", "parse_range_arg", "format_values", "parse_datetime"]
 
 
 class ToolError(ToolException):
@@ -41,6 +41,14 @@ def _shift(today: dt.date, n: int, unit: str) -> dt.date:
 
 def _number(tok: str) -> int | None:
     return int(tok) if tok.isdigit() else _NUM.get(tok)
+
+
+def parse_day(value: Any, what: str, error: type[ValueError] = ValueError) -> dt.date:
+    """``value`` (a date or ``YYYY-MM-DD``) as a date; ``error`` naming ``what`` when it is none."""
+    try:
+        return value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value))
+    except ValueError:
+        raise error(f"{what} should be a date (YYYY-MM-DD), got {value!r}") from None
 
 
 def parse_datetime(text: str) -> dt.datetime | None:
@@ -127,8 +135,8 @@ def parse_range_arg(value: Any, today: dt.date) -> tuple[dt.date, dt.date]:
         return parse_range_arg({"start": value[0], "end": value[1]}, today)
     if isinstance(value, str):
         return resolve_range(value, today)
-    raise ToolError(f"date_range must be a {{'start','end'}} dict or a 'YYYY-MM-DD..YYYY-MM-DD' string, got "
-                    f"{type(value).__name__}")
+    raise ToolError(f"a date range must be a {{'start','end'}} dict, a 'YYYY-MM-DD..YYYY-MM-DD' string or a date "
+                    f"expression such as 'tomorrow', got {type(value).__name__}")
 
 
 _DT_FIELDS = ("estimated_delivery", "delivered_at", "datetime", "date", "order_date")

@@ -17,7 +17,7 @@ from typing import Any
 
 from ragplan.jsonl import atomic_write, jsonl_text, read_json, read_jsonl_objects
 from ragplan.tools.retail.catalog import make_catalog
-from ragplan.tools.retail.dates import ToolError
+from ragplan.tools.retail.dates import ToolError, parse_day
 from ragplan.tools.retail.faq import faq_entries
 from ragplan.tools.retail.reviews import make_reviews
 
@@ -114,10 +114,7 @@ def generate_shop(out_dir: str | Path, seed: int = 0, n_products: int = 400, n_o
     if n_products < 1 or n_orders < 0:
         raise ValueError(f"a shop needs at least 1 product and 0 or more orders (--products {n_products}, "
                          f"--orders {n_orders})")
-    try:
-        day = dt.date.fromisoformat(str(today))
-    except ValueError as exc:
-        raise ValueError(f"today (--today) must be a date YYYY-MM-DD, got {today!r}") from exc
+    day = parse_day(today, "today (--today)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "meta.json").unlink(missing_ok=True)  # incomplete until rewritten
@@ -159,18 +156,6 @@ def _read_jsonl(path: Path, key: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _read_meta(path: Path) -> dict[str, Any]:
-    """``meta.json``; :class:`ShopError` when it does not parse or lacks ``format`` / ``today``."""
-    meta = read_json(path, ShopError, object_only=True)
-    if meta.get("format") != FORMAT:
-        raise ShopError(f"{path} is not a {FORMAT} shop description")
-    try:
-        dt.date.fromisoformat(str(meta.get("today")))
-    except ValueError as exc:
-        raise ShopError(f"{path}: 'today' should be a date (YYYY-MM-DD), got {meta.get('today')!r}") from exc
-    return meta
-
-
 class Shop:
     """An opened shop directory: products and FAQ in memory, orders read from SQLite, indexes on demand."""
 
@@ -181,11 +166,13 @@ class Shop:
         if not meta_path.is_file():
             raise ShopError(f"no shop at {self.root} (no meta.json); make one with "
                             f"`ragplan reaper make-shop --out {self.root}`")
-        self.meta: dict[str, Any] = _read_meta(meta_path)
+        self.meta: dict[str, Any] = read_json(meta_path, ShopError, object_only=True)
+        if self.meta.get("format") != FORMAT:
+            raise ShopError(f"{meta_path} is not a {FORMAT} shop description")
         for name in ("products.jsonl", "faq.jsonl", "orders.sqlite"):
             if not (self.root / name).is_file():
                 raise ShopError(f"incomplete shop at {self.root}: {name} is missing; regenerate it")
-        self.today = dt.date.fromisoformat(self.meta["today"])
+        self.today = parse_day(self.meta.get("today"), f"{meta_path}: 'today'", ShopError)
         """The shop's "today" (``date_math`` and the order dates are relative to it)."""
         self.model_path = model_path
         self.products: dict[str, dict[str, Any]] = {p["product_id"]: p for p in _read_jsonl(self.root / "products.jsonl",

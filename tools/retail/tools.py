@@ -12,7 +12,9 @@ from typing import Any
 
 from ragplan.tools.registry import ArgSpec, ToolRegistry, ToolSpec
 from ragplan.tools.retail.catalog import PRODUCT_TYPES, TYPE_SYNONYMS
-from ragplan.tools.retail.dates import ToolError, format_values, parse_datetime, parse_range_arg, resolve_range
+from ragplan.tools.retail.dates import (
+    ToolError, format_values, parse_datetime, parse_day, parse_range_arg, resolve_range,
+)
 from ragplan.tools.retail.reviews import summarise_reviews
 from ragplan.tools.retail.shop import Shop, load_shop
 
@@ -90,27 +92,23 @@ def compatibility(base: dict[str, Any], cand: dict[str, Any]) -> str | None:
     """Why ``cand`` fits ``base`` (a short reason), or None when it does not; reads attributes only."""
     a, b = base["attributes"], cand["attributes"]
     a_fits, b_fits = set(a.get("compatible_with") or []), set(b.get("compatible_with") or [])
-    if a.get("model") and a["model"] in b_fits:
-        return f"made for the {a['model']}"
-    if b.get("model") and b["model"] in a_fits:
-        return f"the base product is made for the {b['model']}"
-    if a_fits & b_fits:
-        return f"both fit the {', '.join(sorted(a_fits & b_fits))}"
-    if a.get("tire_size") and a["tire_size"] in (b.get("tire_sizes") or []):
-        return f"fits tire size {a['tire_size']}"
-    if b.get("tire_size") and b["tire_size"] in (a.get("tire_sizes") or []):
-        return f"is tire size {b['tire_size']}, which the base product fits"
-    if a.get("tire_size") and a["tire_size"] == b.get("tire_size"):
-        return f"same tire size {a['tire_size']}"
-    if a.get("pod_format") and a["pod_format"] == b.get("pod_format"):
-        return f"uses {a['pod_format']} pods"
-    if base["product_type"] == "laptops" and b.get("fits_laptops_up_to"):
-        if (_num(a.get("screen_size")) or 99) <= (_num(b["fits_laptops_up_to"]) or 0):
-            return f"holds laptops up to {b['fits_laptops_up_to']} (base is {a.get('screen_size')})"
-    if cand["product_type"] == "laptops" and a.get("fits_laptops_up_to"):
-        if (_num(b.get("screen_size")) or 99) <= (_num(a["fits_laptops_up_to"]) or 0):
-            return f"its {b.get('screen_size')} screen fits a bag for up to {a['fits_laptops_up_to']}"
-    return None
+    a_size, b_size, a_pods = a.get("tire_size"), b.get("tire_size"), a.get("pod_format")
+    bag_fits = (base["product_type"] == "laptops" and b.get("fits_laptops_up_to")
+                and (_num(a.get("screen_size")) or 99) <= (_num(b["fits_laptops_up_to"]) or 0))
+    fits_bag = (cand["product_type"] == "laptops" and a.get("fits_laptops_up_to")
+                and (_num(b.get("screen_size")) or 99) <= (_num(a["fits_laptops_up_to"]) or 0))
+    reasons = [  # (whether it fits, why), the first that fits answers
+        (a.get("model") in b_fits, f"made for the {a.get('model')}"),
+        (b.get("model") in a_fits, f"the base product is made for the {b.get('model')}"),
+        (a_fits & b_fits, f"both fit the {', '.join(sorted(a_fits & b_fits))}"),
+        (a_size in (b.get("tire_sizes") or []), f"fits tire size {a_size}"),
+        (b_size in (a.get("tire_sizes") or []), f"is tire size {b_size}, which the base product fits"),
+        (a_size and a_size == b_size, f"same tire size {a_size}"),
+        (a_pods and a_pods == b.get("pod_format"), f"uses {a_pods} pods"),
+        (bag_fits, f"holds laptops up to {b.get('fits_laptops_up_to')} (base is {a.get('screen_size')})"),
+        (fits_bag, f"its {b.get('screen_size')} screen fits a bag for up to {a.get('fits_laptops_up_to')}"),
+    ]
+    return next((why for fits, why in reasons if fits), None)
 
 
 def singular(word: str) -> str:
@@ -126,21 +124,22 @@ def _norm(text: str) -> tuple[str, ...]:
     return tuple(singular(w) for w in re.findall(r"[a-z0-9\-]+", text.lower()))
 
 
+_TYPE_NAMES = [(t, _norm(name)) for t, syns in TYPE_SYNONYMS.items() for name in (t, *syns)]
+
+
 def resolve_product_type(text: str) -> str | None:
     """The product type a free-text name means (``"ink cartridge"`` → ``ink cartridges``), or None."""
     q = _norm(text)
     if not q:
         return None
     best, best_score = None, 0.0
-    for t, syns in TYPE_SYNONYMS.items():
-        for name in (t, *syns):
-            n = _norm(name)
-            if n == q:
-                return t
-            shared = len(set(n) & set(q))
-            score = shared / len(set(n) | set(q)) + (0.5 if shared == len(set(n)) else 0.0) if shared else 0.0
-            if score > best_score:
-                best, best_score = t, score
+    for t, n in _TYPE_NAMES:
+        if n == q:
+            return t
+        shared = len(set(n) & set(q))
+        score = shared / len(set(n) | set(q)) + (0.5 if shared == len(set(n)) else 0.0) if shared else 0.0
+        if score > best_score:
+            best, best_score = t, score
     return best
 
 
@@ -185,13 +184,7 @@ class RetailTools:
                  faq_k: int = 3, max_orders: int = 10, max_compatible: int = 10) -> None:
         """``today`` overrides the shop's; the ``*_k``/``max_*`` settings bound each tool's result size."""
         self.shop = shop
-        if today is None or isinstance(today, dt.date):
-            self.today = today or shop.today
-        else:
-            try:
-                self.today = dt.date.fromisoformat(str(today))
-            except ValueError as exc:
-                raise ValueError(f"today must be a date YYYY-MM-DD, got {today!r}") from exc
+        self.today = shop.today if today is None else parse_day(today, "today")
         self.search_k, self.qna_k, self.faq_k = search_k, qna_k, faq_k
         self.max_orders, self.max_compatible = max_orders, max_compatible
 
@@ -268,12 +261,7 @@ class RetailTools:
         """A date range for ``expr`` (default), or ``format_date_time`` / ``days_from_today`` of a date in it."""
         op = (operation or "").strip().lower().replace(" ", "_")
         if op in RANGE_OPERATIONS:
-            if isinstance(expr, dict) and ("start" in expr or "end" in expr):
-                start, end = parse_range_arg(expr, self.today)
-            elif isinstance(expr, str):
-                start, end = resolve_range(expr, self.today)
-            else:
-                raise ToolError(f"date_math needs a date expression such as 'tomorrow', got {type(expr).__name__}")
+            start, end = parse_range_arg(expr, self.today)
             return {"start": start.isoformat(), "end": end.isoformat(),  # (both readers return them in order)
                     "expression": expr if isinstance(expr, str) else "range", "today": self.today.isoformat()}
         if op in ("format_date_time", "format", "format_date", "format_time"):

@@ -274,11 +274,8 @@ class WikipediaRetriever:
 
     def search(self, query: str, k: int = 5) -> list[Passage]:
         """Up to ``min(pages, k)`` Wikipedia pages for ``query``, best first (missing or duplicate pages skipped)."""
-        n = min(self.pages, int(k))
-        if n <= 0 or not (query or "").strip():
-            return []
-        out: list[Passage] = []
-        for rank, title in enumerate(self.client.search(query, limit=n), start=1):
+        out: list[Passage] = []  # (an empty query or k <= 0 finds no title)
+        for rank, title in enumerate(self.client.search(query, limit=min(self.pages, int(k))), start=1):
             page = self.client.page(title)
             if page is None or any(page.id == p.id for p in out):  # deleted since the search, or two redirects to one
                 continue
