@@ -17,6 +17,7 @@ from ragplan.tools.retail.dates import (
 )
 from ragplan.tools.retail.reviews import summarise_reviews
 from ragplan.tools.retail.shop import Shop, load_shop
+from ragplan.tools.retrieval import split_sentences
 
 __all__ = ["RetailTools", "build_retail_registry", "TOOL_NAMES", "NEW_TOOLS", "PURPOSES", "compatibility",
            "resolve_product_type", "singular"]
@@ -151,15 +152,12 @@ def _without_product_name(question: str, p: dict[str, Any]) -> str:
     """``question`` minus the product's id and any run of 3+ words (2+ of them alphabetic) copied from its title."""
     q = re.sub(re.escape(p["product_id"]), " ", question, flags=re.I)
     toks = [(m.group().lower(), m.start(), m.end()) for m in re.finditer(r"[A-Za-z0-9]+", q)]
-    title = re.findall(r"[a-z0-9]+", p["title"].lower())
+    title = f" {' '.join(re.findall(r'[a-z0-9]+', p['title'].lower()))} "
     cuts, i = [], 0
     while i < len(toks):
-        best = 0
-        for s in (k for k, t in enumerate(title) if t == toks[i][0]):
-            n = 0
-            while i + n < len(toks) and s + n < len(title) and toks[i + n][0] == title[s + n]:
-                n += 1
-            best = max(best, n)
+        best = 0  # the longest run of question words from toks[i] on that the title holds
+        while i + best < len(toks) and f" {' '.join(t for t, _, _ in toks[i:i + best + 1])} " in title:
+            best += 1
         if best >= 3 and sum(t.isalpha() for t, _, _ in toks[i:i + best]) >= 2:  # a name, not just "235/65R18 106T"
             cuts.append((toks[i][1], toks[i + best - 1][2]))
             i += best
@@ -197,8 +195,6 @@ class RetailTools:
 
     def prod_qna(self, product_id: str, question: str) -> dict[str, Any]:
         """The product's attributes and the attribute lines, Q&A pairs and description sentences closest to ``question``."""
-        from ragplan.tools.retrieval import split_sentences
-
         p = self.shop.product(product_id)
         if not str(question or "").strip():
             raise ToolError("prod_qna needs a question about the product")
