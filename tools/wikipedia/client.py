@@ -21,6 +21,7 @@ from urllib.parse import quote
 import httpx
 import wikipediaapi
 
+from ragplan import __version__
 from ragplan.jsonl import atomic_write
 from ragplan.tools.retrieval import Passage
 
@@ -63,8 +64,6 @@ class WikipediaError(RuntimeError):
 def default_user_agent() -> str:
     """``$RAGPLAN_WIKI_USER_AGENT``, else ``ragplan/<v> (research use) Wikipedia-API/<v> httpx/<v>`` (which names no
     contact: a warning asks for one, as Wikimedia's policy does)."""
-    from ragplan import __version__
-
     libs = f"Wikipedia-API/{importlib.metadata.version('Wikipedia-API')} httpx/{httpx.__version__}"
     return os.environ.get("RAGPLAN_WIKI_USER_AGENT", "").strip() or f"ragplan/{__version__} (research use) {libs}"
 
