@@ -108,8 +108,7 @@ def _unfinished(stmt: str, following: str | None) -> bool:
 
 def split_statements(text: str, path: str = "<script>") -> list[Statement]:
     """Split a Cypher script into statements (see the module docstring for the two modes)."""
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")  # lines as editors count them (not str.splitlines)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # lines as editors count them (not str.splitlines)
     lines = text.split("\n")
     stripped = [ln.strip() for ln in lines]
     is_code = [bool(s) and not s.startswith("//") for s in stripped]
