@@ -10,9 +10,9 @@ import os
 import threading
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
-__all__ = ["FileFormatError", "read_text", "read_json", "read_jsonl_objects", "atomic_write"]
+__all__ = ["FileFormatError", "read_text", "read_json", "read_jsonl_objects", "jsonl_text", "atomic_write"]
 
 
 class FileFormatError(ValueError):
@@ -66,6 +66,11 @@ def read_jsonl_objects(path: str | Path, error: type[Exception] = FileFormatErro
             raise error(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
         rows.append((n, row))
     return rows
+
+
+def jsonl_text(rows: Iterable[Any]) -> str:
+    """JSON Lines text: one JSON value a line (non-ASCII kept as is), each line ending in a newline."""
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
 
 def atomic_write(path: str | Path, data: str | bytes, *, exclusive: bool = False) -> bool:

@@ -89,6 +89,7 @@ ATTEMPTS = [
     ("escape", "RETURN apoc.cypher.runFirstColumnSingle('MATCH (n) DETACH DELETE n', {}) AS x"),
     ("escape", "RETURN `apoc`.cypher.runFirstColumnSingle('MATCH (n) DETACH DELETE n', {}) AS x"),
     ("escape", "CALL `apoc.create.node`(['Hacked'], {}) YIELD node RETURN node"),
+    ("escape", "RETURN `apoc.cypher.runFirstColumnSingle` ('MATCH (n) DETACH DELETE n', {}) AS x"),
     ("escape", "SHOW USERS"),
     ("escape", "SHOW SETTINGS YIELD name, value RETURN name, value"),
     ("admin", "LOAD CSV WITH HEADERS FROM 'https://example.com/x.csv' AS row RETURN row"),

@@ -89,6 +89,29 @@ def test_load_shop_refuses_a_non_shop(tmp_path: Path) -> None:
         build_retail_registry(str(tmp_path))
 
 
+def test_shop_files_are_the_shared_jsonl_text(shop, shop_dir: Path) -> None:
+    """The shop writes its JSONL with ragplan.jsonl's writer, one record a line even with Unicode line separators."""
+    from ragplan.jsonl import jsonl_text, read_jsonl_objects
+
+    rows = [{"q": "a\u2028b\u2029c\x85d é"}, {"n": [1, 2]}]
+    (shop_dir.parent / "rows.jsonl").write_text(jsonl_text(rows), encoding="utf-8")
+    assert jsonl_text(rows).count("\n") == 2 and "\u2028" in jsonl_text(rows)
+    assert read_jsonl_objects(shop_dir.parent / "rows.jsonl") == [(1, rows[0]), (2, rows[1])]
+    stored = [{k: v for k, v in p.items() if k not in ("rating", "review_count")} for p in shop.products.values()]
+    assert (shop_dir / "products.jsonl").read_text(encoding="utf-8") == jsonl_text(stored)
+
+
+def test_date_arithmetic_imports_no_other_retail_module() -> None:
+    """ToolError lives in dates.py, the lightest module that raises it: date arithmetic does not load the shop."""
+    import ast
+
+    import ragplan.tools.retail.dates as dates
+
+    tree = ast.parse(Path(dates.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not {m for m in imported if m and m.startswith("ragplan.tools.retail")}, imported
+
+
 # --- the tools over the real stores ---------------------------------------------------------------
 
 def test_prod_search_finds_the_product(tools, shop) -> None:
@@ -200,7 +223,8 @@ def test_date_math_tool(tools, shop_dir: Path) -> None:
     assert dm.invoke({"expr": "2026-12-01", "operation": "days_from_today"})["days_from_today"] == 9
     for bad in ({"expr": "when pigs fly"}, {"expr": "tomorrow", "operation": "moon_phase"},
                 {"expr": "no date here", "operation": "format_date_time", "fmt": "%H"},
-                {"expr": "2026-11-23T10:00:00", "operation": "format_date_time", "fmt": "hours"}):
+                {"expr": "2026-11-23T10:00:00", "operation": "format_date_time", "fmt": "hours"},
+                {"expr": {"start": "soon", "end": "later"}}):  # (a range read as shipment_status reads its own)
         with pytest.raises(ToolError) as err:
             dm.invoke(bad)
         assert err.value.tool == "date_math"
@@ -223,6 +247,27 @@ def test_compatible_products(tools, shop) -> None:
     assert none["compatible"] == [] and "note" in none
     with pytest.raises(ToolError, match="unknown product type"):
         tools["compatible_products"].invoke({"base_product_id": laptop["product_id"], "product_type": "garden hose"})
+
+
+@pytest.mark.parametrize("a, b, why", [
+    ({"model": "M1"}, {"compatible_with": ["M1"]}, "made for the M1"),
+    ({"compatible_with": ["M2"]}, {"model": "M2"}, "the base product is made for the M2"),
+    ({"compatible_with": ["X", "Y"]}, {"compatible_with": ["Y"]}, "both fit the Y"),
+    ({"tire_size": "235/65R18"}, {"tire_sizes": ["235/65R18"]}, "fits tire size 235/65R18"),
+    ({"tire_sizes": ["205/55R16"]}, {"tire_size": "205/55R16"}, "is tire size 205/55R16, which the base product fits"),
+    ({"tire_size": "205/55R16"}, {"tire_size": "205/55R16"}, "same tire size 205/55R16"),
+    ({"pod_format": "BrewDisc"}, {"pod_format": "BrewDisc"}, "uses BrewDisc pods"),
+    ({"screen_size": "14 in"}, {"fits_laptops_up_to": "15.6 in"}, "holds laptops up to 15.6 in (base is 14 in)"),
+    ({"fits_laptops_up_to": "15.6 in"}, {"screen_size": "14 in"}, "its 14 in screen fits a bag for up to 15.6 in"),
+    ({"fits_laptops_up_to": "15.6 in"}, {"screen_size": "16 in"}, None),
+    ({"model": "M1", "tire_size": "A"}, {"compatible_with": ["M2"], "tire_size": "B", "pod_format": "P"}, None),
+])
+def test_compatibility_reasons(a, b, why) -> None:
+    from ragplan.tools.retail.tools import compatibility
+
+    base_type = "laptops" if "screen_size" in a else "bags"
+    assert compatibility({"attributes": a, "product_type": base_type},
+                         {"attributes": b, "product_type": "laptops" if "screen_size" in b else "x"}) == why
 
 
 def test_unknown_product_id_is_a_clear_error(tools) -> None:

@@ -203,6 +203,21 @@ def test_malformed_lines_name_file_and_line_or_are_skipped(tmp_path):
         list(read_passages(t))
 
 
+def test_bytes_that_are_not_utf8_name_their_line(tmp_path):
+    """A line (or a quoted TSV field over several lines) with bytes that are not UTF-8 is one malformed passage."""
+    t = tmp_path / "latin1.tsv"
+    t.write_bytes(b'id\ttext\ttitle\n1\tgood\tA\n2\t"caf\xe9\nau lait"\tB\n3\tfine\tC\n4\t\xff\tD\n')
+    with pytest.raises(PassageFormatError, match=r"latin1\.tsv:3: not UTF-8 text"):
+        list(read_passages(t))
+    stats = ReadStats()
+    assert [p.id for p in read_passages(t, skip_malformed=True, stats=stats)] == ["1", "3"]
+    assert [e.split(": ")[0] for e in stats.errors] == [f"{t}:3", f"{t}:6"]
+    j = tmp_path / "latin1.jsonl"
+    j.write_bytes(b'{"id": "1", "contents": "ok"}\n{"id": "2", "contents": "caf\xe9"}\n')
+    with pytest.raises(PassageFormatError, match=r"latin1\.jsonl:2: not UTF-8 text"):
+        list(read_passages(j))
+
+
 # --- search ---------------------------------------------------------------------------------------
 
 def test_flat_index_finds_the_topic_first(flat_index):

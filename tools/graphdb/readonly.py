@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import takewhile
 
-__all__ = ["DEFAULT_CAPS", "QueryCaps", "QueryRefused", "check_read_only", "normalize_newlines", "strip_literals"]
+__all__ = ["DEFAULT_CAPS", "QueryCaps", "QueryRefused", "check_read_only"]
 
 
 class QueryRefused(ValueError):
@@ -63,12 +63,6 @@ _SPACE = re.compile(r"\s*")
 _BRACKET = re.compile(r"[()\[\]{}]")
 _NEWLINES = re.compile(r"\r\n?|[\u2028\u2029\x85]")
 _PROCEDURE_NAME = re.compile(r"([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)(?=\s|\(|$)")
-_QUOTED_CALL = re.compile(r"__lit__\s*\(")
-
-
-def normalize_newlines(query: str) -> str:
-    """Turn ``\r\n``, a lone ``\r`` and Unicode line separators into ``\n`` (engines then agree where ``//`` ends)."""
-    return _NEWLINES.sub("\n", query)
 
 
 def _skip_space(text: str, at: int) -> int:
@@ -89,29 +83,20 @@ def _replace_spans(text: str, comment: Callable[[str], str], literal: Callable[[
     return _SPAN.sub(replace, text)
 
 
-def _mask(query: str) -> str:
-    """``query`` with comments blanked and strings / quoted names filled, keeping every offset."""
-    return _replace_spans(query, lambda c: re.sub(r"[^\n]", " ", c), lambda s: "_" * len(s))
-
-
-def strip_literals(query: str) -> str:
-    """``query`` without comments, strings and quoted names as placeholders; an unterminated one is refused."""
-    return _replace_spans(normalize_newlines(query), lambda c: " ", lambda s: " __lit__ ")
-
-
 def check_read_only(query: str, caps: QueryCaps = DEFAULT_CAPS) -> str:
     """Refuse ``query`` unless it is one read-only statement within ``caps``; return it ready to run."""
     if len(query) > caps.max_chars:
         raise QueryRefused(f"the query is {len(query):,} characters long; at most {caps.max_chars:,} are allowed: "
                            "send one shorter query (filter with WHERE or IN [...] rather than spelling out every case)")
-    text = normalize_newlines(query).strip()
+    text = _NEWLINES.sub("\n", query).strip()  # \r\n, \r and Unicode separators: engines then agree where // ends
     if not text:
         raise QueryRefused("the query is empty")
-    bare = strip_literals(text).strip()
+    bare = _replace_spans(text, lambda c: " ", lambda s: " __lit__ ").strip()  # comments, strings and names gone
     if bare.endswith(";"):
         bare = bare[:-1].rstrip()
         # cut at the statement's own ';' (a comment may follow it), not at the text's last character
-        text = text[: _mask(text).rstrip().rindex(";")].rstrip()
+        masked = _replace_spans(text, lambda c: re.sub(r"[^\n]", " ", c), lambda s: "_" * len(s))  # same offsets
+        text = text[: masked.rstrip().rindex(";")].rstrip()
     if ";" in bare:
         raise QueryRefused("several statements in one query are not allowed: send one read-only statement")
     words = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(bare)]
@@ -183,13 +168,12 @@ def _check_function_names(bare: str) -> None:
         chain.append(part)
         suspect = suspect or part in ("apoc", "__lit__")
         prev_end = m.end()
-        if suspect and len(chain) > 1:
+        if suspect and (len(chain) > 1 or part == "__lit__"):  # a.b.apoc(…), apoc.f(…), `quoted`(…)
             after_at = _skip_space(bare, m.end())
             if bare[after_at : after_at + 1] == "(":
-                raise QueryRefused(f"function {'.'.join(chain)[:200]} is not allowed: APOC functions and quoted "
-                                   "function names are refused")
-    if _QUOTED_CALL.search(bare):
-        raise QueryRefused("a backtick-quoted function name is not allowed")
+                name = ".".join(chain).replace("__lit__", "`…`")[:200]
+                raise QueryRefused(f"function {name} is not allowed: APOC functions and quoted function names are "
+                                   "refused")
 
 
 def _check_nesting(bare: str, caps: QueryCaps) -> None:

@@ -70,15 +70,6 @@ def timeout_message(timeout_s: float, detail: str = "") -> str:
             "LIMIT early")
 
 
-def memory_message(budget_bytes: int, shared: bool = False) -> str:
-    """What the LLM reads when a query ran out of memory (``shared``: of the budget all running queries share)."""
-    return (f"the query exceeded the {size_text(budget_bytes)} memory budget"
-            + (" shared by the queries running at once (it used the most)" if shared else "")
-            + " and was stopped: avoid cartesian products "
-            "(MATCH (a), (b), …) and long variable-length paths, do not build huge lists or strings (reduce, collect, "
-            "range), and aggregate, filter or LIMIT early")
-
-
 def crash_message(what: str) -> str:
     """What the LLM reads when the engine crashed on a query."""
     return (f"the query crashed the query engine ({what}) and was stopped; the engine was restarted: "
@@ -183,11 +174,10 @@ class _Worker:
             if stop.args[0] == "timeout":
                 raise QueryError(f"the query worker did not load the graph within {self.settings.start_timeout_s:g} s") from None
             raise QueryError("the query worker could not load the graph: " + (tail.strip().splitlines() or ["it exited"])[-1]) from None
-        if isinstance(reply, tuple) and len(reply) == 5 and reply[0] == "script_error":
-            self.kill("start")
-            raise ScriptError(*reply[1:])
         if not (isinstance(reply, tuple) and reply and reply[0] == "ready"):
             self.kill("start")
+            if isinstance(reply, tuple) and len(reply) == 5 and reply[0] == "script_error":
+                raise ScriptError(*reply[1:])
             raise QueryError("the query worker did not start properly")
         self.base_rss = self._sample_memory()
         self.rss_limit = self.base_rss + self.budget + _RSS_SLACK
@@ -203,13 +193,6 @@ class _Worker:
         self.peak_rss = max(self.peak_rss, hwm)
         return rss
 
-    def _reap(self, timeout_s: float) -> int | None:
-        """Collect the ended process; ``None`` if it is still running after ``timeout_s``."""
-        try:
-            return self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            return None
-
     def kill(self, reason: str = "closed") -> None:
         """End the process now (if it still runs) and release its pipes."""
         if self.dead:
@@ -218,9 +201,9 @@ class _Worker:
         self.exit_reason = self.exit_reason or reason
         if self.proc.returncode is None:
             self._sample_memory()
-            with suppress(ProcessLookupError):
-                os.kill(self.proc.pid, signal.SIGKILL)
-            self._reap(10.0)
+            self.proc.kill()  # (a process that has just ended is not signalled)
+            with suppress(subprocess.TimeoutExpired):
+                self.proc.wait(10.0)
         for stream in (self.proc.stdin, self.proc.stdout):
             with suppress(OSError):
                 stream.close()  # type: ignore[union-attr]
@@ -236,7 +219,7 @@ class _Worker:
     def query(self, cypher: str, *, row_cap: int, timeout_s: float, deadline: float,
               keep_id: list[str]) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
         """Run one checked query by ``deadline`` (its ``timeout_s`` less any wait): ``(columns, rows, total, warnings)``."""
-        if self.ready and self._reap(0.0) is not None:
+        if self.ready and self.proc.poll() is not None:
             self.kill("crash")
             raise _GoneWhileIdle
         try:
@@ -264,22 +247,22 @@ class _Worker:
             if isinstance(exc, Exception):
                 raise QueryError(f"the query worker failed: {type(exc).__name__}: {exc}") from exc
             raise
-        return self._result(reply, timeout_s)
+        if isinstance(reply, tuple) and len(reply) == 5 and reply[0] == "rows":
+            _, columns, rows, total, warnings = reply
+            return list(columns), list(rows), int(total), list(warnings)
+        kind, message = (reply[1], reply[2]) if isinstance(reply, tuple) and len(reply) == 3 else ("error", "")
+        raise self._error(kind, timeout_s, message)
 
-    def _ended(self, kind: str, timeout_s: float) -> QueryError:
+    def _ended(self, kind: str, timeout_s: float) -> Exception:
         """Kill the worker that ran out of time or memory (``shared``: the run-wide budget) or broke the protocol,
         and say why."""
         self.kill("memory" if kind == "shared" else kind)
-        if kind == "timeout":
-            return QueryTimeout(timeout_message(timeout_s, "the engine did not stop, so its worker was ended"))
-        if kind == "shared":
-            return QueryError(memory_message(int(WORKERS.memory_mb) << 20, shared=True))
-        if kind == "memory":
-            return QueryError(memory_message(self.budget))
-        return QueryError("the query worker sent a malformed reply and was restarted; try the query again")
+        return self._error(kind, timeout_s, "the engine did not stop, so its worker was ended")
 
-    def _death_error(self, mark: int, timeout_s: float) -> QueryError:
-        rc = self._reap(5.0)
+    def _death_error(self, mark: int, timeout_s: float) -> Exception:
+        with suppress(subprocess.TimeoutExpired):
+            self.proc.wait(5.0)
+        rc = self.proc.returncode
         low = self._stderr_tail(mark).lower()
         if any(s in low for s in ("memory allocation of", "out of memory", "memoryerror", "cannot allocate", "unable to allocate")):
             return self._ended("memory", timeout_s)
@@ -297,17 +280,19 @@ class _Worker:
             what = f"exit status {rc}" if rc is not None else "it stopped answering"
         return QueryError(crash_message(what))
 
-    def _result(self, reply: Any, timeout_s: float) -> tuple[list[str], list[dict[str, Any]], int, list[str]]:
-        if isinstance(reply, tuple) and len(reply) == 5 and reply[0] == "rows":
-            _, columns, rows, total, warnings = reply
-            return list(columns), list(rows), int(total), list(warnings)
-        kind, message = (reply[1], reply[2]) if isinstance(reply, tuple) and len(reply) == 3 else ("error", "")
+    def _error(self, kind: str, timeout_s: float, detail: str) -> Exception:
+        """The error of a query that ended in ``kind`` (``detail``: the engine's words, if any)."""
         if kind == "timeout":
-            raise QueryTimeout(timeout_message(timeout_s, message))
+            return QueryTimeout(timeout_message(timeout_s, detail))
         if kind == "refused":
-            raise QueryRefused(f"the store is read-only: {message}")
-        raise QueryError({
-            "memory": memory_message(self.budget),
+            return QueryRefused(f"the store is read-only: {detail}")
+        stopped = (" and was stopped: avoid cartesian products (MATCH (a), (b), …) and long variable-length paths, do "
+                   "not build huge lists or strings (reduce, collect, range), and aggregate, filter or LIMIT early")
+        return QueryError({
+            "memory": f"the query exceeded the {size_text(self.budget)} memory budget{stopped}",
+            "shared": f"the query exceeded the {size_text(int(WORKERS.memory_mb) << 20)} memory budget shared by the "
+                      f"queries running at once (it used the most){stopped}",
+            "broken": "the query worker sent a malformed reply and was restarted; try the query again",
             "format": "FORMAT CSV is not supported here: return columns (RETURN a, b …) instead",
             "too_big": f"the result is larger than {size_text(int(self.settings.max_result_mb) << 20)} and was not "
                        "returned: return fewer or smaller values (count(*), size(x) or a LIMIT instead of a huge "
@@ -316,7 +301,7 @@ class _Worker:
                         "fewer rows or shorter lists (count(*), size(x), or aggregate, filter or LIMIT first)",
             "too_deep": f"a returned value nests lists or maps more than {self.settings.max_value_depth} levels deep: "
                         "return something flatter",
-        }.get(kind) or message or "the query failed in the engine")
+        }.get(kind) or detail or "the query failed in the engine")
 
 
 class WorkerBudget:

@@ -140,7 +140,6 @@ def main(argv: list[str]) -> int:
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever the engine prints goes to the stderr file, never into the replies
     sys.stdout = sys.stderr
-    requests = sys.stdin.buffer
 
     import kglite
 
@@ -172,7 +171,7 @@ def main(argv: list[str]) -> int:
     cpu_hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
     _send(replies, encode_frame(("ready", {"pid": os.getpid(), "nodes": int(frozen.node_count())})))
     while True:
-        request = read_frame(requests)
+        request = read_frame(sys.stdin.buffer)
         if request is None:
             return 0
         used = resource.getrusage(resource.RUSAGE_SELF)

@@ -108,8 +108,7 @@ def _unfinished(stmt: str, following: str | None) -> bool:
 
 def split_statements(text: str, path: str = "<script>") -> list[Statement]:
     """Split a Cypher script into statements (see the module docstring for the two modes)."""
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")  # lines as editors count them (not str.splitlines)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # lines as editors count them (not str.splitlines)
     lines = text.split("\n")
     stripped = [ln.strip() for ln in lines]
     is_code = [bool(s) and not s.startswith("//") for s in stripped]
@@ -129,25 +128,15 @@ def split_statements(text: str, path: str = "<script>") -> list[Statement]:
             if not buf:
                 if not is_code[i]:
                     continue
-                depth, quote, _ = _scan(raw, 0, "")  # a line alone ("\n" changes nothing there)
-                if depth <= 0 and not quote and not _unfinished(stripped[i], following[i]):
-                    out.extend(Statement(part, i + 1) for part in _split_semis(stripped[i]))  # a whole statement
-                    depth = 0
-                    continue
                 start = i + 1
-                buf.append(raw)
-                if depth > 0 or quote:
-                    continue
-            else:
-                buf.append(raw)
-                depth, quote, _ = _scan(raw + "\n", depth, quote)
-                if depth > 0 or quote:
-                    continue
+            buf.append(raw)
+            depth, quote, _ = _scan(raw + "\n", depth, quote)
+            if depth > 0 or quote:
+                continue
             stmt = "\n".join(buf).strip()
             if _unfinished(stmt, following[i]):
                 continue
-            for part in _split_semis(stmt):
-                out.append(Statement(part, start))
+            out.extend(Statement(part, start) for part in _split_semis(stmt))
             buf, depth, quote = [], 0, ""
         if buf:
             raise ScriptError(path, start, "unterminated statement (unbalanced brackets or quote)", "\n".join(buf))

@@ -90,24 +90,22 @@ class GraphStore(ABC):
     def _introspect(self) -> GraphSchema:
         """Sample the store with read queries (nodes and relationships come back as the backend shows them)."""
         q = lambda c: self.query(c, row_cap=100_000, timeout_s=60).rows  # noqa: E731 - the store's own queries, bounded
+
+        def count_and_sample(pattern: str, var: str, extra: str = "") -> tuple[int, list[dict[str, Any]]]:
+            count = q(f"MATCH {pattern} RETURN count({var}) AS c")[0]["c"]
+            return int(count), q(f"MATCH {pattern} RETURN {extra}{var} LIMIT {self.schema_sample}")
+
         labels: list[LabelInfo] = []
         for row in q("CALL db.labels() YIELD label RETURN label"):
-            label = row["label"]
-            esc = label.replace("`", "``")
-            count = q(f"MATCH (n:`{esc}`) RETURN count(n) AS c")[0]["c"]
-            sample = q(f"MATCH (n:`{esc}`) RETURN n LIMIT {self.schema_sample}")
-            props = merge_examples([r["n"]["properties"] for r in sample])
-            labels.append(LabelInfo(label, int(count), props))
+            count, sample = count_and_sample(f"(n:`{row['label'].replace('`', '``')}`)", "n")
+            labels.append(LabelInfo(row["label"], count, merge_examples([r["n"]["properties"] for r in sample])))
         rels: list[RelInfo] = []
         for row in q("CALL db.relationshipTypes() YIELD relationshipType RETURN relationshipType AS t"):
-            rtype = row["t"]
-            esc = rtype.replace("`", "``")
-            count = q(f"MATCH ()-[r:`{esc}`]->() RETURN count(r) AS c")[0]["c"]
-            sample = q(f"MATCH (a)-[r:`{esc}`]->(b) RETURN labels(a) AS la, labels(b) AS lb, r "
-                       f"LIMIT {self.schema_sample}")
+            pattern = f"(a)-[r:`{row['t'].replace('`', '``')}`]->(b)"
+            count, sample = count_and_sample(pattern, "r", "labels(a) AS la, labels(b) AS lb, ")
             ends = sorted({((r["la"] or ["?"])[0], (r["lb"] or ["?"])[0]) for r in sample}) or [("?", "?")]
             rel_props = merge_examples([r["r"]["properties"] for r in sample])
-            rels += [RelInfo(rtype, src, dst, int(count), rel_props) for src, dst in ends]
+            rels += [RelInfo(row["t"], src, dst, count, rel_props) for src, dst in ends]
         return GraphSchema(labels=labels, relationships=rels)
 
     def close(self) -> None:

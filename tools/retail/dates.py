@@ -10,10 +10,17 @@ import re
 from typing import Any
 
 from dateutil.relativedelta import relativedelta, weekday
+from langchain_core.tools import ToolException
 
-from ragplan.tools.retail.shop import ToolError
+__all__ = ["ToolError", "parse_day", "resolve_range", "parse_range_arg", "format_values", "parse_datetime"]
 
-__all__ = ["resolve_range", "parse_range_arg", "format_values", "parse_datetime"]
+
+class ToolError(ToolException):
+    """A retail tool call that cannot be answered (unknown product id, no matching order, bad date)."""
+
+    tool = ""
+    """The tool that raised it, set by the registry's tools ("" when raised outside one)."""
+
 
 _NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
         "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple": 2, "few": 3}
@@ -34,6 +41,14 @@ def _shift(today: dt.date, n: int, unit: str) -> dt.date:
 
 def _number(tok: str) -> int | None:
     return int(tok) if tok.isdigit() else _NUM.get(tok)
+
+
+def parse_day(value: Any, what: str, error: type[ValueError] = ValueError) -> dt.date:
+    """``value`` (a date or ``YYYY-MM-DD``) as a date; ``error`` naming ``what`` when it is none."""
+    try:
+        return value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value))
+    except ValueError:
+        raise error(f"{what} should be a date (YYYY-MM-DD), got {value!r}") from None
 
 
 def parse_datetime(text: str) -> dt.datetime | None:
@@ -103,26 +118,25 @@ def resolve_range(expr: str, today: dt.date) -> tuple[dt.date, dt.date]:
         if m.group(1) == "last" and month < today.month:
             year += 1
         return _month(dt.date(year, month, 1))
-    raise ToolError(f"cannot read the date expression {raw!r}; {_HELP}", tool="date_math")
+    raise ToolError(f"cannot read the date expression {raw!r}; {_HELP}")
 
 
 def parse_range_arg(value: Any, today: dt.date) -> tuple[dt.date, dt.date]:
     """A ``date_range`` argument as (start, end): a ``{"start","end"}`` dict, ``"A..B"``, a date or an expression."""
     if isinstance(value, dict):
         if "start" not in value and "end" not in value:
-            raise ToolError(f"a date_range dict needs 'start' and 'end' (ISO dates), got keys {sorted(value)}",
-                            tool="shipment_status")
+            raise ToolError(f"a date_range dict needs 'start' and 'end' (ISO dates), got keys {sorted(value)}")
         a = parse_datetime(str(value.get("start") or value.get("end")))
         b = parse_datetime(str(value.get("end") or value.get("start")))
         if a is None or b is None:
-            raise ToolError(f"date_range {value!r} does not hold ISO dates", tool="shipment_status")
+            raise ToolError(f"date_range {value!r} does not hold ISO dates")
         return (a.date(), b.date()) if a <= b else (b.date(), a.date())
     if isinstance(value, (list, tuple)) and len(value) == 2:
         return parse_range_arg({"start": value[0], "end": value[1]}, today)
     if isinstance(value, str):
         return resolve_range(value, today)
-    raise ToolError(f"date_range must be a {{'start','end'}} dict or a 'YYYY-MM-DD..YYYY-MM-DD' string, got "
-                    f"{type(value).__name__}", tool="shipment_status")
+    raise ToolError(f"a date range must be a {{'start','end'}} dict, a 'YYYY-MM-DD..YYYY-MM-DD' string or a date "
+                    f"expression such as 'tomorrow', got {type(value).__name__}")
 
 
 _DT_FIELDS = ("estimated_delivery", "delivered_at", "datetime", "date", "order_date")
@@ -133,7 +147,7 @@ def format_values(value: Any, fmt: str) -> Any:
     if isinstance(value, (list, tuple)):
         out = [format_values(v, fmt) for v in value]
         if not out:
-            raise ToolError("nothing to format: the input list is empty", tool="date_math")
+            raise ToolError("nothing to format: the input list is empty")
         return out
     if isinstance(value, dict):
         if "start" in value or "end" in value:
@@ -142,15 +156,14 @@ def format_values(value: Any, fmt: str) -> Any:
             if value.get(f):
                 res = format_values(str(value[f]), fmt)
                 return {**({"order_id": value["order_id"]} if "order_id" in value else {}), "field": f, **res}
-        raise ToolError(f"no date or datetime found in {sorted(value)}; pass an ISO datetime, a date range or an order",
-                        tool="date_math")
+        raise ToolError(f"no date or datetime found in {sorted(value)}; pass an ISO datetime, a date range or an order")
     when = parse_datetime(str(value))
     if when is None:
-        raise ToolError(f"no ISO date or datetime in {str(value)[:80]!r} to format", tool="date_math")
+        raise ToolError(f"no ISO date or datetime in {str(value)[:80]!r} to format")
     if "%" not in fmt:
-        raise ToolError(f"format {fmt!r} has no strftime directive (e.g. '%I:%M %p' or '%A, %B %d')", tool="date_math")
+        raise ToolError(f"format {fmt!r} has no strftime directive (e.g. '%I:%M %p' or '%A, %B %d')")
     try:
         text = when.strftime(fmt)
     except ValueError as exc:
-        raise ToolError(f"bad date format {fmt!r}: {exc}", tool="date_math") from exc
+        raise ToolError(f"bad date format {fmt!r}: {exc}") from exc
     return {"value": when.isoformat(), "formatted": text}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 import re
 from collections import Counter
@@ -63,8 +64,6 @@ def _say(frames: list[str], aspect: str, rng: random.Random) -> str:
 def make_reviews(rng: random.Random, product_type: str, product_id: str, today: Any, n_min: int = 3,
                  n_max: int = 12) -> list[dict[str, Any]]:
     """Reviews for one product: ``review_id, rating, title, text, author, date, verified_purchase, helpful_votes``."""
-    import datetime as dt
-
     pros, cons = ASPECTS.get(product_type, ([], []))
     pros, cons = pros + _GENERIC[0], cons + _GENERIC[1]
     quality = rng.uniform(2.6, 4.8)

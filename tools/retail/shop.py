@@ -12,18 +12,16 @@ import shutil
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from langchain_core.tools import ToolException
-
-from ragplan.jsonl import atomic_write, read_json, read_jsonl_objects
+from ragplan.jsonl import atomic_write, jsonl_text, read_json, read_jsonl_objects
 from ragplan.tools.retail.catalog import make_catalog
+from ragplan.tools.retail.dates import ToolError, parse_day
 from ragplan.tools.retail.faq import faq_entries
 from ragplan.tools.retail.reviews import make_reviews
 
-__all__ = ["generate_shop", "load_shop", "Shop", "FORMAT", "jsonl_text", "ToolError", "ShopError"]
+__all__ = ["generate_shop", "load_shop", "Shop", "FORMAT", "ShopError"]
 
 FORMAT = "ragplan-retail-shop/1"
 CARRIERS = ["UPS", "USPS", "FedEx", "DHL", "OnTrac"]
@@ -44,22 +42,8 @@ _SCRIPTED = [
 ]
 
 
-class ToolError(ToolException):
-    """A retail tool call that cannot be answered (unknown product id, no matching order, bad date)."""
-
-    def __init__(self, message: str, *, tool: str = "") -> None:
-        super().__init__(message)
-        self.tool = tool
-        """The tool that raised it ("" when raised outside a tool)."""
-
-
 class ShopError(ValueError):
     """A shop directory that is missing, incomplete or not made by ``generate_shop``."""
-
-
-def jsonl_text(rows: Iterable[Any]) -> str:
-    """One JSON line per row (what the shop's, the gold set's and the training data's JSONL files hold)."""
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
 
 def _at(day: dt.date, offset: int, hhmm: str) -> dt.datetime:
@@ -130,10 +114,7 @@ def generate_shop(out_dir: str | Path, seed: int = 0, n_products: int = 400, n_o
     if n_products < 1 or n_orders < 0:
         raise ValueError(f"a shop needs at least 1 product and 0 or more orders (--products {n_products}, "
                          f"--orders {n_orders})")
-    try:
-        day = dt.date.fromisoformat(str(today))
-    except ValueError as exc:
-        raise ValueError(f"today (--today) must be a date YYYY-MM-DD, got {today!r}") from exc
+    day = parse_day(today, "today (--today)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "meta.json").unlink(missing_ok=True)  # incomplete until rewritten
@@ -175,18 +156,6 @@ def _read_jsonl(path: Path, key: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _read_meta(path: Path) -> dict[str, Any]:
-    """``meta.json``; :class:`ShopError` when it does not parse or lacks ``format`` / ``today``."""
-    meta = read_json(path, ShopError, object_only=True)
-    if meta.get("format") != FORMAT:
-        raise ShopError(f"{path} is not a {FORMAT} shop description")
-    try:
-        dt.date.fromisoformat(str(meta.get("today")))
-    except ValueError as exc:
-        raise ShopError(f"{path}: 'today' should be a date (YYYY-MM-DD), got {meta.get('today')!r}") from exc
-    return meta
-
-
 class Shop:
     """An opened shop directory: products and FAQ in memory, orders read from SQLite, indexes on demand."""
 
@@ -197,11 +166,13 @@ class Shop:
         if not meta_path.is_file():
             raise ShopError(f"no shop at {self.root} (no meta.json); make one with "
                             f"`ragplan reaper make-shop --out {self.root}`")
-        self.meta: dict[str, Any] = _read_meta(meta_path)
+        self.meta: dict[str, Any] = read_json(meta_path, ShopError, object_only=True)
+        if self.meta.get("format") != FORMAT:
+            raise ShopError(f"{meta_path} is not a {FORMAT} shop description")
         for name in ("products.jsonl", "faq.jsonl", "orders.sqlite"):
             if not (self.root / name).is_file():
                 raise ShopError(f"incomplete shop at {self.root}: {name} is missing; regenerate it")
-        self.today = dt.date.fromisoformat(self.meta["today"])
+        self.today = parse_day(self.meta.get("today"), f"{meta_path}: 'today'", ShopError)
         """The shop's "today" (``date_math`` and the order dates are relative to it)."""
         self.model_path = model_path
         self.products: dict[str, dict[str, Any]] = {p["product_id"]: p for p in _read_jsonl(self.root / "products.jsonl",
@@ -223,13 +194,13 @@ class Shop:
                                     check_same_thread=False)
         self._con.row_factory = sqlite3.Row
 
-    def product(self, product_id: str, tool: str = "") -> dict[str, Any]:
+    def product(self, product_id: str) -> dict[str, Any]:
         """The product with this id; :class:`ToolError` naming the id when there is none."""
         pid = str(product_id or "").strip().strip("\"'").upper()
         if pid not in self.products:
             hint = "" if pid else " (the id is empty)"
             raise ToolError(f"unknown product id {product_id!r}{hint}: no product in the catalogue has it; "
-                            "find ids with prod_search", tool=tool)
+                            "find ids with prod_search")
         return self.products[pid]
 
     def orders(self) -> list[dict[str, Any]]:

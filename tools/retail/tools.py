@@ -5,14 +5,19 @@ The shop, its ``today`` and result sizes are settings of :func:`build_retail_reg
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
+from collections.abc import Callable
 from typing import Any
 
 from ragplan.tools.registry import ArgSpec, ToolRegistry, ToolSpec
 from ragplan.tools.retail.catalog import PRODUCT_TYPES, TYPE_SYNONYMS
-from ragplan.tools.retail.dates import format_values, parse_datetime, parse_range_arg, resolve_range
+from ragplan.tools.retail.dates import (
+    ToolError, format_values, parse_datetime, parse_day, parse_range_arg, resolve_range,
+)
 from ragplan.tools.retail.reviews import summarise_reviews
-from ragplan.tools.retail.shop import Shop, ToolError, load_shop
+from ragplan.tools.retail.shop import Shop, load_shop
+from ragplan.tools.retrieval import split_sentences
 
 __all__ = ["RetailTools", "build_retail_registry", "TOOL_NAMES", "NEW_TOOLS", "PURPOSES", "compatibility",
            "resolve_product_type", "singular"]
@@ -88,27 +93,23 @@ def compatibility(base: dict[str, Any], cand: dict[str, Any]) -> str | None:
     """Why ``cand`` fits ``base`` (a short reason), or None when it does not; reads attributes only."""
     a, b = base["attributes"], cand["attributes"]
     a_fits, b_fits = set(a.get("compatible_with") or []), set(b.get("compatible_with") or [])
-    if a.get("model") and a["model"] in b_fits:
-        return f"made for the {a['model']}"
-    if b.get("model") and b["model"] in a_fits:
-        return f"the base product is made for the {b['model']}"
-    if a_fits & b_fits:
-        return f"both fit the {', '.join(sorted(a_fits & b_fits))}"
-    if a.get("tire_size") and a["tire_size"] in (b.get("tire_sizes") or []):
-        return f"fits tire size {a['tire_size']}"
-    if b.get("tire_size") and b["tire_size"] in (a.get("tire_sizes") or []):
-        return f"is tire size {b['tire_size']}, which the base product fits"
-    if a.get("tire_size") and a["tire_size"] == b.get("tire_size"):
-        return f"same tire size {a['tire_size']}"
-    if a.get("pod_format") and a["pod_format"] == b.get("pod_format"):
-        return f"uses {a['pod_format']} pods"
-    if base["product_type"] == "laptops" and b.get("fits_laptops_up_to"):
-        if (_num(a.get("screen_size")) or 99) <= (_num(b["fits_laptops_up_to"]) or 0):
-            return f"holds laptops up to {b['fits_laptops_up_to']} (base is {a.get('screen_size')})"
-    if cand["product_type"] == "laptops" and a.get("fits_laptops_up_to"):
-        if (_num(b.get("screen_size")) or 99) <= (_num(a["fits_laptops_up_to"]) or 0):
-            return f"its {b.get('screen_size')} screen fits a bag for up to {a['fits_laptops_up_to']}"
-    return None
+    a_size, b_size, a_pods = a.get("tire_size"), b.get("tire_size"), a.get("pod_format")
+    bag_fits = (base["product_type"] == "laptops" and b.get("fits_laptops_up_to")
+                and (_num(a.get("screen_size")) or 99) <= (_num(b["fits_laptops_up_to"]) or 0))
+    fits_bag = (cand["product_type"] == "laptops" and a.get("fits_laptops_up_to")
+                and (_num(b.get("screen_size")) or 99) <= (_num(a["fits_laptops_up_to"]) or 0))
+    reasons = [  # (whether it fits, why), the first that fits answers
+        (a.get("model") in b_fits, f"made for the {a.get('model')}"),
+        (b.get("model") in a_fits, f"the base product is made for the {b.get('model')}"),
+        (a_fits & b_fits, f"both fit the {', '.join(sorted(a_fits & b_fits))}"),
+        (a_size in (b.get("tire_sizes") or []), f"fits tire size {a_size}"),
+        (b_size in (a.get("tire_sizes") or []), f"is tire size {b_size}, which the base product fits"),
+        (a_size and a_size == b_size, f"same tire size {a_size}"),
+        (a_pods and a_pods == b.get("pod_format"), f"uses {a_pods} pods"),
+        (bag_fits, f"holds laptops up to {b.get('fits_laptops_up_to')} (base is {a.get('screen_size')})"),
+        (fits_bag, f"its {b.get('screen_size')} screen fits a bag for up to {a.get('fits_laptops_up_to')}"),
+    ]
+    return next((why for fits, why in reasons if fits), None)
 
 
 def singular(word: str) -> str:
@@ -124,21 +125,22 @@ def _norm(text: str) -> tuple[str, ...]:
     return tuple(singular(w) for w in re.findall(r"[a-z0-9\-]+", text.lower()))
 
 
+_TYPE_NAMES = [(t, _norm(name)) for t, syns in TYPE_SYNONYMS.items() for name in (t, *syns)]
+
+
 def resolve_product_type(text: str) -> str | None:
     """The product type a free-text name means (``"ink cartridge"`` → ``ink cartridges``), or None."""
     q = _norm(text)
     if not q:
         return None
     best, best_score = None, 0.0
-    for t, syns in TYPE_SYNONYMS.items():
-        for name in (t, *syns):
-            n = _norm(name)
-            if n == q:
-                return t
-            shared = len(set(n) & set(q))
-            score = shared / len(set(n) | set(q)) + (0.5 if shared == len(set(n)) else 0.0) if shared else 0.0
-            if score > best_score:
-                best, best_score = t, score
+    for t, n in _TYPE_NAMES:
+        if n == q:
+            return t
+        shared = len(set(n) & set(q))
+        score = shared / len(set(n) | set(q)) + (0.5 if shared == len(set(n)) else 0.0) if shared else 0.0
+        if score > best_score:
+            best, best_score = t, score
     return best
 
 
@@ -150,15 +152,12 @@ def _without_product_name(question: str, p: dict[str, Any]) -> str:
     """``question`` minus the product's id and any run of 3+ words (2+ of them alphabetic) copied from its title."""
     q = re.sub(re.escape(p["product_id"]), " ", question, flags=re.I)
     toks = [(m.group().lower(), m.start(), m.end()) for m in re.finditer(r"[A-Za-z0-9]+", q)]
-    title = re.findall(r"[a-z0-9]+", p["title"].lower())
+    title = f" {' '.join(re.findall(r'[a-z0-9]+', p['title'].lower()))} "
     cuts, i = [], 0
     while i < len(toks):
-        best = 0
-        for s in (k for k, t in enumerate(title) if t == toks[i][0]):
-            n = 0
-            while i + n < len(toks) and s + n < len(title) and toks[i + n][0] == title[s + n]:
-                n += 1
-            best = max(best, n)
+        best = 0  # the longest run of question words from toks[i] on that the title holds
+        while i + best < len(toks) and f" {' '.join(t for t, _, _ in toks[i:i + best + 1])} " in title:
+            best += 1
         if best >= 3 and sum(t.isalpha() for t, _, _ in toks[i:i + best]) >= 2:  # a name, not just "235/65R18 106T"
             cuts.append((toks[i][1], toks[i + best - 1][2]))
             i += best
@@ -183,30 +182,22 @@ class RetailTools:
                  faq_k: int = 3, max_orders: int = 10, max_compatible: int = 10) -> None:
         """``today`` overrides the shop's; the ``*_k``/``max_*`` settings bound each tool's result size."""
         self.shop = shop
-        if today is None or isinstance(today, dt.date):
-            self.today = today or shop.today
-        else:
-            try:
-                self.today = dt.date.fromisoformat(str(today))
-            except ValueError as exc:
-                raise ValueError(f"today must be a date YYYY-MM-DD, got {today!r}") from exc
+        self.today = shop.today if today is None else parse_day(today, "today")
         self.search_k, self.qna_k, self.faq_k = search_k, qna_k, faq_k
         self.max_orders, self.max_compatible = max_orders, max_compatible
 
     def prod_search(self, query: str) -> list[dict[str, Any]]:
         """Top catalogue products for ``query`` (FAISS, cosine score)."""
         if not str(query or "").strip():
-            raise ToolError("prod_search needs a non-empty query", tool="prod_search")
+            raise ToolError("prod_search needs a non-empty query")
         hits = self.shop.index("catalog").search(str(query), self.search_k)
         return [_brief(self.shop.products[h.id], score=round(h.score, 4)) for h in hits if h.id in self.shop.products]
 
     def prod_qna(self, product_id: str, question: str) -> dict[str, Any]:
         """The product's attributes and the attribute lines, Q&A pairs and description sentences closest to ``question``."""
-        from ragplan.tools.retrieval import split_sentences
-
-        p = self.shop.product(product_id, tool="prod_qna")
+        p = self.shop.product(product_id)
         if not str(question or "").strip():
-            raise ToolError("prod_qna needs a question about the product", tool="prod_qna")
+            raise ToolError("prod_qna needs a question about the product")
         cands: list[dict[str, Any]] = []
         for k, v in p["attributes"].items():
             cands.append({"source": "attribute", "attribute": k,
@@ -223,7 +214,7 @@ class RetailTools:
 
     def review_summary(self, product_id: str) -> dict[str, Any]:
         """Rating statistics and recurring pros/cons phrases computed from the product's reviews."""
-        p = self.shop.product(product_id, tool="review_summary")
+        p = self.shop.product(product_id)
         return {"product_id": p["product_id"], "title": p["title"], **summarise_reviews(p.get("reviews") or [])}
 
     def shipment_status(self, keywords: str | None = None, date_range: Any = None) -> list[dict[str, Any]]:
@@ -235,7 +226,7 @@ class RetailTools:
             orders = [o for o in orders if set(words) <= set(_words(f"{o['title']} {o['keywords']}"))]
             if not orders:
                 raise ToolError(f"no order matches the keywords {keywords!r}; check the product name or search "
-                                "without keywords", tool="shipment_status")
+                                "without keywords")
             # "camera" means the camera before the camera battery: product types named by the last keyword first
             for o in orders:
                 ptype = self.shop.products.get(o["product_id"], {}).get("product_type", "")
@@ -248,7 +239,7 @@ class RetailTools:
                 what = f"{len(orders)} order(s) match {keywords!r}" if words else "there are orders"
                 etas = ", ".join(sorted({o["estimated_delivery"][:10] for o in orders})[-5:])
                 raise ToolError(f"{what} but none is estimated to arrive between {start} and {end} (latest estimated "
-                                f"deliveries: {etas})", tool="shipment_status")
+                                f"deliveries: {etas})")
             orders = sorted(inside, key=lambda o: (not first.get(o["order_id"], True), o["estimated_delivery"],
                                                    o["order_id"]))
         keys = ("order_id", "product_id", "title", "quantity", "total_price", "order_date", "status", "carrier",
@@ -258,7 +249,7 @@ class RetailTools:
     def customer_support(self, question: str) -> list[dict[str, Any]]:
         """The help-centre articles closest to ``question`` (FAISS)."""
         if not str(question or "").strip():
-            raise ToolError("customer_support needs a question", tool="customer_support")
+            raise ToolError("customer_support needs a question")
         hits = self.shop.index("faq").search(str(question), self.faq_k)
         return [{**self.shop.faq[h.id], "score": round(h.score, 4)} for h in hits if h.id in self.shop.faq]
 
@@ -266,13 +257,7 @@ class RetailTools:
         """A date range for ``expr`` (default), or ``format_date_time`` / ``days_from_today`` of a date in it."""
         op = (operation or "").strip().lower().replace(" ", "_")
         if op in RANGE_OPERATIONS:
-            if isinstance(expr, dict) and ("start" in expr or "end" in expr):
-                start, end = parse_range_arg(expr, self.today)
-            elif isinstance(expr, str):
-                start, end = resolve_range(expr, self.today)
-            else:
-                raise ToolError(f"date_math needs a date expression such as 'tomorrow', got {type(expr).__name__}",
-                                tool="date_math")
+            start, end = parse_range_arg(expr, self.today)
             return {"start": start.isoformat(), "end": end.isoformat(),  # (both readers return them in order)
                     "expression": expr if isinstance(expr, str) else "range", "today": self.today.isoformat()}
         if op in ("format_date_time", "format", "format_date", "format_time"):
@@ -286,18 +271,17 @@ class RetailTools:
             out = [{**i, "days_from_today": (dt.date.fromisoformat(i["value"][:10]) - self.today).days}
                    for i in items if "value" in i]
             if not out:
-                raise ToolError("days_from_today needs a single date, datetime or order", tool="date_math")
+                raise ToolError("days_from_today needs a single date, datetime or order")
             return out if isinstance(found, list) else out[0]
         raise ToolError(f"unknown date_math operation {operation!r}; use none (date range), 'format_date_time' or "
-                        "'days_from_today'", tool="date_math")
+                        "'days_from_today'")
 
     def compatible_products(self, base_product_id: str, product_type: str) -> dict[str, Any]:
         """Products of ``product_type`` that fit the base product, each with the reason (from attributes)."""
-        base = self.shop.product(base_product_id, tool="compatible_products")
+        base = self.shop.product(base_product_id)
         ptype = resolve_product_type(product_type or "")
         if ptype is None:
-            raise ToolError(f"unknown product type {product_type!r}; the shop sells: {', '.join(PRODUCT_TYPES)}",
-                            tool="compatible_products")
+            raise ToolError(f"unknown product type {product_type!r}; the shop sells: {', '.join(PRODUCT_TYPES)}")
         found = []
         for p in self.shop.products.values():
             if p["product_type"] == ptype and p["product_id"] != base["product_id"]:
@@ -325,5 +309,18 @@ def build_retail_registry(shop_dir: str | None = None, today: str | None = None,
         tools = RetailTools(load_shop(shop_dir, model_path=model_path), today=today, **settings)
         for s in specs:
             # (the arguments' schema is inferred from the method's signature)
-            s.tool = StructuredTool.from_function(func=getattr(tools, s.name), name=s.name, description=s.description)
+            s.tool = StructuredTool.from_function(func=_naming(s.name, getattr(tools, s.name)), name=s.name,
+                                                  description=s.description)
     return ToolRegistry(specs, name="retail")
+
+
+def _naming(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method``, its :class:`ToolError` naming the tool ``name``."""
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except ToolError as err:
+            err.tool = name
+            raise
+    return call

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import numpy as np
 from tqdm.auto import tqdm
 
-from ragplan.jsonl import atomic_write
+from ragplan.jsonl import FileFormatError, atomic_write, read_json
 from ragplan.tools.embeddings import get_embedder, model_fingerprint, resolve_model_path
 from ragplan.tools.textindex.reader import ReadStats, embed_text, read_passages
 from ragplan.tools.textindex.store import PassageStore, write_store
@@ -61,11 +61,9 @@ class BuildReport:
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        obj = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return obj if isinstance(obj, dict) else None
+    with contextlib.suppress(FileFormatError):
+        return read_json(path, object_only=True)
+    return None
 
 
 @contextlib.contextmanager

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from ragplan.jsonl import read_json
 from ragplan.tools.embeddings import get_embedder
 from ragplan.tools.retrieval import Passage
 from ragplan.tools.textindex.build import FORMAT, WORK_DIR, TextIndexError
@@ -31,11 +31,8 @@ def _check_dir(root: Path) -> dict[str, Any]:
                                  f"({shards} embedding shard(s) done); rerun `ragplan index build` with the same "
                                  "--passages and --out to resume it")
         raise TextIndexError(f"no text index at {root} (no meta.json; {build_hint})")
-    try:
-        meta = json.loads(meta_path.read_text())
-    except (OSError, ValueError) as exc:
-        raise TextIndexError(f"damaged text index at {root}: meta.json is unreadable ({exc}); rebuild it") from exc
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+    meta = read_json(meta_path, TextIndexError, object_only=True)
+    if meta.get("format") != FORMAT:
         raise TextIndexError(f"{root}/meta.json is not a {FORMAT} index description; rebuild the index")
     for name in ("index.faiss", "passages.sqlite"):
         if not (root / name).is_file():

@@ -17,6 +17,7 @@ __all__ = ["PassageFormatError", "ReadStats", "read_passages", "detect_passage_f
 
 _ID_KEYS = ("id", "_id", "docid", "doc_id")
 _TEXT_KEYS = ("contents", "text", "passage")
+_NOT_UTF8 = "not UTF-8 text (a binary file?)"
 
 
 class PassageFormatError(ValueError):
@@ -114,7 +115,7 @@ def _json_passage(raw: bytes) -> Passage | str:
     try:
         obj = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        return "not UTF-8 text (a binary file?)"
+        return _NOT_UTF8
     except json.JSONDecodeError as exc:
         return f"not a JSON object ({exc.msg}, column {exc.colno})"
     if not isinstance(obj, dict):
@@ -136,41 +137,33 @@ def _header_columns(header: list[str]) -> dict[str, int] | None:
     return cols if "id" in cols and "text" in cols else None
 
 
-def _decoded_lines(path: Path, bad: list[int]) -> Iterator[str]:
-    with _open(path) as fh:
-        for lineno, raw in enumerate(fh, 1):
-            try:
-                yield raw.decode("utf-8")
-            except UnicodeDecodeError:
-                bad.append(lineno)
-                yield raw.decode("utf-8", errors="replace")
-
-
 def _read_tsv(path: Path) -> Iterator[Passage | PassageFormatError]:
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    bad_utf8: list[int] = []
-    rows = csv.reader(_decoded_lines(path, bad_utf8), delimiter="\t", quotechar='"')
-    cols: dict[str, int] | None = None
-    last = 0
-    try:
-        for row in rows:
-            start, last = last + 1, rows.line_num
-            if bad_utf8 and bad_utf8[-1] >= start:
-                bad_utf8.clear()
-                yield PassageFormatError(path, start, "not UTF-8 text (a binary file?)")
-            elif not row or all(not c.strip() for c in row):
-                continue
-            elif cols is None:
-                cols = _header_columns(row)
+    with _open(path) as fh:  # (bytes that are not UTF-8 decode to surrogates, which UTF-8 cannot encode)
+        rows = csv.reader((raw.decode("utf-8", "surrogateescape") for raw in fh), delimiter="\t", quotechar='"')
+        cols: dict[str, int] | None = None
+        last = 0
+        try:
+            for row in rows:
+                start, last = last + 1, rows.line_num
+                try:
+                    "\t".join(row).encode("utf-8")
+                except UnicodeEncodeError:
+                    yield PassageFormatError(path, start, _NOT_UTF8)
+                    continue
+                if not row or all(not c.strip() for c in row):
+                    continue
                 if cols is None:
-                    raise PassageFormatError(path, start, "the first line of a TSV passage file must be a header "
-                                             "naming the columns, e.g. 'id<TAB>text<TAB>title' (DPR) or "
-                                             f"'id<TAB>title<TAB>text'; got {row[:4]!r}")
-                width = len(row)
-            elif len(row) != width:
-                yield PassageFormatError(path, start, f"{len(row)} tab-separated fields, the header has {width}")
-            else:
-                res = _passage(row[cols["id"]], row[cols["title"]] if "title" in cols else "", row[cols["text"]])
-                yield PassageFormatError(path, start, res) if isinstance(res, str) else res
-    except csv.Error as exc:  # the csv reader cannot continue past a broken quoted field
-        yield PassageFormatError(path, last + 1, f"unreadable TSV line ({exc})")
+                    cols = _header_columns(row)
+                    if cols is None:
+                        raise PassageFormatError(path, start, "the first line of a TSV passage file must be a header "
+                                                 "naming the columns, e.g. 'id<TAB>text<TAB>title' (DPR) or "
+                                                 f"'id<TAB>title<TAB>text'; got {row[:4]!r}")
+                    width = len(row)
+                elif len(row) != width:
+                    yield PassageFormatError(path, start, f"{len(row)} tab-separated fields, the header has {width}")
+                else:
+                    res = _passage(row[cols["id"]], row[cols["title"]] if "title" in cols else "", row[cols["text"]])
+                    yield PassageFormatError(path, start, res) if isinstance(res, str) else res
+        except csv.Error as exc:  # the csv reader cannot continue past a broken quoted field
+            yield PassageFormatError(path, last + 1, f"unreadable TSV line ({exc})")

@@ -30,9 +30,7 @@ def write_store(passages: Iterable[Passage], path: str | Path) -> int:
             for i, q in enumerate(passages))
     try:
         with contextlib.closing(sqlite3.connect(tmp)) as con:
-            con.execute("PRAGMA journal_mode=OFF")
-            con.execute("PRAGMA synchronous=OFF")
-            con.execute(_SCHEMA)
+            con.executescript(f"PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; {_SCHEMA};")
             count = con.executemany("INSERT INTO passages VALUES (?, ?, ?, ?, ?)", rows).rowcount
             con.commit()
         with open(tmp, "rb") as fh:
@@ -57,9 +55,8 @@ class PassageStore:
         uri = Path(path).resolve().as_uri() + "?mode=ro&immutable=1"
         self._con = sqlite3.connect(uri, uri=True, check_same_thread=False)
         self._lock = threading.Lock()
-        with self._lock:
-            self._count = int(self._con.execute("SELECT COUNT(*) FROM passages").fetchone()[0])
-            columns = {r[1] for r in self._con.execute("PRAGMA table_info(passages)")}
+        self._count = int(self._con.execute("SELECT COUNT(*) FROM passages").fetchone()[0])
+        columns = {r[1] for r in self._con.execute("PRAGMA table_info(passages)")}
         self._cols = "row, id, title, text, " + ("sentences" if "sentences" in columns else "NULL")
 
     def __len__(self) -> int:

@@ -21,6 +21,7 @@ from urllib.parse import quote
 import httpx
 import wikipediaapi
 
+from ragplan import __version__
 from ragplan.jsonl import atomic_write
 from ragplan.tools.retrieval import Passage
 
@@ -63,8 +64,6 @@ class WikipediaError(RuntimeError):
 def default_user_agent() -> str:
     """``$RAGPLAN_WIKI_USER_AGENT``, else ``ragplan/<v> (research use) Wikipedia-API/<v> httpx/<v>`` (which names no
     contact: a warning asks for one, as Wikimedia's policy does)."""
-    from ragplan import __version__
-
     libs = f"Wikipedia-API/{importlib.metadata.version('Wikipedia-API')} httpx/{httpx.__version__}"
     return os.environ.get("RAGPLAN_WIKI_USER_AGENT", "").strip() or f"ragplan/{__version__} (research use) {libs}"
 
@@ -274,11 +273,8 @@ class WikipediaRetriever:
 
     def search(self, query: str, k: int = 5) -> list[Passage]:
         """Up to ``min(pages, k)`` Wikipedia pages for ``query``, best first (missing or duplicate pages skipped)."""
-        n = min(self.pages, int(k))
-        if n <= 0 or not (query or "").strip():
-            return []
-        out: list[Passage] = []
-        for rank, title in enumerate(self.client.search(query, limit=n), start=1):
+        out: list[Passage] = []  # (an empty query or k <= 0 finds no title)
+        for rank, title in enumerate(self.client.search(query, limit=min(self.pages, int(k))), start=1):
             page = self.client.page(title)
             if page is None or any(page.id == p.id for p in out):  # deleted since the search, or two redirects to one
                 continue
