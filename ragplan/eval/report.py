@@ -19,7 +19,7 @@ from ragplan.jsonl import atomic_write
 from ragplan.registry import family_of
 
 __all__ = ["summarise", "write_summary", "compare_runs", "every_question_failed", "comparison", "RunComparison",
-           "retrieval_class", "retrieval_totals", "summary_markdown", "benchmark_comparison", "retrieval_split",
+           "retrieval_class", "retrieval_totals", "summary_markdown", "retrieval_split",
            "plot_comparison", "run_labels", "family_or_none"]
 
 
@@ -132,14 +132,18 @@ def write_summary(run_dir: Path, s: dict[str, Any]) -> None:
 
 @dataclass
 class RunComparison:
-    """The comparison of several runs: the table, the SR/MR note, each run's settings, records and summary, and
-    each run's name (:func:`run_labels`)."""
+    """The comparison of several runs: the table, the SR/MR note, each run's settings, records and summary, each
+    run's name (:func:`run_labels`), and the benchmark's own tables or why they could not be made."""
 
     headers: list[str]
     rows: list[list[Any]]
     note: str
     runs: list[tuple[RunSettings, dict[str, dict[str, Any]], dict[str, Any]]] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
+    benchmark_tables: str = ""
+    """The ``compare`` hook's Markdown (e.g. REAPER's Table 1 with a column per method); '' without one."""
+    benchmark_error: str = ""
+    """Why the hook's tables could not be made ('' when they could: the rest is shown either way)."""
 
 
 def compare_runs(run_dirs: list[str | Path], c: RunComparison | None = None) -> tuple[str, str]:
@@ -147,12 +151,7 @@ def compare_runs(run_dirs: list[str | Path], c: RunComparison | None = None) -> 
     tables; and why those could not be made ('' when they could: the rest is shown either way, as in the HTML page)."""
     c = c or comparison(run_dirs)
     text = format_table(c.headers, c.rows) + f"\n({c.note})"
-    try:
-        extra = benchmark_comparison(c)  # e.g. REAPER's Table 1 with a column per method
-    except Exception as exc:  # noqa: BLE001  (a hook that fails is named, never a traceback)
-        return text, (f"{c.runs[0][0].benchmark}'s own comparison of {', '.join(map(str, run_dirs))} could not be "
-                      f"made: {type(exc).__name__}: {exc}")
-    return text + (f"\n\n{extra}" if extra else ""), ""
+    return text + (f"\n\n{c.benchmark_tables}" if c.benchmark_tables else ""), c.benchmark_error
 
 
 def comparison(run_dirs: list[str | Path]) -> RunComparison:
@@ -198,7 +197,13 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
                      f"{sr['accuracy']:.1%} ({sr['n']})", f"{mr['accuracy']:.1%} ({mr['n']})",
                      s["cost"]["per_question_llm_calls"], s["cost"]["per_question_tokens"], s["cost"]["mean_latency_s"],
                      s["overall"]["errors"]])
-    return RunComparison(headers, rows, split_note, summaries, labels)
+    c = RunComparison(headers, rows, split_note, summaries, labels)
+    try:
+        c.benchmark_tables = _benchmark_tables(c)
+    except Exception as exc:  # noqa: BLE001  (a hook that fails is named, never a traceback)
+        c.benchmark_error = (f"{c.runs[0][0].benchmark}'s own comparison of {', '.join(map(str, run_dirs))} could not "
+                             f"be made: {type(exc).__name__}: {exc}")
+    return c
 
 
 def family_or_none(method: str) -> MethodFamily | None:
@@ -236,7 +241,7 @@ def run_labels(settings: list[RunSettings], run_dirs: list[str | Path]) -> list[
     return [label(s, d) for s, d in zip(settings, run_dirs)]
 
 
-def benchmark_comparison(c: RunComparison) -> str:
+def _benchmark_tables(c: RunComparison) -> str:
     """The ``compare`` hook's tables when every run is of one benchmark that has one; '' otherwise."""
     if not c.runs or len({st.benchmark for st, _, _ in c.runs}) != 1:
         return ""
@@ -245,9 +250,8 @@ def benchmark_comparison(c: RunComparison) -> str:
         hook = getattr(get_benchmark(first.benchmark, first.data, **first.benchmark_options), "compare", None)
     except Exception:  # noqa: BLE001  (an unknown benchmark or options a report cannot honour: no hook)
         return ""
-    if not callable(hook):
-        return ""
-    return str(hook([ComparedRun(lab, st, list(recs.values())) for lab, (st, recs, _) in zip(c.labels, c.runs)]))
+    runs = [ComparedRun(lab, st, list(recs.values())) for lab, (st, recs, _) in zip(c.labels, c.runs)]
+    return str(hook(runs)) if callable(hook) else ""
 
 
 def retrieval_split(c: RunComparison) -> dict[str, dict[str, Any]]:
