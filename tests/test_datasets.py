@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ragplan.datasets import DatasetError, QAExample, detect_format, infer_kind, load_qa, resolve_data_file
+from ragplan.datasets import (
+    DatasetError, QAExample, detect_format, infer_kind, load_qa, read_records, resolve_data_file,
+)
 
 # ----------------------------------------------------------------------------- files as released
 
@@ -417,6 +419,20 @@ def test_malformed_records_name_file_and_record(tmp_path):
     assert "'golden_answers' should be a list of strings" in _bad(
         tmp_path, [{"id": "a", "question": "q?", "golden_answers": {"x": 1}}], write_jsonl, "g.jsonl")
     assert "record 2: expected a JSON object, got list" in _bad(tmp_path, [HOTPOT[0], HOTPOT[1], [1, 2]])
+
+
+def test_json_lines_are_read_one_line_at_a_time(tmp_path):
+    """A JSON Lines file is streamed: the records before a bad line are read before the reader gets to it (the whole
+    file is never held), and the bad line is still named."""
+    path = tmp_path / "big.jsonl"
+    path.write_bytes((json.dumps(FEVER[0]) + "\n" + json.dumps(FEVER[1]) + "\n").encode() + b"\xff\xfe\n")
+    records = read_records(path)
+    assert [next(records).data, next(records).data] == [FEVER[0], FEVER[1]]
+    with pytest.raises(DatasetError, match=r"big.jsonl:3: not UTF-8"):
+        next(records)
+    gz = tmp_path / "d.jsonl.gz"
+    gz.write_bytes(gzip.compress(b"\xef\xbb\xbf" + "\n\n".join(json.dumps(r) for r in FEVER).encode()))
+    assert [(r.index, r.line) for r in read_records(gz)] == [(i, 2 * i + 1) for i in range(len(FEVER))]
 
 
 def test_duplicate_ids_and_unknown_shapes(tmp_path):
