@@ -218,6 +218,9 @@ def test_musique_is_never_read_as_hotpotqa(tmp_path):
     assert "['paragraph_support_idx'] = 42 names no paragraph idx" in _bad(tmp_path, [bad], write_jsonl, "m.jsonl")
     no_paras = {k: v for k, v in MUSIQUE[0].items() if k != "paragraphs"}
     assert "'paragraphs' should be a non-empty list" in _bad(tmp_path, [no_paras], write_jsonl, "m.jsonl")
+    text_idx = {**MUSIQUE[0], "paragraphs": [{**MUSIQUE[0]["paragraphs"][0], "idx": "3"}]}  # an id as text: refused
+    assert "record 0 (line 1): 'paragraphs'[0] should be {idx, title, paragraph_text, is_supporting}, got {" in _bad(
+        tmp_path, [text_idx], write_jsonl, "m.jsonl")
 
 
 def test_2wiki_native_record_fully_read(tmp_path):
@@ -406,9 +409,11 @@ def test_malformed_records_name_file_and_record(tmp_path):
     assert "record 0: 'context'[0] should be [title, [sentences]]" in _bad(tmp_path, [bad_ctx])
     bad_sentences = {**HOTPOT[0], "context": [["Ed Wood", ["ok", 3]]]}  # the title is fine, a sentence is not
     assert "'context'[0] should be [title, [sentences]], got ['Ed Wood', ['ok', 3]]" in _bad(tmp_path, [bad_sentences])
-    assert "'context' should be a list of [title, [sentences]] pairs" in _bad(tmp_path, [{**HOTPOT[0], "context": 7}])
+    assert "'context' should be a list of [title, [sentences]]" in _bad(tmp_path, [{**HOTPOT[0], "context": 7}])
     bad_fact = {**HOTPOT[0], "supporting_facts": [["Ed Wood", "zero"]]}
     assert "'supporting_facts'[0] should be [title, sentence index]" in _bad(tmp_path, [bad_fact])
+    bool_fact = {**HOTPOT[0], "supporting_facts": [["Ed Wood", True]]}  # a bool is no sentence index
+    assert "'supporting_facts'[0] should be [title, sentence index], got ['Ed Wood', True]" in _bad(tmp_path, [bool_fact])
     maybe = {**STRATEGY[0], "answer": "maybe"}
     assert "'answer' should be true or false" in _bad(tmp_path, [maybe])
     no_label = {k: v for k, v in FEVER[0].items() if k != "label"}
