@@ -124,9 +124,8 @@ def store_errors() -> tuple[type[Exception], ...]:
     """What a bad checkpoint store raises when opened or read (a bug raises none of these)."""
     import sqlite3
 
-    import psycopg  # (its errors: a database refusing the tables …)
-
-    return sqlite3.Error, psycopg.Error, OSError, ValueError, KeyError
+    psycopg = sys.modules.get("psycopg")  # (imported for a PostgreSQL URL only: else none of its errors was raised)
+    return sqlite3.Error, OSError, ValueError, KeyError, *([psycopg.Error] if psycopg else [])
 
 
 def _checkpoint_problem(args: argparse.Namespace) -> str | None:
