@@ -83,7 +83,6 @@ def _holds_records(data: Any) -> bool:
 
 def _lines(p: Path) -> Generator[tuple[int, str], None, None]:
     """The non-blank lines of ``p`` (``.gz`` decompressed, a BOM dropped) with their numbers, read one at a time."""
-    n = 0
     try:
         with gzip.open(p) if p.suffix == ".gz" else open(p, "rb") as fh:
             for n, raw in enumerate(fh, 1):

@@ -177,8 +177,10 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
     # each run's family figures (FuRePA's iterations …)
     hooks = [fam.result.run_metrics if (fam := family_or_none(st.method)) else None for st, _ in runs]
     refs = _reference_counts(runs)
-    refs_names = "/".join(dict.fromkeys(m for m, _ in refs.values()))
-    split_note = f"SR/MR by {refs_names}'s retrieval count" if refs else "SR/MR by each run's own retrieval count"
+    names = "/".join(dict.fromkeys(m for m, _ in refs.values()))
+    unsplit = {st.benchmark for st, _ in runs} - set(refs)  # benchmarks without a reference run
+    split_note = (f"SR/MR by {names}'s retrieval count" + (f" where a {names} run is given" if unsplit else "")
+                  if refs else "SR/MR by each run's own retrieval count")
     group_keys = ["year"] if any("year" in r for _, recs in runs for r in recs.values()) else []
     summaries = [(st, recs, summarise(list(recs.values()), group_keys, st, metrics, run_metrics=hook))
                  for (st, recs), hook in zip(runs, hooks)]
@@ -283,14 +285,8 @@ def plot_comparison(run_dirs: list[str | Path], path: str | Path | IO[bytes],
     drawn = {bench: b for bench, b in split.items() if b["methods"]}
     if not drawn:
         return None
-    how = {b["split_by"] for b in drawn.values()}
-    own = "own retrieval counts"
-    refs = "/".join(sorted(how - {own}))
     left = [lab for b in split.values() for lab in b["left_out"]]
-    plot_retrieval_split(drawn, path, note="SR/MR by " + ("each run's own retrieval count" if how == {own}
-                                                          else f"{refs}'s retrieval count" if own not in how
-                                                          else f"{refs}'s retrieval count where a {refs} run is given")
-                         + (f"; left out (no retrievals): {', '.join(left)}" if left else ""))
+    plot_retrieval_split(drawn, path, note=c.note + (f"; left out (no retrievals): {', '.join(left)}" if left else ""))
     return path
 
 
