@@ -144,6 +144,22 @@ def test_resume_names_a_checkpoint_store_that_fails_to_read_instead_of_a_traceba
     assert f"the checkpoint file {db} cannot be used: I/O error reading the file" in capsys.readouterr().err
 
 
+def test_resume_does_not_report_a_bug_as_a_store_that_cannot_be_used(tmp_path, monkeypatch, capsys):
+    """Only what a bad store raises (SQLite's, psycopg's, OSError, ValueError) is "cannot be used"; a bug surfaces."""
+    import ragplan.runs
+
+    db = tmp_path / "runs.sqlite"
+    sqlite3.connect(db).close()
+
+    def buggy(thread_id, checkpoint_db=None):
+        raise TypeError("a bug in reading the run")
+
+    monkeypatch.setattr(ragplan.runs, "thread_status", buggy)
+    with pytest.raises(TypeError, match="a bug in reading the run"):
+        main(["resume", "abc", "--checkpoint-db", str(db)])
+    assert "cannot be used" not in capsys.readouterr().err
+
+
 def test_ask_review_edit_in_editor(trade_cql, tmp_path, monkeypatch, capsys):
     seen = tmp_path / "editor-saw.txt"
     editor = tmp_path / "editor.py"

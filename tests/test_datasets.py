@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ragplan.datasets import DatasetError, QAExample, detect_format, infer_kind, load_qa, resolve_data_file
+from ragplan.datasets import (
+    DatasetError, QAExample, detect_format, infer_kind, load_qa, read_records, resolve_data_file,
+)
 
 # ----------------------------------------------------------------------------- files as released
 
@@ -216,6 +218,9 @@ def test_musique_is_never_read_as_hotpotqa(tmp_path):
     assert "['paragraph_support_idx'] = 42 names no paragraph idx" in _bad(tmp_path, [bad], write_jsonl, "m.jsonl")
     no_paras = {k: v for k, v in MUSIQUE[0].items() if k != "paragraphs"}
     assert "'paragraphs' should be a non-empty list" in _bad(tmp_path, [no_paras], write_jsonl, "m.jsonl")
+    text_idx = {**MUSIQUE[0], "paragraphs": [{**MUSIQUE[0]["paragraphs"][0], "idx": "3"}]}  # an id as text: refused
+    assert "record 0 (line 1): 'paragraphs'[0] should be {idx, title, paragraph_text, is_supporting}, got {" in _bad(
+        tmp_path, [text_idx], write_jsonl, "m.jsonl")
 
 
 def test_2wiki_native_record_fully_read(tmp_path):
@@ -404,9 +409,11 @@ def test_malformed_records_name_file_and_record(tmp_path):
     assert "record 0: 'context'[0] should be [title, [sentences]]" in _bad(tmp_path, [bad_ctx])
     bad_sentences = {**HOTPOT[0], "context": [["Ed Wood", ["ok", 3]]]}  # the title is fine, a sentence is not
     assert "'context'[0] should be [title, [sentences]], got ['Ed Wood', ['ok', 3]]" in _bad(tmp_path, [bad_sentences])
-    assert "'context' should be a list of [title, [sentences]] pairs" in _bad(tmp_path, [{**HOTPOT[0], "context": 7}])
+    assert "'context' should be a list of [title, [sentences]]" in _bad(tmp_path, [{**HOTPOT[0], "context": 7}])
     bad_fact = {**HOTPOT[0], "supporting_facts": [["Ed Wood", "zero"]]}
     assert "'supporting_facts'[0] should be [title, sentence index]" in _bad(tmp_path, [bad_fact])
+    bool_fact = {**HOTPOT[0], "supporting_facts": [["Ed Wood", True]]}  # a bool is no sentence index
+    assert "'supporting_facts'[0] should be [title, sentence index], got ['Ed Wood', True]" in _bad(tmp_path, [bool_fact])
     maybe = {**STRATEGY[0], "answer": "maybe"}
     assert "'answer' should be true or false" in _bad(tmp_path, [maybe])
     no_label = {k: v for k, v in FEVER[0].items() if k != "label"}
@@ -417,6 +424,20 @@ def test_malformed_records_name_file_and_record(tmp_path):
     assert "'golden_answers' should be a list of strings" in _bad(
         tmp_path, [{"id": "a", "question": "q?", "golden_answers": {"x": 1}}], write_jsonl, "g.jsonl")
     assert "record 2: expected a JSON object, got list" in _bad(tmp_path, [HOTPOT[0], HOTPOT[1], [1, 2]])
+
+
+def test_json_lines_are_read_one_line_at_a_time(tmp_path):
+    """A JSON Lines file is streamed: the records before a bad line are read before the reader gets to it (the whole
+    file is never held), and the bad line is still named."""
+    path = tmp_path / "big.jsonl"
+    path.write_bytes((json.dumps(FEVER[0]) + "\n" + json.dumps(FEVER[1]) + "\n").encode() + b"\xff\xfe\n")
+    records = read_records(path)
+    assert [next(records).data, next(records).data] == [FEVER[0], FEVER[1]]
+    with pytest.raises(DatasetError, match=r"big.jsonl:3: not UTF-8"):
+        next(records)
+    gz = tmp_path / "d.jsonl.gz"
+    gz.write_bytes(gzip.compress(b"\xef\xbb\xbf" + "\n\n".join(json.dumps(r) for r in FEVER).encode()))
+    assert [(r.index, r.line) for r in read_records(gz)] == [(i, 2 * i + 1) for i in range(len(FEVER))]
 
 
 def test_duplicate_ids_and_unknown_shapes(tmp_path):

@@ -206,7 +206,10 @@ def test_report_names_a_failing_benchmark_comparison_and_still_prints_the_rest(t
     with OpenAIStub(responder=agent(clone, "locating")) as stub:
         asyncio.run(evaluate(settings_for(stub, clone), tmp_path / "plan"))
 
+    calls = []
+
     def broken(self, runs):
+        calls.append(runs)
         raise ZeroDivisionError("division by zero in the hook")
 
     monkeypatch.setattr(DQABenchmark, "compare", broken, raising=False)
@@ -214,8 +217,10 @@ def test_report_names_a_failing_benchmark_comparison_and_still_prints_the_rest(t
     assert main(["eval", "report", str(tmp_path / "plan"), "--html", str(html)]) == 1
     cap = capsys.readouterr()
     assert re.search(r"^\| planrag ", cap.out, re.M) and html.is_file() and "Traceback" not in cap.err
-    assert cap.err.strip().splitlines()[-1:] == [f"error: dqa-locating's own comparison of {tmp_path / 'plan'} could not be "
-                                                "made: ZeroDivisionError: division by zero in the hook"]
+    message = (f"dqa-locating's own comparison of {tmp_path / 'plan'} could not be made: ZeroDivisionError: division by "
+               "zero in the hook")
+    assert cap.err.strip().splitlines()[-1:] == [f"error: {message}"]
+    assert len(calls) == 1 and "division by zero in the hook" in html.read_text()  # one comparison: table and page
 
 
 def test_a_corrupt_line_in_the_middle_loses_no_later_record(tmp_path):

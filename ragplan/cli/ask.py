@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # (langgraph is imported by the commands that run graphs, not
     from ragplan.family import MethodFamily
 
 __all__ = ["add_parser", "run", "print_result", "resume_hint", "add_shared_flags", "print_header", "run_traced",
-           "MAX_QUESTION_CHARS", "terminal_review", "PROMPT"]
+           "MAX_QUESTION_CHARS", "terminal_review", "PROMPT", "store_problem", "store_errors"]
 
 MAX_QUESTION_CHARS = 100_000
 """Longest question ``ask`` sends (it goes into every prompt of the run); a longer one is refused, exit 2."""
@@ -112,23 +112,41 @@ def _context(args: argparse.Namespace, family: MethodFamily, item: Any) -> Any:
         raise BadInput(f"bad setting: {exc}") from None
 
 
+def store_problem(db: Any, exc: Exception) -> str:
+    """What ``ask`` and ``resume`` say about a checkpoint store that cannot be used (a ConnectionError names it)."""
+    from ragplan.redact import redact
+
+    return str(exc) if isinstance(exc, ConnectionError) else \
+        f"the checkpoint {'database' if isinstance(db, str) else 'file'} {redact(str(db))} cannot be used: {exc}"
+
+
+def store_errors() -> tuple[type[Exception], ...]:
+    """What a bad checkpoint store raises when opened or read (a bug raises none of these)."""
+    import sqlite3
+
+    psycopg = sys.modules.get("psycopg")  # (imported for a PostgreSQL URL only: else none of its errors was raised)
+    return sqlite3.Error, OSError, ValueError, KeyError, *([psycopg.Error] if psycopg else [])
+
+
 def _checkpoint_problem(args: argparse.Namespace) -> str | None:
     """Why ``--thread`` / ``--checkpoint-db`` cannot be used (the file must work before the run starts)."""
-    from ragplan.checkpoints import RunStore, UnknownThread, checkpoint_db, redact
+    from ragplan.checkpoints import RunStore, UnknownThread, checkpoint_db
 
     if args.thread is not None and (not args.thread.strip() or any(c.isspace() for c in args.thread)):
         return "--thread: a thread id has no spaces"
     try:
-        db = checkpoint_db(args.checkpoint_db)  # (ValueError: neither a path nor a PostgreSQL URL)
+        db = checkpoint_db(args.checkpoint_db)
+    except ValueError as exc:  # neither a path nor a PostgreSQL URL
+        return str(exc)
+    try:
         with RunStore(db) as store:
             store.get(args.thread or "")  # a thread holds one run ("" is never one: a fresh id)
             return f"thread {args.thread} already exists in {store.path}; continue it with " \
                    f"`ragplan resume {args.thread}` or choose another --thread"
     except UnknownThread:
         return None
-    except Exception as exc:  # a file that is not a SQLite database, a folder without rights, an unreachable server
-        return str(exc) if isinstance(exc, (ValueError, ConnectionError)) else \
-            f"the checkpoint {'database' if isinstance(db, str) else 'file'} {redact(str(db))} cannot be used: {exc}"
+    except store_errors() as exc:
+        return store_problem(db, exc)
 
 
 def resume_hint(thread_id: str, db: str | None) -> str:

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from ragplan.cli.settings import check_llm
     from ragplan.eval.html_report import write_html_report
     from ragplan.eval.registry import get_benchmark
-    from ragplan.eval.report import compare_runs, every_question_failed
+    from ragplan.eval.report import compare_runs, comparison, every_question_failed
     from ragplan.eval.runfolder import RunSettings, saved_settings
     from ragplan.eval.runner import run_evaluation
     from ragplan.registry import family_of
@@ -77,11 +77,11 @@ def run(args: argparse.Namespace) -> int:
                               and (out / m / "results.jsonl").stat().st_size > 0]
     code = 0
     if runs:
-        text, no_table = compare_runs(runs)
+        text, no_table = compare_runs(runs, c := comparison(runs))
         print(text)
         code = fail(no_table, 1) if no_table else 0
         title = f"ragplan compare: {', '.join(methods)} on {args.benchmark} ({base.model})"
-        print(f"report: {write_html_report(runs, out / 'report.html', title=title)}")
+        print(f"report: {write_html_report(runs, out / 'report.html', title=title, c=c)}")
     if failed:
         print(f"error: {len(failed)} method(s) did not run or failed on every question: {', '.join(failed)}",
               file=sys.stderr)

@@ -258,7 +258,7 @@ def _report(args: argparse.Namespace) -> int:
             written = plot_comparison(args.runs, args.plot, c)
             print(f"written: {written}" if written is not None else "no SR/MR figure: none of the runs retrieved")
         if args.html:
-            print(f"written: {write_html_report(args.runs, args.html)}")
+            print(f"written: {write_html_report(args.runs, args.html, c=c)}")
     except FileNotFoundError as exc:  # a folder without settings.json, a figure into a missing folder
         return fail(str(exc))
     return code

@@ -7,7 +7,9 @@ import argparse
 import datetime as dt
 from typing import Any
 
-from ragplan.cli.ask import add_shared_flags, print_header, print_result, resume_hint, run_traced
+from ragplan.cli.ask import (
+    add_shared_flags, print_header, print_result, resume_hint, run_traced, store_errors, store_problem,
+)
 from ragplan.cli.errors import fail
 
 __all__ = ["add_parser", "run"]
@@ -29,7 +31,7 @@ def add_parser(sub: Any, settings: Any = None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ragplan resume``."""
-    from ragplan.checkpoints import RunStore, UnknownThread, checkpoint_db, redact
+    from ragplan.checkpoints import RunStore, UnknownThread, checkpoint_db
     from ragplan.cli.settings import check_llm, settings_from_args
     from ragplan.registry import family_of
     from ragplan.runs import rebuild_context, resume_run, thread_status
@@ -56,10 +58,8 @@ def run(args: argparse.Namespace) -> int:
         info, status, _, _ = thread_status(args.thread_id, args.checkpoint_db)
     except UnknownThread as exc:
         return fail(f"{exc} (see `ragplan resume --list`)")
-    except ConnectionError as exc:  # PostgreSQL unreachable (the message names the server)
-        return fail(str(exc))
-    except Exception as exc:  # not a SQLite file, a folder without rights, a database refusing the tables (as ask)
-        return fail(f"the checkpoint {'database' if isinstance(db, str) else 'file'} {redact(str(db))} cannot be used: {exc}")
+    except store_errors() as exc:  # (as ask)
+        return fail(store_problem(db, exc))
     family = family_of(info.method)
     out = print_header(args, info.method, info.settings.get("model", "-"), info.settings.get("base_url") or "",
                        info.question)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, NoReturn
+from typing import Any, Literal, NoReturn
+
+from pydantic import StrictInt, StrictStr, TypeAdapter, ValidationError
 
 __all__ = ["QAExample", "DatasetError", "RawRecord", "Kind", "infer_kind", "DecompositionStep"]
 
@@ -146,31 +148,32 @@ class RawRecord:
             self.fail(f"{key!r} should be a list of strings")
         return [str(x) for x in v]
 
-    def _pairs(self, value: Any, key: str, column: str, shape: str, ok: Callable[[Any], bool]) -> list[tuple[str, Any]]:
-        """``[[title, x], …]`` as given (``[]`` for none) or from the column form ``{"title": [...], column: […]}``,
-        each ``x`` passing ``ok``; else the record's error naming ``key``, the pair and its ``shape``."""
-        if value is None:
-            return []
-        if isinstance(value, dict):
+    def listed(self, key: str, adapter: TypeAdapter[Any], shape: str, value: Any = None, column: str = "") -> Any:
+        """``value`` (default: the record's ``key``; ``[]`` when absent) validated by ``adapter``, with ``column`` also
+        in the column form ``{"title": [...], column: […]}``; else the record's error naming the first bad item."""
+        value = self.get(key, []) if value is None else value
+        if column and isinstance(value, dict):
             titles, xs = value.get("title"), value.get(column)
             if not isinstance(titles, list) or not isinstance(xs, list) or len(titles) != len(xs):
                 self.fail(f"{key!r} in column form needs lists 'title' and {column!r} of equal length")
             value = [list(p) for p in zip(titles, xs)]
-        if not isinstance(value, list):
-            self.fail(f"{key!r} should be a list of {shape} pairs")
-        for j, pair in enumerate(value):
-            if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[0], str) and ok(pair[1])):
-                self.fail(f"{key!r}[{j}] should be {shape}, got {pair!r}")
-        return [(title, x) for title, x in value]
+        try:
+            return adapter.validate_python(value)
+        except ValidationError as exc:
+            j = (exc.errors()[0]["loc"] or [None])[0]
+            bad = isinstance(j, int) and isinstance(value, list)
+            self.fail(f"{key!r}[{j}] should be {shape}, got {value[j]!r}" if bad else f"{key!r} should be a list of {shape}")
 
-    def contexts(self, value: Any, key: str = "context") -> list[tuple[str, list[str]]]:
+    def contexts(self, value: Any = None, key: str = "context") -> list[tuple[str, list[str]]]:
         """``[[title, [sentence, …]], …]`` (HotpotQA; one string is one sentence) or ``{"title": [...], "sentences":
         [[...]]}`` (HF columns)."""
-        pairs = self._pairs(value, key, "sentences", "[title, [sentences]]",
-                            lambda x: isinstance(x, str) or isinstance(x, list) and all(isinstance(s, str) for s in x))
-        return [(title, [x] if isinstance(x, str) else list(x)) for title, x in pairs]
+        pairs = self.listed(key, _CONTEXTS, "[title, [sentences]]", value, column="sentences")
+        return [(title, [x] if isinstance(x, str) else x) for title, x in pairs]
 
-    def facts(self, value: Any, key: str = "supporting_facts") -> list[tuple[str, int]]:
+    def facts(self, value: Any = None, key: str = "supporting_facts") -> list[tuple[str, int]]:
         """``[[title, sentence index], …]`` or ``{"title": [...], "sent_id": [...]}``."""
-        return self._pairs(value, key, "sent_id", "[title, sentence index]",
-                           lambda x: isinstance(x, int) and not isinstance(x, bool))
+        return self.listed(key, _FACTS, "[title, sentence index]", value, column="sent_id")
+
+
+_CONTEXTS = TypeAdapter(list[tuple[StrictStr, StrictStr | list[StrictStr]]])
+_FACTS = TypeAdapter(list[tuple[StrictStr, StrictInt]])

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from pydantic import BaseModel, StrictInt, StrictStr, TypeAdapter
+
 from ragplan.datasets.example import DecompositionStep, Kind, QAExample, RawRecord, infer_kind
 
 __all__ = ["ParseOptions", "PARSERS", "fever_title", "looks_like", "unsupported_format"]
@@ -24,6 +26,27 @@ class ParseOptions:
     """The dataset name to put in ``meta`` (FlashRAG/KILT files say it through their file name)."""
     aliases: dict[str, list[str]] = field(default_factory=dict)
     """2Wiki ``answer_id`` → alias answers (from ``id_aliases.json``)."""
+
+
+class _Paragraph(BaseModel):  # MuSiQue's paragraphs, then its question_decomposition steps
+    idx: StrictInt | None = None
+    title: StrictStr
+    paragraph_text: StrictStr
+    is_supporting: Any = None
+
+
+class _Step(BaseModel):
+    id: Any = ""
+    question: StrictStr
+    answer: Any = None
+    paragraph_support_idx: StrictInt | None = None
+
+
+_TRIPLES = TypeAdapter(list[tuple[StrictStr, StrictStr, StrictStr]])
+_PARAGRAPHS = TypeAdapter(list[_Paragraph])
+_STEPS = TypeAdapter(list[_Step])
+_EVIDENCE = TypeAdapter(list[list[tuple[Any, Any, Any, Any]]])
+_OUTPUTS = TypeAdapter(list[dict[str, Any]])
 
 
 def _dedupe(xs: list[str]) -> list[str]:
@@ -60,19 +83,13 @@ def parse_multihop(rec: RawRecord, opts: ParseOptions) -> QAExample:
     answers = [answer]
     meta: dict = {"dataset": opts.dataset, **_typed(rec.data)}
     if rec.has("evidences"):  # 2Wiki's [subject, relation, object] triples, kept as given
-        evidences = rec.get("evidences")
-        if not isinstance(evidences, list):
-            rec.fail("'evidences' should be a list of [subject, relation, object] triples")
-        for j, ev in enumerate(evidences):
-            if not (isinstance(ev, list) and len(ev) == 3 and all(isinstance(x, str) for x in ev)):
-                rec.fail(f"'evidences'[{j}] should be [subject, relation, object], got {ev!r}")
-        meta["evidences"] = [list(ev) for ev in evidences]
+        meta["evidences"] = [list(ev) for ev in rec.listed("evidences", _TRIPLES, "[subject, relation, object]")]
     if rec.has("answer_id"):
         meta["answer_id"] = str(rec.get("answer_id"))
         answers += opts.aliases.get(meta["answer_id"], [])
     kind: Kind = "yesno" if answer.strip().lower() in ("yes", "no") else "span"
     return QAExample(qid, question, _dedupe(answers), kind,
-                     contexts=rec.contexts(rec.get("context")), supporting_facts=rec.facts(rec.get("supporting_facts")),
+                     contexts=rec.contexts(), supporting_facts=rec.facts(),
                      meta=meta)
 
 
@@ -82,30 +99,22 @@ def parse_musique(rec: RawRecord, opts: ParseOptions) -> QAExample:
     question = rec.text("question")
     answer = rec.text("answer", what=" (the MuSiQue test split has no gold answers and cannot be graded)")
     answers = _dedupe([answer] + [a.strip() for a in rec.str_list("answer_aliases")])
-    paras = rec.get("paragraphs")
-    if not isinstance(paras, list) or not paras:
+    paras = rec.listed("paragraphs", _PARAGRAPHS, "{idx, title, paragraph_text, is_supporting}")
+    if not paras:
         rec.fail("'paragraphs' should be a non-empty list of {idx, title, paragraph_text, is_supporting}")
     position_of: dict[int, int] = {}  # a paragraph's idx -> its place in the list (contexts)
     for j, p in enumerate(paras):
-        if not isinstance(p, dict) or not isinstance(p.get("title"), str) or not isinstance(p.get("paragraph_text"), str):
-            rec.fail(f"'paragraphs'[{j}] should be {{idx, title, paragraph_text, is_supporting}}")
-        idx = p.get("idx", j)
-        if isinstance(idx, bool) or not isinstance(idx, int):
-            rec.fail(f"'paragraphs'[{j}]['idx'] should be an integer, got {idx!r}")
+        idx = j if p.idx is None else p.idx
         if idx in position_of:
             rec.fail(f"'paragraphs'[{j}]['idx'] = {idx} is also the idx of 'paragraphs'[{position_of[idx]}]")
         position_of[idx] = j
     steps: list[DecompositionStep] = []
-    decomp = rec.get("question_decomposition", [])
-    if not isinstance(decomp, list):
-        rec.fail("'question_decomposition' should be a list of {id, question, answer, paragraph_support_idx}")
-    for j, st in enumerate(decomp):
-        if not isinstance(st, dict) or not isinstance(st.get("question"), str):
-            rec.fail(f"'question_decomposition'[{j}] should be {{id, question, answer, paragraph_support_idx}}")
-        sup = st.get("paragraph_support_idx")
-        if sup is not None and (isinstance(sup, bool) or not isinstance(sup, int) or sup not in position_of):
+    decomposition = rec.listed("question_decomposition", _STEPS, "{id, question, answer, paragraph_support_idx}")
+    for j, st in enumerate(decomposition):
+        sup = st.paragraph_support_idx
+        if sup is not None and sup not in position_of:
             rec.fail(f"'question_decomposition'[{j}]['paragraph_support_idx'] = {sup!r} names no paragraph idx")
-        steps.append(DecompositionStep(str(st.get("id", "")), st["question"], str(st.get("answer") or ""), sup,
+        steps.append(DecompositionStep(str(st.id), st.question, str(st.answer or ""), sup,
                                        None if sup is None else position_of[sup]))
     answerable = rec.data.get("answerable", True)
     if not isinstance(answerable, bool):
@@ -117,8 +126,8 @@ def parse_musique(rec: RawRecord, opts: ParseOptions) -> QAExample:
         meta["composition"] = prefix
     kind = infer_kind(answers[:1])
     return QAExample(qid, question, answers, "yesno" if kind == "yesno" else "span",
-                     contexts=[(p["title"], [p["paragraph_text"]]) for p in paras], sentence_segmented=False,
-                     supporting_paragraphs=[j for j, p in enumerate(paras) if p.get("is_supporting") is True],
+                     contexts=[(p.title, [p.paragraph_text]) for p in paras], sentence_segmented=False,
+                     supporting_paragraphs=[j for j, p in enumerate(paras) if p.is_supporting is True],
                      decomposition=[s.question for s in steps], decomposition_steps=steps, meta=meta)
 
 
@@ -151,12 +160,7 @@ def parse_fever(rec: RawRecord, opts: ParseOptions) -> QAExample:
     if label is None:
         rec.fail(f"'label' should be SUPPORTS, REFUTES or NOT ENOUGH INFO, got {raw!r}")
     sets: list[list[tuple[str, int]]] = []
-    evidence = rec.get("evidence", [])
-    if not isinstance(evidence, list):
-        rec.fail("'evidence' should be a list of evidence sets")
-    for j, ev_set in enumerate(evidence):
-        if not isinstance(ev_set, list) or not all(isinstance(ev, list) and len(ev) == 4 for ev in ev_set):
-            rec.fail(f"'evidence'[{j}] should be a list of [annotation, evidence, page, sentence], got {ev_set!r}")
+    for ev_set in rec.listed("evidence", _EVIDENCE, "an evidence set [[annotation, evidence, page, sentence], …]"):
         group = list(dict.fromkeys((fever_title(page), sent) for _, _, page, sent in ev_set
                                    if isinstance(page, str) and isinstance(sent, int) and not isinstance(sent, bool)))
         if group and group not in sets:  # NOT ENOUGH INFO sets ([ann, None, None, None]) carry no sentence
@@ -182,8 +186,8 @@ def parse_flashrag(rec: RawRecord, opts: ParseOptions) -> QAExample:
     kind, answers = _labelled(answers, meta)
     raw = md.get("decomposition")
     decomposition: list[Any] = raw if isinstance(raw, list) else []
-    return QAExample(qid, question, answers, kind, contexts=rec.contexts(md.get("context"), "metadata.context"),
-                     supporting_facts=rec.facts(md.get("supporting_facts"), "metadata.supporting_facts"),
+    return QAExample(qid, question, answers, kind, contexts=rec.contexts(md.get("context") or [], "metadata.context"),
+                     supporting_facts=rec.facts(md.get("supporting_facts") or [], "metadata.supporting_facts"),
                      decomposition=[str(d) for d in decomposition], meta=meta)
 
 
@@ -191,14 +195,9 @@ def parse_kilt(rec: RawRecord, opts: ParseOptions) -> QAExample:
     """KILT records: answers are the outputs' ``answer`` fields; provenance titles go to ``meta``."""
     qid = rec.ident("id", fallback=True)
     question = rec.text("input")
-    outputs = rec.get("output", [])
-    if not isinstance(outputs, list):
-        rec.fail("'output' should be a list of {answer, provenance}")
     answers: list[str] = []
     titles: list[str] = []
-    for j, out in enumerate(outputs):
-        if not isinstance(out, dict):
-            rec.fail(f"'output'[{j}] should be an object")
+    for out in rec.listed("output", _OUTPUTS, "an object {answer, provenance}"):
         if isinstance(out.get("answer"), str):
             answers.append(out["answer"].strip())
         for prov in out.get("provenance") or []:

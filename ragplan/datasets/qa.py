@@ -4,11 +4,13 @@ Lines, gzipped too; a file that cannot be read raises :class:`DatasetError` nami
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import itertools
 import json
 import re
-from collections.abc import Iterator
+import zlib
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,33 +81,45 @@ def _holds_records(data: Any) -> bool:
             and any(isinstance(data.get(k), list) for k in ("data", "Data")))
 
 
-def read_records(path: str | Path) -> Iterator[RawRecord]:
-    """The raw records of a JSON or JSON Lines file (blank lines skipped), each with its location; a JSON Lines
-    record is parsed when it is read."""
-    p = Path(path)
-    text = read_text(p, DatasetError)  # (a line that is not UTF-8 is named)
-    body = text.lstrip(" \t\r\n")
-    if not body:
-        raise DatasetError(f"{p}: the file is empty")
-    if body[0] not in "[{":
-        raise DatasetError(f"{p}: neither JSON nor JSON Lines (starts with {body[0]!r})")
-    first: Any = None
-    first_error: DatasetError | None = None
-    lines = [(n, x) for n, x in enumerate(text.split("\n"), 1) if x.strip()] if body[0] == "{" else []
+def _lines(p: Path) -> Generator[tuple[int, str], None, None]:
+    """The non-blank lines of ``p`` (``.gz`` decompressed, a BOM dropped) with their numbers, read one at a time."""
     try:
-        first = json.loads(lines[0][1]) if lines else None
+        with gzip.open(p) if p.suffix == ".gz" else open(p, "rb") as fh:
+            for n, raw in enumerate(fh, 1):
+                if (text := raw.decode("utf-8-sig" if n == 1 else "utf-8")).strip():
+                    yield n, text
+    except UnicodeDecodeError:
+        raise DatasetError(f"{p}:{n}: not UTF-8 text (a binary file?)") from None
+    except (OSError, EOFError, zlib.error) as exc:
+        raise DatasetError(f"{p}: cannot read: {exc}") from None
+
+
+def read_records(path: str | Path) -> Iterator[RawRecord]:
+    """The raw records of a JSON or JSON Lines file (blank lines skipped), each with its location; JSON Lines are
+    read and parsed one line at a time."""
+    p = Path(path)
+    lines = _lines(p)
+    head = next(lines, None)
+    if head is None:
+        raise DatasetError(f"{p}: the file is empty")
+    if (start := head[1].lstrip()[0]) not in "[{":
+        raise DatasetError(f"{p}: neither JSON nor JSON Lines (starts with {start!r})")
+    first_error: DatasetError | None = None
+    try:
+        first = json.loads(head[1]) if start == "{" else None
     except json.JSONDecodeError as exc:
-        first_error = _json_error(p, exc, lines[0][0])  # maybe one pretty-printed object ({"data": [...]})
+        first, first_error = None, _json_error(p, exc, head[0])  # maybe one pretty-printed object ({"data": [...]})
     if first is not None and not _holds_records(first):  # JSON Lines
-        for index, (lineno, line) in enumerate(lines):
+        for index, (lineno, line) in enumerate(itertools.chain([head], lines)):  # (the first parsed again)
             try:
-                data = first if index == 0 else json.loads(line)
+                data = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise _json_error(p, exc, lineno) from None
             yield RawRecord(data, p, index, lineno)
         return
-    try:
-        whole = json.loads(text)
+    lines.close()
+    try:  # one JSON document: read whole, as its reader needs
+        whole = json.loads(read_text(p, DatasetError))
     except json.JSONDecodeError as exc:
         raise (first_error or _json_error(p, exc)) from None
     if isinstance(whole, dict):

@@ -16,7 +16,7 @@ from jinja2 import Environment, PackageLoader
 
 from ragplan.redact import redact
 from ragplan.eval.figures import plot_costs
-from ragplan.eval.report import RunComparison, benchmark_comparison, comparison, family_or_none, plot_comparison
+from ragplan.eval.report import RunComparison, comparison, family_or_none, plot_comparison
 from ragplan.eval.runfolder import RECORD_NUMBERS, RECORD_TEXTS, atomic_write
 from ragplan.state.result import GraphResult
 from ragplan.state.trace_sections import TraceSection
@@ -55,22 +55,15 @@ def _png(data: bytes, alt: str, caption: str = "") -> dict[str, str]:
     return {"data": base64.b64encode(data).decode(), "alt": alt, "caption": caption}
 
 
-def _benchmark_parts(run_dirs: list[str | Path], c: RunComparison) -> tuple[str, list[dict[str, str]], list[str]]:
-    """The benchmark's own tables, PlanRAG's Figure 5, and a note for each part that cannot be made."""
-    tables, plots, notes = "", [], []
-    try:
-        tables = benchmark_comparison(c) or ""
-    except Exception as exc:  # the report is still written without it
-        notes.append(f"the benchmark's own comparison could not be made: {type(exc).__name__}: {exc}")
+def _retrieval_plot(run_dirs: list[str | Path], c: RunComparison) -> tuple[list[dict[str, str]], list[str]]:
+    """PlanRAG's Figure 5, or a note saying why it cannot be drawn."""
     try:
         buf = io.BytesIO()
         if plot_comparison(run_dirs, buf, c) is None:
-            notes.append("no SR/MR plot: none of the runs retrieved")
-        else:
-            plots.append(_png(buf.getvalue(), "accuracy on single- and multi-retrieval questions per run (PlanRAG's Figure 5)"))
-    except Exception as exc:
-        notes.append(f"the SR/MR plot could not be drawn: {type(exc).__name__}: {exc}")
-    return tables, plots, notes
+            return [], ["no SR/MR plot: none of the runs retrieved"]
+        return [_png(buf.getvalue(), "accuracy on single- and multi-retrieval questions per run (PlanRAG's Figure 5)")], []
+    except Exception as exc:  # the report is still written without it
+        return [], [f"the SR/MR plot could not be drawn: {type(exc).__name__}: {exc}"]
 
 
 def _runs_rows(labels: list[str], c: RunComparison, run_dirs: list[Path]) -> list[dict[str, Any]]:
@@ -127,13 +120,14 @@ def _questions(labels: list[str], c: RunComparison) -> tuple[list[dict[str, Any]
     return out, total
 
 
-def render_html_report(run_dirs: list[str | Path], title: str = "") -> str:
-    """The whole page for the run folders (see the module docstring)."""
+def render_html_report(run_dirs: list[str | Path], title: str = "", c: RunComparison | None = None) -> str:
+    """The whole page for the run folders (see the module docstring); ``c``: their comparison, when made."""
     dirs = [Path(d) for d in run_dirs]
-    c = comparison(list(run_dirs))
+    c = c or comparison(list(run_dirs))
     labels = c.labels
     benchmarks = sorted({st.benchmark for st, _, _ in c.runs})
-    tables, plots, notes = _benchmark_parts(list(run_dirs), c) if c.runs else ("", [], [])
+    plots, notes = _retrieval_plot(list(run_dirs), c) if c.runs else ([], [])
+    notes += [c.benchmark_error] if c.benchmark_error else []
     if c.runs:
         plot_costs(labels, [s for _, _, s in c.runs], buf := io.BytesIO())
         plots.insert(0, _png(buf.getvalue(), "comparison of the runs: accuracy, LLM calls and latency per question"))
@@ -147,13 +141,14 @@ def render_html_report(run_dirs: list[str | Path], title: str = "") -> str:
         title=title or f"ragplan report: {', '.join(labels)} on {', '.join(benchmarks)}",
         written=datetime.now().isoformat(timespec="seconds"), runs=_runs_rows(labels, c, dirs), total=total,
         comparison=[dict(zip(c.headers, row)) for row in c.rows], comparison_note=c.note,
-        benchmark_tables=tables, notes=notes, plots=plots, labels=labels, questions=questions,
+        benchmark_tables=c.benchmark_tables, notes=notes, plots=plots, labels=labels, questions=questions,
         outcome_counts=[(o, len(outs) if o == "all" else outs.count(o)) for o in ("all", "correct", "wrong", "failed")])
 
 
-def write_html_report(run_dirs: list[str | Path], out: str | Path, title: str = "") -> Path:
+def write_html_report(run_dirs: list[str | Path], out: str | Path, title: str = "",
+                      c: RunComparison | None = None) -> Path:
     """Render the page and write it atomically to ``out`` (folders created); returns the path."""
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, redact(render_html_report(run_dirs, title)))
+    atomic_write(path, redact(render_html_report(run_dirs, title, c)))
     return path

@@ -19,7 +19,7 @@ from ragplan.jsonl import atomic_write
 from ragplan.registry import family_of
 
 __all__ = ["summarise", "write_summary", "compare_runs", "every_question_failed", "comparison", "RunComparison",
-           "retrieval_class", "retrieval_totals", "summary_markdown", "benchmark_comparison", "retrieval_split",
+           "retrieval_class", "retrieval_totals", "summary_markdown", "retrieval_split",
            "plot_comparison", "run_labels", "family_or_none"]
 
 
@@ -132,14 +132,18 @@ def write_summary(run_dir: Path, s: dict[str, Any]) -> None:
 
 @dataclass
 class RunComparison:
-    """The comparison of several runs: the table, the SR/MR note, each run's settings, records and summary, and
-    each run's name (:func:`run_labels`)."""
+    """The comparison of several runs: the table, the SR/MR note, each run's settings, records and summary, each
+    run's name (:func:`run_labels`), and the benchmark's own tables or why they could not be made."""
 
     headers: list[str]
     rows: list[list[Any]]
     note: str
     runs: list[tuple[RunSettings, dict[str, dict[str, Any]], dict[str, Any]]] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
+    benchmark_tables: str = ""
+    """The ``compare`` hook's Markdown (e.g. REAPER's Table 1 with a column per method); '' without one."""
+    benchmark_error: str = ""
+    """Why the hook's tables could not be made ('' when they could: the rest is shown either way)."""
 
 
 def compare_runs(run_dirs: list[str | Path], c: RunComparison | None = None) -> tuple[str, str]:
@@ -147,12 +151,7 @@ def compare_runs(run_dirs: list[str | Path], c: RunComparison | None = None) -> 
     tables; and why those could not be made ('' when they could: the rest is shown either way, as in the HTML page)."""
     c = c or comparison(run_dirs)
     text = format_table(c.headers, c.rows) + f"\n({c.note})"
-    try:
-        extra = benchmark_comparison(c)  # e.g. REAPER's Table 1 with a column per method
-    except Exception as exc:  # noqa: BLE001  (a hook that fails is named, never a traceback)
-        return text, (f"{c.runs[0][0].benchmark}'s own comparison of {', '.join(map(str, run_dirs))} could not be "
-                      f"made: {type(exc).__name__}: {exc}")
-    return text + (f"\n\n{extra}" if extra else ""), ""
+    return text + (f"\n\n{c.benchmark_tables}" if c.benchmark_tables else ""), c.benchmark_error
 
 
 def comparison(run_dirs: list[str | Path]) -> RunComparison:
@@ -178,8 +177,10 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
     # each run's family figures (FuRePA's iterations …)
     hooks = [fam.result.run_metrics if (fam := family_or_none(st.method)) else None for st, _ in runs]
     refs = _reference_counts(runs)
-    refs_names = "/".join(dict.fromkeys(m for m, _ in refs.values()))
-    split_note = f"SR/MR by {refs_names}'s retrieval count" if refs else "SR/MR by each run's own retrieval count"
+    names = "/".join(dict.fromkeys(m for m, _ in refs.values()))
+    unsplit = {st.benchmark for st, _ in runs} - set(refs)  # benchmarks without a reference run
+    split_note = (f"SR/MR by {names}'s retrieval count" + (f" where a {names} run is given" if unsplit else "")
+                  if refs else "SR/MR by each run's own retrieval count")
     group_keys = ["year"] if any("year" in r for _, recs in runs for r in recs.values()) else []
     summaries = [(st, recs, summarise(list(recs.values()), group_keys, st, metrics, run_metrics=hook))
                  for (st, recs), hook in zip(runs, hooks)]
@@ -198,7 +199,13 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
                      f"{sr['accuracy']:.1%} ({sr['n']})", f"{mr['accuracy']:.1%} ({mr['n']})",
                      s["cost"]["per_question_llm_calls"], s["cost"]["per_question_tokens"], s["cost"]["mean_latency_s"],
                      s["overall"]["errors"]])
-    return RunComparison(headers, rows, split_note, summaries, labels)
+    c = RunComparison(headers, rows, split_note, summaries, labels)
+    try:
+        c.benchmark_tables = _benchmark_tables(c)
+    except Exception as exc:  # noqa: BLE001  (a hook that fails is named, never a traceback)
+        c.benchmark_error = (f"{c.runs[0][0].benchmark}'s own comparison of {', '.join(map(str, run_dirs))} could not "
+                             f"be made: {type(exc).__name__}: {exc}")
+    return c
 
 
 def family_or_none(method: str) -> MethodFamily | None:
@@ -236,7 +243,7 @@ def run_labels(settings: list[RunSettings], run_dirs: list[str | Path]) -> list[
     return [label(s, d) for s, d in zip(settings, run_dirs)]
 
 
-def benchmark_comparison(c: RunComparison) -> str:
+def _benchmark_tables(c: RunComparison) -> str:
     """The ``compare`` hook's tables when every run is of one benchmark that has one; '' otherwise."""
     if not c.runs or len({st.benchmark for st, _, _ in c.runs}) != 1:
         return ""
@@ -245,9 +252,8 @@ def benchmark_comparison(c: RunComparison) -> str:
         hook = getattr(get_benchmark(first.benchmark, first.data, **first.benchmark_options), "compare", None)
     except Exception:  # noqa: BLE001  (an unknown benchmark or options a report cannot honour: no hook)
         return ""
-    if not callable(hook):
-        return ""
-    return str(hook([ComparedRun(lab, st, list(recs.values())) for lab, (st, recs, _) in zip(c.labels, c.runs)]))
+    runs = [ComparedRun(lab, st, list(recs.values())) for lab, (st, recs, _) in zip(c.labels, c.runs)]
+    return str(hook(runs)) if callable(hook) else ""
 
 
 def retrieval_split(c: RunComparison) -> dict[str, dict[str, Any]]:
@@ -279,14 +285,8 @@ def plot_comparison(run_dirs: list[str | Path], path: str | Path | IO[bytes],
     drawn = {bench: b for bench, b in split.items() if b["methods"]}
     if not drawn:
         return None
-    how = {b["split_by"] for b in drawn.values()}
-    own = "own retrieval counts"
-    refs = "/".join(sorted(how - {own}))
     left = [lab for b in split.values() for lab in b["left_out"]]
-    plot_retrieval_split(drawn, path, note="SR/MR by " + ("each run's own retrieval count" if how == {own}
-                                                          else f"{refs}'s retrieval count" if own not in how
-                                                          else f"{refs}'s retrieval count where a {refs} run is given")
-                         + (f"; left out (no retrievals): {', '.join(left)}" if left else ""))
+    plot_retrieval_split(drawn, path, note=c.note + (f"; left out (no retrievals): {', '.join(left)}" if left else ""))
     return path
 
 
