@@ -4,7 +4,6 @@ review_plan → execute_plan → respond), ``agent_planner`` (agent_step ⇄ …
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from langgraph.graph import START, StateGraph
@@ -20,6 +19,7 @@ from ragplan.nodes.reaper.plan_retrieval import plan_retrieval
 from ragplan.nodes.reaper.respond import respond
 from ragplan.nodes.reaper.review import ReaperReviewer
 from ragplan.nodes.reaper.validate_plan import validate_plan
+from ragplan.methods.reaper.execute import render_for_text
 from ragplan.methods.reaper.plan import PlanCall, format_plan
 from ragplan.state.context import ReaperContext
 from ragplan.state.reaper import ReaperInput, ReaperOutput, ReaperResult, ReaperState
@@ -105,11 +105,6 @@ agent_planner = build_agent_planner().compile(name="agent_planner")
 classifier_planner = build_classifier_planner().compile(name="classifier_planner")
 
 
-def _short(value: Any, limit: int = 300) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"
-
-
 class ReaperFamily(MethodFamily):
     """REAPER's family: a tool registry over the retail shop as data (``--shop DIR``), the plan/tool-call trace."""
 
@@ -160,10 +155,9 @@ class ReaperFamily(MethodFamily):
             evidence = evidence[-1:]  # the agent's update carries every call so far; print the new one
         for e in evidence:
             status = e.get("status", "")
-            args = e.get("args", {}) or {}
-            emit(f"\n[#{e.get('evidence_var', '')}] {e.get('tool', '')}({', '.join(f'{k}={_short(v, 80)}' for k, v in args.items())})"
-                 f"  {status} {e.get('elapsed_ms', 0.0):.0f} ms")
-            emit(f"  Output: {_short(e.get('output'))}" if status == "ok" else f"  {e.get('error') or status}")
+            args = ", ".join(f"{k}={render_for_text(v, 80)}" for k, v in (e.get("args") or {}).items())
+            emit(f"\n[#{e.get('evidence_var', '')}] {e.get('tool', '')}({args})  {status} {e.get('elapsed_ms', 0.0):.0f} ms")
+            emit(f"  Output: {render_for_text(e.get('output'), 300)}" if status == "ok" else f"  {e.get('error') or status}")
         super().trace(node, update, emit)
 
 

@@ -15,6 +15,7 @@ from ragplan.methods.reaper import datagen as dg, ttg
 from ragplan.methods.reaper.plan import parse_plan
 from ragplan.methods.reaper.ttg import NO_PLAN_POSSIBLE, TASKS
 from ragplan.methods.reaper.validate import check_plan
+from ragplan.nodes.reaper.planner_prompt import NO_RETRIEVAL, build_planner_messages
 from ragplan.tools.retail import build_retail_registry
 
 EMPTY = {"product_id": "", "product_title": ""}
@@ -65,12 +66,12 @@ class FakeEmbedder:
 # ---------------------------------------------------------------------------------------------- prompt / loading
 
 def test_prompt_builder_has_the_papers_sections(registry, seeds):
-    prompt = "\n\n".join(dg.build_planner_messages(registry, seeds[:2], "where is my blender", EMPTY))
+    prompt = "\n\n".join(build_planner_messages(registry, seeds[:2], "where is my blender", EMPTY))
     for part in ("### Role:", "### System Instruction:", "1. prod_search(query) - ", "Example: #E1 = prod_search(",
                  "# Input:\nContext:", "# Answer:\nStep 1: Ask customer support", "### Input:"):
         assert part in prompt
     assert prompt.endswith('Context: {"product_id": "", "product_title": ""}\nQuestion: "where is my blender"')
-    system, user = dg.build_planner_messages(registry, [], "q", {}, role="R", instructions="I")
+    system, user = build_planner_messages(registry, [], "q", {}, role="R", instructions="I")
     assert system == "### Role:\nR" and "I" in user and "### Examples:" not in user
 
 
@@ -154,7 +155,7 @@ def test_ttg_targets(registry, seeds):
     assert "[MASK1]" in user and answers.startswith("[MASK1] = ")
     assert TASKS["reorder_steps"](seeds[0], seeds, registry, rng()) is None
     assert TASKS["masked_step"](seeds[4], seeds, registry, rng()) is None
-    assert TASKS["plan"](seeds[4], seeds, registry, rng())[2] == dg.NO_RETRIEVAL
+    assert TASKS["plan"](seeds[4], seeds, registry, rng())[2] == NO_RETRIEVAL
 
 
 def test_use_provided_tools_both_outcomes(registry, seeds):

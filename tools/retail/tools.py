@@ -1,6 +1,6 @@
 """REAPER's seven retail tools as LangChain tools over a generated shop, and the ``retail`` tool registry.
 
-The shop, its ``today`` and result sizes are settings of :func:`build_retail_registry`, never plan arguments."""
+The shop and its ``today`` are settings of :func:`build_retail_registry`, never plan arguments."""
 
 from __future__ import annotations
 
@@ -82,6 +82,7 @@ NEW_TOOLS = ["compatible_products"]
 _QUESTION_WORDS = set("what which how does did the this that these are is can will for with and has have product item "
                       "they them its".split())
 _NOISE = set("my the a an of for order orders package packages item items delivery shipment shipments new".split())
+SEARCH_K, QNA_K, FAQ_K, MAX_ORDERS, MAX_COMPATIBLE = 5, 4, 3, 10, 10  # each tool's result size
 
 
 def _num(v: Any) -> float | None:
@@ -178,19 +179,16 @@ def _brief(p: dict[str, Any], **extra: Any) -> dict[str, Any]:
 class RetailTools:
     """The tool functions over one shop (plain methods; :func:`build_retail_registry` wraps them)."""
 
-    def __init__(self, shop: Shop, *, today: str | dt.date | None = None, search_k: int = 5, qna_k: int = 4,
-                 faq_k: int = 3, max_orders: int = 10, max_compatible: int = 10) -> None:
-        """``today`` overrides the shop's; the ``*_k``/``max_*`` settings bound each tool's result size."""
+    def __init__(self, shop: Shop, *, today: str | dt.date | None = None) -> None:
+        """``today`` overrides the shop's."""
         self.shop = shop
         self.today = shop.today if today is None else parse_day(today, "today")
-        self.search_k, self.qna_k, self.faq_k = search_k, qna_k, faq_k
-        self.max_orders, self.max_compatible = max_orders, max_compatible
 
     def prod_search(self, query: str) -> list[dict[str, Any]]:
         """Top catalogue products for ``query`` (FAISS, cosine score)."""
         if not str(query or "").strip():
             raise ToolError("prod_search needs a non-empty query")
-        hits = self.shop.index("catalog").search(str(query), self.search_k)
+        hits = self.shop.index("catalog").search(str(query), SEARCH_K)
         return [_brief(self.shop.products[h.id], score=round(h.score, 4)) for h in hits if h.id in self.shop.products]
 
     def prod_qna(self, product_id: str, question: str) -> dict[str, Any]:
@@ -207,10 +205,9 @@ class RetailTools:
         cands += [{"source": "description", "text": s} for s in split_sentences(p["description"], min_chars=8)]
         vecs = self.shop.embedder.encode([_without_product_name(str(question), p)] + [c["text"] for c in cands])
         scores = vecs[1:] @ vecs[0]
-        order = sorted(range(len(cands)), key=lambda i: (-float(scores[i]), i))[: self.qna_k]
+        order = sorted(range(len(cands)), key=lambda i: (-float(scores[i]), i))[: QNA_K]
         evidence = [{**cands[i], "score": round(float(scores[i]), 4)} for i in order]
-        return {"product_id": p["product_id"], "title": p["title"], "brand": p["brand"], "product_type": p["product_type"],
-                "price": p["price"], "attributes": p["attributes"], "evidence": evidence}
+        return _brief(p, attributes=p["attributes"], evidence=evidence)
 
     def review_summary(self, product_id: str) -> dict[str, Any]:
         """Rating statistics and recurring pros/cons phrases computed from the product's reviews."""
@@ -244,13 +241,13 @@ class RetailTools:
                                                    o["order_id"]))
         keys = ("order_id", "product_id", "title", "quantity", "total_price", "order_date", "status", "carrier",
                 "tracking_number", "estimated_delivery", "delivered_at")
-        return [{k: o[k] for k in keys} for o in orders[: self.max_orders]]
+        return [{k: o[k] for k in keys} for o in orders[: MAX_ORDERS]]
 
     def customer_support(self, question: str) -> list[dict[str, Any]]:
         """The help-centre articles closest to ``question`` (FAISS)."""
         if not str(question or "").strip():
             raise ToolError("customer_support needs a question")
-        hits = self.shop.index("faq").search(str(question), self.faq_k)
+        hits = self.shop.index("faq").search(str(question), FAQ_K)
         return [{**self.shop.faq[h.id], "score": round(h.score, 4)} for h in hits if h.id in self.shop.faq]
 
     def date_math(self, expr: Any, operation: str | None = None, fmt: str | None = None) -> Any:
@@ -291,14 +288,14 @@ class RetailTools:
         found.sort(key=lambda r: (-(r["rating"] or 0), r["price"], r["product_id"]))
         out = {"base_product": {"product_id": base["product_id"], "title": base["title"],
                                 "product_type": base["product_type"]},
-               "product_type": ptype, "compatible": found[: self.max_compatible]}
+               "product_type": ptype, "compatible": found[: MAX_COMPATIBLE]}
         if not found:
             out["note"] = f"the catalogue has no {ptype} that fit this {base['product_type'].rstrip('s')}"
         return out
 
 
 def build_retail_registry(shop_dir: str | None = None, today: str | None = None, *, include_new_tool: bool = True,
-                          model_path: str = "", **settings: Any) -> ToolRegistry:
+                          model_path: str = "") -> ToolRegistry:
     """The ``retail`` suite: specs (names, descriptions, typed arguments, one example, aliases; in prompt order) bound
     to tools over the shop at ``shop_dir``, or specs only without it."""
     from langchain_core.tools import StructuredTool
@@ -306,7 +303,7 @@ def build_retail_registry(shop_dir: str | None = None, today: str | None = None,
     specs = [ToolSpec(name, desc, list(args), example, None, list(aliases))
              for name, (desc, args, example, aliases, _) in _SPECS.items() if include_new_tool or name not in NEW_TOOLS]
     if shop_dir:
-        tools = RetailTools(load_shop(shop_dir, model_path=model_path), today=today, **settings)
+        tools = RetailTools(load_shop(shop_dir, model_path=model_path), today=today)
         for s in specs:
             # (the arguments' schema is inferred from the method's signature)
             s.tool = StructuredTool.from_function(func=_naming(s.name, getattr(tools, s.name)), name=s.name,

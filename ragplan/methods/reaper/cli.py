@@ -179,7 +179,7 @@ def run_datagen(args: argparse.Namespace) -> int:
     from ragplan.methods.reaper import datagen as dg, ttg
     from ragplan.tools import suites as tool_registry
     from ragplan.tools.embeddings import get_embedder
-    from ragplan.tools.retail.shop import jsonl_text
+    from ragplan.jsonl import atomic_write, jsonl_text
 
     if args.per_example < 1:
         return fail("--per-example must be at least 1")
@@ -221,7 +221,7 @@ def run_datagen(args: argparse.Namespace) -> int:
                                    ttg_tasks=ttg_tasks)
     out.mkdir(parents=True, exist_ok=True)
     if unannotated:
-        (out / "dqs_queries.jsonl").write_text(jsonl_text(unannotated), encoding="utf-8")
+        atomic_write(out / "dqs_queries.jsonl", jsonl_text(unannotated))
     stats = ttg.write_dataset(records, out, seed=args.seed, ttg_tasks=ttg_tasks,
                              extra_stats={"seed_examples": len(seeds), "per_example": args.per_example,
                                           "tools": args.tools, "ttg_tasks": ttg_tasks, "dqs": dqs_stats})

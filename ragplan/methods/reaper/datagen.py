@@ -12,15 +12,13 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 from sklearn.preprocessing import normalize
 
-from ragplan.nodes.reaper.planner_prompt import NO_RETRIEVAL, build_planner_messages
 from ragplan.jsonl import read_jsonl_objects
 from ragplan.methods.reaper.plan import RetrievalPlan, parse_plan
 from ragplan.methods.reaper.validate import check_plan
 from ragplan.tools.registry import ToolRegistry, ToolSpec
 
-__all__ = ["NO_RETRIEVAL", "DESCRIPTION_PARAPHRASES", "DatagenError", "SeedExample", "ToolView", "sample_examples",
-           "build_planner_messages", "load_seed_examples", "load_query_pool", "evolve_tools", "rename_plan",
-           "template_variants", "diverse_query_sample"]
+__all__ = ["DESCRIPTION_PARAPHRASES", "DatagenError", "SeedExample", "ToolView", "sample_examples", "load_seed_examples",
+           "load_query_pool", "evolve_tools", "rename_plan", "template_variants", "diverse_query_sample"]
 
 DESCRIPTION_PARAPHRASES: dict[str, list[str]] = {
     "prod_search": [

@@ -20,6 +20,7 @@ from pydantic_core import to_jsonable_python
 
 from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanStep
 from ragplan.methods.reaper.validate import bind_args, reference_problems
+from ragplan.state.trace_sections import excerpt
 
 _REF = re.compile(r"#E(\d+)(?!\d)")
 
@@ -86,11 +87,6 @@ def render_for_text(value: Any, limit: int | None = 2000) -> str:
     v = to_jsonable(value)
     s = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, separators=(",", ":"))
     return s if limit is None or len(s) <= limit else s[: max(0, limit - 1)] + "…"
-
-
-def _short(msg: str, n: int = 200) -> str:
-    msg = " ".join(str(msg).split())
-    return msg if len(msg) <= n else msg[: n - 1] + "…"
 
 
 def _in_daemon_thread(fn: Callable[[], Any]) -> "asyncio.Future[Any]":
@@ -205,7 +201,7 @@ async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float
             f = evidence[failed]
             why = f.error if f.status != "skipped" else "it was skipped"
             record(pos, "skipped", error=f"skipped: depends on #{f.evidence_var} (step {f.index}), which "
-                                         f"{'failed' if f.status != 'skipped' else 'did not run'}: {_short(why or '')}")
+                                         f"{'failed' if f.status != 'skipped' else 'did not run'}: {excerpt(why or '', 199)}")
             return
         spec = registry.get(s.tool) if registry is not None else None
         bound, surplus, _ = bind_args(s, registry)
@@ -231,7 +227,7 @@ async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float
                 else:
                     out = task.result()
             except Exception as exc:  # noqa: BLE001  (a tool failure is the step's result)
-                status, error = "error", f"{type(exc).__name__}: {_short(str(exc), 500)}"
+                status, error = "error", f"{type(exc).__name__}: {excerpt(' '.join(str(exc).split()), 499)}"
             timing = {"started": started - t0, "elapsed_ms": (time.perf_counter() - started) * 1000}
         shown_out = None
         if status == "ok":

@@ -11,11 +11,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ragplan.jsonl import atomic_write, read_jsonl_objects
+from ragplan.jsonl import atomic_write, jsonl_text, read_jsonl_objects
 from ragplan.methods.reaper.plan import RetrievalPlan, PlanStep, format_plan, parse_plan
 from ragplan.tools.retail.tools import PURPOSES, singular
 from ragplan.tools.retail.dates import resolve_range
-from ragplan.tools.retail.shop import jsonl_text, load_shop
+from ragplan.tools.retail.shop import load_shop
 
 __all__ = ["GoldExample", "CATEGORIES", "generate_goldset", "write_goldset", "load_goldset"]
 

@@ -9,12 +9,12 @@ import random
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ragplan.nodes.reaper.planner_prompt import (NO_RETRIEVAL, ROLE, SYSTEM_INSTRUCTION, build_planner_messages, format_input,
-                                                plan_text, tool_block)
+from ragplan.nodes.reaper.planner_prompt import (NO_RETRIEVAL, ROLE, build_planner_messages, format_input, plan_text,
+                                                tool_block)
 from ragplan.methods.reaper.datagen import SeedExample, ToolView, evolve_tools, rename_plan, sample_examples
 from ragplan.methods.reaper.plan import RetrievalPlan, format_arg, format_plan
+from ragplan.jsonl import atomic_write, jsonl_text
 from ragplan.tools.registry import ToolRegistry
-from ragplan.tools.retail.shop import jsonl_text
 
 __all__ = ["TASKS", "NO_PLAN_POSSIBLE", "SECONDARY_TASKS", "parse_ttg_tasks", "generate_dataset", "write_dataset"]
 
@@ -42,8 +42,7 @@ def primary_plan(ex: SeedExample, pool: Sequence[SeedExample], registry: ToolReg
     shots = sample_examples(pool, ex.source_id, rng)
     view, plan = _view(ex, registry, rng, shots)
     shots = [SeedExample(s.source_id, s.query, s.context, rename_plan(s.plan, view.mapping)) for s in shots]
-    system, user = build_planner_messages(view.specs, shots, ex.query, ex.context,
-                                          role=ROLE, instructions=SYSTEM_INSTRUCTION)
+    system, user = build_planner_messages(view.specs, shots, ex.query, ex.context)
     return system, user, plan_text(plan)
 
 
@@ -231,11 +230,11 @@ def write_dataset(records: Sequence[dict[str, Any]], out_dir: str | Path, *, see
     chosen = {"plan", *(SECONDARY_TASKS if ttg_tasks is None else ttg_tasks)}
     by_task = {t: [r for r in records if r["task"] == t] for t in TASKS if t in chosen}
     for t, rows in by_task.items():
-        (out / f"{t}.jsonl").write_text(jsonl_text(rows), encoding="utf-8")
+        atomic_write(out / f"{t}.jsonl", jsonl_text(rows))
     train = list(records)
     random.Random(f"{seed}|train").shuffle(train)
-    (out / "train.jsonl").write_text(jsonl_text(train), encoding="utf-8")
+    atomic_write(out / "train.jsonl", jsonl_text(train))
     stats = {"seed": seed, "total": len(train), "tasks": {t: len(rows) for t, rows in by_task.items()},
              "sources": len(dict.fromkeys(r["source_id"] for r in records)), **(extra_stats or {})}
-    (out / "stats.json").write_text(json.dumps(stats, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    atomic_write(out / "stats.json", json.dumps(stats, indent=2, ensure_ascii=False) + "\n")
     return stats
