@@ -8,7 +8,6 @@ import json
 import random
 import re
 import threading
-from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -143,10 +142,10 @@ def stored_path(g: InstructionGraph, qvec: np.ndarray, method: str = "rap", rng:
         return -1
     if method == "random":
         return (rng or random.Random(0)).choice(range(len(g.paths)))
-    acts = [tuple(g.instructions[i]["action"] for i in p["instructions"]) for p in g.paths]
-    top = Counter(acts).most_common(1)[0][0]
-    ok = np.array([method == "rap" or acts[int(q["path"])] == top for q in g.questions])
-    return int(g.questions[int(np.argmax(np.where(ok, g.qvectors @ qvec, -9)))]["path"])
+    sims = g.qvectors @ qvec
+    if method == "majority":
+        sims = np.where(g.majority_questions, sims, -9)
+    return int(g.questions[int(np.argmax(sims))]["path"])
 
 
 def graph_candidates(parts: PlannerParts, question: str, rl: RLAgent | None, *, k: int = 3, threshold: float = -1.0,
