@@ -194,11 +194,13 @@ class _CountedList(list):
         return super().__iter__()
 
 
-def test_the_majority_path_is_counted_once_per_graph_and_again_after_an_insert():
+def test_the_majority_path_and_instruction_vectors_are_made_once_per_graph_and_again_after_an_insert():
     from ragplan.methods.instructrag.selection import stored_path
 
     emb = VecEmbedder(TABLE)
     g = build_instruction_graph(PATHS, delta=0.4, embedder=emb)
+    known = g.instruction_vectors
+    assert g.instruction_vectors is known and set(known) == {i.text for p in PATHS for i in p.instructions}
     g.paths = _CountedList(g.paths)
     nolan = emb.encode([PATHS[1].question])[0]
     picks = {m: g.paths[stored_path(g, nolan, m)]["instructions"] for m in ("rap", "majority", "majority", "majority")}
@@ -207,6 +209,7 @@ def test_the_majority_path_is_counted_once_per_graph_and_again_after_an_insert()
     more = [_p(f"Where was director {i} born?", "T1", f"Search[director {i}]", "Lookup[birthplace]") for i in range(2)]
     g.insert(more, emb)
     assert g.paths[stored_path(g, nolan, "majority")]["instructions"] == picks["rap"]  # Search → Lookup is now commonest
+    assert "Search[director 1]" in g.instruction_vectors and "Search[director 1]" not in known
 
 
 REFLEXION_LOG = """

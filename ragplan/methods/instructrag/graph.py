@@ -183,14 +183,15 @@ class InstructionGraph:
                                "source": p.source})
         bar.close()
         self.vectors = np.vstack([self.vectors, ivecs])
-        for counted in ("_adjacency", "majority_questions"):
+        for counted in ("_adjacency", "majority_questions", "instruction_vectors"):
             self.__dict__.pop(counted, None)
         self.calibrate()
         self.build_seconds += time.perf_counter() - t0
         return len(texts)
 
+    @cached_property
     def instruction_vectors(self) -> dict[str, np.ndarray]:
-        """Instruction text -> its stored unit vector (the first occurrence)."""
+        """Instruction text -> its stored unit vector (the first occurrence); made once per insert."""
         return {r["text"]: self.vectors[r["id"]] for r in reversed(self.instructions)}
 
     def calibrate(self, probes: int = 40) -> float:

@@ -9,7 +9,6 @@ import random
 import re
 import threading
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -83,11 +82,6 @@ class PlannerParts:
                 raise ValueError("no agents folder: set agents_dir (--agents DIR; train with `ragplan instructrag train`)")
             self._agents[key] = load_agents(self.agents_dir, key)
         return self._agents[key]
-
-    @cached_property
-    def known(self) -> dict[str, np.ndarray]:
-        """The graph's instruction vectors by text."""
-        return self.graph.instruction_vectors()
 
     def vector(self, text: str) -> np.ndarray:
         """The unit embedding of ``text``."""
@@ -181,5 +175,5 @@ def ml_pick(parts: PlannerParts, question: str, ml: MLAgent, candidates: list[Pl
     if not candidates:
         return -1, []
     scores = ml.scores(parts.vector(question), path_backbone_vectors([c.instructions for c in candidates],
-                                                                      parts.embedder, parts.known))
+                                                                      parts.embedder, parts.graph.instruction_vectors))
     return int(np.argmax(scores)), [round(float(s), 4) for s in scores]
