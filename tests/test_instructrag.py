@@ -183,6 +183,35 @@ def test_the_rap_style_store_keeps_noisy_paths():
     assert "Search[wrong page]" in texts and len(texts) == 4
 
 
+
+class _CountedList(list):
+    """A list that counts the walks over it."""
+
+    walks = 0
+
+    def __iter__(self):
+        self.walks += 1
+        return super().__iter__()
+
+
+def test_the_majority_path_and_instruction_vectors_are_made_once_per_graph_and_again_after_an_insert():
+    from ragplan.methods.instructrag.selection import stored_path
+
+    emb = VecEmbedder(TABLE)
+    g = build_instruction_graph(PATHS, delta=0.4, embedder=emb)
+    known = g.instruction_vectors
+    assert g.instruction_vectors is known and set(known) == {i.text for p in PATHS for i in p.instructions}
+    g.paths = _CountedList(g.paths)
+    nolan = emb.encode([PATHS[1].question])[0]
+    picks = {m: g.paths[stored_path(g, nolan, m)]["instructions"] for m in ("rap", "majority", "majority", "majority")}
+    assert len(picks["rap"]) == 2 and len(picks["majority"]) == 4  # three action sequences once each: the first counts
+    assert g.paths.walks == 1  # counted once, not per question
+    more = [_p(f"Where was director {i} born?", "T1", f"Search[director {i}]", "Lookup[birthplace]") for i in range(2)]
+    g.insert(more, emb)
+    assert g.paths[stored_path(g, nolan, "majority")]["instructions"] == picks["rap"]  # Search → Lookup is now commonest
+    assert "Search[director 1]" in g.instruction_vectors and "Search[director 1]" not in known
+
+
 REFLEXION_LOG = """
 ########################################
 BEGIN TRIAL 1
@@ -417,3 +446,27 @@ def test_docstore_search_and_lookup_as_react():
     r = store.search("rock band Creed history")
     assert "No page named" in r.observation and "closest" in r.observation
     assert store.execute("Think", "x").observation.startswith("Invalid action")
+
+
+def test_observe_writes_the_page_only_when_a_search_changes_it():
+    """A Lookup reads the page a Search stored: observe writes no page sentences for it (they used to be written by
+    every step, so every checkpoint held the whole page again)."""
+    from langgraph.runtime import Runtime
+
+    from ragplan.nodes.instructrag.observe import observe
+    from ragplan.state.instructrag import InstructRAGContext, TAOStep
+
+    page = Passage("1", "Creed (band)", "Creed was an American rock band. Creed disbanded in 2004.")
+    rt = Runtime(context=InstructRAGContext(model="-", retriever_object=ListRetriever([page])))
+    search = TAOStep(index=1, action="Search", argument="Creed (band)")
+    first = observe({"question": "q", "steps": [search]}, rt)
+    assert first["page_title"] == "Creed (band)" and len(first["page_sentences"]) == 2
+    kept = {k: v for k, v in first.items() if k.startswith(("page_", "lookup_"))}
+    lookup = TAOStep(index=2, action="Lookup", argument="disbanded")
+    second = observe({"question": "q", "steps": [search, lookup], **kept}, rt)
+    assert second["steps"][0]["observation"] == "(Result 1 / 1) Creed disbanded in 2004."
+    assert second["lookup_keyword"] == "disbanded" and second["lookup_next"] == 1
+    assert "page_sentences" not in second and "page_title" not in second
+    third = observe({"question": "q", "steps": [search, lookup, lookup.model_copy(update={"index": 3})],
+                     **kept, "lookup_keyword": "disbanded", "lookup_next": 1}, rt)
+    assert third["steps"][0]["observation"] == "No more results." and set(third) == {"steps"}

@@ -15,6 +15,10 @@ from ragplan.tools.retrievers import make_retriever, search_k
 __all__ = ["observe"]
 
 
+_PAGE = ("page_title", "page_sentences", "lookup_keyword", "lookup_next")
+"""The docstore's current page and lookup walk, kept in the state."""
+
+
 def observe(state: InstructRAGState, runtime: Runtime[InstructRAGContext]) -> dict[str, Any]:
     """Execute the last step's action (a retriever that cannot be built is recorded on the step); mark the step bound."""
     ctx = runtime.context
@@ -27,14 +31,12 @@ def observe(state: InstructRAGState, runtime: Runtime[InstructRAGContext]) -> di
     except Exception as exc:
         steps[-1] = step.model_copy(update={"observation": f"Search failed: {exc}", "error": str(exc)[:300]})
         return {"steps": [changes(steps[-1], "observation", "error")], **_bound(steps, ctx)}
-    store = ReActDocstore(retriever, k=search_k(ctx, retriever), page_title=state.get("page_title", ""),
-                          page_sentences=list(state.get("page_sentences") or []),
-                          lookup_keyword=state.get("lookup_keyword", ""), lookup_next=int(state.get("lookup_next", 0)))
+    kept: dict[str, Any] = {f: v for f, v in state.items() if f in _PAGE}
+    store = ReActDocstore(retriever, k=search_k(ctx, retriever), **kept)
     r = store.execute(step.action, step.argument)
     steps[-1] = step.model_copy(update={"observation": r.observation, "title": r.title, "error": r.error})
-    return {"steps": [changes(steps[-1], "observation", "title", "error")], "page_title": store.page_title,
-            "page_sentences": store.page_sentences, "lookup_keyword": store.lookup_keyword,
-            "lookup_next": store.lookup_next, **_bound(steps, ctx)}
+    page = {f: getattr(store, f) for f in _PAGE if getattr(store, f) != kept.get(f)}  # the page only when it changed
+    return {"steps": [changes(steps[-1], "observation", "title", "error")], **page, **_bound(steps, ctx)}
 
 
 def _bound(steps: list[TAOStep], ctx: InstructRAGContext) -> dict[str, Any]:

@@ -40,8 +40,8 @@ def action_match(a: list[Instruction], b: list[Instruction]) -> float:
 
 
 def select_path_offline(method: str, graph: InstructionGraph, rl: RLAgent | None, ml: MLAgent | None, ex: QueryExample,
-                        embedder: Any, *, k: int = 3, threshold: float | None = None, rng: random.Random | None = None,
-                        cache: dict[str, np.ndarray] | None = None) -> list[Instruction]:
+                        embedder: Any, *, k: int = 3, threshold: float | None = None,
+                        rng: random.Random | None = None) -> list[Instruction]:
     """The path ``method`` selects for ``ex`` (empty when it finds none); ``threshold`` None = the graph's own."""
     g = graph
     if method == "constant":
@@ -55,7 +55,7 @@ def select_path_offline(method: str, graph: InstructionGraph, rl: RLAgent | None
     paths = [[g.instruction(i) for i in p] for p in res.paths]
     if not paths or method == "no_ml" or ml is None:
         return paths[0] if paths else []
-    vecs = path_backbone_vectors([[i.text for i in p] for p in paths], embedder, cache or g.instruction_vectors())
+    vecs = path_backbone_vectors([[i.text for i in p] for p in paths], embedder, g.instruction_vectors)
     return paths[int(np.argmax(ml.scores(ex.qvec, vecs)))]
 
 
@@ -79,15 +79,15 @@ def selection_quality(graph: InstructionGraph, rl: RLAgent | None, ml: MLAgent |
     """One :class:`SelectionRow` per method; ``agents_for(task)`` gives per-task (adapted) agents."""
     exs = query_examples(query, embedder)
     n = max(1, len(exs))
-    match, cache, rows = PathMatchReward(embedder), graph.instruction_vectors(), []
-    match.known.update(cache)
+    match, rows = PathMatchReward(embedder), []
+    match.known.update(graph.instruction_vectors)
     untrained = untrained_agents(int(graph.vectors.shape[1]) if graph.vectors.ndim == 2 else 384, seed)
     for m in methods:
         rng = random.Random(seed)
         t0 = time.perf_counter()
         picks = [select_path_offline(m, graph, *(untrained if m == "untrained" else agents_for(ex.task)
                                                  if agents_for is not None else (rl, ml)),
-                                     ex, embedder, k=k, threshold=threshold, rng=rng, cache=cache) for ex in exs]
+                                     ex, embedder, k=k, threshold=threshold, rng=rng) for ex in exs]
         ms = 1000 * (time.perf_counter() - t0) / n
         pairs = list(zip(exs, picks))
         am = [action_match(p, ex.own_path) for ex, p in pairs]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -120,6 +121,13 @@ class InstructionGraph:
             into.setdefault(e[1], []).append(e)
         return out, into
 
+    @cached_property
+    def majority_questions(self) -> np.ndarray:
+        """Per question: whether its stored path has the store's commonest action sequence (counted once)."""
+        acts = [tuple(self.instructions[i]["action"] for i in p["instructions"]) for p in self.paths]
+        top = Counter(acts).most_common(1)[0][0] if acts else ()
+        return np.array([acts[int(q["path"])] == top for q in self.questions], dtype=bool)
+
     def out_neighbours(self, node: int) -> list[int]:
         """The nodes an edge leads to from ``node`` (``START`` for the path starts)."""
         return self._adjacency[0].get(node, [])
@@ -175,13 +183,15 @@ class InstructionGraph:
                                "source": p.source})
         bar.close()
         self.vectors = np.vstack([self.vectors, ivecs])
-        self.__dict__.pop("_adjacency", None)
+        for counted in ("_adjacency", "majority_questions", "instruction_vectors"):
+            self.__dict__.pop(counted, None)
         self.calibrate()
         self.build_seconds += time.perf_counter() - t0
         return len(texts)
 
+    @cached_property
     def instruction_vectors(self) -> dict[str, np.ndarray]:
-        """Instruction text -> its stored unit vector (the first occurrence)."""
+        """Instruction text -> its stored unit vector (the first occurrence); made once per insert."""
         return {r["text"]: self.vectors[r["id"]] for r in reversed(self.instructions)}
 
     def calibrate(self, probes: int = 40) -> float:

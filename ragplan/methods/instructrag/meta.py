@@ -136,7 +136,7 @@ class _Trainer:
         self.gen = torch.Generator().manual_seed(s.seed)
         self.baseline = 0.0
         self.rewards: list[float] = []  # every reward computed, for the refusal to save a model that learned nothing
-        self.known = graph.instruction_vectors()  # by text; the graph does not change while it trains
+        self.known = graph.instruction_vectors  # by text
 
     def prime(self, examples: list[QueryExample]) -> None:
         """Give a path-match reward the graph's vectors and embed the examples' own paths in one batch."""

@@ -27,7 +27,7 @@ def path_backbone_vectors(paths: list[list[str]], embedder: Any, known: dict[str
     known = known if known is not None else {}
     todo = list(dict.fromkeys(t for p in paths for t in p if t not in known))
     extra = dict(zip(todo, embedder.encode(todo))) if todo else {}
-    dim = next((len(v) for v in list(known.values())[:1] + list(extra.values())[:1]), 384)
+    dim = next((len(v) for vectors in (known, extra) for v in vectors.values()), 384)
     out = np.zeros((len(paths), dim), dtype=np.float32)
     for i, p in enumerate(paths):
         if p:

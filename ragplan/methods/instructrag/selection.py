@@ -8,9 +8,7 @@ import json
 import random
 import re
 import threading
-from collections import Counter
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -85,11 +83,6 @@ class PlannerParts:
             self._agents[key] = load_agents(self.agents_dir, key)
         return self._agents[key]
 
-    @cached_property
-    def known(self) -> dict[str, np.ndarray]:
-        """The graph's instruction vectors by text."""
-        return self.graph.instruction_vectors()
-
     def vector(self, text: str) -> np.ndarray:
         """The unit embedding of ``text``."""
         return np.asarray(self.embedder.encode([text])[0], dtype=np.float32)
@@ -143,10 +136,10 @@ def stored_path(g: InstructionGraph, qvec: np.ndarray, method: str = "rap", rng:
         return -1
     if method == "random":
         return (rng or random.Random(0)).choice(range(len(g.paths)))
-    acts = [tuple(g.instructions[i]["action"] for i in p["instructions"]) for p in g.paths]
-    top = Counter(acts).most_common(1)[0][0]
-    ok = np.array([method == "rap" or acts[int(q["path"])] == top for q in g.questions])
-    return int(g.questions[int(np.argmax(np.where(ok, g.qvectors @ qvec, -9)))]["path"])
+    sims = g.qvectors @ qvec
+    if method == "majority":
+        sims = np.where(g.majority_questions, sims, -9)
+    return int(g.questions[int(np.argmax(sims))]["path"])
 
 
 def graph_candidates(parts: PlannerParts, question: str, rl: RLAgent | None, *, k: int = 3, threshold: float = -1.0,
@@ -182,5 +175,5 @@ def ml_pick(parts: PlannerParts, question: str, ml: MLAgent, candidates: list[Pl
     if not candidates:
         return -1, []
     scores = ml.scores(parts.vector(question), path_backbone_vectors([c.instructions for c in candidates],
-                                                                      parts.embedder, parts.known))
+                                                                      parts.embedder, parts.graph.instruction_vectors))
     return int(np.argmax(scores)), [round(float(s), 4) for s in scores]
