@@ -364,6 +364,41 @@ def test_the_run_clock_starts_after_its_set_up(tmp_path, monkeypatch):
     assert summary["overall"]["n"] == 2 and len(opened) == 1 and started >= opened[0]
 
 
+def test_the_full_garbage_collection_of_set_up_runs_before_the_clock(tmp_path, monkeypatch):
+    """A fresh process's imports leave a full (generation 2) collection due: the run does it in its set-up, so it does
+    not stop every question in flight (about 0.1 s at a time) once the clock runs."""
+    import asyncio
+    import gc
+
+    from ragplan.nodes.think_then_act.direct_answer import ChainOfThought
+
+    full: list[bool] = []  # one entry per full collection: whether the run's clock had started
+    clock: list[int] = []
+    real_start = RunFolder.start_invocation
+
+    def start(self):
+        clock.append(real_start(self))
+        return clock[-1]
+
+    def note(phase, info):
+        if phase == "start" and info["generation"] == 2:
+            full.append(bool(clock))
+
+    monkeypatch.setattr(RunFolder, "start_invocation", start)
+    data = tmp_path / "hotpot_dev_distractor_v1.json"
+    data.write_text(json.dumps([{"_id": f"q{i}", "question": f"Is city {i} big?", "answer": "yes", "type": "comparison",
+                                 "level": "easy", "supporting_facts": [], "context": []} for i in range(4)]))
+    gc.callbacks.append(note)
+    try:
+        with OpenAIStub(responder=lambda req: ChainOfThought(reasoning="r", answer="yes")) as stub:
+            summary = asyncio.run(evaluate(RunSettings(method="cot", benchmark="hotpotqa", data=str(data),
+                                                       model="openai:stub", base_url=stub.base_url), tmp_path / "run"))
+    finally:
+        gc.callbacks.remove(note)
+    assert summary["overall"]["n"] == 4 and summary["overall"]["errors"] == 0
+    assert full and full[0] is False  # the first full collection came before the clock
+
+
 def test_a_summary_write_that_fails_midway_leaves_the_previous_summary_whole(tmp_path, monkeypatch):
     """summary.json and summary.md are written whole or not at all: a disk that fills mid-write keeps the old ones."""
     import builtins

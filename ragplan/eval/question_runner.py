@@ -8,6 +8,7 @@ after the last; a failed ``prepare`` hands nothing on.
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
 import time
 from collections import Counter
@@ -249,6 +250,7 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
             server = ServerRuns(settings, folder, base, {it.id: it for it in items})
             run_graph = (await server.open()).run
         # (the loop shuts its default executor down when it closes)
+        gc.collect()  # the full collection a fresh process owes for its imports, here and not while questions wait
         invocation = folder.start_invocation()  # the run's clock: set-up above is done once per run, before it
         with keys_read_once():  # the credentials to mask, read once for the run's records
             await asyncio.gather(*(one(it) for it in items))
