@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from langchain_core.messages import HumanMessage
@@ -20,9 +21,10 @@ QUESTION = "Who directed The Distant Signal?"
 
 
 @pytest.fixture(scope="module")
-def parts(tmp_path_factory):
-    """(world, index, graph, agents) folders."""
-    return build_parts(tmp_path_factory.mktemp("instructrag"))
+def parts(every_family_data):
+    """(world, index, graph, agents) folders: the InstructRAG family's test data, built once per test run (the tests
+    copy what they change)."""
+    return build_parts(Path(every_family_data["instructrag"].api("instructrag")["index_dir"]).parent)
 
 
 def _ctx(parts, model, **kw) -> InstructRAGContext:

@@ -8,6 +8,9 @@ from typing import Any
 
 from tests.family_data import FamilyData, once
 
+SYNTHETIC = "furepa_synthetic.jsonl"
+"""The synthetic multi-hop corpus the assessor is trained on (beside its folder; tests/test_furepa_graphs.py reads it)."""
+
 
 def _proposal(req: Any) -> dict[str, Any]:
     """Search once (three candidates), then answer from the evidence."""
@@ -28,7 +31,7 @@ def make(root: Path) -> FamilyData:
     index = local_index(root)
     hotpot = once(root / "furepa_hotpot.json", lambda p: write_json(p, HOTPOT[:1]))
     assessor = once(root / "furepa_assessor", lambda d: assessor_from_data(
-        write_synthetic(root / "furepa_synthetic.jsonl", 40, seed=0), d, context_only=True, n_trees=50, progress=False))
+        write_synthetic(root / SYNTHETIC, 40, seed=0), d, context_only=True, n_trees=50, progress=False))
     trained = lambda m: m == "furepa"  # noqa: E731
     return FamilyData(
         cli=lambda m: ["--retriever", "local", "--index", str(index)] + (["--assessor", str(assessor)] if trained(m) else []),
