@@ -183,7 +183,6 @@ def generate_clone(out_dir: str | Path, scenario: str, n: int, seed: int = 0, si
                          f"{sz.trade_nodes} home nodes); ask for --n {top} or fewer"
                          + (", or use --size official" if size != "official" else ""))
     rng = random.Random(f"{scenario}:{seed}:{size}")
-    locating = scenario == "locating"
     qfile, sdir = (Path(out_dir) / rel for rel in CLONE_PATHS[scenario])
     sdir.mkdir(parents=True, exist_ok=True)
     questions: list[dict[str, Any]] = []
@@ -193,7 +192,7 @@ def generate_clone(out_dir: str | Path, scenario: str, n: int, seed: int = 0, si
             raise ValueError(f"only {len(questions)} of {n} {scenario} questions could be made at size {size} "
                              f"({MAX_FRUITLESS_SCRIPTS} scripts in a row gave no new one)")
         scripts += 1
-        made = (_locating_questions(rng, sz, sdir, questions, n) if locating
+        made = (_locating_questions(rng, sz, sdir, questions, n) if scenario == "locating"
                 else _building_questions(rng, sz, sdir, questions, n, scripts))
         fruitless = 0 if made else fruitless + 1
     qfile.parent.mkdir(parents=True, exist_ok=True)

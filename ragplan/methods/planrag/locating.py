@@ -55,11 +55,11 @@ class LocatingScenario:
         n = len(self.names)
         self.index = {name: i for i, name in enumerate(self.names)}
         self.down: list[list[int]] = [[] for _ in range(n)]
-        up: list[list[int]] = [[] for _ in range(n)]
+        self._up: list[list[int]] = [[] for _ in range(n)]  # upstream neighbours, for steer_target's reach search
         indeg = [0] * n
         for a, b in self.edges:
             self.down[a].append(b)
-            up[b].append(a)
+            self._up[b].append(a)
             indeg[b] += 1
         queue = deque(i for i in range(n) if indeg[i] == 0)
         self.order: list[int] = []
@@ -71,7 +71,6 @@ class LocatingScenario:
                 if indeg[d] == 0:
                     queue.append(d)
         self._reach: dict[int, list[bool]] = {}
-        self._up = up
         self.at_node: list[list[int]] = [[] for _ in range(n)]
         for k, rec in enumerate(self.records):
             self.at_node[rec.node].append(k)
