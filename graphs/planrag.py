@@ -5,6 +5,7 @@ retrieve, answer, check_decision and the graph-DB tool and differ only in wiring
 from __future__ import annotations
 
 from collections.abc import Hashable
+from dataclasses import fields
 from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
@@ -17,12 +18,13 @@ from ragplan.nodes.planrag.plan import plan
 from ragplan.nodes.planrag.prompt import store_for
 from ragplan.nodes.planrag.read_schema import read_schema
 from ragplan.nodes.planrag.replan import advance_plan, replan
-from ragplan.nodes.planrag.retrieve import make_retrieve
+from ragplan.nodes.planrag.retrieve import RetrieveMode, make_retrieve
 from ragplan.nodes.planrag.review import PlanRAGReviewer
 from ragplan.nodes.common.review_plan import make_review_plan
 from ragplan.state.context import PlanRAGContext, recursion_limit_for
 from ragplan.state.planrag import PlanRAGInput, PlanRAGOutput, PlanRAGResult, PlanRAGState, ReplanVerdict, RetrievalStep
 from ragplan.state.review import PLAN_REJECTED
+from ragplan.tools.graphdb import StoreSpec
 from ragplan.tools.graphdb.script import ScriptError
 
 __all__ = [
@@ -31,14 +33,10 @@ __all__ = [
 ]
 
 
-def route_after_schema(state: PlanRAGState) -> Literal["start", "__end__"]:
-    """Stop at once when the store could not be opened."""
+def route_unless_failed(state: PlanRAGState) -> Literal["start", "__end__"]:
+    """Stop at once when the store could not be opened (after read_schema) or planning failed (after plan); else
+    go on (a plan goes to review, which passes through when review is off)."""
     return END if state.get("error") else "start"
-
-
-def route_after_plan(state: PlanRAGState) -> Literal["review_plan", "__end__"]:
-    """The plan goes to review (which passes through when review is off); a failed planning call ends the run."""
-    return END if state.get("error") else "review_plan"
 
 
 def route_after_plan_review(state: PlanRAGState) -> Literal["retrieve", "answer", "__end__"]:
@@ -67,29 +65,32 @@ def route_after_step(state: PlanRAGState) -> Literal["review_plan", "retrieve", 
     return "answer" if state.get("stop_reason") else "retrieve"
 
 
-def _base() -> Builder:
+def _base(mode: RetrieveMode, first: str, then: str) -> Builder:
+    """What all four share: read_schema → ``first`` … retrieve in ``mode`` ⇄ (repair) → ``then`` … → answer →
+    check_decision."""
     g: Builder = StateGraph(PlanRAGState, context_schema=PlanRAGContext, input_schema=PlanRAGInput, output_schema=PlanRAGOutput)
     g.add_node("read_schema", read_schema)
     g.add_node("answer", answer)
     g.add_node("check_decision", check_decision)
+    g.add_node("retrieve", make_retrieve(mode))
     g.add_edge(START, "read_schema")
     g.add_edge("answer", "check_decision")
     g.add_edge("check_decision", END)
+    g.add_conditional_edges("read_schema", route_unless_failed, {"start": first, END: END})
+    g.add_conditional_edges("retrieve", route_after_retrieve,
+                            {"repair": "retrieve", "continue": then, "answer": "answer", "stop": END})
     return g
 
 
 def build_planrag(*, with_replan: bool = True) -> Builder:
     """PlanRAG: plan analyses from the schema, retrieve step by step with Cypher, re-plan after each observation."""
-    g = _base()
+    step = "replan" if with_replan else "advance"
+    g = _base("plan", "plan", step)
     g.add_node("plan", plan)
     g.add_node("review_plan", make_review_plan("planrag" if with_replan else "planrag_no_replan", PlanRAGReviewer()))
-    g.add_node("retrieve", make_retrieve("plan"))
-    step = "replan" if with_replan else "advance"
     g.add_node(step, replan if with_replan else advance_plan)
-    g.add_conditional_edges("read_schema", route_after_schema, {"start": "plan", END: END})
-    g.add_conditional_edges("plan", route_after_plan, {"review_plan": "review_plan", END: END})
+    g.add_conditional_edges("plan", route_unless_failed, {"start": "review_plan", END: END})
     g.add_conditional_edges("review_plan", route_after_plan_review, {"retrieve": "retrieve", "answer": "answer", END: END})
-    g.add_conditional_edges("retrieve", route_after_retrieve, {"repair": "retrieve", "continue": step, "answer": "answer", "stop": END})
     review: dict[Hashable, str] = {"review_plan": "review_plan"} if with_replan else {}
     g.add_conditional_edges(step, route_after_step, {**review, "retrieve": "retrieve", "answer": "answer", END: END})
     return g
@@ -100,24 +101,14 @@ def build_planrag_no_replan() -> Builder:
     return build_planrag(with_replan=False)
 
 
-def _without_plan(mode: Literal["react", "single"], then: str) -> Builder:
-    """read_schema → retrieve in ``mode`` ⇄ (repair) → ``then`` … → answer."""
-    g = _base()
-    g.add_node("retrieve", make_retrieve(mode))
-    g.add_conditional_edges("read_schema", route_after_schema, {"start": "retrieve", END: END})
-    g.add_conditional_edges("retrieve", route_after_retrieve,
-                            {"repair": "retrieve", "continue": then, "answer": "answer", "stop": END})
-    return g
-
-
 def build_iter_rag() -> Builder:
     """IterRAG: ReAct-style iterative Cypher retrieval, no plan; the LLM answers when it knows enough."""
-    return _without_plan("react", "retrieve")
+    return _base("react", "retrieve", "retrieve")
 
 
 def build_single_rag() -> Builder:
     """SingleRAG: one Cypher retrieval, then the answer (``single_rag_repairs`` > 0 lets a failed query be repaired)."""
-    return _without_plan("single", "answer")
+    return _base("single", "retrieve", "answer")
 
 
 #: Default recursion limit of the compiled graphs (for Studio and the SDK, where no limit is passed).
@@ -161,8 +152,7 @@ class PlanRAGFamily(MethodFamily):
 
     def data_key(self, settings: dict[str, Any]) -> str:
         """The graph a question reads (its script or server): questions on one script share its loaded store."""
-        return repr(tuple(settings.get(k) for k in ("graph_path", "neo4j_uri", "neo4j_user", "neo4j_database",
-                                                    "neo4j_replace")))
+        return repr(tuple(settings.get(f.name) for f in fields(StoreSpec)))
 
     def data_line(self, ctx: Any) -> str:
         """``Graph: <script or server>``."""

@@ -261,6 +261,18 @@ class TestOpenStoreAndTool:
             stores = list(pool.map(lambda p: open_store(StoreSpec(graph_path=str(p))), paths))
         assert stores[0] is not stores[1] and [s.node_count() for s in stores] == [6, 6]
 
+    def test_loading_locks_do_not_pile_up(self, trade_cql: Path, tmp_path: Path) -> None:
+        """A script's loading lock goes once the store is loaded, found in the cache, or failed to load."""
+        import ragplan.tools.graphdb.tool as tool_mod
+
+        bad = tmp_path / "bad.cql"
+        bad.write_text("CREATE (a:A {name: 'x'});\nTHIS IS NOT CYPHER;\n")
+        for _ in range(2):
+            open_store(StoreSpec(graph_path=str(trade_cql)))
+            with pytest.raises(ScriptError):
+                open_store(StoreSpec(graph_path=str(bad)))
+        assert tool_mod._loading == {}
+
     def test_bad_specs(self, tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="no graph store configured"):
             open_store(StoreSpec())

@@ -5,7 +5,7 @@ recorded there. On other data the node does nothing."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, cast
 
 from langgraph.runtime import Runtime
 
@@ -21,13 +21,12 @@ def check_decision(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dic
     scenario = (ctx.dqa_scenario or "").strip().lower()
     if not scenario or not state.get("answer"):
         return {}
-    if scenario not in ("locating", "building") or not ctx.graph_path:
-        return {"decision_check": {"error": "a decision check needs dqa_scenario locating|building and graph_path"}}
-    from ragplan.methods.planrag.data import DQAQuestion
+    from ragplan.methods.planrag.data import CLONE_PATHS, DQAQuestion, Scenario
     from ragplan.methods.planrag.grade import grade
 
-    kind: Literal["locating", "building"] = "locating" if scenario == "locating" else "building"
-    q = DQAQuestion(scenario=kind, num=0, country=ctx.dqa_country, year=None, question=state.get("question", ""),
+    if scenario not in CLONE_PATHS or not ctx.graph_path:
+        return {"decision_check": {"error": "a decision check needs dqa_scenario locating|building and graph_path"}}
+    q = DQAQuestion(scenario=cast(Scenario, scenario), num=0, country=ctx.dqa_country, year=None, question=state.get("question", ""),
                     business_rules="", goal="", answer="", script=Path(ctx.graph_path), home=ctx.dqa_home, goods=ctx.dqa_goods)
     try:
         return {"decision_check": grade(q, state["answer"]).to_dict()}

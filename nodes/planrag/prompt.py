@@ -3,6 +3,7 @@ question, trace so far; each node adds its instruction), and the store a run use
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -30,12 +31,7 @@ def store_for(ctx: Any) -> GraphStore:
     """The run's graph store: the context's ``graph_store`` object, or the cached store its settings name."""
     if getattr(ctx, "graph_store", None) is not None:
         return ctx.graph_store
-    return open_store(
-        StoreSpec.from_env(
-            graph_path=ctx.graph_path, neo4j_uri=ctx.neo4j_uri, neo4j_user=ctx.neo4j_user,
-            neo4j_database=ctx.neo4j_database, neo4j_replace=getattr(ctx, "neo4j_replace", False),
-        )
-    )
+    return open_store(StoreSpec.from_env(**{f.name: getattr(ctx, f.name, None) for f in fields(StoreSpec)}))
 
 
 def system_frame(schema_text: str, row_cap: int) -> str:

@@ -4,7 +4,7 @@ the LLM, for ``planrag_no_replan`` (the paper's "w/o RP")."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
@@ -63,12 +63,9 @@ def replan(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, A
     v = d.value
     new_steps = [s.strip() for s in v.new_steps if s.strip()]
     verdict = ReplanVerdict(after_step=after, replan=v.replan, reason=v.reason, new_steps=new_steps if v.replan else [])
-    if not v.replan:
-        return {**advance_plan(state), "replans": [verdict], "usage": d.usage}
-    revised = plan[: cur + 1] + new_steps
-    version = len(state.get("plan_history") or [])
-    update = {"plan": revised, "current_step": cur + 1, "repairs": 0, "replans": [verdict], "usage": d.usage,
-              "plan_history": [PlanVersion(version=version, steps=revised, reason=v.reason, after_step=after)]}
-    if cur + 1 >= len(revised):
-        update["stop_reason"] = "plan_done"
-    return update
+    update: dict[str, Any] = {"replans": [verdict], "usage": d.usage}
+    if v.replan:  # the revised plan keeps the steps up to the current one; the run goes on with the next as usual
+        plan = update["plan"] = plan[: cur + 1] + new_steps
+        update["plan_history"] = [PlanVersion(version=len(state.get("plan_history") or []), steps=plan, reason=v.reason,
+                                              after_step=after)]
+    return {**advance_plan(cast(PlanRAGState, {**state, "plan": plan})), **update}

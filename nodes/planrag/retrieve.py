@@ -83,8 +83,7 @@ def make_retrieve(mode: RetrieveMode) -> Node[PlanRAGState, PlanRAGContext]:
     def retrieve(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, Any]:
         """Ask for one action, run it, record the step, and say where to go next."""
         ctx = runtime.context
-        done: list[RetrievalStep] = state.get("steps") or []
-        index = len(done) + 1
+        index = len(state.get("steps") or []) + 1
         plan = state.get("plan") or []
         cur = state.get("current_step", 0)
         plan_step = cur + 1 if mode == "plan" and cur < len(plan) else None
@@ -123,5 +122,4 @@ def make_retrieve(mode: RetrieveMode) -> Node[PlanRAGState, PlanRAGContext]:
             update["next"] = "continue"
         return update
 
-    retrieve.__name__ = "retrieve"
     return retrieve

@@ -72,20 +72,23 @@ def open_store(spec: StoreSpec) -> GraphStore:
         raise ValueError("no graph store configured: give a .cql script (graph_path / --graph) or a Neo4j URI")
     with _cache_lock:
         loading = _loading.setdefault(key, threading.Lock())
-    with loading:
+    try:
+        with loading:
+            with _cache_lock:
+                if key in _cache:
+                    _cache.move_to_end(key)
+                    return _cache[key]
+            store = _build(spec)
+            with _cache_lock:
+                _cache[key] = store
+                while len(_cache) > STORE_CACHE_SIZE:
+                    _, evicted = _cache.popitem(last=False)
+                    if isinstance(evicted, EmbeddedGraphStore):  # its workers go; a run holding it starts one per query
+                        evicted.sandbox.release()
+            return store
+    finally:  # the key's lock goes once used, whether the store loaded, was cached or failed to load
         with _cache_lock:
-            if key in _cache:
-                _cache.move_to_end(key)
-                return _cache[key]
-        store = _build(spec)
-        with _cache_lock:
-            _cache[key] = store
             _loading.pop(key, None)
-            while len(_cache) > STORE_CACHE_SIZE:
-                _, evicted = _cache.popitem(last=False)
-                if isinstance(evicted, EmbeddedGraphStore):  # its workers go; a run still holding it starts one per query
-                    evicted.sandbox.release()
-        return store
 
 
 def _build(spec: StoreSpec) -> GraphStore:

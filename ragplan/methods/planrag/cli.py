@@ -19,15 +19,14 @@ def add_parser(sub: Any) -> None:
     dqa = sub.add_parser("dqa", help="DQA benchmark: verify gold answers, solve a question, generate scenarios",
                          description="Decision QA (PlanRAG's benchmark) with ragplan's exact simulators; no LLM involved.")
     dsub = dqa.add_subparsers(dest="dqa_command", metavar="SUBCOMMAND", required=True)
-    v = dsub.add_parser("verify", help="compare the simulator's best decision with every gold answer of a clone "
-                                       "(exit 2 when a question's script does not load)")
-    v.add_argument("--data", required=True, metavar="CLONE", help="a clone of the DQA repository (or its data/ folder)")
-    v.add_argument("--scenario", required=True, choices=["locating", "building"])
+    clone = argparse.ArgumentParser(add_help=False)  # what verify and solve read
+    clone.add_argument("--data", required=True, metavar="CLONE", help="a clone of the DQA repository (or its data/ folder)")
+    clone.add_argument("--scenario", required=True, choices=["locating", "building"])
+    v = dsub.add_parser("verify", parents=[clone], help="compare the simulator's best decision with every gold answer "
+                                                        "of a clone (exit 2 when a question's script does not load)")
     v.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N questions")
     v.add_argument("--json", action="store_true", help="one JSON object per question (the last line stays `agree N/M`)")
-    s = dsub.add_parser("solve", help="the best decision and the ranking of all options of one question")
-    s.add_argument("--data", required=True, metavar="CLONE")
-    s.add_argument("--scenario", required=True, choices=["locating", "building"])
+    s = dsub.add_parser("solve", parents=[clone], help="the best decision and the ranking of all options of one question")
     s.add_argument("--question-num", required=True, type=int, metavar="N")
     s.add_argument("--json", action="store_true")
     g = dsub.add_parser("generate", help="write small synthetic DQA-style scenarios with simulated gold answers")

@@ -20,6 +20,7 @@ from ragplan.tools.graphdb.script import decode_script
 __all__ = [
     "DQAQuestion", "DQAError", "load_questions", "load_scenario", "clear_scenario_cache", "data_root", "Scenario",
     "SCENARIO_CACHE_SIZE", "LOCATING_QUESTIONS", "LOCATING_SCRIPTS", "BUILDING_QUESTIONS", "BUILDING_SCRIPTS",
+    "CLONE_PATHS",
 ]
 
 Scenario = Literal["locating", "building"]
@@ -28,6 +29,9 @@ LOCATING_QUESTIONS = "data/locating/questions/simulated_question.json"
 LOCATING_SCRIPTS = "data/locating/queries/LPG_format"
 BUILDING_QUESTIONS = "data/building/questions/simulated_questions.json"
 BUILDING_SCRIPTS = "data/building/queries/LPG_format"
+#: Per scenario, where a clone keeps its questions file and its scripts folder.
+CLONE_PATHS: dict[str, tuple[str, str]] = {"locating": (LOCATING_QUESTIONS, LOCATING_SCRIPTS),
+                                           "building": (BUILDING_QUESTIONS, BUILDING_SCRIPTS)}
 
 
 class DQAError(ValueError):
@@ -89,7 +93,7 @@ def load_questions(clone: str | Path, scenario: Scenario) -> list[DQAQuestion]:
     """Every question of ``scenario`` in file order; a missing or empty required field (``question``,
     ``answer``, ``country``) raises :class:`DQAError` naming the file, the record and the field."""
     root = data_root(clone)
-    rel = LOCATING_QUESTIONS if scenario == "locating" else BUILDING_QUESTIONS
+    rel, scripts_rel = CLONE_PATHS[scenario]
     path = root / rel
     if not path.exists() and scenario == "building":  # tolerate the singular spelling
         alt = root / rel.replace("simulated_questions", "simulated_question")
@@ -102,7 +106,7 @@ def load_questions(clone: str | Path, scenario: Scenario) -> list[DQAQuestion]:
     if not isinstance(raw, list):
         raise DQAError(f"{path} should hold a JSON list of questions, not {type(raw).__name__}")
     out = []
-    scripts = root / (LOCATING_SCRIPTS if scenario == "locating" else BUILDING_SCRIPTS)
+    scripts = root / scripts_rel
     for i, q in enumerate(raw):
         where = f"{path}: question #{i + 1}" + (f" (question_num {q.get('question_num')})"
                                                   if isinstance(q, dict) and "question_num" in q else "")

@@ -12,7 +12,7 @@ from typing import Any
 
 from ragplan.methods.planrag.building import scenario_from_data as building_scenario, simulate_prices, solve_building
 from ragplan.methods.planrag.cql import graph_data_from_text
-from ragplan.methods.planrag.data import BUILDING_QUESTIONS, BUILDING_SCRIPTS, LOCATING_QUESTIONS, LOCATING_SCRIPTS
+from ragplan.methods.planrag.data import CLONE_PATHS
 from ragplan.methods.planrag.locating import merchant_power, scenario_from_data as locating_scenario, solve_locating
 
 __all__ = ["generate_clone", "max_questions", "locating_script", "building_script", "Size", "SIZES", "LOCATING_RULES",
@@ -172,7 +172,7 @@ def generate_clone(out_dir: str | Path, scenario: str, n: int, seed: int = 0, si
     :func:`max_questions` at ``size``, or when :data:`MAX_FRUITLESS_SCRIPTS` scripts in a row give no question."""
     if size not in SIZES:
         raise ValueError(f"size must be one of {', '.join(SIZES)}, not {size!r}")
-    if scenario not in ("locating", "building"):
+    if scenario not in CLONE_PATHS:
         raise ValueError("scenario must be locating or building")
     if n < 0:
         raise ValueError(f"the number of questions must be 0 or more, not {n}")
@@ -183,22 +183,18 @@ def generate_clone(out_dir: str | Path, scenario: str, n: int, seed: int = 0, si
                          f"{sz.trade_nodes} home nodes); ask for --n {top} or fewer"
                          + (", or use --size official" if size != "official" else ""))
     rng = random.Random(f"{scenario}:{seed}:{size}")
-    locating = scenario == "locating"
-    qfile = Path(out_dir) / (LOCATING_QUESTIONS if locating else BUILDING_QUESTIONS)
-    sdir = Path(out_dir) / (LOCATING_SCRIPTS if locating else BUILDING_SCRIPTS)
+    qfile, sdir = (Path(out_dir) / rel for rel in CLONE_PATHS[scenario])
     sdir.mkdir(parents=True, exist_ok=True)
     questions: list[dict[str, Any]] = []
     fruitless = scripts = 0
     while len(questions) < n:
-        fruitless += 1
-        if fruitless > MAX_FRUITLESS_SCRIPTS:
+        if fruitless == MAX_FRUITLESS_SCRIPTS:
             raise ValueError(f"only {len(questions)} of {n} {scenario} questions could be made at size {size} "
                              f"({MAX_FRUITLESS_SCRIPTS} scripts in a row gave no new one)")
         scripts += 1
-        made = (_locating_questions(rng, sz, sdir, questions, n) if locating
+        made = (_locating_questions(rng, sz, sdir, questions, n) if scenario == "locating"
                 else _building_questions(rng, sz, sdir, questions, n, scripts))
-        if made:
-            fruitless = 0
+        fruitless = 0 if made else fruitless + 1
     qfile.parent.mkdir(parents=True, exist_ok=True)
     qfile.write_text(json.dumps(questions, indent=1))
     return questions
@@ -248,7 +244,7 @@ def _building_questions(rng: random.Random, sz: Size, sdir: Path, questions: lis
     goods_order = list(sc.goods_names)
     rng.shuffle(goods_order)
     wrote = False
-    for goods in goods_order[: max(1, min(sz.building_per_script, n - len(questions)))]:
+    for goods in goods_order[: min(sz.building_per_script, n - len(questions))]:  # (at most one question per goods)
         sol = solve_building(sc, goods, prices)
         best = sol.option(sol.best) if sol.best is not None else None
         if best is None or best.change_pct > -0.5:
@@ -261,6 +257,4 @@ def _building_questions(rng: random.Random, sz: Size, sdir: Path, questions: lis
             "question": f"Which building id should we increase a level by 5 to maximally decrease the market price of {goods}?",
             "business_rules": BUILDING_RULES, "answer": sol.best, "target_gdb": country,
         })
-        if len(questions) >= n:
-            break
     return wrote

@@ -55,11 +55,11 @@ class LocatingScenario:
         n = len(self.names)
         self.index = {name: i for i, name in enumerate(self.names)}
         self.down: list[list[int]] = [[] for _ in range(n)]
-        up: list[list[int]] = [[] for _ in range(n)]
+        self._up: list[list[int]] = [[] for _ in range(n)]  # upstream neighbours, for steer_target's reach search
         indeg = [0] * n
         for a, b in self.edges:
             self.down[a].append(b)
-            up[b].append(a)
+            self._up[b].append(a)
             indeg[b] += 1
         queue = deque(i for i in range(n) if indeg[i] == 0)
         self.order: list[int] = []
@@ -71,17 +71,13 @@ class LocatingScenario:
                 if indeg[d] == 0:
                     queue.append(d)
         self._reach: dict[int, list[bool]] = {}
-        self._up = up
         self.at_node: list[list[int]] = [[] for _ in range(n)]
-        self.powers: list[float] = []
-        self.targets: list[int | None] = []
-        self.outward: list[bool] = []  # the record is not anyone's home
         for k, rec in enumerate(self.records):
             self.at_node[rec.node].append(k)
-            self.outward.append(not rec.is_home)
-            power, target = self.with_merchant(rec) if rec.has_merchant else (rec.base, None)
-            self.powers.append(power)
-            self.targets.append(target)
+        self.outward = [not rec.is_home for rec in self.records]  # the record is not anyone's home
+        start = [self.with_merchant(rec) if rec.has_merchant else (rec.base, None) for rec in self.records]
+        self.powers: list[float] = [power for power, _ in start]
+        self.targets: list[int | None] = [target for _, target in start]
         #: :meth:`node_sums` of every node without the decision
         self.base_sums = [self.node_sums(s, self.powers, self.targets) for s in range(n)]
 
@@ -89,21 +85,6 @@ class LocatingScenario:
         """The power of ``rec`` with a merchant, and where that merchant steers (None: nowhere, or home)."""
         power = merchant_power(rec.base, self.development.get(rec.country, 0.0), self.inland[rec.node])
         return power, None if rec.is_home else self.steer_target(rec)
-
-    def reaches(self, home: int) -> list[bool]:
-        """reach[i] = whether ``home`` can be reached from node i along source edges."""
-        if home not in self._reach:
-            reach = [False] * len(self.names)
-            reach[home] = True
-            stack = [home]
-            while stack:
-                x = stack.pop()
-                for u in self._up[x]:
-                    if not reach[u]:
-                        reach[u] = True
-                        stack.append(u)
-            self._reach[home] = reach
-        return self._reach[home]
 
     def steer_target(self, rec: Record) -> int | None:
         """The downstream neighbour a merchant of ``rec`` steers toward (None: it cannot steer home)."""
@@ -113,8 +94,16 @@ class LocatingScenario:
         down = self.down[rec.node]
         if home in down:
             return home
-        reach = self.reaches(home)
-        return next((d for d in down if reach[d]), None)
+        if home not in self._reach:  # reach[i]: whether home can be reached from node i along source edges
+            reach = self._reach[home] = [False] * len(self.names)
+            reach[home] = True
+            stack = [home]
+            while stack:
+                for u in self._up[stack.pop()]:
+                    if not reach[u]:
+                        reach[u] = True
+                        stack.append(u)
+        return next((d for d in down if self._reach[home][d]), None)
 
     def node_sums(self, s: int, powers: list[float], targets: list[int | None]) -> tuple[float, float, dict[int, float], float]:
         """Node ``s``'s total power, outgoing power, steering powers per target and their sum (left to right)."""
