@@ -61,11 +61,14 @@ class HopGroup:
     """Each candidate's best new result's retrieval score (a one-line baseline)."""
 
 
+def _spaced(text: str, full: bool = True) -> str:
+    """The content words of ``text`` between spaces (a page's disambiguation left out unless ``full``)."""
+    return f" {' '.join(content_words(text if full else _PAREN.sub('', text)))} "
+
+
 def _named_at(text: str, title: str, *, full: bool = False) -> int:
-    """Where ``text`` names the page ``title`` (its words in a row, the disambiguation left out unless ``full``), -1
-    if it does not."""
-    words = " ".join(content_words(title if full else _PAREN.sub("", title)))
-    return f" {' '.join(content_words(text))} ".find(f" {words} ") if words else -1
+    """Where ``text`` names the page ``title`` (its words in a row), -1 if it does not."""
+    return _spaced(text).find(words) if (words := _spaced(title, full)).strip() else -1
 
 
 def _paragraph(sentences: list[str]) -> str:
@@ -163,9 +166,9 @@ def _filled(sub: str, hops: list[Hop], h: int) -> str:
 def leaks(searched: Sequence[Hop], question: str, context: Sequence[tuple[str, str]]) -> Callable[[str], bool]:
     """A test of whether a query names a searched hop's gold title or answer when neither the question nor the evidence
     so far does (a candidate a planner could not have written without the gold annotation)."""
-    known = " ".join([question, *(f"{t} {x}" for t, x in context)])
-    hidden = [g for hop in searched for g in (hop.title, hop.answer) if _named_at(known, g) < 0]
-    return lambda query: any(_named_at(query, g) >= 0 for g in hidden)
+    known = _spaced(" ".join([question, *(f"{t} {x}" for t, x in context)]))  # the words of each once, not per query
+    hidden = [w for hop in searched for g in (hop.title, hop.answer) if (w := _spaced(g, False)).strip() and w not in known]
+    return lambda query: any(w in q for q in [_spaced(query)] for w in hidden)
 
 
 def question_key(question: str) -> str:
