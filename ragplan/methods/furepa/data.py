@@ -155,12 +155,7 @@ def fact_pools(examples: Sequence[QAExample], seed: int = 0, distractors: int = 
 
 def _filled(sub: str, hops: list[Hop], h: int) -> str:
     """``#k`` replaced by hop k's answer when hop k comes before hop ``h`` (evidence so far), else left out."""
-    def fill(m: re.Match) -> str:
-        """The earlier hop's answer for one ``#k``, or nothing."""
-        k = int(m.group(1))
-        return hops[k - 1].answer if 1 <= k <= h and hops[k - 1].answer else ""
-
-    return " ".join(_REF.sub(fill, sub).split())
+    return " ".join(_REF.sub(lambda m: hops[int(m[1]) - 1].answer if 1 <= int(m[1]) <= h else "", sub).split())
 
 
 def leaks(searched: Sequence[Hop], question: str, context: Sequence[tuple[str, str]]) -> Callable[[str], bool]:
@@ -227,7 +222,7 @@ def build_groups(examples: Sequence[QAExample], *, seed: int = 0, n_candidates: 
     groups: list[HopGroup] = []
     for ex in tqdm(examples, desc="building candidate queries", unit="question", disable=not progress):
         hops, ordered = question_hops(ex)
-        agents = (logged or {}).get(question_key(ex.question), [])
+        agents, own = (logged or {}).get(question_key(ex.question), []), [(t, _paragraph(x)) for t, x in ex.contexts]
         for h in range(len(hops)):
             context = [(x.title, x.text) for x in hops[:h]]
             targets = [hops[h].title] if ordered else [x.title for x in hops[h:]]
@@ -236,8 +231,7 @@ def build_groups(examples: Sequence[QAExample], *, seed: int = 0, n_candidates: 
             source = "llm" if cands else "react-log" if agents else "data"
             cands = cands or data_candidates(ex, hops, h, rng, n_candidates, agents)
             if len(cands) >= 2:
-                groups.append(HopGroup(ex.id, ex.question, h, context, targets, cands, source=source,
-                                       own=[(t, _paragraph(x)) for t, x in ex.contexts]))
+                groups.append(HopGroup(ex.id, ex.question, h, context, targets, cands, source=source, own=own))
     return groups
 
 
