@@ -29,7 +29,7 @@ def labelled_groups(data: str | Path, index_root: str | Path, *, index_dir: str 
     examples = fact_pools(read_ircot(data)[:limit] or load_qa(data, fmt, limit=limit), seed)
     if not any(gold_support(ex) for ex in examples):
         raise ValueError(f"{data}: no question has gold supporting passages (supporting_facts, MuSiQue's is_supporting "
-                         "paragraphs); the assessor's labels need them")
+                         "paragraphs, StrategyQA's facts); the assessor's labels need them")
     if context_only == bool(index_dir):
         raise ValueError("name the index to label against: --index DIR or --context-only (one of them)")
     if context_only:
