@@ -2,7 +2,7 @@
 dataset, then report each trained pick's MRR beside the one-line baselines on a validation part of the training
 questions (trained on the rest; this row chooses the default scorer), on the held-out questions and on every question
 of the other dataset.
-Usage: python benchmarks/furepa_assessor.py --data A --data B [--queries-from LOG ...] [--seeds 0,1,2] [--work DIR]."""
+Usage: python benchmarks/furepa_assessor.py --data A --data B [--queries-from LOG ...] [--seeds 0,1,2] [--scorers trees]."""
 
 from __future__ import annotations
 
@@ -24,11 +24,12 @@ SCORERS = {"trees": "trees", "cross": "cross-encoder"}
 
 
 def _row(seed: int, trained_on: str, measured_on: str, points: int, mrr: dict[str, dict[str, float]]) -> dict[str, Any]:
-    base = mrr["trees"]
+    base = next(iter(mrr.values()))  # the baselines: the same for every scorer
     best = max(BASELINES, key=lambda b: base[b])
     row = {"key": f"{seed}/{trained_on}/{measured_on}", "seed": seed, "trained_on": trained_on, "measured_on": measured_on,
            "points": points, **{k: base[k] for k in base if k != "trained"}, "best": best,
-           **{s: mrr[s]["trained"] for s in SCORERS}, **{f"{s}_margin": round(mrr[s]["trained"] - base[best], 4) for s in SCORERS}}
+           **{s: m["trained"] for s, m in mrr.items()},
+           **{f"{s}_margin": round(m["trained"] - base[best], 4) for s, m in mrr.items()}}
     print(row, file=sys.stderr, flush=True)
     return row
 
@@ -43,14 +44,13 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         for d in args.data:
             part, _ = split_by_question(groups[d], 0.25, seed)  # the training questions only
             for measured, train_on, name in (("validation", part, "validation"), ("held out", groups[d], "assessor")):
-                outs = {s: work / Path(d).stem / f"{name}-{s}-{seed}" for s in SCORERS}  # last: the ones measured below
-                reports = {s: train_assessor(train_on, outs[s], seed=seed, scorer=scorer, progress=False)
-                           for s, scorer in SCORERS.items()}
-                rows.append(_row(seed, Path(d).stem, measured, reports["trees"].n_groups["test"],
+                outs = {s: work / Path(d).stem / f"{name}-{s}-{seed}" for s in args.scorers}  # last: measured below
+                reports = {s: train_assessor(train_on, outs[s], seed=seed, scorer=SCORERS[s], progress=False) for s in outs}
+                rows.append(_row(seed, Path(d).stem, measured, next(iter(reports.values())).n_groups["test"],
                                  {s: r.mrr for s, r in reports.items()}))
             for other in (x for x in args.data if x != d):
-                evs = {s: evaluate_assessor(groups[other], load_assessor(outs[s])) for s in SCORERS}
-                rows.append(_row(seed, Path(d).stem, Path(other).stem, evs["trees"]["n_groups"],
+                evs = {s: evaluate_assessor(groups[other], load_assessor(outs[s])) for s in outs}
+                rows.append(_row(seed, Path(d).stem, Path(other).stem, next(iter(evs.values()))["n_groups"],
                                  {s: e["mrr"] for s, e in evs.items()}))
     return rows
 
@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries-from", action="append", default=[], help="ReAct/Reflexion trajectory log (repeat)")
     ap.add_argument("--seeds", default="0,1,2", type=lambda s: [int(x) for x in s.split(",") if x.strip()],
                     help="seeds, comma-separated (default 0,1,2)")
+    ap.add_argument("--scorers", default="trees,cross", type=lambda s: s.split(","), help="trees, cross or both (default)")
     ap.add_argument("--work", default=".furepa_assessor", help="folder for the context indexes and assessors")
     add_report_flags(ap, "cross-encoder MRR")
     args = ap.parse_args(argv)

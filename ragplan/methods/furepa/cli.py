@@ -25,7 +25,7 @@ def add_parser(sub: Any) -> None:
                                     "trained pick beside word overlap, BM25, the retriever's top score, first, random "
                                     "and oracle; --eval-data measures the saved assessor on another dataset.")
     t.add_argument("--data", default=None, metavar="FILE", help="QA data with gold supporting passages "
-                   "(HotpotQA, 2Wiki, MuSiQue, FlashRAG JSONL with metadata.supporting_facts, `furepa make-data`)")
+                   "(HotpotQA, 2Wiki, MuSiQue, StrategyQA, FlashRAG JSONL with metadata.supporting_facts, `furepa make-data`)")
     t.add_argument("--eval-data", default=None, metavar="FILE", help="measure the assessor (trained now, or saved at "
                    "--out when no --data is given) on every question of this dataset")
     t.add_argument("--queries-from", action="append", default=[], metavar="LOG", help="ReAct/Reflexion trajectory log "

@@ -1,6 +1,6 @@
-"""Training groups for the plan assessor: per question and hop, the earlier hops' gold passages as context, candidate
-queries written by people or planners (annotated sub-questions, ReAct logs, the propose prompt) and their labels (the
-reciprocal rank of the hop's gold passage among the top ``k`` new results; 0 when absent)."""
+"""Training groups for the plan assessor: per question and hop, the earlier hops' gold passages (StrategyQA: facts) as
+context, candidate queries written by people or planners (annotated sub-questions, ReAct logs, the propose prompt) and
+their labels (the reciprocal rank of the hop's gold passage among the top ``k`` new results; 0 when absent)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import itertools
 import json
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -17,7 +17,7 @@ from ragplan.datasets.example import DecompositionStep
 from ragplan.eval.retrieval import EvidenceSet, GoldSupport, gold_support, score_ranking, title_key
 from ragplan.methods.furepa.features import content_words
 
-__all__ = ["Hop", "HopGroup", "question_hops", "data_candidates", "leaks", "question_key", "logged_queries",
+__all__ = ["Hop", "HopGroup", "question_hops", "data_candidates", "leaks", "question_key", "logged_queries", "fact_pools",
            "llm_candidates", "build_groups", "label_groups", "reciprocal_rank", "read_ircot"]
 
 _REF = re.compile(r"#(\d+)")
@@ -34,8 +34,6 @@ class Hop:
     title: str
     text: str = ""
     """Its text (the dataset's paragraph; empty when the dataset does not ship it)."""
-    sub_question: str = ""
-    """The decomposition's sub-question for this hop, as written (may hold ``#k``)."""
     answer: str = ""
     """The sub-question's answer when the dataset gives it."""
 
@@ -63,11 +61,14 @@ class HopGroup:
     """Each candidate's best new result's retrieval score (a one-line baseline)."""
 
 
+def _spaced(text: str, full: bool = True) -> str:
+    """The content words of ``text`` between spaces (a page's disambiguation left out unless ``full``)."""
+    return f" {' '.join(content_words(text if full else _PAREN.sub('', text)))} "
+
+
 def _named_at(text: str, title: str, *, full: bool = False) -> int:
-    """Where ``text`` names the page ``title`` (its words in a row, the disambiguation left out unless ``full``), -1
-    if it does not."""
-    words = " ".join(content_words(title if full else _PAREN.sub("", title)))
-    return f" {' '.join(content_words(text))} ".find(f" {words} ") if words else -1
+    """Where ``text`` names the page ``title`` (its words in a row), -1 if it does not."""
+    return _spaced(text).find(words) if (words := _spaced(title, full)).strip() else -1
 
 
 def _paragraph(sentences: list[str]) -> str:
@@ -80,26 +81,23 @@ def _step_hops(ex: QAExample) -> list[Hop]:
     pos = [s.paragraph_position for s in steps]  # the paragraph's place in contexts (its MuSiQue idx may differ)
     if not steps or not all(isinstance(i, int) and 0 <= i < len(ex.contexts) for i in pos):
         return []
-    return [Hop(ex.contexts[i][0], _paragraph(ex.contexts[i][1]), s.question, s.answer)
+    return [Hop(ex.contexts[i][0], _paragraph(ex.contexts[i][1]), s.answer)
             for s, i in zip(steps, pos) if isinstance(i, int)]
 
 
 def question_hops(ex: QAExample) -> tuple[list[Hop], bool]:
     """The question's gold passages as hops (the decomposition's order, else a title the question names first; a
-    comparison has no order), and whether their order matters."""
+    comparison or StrategyQA's facts have no order), and whether their order matters."""
     if hops := _step_hops(ex):
         return hops, True
     paragraphs = {t: _paragraph(sents) for t, sents in reversed(ex.contexts)}  # a title's first paragraph
     titles = list(gold_support(ex).titles)
-    subs = list(ex.decomposition)
-    ordered = bool(subs) and len(subs) == len(titles) and ex.meta.get("type") != "comparison"
-    if not ordered:
-        named = [t for t in titles if _named_at(ex.question, t) >= 0]
-        if ex.meta.get("type") != "comparison" and named and len(named) < len(titles):
-            titles = named + [t for t in titles if t not in named]
-            ordered = True
-    aligned = len(subs) == len(titles)
-    return [Hop(t, paragraphs.get(t, ""), subs[i] if aligned else "") for i, t in enumerate(titles)], ordered
+    free = ex.meta.get("type") == "comparison" or ex.dataset == "strategyqa"
+    ordered = not free and len(ex.decomposition) == len(titles) > 0
+    named = [t for t in titles if not (free or ordered) and _named_at(ex.question, t) >= 0]
+    if 0 < len(named) < len(titles):
+        titles, ordered = named + [t for t in titles if t not in named], True
+    return [Hop(t, paragraphs.get(t, "")) for t in titles], ordered
 
 
 def read_ircot(path: str | Path) -> list[QAExample]:
@@ -141,21 +139,31 @@ def read_ircot(path: str | Path) -> list[QAExample]:
     return out
 
 
+def fact_pools(examples: Sequence[QAExample], seed: int = 0, distractors: int = 8) -> list[QAExample]:
+    """StrategyQA questions as a distractor setting: each fact a passage titled by its text, the question's own facts
+    (its gold) then ``distractors`` facts of other questions drawn with ``seed``; other examples are returned as they are."""
+    facts = [(ex.id, f) for ex in examples if ex.dataset == "strategyqa" for _, fs in ex.contexts for f in fs]
+    out = []
+    for ex in examples:
+        own = list(dict.fromkeys(f for _, fs in ex.contexts for f in fs)) if ex.dataset == "strategyqa" else []
+        drawn = random.Random(f"{seed}:{ex.id}").sample(facts, min(len(facts), distractors + len(own))) if own else []
+        pool = own + [f for q, f in drawn if q != ex.id and f not in own][:distractors]
+        out.append(replace(ex, contexts=[(f, [f]) for f in pool], sentence_segmented=False,
+                           supporting_paragraphs=list(range(len(own)))) if own else ex)
+    return out
+
+
 def _filled(sub: str, hops: list[Hop], h: int) -> str:
     """``#k`` replaced by hop k's answer when hop k comes before hop ``h`` (evidence so far), else left out."""
-    def fill(m: re.Match) -> str:
-        """The earlier hop's answer for one ``#k``, or nothing."""
-        k = int(m.group(1))
-        return hops[k - 1].answer if 1 <= k <= h and hops[k - 1].answer else ""
-
-    return " ".join(_REF.sub(fill, sub).split())
+    return " ".join(_REF.sub(lambda m: hops[int(m[1]) - 1].answer if 1 <= int(m[1]) <= h else "", sub).split())
 
 
-def leaks(query: str, searched: Sequence[Hop], question: str, context: Sequence[tuple[str, str]]) -> bool:
-    """Whether ``query`` names a searched hop's gold title or answer when neither the question nor the evidence so far
-    does (a candidate a planner could not have written without the gold annotation)."""
-    known = " ".join([question, *(f"{t} {x}" for t, x in context)])
-    return any(_named_at(query, g) >= 0 > _named_at(known, g) for hop in searched for g in (hop.title, hop.answer))
+def leaks(searched: Sequence[Hop], question: str, context: Sequence[tuple[str, str]]) -> Callable[[str], bool]:
+    """A test of whether a query names a searched hop's gold title or answer when neither the question nor the evidence
+    so far does (a candidate a planner could not have written without the gold annotation)."""
+    known = _spaced(" ".join([question, *(f"{t} {x}" for t, x in context)]))  # the words of each once, not per query
+    hidden = [w for hop in searched for g in (hop.title, hop.answer) if (w := _spaced(g, False)).strip() and w not in known]
+    return lambda query: any(w in q for q in [_spaced(query)] for w in hidden)
 
 
 def question_key(question: str) -> str:
@@ -178,15 +186,14 @@ def logged_queries(files: Sequence[str | Path]) -> dict[str, list[str]]:
 
 
 def data_candidates(ex: QAExample, hops: list[Hop], h: int, rng: random.Random, n: int, logged: Sequence[str] = ()) -> list[str]:
-    """Up to ``n`` candidate queries for hop ``h`` written by people or planners: the question, every hop's annotated
-    sub-question (``#k`` filled only from earlier hops), the ReAct agents' ``logged`` queries, IRCoT's reasoning steps
-    before hop ``h``; none that :func:`leaks` hop ``h``'s or a later hop's gold; shuffled with ``rng``."""
+    """Up to ``n`` candidate queries for hop ``h`` written by people or planners: the question, every annotated sub-question
+    (MuSiQue's, StrategyQA's; ``#k`` filled with an earlier hop's written answer, else left out), the ReAct agents'
+    ``logged`` queries, IRCoT's reasoning steps before hop ``h``; none that :func:`leaks` (hop ``h`` on); shuffled."""
     context = [(x.title, x.text) for x in hops[:h]]
     steps = list(ex.meta.get("reasoning") or [])[:h]  # IRCoT's reasoning written before hop h: each, and all of it
-    pool = [ex.question, *(_filled(x.sub_question, hops, h) for x in hops if x.sub_question), *logged, *steps,
-            " ".join(steps)]
-    out = list(dict.fromkeys(q for q in (" ".join(p.split()) for p in pool)
-                             if content_words(q) and not leaks(q, hops[h:], ex.question, context)))
+    pool = [ex.question, *(_filled(s, hops, h) for s in ex.decomposition), *logged, *steps, " ".join(steps)]
+    leaking = leaks(hops[h:], ex.question, context)
+    out = list(dict.fromkeys(q for q in (" ".join(p.split()) for p in pool) if content_words(q) and not leaking(q)))
     rng.shuffle(out)
     return out[:n]
 
@@ -215,7 +222,7 @@ def build_groups(examples: Sequence[QAExample], *, seed: int = 0, n_candidates: 
     groups: list[HopGroup] = []
     for ex in tqdm(examples, desc="building candidate queries", unit="question", disable=not progress):
         hops, ordered = question_hops(ex)
-        agents = (logged or {}).get(question_key(ex.question), [])
+        agents, own = (logged or {}).get(question_key(ex.question), []), [(t, _paragraph(x)) for t, x in ex.contexts]
         for h in range(len(hops)):
             context = [(x.title, x.text) for x in hops[:h]]
             targets = [hops[h].title] if ordered else [x.title for x in hops[h:]]
@@ -224,8 +231,7 @@ def build_groups(examples: Sequence[QAExample], *, seed: int = 0, n_candidates: 
             source = "llm" if cands else "react-log" if agents else "data"
             cands = cands or data_candidates(ex, hops, h, rng, n_candidates, agents)
             if len(cands) >= 2:
-                groups.append(HopGroup(ex.id, ex.question, h, context, targets, cands, source=source,
-                                       own=[(t, _paragraph(x)) for t, x in ex.contexts]))
+                groups.append(HopGroup(ex.id, ex.question, h, context, targets, cands, source=source, own=own))
     return groups
 
 
@@ -243,15 +249,15 @@ def label_groups(groups: list[HopGroup], search_many: Callable[[list[str], int],
     with ``own_only`` among the question's own paragraphs) and ``top_scores`` (the best new result's score)."""
     from tqdm import tqdm
 
-    flat = [(g, q) for g in groups for q in g.candidates]
-    for g in groups:
+    flat = []
+    for g in groups:  # the titles a result may have (own_only) and those already held, once per group
         g.labels, g.top_scores = [], []
+        own, known = {title_key(t) for t, _ in g.own} if own_only else None, {title_key(t) for t, _ in g.context}
+        flat += [(g, own, known, q) for q in g.candidates]
     with tqdm(total=len(flat), desc="labelling candidates against the index", unit="query", disable=not progress) as bar:
         for start in range(0, len(flat), batch):
             chunk = flat[start:start + batch]
-            for (g, _), hits in zip(chunk, search_many([q for _, q in chunk], 200 if own_only else k + 10)):
-                own = {title_key(t) for t, _ in g.own} if own_only else None
-                known = {title_key(t) for t, _ in g.context}
+            for (g, own, known, _), hits in zip(chunk, search_many([q for *_, q in chunk], 200 if own_only else k + 10)):
                 hits = [p for p in hits if (own is None or title_key(p.title) in own) and title_key(p.title) not in known]
                 rr = reciprocal_rank([p.title for p in hits], g.targets, [])
                 g.labels.append(rr if rr >= 1.0 / k else 0.0)

@@ -44,10 +44,9 @@ def group_texts(question: str, evidence: Sequence[tuple[str, str]], queries: Seq
 
 def group_features(embedder: Any, question: str, evidence: Sequence[tuple[str, str]], queries: Sequence[str]) -> np.ndarray:
     """The feature matrix (a row per query, columns :func:`feature_names`) of one group of candidates."""
-    queries = list(queries)
+    if not (queries := list(queries)):
+        return np.zeros((0, len(feature_names(int(embedder.dim)))))
     vecs = np.asarray(embedder.encode(group_texts(question, evidence, queries)), dtype=np.float64)
-    if not queries:
-        return np.zeros((0, len(feature_names(vecs.shape[1]))))
     cv, qv, cand, ev = vecs[0], vecs[1], vecs[2:2 + len(queries)], vecs[2 + len(queries):]
     cos_c, cos_q = cand @ cv, cand @ qv
     cos_e = (cand @ ev.T).max(axis=1) if len(ev) else np.zeros(len(queries))

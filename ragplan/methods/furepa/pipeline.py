@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 from ragplan.datasets.qa import build_context_index
 from ragplan.eval.retrieval import gold_support
-from ragplan.methods.furepa.data import HopGroup, build_groups, label_groups, llm_candidates, logged_queries, read_ircot
+from ragplan.methods.furepa.data import HopGroup, build_groups, fact_pools, label_groups, llm_candidates, logged_queries, read_ircot
 from ragplan.methods.furepa.train import AssessorReport, train_assessor
 
 __all__ = ["assessor_from_data", "labelled_groups"]
@@ -26,10 +26,10 @@ def labelled_groups(data: str | Path, index_root: str | Path, *, index_dir: str 
     from ragplan.datasets import load_qa
     from ragplan.tools.textindex import TextIndex
 
-    examples = read_ircot(data)[:limit] or load_qa(data, fmt, limit=limit)
+    examples = fact_pools(read_ircot(data)[:limit] or load_qa(data, fmt, limit=limit), seed)
     if not any(gold_support(ex) for ex in examples):
         raise ValueError(f"{data}: no question has gold supporting passages (supporting_facts, MuSiQue's is_supporting "
-                         "paragraphs); the assessor's labels need them")
+                         "paragraphs, StrategyQA's facts); the assessor's labels need them")
     if context_only == bool(index_dir):
         raise ValueError("name the index to label against: --index DIR or --context-only (one of them)")
     if context_only:

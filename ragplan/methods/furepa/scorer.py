@@ -144,9 +144,7 @@ class PlanAssessor:
     def __init__(self, meta: dict[str, Any], trees: TreeEnsemble | None = None, cross: Any = None) -> None:
         if cross is None and list(meta.get("features") or [])[:len(SCALAR_FEATURES)] != list(SCALAR_FEATURES):
             raise AssessorError("the assessor was trained on other features than this version computes; retrain it")
-        self.meta = meta
-        self.trees = trees
-        self.cross = cross
+        self.meta, self.trees, self.cross = meta, trees, cross
 
     def score(self, question: str, evidence: Sequence[tuple[str, str]], queries: Sequence[str]) -> list[float]:
         """Predicted reciprocal rank of each candidate query, given the question and the evidence ``(title, text)``."""

@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -93,19 +93,14 @@ def featurize(groups: Sequence[HopGroup], embedder: Any, *, progress: bool = Fal
     return np.vstack(rows) if rows else np.zeros((0, len(feature_names(int(embedder.dim)))))
 
 
-def _bm25(query: str, docs: list[list[str]], k1: float = 1.5, b: float = 0.75) -> float:
-    """The best Okapi BM25 score of ``query`` over ``docs`` (word lists; idf from them)."""
-    if not docs:
-        return 0.0
+def _bm25(docs: list[list[str]], k1: float = 1.5, b: float = 0.75) -> Callable[[str], float]:
+    """The best Okapi BM25 score of a query over ``docs`` (word lists; idf from them), the tables built once."""
     df = Counter(w for d in docs for w in set(d))
-    avg = sum(map(len, docs)) / len(docs) or 1.0
+    avg = sum(map(len, docs)) / max(1, len(docs)) or 1.0
     idf = {w: math.log(1 + (len(docs) - n + 0.5) / (n + 0.5)) for w, n in df.items()}
-    best = 0.0
-    for d in docs:
-        tf = Counter(d)
-        best = max(best, sum(idf.get(w, 0.0) * tf[w] * (k1 + 1) / (tf[w] + k1 * (1 - b + b * len(d) / avg))
-                             for w in set(content_words(query))))
-    return best
+    weights = [{w: idf[w] * n * (k1 + 1) / (n + k1 * (1 - b + b * len(d) / avg)) for w, n in Counter(d).items()}
+               for d in docs]
+    return lambda query: max((sum(t.get(w, 0.0) for w in set(content_words(query))) for t in weights), default=0.0)
 
 
 def baseline_scores(g: HopGroup) -> dict[str, list[float]]:
@@ -116,7 +111,7 @@ def baseline_scores(g: HopGroup) -> dict[str, list[float]]:
     docs = [content_words(f"{t} {x}") for t, x in g.own if t not in held]
     return {"overlap": [len(q & set(w)) / len(q | set(w)) if q | set(w) else 0.0
                         for w in map(content_words, g.candidates)],
-            "bm25": [_bm25(c, docs) for c in g.candidates],
+            "bm25": list(map(_bm25(docs), g.candidates)),
             "retriever": list(g.top_scores) if len(g.top_scores) == len(g.candidates) else [0.0] * len(g.candidates)}
 
 
