@@ -4,13 +4,12 @@ JSON Lines (:func:`write_synthetic`). Deterministic for a seed."""
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ragplan.eval.runfolder import atomic_write
+from ragplan.jsonl import atomic_write, jsonl_text
 
 __all__ = ["SyntheticWorld", "make_synthetic_world", "synthetic_records", "write_synthetic"]
 
@@ -188,5 +187,5 @@ def write_synthetic(path: str | Path, n: int, seed: int = 0, distractors: int = 
     records = synthetic_records(n, seed, distractors)
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(p, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    atomic_write(p, jsonl_text(records))
     return p
