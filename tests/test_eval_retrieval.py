@@ -234,7 +234,7 @@ def test_eval_retrieval_refuses_bad_input(tmp_path, capsys):
     assert _eval("--benchmark", "hotpotqa", "--data", str(data), "--context-only", "--queries", str(run),
                  "--out", str(tmp_path / "o.json")) == 2
     err = capsys.readouterr().err
-    assert "--index DIR|--context-only" in err and "-k takes positive integers" in err
+    assert "exactly one of --index DIR and --context-only" in err and "-k takes positive integers" in err
     assert "no text index" in err and "no executed_queries list" in err
     fever = write_jsonl(tmp_path / "f.jsonl", FEVER)
     assert _eval("--benchmark", "fever", "--data", str(fever), "--context-only", "--out", str(tmp_path / "f.json")) == 2

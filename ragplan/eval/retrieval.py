@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ragplan.datasets import QAExample
-from ragplan.eval.figures import format_table
+from ragplan.eval.figures import format_table, score_cell
 from ragplan.eval.metrics import field_of, mean_scores
 from ragplan.eval.runfolder import RunFolder, atomic_write
 
@@ -306,16 +306,16 @@ def score_examples(examples: Sequence[QAExample], search: SearchMany, *, ks: Seq
 def retrieval_table(result: dict[str, Any]) -> str:
     """The means as a Markdown table: one row per k (paragraph, sentence and title-level scores), then MRR."""
     o = result["overall"]
-    fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
     cols = ["recall", "all_supporting", "sentence_recall", "title_recall", "title_all_supporting"]
-    table = format_table(["k", *cols], [[k, *(fmt(o.get(f"{c}@{k}")) for c in cols)] for k in result["ks"]], style="md")
+    rows = [[k, *(score_cell(o.get(f"{c}@{k}")) for c in cols)] for k in result["ks"]]
+    table = format_table(["k", *cols], rows, style="md")
     c = result["counts"]
     head = (f"# retrieval on {result.get('benchmark', '?')} — queries: {result.get('query_source', 'the questions')}\n\n"
             f"{c['scored']} of {c['questions']} questions scored ({c['no_gold']} without gold support, {c['missing']} "
             f"not in the run, {c['without_queries']} without queries); {result['queries_per_question']} queries per "
             f"question; sentences ranked from the top {result['passages']} passages of each query.\n")
-    return head + "\n" + table + (f"\n\nMRR (first supporting paragraph): {fmt(o.get('mrr'))}; by title: "
-                                           f"{fmt(o.get('title_mrr'))}\n")
+    return head + "\n" + table + (f"\n\nMRR (first supporting paragraph): {score_cell(o.get('mrr'))}; by title: "
+                                           f"{score_cell(o.get('title_mrr'))}\n")
 
 
 def evaluate_retrieval(benchmark: str, data: str, *, index_dir: str | Path | None = None, context_only: bool = False,
