@@ -303,11 +303,10 @@ def _retrieval(args: argparse.Namespace) -> int:
         return fail(f"-k takes positive integers separated by commas, got {args.ks!r}")
     out = Path(args.out or stamped("retrieval", args.benchmark) + ".json")
     try:
-        opts = parse_assignments(args.benchmark_option)
         result = evaluate_retrieval(args.benchmark, str(Path(args.data).resolve()), index_dir=args.index,
                                     context_only=args.context_only, queries=args.queries, ks=ks, limit=args.limit,
-                                    passages=args.passages, embedding_model=str(opts.get("embedding_model") or ""),
-                                    fmt=opts.get("fmt"), work_dir=out.parent)
+                                    passages=args.passages, options=parse_assignments(args.benchmark_option),
+                                    work_dir=out.parent)
     except Exception as exc:  # bad options, an unknown benchmark, a file that cannot be read, an index not opened …
         return fail(reason(exc, ValueError))
     print(retrieval_table(result))

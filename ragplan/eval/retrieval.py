@@ -320,9 +320,9 @@ def retrieval_table(result: dict[str, Any]) -> str:
 
 def evaluate_retrieval(benchmark: str, data: str, *, index_dir: str | Path | None = None, context_only: bool = False,
                        queries: str | Path | None = None, ks: Sequence[int] = DEFAULT_KS, limit: int | None = None,
-                       passages: int | None = None, embedding_model: str = "", fmt: str | None = None,
+                       passages: int | None = None, options: dict[str, Any] | None = None,
                        work_dir: str | Path = ".") -> dict[str, Any]:
-    """Everything ``ragplan eval retrieval`` does but printing."""
+    """Everything ``ragplan eval retrieval`` does but printing (``options``: the benchmark's, e.g. ``fmt``)."""
     from ragplan.datasets.qa import build_context_index
     from ragplan.eval.registry import get_benchmark
     from ragplan.tools.retrieval import SentenceRanker
@@ -330,7 +330,8 @@ def evaluate_retrieval(benchmark: str, data: str, *, index_dir: str | Path | Non
 
     if bool(index_dir) == bool(context_only):
         raise ValueError("give exactly one of --index DIR and --context-only")
-    bench = get_benchmark(benchmark, data, limit=limit, **({"fmt": fmt} if fmt else {}))
+    bench = get_benchmark(benchmark, data, limit=limit, **(options or {}))
+    embedding_model = str((options or {}).get("embedding_model") or "")
     if not hasattr(bench, "examples"):
         raise ValueError(f"benchmark {benchmark!r} has no gold passages or sentences to score retrieval against")
     examples: list[QAExample] = bench.examples()

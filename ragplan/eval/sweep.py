@@ -77,10 +77,7 @@ def sweep_run_dir(out_dir: str | Path, key: str, value: Any) -> Path:
 
 def check_sweep_setting(method: str, key: str, values: Sequence[Any]) -> None:
     """SweepError unless ``key`` is a setting of ``method``'s context and every value fits its type."""
-    try:
-        family = family_of(method)
-    except KeyError:
-        raise SweepError(f"unknown method {method!r}; see `ragplan graphs`") from None
+    family = family_of(method)  # (KeyError naming the known methods for an unknown one)
     known = key in family.settable()
     for v in values:
         try:
