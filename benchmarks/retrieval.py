@@ -5,7 +5,6 @@ Usage: python benchmarks/retrieval.py [--n 100000] [--embed-n 1000] [--queries 2
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -19,6 +18,7 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
+from ragplan.jsonl import jsonl_text  # noqa: E402
 from ragplan.tools.embeddings import get_embedder  # noqa: E402
 from ragplan.tools.textindex import TextIndex, build_index  # noqa: E402
 from ragplan.tools.textindex.build import make_index  # noqa: E402
@@ -117,7 +117,7 @@ def real_model_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[fl
     res["real: model load"] = (time.perf_counter() - t0, "s")
     passages = synthetic_corpus(args.embed_n, seed=21)
     src = tmp / "real.jsonl"
-    src.write_text("".join(json.dumps(p) + "\n" for p in passages))
+    src.write_text(jsonl_text(passages))
     rep = build_index(src, tmp / "real-idx", embedder=model, flat_threshold=args.embed_n + 1, progress=False)
     res[f"real: build {args.embed_n} passages (flat)"] = (rep.count / rep.seconds, "passages/s")
     res["real: embedding only"] = (rep.embedded / rep.embed_seconds, "passages/s")
@@ -141,7 +141,7 @@ def scale_part(args: argparse.Namespace, tmp: Path, res: dict[str, tuple[float, 
     t0 = time.perf_counter()
     passages = synthetic_corpus(args.n)
     src = tmp / "scale.jsonl"
-    src.write_text("".join(json.dumps(p) + "\n" for p in passages))
+    src.write_text(jsonl_text(passages))
     info["corpus_mb"] = round(src.stat().st_size / 2**20, 1)
     info["generate_s"] = round(time.perf_counter() - t0, 1)
     queries = make_queries(passages, args.queries)

@@ -8,7 +8,7 @@ import inspect
 import json
 import re
 from dataclasses import MISSING, dataclass, fields, is_dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any, Callable, Literal, get_type_hints
 
 from langgraph.graph import StateGraph
@@ -29,6 +29,9 @@ END: Literal["__end__"] = "__end__"
 
 #: What a trace printer writes with: one line of text.
 Emit = Callable[[str], None]
+
+#: The validator of a setting's type, built once per type (``check_settings`` runs for every question of a run).
+_validator = cache(TypeAdapter)
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,7 @@ class MethodFamily:
             if kind in (str, str | None) and isinstance(value, (int, float)) and not isinstance(value, bool):
                 value = str(value)  # `--set dqa_country=1445` reads 1445 as JSON; the setting is text
             try:
-                v = TypeAdapter(kind).validate_python(value)
+                v = _validator(kind).validate_python(value)
             except ValidationError as exc:
                 msg = exc.errors()[0].get("msg", str(exc))
                 raise ValueError(f"{key}={value!r}: {msg} (default {default!r})") from None

@@ -228,14 +228,15 @@ def test_eval_retrieval_refuses_bad_input(tmp_path, capsys):
     assert _eval("--benchmark", "hotpotqa", "--data", str(data), "--context-only", "--index", "x") == 2
     assert _eval("--benchmark", "hotpotqa", "--data", str(data), "--context-only", "-k", "0,x") == 2
     assert _eval("--benchmark", "hotpotqa", "--data", str(data), "--index", str(tmp_path / "none")) == 2
+    assert _eval("--benchmark", "hotpotqa", "--data", str(data), "--context-only", "--benchmark-option", "nope=1") == 2
     run = tmp_path / "old"
     run.mkdir()
     (run / "results.jsonl").write_text(json.dumps({"id": HOTPOT[0]["_id"], "answer": "x"}) + "\n")
     assert _eval("--benchmark", "hotpotqa", "--data", str(data), "--context-only", "--queries", str(run),
                  "--out", str(tmp_path / "o.json")) == 2
     err = capsys.readouterr().err
-    assert "--index DIR|--context-only" in err and "-k takes positive integers" in err
-    assert "no text index" in err and "no executed_queries list" in err
+    assert "exactly one of --index DIR and --context-only" in err and "-k takes positive integers" in err
+    assert "no text index" in err and "no executed_queries list" in err and "has no option nope" in err
     fever = write_jsonl(tmp_path / "f.jsonl", FEVER)
     assert _eval("--benchmark", "fever", "--data", str(fever), "--context-only", "--out", str(tmp_path / "f.json")) == 2
     assert "context_only needs the questions' own context paragraphs" in capsys.readouterr().err

@@ -6,12 +6,11 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import replace
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ragplan.cli.errors import fail
-from ragplan.cli.eval import add_run_flags, new_settings, reason
+from ragplan.cli.eval import add_run_flags, new_settings, reason, stamped
 
 __all__ = ["add_parser", "run"]
 
@@ -51,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
                                     **base.benchmark_options).items())
     except Exception as exc:  # an unknown benchmark, unreadable data, an option the benchmark does not take …
         return fail(reason(exc))
-    out = Path(args.out or f"runs/compare-{args.benchmark}-{datetime.now():%Y%m%d-%H%M%S}")
+    out = Path(args.out or stamped("compare", args.benchmark))
     plan: dict[str, RunSettings] = {}
     for m in methods:
         st = plan[m] = replace(base, method=m, context=dict(base.context),
@@ -73,8 +72,8 @@ def run(args: argparse.Namespace) -> int:
         if failure:  # its rows stay in the report (as wrong); the command says so
             failed.append(m)
             print(f"error: {m}: {failure}", file=sys.stderr, flush=True)
-    runs: list[str | Path] = [out / m for m in plan if (out / m / "results.jsonl").is_file()  # a row to report
-                              and (out / m / "results.jsonl").stat().st_size > 0]
+    runs: list[str | Path] = [out / m for m in plan  # a run with a row to report
+                              if (done := out / m / "results.jsonl").is_file() and done.stat().st_size > 0]
     code = 0
     if runs:
         text, no_table = compare_runs(runs, c := comparison(runs))

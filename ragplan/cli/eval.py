@@ -11,7 +11,7 @@ from typing import Any
 
 from ragplan.cli.errors import BadInput, fail
 
-__all__ = ["add_parser", "run", "add_run_flags", "new_settings", "reason", "DEFAULT_CONCURRENCY"]
+__all__ = ["add_parser", "run", "add_run_flags", "new_settings", "reason", "stamped", "DEFAULT_CONCURRENCY"]
 
 #: Questions in flight when ``--concurrency`` is not given (a new run; a resumed run keeps its own).
 DEFAULT_CONCURRENCY = 4
@@ -135,12 +135,11 @@ def _resume_overrides(settings: Any, args: argparse.Namespace) -> None:
         settings.data = str(Path(args.data).resolve())
     given, options = _given(args, settings.method)
     settings.base_url = given.pop("base_url", settings.base_url)
-    if REDACTED in settings.base_url:
-        raise BadInput(f"{args.resume or args.rerun}: the run's settings.json keeps its base URL without the password "
-                       f"({settings.base_url}); give it again with --base-url URL")
-    if REDACTED in (args.checkpoint_db or settings.checkpoint_db):
-        raise BadInput(f"{args.resume or args.rerun}: the run's settings.json keeps its checkpoint database without the "
-                       f"password ({settings.checkpoint_db}); give it again with --checkpoint-db URL (or use PGPASSWORD)")
+    for what, flag, kept in (("base URL", "--base-url URL", settings.base_url), ("checkpoint database",
+                             "--checkpoint-db URL (or use PGPASSWORD)", args.checkpoint_db or settings.checkpoint_db)):
+        if REDACTED in kept:
+            raise BadInput(f"{args.resume or args.rerun}: the run's settings.json keeps its {what} without the password "
+                           f"({kept}); give it again with {flag}")
     if given.get("llm_cache_dir"):
         settings.llm_cache_dir = str(Path(given.pop("llm_cache_dir")).resolve())
     settings.llm_replay = given.pop("llm_replay", None) or settings.llm_replay
@@ -168,23 +167,21 @@ def run(args: argparse.Namespace) -> int:
         return {"report": _report, "retrieval": _retrieval, "sweep": _sweep}[args.eval_command](args)
     from ragplan.cli.settings import check_llm
     from ragplan.eval.report import every_question_failed, summary_markdown
-    from ragplan.eval.runfolder import bad_entries, record_differences
-    from ragplan.eval.runfolder import RunSettings
+    from ragplan.eval.runfolder import RunSettings, record_differences, replay_problem
     from ragplan.eval.runner import RunRefused, run_evaluation
     from ragplan.registry import family_of
 
     if args.rerun or args.resume:  # (a folder without readable settings: FileFormatError naming the file, exit 2)
         settings = RunSettings.load(Path(args.rerun or args.resume) / "settings.json")
         settings.created = "" if args.rerun else settings.created  # a rerun is a new run
-        run_dir = Path(args.out or _stamped(settings)) if args.rerun else Path(args.resume)
-        if args.rerun and (run_dir.resolve() == Path(args.rerun).resolve() or (run_dir / "results.jsonl").exists()):
-            return fail(f"--rerun writes a new run folder: {run_dir} already holds a run (give --out NEW_DIR)")
         _resume_overrides(settings, args)
     elif missing := _missing(args, "method", "benchmark", "data"):
         return fail(f"missing {missing} (or give --resume RUN_DIR)")
     else:
         settings = new_settings(args, [args.method])
-        run_dir = Path(args.out or _stamped(settings))
+    run_dir = Path(args.resume) if args.resume else Path(args.out or stamped(settings.method, settings.benchmark))
+    if args.rerun and (run_dir.resolve() == Path(args.rerun).resolve() or (run_dir / "results.jsonl").exists()):
+        return fail(f"--rerun writes a new run folder: {run_dir} already holds a run (give --out NEW_DIR)")
     try:  # a saved run's values converted to their settings' types (a wrong one is refused here, not in every question)
         settings.context = family_of(settings.method).check_settings(settings.method, settings.context)
     except ValueError as exc:  # (an unknown method was refused with the command line's settings)
@@ -201,15 +198,8 @@ def run(args: argparse.Namespace) -> int:
             return fail(str(exc))
         settings.checkpoint_db = args.checkpoint_db
     check_llm(settings)
-    if args.rerun and settings.llm_replay:
-        if not (Path(args.rerun) / "llm_cache.json").exists():
-            return fail(f"{args.rerun} was recorded without --llm-cache (it has no llm_cache.json): there are no "
-                        "recorded responses to replay; re-run it against an endpoint without --replay")
-        bad, used = bad_entries(args.rerun, settings.llm_cache_dir)
-        if bad:
-            return fail(f"the LLM cache {settings.llm_cache_dir} lacks or cannot serve {len(bad)} of the {used} responses "
-                        f"{args.rerun} used (its llm_cache.json), the replay would fail on them: " + "; ".join(bad[:5])
-                        + (" …" if len(bad) > 5 else ""))
+    if args.rerun and settings.llm_replay and (problem := replay_problem(args.rerun, settings.llm_cache_dir)):
+        return fail(problem)
     try:
         summary = run_evaluation(settings, run_dir, progress=not args.no_progress)
     except Exception as exc:  # an unknown benchmark, a refused run (furepa without an assessor), unreadable data
@@ -238,9 +228,9 @@ def reason(exc: Exception, *plain: type) -> str:
         f"{type(exc).__name__}: {exc}"
 
 
-def _stamped(settings: Any) -> str:
-    """The default folder of a new run."""
-    return f"runs/{settings.method}-{settings.benchmark}-{datetime.now():%Y%m%d-%H%M%S}"
+def stamped(*parts: str) -> str:
+    """The default output of a new run or report: ``runs/<parts>-<time>``."""
+    return "runs/" + "-".join([*parts, f"{datetime.now():%Y%m%d-%H%M%S}"])
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -250,8 +240,7 @@ def _report(args: argparse.Namespace) -> int:
     from ragplan.eval.report import compare_runs, comparison, plot_comparison
 
     try:
-        c = comparison(args.runs)
-        text, failed = compare_runs(args.runs, c)
+        text, failed = compare_runs(args.runs, c := comparison(args.runs))
         print(text)
         code = fail(failed, 1) if failed else 0
         if args.plot:
@@ -268,7 +257,6 @@ def _sweep(args: argparse.Namespace) -> int:
     """``ragplan eval sweep``: one run per value of the setting, then the sweep's table, JSON and figure."""
     from ragplan.cli.settings import check_llm
     from ragplan.eval.report import every_question_failed
-    from ragplan.eval.runner import run_evaluation
     from ragplan.eval.sweep import SweepError, parse_sweep, run_sweep, sweep_markdown, write_sweep
 
     if missing := _missing(args, "method", "benchmark", "data", "sweep"):
@@ -283,30 +271,23 @@ def _sweep(args: argparse.Namespace) -> int:
         return fail(f"--set {key} and --sweep {key} both set {key}; leave out the --set")
     check_llm(base)
     out = Path(args.out or f"runs/sweep-{base.method}-{base.benchmark}-{key}")
-    all_failed: list[str] = []
 
     def started(value: Any, run_dir: Path, done: int) -> None:
         how = f"resuming ({done} question(s) finished)" if done else "starting"
         print(f"{key}={value}: {how} in {run_dir}", file=sys.stderr, flush=True)
 
-    def evaluate_run(settings: Any, run_dir: Path) -> dict[str, Any]:
-        summary = run_evaluation(settings, run_dir, progress=not args.no_progress)
-        failure = every_question_failed(summary, run_dir)
-        if failure:
-            all_failed.append(f"{run_dir}: {failure}")
-        return summary
-
     try:
-        result = run_sweep(base, key, values, out, evaluate_run=evaluate_run, on_start=started)
+        result = run_sweep(base, key, values, out, progress=not args.no_progress, on_start=started)
     except Exception as exc:  # data that cannot be read: the runs so far are kept, the rest is not started
         return fail(reason(exc, SweepError))
     paths = write_sweep(out, result)
     print(sweep_markdown(result))
     print(f"sweep folder: {out}")
     print(f"written: {paths['md']}, {paths['json']}, {paths['png']}")
-    for line in all_failed:
+    failed = [f"{r['run_dir']}: {why}" for r in result.rows if (why := every_question_failed(r, r["run_dir"]))]
+    for line in failed:
         print(f"error: {line}", file=sys.stderr)
-    return 1 if all_failed else 0
+    return 1 if failed else 0
 
 
 def _retrieval(args: argparse.Namespace) -> int:
@@ -314,28 +295,20 @@ def _retrieval(args: argparse.Namespace) -> int:
     from ragplan.cli.settings import parse_assignments
     from ragplan.eval.retrieval import evaluate_retrieval, retrieval_table, write_result
 
-    missing = _missing(args, "benchmark", "data")
-    if missing or bool(args.index) == bool(args.context_only):
+    if missing := _missing(args, "benchmark", "data"):
         return fail("use `ragplan eval retrieval --benchmark B --data FILE --index DIR|--context-only "
-                    "[--queries RUN_DIR] [-k 1,2,5,10]`" + (f" (missing {missing})" if missing else ""))
-    try:
-        ks = [int(k) for k in args.ks.split(",") if k.strip()]
-    except ValueError:
-        ks = []
+                    f"[--queries RUN_DIR] [-k 1,2,5,10]` (missing {missing})")
+    ks = [int(k) if k.strip().isdecimal() else 0 for k in args.ks.split(",") if k.strip()]
     if not ks or min(ks) < 1:
         return fail(f"-k takes positive integers separated by commas, got {args.ks!r}")
-    try:
-        opts = parse_assignments(args.benchmark_option)
-    except ValueError as exc:
-        return fail(str(exc))
-    out = Path(args.out or f"runs/retrieval-{args.benchmark}-{datetime.now():%Y%m%d-%H%M%S}.json")
+    out = Path(args.out or stamped("retrieval", args.benchmark) + ".json")
     try:
         result = evaluate_retrieval(args.benchmark, str(Path(args.data).resolve()), index_dir=args.index,
                                     context_only=args.context_only, queries=args.queries, ks=ks, limit=args.limit,
-                                    passages=args.passages, embedding_model=str(opts.get("embedding_model") or ""),
-                                    fmt=opts.get("fmt"), work_dir=out.parent)
-    except Exception as exc:  # an unknown benchmark, a file that cannot be read, an index that cannot be opened …
-        return fail(reason(exc))
+                                    passages=args.passages, options=parse_assignments(args.benchmark_option),
+                                    work_dir=out.parent)
+    except Exception as exc:  # bad options, an unknown benchmark, a file that cannot be read, an index not opened …
+        return fail(reason(exc, ValueError))
     print(retrieval_table(result))
     print(f"written: {write_result(result, out)}")
     return 0

@@ -16,7 +16,7 @@ from typing import Any
 
 from ragplan.datasets.example import DatasetError, QAExample, RawRecord, infer_kind
 from ragplan.datasets.formats import PARSERS, ParseOptions, looks_like, unsupported_format
-from ragplan.jsonl import atomic_write, read_text
+from ragplan.jsonl import atomic_write, jsonl_text, read_text
 
 __all__ = ["FORMATS", "QAExample", "DatasetError", "infer_kind", "load_qa", "detect_format", "read_records",
            "resolve_data_file", "normalize_format", "context_passages", "build_context_index"]
@@ -214,7 +214,7 @@ def build_context_index(examples: list[QAExample], root: str | Path, *, model: s
                            "files); retrieve from Wikipedia or a corpus index instead")
     root = Path(root)
     passages_path, index_dir, manifest_path = root / "passages.jsonl", root / "index", root / "manifest.json"
-    text = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in passages)
+    text = jsonl_text(passages)
     manifest = {"passages_sha256": hashlib.sha256(text.encode()).hexdigest(), "passages": len(passages),
                 "questions": len(examples), "embedding_model": model}
     try:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Literal, Mapping, Sequence
 
 __all__ = ["metric_label", "plot_run", "plot_sweep", "plot_retrieval_split", "plot_costs", "ORDINAL_SCALES",
-           "ordered_categories", "format_table"]
+           "ordered_categories", "format_table", "score_cell"]
 
 ORDINAL_SCALES: tuple[tuple[str, ...], ...] = (
     ("easy", "medium", "hard"),
@@ -48,6 +48,11 @@ def ordered_categories(values: Iterable[object]) -> list[str]:
         return (1, 0.0, _natural(low))
 
     return sorted(vals, key=key)
+
+
+def score_cell(v: Any) -> str:
+    """A score as a table shows it: ``-`` when there is none, else three decimals."""
+    return "-" if v is None else f"{v:.3f}" if isinstance(v, (int, float)) else str(v)
 
 
 def format_table(head: Sequence[Any], rows: Iterable[Sequence[Any]], *, right: bool = False,

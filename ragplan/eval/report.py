@@ -11,7 +11,7 @@ from typing import IO, Any, Callable, Sequence
 
 from ragplan.eval.benchmark import ComparedRun
 from ragplan.eval.metrics import count_of, mean_scores
-from ragplan.eval.figures import format_table, ordered_categories, plot_retrieval_split, plot_run
+from ragplan.eval.figures import format_table, ordered_categories, plot_retrieval_split, plot_run, score_cell
 from ragplan.eval.registry import get_benchmark
 from ragplan.eval.runfolder import RunFolder, RunSettings
 from ragplan.family import MethodFamily
@@ -99,7 +99,7 @@ def summary_markdown(s: dict[str, Any]) -> str:
     """The summary as Markdown tables."""
     o, c = s["overall"], s["cost"]
     ms = [*(s.get("metrics") or []), *(s.get("run_metrics") or [])]  # the benchmark's, then the method family's
-    mfmt = lambda a: [("-" if a.get(m) is None else f"{a[m]:.3f}") for m in ms]  # noqa: E731
+    mfmt = lambda a: [score_cell(a.get(m)) for m in ms]  # noqa: E731
     parts = [f"# {s['method']} on {s['benchmark']} ({s['model'] or 'model from context'})", "",
              format_table(["questions", "correct", "accuracy", *ms, "errors", "LLM calls", "prompt tokens", "completion tokens",
                      "LLM calls/q", "tokens/q", "latency/q (s)", "wall time (s)"],
@@ -194,7 +194,7 @@ def comparison(run_dirs: list[str | Path]) -> RunComparison:
         sr, mr = _split(st, recs, refs).values()
         ys = [s["groups"].get("year", {}).get(y, {"accuracy": 0, "n": 0}) for y in years]
         rows.append([label, st.model or "-", st.benchmark, s["overall"]["n"], f"{s['overall']['accuracy']:.1%}",
-                     *["-" if s["overall"].get(m) is None else f"{s['overall'][m]:.3f}" for m in [*metrics, *run_names]],
+                     *[score_cell(s["overall"].get(m)) for m in [*metrics, *run_names]],
                      *[f"{y['accuracy']:.1%} ({y['n']})" if y["n"] else "-" for y in ys],
                      f"{sr['accuracy']:.1%} ({sr['n']})", f"{mr['accuracy']:.1%} ({mr['n']})",
                      s["cost"]["per_question_llm_calls"], s["cost"]["per_question_tokens"], s["cost"]["mean_latency_s"],

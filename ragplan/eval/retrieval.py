@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ragplan.datasets import QAExample
-from ragplan.eval.figures import format_table
+from ragplan.eval.figures import format_table, score_cell
 from ragplan.eval.metrics import field_of, mean_scores
 from ragplan.eval.runfolder import RunFolder, atomic_write
 
@@ -306,23 +306,23 @@ def score_examples(examples: Sequence[QAExample], search: SearchMany, *, ks: Seq
 def retrieval_table(result: dict[str, Any]) -> str:
     """The means as a Markdown table: one row per k (paragraph, sentence and title-level scores), then MRR."""
     o = result["overall"]
-    fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
     cols = ["recall", "all_supporting", "sentence_recall", "title_recall", "title_all_supporting"]
-    table = format_table(["k", *cols], [[k, *(fmt(o.get(f"{c}@{k}")) for c in cols)] for k in result["ks"]], style="md")
+    rows = [[k, *(score_cell(o.get(f"{c}@{k}")) for c in cols)] for k in result["ks"]]
+    table = format_table(["k", *cols], rows, style="md")
     c = result["counts"]
     head = (f"# retrieval on {result.get('benchmark', '?')} — queries: {result.get('query_source', 'the questions')}\n\n"
             f"{c['scored']} of {c['questions']} questions scored ({c['no_gold']} without gold support, {c['missing']} "
             f"not in the run, {c['without_queries']} without queries); {result['queries_per_question']} queries per "
             f"question; sentences ranked from the top {result['passages']} passages of each query.\n")
-    return head + "\n" + table + (f"\n\nMRR (first supporting paragraph): {fmt(o.get('mrr'))}; by title: "
-                                           f"{fmt(o.get('title_mrr'))}\n")
+    return head + "\n" + table + (f"\n\nMRR (first supporting paragraph): {score_cell(o.get('mrr'))}; by title: "
+                                           f"{score_cell(o.get('title_mrr'))}\n")
 
 
 def evaluate_retrieval(benchmark: str, data: str, *, index_dir: str | Path | None = None, context_only: bool = False,
                        queries: str | Path | None = None, ks: Sequence[int] = DEFAULT_KS, limit: int | None = None,
-                       passages: int | None = None, embedding_model: str = "", fmt: str | None = None,
+                       passages: int | None = None, options: dict[str, Any] | None = None,
                        work_dir: str | Path = ".") -> dict[str, Any]:
-    """Everything ``ragplan eval retrieval`` does but printing."""
+    """Everything ``ragplan eval retrieval`` does but printing (``options``: the benchmark's, e.g. ``fmt``)."""
     from ragplan.datasets.qa import build_context_index
     from ragplan.eval.registry import get_benchmark
     from ragplan.tools.retrieval import SentenceRanker
@@ -330,7 +330,8 @@ def evaluate_retrieval(benchmark: str, data: str, *, index_dir: str | Path | Non
 
     if bool(index_dir) == bool(context_only):
         raise ValueError("give exactly one of --index DIR and --context-only")
-    bench = get_benchmark(benchmark, data, limit=limit, **({"fmt": fmt} if fmt else {}))
+    bench = get_benchmark(benchmark, data, limit=limit, **(options or {}))
+    embedding_model = str((options or {}).get("embedding_model") or "")
     if not hasattr(bench, "examples"):
         raise ValueError(f"benchmark {benchmark!r} has no gold passages or sentences to score retrieval against")
     examples: list[QAExample] = bench.examples()

@@ -16,11 +16,11 @@ from typing import Any, Collection
 
 from ragplan import __version__
 from ragplan.redact import redact
-from ragplan.jsonl import FileFormatError, atomic_write, read_json, read_text
+from ragplan.jsonl import FileFormatError, atomic_write, jsonl_text, read_json, read_text
 from ragplan.llm_cache import LLMCache, fingerprint_of
 
 __all__ = ["RunSettings", "RunFolder", "atomic_write", "record_line", "record_problem", "RECORD_NUMBERS",
-           "RECORD_TEXTS", "COMPARED_SETTINGS", "saved_settings", "bad_entries", "record_differences", "TIMING_FIELDS"]
+           "RECORD_TEXTS", "COMPARED_SETTINGS", "saved_settings", "replay_problem", "record_differences", "TIMING_FIELDS"]
 
 _append_lock = threading.Lock()  # appends to results files, from any thread, one line at a time
 
@@ -137,8 +137,8 @@ class RunFolder:
                           + ("; moved to results.rejected.jsonl" if repair else ""), RuntimeWarning, stacklevel=2)
             if repair:
                 with open(self.path / "results.rejected.jsonl", "ab") as fh:
-                    for n, line, _ in bad:
-                        fh.write(json.dumps({"line": n, "text": line.decode("utf-8", "replace").rstrip("\n")}).encode() + b"\n")
+                    fh.write(jsonl_text({"line": n, "text": line.decode("utf-8", "replace").rstrip("\n")}
+                                        for n, line, _ in bad).encode())
                 atomic_write(self.results_file, b"".join(good))
         if unknown:
             where = ", ".join(map(str, unknown[:10])) + (" …" if len(unknown) > 10 else "")
@@ -239,13 +239,18 @@ TIMING_FIELDS = frozenset({"latency_s", "llm_seconds", "finished_at", "invocatio
                            "elapsed_s", "duration_s", "created", "started", "planner_latency_s"})
 
 
-def bad_entries(run_dir: str | Path, cache_dir: str | Path) -> tuple[list[str], int]:
-    """``(problems, used)``: why each of the LLM cache entries the run used (its ``llm_cache.json``) cannot be
-    replayed from ``cache_dir`` (missing, unreadable, altered: :meth:`LLMCache.check`), and how many it used."""
+def replay_problem(run_dir: str | Path, cache_dir: str | Path) -> str:
+    """Why a replay of the run from ``cache_dir`` would fail (``""`` when it would not): the run kept no
+    ``llm_cache.json``, or some entries it used are missing, unreadable or altered there (:meth:`LLMCache.check`)."""
     path = Path(run_dir) / "llm_cache.json"
+    if not path.exists():
+        return (f"{run_dir} was recorded without --llm-cache (it has no llm_cache.json): there are no recorded "
+                "responses to replay; re-run it against an endpoint without --replay")
     digests = [d for d in read_json(path, FileFormatError, object_only=True).get("digests") or [] if isinstance(d, str)]
-    cache = LLMCache(cache_dir, replay=True)
-    return [p for p in map(cache.check, digests) if p], len(digests)
+    bad = [p for p in map(LLMCache(cache_dir, replay=True).check, digests) if p]
+    return "" if not bad else (f"the LLM cache {cache_dir} lacks or cannot serve {len(bad)} of the {len(digests)} "
+                               f"responses {run_dir} used (its llm_cache.json), the replay would fail on them: "
+                               + "; ".join(bad[:5]) + (" …" if len(bad) > 5 else ""))
 
 
 _DURATION = re.compile(r"\b\d+\.\d+ m?s\b")

@@ -70,21 +70,19 @@ class ServerRuns:
         if self.base.get("chat_model") is not None:
             raise ValueError("a chat-model object cannot be sent to a LangGraph server: name the model (model=…)")
         self.client = get_client(url=self.settings.server)
-        found: list[Any] = []
-        page = 200
+        seen, page = 0, 200
         while True:
             try:
                 batch = await self.client.threads.search(metadata={"ragplan_run": self.key}, limit=page,
-                                                         offset=len(found), select=["thread_id", "metadata"])
+                                                         offset=seen, select=["thread_id", "metadata"])
             except httpx.HTTPError as exc:  # no question is started on a server that cannot be reached
                 raise ConnectionError(f"LangGraph server {self.settings.server}: {type(exc).__name__}: {exc}") from None
-            found += batch
-            if len(batch) < page:
-                break
-        for t in found:
-            meta = t.get("metadata") or {}
-            self.attempts.setdefault(str(meta.get("ragplan_question")), []).append(int(meta.get("ragplan_attempt", 1)))
-        return self
+            for t in batch:
+                meta = t.get("metadata") or {}
+                self.attempts.setdefault(str(meta.get("ragplan_question")), []).append(int(meta.get("ragplan_attempt", 1)))
+            seen += len(batch)
+            if len(batch) < page:  # the last page
+                return self
 
     def _thread(self, item_id: str, n: int) -> str:
         return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.key}#{item_id}#{n}"))

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ragplan.redact import redact
-from ragplan.eval.figures import format_table, plot_sweep
+from ragplan.eval.figures import format_table, plot_sweep, score_cell
 from ragplan.eval.runfolder import COMPARED_SETTINGS, RunSettings, atomic_write, saved_settings
+from ragplan.eval.runner import run_evaluation
 from ragplan.registry import family_of
 
 __all__ = ["SweepError", "SweepResult", "parse_sweep", "sweep_run_dir", "check_sweep_setting",
@@ -76,10 +77,7 @@ def sweep_run_dir(out_dir: str | Path, key: str, value: Any) -> Path:
 
 def check_sweep_setting(method: str, key: str, values: Sequence[Any]) -> None:
     """SweepError unless ``key`` is a setting of ``method``'s context and every value fits its type."""
-    try:
-        family = family_of(method)
-    except KeyError:
-        raise SweepError(f"unknown method {method!r}; see `ragplan graphs`") from None
+    family = family_of(method)  # (KeyError naming the known methods for an unknown one)
     known = key in family.settable()
     for v in values:
         try:
@@ -100,9 +98,9 @@ def sweep_metrics(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def run_sweep(base: RunSettings, key: str, values: Sequence[Any], out_dir: str | Path, *,
-              evaluate_run: Callable[[RunSettings, Path], dict[str, Any]],
-              on_start: Callable[[Any, Path, int], None] | None = None) -> SweepResult:
-    """Run (or finish) one run per value with ``evaluate_run``, every folder checked first, and write the files."""
+              progress: bool = True, on_start: Callable[[Any, Path, int], None] | None = None) -> SweepResult:
+    """Run (or finish) one run per value, every folder checked first, and write the files; ``on_start(value, run
+    folder, questions already finished)`` is called as each run starts."""
     check_sweep_setting(base.method, key, values)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
@@ -129,7 +127,7 @@ def run_sweep(base: RunSettings, key: str, values: Sequence[Any], out_dir: str |
     for v, run_dir, settings, done in plan:
         if on_start is not None:
             on_start(v, run_dir, done)
-        summary = evaluate_run(settings, run_dir)
+        summary = run_evaluation(settings, run_dir, progress=progress)
         result.rows.append({"value": v, "run_dir": str(run_dir), "metrics": summary.get("metrics", []),
                             "plot_metrics": summary.get("plot_metrics") or [], "overall": summary["overall"],
                             "cost": summary["cost"]})
@@ -137,16 +135,12 @@ def run_sweep(base: RunSettings, key: str, values: Sequence[Any], out_dir: str |
     return result
 
 
-def _cell(v: Any) -> str:
-    return "-" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
-
-
 def sweep_markdown(result: SweepResult) -> str:
     """The sweep as a Markdown table: one row per value (questions, accuracy, the benchmark's metrics, cost)."""
     metrics = list(dict.fromkeys(m for r in result.rows for m in r.get("metrics", [])))
     headers = [result.key, "questions", "accuracy", *metrics, "LLM calls/q", "tokens/q", "errors", "run folder"]
     rows = [[json.dumps(r["value"]) if not isinstance(r["value"], str) else r["value"], o["n"], f"{o['accuracy']:.1%}",
-             *[_cell(o.get(m)) for m in metrics], c.get("per_question_llm_calls", "-"), c.get("per_question_tokens", "-"),
+             *[score_cell(o.get(m)) for m in metrics], c.get("per_question_llm_calls", "-"), c.get("per_question_tokens", "-"),
              o.get("errors", 0), Path(r["run_dir"]).name] for r in result.rows for o, c in [(r["overall"], r["cost"])]]
     return f"# {result.method} on {result.benchmark}: sweep of {result.key}\n\n{format_table(headers, rows, style='md')}\n"
 
