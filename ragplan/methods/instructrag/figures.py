@@ -79,8 +79,7 @@ def selection_quality(graph: InstructionGraph, rl: RLAgent | None, ml: MLAgent |
     """One :class:`SelectionRow` per method; ``agents_for(task)`` gives per-task (adapted) agents."""
     exs = query_examples(query, embedder)
     n = max(1, len(exs))
-    match, rows = PathMatchReward(embedder), []
-    match.known.update(graph.instruction_vectors)
+    match, rows = PathMatchReward(embedder, graph.instruction_vectors), []
     untrained = untrained_agents(int(graph.vectors.shape[1]) if graph.vectors.ndim == 2 else 384, seed)
     for m in methods:
         rng = random.Random(seed)

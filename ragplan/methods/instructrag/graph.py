@@ -145,9 +145,8 @@ class InstructionGraph:
         texts = [i.text for p in paths for i in p.instructions]
         ivecs = _unit(embedder.encode(texts))
         qvecs = _unit(embedder.encode([p.question for p in paths]))
-        if self.vectors.size == 0:
-            self.vectors = np.zeros((0, ivecs.shape[1]), dtype=np.float32)
-            self.qvectors = np.zeros((0, ivecs.shape[1]), dtype=np.float32)
+        if self.vectors.size == 0:  # the first insert sets the size (vstack makes each a new array)
+            self.vectors = self.qvectors = np.zeros((0, ivecs.shape[1]), dtype=np.float32)
         self.qvectors = np.vstack([self.qvectors, qvecs]).astype(np.float32)
         index = self._faiss()
         from tqdm import tqdm
@@ -157,30 +156,27 @@ class InstructionGraph:
         for p in paths:
             qid, pid = len(self.questions), len(self.paths)
             self.questions.append({"id": qid, "text": p.question, "task": p.task, "answer": p.answer, "path": pid})
-            prev, seq_nodes, seq_ins = START, [], []
+            prev, first = START, len(self.instructions)  # the path's instruction ids: first, first + 1, …
             for ins in p.instructions:
                 vec = next(vecs)
                 hit = self.nearest_instructions(vec, 1, set(self.nodes[prev]) if prev != START else ())
                 iid = len(self.instructions)
-                if not hit or hit[0][1] < self.delta:
-                    node = len(self.nodes)
-                    self.nodes.append([iid])
-                else:
-                    node = int(self.instructions[hit[0][0]]["node"])
-                    self.nodes[node].append(iid)
+                node = int(self.instructions[hit[0][0]]["node"]) if hit and hit[0][1] >= self.delta else len(self.nodes)
+                if node == len(self.nodes):  # no instruction close enough: a new node
+                    self.nodes.append([])
+                self.nodes[node].append(iid)
                 self.instructions.append({"id": iid, "action": ins.action, "argument": ins.argument, "text": ins.text,
                                           "node": node, "path": pid})
                 index.add(vec.reshape(1, -1))
                 qs = self.edges.setdefault((prev, node), {}).setdefault(p.task, [])
                 if qid not in qs:
                     qs.append(qid)
-                seq_nodes.append(node)
-                seq_ins.append(iid)
                 prev = node
                 bar.update(1)
+            ids = list(range(first, len(self.instructions)))
             self.paths.append({"id": p.id, "question": qid, "task": p.task, "answer": p.answer, "success": p.success,
-                               "nodes": seq_nodes, "instructions": seq_ins, "supporting_titles": list(p.supporting_titles),
-                               "source": p.source})
+                               "nodes": [self.instructions[i]["node"] for i in ids], "instructions": ids,
+                               "supporting_titles": list(p.supporting_titles), "source": p.source})
         bar.close()
         self.vectors = np.vstack([self.vectors, ivecs])
         for counted in ("_adjacency", "majority_questions", "instruction_vectors"):

@@ -167,9 +167,8 @@ class _Trainer:
         for pid in path_ids:
             p = self.g.paths[pid]
             sb = StateBuilder(self.g, self.g.qvectors[p["question"]])
-            for prev, n in zip([START] + p["nodes"], p["nodes"]):
-                states.append(sb.state(n, (prev, n)))
-                labels.append(1)
+            states += [sb.state(n, (prev, n)) for prev, n in zip([START] + p["nodes"], p["nodes"])]
+            labels += [1] * len(p["nodes"])
             on = set(p["nodes"])
             for n in self.sample([n for n in range(len(self.g.nodes)) if n not in on], self.s.ws_negatives):
                 ins = self.g.in_edges(n)
@@ -260,14 +259,11 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
     rl = RLAgent(k=s.k, max_len=s.max_len, start_nodes=s.start_nodes)
     ml = MLAgent(tau=s.tau, dim=int(graph.vectors.shape[1]))
     tr = _Trainer(graph, embedder, reward, s, rl, ml)
-    support: dict[str, list[int]] = {}  # every stored path, noisy ones included (the method cannot tell them apart)
-    for i, p in enumerate(graph.paths):
-        support.setdefault(p["task"], []).append(i)
+    # every stored path by task, noisy ones included (the method cannot tell them apart)
+    support = {t: [i for i, p in enumerate(graph.paths) if p["task"] == t] for t in {p["task"] for p in graph.paths}}
     qexs = query_examples(query, embedder)
     tr.prime(qexs)
-    qby: dict[str, list[QueryExample]] = {}
-    for ex in qexs:
-        qby.setdefault(ex.task, []).append(ex)
+    qby = {t: [ex for ex in qexs if ex.task == t] for t in {ex.task for ex in qexs}}
     tasks = sorted(t for t in support if t in qby) or sorted(support)
     start = _snapshot((rl, ml))
     opt_rl = torch.optim.Adam(rl.net.parameters(), lr=s.outer_lr)
@@ -362,9 +358,7 @@ def adapt_agents(graph: InstructionGraph, agents_dir: str | Path, support: list[
     """Algorithm 3: insert ``support`` into the graph, adapt both agents per task; save under ``out_dir``."""
     s = settings or MetaSettings()
     torch.manual_seed(s.seed)
-    by_task: dict[str, list[InstructionPath]] = {}
-    for p in support:
-        by_task.setdefault(p.task, []).append(p)
+    by_task = {t: [p for p in support if p.task == t] for t in {p.task for p in support}}
     rng = random.Random(s.seed)
     if shots > 0:
         by_task = {t: rng.sample(v, min(len(v), shots)) for t, v in sorted(by_task.items())}
@@ -388,7 +382,6 @@ def adapt_agents(graph: InstructionGraph, agents_dir: str | Path, support: list[
         tr.prime(exs)
         theta: Params = dict(rl.net.named_parameters())  # this task's own copy, stepped in place
         eta: Params = dict(ml.heads.named_parameters())
-        logs = {"ws": 0.0, "pg": 0.0, "pt": 0.0, "ft": 0.0}
         opt_theta = torch.optim.Adam(list(theta.values()), lr=s.outer_lr)  # the β-terms' Adam steps
         opt_eta = torch.optim.Adam(list(eta.values()), lr=s.outer_lr)
         for _ in range(max(1, s.adapt_steps)):  # every gradient at the current θ / η, as Algorithm 3 writes it
@@ -398,12 +391,12 @@ def adapt_agents(graph: InstructionGraph, agents_dir: str | Path, support: list[
             l_ft = tr.ft_loss(eta, exs, _detached(theta)) if s.ft else torch.zeros(())
             _apply(theta, _grads(l_ws, theta), _grads(l_pg, theta), s.inner_lr, opt_theta)
             _apply(eta, _grads(l_pt, eta), _grads(l_ft, eta, unused=FT_UNUSED), s.inner_lr, opt_eta)
-            logs = {k: float(v.detach()) for k, v in zip(logs, (l_ws, l_pg, l_pt, l_ft))}
         if out is not None:
             rl.save(out / "tasks" / task_slug(task))
             ml.save(out / "tasks" / task_slug(task))
+        losses = dict(zip(("ws", "pg", "pt", "ft"), (l_ws, l_pg, l_pt, l_ft)))  # of the last step
         report.tasks[task] = {"shots": len(paths), "seconds": round(time.perf_counter() - t1, 3),
-                              **{k: round(v, 5) for k, v in logs.items()}}
+                              **{k: round(float(v.detach()), 5) for k, v in losses.items()}}
     report.seconds = round(time.perf_counter() - t0, 3)
     if out is not None:
         report.out_dir = str(out)

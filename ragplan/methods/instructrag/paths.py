@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from ragplan.jsonl import FileFormatError, read_jsonl_objects, read_text
+from ragplan.jsonl import FileFormatError, atomic_write, jsonl_text, read_jsonl_objects, read_text
 from ragplan.methods.instructrag.tasks import answer_type
 
 __all__ = ["ACTIONS", "Instruction", "InstructionPath", "PathReadReport", "read_paths", "read_paths_jsonl",
@@ -132,6 +131,7 @@ _QUESTION = re.compile(r"^(?:\d+\s+)?Question:\s*(.*)$")
 _ACTION = re.compile(r"^Act(?:ion)?\s*\d*\s*:\s*(.*)$")
 _OBS = re.compile(r"^Obs(?:ervation)?\s*\d*\s*:\s*(.*)$")
 _GOLD = re.compile(r"^Correct answer:\s*(.*)$")
+_VERDICT = re.compile(r"Answer is (CORRECT|INCORRECT)")
 _INFO = re.compile(r"^\{'steps'|^\{\"steps\"")
 _EXAMPLES_START = re.compile(r"here are some examples\s*:?", re.I)
 _EXAMPLES_END = "(END OF EXAMPLES)"
@@ -206,11 +206,8 @@ def parse_trajectory_log(text: str, source: str = "log", report: PathReadReport 
             supersede(True, {"info": _label_of_info(line)})
         elif cur is not None and (a := _ACTION.match(line)):
             cur["actions"].append(a.group(1).strip())
-        elif cur is not None and (o := _OBS.match(line)):
-            if "Answer is CORRECT" in o.group(1):
-                cur["verdict"] = True
-            elif "Answer is INCORRECT" in o.group(1):
-                cur["verdict"] = False
+        elif cur is not None and (o := _OBS.match(line)) and (v := _VERDICT.search(o.group(1))):
+            cur["verdict"] = v.group(1) == "CORRECT"
     for b in blocks:
         where = f"{source}:{b['line']}"
         steps = [ins for ins in map(parse_instruction, b["actions"]) if ins is not None]
@@ -244,27 +241,24 @@ def read_paths(files: Iterable[str | Path]) -> PathReadReport:
         if not p.is_file():
             raise FileNotFoundError(f"no paths file at {p}")
         before, problems = len(report.successful) + len(report.failed), len(report.problems)
-        text = read_text(p)
-        if not text.strip():
-            raise FileFormatError(f"{p}: the file is empty")
         if p.suffix.lower() in (".jsonl", ".json"):
             read_paths_jsonl(p, report)
         else:
-            parse_trajectory_log(text, p.name, report)
-        if len(report.successful) + len(report.failed) == before:  # a file of another kind, or a truncated one
+            parse_trajectory_log(read_text(p), p.name, report)
+        if len(report.successful) + len(report.failed) == before:  # an empty file, one of another kind, a truncated one
+            if not read_text(p).strip():  # read again only to say why
+                raise FileFormatError(f"{p}: the file is empty")
             why = report.problems[problems] if len(report.problems) > problems else "no Question/Action blocks with a label"
             raise FileFormatError(f"{p}: no instruction path could be read (first problem: {why}); expected JSONL lines "
                              "{question, answer, path: [{action, argument}], success} or a ReAct/Reflexion trajectory log")
-    for name in ("successful", "failed"):
-        kept: dict[str, InstructionPath] = {}
-        for path in getattr(report, name):
-            kept.setdefault(path.id, path)
-        setattr(report, name, list(kept.values()))
+    for name in ("successful", "failed"):  # a (question, path) read twice is kept once: its first copy
+        first = {p.id: p for p in reversed(getattr(report, name))}
+        setattr(report, name, [first[i] for i in dict.fromkeys(p.id for p in getattr(report, name))])
     return report
 
 
 def write_paths_jsonl(paths: Iterable[InstructionPath], out: str | Path) -> int:
     """Write paths as JSONL (the format :func:`read_paths_jsonl` reads); returns the count."""
-    lines = [json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in paths]
-    Path(out).write_text("".join(lines), encoding="utf-8")
-    return len(lines)
+    rows = [p.to_dict() for p in paths]
+    atomic_write(out, jsonl_text(rows))
+    return len(rows)

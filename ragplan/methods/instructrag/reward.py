@@ -48,10 +48,10 @@ class PathMatchReward:
 
     name = "path-match"
 
-    def __init__(self, embedder: Any = None) -> None:
-        """``embedder`` has ``encode(texts)`` (default: the packaged all-MiniLM-L6-v2)."""
+    def __init__(self, embedder: Any = None, known: dict[str, np.ndarray] | None = None) -> None:
+        """``embedder`` has ``encode(texts)`` (default: the packaged all-MiniLM-L6-v2); ``known`` as below."""
         self.embedder = embedder
-        self.known: dict[str, np.ndarray] = {}
+        self.known: dict[str, np.ndarray] = dict(known or {})
         """Unit vectors by instruction text (a graph's can be added: same model)."""
 
     def vectors(self, path: list[Instruction]) -> np.ndarray:

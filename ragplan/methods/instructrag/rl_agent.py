@@ -87,13 +87,8 @@ def traverse(graph: InstructionGraph, qvec: np.ndarray, decide: Decider, *, k: i
     sb = StateBuilder(graph, qvec)
     ins_of = graph.instructions
     seen: set[tuple[int, ...]] = set()
-    starts: list[int] = []
-    for iid, _ in graph.nearest_instructions(qvec, max(start_nodes * 4, 8)):
-        n = int(ins_of[iid]["node"])
-        if n not in starts:
-            starts.append(n)
-        if len(starts) >= start_nodes:
-            break
+    near = graph.nearest_instructions(qvec, max(start_nodes * 4, 8))  # their distinct nodes, nearest first
+    starts = list(dict.fromkeys(int(ins_of[iid]["node"]) for iid, _ in near))[:start_nodes]
 
     def done() -> bool:
         return len(out.paths) >= k or out.visits >= max_visits

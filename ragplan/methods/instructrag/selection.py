@@ -35,11 +35,9 @@ def task_slug(task: str) -> str:
 
 def load_agents(agents_dir: str | Path, task: str = "") -> tuple[RLAgent, MLAgent]:
     """The agents of ``agents_dir``; a task's adapted agents (``tasks/<task>/``) when they exist."""
-    root = Path(agents_dir)
-    sub = root / "tasks" / task_slug(task) if task else None
-    if sub is not None and sub.is_dir():
-        return RLAgent.load(sub), MLAgent.load(sub)
-    return RLAgent.load(root), MLAgent.load(root)
+    sub = Path(agents_dir) / "tasks" / task_slug(task)
+    folder = sub if task and sub.is_dir() else Path(agents_dir)
+    return RLAgent.load(folder), MLAgent.load(folder)
 
 
 def untrained_agents(dim: int, seed: int = 0) -> tuple[RLAgent, MLAgent]:
@@ -162,9 +160,8 @@ def stored_candidates(parts: PlannerParts, question: str, k: int = 3, how: str =
         return []
     qvec = parts.vector(question)
     sims = g.qvectors @ qvec
-    best = [int(qi) for qi in np.argsort(-sims, kind="stable")[:max(1, k)]]
-    if how == "majority":
-        best = [int(g.paths[stored_path(g, qvec, how)]["question"])]
+    best = ([int(g.paths[stored_path(g, qvec, how)]["question"])] if how == "majority"
+            else [int(qi) for qi in np.argsort(-sims, kind="stable")[:max(1, k)]])
     return [PlannedPath(instructions=[i.text for i in g.path_instructions(int(g.questions[qi]["path"]))],
                         source=how, derived_from=[g.questions[qi]["text"]], score=round(float(sims[qi]), 4))
             for qi in best]

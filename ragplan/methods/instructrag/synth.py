@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ragplan.jsonl import atomic_write, jsonl_text
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath, write_paths_jsonl
 from ragplan.methods.instructrag.tasks import task_split
 
@@ -218,8 +219,7 @@ def split_failed(parts: dict[str, list[InstructionPath]], failed: list[Instructi
     """Failed paths by the set their question is in (``failed_<set>``; so a support set's noise never holds a
     query question or an unseen task), and ``failed_unmatched`` for questions in no set (never noise)."""
     where = {p.question: name for name, paths in parts.items() for p in paths}
-    out: dict[str, list[InstructionPath]] = {f"failed_{name}": [] for name in parts}
-    out["failed_unmatched"] = []
+    out: dict[str, list[InstructionPath]] = {f"failed_{name}": [] for name in [*parts, "unmatched"]}
     for p in failed:
         out[f"failed_{where[p.question]}" if p.question in where else "failed_unmatched"].append(p)
     return out
@@ -230,7 +230,7 @@ def write_world(out_dir: str | Path, n_questions: int = 120, seed: int = 0) -> S
     w = make_world(n_questions, seed)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "passages.jsonl").write_text("".join(json.dumps({"id": str(i), **p}) + "\n" for i, p in enumerate(w.passages)))
+    atomic_write(out / "passages.jsonl", jsonl_text({"id": str(i), **p} for i, p in enumerate(w.passages)))
     write_paths_jsonl(w.successful + w.failed, out / "paths.jsonl")
     (out / "hotpot.json").write_text(json.dumps(w.hotpot, indent=1))
     return w
