@@ -89,14 +89,6 @@ def track_cache_usage() -> Iterator[CacheUsage]:
         _usage.reset(token)
 
 
-def _note(digest: str, recorded: bool) -> None:
-    usage = _usage.get()
-    if usage is not None and recorded:  # each a single dict operation: questions' threads note at once
-        usage[digest] = True
-    elif usage is not None:
-        usage.setdefault(digest, False)
-
-
 class LLMCache(BaseCache):
     """The on-disk record of ``model``'s (``provider:name``) requests and responses; ``replay`` serves from it only."""
 
@@ -154,7 +146,8 @@ class LLMCache(BaseCache):
                 why = self._older() if isinstance(exc, FileNotFoundError) else f"its entry {path} is unreadable: {exc}"
                 raise LLMCacheMiss(self.model, digest, self.directory, why) from None
             return None
-        _note(digest, recorded=False)
+        if (usage := _usage.get()) is not None:  # (one dict operation: questions' threads note at once)
+            usage.setdefault(digest, False)
         return gens
 
     def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
@@ -175,7 +168,8 @@ class LLMCache(BaseCache):
             except (OSError, ValueError, KeyError, TypeError):  # a damaged entry is replaced
                 atomic_write(path, text)
         return_val[:] = self._read(path)[1]  # type: ignore[index]  # LangChain returns this very list to the caller
-        _note(digest, recorded=True)
+        if (usage := _usage.get()) is not None:
+            usage[digest] = True
 
     def clear(self, **kwargs: Any) -> None:
         """Delete every entry (not in replay mode)."""

@@ -42,8 +42,7 @@ def configured_keys() -> list[str]:
     if (fixed := _fixed.get()) is not None:
         return fixed
     keys = [v for k, v in os.environ.items() if k.upper().endswith("_API_KEY")] + list(_remembered)
-    for url in (os.environ.get("RAGPLAN_BASE_URL", ""), os.environ.get("OPENAI_BASE_URL", "")):
-        keys += _url_secrets(url)
+    keys += [s for var in ("RAGPLAN_BASE_URL", "OPENAI_BASE_URL") for s in _url_secrets(os.environ.get(var, ""))]
     return sorted({k.strip() for k in keys if len(k.strip()) >= 8}, key=len, reverse=True)
 
 

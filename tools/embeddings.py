@@ -46,10 +46,9 @@ def model_fingerprint(model_dir: str) -> str:
     the same wherever the directory sits: an index checks its query model against its build model with it."""
     h = hashlib.sha256()
     root = Path(model_dir)
-    for f in sorted(p for p in root.rglob("*") if p.is_file() and ".cache" not in p.parts):
+    files = (p for p in root.rglob("*") if p.is_file() and ".cache" not in p.parts and p.name[-3:].lower() != ".md")
+    for f in sorted(files):
         rel = f.relative_to(root).as_posix()
-        if rel.lower().endswith(".md"):
-            continue
         size = f.stat().st_size
         h.update(f"{rel}\0{size}\0".encode())
         with f.open("rb") as fh:

@@ -67,9 +67,8 @@ class ReActDocstore:
         self.page_title, self.page_sentences = title, split_sentences(text)
         self.lookup_keyword, self.lookup_next = "", 0
         head = " ".join(self.page_sentences[:_FIRST_SENTENCES])[:_MAX_CHARS]
-        if exact is None:
-            others = [t for t in titles if t != title][:5]
-            similar = f" Similar: {others}." if others else ""
+        if exact is None:  # (the page is titles[0]: the others follow it)
+            similar = f" Similar: {titles[1:6]}." if len(titles) > 1 else ""
             head = f"(No page named {entity}; closest: {title}.{similar}) {head}"
         return DocstoreResult(head, title=title)
 

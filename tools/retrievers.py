@@ -23,7 +23,7 @@ def make_retriever(ctx: Any) -> Retriever:
     if kind not in ("local", "wiki"):
         raise ValueError(f"unknown retriever {kind!r}: use 'wiki' (live Wikipedia) or 'local' (a FAISS index)")
     if kind == "local" and not getattr(ctx, "index_dir", ""):
-        raise ValueError("retriever 'local' needs index_dir (build one with `ragplan index build`)")
+        raise ValueError("--retriever local needs --index DIR (index_dir; build one with `ragplan index build`)")
     settings = ("index_dir", "embedding_model") if kind == "local" else ("wiki_language", "wiki_cache_dir",
                                                                          "wiki_api_url", "wiki_pages")
     key = (kind, *(getattr(ctx, name) for name in settings))
@@ -58,10 +58,8 @@ def retriever_problem(ctx: Any) -> str | None:
     """Why the context's retriever cannot be used (a local index is opened now, so a bad folder is reported early)."""
     if getattr(ctx, "retriever_object", None) is not None or ctx.retriever != "local":
         return None
-    if not ctx.index_dir:
-        return "--retriever local needs --index DIR (build one with `ragplan index build`)"
     try:
         make_retriever(ctx)
-    except Exception as exc:
-        return f"the local index cannot be opened: {exc}"
+    except Exception as exc:  # (no index_dir: make_retriever's message names the flags)
+        return f"the local index cannot be opened: {exc}" if ctx.index_dir else str(exc)
     return None

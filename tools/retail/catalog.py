@@ -354,15 +354,12 @@ TYPE_SYNONYMS = {t: syn for t, (_, _, syn) in PRODUCT_TYPES.items()}
 def make_catalog(rng: random.Random, n_products: int) -> list[dict[str, Any]]:
     """``n_products`` products spread evenly over the product types (devices generated first)."""
     types = list(PRODUCT_TYPES)
-    counts = {t: n_products // len(types) for t in types}
-    for t in rng.sample(types, n_products % len(types)):
-        counts[t] += 1
+    one_more = set(rng.sample(types, n_products % len(types)))
     ctx: dict[str, Any] = {}
     taken: set[str] = set()
     out = []
-    for t in types:
-        dept, gen, _ = PRODUCT_TYPES[t]
-        for _ in range(counts[t]):
+    for t, (dept, gen, _) in PRODUCT_TYPES.items():
+        for _ in range(n_products // len(types) + (t in one_more)):
             p = gen(rng, ctx)
             out.append({"product_id": new_product_id(rng, taken), "category": dept, "product_type": t, **p})
     return out

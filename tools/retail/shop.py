@@ -47,8 +47,7 @@ class ShopError(ValueError):
 
 
 def _at(day: dt.date, offset: int, hhmm: str) -> dt.datetime:
-    h, m = map(int, hhmm.split(":"))
-    return dt.datetime.combine(day + dt.timedelta(days=offset), dt.time(h, m))
+    return dt.datetime.combine(day + dt.timedelta(days=offset), dt.time.fromisoformat(hhmm))
 
 
 def _order(rng: random.Random, p: dict[str, Any], ordered: dt.datetime, eta: dt.datetime, status: str,
@@ -146,14 +145,12 @@ def generate_shop(out_dir: str | Path, seed: int = 0, n_products: int = 400, n_o
 
 def _read_jsonl(path: Path, key: str) -> list[dict[str, Any]]:
     """The objects of a JSONL file, each with ``key``; :class:`ShopError` naming the file and line of the first bad one."""
-    rows = []
-    for n, row in read_jsonl_objects(path, ShopError):
-        if not str(row.get(key) or "").strip():
-            raise ShopError(f"{path}:{n}: no {key!r}")
-        rows.append(row)
+    rows = read_jsonl_objects(path, ShopError)
+    if missing := next((n for n, row in rows if not str(row.get(key) or "").strip()), 0):
+        raise ShopError(f"{path}:{missing}: no {key!r}")
     if not rows:
         raise ShopError(f"{path}: no records (an empty file?); regenerate the shop")
-    return rows
+    return [row for _, row in rows]
 
 
 class Shop:
@@ -246,6 +243,5 @@ class Shop:
         return f"Shop({str(self.root)!r}, {len(self.products)} products, today={self.today})"
 
 
-def load_shop(shop_dir: str | Path, *, model_path: str = "") -> Shop:
-    """Open a shop directory made by :func:`generate_shop`; :class:`ShopError` when it is not one."""
-    return Shop(shop_dir, model_path=model_path)
+load_shop = Shop
+"""Open a shop directory made by :func:`generate_shop`; :class:`ShopError` when it is not one."""

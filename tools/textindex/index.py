@@ -92,8 +92,7 @@ class TextIndex:
 
     def search_many(self, queries: Sequence[str], k: int = 5) -> list[list[Passage]]:
         """:meth:`search` for many queries at once (one embedding batch, one FAISS call)."""
-        queries = list(queries)
-        return self.search_vectors(self.embedder.encode(queries), k) if queries and k > 0 else [[] for _ in queries]
+        return self.search_vectors(self.embedder.encode(list(queries)), k)  # (it answers no queries and k <= 0)
 
     def search_vectors(self, vectors: np.ndarray, k: int = 5) -> list[list[Passage]]:
         """Search with query vectors (unit rows of the index's dimension) instead of texts."""

@@ -18,6 +18,7 @@ __all__ = ["PassageFormatError", "ReadStats", "read_passages", "detect_passage_f
 _ID_KEYS = ("id", "_id", "docid", "doc_id")
 _TEXT_KEYS = ("contents", "text", "passage")
 _NOT_UTF8 = "not UTF-8 text (a binary file?)"
+_FORMAT_OF = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".tsv": "tsv"}
 
 
 class PassageFormatError(ValueError):
@@ -49,10 +50,8 @@ def detect_passage_format(path: str | Path) -> str:
     """``"jsonl"`` or ``"tsv"`` for a passage file, from its name or else its first non-blank character."""
     p = Path(path)
     ext = next((s.lower() for s in reversed(p.suffixes) if s.lower() != ".gz"), "")
-    if ext in (".jsonl", ".json", ".ndjson"):
-        return "jsonl"
-    if ext == ".tsv":
-        return "tsv"
+    if ext in _FORMAT_OF:
+        return _FORMAT_OF[ext]
     with _open(p) as fh:
         first = next((raw for raw in fh if raw.strip()), b"{")
     return "jsonl" if first.lstrip().startswith(b"{") else "tsv"
@@ -69,9 +68,7 @@ def split_flashrag_title(contents: str) -> tuple[str, str]:
 
 def read_passages(path: str | Path, *, skip_malformed: bool = False, stats: ReadStats | None = None) -> Iterator[Passage]:
     """The passages of a JSONL or TSV file in order; a malformed line raises, or is counted with ``skip_malformed``."""
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"passage file {str(p)!r} does not exist")
+    p = Path(path)  # (a missing file: FileNotFoundError from open, build_index names it first)
     stats = stats if stats is not None else ReadStats()
     reader = _read_jsonl if detect_passage_format(p) == "jsonl" else _read_tsv
     for item in reader(p):

@@ -29,10 +29,9 @@ def write_store(passages: Iterable[Passage], path: str | Path) -> int:
     rows = ((i, q.id, q.title, q.text, json.dumps(q.sentences, ensure_ascii=False) if q.sentences else None)
             for i, q in enumerate(passages))
     try:
-        with contextlib.closing(sqlite3.connect(tmp)) as con:
+        with contextlib.closing(sqlite3.connect(tmp)) as con, con:  # committed, then closed
             con.executescript(f"PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; {_SCHEMA};")
             count = con.executemany("INSERT INTO passages VALUES (?, ?, ?, ?, ?)", rows).rowcount
-            con.commit()
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, p)
@@ -64,15 +63,11 @@ class PassageStore:
 
     def get(self, rows: Iterable[int]) -> dict[int, Passage]:
         """The passages at ``rows`` (missing rows are left out), keyed by row."""
-        want = sorted({int(r) for r in rows if r >= 0})
-        out: dict[int, Passage] = {}
+        want = json.dumps(sorted({int(r) for r in rows if r >= 0}))  # one parameter, however many rows
         with self._lock:
-            for i in range(0, len(want), 500):
-                chunk = want[i:i + 500]
-                q = f"SELECT {self._cols} FROM passages WHERE row IN ({','.join('?' * len(chunk))})"
-                for rec in self._con.execute(q, chunk):
-                    out[rec[0]] = _passage(rec)
-        return out
+            recs = self._con.execute(f"SELECT {self._cols} FROM passages WHERE row IN (SELECT value FROM json_each(?))",
+                                     (want,)).fetchall()
+        return {rec[0]: _passage(rec) for rec in recs}
 
     def range(self, start: int, stop: int) -> list[Passage]:
         """The passages at rows ``start`` ≤ row < ``stop``, in row order."""

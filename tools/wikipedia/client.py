@@ -172,10 +172,9 @@ class WikipediaClient:
         """The reader URL of an article (``…/wiki/Title`` for ``…/w/api.php`` endpoints), as MediaWiki encodes it."""
         path = quote(title.replace(" ", "_"), safe=";@$!*(),/:~")
         base = self.api_url.split("?", 1)[0]
-        if base.endswith("/w/api.php"):
-            return base[: -len("/w/api.php")] + "/wiki/" + path
-        if base.endswith("api.php"):
-            return base[: -len("api.php")] + "index.php?title=" + path
+        for api, reader in (("/w/api.php", "/wiki/"), ("api.php", "index.php?title=")):
+            if base.endswith(api):
+                return base.removesuffix(api) + reader + path
         return base.rstrip("/") + "/wiki/" + path
 
     def _request(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -185,12 +184,10 @@ class WikipediaClient:
         key = request_key(self.api_url, self.language, params)
         path = self.cache_dir / self.language / key[:2] / f"{key}.json"  # (the language code is checked: a-z, 0-9, -)
         try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
+            entry = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
             if entry.get("request") == record and isinstance(entry.get("response"), dict):
                 self._count("cache_hits")
                 return entry["response"]
-        except FileNotFoundError:
-            pass
         except (OSError, ValueError, AttributeError) as err:
             log.warning("ignoring unreadable Wikipedia cache entry %s: %s", path, err)
         what = _describe(params)
@@ -204,8 +201,7 @@ class WikipediaClient:
                 if attempt == self.retries:
                     raise WikipediaError(f"Wikipedia {what} at {self.api_url} failed after {attempt + 1} attempt(s): "
                                          f"{err.reason}") from None
-                wait = err.wait if err.wait is not None else self.backoff_s * (2 ** attempt)
-                wait = min(max(wait, 0.0), self.max_wait_s)
+                wait = min(self.backoff_s * 2 ** attempt if err.wait is None else err.wait, self.max_wait_s)
                 log.info("Wikipedia %s: %s; retry %d/%d in %.2fs", what, err.reason, attempt + 1, self.retries, wait)
                 self._count("retries")
                 time.sleep(wait)
