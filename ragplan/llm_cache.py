@@ -8,6 +8,7 @@ import contextvars
 import functools
 import hashlib
 import json
+import threading
 import weakref
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -197,14 +198,18 @@ def model_with(model: BaseChatModel, **update: Any) -> BaseChatModel:
 _memos: dict[tuple[int, Any], tuple[weakref.ref[Any], Any]] = {}
 
 
+_memo_lock = threading.RLock()
+
+
 def memo(obj: Any, key: Any, make: Callable[[], Any]) -> Any:
-    """``make()``, made once per live ``obj`` and ``key`` (a race makes it twice; either is kept)."""
+    """``make()``, made once per live ``obj`` and ``key``, also when a batch's worker threads ask at once."""
     k = (id(obj), key)
-    hit = _memos.get(k)
-    if hit is not None and hit[0]() is obj:
-        return hit[1]
-    value = make()
-    _memos[k] = (weakref.ref(obj, lambda _: _memos.pop(k, None)), value)  # (dropped when obj is collected)
+    with _memo_lock:
+        hit = _memos.get(k)
+        if hit is not None and hit[0]() is obj:
+            return hit[1]
+        value = make()
+        _memos[k] = (weakref.ref(obj, lambda _: _memos.pop(k, None)), value)  # (dropped when obj is collected)
     return value
 
 

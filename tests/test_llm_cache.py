@@ -217,3 +217,30 @@ def test_a_memo_is_dropped_with_its_object():
     del obj
     gc.collect()
     assert not any(k[1] == "k" for k in llm_cache._memos)
+
+
+def test_a_memo_asked_from_many_threads_at_once_is_made_once():
+    """The first wave of a batch asks for the same bound model from every worker thread: it is built once."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ragplan import llm_cache
+
+    class Obj:
+        pass
+
+    obj, made, start = Obj(), [], threading.Barrier(8)
+
+    def make():
+        made.append(1)
+        time.sleep(0.05)  # a slow build: without the lock every waiting thread builds its own
+        return object()
+
+    def ask(_):
+        start.wait()
+        return llm_cache.memo(obj, "bound", make)
+
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(ask, range(8)))
+    assert len(made) == 1 and all(g is got[0] for g in got)
