@@ -82,6 +82,35 @@ def test_react_log_queries_are_mapped_to_the_distractor_questions():
     assert not build_groups(exs, n_candidates=10)  # without the log, the question alone is no choice
 
 
+def test_2wiki_evidence_triples_are_candidates_once_their_subject_is_known(tmp_path):
+    """2WikiMultihopQA's published ``evidences`` ([subject, relation, object]) give "subject relation" queries; a
+    triple whose subject is the next hop's page is a candidate only once the evidence so far names that page, and the
+    object (what the query should find) is never written into a candidate. (A record hand-written in the published
+    format, after the dataset's README example: the published files are not obtainable offline.)"""
+    record = {
+        "_id": "w1", "type": "compositional", "answer": "Małgorzata Braunek",
+        "question": "Who is the mother of the director of film Polish-Russian War (Film)?",
+        "context": [["Polish-Russian War (film)", ["Polish-Russian War is a 2009 Polish film.",
+                                                   " It was directed by Xawery Żuławski."]],
+                    ["Xawery Żuławski", ["Xawery Żuławski is a Polish film director.",
+                                         " He is the son of Małgorzata Braunek."]],
+                    ["Blind Shaft", ["Blind Shaft is a 2003 film."]]],
+        "supporting_facts": [["Polish-Russian War (film)", 1], ["Xawery Żuławski", 1]],
+        "evidences": [["Polish-Russian War", "director", "Xawery Żuławski"],
+                      ["Xawery Żuławski", "mother", "Małgorzata Braunek"]],
+    }
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps([record]), encoding="utf-8")
+    (ex,) = load_qa(path)
+    hops, _ = question_hops(ex)
+    assert [h.title for h in hops] == ["Polish-Russian War (film)", "Xawery Żuławski"]
+    first = data_candidates(ex, hops, 0, random.Random(0), 10)
+    second = data_candidates(ex, hops, 1, random.Random(0), 10)
+    assert "Polish-Russian War director" in first and not any("Żuławski" in c for c in first)
+    assert "Xawery Żuławski mother" in second
+    assert not any("Braunek" in c for c in first + second)
+
+
 def test_ircot_prompt_file_reasoning_steps_before_a_hop_are_its_candidates(tmp_path):
     """IRCoT's annotated 2Wiki prompt as published: the paragraphs its reasoning names are the gold hops, in the order
     named (not a distractor sharing a named page's base title); hop h's candidates hold the human-written reasoning

@@ -187,11 +187,13 @@ def logged_queries(files: Sequence[str | Path]) -> dict[str, list[str]]:
 
 def data_candidates(ex: QAExample, hops: list[Hop], h: int, rng: random.Random, n: int, logged: Sequence[str] = ()) -> list[str]:
     """Up to ``n`` candidate queries for hop ``h`` written by people or planners: the question, every annotated sub-question
-    (MuSiQue's, StrategyQA's; ``#k`` filled with an earlier hop's written answer, else left out), the ReAct agents'
-    ``logged`` queries, IRCoT's reasoning steps before hop ``h``; none that :func:`leaks` (hop ``h`` on); shuffled."""
+    (MuSiQue's, StrategyQA's; ``#k`` filled with an earlier hop's written answer, else left out), 2Wiki's evidence
+    triples as "subject relation", the ReAct agents' ``logged`` queries, IRCoT's reasoning steps before hop ``h``; none
+    that :func:`leaks` (hop ``h`` on); shuffled."""
     context = [(x.title, x.text) for x in hops[:h]]
     steps = list(ex.meta.get("reasoning") or [])[:h]  # IRCoT's reasoning written before hop h: each, and all of it
-    pool = [ex.question, *(_filled(s, hops, h) for s in ex.decomposition), *logged, *steps, " ".join(steps)]
+    triples = [f"{s} {r}" for s, r, _ in ex.meta.get("evidences") or []]  # the object is what the query should find
+    pool = [ex.question, *(_filled(s, hops, h) for s in ex.decomposition), *triples, *logged, *steps, " ".join(steps)]
     leaking = leaks(hops[h:], ex.question, context)
     out = list(dict.fromkeys(q for q in (" ".join(p.split()) for p in pool) if content_words(q) and not leaking(q)))
     rng.shuffle(out)
