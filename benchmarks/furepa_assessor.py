@@ -66,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", default=".furepa_assessor", help="folder for the context indexes and assessors")
     add_report_flags(ap, "cross-encoder MRR")
     args = ap.parse_args(argv)
+    if bad := set(args.scorers) - SCORERS.keys():
+        ap.error(f"--scorers: unknown {', '.join(sorted(bad))}; choose from {', '.join(SCORERS)}")
     rows = run(args)
     print_rows(rows, [("seed", "d"), ("trained_on", "s"), ("measured_on", "s"), ("points", "d"), ("trees", ".3f"),
                       ("cross", ".3f"), ("overlap", ".3f"), ("bm25", ".3f"), ("retriever", ".3f"), ("first", ".3f"),

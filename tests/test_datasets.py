@@ -219,8 +219,9 @@ def test_musique_is_never_read_as_hotpotqa(tmp_path):
     no_paras = {k: v for k, v in MUSIQUE[0].items() if k != "paragraphs"}
     assert "'paragraphs' should be a non-empty list" in _bad(tmp_path, [no_paras], write_jsonl, "m.jsonl")
     text_idx = {**MUSIQUE[0], "paragraphs": [{**MUSIQUE[0]["paragraphs"][0], "idx": "3"}]}  # an id as text: refused
-    assert "record 0 (line 1): 'paragraphs'[0] should be {idx, title, paragraph_text, is_supporting}, got {" in _bad(
-        tmp_path, [text_idx], write_jsonl, "m.jsonl")
+    msg = _bad(tmp_path, [text_idx], write_jsonl, "m.jsonl")
+    assert "record 0 (line 1): 'paragraphs'[0] should be {idx, title, paragraph_text, is_supporting}, got {" in msg
+    assert msg.endswith(": ['idx'] is '3' (input should be a valid integer)")  # the field, not only the item
 
 
 def test_2wiki_native_record_fully_read(tmp_path):
@@ -408,12 +409,14 @@ def test_malformed_records_name_file_and_record(tmp_path):
     bad_ctx = {**HOTPOT[0], "context": [["Ed Wood", "x", "y"]]}
     assert "record 0: 'context'[0] should be [title, [sentences]]" in _bad(tmp_path, [bad_ctx])
     bad_sentences = {**HOTPOT[0], "context": [["Ed Wood", ["ok", 3]]]}  # the title is fine, a sentence is not
-    assert "'context'[0] should be [title, [sentences]], got ['Ed Wood', ['ok', 3]]" in _bad(tmp_path, [bad_sentences])
+    assert ("'context'[0] should be [title, [sentences]], got ['Ed Wood', ['ok', 3]]: [1][1] is 3 (input should be a "
+            "valid string)") in _bad(tmp_path, [bad_sentences])
     assert "'context' should be a list of [title, [sentences]]" in _bad(tmp_path, [{**HOTPOT[0], "context": 7}])
     bad_fact = {**HOTPOT[0], "supporting_facts": [["Ed Wood", "zero"]]}
     assert "'supporting_facts'[0] should be [title, sentence index]" in _bad(tmp_path, [bad_fact])
     bool_fact = {**HOTPOT[0], "supporting_facts": [["Ed Wood", True]]}  # a bool is no sentence index
-    assert "'supporting_facts'[0] should be [title, sentence index], got ['Ed Wood', True]" in _bad(tmp_path, [bool_fact])
+    assert ("'supporting_facts'[0] should be [title, sentence index], got ['Ed Wood', True]: [1] is True (input should "
+            "be a valid integer)") in _bad(tmp_path, [bool_fact])
     maybe = {**STRATEGY[0], "answer": "maybe"}
     assert "'answer' should be true or false" in _bad(tmp_path, [maybe])
     no_label = {k: v for k, v in FEVER[0].items() if k != "label"}

@@ -273,6 +273,29 @@ class TestOpenStoreAndTool:
                 open_store(StoreSpec(graph_path=str(bad)))
         assert tool_mod._loading == {}
 
+    def test_a_store_loaded_meanwhile_under_a_newer_lock_is_kept_once(self, tmp_path: Path, monkeypatch) -> None:
+        """After a failed load frees its lock, a waiting thread and a newcomer may both load: the first store cached is
+        returned to both, the other's worker released, and neither removes the other's loading lock."""
+        import ragplan.tools.graphdb.tool as tool_mod
+
+        p = tmp_path / "t.cql"
+        p.write_text(TRADE_NETWORK)
+        spec, real = StoreSpec(graph_path=str(p)), tool_mod._build
+        other, released = real(spec), []
+
+        def build(s: StoreSpec) -> GraphStore:
+            store = real(s)
+            monkeypatch.setattr(store.sandbox, "release", lambda: released.append(store))
+            key = next(k for k in tool_mod._loading)
+            tool_mod._cache[key] = other  # the newcomer's load finished first
+            tool_mod._loading[key] = newer = object()  # and its lock is the key's lock now
+            build.newer = newer  # type: ignore[attr-defined]
+            return store
+
+        monkeypatch.setattr(tool_mod, "_build", build)
+        assert open_store(spec) is other and len(released) == 1
+        assert tool_mod._loading.pop(next(iter(tool_mod._loading))) is build.newer  # type: ignore[attr-defined]
+
     def test_bad_specs(self, tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="no graph store configured"):
             open_store(StoreSpec())

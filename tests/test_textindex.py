@@ -326,6 +326,14 @@ def test_open_errors_are_clear(flat_index, tmp_path):
     (broken / "meta.json").write_text((flat_index.root / "meta.json").read_text())
     with pytest.raises(TextIndexError, match="index.faiss is missing"):
         TextIndex.open(broken)
+    (broken / "meta.json").write_text("{not json")
+    with pytest.raises(TextIndexError, match=r"damaged text index at .*meta.json: line 1 column 2.*; rebuild it"):
+        TextIndex.open(broken)
+
+
+def test_search_with_k_0_embeds_nothing(flat_index, monkeypatch):
+    monkeypatch.setattr(flat_index.embedder, "encode", lambda *a, **k: pytest.fail("embedded for k=0"))
+    assert flat_index.search_many(["a", "b"], 0) == [[], []] and flat_index.search("a", 0) == []
 
 
 # --- command line ---------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ from typing import Any, Literal, NoReturn
 
 from pydantic import StrictInt, StrictStr, TypeAdapter, ValidationError
 
+from ragplan.state.trace_sections import excerpt
+
 __all__ = ["QAExample", "DatasetError", "RawRecord", "Kind", "infer_kind", "DecompositionStep"]
 
 Kind = Literal["span", "yesno", "fever"]
@@ -160,9 +162,18 @@ class RawRecord:
         try:
             return adapter.validate_python(value)
         except ValidationError as exc:
-            j = (exc.errors()[0]["loc"] or [None])[0]
-            bad = isinstance(j, int) and isinstance(value, list)
-            self.fail(f"{key!r}[{j}] should be {shape}, got {value[j]!r}" if bad else f"{key!r} should be a list of {shape}")
+            err = max(exc.errors(), key=lambda e: len(e["loc"]))  # the deepest: a union tries each member
+            at = err["loc"][0] if err["loc"] else None
+            if not (isinstance(at, int) and isinstance(value, list)):
+                self.fail(f"{key!r} should be a list of {shape}")
+            path, leaf = "", value[at]
+            for x in err["loc"][1:]:  # the bad value's place in the item
+                try:
+                    path, leaf = f"{path}[{x!r}]", leaf[x]
+                except (KeyError, IndexError, TypeError):  # a union's member tag, not a place
+                    continue
+            why = f": {path} is {excerpt(repr(leaf), 80)} ({err['msg'][0].lower()}{err['msg'][1:]})" if path else ""
+            self.fail(f"{key!r}[{at}] should be {shape}, got {excerpt(repr(value[at]), 200)}{why}")
 
     def contexts(self, value: Any = None, key: str = "context") -> list[tuple[str, list[str]]]:
         """``[[title, [sentence, …]], …]`` (HotpotQA; one string is one sentence) or ``{"title": [...], "sentences":

@@ -80,6 +80,10 @@ def open_store(spec: StoreSpec) -> GraphStore:
                     return _cache[key]
             store = _build(spec)
             with _cache_lock:
+                if (have := _cache.get(key)) is not None:  # built meanwhile under a newer lock (after a failed load)
+                    if isinstance(store, EmbeddedGraphStore):
+                        store.sandbox.release()
+                    return have
                 _cache[key] = store
                 while len(_cache) > STORE_CACHE_SIZE:
                     _, evicted = _cache.popitem(last=False)
@@ -88,7 +92,8 @@ def open_store(spec: StoreSpec) -> GraphStore:
             return store
     finally:  # the key's lock goes once used, whether the store loaded, was cached or failed to load
         with _cache_lock:
-            _loading.pop(key, None)
+            if _loading.get(key) is loading:  # (not a newer thread's lock for the same key)
+                del _loading[key]
 
 
 def _build(spec: StoreSpec) -> GraphStore:

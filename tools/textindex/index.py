@@ -31,7 +31,10 @@ def _check_dir(root: Path) -> dict[str, Any]:
                                  f"({shards} embedding shard(s) done); rerun `ragplan index build` with the same "
                                  "--passages and --out to resume it")
         raise TextIndexError(f"no text index at {root} (no meta.json; {build_hint})")
-    meta = read_json(meta_path, TextIndexError, object_only=True)
+    try:
+        meta = read_json(meta_path, TextIndexError, object_only=True)
+    except TextIndexError as exc:
+        raise TextIndexError(f"damaged text index at {root}: {exc}; rebuild it") from None
     if meta.get("format") != FORMAT:
         raise TextIndexError(f"{root}/meta.json is not a {FORMAT} index description; rebuild the index")
     for name in ("index.faiss", "passages.sqlite"):
@@ -92,7 +95,9 @@ class TextIndex:
 
     def search_many(self, queries: Sequence[str], k: int = 5) -> list[list[Passage]]:
         """:meth:`search` for many queries at once (one embedding batch, one FAISS call)."""
-        return self.search_vectors(self.embedder.encode(list(queries)), k)  # (it answers no queries and k <= 0)
+        if k <= 0 or not queries:
+            return [[] for _ in queries]
+        return self.search_vectors(self.embedder.encode(list(queries)), k)
 
     def search_vectors(self, vectors: np.ndarray, k: int = 5) -> list[list[Passage]]:
         """Search with query vectors (unit rows of the index's dimension) instead of texts."""

@@ -137,7 +137,9 @@ class RouteClassifier:
 
     def proba(self, x: np.ndarray, head: str = "ensemble") -> np.ndarray:
         """Class probabilities of feature rows (``head``: ensemble, logreg or knn)."""
-        w = {"logreg": 0.0, "knn": 1.0}.get(head, float(self.meta.get("knn_weight", KNN_WEIGHT)))
+        if head in ("logreg", "knn"):  # one head alone: the other is not computed
+            return self._logreg(x) if head == "logreg" else self._knn(x)
+        w = float(self.meta.get("knn_weight", KNN_WEIGHT))
         return (1.0 - w) * self._logreg(x) + w * self._knn(x)
 
     def predict_many(self, questions: list[str], contexts: list[dict[str, Any] | None]) -> list[tuple[str, float]]:
