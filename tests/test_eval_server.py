@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from ragplan.cli import main
 from ragplan.eval.runfolder import record_differences
 from tests.auto_reply import auto_responder
 from tests.openai_server import OpenAIStub
-from tests.test_langgraph_dev import LANGGRAPH, ROOT, SERVERS, _env, _free_port, _serving, _stop
+from tests.test_langgraph_dev import GRAPH_IDS, LANGGRAPH, ROOT, SERVERS, _env, _free_port, _serving, _stop
 
 pytestmark = [pytest.mark.server, pytest.mark.xdist_group("eval_server")]  # one studio server for the module
 
@@ -41,12 +42,44 @@ def _studio(tmp: Path, port: int | None = None):
     return _serving(cmd, tmp / "anywhere", tmp / f"studio-{time.monotonic_ns()}.log", env)
 
 
+class _Studio:
+    """The module's ``ragplan studio`` (its folders in ``home``): :attr:`url` while it serves; a test that stops it
+    hard starts the next one from the same home (:meth:`start`), which the later tests share."""
+
+    def __init__(self, home: Path, stack: ExitStack) -> None:
+        self.home, self.stack, self.url = home, stack, ""
+
+    def start(self) -> str:
+        self.url = self.stack.enter_context(_studio(self.home))
+        return self.url
+
+    def serving(self) -> bool:
+        return self.url in SERVERS and SERVERS[self.url].poll() is None
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def studio(tmp_path_factory):
     if not LANGGRAPH.exists():
         pytest.skip(f"{LANGGRAPH} not installed (pip install -e '.[dev]')")
-    with _studio(tmp_path_factory.mktemp("studio")) as url:
-        yield url
+    with ExitStack() as stack:  # every server started for the module, stopped at its end
+        yield _Studio(tmp_path_factory.mktemp("studio"), stack)
+
+
+@pytest.fixture
+def server(studio) -> str:
+    """URL of the module's studio server (started again if a test stopped it)."""
+    return studio.url if studio.serving() else studio.start()
+
+
+def test_ragplan_studio_serves_every_graph_from_any_folder(studio, server):
+    """`ragplan studio` run in a folder without langgraph.json serves the installed package's graphs (its config and
+    the server's files in ragplan's state folder, the user's folder left empty)."""
+    from langgraph_sdk import get_sync_client
+
+    served = {a["graph_id"] for a in get_sync_client(url=server).assistants.search(limit=100)}
+    assert GRAPH_IDS <= served
+    assert list((studio.home / "anywhere").iterdir()) == []
+    assert (studio.home / "state" / "ragplan" / "studio" / "langgraph.json").exists()
 
 
 @pytest.fixture(scope="module")
@@ -123,11 +156,13 @@ def test_resume_takes_results_finished_on_the_server_and_runs_nothing_again(serv
 
 
 def _slow(d, delay_s: float):
+    """The family's replies, each after ``delay_s`` (``respond.delay_s = 0`` answers at once from then on)."""
     reply = auto_responder(d.overrides, d.text)
 
     def respond(req):
-        time.sleep(delay_s)
+        time.sleep(respond.delay_s)
         return reply(req)
+    respond.delay_s = delay_s
     return respond
 
 
@@ -163,30 +198,30 @@ def test_a_killed_client_reattaches_to_the_runs_still_going(server, data, tmp_pa
     assert record_differences(tmp_path / "clean", run)[1] == {}
 
 
-def test_server_stopped_mid_run_records_failures_naming_it_and_resume_finishes(data, tmp_path, monkeypatch):
-    if not LANGGRAPH.exists():
-        pytest.skip(f"{LANGGRAPH} not installed (pip install -e '.[dev]')")
+def test_server_stopped_mid_run_records_failures_naming_it_and_resume_finishes(studio, server, data, tmp_path,
+                                                                               monkeypatch):
+    """The module's server is the one stopped; the one started again from its folders serves the later tests."""
     import ragplan.eval.server as server_mod
 
     monkeypatch.setattr(server_mod, "BACKOFF_S", 0.2)
-    d, run, home = data["reaper"], tmp_path / "run", tmp_path / "srv"
-    home.mkdir()
+    d, run, url = data["reaper"], tmp_path / "run", server
     codes: list[int] = []
-    with OpenAIStub(responder=_slow(d, 2.0)) as stub:
-        with _studio(home) as url:
-            t = threading.Thread(target=lambda: codes.append(_eval("reaper", d, run, stub, "--server", url)))
-            t.start()
-            _wait_for(lambda: len(stub.requests) >= 1)
-            os.killpg(SERVERS[url].pid, signal.SIGKILL)  # stopped hard: a graceful stop could finish the runs
+    slow = _slow(d, 2.0)
+    with OpenAIStub(responder=slow) as stub:
+        t = threading.Thread(target=lambda: codes.append(_eval("reaper", d, run, stub, "--server", url)))
+        t.start()
+        _wait_for(lambda: len(stub.requests) >= 1)
+        os.killpg(SERVERS[url].pid, signal.SIGKILL)  # stopped hard: a graceful stop could finish the runs
         t.join(120)  # the server is stopped: the client's retries end, the questions in flight are recorded
+        slow.delay_s = 0  # (the runs to stop are over)
         assert not t.is_alive() and codes == [1]  # every question failed
         failed = _lines(run)
         assert len(failed) == 2
         for r in failed:
             assert url in r["error"] and r["failure"]["node"] == "langgraph_server", r
             assert r["failure"]["kind"] == "connection" and r["stop_reason"] == "crash"
-        with _studio(home) as url2:  # back (on another port): --resume runs them on it
-            assert main(["eval", "--resume", str(run), "--server", url2, "--no-progress"]) == 0
+        url2 = studio.start()  # back (on another port, from the same folders): --resume runs them on it
+        assert main(["eval", "--resume", str(run), "--server", url2, "--no-progress"]) == 0
     recs = _lines(run)
     assert len(recs) == 2 and len({r["id"] for r in recs}) == 2
     assert all(r["error"] == "" and r["answer"] and r["invocation"] == 2 for r in recs)
@@ -296,6 +331,40 @@ def test_a_server_answering_5xx_is_retried_then_recorded_naming_it(tmp_path, mon
         assert runs.created == server_mod.RETRIES + 1 and out["stop_reason"] == "crash"
         assert server_mod.server_failed(out) and out["failure"]["kind"] == "server_error"
         assert "LangGraph server http://127.0.0.1:1" in out["failure"]["message"] and "503" in out["failure"]["message"]
+
+
+def test_a_server_that_is_down_is_tried_once_per_retry(tmp_path, monkeypatch, caplog):
+    """A refused connection is tried once per try (the open, then RETRIES more after the first): no connection retries
+    hidden under each (the SDK's transport made each request to a server that is down five more tries over 7.5 s, and
+    a question wait over a minute before its failure was recorded)."""
+    import asyncio
+    import logging
+    from types import SimpleNamespace
+
+    import ragplan.eval.server as server_mod
+    from ragplan.eval.runfolder import RunFolder, RunSettings
+
+    monkeypatch.setattr(server_mod, "BACKOFF_S", 0.01)
+    url = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    sr = server_mod.ServerRuns(RunSettings(method="cot", benchmark="hotpotqa", data="", server=url),
+                               RunFolder(tmp_path), {}, {"q1": SimpleNamespace(context={})})
+    caplog.set_level(logging.DEBUG, logger="httpcore.connection")
+
+    def connects() -> int:
+        return sum(r.getMessage().startswith("connect_tcp.started") for r in caplog.records)
+
+    async def go():
+        with pytest.raises(ConnectionError, match=f"LangGraph server {url}: ConnectError"):
+            await sr.open()
+        assert connects() == 1
+        try:
+            return await sr.run("q1", 1, {"question": "q"}, SimpleNamespace(), 25)
+        finally:
+            await sr.close()
+
+    out = asyncio.run(go())
+    assert out["failure"]["kind"] == "connection" and server_mod.server_failed(out) and out["stop_reason"] == "crash"
+    assert connects() == 1 + server_mod.RETRIES + 1
 
 
 def test_a_run_that_errored_on_the_server_is_recorded_at_once_naming_it(tmp_path):

@@ -130,24 +130,6 @@ def dev_server(tmp_path_factory):
         yield url
 
 
-def test_ragplan_studio_serves_every_graph_from_any_folder(tmp_path):
-    """`ragplan studio` run in a folder without langgraph.json serves the installed package's graphs (its config and
-    the server's files in ragplan's state folder, the user's folder left empty)."""
-    from langgraph_sdk import get_sync_client
-
-    if not LANGGRAPH.exists():
-        pytest.skip(f"{LANGGRAPH} not installed (pip install -e '.[dev]')")
-    anywhere = tmp_path / "anywhere"
-    anywhere.mkdir()
-    env = {**_env(), "XDG_STATE_HOME": str(tmp_path / "state"), "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "ragplan", "studio", "--no-browser", "--no-reload", "--port", str(_free_port())]
-    with _serving(cmd, anywhere, tmp_path / "studio.log", env) as url:
-        served = {a["graph_id"] for a in get_sync_client(url=url).assistants.search(limit=100)}
-    assert GRAPH_IDS <= served
-    assert list(anywhere.iterdir()) == []
-    assert (tmp_path / "state" / "ragplan" / "studio" / "langgraph.json").exists()
-
-
 @pytest.fixture
 def stub_url(tmp_path):
     """Base URL of a scripted OpenAI stub running as its own process (``python -m tests.openai_server``)."""

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
 
 from ragplan.eval.benchmark import Item
 from ragplan.eval.runfolder import RunFolder, RunSettings
@@ -27,6 +28,15 @@ RETRIES = 3
 that raises in-process is)."""
 BACKOFF_S = 1.0
 """First wait before such a retry; doubles each time."""
+
+
+def _client(url: str) -> LangGraphClient:
+    """The SDK's client for ``url`` (its API key and timeouts) on a transport that tries each connection once, so the
+    tries are :data:`RETRIES`: the SDK's transport retries a refused connection five times over 7.5 s, inside each of
+    these retries and of its own join reconnects, which kept each question over a minute on a server that was down."""
+    http = get_client(url=url).http.client  # (not connected yet: nothing to close)
+    return LangGraphClient(httpx.AsyncClient(base_url=http.base_url, headers=http.headers, timeout=http.timeout,
+                                             transport=httpx.AsyncHTTPTransport(retries=0)))
 
 
 def server_failed(rec: dict[str, Any]) -> bool:
@@ -69,7 +79,7 @@ class ServerRuns:
         """Connect and find the run's threads on the server."""
         if self.base.get("chat_model") is not None:
             raise ValueError("a chat-model object cannot be sent to a LangGraph server: name the model (model=…)")
-        self.client = get_client(url=self.settings.server)
+        self.client = _client(self.settings.server)
         seen, page = 0, 200
         while True:
             try:
