@@ -198,6 +198,26 @@ def test_a_killed_client_reattaches_to_the_runs_still_going(server, data, tmp_pa
     assert record_differences(tmp_path / "clean", run)[1] == {}
 
 
+def test_a_question_past_its_time_budget_stops_its_run_on_the_server(server, data, tmp_path):
+    """A question given up by the client (past item_timeout_s) is recorded as timed out, and its run on the server is
+    cancelled rather than left running (and billing the endpoint) after the eval has ended."""
+    from langgraph_sdk import get_sync_client
+
+    d, run = data["think_then_act"], tmp_path / "run"
+    with OpenAIStub(responder=_slow(d, 30)) as stub:
+        _eval("think_then_act", d, run, stub, "--server", server, "--item-timeout", "3")  # 1: every question failed
+        recs = _lines(run)
+        assert recs and all(r["stop_reason"] == "item_timeout" for r in recs)
+        settings = json.loads((run / "settings.json").read_text())
+        client = get_sync_client(url=server)
+        for r in recs:
+            [t] = client.threads.search(metadata={"ragplan_question": r["id"], "ragplan_run":
+                                                  f"{run.resolve()}@{settings['created']}"}, limit=5)
+            _wait_for(lambda: all(x["status"] not in ("pending", "running")
+                                  for x in client.runs.list(t["thread_id"])), timeout_s=20)
+            assert {x["status"] for x in client.runs.list(t["thread_id"])} == {"interrupted"}
+
+
 def test_server_stopped_mid_run_records_failures_naming_it_and_resume_finishes(studio, server, data, tmp_path,
                                                                                monkeypatch):
     """The module's server is the one stopped; the one started again from its folders serves the later tests."""
@@ -248,26 +268,6 @@ def test_an_llm_cache_is_refused_on_a_server_run(data, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--llm-cache cannot record or replay a run on a LangGraph server" in err and "Traceback" not in err
     assert not (run / "settings.json").exists() and not (run / "llm_cache.json").exists()
-
-
-def test_a_question_past_its_time_budget_stops_its_run_on_the_server(server, data, tmp_path):
-    """A question given up by the client (past item_timeout_s) is recorded as timed out, and its run on the server is
-    cancelled rather than left running (and billing the endpoint) after the eval has ended."""
-    from langgraph_sdk import get_sync_client
-
-    d, run = data["think_then_act"], tmp_path / "run"
-    with OpenAIStub(responder=_slow(d, 30)) as stub:
-        _eval("think_then_act", d, run, stub, "--server", server, "--item-timeout", "3")  # 1: every question failed
-        recs = _lines(run)
-        assert recs and all(r["stop_reason"] == "item_timeout" for r in recs)
-        settings = json.loads((run / "settings.json").read_text())
-        client = get_sync_client(url=server)
-        for r in recs:
-            [t] = client.threads.search(metadata={"ragplan_question": r["id"], "ragplan_run":
-                                                  f"{run.resolve()}@{settings['created']}"}, limit=5)
-            _wait_for(lambda: all(x["status"] not in ("pending", "running")
-                                  for x in client.runs.list(t["thread_id"])), timeout_s=20)
-            assert {x["status"] for x in client.runs.list(t["thread_id"])} == {"interrupted"}
 
 
 class _ErroringRuns:
