@@ -2,7 +2,7 @@
 ``langgraph dev``) and the run folder is the one an in-process run writes.
 
 The server is started once for the module on a free port, from a folder outside the project, its files in a temp
-state folder; the LLM is the OpenAI-compatible stub (:mod:`tests.openai_server`) in this process, which the server's
+state folder (the test that stops it hard starts it again from those folders, on another port); the LLM is the OpenAI-compatible stub (:mod:`tests.openai_server`) in this process, which the server's
 graphs reach over 127.0.0.1. Each family's small test data come from ``tests/family_data/``.
 """
 
