@@ -243,7 +243,7 @@ class _CountingRe:
         return getattr(re, name)
 
     def _counted(self, name: str, pattern: Any, *args: Any, **kw: Any) -> Any:
-        self.cost.count += len(args[-1] if name == "sub" else args[0]) + 1
+        self.cost.count += len(args[1] if name == "sub" else args[0]) + 1  # (sub: repl, string)
         return getattr(re, name)(pattern, *args, **kw)
 
     def sub(self, pattern: Any, repl: Any, string: str, *a: Any, **k: Any) -> Any:
