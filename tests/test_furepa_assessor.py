@@ -9,6 +9,7 @@ import os
 import json
 import random
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,24 @@ SAMPLES = Path(__file__).parent / "samples" / "furepa"  # published data, see it
 MUSIQUE_SAMPLE, HOTPOT_SAMPLE, REACT_LOG = (SAMPLES / "musique_ans_v1.0_train.json",
                                             SAMPLES / "hotpot_distractor_sample.json", SAMPLES / "react_log_sample.txt")
 IRCOT_2WIKI = SAMPLES / "ircot_2wikimultihopqa_cot.txt"
+
+
+@pytest.fixture(scope="module")
+def musique_context_index(tmp_path_factory) -> Path:
+    """The MuSiQue sample's context index as ``train-assessor --data MUSIQUE_SAMPLE --context-only`` builds it under
+    ``--out``/context_index (same passages, packaged model: the command finds it fresh and reuses it), embedded once
+    for the tests that train on that sample rather than once per test; each copies it into its own ``--out``."""
+    from ragplan.datasets.qa import build_context_index
+    from ragplan.methods.furepa.data import fact_pools
+
+    root = tmp_path_factory.mktemp("musique") / "context_index"
+    build_context_index(fact_pools(load_qa(MUSIQUE_SAMPLE), 0), root, what=str(MUSIQUE_SAMPLE))
+    return root
+
+
+def _with_index(out: Path, index: Path) -> Path:
+    shutil.copytree(index, out / "context_index")
+    return out
 
 
 def _no_leak(groups, examples):
@@ -280,11 +299,12 @@ _LINE = re.compile(r"trained ([\d.]+)\s+overlap ([\d.]+)\s+bm25 ([\d.]+)\s+retri
                    r"random ([\d.]+)\s+oracle ([\d.]+)\s+\(trained - best baseline (\w+): ([-+][\d.]+)\)")
 
 
-def test_train_on_published_musique_then_eval_data_on_hotpotqa_with_the_react_log(tmp_path, capsys):
+def test_train_on_published_musique_then_eval_data_on_hotpotqa_with_the_react_log(tmp_path, capsys,
+                                                                                   musique_context_index):
     """``train-assessor`` on the MuSiQue sample prints held-out MRR beside the one-line baselines; ``--eval-data``
     measures the saved assessor on the HotpotQA sample (candidates from the ReAct log) and on IRCoT's 2Wiki prompt
-    file the same way; reruns repeat."""
-    out = tmp_path / "m"
+    file the same way (each building its context index); reruns repeat."""
+    out = _with_index(tmp_path / "m", musique_context_index)
     args = ["furepa", "train-assessor", "--data", str(MUSIQUE_SAMPLE), "--context-only", "--out", str(out),
             "--trees", "30", "--test-share", "0.34", "--no-progress"]
     assert main(args) == 0, capsys.readouterr().err
@@ -355,13 +375,14 @@ def test_make_data_command(tmp_path, capsys):
     assert len(load_qa(tmp_path / "d.jsonl")) == 12
 
 
-def test_train_assessor_with_llm_candidates_through_the_openai_client(tmp_path, capsys, monkeypatch):
+def test_train_assessor_with_llm_candidates_through_the_openai_client(tmp_path, capsys, monkeypatch, musique_context_index):
     """--model/--base-url: every picking point's candidates come from the LLM, asked with FuRePA's masked prompt;
     with --llm-cache a rerun is served from the cache (no request) and gives the same figures."""
     from tests.auto_reply import auto_responder
     from tests.openai_server import OpenAIStub
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    _with_index(tmp_path / "m", musique_context_index)
 
     def proposal(req):
         text = req.prompt_text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 import torch
@@ -32,6 +33,39 @@ def graph(world):
     return build_instruction_graph(parts["support_seen"], embedder=embedder_for_graph())
 
 
+@pytest.fixture(scope="module")
+def untrained_weights(world, graph) -> list[torch.Tensor]:
+    """The agents' weights of ``meta_train`` with ``epochs=0, questions_per_task=2`` (deterministic for its seed, as
+    test_training_is_deterministic_for_a_seed shows): made once for the tests that compare against them."""
+    _, parts = world
+    rl, ml, _ = meta_train(graph, parts["query_seen"], embedder_for_graph(), PathMatchReward(),
+                           MetaSettings(epochs=0, questions_per_task=2))
+    return _weights(rl, ml)
+
+
+@pytest.fixture(scope="module")
+def trained_agents(world, graph, tmp_path_factory):
+    """``meta_train`` with ``epochs=1, questions_per_task=2``, saved: ``(rl, ml, folder)``, trained once for the tests
+    that start from it (deterministic for its seed); a test that adapts them copies the folder first."""
+    _, parts = world
+    out = tmp_path_factory.mktemp("agents") / "a"
+    rl, ml, _ = meta_train(graph, parts["query_seen"], embedder_for_graph(), PathMatchReward(),
+                           MetaSettings(epochs=1, questions_per_task=2), out)
+    return rl, ml, out
+
+
+@pytest.fixture(scope="module")
+def passage_index(world, tmp_path_factory):
+    """The world's passages in a local index (built once for the reward tests)."""
+    from ragplan.tools.textindex import build_index
+
+    w, _ = world
+    tmp = tmp_path_factory.mktemp("passages")
+    (tmp / "p.jsonl").write_text("".join(json.dumps({"id": str(i), **p}) + "\n" for i, p in enumerate(w.passages)))
+    build_index(tmp / "p.jsonl", tmp / "idx", progress=False)
+    return tmp / "idx"
+
+
 def _weights(rl, ml) -> list[torch.Tensor]:
     return [t.detach().clone() for t in list(rl.net.state_dict().values()) + list(ml.heads.state_dict().values())]
 
@@ -49,14 +83,13 @@ def test_training_is_deterministic_for_a_seed(world, graph):
 
 
 @pytest.mark.parametrize("off", ["ws", "pg", "pt", "ft"])
-def test_each_loss_can_be_switched_off(world, graph, off):
+def test_each_loss_can_be_switched_off(world, graph, off, untrained_weights):
     _, parts = world
     rl, ml, rep = meta_train(graph, parts["query_seen"], embedder_for_graph(), PathMatchReward(),
                              MetaSettings(epochs=1, questions_per_task=2, **{off: False}))
     assert off not in rep.curves or off in ("ws", "pt")  # ws/pt are still reported (zeros) when the outer loss is off
-    fresh = meta_train(graph, parts["query_seen"], embedder_for_graph(), PathMatchReward(),
-                       MetaSettings(epochs=0, questions_per_task=2))
-    assert not all(torch.equal(x, y) for x, y in zip(_weights(rl, ml), _weights(fresh[0], fresh[1])))  # something trained
+    fresh = untrained_weights  # meta_train(..., MetaSettings(epochs=0, questions_per_task=2))'s
+    assert not all(torch.equal(x, y) for x, y in zip(_weights(rl, ml), fresh))  # something trained
 
 
 def test_agents_save_load_and_curves(world, graph, tmp_path):
@@ -71,13 +104,11 @@ def test_agents_save_load_and_curves(world, graph, tmp_path):
         load_agents(tmp_path)
 
 
-def test_rewards_without_an_llm(world, tmp_path):
+def test_rewards_without_an_llm(world, passage_index):
     w, parts = world
-    from ragplan.tools.textindex import TextIndex, build_index
+    from ragplan.tools.textindex import TextIndex
 
-    (tmp_path / "p.jsonl").write_text("".join(json.dumps({"id": str(i), **p}) + "\n" for i, p in enumerate(w.passages)))
-    build_index(tmp_path / "p.jsonl", tmp_path / "idx", progress=False)
-    proxy = ProxyReward(TextIndex.open(tmp_path / "idx"))
+    proxy = ProxyReward(TextIndex.open(passage_index))
     ex = query_examples([p for p in parts["query_seen"] if p.task == "date"][:1], embedder_for_graph())[0]
     assert proxy(ex, ex.own_path) == 1.0  # the own path reaches both supporting pages and the answer
     assert proxy(ex, ex.own_path[:1]) == 0.25  # one of two pages, no answer
@@ -87,23 +118,19 @@ def test_rewards_without_an_llm(world, tmp_path):
     assert action_match(ex.own_path, ex.own_path[:2]) == 0.5
 
 
-def test_llm_reward_plans_with_the_path(world, tmp_path):
+def test_llm_reward_plans_with_the_path(world, passage_index):
     w, parts = world
-    from ragplan.tools.textindex import build_index
-
-    (tmp_path / "p.jsonl").write_text("".join(json.dumps({"id": str(i), **p}) + "\n" for i, p in enumerate(w.passages)))
-    build_index(tmp_path / "p.jsonl", tmp_path / "idx", progress=False)
     ex = query_examples(parts["query_seen"][:1], embedder_for_graph())[0]
     model = ScriptedChatModel(replies=[TAODecision(thought="t", action="Finish", argument=ex.answer)])
-    reward = LLMF1Reward(InstructRAGContext(chat_model=model, retriever="local", index_dir=str(tmp_path / "idx")))
+    reward = LLMF1Reward(InstructRAGContext(chat_model=model, retriever="local", index_dir=str(passage_index)))
     assert reward(ex, ex.own_path) == 1.0 and reward(ex, ex.own_path) == 1.0 and reward.calls == 1  # cached
     assert ex.own_path[0].text in model.prompts[0][-1].content
 
 
-def test_selection_quality_table(world, graph):
+def test_selection_quality_table(world, graph, trained_agents):
     _, parts = world
     emb = embedder_for_graph()
-    rl, ml, _ = meta_train(graph, parts["query_seen"], emb, PathMatchReward(), MetaSettings(epochs=1, questions_per_task=2))
+    rl, ml, _ = trained_agents  # meta_train(..., MetaSettings(epochs=1, questions_per_task=2))'s
     rows = selection_quality(graph, rl, ml, parts["query_seen"], emb)
     assert [r.method for r in rows] == list(SELECTION_METHODS)
     assert all(0 <= r.action_match <= 1 and 0 <= r.path_match <= 1 and r.questions == len(parts["query_seen"]) for r in rows)
@@ -181,13 +208,13 @@ def test_each_outer_loss_alone_moves_its_agent_in_meta_training(world, graph):
     assert not _same(_ml_w(ft[1]), _ml_w(init[1])) and _same(_rl_w(ft[0]), _rl_w(init[0]))
 
 
-def test_few_shot_adaptation_applies_the_pg_and_ft_updates(world, graph, tmp_path):
+def test_few_shot_adaptation_applies_the_pg_and_ft_updates(world, graph, tmp_path, trained_agents):
     """Regression: the PG / FT gradients were asked of the WS / PT step's output, came back None, and changed nothing."""
     from ragplan.methods.instructrag.graph import InstructionGraph
 
     _, parts = world
     emb = embedder_for_graph()
-    meta_train(graph, parts["query_seen"], emb, PathMatchReward(), MetaSettings(epochs=1, questions_per_task=2), tmp_path / "a")
+    shutil.copytree(trained_agents[2], tmp_path / "a")  # meta_train(..., MetaSettings(epochs=1, questions_per_task=2), tmp_path / "a")
     graph.save(tmp_path / "g")
     task = sorted({p.task for p in parts["support_unseen"]})[0]
     support = [p for p in parts["support_unseen"] if p.task == task][:3]

@@ -9,8 +9,9 @@ requests had been made when the graph paused, so "no LLM call after a rejection"
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -46,10 +47,36 @@ def _no_key(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
+_SERVER: list[OpenAIStub] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_server() -> Iterator[None]:
+    """One stub server for the module: stopping a server waits for its serve loop's half-second poll, so a server
+    per run sat idle for seconds over the module. Each run gets it through :func:`stub_for`."""
+    with OpenAIStub() as server:
+        _SERVER.append(server)
+        try:
+            yield
+        finally:
+            _SERVER.clear()
+
+
+@contextmanager
+def stub_for(responder: Callable[[Any], Any]) -> Iterator[OpenAIStub]:
+    """The module's stub server answering with ``responder`` and an empty request log, as a new server would."""
+    stub = _SERVER[0]
+    stub.responder, stub.requests = responder, []
+    try:
+        yield stub
+    finally:
+        stub.responder, stub.requests = None, []
+
+
 def run(method: str, d: FamilyData, decide: Callable[[dict[str, Any], int], Any] | None, **settings: Any):
     """``ask`` with review on; returns the result, the payloads seen (with the requests made by then), the requests."""
     seen: list[tuple[dict[str, Any], int]] = []
-    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
+    with stub_for(auto_responder(d.overrides, d.text)) as stub:
         def review(payload: dict[str, Any]) -> Any:
             seen.append((payload, len(stub.requests)))
             assert decide is not None, f"{method} paused for review: {payload}"
@@ -74,7 +101,7 @@ def test_each_plan_pauses_and_approve_runs_it_as_without_review(method, data):
     assert payload["plan"].strip() and isinstance(payload["steps"], list) and payload["format"]
     assert '"approve"' in payload["accepts"] and payload["round"] == 1 and payload["error"] == ""
     assert [r.action for r in res.plan_reviews] == ["approve"] and res.plan_reviews[0].plan == payload["plan"]
-    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:  # the same run without review
+    with stub_for(auto_responder(d.overrides, d.text)) as stub:  # the same run without review
         plain = ask(d.question, method, model=MODEL, base_url=stub.base_url, **d.api(method))
         assert [r.forced_tool for r in stub.requests] == [r.forced_tool for r in reqs]
     assert plain.answer == res.answer and plain.plan_reviews == []
@@ -245,7 +272,7 @@ def test_a_server_resume_without_the_runs_context_is_refused_and_stays_paused(me
     store = InMemoryStore()
     graph = fam.graph(method).build().compile(checkpointer=InMemorySaver(), store=store)
     cfg: Any = {"configurable": {"thread_id": "t1"}, "recursion_limit": 200}
-    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
+    with stub_for(auto_responder(d.overrides, d.text)) as stub:
         ctx = fam.make_context(method, model=MODEL, base_url=stub.base_url, review_plan=True, **d.api(method))
         graph.invoke(fam.graph_input(d.question, {}), config=cfg, context=ctx)
         assert graph.get_state(cfg).interrupts
