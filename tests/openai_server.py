@@ -178,7 +178,8 @@ class OpenAIStub:
         self._server = _Server(("127.0.0.1", self._port), Handler)
         self._server.daemon_threads = True
         self._server.block_on_close = False  # a held (delayed) request must not block stop()
-        self._thread = threading.Thread(target=self._server.serve_forever, name="openai-stub", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},  # (stop()
+                                        name="openai-stub", daemon=True)  # waits for the poll: 0.5 s by default)
         self._thread.start()
         return self
 
