@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import functools
 import inspect
 import os
 import subprocess
@@ -33,16 +32,10 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-@functools.cache
-def _tree(path: Path) -> ast.Module:
-    """The parsed module (parsed once for all the tests here, which only read it)."""
-    return ast.parse(path.read_text(encoding="utf-8"))
-
-
 def _imports(path: Path, modules: set[str]) -> set[str]:
     """The ragplan modules ``path`` imports anywhere (function-level imports included)."""
     deps: set[str] = set()
-    for node in ast.walk(_tree(path)):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ragplan"):
             deps.add(node.module)
             deps.update(f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in modules)
@@ -107,7 +100,7 @@ def test_no_two_public_classes_or_functions_share_a_name():
     """``validate_plan`` the function and the node, two unrelated ``Plan`` classes: one name, one thing."""
     seen: dict[str, list[str]] = {}
     for name, path in _modules().items():
-        for node in _tree(path).body:
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
                 seen.setdefault(node.name, []).append(name)
     allowed = {"main", "run", "add_parser", "scenario_from_data"}  # per-module entry points; one reader per DQA scenario
@@ -263,7 +256,7 @@ def test_stop_reason_is_one_literal_every_family_uses():
     used: dict[str, set[str]] = {}
     files = [*(ROOT / "nodes").rglob("*.py"), *(ROOT / "graphs").glob("*.py"), *PKG.glob("llm*.py")]
     for path in files:
-        for node in ast.walk(_tree(path)):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             found: list[str] = []
             if isinstance(node, ast.Dict):
                 found = [s for k, v in zip(node.keys, node.values) if k is not None and _strings(k) == ["stop_reason"]
