@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -88,16 +87,15 @@ def test_cypher_schema(trade_cql, capsys):
     assert "(:Trade_node {" in capsys.readouterr().out
 
 
-@pytest.mark.serial  # "at once": a bounded wait for a fresh process
 def test_ask_without_endpoint_stops_at_once(trade_cql):
+    """A fresh process without an endpoint exits 2 saying what to set, instead of waiting on a connection (a hang is
+    caught by the generous bound; nothing here times the run)."""
     env = {k: v for k, v in __import__("os").environ.items()
            if k not in ("OPENAI_API_KEY", "RAGPLAN_BASE_URL", "OPENAI_BASE_URL", "RAGPLAN_MODEL")}
-    t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "ragplan", "ask", "--method", "planrag", "--graph", str(trade_cql),
-                        "--question", "Which node?"], capture_output=True, text=True, env=env, timeout=60)
+                        "--question", "Which node?"], capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 2
     assert "OPENAI_API_KEY" in p.stderr and "--base-url" in p.stderr and "Ollama" in p.stderr
-    assert time.perf_counter() - t0 < 60
 
 
 def test_ask_rejects_unknown_method_and_empty_question(trade_cql, tmp_path, capsys):

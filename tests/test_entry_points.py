@@ -8,9 +8,10 @@ family that is not wired into an entry point, or has no test data, fails.
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -44,6 +45,39 @@ def _no_key(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
+@pytest.fixture(scope="module")
+def _server() -> Iterator[OpenAIStub]:
+    """One local stub for the module (a server started and stopped per call costs its shutdown poll each time)."""
+    with OpenAIStub() as stub:
+        yield stub
+
+
+@pytest.fixture
+def endpoint(_server: OpenAIStub, data: dict[str, FamilyData]) -> Any:
+    """``endpoint(d)``: the module's stub answering from family data ``d`` (requests of this call only)."""
+
+    def steer(d: FamilyData) -> OpenAIStub:
+        _server.responder = auto_responder(d.overrides, d.text)
+        _server.requests.clear()
+        return _server
+
+    return steer
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _long_lived_objects_frozen() -> Iterator[None]:
+    """``ragplan eval`` makes one full garbage collection per run, which in this process would walk every object
+    the earlier tests and imports left (torch, every graph): keep those out of it while this module runs
+    (``gc.freeze`` before each test; they are handed back to the collector when the module ends)."""
+    yield
+    gc.unfreeze()
+
+
+@pytest.fixture(autouse=True)
+def _freeze(_long_lived_objects_frozen: None) -> None:
+    gc.freeze()
+
+
 def test_langgraph_json_serves_every_registered_graph():
     """langgraph.json is what the registry says (regenerate with `ragplan graphs --langgraph-json`)."""
     assert LANGGRAPH == langgraph_graphs()
@@ -51,11 +85,11 @@ def test_langgraph_json_serves_every_registered_graph():
 
 
 @pytest.mark.parametrize("method", sorted(LANGGRAPH))
-def test_cli_ask(method, data, capsys):
+def test_cli_ask(method, data, endpoint, capsys):
     fam, d = _family_data(data, method)
-    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
-        code = main(["ask", "--method", method, "--question", d.question, *d.cli(method),
-                     "--model", MODEL, "--base-url", stub.base_url])
+    stub = endpoint(d)
+    code = main(["ask", "--method", method, "--question", d.question, *d.cli(method),
+                 "--model", MODEL, "--base-url", stub.base_url])
     out = capsys.readouterr()
     assert code == 0, out.err
     lines = out.out.splitlines()
@@ -63,9 +97,9 @@ def test_cli_ask(method, data, capsys):
     answer = [ln for ln in lines if ln.startswith("Answer: ")]
     assert len(answer) == 1 and answer[0] != "Answer: (none)"
     assert any(ln.startswith("LLM calls: ") for ln in lines)
-    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
-        code = main(["ask", "--method", method, "--question", d.question, *d.cli(method),
-                     "--model", MODEL, "--base-url", stub.base_url, "--json"])
+    stub = endpoint(d)
+    code = main(["ask", "--method", method, "--question", d.question, *d.cli(method),
+                 "--model", MODEL, "--base-url", stub.base_url, "--json"])
     out = capsys.readouterr()
     assert code == 0, out.err
     result = json.loads(out.out)
@@ -74,10 +108,10 @@ def test_cli_ask(method, data, capsys):
 
 
 @pytest.mark.parametrize("method", sorted(LANGGRAPH))
-def test_api_ask(method, data):
+def test_api_ask(method, data, endpoint):
     fam, d = _family_data(data, method)
-    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
-        res = ask(d.question, method, model=MODEL, base_url=stub.base_url, **d.api(method))
+    stub = endpoint(d)
+    res = ask(d.question, method, model=MODEL, base_url=stub.base_url, **d.api(method))
     assert type(res) is fam.result and res.method == method
     assert res.answer and not res.error, (res.stop_reason, res.error)
     assert res.usage.llm_calls == len(stub.requests) > 0 and res.wall_time_s > 0
@@ -86,12 +120,12 @@ def test_api_ask(method, data):
 
 
 @pytest.mark.parametrize("method", sorted(LANGGRAPH))
-def test_eval(method, data, tmp_path):
+def test_eval(method, data, endpoint, tmp_path):
     fam, d = _family_data(data, method)
     run = tmp_path / "run"
-    with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
-        code = main(["eval", "--method", method, *d.eval(method), "--limit", "1", "--model", MODEL,
-                     "--base-url", stub.base_url, "--out", str(run), "--no-progress"])
+    stub = endpoint(d)
+    code = main(["eval", "--method", method, *d.eval(method), "--limit", "1", "--model", MODEL,
+                 "--base-url", stub.base_url, "--out", str(run), "--no-progress"])
     assert code == 0
     (rec,) = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
     assert rec["method"] == method and rec["answer"] and rec["error"] == "" and rec["attempts"] == 1

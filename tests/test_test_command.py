@@ -35,9 +35,9 @@ def test_the_test_command_runs_each_module_on_one_worker(tmp_path):
     log = tmp_path / "pids.log"
     env = {**os.environ, "PID_LOG": str(log)}
     env.pop("PYTEST_XDIST_WORKER", None)
-    # (langsmith's pytest plugin costs each of the three processes seconds of imports these tests do not need)
+    # (langsmith's and anyio's pytest plugins cost each of the three processes imports these tests do not need)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:langsmith_plugin",
-                           "-n", "2", *options, "."],
+                           "-p", "no:anyio", "-n", "2", *options, "."],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     pids: dict[str, set[str]] = {}
