@@ -6,7 +6,10 @@ fork server, started once per test process, imports ragplan's command and what `
 :func:`start` forks a child of it that becomes the leader of a session of its own (as ``start_new_session``), takes
 the working folder, environment and standard streams it is given, and runs ``ragplan.cli.main(ARGS)``. The
 interface is the part of :class:`subprocess.Popen` the kill tests use (``pid``, ``poll``, ``wait``, ``returncode``,
-``stdout``/``stderr`` read back from files, SIGKILL to its process group).
+``stdout``/``stderr`` read back from files, SIGKILL to its process group); :func:`run` is ``subprocess.run``'s.
+
+Nothing in ragplan reads the environment or the working folder at import, so a child given them behaves as a process
+started with them. Unlike an interpreter's exit, a child's runs no ``atexit`` hooks (ragplan registers none).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import io
 import multiprocessing
 import os
 import sys
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import IO, Any
@@ -25,9 +29,10 @@ PRELOAD = ["ragplan.cli", "ragplan.cli.ask", "ragplan.cli.eval", "ragplan.cli.se
            "ragplan.eval.item_checkpoints", "ragplan.eval.registry", "ragplan.graphs.planrag",
            "ragplan.graphs.think_then_act", "ragplan.graphs.reaper", "ragplan.graphs.furepa", "ragplan.graphs.instructrag",
            "ragplan.methods.planrag.benchmark", "ragplan.methods.planrag.grade", "langchain_openai",
-           "langgraph.checkpoint.sqlite", "langgraph.checkpoint.sqlite.aio"]
+           "langgraph.checkpoint.sqlite", "langgraph.checkpoint.sqlite.aio", "psycopg", "langgraph.checkpoint.postgres",
+           "langgraph.checkpoint.postgres.aio"]
 """What the children import before a kill, imported once in the fork server (a module missing here, such as
-matplotlib or psycopg, is imported by the child that needs it: it only costs time)."""
+matplotlib, is imported by the child that needs it: it only costs time)."""
 
 
 def _warm() -> None:
@@ -120,3 +125,14 @@ def start(args: list[str], cwd: Path | str, env: dict[str, str], stdin: str | No
                        daemon=False)
     proc.start()
     return RagplanProcess(proc, open(out), open(err))
+
+
+def run(args: list[str], cwd: Path | str, env: dict[str, str], stdin: str = "", timeout: float = 300) -> subprocess.CompletedProcess:
+    """``ragplan ARGS`` to its end, as :func:`subprocess.run` with ``capture_output=True, text=True``."""
+    proc = start(args, cwd, env, stdin=stdin)
+    try:
+        code = proc.wait(timeout)
+    except TimeoutError:
+        os.killpg(proc.pid, 9)
+        raise
+    return subprocess.CompletedProcess(args, code, proc.stdout.read(), proc.stderr.read())

@@ -20,7 +20,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -68,12 +67,12 @@ def _rows(url: str, sql: str) -> list[tuple[Any, ...]]:
 
 
 def _run(args: list[str], cwd: Path, stdin: str = "") -> subprocess.CompletedProcess:
-    """``ragplan ARGS`` in a process of its own, as on another machine: its own working and state folders."""
+    """``ragplan ARGS`` in a process of its own (forked with its imports done), as on another machine: its own working
+    and state folders."""
     env = {k: v for k, v in _env().items() if k != "RAGPLAN_CHECKPOINT_DB"}
     env.update(XDG_STATE_HOME=str(cwd / "state"), HOME=str(cwd), PYTHONPATH=str(ROOT))
     cwd.mkdir(parents=True, exist_ok=True)
-    return subprocess.run([sys.executable, "-m", "ragplan", *args], cwd=cwd, env=env, input=stdin, text=True,
-                          capture_output=True, timeout=300)
+    return ragplan_process.run(args, cwd, env, stdin=stdin, timeout=300)
 
 
 def _no_password_in(*folders: Path) -> None:
