@@ -18,9 +18,11 @@ import importlib
 import io
 import multiprocessing
 import os
-import sys
+import shutil
 import subprocess
+import sys
 import tempfile
+import weakref
 from pathlib import Path
 from typing import IO, Any
 
@@ -72,11 +74,13 @@ def _child(argv: list[str], cwd: str, env: dict[str, str], stdin: str | None, ou
 class RagplanProcess:
     """A started ``ragplan ARGS`` process (see the module's docstring)."""
 
-    def __init__(self, proc: Any, stdout: IO[str], stderr: IO[str]) -> None:
+    def __init__(self, proc: Any, folder: Path) -> None:
         self._proc = proc
         self.pid: int = proc.pid
-        self.stdout, self.stderr = stdout, stderr
+        self.stdout: IO[str] = open(folder / "stdout")
+        self.stderr: IO[str] = open(folder / "stderr")
         """What it wrote so far, read from the start of its output files."""
+        weakref.finalize(self, _clean, folder, self.stdout, self.stderr)
 
     @property
     def returncode(self) -> int | None:
@@ -121,10 +125,17 @@ def start(args: list[str], cwd: Path | str, env: dict[str, str], stdin: str | No
     if stdin is not None:
         inp = folder / "stdin"
         inp.write_text(stdin)
+    # (daemon: one a failed test left running is ended when the test process exits, instead of being waited for)
     proc = ctx.Process(target=_child, args=(list(args), str(cwd), dict(env), str(inp) if inp else None, str(out), str(err)),
-                       daemon=False)
+                       daemon=True)
     proc.start()
-    return RagplanProcess(proc, open(out), open(err))
+    return RagplanProcess(proc, folder)
+
+
+def _clean(folder: Path, *files: IO[str]) -> None:
+    for f in files:
+        f.close()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def run(args: list[str], cwd: Path | str, env: dict[str, str], stdin: str = "", timeout: float = 300) -> subprocess.CompletedProcess:
