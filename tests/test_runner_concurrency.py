@@ -40,9 +40,9 @@ def _single_rag_responder(hold_s: float = 0.0):
 class HoldingStub(OpenAIStub):
     """Holds every request until ``want`` are held at once (from then on none): ``most`` is the most requests ever
     held at once, each of them in flight (its client waits for the answer). A run that never gets to ``want`` is let
-    go after ``bound_s`` (against a hang; ``most`` then tells how far it got)."""
+    go after ``bound_s``, before its client gives up (against a hang; ``most`` then tells how far it got)."""
 
-    def __init__(self, want: int, bound_s: float = 120.0, **kw: Any) -> None:
+    def __init__(self, want: int, bound_s: float = 90.0, **kw: Any) -> None:
         super().__init__(**kw)
         self.want, self.bound_s = want, bound_s
         self.held = self.most = 0
