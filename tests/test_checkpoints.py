@@ -2,8 +2,9 @@
 
 * ``ragplan ask`` keeps a SQLite checkpoint per run and prints its thread; ``ragplan resume ID`` answers a
   pending review, continues a killed run from its last finished node, prints a finished one, refuses an
-  unknown one. The kill is real: ``ragplan ask`` runs as its own process and is SIGKILLed while an LLM
-  request is in flight; the local stub's request log proves no finished LLM call is made again.
+  unknown one. The kill is real: ``ragplan ask`` runs as its own process (forked with its imports done:
+  tests/ragplan_process.py) and is SIGKILLed while an LLM request is in flight; the local stub's request log
+  proves no finished LLM call is made again.
 * The terminal review: a scripted stdin answers ``approve / edit / reject [a/e/r]``; ``e`` opens
   ``$EDITOR`` (a small script the test writes) or reads the plan from stdin without one.
 * ``ragplan.api.ask`` with review on and no callback returns ``awaiting_review`` and the thread;
@@ -20,7 +21,6 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -37,7 +37,9 @@ from ragplan.nodes.planrag.replan import ReplanDecision
 from ragplan.nodes.planrag.retrieve import RetrievalAction
 from ragplan.state.review import AWAITING_REVIEW, PLAN_REJECTED
 from tests.data import QUESTION
+from tests import ragplan_process
 from tests.openai_server import Fault, OpenAIStub
+from tests.ragplan_process import RagplanProcess
 from tests.scripted import ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +75,7 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _wait_for(pred, timeout: float = 90.0, proc: subprocess.Popen | None = None) -> None:
+def _wait_for(pred, timeout: float = 90.0, proc: RagplanProcess | None = None) -> None:
     deadline = time.monotonic() + timeout
     while not pred():
         if proc is not None and proc.poll() is not None:
@@ -82,7 +84,7 @@ def _wait_for(pred, timeout: float = 90.0, proc: subprocess.Popen | None = None)
         time.sleep(0.1)
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def _kill(proc: RagplanProcess) -> None:
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
 
@@ -222,10 +224,9 @@ def test_killed_ask_resumes_without_repeating_finished_llm_calls(trade_cql, tmp_
     db = tmp_path / "killed.sqlite"
     plan, query, replan, answer = script()
     with OpenAIStub(replies=[plan, query, Fault(delay_s=120, reply=replan)]) as stub:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "ragplan", "ask", "--method", "planrag", "--graph", str(trade_cql), "--question", QUESTION,
-             "--model", MODEL, "--base-url", stub.base_url, "--thread", "killed-run", "--checkpoint-db", str(db)],
-            cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = ragplan_process.start(
+            ["ask", "--method", "planrag", "--graph", str(trade_cql), "--question", QUESTION, "--model", MODEL,
+             "--base-url", stub.base_url, "--thread", "killed-run", "--checkpoint-db", str(db)], ROOT, _env())
         try:
             _wait_for(lambda: len(stub.requests) == 3, proc=proc)  # the re-plan request is in flight
         finally:
@@ -301,12 +302,10 @@ def test_eval_question_in_flight_at_a_kill_continues_from_its_last_node(tmp_path
     run = tmp_path / "run"
     hold = {"on": True}
     with OpenAIStub(responder=_building_responder(hold)) as stub:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "ragplan", "eval", "--method", "single_rag", "--benchmark", "dqa-building",
-             "--data", str(tmp_path / "clone"), "--limit", "2", "--concurrency", str(in_flight),
-             "--out", str(run), "--no-progress", "--model", MODEL, "--base-url", stub.base_url,
-             "--set", "llm_max_retries=0"],
-            cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = ragplan_process.start(
+            ["eval", "--method", "single_rag", "--benchmark", "dqa-building", "--data", str(tmp_path / "clone"),
+             "--limit", "2", "--concurrency", str(in_flight), "--out", str(run), "--no-progress", "--model", MODEL,
+             "--base-url", stub.base_url, "--set", "llm_max_retries=0"], ROOT, _env())
         try:  # the answer requests of the questions in flight are held
             _wait_for(lambda: sum(r.forced_tool == "FinalAnswer" for r in stub.requests) == in_flight, proc=proc)
         finally:

@@ -11,8 +11,6 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -145,17 +143,24 @@ def test_endpoint_down_is_recorded_per_question(tmp_path):
 
 
 def test_kill_and_resume_finishes_without_redoing_or_losing(tmp_path):
+    from tests import ragplan_process
+
     clone = tmp_path / "clone"
     generate_clone(clone, "locating", 6, seed=9)
     run = tmp_path / "run"
-    with OpenAIStub(responder=agent(clone, "locating", delay=0.15)) as stub:
-        cmd = [sys.executable, "-m", "ragplan", "eval", "--method", "planrag", "--benchmark", "dqa-locating",
-               "--data", str(clone), "--model", "openai:stub-model", "--base-url", stub.base_url,
-               "--concurrency", "1", "--out", str(run), "--no-progress"]
+    results = run / "results.jsonl"
+    answer = agent(clone, "locating")
+    hold = {"on": True}
+
+    def respond(req):  # once two questions are recorded every request is held (for minutes): the kill lands mid-run
+        recorded = len(results.read_text().splitlines()) if results.exists() else 0
+        return Fault(delay_s=600, reply=answer(req)) if hold["on"] and recorded >= 2 else answer(req)
+
+    with OpenAIStub(responder=respond) as stub:
+        args = ["eval", "--method", "planrag", "--benchmark", "dqa-locating", "--data", str(clone), "--model",
+                "openai:stub-model", "--base-url", stub.base_url, "--concurrency", "1", "--out", str(run), "--no-progress"]
         env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                start_new_session=True)
-        results = run / "results.jsonl"
+        proc = ragplan_process.start(args, ROOT, env)  # a process of its own (forked with its imports done)
         deadline = time.time() + 90
         while time.time() < deadline and (not results.exists() or len(results.read_text().splitlines()) < 2):
             time.sleep(0.05)
@@ -166,6 +171,7 @@ def test_kill_and_resume_finishes_without_redoing_or_losing(tmp_path):
         assert 2 <= done_before < 6
         with open(results, "a") as fh:  # a kill in the middle of a write leaves a torn line
             fh.write('{"id": "locating-9", "answ')
+        hold["on"] = False
         assert main(["eval", "--resume", str(run), "--no-progress"]) == 0
     lines = results.read_text().splitlines()
     recs = [json.loads(x) for x in lines]

@@ -20,7 +20,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -30,6 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from ragplan.cli import main
+from tests import ragplan_process
 from tests.data import QUESTION
 from tests.openai_server import OpenAIStub
 from tests.test_checkpoints import MODEL, ROOT, _building_responder, _env, _kill, _thread, _wait_for, script
@@ -67,12 +67,12 @@ def _rows(url: str, sql: str) -> list[tuple[Any, ...]]:
 
 
 def _run(args: list[str], cwd: Path, stdin: str = "") -> subprocess.CompletedProcess:
-    """``ragplan ARGS`` in a process of its own, as on another machine: its own working and state folders."""
+    """``ragplan ARGS`` in a process of its own (forked with its imports done), as on another machine: its own working
+    and state folders."""
     env = {k: v for k, v in _env().items() if k != "RAGPLAN_CHECKPOINT_DB"}
     env.update(XDG_STATE_HOME=str(cwd / "state"), HOME=str(cwd), PYTHONPATH=str(ROOT))
     cwd.mkdir(parents=True, exist_ok=True)
-    return subprocess.run([sys.executable, "-m", "ragplan", *args], cwd=cwd, env=env, input=stdin, text=True,
-                          capture_output=True, timeout=300)
+    return ragplan_process.run(args, cwd, env, stdin=stdin, timeout=300)
 
 
 def _no_password_in(*folders: Path) -> None:
@@ -104,14 +104,18 @@ def _silent_server() -> tuple[socket.socket, int]:
 
 
 def test_an_unreachable_server_is_exit_2_naming_it(trade_cql, tmp_path, monkeypatch, capsys):
+    import ragplan.checkpoints
+
     monkeypatch.chdir(tmp_path)
+    # the default connect timeout, shortened (to libpq's least, 2 s): the silent server is given up on by it all the same
+    monkeypatch.setattr(ragplan.checkpoints, "CONNECT_TIMEOUT_S", 2)
     closed = socket.socket()
     closed.bind(("127.0.0.1", 0))
     port = closed.getsockname()[1]
     closed.close()  # nothing listens there
     silent, quiet_port = _silent_server()
     try:
-        for p in (port, quiet_port):  # refused at once; silent: the default connect timeout (10 s), not a hang
+        for p in (port, quiet_port):  # refused at once; silent: the default connect timeout (here 2 s), not a hang
             url = f"postgresql://ragplan:{PASSWORD}@127.0.0.1:{p}/ragplan"
             for argv in (["resume", "--list", "--checkpoint-db", url],
                          ["ask", "--method", "planrag", "--graph", str(trade_cql), "--question", "q", "--model", MODEL,
@@ -163,12 +167,10 @@ def test_eval_checkpoints_in_postgres_survive_a_kill_and_go_when_the_run_is_done
     before = _rows(pg_url, schemas)[0][0]
     hold = {"on": True}
     with OpenAIStub(responder=_building_responder(hold)) as stub:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "ragplan", "eval", "--method", "single_rag", "--benchmark", "dqa-building",
-             "--data", str(tmp_path / "clone"), "--limit", "2", "--concurrency", "1", "--out", str(run),
-             "--no-progress", "--model", MODEL, "--base-url", stub.base_url, "--set", "llm_max_retries=0",
-             "--checkpoint-db", pg_url],
-            cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = ragplan_process.start(  # (a process of its own, forked with its imports done)
+            ["eval", "--method", "single_rag", "--benchmark", "dqa-building", "--data", str(tmp_path / "clone"),
+             "--limit", "2", "--concurrency", "1", "--out", str(run), "--no-progress", "--model", MODEL,
+             "--base-url", stub.base_url, "--set", "llm_max_retries=0", "--checkpoint-db", pg_url], ROOT, _env())
         try:  # the first question's answer request is held
             _wait_for(lambda: any(r.forced_tool == "FinalAnswer" for r in stub.requests), proc=proc)
         finally:

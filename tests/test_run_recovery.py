@@ -1,4 +1,5 @@
-"""Kill/resume suite (issue 13 §3): a real ``ragplan eval`` process killed with SIGKILL at several points —
+"""Kill/resume suite (issue 13 §3): a real ``ragplan eval`` process (forked with its imports done:
+tests/ragplan_process.py) killed with SIGKILL at several points (the endpoint holds every request from there on) —
 before any answer, mid-run, with a torn last line, twice in a row — then resumed: no question lost, none
 duplicated, none asked again once finished, and the summary counts every question once. Also: ``--resume`` keeps the run's
 own settings unless a flag is given, and refuses flags that would change what it measures.
@@ -9,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,10 @@ import pytest
 from ragplan.cli import main
 from ragplan.methods.planrag.generate import generate_clone
 from ragplan.eval.runfolder import RunFolder, RunSettings
+from tests import ragplan_process
 from tests.auto_reply import auto_responder
 from tests.openai_server import Fault, OpenAIStub
+from tests.ragplan_process import RagplanProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,30 +86,41 @@ def test_resume_refuses_a_flag_that_changes_what_the_run_measures(tmp_path, monk
 N = 8
 
 
-def _responder(delay: float):
-    """Every PlanRAG request answered from its schema (one retrieval per question), each held ``delay`` seconds."""
+def _responder(results: Path, hold: dict[str, float]):
+    """Every PlanRAG request answered from its schema (one retrieval per question); once ``results`` has
+    ``hold["lines"]`` lines, every request is held instead (for minutes), so a kill lands at that point of the run
+    however fast or slow the machine."""
     inner = auto_responder({"Plan": {"steps": ["Count the trade nodes"]},
                             "RetrievalAction": lambda r: ({"thought": "enough", "action": "finish", "action_input": ""}
                                                           if "\nObservation" in r.prompt_text else
                                                           {"thought": "count", "action": "graph_db",
                                                            "action_input": "MATCH (t:Trade_node) RETURN count(t) AS n"}),
                             "ReplanDecision": {"replan": False, "reason": "fine"}})
-    return lambda req: Fault(delay_s=delay, reply=inner(req))
+
+    def respond(req):
+        reply = inner(req)
+        return Fault(delay_s=600, reply=reply) if _lines(results) >= hold["lines"] else reply
+
+    return respond
 
 
-def _start(run: Path, clone: Path, stub: OpenAIStub, concurrency: int, *extra: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "ragplan", "eval", "--method", "planrag", "--benchmark", "dqa-locating",
-           "--data", str(clone), "--model", "openai:stub-model", "--base-url", stub.base_url,
-           "--concurrency", str(concurrency), "--out", str(run), "--no-progress", *extra]
+def _start(*args: str) -> RagplanProcess:
+    """``ragplan ARGS`` as a process of its own (forked with its imports done), without an API key."""
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    return ragplan_process.start(list(args), ROOT, env)
+
+
+def _eval(run: Path, clone: Path, stub: OpenAIStub, concurrency: int, *extra: str) -> RagplanProcess:
+    return _start("eval", "--method", "planrag", "--benchmark", "dqa-locating", "--data", str(clone),
+                  "--model", "openai:stub-model", "--base-url", stub.base_url, "--concurrency", str(concurrency),
+                  "--out", str(run), "--no-progress", *extra)
 
 
 def _lines(path: Path) -> int:
     return len(path.read_bytes().splitlines()) if path.exists() else 0
 
 
-def _kill_when(proc: subprocess.Popen, ready: Any, timeout: float = 90) -> None:
+def _kill_when(proc: RagplanProcess, ready: Any, timeout: float = 90) -> None:
     deadline = time.time() + timeout
     while time.time() < deadline and not ready():
         if proc.poll() is not None:
@@ -124,8 +136,9 @@ def test_kill_minus_9_then_resume_loses_and_duplicates_nothing(tmp_path, point):
     generate_clone(clone, "locating", N, seed=13)
     run = tmp_path / "run"
     results = run / "results.jsonl"
-    with OpenAIStub(responder=_responder(0.05)) as stub:
-        proc = _start(run, clone, stub, concurrency=2)
+    hold = {"lines": 0 if point == "before_any_answer" else 3}  # (requests held from then on, until the kill)
+    with OpenAIStub(responder=_responder(results, hold)) as stub:
+        proc = _eval(run, clone, stub, concurrency=2)
         if point == "before_any_answer":  # killed while the first questions are in flight
             _kill_when(proc, lambda: len(stub.requests) >= 2)
             assert _lines(results) == 0
@@ -137,12 +150,12 @@ def test_kill_minus_9_then_resume_loses_and_duplicates_nothing(tmp_path, point):
                 fh.write(b'{"id": "locating-9", "answer": "no')
         if point == "twice":  # killed again during the resume
             before = _lines(results)
-            proc = subprocess.Popen([sys.executable, "-m", "ragplan", "eval", "--resume", str(run), "--no-progress"],
-                                    cwd=ROOT, env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"},
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+            hold["lines"] = before + 2
+            proc = _start("eval", "--resume", str(run), "--no-progress")
             _kill_when(proc, lambda: _lines(results) >= before + 2)
         finished_before = {json.loads(x)["id"] for x in results.read_bytes().splitlines() if x.endswith(b"}")} \
             if results.exists() else set()
+        hold["lines"] = float("inf")
         assert main(["eval", "--resume", str(run), "--no-progress"]) == 0
     recs = [json.loads(x) for x in results.read_text().splitlines()]
     ids = [r["id"] for r in recs]
