@@ -43,4 +43,5 @@ if [ -z "${RAGPLAN_TEST_POSTGRES:-}" ] && command -v apt-get >/dev/null 2>&1 && 
   fi
 fi
 export HF_HUB_OFFLINE=1
+unset PYTHONDONTWRITEBYTECODE  # (bytecode caches: else every worker compiles and rewrites the same modules again)
 exec .venv/bin/python -m pytest -n "${RAGPLAN_TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder "$@"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import gc
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,28 +19,6 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 from ragplan.tools.graphdb import EmbeddedGraphStore  # noqa: E402
 from tests.data import QUESTION, TRADE_NETWORK  # noqa: E402
-
-
-@contextmanager
-def _turn(config: pytest.Config, alone: bool) -> Iterator[None]:
-    """Under pytest-xdist, a test marked ``serial`` runs while no other worker runs a test (a readers-writer lock
-    over two files in the run's temp folder, which every worker's own temp folder is in; the turnstile keeps a
-    waiting ``serial`` test from starving)."""
-    worker_tmp = config.getoption("basetemp") if os.environ.get("PYTEST_XDIST_WORKER") else None
-    if not worker_tmp:
-        yield
-        return
-    run = Path(worker_tmp).parent
-    with open(run / "serial.turnstile", "a") as turnstile, open(run / "serial.lock", "a") as lock:
-        fcntl.flock(turnstile, fcntl.LOCK_EX)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-        finally:
-            fcntl.flock(turnstile, fcntl.LOCK_UN)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 SLOW_FIRST = [
@@ -59,11 +38,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))  # stable: each module's own order is kept
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """Setup, call and teardown of a ``serial`` test (timings, memory peaks, requests in flight) run alone."""
-    with _turn(item.config, item.get_closest_marker("serial") is not None):
-        yield
+@pytest.fixture(autouse=True)
+def _older_objects_frozen() -> None:
+    """Before each test, the earlier tests' garbage is collected and what is left (imports, module and session
+    fixtures) is frozen out of later collections: ``ragplan eval`` makes one full collection per run, which in a test
+    worker would otherwise walk every object torch, the graphs and the fixtures made (about 0.5 s a run)."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)

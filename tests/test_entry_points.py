@@ -8,7 +8,6 @@ family that is not wired into an entry point, or has no test data, fails.
 
 from __future__ import annotations
 
-import gc
 import json
 from pathlib import Path
 from typing import Any, Iterator
@@ -62,20 +61,6 @@ def endpoint(_server: OpenAIStub, data: dict[str, FamilyData]) -> Any:
         return _server
 
     return steer
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _long_lived_objects_frozen() -> Iterator[None]:
-    """``ragplan eval`` makes one full garbage collection per run, which in this process would walk every object
-    the earlier tests and imports left (torch, every graph): keep those out of it while this module runs
-    (``gc.freeze`` before each test; they are handed back to the collector when the module ends)."""
-    yield
-    gc.unfreeze()
-
-
-@pytest.fixture(autouse=True)
-def _freeze(_long_lived_objects_frozen: None) -> None:
-    gc.freeze()
 
 
 def test_langgraph_json_serves_every_registered_graph():
