@@ -12,6 +12,7 @@ import platform
 import re
 import threading
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
@@ -45,8 +46,10 @@ MAX_BACKOFF_S = 8.0
 DEFAULT_RETRIES = 2
 #: Longest reply (text and tool-call arguments, in characters) read when no ``max_reply_chars`` is given.
 MAX_REPLY_CHARS = 200_000
-#: Called (in the caller's context) just before each chat request is sent; None = nobody counts.
-on_request: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("ragplan_on_request", default=None)
+#: Entered (in the caller's context) around each chat request: it may wait for a free request slot, and counts the
+#: request before it is sent; None = nobody does.
+on_request: contextvars.ContextVar[Callable[[], AbstractContextManager[Any]] | None] = contextvars.ContextVar(
+    "ragplan_on_request", default=None)
 
 
 class ReplyTooLong(ValueError):
@@ -228,11 +231,9 @@ def _invoke(call: Callable[[], Any], retries: int, spent: list[Usage], cap: int 
     attempts' costs go to ``spent``."""
     for attempt in Retrying(stop=stop_after_attempt(retries + 1), retry=retry_if_exception(_malformed), reraise=True,
                             wait=wait_exponential_jitter(initial=BACKOFF_S, max=MAX_BACKOFF_S, jitter=BACKOFF_S / 4)):
-        with attempt:
+        with attempt, (hook() if (hook := on_request.get()) is not None else nullcontext()):
             t0 = time.perf_counter()
             try:
-                if (hook := on_request.get()) is not None:
-                    hook()
                 out = call()
                 raw = out.get("raw") if isinstance(out, dict) else out
                 size = len(_visible(raw)) if isinstance(raw, BaseMessage) else 0
