@@ -10,6 +10,14 @@ import threading
 import pytest
 
 from ragplan.eval.question_runner import GivenUp, Slots
+from ragplan.llm import on_send
+
+
+def _send() -> None:
+    """What the OpenAI client built by ragplan.llm does just before it sends a request."""
+    hook = on_send.get()
+    assert hook is not None
+    hook()
 
 BOUND_S = 30  # against a hang only
 
@@ -30,6 +38,7 @@ def test_n_requests_at_most_and_the_next_questions_start_only_when_every_one_wai
 
         def graph(i: int) -> None:  # one request, held until `release`
             with slots.request(lambda: None, threading.Event()):
+                _send()
                 with lock:
                     inside[0] += 1
                     most[0] = max(most[0], inside[0])
@@ -84,16 +93,18 @@ def test_no_question_beyond_n_starts_while_one_is_working():
 def test_a_question_given_up_while_it_waits_for_a_slot_sends_nothing():
     async def scenario() -> None:
         slots = Slots(1)
-        held, release, given_up, counted = threading.Event(), threading.Event(), threading.Event(), []
+        held, release, given_up, counted, sent = threading.Event(), threading.Event(), threading.Event(), [], []
 
         def first() -> None:
             with slots.request(lambda: counted.append(1), threading.Event()):
+                _send()
                 held.set()
                 release.wait(BOUND_S)
 
         def second() -> None:
             with slots.request(lambda: counted.append(2), given_up):
-                pass
+                _send()
+                sent.append(2)
 
         t = asyncio.create_task(asyncio.to_thread(first))
         await _until(held.is_set)
@@ -104,6 +115,24 @@ def test_a_question_given_up_while_it_waits_for_a_slot_sends_nothing():
             await asyncio.wait_for(waiting, BOUND_S)
         release.set()
         await asyncio.wait_for(t, BOUND_S)
-        assert counted == [1] and slots.waiting == 0
+        assert counted == [1, 2] and sent == [] and slots.waiting == 0  # counted before, never sent
 
     asyncio.run(scenario())
+
+
+def test_the_openai_client_made_here_calls_on_send_before_each_request(monkeypatch):
+    """The slot is taken where the request leaves (the HTTP client's request hook), not before the request is built."""
+    from ragplan.llm import load_chat_model
+    from tests.openai_server import OpenAIStub
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    seen: list[int] = []
+    with OpenAIStub(replies=["hello", "again"]) as stub:
+        model = load_chat_model("openai:stub", base_url=stub.base_url)
+        token = on_send.set(lambda: seen.append(len(stub.requests)))
+        try:
+            model.invoke("hi")
+            model.invoke("hi")
+        finally:
+            on_send.reset(token)
+    assert seen == [0, 1]  # before each request reached the server

@@ -23,7 +23,7 @@ from ragplan.eval.benchmark import Benchmark, Item
 from ragplan.eval.item_checkpoints import CHECKPOINT_FILE, ItemCheckpoints
 from ragplan.eval.runfolder import RunFolder, RunSettings, record_line
 from ragplan.family import MethodFamily
-from ragplan.llm import on_request
+from ragplan.llm import on_request, on_send
 from ragplan.redact import keys_read_once
 from ragplan.state.result import GraphResult
 from ragplan.state.usage import Usage
@@ -134,7 +134,9 @@ class GivenUp(Exception):
 class Slots:
     """Questions and requests in flight: at most ``n`` requests at once; ``n`` questions, and up to ``2n`` while every
     question in flight is at the endpoint (its request sent, or ready and waiting for a slot). The next questions are
-    thus prepared while the replies are awaited, one at a time, and each reply's slot goes at once to a ready request."""
+    thus made ready while the replies are awaited, and a reply's slot goes at once to a ready request. (A request is at
+    the endpoint once the OpenAI client built by :mod:`ragplan.llm` sends it; other providers' requests are bounded by
+    the ``n`` questions alone.)"""
 
     def __init__(self, n: int) -> None:
         """``n``: the run's concurrency (made on the run's event loop)."""
@@ -154,25 +156,40 @@ class Slots:
         self.running -= 1
         self.changed.set()
 
+    def _at_endpoint(self, step: int) -> None:
+        with self.lock:
+            self.waiting += step
+            if step > 0 and self.waiting >= self.running:  # every question is at the endpoint: room for the next one
+                self.loop.call_soon_threadsafe(self.changed.set)
+
     @contextmanager
     def request(self, count: Callable[[], None], given_up: threading.Event) -> Iterator[None]:
-        """Around one LLM request of a question (in its thread): wait for a slot, count the request, free the slot."""
-        with self.lock:
-            self.waiting += 1
-            if self.waiting >= self.running:  # every question is at the endpoint: room for the next one
-                self.loop.call_soon_threadsafe(self.changed.set)
-        try:
+        """Around one LLM call of a question (in its thread): the request is counted; when the client sends it, it
+        waits for a slot first (the question is then at the endpoint), and the slot is freed when the call ends."""
+        count()
+        at_endpoint = holds = False
+
+        def send() -> None:
+            nonlocal at_endpoint, holds
+            if holds:  # the client's own retry: the slot is still held
+                return
+            if not at_endpoint:
+                at_endpoint = True
+                self._at_endpoint(1)
             while not self.requests.acquire(timeout=0.2):
                 if given_up.is_set():
                     raise GivenUp("the question was given up while it waited for a request slot")
-            try:
-                count()
-                yield
-            finally:
-                self.requests.release()
+            holds = True
+
+        token = on_send.set(send)
+        try:
+            yield
         finally:
-            with self.lock:
-                self.waiting -= 1
+            on_send.reset(token)
+            if holds:
+                self.requests.release()
+            if at_endpoint:
+                self._at_endpoint(-1)
 
 
 LARGE_TEXT = 1_000
