@@ -12,6 +12,7 @@ import platform
 import re
 import threading
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
@@ -30,7 +31,7 @@ from ragplan.state.usage import Usage
 
 __all__ = ["load_chat_model", "endpoint_problem", "chat_model_for", "Decision", "decide", "decide_for", "LLMConfigError",
            "generate", "message_text", "cache_of", "kind_of", "failure_update", "MALFORMED_REPLY", "BACKOFF_S", "MAX_BACKOFF_S",
-           "ReplyTooLong", "MAX_REPLY_CHARS", "on_request"]
+           "ReplyTooLong", "MAX_REPLY_CHARS", "on_request", "on_send"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -45,8 +46,18 @@ MAX_BACKOFF_S = 8.0
 DEFAULT_RETRIES = 2
 #: Longest reply (text and tool-call arguments, in characters) read when no ``max_reply_chars`` is given.
 MAX_REPLY_CHARS = 200_000
-#: Called (in the caller's context) just before each chat request is sent; None = nobody counts.
-on_request: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("ragplan_on_request", default=None)
+#: Entered (in the caller's context) around each chat call (it counts the request before it is sent); None = nobody.
+on_request: contextvars.ContextVar[Callable[[], AbstractContextManager[Any]] | None] = contextvars.ContextVar(
+    "ragplan_on_request", default=None)
+#: Called (in the caller's context) by the OpenAI client built here just before it sends each request over HTTP; it
+#: may wait (for a free request slot); None = nothing to do.
+on_send: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("ragplan_on_send", default=None)
+
+
+def _before_send(request: Any) -> None:
+    """The HTTP client's request hook: :data:`on_send`."""
+    if (hook := on_send.get()) is not None:
+        hook()
 
 
 class ReplyTooLong(ValueError):
@@ -136,7 +147,8 @@ def _chat_model(provider: str, name: str, base_url: str, temperature: float, tim
         for reply_type in (ChatCompletionMessage, Choice, ChatCompletion):  # (else built at the first reply)
             reply_type.model_rebuild()
         secret = os.environ.get("OPENAI_API_KEY") or "not-needed"  # (an empty key is refused by the endpoint)
-        sync = openai.OpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries)
+        sync = openai.OpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries,
+                             http_client=openai.DefaultHttpxClient(event_hooks={"request": [_before_send]}))
         async_ = openai.AsyncOpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries)
         return ChatOpenAI(model=name, temperature=temperature, stream_usage=True, api_key=SecretStr(secret),
                           root_client=sync, client=sync.chat.completions, root_async_client=async_,
@@ -228,11 +240,9 @@ def _invoke(call: Callable[[], Any], retries: int, spent: list[Usage], cap: int 
     attempts' costs go to ``spent``."""
     for attempt in Retrying(stop=stop_after_attempt(retries + 1), retry=retry_if_exception(_malformed), reraise=True,
                             wait=wait_exponential_jitter(initial=BACKOFF_S, max=MAX_BACKOFF_S, jitter=BACKOFF_S / 4)):
-        with attempt:
+        with attempt, (hook() if (hook := on_request.get()) is not None else nullcontext()):
             t0 = time.perf_counter()
             try:
-                if (hook := on_request.get()) is not None:
-                    hook()
                 out = call()
                 raw = out.get("raw") if isinstance(out, dict) else out
                 size = len(_visible(raw)) if isinstance(raw, BaseMessage) else 0

@@ -36,7 +36,8 @@ def add_run_flags(p: argparse.ArgumentParser, settings: Any, *, required: bool =
         return
     p.add_argument("--out", metavar="DIR", default=None, help="the run folder (default under runs/)")
     p.add_argument("--year", type=int, default=None, help="only questions of this year (DQA)")
-    p.add_argument("--concurrency", type=int, default=None, metavar="C", help="questions in flight at once (default "
+    p.add_argument("--concurrency", type=int, default=None, metavar="C", help="LLM requests in flight at once, and "
+                   "questions (up to twice as many while all of them wait on the endpoint; default "
                    f"{DEFAULT_CONCURRENCY}; with --resume the run's own unless given)")
     p.add_argument("--item-timeout", type=float, default=None, metavar="SEC", help="wall-time budget of one question")
     p.add_argument("--server", metavar="URL", default=None, help="run each question on this LangGraph server "

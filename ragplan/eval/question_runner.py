@@ -10,18 +10,20 @@ from __future__ import annotations
 import asyncio
 import gc
 import random
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import fields
 from functools import partial
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from ragplan.eval.benchmark import Benchmark, Item
 from ragplan.eval.item_checkpoints import CHECKPOINT_FILE, ItemCheckpoints
 from ragplan.eval.runfolder import RunFolder, RunSettings, record_line
 from ragplan.family import MethodFamily
-from ragplan.llm import on_request
+from ragplan.llm import on_request, on_send
 from ragplan.redact import keys_read_once
 from ragplan.state.result import GraphResult
 from ragplan.state.usage import Usage
@@ -125,6 +127,71 @@ class ResultWriter:
             self._writing = False
 
 
+class GivenUp(Exception):
+    """The question was given up (past its time budget, or the batch stopped) while it waited for a request slot."""
+
+
+class Slots:
+    """Questions and requests in flight: at most ``n`` requests at once; ``n`` questions, and up to ``2n`` while every
+    question in flight is at the endpoint (its request sent, or ready and waiting for a slot). The next questions are
+    thus made ready while the replies are awaited, and a reply's slot goes at once to a ready request. (A request is at
+    the endpoint once the OpenAI client built by :mod:`ragplan.llm` sends it; other providers' requests are bounded by
+    the ``n`` questions alone.)"""
+
+    def __init__(self, n: int) -> None:
+        """``n``: the run's concurrency (made on the run's event loop)."""
+        self.n, self.running, self.waiting = n, 0, 0
+        self.requests, self.lock = threading.BoundedSemaphore(n), threading.Lock()
+        self.changed, self.loop = asyncio.Event(), asyncio.get_running_loop()
+
+    async def enter(self) -> None:
+        """Wait for room for one more question."""
+        while not (self.running < self.n or (self.running < 2 * self.n and self.waiting >= self.running)):
+            self.changed.clear()
+            await self.changed.wait()
+        self.running += 1
+
+    def leave(self) -> None:
+        """A question's graph has returned (or was given up)."""
+        self.running -= 1
+        self.changed.set()
+
+    def _at_endpoint(self, step: int) -> None:
+        with self.lock:
+            self.waiting += step
+            if step > 0 and self.waiting >= self.running:  # every question is at the endpoint: room for the next one
+                self.loop.call_soon_threadsafe(self.changed.set)
+
+    @contextmanager
+    def request(self, count: Callable[[], None], given_up: threading.Event) -> Iterator[None]:
+        """Around one LLM call of a question (in its thread): the request is counted; when the client sends it, it
+        waits for a slot first (the question is then at the endpoint), and the slot is freed when the call ends."""
+        count()
+        at_endpoint = holds = False
+
+        def send() -> None:
+            nonlocal at_endpoint, holds
+            if holds:  # the client's own retry: the slot is still held
+                return
+            if not at_endpoint:
+                at_endpoint = True
+                self._at_endpoint(1)
+            while not self.requests.acquire(timeout=0.2):
+                if given_up.is_set():
+                    raise GivenUp("the question was given up while it waited for a request slot")
+            holds = True
+
+        token = on_send.set(send)
+        try:
+            yield
+        finally:
+            on_send.reset(token)
+            if holds:
+                self.requests.release()
+            if at_endpoint:
+                self._at_endpoint(-1)
+
+
 LARGE_TEXT = 1_000
 """A text longer than this (in characters) is written once per results line (:func:`once`)."""
 
@@ -190,7 +257,7 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
                                   db=settings.checkpoint_db,
                                   key=f"{settings.created} {settings.method} {settings.benchmark} {folder.path.name}")
     concurrency = max(1, settings.concurrency)
-    sem = asyncio.Semaphore(concurrency)
+    slots = Slots(concurrency)
     contexts = ItemContexts(family, settings.method, base, items, prepare=not settings.server)  # each data opened once
     writer = ResultWriter(folder)
     # each question's graph runs in the loop's default thread pool: size it to the concurrency (asyncio's own
@@ -199,9 +266,11 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
     asyncio.get_running_loop().set_default_executor(pool)
 
     async def one(item: Item) -> None:
+        given_up = threading.Event()
         if not settings.llm_replay:  # every request sent for the question is counted, one in flight at a kill too
-            on_request.set(checkpoints.counter(item.id))
-        async with sem:
+            on_request.set(partial(slots.request, checkpoints.counter(item.id), given_up))
+        await slots.enter()
+        try:
             ctx = await contexts.get(item)
             limit = family.recursion_limit(ctx)
             graph_input = family.graph_input(item.question, item.inputs)
@@ -222,6 +291,9 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
                     break
                 await asyncio.sleep(settings.backoff_s * 2 ** (attempts - 1) * (1 + random.random() / 2))
             latency = time.perf_counter() - t0  # every attempt and its backoff
+        finally:
+            given_up.set()
+            slots.leave()
         spent = spent + Usage(llm_calls=max(0, checkpoints.requests(item.id) - spent.llm_calls))
         # the slot is free once the graph is done: the next question's request goes out before this one is graded
         contexts.release(item)
