@@ -14,6 +14,7 @@ deadline.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import random
@@ -127,14 +128,21 @@ class RunFigures:
         return {k: v for k, v in self.__dict__.items() if k != "errors"}
 
 
+@functools.lru_cache(maxsize=1)
+def _parser() -> Any:
+    """The CLI's parser, built once per process (it only parses here)."""
+    from ragplan.cli import build_parser
+
+    return build_parser()
+
+
 def settings_for(method: str, eval_flags: list[str], base_url: str, limit: int, *, timeout_s: float,
                  concurrency: int = 2) -> Any:
     """Run settings for ``method`` from a family's ``ragplan eval`` flags (tests/family_data), as the CLI builds them."""
-    from ragplan.cli import build_parser
     from ragplan.cli.settings import parse_assignments
     from ragplan.eval.runner import RunSettings
 
-    args = build_parser().parse_args(["eval", "--method", method, *eval_flags])
+    args = _parser().parse_args(["eval", "--method", method, *eval_flags])
     options = parse_assignments(args.benchmark_option) | ({"context_only": True} if args.context_only else {})
     context = {**parse_assignments(args.set), "llm_timeout_s": timeout_s, "llm_max_retries": 2}
     return RunSettings(method=method, benchmark=args.benchmark, data=str(Path(args.data).resolve()),
@@ -145,14 +153,22 @@ def settings_for(method: str, eval_flags: list[str], base_url: str, limit: int, 
 
 def run_with_faults(method: str, eval_flags: list[str], responder: Callable[[Any], Any], run_dir: Path, *,
                     scenario: str, kinds: tuple[str, ...], persistent: bool = False, rate: float = 0.5, seed: int = 0,
-                    limit: int = 1, timeout_s: float = 0.8, concurrency: int = 2) -> tuple[RunFigures, FaultInjector]:
-    """Run ``method`` over its family's eval data with faults injected; the run's figures and the injector."""
+                    limit: int = 1, timeout_s: float = 0.8, concurrency: int = 2,
+                    stub: Any = None) -> tuple[RunFigures, FaultInjector]:
+    """Run ``method`` over its family's eval data with faults injected; the run's figures and the injector.
+
+    ``stub``: a running :class:`~tests.openai_server.OpenAIStub` to answer through (its responder is set to the
+    injector for the run), rather than a stub started and stopped for this run alone."""
+    from contextlib import nullcontext
+
     from ragplan.eval.registry import get_benchmark
     from ragplan.eval.runner import evaluate
     from tests.openai_server import OpenAIStub
 
     injector = FaultInjector(responder, kinds, rate=rate, seed=seed, persistent=persistent, hang_s=timeout_s * 3)
-    with OpenAIStub(responder=injector) as stub:
+    if stub is not None:
+        stub.responder = injector
+    with OpenAIStub(responder=injector) if stub is None else nullcontext(stub) as stub:
         settings = settings_for(method, eval_flags, stub.base_url, limit, timeout_s=timeout_s, concurrency=concurrency)
         expected = [it.id for it in get_benchmark(settings.benchmark, settings.data, limit=settings.limit,
                                                   **settings.benchmark_options).items()]

@@ -6,7 +6,10 @@ long text is ~150,000 characters of lower-case words, so the normalised answer i
 
 from __future__ import annotations
 
+import gc
 import json
+
+import pytest
 
 from ragplan.cli import main
 from ragplan.eval.question_runner import LARGE_TEXT, once
@@ -15,6 +18,27 @@ from tests.openai_server import OpenAIStub
 
 BIG = ("lorem ipsum dolor " * 8_400).strip()  # 151,199 characters, under the 200,000 default cap
 MODEL = ["--model", "openai:stub-model"]
+
+
+@pytest.fixture(scope="module")
+def _heap():
+    yield
+    gc.unfreeze()
+
+
+@pytest.fixture(autouse=True)
+def _frozen_heap(_heap):
+    """Each ``ragplan eval`` collects garbage once before its questions (the debris a fresh process owes for its
+    imports); here the runs share one process, so what earlier tests left is frozen out of that collection."""
+    gc.freeze()
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    """The text families' small local index (tests/family_data/think_then_act.py), built once for the module."""
+    from tests.family_data.think_then_act import local_index
+
+    return local_index(tmp_path_factory.mktemp("text"))
 
 
 def _eval(tmp_path, stub, *args: str) -> tuple[str, dict]:
@@ -118,7 +142,7 @@ def test_a_long_step_is_stored_once_in_the_checkpoints_of_a_planrag_run(tmp_path
     assert len(BIG) < writes < 2 * len(BIG)  # the step's own write: once
 
 
-def test_a_long_sub_answer_is_cut_in_later_prompts_and_stored_once_in_checkpoints(tmp_path):
+def test_a_long_sub_answer_is_cut_in_later_prompts_and_stored_once_in_checkpoints(tmp_path, index):
     """Think-then-Act: a 150,000-character answer to sub-query 1 went whole into every later sub-query (its #1
     reference, "answers found so far"), the composition (prompts up to 450,000 characters) and its copies filled ~50 checkpoints."""
     from ragplan.api import ask
@@ -126,7 +150,6 @@ def test_a_long_sub_answer_is_cut_in_later_prompts_and_stored_once_in_checkpoint
     from ragplan.nodes.think_then_act.answer_subquery import ShortAnswer
     from ragplan.nodes.think_then_act.assess_query import QueryAssessment
     from ragplan.nodes.think_then_act.confidence_gate import Confidence
-    from tests.family_data.think_then_act import local_index
     from tests.scripted import ScriptedChatModel
 
     prompts: list[int] = []
@@ -144,7 +167,7 @@ def test_a_long_sub_answer_is_cut_in_later_prompts_and_stored_once_in_checkpoint
 
     db = tmp_path / "checkpoints.sqlite"
     res = ask("Who directed Alien, and where and when was he born?", "think_then_act",
-              model=ScriptedChatModel(responder=respond), retriever="local", index_dir=str(local_index(tmp_path)),
+              model=ScriptedChatModel(responder=respond), retriever="local", index_dir=str(index),
               checkpoint_db=str(db))
     assert [q.answer for q in res.queries] == [BIG, "short", "short", "short"] and res.answer == "short"
     assert res.queries[1].resolved == f"Where was {BIG[:300]}… born?"
@@ -167,21 +190,20 @@ def test_instructrag_steps_enter_later_prompts_with_long_thoughts_cut():
     assert "Observation 1: Alien is a 1979 film." in pad and "Action 2: Finish[Ridley Scott]" in pad
 
 
-def test_a_long_furepa_thought_is_stored_about_once_in_the_checkpoints(tmp_path):
+def test_a_long_furepa_thought_is_stored_about_once_in_the_checkpoints(tmp_path, index):
     """FuRePA: each later checkpoint held the thought twice (``reasoning`` and its iteration) and each later node
     wrote the iteration whole again (10 checkpoints, 2.0 MB); now the lists and ``reasoning`` are delta channels and a
     node after ``propose`` writes only the fields it changed."""
     from ragplan.api import ask
     from ragplan.graphs.furepa import build_furepa
     from ragplan.nodes.furepa.propose import Proposal
-    from tests.family_data.think_then_act import local_index
     from tests.scripted import ScriptedChatModel
 
     replies = [Proposal(thought=BIG, action="search", queries=["Alien film director"]),
                Proposal(thought="Ridley Scott directed it.", action="answer", answer="Ridley Scott")]
     db = tmp_path / "checkpoints.sqlite"
     res = ask("Who directed Alien?", "furepa", model=ScriptedChatModel(replies=replies), retriever="local",
-              index_dir=str(local_index(tmp_path)), assessor_mode="first", checkpoint_db=str(db))
+              index_dir=str(index), assessor_mode="first", checkpoint_db=str(db))
     assert res.answer == "Ridley Scott" and [it.thought for it in res.iterations] == [BIG, "Ridley Scott directed it."]
     assert res.iterations[0].query == "Alien film director" and res.iterations[0].executed and res.evidence
     snaps = _history(build_furepa, db, res.thread_id)  # each checkpoint reads back whole, the changes merged
@@ -193,13 +215,12 @@ def test_a_long_furepa_thought_is_stored_about_once_in_the_checkpoints(tmp_path)
     assert n >= 10 and blobs + writes < 3 * len(BIG), (n, blobs, writes)  # was 2.75 MB (2.0 MB of checkpoints)
 
 
-def test_a_long_instructrag_thought_is_stored_about_once_in_the_checkpoints(tmp_path):
+def test_a_long_instructrag_thought_is_stored_about_once_in_the_checkpoints(tmp_path, index):
     """InstructRAG: ``steps`` was written whole by every node and copied into every later checkpoint; now a delta
     channel, ``plan_step`` writes the new step and ``observe`` only its observation."""
     from ragplan.api import ask
     from ragplan.graphs.instructrag import build_react
     from ragplan.nodes.instructrag.plan_step import TAODecision
-    from tests.family_data.think_then_act import local_index
     from tests.scripted import ScriptedChatModel
 
     replies = [TAODecision(thought=BIG, action="Search", argument="Alien (film)"),
@@ -207,7 +228,7 @@ def test_a_long_instructrag_thought_is_stored_about_once_in_the_checkpoints(tmp_
                TAODecision(thought="Done.", action="Finish", argument="Ridley Scott")]
     db = tmp_path / "checkpoints.sqlite"
     res = ask("Who directed Alien?", "react", model=ScriptedChatModel(replies=replies), retriever="local",
-              index_dir=str(local_index(tmp_path)), checkpoint_db=str(db))
+              index_dir=str(index), checkpoint_db=str(db))
     assert res.answer == "Ridley Scott" and [s.thought for s in res.steps] == [BIG, "Found it.", "Done."]
     assert "Ridley Scott" in res.steps[0].observation and res.steps[0].title == "Alien (film)"
     snaps = _history(build_react, db, res.thread_id)

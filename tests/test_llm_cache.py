@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,28 @@ MESSAGES = [SystemMessage("You plan."), HumanMessage("Which trade node?")]
 
 
 pytestmark = pytest.mark.usefixtures("local_endpoint")  # no proxy for 127.0.0.1, no real key (tests/conftest.py)
+
+
+@pytest.fixture(scope="module")
+def _endpoint():
+    with OpenAIStub() as stub:
+        yield stub
+
+
+@pytest.fixture
+def serve(_endpoint):
+    """``with serve(replies) as stub``: the module's one local stub, scripted afresh (no reply or request of another
+    test left), rather than a server started and stopped per test."""
+
+    @contextmanager
+    def serve(replies=(), responder=None):
+        _endpoint.replies.clear()
+        _endpoint.add(*replies)
+        _endpoint.responder = responder
+        _endpoint.requests.clear()
+        yield _endpoint
+
+    return serve
 
 
 def _entries(d: Path) -> list[Path]:
@@ -58,9 +81,9 @@ def test_key_is_what_langchain_hands_over_without_the_transport(tmp_path):
     assert sum(digest_of(dumps(MESSAGES), e["llm_string"]) == e["digest"] for e in entries) == 5  # all but "Which node?"
 
 
-def test_a_copy_at_another_temperature_is_keyed_by_it(tmp_path):
+def test_a_copy_at_another_temperature_is_keyed_by_it(tmp_path, serve):
     """LangChain keeps a model's serialised form; model_with drops it so the copy keys by its own settings."""
-    with OpenAIStub(responder=lambda req: "ok") as stub:
+    with serve(responder=lambda req: "ok") as stub:
         m = ChatOpenAI(model="m", base_url=stub.base_url, api_key="k", temperature=0.2, cache=LLMCache(tmp_path))
         m.invoke(MESSAGES)
         m.model_copy(update={"temperature": 1.0}).invoke(MESSAGES)  # LangChain's stale copy: a hit
@@ -77,9 +100,9 @@ def test_an_older_cache_folder_is_named_in_a_replay_miss(tmp_path):
         load_chat_model("openai:stub-model", cache_dir=str(tmp_path), replay=True).invoke(MESSAGES)
 
 
-def test_record_then_replay_offline_from_another_address(tmp_path):
+def test_record_then_replay_offline_from_another_address(tmp_path, serve):
     cache = tmp_path / "cache"
-    with OpenAIStub(replies=[Plan(steps=["count the nodes"], reason="r"), "Stockholm."]) as stub:
+    with serve([Plan(steps=["count the nodes"], reason="r"), "Stockholm."]) as stub:
         model = load_chat_model("openai:stub-model", base_url=stub.base_url, cache_dir=str(cache))
         with track_cache_usage() as used:
             d = decide(model, MESSAGES, Plan)
@@ -107,9 +130,9 @@ def test_record_then_replay_offline_from_another_address(tmp_path):
     assert used.summary() == {**used.summary(), "entries": 2, "replayed": 2, "recorded": 0}
 
 
-def test_a_replay_miss_is_recorded_as_an_llm_error_and_sends_nothing(tmp_path, trade_store, question):
+def test_a_replay_miss_is_recorded_as_an_llm_error_and_sends_nothing(tmp_path, trade_store, question, serve):
     (tmp_path / "empty").mkdir()
-    with OpenAIStub(replies=[Plan(steps=["x"])]) as stub:  # a live server that must not be asked
+    with serve([Plan(steps=["x"])]) as stub:  # a live server that must not be asked
         ctx = PlanRAGContext(model="openai:stub-model", base_url=stub.base_url, graph_store=trade_store,
                              llm_cache_dir=str(tmp_path / "empty"), llm_replay=True)
         d = decide_for(ctx, MESSAGES, Plan)
@@ -126,11 +149,11 @@ def test_a_replay_miss_is_recorded_as_an_llm_error_and_sends_nothing(tmp_path, t
     assert _entries(tmp_path / "empty") == []
 
 
-def test_concurrent_identical_requests_share_one_entry(tmp_path):
+def test_concurrent_identical_requests_share_one_entry(tmp_path, serve):
     """Eight threads send the same request at once: every caller gets the one stored response."""
     count = iter(range(1000))
     barrier = threading.Barrier(8)
-    with OpenAIStub(responder=lambda req: f"reply {next(count)}") as stub:
+    with serve(responder=lambda req: f"reply {next(count)}") as stub:
         model = load_chat_model("openai:stub-model", base_url=stub.base_url, cache_dir=str(tmp_path / "c"))
         got: list[str] = []
 
@@ -182,8 +205,8 @@ def test_replay_needs_no_endpoint_but_needs_a_cache(tmp_path):
     assert d.kind == "config" and "--llm-cache" in d.error
 
 
-def test_a_damaged_entry_is_re_recorded_or_a_clear_miss(tmp_path):
-    with OpenAIStub(replies=["first", "second"]) as stub:
+def test_a_damaged_entry_is_re_recorded_or_a_clear_miss(tmp_path, serve):
+    with serve(["first", "second"]) as stub:
         model = load_chat_model("openai:stub-model", base_url=stub.base_url, cache_dir=str(tmp_path / "c"))
         assert model.invoke(MESSAGES).content == "first"
         (entry,) = _entries(tmp_path / "c")

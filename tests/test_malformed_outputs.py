@@ -46,7 +46,7 @@ class Runner:
     def __init__(self, data: dict[str, Any]) -> None:
         self.data = data
         self.responder: Callable[[Any], Any] = lambda req: ""
-        self.stub = OpenAIStub(responder=lambda req: self.responder(req)).start()
+        self.stub = OpenAIStub(responder=lambda req: self.responder(req), keep_alive=True).start()  # connections kept
         self._graphs: dict[str, tuple[Any, Any, Any]] = {}
 
     def _graph(self, method: str, data: Any) -> tuple[Any, Any, Any]:

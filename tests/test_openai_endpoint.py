@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 
 import pytest
 
@@ -40,6 +41,39 @@ TOOLS = ["Plan", "RetrievalAction", "ReplanDecision", "RetrievalAction", "Replan
 pytestmark = pytest.mark.usefixtures("local_endpoint")  # no proxy for 127.0.0.1, no real key (tests/conftest.py)
 
 
+@pytest.fixture(scope="module")
+def trade_store():
+    """The toy trade network in the embedded engine (tests/conftest.py's), loaded once for the module: the runs only
+    read it."""
+    from ragplan.tools.graphdb import EmbeddedGraphStore
+    from tests.data import TRADE_NETWORK
+
+    store = EmbeddedGraphStore.from_text(TRADE_NETWORK, source="trade.cql")
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def _endpoint():
+    with OpenAIStub() as stub:
+        yield stub
+
+
+@pytest.fixture
+def serve(_endpoint):
+    """``with serve(replies) as stub``: the module's one local stub, scripted afresh (no reply or request of another
+    test left), rather than a server started and stopped per test."""
+
+    @contextmanager
+    def serve(replies=()):
+        _endpoint.replies.clear()
+        _endpoint.add(*replies)
+        _endpoint.requests.clear()
+        yield _endpoint
+
+    return serve
+
+
 def run(stub: OpenAIStub, store, question: str, **ctx) -> PlanRAGResult:
     """Invoke the compiled planrag graph with the model named by URL (no chat_model object)."""
     context = PlanRAGContext(model="openai:stub-model", base_url=stub.base_url, graph_store=store, **ctx)
@@ -47,8 +81,8 @@ def run(stub: OpenAIStub, store, question: str, **ctx) -> PlanRAGResult:
     return PlanRAGResult.from_state(out)
 
 
-def test_planrag_over_http_answers_counts_usage_and_forces_tools(trade_store, question):
-    with OpenAIStub(replies=SCRIPT) as stub:
+def test_planrag_over_http_answers_counts_usage_and_forces_tools(trade_store, question, serve):
+    with serve(SCRIPT) as stub:
         res = run(stub, trade_store, question)
     assert res.error == "" and res.answer == "novgorod" and res.stop_reason == "plan_done"
     assert "lubeck | 12" in res.steps[0].observation and "novgorod | baltic_sea | 0.9" in res.steps[1].observation
@@ -69,9 +103,9 @@ def test_planrag_over_http_answers_counts_usage_and_forces_tools(trade_store, qu
     assert res.usage.output_tokens == sum(r.usage["completion_tokens"] for r in stub.requests) > 6
 
 
-def test_rate_limit_and_server_error_are_retried_by_the_client(trade_store, question):
+def test_rate_limit_and_server_error_are_retried_by_the_client(trade_store, question, serve):
     replies = [Fault(status=429), Fault(status=500), *SCRIPT]
-    with OpenAIStub(replies=replies) as stub:
+    with serve(replies) as stub:
         res = run(stub, trade_store, question, llm_max_retries=3)
     assert res.error == "" and res.answer == "novgorod"
     assert len(stub.requests) == 8 and stub.remaining == 0
@@ -82,8 +116,8 @@ def test_rate_limit_and_server_error_are_retried_by_the_client(trade_store, ques
     assert res.usage.llm_calls == 6  # retries are inside one decision
 
 
-def test_retries_exhausted_end_the_run_with_the_error(trade_store, question):
-    with OpenAIStub(replies=[Fault(status=500, message="overloaded")] * 2) as stub:
+def test_retries_exhausted_end_the_run_with_the_error(trade_store, question, serve):
+    with serve([Fault(status=500, message="overloaded")] * 2) as stub:
         res = run(stub, trade_store, question, llm_max_retries=1)
     assert len(stub.requests) == 2
     assert res.stop_reason == "llm_error" and res.answer == ""
@@ -91,8 +125,8 @@ def test_retries_exhausted_end_the_run_with_the_error(trade_store, question):
     assert res.failure == {"kind": "server_error", "node": "plan", "message": res.error}
 
 
-def test_endpoint_timeout_ends_with_llm_error_without_raising(trade_store, question):
-    with OpenAIStub(replies=[Fault(delay_s=10)]) as stub:
+def test_endpoint_timeout_ends_with_llm_error_without_raising(trade_store, question, serve):
+    with serve([Fault(delay_s=10)]) as stub:
         t0 = time.perf_counter()
         res = run(stub, trade_store, question, llm_timeout_s=0.5, llm_max_retries=0)
         elapsed = time.perf_counter() - t0
@@ -104,11 +138,11 @@ def test_endpoint_timeout_ends_with_llm_error_without_raising(trade_store, quest
     assert res.usage.llm_calls == 1 and res.usage.input_tokens == 0
 
 
-def test_text_structured_output_parses_plain_json_replies(trade_store, question):
+def test_text_structured_output_parses_plain_json_replies(trade_store, question, serve):
     def text(obj) -> str:
         return "Here you go:\n```json\n" + json.dumps(obj.model_dump()) + "\n```"
 
-    with OpenAIStub(replies=[text(x) for x in SCRIPT]) as stub:
+    with serve([text(x) for x in SCRIPT]) as stub:
         res = run(stub, trade_store, question, structured_output="text")
     assert res.error == "" and res.answer == "novgorod" and len(res.steps) == 2
     assert all("tools" not in r.body and "tool_choice" not in r.body for r in stub.requests)
@@ -119,8 +153,8 @@ def test_text_structured_output_parses_plain_json_replies(trade_store, question)
     assert res.usage.input_tokens == sum(r.usage["prompt_tokens"] for r in stub.requests)
 
 
-def test_json_schema_structured_output_sends_response_format(trade_store, question):
-    with OpenAIStub(replies=SCRIPT) as stub:
+def test_json_schema_structured_output_sends_response_format(trade_store, question, serve):
+    with serve(SCRIPT) as stub:
         res = run(stub, trade_store, question, structured_output="json_schema")
     assert res.error == "" and res.answer == "novgorod"
     formats = [r.body.get("response_format") or {} for r in stub.requests]
@@ -128,18 +162,18 @@ def test_json_schema_structured_output_sends_response_format(trade_store, questi
     assert all("tools" not in r.body and r.answered == "text" for r in stub.requests)
 
 
-def test_text_mode_repairs_a_reply_without_json(trade_store, question):
+def test_text_mode_repairs_a_reply_without_json(trade_store, question, serve):
     replies = ["I would rather chat.", json.dumps(SCRIPT[0].model_dump()),
                *[json.dumps(x.model_dump()) for x in SCRIPT[1:]]]
-    with OpenAIStub(replies=replies) as stub:
+    with serve(replies) as stub:
         res = run(stub, trade_store, question, structured_output="text")
     assert res.answer == "novgorod" and res.usage.llm_calls == 7
     assert "could not be used: the reply holds no JSON object (Invalid json output" in stub.requests[1].prompt_text
 
 
-def test_streaming_requests_are_answered_with_sse(trade_store, question):
+def test_streaming_requests_are_answered_with_sse(trade_store, question, serve):
     """With stream_mode="messages" LangGraph makes ChatOpenAI stream; usage comes from the last chunk."""
-    with OpenAIStub(replies=SCRIPT) as stub:
+    with serve(SCRIPT) as stub:
         context = PlanRAGContext(model="openai:stub-model", base_url=stub.base_url, graph_store=trade_store)
         final, tokens = {}, 0
         for mode, chunk in build_planrag().compile().stream(

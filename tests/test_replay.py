@@ -9,6 +9,7 @@ answers, grades and traces exactly. A miss fails clearly.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -37,11 +38,29 @@ def _offline(monkeypatch, local_endpoint):
         monkeypatch.delenv(k, raising=False)
 
 
-def _think_then_act_data(root: Path) -> tuple[list[str], Any]:
+@pytest.fixture(scope="module")
+def _heap():
+    yield
+    gc.unfreeze()
+
+
+@pytest.fixture(autouse=True)
+def _frozen_heap(_heap):
+    """Each ``ragplan eval`` collects garbage once before its questions (the debris a fresh process owes for its
+    imports); here the runs share one process, so what earlier tests left is frozen out of that collection."""
+    gc.freeze()
+
+
+@pytest.fixture(scope="module")
+def tta(tmp_path_factory):
+    """The Think-then-Act family's test data (its small index built once for the module)."""
+    return tta_data.make(tmp_path_factory.mktemp("tta"))
+
+
+def _think_then_act_data(root: Path, d: Any) -> tuple[list[str], Any]:
     from tests.test_datasets import HOTPOT, write_json
 
     root.mkdir(parents=True, exist_ok=True)
-    d = tta_data.make(root)
     hotpot = write_json(root / "hotpot_two.json", HOTPOT[:2])
     return ["--method", "think_then_act", "--benchmark", "hotpotqa", "--data", str(hotpot), "--context-only"], d
 
@@ -78,8 +97,9 @@ def _replay(*args: str, seed: str = "7") -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("family", ["planrag", "think_then_act"])
-def test_a_recorded_run_replays_exactly_offline(family, tmp_path, capsys):
-    flags, d = (_planrag_data if family == "planrag" else _think_then_act_data)(tmp_path / "data")
+def test_a_recorded_run_replays_exactly_offline(family, tmp_path, capsys, request):
+    flags, d = (_planrag_data(tmp_path / "data") if family == "planrag"
+                else _think_then_act_data(tmp_path / "data", request.getfixturevalue("tta")))
     cache, run, again = tmp_path / "cache", tmp_path / "run", tmp_path / "replayed"
     with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
         code = main(["eval", *flags, "--model", MODEL, "--base-url", stub.base_url, "--out", str(run),
@@ -117,8 +137,8 @@ def test_a_recorded_run_replays_exactly_offline(family, tmp_path, capsys):
     assert sorted(p.stem for p in cache.glob("??/??/*.json")) == entries  # replay wrote nothing
 
 
-def test_a_replay_miss_fails_clearly(tmp_path, capsys):
-    flags, d = _think_then_act_data(tmp_path / "data")
+def test_a_replay_miss_fails_clearly(tmp_path, capsys, tta):
+    flags, d = _think_then_act_data(tmp_path / "data", tta)
     cache, empty, run = tmp_path / "cache", tmp_path / "empty", tmp_path / "run"
     empty.mkdir()
     with OpenAIStub(responder=auto_responder(d.overrides, d.text)) as stub:
