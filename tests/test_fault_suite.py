@@ -14,7 +14,6 @@ file and is covered). The figures over more runs are ``benchmarks/faults.py``'s.
 
 from __future__ import annotations
 
-import gc
 from contextlib import contextmanager
 
 import pytest
@@ -32,20 +31,6 @@ GRAPHS = sorted(langgraph_graphs())
 def _fast_and_keyless(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setattr(llm, "BACKOFF_S", 0.02)  # the malformed-reply backoff, kept short in tests
-
-
-@pytest.fixture(scope="module")
-def _heap():
-    """Each run's runner collects garbage once before its questions (the debris a fresh process owes for its imports);
-    here the runs share one process, so what earlier tests left is frozen out of that collection (gc.freeze), and
-    thawed when the module is done."""
-    yield
-    gc.unfreeze()
-
-
-@pytest.fixture(autouse=True)
-def _frozen_heap(_heap):
-    gc.freeze()
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ long text is ~150,000 characters of lower-case words, so the normalised answer i
 
 from __future__ import annotations
 
-import gc
 import json
 
 import pytest
@@ -18,19 +17,6 @@ from tests.openai_server import OpenAIStub
 
 BIG = ("lorem ipsum dolor " * 8_400).strip()  # 151,199 characters, under the 200,000 default cap
 MODEL = ["--model", "openai:stub-model"]
-
-
-@pytest.fixture(scope="module")
-def _heap():
-    yield
-    gc.unfreeze()
-
-
-@pytest.fixture(autouse=True)
-def _frozen_heap(_heap):
-    """Each ``ragplan eval`` collects garbage once before its questions (the debris a fresh process owes for its
-    imports); here the runs share one process, so what earlier tests left is frozen out of that collection."""
-    gc.freeze()
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ answers, grades and traces exactly. A miss fails clearly.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
@@ -36,19 +35,6 @@ def _offline(monkeypatch, local_endpoint):
     """No key and no base URL from the environment (and no proxy for 127.0.0.1): replay must need neither."""
     for k in ("RAGPLAN_BASE_URL", "OPENAI_BASE_URL"):
         monkeypatch.delenv(k, raising=False)
-
-
-@pytest.fixture(scope="module")
-def _heap():
-    yield
-    gc.unfreeze()
-
-
-@pytest.fixture(autouse=True)
-def _frozen_heap(_heap):
-    """Each ``ragplan eval`` collects garbage once before its questions (the debris a fresh process owes for its
-    imports); here the runs share one process, so what earlier tests left is frozen out of that collection."""
-    gc.freeze()
 
 
 @pytest.fixture(scope="module")
