@@ -132,27 +132,24 @@ class GivenUp(Exception):
 
 
 class Slots:
-    """Questions and requests in flight: at most ``n`` requests at once; ``n`` questions, and up to ``2n`` while every
-    question in flight is at the endpoint (its request sent, or ready and waiting for a slot). The next questions are
-    thus made ready while the replies are awaited, and a reply's slot goes at once to a ready request. (A request is at
-    the endpoint once the OpenAI client built by :mod:`ragplan.llm` sends it; other providers' requests are bounded by
-    the ``n`` questions alone.)"""
+    """At most ``n`` LLM requests in flight; ``n`` questions, and up to ``2n`` while every question in flight is at the
+    endpoint (its request sent, or ready and waiting for a slot): the next questions are made ready meanwhile, and a
+    reply's slot goes at once to a ready request. A request is at the endpoint once the OpenAI client made by
+    :mod:`ragplan.llm` sends it (other providers' requests are bounded by the ``n`` questions alone)."""
 
     def __init__(self, n: int) -> None:
         """``n``: the run's concurrency (made on the run's event loop)."""
-        self.n, self.running, self.waiting = n, 0, 0
-        self.requests, self.lock = threading.BoundedSemaphore(n), threading.Lock()
-        self.changed, self.loop = asyncio.Event(), asyncio.get_running_loop()
+        self.n, self.running, self.waiting, self.lock = n, 0, 0, threading.Lock()
+        self.requests, self.changed, self.loop = threading.BoundedSemaphore(n), asyncio.Event(), asyncio.get_running_loop()
 
     async def enter(self) -> None:
-        """Wait for room for one more question."""
+        """Wait for room for one more question (:meth:`leave` once its graph has returned or was given up)."""
         while not (self.running < self.n or (self.running < 2 * self.n and self.waiting >= self.running)):
             self.changed.clear()
             await self.changed.wait()
         self.running += 1
 
     def leave(self) -> None:
-        """A question's graph has returned (or was given up)."""
         self.running -= 1
         self.changed.set()
 
@@ -164,19 +161,17 @@ class Slots:
 
     @contextmanager
     def request(self, count: Callable[[], None], given_up: threading.Event) -> Iterator[None]:
-        """Around one LLM call of a question (in its thread): the request is counted; when the client sends it, it
-        waits for a slot first (the question is then at the endpoint), and the slot is freed when the call ends."""
+        """Around one LLM call of a question (in its thread): counted; when the client sends the request, it waits for
+        a slot first (the question is then at the endpoint); the slot is freed when the call ends."""
         count()
         at_endpoint = holds = False
 
         def send() -> None:
             nonlocal at_endpoint, holds
-            if holds:  # the client's own retry: the slot is still held
-                return
             if not at_endpoint:
                 at_endpoint = True
                 self._at_endpoint(1)
-            while not self.requests.acquire(timeout=0.2):
+            while not holds and not self.requests.acquire(timeout=0.2):  # (held: the client's own retry)
                 if given_up.is_set():
                     raise GivenUp("the question was given up while it waited for a request slot")
             holds = True
