@@ -12,6 +12,7 @@ import platform
 import re
 import threading
 import time
+import weakref
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Sequence, TypeVar
@@ -46,18 +47,27 @@ MAX_BACKOFF_S = 8.0
 DEFAULT_RETRIES = 2
 #: Longest reply (text and tool-call arguments, in characters) read when no ``max_reply_chars`` is given.
 MAX_REPLY_CHARS = 200_000
-#: Entered (in the caller's context) around each chat call (it counts the request before it is sent); None = nobody.
-on_request: contextvars.ContextVar[Callable[[], AbstractContextManager[Any]] | None] = contextvars.ContextVar(
+#: Entered (in the caller's context) around each chat call, given whether the model's requests call :data:`on_send`
+#: (it counts the request: then, else at once); None = nobody.
+on_request: contextvars.ContextVar[Callable[[bool], AbstractContextManager[Any]] | None] = contextvars.ContextVar(
     "ragplan_on_request", default=None)
 #: Called (in the caller's context) by the OpenAI client built here just before it sends each request over HTTP; it
 #: may wait (for a free request slot); None = nothing to do.
 on_send: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("ragplan_on_send", default=None)
 
 
+_HOOKED: weakref.WeakSet[Any] = weakref.WeakSet()  # the OpenAI clients made here (their requests call on_send)
+
+
 def _before_send(request: Any) -> None:
     """The HTTP client's request hook: :data:`on_send`."""
     if (hook := on_send.get()) is not None:
         hook()
+
+
+def _sends_hook(model: Any) -> bool:
+    """Whether ``model``'s requests call :data:`on_send` (an OpenAI client made by :func:`load_chat_model`)."""
+    return getattr(getattr(model, "bound", model), "root_client", None) in _HOOKED
 
 
 class ReplyTooLong(ValueError):
@@ -149,6 +159,7 @@ def _chat_model(provider: str, name: str, base_url: str, temperature: float, tim
         secret = os.environ.get("OPENAI_API_KEY") or "not-needed"  # (an empty key is refused by the endpoint)
         sync = openai.OpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries,
                              http_client=openai.DefaultHttpxClient(event_hooks={"request": [_before_send]}))
+        _HOOKED.add(sync)
         async_ = openai.AsyncOpenAI(base_url=base_url or None, api_key=secret, timeout=timeout_s, max_retries=max_retries)
         return ChatOpenAI(model=name, temperature=temperature, stream_usage=True, api_key=SecretStr(secret),
                           root_client=sync, client=sync.chat.completions, root_async_client=async_,
@@ -235,12 +246,13 @@ def _retries_of(model: Any) -> int:
     return max(0, int(n)) if isinstance(n, int) else DEFAULT_RETRIES
 
 
-def _invoke(call: Callable[[], Any], retries: int, spent: list[Usage], cap: int = MAX_REPLY_CHARS) -> tuple[Any, float]:
+def _invoke(call: Callable[[], Any], retries: int, spent: list[Usage], cap: int = MAX_REPLY_CHARS,
+            model: Any = None) -> tuple[Any, float]:
     """``(call(), seconds)``, a malformed reply (or one over ``cap`` characters) retried ``retries`` times; failed
     attempts' costs go to ``spent``."""
     for attempt in Retrying(stop=stop_after_attempt(retries + 1), retry=retry_if_exception(_malformed), reraise=True,
                             wait=wait_exponential_jitter(initial=BACKOFF_S, max=MAX_BACKOFF_S, jitter=BACKOFF_S / 4)):
-        with attempt, (hook() if (hook := on_request.get()) is not None else nullcontext()):
+        with attempt, (hook(_sends_hook(model)) if (hook := on_request.get()) is not None else nullcontext()):
             t0 = time.perf_counter()
             try:
                 out = call()
@@ -282,13 +294,13 @@ def generate(model: Any, messages: Sequence[BaseMessage], *, options: dict[str, 
     try:
         if options:
             try:  # once with the options: a model or endpoint that refuses them (or a malformed reply) is asked without
-                msg, took = _invoke(lambda: model.bind(**options).invoke(list(messages)), 0, [], max_reply_chars)
+                msg, took = _invoke(lambda: model.bind(**options).invoke(list(messages)), 0, [], max_reply_chars, model)
                 return Decision(msg, _usage_of(msg, took), "", 1)
             except ReplyTooLong:
                 spent.append(Usage(llm_calls=1))  # answered without the options: asked again below
             except (TypeError, ValueError, NotImplementedError):
                 pass
-        msg, took = _invoke(lambda: model.invoke(list(messages)), _retries_of(model), spent, max_reply_chars)
+        msg, took = _invoke(lambda: model.invoke(list(messages)), _retries_of(model), spent, max_reply_chars, model)
     except Exception as exc:  # endpoint down, auth, timeout after the client's retries, malformed replies after ours
         return Decision(None, sum(spent, Usage()), request_failed(exc, len(spent), model, 300), 1, kind_of(exc))
     return Decision(msg, sum(spent, Usage()) + _usage_of(msg, took), "", 1)
@@ -455,7 +467,7 @@ def decide(
     for attempt in range(1, max_repairs + 2):
         spent: list[Usage] = []
         try:
-            out, took = _invoke(lambda: runnable.invoke(convo), retries, spent, max_reply_chars)
+            out, took = _invoke(lambda: runnable.invoke(convo), retries, spent, max_reply_chars, model)
         except ValidationError as exc:  # LangChain could not make a message of the model's output: repaired
             usage, problem, shown = sum(spent, usage), _short_validation(exc), "(a reply that could not be read)"
         except Exception as exc:  # endpoint down, auth, timeout after retries: recorded, never raised

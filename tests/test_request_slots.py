@@ -37,7 +37,7 @@ def test_n_requests_at_most_and_the_next_questions_start_only_when_every_one_wai
         admitted: list[int] = []
 
         def graph(i: int) -> None:  # one request, held until `release`
-            with slots.request(lambda: None, threading.Event()):
+            with slots.request(lambda: None, threading.Event(), True):
                 _send()
                 with lock:
                     inside[0] += 1
@@ -96,13 +96,13 @@ def test_a_question_given_up_while_it_waits_for_a_slot_sends_nothing():
         held, release, given_up, counted, sent = threading.Event(), threading.Event(), threading.Event(), [], []
 
         def first() -> None:
-            with slots.request(lambda: counted.append(1), threading.Event()):
+            with slots.request(lambda: counted.append(1), threading.Event(), True):
                 _send()
                 held.set()
                 release.wait(BOUND_S)
 
         def second() -> None:
-            with slots.request(lambda: counted.append(2), given_up):
+            with slots.request(lambda: counted.append(2), given_up, True):
                 _send()
                 sent.append(2)
 
@@ -115,7 +115,7 @@ def test_a_question_given_up_while_it_waits_for_a_slot_sends_nothing():
             await asyncio.wait_for(waiting, BOUND_S)
         release.set()
         await asyncio.wait_for(t, BOUND_S)
-        assert counted == [1, 2] and sent == [] and slots.waiting == 0  # counted before, never sent
+        assert counted == [1] and sent == [] and slots.waiting == 0  # never sent, never counted
 
     asyncio.run(scenario())
 
@@ -136,3 +136,8 @@ def test_the_openai_client_made_here_calls_on_send_before_each_request(monkeypat
         finally:
             on_send.reset(token)
     assert seen == [0, 1]  # before each request reached the server
+    from ragplan.llm import _sends_hook
+    from tests.scripted import ScriptedChatModel
+
+    assert _sends_hook(model) and _sends_hook(model.bind(temperature=0))  # (a request leaves through the hook)
+    assert not _sends_hook(ScriptedChatModel(replies=[]))  # another model's request is counted when it is made

@@ -160,10 +160,14 @@ class Slots:
                 self.loop.call_soon_threadsafe(self.changed.set)
 
     @contextmanager
-    def request(self, count: Callable[[], None], given_up: threading.Event) -> Iterator[None]:
-        """Around one LLM call of a question (in its thread): counted; when the client sends the request, it waits for
-        a slot first (the question is then at the endpoint); the slot is freed when the call ends."""
-        count()
+    def request(self, count: Callable[[], None], given_up: threading.Event, sends_hook: bool) -> Iterator[None]:
+        """Around one LLM call of a question (in its thread): when the client sends the request, it waits for a slot
+        (the question is then at the endpoint) and is counted; the slot is freed when the call ends. A model whose
+        requests are not seen leaving is counted at once."""
+        if not sends_hook:
+            count()
+            yield
+            return
         at_endpoint = holds = False
 
         def send() -> None:
@@ -171,10 +175,13 @@ class Slots:
             if not at_endpoint:
                 at_endpoint = True
                 self._at_endpoint(1)
-            while not holds and not self.requests.acquire(timeout=0.2):  # (held: the client's own retry)
+            if holds:  # the client's own retry
+                return
+            while not self.requests.acquire(timeout=0.2):
                 if given_up.is_set():
                     raise GivenUp("the question was given up while it waited for a request slot")
             holds = True
+            count()
 
         token = on_send.set(send)
         try:
