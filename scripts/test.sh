@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run the whole test suite (installs or updates ./.venv first). Extra arguments go to pytest.
-# Tests run in parallel (pytest-xdist): RAGPLAN_TEST_WORKERS processes, default 3; 0 runs them in this process.
+# Tests run in parallel (pytest-xdist): RAGPLAN_TEST_WORKERS processes, default 4 (on 2 cores too:
+# a test often waits on a server or a subprocess); 0 runs them in this process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
@@ -44,4 +45,4 @@ if [ -z "${RAGPLAN_TEST_POSTGRES:-}" ] && command -v apt-get >/dev/null 2>&1 && 
 fi
 export HF_HUB_OFFLINE=1
 unset PYTHONDONTWRITEBYTECODE  # (bytecode caches: else every worker compiles and rewrites the same modules again)
-exec .venv/bin/python -m pytest -n "${RAGPLAN_TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder "$@"
+exec .venv/bin/python -m pytest -n "${RAGPLAN_TEST_WORKERS:-4}" --dist loadfile --no-loadscope-reorder "$@"

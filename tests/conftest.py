@@ -22,15 +22,16 @@ from tests.data import QUESTION, TRADE_NETWORK  # noqa: E402
 
 
 SLOW_FIRST = [
-    "test_eval_server", "test_entry_points", "test_furepa_assessor", "test_replay", "test_fault_suite",
-    "test_html_report", "test_postgres_checkpoints", "test_layout", "test_checkpoints", "test_malformed_outputs",
-    "test_instructrag_training", "test_run_recovery", "test_reaper_grading", "test_reaper_tables",
-    "test_graphdb_resources", "test_import_cost", "test_retail", "test_graphdb_process", "test_langgraph_dev",
-    "test_plan_review", "test_dqa_parser", "test_docs", "test_eval_runner", "test_cli",
+    "test_eval_server", "test_furepa_assessor", "test_replay", "test_reaper_tables", "test_graphdb_process",
+    "test_instructrag_training", "test_entry_points", "test_malformed_outputs", "test_fault_suite", "test_html_report",
+    "test_postgres_checkpoints", "test_checkpoints", "test_layout", "test_run_recovery", "test_reaper_grading",
+    "test_graphdb_resources", "test_import_cost", "test_retail", "test_plan_review", "test_eval_sweep",
+    "test_dqa_parser", "test_docs", "test_eval_runner", "test_langgraph_dev", "test_cli",
 ]
 """The modules that take longest, longest first. scripts/test.sh hands each module to one pytest-xdist worker
 (``--dist loadfile``: its module fixtures are built once) in collection order (``--no-loadscope-reorder``); these
-start first, so none of them is left to run alone at the end. A module not named here only starts later."""
+start first, so none of them is left to run alone at the end; while the first one builds the test data every family
+shares (``every_family_data``), the next ones need none of it. A module not named here only starts later."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
