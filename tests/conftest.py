@@ -5,9 +5,9 @@ from __future__ import annotations
 import fcntl
 import gc
 import os
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -19,6 +19,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 from ragplan.tools.graphdb import EmbeddedGraphStore  # noqa: E402
 from tests.data import QUESTION, TRADE_NETWORK  # noqa: E402
+from tests.openai_server import OpenAIStub  # noqa: E402
 
 
 SLOW_FIRST = [
@@ -96,6 +97,24 @@ def every_family_data(tmp_path_factory: pytest.TempPathFactory) -> dict:
                 pytest.fail(f"family {fam.name!r} has no test data: add tests/family_data/{fam.name}.py")
             out[fam.name] = importlib.import_module(f"tests.family_data.{fam.name}").make(root)
     return out
+
+
+@pytest.fixture(scope="module")
+def module_stub() -> Iterator[OpenAIStub]:
+    """One local OpenAI-compatible stub for the module (:meth:`OpenAIStub.script` sets each test's answers)."""
+    with OpenAIStub() as stub:
+        yield stub
+
+
+@pytest.fixture
+def serve(module_stub: OpenAIStub) -> Callable[..., AbstractContextManager[OpenAIStub]]:
+    """``with serve(replies) as stub`` (or ``serve(responder=…)``): the module's stub, scripted afresh."""
+
+    @contextmanager
+    def serve(replies: Any = (), responder: Any = None) -> Iterator[OpenAIStub]:
+        yield module_stub.script(replies, responder)
+
+    return serve
 
 
 @pytest.fixture

@@ -216,6 +216,15 @@ class OpenAIStub:
         with self._lock:
             self.replies.extend(_as_reply(r) for r in replies)
 
+    def script(self, replies: Any = (), responder: Any = None) -> "OpenAIStub":
+        """Answer afresh: ``replies`` queued (or ``responder``), no reply or request of an earlier script left (one
+        stub for several tests instead of a server started and stopped per test)."""
+        with self._lock:
+            self.replies = [_as_reply(r) for r in replies]
+            self.responder = responder
+            self.requests.clear()
+        return self
+
     # -- answering -------------------------------------------------------------------------------
     def _next(self, rec: RecordedRequest) -> Any:
         with self._lock:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -44,21 +44,12 @@ def _no_key(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
-@pytest.fixture(scope="module")
-def _server() -> Iterator[OpenAIStub]:
-    """One local stub for the module (a server started and stopped per call costs its shutdown poll each time)."""
-    with OpenAIStub() as stub:
-        yield stub
-
-
 @pytest.fixture
-def endpoint(_server: OpenAIStub, data: dict[str, FamilyData]) -> Any:
+def endpoint(module_stub: OpenAIStub, data: dict[str, FamilyData]) -> Any:
     """``endpoint(d)``: the module's stub answering from family data ``d`` (requests of this call only)."""
 
     def steer(d: FamilyData) -> OpenAIStub:
-        _server.responder = auto_responder(d.overrides, d.text)
-        _server.requests.clear()
-        return _server
+        return module_stub.script(responder=auto_responder(d.overrides, d.text))
 
     return steer
 

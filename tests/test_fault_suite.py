@@ -14,15 +14,12 @@ file and is covered). The figures over more runs are ``benchmarks/faults.py``'s.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import pytest
 
 import ragplan.llm as llm
 from ragplan.registry import families, langgraph_graphs
 from tests.auto_reply import auto_responder
 from tests.fault_injection import KINDS, REASON_WORDS, run_with_faults
-from tests.openai_server import OpenAIStub
 
 GRAPHS = sorted(langgraph_graphs())
 
@@ -31,21 +28,6 @@ GRAPHS = sorted(langgraph_graphs())
 def _fast_and_keyless(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setattr(llm, "BACKOFF_S", 0.02)  # the malformed-reply backoff, kept short in tests
-
-
-@pytest.fixture(scope="module")
-def stub():
-    """One local endpoint for the module (each test sets its responder): a run's faults come from its own injector."""
-    with OpenAIStub() as s:
-        yield s
-
-
-@contextmanager
-def serving(stub: OpenAIStub, responder):
-    """``stub`` answering by ``responder``, with no requests recorded yet."""
-    stub.responder = responder
-    stub.requests.clear()
-    yield stub
 
 
 @pytest.fixture(scope="module")
@@ -60,10 +42,10 @@ def _family_of(method: str, data):
 
 
 @pytest.mark.parametrize("method", GRAPHS)
-def test_recoverable_faults_of_every_kind_leave_every_question_finished(method, data, stub, tmp_path):
+def test_recoverable_faults_of_every_kind_leave_every_question_finished(method, data, module_stub, tmp_path):
     fam, d = _family_of(method, data)
     figures, injector = run_with_faults(method, d.eval(method), auto_responder(d.overrides, d.text), tmp_path / "run",
-                                        scenario="mixed", kinds=KINDS, rate=0.6, seed=sum(map(ord, method)), stub=stub)
+                                        scenario="mixed", kinds=KINDS, rate=0.6, seed=sum(map(ord, method)), stub=module_stub)
     assert figures.injected >= 1
     assert figures.lost == 0 and figures.duplicated == 0 and figures.crashed == 0
     assert figures.finished == figures.questions, figures.errors  # every fault was recoverable, and was recovered
@@ -76,10 +58,10 @@ PERSISTENT = [(kind, "single_rag") for kind in KINDS] + [("503", f.graphs[0].nam
 
 
 @pytest.mark.parametrize("kind, method", PERSISTENT)
-def test_persistent_faults_end_every_question_with_its_reason(kind, method, data, stub, tmp_path):
+def test_persistent_faults_end_every_question_with_its_reason(kind, method, data, module_stub, tmp_path):
     fam, d = _family_of(method, data)
     figures, injector = run_with_faults(method, d.eval(method), auto_responder(d.overrides, d.text), tmp_path / "run",
-                                        scenario=f"persistent {kind}", kinds=(kind,), persistent=True, stub=stub)
+                                        scenario=f"persistent {kind}", kinds=(kind,), persistent=True, stub=module_stub)
     assert figures.lost == 0 and figures.duplicated == 0 and figures.crashed == 0 and figures.failed_without_reason == 0
     assert figures.finished == 0 and figures.failed_with_reason == figures.questions
     for error in figures.errors:
@@ -98,7 +80,7 @@ def _answer_paths():
 
 
 @pytest.mark.parametrize("method, family, loop", _answer_paths())
-def test_a_failed_answer_call_ends_with_llm_error_and_its_reason(method, family, loop, data, stub):
+def test_a_failed_answer_call_ends_with_llm_error_and_its_reason(method, family, loop, data, serve):
     """The last LLM call of a run is its answer (PlanRAG's answer, Think-then-Act's final answer, REAPER's respond,
     FuRePA's and InstructRAG's answers): when it fails, stop_reason is llm_error and error says why (issue 13 §2)."""
     from ragplan.api import ask
@@ -109,7 +91,7 @@ def test_a_failed_answer_call_ends_with_llm_error_and_its_reason(method, family,
     if loop and not d.endless:
         pytest.skip(f"{family} has no loop")
     inner = loop_responder(d) if loop else auto_responder(d.overrides, d.text)
-    with serving(stub, inner):
+    with serve(responder=inner) as stub:
         ok = ask(d.question, method, model="openai:stub-model", base_url=stub.base_url, llm_max_retries=0, **d.api(method))
         n = len(stub.requests)
     assert ok.answer and not ok.error, ok.error
@@ -119,7 +101,7 @@ def test_a_failed_answer_call_ends_with_llm_error_and_its_reason(method, family,
         seen["n"] += 1
         return Fault(status=400, message="the answer call is refused") if seen["n"] == n else inner(req)
 
-    with serving(stub, fail_last):
+    with serve(responder=fail_last):
         res = ask(d.question, method, model="openai:stub-model", base_url=stub.base_url, llm_max_retries=0, **d.api(method))
     assert len(stub.requests) == n  # nothing after the answer
     assert res.stop_reason == "llm_error" and res.answer == ""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import threading
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -30,28 +29,6 @@ MESSAGES = [SystemMessage("You plan."), HumanMessage("Which trade node?")]
 
 
 pytestmark = pytest.mark.usefixtures("local_endpoint")  # no proxy for 127.0.0.1, no real key (tests/conftest.py)
-
-
-@pytest.fixture(scope="module")
-def _endpoint():
-    with OpenAIStub() as stub:
-        yield stub
-
-
-@pytest.fixture
-def serve(_endpoint):
-    """``with serve(replies) as stub``: the module's one local stub, scripted afresh (no reply or request of another
-    test left), rather than a server started and stopped per test."""
-
-    @contextmanager
-    def serve(replies=(), responder=None):
-        _endpoint.replies.clear()
-        _endpoint.add(*replies)
-        _endpoint.responder = responder
-        _endpoint.requests.clear()
-        yield _endpoint
-
-    return serve
 
 
 def _entries(d: Path) -> list[Path]:

@@ -3,7 +3,6 @@ are not retried. Through the real ``langchain-openai`` client (``ChatOpenAI`` as
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 
 import pytest
 from langchain_core.messages import HumanMessage
@@ -30,28 +29,6 @@ BODIES = {
 @pytest.fixture(autouse=True)
 def _fast(monkeypatch, local_endpoint):
     monkeypatch.setattr(llm, "BACKOFF_S", 0.01)
-
-
-@pytest.fixture(scope="module")
-def _endpoint():
-    with OpenAIStub() as stub:
-        yield stub
-
-
-@pytest.fixture
-def serve(_endpoint):
-    """``with serve(replies) as stub``: the module's one local stub, scripted afresh (no reply or request of another
-    test left), rather than a server started and stopped per test."""
-
-    @contextmanager
-    def serve(replies=(), responder=None):
-        _endpoint.replies.clear()
-        _endpoint.add(*replies)
-        _endpoint.responder = responder
-        _endpoint.requests.clear()
-        yield _endpoint
-
-    return serve
 
 
 def _model(stub: OpenAIStub, retries: int) -> ChatOpenAI:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from contextlib import contextmanager
 
 import pytest
 
@@ -51,27 +50,6 @@ def trade_store():
     store = EmbeddedGraphStore.from_text(TRADE_NETWORK, source="trade.cql")
     yield store
     store.close()
-
-
-@pytest.fixture(scope="module")
-def _endpoint():
-    with OpenAIStub() as stub:
-        yield stub
-
-
-@pytest.fixture
-def serve(_endpoint):
-    """``with serve(replies) as stub``: the module's one local stub, scripted afresh (no reply or request of another
-    test left), rather than a server started and stopped per test."""
-
-    @contextmanager
-    def serve(replies=()):
-        _endpoint.replies.clear()
-        _endpoint.add(*replies)
-        _endpoint.requests.clear()
-        yield _endpoint
-
-    return serve
 
 
 def run(stub: OpenAIStub, store, question: str, **ctx) -> PlanRAGResult:

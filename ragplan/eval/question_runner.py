@@ -150,6 +150,7 @@ class Slots:
         self.running += 1
 
     def leave(self) -> None:
+        """One question fewer in flight."""
         self.running -= 1
         self.changed.set()
 
