@@ -47,20 +47,19 @@ def test_n_requests_at_most_and_the_next_questions_start_only_when_every_one_wai
                     inside[0] -= 1
 
         async def question(i: int) -> None:
-            await slots.enter()
             admitted.append(i)
             try:
                 await asyncio.to_thread(graph, i)
             finally:
                 slots.leave()
 
-        tasks = [asyncio.create_task(question(i)) for i in range(6)]
+        fed = asyncio.create_task(slots.feed(question, range(6)))
         await _until(lambda: inside[0] == n)  # the first two send their requests ...
         await _until(lambda: len(admitted) == 2 * n)  # ... then two more are prepared and wait for a slot
         await asyncio.sleep(0.2)
         assert len(admitted) == 2 * n and inside[0] == n  # never more than 2n questions, n requests
         release.set()
-        await asyncio.wait_for(asyncio.gather(*tasks), BOUND_S)
+        await asyncio.wait_for(fed, BOUND_S)
         assert sorted(admitted) == list(range(6)) and most[0] == n
 
     asyncio.run(scenario())
@@ -72,20 +71,63 @@ def test_no_question_beyond_n_starts_while_one_is_working():
         working, done, admitted = threading.Event(), threading.Event(), []
 
         async def question(i: int) -> None:
-            await slots.enter()
             admitted.append(i)
             try:
                 await asyncio.to_thread(lambda: (working.set(), done.wait(BOUND_S)))  # no request: working all along
             finally:
                 slots.leave()
 
-        tasks = [asyncio.create_task(question(i)) for i in range(2)]
+        fed = asyncio.create_task(slots.feed(question, range(2)))
         await _until(working.is_set)
         await asyncio.sleep(0.2)
         assert admitted == [0]
         done.set()
-        await asyncio.wait_for(asyncio.gather(*tasks), BOUND_S)
+        await asyncio.wait_for(fed, BOUND_S)
         assert admitted == [0, 1]
+
+    asyncio.run(scenario())
+
+
+def test_feed_starts_a_question_only_when_there_is_room_so_a_large_batch_holds_few_tasks():
+    """The questions of a batch are started one by one as room frees (not all at once, waiting on the slots):
+    at most 2n question tasks exist at any time, whatever the batch's size, and each is run once, in order."""
+    async def scenario() -> None:
+        slots, started, most = Slots(2), [], [0]
+
+        async def question(i: int) -> None:
+            most[0] = max(most[0], len(asyncio.all_tasks()) - 1)  # (the feeding task itself)
+            started.append(i)
+            try:
+                await asyncio.sleep(0)
+            finally:
+                slots.leave()
+
+        await asyncio.wait_for(slots.feed(question, range(1_000)), BOUND_S)
+        assert started == list(range(1_000)) and most[0] <= 4 and slots.running == 0
+
+    asyncio.run(scenario())
+
+
+def test_feed_raises_the_first_failure_and_cancels_the_questions_in_flight():
+    async def scenario() -> None:
+        slots, cancelled, started = Slots(3), [], []
+
+        async def question(i: int) -> None:
+            started.append(i)
+            try:
+                if i == 1:
+                    raise OSError("disk full")
+                await asyncio.sleep(BOUND_S)
+            except asyncio.CancelledError:
+                cancelled.append(i)
+                raise
+            finally:
+                slots.leave()
+
+        with pytest.raises(OSError, match="disk full"):
+            await asyncio.wait_for(slots.feed(question, range(100)), BOUND_S)
+        await asyncio.sleep(0)
+        assert len(started) < 100 and sorted(cancelled) == [i for i in started if i != 1]
 
     asyncio.run(scenario())
 

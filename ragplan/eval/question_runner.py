@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import fields
 from functools import partial
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Coroutine, Iterable, Iterator
 
 from ragplan.eval.benchmark import Benchmark, Item
 from ragplan.eval.item_checkpoints import CHECKPOINT_FILE, ItemCheckpoints
@@ -142,12 +142,39 @@ class Slots:
         self.n, self.running, self.waiting, self.lock = n, 0, 0, threading.Lock()
         self.requests, self.changed, self.loop = threading.BoundedSemaphore(n), asyncio.Event(), asyncio.get_running_loop()
 
-    async def enter(self) -> None:
-        """Wait for room for one more question (:meth:`leave` once its graph has returned or was given up)."""
-        while not (self.running < self.n or (self.running < 2 * self.n and self.waiting >= self.running)):
-            self.changed.clear()
-            await self.changed.wait()
-        self.running += 1
+    async def feed(self, run: Callable[[Item], Coroutine[Any, Any, None]], items: Iterable[Item]) -> None:
+        """Start ``run(item)`` for each item in turn once there is room for it (one task per question in flight, so
+        a batch of any size holds as many; each calls :meth:`leave` once its graph has returned or was given up);
+        returns when all are done, or raises the first failure of one."""
+        tasks: set[asyncio.Task[None]] = set()
+        failed: list[BaseException] = []
+
+        def done(task: asyncio.Task[None]) -> None:
+            tasks.discard(task)
+            exc = None if task.cancelled() else task.exception()
+            if exc is not None:
+                failed.append(exc)
+                self.changed.set()
+
+        try:
+            for item in items:
+                while not (failed or self.running < self.n or  # room for one more question (or a failure)
+                           (self.running < 2 * self.n and self.waiting >= self.running)):
+                    self.changed.clear()
+                    await self.changed.wait()
+                if failed:
+                    break
+                self.running += 1
+                task = asyncio.create_task(run(item))
+                tasks.add(task)
+                task.add_done_callback(done)
+            while tasks and not failed:
+                await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        finally:  # failed or cancelled: the questions still in flight are cancelled (as gather's would be)
+            for task in list(tasks):
+                task.cancel()
+        if failed:
+            raise failed[0]
 
     def leave(self) -> None:
         """One question fewer in flight."""
@@ -268,11 +295,10 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
     pool = ThreadPoolExecutor(max_workers=max(8, 2 * concurrency + 4), thread_name_prefix="ragplan-node")
     asyncio.get_running_loop().set_default_executor(pool)
 
-    async def one(item: Item) -> None:
+    async def one(item: Item) -> None:  # (started once the run has room for it: :meth:`Slots.feed`)
         given_up = threading.Event()
         if not settings.llm_replay:  # every request sent for the question is counted, one in flight at a kill too
             on_request.set(partial(slots.request, checkpoints.counter(item.id), given_up))
-        await slots.enter()
         try:
             ctx = await contexts.get(item)
             limit = family.recursion_limit(ctx)
@@ -328,7 +354,7 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
         gc.collect()  # the full collection a fresh process owes for its imports, here and not while questions wait
         invocation = folder.start_invocation()  # the run's clock: set-up above is done once per run, before it
         with keys_read_once():  # the credentials to mask, read once for the run's records
-            await asyncio.gather(*(one(it) for it in items))
+            await slots.feed(one, items)
     finally:
         await checkpoints.close()
         if server:
