@@ -16,8 +16,6 @@ __all__ = ["Neo4jGraphStore"]
 class Neo4jGraphStore(GraphStore):
     """A read-only view of one Neo4j database."""
 
-    backend = "neo4j"
-
     def __init__(self, uri: str, user: str | None = None, password: str | None = None, database: str | None = None, *,
                  connection_timeout_s: float = 10.0) -> None:
         """Connect to ``uri`` (``bolt://`` or ``neo4j://``); password defaults to ``NEO4J_PASSWORD``."""
