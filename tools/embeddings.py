@@ -135,7 +135,6 @@ def get_embedder(model_path: str = "") -> Embedder:
     """The process-wide :class:`Embedder` for ``model_path``, loaded once even by concurrent first calls."""
     key = resolve_model_path(model_path)
     with _lock:
-        emb = _embedders.get(key)
-        if emb is None:
-            emb = _embedders[key] = Embedder(key)
-        return emb
+        if key not in _embedders:
+            _embedders[key] = Embedder(key)
+        return _embedders[key]

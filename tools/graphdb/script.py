@@ -195,7 +195,6 @@ def decode_script(data: bytes, path: str = "<script>") -> str:
 def read_script(path: str | Path) -> list[Statement]:
     """Read and split the script at ``path``; a file that is not UTF-8 text or holds no statement raises :class:`ScriptError`."""
     p = Path(path)
-    statements = split_statements(decode_script(read_script_bytes(p), str(p)), str(p))
-    if not statements:
+    if not (statements := split_statements(decode_script(read_script_bytes(p), str(p)), str(p))):
         raise ScriptError(str(p), 1, "the script holds no statements (an empty file?)")
     return statements
