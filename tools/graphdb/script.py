@@ -55,15 +55,13 @@ def _scan(text: str, depth: int, quote: str) -> tuple[int, str, list[int]]:
     i, n = 0, len(text)
     while i < n:
         if quote:  # inside a string (backslash escapes) or a quoted name (no escapes; `` reopens it)
-            m = _QUOTE_STOP[quote].search(text, i)
-            if m is None:
+            if (m := _QUOTE_STOP[quote].search(text, i)) is None:
                 break
             i = m.end()
             if m.group() == quote:
                 quote = ""
             continue
-        m = _SCAN_STOP.search(text, i)
-        if m is None:
+        if (m := _SCAN_STOP.search(text, i)) is None:
             break
         tok, i = m.group(), m.end()
         if tok == "//":

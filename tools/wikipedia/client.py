@@ -260,8 +260,7 @@ class WikipediaRetriever:
         """Fetch at most ``pages`` pages per query (Think-then-Act retrieves a few pages per query)."""
         if int(pages) < 1:
             raise ValueError(f"pages must be >= 1, got {pages!r}")
-        self.client = client
-        self.pages = int(pages)
+        self.client, self.pages = client, int(pages)
 
     def search(self, query: str, k: int = 5) -> list[Passage]:
         """Up to ``min(pages, k)`` Wikipedia pages for ``query``, best first (missing or duplicate pages skipped)."""
