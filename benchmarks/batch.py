@@ -32,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import load_baseline, print_rows, save_report  # noqa: E402
+from benchmarks.common import add_report_flags, print_rows, save_report  # noqa: E402
 from tests.test_langgraph_dev import SERVERS, _free_port, _serving  # noqa: E402
 
 
@@ -104,8 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrency", type=int, default=32, help="questions in flight (default 32)")
     ap.add_argument("--no-checkpoints", action="store_true", help="ragplan eval --no-checkpoints")
     ap.add_argument("--server", action="store_true", help="also run the questions on a local `ragplan studio`")
-    ap.add_argument("--save", type=Path, help="write this run's row as JSON")
-    ap.add_argument("--baseline", type=Path, help="a report saved with --save: show its efficiency and the ratio")
+    add_report_flags(ap, "efficiency")
     args = ap.parse_args(argv)
     spawn = multiprocessing.get_context("spawn")
     ready = spawn.Queue()
@@ -135,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     print_rows(rows, [("path", "s"), ("concurrency", "d"), ("questions", "d"), ("errors", "d"), ("calls", "d"), ("ideal_s", ".2f"),
                        ("run_s", ".2f"), ("efficiency", ".2f"), ("process_s", ".2f"), ("process_efficiency", ".2f"),
                       ("client_cpu_s", ".2f"), ("server_cpu_s", ".2f")],
-               key="path", baseline=load_baseline(args.baseline), compare="efficiency")
+               key="path", baseline=args.baseline, compare="efficiency")
     save_report(args.save, "batch", rows, n=args.n, latency=args.latency)
     return 0
 

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-__all__ = ["save_report", "load_baseline", "print_rows", "add_report_flags"]
+__all__ = ["save_report", "print_rows", "add_report_flags"]
 
 
 def add_report_flags(ap: argparse.ArgumentParser, compare: str) -> None:
@@ -28,17 +28,13 @@ def save_report(path: Path | None, name: str, rows: list[dict[str, Any]], **meta
     print(f"saved {path}")
 
 
-def load_baseline(path: Path | None) -> list[dict[str, Any]] | None:
-    """The rows of a report saved earlier with ``--save`` (None without a path)."""
-    return None if path is None else json.loads(path.read_text()).get("rows", [])
-
-
-def print_rows(rows: list[dict[str, Any]], columns: list[tuple[str, str]], key: str,
-               baseline: list[dict[str, Any]] | None = None, compare: str = "") -> None:
-    """A fixed-width table of ``rows`` (``columns``: field, format), with the baseline's ``compare`` and the ratio."""
+def print_rows(rows: list[dict[str, Any]], columns: list[tuple[str, str]], key: str, baseline: Path | None = None,
+               compare: str = "") -> None:
+    """A fixed-width table of ``rows`` (``columns``: field, format), with the ``compare`` of the ``baseline`` report's
+    rows (one saved earlier with ``--save``) and the ratio."""
     from ragplan.eval.figures import format_table
 
-    base = {r.get(key): r for r in baseline or []}
+    base = {r.get(key): r for r in json.loads(baseline.read_text()).get("rows", [])} if baseline else {}
     ratio = baseline is not None and bool(compare)
     cells = []
     for r in rows:

@@ -22,7 +22,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests/ holds the straightforward reference
 
-from benchmarks.common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
+from benchmarks.common import add_report_flags, print_rows, save_report  # noqa: E402
 from ragplan.methods.planrag.cql import read_graph_data  # noqa: E402
 from ragplan.methods.planrag.data import load_questions  # noqa: E402
 from ragplan.methods.planrag.generate import generate_clone  # noqa: E402
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     print_rows(rows, [("scenario", "s"), ("questions", "d"), ("scripts", "d"), ("verify_s", ".2f"), ("ref_s", ".1f"),
                       ("ratio", ".1f"), ("verify_cpu_s", ".2f"), ("ref_cpu_s", ".1f"), ("cpu_ratio", ".1f"),
                       ("agree", "d"), ("gold", "d"), ("load", ".1f")],
-               key="scenario", baseline=load_baseline(args.baseline), compare="verify_s")
+               key="scenario", baseline=args.baseline, compare="verify_s")
     below = [r["scenario"] for r in rows if r["ratio"] < TARGET]
     print("ragplan dqa verify end to end, straightforward / verify: "
           + ", ".join(f"{r['scenario']} {r['ratio']:.1f}x (cpu {r['cpu_ratio']:.1f}x)" for r in rows)

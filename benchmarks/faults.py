@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from benchmarks.common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
+from benchmarks.common import add_report_flags, print_rows, save_report  # noqa: E402
 
 SCENARIOS: list[tuple[str, tuple[str, ...], bool]] = [
     ("429", ("429",), False), ("500", ("500",), False), ("503", ("503",), False), ("hang", ("hang",), False),
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     print_rows(rows, [("family/scenario", "s"), ("graphs", "d"), ("questions", "d"), ("finished", "d"),
                       ("failed_with_reason", "d"), ("crashed", "d"), ("lost", "d"), ("duplicated", "d"),
                       ("injected", "d"), ("faulted", "d"), ("retried", "d"), ("wall_s", ".1f"), ("deadline_s", ".0f"), ("in_time", "d")],
-               key="family/scenario", baseline=load_baseline(args.baseline), compare="wall_s")
+               key="family/scenario", baseline=args.baseline, compare="wall_s")
     bad = [r["family/scenario"] for r in rows if r["lost"] or r["duplicated"] or r["crashed"] or r["failed_without_reason"]
            or r["retried"] < r["faulted"] or r["in_time"] < r["graphs"] * args.repeat]
     print("goal (0 lost, 0 duplicated, 0 crashed, every failure with a reason, every fault retried, no run past its "

@@ -15,7 +15,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from benchmarks.common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
+from benchmarks.common import add_report_flags, print_rows, save_report  # noqa: E402
 from ragplan.methods.furepa.pipeline import labelled_groups  # noqa: E402
 from ragplan.methods.furepa.scorer import load_assessor  # noqa: E402
 from ragplan.methods.furepa.train import BASELINES, evaluate_assessor, split_by_question, train_assessor  # noqa: E402
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     print_rows(rows, [("seed", "d"), ("trained_on", "s"), ("measured_on", "s"), ("points", "d"), ("trees", ".3f"),
                       ("cross", ".3f"), ("overlap", ".3f"), ("bm25", ".3f"), ("retriever", ".3f"), ("first", ".3f"),
                       ("random", ".3f"), ("oracle", ".3f"), ("trees_margin", "+.3f"), ("cross_margin", "+.3f")],
-               key="key", baseline=load_baseline(args.baseline), compare="cross")
+               key="key", baseline=args.baseline, compare="cross")
     save_report(args.save, "furepa_assessor", rows, data=args.data, seeds=args.seeds)
     return 0
 

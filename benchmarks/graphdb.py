@@ -22,7 +22,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from benchmarks.common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
+from benchmarks.common import add_report_flags, print_rows, save_report  # noqa: E402
 from ragplan.methods.planrag.generate import Size, generate_clone, locating_script  # noqa: E402
 from ragplan.tools.graphdb import EmbeddedGraphStore, QueryError, read_script, split_statements  # noqa: E402
 from ragplan.tools.graphdb.sandbox import WORKERS  # noqa: E402
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{info['relationships']} relationships; schema prompt {info['schema_chars']} chars; "
           f"kglite {version('kglite')}")
     print_rows(rows, [("step", "s"), ("n", "d"), ("p50_ms", ".3f"), ("p95_ms", ".3f")], key="step",
-               baseline=load_baseline(args.baseline), compare="p50_ms")
+               baseline=args.baseline, compare="p50_ms")
     p50 = {r["step"]: r["p50_ms"] for r in rows}
     for name in QUERIES:  # the check and the pipe round trip
         print(f"per-query overhead of the worker, {name}: {p50[f'{name}, worker'] - p50[f'{name}, in-process']:+.3f} ms")

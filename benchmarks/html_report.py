@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
+from common import add_report_flags, print_rows, save_report  # noqa: E402
 
 from ragplan.eval.html_report import write_html_report  # noqa: E402
 from ragplan.eval.runfolder import RunFolder, RunSettings  # noqa: E402
@@ -51,8 +51,7 @@ def measure(n: int, root: Path, browser: bool) -> dict:
     t0 = time.perf_counter()
     write_html_report(dirs, out)
     row = {"questions": n, "results": 2 * n, "render_s": time.perf_counter() - t0, "page_mb": out.stat().st_size / 1e6}
-    exe = shutil.which("chromium")
-    if browser and exe:
+    if browser and (exe := shutil.which("chromium")):
         t0 = time.perf_counter()
         proc = subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
                                "--disable-background-networking", "--disable-component-update",
@@ -73,7 +72,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         rows = [measure(int(s), Path(tmp), a.browser) for s in a.sizes.split(",") if s.strip()]
     print_rows(rows, [("questions", "d"), ("results", "d"), ("render_s", ".2f"), ("page_mb", ".1f"), ("browser_s", ".1f")],
-               "questions", load_baseline(a.baseline), "render_s")
+               "questions", a.baseline, "render_s")
     save_report(a.save, "html_report", rows)
 
 

@@ -14,7 +14,7 @@ from langchain_core.load import dumps
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration
 
-from common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
+from common import add_report_flags, print_rows, save_report  # noqa: E402
 
 from ragplan.llm import decide, load_chat_model  # noqa: E402
 from ragplan.llm_cache import LLMCache, digest_of  # noqa: E402
@@ -67,7 +67,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         rows = [measure(int(s), a.calls, Path(tmp)) for s in a.sizes.split(",") if s.strip()]
     print_rows(rows, [("prompt_chars", "d"), ("key_ms", ".3f"), ("write_ms", ".3f"), ("hit_ms", ".3f"),
-                      ("replay_decide_ms", ".3f")], "prompt_chars", load_baseline(a.baseline), "hit_ms")
+                      ("replay_decide_ms", ".3f")], "prompt_chars", a.baseline, "hit_ms")
     save_report(a.save, "llm_cache", rows, calls=a.calls)
 
 

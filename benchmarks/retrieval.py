@@ -17,7 +17,7 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import add_report_flags, load_baseline, print_rows, save_report  # noqa: E402
+from common import add_report_flags, print_rows, save_report  # noqa: E402
 from ragplan.jsonl import jsonl_text  # noqa: E402
 from ragplan.tools.embeddings import get_embedder  # noqa: E402
 from ragplan.tools.textindex import TextIndex, build_index  # noqa: E402
@@ -85,8 +85,7 @@ class BowEmbedder:
         for t in texts:
             starts.append(len(ids))
             for w in t.lower().replace(".", " ").split() or ["<empty>"]:
-                b = self._bucket.get(w)
-                if b is None:
+                if (b := self._bucket.get(w)) is None:
                     b = self._bucket[w] = zlib.crc32(w.encode()) % self.buckets
                 ids.append(b)
         vecs = np.add.reduceat(self.table[np.array(ids)], np.array(starts), axis=0)
@@ -203,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
           "(build rates there exclude the model; 'real:' rows are MiniLM)")
     print(f"sanity: the query's source passage is in the flat top-10 for {info['flat_source_in_top10']} of queries")
     print_rows(rows, [("metric", "s"), ("value", ".4g"), ("unit", "s")], key="metric",
-               baseline=load_baseline(args.baseline), compare="value")
+               baseline=args.baseline, compare="value")
     config = {k: getattr(args, k) for k in ("n", "embed_n", "queries")}
     save_report(args.save, "retrieval", rows, config=config, info=info, faiss=faiss.__version__,
                 torch=torch.__version__)

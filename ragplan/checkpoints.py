@@ -25,15 +25,15 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel, Field
 
 from ragplan.family import context_settings
-from ragplan.redact import REDACTED, configured_keys, redact, remember_credentials
+from ragplan.redact import REDACTED, configured_keys, redact
 from ragplan.registry import families
 
 if TYPE_CHECKING:  # (psycopg is imported only when a PostgreSQL URL is used)
     from langgraph.checkpoint.postgres import PostgresSaver
 
-__all__ = ["DB_ENV", "default_checkpoint_db", "checkpoint_db", "state_classes", "StateSerializer", "checkpoint_serde", "open_saver",
-           "RunInfo", "RunStore", "UnknownThread", "context_settings", "new_thread_id", "redact", "configured_keys",
-           "remember_credentials", "REDACTED", "POSTGRES_SCHEMES", "connect_postgres", "connect_sqlite", "saver_on"]
+__all__ = ["DB_ENV", "default_checkpoint_db", "checkpoint_db", "state_classes", "StateSerializer", "checkpoint_serde",
+           "open_saver", "RunInfo", "RunStore", "UnknownThread", "context_settings", "new_thread_id", "redact", "REDACTED",
+           "POSTGRES_SCHEMES", "connect_postgres", "connect_sqlite", "saver_on"]
 
 _SECRET_BYTES = re.compile(rb"://[^/\s@]*:[^/\s@]+@|[?&][\w.-]*(?:key|token|password|secret)=", re.I)
 
@@ -234,10 +234,6 @@ class RunStore(AbstractContextManager["RunStore"]):
         self.path = redact(db) if isinstance(db, str) else db  # (what messages name)
         self._own = conn is None
         self.conn = conn if conn is not None else connect_postgres(db) if isinstance(db, str) else connect_sqlite(db)
-        self._conflict: type[Exception] = sqlite3.IntegrityError  # (a thread id already recorded)
-        if not isinstance(self.conn, sqlite3.Connection):
-            from psycopg import IntegrityError
-            self._conflict = IntegrityError
         self._execute("CREATE TABLE IF NOT EXISTS ragplan_runs (thread_id TEXT PRIMARY KEY, method TEXT NOT NULL, "
                       "question TEXT NOT NULL, inputs TEXT NOT NULL, settings TEXT NOT NULL, status TEXT NOT NULL, "
                       "created DOUBLE PRECISION NOT NULL, updated DOUBLE PRECISION NOT NULL)")
@@ -269,14 +265,13 @@ class RunStore(AbstractContextManager["RunStore"]):
                redact(json.dumps(info.settings)), info.status, info.created, info.updated)
         try:
             self._execute("INSERT INTO ragplan_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
-        except self._conflict:
+        except self.conn.IntegrityError:  # (a thread id already recorded; DB-API: each connection names its class)
             raise ValueError(f"thread {info.thread_id} already exists in {self.path}; continue it with "
                              f"`ragplan resume {info.thread_id}` or choose another --thread") from None
 
     def get(self, thread_id: str) -> RunInfo:
         """The run of ``thread_id`` (:class:`UnknownThread` when the file has none)."""
-        rows = self._execute("SELECT * FROM ragplan_runs WHERE thread_id = ?", (thread_id,))
-        if not rows:
+        if not (rows := self._execute("SELECT * FROM ragplan_runs WHERE thread_id = ?", (thread_id,))):
             raise UnknownThread(f"no run with thread id {thread_id!r} in {self.path}")
         return self._info(rows[0])
 

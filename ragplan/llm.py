@@ -130,8 +130,7 @@ def load_chat_model(
     OpenAI clients, so LangChain's description of it (the cache key) holds only what changes the answer; other
     providers go through ``init_chat_model``. ``cache_dir`` / ``replay``: :mod:`ragplan.llm_cache`.
     """
-    problem = endpoint_problem(spec, base_url, replay)
-    if problem:
+    if problem := endpoint_problem(spec, base_url, replay):
         raise LLMConfigError(problem)
     provider, name = split_model_spec(spec)
     with _models_lock:  # (functools.cache does not lock: questions' threads asking at once would each build one)
@@ -505,7 +504,6 @@ def failure_update(d: Decision[Any], node: str) -> dict[str, Any]:
 def _visible(msg: Any) -> str:
     """The assistant reply as text (tool-call arguments included) to show it back during a repair."""
     content = msg.content if isinstance(msg.content, str) else json.dumps(msg.content)
-    calls = getattr(msg, "tool_calls", None) or []
-    if calls:
+    if calls := getattr(msg, "tool_calls", None):
         content += "\n" + "\n".join(json.dumps({"name": c.get("name"), "arguments": c.get("args")}) for c in calls)
     return content or "(empty reply)"

@@ -196,8 +196,6 @@ def model_with(model: BaseChatModel, **update: Any) -> BaseChatModel:
 
 
 _memos: dict[tuple[int, Any], tuple[weakref.ref[Any], Any]] = {}
-
-
 _memo_lock = threading.RLock()
 
 
@@ -205,8 +203,7 @@ def memo(obj: Any, key: Any, make: Callable[[], Any]) -> Any:
     """``make()``, made once per live ``obj`` and ``key``, also when a batch's worker threads ask at once."""
     k = (id(obj), key)
     with _memo_lock:
-        hit = _memos.get(k)
-        if hit is not None and hit[0]() is obj:
+        if (hit := _memos.get(k)) is not None and hit[0]() is obj:
             return hit[1]
         value = make()
         _memos[k] = (weakref.ref(obj, lambda _: _memos.pop(k, None)), value)  # (dropped when obj is collected)

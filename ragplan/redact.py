@@ -24,8 +24,7 @@ _fixed: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("ragpl
 def _url_secrets(url: str) -> list[str]:
     """A URL's secret query values, its password and its ``user:password`` as HTTP Basic auth sends it (base64)."""
     found = [m.group(2) for m in _QUERY_SECRET.finditer(url)]
-    parts = urlsplit(url)
-    if parts.password:
+    if (parts := urlsplit(url)).password:
         basic = f"{unquote(parts.username or '')}:{unquote(parts.password)}".encode()
         found += [parts.password, base64.b64encode(basic).decode()]
     return found

@@ -80,8 +80,7 @@ class Embedder:
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 
-        want = os.environ.get("RAGPLAN_TORCH_THREADS", "").strip()
-        if want.isdigit() and int(want) > 0:
+        if (want := os.environ.get("RAGPLAN_TORCH_THREADS", "").strip()).isdigit() and int(want) > 0:
             torch.set_num_threads(int(want))
         elif not os.environ.get("OMP_NUM_THREADS"):  # containers: torch may count the host's cores, not ours
             cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -135,7 +134,6 @@ def get_embedder(model_path: str = "") -> Embedder:
     """The process-wide :class:`Embedder` for ``model_path``, loaded once even by concurrent first calls."""
     key = resolve_model_path(model_path)
     with _lock:
-        emb = _embedders.get(key)
-        if emb is None:
-            emb = _embedders[key] = Embedder(key)
-        return emb
+        if key not in _embedders:
+            _embedders[key] = Embedder(key)
+        return _embedders[key]

@@ -50,8 +50,7 @@ class ReActDocstore:
 
     def search(self, entity: str) -> DocstoreResult:
         """``Search[entity]``: the entity's page (or the closest), its first sentences as the observation."""
-        entity = " ".join((entity or "").split())
-        if not entity:
+        if not (entity := " ".join((entity or "").split())):
             return DocstoreResult("Search needs an entity: Search[entity].")
         try:
             passages: list[Passage] = list(self.retriever.search(entity, k=self.k))

@@ -16,8 +16,7 @@ _retrievers: dict[tuple, Retriever] = {}
 
 def make_retriever(ctx: Any) -> Retriever:
     """The retriever the context names (``retriever``: wiki | local) or its ``retriever_object``, built once."""
-    obj = getattr(ctx, "retriever_object", None)
-    if obj is not None:
+    if (obj := getattr(ctx, "retriever_object", None)) is not None:
         return obj
     kind = (getattr(ctx, "retriever", "") or "").strip().lower()
     if kind not in ("local", "wiki"):

@@ -25,8 +25,7 @@ def suite_for(ctx: Any) -> ToolRegistry:
     """The run's ``tool_registry``, or its ``tool_suite`` bound to ``shop_dir`` (built once), without the tools named
     in ``removed_tools`` (REAPER's instruction-following experiment; a name the registry lacks is a ValueError)."""
     removed = [t.strip() for t in str(getattr(ctx, "removed_tools", "") or "").split(",") if t.strip()]
-    given = getattr(ctx, "tool_registry", None)
-    if given is not None:
+    if (given := getattr(ctx, "tool_registry", None)) is not None:
         return _without(given, removed)
     key = (ctx.tool_suite, getattr(ctx, "shop_dir", ""), getattr(ctx, "include_new_tool", True), tuple(removed))
     if key not in _bound:

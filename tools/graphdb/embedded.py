@@ -19,8 +19,6 @@ _ID_IN_CREATE = re.compile(r"\(\s*\w*\s*:\s*(\w+)\s*\{[^}]*?\bid\s*:", re.S)
 class EmbeddedGraphStore(GraphStore):
     """A script's graph, loaded and frozen in worker processes: read-only, thread-safe, time- and memory-boxed."""
 
-    backend = "embedded"
-
     def __init__(self, statements: list[Statement], *, source: str = "<script>",
                  sandbox: SandboxSettings = SandboxSettings()) -> None:
         """Load ``statements`` in order in a first worker; a failing one raises :class:`ScriptError` with its line."""

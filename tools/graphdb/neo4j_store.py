@@ -16,8 +16,6 @@ __all__ = ["Neo4jGraphStore"]
 class Neo4jGraphStore(GraphStore):
     """A read-only view of one Neo4j database."""
 
-    backend = "neo4j"
-
     def __init__(self, uri: str, user: str | None = None, password: str | None = None, database: str | None = None, *,
                  connection_timeout_s: float = 10.0) -> None:
         """Connect to ``uri`` (``bolt://`` or ``neo4j://``); password defaults to ``NEO4J_PASSWORD``."""
@@ -69,16 +67,14 @@ class Neo4jGraphStore(GraphStore):
                                   "or pass --neo4j-replace to clear it first")
             with self._session(write=True) as session:
                 session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
-        neo4j = self._neo4j
-        with self._session(write=True) as session:
-            with session.begin_transaction() as tx:
-                for st in statements:
-                    try:
-                        tx.run(st.text).consume()
-                    except neo4j.exceptions.Neo4jError as exc:
-                        tx.rollback()
-                        raise ScriptError(source, st.line, exc.message or str(exc), st.text) from exc
-                tx.commit()
+        with self._session(write=True) as session, session.begin_transaction() as tx:
+            for st in statements:
+                try:
+                    tx.run(st.text).consume()
+                except self._neo4j.exceptions.Neo4jError as exc:
+                    tx.rollback()
+                    raise ScriptError(source, st.line, exc.message or str(exc), st.text) from exc
+            tx.commit()
         self._schema = None
         return len(statements)
 

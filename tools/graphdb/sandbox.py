@@ -108,10 +108,8 @@ class _Worker:
     """One worker process: started at once, ready after it has loaded the graph, then one query at a time."""
 
     def __init__(self, graph_fd: int, settings: SandboxSettings, memory_bytes: int) -> None:
-        self.settings = settings
-        self.budget = memory_bytes
-        self.dead = False
-        self.ready = False
+        self.settings, self.budget = settings, memory_bytes
+        self.dead = self.ready = False
         self.rss_limit = self.base_rss = self.growth = 0
         self.exit_reason = ""
         """Why the process ended: timeout, memory, crash, closed, start (failed to start) or broken."""
@@ -120,11 +118,9 @@ class _Worker:
         self._stderr = tempfile.TemporaryFile(prefix="ragplan-graph-worker-")
         env = {"MIMALLOC_ARENA_RESERVE": "64MiB", **os.environ}  # reserve small arenas so RLIMIT_DATA counts use
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-P", str(WORKER_SCRIPT), str(graph_fd), str(self.budget)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
-                close_fds=True, pass_fds=(graph_fd,), start_new_session=True,
-            )
+            self.proc = subprocess.Popen([sys.executable, "-P", str(WORKER_SCRIPT), str(graph_fd), str(self.budget)],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
+                                         close_fds=True, pass_fds=(graph_fd,), start_new_session=True)
         except OSError as exc:
             self._stderr.close()
             raise QueryError(f"the query worker could not be started: {exc}") from exc
@@ -147,8 +143,7 @@ class _Worker:
             if now >= deadline:
                 raise _Stop("timeout")
             if self._poller.poll(max(1, int(min(deadline - now, _POLL_S) * 1000))):
-                chunk = os.read(self._fd, min(n - len(buf), 1 << 20))
-                if not chunk:
+                if not (chunk := os.read(self._fd, min(n - len(buf), 1 << 20))):
                     raise _Stop("died")
                 buf += chunk
         return bytes(buf)
@@ -227,12 +222,10 @@ class _Worker:
             mark = self._stderr.seek(0, io.SEEK_END)
             left_s = max(0.001, min(timeout_s, deadline - time.monotonic()))
             hard_timeout = left_s + self.settings.grace_s
-            request = {
-                "op": "query", "cypher": cypher, "row_cap": row_cap, "timeout_ms": max(1, int(left_s * 1000)),
-                "hard_timeout_s": hard_timeout, "max_result_bytes": int(self.settings.max_result_mb) << 20,
-                "max_values": int(self.settings.max_values), "max_value_depth": int(self.settings.max_value_depth),
-                "keep_id": keep_id,
-            }
+            request = {"cypher": cypher, "row_cap": row_cap, "timeout_ms": max(1, int(left_s * 1000)),
+                       "hard_timeout_s": hard_timeout, "max_result_bytes": int(self.settings.max_result_mb) << 20,
+                       "max_values": int(self.settings.max_values),
+                       "max_value_depth": int(self.settings.max_value_depth), "keep_id": keep_id}
             try:
                 self.proc.stdin.write(encode_frame(request))  # type: ignore[union-attr]
                 self.proc.stdin.flush()  # type: ignore[union-attr]
@@ -377,8 +370,7 @@ class QuerySandbox:
         Waiting for a free worker (and starting it) counts in ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         for _ in range(3):
-            worker = self._checkout(deadline)
-            if worker is None:
+            if (worker := self._checkout(deadline)) is None:
                 raise QueryTimeout(timeout_message(timeout_s, f"no query worker was free: all {WORKERS.max_workers} of "
                                                               "this process's workers were busy"))
             try:
@@ -396,8 +388,7 @@ class QuerySandbox:
 
     def warm_up(self) -> None:
         """Take a worker and wait until it has loaded the graph (starting one if none is idle)."""
-        worker = self._checkout(time.monotonic() + self.settings.start_timeout_s)
-        if worker is None:
+        if (worker := self._checkout(time.monotonic() + self.settings.start_timeout_s)) is None:
             raise QueryError(f"no query worker became free within {self.settings.start_timeout_s:g} s to load the graph")
         try:
             worker.ensure_ready()
@@ -424,8 +415,7 @@ class QuerySandbox:
                         WORKERS.live.discard(other)
                     if len(WORKERS.live) < max(1, WORKERS.max_workers):
                         return self._start()
-                left = deadline - time.monotonic()
-                if left <= 0:
+                if (left := deadline - time.monotonic()) <= 0:
                     return None
                 WORKERS.cond.wait(min(left, 1.0))
 

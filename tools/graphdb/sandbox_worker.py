@@ -171,8 +171,7 @@ def main(argv: list[str]) -> int:
     cpu_hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
     _send(replies, encode_frame(("ready", {"pid": os.getpid(), "nodes": int(frozen.node_count())})))
     while True:
-        request = read_frame(sys.stdin.buffer)
-        if request is None:
+        if (request := read_frame(sys.stdin.buffer)) is None:
             return 0
         used = resource.getrusage(resource.RUSAGE_SELF)
         cpu_cap = int(used.ru_utime + used.ru_stime + 3 * float(request["hard_timeout_s"]) + 10)

@@ -82,17 +82,13 @@ def merge_examples(maps: list[dict[str, Any]]) -> dict[str, Any]:
 def format_value(value: Any, *, quote: bool = False, limit: int = 0) -> str:
     """Render one value compactly: floats to 6 significant digits, strings bare (or quoted); lists and maps end in
     ``…`` once past ``limit`` characters (if ``limit``)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)  # null, true, false
     if isinstance(value, float):
         if not math.isfinite(value):
             return str(value)
         text = f"{value:.6g}"
         return text if any(ch in text for ch in ".en") else text + ".0"  # keep floats visibly floats
-    if isinstance(value, int):
-        return str(value)
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False) if quote else value
     if isinstance(value, dict):

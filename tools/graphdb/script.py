@@ -55,15 +55,13 @@ def _scan(text: str, depth: int, quote: str) -> tuple[int, str, list[int]]:
     i, n = 0, len(text)
     while i < n:
         if quote:  # inside a string (backslash escapes) or a quoted name (no escapes; `` reopens it)
-            m = _QUOTE_STOP[quote].search(text, i)
-            if m is None:
+            if (m := _QUOTE_STOP[quote].search(text, i)) is None:
                 break
             i = m.end()
             if m.group() == quote:
                 quote = ""
             continue
-        m = _SCAN_STOP.search(text, i)
-        if m is None:
+        if (m := _SCAN_STOP.search(text, i)) is None:
             break
         tok, i = m.group(), m.end()
         if tok == "//":
@@ -195,7 +193,6 @@ def decode_script(data: bytes, path: str = "<script>") -> str:
 def read_script(path: str | Path) -> list[Statement]:
     """Read and split the script at ``path``; a file that is not UTF-8 text or holds no statement raises :class:`ScriptError`."""
     p = Path(path)
-    statements = split_statements(decode_script(read_script_bytes(p), str(p)), str(p))
-    if not statements:
+    if not (statements := split_statements(decode_script(read_script_bytes(p), str(p)), str(p))):
         raise ScriptError(str(p), 1, "the script holds no statements (an empty file?)")
     return statements

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,10 +46,9 @@ class QueryResult:
         return self.total_rows > len(self.rows)
 
 
-class GraphStore(ABC):
+class GraphStore(AbstractContextManager["GraphStore"]):
     """A read-only Cypher store with schema introspection."""
 
-    backend: str = "abstract"
     #: How many nodes / relationships per label or type are sampled for example values.
     schema_sample: int = 50
     #: Size caps of the statement check (query length, nesting, UNION arms).
@@ -110,9 +110,6 @@ class GraphStore(ABC):
 
     def close(self) -> None:
         """Release connections or memory held by the store."""
-
-    def __enter__(self) -> "GraphStore":
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

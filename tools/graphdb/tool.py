@@ -177,11 +177,9 @@ def make_graph_db_tool(store: GraphStore, *, row_cap: int = 100, timeout_s: floa
     ref = weakref.ref(store)
 
     def graph_db(query: str) -> tuple[str, QueryOutcome]:
-        current = ref()
-        if current is None:  # the caller dropped the store between making the tool and calling it
-            outcome = _failed("error", "Query error: the graph store is closed")
-        else:
-            outcome = run_graph_query(current, query, row_cap=row_cap, timeout_s=timeout_s)
+        current = ref()  # None: the caller dropped the store between making the tool and calling it
+        outcome = (run_graph_query(current, query, row_cap=row_cap, timeout_s=timeout_s) if current is not None
+                   else _failed("error", "Query error: the graph store is closed"))
         return outcome.observation, outcome
 
     tool = StructuredTool.from_function(graph_db, name="graph_db", description=GRAPH_DB_DESCRIPTION,

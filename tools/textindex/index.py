@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -43,7 +44,7 @@ def _check_dir(root: Path) -> dict[str, Any]:
     return meta
 
 
-class TextIndex:
+class TextIndex(AbstractContextManager["TextIndex"]):
     """A FAISS index over passages with their texts; cosine scores; thread-safe searches. The ``local``
     :class:`~ragplan.tools.retrieval.Retriever`."""
 
@@ -113,9 +114,6 @@ class TextIndex:
     def close(self) -> None:
         """Release the passage store (the FAISS index is freed with the object)."""
         self.store.close()
-
-    def __enter__(self) -> "TextIndex":
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

@@ -117,8 +117,7 @@ def _json_passage(raw: bytes) -> Passage | str:
         return f"not a JSON object ({exc.msg}, column {exc.colno})"
     if not isinstance(obj, dict):
         return f"expected a JSON object, got {type(obj).__name__}"
-    text_key = next((k for k in _TEXT_KEYS if k in obj), None)
-    if text_key is None:
+    if (text_key := next((k for k in _TEXT_KEYS if k in obj), None)) is None:
         return "no 'contents' (or 'text') field"
     text, title = obj[text_key], obj.get("title")
     if title is None and isinstance(text, str):

@@ -36,8 +36,7 @@ _FORMAT = 1
 
 def default_cache_dir() -> Path:
     """``$RAGPLAN_CACHE_DIR/wikipedia``, else ``$XDG_CACHE_HOME`` or ``~/.cache``, then ``ragplan/wikipedia``."""
-    root = os.environ.get("RAGPLAN_CACHE_DIR", "").strip()
-    if root:
+    if root := os.environ.get("RAGPLAN_CACHE_DIR", "").strip():
         return Path(root).expanduser() / "wikipedia"
     xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "ragplan" / "wikipedia"
@@ -140,8 +139,7 @@ class WikipediaClient:
 
     def search(self, query: str, limit: int = 3) -> list[str]:
         """Titles of the best ``limit`` (at most 50) main-namespace articles for ``query``, in search order."""
-        q = " ".join((query or "").split())
-        if not q or limit <= 0:
+        if not (q := " ".join((query or "").split())) or limit <= 0:
             return []
         try:
             results = self._wiki.search(q, limit=min(int(limit), 50))
@@ -152,8 +150,7 @@ class WikipediaClient:
     def page(self, title: str) -> Passage | None:
         """The article ``title`` (redirects followed; ``id`` its page id, ``meta["url"]`` its address), or ``None``
         when it does not exist; ``text`` keeps headings as ``== Heading ==`` lines."""
-        t = (title or "").strip()
-        if not t:
+        if not (t := (title or "").strip()):
             return None
         p = self._wiki.page(t)
         try:
@@ -233,8 +230,7 @@ class WikipediaClient:
             raise WikipediaError(f"Wikipedia {what} at {self.api_url} answered non-JSON: {r.text[:200]!r}") from None
         if not isinstance(data, dict):
             raise WikipediaError(f"Wikipedia {what} at {self.api_url} answered unexpected JSON: {str(data)[:200]}")
-        error = data.get("error")
-        if isinstance(error, dict):
+        if isinstance(error := data.get("error"), dict):
             code, info = str(error.get("code", "")), str(error.get("info", ""))
             if code in _RETRY_API_CODES or code.startswith("internal_api_error"):
                 raise _Retryable(f"API error {code}: {info}", _retry_after(r.headers.get("Retry-After")))
@@ -264,8 +260,7 @@ class WikipediaRetriever:
         """Fetch at most ``pages`` pages per query (Think-then-Act retrieves a few pages per query)."""
         if int(pages) < 1:
             raise ValueError(f"pages must be >= 1, got {pages!r}")
-        self.client = client
-        self.pages = int(pages)
+        self.client, self.pages = client, int(pages)
 
     def search(self, query: str, k: int = 5) -> list[Passage]:
         """Up to ``min(pages, k)`` Wikipedia pages for ``query``, best first (missing or duplicate pages skipped)."""
