@@ -51,8 +51,7 @@ def format_example(ex: Any) -> str:
 
 def tool_block(tools: ToolRegistry | Sequence[ToolSpec]) -> str:
     """The numbered tool list of a registry or of specs."""
-    reg = tools if isinstance(tools, ToolRegistry) else ToolRegistry(list(tools))
-    return reg.prompt_block()
+    return (tools if isinstance(tools, ToolRegistry) else ToolRegistry(list(tools))).prompt_block()
 
 
 def build_planner_messages(tools: ToolRegistry | Sequence[ToolSpec], examples: Iterable[Any], query: str,

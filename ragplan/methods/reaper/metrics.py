@@ -246,15 +246,9 @@ def _pred_classes(r: Mapping[str, Any]) -> list[str]:
     return list(r.get("pred_tools") or []) if _truth(r.get("valid", True)) else [NO_VALID_PLAN]
 
 
-def aggregate(items: Iterable[PlanScore | Mapping[str, Any] | tuple[Any, Any]], registry: Any = None,
-              latency_key: str = "latency") -> PlanMetrics:
-    """Aggregate :class:`PlanScore` objects, graded records (:meth:`PlanScore.to_dict`) or (pred, gold) pairs."""
-    recs: list[Mapping[str, Any]] = []
-    for x in items:
-        if isinstance(x, tuple):
-            registry = build_retail_registry() if registry is None else registry
-            x = score_plan(x[0], x[1], registry)
-        recs.append(x.to_dict() if isinstance(x, PlanScore) else x)
+def aggregate(items: Iterable[PlanScore | Mapping[str, Any]], latency_key: str = "latency") -> PlanMetrics:
+    """Aggregate :class:`PlanScore` objects or graded records (:meth:`PlanScore.to_dict`)."""
+    recs = [x.to_dict() if isinstance(x, PlanScore) else x for x in items]
     n = len(recs)
 
     def mean(key: str) -> float:
