@@ -229,11 +229,8 @@ async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float
 
     for pos, reason in skip.items():
         record(pos, "skipped", error=reason)
-    for pos in range(len(steps)):
-        if pos not in skip:
-            tasks[pos] = asyncio.ensure_future(run(pos))
-    if tasks:
-        await asyncio.gather(*tasks.values(), return_exceptions=True)
+    tasks.update({pos: asyncio.ensure_future(run(pos)) for pos in range(len(steps)) if pos not in skip})
+    await asyncio.gather(*tasks.values(), return_exceptions=True)
     for pos, t in tasks.items():  # a bug in the runner itself still yields a record
         if pos not in evidence:
             exc = t.exception() if not t.cancelled() else None

@@ -30,8 +30,6 @@ STATUSES = ("valid", "invalid", "failed")
 SCORED_ARGS: dict[str, tuple[str, ...]] = {"prod_search": ("query",), "shipment_status": ("keywords", "date_range")}
 """Tool → its scored arguments (paper §5.2). Pass another mapping to :func:`score_plan` to score more."""
 
-_DATE_ARGS = frozenset({"date_range"})
-
 STOP_WORDS = frozenset(
     "a an the some any my me i im i'm you your we our this that these those it its for of to with and or in on at by "
     "from about please can could would will do does is are be get show find search searching look looking buy want "
@@ -100,7 +98,7 @@ def _scored_value(name: str, arg: PlanArg | None, steps: Mapping[int, PlanStep],
     step's tool, or the keyword set; None when there is nothing to compare."""
     if arg is None:
         return None
-    dates = name in _DATE_ARGS
+    dates = name == "date_range"
     src = steps.get(arg.refs[0]) if arg.kind == "ref" and arg.refs else None
     if dates and arg.kind == "literal":
         v = _literal_dates(arg.value, today)
