@@ -42,10 +42,8 @@ def plan_text(plan: RetrievalPlan) -> str:
 
 def format_example(ex: Any) -> str:
     """One in-context example (a dict or a training ``SeedExample``): ``# Input:`` and ``# Answer:`` with the plan."""
-    if isinstance(ex, dict):
-        q, c, p = ex["query"], ex.get("context"), ex.get("plan", "")
-    else:
-        q, c, p = ex.query, ex.context, ex.plan
+    q, c, p = ((ex["query"], ex.get("context"), ex.get("plan", "")) if isinstance(ex, dict)
+               else (ex.query, ex.context, ex.plan))
     return f"# Input:\n{format_input(q, c)}\n# Answer:\n{plan_text(p) if isinstance(p, RetrievalPlan) else p}"
 
 
