@@ -83,8 +83,7 @@ DEFAULT_EXAMPLES: list[dict] = [
 ]
 
 
-def examples_for(registry: Any, examples: list[dict] | None = None) -> list[dict]:
-    """The examples (default :data:`DEFAULT_EXAMPLES`) whose plans use only tools of ``registry``: a tool taken
+def examples_for(registry: Any) -> list[dict]:
+    """The :data:`DEFAULT_EXAMPLES` whose plans use only tools of ``registry``: a tool taken
     out of the registry (``removed_tools``, ``include_new_tool=False``) is not shown in an example either."""
-    pool = DEFAULT_EXAMPLES if examples is None else examples
-    return [e for e in pool if all(t in registry for t in parse_plan(str(e["plan"])).plan.tools())]
+    return [e for e in DEFAULT_EXAMPLES if all(t in registry for t in parse_plan(str(e["plan"])).plan.tools())]

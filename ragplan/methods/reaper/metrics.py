@@ -120,12 +120,10 @@ def scored_calls(plan: RetrievalPlan, registry: Any = None, today: dt.date | str
     steps = {s.var_number: s for s in plan.steps}
     out = []
     for s in plan.steps:
-        params = scored_args.get(s.tool)
-        if params is None:
-            continue
-        bound, _, _ = bind_args(s, registry, params)
-        items = [(p, v) for p in params if (v := _scored_value(p, bound.get(p), steps, registry, day)) is not None]
-        out.append((s.tool, tuple(items)))
+        if (params := scored_args.get(s.tool)) is not None:
+            bound = bind_args(s, registry, params)[0]
+            out.append((s.tool, tuple((p, v) for p in params
+                                      if (v := _scored_value(p, bound.get(p), steps, registry, day)) is not None)))
     return out
 
 
