@@ -81,8 +81,7 @@ def predicted_plans(output: Any) -> tuple[PredictedPlan, PredictedPlan]:
         return PredictedPlan("failed", errors=[why]), PredictedPlan("failed", errors=[why])
     calls = output.get("plan_calls") or []
     try:
-        first = _from_call(calls[0]) if calls else None
-        last = _from_call(calls[-1]) if calls else None
+        first, last = (_from_call(calls[0]), _from_call(calls[-1])) if calls else (None, None)
     except ValidationError as exc:
         bad = PredictedPlan("invalid", errors=[f"unreadable plan_calls: {exc.error_count()} problems"])
         return bad, bad
