@@ -79,10 +79,6 @@ class ReaperResult(ReviewedResult):
     planner_latency_s: float = Field(default=0.0, description="Wall time of the planner's LLM calls.")
     route: dict[str, Any] = Field(default_factory=dict, description="classifier_planner: the routed class.")
 
-    def first_call(self) -> PlanCall | None:
-        """The plan of the first planner call (the paper's one-call setting); None when no plan call was recorded."""
-        return self.plan_calls[0] if self.plan_calls else None
-
     def retrievals(self) -> int:
         """Tool calls executed (one per executed plan or agent step; skipped steps are not calls)."""
         return sum(1 for e in self.evidence if e.get("status") != "skipped")

@@ -95,7 +95,7 @@ def test_tevo_renames_consistently_and_adds_irrelevant_tools(registry, seeds):
     for k in range(40):
         system, user, target = TASKS["plan"](ex, seeds, registry, random.Random(k))
         res = parse_plan(target)
-        assert res.ok and len(res.plan.steps) == 3
+        assert not res.errors and len(res.plan.steps) == 3
         tool_list = user.split("### Examples:")[0]
         shown = [line.split(". ", 1)[1].split("(", 1)[0] for line in tool_list.splitlines()
                  if line[:1].isdigit() and ". " in line]
@@ -246,7 +246,7 @@ def test_cli_round_trip(tmp_path, capsys, monkeypatch):
     assert any(r["source_id"].startswith("dqs:") for r in train)
     for r in train:
         if r["task"] == "plan":
-            assert parse_plan(r["messages"][2]["content"]).ok
+            assert not parse_plan(r["messages"][2]["content"]).errors
     # a bad seed file is exit 2 with file:line
     bad = write_seeds(tmp_path, [{"query": "x", "context": {}, "plan": "#E1 = nope(1)"}], name="bad.jsonl")
     args = parser().parse_args(["reaper", "datagen", "--seed-plans", str(bad), "--out", str(tmp_path / "o3")])

@@ -44,7 +44,7 @@ def test_every_gold_plan_parses_validates_and_is_canonical(gold) -> None:
     reg = build_retail_registry()
     for e in gold:
         res = parse_plan(e.gold_plan)
-        assert res.ok, (e.id, res.errors)
+        assert not res.errors, (e.id, res.errors)
         assert not check_plan(res.plan, reg), (e.id, e.gold_plan)
         assert format_plan(res.plan) == e.gold_plan
         assert res.plan.tools() == e.tool_sequence

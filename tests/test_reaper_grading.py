@@ -254,7 +254,7 @@ def test_plan_stays_typed_from_validation_to_execution(shop, monkeypatch):
     # dicts from a LangGraph server or a run record load back typed, and grade the same
     dumped = json.loads(json.dumps(ReaperResult.from_state(out).record()))
     res = ReaperResult.from_state({**dumped, "stop_reason": out["stop_reason"]})
-    assert res.plan == list(out["plan"]) and isinstance(res.plan_calls[0], PlanCall) and res.first_call().valid
+    assert res.plan == list(out["plan"]) and isinstance(res.plan_calls[0], PlanCall) and res.plan_calls[0].valid
     assert res.retrievals() == 2 and "Plan steps: 2" in res.summary_lines()[-1]
 
 

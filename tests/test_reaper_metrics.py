@@ -141,7 +141,7 @@ def test_class_prf_hand_computed() -> None:
 
 
 def test_aggregate_hand_computed() -> None:
-    m = aggregate(PAIRS, REG)
+    m = aggregate([score_plan(p, g, REG) for p, g in PAIRS])
     assert m.n == 6
     assert m.tool_accuracy == pytest.approx(4 / 6)                # pairs 1, 2, 5, 6
     assert m.argument_n == 2 and m.argument_accuracy == pytest.approx(1 / 2)  # scored: pairs 1 (right) and 5 (wrong)
@@ -167,7 +167,7 @@ def test_aggregate_hand_computed() -> None:
 
 
 def test_aggregate_counts_invalid_plans_against_no_retrieval() -> None:
-    m = aggregate([('#E1 = order_tracker("x")', ""), ("", "")], REG)
+    m = aggregate([score_plan('#E1 = order_tracker("x")', "", REG), score_plan("", "", REG)])
     assert m.tool_accuracy == 0.5 and m.plan_accuracy == 0.5 and m.plan_valid == 0.5
     assert m.per_class[NO_RETRIEVAL] == pytest.approx({"precision": 1.0, "recall": 0.5, "f1": 2 / 3, "support": 2,
                                                        "tp": 1, "fp": 0, "fn": 1})

@@ -193,7 +193,7 @@ PAPER_PLANS = examples(FIGURE_2) + examples(FIGURE_3) + FIGURE_4 + examples(FIGU
 
 def test_figure2_reaper_plans_parse_exactly():
     got = [parse_plan(t) for t in examples(FIGURE_2)]
-    assert all(r.ok and not r.notes for r in got)
+    assert all(not r.errors and not r.notes for r in got)
     assert calls(got[0].plan) == [(1, "E1", "customer_support", ["how do i cancel all subscribe and save items"], {})]
     assert calls(got[1].plan) == [(1, "E1", "prod_qna", ["J6FLBNBQ31", "What is the tread depth of the MICHELIN "
                                                          "Defender LTX M/S All-Season Radial Car Tire?"], {})]
@@ -215,7 +215,7 @@ def test_figure2_reaper_plans_parse_exactly():
 def test_figure3_wrapped_lines_quoted_refs_and_invented_steps():
     ex = examples(FIGURE_3)
     first = parse_plan(ex[0])
-    assert first.ok
+    assert not first.errors
     assert first.plan.steps[0].purpose == "Ask customer support for cancelling all subscribe and save items"
     assert first.plan.steps[0].args == [lit("how do I cancel all subscribe and save items")]
 
@@ -234,7 +234,7 @@ def test_figure3_wrapped_lines_quoted_refs_and_invented_steps():
     assert err.step == 4 and "no tool call" in err.message
 
     sheet = parse_plan(ex[3])
-    assert sheet.ok
+    assert not sheet.errors
     assert calls(sheet.plan)[1:] == [
         (2, "E2", "shipment_status", [], {"keywords": "sheet pan", "date_range": "#E1"}),
         (3, "E3", "decontextualizer", ["#E2", "Estimated delivery time:"], {}),
@@ -249,12 +249,12 @@ def test_figure3_wrapped_lines_quoted_refs_and_invented_steps():
 
 def test_figure4_claude_plans_prose_templates_and_bad_arguments():
     chat = parse_plan(FIGURE_4[0])
-    assert chat.ok and calls(chat.plan) == [(1, "E1", "customer_support",
+    assert not chat.errors and calls(chat.plan) == [(1, "E1", "customer_support",
                                              ["how do i cancel all subscribe and save items"], {})]
     assert [n.line for n in chat.notes] == [5, 6, 9, 10]  # the explanation around the step
 
     tread = parse_plan(FIGURE_4[1])
-    assert tread.ok
+    assert not tread.errors
     assert tread.plan.steps[0].args[1].value.endswith("for SUVs and Crossovers, 235/65R18 106T?")
     gk = tread.plan.steps[1].args[0]
     assert gk.kind == "template" and gk.refs == [1] and gk.value == "Is tread depth #E1 between 0.15 and 0.25 inches?"
@@ -266,7 +266,7 @@ def test_figure4_claude_plans_prose_templates_and_bad_arguments():
     assert all("<top product ID from #E1>" in e.message for e in coins.errors)
 
     sheet = parse_plan(FIGURE_4[3])
-    assert sheet.ok
+    assert not sheet.errors
     assert sheet.plan.steps[1].purpose == 'Fetch shipment status for "sheet pan" orders within the date range #E1'
     assert sheet.plan.steps[1].evidence_var == "E2" and sheet.plan.steps[1].line == 6
 
@@ -275,7 +275,7 @@ def test_figure4_claude_plans_prose_templates_and_bad_arguments():
 
 def test_figure5_and_6_new_use_cases():
     camera, desk = (parse_plan(t) for t in examples(FIGURE_5))
-    assert camera.ok and desk.ok
+    assert not camera.errors and not desk.errors
     assert calls(camera.plan) == [
         (1, "E1", "date_math", ["yesterday"], {}),
         (2, "E2", "shipment_status", [], {"keywords": "camera", "date_range": "#E1"}),
@@ -284,7 +284,7 @@ def test_figure5_and_6_new_use_cases():
     ]
     assert desk.plan.steps[1].args == [ref(1), lit("Is my desk made of real wood?")]
     ink = parse_plan(FIGURE_6)
-    assert ink.ok
+    assert not ink.errors
     assert calls(ink.plan) == [(1, "E1", "compatible_products", [],
                                 {"base_product_id": "B0135KI4X8", "compatible_product_type": "ink cartridge"})]
 
@@ -294,7 +294,7 @@ def test_paper_plans_round_trip(text):
     first = parse_plan(text)
     canon = format_plan(first.plan)
     again = parse_plan(canon)
-    assert again.ok and not again.notes
+    assert not again.errors and not again.notes
     assert strip_source(again.plan) == strip_source(first.plan)
     assert format_plan(again.plan) == canon
     assert len(canon.splitlines()) == len(first.plan.steps)
@@ -319,7 +319,7 @@ def test_bare_lines_fences_answer_header_trailing_commas_and_literals():
 - #E3 = customer_support(“curly quotes”),
 ```"""
     r = parse_plan(text)
-    assert r.ok and not r.notes, (r.errors, r.notes)
+    assert not r.errors and not r.notes, (r.errors, r.notes)
     s1, s2, s3 = r.plan.steps
     assert [s.index for s in r.plan.steps] == [1, 2, 3]
     assert s1.purpose == "" and s1.args == [lit("J6FLBNBQ31"), lit("Is it 'all-season'?\n")]
@@ -335,14 +335,14 @@ def test_bare_lines_fences_answer_header_trailing_commas_and_literals():
 def test_markdown_step_headers_and_purpose_without_dash():
     r = parse_plan("**Step 1:** Look it up - #E1 = prod_search(\"mug\")\nStep 2. #E2 = review_summary(#E1)\n"
                    "Fetch the answer: #E3 = prod_qna(#E1, \"size?\")")
-    assert r.ok
+    assert not r.errors
     assert [(s.index, s.purpose) for s in r.plan.steps] == [(1, "Look it up"), (2, ""), (3, "Fetch the answer")]
 
 
 @pytest.mark.parametrize("text", ["", "   \n\n", "No retrieval needed", "# Answer:\nNo retrieval needed.", None])
 def test_zero_step_plans(text):
     r = parse_plan(text)
-    assert r.ok and r.plan.steps == []
+    assert not r.errors and r.plan.steps == []
     assert format_plan(r.plan) == ""
 
 
@@ -404,7 +404,7 @@ def test_round_trip_of_a_built_plan_with_awkward_strings():
     ])
     text = format_plan(plan)
     back = parse_plan(text)
-    assert back.ok
+    assert not back.errors
     assert back.plan.steps[0].purpose == "Odd text"  # whitespace in a purpose is normalised
     assert strip_source(back.plan)[1] == plan.steps[1].model_dump(exclude={"raw", "line"})
     assert back.plan.steps[0].args == plan.steps[0].args

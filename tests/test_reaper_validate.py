@@ -41,7 +41,7 @@ def reg() -> ToolRegistry:
 
 def check(text: str, reg: ToolRegistry):
     r = parse_plan(text)
-    assert r.ok, r.errors
+    assert not r.errors, r.errors
     return check_plan(r.plan, reg)
 
 

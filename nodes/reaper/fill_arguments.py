@@ -49,11 +49,8 @@ def build_skeleton(cls: str, known: list[dict[str, int]] | None = None) -> list[
     tools = class_tools(cls)
     if known is not None and len(known) == len(tools):
         return [(t, dict(r)) for t, r in zip(tools, known)]
-    out: list[tuple[str, dict[str, int]]] = []
-    for k, tool in enumerate(tools):
-        arg = DEFAULT_CHAINS.get((tools[k - 1], tool)) if k else None
-        out.append((tool, {arg: k} if arg else {}))
-    return out
+    chained = [None, *(DEFAULT_CHAINS.get(pair) for pair in zip(tools, tools[1:]))]  # argument taking the last output
+    return [(tool, {arg: k} if arg else {}) for k, (tool, arg) in enumerate(zip(tools, chained))]
 
 
 def skeleton_prompt(skeleton: list[tuple[str, dict[str, int]]], registry: Any) -> str:

@@ -42,17 +42,14 @@ def plan_text(plan: RetrievalPlan) -> str:
 
 def format_example(ex: Any) -> str:
     """One in-context example (a dict or a training ``SeedExample``): ``# Input:`` and ``# Answer:`` with the plan."""
-    if isinstance(ex, dict):
-        q, c, p = ex["query"], ex.get("context"), ex.get("plan", "")
-    else:
-        q, c, p = ex.query, ex.context, ex.plan
+    q, c, p = ((ex["query"], ex.get("context"), ex.get("plan", "")) if isinstance(ex, dict)
+               else (ex.query, ex.context, ex.plan))
     return f"# Input:\n{format_input(q, c)}\n# Answer:\n{plan_text(p) if isinstance(p, RetrievalPlan) else p}"
 
 
 def tool_block(tools: ToolRegistry | Sequence[ToolSpec]) -> str:
     """The numbered tool list of a registry or of specs."""
-    reg = tools if isinstance(tools, ToolRegistry) else ToolRegistry(list(tools))
-    return reg.prompt_block()
+    return (tools if isinstance(tools, ToolRegistry) else ToolRegistry(list(tools))).prompt_block()
 
 
 def build_planner_messages(tools: ToolRegistry | Sequence[ToolSpec], examples: Iterable[Any], query: str,
@@ -86,8 +83,7 @@ DEFAULT_EXAMPLES: list[dict] = [
 ]
 
 
-def examples_for(registry: Any, examples: list[dict] | None = None) -> list[dict]:
-    """The examples (default :data:`DEFAULT_EXAMPLES`) whose plans use only tools of ``registry``: a tool taken
+def examples_for(registry: Any) -> list[dict]:
+    """The :data:`DEFAULT_EXAMPLES` whose plans use only tools of ``registry``: a tool taken
     out of the registry (``removed_tools``, ``include_new_tool=False``) is not shown in an example either."""
-    pool = DEFAULT_EXAMPLES if examples is None else examples
-    return [e for e in pool if all(t in registry for t in parse_plan(str(e["plan"])).plan.tools())]
+    return [e for e in DEFAULT_EXAMPLES if all(t in registry for t in parse_plan(str(e["plan"])).plan.tools())]

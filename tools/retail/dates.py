@@ -73,10 +73,8 @@ def resolve_range(expr: str, today: dt.date) -> tuple[dt.date, dt.date]:
         a, b = (parse_datetime(x) for x in iso)
         if a and b:
             return (a.date(), b.date()) if a <= b else (b.date(), a.date())
-    if len(iso) == 1 and _ISO.fullmatch(raw.strip()):
-        parsed = parse_datetime(iso[0])
-        if parsed:
-            return parsed.date(), parsed.date()
+    if len(iso) == 1 and _ISO.fullmatch(raw.strip()) and (parsed := parse_datetime(iso[0])):
+        return parsed.date(), parsed.date()
     single = {"today": 0, "now": 0, "tonight": 0, "this morning": 0, "this evening": 0, "tomorrow": 1, "yesterday": -1,
               "day after tomorrow": 2, "day before yesterday": -2}
     if text in single:

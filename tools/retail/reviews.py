@@ -102,10 +102,8 @@ def _phrases(text: str, n_min: int = 2, n_max: int = 5) -> set[str]:
                 gram = words[i:i + n]
                 if (gram[0] in _STOP and gram[0] not in _NEGATION) or gram[-1] in _STOP or (i and words[i - 1] in _NEGATION):
                     continue
-                content = [w for w in gram if w not in _STOP]
-                if all(w in _NOT_ASPECT for w in content):
-                    continue
-                found.add(" ".join(gram))
+                if not all(w in _NOT_ASPECT for w in gram if w not in _STOP):  # not only generic words
+                    found.add(" ".join(gram))
     return found
 
 

@@ -196,10 +196,9 @@ class RetailTools:
         p = self.shop.product(product_id)
         if not str(question or "").strip():
             raise ToolError("prod_qna needs a question about the product")
-        cands: list[dict[str, Any]] = []
-        for k, v in p["attributes"].items():
-            cands.append({"source": "attribute", "attribute": k,
-                          "text": f"{k.replace('_', ' ')}: {', '.join(map(str, v)) if isinstance(v, list) else v}"})
+        cands = [{"source": "attribute", "attribute": k,
+                  "text": f"{k.replace('_', ' ')}: {', '.join(map(str, v)) if isinstance(v, list) else v}"}
+                 for k, v in p["attributes"].items()]
         cands += [{"source": "qna", "question": q["question"], "answer": q["answer"],
                    "text": f"Q: {q['question']} A: {q['answer']}"} for q in p["qna"]]
         cands += [{"source": "description", "text": s} for s in split_sentences(p["description"], min_chars=8)]
@@ -279,12 +278,9 @@ class RetailTools:
         ptype = resolve_product_type(product_type or "")
         if ptype is None:
             raise ToolError(f"unknown product type {product_type!r}; the shop sells: {', '.join(PRODUCT_TYPES)}")
-        found = []
-        for p in self.shop.products.values():
-            if p["product_type"] == ptype and p["product_id"] != base["product_id"]:
-                reason = compatibility(base, p)
-                if reason:
-                    found.append(_brief(p, reason=reason))
+        found = [_brief(p, reason=reason) for p in self.shop.products.values()
+                 if p["product_type"] == ptype and p["product_id"] != base["product_id"]
+                 and (reason := compatibility(base, p))]
         found.sort(key=lambda r: (-(r["rating"] or 0), r["price"], r["product_id"]))
         out = {"base_product": {"product_id": base["product_id"], "title": base["title"],
                                 "product_type": base["product_type"]},

@@ -81,8 +81,7 @@ def predicted_plans(output: Any) -> tuple[PredictedPlan, PredictedPlan]:
         return PredictedPlan("failed", errors=[why]), PredictedPlan("failed", errors=[why])
     calls = output.get("plan_calls") or []
     try:
-        first = _from_call(calls[0]) if calls else None
-        last = _from_call(calls[-1]) if calls else None
+        first, last = (_from_call(calls[0]), _from_call(calls[-1])) if calls else (None, None)
     except ValidationError as exc:
         bad = PredictedPlan("invalid", errors=[f"unreadable plan_calls: {exc.error_count()} problems"])
         return bad, bad
@@ -206,11 +205,8 @@ class ReaperBenchmark:
         first, final = predicted_plans(output)
         f, g = self._score(item, first), self._score(item, final)
         chosen = (" > ".join(g["pred_tools"]) or "none") if g["valid"] else g["status"]
-        follow: dict[str, Any] = {}
-        if self.removed:
-            follow = {"removed_tools": self.removed,
-                      "instruction_following": instruction_following(g, self.removed),
-                      "instruction_following_first_call": instruction_following(f, self.removed)}
+        follow = {"removed_tools": self.removed, "instruction_following": instruction_following(g, self.removed),
+                  "instruction_following_first_call": instruction_following(f, self.removed)} if self.removed else {}
         final_rec = {k: v for k, v in g.items() if k not in ("status", "errors", "planner_latency_s")}
         first_rec = {f"{k}_first_call": f[k] for k in ("tool_accuracy", "argument_accuracy", "plan_valid", "correct")}
         return {**follow, **final_rec, **first_rec, "chosen": chosen, "plan_status": g["status"], "pred_errors": g["errors"],

@@ -71,11 +71,9 @@ def workflow_chains(examples: list[Any]) -> dict[str, list[dict[str, int]]]:
         cls = route_class(ex.tool_sequence)
         if not cls.startswith(WORKFLOW_PREFIX):
             continue
-        pattern = []
-        for step in ex.plan.steps:
-            bound, _, _ = bind_args(step, registry)
-            pattern.append(tuple(sorted((k, a.refs[0]) for k, a in bound.items() if a.kind == "ref" and a.refs)))
-        seen.setdefault(cls, Counter())[tuple(pattern)] += 1
+        pattern = tuple(tuple(sorted((k, a.refs[0]) for k, a in bind_args(step, registry)[0].items()
+                                     if a.kind == "ref" and a.refs)) for step in ex.plan.steps)
+        seen.setdefault(cls, Counter())[pattern] += 1
     return {cls: [dict(p) for p in c.most_common(1)[0][0]] for cls, c in sorted(seen.items())}
 
 
@@ -183,8 +181,7 @@ def train_classifier(goldset_examples: list[Any], *, model_path: str = "", seed:
     embedder = get_embedder(model_path)
     x_train = features(embedder, [e.question for e in train], [e.context for e in train])
     y_train = np.array([classes.index(n) for n in y_train_names])
-    head = LogisticRegression(C=c, max_iter=5000, random_state=seed)
-    head.fit(x_train, y_train)
+    head = LogisticRegression(C=c, max_iter=5000, random_state=seed).fit(x_train, y_train)
     meta: dict[str, Any] = {"classes": classes, "model_path": model_path, "resolved_model_path": resolved,
                             "seed": seed, "C": c, "knn_k": KNN_K, "knn_weight": knn_weight,
                             "context_weight": CONTEXT_WEIGHT,

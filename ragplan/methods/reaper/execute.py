@@ -53,15 +53,6 @@ class ExecutionResult(BaseModel):
     """Step numbers by dependency depth: wave 0 needs no other step, wave k needs some step of wave k-1."""
     elapsed_ms: float = 0.0
 
-    @property
-    def ok(self) -> bool:
-        """Every step succeeded."""
-        return all(e.status == "ok" for e in self.evidence)
-
-    def outputs(self) -> dict[str, Any]:
-        """``{"E1": output, …}`` for the steps that succeeded."""
-        return {e.evidence_var: e.output for e in self.evidence if e.status == "ok"}
-
 
 def to_jsonable(value: Any) -> Any:
     """``value`` as plain JSON data (pydantic models, dataclasses, LangChain documents and messages included)."""
@@ -108,11 +99,9 @@ def _in_daemon_thread(fn: Callable[[], Any]) -> "asyncio.Future[Any]":
 def _call(tool: Any, kwargs: dict[str, Any]) -> Any:
     """An awaitable calling ``tool``: a LangChain tool with a coroutine (or another runnable) on the loop, a sync
     LangChain tool or callable in a daemon thread that a time-out can abandon."""
-    if isinstance(tool, BaseTool):
-        if getattr(tool, "coroutine", None) is not None:
-            return tool.ainvoke(kwargs)
+    if isinstance(tool, BaseTool) and getattr(tool, "coroutine", None) is None:
         return _in_daemon_thread(lambda: tool.invoke(kwargs))
-    if hasattr(tool, "ainvoke"):
+    if hasattr(tool, "ainvoke"):  # a LangChain tool with a coroutine, or another runnable
         return tool.ainvoke(kwargs)
     if inspect.iscoroutinefunction(tool) or inspect.iscoroutinefunction(getattr(tool, "__call__", None)):
         return tool(**kwargs)
@@ -240,11 +229,8 @@ async def run_plan_async(plan: RetrievalPlan, registry: Any, *, timeout_s: float
 
     for pos, reason in skip.items():
         record(pos, "skipped", error=reason)
-    for pos in range(len(steps)):
-        if pos not in skip:
-            tasks[pos] = asyncio.ensure_future(run(pos))
-    if tasks:
-        await asyncio.gather(*tasks.values(), return_exceptions=True)
+    tasks.update({pos: asyncio.ensure_future(run(pos)) for pos in range(len(steps)) if pos not in skip})
+    await asyncio.gather(*tasks.values(), return_exceptions=True)
     for pos, t in tasks.items():  # a bug in the runner itself still yields a record
         if pos not in evidence:
             exc = t.exception() if not t.cancelled() else None

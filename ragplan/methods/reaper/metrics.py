@@ -30,8 +30,6 @@ STATUSES = ("valid", "invalid", "failed")
 SCORED_ARGS: dict[str, tuple[str, ...]] = {"prod_search": ("query",), "shipment_status": ("keywords", "date_range")}
 """Tool → its scored arguments (paper §5.2). Pass another mapping to :func:`score_plan` to score more."""
 
-_DATE_ARGS = frozenset({"date_range"})
-
 STOP_WORDS = frozenset(
     "a an the some any my me i im i'm you your we our this that these those it its for of to with and or in on at by "
     "from about please can could would will do does is are be get show find search searching look looking buy want "
@@ -100,7 +98,7 @@ def _scored_value(name: str, arg: PlanArg | None, steps: Mapping[int, PlanStep],
     step's tool, or the keyword set; None when there is nothing to compare."""
     if arg is None:
         return None
-    dates = name in _DATE_ARGS
+    dates = name == "date_range"
     src = steps.get(arg.refs[0]) if arg.kind == "ref" and arg.refs else None
     if dates and arg.kind == "literal":
         v = _literal_dates(arg.value, today)
@@ -122,12 +120,10 @@ def scored_calls(plan: RetrievalPlan, registry: Any = None, today: dt.date | str
     steps = {s.var_number: s for s in plan.steps}
     out = []
     for s in plan.steps:
-        params = scored_args.get(s.tool)
-        if params is None:
-            continue
-        bound, _, _ = bind_args(s, registry, params)
-        items = [(p, v) for p in params if (v := _scored_value(p, bound.get(p), steps, registry, day)) is not None]
-        out.append((s.tool, tuple(items)))
+        if (params := scored_args.get(s.tool)) is not None:
+            bound = bind_args(s, registry, params)[0]
+            out.append((s.tool, tuple((p, v) for p in params
+                                      if (v := _scored_value(p, bound.get(p), steps, registry, day)) is not None)))
     return out
 
 
@@ -246,15 +242,9 @@ def _pred_classes(r: Mapping[str, Any]) -> list[str]:
     return list(r.get("pred_tools") or []) if _truth(r.get("valid", True)) else [NO_VALID_PLAN]
 
 
-def aggregate(items: Iterable[PlanScore | Mapping[str, Any] | tuple[Any, Any]], registry: Any = None,
-              latency_key: str = "latency") -> PlanMetrics:
-    """Aggregate :class:`PlanScore` objects, graded records (:meth:`PlanScore.to_dict`) or (pred, gold) pairs."""
-    recs: list[Mapping[str, Any]] = []
-    for x in items:
-        if isinstance(x, tuple):
-            registry = build_retail_registry() if registry is None else registry
-            x = score_plan(x[0], x[1], registry)
-        recs.append(x.to_dict() if isinstance(x, PlanScore) else x)
+def aggregate(items: Iterable[PlanScore | Mapping[str, Any]], latency_key: str = "latency") -> PlanMetrics:
+    """Aggregate :class:`PlanScore` objects or graded records (:meth:`PlanScore.to_dict`)."""
+    recs = [x.to_dict() if isinstance(x, PlanScore) else x for x in items]
     n = len(recs)
 
     def mean(key: str) -> float:

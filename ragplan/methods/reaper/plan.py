@@ -66,8 +66,7 @@ class PlanStep(BaseModel):
     @property
     def refs(self) -> list[int]:
         """Every evidence number the step's arguments refer to, in order of first appearance."""
-        out = [r for a in [*self.args, *self.kwargs.values()] for r in a.refs]
-        return list(dict.fromkeys(out))
+        return list(dict.fromkeys(r for a in [*self.args, *self.kwargs.values()] for r in a.refs))
 
     def call_text(self) -> str:
         """The call in canonical form: ``tool("x", key=#E1)``."""
@@ -138,11 +137,6 @@ class ParseResult(BaseModel):
     errors: list[PlanError] = Field(default_factory=list)
     notes: list[PlanError] = Field(default_factory=list)
     """Text that is not part of any step (explanations, echoed prompt sections): ignored, not errors."""
-
-    @property
-    def ok(self) -> bool:
-        """No syntax errors."""
-        return not self.errors
 
 
 _KINDS = ("literal", "ref", "template")

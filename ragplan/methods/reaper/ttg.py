@@ -146,8 +146,7 @@ def use_provided_tools(ex: SeedExample, pool: Sequence[SeedExample], registry: T
     feasible = not needed or rng.random() < 0.5
     view, plan = _view(ex, registry, rng)
     if feasible:
-        target = plan_text(plan)
-        specs = view.specs
+        target, specs = plan_text(plan), view.specs
     else:
         missing = rng.choice(needed)
         gone = view.mapping[missing]

@@ -64,9 +64,8 @@ def _check_type(step: PlanStep, name: str, typ: str, arg: PlanArg, registry: Any
         return None  # a reference or template: its value is known only when the plan runs
     v = arg.value
     if typ == "date_range" and not is_date_range_literal(v):
-        hint = ""
-        if isinstance(v, str) and "date_math" in registry:
-            hint = f'; compute it first with a date_math("{v}") step and pass its result (#Ej)'
+        hint = (f'; compute it first with a date_math("{v}") step and pass its result (#Ej)'
+                if isinstance(v, str) and "date_math" in registry else "")
         return _err(step, "arg_type", f'{step.tool} argument "{name}" expects a date range such as '
                                       f'"2024-05-01..2024-05-07", not {_show(v)}{hint}')
     if typ in _SCALARS:
@@ -185,8 +184,7 @@ def check_plan(plan: RetrievalPlan, registry: Any) -> list[PlanError]:
     for s in steps:
         errors.extend(_check_call(s, registry))
     errors += [_err(steps[pos], kind, message) for pos, kind, message in problems]
-    errors.sort(key=lambda e: (e.line, e.step or 0))
-    return errors
+    return sorted(errors, key=lambda e: (e.line, e.step or 0))
 
 
 def repair_prompt(errors: list[PlanError], registry: Any = None, *, plan_text: str | None = None) -> str:
