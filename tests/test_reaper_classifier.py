@@ -53,6 +53,24 @@ def test_training_beats_the_majority_class_and_is_deterministic(data, tmp_path):
     assert meta["chains"]["workflow:date_math>shipment_status"] == [{}, {"date_range": 1}]
 
 
+def test_a_model_is_written_whole_and_weights_from_another_save_are_refused(data, tmp_path):
+    """Each file goes through a temporary file and a rename; the metadata names its weights' digest, so weights
+    that are not the ones it was saved with (a kill between the two writes, a copied file) are refused on load."""
+    import shutil
+
+    import numpy as np
+
+    copy = tmp_path / "model"
+    shutil.copytree(data["model"], copy)
+    assert not [p.name for p in copy.iterdir() if p.name.endswith(".tmp")]
+    with np.load(copy / "weights.npz") as z:
+        weights = {k: z[k] for k in z.files}
+    weights["intercept"] = weights["intercept"] + 1.0
+    np.savez(copy / "weights.npz", **weights)
+    with pytest.raises(ValueError, match="is not the one meta.json was saved with"):
+        load_classifier(copy)
+
+
 def test_save_load_round_trip_predicts_the_same(data):
     clf = load_classifier(data["model"])
     test = [e for e in data["gold"] if e.split == "test"]

@@ -4,6 +4,8 @@ cosine kNN mixed 0.75 / 0.25, saved as plain arrays (no pickles)."""
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import math
 from collections import Counter
@@ -16,6 +18,7 @@ from scipy.special import softmax
 from sklearn.metrics import precision_recall_fscore_support
 from sklearn.preprocessing import normalize
 
+from ragplan.jsonl import atomic_write
 from ragplan.methods.reaper.validate import bind_args
 from ragplan.tools.retail.tools import build_retail_registry
 
@@ -207,8 +210,11 @@ def train_classifier(goldset_examples: list[Any], *, model_path: str = "", seed:
     meta["metrics"] = {k: v for k, v in asdict(report).items() if k not in ("predictions", "out_dir")}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    np.savez(out / WEIGHTS_FILE, **weights)
-    (out / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    saved = io.BytesIO()
+    np.savez(saved, **weights)
+    meta["weights_sha256"] = hashlib.sha256(saved.getvalue()).hexdigest()  # (the pair a kill between writes would split)
+    atomic_write(out / WEIGHTS_FILE, saved.getvalue())  # each file whole, the metadata last
+    atomic_write(out / META_FILE, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
     return report
 
 
@@ -217,10 +223,13 @@ def load_classifier(directory: str | Path, embedder: Any = None) -> RouteClassif
     d = Path(directory)
     try:
         meta = json.loads((d / META_FILE).read_text(encoding="utf-8"))
-        with np.load(d / WEIGHTS_FILE) as z:
+        data = (d / WEIGHTS_FILE).read_bytes()
+        with np.load(io.BytesIO(data)) as z:
             weights = {k: z[k] for k in ("coef", "intercept", "train_x", "train_y")}
     except (OSError, ValueError, KeyError) as exc:
         raise ValueError(f"{d} is not a saved route classifier: {exc}") from exc
+    if meta.get("weights_sha256", digest := hashlib.sha256(data).hexdigest()) != digest:
+        raise ValueError(f"{d} is not a saved route classifier: {WEIGHTS_FILE} is not the one {META_FILE} was saved with")
     if not meta.get("classes") or math.prod(weights["coef"].shape) == 0:
         raise ValueError(f"{d} is not a saved route classifier: no classes")
     return RouteClassifier(meta, weights, embedder)
