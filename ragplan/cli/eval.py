@@ -11,10 +11,8 @@ from typing import Any
 
 from ragplan.cli.errors import BadInput, fail
 
-__all__ = ["add_parser", "run", "add_run_flags", "new_settings", "reason", "stamped", "DEFAULT_CONCURRENCY"]
+__all__ = ["add_parser", "run", "add_run_flags", "new_settings", "reason", "stamped"]
 
-#: Questions in flight when ``--concurrency`` is not given (a new run; a resumed run keeps its own).
-DEFAULT_CONCURRENCY = 4
 BENCHMARKS = ("dqa-locating | dqa-building | hotpotqa | 2wikimultihopqa | musique | strategyqa | fever | flashrag | "
               "reaper-retail")
 
@@ -37,8 +35,8 @@ def add_run_flags(p: argparse.ArgumentParser, settings: Any, *, required: bool =
     p.add_argument("--out", metavar="DIR", default=None, help="the run folder (default under runs/)")
     p.add_argument("--year", type=int, default=None, help="only questions of this year (DQA)")
     p.add_argument("--concurrency", type=int, default=None, metavar="C", help="LLM requests in flight at once, and "
-                   "questions (up to twice as many while all of them wait on the endpoint; default "
-                   f"{DEFAULT_CONCURRENCY}; with --resume the run's own unless given)")
+                   "questions (up to twice as many while all of them wait on the endpoint; default 4; with --resume the "
+                   "run's own unless given)")
     p.add_argument("--item-timeout", type=float, default=None, metavar="SEC", help="wall-time budget of one question")
     p.add_argument("--server", metavar="URL", default=None, help="run each question on this LangGraph server "
                    "(langgraph dev / a deployment of langgraph.json; docs/deploy.md) instead of in this process")
@@ -117,7 +115,7 @@ def new_settings(args: argparse.Namespace, methods: list[str]) -> Any:
                      model=context.pop("model", "") or default.model,
                      base_url=context.pop("base_url", "") or default.base_url, limit=args.limit, year=args.year,
                      context=context, benchmark_options=options,
-                     concurrency=args.concurrency if args.concurrency is not None else DEFAULT_CONCURRENCY,
+                     concurrency=RunSettings.concurrency if args.concurrency is None else args.concurrency,
                      llm_cache_dir=str(Path(cache).resolve()) if cache else "",
                      llm_replay=context.pop("llm_replay", False), server=args.server or "")
     st.item_timeout_s = args.item_timeout or st.item_timeout_s
