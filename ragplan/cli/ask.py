@@ -5,6 +5,7 @@ the setting flags)."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shlex
@@ -212,10 +213,7 @@ def terminal_review(out: TextIO) -> Callable[[dict[str, Any]], Any]:
         editor = os.environ.get("EDITOR", "").strip()
         if not editor:
             say(f"Write the new plan ({fmt}); end with an empty line:")
-            lines: list[str] = []
-            while (text := line()) is not None and text.strip():
-                lines.append(text)
-            return "\n".join(lines).strip()
+            return "\n".join(itertools.takewhile(str.strip, iter(line, None))).strip()
         steps = "\n".join(str(s) for s in payload.get("steps") or [])
         fd, path = tempfile.mkstemp(prefix="ragplan-plan-", suffix=".txt")
         try:

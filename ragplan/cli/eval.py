@@ -111,15 +111,14 @@ def new_settings(args: argparse.Namespace, methods: list[str]) -> Any:
 
     context, options = [_given(args, m) for m in methods][-1]
     default, cache = LLMContext(), context.pop("llm_cache_dir", "")
-    st = RunSettings(method=methods[0], benchmark=args.benchmark, data=str(Path(args.data).resolve()),
-                     model=context.pop("model", "") or default.model,
-                     base_url=context.pop("base_url", "") or default.base_url, limit=args.limit, year=args.year,
-                     context=context, benchmark_options=options,
-                     concurrency=RunSettings.concurrency if args.concurrency is None else args.concurrency,
-                     llm_cache_dir=str(Path(cache).resolve()) if cache else "",
-                     llm_replay=context.pop("llm_replay", False), server=args.server or "")
-    st.item_timeout_s = args.item_timeout or st.item_timeout_s
-    return st
+    return RunSettings(method=methods[0], benchmark=args.benchmark, data=str(Path(args.data).resolve()),
+                       model=context.pop("model", "") or default.model,
+                       base_url=context.pop("base_url", "") or default.base_url, limit=args.limit, year=args.year,
+                       context=context, benchmark_options=options,
+                       concurrency=RunSettings.concurrency if args.concurrency is None else args.concurrency,
+                       item_timeout_s=args.item_timeout or RunSettings.item_timeout_s,
+                       llm_cache_dir=str(Path(cache).resolve()) if cache else "",
+                       llm_replay=context.pop("llm_replay", False), server=args.server or "")
 
 
 def _resume_overrides(settings: Any, args: argparse.Namespace) -> None:
@@ -205,8 +204,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(reason(exc, RunRefused))
     print(summary_markdown(summary))
     print(f"run folder: {run_dir}")
-    if "llm_cache" in summary:
-        c = summary["llm_cache"]
+    if c := summary.get("llm_cache"):
         print(f"LLM cache: {c['dir']}{' (replay)' if c['replay'] else ''}   entries used: {c['entries']}   "
               f"fingerprint: {c['fingerprint'][:16]}")
     if args.rerun:

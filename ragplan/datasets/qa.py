@@ -60,8 +60,7 @@ def resolve_data_file(path: str | Path, dataset: str | None = None) -> Path:
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file or folder")
     names = _DEFAULT_FILES.get(dataset or "", []) if dataset else [n for ns in _DEFAULT_FILES.values() for n in ns]
-    found = next((c for name in names for c in (p / name, p / (name + ".gz")) if c.is_file()), None)
-    if found is not None:
+    if found := next((c for name in names for c in (p / name, p / (name + ".gz")) if c.is_file()), None):
         return found
     present = sorted(x.name for x in p.iterdir() if x.suffix in (".json", ".jsonl", ".gz"))
     raise FileNotFoundError(f"{p} is a folder without a {dataset or 'dataset'} file "

@@ -34,8 +34,7 @@ def normalize_answer(text: str) -> str:
 
 
 def _golds(gold: str | Iterable[str]) -> list[str]:
-    golds = [gold] if isinstance(gold, str) else [str(g) for g in gold]
-    return golds or [""]
+    return ([gold] if isinstance(gold, str) else [str(g) for g in gold]) or [""]
 
 
 def _check_rule(rule: str) -> None:
@@ -177,8 +176,7 @@ def _clause_yesno(c: str, *, leading: bool, hedges: list[str] = _HEDGES) -> str 
             continue
         if cand in _EXACT_MAP:
             return _EXACT_MAP[cand]
-        m = _SUBJECT_AUX.match(cand)
-        if m:
+        if m := _SUBJECT_AUX.match(cand):
             return "no" if m.group(1) else "yes"
         if leading:
             m2 = _LEADING_RE.match(cand)
