@@ -21,8 +21,7 @@ def families() -> list[MethodFamily]:
 
     mods = [importlib.import_module(f"{pkg.__name__}.{m.name}") for m in pkgutil.iter_modules(pkg.__path__)]
     found = [f for f in (getattr(m, "FAMILY", None) for m in mods) if isinstance(f, MethodFamily)]
-    dup = sorted(n for n, c in Counter(g.name for f in found for g in f.graphs).items() if c > 1)
-    if dup:
+    if dup := sorted(n for n, c in Counter(g.name for f in found for g in f.graphs).items() if c > 1):
         raise RuntimeError(f"graph names used by two families: {', '.join(dup)}")
     return sorted(found, key=lambda f: (f.order, f.name))
 

@@ -108,12 +108,10 @@ def rebuild_context(info: RunInfo, *, model: Any = None, **overrides: Any) -> An
     kw = {k: v for k, v in info.settings.items() if k in family.context_fields()} | overrides
     if model is not None:
         kw["model" if isinstance(model, str) else "chat_model"] = model
-    hidden = [k for k, v in kw.items() if isinstance(v, str) and REDACTED in v and k not in overrides]
-    if hidden:
+    if hidden := [k for k, v in kw.items() if isinstance(v, str) and REDACTED in v and k not in overrides]:
         raise ValueError(f"thread {info.thread_id} was kept without its credentials ({', '.join(hidden)}); give them "
                          f"again, e.g. --{hidden[0].replace('_', '-')} VALUE")
-    missing = [k for k in info.settings.get(_CHAT_MODELS) or [] if kw.get(k) is None]
-    if missing:
+    if missing := [k for k in info.settings.get(_CHAT_MODELS) or [] if kw.get(k) is None]:
         raise ValueError(f"thread {info.thread_id} ran with Python chat model objects ({', '.join(missing)}); pass them "
                          "again, e.g. ragplan.api.resume(ID, model=my_chat_model)")
     return family.context(**kw)

@@ -182,14 +182,14 @@ def test_2wikimultihopqa_with_sibling_aliases(tmp_path):
     assert (second.kind, second.answers) == ("yesno", ["yes"])
 
 
-def test_2wiki_explicit_aliases_path_and_demonyms(tmp_path):
+def test_2wiki_aliases_and_demonyms(tmp_path):
     rec = {**TWOWIKI[0], "answer": "United States", "answer_id": "Q30"}
     data = write_json(tmp_path / "d" / "dev.json", [rec])
-    aliases = write_jsonl(tmp_path / "aliases.jsonl", TWOWIKI_ALIASES)
-    (ex,) = load_qa(data, aliases_path=aliases)
-    assert ex.answers == ["United States", "USA", "United States of America", "American"]
     (plain,) = load_qa(data)  # no id_aliases.json beside it: the answer alone
     assert plain.answers == ["United States"]
+    write_jsonl(tmp_path / "d" / "id_aliases.json", TWOWIKI_ALIASES)
+    (ex,) = load_qa(data)
+    assert ex.answers == ["United States", "USA", "United States of America", "American"]
 
 
 @pytest.mark.parametrize("writer", [write_jsonl, write_json])
@@ -207,7 +207,7 @@ def test_musique_official_jsonl_and_json_list(tmp_path, writer):
     assert [(s.id, s.answer, s.paragraph_support_idx) for s in two.decomposition_steps] == [
         ("100001", "Arlo Venn", 3), ("200002", "Mira Solde", 11)]
     assert two.meta == {"dataset": "musique", "answerable": True, "hops": 2, "composition": "2hop"}
-    assert two.answerable and not unans.answerable and unans.supporting_paragraphs == [3]
+    assert unans.meta["answerable"] is False and unans.supporting_paragraphs == [3]
     assert (three.meta["hops"], three.answers, three.supporting_paragraphs) == (3, ["1712"], [0, 7, 19])
 
 

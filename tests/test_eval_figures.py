@@ -201,12 +201,13 @@ def test_report_plot_draws_figure_5_from_iter_rags_retrieval_counts(tmp_path, ca
 
 def _run_folder(path: Path, method: str, records: list[dict], model: str = "openai:m") -> Path:
     """A run folder written by hand: settings and one line per record (HotpotQA)."""
-    from ragplan.eval.runfolder import RunFolder
+    from ragplan.eval.runfolder import RunFolder, record_line
 
     folder = RunFolder(path)
     folder.save_settings(RunSettings(method=method, benchmark="hotpotqa", data="hotpot.json", model=model))
     for r in records:
-        folder.append({"method": method, "model": model, "question": f"question {r['id']}?", "gold": "g", **r})
+        folder.append_lines([record_line({"method": method, "model": model, "question": f"question {r['id']}?",
+                                          "gold": "g", **r})])
     return path
 
 

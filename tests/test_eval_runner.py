@@ -21,6 +21,7 @@ from ragplan.methods.planrag.data import load_questions
 from ragplan.methods.planrag.generate import generate_clone
 from ragplan.methods.planrag.grade import solve_question
 from ragplan.eval.runner import RunFolder, RunSettings, evaluate
+from ragplan.eval.runfolder import record_line
 from ragplan.nodes.planrag.answer import FinalAnswer
 from ragplan.nodes.planrag.plan import Plan
 from ragplan.nodes.planrag.replan import ReplanDecision
@@ -242,7 +243,7 @@ def test_a_corrupt_line_in_the_middle_loses_no_later_record(tmp_path):
     assert len(folder.results_file.read_text().splitlines()) == 29
     rejected = [json.loads(x) for x in (tmp_path / "results.rejected.jsonl").read_text().splitlines()]
     assert rejected == [{"line": 3, "text": '{"id": "q2", "answ'}]
-    folder.append({"id": "q2", "answer": "2"})  # appends continue on a clean file
+    folder.append_lines([record_line({"id": "q2", "answer": "2"})])  # appends continue on a clean file
     assert len(folder.load_records()) == 30
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from ragplan.cli import main
 from ragplan.eval.html_report import outcome_of, render_html_report
-from ragplan.eval.runfolder import RunFolder, RunSettings
+from ragplan.eval.runfolder import RunFolder, RunSettings, record_line
 from ragplan.registry import families
 from tests.auto_reply import auto_responder
 from tests.openai_server import OpenAIStub
@@ -281,8 +281,9 @@ def _run_folder(path: Path, method: str, records: list[dict]) -> Path:
     folder = RunFolder(path)
     folder.save_settings(RunSettings(method=method, benchmark="dqa-locating", data="/nowhere", model=MODEL))
     for r in records:
-        folder.append({"method": method, "model": MODEL, "gold": "node_01", "llm_calls": 2, "input_tokens": 10,
-                       "output_tokens": 5, "latency_s": 0.5, "error": "", "retrievals": 1, "retrieval_errors": 0, **r})
+        folder.append_lines([record_line({"method": method, "model": MODEL, "gold": "node_01", "llm_calls": 2,
+                                          "input_tokens": 10, "output_tokens": 5, "latency_s": 0.5, "error": "",
+                                          "retrievals": 1, "retrieval_errors": 0, **r})])
     return path
 
 

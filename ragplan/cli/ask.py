@@ -5,6 +5,7 @@ the setting flags)."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shlex
@@ -100,8 +101,7 @@ def _context(args: argparse.Namespace, family: MethodFamily, item: Any) -> Any:
                        "to review (plan review: planrag, planrag_no_replan, reaper, furepa, instructrag …)")
     kw = settings_from_args(args, family, args.method)
     if item is not None:  # a DQA question's script and simulator check
-        foreign = sorted(set(item.context) - family.context_fields())
-        if foreign:
+        if foreign := sorted(set(item.context) - family.context_fields()):
             raise BadInput(f"--dqa: {args.method} cannot run this question: it has no setting for its data "
                            f"({', '.join(foreign)}); use a method whose data is a property graph (see `ragplan graphs "
                            "--families`)")
@@ -171,12 +171,10 @@ def _prepare(args: argparse.Namespace) -> tuple[MethodFamily, str, Any, dict[str
         inputs = {**(item.inputs if item is not None else {}), **parse_assignments(args.input)}
     except ValueError as exc:
         raise BadInput(f"--input: {exc}") from None
-    unknown = sorted(set(inputs) - set(family.input_keys))
-    if unknown:
+    if unknown := sorted(set(inputs) - set(family.input_keys)):
         raise BadInput(f"--input {', '.join(unknown)}: {args.method} takes {', '.join(family.input_keys)}")
     check_llm(ctx)
-    problem = family.prepare(args.method, ctx) or _checkpoint_problem(args)
-    if problem:
+    if problem := family.prepare(args.method, ctx) or _checkpoint_problem(args):
         raise BadInput(problem)
     return family, question, ctx, inputs
 
@@ -215,10 +213,7 @@ def terminal_review(out: TextIO) -> Callable[[dict[str, Any]], Any]:
         editor = os.environ.get("EDITOR", "").strip()
         if not editor:
             say(f"Write the new plan ({fmt}); end with an empty line:")
-            lines: list[str] = []
-            while (text := line()) is not None and text.strip():
-                lines.append(text)
-            return "\n".join(lines).strip()
+            return "\n".join(itertools.takewhile(str.strip, iter(line, None))).strip()
         steps = "\n".join(str(s) for s in payload.get("steps") or [])
         fd, path = tempfile.mkstemp(prefix="ragplan-plan-", suffix=".txt")
         try:
@@ -260,8 +255,7 @@ def terminal_review(out: TextIO) -> Callable[[dict[str, Any]], Any]:
                 say("reason (optional): ", end="")
                 return {"action": "reject", "reason": (line() or "").strip()}
             if word in ("e", "edit"):
-                text = edit(payload)
-                if text:
+                if text := edit(payload):
                     return {"action": "edit", "plan": text}
                 say("no plan written; the plan is unchanged")
                 continue

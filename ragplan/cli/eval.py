@@ -11,10 +11,8 @@ from typing import Any
 
 from ragplan.cli.errors import BadInput, fail
 
-__all__ = ["add_parser", "run", "add_run_flags", "new_settings", "reason", "stamped", "DEFAULT_CONCURRENCY"]
+__all__ = ["add_parser", "run", "add_run_flags", "new_settings", "reason", "stamped"]
 
-#: Questions in flight when ``--concurrency`` is not given (a new run; a resumed run keeps its own).
-DEFAULT_CONCURRENCY = 4
 BENCHMARKS = ("dqa-locating | dqa-building | hotpotqa | 2wikimultihopqa | musique | strategyqa | fever | flashrag | "
               "reaper-retail")
 
@@ -37,8 +35,8 @@ def add_run_flags(p: argparse.ArgumentParser, settings: Any, *, required: bool =
     p.add_argument("--out", metavar="DIR", default=None, help="the run folder (default under runs/)")
     p.add_argument("--year", type=int, default=None, help="only questions of this year (DQA)")
     p.add_argument("--concurrency", type=int, default=None, metavar="C", help="LLM requests in flight at once, and "
-                   "questions (up to twice as many while all of them wait on the endpoint; default "
-                   f"{DEFAULT_CONCURRENCY}; with --resume the run's own unless given)")
+                   "questions (up to twice as many while all of them wait on the endpoint; default 4; with --resume the "
+                   "run's own unless given)")
     p.add_argument("--item-timeout", type=float, default=None, metavar="SEC", help="wall-time budget of one question")
     p.add_argument("--server", metavar="URL", default=None, help="run each question on this LangGraph server "
                    "(langgraph dev / a deployment of langgraph.json; docs/deploy.md) instead of in this process")
@@ -113,15 +111,14 @@ def new_settings(args: argparse.Namespace, methods: list[str]) -> Any:
 
     context, options = [_given(args, m) for m in methods][-1]
     default, cache = LLMContext(), context.pop("llm_cache_dir", "")
-    st = RunSettings(method=methods[0], benchmark=args.benchmark, data=str(Path(args.data).resolve()),
-                     model=context.pop("model", "") or default.model,
-                     base_url=context.pop("base_url", "") or default.base_url, limit=args.limit, year=args.year,
-                     context=context, benchmark_options=options,
-                     concurrency=args.concurrency if args.concurrency is not None else DEFAULT_CONCURRENCY,
-                     llm_cache_dir=str(Path(cache).resolve()) if cache else "",
-                     llm_replay=context.pop("llm_replay", False), server=args.server or "")
-    st.item_timeout_s = args.item_timeout or st.item_timeout_s
-    return st
+    return RunSettings(method=methods[0], benchmark=args.benchmark, data=str(Path(args.data).resolve()),
+                       model=context.pop("model", "") or default.model,
+                       base_url=context.pop("base_url", "") or default.base_url, limit=args.limit, year=args.year,
+                       context=context, benchmark_options=options,
+                       concurrency=RunSettings.concurrency if args.concurrency is None else args.concurrency,
+                       item_timeout_s=args.item_timeout or RunSettings.item_timeout_s,
+                       llm_cache_dir=str(Path(cache).resolve()) if cache else "",
+                       llm_replay=context.pop("llm_replay", False), server=args.server or "")
 
 
 def _resume_overrides(settings: Any, args: argparse.Namespace) -> None:
@@ -207,8 +204,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(reason(exc, RunRefused))
     print(summary_markdown(summary))
     print(f"run folder: {run_dir}")
-    if "llm_cache" in summary:
-        c = summary["llm_cache"]
+    if c := summary.get("llm_cache"):
         print(f"LLM cache: {c['dir']}{' (replay)' if c['replay'] else ''}   entries used: {c['entries']}   "
               f"fingerprint: {c['fingerprint'][:16]}")
     if args.rerun:

@@ -71,8 +71,7 @@ def run(args: argparse.Namespace) -> int:
     except (TypeError, ValueError) as exc:
         return fail(f"the run's settings do not make a context: {exc}")
     check_llm(ctx)
-    problem = family.prepare(info.method, ctx)
-    if problem:
+    if problem := family.prepare(info.method, ctx):
         return fail(problem)
     print(f"Thread: {args.thread_id}  ({_DOING[status]})", file=out, flush=True)
     res = run_traced(lambda review, on_update: resume_run(args.thread_id, checkpoint_db=args.checkpoint_db, context=ctx,

@@ -89,8 +89,7 @@ def settings_from_args(args: argparse.Namespace, fam: MethodFamily, method: str)
     from ragplan.registry import families
 
     given = given_settings(args)
-    foreign = sorted(set(given) - set(fam.settable()))
-    if foreign:
+    if foreign := sorted(set(given) - set(fam.settable())):
         flag = next(flag_of(f)[0] for other in families() for f in fields(other.context) if f.name == foreign[0])
         raise BadInput(f"{flag} does not apply to {method} ({fam.title}); its data: {fam.data_help or '-'}")
     try:

@@ -73,11 +73,6 @@ class QAExample:
         return self.answers[0]
 
     @property
-    def answerable(self) -> bool:
-        """False for MuSiQue's unanswerable questions (``answerable: false``); True otherwise."""
-        return self.meta.get("answerable") is not False
-
-    @property
     def dataset(self) -> str:
         """The dataset's name (``hotpotqa``, ``fever`` …)."""
         return str(self.meta.get("dataset", ""))

@@ -88,8 +88,7 @@ def parse_multihop(rec: RawRecord, opts: ParseOptions) -> QAExample:
         meta["answer_id"] = str(rec.get("answer_id"))
         answers += opts.aliases.get(meta["answer_id"], [])
     kind: Kind = "yesno" if answer.strip().lower() in ("yes", "no") else "span"
-    return QAExample(qid, question, _dedupe(answers), kind,
-                     contexts=rec.contexts(), supporting_facts=rec.facts(),
+    return QAExample(qid, question, _dedupe(answers), kind, contexts=rec.contexts(), supporting_facts=rec.facts(),
                      meta=meta)
 
 

@@ -60,8 +60,7 @@ def resolve_data_file(path: str | Path, dataset: str | None = None) -> Path:
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file or folder")
     names = _DEFAULT_FILES.get(dataset or "", []) if dataset else [n for ns in _DEFAULT_FILES.values() for n in ns]
-    found = next((c for name in names for c in (p / name, p / (name + ".gz")) if c.is_file()), None)
-    if found is not None:
+    if found := next((c for name in names for c in (p / name, p / (name + ".gz")) if c.is_file()), None):
         return found
     present = sorted(x.name for x in p.iterdir() if x.suffix in (".json", ".jsonl", ".gz"))
     raise FileNotFoundError(f"{p} is a folder without a {dataset or 'dataset'} file "
@@ -161,10 +160,9 @@ def _dataset_name(path: Path, fmt: str) -> str:
     return _SPLIT.sub("", stem) or fmt
 
 
-def load_qa(path: str | Path, fmt: str | None = None, *, limit: int | None = None,
-            aliases_path: str | Path | None = None) -> list[QAExample]:
+def load_qa(path: str | Path, fmt: str | None = None, *, limit: int | None = None) -> list[QAExample]:
     """Read a QA dataset file (or a release folder) into examples, in file order: ``fmt`` one of :data:`FORMATS`
-    (else detected), ``limit`` the first N records, ``aliases_path`` 2Wiki's ``id_aliases.json`` (default: beside)."""
+    (else detected), ``limit`` the first N records; 2Wiki's aliases from the ``id_aliases.json`` beside it."""
     fmt = normalize_format(fmt)
     p = resolve_data_file(path, fmt)
     records = read_records(p)
@@ -173,11 +171,9 @@ def load_qa(path: str | Path, fmt: str | None = None, *, limit: int | None = Non
         raise DatasetError(f"{p}: no records")
     fmt = fmt or _detect(first)
     opts = ParseOptions(dataset=_dataset_name(p, fmt) if fmt in ("flashrag", "kilt") else fmt)
-    if fmt == "2wikimultihopqa":
-        alias_file = Path(aliases_path) if aliases_path else p.parent / "id_aliases.json"
-        if aliases_path or alias_file.is_file():
-            opts.aliases = {rec.ident("Q_id"): rec.str_list("aliases") + rec.str_list("demonyms")
-                            for rec in read_records(alias_file)}
+    if fmt == "2wikimultihopqa" and (alias_file := p.parent / "id_aliases.json").is_file():
+        opts.aliases = {rec.ident("Q_id"): rec.str_list("aliases") + rec.str_list("demonyms")
+                        for rec in read_records(alias_file)}
     parse = PARSERS[fmt]
     out: list[QAExample] = []
     seen: dict[str, int] = {}

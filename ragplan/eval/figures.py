@@ -195,8 +195,7 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], key: str, metrics: Sequence[st
     fig = _figure((max(5.0, 0.5 * len(values) + 3, 0.0 if numeric else width), 4.0))
     ax = fig.subplots()
     for k, m in enumerate(metrics):
-        pts = [(x, _pct(r["overall"].get(m))) for x, r in zip(xs, rows) if r["overall"].get(m) is not None]
-        if pts:
+        if pts := [(x, _pct(r["overall"].get(m))) for x, r in zip(xs, rows) if r["overall"].get(m) is not None]:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=metric_label(m),
                     linestyle="--" if "retrieval" in m else "-", color=_COLOURS[k % len(_COLOURS)])
     ax.set_xticks(xs, labels, **({} if numeric else style))

@@ -19,7 +19,7 @@ from ragplan.eval.figures import plot_costs
 from ragplan.eval.report import RunComparison, comparison, family_or_none, plot_comparison
 from ragplan.eval.runfolder import RECORD_NUMBERS, RECORD_TEXTS, atomic_write
 from ragplan.state.result import GraphResult
-from ragplan.state.trace_sections import TraceSection
+from ragplan.state.trace_sections import TraceSection, excerpt
 
 __all__ = ["render_html_report", "write_html_report", "outcome_of", "OPEN_UP_TO", "MAX_TEXT"]
 
@@ -91,7 +91,7 @@ def _result(label: str, cls: type[GraphResult] | None, rec: dict[str, Any], open
     sections, family_keys = (cls.report_sections(rec), set(cls().record())) if cls is not None else ([], set())
     grade = {k: v for k, v in rec.items() if k not in _RUNNER_KEYS and k not in family_keys}
     return {"label": label, "outcome": outcome, "open": open_,
-            "short": answer if len(answer) <= 100 else answer[:100] + "…",
+            "short": excerpt(answer, 100),
             "llm_calls": rec.get("llm_calls", 0), "latency_s": rec.get("latency_s", 0),
             "tokens": (rec.get("input_tokens") or 0) + (rec.get("output_tokens") or 0),
             "sections": [TraceSection(title="Result", fields=common, status="bad" if outcome == "failed" else "")]

@@ -34,8 +34,7 @@ def normalize_answer(text: str) -> str:
 
 
 def _golds(gold: str | Iterable[str]) -> list[str]:
-    golds = [gold] if isinstance(gold, str) else [str(g) for g in gold]
-    return golds or [""]
+    return ([gold] if isinstance(gold, str) else [str(g) for g in gold]) or [""]
 
 
 def _check_rule(rule: str) -> None:
@@ -177,8 +176,7 @@ def _clause_yesno(c: str, *, leading: bool, hedges: list[str] = _HEDGES) -> str 
             continue
         if cand in _EXACT_MAP:
             return _EXACT_MAP[cand]
-        m = _SUBJECT_AUX.match(cand)
-        if m:
+        if m := _SUBJECT_AUX.match(cand):
             return "no" if m.group(1) else "yes"
         if leading:
             m2 = _LEADING_RE.match(cand)
@@ -206,8 +204,7 @@ def _ends(clauses: list[str], hedges: list[str]) -> tuple[str | None, str | None
 
 
 def _read_yesno(t: str, clauses: list[str]) -> str | None:
-    marked = _marked(t, clauses, lambda c: _clause_yesno(c, leading=True))
-    if marked:
+    if marked := _marked(t, clauses, lambda c: _clause_yesno(c, leading=True)):
         return marked
     first, last = _ends(clauses, _HEDGES)
     if first or last:
@@ -254,8 +251,7 @@ def _strong(c: str) -> list[str | None]:
 
 def _clause_fever(c: str) -> str | None:
     """A FEVER label for a short span: its first strong phrase, else an exact NEI word, else its yes/no reading."""
-    labels = [x for x in _strong(c) if x]
-    if labels:
+    if labels := [x for x in _strong(c) if x]:
         return labels[0]
     if _strip_hedges(c, _FEVER_HEDGES) in _FEVER_EXACT_NEI:  # (no NEI word starts with a hedge)
         return _N
@@ -264,8 +260,7 @@ def _clause_fever(c: str) -> str | None:
 
 
 def _read_fever(t: str, clauses: list[str]) -> str | None:
-    marked = _marked(t, clauses, _clause_fever)
-    if marked:
+    if marked := _marked(t, clauses, _clause_fever):
         return marked
     strong = [x for c in clauses for x in _strong(c) if x]
     if len(set(strong)) == 1:
@@ -299,8 +294,7 @@ def canonical_label(gold: str, kind: str) -> str:
         return g.upper()
     if kind == "yesno" and g.lower() in ("yes", "no"):
         return g.lower()
-    label = read_label(gold, kind)  # type: ignore[arg-type]
-    return label if label is not None else g
+    return read_label(gold, kind) or g  # type: ignore[arg-type]
 
 
 def label_accuracy(prediction: str, gold: str | Iterable[str], kind: str) -> float:

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from ragplan.eval.benchmark import Benchmark
 
-__all__ = ["register", "get_benchmark", "benchmark_names", "BENCHMARK_MODULES"]
+__all__ = ["register", "get_benchmark", "BENCHMARK_MODULES"]
 
 #: Modules whose ``BENCHMARKS`` mapping is loaded on first use.
 BENCHMARK_MODULES = (
@@ -48,8 +48,3 @@ def get_benchmark(name: str, data: str, **options: Any) -> Benchmark:
     if unknown and all(p.kind is not p.VAR_KEYWORD for p in params):
         raise ValueError(f"benchmark {name!r} has no option {', '.join(unknown)}; options: {', '.join(known)}")
     return _REGISTRY[name](data, **options)
-
-
-def benchmark_names() -> list[str]:
-    """Every registered benchmark name."""
-    return sorted(_registry())

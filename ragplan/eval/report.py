@@ -108,8 +108,7 @@ def summary_markdown(s: dict[str, Any]) -> str:
                       c.get("wall_time_s", "-")]])]
     if s.get("stop_reasons"):
         parts += ["", "Stop reasons: " + ", ".join(f"{k} {v}" for k, v in s["stop_reasons"].items())]
-    t = s.get("retrieval_totals")
-    if t:
+    if t := s.get("retrieval_totals"):
         parts += ["", f"Retrievals: {t['retrievals']} run, {t['retrieval_errors']} failed (retrieval_errors); "
                       f"{t['questions_retrieving']} question(s) retrieved, every retrieval failed for "
                       f"{t['questions_all_failed']}."]

@@ -162,7 +162,7 @@ class RunFolder:
             fh.write(json.dumps({"invocation": n, "started": time.time()}) + "\n")
         return n
 
-    def wall_time(self, records: dict[str, dict[str, Any]], now: float | None = None) -> float:
+    def wall_time(self, records: dict[str, dict[str, Any]], now: float) -> float:
         """Wall time of every invocation, killed ones included (the running one up to ``now``)."""
         path = self.path / "invocations.jsonl"
         if not path.exists():
@@ -180,7 +180,7 @@ class RunFolder:
             if isinstance(k, int) and isinstance(at, (int, float)):
                 ends[k] = max(ends.get(k, 0.0), float(at))
         last = max(starts, default=0)
-        return round(sum(max(0.0, (now if k == last and now is not None else ends.get(k, start)) - start)
+        return round(sum(max(0.0, (now if k == last else ends.get(k, start)) - start)
                          for k, start in starts.items()), 3)
 
     def record_llm_cache(self, cache_dir: str, replay: bool, digests: list[str]) -> dict[str, Any]:
@@ -194,10 +194,6 @@ class RunFolder:
         info = {"dir": cache_dir, "replay": replay, **fingerprint_of(used)}
         atomic_write(path, json.dumps({**info, "digests": used}, indent=1))
         return info
-
-    def append(self, record: dict[str, Any]) -> None:
-        """Append one record as a line, flushed to disk before returning (see :meth:`append_lines`)."""
-        self.append_lines([record_line(record)])
 
     def append_lines(self, lines: list[bytes]) -> None:
         """Append whole lines in one write under an exclusive ``flock``, fsynced before returning."""
@@ -277,7 +273,6 @@ def record_differences(old_dir: str | Path, new_dir: str | Path) -> tuple[int, d
             diffs[qid] = ["(missing)"]
             continue
         a, b = _untimed(old[qid]), _untimed(new[qid])
-        fields = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
-        if fields:
+        if fields := sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k)):
             diffs[qid] = fields
     return len(set(old) | set(new)), diffs

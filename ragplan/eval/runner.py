@@ -56,10 +56,8 @@ async def evaluate(settings: RunSettings, run_dir: str | Path, *, chat_model: An
     if hasattr(bench, "prepare"):  # e.g. build a local index from the dataset's own contexts
         base.update({k: v for k, v in bench.prepare(folder.path, settings.context).items() if k in ctx_fields})
     if pending:  # the family's run-wide check (a trained model, the index …), before any LLM call
-        first = {k: v for k, v in pending[0].context.items() if k in ctx_fields}
-        first_ctx = family.context(**{**base, **first})
-        problem = family.check_run(settings.method, first_ctx)
-        if problem:
+        first_ctx = family.context(**(base | {k: v for k, v in pending[0].context.items() if k in ctx_fields}))
+        if problem := family.check_run(settings.method, first_ctx):
             raise RunRefused(problem)
         try:  # build the run's chat model once now, not inside the first questions' nodes while the others wait
             chat_model_for(first_ctx)

@@ -100,9 +100,8 @@ class ServerRuns:
     async def run(self, item_id: str, attempt: int, graph_input: dict[str, Any], ctx: Any,
                   limit: int) -> dict[str, Any]:
         """This invocation's ``attempt`` at the question on the server: its output, or a failure naming the server."""
-        if item_id not in self.first:  # continue the last attempt an earlier invocation left
-            self.first[item_id] = max(self.attempts.get(item_id) or [1])
-        n = self.first[item_id] + attempt - 1
+        # continue the last attempt an earlier invocation left
+        n = self.first.setdefault(item_id, max(self.attempts.get(item_id) or [1])) + attempt - 1
         k = 0
         while True:
             try:

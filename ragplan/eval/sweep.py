@@ -59,8 +59,7 @@ def parse_sweep(spec: str) -> tuple[str, list[Any]]:
         raise SweepError(f"--sweep {spec!r}: give a setting and at least one non-empty value, e.g. beta_threshold=0,0.5,1")
     values = [_value(p) for p in parts]
     names = [_folder_value(v) for v in values]
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
+    if dup := sorted({n for n in names if names.count(n) > 1}):
         raise SweepError(f"--sweep {spec!r}: value(s) {', '.join(dup)} given twice")
     return key, values
 

@@ -204,8 +204,7 @@ def text_report(records: list[dict[str, Any]], rule: str, label_only: bool) -> s
                      "searched again in the run's index and scored against the gold supporting passages (share of the "
                      "gold titles in the union of the queries' top k; 1/rank of the first gold passage), as `ragplan "
                      "eval retrieval --queries RUN_DIR` computes them; questions without gold support are left out.")
-    unans = sum(1 for r in records if r.get("answerable") is False)
-    if unans:
+    if unans := sum(1 for r in records if r.get("answerable") is False):
         lines.append(f"- {unans} unanswerable question(s) (MuSiQue full) have no `em`/`f1`.")
     stats = [retrieval_stats({"retrievals": r.get("retrievals", r.get("retrieval_count")),
                               "retrieval_errors": r.get("retrieval_errors")}) for r in records]
