@@ -45,6 +45,15 @@ def test_help_lists_commands(capsys):
     assert "graphs" in out and "cypher" in out and "ask" in out
 
 
+def test_eval_help_states_the_run_settings_defaults(capsys):
+    """The help text names ``RunSettings``' defaults (written there, since the parser is built without importing it)."""
+    from ragplan.eval.runfolder import RunSettings
+
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    assert f"default {RunSettings.concurrency};" in " ".join(capsys.readouterr().out.split())
+
+
 def test_cypher_table_and_json(trade_cql, capsys):
     q = "MATCH (c:Country) RETURN c.name AS name, c.development AS dev ORDER BY name"
     assert main(["cypher", "--graph", str(trade_cql), q]) == 0
