@@ -55,10 +55,8 @@ def _build(find: tuple[str, Any] | None = None, method: str = "", *, select: boo
     if find:
         g.add_node(*find)
         if select:
-            g.add_node("select_path", select_path)
-    g.add_node("plan_step", plan_step)
-    g.add_node("observe", observe)
-    g.add_node("answer_from_steps", answer_from_steps)
+            g.add_node(select_path)
+    g.add_node(plan_step).add_node(observe).add_node(answer_from_steps)
     g.add_conditional_edges("plan_step", route_after_plan_step, ["observe", "answer_from_steps", END])
     g.add_conditional_edges("observe", route_after_observe, ["plan_step", "answer_from_steps"])
     g.add_edge("answer_from_steps", END)

@@ -69,13 +69,8 @@ def _base(mode: RetrieveMode, first: str, then: str) -> Builder:
     """What all four share: read_schema → ``first`` … retrieve in ``mode`` ⇄ (repair) → ``then`` … → answer →
     check_decision."""
     g: Builder = StateGraph(PlanRAGState, context_schema=PlanRAGContext, input_schema=PlanRAGInput, output_schema=PlanRAGOutput)
-    g.add_node("read_schema", read_schema)
-    g.add_node("answer", answer)
-    g.add_node("check_decision", check_decision)
-    g.add_node("retrieve", make_retrieve(mode))
-    g.add_edge(START, "read_schema")
-    g.add_edge("answer", "check_decision")
-    g.add_edge("check_decision", END)
+    g.add_node(read_schema).add_sequence([answer, check_decision]).add_node("retrieve", make_retrieve(mode))
+    g.add_edge(START, "read_schema").add_edge("check_decision", END)
     g.add_conditional_edges("read_schema", route_unless_failed, {"start": first, END: END})
     g.add_conditional_edges("retrieve", route_after_retrieve,
                             {"repair": "retrieve", "continue": then, "answer": "answer", "stop": END})
@@ -156,8 +151,7 @@ class PlanRAGFamily(MethodFamily):
 
     def data_line(self, ctx: Any) -> str:
         """``Graph: <script or server>``."""
-        store = ctx.graph_store
-        return f"Graph: {getattr(store, 'source', None) or ctx.graph_path or ctx.neo4j_uri}"
+        return f"Graph: {getattr(ctx.graph_store, 'source', None) or ctx.graph_path or ctx.neo4j_uri}"
 
     def trace(self, node: str, update: dict[str, Any], emit: Emit) -> None:
         """The schema read, the plan, each step's thought, query and observation, each re-plan verdict."""
