@@ -123,9 +123,8 @@ class PlanRAGFamily(MethodFamily):
 
     def store_settings(self, method: str, store: Any) -> dict[str, Any]:
         """``store=`` is a ``.cql`` script path or a ``GraphStore`` object."""
-        if isinstance(store, str) or hasattr(store, "__fspath__"):
-            return {"graph_path": str(store)}
-        return {"graph_store": store}
+        path = isinstance(store, str) or hasattr(store, "__fspath__")
+        return {"graph_path": str(store)} if path else {"graph_store": store}
 
     def prepare(self, method: str, ctx: Any) -> str | None:
         """Open the graph store once (a bad script or an unreachable server is reported before any LLM call)."""
