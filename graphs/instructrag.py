@@ -97,13 +97,6 @@ def build_react() -> Builder:
     return _build()
 
 
-instructrag = build_instructrag().compile(name="instructrag")
-instructrag_threshold = build_instructrag_threshold().compile(name="instructrag_threshold")
-instructrag_no_ml = build_instructrag_no_ml().compile(name="instructrag_no_ml")
-instructrag_rap = build_instructrag_rap().compile(name="instructrag_rap")
-react = build_react().compile(name="react")
-
-
 class InstructRAGFamily(TextRetrievalFamily):
     """InstructRAG's family: an instruction graph and trained agents besides the text retriever."""
 
@@ -163,3 +156,6 @@ FAMILY = InstructRAGFamily(
     ),
     data_help="--retriever wiki|local --index DIR, and --instruction-graph DIR --agents DIR (react needs only the retriever)",
 )
+
+instructrag, instructrag_threshold, instructrag_no_ml, instructrag_rap, react = (
+    spec.build().compile(name=spec.name) for spec in FAMILY.graphs)

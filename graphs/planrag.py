@@ -106,14 +106,6 @@ def build_single_rag() -> Builder:
     return _base("single", "retrieve", "answer")
 
 
-#: Default recursion limit of the compiled graphs (for Studio and the SDK, where no limit is passed).
-_DEFAULT_LIMIT: RunnableConfig = {"recursion_limit": recursion_limit_for(PlanRAGContext(model="-"))}
-
-planrag = build_planrag().compile(name="planrag").with_config(_DEFAULT_LIMIT)
-planrag_no_replan = build_planrag_no_replan().compile(name="planrag_no_replan").with_config(_DEFAULT_LIMIT)
-iter_rag = build_iter_rag().compile(name="iter_rag").with_config(_DEFAULT_LIMIT)
-single_rag = build_single_rag().compile(name="single_rag").with_config(_DEFAULT_LIMIT)
-
 OBS_LINES = 12
 """Observation lines shown per step in the trace (the rest is counted)."""
 
@@ -200,3 +192,8 @@ FAMILY = PlanRAGFamily(
     ),
     data_help="--graph FILE.cql (or --neo4j-uri / NEO4J_URI for a Neo4j server)",
 )
+
+#: Default recursion limit of the compiled graphs (for Studio and the SDK, where no limit is passed).
+_DEFAULT_LIMIT: RunnableConfig = {"recursion_limit": recursion_limit_for(PlanRAGContext(model="-"))}
+planrag, planrag_no_replan, iter_rag, single_rag = (
+    spec.build().compile(name=spec.name).with_config(_DEFAULT_LIMIT) for spec in FAMILY.graphs)
