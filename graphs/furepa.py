@@ -32,9 +32,7 @@ _ENDED = ("answered", "llm_error", "assessor_error")
 def _after_propose(state: FuRePAState) -> Literal["answer", "__end__"] | None:
     """END when the LLM answered or a call failed; answer after an unparseable reply; None to go on."""
     reason = state.get("stop_reason")
-    if reason in _ENDED:
-        return END
-    return "answer" if reason else None
+    return END if reason in _ENDED else "answer" if reason else None
 
 
 def route_after_propose(state: FuRePAState) -> Literal["assess_plan", "answer", "__end__"]:
@@ -82,11 +80,8 @@ def _graph() -> Builder:
 def build_furepa() -> Builder:
     """FuRePA: masked reasoning, N candidate queries, trained plan assessor, temperature raise on repeats."""
     g = _graph().add_sequence((mask_reasoning, make_propose()))
-    g.add_node("assess_plan", assess_plan)
-    g.add_node("review_plan", make_review_plan("furepa", FuRePAReviewer()))
-    g.add_node("repetition_control", repetition_control)
-    g.add_node("retrieve", retrieve_passages)
-    g.add_node("answer", answer_from_evidence)
+    g.add_node(assess_plan).add_node("review_plan", make_review_plan("furepa", FuRePAReviewer()))
+    g.add_node(repetition_control).add_node("retrieve", retrieve_passages).add_node("answer", answer_from_evidence)
     g.add_edge(START, "mask_reasoning")
     g.add_conditional_edges("propose", route_after_propose, ["assess_plan", "answer", END])
     g.add_conditional_edges("assess_plan", route_after_assessment, ["review_plan", END])
@@ -100,8 +95,7 @@ def build_furepa() -> Builder:
 def build_ircot() -> Builder:
     """IRCoT-style loop: earlier reasoning kept in the prompt, one query per step, run as proposed."""
     g = _graph().add_sequence((keep_reasoning, make_propose(single_query=True)))
-    g.add_node("retrieve", retrieve_passages)
-    g.add_node("answer", answer_from_evidence)
+    g.add_node("retrieve", retrieve_passages).add_node("answer", answer_from_evidence)
     g.add_edge(START, "keep_reasoning")
     g.add_conditional_edges("propose", route_ircot_after_propose, ["retrieve", "answer", END])
     g.add_conditional_edges("retrieve", route_ircot_after_retrieval, ["keep_reasoning", "answer"])

@@ -55,10 +55,8 @@ def _build(find: tuple[str, Any] | None = None, method: str = "", *, select: boo
     if find:
         g.add_node(*find)
         if select:
-            g.add_node("select_path", select_path)
-    g.add_node("plan_step", plan_step)
-    g.add_node("observe", observe)
-    g.add_node("answer_from_steps", answer_from_steps)
+            g.add_node(select_path)
+    g.add_node(plan_step).add_node(observe).add_node(answer_from_steps)
     g.add_conditional_edges("plan_step", route_after_plan_step, ["observe", "answer_from_steps", END])
     g.add_conditional_edges("observe", route_after_observe, ["plan_step", "answer_from_steps"])
     g.add_edge("answer_from_steps", END)
@@ -97,13 +95,6 @@ def build_instructrag_rap() -> Builder:
 def build_react() -> Builder:
     """ReAct: Thought/Action/Observation with Search/Lookup/Finish over the same docstore, no path (or a given one)."""
     return _build()
-
-
-instructrag = build_instructrag().compile(name="instructrag")
-instructrag_threshold = build_instructrag_threshold().compile(name="instructrag_threshold")
-instructrag_no_ml = build_instructrag_no_ml().compile(name="instructrag_no_ml")
-instructrag_rap = build_instructrag_rap().compile(name="instructrag_rap")
-react = build_react().compile(name="react")
 
 
 class InstructRAGFamily(TextRetrievalFamily):
@@ -165,3 +156,6 @@ FAMILY = InstructRAGFamily(
     ),
     data_help="--retriever wiki|local --index DIR, and --instruction-graph DIR --agents DIR (react needs only the retriever)",
 )
+
+instructrag, instructrag_threshold, instructrag_no_ml, instructrag_rap, react = (
+    spec.build().compile(name=spec.name) for spec in FAMILY.graphs)

@@ -69,13 +69,8 @@ def _base(mode: RetrieveMode, first: str, then: str) -> Builder:
     """What all four share: read_schema → ``first`` … retrieve in ``mode`` ⇄ (repair) → ``then`` … → answer →
     check_decision."""
     g: Builder = StateGraph(PlanRAGState, context_schema=PlanRAGContext, input_schema=PlanRAGInput, output_schema=PlanRAGOutput)
-    g.add_node("read_schema", read_schema)
-    g.add_node("answer", answer)
-    g.add_node("check_decision", check_decision)
-    g.add_node("retrieve", make_retrieve(mode))
-    g.add_edge(START, "read_schema")
-    g.add_edge("answer", "check_decision")
-    g.add_edge("check_decision", END)
+    g.add_node(read_schema).add_sequence([answer, check_decision]).add_node("retrieve", make_retrieve(mode))
+    g.add_edge(START, "read_schema").add_edge("check_decision", END)
     g.add_conditional_edges("read_schema", route_unless_failed, {"start": first, END: END})
     g.add_conditional_edges("retrieve", route_after_retrieve,
                             {"repair": "retrieve", "continue": then, "answer": "answer", "stop": END})
@@ -111,14 +106,6 @@ def build_single_rag() -> Builder:
     return _base("single", "retrieve", "answer")
 
 
-#: Default recursion limit of the compiled graphs (for Studio and the SDK, where no limit is passed).
-_DEFAULT_LIMIT: RunnableConfig = {"recursion_limit": recursion_limit_for(PlanRAGContext(model="-"))}
-
-planrag = build_planrag().compile(name="planrag").with_config(_DEFAULT_LIMIT)
-planrag_no_replan = build_planrag_no_replan().compile(name="planrag_no_replan").with_config(_DEFAULT_LIMIT)
-iter_rag = build_iter_rag().compile(name="iter_rag").with_config(_DEFAULT_LIMIT)
-single_rag = build_single_rag().compile(name="single_rag").with_config(_DEFAULT_LIMIT)
-
 OBS_LINES = 12
 """Observation lines shown per step in the trace (the rest is counted)."""
 
@@ -128,9 +115,8 @@ class PlanRAGFamily(MethodFamily):
 
     def store_settings(self, method: str, store: Any) -> dict[str, Any]:
         """``store=`` is a ``.cql`` script path or a ``GraphStore`` object."""
-        if isinstance(store, str) or hasattr(store, "__fspath__"):
-            return {"graph_path": str(store)}
-        return {"graph_store": store}
+        path = isinstance(store, str) or hasattr(store, "__fspath__")
+        return {"graph_path": str(store)} if path else {"graph_store": store}
 
     def prepare(self, method: str, ctx: Any) -> str | None:
         """Open the graph store once (a bad script or an unreachable server is reported before any LLM call)."""
@@ -156,8 +142,7 @@ class PlanRAGFamily(MethodFamily):
 
     def data_line(self, ctx: Any) -> str:
         """``Graph: <script or server>``."""
-        store = ctx.graph_store
-        return f"Graph: {getattr(store, 'source', None) or ctx.graph_path or ctx.neo4j_uri}"
+        return f"Graph: {getattr(ctx.graph_store, 'source', None) or ctx.graph_path or ctx.neo4j_uri}"
 
     def trace(self, node: str, update: dict[str, Any], emit: Emit) -> None:
         """The schema read, the plan, each step's thought, query and observation, each re-plan verdict."""
@@ -207,3 +192,8 @@ FAMILY = PlanRAGFamily(
     ),
     data_help="--graph FILE.cql (or --neo4j-uri / NEO4J_URI for a Neo4j server)",
 )
+
+#: Default recursion limit of the compiled graphs (for Studio and the SDK, where no limit is passed).
+_DEFAULT_LIMIT: RunnableConfig = {"recursion_limit": recursion_limit_for(PlanRAGContext(model="-"))}
+planrag, planrag_no_replan, iter_rag, single_rag = (
+    spec.build().compile(name=spec.name).with_config(_DEFAULT_LIMIT) for spec in FAMILY.graphs)

@@ -124,13 +124,6 @@ def build_flare() -> Builder:
     return _single_query(flare_draft, route_after_draft)
 
 
-think_then_act = build_think_then_act().compile(name="think_then_act")
-standard = build_standard().compile(name="standard")
-cot = build_cot().compile(name="cot")
-retrieve_then_read = build_retrieve_then_read().compile(name="retrieve_then_read")
-flare = build_flare().compile(name="flare")
-
-
 class ThinkThenActFamily(TextRetrievalFamily):
     """Think-then-Act's family: text retrieval as data, the gate trace."""
 
@@ -162,3 +155,5 @@ FAMILY = ThinkThenActFamily(
     ),
     data_help="--retriever wiki (live Wikipedia, cached) or --retriever local --index DIR",
 )
+
+think_then_act, standard, cot, retrieve_then_read, flare = (spec.build().compile(name=spec.name) for spec in FAMILY.graphs)

@@ -3,14 +3,14 @@ plan and its revisions, every query with its observation, every re-plan verdict,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
-from langgraph.channels import DeltaChannel
 from langgraph.managed import RemainingSteps
 from typing_extensions import TypedDict
 
+from ragplan.state.result import delta
 from ragplan.state.review import ReviewedOutput, ReviewedResult
 from ragplan.state.stop_reason import StopReason
 from ragplan.state.trace_sections import TraceSection
@@ -63,12 +63,6 @@ class PlanRAGInput(TypedDict):
     """The decision question (for DQA: business rules + question + goal)."""
 
 
-def appended(old: list[Any], writes: Sequence[list[Any]]) -> list[Any]:
-    """The lists' reducer: each write's items appended in order. As LangGraph's :class:`DeltaChannel` (beta), a
-    checkpoint stores the list's writes once, not the whole list again at every later step."""
-    return [*old, *(x for w in writes for x in w)]
-
-
 class PlanRAGOutput(ReviewedOutput, total=False):
     """What a PlanRAG-family graph returns."""
 
@@ -78,11 +72,11 @@ class PlanRAGOutput(ReviewedOutput, total=False):
     """The LLM's short justification of the answer from the observations."""
     plan: list[str]
     """The plan in force at the end (empty for methods without a plan)."""
-    plan_history: Annotated[list[PlanVersion], DeltaChannel(appended)]
+    plan_history: Annotated[list[PlanVersion], delta(operator.add)]
     """Every plan version, initial first (appended by plan and replan)."""
-    steps: Annotated[list[RetrievalStep], DeltaChannel(appended)]
+    steps: Annotated[list[RetrievalStep], delta(operator.add)]
     """Every retrieval step in order: thought, query, observation (appended by retrieve)."""
-    replans: Annotated[list[ReplanVerdict], DeltaChannel(appended)]
+    replans: Annotated[list[ReplanVerdict], delta(operator.add)]
     """Every re-plan verdict in order (appended by replan)."""
     stop_reason: StopReason
     """Why retrieval ended: plan_done, answered, answered_early, single_retrieval, max_steps, max_repairs,

@@ -27,9 +27,7 @@ name the evidence gives, never "it", "he" or "#1")."""
 def clip(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters at a word boundary (with " …" when cut)."""
     text = " ".join((text or "").split())
-    if limit <= 0 or len(text) <= limit:
-        return text
-    return text[:limit].rsplit(" ", 1)[0] + " …"
+    return text if limit <= 0 or len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
 
 
 def evidence_lines(evidence: list[EvidencePassage], passage_chars: int) -> str:

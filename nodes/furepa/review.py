@@ -36,12 +36,11 @@ class FuRePAReviewer(PlanReviewer[FuRePAState, FuRePAContext]):
         if len(lines) != 1:
             raise PlanEditError(f"write one search query on one line (got {len(lines)} lines)")
         query = " ".join(lines[0].split())
-        if not normalize_query(query):
+        if not (key := normalize_query(query)):
             raise PlanEditError("the query has no words")
         if len(query) > MAX_QUERY_CHARS:
             raise PlanEditError(f"the query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
         it = list(state.get("iterations") or [])[-1].model_copy(deep=True)
-        key = normalize_query(query)
         pick = next((i for i, c in enumerate(it.candidates) if normalize_query(c.query) == key), None)
         if pick is None:
             it.candidates.append(Candidate(query=query))

@@ -43,8 +43,7 @@ def answer(state: PlanRAGState, runtime: Runtime[PlanRAGContext]) -> dict[str, A
     if state.get("plan"):
         parts.append(plan_block(state["plan"]))
     parts.append(trace_block(state.get("steps") or []))
-    note = EARLY_STOP.get(state.get("stop_reason", ""))
-    if note:
+    if note := EARLY_STOP.get(state.get("stop_reason", "")):
         parts.append(note + " Answer with the best decision the observations support.")
     parts.append(ANSWER_INSTRUCTION)
     d = decide_for(ctx, messages(state, ctx.row_cap, *parts), FinalAnswer)

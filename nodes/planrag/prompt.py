@@ -11,7 +11,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from ragplan.state.planrag import PlanRAGState, RetrievalStep
 from ragplan.tools.graphdb import GraphStore, StoreSpec, open_store
 
-__all__ = ["store_for", "system_frame", "messages", "plan_block", "trace_block"]
+__all__ = ["store_for", "messages", "plan_block", "trace_block"]
 
 ROLE = (
     "You are a decision-making agent. You answer a decision question by analysing data that is stored "
@@ -34,15 +34,12 @@ def store_for(ctx: Any) -> GraphStore:
     return open_store(StoreSpec.from_env(**{f.name: getattr(ctx, f.name, None) for f in fields(StoreSpec)}))
 
 
-def system_frame(schema_text: str, row_cap: int) -> str:
-    """The role and tool descriptions every PlanRAG-family prompt starts with."""
-    schema = "\n".join("    " + line for line in schema_text.splitlines())
-    return ROLE + "\n\n" + TOOLS.format(row_cap=row_cap, schema=schema)
-
-
 def messages(state: PlanRAGState, row_cap: int, *parts: str) -> list[BaseMessage]:
-    """The system frame over the state's schema, then ``parts`` (blank-line separated) as the human message."""
-    return [SystemMessage(system_frame(state.get("schema_text", ""), row_cap)), HumanMessage("\n\n".join(parts))]
+    """The system frame every PlanRAG-family prompt starts with (role, tools over the state's schema), then ``parts``
+    (blank-line separated) as the human message."""
+    schema = "\n".join("    " + line for line in state.get("schema_text", "").splitlines())
+    frame = ROLE + "\n\n" + TOOLS.format(row_cap=row_cap, schema=schema)
+    return [SystemMessage(frame), HumanMessage("\n\n".join(parts))]
 
 
 SHORT = 600
@@ -56,9 +53,7 @@ def plan_block(plan: list[str], current: int | None = None) -> str:
         return "Plan: (none)"
     lines = ["Plan:"]
     for i, step in enumerate(plan):
-        mark = ""
-        if current is not None:
-            mark = "  [done]" if i < current else ("  <- current step" if i == current else "")
+        mark = "" if current is None else "  [done]" if i < current else "  <- current step" if i == current else ""
         lines.append(f"  Step {i + 1}: {_cut(step, SHORT)}{mark}")
     return "\n".join(lines)
 

@@ -67,8 +67,7 @@ def _prompt(state: PlanRAGState, mode: RetrieveMode, ctx: PlanRAGContext) -> lis
     parts = [f"Question: {state['question']}"]
     if mode == "plan":
         parts.append(plan_block(state.get("plan") or [], state.get("current_step", 0)))
-    parts.append(trace_block(steps))
-    parts.append(INSTRUCTIONS[mode])
+    parts += [trace_block(steps), INSTRUCTIONS[mode]]
     if steps and not steps[-1].ok and state.get("repairs", 0) > 0:
         parts.append(REPAIR_HINT)
     finish = mode == "react"

@@ -14,17 +14,13 @@ from ragplan.nodes.planrag.plan import Plan
 from ragplan.state.context import PlanRAGContext
 from ragplan.state.planrag import PlanRAGState, PlanVersion
 
-__all__ = ["PlanRAGReviewer", "plan_steps_from_text", "EDITED_REASON"]
+__all__ = ["PlanRAGReviewer", "EDITED_REASON"]
 
 EDITED_REASON = "edited by the reviewer"
 """The reason recorded on a plan version a reviewer wrote."""
 
 _LEAD = re.compile(r"^\s*(?:step\s*\d+\s*[:.)\-]|\(?\d+\s*[.):]|[-*•])\s*", re.I)
-
-
-def plan_steps_from_text(text: str) -> list[str]:
-    """The steps of a plan written one per line, without their numbering or bullets."""
-    return [s for s in (_LEAD.sub("", line).strip() for line in (text or "").splitlines()) if s]
+"""A step's numbering or bullet, dropped from an edited plan's lines."""
 
 
 def _numbered(steps: list[str], start: int = 1) -> list[str]:
@@ -52,7 +48,8 @@ class PlanRAGReviewer(PlanReviewer[PlanRAGState, PlanRAGContext]):
     def apply_edit(self, state: PlanRAGState, ctx: PlanRAGContext, text: str) -> PlanEdit:
         """The edited steps in force: the whole plan (first plan) or the remaining steps (re-plan)."""
         try:
-            edited = Plan(steps=plan_steps_from_text(text), reason=EDITED_REASON).steps
+            steps = [s for s in (_LEAD.sub("", line).strip() for line in (text or "").splitlines()) if s]
+            edited = Plan(steps=steps, reason=EDITED_REASON).steps
         except ValidationError:
             raise PlanEditError("the plan needs at least one step (one per line)") from None
         done_steps = len(state.get("steps") or [])

@@ -55,8 +55,7 @@ def _evidence_block(q: SubQuery) -> str:
         return ""
     if not q.evidence:
         return f"Context: (retrieval found nothing{': ' + q.retrieval_error if q.retrieval_error else ''})\n"
-    lines = [f"- {e['sentence']} ({e.get('title', '')})" for e in q.evidence]
-    return "Context:\n" + "\n".join(lines) + "\n"
+    return "Context:\n" + "".join(f"- {e['sentence']} ({e.get('title', '')})\n" for e in q.evidence)
 
 
 def answer_subquery(state: MultiStepState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:

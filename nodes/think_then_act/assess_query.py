@@ -50,7 +50,6 @@ def assess_query(state: MultiStepState, runtime: Runtime[ThinkThenActContext]) -
     if a.category == "INCOMPLETE" and a.rewritten.strip():
         texts = [a.rewritten.strip()]
     elif a.category == "AMBIGUOUS":
-        subs = [s.strip() for s in a.sub_queries if s.strip()][: max(1, ctx.max_subqueries)]
-        texts = subs or [question]
+        texts = [s.strip() for s in a.sub_queries if s.strip()][: max(1, ctx.max_subqueries)] or [question]
     queries = [SubQuery(index=i, text=t, depends_on=[r for r in references(t) if r < i]) for i, t in enumerate(texts, 1)]
     return {"assessment": a.category, "assessment_reason": a.reason, "queries": queries, "usage": d.usage}

@@ -59,8 +59,7 @@ def flare_draft(state: MultiStepState, runtime: Runtime[ThinkThenActContext]) ->
         source, confidence, masked = "stated", float(d.value.probability), ""
     low = confidence < ctx.flare_threshold
     q = SubQuery(index=1, text=question, resolved=question, search_query=f"{question} {masked}".strip() if low else "",
-                 beta=round(confidence, 4),
-                 retrieve=low, answer="" if low else draft, done=not low,
+                 beta=round(confidence, 4), retrieve=low, answer="" if low else draft, done=not low,
                  decision=f"{'RETRIEVAL' if low else 'NO RETRIEVAL'}: draft {excerpt(draft)!r}, {source} confidence "
                           f"{confidence:.2f} {'<' if low else '≥'} {ctx.flare_threshold:g}")
     return {"query": q, "queries": [q], "confidence_source": source, "usage": usage}

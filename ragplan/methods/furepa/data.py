@@ -209,9 +209,7 @@ def llm_candidates(ctx: Any, question: str, context: Sequence[tuple[str, str]], 
     evidence = [EvidencePassage(id=t, title=t, text=x, source="gold") for t, x in context]
     prompt = build_prompt(question, evidence, [], masked=True, n_queries=n, passage_chars=getattr(ctx, "passage_chars", 700))
     d = ask_proposal(ctx, prompt, float(getattr(ctx, "tp0", 0.2)))
-    if not d.ok or d.value.action != "search":
-        return []
-    return distinct_queries(d.value.queries, n)
+    return distinct_queries(d.value.queries, n) if d.ok and d.value.action == "search" else []
 
 
 def build_groups(examples: Sequence[QAExample], *, seed: int = 0, n_candidates: int = 6,
@@ -237,12 +235,9 @@ def build_groups(examples: Sequence[QAExample], *, seed: int = 0, n_candidates: 
     return groups
 
 
-def reciprocal_rank(result_titles: Sequence[str], targets: Sequence[str], known: Sequence[str]) -> float:
-    """1/rank of the first target title among the results, the ``known`` (already held) titles left out; 0 if absent."""
-    skip = {title_key(t) for t in known}
-    ranking = [t for t in result_titles if title_key(t) not in skip]
-    score = score_ranking(ranking, GoldSupport((EvidenceSet(tuple(targets)),)), ks=(1,))["mrr"]
-    return float(score or 0.0)
+def reciprocal_rank(result_titles: Sequence[str], targets: Sequence[str]) -> float:
+    """1/rank of the first target title among the results (titles compared as :func:`title_key` does); 0 if absent."""
+    return float(score_ranking(result_titles, GoldSupport((EvidenceSet(tuple(targets)),)), ks=(1,))["mrr"] or 0.0)
 
 
 def label_groups(groups: list[HopGroup], search_many: Callable[[list[str], int], list[list[Any]]], *, k: int = 20,
@@ -261,7 +256,7 @@ def label_groups(groups: list[HopGroup], search_many: Callable[[list[str], int],
             chunk = flat[start:start + batch]
             for (g, own, known, _), hits in zip(chunk, search_many([q for *_, q in chunk], 200 if own_only else k + 10)):
                 hits = [p for p in hits if (own is None or title_key(p.title) in own) and title_key(p.title) not in known]
-                rr = reciprocal_rank([p.title for p in hits], g.targets, [])
+                rr = reciprocal_rank([p.title for p in hits], g.targets)
                 g.labels.append(rr if rr >= 1.0 / k else 0.0)
                 g.top_scores.append(float(hits[0].score) if hits else 0.0)
             bar.update(len(chunk))

@@ -184,8 +184,7 @@ def synthetic_records(n: int, seed: int = 0, distractors: int = 6) -> list[dict[
 
 def write_synthetic(path: str | Path, n: int, seed: int = 0, distractors: int = 6) -> Path:
     """Write :func:`synthetic_records` as JSON Lines to ``path``."""
-    records = synthetic_records(n, seed, distractors)
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(p, jsonl_text(records))
+    atomic_write(p, jsonl_text(synthetic_records(n, seed, distractors)))
     return p

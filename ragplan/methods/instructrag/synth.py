@@ -76,9 +76,8 @@ def make_world(n_questions: int = 120, seed: int = 0, n_people: int = 24) -> Syn
     films: dict[str, dict[str, Any]] = {}
     for i, title in enumerate(titles):
         d = directors[i % len(directors)]
-        f = {"title": title, "director": d["name"], "year": 1970 + rng.randint(0, 45), "festival": rng.choice(_FESTIVALS),
-             "award": rng.choice(_AWARDS)}
-        films[title] = f
+        films[title] = {"title": title, "director": d["name"], "year": 1970 + rng.randint(0, 45),
+                        "festival": rng.choice(_FESTIVALS), "award": rng.choice(_AWARDS)}
         d["films"].append(title)
     bands: dict[str, dict[str, Any]] = {}
     for i, m in enumerate(musicians):

@@ -53,9 +53,7 @@ def _form_type(answer: str) -> str:
         return "adjective"
     if any(w[:1].isupper() for w in words):
         return "other proper noun"
-    if words and all(re.fullmatch(r"[a-z][a-z'-]*", w) for w in words):
-        return "common noun"
-    return "other"
+    return "common noun" if words and all(re.fullmatch(r"[a-z][a-z'-]*", w) for w in words) else "other"
 
 
 def answer_type(answer: str, question: str = "") -> str:

@@ -35,14 +35,11 @@ class DQABenchmark:
 
     def items(self) -> list[Item]:
         """One item per question: its prompt, its script as the graph, and the decision-check fields."""
-        out = []
-        for q in self._questions():
-            ctx = {"graph_path": str(q.script.resolve()), "dqa_scenario": q.scenario, "dqa_country": q.country,
-                   "dqa_home": q.home, "dqa_goods": q.goods}
-            out.append(Item(q.id, q.prompt, q.answer, ctx,
-                            {"scenario": q.scenario, "year": q.year, "question_num": q.num, "country": q.country,
-                             "home": q.home, "goods": q.goods, "_question": q}))
-        return out
+        return [Item(q.id, q.prompt, q.answer,
+                     {"graph_path": str(q.script.resolve()), "dqa_scenario": q.scenario, "dqa_country": q.country,
+                      "dqa_home": q.home, "dqa_goods": q.goods},
+                     {"scenario": q.scenario, "year": q.year, "question_num": q.num, "country": q.country,
+                      "home": q.home, "goods": q.goods, "_question": q}) for q in self._questions()]
 
     def grade(self, item: Item, output: dict[str, Any]) -> dict[str, Any]:
         """``correct``: the chosen option is the gold answer; ``simulator_correct``: it is the simulator's best."""

@@ -112,8 +112,7 @@ def load_questions(clone: str | Path, scenario: Scenario) -> list[DQAQuestion]:
                                                   if isinstance(q, dict) and "question_num" in q else "")
         if not isinstance(q, dict):
             raise DQAError(f"{where} is a {type(q).__name__}, not a JSON object")
-        missing = [k for k in REQUIRED_FIELDS if not str(q.get(k) if q.get(k) is not None else "").strip()]
-        if missing:
+        if missing := [k for k in REQUIRED_FIELDS if not str(q.get(k) if q.get(k) is not None else "").strip()]:
             raise DQAError(f"{where} has no {' / '.join(repr(k) for k in missing)}")
         try:
             num = int(q.get("question_num", i + 1))

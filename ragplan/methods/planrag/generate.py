@@ -78,8 +78,7 @@ def locating_script(rng: random.Random, size: Size) -> tuple[str, list[dict[str,
     edges: list[tuple[int, int]] = []
     for pos, a in enumerate(by_rank[:-1]):
         later = by_rank[pos + 1:]
-        for b in rng.sample(later, k=min(len(later), rng.choice([1, 1, 2, 2, 3]))):
-            edges.append((a, b))
+        edges += [(a, b) for b in rng.sample(later, k=min(len(later), rng.choice([1, 1, 2, 2, 3])))]
     inland = [rng.random() < 0.3 for _ in range(n)]
     lv = [round(rng.uniform(0.5, 9.0), 3) for _ in range(n)]
     countries = [f"C{i:02d}" if n < 100 else f"K{i:03d}" for i in range(size.countries)]

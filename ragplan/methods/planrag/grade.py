@@ -84,9 +84,7 @@ def normalise_building(answer: str, ids: list[int]) -> int | None:
 def solve_question(q: DQAQuestion) -> LocatingSolution | BuildingSolution:
     """Simulate every option of a question (scripts parsed once per process)."""
     sc = load_scenario(q.script, q.scenario)
-    if q.scenario == "locating":
-        return solve_locating(sc, q.country, q.home)
-    return solve_building(sc, q.goods)
+    return solve_locating(sc, q.country, q.home) if q.scenario == "locating" else solve_building(sc, q.goods)
 
 
 def grade(q: DQAQuestion, answer: str) -> Verdict:

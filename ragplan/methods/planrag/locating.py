@@ -131,9 +131,7 @@ class LocatingScenario:
             powers, targets, sums = list(powers), list(self.targets), list(sums)
             powers[placed], targets[placed] = self.with_merchant(recs[placed])
             sums[recs[placed].node] = self.node_sums(recs[placed].node, powers, targets)
-        n = len(self.names)
-        ingoing = [0.0] * n
-        outgoing = [0.0] * n
+        ingoing, outgoing = [0.0] * len(self.names), [0.0] * len(self.names)
         local_value, down_of = self.local_value, self.down
         for s in self.order:
             total, p_out, steer, weight = sums[s]
