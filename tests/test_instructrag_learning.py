@@ -152,3 +152,26 @@ def test_semantic_reward_gives_signal_on_the_published_paths(real):
     own = [QueryExample(p.question, p.task, p.answer, p.instructions) for p in new]
     scores = [reward(a, b.instructions) for a in own for b in new if a.question != b.question]
     assert np.std(scores) > 0.02 and min(scores) < max(scores)  # exact instruction text matched almost never
+
+
+def test_a_save_that_fails_midway_leaves_the_earlier_agent_whole(tmp_path, monkeypatch):
+    """Each file is written through a temporary file and a rename: a save killed or failing while it writes leaves
+    the agent saved before, loadable, and no stray file."""
+    import torch
+
+    from ragplan.methods.instructrag import rl_agent
+    from ragplan.methods.instructrag.rl_agent import RLAgent
+
+    RLAgent(k=2).save(tmp_path)
+    before = (tmp_path / "rl_agent.pt").read_bytes()
+
+    def torn(obj, f, *a, **k):
+        f.write(b"PK\x03\x04 half a zip")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(rl_agent.torch, "save", torn)
+    with pytest.raises(OSError, match="disk full"):
+        RLAgent(k=5).save(tmp_path)
+    monkeypatch.setattr(rl_agent.torch, "save", torch.save)
+    assert (tmp_path / "rl_agent.pt").read_bytes() == before and RLAgent.load(tmp_path).k == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rl_agent.json", "rl_agent.pt"]

@@ -4,6 +4,7 @@ Eq. 1's state and a 3 → 20 tanh → 2 policy. Rules: no ``Lookup`` before a ``
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ragplan.jsonl import atomic_write
 from ragplan.methods.instructrag.graph import START, Edge, InstructionGraph, StateBuilder
 
 __all__ = ["PolicyNet", "StateBuilder", "TraversalResult", "traverse", "RLAgent", "threshold_decider", "policy_decider",
@@ -23,11 +25,14 @@ M = TypeVar("M", bound=nn.Module)
 
 
 def save_weights(out_dir: str | Path, name: str, module: nn.Module, settings: dict[str, Any]) -> None:
-    """Write ``<name>.pt`` (the module's weights) and ``<name>.json`` (its settings) into ``out_dir``."""
+    """Write ``<name>.pt`` (the module's weights) and ``<name>.json`` (its settings) into ``out_dir``, each whole
+    (through a temporary file and a rename: a kill leaves the earlier file, never a torn one)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    torch.save(module.state_dict(), out / f"{name}.pt")
-    (out / f"{name}.json").write_text(json.dumps(settings))
+    weights = io.BytesIO()
+    torch.save(module.state_dict(), weights)
+    atomic_write(out / f"{name}.pt", weights.getvalue())
+    atomic_write(out / f"{name}.json", json.dumps(settings))
 
 
 def load_weights(agent_dir: str | Path, name: str, what: str,
