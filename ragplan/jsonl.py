@@ -5,14 +5,15 @@ written whole or not at all."""
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import threading
 import zlib
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-__all__ = ["FileFormatError", "read_text", "read_json", "read_jsonl_objects", "jsonl_text", "atomic_write"]
+__all__ = ["FileFormatError", "read_text", "read_json", "read_jsonl_objects", "jsonl_text", "atomic_write", "saved_bytes"]
 
 
 class FileFormatError(ValueError):
@@ -96,3 +97,11 @@ def atomic_write(path: str | Path, data: str | bytes, *, exclusive: bool = False
         return True
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def saved_bytes(save: Callable[[io.BytesIO], object]) -> bytes:
+    """What ``save(file)`` writes into a file object (``np.save``, ``np.savez``, ``torch.save`` …), as bytes for
+    :func:`atomic_write`."""
+    buf = io.BytesIO()
+    save(buf)
+    return buf.getvalue()

@@ -13,7 +13,7 @@ import sys
 
 from ragplan import __version__
 from ragplan.cli.errors import BadInput, TerminalSafe, fail
-from ragplan.jsonl import FileFormatError
+from ragplan.jsonl import FileFormatError, atomic_write
 
 __all__ = ["main", "build_parser", "COMMAND_MODULES", "SETTINGS_COMMANDS"]
 
@@ -109,7 +109,7 @@ def _studio(langgraph_args: list[str]) -> int:
     if not any(str(v).startswith("ragplan.graphs.") for v in served.values()):  # not ragplan's project folder
         home = default_checkpoint_db().parent / "studio"  # langgraph dev keeps its .langgraph_api there too
         home.mkdir(parents=True, exist_ok=True)
-        (home / "langgraph.json").write_text(langgraph_json(want), encoding="utf-8")
+        atomic_write(home / "langgraph.json", langgraph_json(want))  # (two studios starting at once: each file whole)
         print(f"serving the installed ragplan's graphs from {home}", file=sys.stderr)
         os.chdir(home)
         os.execv(exe, [exe, "dev", "--config", "langgraph.json", *langgraph_args])

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ragplan.jsonl import read_json
+from ragplan.jsonl import atomic_write, read_json, saved_bytes
 from ragplan.methods.furepa.features import SCALAR_FEATURES, context_text, group_features
 
 __all__ = ["TreeEnsemble", "PlanAssessor", "AssessorError", "fit_trees", "fit_cross_encoder", "save_assessor",
@@ -166,14 +166,14 @@ def save_assessor(out_dir: str | Path, scorer: Any, meta: dict[str, Any]) -> Pat
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if isinstance(scorer, TreeEnsemble):
-        np.savez(out / TREES_FILE, **scorer.arrays())
+        atomic_write(out / TREES_FILE, saved_bytes(lambda f: np.savez(f, **scorer.arrays())))
         shutil.rmtree(out / CROSS_DIR, ignore_errors=True)  # (a cross-encoder saved there before)
         meta = {**meta, "scorer": "trees"}
     else:
         scorer.save(str(out / CROSS_DIR))
         (out / TREES_FILE).unlink(missing_ok=True)
         meta = {**meta, "scorer": "cross-encoder"}
-    (out / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    atomic_write(out / META_FILE, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
     return out
 
 

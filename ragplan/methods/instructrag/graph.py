@@ -16,7 +16,7 @@ from typing import Any, Collection, Iterable
 import numpy as np
 
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath, read_paths_jsonl, write_paths_jsonl
-from ragplan.jsonl import atomic_write, read_json
+from ragplan.jsonl import atomic_write, read_json, saved_bytes
 from ragplan.tools.embeddings import get_embedder
 
 __all__ = ["START", "GRAPH_FILE", "InstructionGraph", "StateBuilder", "GraphStats", "build_instruction_graph",
@@ -224,8 +224,8 @@ class InstructionGraph:
         """Write the graph folder (see the module docstring); returns its path."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        np.save(out / "instructions.npy", self.vectors.astype(np.float32))
-        np.save(out / "questions.npy", self.qvectors.astype(np.float32))
+        for name, vectors in (("instructions.npy", self.vectors), ("questions.npy", self.qvectors)):  # each whole
+            atomic_write(out / name, saved_bytes(lambda f: np.save(f, vectors.astype(np.float32))))
         write_paths_jsonl(self.failed, out / "failed.jsonl")
         data = {"format": "ragplan-instruction-graph-1", "delta": self.delta, "model_path": self.model_path,
                 "model_fingerprint": self.model_fingerprint, "build_seconds": self.build_seconds,

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch.func import functional_call
 from tqdm import tqdm
 
+from ragplan.jsonl import atomic_write
 from ragplan.methods.instructrag.graph import START, InstructionGraph
 from ragplan.methods.instructrag.ml_agent import MLAgent, ft_loss, path_backbone_vectors, qpa_loss
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath
@@ -321,9 +322,9 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
         rl.save(out)
         ml.save(out)
         report.out_dir = str(out)
-        (out / AGENTS_FILE).write_text(json.dumps({"format": "ragplan-instructrag-agents-1", "settings": asdict(s),
-                                                   "report": asdict(report), "graph_stats": asdict(graph.stats()),
-                                                   "model_fingerprint": graph.model_fingerprint}, indent=2))
+        atomic_write(out / AGENTS_FILE, json.dumps({"format": "ragplan-instructrag-agents-1", "settings": asdict(s),
+                                                    "report": asdict(report), "graph_stats": asdict(graph.stats()),
+                                                    "model_fingerprint": graph.model_fingerprint}, indent=2))
         from matplotlib.figure import Figure
 
         keys = [k for k, v in report.curves.items() if v]
@@ -400,8 +401,8 @@ def adapt_agents(graph: InstructionGraph, agents_dir: str | Path, support: list[
     report.seconds = round(time.perf_counter() - t0, 3)
     if out is not None:
         report.out_dir = str(out)
-        (out / "adapt.json").write_text(json.dumps(asdict(report), indent=2))
+        atomic_write(out / "adapt.json", json.dumps(asdict(report), indent=2))
         meta_src = Path(agents_dir) / AGENTS_FILE
         if meta_src.is_file():
-            (out / AGENTS_FILE).write_text(meta_src.read_text())
+            atomic_write(out / AGENTS_FILE, meta_src.read_bytes())
     return report

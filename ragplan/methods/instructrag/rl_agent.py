@@ -4,7 +4,6 @@ Eq. 1's state and a 3 → 20 tanh → 2 policy. Rules: no ``Lookup`` before a ``
 
 from __future__ import annotations
 
-import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ragplan.jsonl import atomic_write
+from ragplan.jsonl import atomic_write, saved_bytes
 from ragplan.methods.instructrag.graph import START, Edge, InstructionGraph, StateBuilder
 
 __all__ = ["PolicyNet", "StateBuilder", "TraversalResult", "traverse", "RLAgent", "threshold_decider", "policy_decider",
@@ -29,9 +28,7 @@ def save_weights(out_dir: str | Path, name: str, module: nn.Module, settings: di
     (through a temporary file and a rename: a kill leaves the earlier file, never a torn one)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    weights = io.BytesIO()
-    torch.save(module.state_dict(), weights)
-    atomic_write(out / f"{name}.pt", weights.getvalue())
+    atomic_write(out / f"{name}.pt", saved_bytes(lambda f: torch.save(module.state_dict(), f)))
     atomic_write(out / f"{name}.json", json.dumps(settings))
 
 

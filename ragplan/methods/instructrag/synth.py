@@ -231,5 +231,5 @@ def write_world(out_dir: str | Path, n_questions: int = 120, seed: int = 0) -> S
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / "passages.jsonl", jsonl_text({"id": str(i), **p} for i, p in enumerate(w.passages)))
     write_paths_jsonl(w.successful + w.failed, out / "paths.jsonl")
-    (out / "hotpot.json").write_text(json.dumps(w.hotpot, indent=1))
+    atomic_write(out / "hotpot.json", json.dumps(w.hotpot, indent=1))
     return w

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragplan.jsonl import atomic_write
 from ragplan.methods.planrag.building import scenario_from_data as building_scenario, simulate_prices, solve_building
 from ragplan.methods.planrag.cql import graph_data_from_text
 from ragplan.methods.planrag.data import CLONE_PATHS
@@ -195,7 +196,7 @@ def generate_clone(out_dir: str | Path, scenario: str, n: int, seed: int = 0, si
                 else _building_questions(rng, sz, sdir, questions, n, scripts))
         fruitless = 0 if made else fruitless + 1
     qfile.parent.mkdir(parents=True, exist_ok=True)
-    qfile.write_text(json.dumps(questions, indent=1))
+    atomic_write(qfile, json.dumps(questions, indent=1))  # (last: no question names a script not yet written)
     return questions
 
 
@@ -220,7 +221,7 @@ def _locating_questions(rng: random.Random, sz: Size, sdir: Path, questions: lis
         if best is None or not best.has_presence or best.change_pct <= 0.01:
             continue
         num = len(questions) + 1
-        (sdir / f"q{num}.cql").write_text(text)
+        atomic_write(sdir / f"q{num}.cql", text)
         questions.append({
             "question_num": num, "country": pick["country"], "home": pick["home"], "year": rng.choice(YEARS),
             "business_rules": LOCATING_RULES,
@@ -249,7 +250,7 @@ def _building_questions(rng: random.Random, sz: Size, sdir: Path, questions: lis
         if best is None or best.change_pct > -0.5:
             continue
         if not wrote:
-            (sdir / f"{country}.cql").write_text(text)
+            atomic_write(sdir / f"{country}.cql", text)
             wrote = True
         questions.append({
             "question_num": len(questions) + 1, "country": country, "goods": goods,

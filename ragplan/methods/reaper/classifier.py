@@ -18,7 +18,7 @@ from scipy.special import softmax
 from sklearn.metrics import precision_recall_fscore_support
 from sklearn.preprocessing import normalize
 
-from ragplan.jsonl import atomic_write
+from ragplan.jsonl import atomic_write, saved_bytes
 from ragplan.methods.reaper.validate import bind_args
 from ragplan.tools.retail.tools import build_retail_registry
 
@@ -210,10 +210,9 @@ def train_classifier(goldset_examples: list[Any], *, model_path: str = "", seed:
     meta["metrics"] = {k: v for k, v in asdict(report).items() if k not in ("predictions", "out_dir")}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    saved = io.BytesIO()
-    np.savez(saved, **weights)
-    meta["weights_sha256"] = hashlib.sha256(saved.getvalue()).hexdigest()  # (the pair a kill between writes would split)
-    atomic_write(out / WEIGHTS_FILE, saved.getvalue())  # each file whole, the metadata last
+    saved = saved_bytes(lambda f: np.savez(f, **weights))
+    meta["weights_sha256"] = hashlib.sha256(saved).hexdigest()  # (the pair a kill between the writes would split)
+    atomic_write(out / WEIGHTS_FILE, saved)  # each file whole, the metadata last
     atomic_write(out / META_FILE, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
     return report
 
@@ -229,7 +228,8 @@ def load_classifier(directory: str | Path, embedder: Any = None) -> RouteClassif
     except (OSError, ValueError, KeyError) as exc:
         raise ValueError(f"{d} is not a saved route classifier: {exc}") from exc
     if meta.get("weights_sha256", digest := hashlib.sha256(data).hexdigest()) != digest:
-        raise ValueError(f"{d} is not a saved route classifier: {WEIGHTS_FILE} is not the one {META_FILE} was saved with")
+        raise ValueError(f"{d} is not a saved route classifier: {WEIGHTS_FILE} is not the one {META_FILE} was "
+                         "saved with")
     if not meta.get("classes") or math.prod(weights["coef"].shape) == 0:
         raise ValueError(f"{d} is not a saved route classifier: no classes")
     return RouteClassifier(meta, weights, embedder)
