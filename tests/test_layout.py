@@ -275,11 +275,12 @@ def test_stop_reason_is_one_literal_every_family_uses():
 
 def test_the_product_writes_its_files_whole():
     """Files the product writes (models, indexes, data, run folders) go through ``atomic_write`` (a temporary file
-    and a rename): no ``write_text``/``write_bytes``, and ``np.save``/``np.savez``/``torch.save`` only into memory."""
+    and a rename): no ``write_text``/``write_bytes``; ``np.save``, ``np.savez``, ``torch.save`` and ``savefig`` only into
+    memory."""
     import re
 
     direct = re.compile(r"\.write_(text|bytes)\(")
-    into_file = re.compile(r"\b(np\.savez?|torch\.save)\((?!f\b|f,|buf\b|buf,)(?!.*, f\))")
+    into_file = re.compile(r"\b(np\.savez?|torch\.save|\w+\.savefig)\((?!f\b|f,|buf\b|buf,)(?!.*, f\))")
     found = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}"
              for top in ("ragplan", "tools", "nodes", "graphs", "state") for p in sorted((ROOT / top).rglob("*.py"))
              for n, line in enumerate(p.read_text().splitlines(), 1) if direct.search(line) or into_file.search(line)]

@@ -8,6 +8,8 @@ import textwrap
 from pathlib import Path
 from typing import IO, Any, Iterable, Literal, Mapping, Sequence
 
+from ragplan.jsonl import atomic_write, saved_bytes
+
 __all__ = ["metric_label", "plot_run", "plot_sweep", "plot_retrieval_split", "plot_costs", "ORDINAL_SCALES",
            "ordered_categories", "format_table", "score_cell"]
 
@@ -102,8 +104,14 @@ def _save(fig: Any, path: str | Path | IO[bytes], tight: bool = True) -> Any:
 
     if tight:
         fig.tight_layout()
+    def save(f: IO[bytes]) -> None:
+        fig.savefig(f, format="png", dpi=100, pil_kwargs={"compress_level": 1})
+
     with matplotlib.rc_context({"text.hinting": "no_hinting"}):
-        fig.savefig(path, dpi=100, pil_kwargs={"compress_level": 1})
+        if isinstance(path, (str, Path)):
+            atomic_write(path, saved_bytes(save))  # (written whole)
+        else:
+            save(path)
     return fig
 
 

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch.func import functional_call
 from tqdm import tqdm
 
-from ragplan.jsonl import atomic_write
+from ragplan.jsonl import atomic_write, saved_bytes
 from ragplan.methods.instructrag.graph import START, InstructionGraph
 from ragplan.methods.instructrag.ml_agent import MLAgent, ft_loss, path_backbone_vectors, qpa_loss
 from ragplan.methods.instructrag.paths import Instruction, InstructionPath
@@ -334,7 +334,7 @@ def meta_train(graph: InstructionGraph, query: list[InstructionPath], embedder: 
             ax.set_title(k)
             ax.set_xlabel("epoch")
         fig.tight_layout()
-        fig.savefig(out / "curves.png", dpi=110)
+        atomic_write(out / "curves.png", saved_bytes(lambda f: fig.savefig(f, format="png", dpi=110)))
     return rl, ml, report
 
 
