@@ -126,9 +126,10 @@ def trade_cql(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def trade_store() -> EmbeddedGraphStore:
-    """The toy trade network in the embedded engine."""
-    return EmbeddedGraphStore.from_text(TRADE_NETWORK, source="trade.cql")
+def trade_store() -> Iterator[EmbeddedGraphStore]:
+    """The toy trade network in the embedded engine (its query workers stopped after the test)."""
+    with EmbeddedGraphStore.from_text(TRADE_NETWORK, source="trade.cql") as store:
+        yield store
 
 
 @pytest.fixture
