@@ -13,7 +13,8 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-__all__ = ["FileFormatError", "read_text", "read_json", "read_jsonl_objects", "jsonl_text", "atomic_write", "saved_bytes"]
+__all__ = ["FileFormatError", "read_text", "read_json", "read_jsonl_objects", "jsonl_text", "atomic_write",
+           "saved_bytes"]
 
 
 class FileFormatError(ValueError):

@@ -104,6 +104,7 @@ def _save(fig: Any, path: str | Path | IO[bytes], tight: bool = True) -> Any:
 
     if tight:
         fig.tight_layout()
+
     def save(f: IO[bytes]) -> None:
         fig.savefig(f, format="png", dpi=100, pil_kwargs={"compress_level": 1})
 
