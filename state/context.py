@@ -181,4 +181,6 @@ class ReaperContext(PlanReviewSettings, LLMContext):
 def recursion_limit_for(ctx: Any) -> int:
     """A LangGraph recursion limit that lets a run use all its bounded steps and still answer: two graph steps per
     retrieval step (retrieve + replan) and four per sub-query wave, plus margin."""
-    return 2 * max(getattr(ctx, "max_steps", 0) or 0, 1) + 4 * max(getattr(ctx, "max_subqueries", 0) or 0, 1) + 20
+    steps = getattr(ctx, "max_steps", 0) or 0
+    subs = getattr(ctx, "max_subqueries", 0) or 0
+    return 2 * max(steps, 1) + 4 * max(subs, 1) + 20

@@ -134,4 +134,5 @@ def test_langgraph_dev_and_the_registry_share_one_module_object(method):
     served = importlib.import_module(module_name).__dict__[attr]  # what langgraph_api's loader does for module syntax
     assert sys.modules[module_name].FAMILY is fam
     assert served is getattr(sys.modules[f"ragplan.graphs.{fam.name}"], method)
+    assert served.name == method  # (the module's graphs are unpacked from FAMILY.graphs: each name its own graph)
     assert not [m for m in sys.modules if m.endswith(f"graphs__{fam.name}")], "a by-path copy of the module was loaded"

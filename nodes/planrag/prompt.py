@@ -53,7 +53,9 @@ def plan_block(plan: list[str], current: int | None = None) -> str:
         return "Plan: (none)"
     lines = ["Plan:"]
     for i, step in enumerate(plan):
-        mark = "" if current is None else "  [done]" if i < current else "  <- current step" if i == current else ""
+        mark = ""
+        if current is not None:
+            mark = "  [done]" if i < current else ("  <- current step" if i == current else "")
         lines.append(f"  Step {i + 1}: {_cut(step, SHORT)}{mark}")
     return "\n".join(lines)
 

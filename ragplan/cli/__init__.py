@@ -75,9 +75,12 @@ def _graphs(args: argparse.Namespace) -> int:
     from ragplan.cli.settings import settings_markdown
     from ragplan.registry import families, langgraph_graphs
 
+    if args.langgraph_json:
+        print(langgraph_json(langgraph_graphs()), end="")
+        return 0
     fams = families()
-    if args.langgraph_json or args.settings_md:
-        print(langgraph_json(langgraph_graphs()) if args.langgraph_json else settings_markdown(fams), end="")
+    if args.settings_md:
+        print(settings_markdown(fams), end="")
         return 0
     width = max(len(g.name) for f in fams for g in f.graphs)
     for fam in fams:

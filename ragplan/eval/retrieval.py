@@ -141,9 +141,10 @@ def passage_key(p: Any) -> tuple[str, str]:
 
 def score_names(ks: Sequence[int] = DEFAULT_KS, *, sentences: bool = True) -> list[str]:
     """The names of the scores :func:`score_queries` returns, in table order (paragraph scores, then by title)."""
-    return [*(f"recall@{k}" for k in ks), *(f"all_supporting@{k}" for k in ks),
-            *(f"sentence_recall@{k}" for k in ks if sentences), "mrr", *(f"title_recall@{k}" for k in ks),
-            *(f"title_all_supporting@{k}" for k in ks), "title_mrr"]
+    names = [f"recall@{k}" for k in ks] + [f"all_supporting@{k}" for k in ks]
+    if sentences:
+        names += [f"sentence_recall@{k}" for k in ks]
+    return [*names, "mrr", *(f"title_recall@{k}" for k in ks), *(f"title_all_supporting@{k}" for k in ks), "title_mrr"]
 
 
 def _sentence_hits(sentences: Sequence[Any], gold: EvidenceSet) -> set[SupportSentence]:

@@ -252,8 +252,14 @@ def sequential_prices(sc: BuildingScenario, raised: int = -1) -> list[float]:
                     e[2] = e[1] * r
             for g, _, co in outputs[b]:
                 supply[g] += co
-    demands = [p + d for p, d in zip(pop, building_demand)]
-    return [b if d == 0 and s == 0 else b * (1 + 0.75 * (d - s) / max(d, s)) for b, d, s in zip(base, demands, supply)]
+    prices = []
+    for g in range(ng):
+        demand, sup = pop[g] + building_demand[g], supply[g]
+        if demand == 0 and sup == 0:
+            prices.append(base[g])
+        else:
+            prices.append(base[g] * (1 + 0.75 * (demand - sup) / max(demand, sup)))
+    return prices
 
 
 @dataclass

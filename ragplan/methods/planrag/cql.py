@@ -169,8 +169,9 @@ def _json_maps(bodies: list[str]) -> dict[str, dict[str, Any]] | None:
     n_keys = sum(map(len, loaded))
     if joined.count(":") != n_keys or joined.count(",") != n_keys - len(bodies):
         return None  # a ':' or ',' inside a string, a repeated key, …
-    # None for spacing around a key, or a key that is no name
-    return dict(zip(bodies, loaded)) if all(map(_KEY_NAME.fullmatch, set().union(*loaded))) else None
+    if not all(map(_KEY_NAME.fullmatch, set().union(*loaded))):
+        return None  # spacing around a key, or a key that is no name
+    return dict(zip(bodies, loaded))
 
 
 def _plain_rows(text: str, source: str) -> GraphData | None:
