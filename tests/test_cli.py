@@ -96,6 +96,29 @@ def test_cypher_schema(trade_cql, capsys):
     assert "(:Trade_node {" in capsys.readouterr().out
 
 
+def test_the_collector_is_off_for_start_up_only(trade_cql, monkeypatch, capsys):
+    """main() turns garbage collection off while it imports and parses, on again for the command's own work (a batch
+    must collect its cycles) and when it returns, and leaves it off where the caller had it off."""
+    import gc
+
+    import ragplan.cli.cypher as cypher
+
+    seen = []
+    monkeypatch.setattr(cypher, "run", lambda args: seen.append(gc.isenabled()) or 0)
+    assert gc.isenabled()
+    assert main(["cypher", "--graph", str(trade_cql), "MATCH (n) RETURN count(n)"]) == 0 and seen == [True]
+    assert main(["graphs"]) == 0 and gc.isenabled()
+    with pytest.raises(SystemExit):
+        main(["graphs", "--no-such-flag"])
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert main(["cypher", "--graph", str(trade_cql), "MATCH (n) RETURN count(n)"]) == 0 and seen == [True, False]
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_ask_without_endpoint_stops_at_once(trade_cql):
     """A fresh process without an endpoint exits 2 saying what to set, instead of waiting on a connection (a hang is
     caught by the generous bound; nothing here times the run)."""
