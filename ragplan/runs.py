@@ -130,7 +130,9 @@ def thread_status(thread_id: str, checkpoint_db: str | None = None) -> tuple[Run
         return info, "paused", dict(snap.interrupts[0].value), values
     if snap.created_at is None:
         return info, "not_started", None, values
-    return info, ("unfinished" if snap.next else "finished"), None, values
+    # (tasks left: a kill can land after a step's writes were saved and before the next checkpoint was, which leaves
+    # no next node but that step's writes still to apply)
+    return info, ("unfinished" if snap.tasks else "finished"), None, values
 
 
 def resume_run(thread_id: str, decision: Any = NO_DECISION, *, model: Any = None, context: Any = None,

@@ -267,6 +267,24 @@ def test_api_run_with_a_chat_model_object_needs_it_to_resume(trade_cql, tmp_path
     assert done.answer == "lubeck" and m.remaining == 0
 
 
+def test_resume_continues_a_run_killed_after_its_last_step_wrote_and_before_its_checkpoint(trade_cql, tmp_path):
+    """A run killed once its last node's writes were saved and before the checkpoint after it was (its last row
+    removed here, as that kill leaves it) is unfinished, not finished: resume applies the saved writes and ends,
+    asking the model nothing again."""
+    from ragplan.runs import thread_status
+
+    db = str(tmp_path / "killed.sqlite")
+    m = ScriptedChatModel(replies=script())
+    res = ask(QUESTION, "planrag", model=m, store=str(trade_cql), checkpoint_db=db)
+    assert res.answer == "lubeck" and m.remaining == 0
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id = (SELECT max(checkpoint_id) "
+                     "FROM checkpoints WHERE thread_id = ?)", (res.thread_id, res.thread_id))
+    assert thread_status(res.thread_id, db)[1] == "unfinished"
+    again = resume(res.thread_id, model=ScriptedChatModel(replies=[]), checkpoint_db=db)
+    assert again.answer == "lubeck" and thread_status(res.thread_id, db)[1] == "finished"
+
+
 def test_checkpointed_state_reads_back_the_typed_objects(trade_cql, tmp_path):
     """Checkpoints are read with an allowlist of the graphs' state classes: the objects come back typed, no warning."""
     import warnings
@@ -522,6 +540,48 @@ def test_item_checkpoints_threads_of_questions_recorded_before_a_kill_go_at_clos
     asyncio.run(go())
     with sqlite3.connect(path) as conn:
         assert {r[0] for r in conn.execute("SELECT thread_id FROM checkpoints")} == {"q2#1"}
+
+
+@pytest.mark.parametrize("step", [-1, 0, 1])
+def test_item_checkpoints_a_kill_before_the_next_checkpoint_continues_the_question(trade_cql, tmp_path, step):
+    """Checkpoints are written in the background: a kill can land after a step's writes were saved and before the next
+    checkpoint was. The thread then shows no next node and the values before that step; a resume continues it (the
+    saved writes are not made again), where taking it for a finished graph recorded an empty answer as a success
+    (seen under load with PostgreSQL). Steps: -1 the input, 0 read_schema, 1 retrieve (its LLM call made)."""
+    from ragplan.eval.item_checkpoints import ItemCheckpoints
+    from ragplan.graphs.planrag import build_single_rag
+    from ragplan.state.context import PlanRAGContext
+
+    path = tmp_path / "items.sqlite"
+
+    def ctx(retrieves: bool = True) -> PlanRAGContext:
+        retrieval = [RetrievalAction(thought="t", action="graph_db", action_input=Q)] if retrieves else []
+        replies = [*retrieval, FinalAnswer(answer="lubeck")]
+        return PlanRAGContext(model="-", chat_model=ScriptedChatModel(replies=replies), graph_path=str(trade_cql))
+
+    async def go() -> tuple[Any, dict[str, Any], int]:
+        ck = ItemCheckpoints(path)
+        saver = await ck.open()
+        graph = build_single_rag().compile(checkpointer=saver)
+        await ck.run(graph, "q1", 1, {"question": QUESTION}, ctx(), 50)
+        kept = next(t for t in saver.list({"configurable": {"thread_id": "q1#1"}}) if t.metadata["step"] == step)
+        # q2's thread as that kill leaves it: q1's checkpoint at `step` and its tasks' writes, nothing after
+        at = saver.put({"configurable": {"thread_id": "q2#1", "checkpoint_ns": ""}}, kept.checkpoint, kept.metadata, {})
+        for task in {t for t, _, _ in kept.pending_writes or []}:
+            saver.put_writes(at, [(c, v) for t, c, v in kept.pending_writes or [] if t == task], task)
+        await ck.close()
+        again = ItemCheckpoints(path)
+        graph = build_single_rag().compile(checkpointer=await again.open())
+        torn = graph.get_state({"configurable": {"thread_id": "q2#1"}})
+        c = ctx(retrieves=step < 1)  # (from step 1 on, the retrieval's reply was saved with its step)
+        out = await again.run(graph, "q2", 1, {"question": QUESTION}, c, 50)
+        await again.close()
+        return torn, out, len(c.chat_model.prompts)
+
+    torn, out, prompts = asyncio.run(go())
+    assert torn.created_at is not None and not torn.next and "answer" not in torn.values  # what the kill left
+    assert out["answer"] == "lubeck" and out["stop_reason"] == "single_retrieval"
+    assert len(out["steps"]) == 1 and out["steps"][0].ok and prompts == (1 if step == 1 else 2)
 
 
 def test_item_checkpoints_request_log_survives_a_kill_and_a_torn_line(tmp_path):

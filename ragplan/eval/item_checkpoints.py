@@ -53,10 +53,10 @@ def _run(graph: Any, graph_input: dict[str, Any] | None, ctx: Any, config: Runna
     """The graph's output for the question (see :meth:`ItemCheckpoints.run`), stopping after a step once ``stop`` is set."""
     if not fresh:
         snap = graph.get_state(config)
-        if not snap.next and snap.created_at is not None:
+        if snap.tasks:  # killed in flight: on from its last checkpoint (tasks whose writes were saved are not run
+            graph_input = None  # again; checkpoints are written in the background, so the next one may be missing)
+        elif snap.created_at is not None:
             return dict(snap.values)  # the graph had finished; only the result line was missing
-        if snap.next:  # killed in flight: on from the last finished node (else a thread id without a checkpoint)
-            graph_input = None
     out: Any = {}
     mode = durability(graph) if graph.checkpointer else None
     for out in graph.stream(graph_input, config, context=ctx, stream_mode="values", durability=mode):
