@@ -371,6 +371,32 @@ def test_the_run_clock_starts_after_its_set_up(tmp_path, monkeypatch):
     assert summary["overall"]["n"] == 2 and len(opened) == 1 and started >= opened[0]
 
 
+def test_a_graph_that_ends_with_nothing_is_a_recorded_failure(tmp_path, monkeypatch):
+    """A question whose graph returns no answer, no stop reason and no error (a bug, or a checkpoint read wrongly)
+    is recorded as a failure with that reason, never as an empty success; the others are unaffected."""
+    import asyncio
+
+    from ragplan.eval.item_checkpoints import ItemCheckpoints
+    from ragplan.nodes.think_then_act.direct_answer import ChainOfThought
+
+    real_run = ItemCheckpoints.run
+
+    async def nothing_for_q0(self, graph, item_id, *args):
+        return {} if item_id == "q0" else await real_run(self, graph, item_id, *args)
+
+    monkeypatch.setattr(ItemCheckpoints, "run", nothing_for_q0)
+    data = tmp_path / "hotpot_dev_distractor_v1.json"
+    data.write_text(json.dumps([{"_id": f"q{i}", "question": f"Is city {i} big?", "answer": "yes", "type": "comparison",
+                                 "level": "easy", "supporting_facts": [], "context": []} for i in range(2)]))
+    with OpenAIStub(responder=lambda req: ChainOfThought(reasoning="r", answer="yes")) as stub:
+        summary = asyncio.run(evaluate(RunSettings(method="cot", benchmark="hotpotqa", data=str(data),
+                                                   model="openai:stub", base_url=stub.base_url), tmp_path / "run"))
+    recs = RunFolder(tmp_path / "run").load_records()
+    assert recs["q0"]["stop_reason"] == "crash" and "no answer, no stop reason" in recs["q0"]["error"]
+    assert recs["q1"]["answer"] == "yes" and recs["q1"]["error"] == "" and recs["q1"]["stop_reason"]
+    assert summary["overall"]["errors"] == 1 and summary["overall"]["correct"] == 1
+
+
 def test_the_full_garbage_collection_of_set_up_runs_before_the_clock(tmp_path, monkeypatch):
     """A fresh process's imports leave a full (generation 2) collection due: the run does it in its set-up, so it does
     not stop every question in flight (about 0.1 s at a time) once the clock runs."""

@@ -326,6 +326,9 @@ async def run_questions(family: MethodFamily, settings: RunSettings, folder: Run
         spent = spent + Usage(llm_calls=max(0, checkpoints.requests(item.id) - spent.llm_calls))
         # the slot is free once the graph is done: the next question's request goes out before this one is graded
         contexts.release(item)
+        if not (out.get("answer") or out.get("error") or out.get("stop_reason")):  # a failure, never an empty success
+            out = {**out, "answer": "", "error": "the graph ended with no answer, no stop reason and no error",
+                   "stop_reason": "crash"}
         res = _typed(family, {**out, "usage": spent})
         if res.error and not out.get("error"):
             out = {**out, "answer": "", "error": res.error, "stop_reason": res.stop_reason}
