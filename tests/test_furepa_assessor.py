@@ -23,7 +23,9 @@ from ragplan.methods.furepa.data import (HopGroup, build_groups, data_candidates
                                          question_hops, question_key, read_ircot, reciprocal_rank)
 from ragplan.methods.furepa.features import feature_names, group_features
 from ragplan.methods.furepa.features import context_text
-from ragplan.methods.furepa.scorer import AssessorError, TreeEnsemble, fit_cross_encoder, fit_trees, load_assessor
+from ragplan.methods.furepa.scorer import (
+    AssessorError, TreeEnsemble, fit_cross_encoder, fit_trees, load_assessor, save_assessor,
+)
 from ragplan.methods.furepa.train import pick_mrr, train_assessor
 from ragplan.methods.furepa.synthetic import write_synthetic
 from ragplan.eval.retrieval import title_key
@@ -277,13 +279,26 @@ def test_cross_encoder_scorer_trains_saves_reloads_and_learns_the_labels(tmp_pat
     report = train_assessor(groups, tmp_path / "x", seed=0, test_share=0.25, scorer="cross-encoder", epochs=1,
                             progress=False)
     assert report.n_candidates == {"train": 18, "test": 6} and set(report.mrr) >= {"trained", "bm25", "oracle"}
-    assert (tmp_path / "x" / "cross_encoder").is_dir() and not (tmp_path / "x" / "trees.npz").exists()
+    folder = json.loads((tmp_path / "x" / "meta.json").read_text())["cross_encoder_dir"]
+    assert [p.name for p in (tmp_path / "x").glob("cross_encoder*")] == [folder]
+    assert (tmp_path / "x" / folder).is_dir() and not (tmp_path / "x" / "trees.npz").exists()
     assessor = load_assessor(tmp_path / "x")
     assert assessor.meta["scorer"] == "cross-encoder" and assessor.meta["epochs"] == 1 and assessor.trees is None
     s = assessor.score(probe_q, probe_ev, [c for _, c in probe])
     assert len(s) == 3 and len(set(s)) == 3 and assessor.score(probe_q, probe_ev, []) == []
+
+    class KilledMidway:  # a cross-encoder save that stops after its first file
+        def save(self, path: str) -> None:
+            Path(path).mkdir()
+            (Path(path) / "config.json").write_text("{")
+            raise OSError("no space left on device")
+
+    with pytest.raises(OSError):
+        save_assessor(tmp_path / "x", KilledMidway(), {"scorer": "cross-encoder"})
+    again = load_assessor(tmp_path / "x")  # the earlier assessor, whole
+    assert again.meta["cross_encoder_dir"] == folder and again.score(probe_q, probe_ev, [c for _, c in probe]) == s
     train_assessor(groups, tmp_path / "x", seed=0, test_share=0.25, progress=False)  # trees saved over it
-    assert not (tmp_path / "x" / "cross_encoder").exists() and load_assessor(tmp_path / "x").meta["scorer"] == "trees"
+    assert not list((tmp_path / "x").glob("cross_encoder*")) and load_assessor(tmp_path / "x").meta["scorer"] == "trees"
     (tmp_path / "x" / "trees.npz").write_bytes(b"not an npz")
     meta = tmp_path / "x" / "meta.json"
     os.utime(meta, ns=(meta.stat().st_atime_ns, meta.stat().st_mtime_ns + 10**9))  # (a new version of the folder)

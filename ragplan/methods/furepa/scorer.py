@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import shutil
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -161,19 +162,24 @@ class PlanAssessor:
 
 
 def save_assessor(out_dir: str | Path, scorer: Any, meta: dict[str, Any]) -> Path:
-    """Write the scorer (``trees.npz`` or ``cross_encoder/``, named in the meta's ``scorer``) and ``meta.json`` to
-    ``out_dir`` (the meta last, so a folder with it is complete)."""
+    """Write the scorer (``trees.npz``, or a ``cross_encoder-<id>/`` folder of its own, named in the meta) and
+    ``meta.json`` to ``out_dir``. The meta is written last and what it no longer names is removed only then, so a save
+    that stops midway leaves the earlier assessor whole."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if isinstance(scorer, TreeEnsemble):
         atomic_write(out / TREES_FILE, saved_bytes(lambda f: np.savez(f, **scorer.arrays())))
-        shutil.rmtree(out / CROSS_DIR, ignore_errors=True)  # (a cross-encoder saved there before)
         meta = {**meta, "scorer": "trees"}
-    else:
-        scorer.save(str(out / CROSS_DIR))
-        (out / TREES_FILE).unlink(missing_ok=True)
-        meta = {**meta, "scorer": "cross-encoder"}
+    else:  # (sentence-transformers writes a folder file by file: a new folder, never the one the meta names)
+        folder = f"{CROSS_DIR}-{uuid.uuid4().hex[:12]}"
+        scorer.save(str(out / folder))
+        meta = {**meta, "scorer": "cross-encoder", "cross_encoder_dir": folder}
     atomic_write(out / META_FILE, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    for old in out.glob(f"{CROSS_DIR}*"):
+        if old.name != meta.get("cross_encoder_dir"):
+            shutil.rmtree(old, ignore_errors=True)
+    if meta["scorer"] != "trees":
+        (out / TREES_FILE).unlink(missing_ok=True)
     return out
 
 
@@ -195,11 +201,12 @@ def _load(d: Path, mtime: float) -> PlanAssessor:
         if meta.get("scorer") == "cross-encoder":
             from sentence_transformers import CrossEncoder
 
-            if not (d / CROSS_DIR).is_dir():
-                raise OSError(f"no {CROSS_DIR} folder")
-            return PlanAssessor(meta, cross=CrossEncoder(str(d / CROSS_DIR), device="cpu", local_files_only=True))
+            folder = d / str(meta.get("cross_encoder_dir") or CROSS_DIR)  # (a folder saved before it was versioned)
+            if not folder.is_dir():
+                raise OSError(f"no {folder.name} folder")
+            return PlanAssessor(meta, cross=CrossEncoder(str(folder), device="cpu", local_files_only=True))
         with np.load(d / TREES_FILE) as z:
             return PlanAssessor(meta, trees=TreeEnsemble.from_arrays(z))
     except (OSError, ValueError, KeyError) as exc:
-        what = CROSS_DIR if meta.get("scorer") == "cross-encoder" else TREES_FILE
+        what = (meta.get("cross_encoder_dir") or CROSS_DIR) if meta.get("scorer") == "cross-encoder" else TREES_FILE
         raise AssessorError(f"{d} is not a saved plan assessor ({what}): {type(exc).__name__}: {exc}") from exc
