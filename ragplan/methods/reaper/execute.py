@@ -9,7 +9,6 @@ import contextvars
 import functools
 import inspect
 import json
-import re
 import threading
 import time
 from typing import Any, Callable, Literal
@@ -18,11 +17,10 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 from pydantic_core import to_jsonable_python
 
-from ragplan.methods.reaper.plan import RetrievalPlan, PlanArg, PlanStep
+from ragplan.methods.reaper.plan import EVIDENCE_REF, RetrievalPlan, PlanArg, PlanStep
 from ragplan.methods.reaper.validate import bind_args, reference_problems
 from ragplan.state.trace_sections import excerpt
 
-_REF = re.compile(r"#E(\d+)(?!\d)")
 
 __all__ = ["StepEvidence", "ExecutionResult", "run_plan_async", "run_plan", "to_jsonable", "render_for_text"]
 
@@ -112,7 +110,7 @@ def _resolve(arg: PlanArg, outputs: dict[int, Any], limit: int | None) -> Any:
     if arg.kind == "ref":
         return outputs[arg.refs[0]]
     if arg.kind == "template":
-        return _REF.sub(lambda m: render_for_text(outputs[int(m.group(1))], limit)
+        return EVIDENCE_REF.sub(lambda m: render_for_text(outputs[int(m.group(1))], limit)
                       if int(m.group(1)) in outputs else m.group(0), arg.value)
     return arg.value
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, model_validator
 from ragplan.state.trace_sections import excerpt
 
 __all__ = ["PlanArg", "PlanStep", "RetrievalPlan", "PlanError", "ParseResult", "PlanCall", "parse_plan", "format_plan",
-           "format_arg", "as_steps"]
+           "format_arg", "as_steps", "EVIDENCE_REF"]
 
 
 class PlanArg(BaseModel):
@@ -30,7 +30,7 @@ class PlanArg(BaseModel):
         m = _REF_ONLY.fullmatch(v) if isinstance(v, str) else None
         if m:
             return cls(kind="ref", value=f"#E{int(m.group(1))}", refs=[int(m.group(1))])
-        refs = list(dict.fromkeys(int(x) for x in _REF_IN_TEXT.findall(v))) if isinstance(v, str) else []
+        refs = list(dict.fromkeys(int(x) for x in EVIDENCE_REF.findall(v))) if isinstance(v, str) else []
         return cls(kind="template", value=v, refs=refs) if refs else cls(kind="literal", value=v)
 
     @model_validator(mode="before")
@@ -141,7 +141,8 @@ class ParseResult(BaseModel):
 
 _KINDS = ("literal", "ref", "template")
 _REF_ONLY = re.compile(r"\s*#E(\d+)\s*")
-_REF_IN_TEXT = re.compile(r"#E(\d+)(?!\d)")
+EVIDENCE_REF = re.compile(r"#E(\d+)(?!\d)")
+"""A reference to an earlier step's output (``#E2``) inside an argument's text."""
 _STEP_HEADER = re.compile(r"^(?:[-*•]\s*)?(?:\*\*)?\s*step\s*(\d+)\s*(?:\*\*)?\s*[:.)\-–—]\s*(?:\*\*)?\s*", re.I)
 _BARE_STEP = re.compile(r"^(?:[-*•]\s*)?#E\d+\s*=(?!=)")
 _ASSIGN = re.compile(r"#E(\d+)\s*=\s*([A-Za-z_][\w.]*)\s*\(")
