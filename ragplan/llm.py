@@ -443,6 +443,17 @@ def _parsed(out: Any, schema: type[T], method: str) -> tuple[T | None, str, Any]
     return None, problem, raw
 
 
+def _asking_for(convo: list[BaseMessage], instructions: str) -> list[BaseMessage]:
+    """``convo`` with the reply's format asked for at the end of its last (user) message, else in its leading system
+    message: no second system message or two user messages in a row, which many open models' chat templates refuse."""
+    last, first = (convo[-1], convo[0]) if convo else (None, None)
+    if isinstance(last, HumanMessage) and isinstance(last.content, str):
+        return [*convo[:-1], HumanMessage(f"{last.content}\n\n{instructions}")]
+    if isinstance(first, SystemMessage) and isinstance(first.content, str):
+        return [SystemMessage(f"{first.content}\n\n{instructions}"), *convo[1:]]
+    return [SystemMessage(instructions), *convo]
+
+
 def decide(
     model: BaseChatModel, messages: Sequence[BaseMessage], schema: type[T], *, method: str = "function_calling",
     max_repairs: int = 2, max_reply_chars: int = MAX_REPLY_CHARS,
@@ -459,7 +470,7 @@ def decide(
         except (NotImplementedError, ValueError, TypeError):
             method = "text"
     if method == "text":
-        convo = [*convo[:-1], SystemMessage(_text_instructions(schema)), *convo[-1:]]
+        convo = _asking_for(convo, _text_instructions(schema))
     again = ("ending with a last line 'Answer: …'" if method == "text" and _answer_step(schema)
              else f"with a valid {schema.__name__} object and nothing else")
     usage, problem, retries = Usage(), "", _retries_of(model)

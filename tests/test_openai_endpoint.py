@@ -9,6 +9,7 @@ structured-output mode and SSE streaming are exercised end to end.
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -129,6 +130,11 @@ def test_text_structured_output_parses_plain_json_replies(trade_store, question,
     assert "conforms to the JSON schema below" in stub.requests[0].prompt_text  # JsonOutputParser's instructions
     assert '"steps"' in stub.requests[0].prompt_text
     assert res.usage.input_tokens == sum(r.usage["prompt_tokens"] for r in stub.requests)
+    for r in stub.requests:  # the format is asked for at the end of the user's message: one leading system message
+        roles = [m["role"] for m in r.body["messages"]]  # and alternating turns, as open models' chat templates need
+        assert roles[0] == "system" and "system" not in roles[1:] and roles[-1] == "user", roles
+        assert all(a != b for a, b in zip(roles[1:], roles[2:])), roles
+        assert re.search(r"Reply (with one JSON object only|in plain text)", r.body["messages"][-1]["content"])
 
 
 def test_json_schema_structured_output_sends_response_format(trade_store, question, serve):

@@ -160,6 +160,10 @@ def test_standard_and_cot_baselines(index_dir):
     res, model = run(build_cot, lambda m, s: ChainOfThought(reasoning="Australia's capital is Canberra.", answer="Canberra"),
                      index_dir, q)
     assert res.reasoning.startswith("Australia") and "step by step" in model.prompts[0][-1].content
+    for build in (build_standard, build_cot):  # the examples first, the question after the last of them
+        _, model = run(build, lambda m, s: ChainOfThought(reasoning="r", answer="Paris"), index_dir, "Where is the Louvre?")
+        text = model.prompts[0][-1].content
+        assert text.index("Question: Where is the Louvre?") > text.rindex("Question: What is the capital of Australia?")
 
 
 @pytest.mark.parametrize("builder, reply", [

@@ -17,9 +17,8 @@ from ragplan.state.think_then_act import SubQuery, TextQAState
 
 __all__ = ["ChainOfThought", "make_direct_answer"]
 
-COT_INSTRUCTION = ("Think step by step: write the facts you need and how they combine in `reasoning`, then give the\n"
-                   "answer in `answer`.\n" + COT_EXAMPLES)
-"""The chain-of-thought instruction with the shared in-context examples, worked with their reasoning."""
+COT_INSTRUCTION = "Think step by step: first the facts you need and how they combine, then the answer."
+"""The chain-of-thought instruction (after the question; the examples, worked with their reasoning, come first)."""
 
 
 class ChainOfThought(BaseModel):
@@ -34,8 +33,10 @@ def make_direct_answer(cot: bool) -> Node[TextQAState, ThinkThenActContext]:
 
     def direct_answer(state: TextQAState, runtime: Runtime[ThinkThenActContext]) -> dict[str, Any]:
         """Answer the question without retrieval."""
-        examples = COT_INSTRUCTION if cot else ANSWER_EXAMPLES
-        messages = qa_prompt(state, state["question"], after=f"\n{ANSWER_STYLE}\n{examples}")
+        # the examples first and the question last, as few-shot prompts are laid out (a small model shown an example
+        # last tends to answer that example's question)
+        examples, how = (COT_EXAMPLES, f"\n{COT_INSTRUCTION}") if cot else (ANSWER_EXAMPLES, "")
+        messages = qa_prompt(state, state["question"], before=f"{examples}\n\nNow this one.\n", after=f"\n{ANSWER_STYLE}{how}")
         d = decide_for(runtime.context, messages, ChainOfThought if cot else ShortAnswer)
         if not d.ok:
             return {**failure_update(d, "direct_answer"), "retrieval_count": 0, "retrieval_ratio": 0.0}
