@@ -484,6 +484,8 @@ def decide(
             return Decision(None, sum(spent, usage), request_failed(exc, len(spent), model), attempt, kind_of(exc))
         else:
             parsed, problem, raw = _parsed(out, schema, method)
+            if parsed is not None and (cut := _cut_off(raw)):  # (a plain-text answer would be its first part)
+                parsed, problem = None, cut
             usage = sum(spent, usage) + _usage_of(raw, took)
             if parsed is not None:
                 return Decision(parsed, usage, "", attempt)
@@ -510,6 +512,16 @@ def failure_update(d: Decision[Any], node: str) -> dict[str, Any]:
     (``llm_unparseable`` still lets the answer step try; ``llm_error`` ends the run)."""
     reason = "llm_unparseable" if d.kind == "unparseable" else "llm_error"
     return failed(d.kind or "error", node, f"{node}: {d.error}", usage=d.usage, stop_reason=reason, answer="")
+
+
+def _cut_off(msg: Any) -> str:
+    """Why the reply is incomplete when the endpoint stopped it at its output limit (OpenAI's and compatible servers'
+    ``finish_reason``, Ollama's ``done_reason``, Anthropic's ``stop_reason``), else ""."""
+    meta = getattr(msg, "response_metadata", None) or {}
+    why = meta.get("finish_reason") or meta.get("done_reason") or meta.get("stop_reason")
+    if why not in ("length", "max_tokens"):
+        return ""
+    return f"the reply was cut off at the model's output limit ({why}) before it ended; give a shorter reply"
 
 
 def _visible(msg: Any) -> str:

@@ -107,6 +107,21 @@ def test_text_mode_empty_answer_is_repaired_then_unparseable():
     assert not d.ok and d.kind == "unparseable" and d.attempts == 3 and "Answer:" in model.prompts[1][-1].content
 
 
+def test_a_reply_cut_off_at_the_output_limit_is_repaired_then_unparseable():
+    """A reply the endpoint stopped at its token limit is never taken (in text mode its first part would pass for the
+    answer): it is shown back asking for a shorter one, and after the repairs the step is unparseable."""
+    cut = AIMessage(content="The short answer only. Question: What river flows through", response_metadata={
+        "finish_reason": "length"})
+    model = ScriptedChatModel(replies=[cut, "Answer: the Salzach"])
+    d = decide(model, MSG, Short, method="text")
+    assert d.ok and d.value.answer == "the Salzach" and d.attempts == 2
+    assert "cut off at the model's output limit (length)" in model.prompts[1][-1].content
+    d = decide(ScriptedChatModel(replies=[cut] * 3), MSG, Short, method="text")
+    assert not d.ok and d.kind == "unparseable" and d.attempts == 3 and "cut off" in d.error
+    done = AIMessage(content="Answer: the Salzach", response_metadata={"finish_reason": "stop"})
+    assert decide(ScriptedChatModel(replies=[done]), MSG, Short, method="text").value.answer == "the Salzach"
+
+
 def test_text_mode_decision_prompt_shows_a_filled_example():
     """A decision that needs fields is asked for as JSON, with an example built from the schema that validates."""
     class Gate(BaseModel):
