@@ -98,6 +98,7 @@ def test_every_retrieval_failing_is_reported_as_failure(tmp_path, capsys, monkey
                      "--set", f"wiki_cache_dir={tmp_path / 'wiki-cache'}",
                      "--model", "openai:stub-model", "--base-url", stub.base_url, "--out", str(run), "--no-progress"])
     assert code == 0
+    assert "--context-only retrieves from the questions' own paragraphs" in capsys.readouterr().err  # (the way offline)
     recs = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
     assert all(r["retrievals"] == 1 and r["retrieval_errors"] == 1 and r["retrieval_ratio"] == 0.0 for r in recs)
     summary = json.loads((run / "summary.json").read_text())
