@@ -36,7 +36,8 @@ def make_direct_answer(cot: bool) -> Node[TextQAState, ThinkThenActContext]:
         # the examples first and the question last, as few-shot prompts are laid out (a small model shown an example
         # last tends to answer that example's question)
         examples, how = (COT_EXAMPLES, f"\n{COT_INSTRUCTION}") if cot else (ANSWER_EXAMPLES, "")
-        messages = qa_prompt(state, state["question"], before=f"{examples}\n\nNow this one.\n", after=f"\n{ANSWER_STYLE}{how}")
+        messages = qa_prompt(state, state["question"], before=f"{examples}\n\nNow this one.\n",
+                             after=f"\n{ANSWER_STYLE}{how}")
         d = decide_for(runtime.context, messages, ChainOfThought if cot else ShortAnswer)
         if not d.ok:
             return {**failure_update(d, "direct_answer"), "retrieval_count": 0, "retrieval_ratio": 0.0}

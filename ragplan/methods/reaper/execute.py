@@ -111,7 +111,7 @@ def _resolve(arg: PlanArg, outputs: dict[int, Any], limit: int | None) -> Any:
         return outputs[arg.refs[0]]
     if arg.kind == "template":
         return EVIDENCE_REF.sub(lambda m: render_for_text(outputs[int(m.group(1))], limit)
-                      if int(m.group(1)) in outputs else m.group(0), arg.value)
+                                if int(m.group(1)) in outputs else m.group(0), arg.value)
     return arg.value
 
 
