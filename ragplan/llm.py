@@ -340,8 +340,8 @@ def _answer_step(schema: type[BaseModel]) -> tuple[str, bool] | None:
 
 
 _ANSWER_LINE = re.compile(r"^[\W_]*(?:final\s+)?answer[\W_]*?[:：]\s*(.*)$", re.I | re.M)
-_ANSWER_IS = re.compile(r"\bthe\s+(?:final\s+|correct\s+|short\s+)?answer(?:\s+to\s+[^.:\n]{1,80}?)?\s+(?:is|would\s+be)"
-                        r"\s*:?\s*(.+)", re.I)
+_ANSWER_IS = re.compile(r"\bthe\s+(?:final\s+|correct\s+|short\s+)?answer(?:\s+to\s+(?:\"[^\"\n]{1,300}\"|“[^”\n]{1,300}”|"
+                        r"[^.:\n]{1,80}?))?\s+(?:is|would\s+be)\s*:?\s*(.+)", re.I)  # (a quoted question's own "is")
 
 
 def _clean(text: str) -> str:

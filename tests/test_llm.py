@@ -80,7 +80,8 @@ class Reasoned(BaseModel):
 @pytest.mark.parametrize("reply, answer", [
     ("Paris", "Paris"), ("Answer: Paris", "Paris"), ("**Answer:** \"Paris\".", "Paris"),
     ("France's capital is a famous city. So the answer is Paris.", "Paris"), ("Paris\nin France.", "Paris in France"),
-    ("The answer to the question about France is: Paris", "Paris")])
+    ("The answer to the question about France is: Paris", "Paris"),
+    ('The answer to "What is the capital of France?" is: Paris', "Paris")])
 def test_text_mode_answer_step_reads_a_plain_text_reply(reply, answer):
     """``text``: a step whose output is only an answer asks for, and reads, plain text (a small local model's reply)."""
     model = ScriptedChatModel(replies=[reply])
