@@ -60,3 +60,14 @@ def test_command_imports_no_heavy_library(case):
     res = json.loads(proc.stdout.strip().splitlines()[-1])
     assert res["code"] == 0 and expect in res["out"], res["out"][-2000:]
     assert sorted(set(forbidden) & set(res["modules"])) == []
+
+
+def test_graphs_builds_no_other_commands_parser():
+    """`ragplan graphs` (a command of the CLI's own module) imports no other command's module to build its parser."""
+    code = ("import contextlib, io, sys\nfrom ragplan.cli import COMMAND_MODULES, main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n    main(['graphs'])\n"
+            "print(sorted(set(COMMAND_MODULES.values()) & set(sys.modules)))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

@@ -64,9 +64,14 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                             "every registered graph; in any other folder, serves the installed package's graphs. Then "
                             "runs `langgraph dev`; extra arguments go to it, e.g. --port 2024 --no-browser.")
     studio.add_argument("langgraph_args", nargs=argparse.REMAINDER, help="arguments for `langgraph dev`")
-    named = argv[0] if argv and argv[0] in COMMAND_MODULES else None  # a command's run needs its own parser only
-    for name, module in COMMAND_MODULES.items() if named is None else [(named, COMMAND_MODULES[named])]:
-        add = importlib.import_module(module).add_parser
+    if argv and argv[0] in COMMAND_MODULES:
+        named = [argv[0]]  # a command's run needs its own parser only
+    elif argv and argv[0] in sub.choices:
+        named = []  # `graphs` or `studio`, defined here: none of the others
+    else:
+        named = list(COMMAND_MODULES)
+    for name in named:
+        add = importlib.import_module(COMMAND_MODULES[name]).add_parser
         add(sub, settings) if name in SETTINGS_COMMANDS else add(sub)
     return parser
 
