@@ -345,12 +345,23 @@ def test_keys_read_once_holds_the_keys_read_on_entry_in_its_threads(monkeypatch)
     assert redact("first-key-123456 later-key-123456") == "*** ***"
 
 
-def test_the_run_clock_starts_after_its_set_up(tmp_path, monkeypatch):
-    """The run's wall time starts once the checkpoints are open and the graph compiled (set-up, once per run)."""
+def _two_cot_questions(tmp_path: Path) -> dict:
+    """``cot`` over two HotpotQA questions against the stub into ``tmp_path / "run"``; the summary."""
     import asyncio
 
-    from ragplan.eval.item_checkpoints import ItemCheckpoints
     from ragplan.nodes.think_then_act.direct_answer import ChainOfThought
+
+    data = tmp_path / "hotpot_dev_distractor_v1.json"
+    data.write_text(json.dumps([{"_id": f"q{i}", "question": f"Is city {i} big?", "answer": "yes", "type": "comparison",
+                                 "level": "easy", "supporting_facts": [], "context": []} for i in range(2)]))
+    with OpenAIStub(responder=lambda req: ChainOfThought(reasoning="r", answer="yes")) as stub:
+        return asyncio.run(evaluate(RunSettings(method="cot", benchmark="hotpotqa", data=str(data),
+                                                model="openai:stub", base_url=stub.base_url), tmp_path / "run"))
+
+
+def test_the_run_clock_starts_after_its_set_up(tmp_path, monkeypatch):
+    """The run's wall time starts once the checkpoints are open and the graph compiled (set-up, once per run)."""
+    from ragplan.eval.item_checkpoints import ItemCheckpoints
 
     opened: list[float] = []
     real_open = ItemCheckpoints.open
@@ -361,12 +372,7 @@ def test_the_run_clock_starts_after_its_set_up(tmp_path, monkeypatch):
         return saver
 
     monkeypatch.setattr(ItemCheckpoints, "open", open_and_note)
-    data = tmp_path / "hotpot_dev_distractor_v1.json"
-    data.write_text(json.dumps([{"_id": f"q{i}", "question": f"Is city {i} big?", "answer": "yes", "type": "comparison",
-                                 "level": "easy", "supporting_facts": [], "context": []} for i in range(2)]))
-    with OpenAIStub(responder=lambda req: ChainOfThought(reasoning="r", answer="yes")) as stub:
-        summary = asyncio.run(evaluate(RunSettings(method="cot", benchmark="hotpotqa", data=str(data),
-                                                   model="openai:stub", base_url=stub.base_url), tmp_path / "run"))
+    summary = _two_cot_questions(tmp_path)
     started = json.loads((tmp_path / "run" / "invocations.jsonl").read_text())["started"]
     assert summary["overall"]["n"] == 2 and len(opened) == 1 and started >= opened[0]
 
@@ -374,10 +380,7 @@ def test_the_run_clock_starts_after_its_set_up(tmp_path, monkeypatch):
 def test_a_graph_that_ends_with_nothing_is_a_recorded_failure(tmp_path, monkeypatch):
     """A question whose graph returns no answer, no stop reason and no error (a bug, or a checkpoint read wrongly)
     is recorded as a failure with that reason, never as an empty success; the others are unaffected."""
-    import asyncio
-
     from ragplan.eval.item_checkpoints import ItemCheckpoints
-    from ragplan.nodes.think_then_act.direct_answer import ChainOfThought
 
     real_run = ItemCheckpoints.run
 
@@ -385,12 +388,7 @@ def test_a_graph_that_ends_with_nothing_is_a_recorded_failure(tmp_path, monkeypa
         return {} if item_id == "q0" else await real_run(self, graph, item_id, *args)
 
     monkeypatch.setattr(ItemCheckpoints, "run", nothing_for_q0)
-    data = tmp_path / "hotpot_dev_distractor_v1.json"
-    data.write_text(json.dumps([{"_id": f"q{i}", "question": f"Is city {i} big?", "answer": "yes", "type": "comparison",
-                                 "level": "easy", "supporting_facts": [], "context": []} for i in range(2)]))
-    with OpenAIStub(responder=lambda req: ChainOfThought(reasoning="r", answer="yes")) as stub:
-        summary = asyncio.run(evaluate(RunSettings(method="cot", benchmark="hotpotqa", data=str(data),
-                                                   model="openai:stub", base_url=stub.base_url), tmp_path / "run"))
+    summary = _two_cot_questions(tmp_path)
     recs = RunFolder(tmp_path / "run").load_records()
     assert recs["q0"]["stop_reason"] == "crash" and "no answer, no stop reason" in recs["q0"]["error"]
     assert recs["q1"]["answer"] == "yes" and recs["q1"]["error"] == "" and recs["q1"]["stop_reason"]
