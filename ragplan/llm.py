@@ -516,10 +516,10 @@ def failure_update(d: Decision[Any], node: str) -> dict[str, Any]:
 
 def _cut_off(msg: Any) -> str:
     """Why the reply is incomplete when the endpoint stopped it at its output limit (OpenAI's and compatible servers'
-    ``finish_reason``, Ollama's ``done_reason``, Anthropic's ``stop_reason``), else ""."""
+    ``finish_reason``, Google's ``MAX_TOKENS``, Ollama's ``done_reason``, Anthropic's ``stop_reason``), else ""."""
     meta = getattr(msg, "response_metadata", None) or {}
     why = meta.get("finish_reason") or meta.get("done_reason") or meta.get("stop_reason")
-    if why not in ("length", "max_tokens"):
+    if str(why).lower() not in ("length", "max_tokens"):
         return ""
     return f"the reply was cut off at the model's output limit ({why}) before it ended; give a shorter reply"
 

@@ -119,6 +119,9 @@ def test_a_reply_cut_off_at_the_output_limit_is_repaired_then_unparseable():
     assert "cut off at the model's output limit (length)" in model.prompts[1][-1].content
     d = decide(ScriptedChatModel(replies=[cut] * 3), MSG, Short, method="text")
     assert not d.ok and d.kind == "unparseable" and d.attempts == 3 and "cut off" in d.error
+    for meta in ({"finish_reason": "MAX_TOKENS"}, {"done_reason": "length"}, {"stop_reason": "max_tokens"}):
+        model = ScriptedChatModel(replies=[AIMessage(content="Answer: the Sal", response_metadata=meta), "Answer: x"])
+        assert decide(model, MSG, Short, method="text").attempts == 2  # (Google, Ollama, Anthropic)
     done = AIMessage(content="Answer: the Salzach", response_metadata={"finish_reason": "stop"})
     assert decide(ScriptedChatModel(replies=[done]), MSG, Short, method="text").value.answer == "the Salzach"
 
