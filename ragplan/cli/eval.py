@@ -4,7 +4,6 @@ compare runs, sweep one setting, score retrieval without an LLM (docs/evaluation
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -205,11 +204,13 @@ def run(args: argparse.Namespace) -> int:
         return fail(reason(exc, RunRefused))
     print(summary_markdown(summary))
     print(f"run folder: {run_dir}")
-    if (summary.get("overall") or {}).get("retrieval_errors") and not settings.benchmark_options.get("context_only") \
-            and settings.context.get("retriever", os.environ.get("RAGPLAN_RETRIEVER", "wiki")) == "wiki":
-        print("note: retrievals from Wikipedia failed (retrieval_error in results.jsonl); without a network, "
-              "--context-only retrieves from the questions' own paragraphs and --retriever local --index DIR from a "
-              "local index", file=sys.stderr)
+    if (summary.get("overall") or {}).get("retrieval_errors") and not settings.benchmark_options.get("context_only"):
+        fam = family_of(settings.method)  # (the run's retriever as its context reads it, the environment's default too)
+        ctx = fam.context(**{k: v for k, v in settings.context.items() if k in fam.context_fields()})
+        if getattr(ctx, "retriever", "") == "wiki":
+            print("note: retrievals from Wikipedia failed (retrieval_error in results.jsonl); without a network, "
+                  "--context-only retrieves from the questions' own paragraphs and --retriever local --index DIR from "
+                  "a local index", file=sys.stderr)
     if c := summary.get("llm_cache"):
         print(f"LLM cache: {c['dir']}{' (replay)' if c['replay'] else ''}   entries used: {c['entries']}   "
               f"fingerprint: {c['fingerprint'][:16]}")

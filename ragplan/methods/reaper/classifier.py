@@ -227,7 +227,8 @@ def load_classifier(directory: str | Path, embedder: Any = None) -> RouteClassif
             weights = {k: z[k] for k in ("coef", "intercept", "train_x", "train_y")}
     except (OSError, ValueError, KeyError) as exc:
         raise ValueError(f"{d} is not a saved route classifier: {exc}") from exc
-    if meta.get("weights_sha256", digest := hashlib.sha256(data).hexdigest()) != digest:
+    digest = hashlib.sha256(data).hexdigest()
+    if meta.get("weights_sha256", digest) != digest:  # (a folder saved before the digest was kept has none)
         raise ValueError(f"{d} is not a saved route classifier: {WEIGHTS_FILE} is not the one {META_FILE} was "
                          "saved with")
     if not meta.get("classes") or math.prod(weights["coef"].shape) == 0:
